@@ -1,0 +1,60 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// Module order (a module may depend only on modules listed before it):
+// LarderIO, LarderHTTP, LarderConfig, LarderCache, LarderUpstream, LarderServer, larder.
+// LarderIO sits below DESIGN's list: the epoll event loop is shared by the server's sockets
+// and by libcurl's sockets (LarderUpstream drives curl's multi interface on the same loop),
+// so it cannot live in LarderServer. See docs/ARCHITECTURE.md.
+let strict: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
+let package = Package(
+    name: "larder",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "larder", targets: ["larder"])
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(
+            name: "CSystemd", path: "Sources/CSystemd", pkgConfig: "libsystemd",
+            providers: [.apt(["libsystemd-dev"])]),
+        .target(name: "CLarderSystem", path: "Sources/CLarderSystem"),
+        .target(name: "LarderIO", dependencies: ["CLarderSystem"], swiftSettings: strict),
+        .target(name: "LarderHTTP", swiftSettings: strict),
+        .target(name: "LarderConfig", dependencies: ["LarderIO", "LarderHTTP"], swiftSettings: strict),
+        .target(
+            name: "LarderCache", dependencies: ["LarderIO", "LarderHTTP", "LarderConfig"],
+            swiftSettings: strict),
+        .target(
+            name: "LarderUpstream", dependencies: ["CCurl", "LarderIO", "LarderHTTP", "LarderConfig"],
+            swiftSettings: strict),
+        .target(
+            name: "LarderServer",
+            dependencies: [
+                "CSystemd", "LarderIO", "LarderHTTP", "LarderConfig", "LarderCache", "LarderUpstream",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict),
+        .executableTarget(
+            name: "larder",
+            dependencies: [
+                "LarderServer", "LarderConfig",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict),
+        .testTarget(name: "LarderHTTPTests", dependencies: ["LarderHTTP"]),
+        .testTarget(name: "LarderCacheTests", dependencies: ["LarderCache", "LarderHTTP", "LarderConfig"]),
+        .testTarget(name: "LarderConfigTests", dependencies: ["LarderConfig"]),
+        .testTarget(name: "LarderIntegrationTests", exclude: ["Fixtures"]),
+    ]
+)

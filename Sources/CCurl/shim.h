@@ -1,0 +1,39 @@
+// Typed wrappers around libcurl's variadic setters, which Swift cannot call directly.
+// Each wrapper fixes the argument type that the option expects (long, pointer, curl_off_t or
+// a callback), so a call from Swift cannot pass the wrong width through the varargs.
+#ifndef LARDER_CCURL_SHIM_H
+#define LARDER_CCURL_SHIM_H
+
+#include <curl/curl.h>
+
+typedef size_t (*larder_curl_data_callback)(char *buffer, size_t size, size_t count, void *userdata);
+typedef int (*larder_curl_socket_callback)(CURL *easy, curl_socket_t fd, int what, void *userp, void *socketp);
+typedef int (*larder_curl_timer_callback)(CURLM *multi, long timeout_ms, void *userp);
+typedef int (*larder_curl_sockopt_callback)(void *clientp, curl_socket_t fd, curlsocktype purpose);
+
+static inline CURLcode larder_easy_set_long(CURL *h, CURLoption o, long v) { return curl_easy_setopt(h, o, v); }
+static inline CURLcode larder_easy_set_offset(CURL *h, CURLoption o, curl_off_t v) { return curl_easy_setopt(h, o, v); }
+static inline CURLcode larder_easy_set_string(CURL *h, CURLoption o, const char *v) { return curl_easy_setopt(h, o, v); }
+static inline CURLcode larder_easy_set_pointer(CURL *h, CURLoption o, void *v) { return curl_easy_setopt(h, o, v); }
+static inline CURLcode larder_easy_set_slist(CURL *h, CURLoption o, struct curl_slist *v) { return curl_easy_setopt(h, o, v); }
+static inline CURLcode larder_easy_set_data_callback(CURL *h, CURLoption o, larder_curl_data_callback v) { return curl_easy_setopt(h, o, v); }
+static inline CURLcode larder_easy_set_sockopt_callback(CURL *h, larder_curl_sockopt_callback v) { return curl_easy_setopt(h, CURLOPT_SOCKOPTFUNCTION, v); }
+
+static inline CURLcode larder_easy_get_long(CURL *h, CURLINFO i, long *v) { return curl_easy_getinfo(h, i, v); }
+static inline CURLcode larder_easy_get_pointer(CURL *h, CURLINFO i, void **v) { return curl_easy_getinfo(h, i, v); }
+static inline CURLcode larder_easy_get_offset(CURL *h, CURLINFO i, curl_off_t *v) { return curl_easy_getinfo(h, i, v); }
+
+static inline CURLMcode larder_multi_set_long(CURLM *m, CURLMoption o, long v) { return curl_multi_setopt(m, o, v); }
+static inline CURLMcode larder_multi_set_pointer(CURLM *m, CURLMoption o, void *v) { return curl_multi_setopt(m, o, v); }
+static inline CURLMcode larder_multi_set_socket_callback(CURLM *m, larder_curl_socket_callback v) { return curl_multi_setopt(m, CURLMOPT_SOCKETFUNCTION, v); }
+static inline CURLMcode larder_multi_set_timer_callback(CURLM *m, larder_curl_timer_callback v) { return curl_multi_setopt(m, CURLMOPT_TIMERFUNCTION, v); }
+
+/// The fields of a finished-transfer message (CURLMsg holds them in a union).
+static inline int larder_multi_info_done(CURLMsg *msg, CURL **easy, CURLcode *result) {
+    if (msg->msg != CURLMSG_DONE) return 0;
+    *easy = msg->easy_handle;
+    *result = msg->data.result;
+    return 1;
+}
+
+#endif

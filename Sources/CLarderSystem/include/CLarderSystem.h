@@ -1,0 +1,27 @@
+// Linux system headers that Swift's Glibc module does not export (epoll, eventfd, sendfile,
+// splice). Only LarderIO imports this module; everything above it uses LarderIO's Swift types.
+#ifndef CLARDER_SYSTEM_H
+#define CLARDER_SYSTEM_H
+
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/sendfile.h>
+#include <sys/uio.h>
+#include <sys/resource.h>
+#include <sys/statvfs.h>
+#include <sched.h>
+#include <netinet/tcp.h>
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <pthread.h>
+
+/// The number of CPUs this process may run on (sched_getaffinity), at least 1.
+int larder_available_cpus(void);
+
+/// accept4(2) with SOCK_NONBLOCK | SOCK_CLOEXEC (needs _GNU_SOURCE, which Swift's Glibc lacks).
+int larder_accept4(int fd, struct sockaddr *address, socklen_t *length);
+
+/// pthread_setname_np (a GNU extension).
+int larder_set_thread_name(pthread_t thread, const char *name);
+
+#endif

@@ -1,0 +1,54 @@
+/// How a message body is delimited (RFC 9112 §6.3).
+public enum BodyFraming: Sendable, Equatable {
+    /// No body.
+    case none
+    /// Exactly this many bytes.
+    case contentLength(Int)
+    /// The chunked transfer coding.
+    case chunked
+
+    /// The framing of a request body, rejecting every ambiguous combination that request
+    /// smuggling relies on (RFC 9112 §6.1, §6.3, §11.2).
+    public static func ofRequest(_ head: RequestHead) throws(HTTPParseError) -> BodyFraming {
+        let transferEncodings = head.headers.values("Transfer-Encoding")
+        let contentLengths = head.headers.values("Content-Length")
+        if !transferEncodings.isEmpty {
+            if !contentLengths.isEmpty { throw .bad("both Transfer-Encoding and Content-Length") }
+            if head.version == .http1_0 { throw .bad("Transfer-Encoding in an HTTP/1.0 request") }
+            var codings: [String] = []
+            for value in transferEncodings {
+                for element in value.split(separator: ",", omittingEmptySubsequences: false) {
+                    let coding = ASCII.trimOWS(element)
+                    guard ASCII.isToken(coding) else { throw .bad("malformed Transfer-Encoding") }
+                    codings.append(coding.lowercased())
+                }
+            }
+            // Only "chunked" alone is accepted: a proxy that forwards other codings invites two
+            // parsers to disagree about where the body ends.
+            guard codings.last == "chunked" else { throw .bad("Transfer-Encoding does not end in chunked") }
+            guard codings.count == 1 else {
+                throw HTTPParseError(501, "transfer coding '\(codings.joined(separator: ", "))' not implemented")
+            }
+            return .chunked
+        }
+        guard !contentLengths.isEmpty else { return .none }
+        // RFC 9110 §8.6: a list of identical values may be treated as one; anything else is an error.
+        var length: Int?
+        for value in contentLengths {
+            for element in value.split(separator: ",", omittingEmptySubsequences: false) {
+                let parsed = try parseContentLength(ASCII.trimOWS(element))
+                if let length, length != parsed { throw .bad("conflicting Content-Length values") }
+                length = parsed
+            }
+        }
+        return length.map { .contentLength($0) } ?? .none
+    }
+
+    /// 1*DIGIT, no sign, no overflow.
+    public static func parseContentLength(_ text: Substring) throws(HTTPParseError) -> Int {
+        guard !text.isEmpty, text.utf8.count <= 18, text.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }) else {
+            throw .bad("invalid Content-Length")
+        }
+        return text.utf8.reduce(0) { $0 * 10 + Int($1 - 48) }
+    }
+}

@@ -1,0 +1,70 @@
+import Glibc
+
+/// HTTP dates (RFC 9110 §5.6.7): IMF-fixdate out; IMF-fixdate, RFC 850 and asctime in.
+public enum HTTPDate {
+    private static let monthNames = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+    private static let dayNames = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+
+    /// Formats seconds since the epoch as `Sun, 06 Nov 1994 08:49:37 GMT`.
+    public static func format(_ seconds: Int) -> String {
+        var time = time_t(seconds)
+        var parts = tm()
+        gmtime_r(&time, &parts)
+        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        return "\(dayNames[Int(parts.tm_wday)]), \(two(parts.tm_mday)) \(monthNames[Int(parts.tm_mon)]) \(parts.tm_year + 1900) "
+            + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) GMT"
+    }
+
+    /// Parses any of the three formats; nil when the text is not a valid date.
+    public static func parse(_ text: String) -> Int? {
+        let trimmed = ASCII.trimOWS(text[...])
+        let words = trimmed.split(separator: " ", omittingEmptySubsequences: true)
+        // IMF-fixdate: Sun, 06 Nov 1994 08:49:37 GMT
+        if words.count == 6, words[0].hasSuffix(","), words[5] == "GMT" {
+            return build(day: words[1], month: words[2], year: words[3], time: words[4], twoDigitYear: false)
+        }
+        // RFC 850: Sunday, 06-Nov-94 08:49:37 GMT
+        if words.count == 4, words[0].hasSuffix(","), words[3] == "GMT" {
+            let dateParts = words[1].split(separator: "-")
+            guard dateParts.count == 3 else { return nil }
+            return build(day: dateParts[0], month: dateParts[1], year: dateParts[2], time: words[2], twoDigitYear: true)
+        }
+        // asctime: Sun Nov  6 08:49:37 1994
+        if words.count == 5 {
+            return build(day: words[2], month: words[1], year: words[4], time: words[3], twoDigitYear: false)
+        }
+        return nil
+    }
+
+    private static func build(day: Substring, month: Substring, year: Substring, time: Substring, twoDigitYear: Bool) -> Int? {
+        guard let dayValue = number(day), (1...31).contains(dayValue),
+            let monthIndex = monthNames.firstIndex(where: { $0 == month }),
+            var yearValue = number(year)
+        else { return nil }
+        if twoDigitYear {
+            guard year.count == 2 else { return nil }
+            // RFC 9110 §5.6.7: a two-digit year more than 50 years in the future is in the past century.
+            yearValue += yearValue < 70 ? 2000 : 1900
+        } else if year.count != 4 {
+            return nil
+        }
+        let clock = time.split(separator: ":")
+        guard clock.count == 3, clock.allSatisfy({ $0.count == 2 }),
+            let hour = number(clock[0]), let minute = number(clock[1]), let second = number(clock[2]),
+            hour < 24, minute < 60, second <= 60
+        else { return nil }
+        var parts = tm()
+        parts.tm_year = Int32(yearValue - 1900)
+        parts.tm_mon = Int32(monthIndex)
+        parts.tm_mday = Int32(dayValue)
+        parts.tm_hour = Int32(hour)
+        parts.tm_min = Int32(minute)
+        parts.tm_sec = Int32(second)
+        return Int(timegm(&parts))
+    }
+
+    private static func number(_ text: Substring) -> Int? {
+        guard !text.isEmpty, text.count <= 4, text.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }) else { return nil }
+        return Int(text)
+    }
+}

@@ -1,0 +1,94 @@
+/// One header field as received: the name keeps its case, comparisons ignore it.
+public struct HTTPField: Sendable, Equatable {
+    public var name: String
+    public var value: String
+
+    public init(name: String, value: String) {
+        self.name = name
+        self.value = value
+    }
+}
+
+/// An ordered list of header fields (RFC 9110 §5). Duplicates are kept in order; lookups are
+/// case-insensitive.
+public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionaryLiteral {
+    public private(set) var fields: [HTTPField]
+
+    public init() { fields = [] }
+
+    public init(_ pairs: [(String, String)]) {
+        fields = pairs.map { HTTPField(name: $0.0, value: $0.1) }
+    }
+
+    public init(dictionaryLiteral elements: (String, String)...) {
+        self.init(elements)
+    }
+
+    public var count: Int { fields.count }
+    public var isEmpty: Bool { fields.isEmpty }
+
+    public func makeIterator() -> IndexingIterator<[HTTPField]> { fields.makeIterator() }
+
+    /// The first value of `name`.
+    public subscript(name: String) -> String? {
+        for field in fields where ASCII.equalsIgnoringCase(field.name, name) { return field.value }
+        return nil
+    }
+
+    /// Every value of `name`, in order.
+    public func values(_ name: String) -> [String] {
+        fields.lazy.filter { ASCII.equalsIgnoringCase($0.name, name) }.map(\.value)
+    }
+
+    public func contains(_ name: String) -> Bool { self[name] != nil }
+
+    /// All values of a list-valued field joined with ", " (RFC 9110 §5.3), or nil when absent.
+    public func combined(_ name: String) -> String? {
+        let all = values(name)
+        return all.isEmpty ? nil : all.joined(separator: ", ")
+    }
+
+    /// The comma-separated elements of a list-valued field, trimmed, lower-cased, empty ones
+    /// dropped (RFC 9110 §5.6.1).
+    public func listElements(_ name: String) -> [String] {
+        var result: [String] = []
+        for value in values(name) {
+            for element in value.split(separator: ",", omittingEmptySubsequences: true) {
+                let trimmed = ASCII.trimOWS(element)
+                if !trimmed.isEmpty { result.append(trimmed.lowercased()) }
+            }
+        }
+        return result
+    }
+
+    public mutating func add(_ name: String, _ value: String) {
+        fields.append(HTTPField(name: name, value: value))
+    }
+
+    /// Replaces every `name` field by one with `value`.
+    public mutating func set(_ name: String, _ value: String) {
+        if let index = fields.firstIndex(where: { ASCII.equalsIgnoringCase($0.name, name) }) {
+            fields[index].value = value
+            var next = index + 1
+            while next < fields.count {
+                if ASCII.equalsIgnoringCase(fields[next].name, name) { fields.remove(at: next) } else { next += 1 }
+            }
+        } else {
+            add(name, value)
+        }
+    }
+
+    public mutating func remove(_ name: String) {
+        fields.removeAll { ASCII.equalsIgnoringCase($0.name, name) }
+    }
+
+    /// Appends text to the last field's value (for folded lines).
+    public mutating func extendLastValue(with text: String) {
+        guard !fields.isEmpty else { return }
+        fields[fields.count - 1].value += text
+    }
+
+    public mutating func removeAll(where predicate: (HTTPField) -> Bool) {
+        fields.removeAll(where: predicate)
+    }
+}

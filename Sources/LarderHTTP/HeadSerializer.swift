@@ -1,0 +1,56 @@
+/// Writes heads in HTTP/1.1 wire form into a byte array.
+public enum HeadSerializer {
+    /// Appends `HTTP/1.1 <status> <reason>\r\n`.
+    public static func appendStatusLine(_ status: Int, _ reason: String, to output: inout [UInt8]) {
+        output.append(contentsOf: "HTTP/1.1 ".utf8)
+        appendDecimal(status, to: &output)
+        output.append(32)
+        output.append(contentsOf: reason.utf8)
+        output.append(contentsOf: crlf)
+    }
+
+    /// Appends `Name: value\r\n`, preserving the value's bytes.
+    @inline(__always)
+    public static func appendField(_ name: String, _ value: String, to output: inout [UInt8]) {
+        output.append(contentsOf: name.utf8)
+        output.append(58)
+        output.append(32)
+        ASCII.appendBytes(of: value, to: &output)
+        output.append(contentsOf: crlf)
+    }
+
+    /// Appends every field.
+    public static func appendFields(_ headers: HTTPHeaders, to output: inout [UInt8]) {
+        for field in headers.fields { appendField(field.name, field.value, to: &output) }
+    }
+
+    /// Appends a non-negative integer in decimal without going through String.
+    @inline(__always)
+    public static func appendDecimal(_ value: Int, to output: inout [UInt8]) {
+        if value < 10 {
+            output.append(UInt8(48 + value))
+            return
+        }
+        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
+            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        var count = 0
+        var remaining = value
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            while remaining > 0 && count < 20 {
+                buffer[19 - count] = UInt8(48 + remaining % 10)
+                remaining /= 10
+                count += 1
+            }
+            output.append(contentsOf: buffer[(20 - count)...])
+        }
+    }
+
+    /// Appends a chunk-size line for the chunked coding.
+    public static func appendChunkSize(_ size: Int, to output: inout [UInt8]) {
+        let hex = String(size, radix: 16)
+        output.append(contentsOf: hex.utf8)
+        output.append(contentsOf: crlf)
+    }
+
+    public static let crlf: [UInt8] = [13, 10]
+}

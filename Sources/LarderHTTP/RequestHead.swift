@@ -1,0 +1,34 @@
+/// A parsed request line and header section.
+public struct RequestHead: Sendable {
+    public var method: HTTPMethod
+    public var target: RequestTarget
+    public var version: HTTPVersion
+    public var headers: HTTPHeaders
+
+    public init(method: HTTPMethod, target: RequestTarget, version: HTTPVersion, headers: HTTPHeaders) {
+        self.method = method
+        self.target = target
+        self.version = version
+        self.headers = headers
+    }
+
+    /// The absolute URL, when the target is in absolute form.
+    public var url: AbsoluteURL? {
+        if case .absolute(let url) = target { return url }
+        return nil
+    }
+
+    /// Whether the client wants the connection kept open after this exchange
+    /// (RFC 9112 §9.3: HTTP/1.1 persists unless "close"; HTTP/1.0 only with "keep-alive").
+    public var keepAlive: Bool {
+        let tokens = headers.listElements("Connection") + headers.listElements("Proxy-Connection")
+        if tokens.contains("close") { return false }
+        if version == .http1_1 { return true }
+        return tokens.contains("keep-alive")
+    }
+
+    /// Whether the client sent `Expect: 100-continue`.
+    public var expectsContinue: Bool {
+        headers.listElements("Expect").contains("100-continue")
+    }
+}

@@ -1,0 +1,82 @@
+/// Builds a response head from header lines as an upstream client library delivers them
+/// (status line, field lines, empty line), one line per call.
+///
+/// Origin responses are parsed tolerantly but safely: obs-fold is replaced by a space
+/// (RFC 9112 §5.2 allows a proxy to do so), a field line without a valid name is dropped, and
+/// values keep their bytes.
+public struct ResponseHeadParser: Sendable {
+    private var head: ResponseHead?
+
+    public init() {}
+
+    /// What a line completed.
+    public enum Event: Sendable {
+        /// Nothing yet.
+        case none
+        /// An interim (1xx) head ended; a final one follows.
+        case interim(ResponseHead)
+        /// The final head ended.
+        case final(ResponseHead)
+    }
+
+    /// Feeds one line, with or without its CRLF.
+    public mutating func feed(_ line: UnsafeRawBufferPointer) throws(HTTPParseError) -> Event {
+        var end = line.count
+        while end > 0, line[end - 1] == 10 || line[end - 1] == 13 { end -= 1 }
+        let content = UnsafeRawBufferPointer(rebasing: line[0..<end])
+        if content.isEmpty {
+            guard let finished = head else { return .none }
+            head = nil
+            return (100..<200).contains(finished.status) ? .interim(finished) : .final(finished)
+        }
+        if content.starts(with: "HTTP/".utf8) {
+            head = try ResponseHeadParser.parseStatusLine(content)
+            return .none
+        }
+        guard head != nil else { throw .bad("header line before status line") }
+        let first = content[0]
+        if first == 32 || first == 9 {
+            // obs-fold: join to the previous value with one space.
+            let folded = ASCII.trimOWS(ASCII.string(content)[...])
+            head!.headers.extendLastValue(with: " " + folded)
+            return .none
+        }
+        guard let colon = content.firstIndex(of: UInt8(ascii: ":")), colon > 0,
+            content[0..<colon].allSatisfy(ASCII.isTokenChar)
+        else { return .none }
+        var valueStart = colon + 1
+        var valueEnd = content.count
+        while valueStart < valueEnd, content[valueStart] == 32 || content[valueStart] == 9 { valueStart += 1 }
+        while valueEnd > valueStart, content[valueEnd - 1] == 32 || content[valueEnd - 1] == 9 { valueEnd -= 1 }
+        let valueBytes = UnsafeRawBufferPointer(rebasing: content[valueStart..<valueEnd])
+        // A NUL or bare CR inside a value could split the header downstream: drop the field.
+        guard valueBytes.allSatisfy(ASCII.isFieldValueChar) else { return .none }
+        head!.headers.add(
+            String(decoding: UnsafeRawBufferPointer(rebasing: content[0..<colon]), as: UTF8.self),
+            ASCII.string(valueBytes))
+        return .none
+    }
+
+    /// `HTTP/1.1 200 OK` (the reason may be empty or missing).
+    static func parseStatusLine(_ line: UnsafeRawBufferPointer) throws(HTTPParseError) -> ResponseHead {
+        guard line.count >= 12, line[8] == 32,
+            (49...53).contains(line[9]), (48...57).contains(line[10]), (48...57).contains(line[11])
+        else {
+            // HTTP/2 status lines from libcurl look like "HTTP/2 200".
+            if line.count >= 10, line.starts(with: "HTTP/2 ".utf8) || line.starts(with: "HTTP/3 ".utf8) {
+                let digits = line[7..<10]
+                guard digits.allSatisfy({ (48...57).contains($0) }) else { throw .bad("malformed status line") }
+                let status = digits.reduce(0) { $0 * 10 + Int($1 - 48) }
+                return ResponseHead(status: status)
+            }
+            throw .bad("malformed status line")
+        }
+        let status = Int(line[9] - 48) * 100 + Int(line[10] - 48) * 10 + Int(line[11] - 48)
+        var reason = ""
+        if line.count > 13 {
+            reason = ASCII.string(UnsafeRawBufferPointer(rebasing: line[13...]))
+        }
+        let version: HTTPVersion = line[7] == 48 ? .http1_0 : .http1_1
+        return ResponseHead(status: status, reason: reason.isEmpty ? nil : reason, version: version)
+    }
+}

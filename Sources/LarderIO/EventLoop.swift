@@ -1,0 +1,205 @@
+import CLarderSystem
+import Dispatch
+import Glibc
+
+/// One epoll loop on its own thread. Everything registered with a loop is used only from that
+/// loop's thread, so connections, curl transfers and timers need no locks; other threads talk to
+/// the loop through its ``EventLoopHandle``.
+///
+/// State: every stored property is owned by the loop thread. Level-triggered epoll: a handler
+/// that does not want readiness for a while changes its interest with ``setInterest(_:_:)``.
+public final class EventLoop {
+    /// The thread-safe handle of this loop.
+    public let handle: EventLoopHandle
+
+    private struct Slot {
+        var handler: (any IOHandler)?
+        var generation: UInt32 = 0
+        var interest: IOEvents = []
+    }
+
+    private var slots: [Slot] = []
+    private var timers = TimerHeap()
+    private var deferred: [() -> Void] = []
+    private var running = true
+    private var events: UnsafeMutablePointer<epoll_event>
+    private let maxEvents = 512
+
+    /// The object that runs on this loop (the server's per-loop state), for jobs sent through
+    /// the handle to find it.
+    public var context: AnyObject?
+
+    /// Monotonic nanoseconds, refreshed after every wait (cheap "now" for handlers).
+    public private(set) var now: UInt64 = Clocks.monotonicNanos()
+
+    /// Starts a loop on a new thread and returns its handle once the loop is running.
+    public static func start(name: String, index: Int = 0) throws(SystemError) -> EventLoopHandle {
+        let handle = try EventLoopHandle(index: index)
+        let ready = DispatchSemaphore(value: 0)
+        _ = OSThread.spawn(name: name) {
+            let loop = EventLoop(handle: handle)
+            ready.signal()
+            loop.run()
+        }
+        ready.wait()
+        return handle
+    }
+
+    private init(handle: EventLoopHandle) {
+        self.handle = handle
+        events = .allocate(capacity: maxEvents)
+        var event = epoll_event()
+        event.events = EPOLLIN.rawValue
+        event.data.u64 = UInt64(UInt32.max)
+        _ = try? Syscall.call("epoll_ctl") { epoll_ctl(handle.epollFD, EPOLL_CTL_ADD, handle.wakeFD, &event) }
+    }
+
+    deinit {
+        events.deallocate()
+    }
+
+    // MARK: Descriptors
+
+    /// Starts watching `fd` for `interest`, delivering readiness to `handler`.
+    /// With `exclusive`, only one of the loops watching a shared listening socket is woken per
+    /// connection (EPOLLEXCLUSIVE), instead of all of them.
+    public func register(_ fd: Int32, interest: IOEvents, handler: any IOHandler, exclusive: Bool = false) throws(SystemError) {
+        let index = Int(fd)
+        if index >= slots.count {
+            slots.append(contentsOf: repeatElement(Slot(), count: max(index + 1 - slots.count, slots.count)))
+        }
+        slots[index].generation &+= 1
+        slots[index].handler = handler
+        slots[index].interest = interest
+        var event = epollEvent(fd: fd, interest: interest)
+        // EPOLLEXCLUSIVE may only be combined with IN/OUT/ET/WAKEUP.
+        if exclusive { event.events = (event.events & ~EPOLLRDHUP.rawValue) | EPOLLEXCLUSIVE.rawValue }
+        do {
+            _ = try Syscall.call("epoll_ctl") { epoll_ctl(handle.epollFD, EPOLL_CTL_ADD, fd, &event) }
+        } catch {
+            slots[index].handler = nil
+            throw error
+        }
+    }
+
+    /// Changes what `fd` is watched for (no system call when nothing changes).
+    public func setInterest(_ fd: Int32, _ interest: IOEvents) {
+        let index = Int(fd)
+        guard index < slots.count, slots[index].handler != nil, slots[index].interest != interest else { return }
+        slots[index].interest = interest
+        var event = epollEvent(fd: fd, interest: interest)
+        _ = try? Syscall.call("epoll_ctl") { epoll_ctl(handle.epollFD, EPOLL_CTL_MOD, fd, &event) }
+    }
+
+    /// Stops watching `fd`. Call before closing it.
+    public func deregister(_ fd: Int32) {
+        let index = Int(fd)
+        guard index < slots.count, slots[index].handler != nil else { return }
+        slots[index].handler = nil
+        slots[index].generation &+= 1
+        _ = try? Syscall.call("epoll_ctl") { epoll_ctl(handle.epollFD, EPOLL_CTL_DEL, fd, nil) }
+    }
+
+    private func epollEvent(fd: Int32, interest: IOEvents) -> epoll_event {
+        var event = epoll_event()
+        var mask: UInt32 = EPOLLRDHUP.rawValue
+        if interest.contains(.readable) { mask |= EPOLLIN.rawValue }
+        if interest.contains(.writable) { mask |= EPOLLOUT.rawValue }
+        event.events = mask
+        // The generation guards against a stale event for a descriptor number that was closed
+        // and reused earlier in the same batch.
+        event.data.u64 = UInt64(UInt32(bitPattern: fd)) | (UInt64(slots[Int(fd)].generation) << 32)
+        return event
+    }
+
+    // MARK: Timers and deferred work
+
+    /// A scheduled callback, cancellable with ``cancel(_:)``.
+    public struct TimerToken: Hashable, Sendable {
+        let id: UInt64
+    }
+
+    /// Runs `body` after `nanoseconds` (on this loop).
+    @discardableResult
+    public func schedule(afterNanos nanoseconds: UInt64, _ body: @escaping () -> Void) -> TimerToken {
+        TimerToken(id: timers.schedule(at: Clocks.monotonicNanos() &+ nanoseconds, body))
+    }
+
+    /// Cancels a timer that has not fired.
+    public func cancel(_ token: TimerToken) {
+        timers.cancel(token.id)
+    }
+
+    /// Runs `body` after the current batch of events, before the loop waits again. Used to
+    /// avoid re-entering an object from inside one of its own callbacks.
+    public func enqueueDeferred(_ body: @escaping () -> Void) {
+        deferred.append(body)
+    }
+
+    /// Stops the loop after the current iteration.
+    public func stop() {
+        running = false
+    }
+
+    // MARK: Running
+
+    private func run() {
+        while running {
+            var timeout: Int32 = -1
+            if !deferred.isEmpty {
+                timeout = 0
+            } else if let deadline = timers.nextDeadline() {
+                let current = Clocks.monotonicNanos()
+                timeout = deadline <= current ? 0 : Int32(min((deadline - current + 999_999) / 1_000_000, 60_000))
+            }
+            let count = epoll_wait(handle.epollFD, events, Int32(maxEvents), timeout)
+            now = Clocks.monotonicNanos()
+            if count > 0 {
+                for i in 0..<Int(count) {
+                    dispatch(events[i])
+                }
+            }
+            if !timers.isEmpty {
+                for body in timers.popDue(now: now) { body() }
+            }
+            runDeferred()
+        }
+        Syscall.close(handle.wakeFD)
+        Syscall.close(handle.epollFD)
+    }
+
+    @inline(__always)
+    private func dispatch(_ event: epoll_event) {
+        let data = event.data.u64
+        let fd = Int(UInt32(truncatingIfNeeded: data))
+        if fd == Int(UInt32.max) {
+            drainJobs()
+            return
+        }
+        let generation = UInt32(truncatingIfNeeded: data >> 32)
+        guard fd < slots.count, let handler = slots[fd].handler, slots[fd].generation == generation else { return }
+        var ready: IOEvents = []
+        let mask = event.events
+        if mask & EPOLLIN.rawValue != 0 { ready.insert(.readable) }
+        if mask & EPOLLOUT.rawValue != 0 { ready.insert(.writable) }
+        if mask & (EPOLLHUP.rawValue | EPOLLERR.rawValue | EPOLLRDHUP.rawValue) != 0 { ready.insert(.hangup) }
+        handler.handleIO(ready)
+    }
+
+    private func drainJobs() {
+        var value: UInt64 = 0
+        _ = try? Syscall.nonBlocking("read") { Glibc.read(handle.wakeFD, &value, 8) }
+        for job in handle.takeJobs() { job(self) }
+    }
+
+    private func runDeferred() {
+        // Deferred work may defer more; bound the passes so one busy object cannot starve I/O.
+        var passes = 0
+        while !deferred.isEmpty && passes < 8 {
+            let batch = deferred
+            deferred.removeAll(keepingCapacity: true)
+            for body in batch { body() }
+            passes += 1
+        }
+    }
+}

@@ -1,0 +1,21 @@
+import Glibc
+
+/// An open, read-only file descriptor closed when the last reference goes away. Shared by the
+/// responses that read from it, so a file evicted from the disk cache stays readable until its
+/// readers finish (an unlinked file lives while a descriptor is open).
+///
+/// Sendable: the descriptor is an immutable integer; reading with pread/sendfile at explicit
+/// offsets has no shared cursor state.
+public final class OpenFile: Sendable {
+    public let fd: Int32
+
+    public init(fd: Int32) { self.fd = fd }
+
+    /// Opens `path` read-only.
+    public static func open(_ path: String) throws(SystemError) -> OpenFile {
+        let fd = try Syscall.call("open") { Glibc.open(path, O_RDONLY | O_CLOEXEC) }
+        return OpenFile(fd: fd)
+    }
+
+    deinit { Syscall.close(fd) }
+}

@@ -1,0 +1,142 @@
+import Glibc
+
+/// Bytes waiting to be written to a socket: in-memory segments sent with one gathering write,
+/// and file ranges sent with sendfile(2). Segments are references (a cached body is not
+/// copied), so queuing a response is cheap.
+public struct OutputQueue {
+    enum Segment {
+        case bytes([UInt8], offset: Int)
+        case file(OpenFile, offset: Int64, remaining: Int64)
+    }
+
+    private var segments: [Segment] = []
+    private var head = 0
+    /// Bytes queued and not yet written.
+    public private(set) var pendingBytes = 0
+
+    public init() {}
+
+    public var isEmpty: Bool { head == segments.count }
+
+    /// Queues `bytes` (no copy).
+    @inline(__always)
+    public mutating func append(_ bytes: [UInt8]) {
+        guard !bytes.isEmpty else { return }
+        segments.append(.bytes(bytes, offset: 0))
+        pendingBytes += bytes.count
+    }
+
+    /// Queues `bytes` from `offset` on (no copy).
+    @inline(__always)
+    public mutating func append(_ bytes: [UInt8], from offset: Int) {
+        guard offset < bytes.count else { return }
+        segments.append(.bytes(bytes, offset: offset))
+        pendingBytes += bytes.count - offset
+    }
+
+    /// Queues `count` bytes of `file` starting at `offset`.
+    public mutating func appendFile(_ file: OpenFile, offset: Int64, count: Int64) {
+        guard count > 0 else { return }
+        segments.append(.file(file, offset: offset, remaining: count))
+        pendingBytes += Int(count)
+    }
+
+    /// Drops everything queued.
+    public mutating func removeAll() {
+        segments.removeAll()
+        head = 0
+        pendingBytes = 0
+    }
+
+    /// The result of a flush.
+    public enum FlushResult {
+        /// Everything was written.
+        case flushed
+        /// The socket's buffer is full; wait for writability.
+        case wouldBlock
+    }
+
+    /// Writes as much as the socket takes.
+    public mutating func flush(to socket: Socket) throws(SystemError) -> FlushResult {
+        while head < segments.count {
+            let written: Int?
+            switch segments[head] {
+            case .file(let file, let offset, let remaining):
+                var position = offset
+                written = try socket.sendfile(from: file.fd, offset: &position, count: Int(min(remaining, 1 << 30)))
+                if let written, written == 0 {
+                    // The file is shorter than promised (truncated underneath us): the response
+                    // cannot be completed, so fail rather than spin.
+                    throw SystemError(call: "sendfile", errno: EIO)
+                }
+            case .bytes:
+                written = try writeGathered(to: socket)
+            }
+            guard let written else { return .wouldBlock }
+            advance(by: written)
+        }
+        segments.removeAll(keepingCapacity: segments.count <= 16)
+        head = 0
+        return .flushed
+    }
+
+    private mutating func advance(by count: Int) {
+        pendingBytes -= count
+        var remaining = count
+        while remaining > 0, head < segments.count {
+            switch segments[head] {
+            case .bytes(let bytes, let offset):
+                let left = bytes.count - offset
+                if remaining >= left {
+                    remaining -= left
+                    segments[head] = .bytes([], offset: 0)
+                    head += 1
+                } else {
+                    segments[head] = .bytes(bytes, offset: offset + remaining)
+                    remaining = 0
+                }
+            case .file(let file, let offset, let left):
+                if Int64(remaining) >= left {
+                    remaining -= Int(left)
+                    head += 1
+                } else {
+                    segments[head] = .file(file, offset: offset + Int64(remaining), remaining: left - Int64(remaining))
+                    remaining = 0
+                }
+            }
+        }
+        if head > 32 && head * 2 > segments.count {
+            segments.removeFirst(head)
+            head = 0
+        }
+    }
+
+    /// One sendmsg over the run of in-memory segments at the head (at most 16).
+    private func writeGathered(to socket: Socket) throws(SystemError) -> Int? {
+        var end = head
+        while end < segments.count, end - head < 16, case .bytes = segments[end] { end += 1 }
+        return try withUnsafeTemporaryAllocation(of: iovec.self, capacity: 16) { (vectors) throws(SystemError) -> Int? in
+            try gather(from: head, to: end, into: vectors, count: 0, socket: socket)
+        }
+    }
+
+    /// Pins each segment's storage with nested closures so the pointers stay valid for the call.
+    private func gather(
+        from index: Int, to end: Int, into vectors: UnsafeMutableBufferPointer<iovec>, count: Int, socket: Socket
+    ) throws(SystemError) -> Int? {
+        if index == end {
+            return try socket.writev(UnsafeBufferPointer(rebasing: vectors[0..<count]))
+        }
+        guard case .bytes(let bytes, let offset) = segments[index] else {
+            return try gather(from: end, to: end, into: vectors, count: count, socket: socket)
+        }
+        let result = bytes.withUnsafeBytes { raw in
+            vectors[count] = iovec(
+                iov_base: UnsafeMutableRawPointer(mutating: raw.baseAddress! + offset), iov_len: raw.count - offset)
+            return Result { () throws(SystemError) -> Int? in
+                try gather(from: index + 1, to: end, into: vectors, count: count + 1, socket: socket)
+            }
+        }
+        return try result.get()
+    }
+}

@@ -1,0 +1,51 @@
+import LarderHTTP
+import Testing
+
+@Suite struct CacheControlTests {
+    @Test func parsesDirectivesCaseInsensitivelyWithQuotedValues() {
+        let directives = CacheControl(parsing: "Public, MAX-AGE=60, s-maxage=\"120\", no-cache=\"Set-Cookie, X\"")
+        #expect(directives.isPublic)
+        #expect(directives.maxAge == 60)
+        #expect(directives.sMaxAge == 120)
+        #expect(directives.values("no-cache") == ["Set-Cookie, X"])
+    }
+
+    @Test func conflictingOrMalformedDeltaSecondsReadAsZero() {
+        #expect(CacheControl(parsing: "max-age=60, max-age=30").maxAge == 0)
+        #expect(CacheControl(parsing: "max-age=abc").maxAge == 0)
+        #expect(CacheControl(parsing: "max-age=60, max-age=60").maxAge == 60)
+    }
+
+    @Test func hugeDeltaSecondsAreCapped() {
+        #expect(CacheControl(parsing: "max-age=99999999999999999999").maxAge == 2_147_483_648)
+    }
+
+    @Test func combinesEveryFieldLine() {
+        let headers = HTTPHeaders([("Cache-Control", "no-store"), ("cache-control", "private")])
+        let directives = CacheControl(headers)
+        #expect(directives.noStore && directives.isPrivate)
+    }
+
+    @Test func bareMaxStaleMeansAnyStaleness() {
+        #expect(CacheControl(parsing: "max-stale").maxStale == Int.max)
+        #expect(CacheControl(parsing: "max-stale=5").maxStale == 5)
+    }
+}
+
+@Suite struct HTTPDateTests {
+    @Test func parsesAllThreeFormats() {
+        #expect(HTTPDate.parse("Sun, 06 Nov 1994 08:49:37 GMT") == 784_111_777)
+        #expect(HTTPDate.parse("Sunday, 06-Nov-94 08:49:37 GMT") == 784_111_777)
+        #expect(HTTPDate.parse("Sun Nov  6 08:49:37 1994") == 784_111_777)
+    }
+
+    @Test func rejectsInvalidDates() {
+        #expect(HTTPDate.parse("0") == nil)
+        #expect(HTTPDate.parse("Sun, 32 Nov 1994 08:49:37 GMT") == nil)
+        #expect(HTTPDate.parse("Sun, 06 Nov 1994 25:49:37 GMT") == nil)
+    }
+
+    @Test func formatsIMFFixdate() {
+        #expect(HTTPDate.format(784_111_777) == "Sun, 06 Nov 1994 08:49:37 GMT")
+    }
+}

@@ -1,0 +1,152 @@
+import LarderHTTP
+import Testing
+
+/// Feeds raw request bytes to the parser and reports what it decided.
+private enum ParseResult: Equatable {
+    case head(method: String, target: String, version: String)
+    case incomplete
+    case rejected(Int)
+}
+
+private func parse(_ text: String, maxHeadBytes: Int = 64 * 1024) -> ParseResult {
+    var parser = RequestHeadParser(maxHeadBytes: maxHeadBytes)
+    let bytes = Array(text.utf8)
+    do {
+        let outcome = try bytes.withUnsafeBytes { try parser.parse($0) }
+        switch outcome {
+        case .incomplete:
+            return .incomplete
+        case .complete(let head, _):
+            let target: String
+            switch head.target {
+            case .absolute(let url): target = url.description
+            case .origin(let path): target = path
+            case .authority(let host, let port): target = "\(host):\(port)"
+            case .asterisk: target = "*"
+            }
+            return .head(method: head.method.rawValue, target: target, version: head.version.description)
+        }
+    } catch let error as HTTPParseError {
+        return .rejected(error.status)
+    } catch {
+        return .rejected(-1)
+    }
+}
+
+private struct Case: CustomTestStringConvertible, Sendable {
+    let name: String
+    let raw: String
+    let expected: ParseResult
+    var testDescription: String { name }
+}
+
+private let host = "Host: example.org\r\n"
+
+private let cases: [Case] = [
+    // Accepted
+    Case(name: "absolute GET", raw: "GET http://example.org/a HTTP/1.1\r\n\(host)\r\n",
+         expected: .head(method: "GET", target: "http://example.org/a", version: "HTTP/1.1")),
+    Case(name: "host lower-cased, default port dropped", raw: "GET http://EXAMPLE.org:80/a?b=c HTTP/1.1\r\n\(host)\r\n",
+         expected: .head(method: "GET", target: "http://example.org/a?b=c", version: "HTTP/1.1")),
+    Case(name: "explicit port kept", raw: "GET http://example.org:8080/ HTTP/1.1\r\n\(host)\r\n",
+         expected: .head(method: "GET", target: "http://example.org:8080/", version: "HTTP/1.1")),
+    Case(name: "empty path becomes /", raw: "GET http://example.org HTTP/1.1\r\n\(host)\r\n",
+         expected: .head(method: "GET", target: "http://example.org/", version: "HTTP/1.1")),
+    Case(name: "IPv6 literal", raw: "GET http://[::1]:8000/x HTTP/1.1\r\nHost: [::1]:8000\r\n\r\n",
+         expected: .head(method: "GET", target: "http://[::1]:8000/x", version: "HTTP/1.1")),
+    Case(name: "HTTP/1.0 without Host", raw: "GET http://example.org/ HTTP/1.0\r\n\r\n",
+         expected: .head(method: "GET", target: "http://example.org/", version: "HTTP/1.0")),
+    Case(name: "origin-form parsed (rejected later by the proxy)", raw: "GET /index.html HTTP/1.1\r\n\(host)\r\n",
+         expected: .head(method: "GET", target: "/index.html", version: "HTTP/1.1")),
+    Case(name: "CONNECT authority-form", raw: "CONNECT example.org:443 HTTP/1.1\r\nHost: example.org:443\r\n\r\n",
+         expected: .head(method: "CONNECT", target: "example.org:443", version: "HTTP/1.1")),
+    Case(name: "OPTIONS asterisk", raw: "OPTIONS * HTTP/1.1\r\n\(host)\r\n",
+         expected: .head(method: "OPTIONS", target: "*", version: "HTTP/1.1")),
+    Case(name: "leading empty line ignored", raw: "\r\nGET http://example.org/ HTTP/1.1\r\n\(host)\r\n",
+         expected: .head(method: "GET", target: "http://example.org/", version: "HTTP/1.1")),
+    Case(name: "HTTP/1.2 answered as 1.1", raw: "GET http://example.org/ HTTP/1.2\r\n\(host)\r\n",
+         expected: .head(method: "GET", target: "http://example.org/", version: "HTTP/1.1")),
+    Case(name: "extension method", raw: "PURGE http://example.org/ HTTP/1.1\r\n\(host)\r\n",
+         expected: .head(method: "PURGE", target: "http://example.org/", version: "HTTP/1.1")),
+    Case(name: "percent-encoding", raw: "GET http://example.org/a%20b HTTP/1.1\r\n\(host)\r\n",
+         expected: .head(method: "GET", target: "http://example.org/a%20b", version: "HTTP/1.1")),
+    Case(name: "obs-text in a value", raw: "GET http://example.org/ HTTP/1.1\r\n\(host)X: caf\u{e9}\r\n\r\n",
+         expected: .head(method: "GET", target: "http://example.org/", version: "HTTP/1.1")),
+    // Incomplete
+    Case(name: "no blank line yet", raw: "GET http://example.org/ HTTP/1.1\r\n\(host)", expected: .incomplete),
+    Case(name: "half a request line", raw: "GET http://exa", expected: .incomplete),
+    // Rejected
+    Case(name: "bare LF line ending", raw: "GET http://example.org/ HTTP/1.1\n\(host)\r\n", expected: .rejected(400)),
+    Case(name: "bare CR inside a header", raw: "GET http://example.org/ HTTP/1.1\r\n\(host)X: a\rb\r\n\r\n", expected: .rejected(400)),
+    Case(name: "obs-fold", raw: "GET http://example.org/ HTTP/1.1\r\n\(host)X: a\r\n b\r\n\r\n", expected: .rejected(400)),
+    Case(name: "space before colon", raw: "GET http://example.org/ HTTP/1.1\r\n\(host)Content-Length : 5\r\n\r\n", expected: .rejected(400)),
+    Case(name: "NUL in value", raw: "GET http://example.org/ HTTP/1.1\r\n\(host)X: a\u{0}b\r\n\r\n", expected: .rejected(400)),
+    Case(name: "control char in value", raw: "GET http://example.org/ HTTP/1.1\r\n\(host)X: a\u{1}b\r\n\r\n", expected: .rejected(400)),
+    Case(name: "missing Host in HTTP/1.1", raw: "GET http://example.org/ HTTP/1.1\r\n\r\n", expected: .rejected(400)),
+    Case(name: "two Host headers", raw: "GET http://example.org/ HTTP/1.1\r\n\(host)\(host)\r\n", expected: .rejected(400)),
+    Case(name: "HTTP/2.0 request line", raw: "GET http://example.org/ HTTP/2.0\r\n\(host)\r\n", expected: .rejected(505)),
+    Case(name: "lower-case version", raw: "GET http://example.org/ http/1.1\r\n\(host)\r\n", expected: .rejected(400)),
+    Case(name: "double space in request line", raw: "GET  http://example.org/ HTTP/1.1\r\n\(host)\r\n", expected: .rejected(400)),
+    Case(name: "invalid method char", raw: "G(T http://example.org/ HTTP/1.1\r\n\(host)\r\n", expected: .rejected(400)),
+    Case(name: "userinfo in URL", raw: "GET http://user:pw@example.org/ HTTP/1.1\r\n\(host)\r\n", expected: .rejected(400)),
+    Case(name: "bad port", raw: "GET http://example.org:99999/ HTTP/1.1\r\n\(host)\r\n", expected: .rejected(400)),
+    Case(name: "port zero", raw: "GET http://example.org:0/ HTTP/1.1\r\n\(host)\r\n", expected: .rejected(400)),
+    Case(name: "non-numeric port", raw: "GET http://example.org:8o/ HTTP/1.1\r\n\(host)\r\n", expected: .rejected(400)),
+    Case(name: "unsupported scheme", raw: "GET ftp://example.org/ HTTP/1.1\r\n\(host)\r\n", expected: .rejected(400)),
+    Case(name: "fragment in target", raw: "GET http://example.org/#frag HTTP/1.1\r\n\(host)\r\n", expected: .rejected(400)),
+    Case(name: "malformed percent escape", raw: "GET http://example.org/%zz HTTP/1.1\r\n\(host)\r\n", expected: .rejected(400)),
+    Case(name: "non-ASCII in target", raw: "GET http://example.org/caf\u{e9} HTTP/1.1\r\n\(host)\r\n", expected: .rejected(400)),
+    Case(name: "empty host", raw: "GET http:///x HTTP/1.1\r\n\(host)\r\n", expected: .rejected(400)),
+    Case(name: "invalid host char", raw: "GET http://exa$mple.org/ HTTP/1.1\r\n\(host)\r\n", expected: .rejected(400)),
+    Case(name: "CONNECT without port", raw: "CONNECT example.org HTTP/1.1\r\n\(host)\r\n", expected: .rejected(400)),
+    Case(name: "asterisk with GET", raw: "GET * HTTP/1.1\r\n\(host)\r\n", expected: .rejected(400)),
+    Case(name: "header without colon", raw: "GET http://example.org/ HTTP/1.1\r\n\(host)Broken\r\n\r\n", expected: .rejected(400)),
+    Case(name: "empty header name", raw: "GET http://example.org/ HTTP/1.1\r\n\(host): v\r\n\r\n", expected: .rejected(400)),
+]
+
+@Suite struct RequestHeadParserTests {
+    @Test(arguments: cases)
+    fileprivate func parsesOrRejects(_ testCase: Case) {
+        #expect(parse(testCase.raw) == testCase.expected)
+    }
+
+    @Test func headLargerThanLimitGets431() {
+        let big = "GET http://example.org/ HTTP/1.1\r\n\(host)X: \(String(repeating: "a", count: 2000))\r\n\r\n"
+        #expect(parse(big, maxHeadBytes: 1024) == .rejected(431))
+    }
+
+    @Test func requestLineLongerThanLimitGets414() {
+        let long = "GET http://example.org/\(String(repeating: "a", count: 2000))"
+        #expect(parse(long, maxHeadBytes: 1024) == .rejected(414))
+    }
+
+    @Test func headArrivingByteByByteParsesOnce() throws {
+        let raw = Array("GET http://example.org/x HTTP/1.1\r\n\(host)Accept: */*\r\n\r\nNEXT".utf8)
+        var parser = RequestHeadParser()
+        var completed: (RequestHead, Int)?
+        for end in 1...raw.count {
+            let outcome = try raw[0..<end].withUnsafeBytes { try parser.parse($0) }
+            if case .complete(let head, let length) = outcome {
+                completed = (head, length)
+                break
+            }
+        }
+        let (head, length) = try #require(completed)
+        #expect(head.headers["accept"] == "*/*")
+        #expect(length == raw.count - 4)
+    }
+
+    @Test func keepAliveFollowsVersionAndConnection() throws {
+        func head(_ raw: String) throws -> RequestHead {
+            var parser = RequestHeadParser()
+            guard case .complete(let head, _) = try Array(raw.utf8).withUnsafeBytes({ try parser.parse($0) }) else {
+                throw HTTPParseError(0, "incomplete")
+            }
+            return head
+        }
+        #expect(try head("GET http://a/ HTTP/1.1\r\nHost: a\r\n\r\n").keepAlive)
+        #expect(try !head("GET http://a/ HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n").keepAlive)
+        #expect(try !head("GET http://a/ HTTP/1.0\r\n\r\n").keepAlive)
+        #expect(try head("GET http://a/ HTTP/1.0\r\nConnection: keep-alive\r\n\r\n").keepAlive)
+    }
+}
