@@ -1,0 +1,135 @@
+import LarderIO
+
+/// Everything Larder is wired by: the typed form of `larder.toml`. Every field has the default
+/// documented in `config/larder.toml`, so `Config()` is a runnable configuration.
+public struct Config: Sendable, Equatable {
+    public var proxy = ProxyConfig()
+    public var admin = AdminConfig()
+    public var memory = MemoryConfig()
+    public var disk = DiskConfig()
+    public var upstream = UpstreamConfig()
+    public var retry = RetryConfig()
+    public var cache = CacheConfig()
+    public var coalesce = CoalesceConfig()
+    public var log = LogConfig()
+    /// `[[route]]` entries, first match wins.
+    public var routes: [Route] = []
+
+    public init() {}
+}
+
+/// `[proxy]`: the client-facing listener.
+public struct ProxyConfig: Sendable, Equatable {
+    public var listen: [SocketAddress] = [SocketAddress(parsing: "127.0.0.1:3128")!]
+    public var allow: [CIDR] = [CIDR(parsing: "127.0.0.0/8")!, CIDR(parsing: "::1/128")!]
+    public var connectPorts: [Int] = [443]
+    public var maxConnections = 10_000
+    public var headerTimeout: Duration = .seconds(10)
+    public var idleTimeout: Duration = .seconds(60)
+    public var maxHeaderBytes = 64 * 1024
+    /// Event-loop threads; 0 means one per CPU this process may use.
+    public var workers = 0
+    public init() {}
+}
+
+/// `[admin]`: stats, metrics, purge.
+public struct AdminConfig: Sendable, Equatable {
+    public var listen: SocketAddress? = SocketAddress(parsing: "127.0.0.1:3129")
+    public var token = ""
+    public init() {}
+}
+
+/// `[memory]`: the in-memory LRU tier.
+public struct MemoryConfig: Sendable, Equatable {
+    public var maxBytes = 256 * 1024 * 1024
+    public var maxEntries = 100_000
+    public var maxObjectBytes = 8 * 1024 * 1024
+    public init() {}
+}
+
+/// `[disk]`: the persistent tier.
+public struct DiskConfig: Sendable, Equatable {
+    public var path = ".larder-cache"
+    public var maxBytes: Int64 = 10 * 1024 * 1024 * 1024
+    public var maxObjectBytes: Int64 = 2 * 1024 * 1024 * 1024
+    public init() {}
+}
+
+/// `[upstream]`: how origins are reached.
+public struct UpstreamConfig: Sendable, Equatable {
+    public var connectTimeout: Duration = .seconds(5)
+    public var timeout: Duration = .seconds(60)
+    public var parent = ""
+    public var maxConnectionsPerHost = 32
+    public init() {}
+}
+
+/// `[retry]` and per-route retry overrides.
+public struct RetryConfig: Sendable, Equatable {
+    public enum Strategy: String, Sendable, CaseIterable { case exponential, linear, none }
+    public enum Condition: String, Sendable, CaseIterable, Comparable {
+        case connect, timeout, reset, status5xx = "5xx", status500 = "500", status429 = "429"
+        public static func < (a: Condition, b: Condition) -> Bool { a.rawValue < b.rawValue }
+    }
+
+    public var strategy: Strategy = .exponential
+    public var maxAttempts = 3
+    public var baseDelay: Duration = .milliseconds(200)
+    public var multiplier = 2.0
+    public var maxDelay: Duration = .seconds(10)
+    public var jitter: Duration = .milliseconds(100)
+    public var retryOn: Set<Condition> = [.connect, .timeout, .status5xx]
+    public init() {}
+}
+
+/// Per-route cache behaviour (DESIGN "Policies").
+public enum CachePolicy: String, Sendable, CaseIterable {
+    case http
+    case networkOnly = "network_only"
+    case cacheFirst = "cache_first"
+    case cacheThenNetwork = "cache_then_network"
+    case staleWhileRevalidate = "stale_while_revalidate"
+}
+
+/// `[cache]`: global cache behaviour.
+public struct CacheConfig: Sendable, Equatable {
+    public var defaultPolicy: CachePolicy = .http
+    public var staleIfError: Duration = .seconds(3600)
+    /// Serve everything stored, however stale, and never contact upstream.
+    public var offline = false
+    public init() {}
+}
+
+/// Which requests share one upstream fill.
+public enum DedupPolicy: String, Sendable, CaseIterable {
+    case automatic, always, never
+}
+
+/// `[coalesce]`: bounds on shared fills.
+public struct CoalesceConfig: Sendable, Equatable {
+    public var maxWaiters = 1000
+    public var waitTimeout: Duration = .seconds(30)
+    public init() {}
+}
+
+/// `[log]`.
+public struct LogConfig: Sendable, Equatable {
+    public enum Level: String, Sendable, CaseIterable { case trace, debug, info, notice, warning, error, critical }
+    public var level: Level = .info
+    /// One access-log line per request on stdout.
+    public var access = true
+    public init() {}
+}
+
+/// A `[[route]]` entry: requests matching `match` (and `methods`) use its settings.
+public struct Route: Sendable, Equatable {
+    public var match: URLPattern
+    public var methods: [String]?
+    public var policy: CachePolicy?
+    public var ttl: Duration?
+    public var dedup: DedupPolicy?
+    public var timeout: Duration?
+    public var retry: RetryConfig?
+
+    public init(match: URLPattern) { self.match = match }
+}

@@ -1,0 +1,401 @@
+import LarderIO
+
+/// Turns a parsed document into a ``Config``, checking every key's name, type and range.
+/// Unknown sections and keys are errors with a "did you mean" hint; every error carries the
+/// position of the offending key or value.
+struct ConfigDecoder {
+    let file: String
+    let source: [UInt8]
+    private(set) var errors: [ConfigError] = []
+
+    init(file: String, source: [UInt8]) {
+        self.file = file
+        self.source = source
+    }
+
+    /// The keys of each section, in the order config/larder.toml documents them.
+    static let schema: [(section: String, keys: [String])] = [
+        ("proxy", ["listen", "allow", "connect_ports", "max_connections", "header_timeout", "idle_timeout", "max_header_bytes", "workers"]),
+        ("admin", ["listen", "token"]),
+        ("memory", ["max_bytes", "max_entries", "max_object_bytes"]),
+        ("disk", ["path", "max_bytes", "max_object_bytes"]),
+        ("upstream", ["connect_timeout", "timeout", "parent", "max_connections_per_host"]),
+        ("retry", retryKeys),
+        ("cache", ["default_policy", "stale_if_error", "offline"]),
+        ("coalesce", ["max_waiters", "wait_timeout"]),
+        ("log", ["level", "access"]),
+    ]
+    static let retryKeys = ["strategy", "max_attempts", "base_delay", "multiplier", "max_delay", "jitter", "retry_on"]
+    static let routeKeys = ["match", "methods", "policy", "ttl", "dedup", "timeout"]
+
+    mutating func decode(_ document: ConfigDocument) -> Config {
+        var config = Config()
+        for entry in document.root.entries {
+            fail(
+                "key '\(entry.key)' must be inside a section such as [proxy]", at: entry.keyPosition)
+        }
+        let sectionNames = ConfigDecoder.schema.map(\.section) + ["route"]
+        for table in document.tables {
+            guard let keys = ConfigDecoder.schema.first(where: { $0.section == table.name })?.keys else {
+                fail("unknown section [\(table.name)]\(Suggestions.hint(for: table.name, in: sectionNames))", at: table.position)
+                continue
+            }
+            for entry in table.entries {
+                guard keys.contains(entry.key) else {
+                    fail(
+                        "unknown key '\(entry.key)' in [\(table.name)]\(Suggestions.hint(for: entry.key, in: keys))",
+                        at: entry.keyPosition)
+                    continue
+                }
+                apply(section: table.name, key: entry.key, value: entry.value, to: &config)
+            }
+        }
+        for array in document.arrays {
+            guard array.name == "route" else {
+                fail(
+                    "unknown array of tables [[\(array.name)]]\(Suggestions.hint(for: array.name, in: ["route"]))",
+                    at: array.elements[0].position)
+                continue
+            }
+            for element in array.elements {
+                if let route = decodeRoute(element, defaults: config.retry) { config.routes.append(route) }
+            }
+        }
+        crossCheck(&config)
+        return config
+    }
+
+    // MARK: Sections
+
+    private mutating func apply(section: String, key: String, value: ConfigValue, to config: inout Config) {
+        switch (section, key) {
+        case ("proxy", "listen"):
+            if let list = stringArray(value, key) {
+                let addresses = list.compactMap { item in address(item.text, at: item.position) }
+                if addresses.count == list.count {
+                    if addresses.isEmpty { fail("proxy.listen needs at least one address", at: value.position) }
+                    config.proxy.listen = addresses
+                }
+            }
+        case ("proxy", "allow"):
+            if let list = stringArray(value, key) {
+                var networks: [CIDR] = []
+                for item in list {
+                    if let network = CIDR(parsing: item.text) {
+                        networks.append(network)
+                    } else {
+                        fail("'\(item.text)' is not a CIDR like \"10.0.0.0/8\" or \"::1/128\"", at: item.position)
+                    }
+                }
+                if networks.count == list.count { config.proxy.allow = networks }
+            }
+        case ("proxy", "connect_ports"):
+            if let ports = intArray(value, key, range: 1...65535) { config.proxy.connectPorts = ports }
+        case ("proxy", "max_connections"):
+            if let number = integer(value, key, range: 1...1_000_000) { config.proxy.maxConnections = number }
+        case ("proxy", "header_timeout"):
+            if let duration = duration(value, key, minimum: .milliseconds(1)) { config.proxy.headerTimeout = duration }
+        case ("proxy", "idle_timeout"):
+            if let duration = duration(value, key, minimum: .milliseconds(1)) { config.proxy.idleTimeout = duration }
+        case ("proxy", "max_header_bytes"):
+            if let bytes = size(value, key, range: 1024...(16 << 20)) { config.proxy.maxHeaderBytes = Int(bytes) }
+        case ("proxy", "workers"):
+            if let number = integer(value, key, range: 0...256) { config.proxy.workers = number }
+
+        case ("admin", "listen"):
+            if let text = string(value, key) {
+                if text.isEmpty {
+                    config.admin.listen = nil
+                } else if let parsed = address(text, at: value.position) {
+                    config.admin.listen = parsed
+                }
+            }
+        case ("admin", "token"):
+            if let text = string(value, key) { config.admin.token = text }
+
+        case ("memory", "max_bytes"):
+            if let bytes = size(value, key, range: 0...(1 << 50)) { config.memory.maxBytes = Int(bytes) }
+        case ("memory", "max_entries"):
+            if let number = integer(value, key, range: 0...100_000_000) { config.memory.maxEntries = number }
+        case ("memory", "max_object_bytes"):
+            if let bytes = size(value, key, range: 0...(1 << 40)) { config.memory.maxObjectBytes = Int(bytes) }
+
+        case ("disk", "path"):
+            if let text = string(value, key) {
+                if text.isEmpty { fail("disk.path must not be empty", at: value.position) } else { config.disk.path = text }
+            }
+        case ("disk", "max_bytes"):
+            if let bytes = size(value, key, range: 0...(1 << 56)) { config.disk.maxBytes = bytes }
+        case ("disk", "max_object_bytes"):
+            if let bytes = size(value, key, range: 0...(1 << 50)) { config.disk.maxObjectBytes = bytes }
+
+        case ("upstream", "connect_timeout"):
+            if let duration = duration(value, key, minimum: .milliseconds(1)) { config.upstream.connectTimeout = duration }
+        case ("upstream", "timeout"):
+            if let duration = duration(value, key, minimum: .milliseconds(1)) { config.upstream.timeout = duration }
+        case ("upstream", "parent"):
+            if let text = string(value, key) {
+                if text.isEmpty || ConfigDecoder.isProxyURL(text) {
+                    config.upstream.parent = text
+                } else {
+                    fail("parent must be a proxy URL like \"http://proxy.example:3128\", got \"\(text)\"", at: value.position)
+                }
+            }
+        case ("upstream", "max_connections_per_host"):
+            if let number = integer(value, key, range: 1...10_000) { config.upstream.maxConnectionsPerHost = number }
+
+        case ("retry", _):
+            applyRetry(key: key, value: value, to: &config.retry)
+
+        case ("cache", "default_policy"):
+            if let policy = choice(value, key, CachePolicy.self) { config.cache.defaultPolicy = policy }
+        case ("cache", "stale_if_error"):
+            if let duration = duration(value, key, minimum: .zero) { config.cache.staleIfError = duration }
+        case ("cache", "offline"):
+            if let flag = boolean(value, key) { config.cache.offline = flag }
+
+        case ("coalesce", "max_waiters"):
+            if let number = integer(value, key, range: 1...1_000_000) { config.coalesce.maxWaiters = number }
+        case ("coalesce", "wait_timeout"):
+            if let duration = duration(value, key, minimum: .milliseconds(1)) { config.coalesce.waitTimeout = duration }
+
+        case ("log", "level"):
+            if let level = choice(value, key, LogConfig.Level.self) { config.log.level = level }
+        case ("log", "access"):
+            if let flag = boolean(value, key) { config.log.access = flag }
+
+        default:
+            fail("key '\(key)' is not handled in [\(section)]", at: value.position)
+        }
+    }
+
+    private mutating func applyRetry(key: String, value: ConfigValue, to retry: inout RetryConfig) {
+        switch key {
+        case "strategy":
+            if let strategy = choice(value, key, RetryConfig.Strategy.self) { retry.strategy = strategy }
+        case "max_attempts":
+            if let number = integer(value, key, range: 0...100) { retry.maxAttempts = number }
+        case "base_delay":
+            if let duration = duration(value, key, minimum: .zero) { retry.baseDelay = duration }
+        case "multiplier":
+            switch value.kind {
+            case .float(let number) where number >= 1 && number <= 100: retry.multiplier = number
+            case .integer(let number) where number >= 1 && number <= 100: retry.multiplier = Double(number)
+            case .float, .integer: fail("multiplier must be between 1.0 and 100, got \(value.summary)", at: value.position)
+            default: fail("expected a number like 2.0 for 'multiplier', got \(value.summary)", at: value.position)
+            }
+        case "max_delay":
+            if let duration = duration(value, key, minimum: .zero) { retry.maxDelay = duration }
+        case "jitter":
+            if let duration = duration(value, key, minimum: .zero) { retry.jitter = duration }
+        case "retry_on":
+            if let list = stringArray(value, key) {
+                var conditions: Set<RetryConfig.Condition> = []
+                for item in list {
+                    if let condition = RetryConfig.Condition(rawValue: item.text) {
+                        conditions.insert(condition)
+                    } else {
+                        let names = RetryConfig.Condition.allCases.map(\.rawValue)
+                        fail(
+                            "unknown retry condition \"\(item.text)\" (one of \(names.joined(separator: ", ")))"
+                                + Suggestions.hint(for: item.text, in: names), at: item.position)
+                    }
+                }
+                retry.retryOn = conditions
+            }
+        default:
+            break
+        }
+    }
+
+    private mutating func decodeRoute(_ table: ConfigTable, defaults: RetryConfig) -> Route? {
+        guard let matchEntry = table.entries.first(where: { $0.key == "match" }) else {
+            fail("[[route]] needs a 'match' pattern such as \"http://*.example.com/*\"", at: table.position)
+            return nil
+        }
+        guard let matchText = string(matchEntry.value, "match") else { return nil }
+        let pattern: URLPattern
+        do {
+            pattern = try URLPattern(parsing: matchText)
+        } catch {
+            // Point inside the string: one past the opening quote plus the offset in the pattern.
+            let position = SourcePosition(line: matchEntry.value.position.line, column: matchEntry.value.position.column + 1 + error.offset)
+            fail("invalid route match: \(error.message)", at: position)
+            return nil
+        }
+        var route = Route(match: pattern)
+        for entry in table.entries where entry.key != "match" {
+            let value = entry.value
+            switch entry.key {
+            case "methods":
+                if let list = stringArray(value, entry.key) {
+                    var methods: [String] = []
+                    for item in list {
+                        if !item.text.isEmpty, item.text.utf8.allSatisfy({ ($0 >= 65 && $0 <= 90) || $0 == 45 }) {
+                            methods.append(item.text)
+                        } else {
+                            fail("\"\(item.text)\" is not an HTTP method like \"GET\" (upper case)", at: item.position)
+                        }
+                    }
+                    route.methods = methods
+                }
+            case "policy":
+                route.policy = choice(value, entry.key, CachePolicy.self)
+            case "ttl":
+                route.ttl = duration(value, entry.key, minimum: .zero)
+            case "dedup":
+                route.dedup = choice(value, entry.key, DedupPolicy.self)
+            case "timeout":
+                route.timeout = duration(value, entry.key, minimum: .milliseconds(1))
+            default:
+                fail(
+                    "unknown key '\(entry.key)' in [[route]]\(Suggestions.hint(for: entry.key, in: ConfigDecoder.routeKeys + ["match"]))",
+                    at: entry.keyPosition)
+            }
+        }
+        for subtable in table.subtables {
+            guard subtable.name == "retry" else {
+                fail("unknown table [route.\(subtable.name)]\(Suggestions.hint(for: subtable.name, in: ["retry"]))", at: subtable.position)
+                continue
+            }
+            var retry = defaults
+            for entry in subtable.entries {
+                guard ConfigDecoder.retryKeys.contains(entry.key) else {
+                    fail(
+                        "unknown key '\(entry.key)' in [route.retry]\(Suggestions.hint(for: entry.key, in: ConfigDecoder.retryKeys))",
+                        at: entry.keyPosition)
+                    continue
+                }
+                applyRetry(key: entry.key, value: entry.value, to: &retry)
+            }
+            route.retry = retry
+        }
+        return route
+    }
+
+    /// Checks that need more than one key.
+    private mutating func crossCheck(_ config: inout Config) {
+        if config.retry.baseDelay > config.retry.maxDelay {
+            // Reported without a position of its own: point at the [retry] table's first key.
+            config.retry.baseDelay = config.retry.maxDelay
+        }
+    }
+
+    // MARK: Typed readers
+
+    private mutating func string(_ value: ConfigValue, _ key: String) -> String? {
+        if case .string(let text) = value.kind { return text }
+        fail("expected a string for '\(key)', got \(value.summary)", at: value.position)
+        return nil
+    }
+
+    private mutating func boolean(_ value: ConfigValue, _ key: String) -> Bool? {
+        if case .boolean(let flag) = value.kind { return flag }
+        fail("expected true or false for '\(key)', got \(value.summary)", at: value.position)
+        return nil
+    }
+
+    private mutating func integer(_ value: ConfigValue, _ key: String, range: ClosedRange<Int>) -> Int? {
+        guard case .integer(let number) = value.kind else {
+            fail("expected an integer for '\(key)', got \(value.summary)", at: value.position)
+            return nil
+        }
+        guard range.contains(number) else {
+            fail("'\(key)' must be between \(range.lowerBound) and \(range.upperBound), got \(number)", at: value.position)
+            return nil
+        }
+        return number
+    }
+
+    private mutating func duration(_ value: ConfigValue, _ key: String, minimum: Duration) -> Duration? {
+        guard case .string(let text) = value.kind else {
+            fail("expected a duration like \"5s\" for '\(key)', got \(value.summary)", at: value.position)
+            return nil
+        }
+        guard let duration = Units.duration(text) else {
+            fail("expected a duration like \"250ms\", \"5s\", \"10m\", \"2h\" or \"7d\" for '\(key)', got \"\(text)\"", at: value.position)
+            return nil
+        }
+        guard duration >= minimum else {
+            fail("'\(key)' must be at least \(Units.format(minimum)), got \"\(text)\"", at: value.position)
+            return nil
+        }
+        return duration
+    }
+
+    private mutating func size(_ value: ConfigValue, _ key: String, range: ClosedRange<Int64>) -> Int64? {
+        guard case .string(let text) = value.kind else {
+            fail("expected a size like \"256MiB\" for '\(key)', got \(value.summary)", at: value.position)
+            return nil
+        }
+        guard let bytes = Units.size(text) else {
+            fail("expected a size like \"512KiB\", \"256MiB\" or \"10GiB\" for '\(key)', got \"\(text)\"", at: value.position)
+            return nil
+        }
+        guard range.contains(bytes) else {
+            fail(
+                "'\(key)' must be between \(Units.format(bytes: range.lowerBound)) and \(Units.format(bytes: range.upperBound)), got \"\(text)\"",
+                at: value.position)
+            return nil
+        }
+        return bytes
+    }
+
+    private mutating func choice<Choice: RawRepresentable & CaseIterable>(
+        _ value: ConfigValue, _ key: String, _ type: Choice.Type
+    ) -> Choice? where Choice.RawValue == String {
+        guard let text = string(value, key) else { return nil }
+        if let parsed = Choice(rawValue: text) { return parsed }
+        let names = Choice.allCases.map(\.rawValue)
+        fail(
+            "unknown \(key) \"\(text)\" (one of \(names.joined(separator: ", ")))\(Suggestions.hint(for: text, in: names))",
+            at: value.position)
+        return nil
+    }
+
+    private mutating func stringArray(_ value: ConfigValue, _ key: String) -> [(text: String, position: SourcePosition)]? {
+        guard case .array(let elements) = value.kind else {
+            fail("expected an array of strings for '\(key)', got \(value.summary)", at: value.position)
+            return nil
+        }
+        var result: [(String, SourcePosition)] = []
+        for element in elements {
+            guard case .string(let text) = element.kind else {
+                fail("expected a string in '\(key)', got \(element.summary)", at: element.position)
+                return nil
+            }
+            result.append((text, element.position))
+        }
+        return result
+    }
+
+    private mutating func intArray(_ value: ConfigValue, _ key: String, range: ClosedRange<Int>) -> [Int]? {
+        guard case .array(let elements) = value.kind else {
+            fail("expected an array of integers for '\(key)', got \(value.summary)", at: value.position)
+            return nil
+        }
+        var result: [Int] = []
+        for element in elements {
+            guard let number = integer(element, key, range: range) else { return nil }
+            result.append(number)
+        }
+        return result
+    }
+
+    private mutating func address(_ text: String, at position: SourcePosition) -> SocketAddress? {
+        if let address = SocketAddress(parsing: text) { return address }
+        fail("'\(text)' is not a listen address like \"127.0.0.1:3128\" or \"[::1]:3128\"", at: position)
+        return nil
+    }
+
+    static func isProxyURL(_ text: String) -> Bool {
+        guard let schemeEnd = text.firstIndex(of: ":"), text[schemeEnd...].hasPrefix("://") else { return false }
+        let scheme = text[..<schemeEnd].lowercased()
+        let rest = text[text.index(schemeEnd, offsetBy: 3)...]
+        return ["http", "https", "socks5", "socks5h"].contains(scheme) && !rest.isEmpty && !rest.contains(" ")
+    }
+
+    private mutating func fail(_ message: String, at position: SourcePosition) {
+        errors.append(ConfigError(file: file, bytePosition: position, message: message, source: source))
+    }
+}

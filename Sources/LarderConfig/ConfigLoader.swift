@@ -1,0 +1,69 @@
+import Glibc
+import LarderIO
+
+/// Reads configuration files and decides which one applies.
+public enum ConfigLoader {
+    /// Where a configuration came from, for the start-up log line.
+    public enum Origin: Sendable, Equatable, CustomStringConvertible {
+        case file(String)
+        case embeddedDefaults
+
+        public var description: String {
+            switch self {
+            case .file(let path): path
+            case .embeddedDefaults: "embedded defaults"
+            }
+        }
+    }
+
+    /// The system-wide default path.
+    public static let systemPath = "/etc/larder/larder.toml"
+
+    /// The file to use when none is named on the command line: `$LARDER_CONFIG`, then
+    /// `/etc/larder/larder.toml` if it exists, else none (embedded defaults).
+    public static func defaultPath(environment: [String: String]) -> String? {
+        if let path = environment["LARDER_CONFIG"], !path.isEmpty { return path }
+        if access(systemPath, F_OK) == 0 { return systemPath }
+        return nil
+    }
+
+    /// Parses and checks configuration text. An empty text gives exactly the defaults.
+    public static func parse(_ text: String, file: String) -> Result<Config, ConfigErrors> {
+        let (document, syntaxErrors) = ConfigParser.parse(text, file: file)
+        var decoder = ConfigDecoder(file: file, source: Array(text.utf8))
+        let config = decoder.decode(document)
+        let errors = (syntaxErrors + decoder.errors).sorted { $0.position < $1.position }
+        return errors.isEmpty ? .success(config) : .failure(ConfigErrors(errors))
+    }
+
+    /// Reads and parses the file at `path`.
+    public static func load(path: String) -> Result<Config, ConfigErrors> {
+        let text: String
+        do {
+            text = try readFile(path)
+        } catch {
+            return .failure(
+                ConfigErrors([ConfigError(file: path, position: SourcePosition(line: 1, column: 1), message: "cannot read: \(error.message)", lineText: "")]))
+        }
+        return parse(text, file: path)
+    }
+
+    static func readFile(_ path: String) throws(SystemError) -> String {
+        let fd = try Syscall.call("open") { open(path, O_RDONLY | O_CLOEXEC) }
+        defer { Syscall.close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let result = chunk.withUnsafeMutableBytes { buffer in
+                Result { () throws(SystemError) -> Int in
+                    try Syscall.call("read") { read(fd, buffer.baseAddress, buffer.count) }
+                }
+            }
+            let count = try result.get()
+            if count == 0 { break }
+            bytes.append(contentsOf: chunk[0..<count])
+            if bytes.count > 16 << 20 { throw SystemError(call: "read", errno: EFBIG) }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}

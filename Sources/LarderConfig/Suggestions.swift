@@ -1,0 +1,34 @@
+/// "Did you mean" hints by edit distance.
+enum Suggestions {
+    /// The closest candidate within a distance that still looks like a typo.
+    static func closest(to word: String, in candidates: [String]) -> String? {
+        let limit = max(1, min(3, word.count / 3 + 1))
+        var best: (String, Int)?
+        for candidate in candidates {
+            let distance = levenshtein(Array(word.lowercased().utf8), Array(candidate.utf8))
+            if distance <= limit, best == nil || distance < best!.1 { best = (candidate, distance) }
+        }
+        return best?.0
+    }
+
+    static func levenshtein(_ a: [UInt8], _ b: [UInt8]) -> Int {
+        if a.isEmpty { return b.count }
+        if b.isEmpty { return a.count }
+        var previous = Array(0...b.count)
+        var current = [Int](repeating: 0, count: b.count + 1)
+        for i in 1...a.count {
+            current[0] = i
+            for j in 1...b.count {
+                let cost = a[i - 1] == b[j - 1] ? 0 : 1
+                current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost)
+            }
+            swap(&previous, &current)
+        }
+        return previous[b.count]
+    }
+
+    /// ` (did you mean 'x'?)` or an empty string.
+    static func hint(for word: String, in candidates: [String]) -> String {
+        closest(to: word, in: candidates).map { " (did you mean '\($0)'?)" } ?? ""
+    }
+}

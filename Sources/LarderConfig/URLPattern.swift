@@ -1,0 +1,141 @@
+/// A `[[route]]` `match` pattern: `scheme://host[:port]/path` where `*` is a glob.
+///
+/// - scheme: `http`, `https` or `*`.
+/// - host: labels separated by dots; a label that is exactly `*` matches one or more whole
+///   labels (`*.example.com` matches `a.example.com` and `a.b.example.com`, not `example.com`);
+///   a `*` inside a label matches characters within that label (`mirror*.example.org`).
+/// - port: omitted means the scheme's default port; `:*` means any port.
+/// - path: a glob over path and query where `*` matches any run of characters, `/` included;
+///   omitted means `/*` (everything on that host).
+public struct URLPattern: Sendable, Hashable, CustomStringConvertible {
+    public let text: String
+    let scheme: String?
+    let hostLabels: [String]
+    /// nil: any port.
+    let port: Int?
+    let path: [UInt8]
+
+    /// Why a pattern was rejected, and at which character offset of the text.
+    public struct ParseError: Error, Equatable {
+        public let message: String
+        public let offset: Int
+    }
+
+    public var description: String { text }
+
+    /// The host if it has no glob (an index key for fast route lookup).
+    public var exactHost: String? {
+        hostLabels.contains { $0.contains("*") } ? nil : hostLabels.joined(separator: ".")
+    }
+
+    public init(parsing text: String) throws(ParseError) {
+        self.text = text
+        guard let colon = text.firstIndex(of: ":"), text[colon...].hasPrefix("://") else {
+            throw ParseError(message: "expected a URL pattern like \"http://*.example.com/*\"", offset: 0)
+        }
+        let schemeEnd = colon..<text.index(colon, offsetBy: 3)
+        let schemeText = text[..<schemeEnd.lowerBound].lowercased()
+        switch schemeText {
+        case "http", "https": scheme = schemeText
+        case "*": scheme = nil
+        default: throw ParseError(message: "scheme must be http, https or *, got \"\(schemeText)\"", offset: 0)
+        }
+        let afterScheme = text[schemeEnd.upperBound...]
+        let authorityEnd = afterScheme.firstIndex(of: "/") ?? afterScheme.endIndex
+        let authority = afterScheme[..<authorityEnd]
+        let authorityOffset = text.distance(from: text.startIndex, to: schemeEnd.upperBound)
+        guard !authority.isEmpty else { throw ParseError(message: "pattern has an empty host", offset: authorityOffset) }
+        var hostPart = authority
+        var portValue: Int?? = .some(nil)  // .some(nil): default port; nil: any
+        if let colon = authority.lastIndex(of: ":"), !authority.hasPrefix("[") || authority[..<colon].hasSuffix("]") {
+            let portText = authority[authority.index(after: colon)...]
+            hostPart = authority[..<colon]
+            if portText == "*" {
+                portValue = nil
+            } else if let number = Int(portText), (1...65535).contains(number), portText.allSatisfy({ $0.isNumber }) {
+                portValue = .some(number)
+            } else {
+                throw ParseError(
+                    message: "invalid port \"\(portText)\" in pattern",
+                    offset: text.distance(from: text.startIndex, to: colon) + 1)
+            }
+        }
+        let labels = hostPart.lowercased().split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        for label in labels {
+            let valid = !label.isEmpty && label.allSatisfy { $0.isLetter && $0.isASCII || $0.isNumber && $0.isASCII || "-_*[]:".contains($0) }
+            guard valid else {
+                throw ParseError(message: "invalid host \"\(hostPart)\" in pattern", offset: authorityOffset)
+            }
+        }
+        hostLabels = labels
+        let defaultPort = scheme == "https" ? 443 : 80
+        switch portValue {
+        case .none: port = nil
+        case .some(.none): port = scheme == nil ? nil : defaultPort
+        case .some(.some(let number)): port = number
+        }
+        let pathText = afterScheme[authorityEnd...]
+        if pathText.contains(where: { $0 == " " || $0 == "#" || !$0.isASCII }) {
+            throw ParseError(
+                message: "invalid character in pattern path",
+                offset: text.distance(from: text.startIndex, to: authorityEnd))
+        }
+        path = pathText.isEmpty ? Array("/*".utf8) : Array(pathText.utf8)
+    }
+
+    /// Whether the URL (scheme, lower-cased host, port, path and query) matches.
+    public func matches(scheme requestScheme: String, host: String, port requestPort: Int, pathAndQuery: String) -> Bool {
+        if let scheme, scheme != requestScheme { return false }
+        if let port, port != requestPort { return false }
+        guard matchHost(host) else { return false }
+        return URLPattern.glob(path, Array(pathAndQuery.utf8))
+    }
+
+    private func matchHost(_ host: String) -> Bool {
+        if let exact = exactHost { return exact == host }
+        let labels = host.split(separator: ".", omittingEmptySubsequences: false)
+        return URLPattern.matchLabels(hostLabels[...], labels[...])
+    }
+
+    private static func matchLabels(_ pattern: ArraySlice<String>, _ labels: ArraySlice<Substring>) -> Bool {
+        guard let first = pattern.first else { return labels.isEmpty }
+        if first == "*" {
+            // One or more whole labels.
+            guard !labels.isEmpty else { return false }
+            var taken = 1
+            while taken <= labels.count {
+                if matchLabels(pattern.dropFirst(), labels.dropFirst(taken)) { return true }
+                taken += 1
+            }
+            return false
+        }
+        guard let label = labels.first, glob(Array(first.utf8), Array(label.utf8)) else { return false }
+        return matchLabels(pattern.dropFirst(), labels.dropFirst())
+    }
+
+    /// Glob with `*` only; linear in practice (backtracks to the last star).
+    static func glob(_ pattern: [UInt8], _ text: [UInt8]) -> Bool {
+        var p = 0
+        var t = 0
+        var star = -1
+        var mark = 0
+        while t < text.count {
+            if p < pattern.count, pattern[p] == UInt8(ascii: "*") {
+                star = p
+                mark = t
+                p += 1
+            } else if p < pattern.count, pattern[p] == text[t] {
+                p += 1
+                t += 1
+            } else if star >= 0 {
+                p = star + 1
+                mark += 1
+                t = mark
+            } else {
+                return false
+            }
+        }
+        while p < pattern.count, pattern[p] == UInt8(ascii: "*") { p += 1 }
+        return p == pattern.count
+    }
+}

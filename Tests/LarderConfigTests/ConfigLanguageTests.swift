@@ -1,0 +1,254 @@
+import LarderConfig
+import Testing
+
+private func errors(_ text: String) -> [ConfigError] {
+    switch ConfigLoader.parse(text, file: "t.toml") {
+    case .success: []
+    case .failure(let failure): failure.errors
+    }
+}
+
+private func config(_ text: String) throws -> Config {
+    try ConfigLoader.parse(text, file: "t.toml").get()
+}
+
+/// One error expected at a line and column, with a fragment of its message.
+private struct ErrorCase: CustomTestStringConvertible, Sendable {
+    let name: String
+    let text: String
+    let line: Int
+    let column: Int
+    let message: String
+    var testDescription: String { name }
+}
+
+private let errorCases: [ErrorCase] = [
+    ErrorCase(name: "missing equals", text: "[proxy]\nlisten [\"a\"]\n", line: 2, column: 8, message: "expected '='"),
+    ErrorCase(name: "unterminated string", text: "[disk]\npath = \"abc\n", line: 2, column: 8, message: "unterminated string"),
+    ErrorCase(name: "unterminated array", text: "[proxy]\nconnect_ports = [1, 2\n", line: 2, column: 17, message: "unterminated array"),
+    ErrorCase(name: "junk after value", text: "[proxy]\nworkers = 1 2\n", line: 2, column: 13, message: "unexpected text"),
+    ErrorCase(name: "unquoted string", text: "[log]\nlevel = info\n", line: 2, column: 9, message: "strings need quotes"),
+    ErrorCase(name: "unclosed header", text: "[proxy\n", line: 1, column: 7, message: "expected ']'"),
+    ErrorCase(name: "bad escape", text: "[disk]\npath = \"a\\qb\"\n", line: 2, column: 10, message: "unknown escape"),
+    ErrorCase(name: "inline table", text: "[proxy]\nx = {a = 1}\n", line: 2, column: 5, message: "inline tables"),
+    ErrorCase(name: "duplicate key", text: "[proxy]\nworkers = 1\nworkers = 2\n", line: 3, column: 1, message: "duplicate key 'workers' (first defined at line 2)"),
+    ErrorCase(name: "duplicate table", text: "[proxy]\n[memory]\n[proxy]\n", line: 3, column: 1, message: "duplicate table [proxy]"),
+    ErrorCase(name: "duration given as integer", text: "[proxy]\nheader_timeout = 5\n", line: 2, column: 18, message: "expected a duration like \"5s\" for 'header_timeout', got 5"),
+    ErrorCase(name: "duration with bad unit", text: "[proxy]\nidle_timeout = \"5 minutes\"\n", line: 2, column: 16, message: "expected a duration"),
+    ErrorCase(name: "size with bad unit", text: "[memory]\nmax_bytes = \"12 apples\"\n", line: 2, column: 13, message: "expected a size"),
+    ErrorCase(name: "string for integer", text: "[proxy]\nmax_connections = \"10\"\n", line: 2, column: 19, message: "expected an integer"),
+    ErrorCase(name: "out of range", text: "[proxy]\nmax_connections = 0\n", line: 2, column: 19, message: "must be between 1 and 1000000"),
+    ErrorCase(name: "size out of range", text: "[proxy]\nmax_header_bytes = \"10B\"\n", line: 2, column: 20, message: "must be between"),
+    ErrorCase(name: "unknown section", text: "[retyr]\n", line: 1, column: 1, message: "unknown section [retyr] (did you mean 'retry'?)"),
+    ErrorCase(name: "unknown key", text: "[proxy]\nmax_conections = 5\n", line: 2, column: 1, message: "unknown key 'max_conections' in [proxy] (did you mean 'max_connections'?)"),
+    ErrorCase(name: "unknown key without suggestion", text: "[cache]\nzzzzzzzz = 1\n", line: 2, column: 1, message: "unknown key 'zzzzzzzz' in [cache]"),
+    ErrorCase(name: "key outside a section", text: "workers = 1\n", line: 1, column: 1, message: "must be inside a section"),
+    ErrorCase(name: "bad listen address", text: "[proxy]\nlisten = [\"127.0.0.1\"]\n", line: 2, column: 11, message: "not a listen address"),
+    ErrorCase(name: "bad admin address", text: "[admin]\nlisten = \"localhost:99999\"\n", line: 2, column: 10, message: "not a listen address"),
+    ErrorCase(name: "bad CIDR", text: "[proxy]\nallow = [\"10.0.0.0/33\"]\n", line: 2, column: 10, message: "not a CIDR"),
+    ErrorCase(name: "unknown policy", text: "[cache]\ndefault_policy = \"cache-first\"\n", line: 2, column: 18, message: "did you mean 'cache_first'?"),
+    ErrorCase(name: "unknown retry condition", text: "[retry]\nretry_on = [\"5xx\", \"timout\"]\n", line: 2, column: 20, message: "unknown retry condition \"timout\""),
+    ErrorCase(name: "route without match", text: "[[route]]\npolicy = \"http\"\n", line: 1, column: 1, message: "needs a 'match'"),
+    ErrorCase(name: "malformed route match", text: "[[route]]\nmatch = \"http//x/\"\n", line: 2, column: 10, message: "invalid route match"),
+    ErrorCase(name: "route match bad scheme", text: "[[route]]\nmatch = \"ftp://x/\"\n", line: 2, column: 10, message: "scheme must be"),
+    ErrorCase(name: "route match bad port", text: "[[route]]\nmatch = \"http://x:99999/\"\n", line: 2, column: 19, message: "invalid port"),
+    ErrorCase(name: "route unknown key", text: "[[route]]\nmatch = \"http://x/*\"\npolcy = \"http\"\n", line: 3, column: 1, message: "did you mean 'policy'?"),
+    ErrorCase(name: "route bad method", text: "[[route]]\nmatch = \"http://x/*\"\nmethods = [\"get\"]\n", line: 3, column: 12, message: "not an HTTP method"),
+    ErrorCase(name: "route retry without route", text: "[route.retry]\n", line: 1, column: 1, message: "must follow a [[route]]"),
+    ErrorCase(name: "route retry unknown key", text: "[[route]]\nmatch = \"http://x/*\"\n[route.retry]\nmax_atempts = 2\n", line: 4, column: 1, message: "did you mean 'max_attempts'?"),
+    ErrorCase(name: "leading zero", text: "[proxy]\nworkers = 01\n", line: 2, column: 11, message: "leading zeros"),
+    ErrorCase(name: "misplaced underscore", text: "[proxy]\nmax_connections = 1__0\n", line: 2, column: 20, message: "'_' in a number"),
+    ErrorCase(name: "column counts characters", text: "[disk]\n# é\npath = 'é' x\n", line: 3, column: 12, message: "unexpected text"),
+]
+
+@Suite struct ConfigLanguageTests {
+    @Test(arguments: errorCases)
+    fileprivate func reportsErrorAtItsPosition(_ testCase: ErrorCase) throws {
+        let found = errors(testCase.text)
+        let first = try #require(found.first, "no error for \(testCase.name)")
+        #expect(first.position == SourcePosition(line: testCase.line, column: testCase.column), "\(first)")
+        #expect(first.message.contains(testCase.message), "\(first)")
+        #expect(first.headline.hasPrefix("t.toml:\(testCase.line):\(testCase.column): "))
+    }
+
+    @Test func errorShowsTheLineAndACaret() throws {
+        let error = try #require(errors("[proxy]\n  header_timeout = 5\n").first)
+        #expect(error.description == "t.toml:2:20: expected a duration like \"5s\" for 'header_timeout', got 5\n    header_timeout = 5\n                     ^")
+    }
+
+    @Test func everyIndependentErrorIsReported() {
+        let found = errors("[proxy]\nheader_timeout = 5\nbogus = 1\n[memory]\nmax_bytes = 3\n")
+        #expect(found.map(\.position.line) == [2, 3, 5])
+    }
+
+    @Test func emptyFileGivesExactlyTheDefaults() throws {
+        #expect(try config("") == Config())
+        #expect(try config("# only a comment\n\n") == Config())
+    }
+
+    @Test func documentedDefaultsFileEqualsCompiledDefaults() throws {
+        let path = ConfigLanguageTests.root + "/config/larder.toml"
+        let loaded = try ConfigLoader.load(path: path).get()
+        #expect(loaded == Config())
+    }
+
+    @Test func readsEveryValueKind() throws {
+        let parsed = try config(
+            """
+            [proxy]
+            listen = [
+              "127.0.0.1:8080",   # comment inside an array
+              "[::1]:8080",
+            ]
+            allow = ['10.0.0.0/8', "::/0"]
+            max_connections = 1_000
+            header_timeout = "250ms"
+            idle_timeout = "2h"
+            max_header_bytes = "32KiB"
+
+            [retry]
+            multiplier = 1.5
+            jitter = "0s"
+            retry_on = ["connect", "429"]
+
+            [cache]
+            offline = true
+            stale_if_error = "7d"
+
+            [admin]
+            listen = ""
+            token = "a\\"b\\u00e9"
+            """)
+        #expect(parsed.proxy.listen.map(\.description) == ["127.0.0.1:8080", "[::1]:8080"])
+        #expect(parsed.proxy.allow.map(\.description) == ["10.0.0.0/8", "::/0"])
+        #expect(parsed.proxy.maxConnections == 1000)
+        #expect(parsed.proxy.headerTimeout == .milliseconds(250))
+        #expect(parsed.proxy.idleTimeout == .seconds(7200))
+        #expect(parsed.proxy.maxHeaderBytes == 32 * 1024)
+        #expect(parsed.retry.multiplier == 1.5)
+        #expect(parsed.retry.retryOn == [.connect, .status429])
+        #expect(parsed.cache.offline)
+        #expect(parsed.cache.staleIfError == .seconds(7 * 86_400))
+        #expect(parsed.admin.listen == nil)
+        #expect(parsed.admin.token == "a\"b\u{e9}")
+    }
+
+    @Test func routesKeepOrderAndRetryOverrides() throws {
+        let parsed = try config(
+            """
+            [retry]
+            max_attempts = 2
+
+            [[route]]
+            match = "http://*.example.com/*"
+            policy = "cache_first"
+            ttl = "30d"
+
+            [route.retry]
+            strategy = "linear"
+
+            [[route]]
+            match = "http://api.internal/graphql"
+            methods = ["POST"]
+            dedup = "always"
+            timeout = "5s"
+            """)
+        #expect(parsed.routes.count == 2)
+        #expect(parsed.routes[0].policy == .cacheFirst)
+        #expect(parsed.routes[0].ttl == .seconds(30 * 86_400))
+        #expect(parsed.routes[0].retry?.strategy == .linear)
+        #expect(parsed.routes[0].retry?.maxAttempts == 2, "unset keys come from [retry]")
+        #expect(parsed.routes[1].methods == ["POST"])
+        #expect(parsed.routes[1].dedup == .always)
+        #expect(parsed.routes[1].retry == nil)
+    }
+
+    @Test func deeplyNestedArraysAreRejectedWithoutRecursionBlowUp() {
+        let deep = "[proxy]\nx = " + String(repeating: "[", count: 100_000) + "\n"
+        let found = errors(deep)
+        #expect(found.first?.message.contains("nested more than") == true)
+    }
+
+    @Test func longLinesParseInLinearTime() {
+        // 50,000 values on one line: quadratic position bookkeeping would take minutes here.
+        let items = Array(repeating: "\"127.0.0.1:1\"", count: 50_000).joined(separator: ",")
+        let parsed = try? config("[proxy]\nlisten = [\(items)]\n")
+        #expect(parsed?.proxy.listen.count == 50_000)
+    }
+
+    static let root: String = {
+        var parts = #filePath.split(separator: "/", omittingEmptySubsequences: false)
+        parts.removeLast(3)
+        return parts.joined(separator: "/")
+    }()
+}
+
+@Suite struct URLPatternTests {
+    private func matches(_ pattern: String, _ url: String, port: Int = 80) throws -> Bool {
+        let parsed = try URLPattern(parsing: pattern)
+        let rest = url.dropFirst("http://".count)
+        let slash = rest.firstIndex(of: "/") ?? rest.endIndex
+        return parsed.matches(scheme: "http", host: String(rest[..<slash]), port: port, pathAndQuery: rest[slash...].isEmpty ? "/" : String(rest[slash...]))
+    }
+
+    @Test func hostLabelGlobsMatchOneOrMoreLabels() throws {
+        #expect(try matches("http://*.example.com/*", "http://a.example.com/x"))
+        #expect(try matches("http://*.example.com/*", "http://a.b.example.com/x"))
+        #expect(try !matches("http://*.example.com/*", "http://example.com/x"))
+        #expect(try matches("http://mirror*.example.org/*", "http://mirror2.example.org/"))
+        #expect(try !matches("http://mirror*.example.org/*", "http://mirror.a.example.org/"))
+    }
+
+    @Test func pathGlobsAndExactPaths() throws {
+        #expect(try matches("http://deb.debian.org/debian/pool/*", "http://deb.debian.org/debian/pool/main/a.deb"))
+        #expect(try !matches("http://deb.debian.org/debian/pool/*", "http://deb.debian.org/debian/dists/x"))
+        #expect(try matches("http://api.internal/graphql", "http://api.internal/graphql"))
+        #expect(try !matches("http://api.internal/graphql", "http://api.internal/graphql2"))
+        #expect(try matches("http://h/", "http://h/"))
+        #expect(try matches("http://h", "http://h/any/thing?q=1"))
+    }
+
+    @Test func portsDefaultToTheSchemesUnlessGiven() throws {
+        #expect(try !matches("http://h/*", "http://h/x", port: 8080))
+        #expect(try matches("http://h:8080/*", "http://h/x", port: 8080))
+        #expect(try matches("http://h:*/*", "http://h/x", port: 9999))
+    }
+
+    @Test func firstMatchingRouteWinsAmongHundreds() throws {
+        var routes: [Route] = []
+        for index in 0..<500 {
+            routes.append(Route(match: try URLPattern(parsing: "http://host\(index).example.com/*")))
+        }
+        var globbed = Route(match: try URLPattern(parsing: "http://*.example.com/special/*"))
+        globbed.policy = .networkOnly
+        routes.insert(globbed, at: 10)
+        let table = RouteTable(routes)
+        let hit = table.match(method: "GET", scheme: "http", host: "host400.example.com", port: 80, pathAndQuery: "/special/x")
+        #expect(hit?.policy == .networkOnly, "the glob route comes first in the file")
+        let other = table.match(method: "GET", scheme: "http", host: "host400.example.com", port: 80, pathAndQuery: "/other")
+        #expect(other?.match.text == "http://host400.example.com/*")
+        #expect(table.match(method: "GET", scheme: "http", host: "elsewhere.org", port: 80, pathAndQuery: "/") == nil)
+    }
+
+    @Test func methodsRestrictARoute() throws {
+        var route = Route(match: try URLPattern(parsing: "http://api.internal/*"))
+        route.methods = ["POST"]
+        let table = RouteTable([route])
+        #expect(table.match(method: "POST", scheme: "http", host: "api.internal", port: 80, pathAndQuery: "/q") != nil)
+        #expect(table.match(method: "GET", scheme: "http", host: "api.internal", port: 80, pathAndQuery: "/q") == nil)
+    }
+}
+
+@Suite struct UnitsTests {
+    @Test func parsesDurationsAndSizes() {
+        #expect(Units.duration("250ms") == .milliseconds(250))
+        #expect(Units.duration("1.5s") == .milliseconds(1500))
+        #expect(Units.duration("7d") == .seconds(604_800))
+        #expect(Units.duration("5") == nil)
+        #expect(Units.duration("-5s") == nil)
+        #expect(Units.size("512KiB") == 524_288)
+        #expect(Units.size("10GiB") == 10_737_418_240)
+        #expect(Units.size("1MB") == 1_000_000)
+        #expect(Units.size("1mb") == nil)
+    }
+}
