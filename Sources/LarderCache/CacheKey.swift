@@ -1,0 +1,41 @@
+import LarderHTTP
+
+/// The primary cache key (RFC 9111 §2): the target URI, normalized so equivalent spellings share
+/// an entry — lower-case scheme and host, default port dropped, percent-escapes upper-cased
+/// (RFC 3986 §6.2.2). The method is not part of it: GET and HEAD share stored responses.
+public struct CacheKey: Hashable, Sendable, CustomStringConvertible {
+    /// `scheme://authority/path?query`.
+    public let url: String
+
+    public init(_ url: AbsoluteURL) {
+        let path = url.pathAndQuery
+        if path.utf8.contains(UInt8(ascii: "%")) {
+            self.url = "\(url.scheme)://\(url.authority)\(CacheKey.normalizePercentEscapes(path))"
+        } else {
+            self.url = "\(url.scheme)://\(url.authority)\(path)"
+        }
+    }
+
+    /// A key from an already normalized URL string (for example read back from disk).
+    public init(normalized url: String) {
+        self.url = url
+    }
+
+    public var description: String { url }
+
+    static func normalizePercentEscapes(_ text: String) -> String {
+        var bytes = Array(text.utf8)
+        var index = 0
+        while index + 2 < bytes.count {
+            if bytes[index] == UInt8(ascii: "%") {
+                for offset in 1...2 where bytes[index + offset] >= UInt8(ascii: "a") && bytes[index + offset] <= UInt8(ascii: "f") {
+                    bytes[index + offset] -= 32
+                }
+                index += 3
+            } else {
+                index += 1
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}

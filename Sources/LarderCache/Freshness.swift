@@ -1,0 +1,63 @@
+import LarderHTTP
+
+/// Freshness and age calculations of RFC 9111 §4.2 for a shared cache.
+public enum Freshness {
+    /// Heuristic freshness is this fraction of the time since Last-Modified (§4.2.2)...
+    public static let heuristicFraction = 0.1
+    /// ...capped at one day, as most caches do.
+    public static let heuristicCap = 86_400.0
+
+    /// Status codes cacheable by default, i.e. heuristically (RFC 9110 §15.1).
+    public static let heuristicallyCacheable: Set<Int> = [200, 203, 204, 206, 300, 301, 308, 404, 405, 410, 414, 501]
+
+    /// The freshness lifetime of a response in seconds (§4.2.1): s-maxage, then max-age, then
+    /// Expires minus Date, then a heuristic from Last-Modified when the status allows it.
+    /// An invalid Expires means already expired.
+    public static func lifetime(
+        status: Int, headers: HTTPHeaders, cacheControl: CacheControl, responseTime: Double
+    ) -> Double {
+        if let sMaxAge = cacheControl.sMaxAge { return Double(sMaxAge) }
+        if let maxAge = cacheControl.maxAge { return Double(maxAge) }
+        let expiresValues = headers.values("Expires")
+        if !expiresValues.isEmpty {
+            // §5.3: a cache recipient MUST interpret invalid date formats, especially "0",
+            // as a time in the past; several Expires lines are treated the same way.
+            guard expiresValues.count == 1, let expires = HTTPDate.parse(expiresValues[0]) else { return 0 }
+            let date = dateValue(headers) ?? responseTime
+            return max(0, Double(expires) - date)
+        }
+        // §4.2.2: heuristics only when nothing explicit is given, and not past "public" alone for
+        // statuses that are not heuristically cacheable.
+        guard heuristicallyCacheable.contains(status) || cacheControl.isPublic,
+            let lastModifiedText = headers["Last-Modified"], let lastModified = HTTPDate.parse(lastModifiedText)
+        else { return 0 }
+        let date = dateValue(headers) ?? responseTime
+        let age = date - Double(lastModified)
+        guard age > 0 else { return 0 }
+        return min(age * heuristicFraction, heuristicCap)
+    }
+
+    /// Whether the lifetime came from an explicit directive or Expires (not a heuristic).
+    public static func hasExplicitLifetime(headers: HTTPHeaders, cacheControl: CacheControl) -> Bool {
+        cacheControl.sMaxAge != nil || cacheControl.maxAge != nil || headers.contains("Expires")
+    }
+
+    /// The Date header as seconds, when valid.
+    public static func dateValue(_ headers: HTTPHeaders) -> Double? {
+        headers["Date"].flatMap(HTTPDate.parse).map(Double.init)
+    }
+
+    /// `corrected_initial_age` (§4.2.3): the age of the response when it was received.
+    public static func correctedInitialAge(headers: HTTPHeaders, requestTime: Double, responseTime: Double) -> Double {
+        let apparentAge = max(0, responseTime - (dateValue(headers) ?? responseTime))
+        var ageValue = 0.0
+        if let text = headers["Age"], let parsed = Int(text.trimmingASCIISpaces), parsed >= 0 { ageValue = Double(parsed) }
+        let responseDelay = max(0, responseTime - requestTime)
+        let correctedAgeValue = ageValue + responseDelay
+        return max(apparentAge, correctedAgeValue)
+    }
+}
+
+extension String {
+    var trimmingASCIISpaces: Substring { ASCII.trimOWS(self[...]) }
+}

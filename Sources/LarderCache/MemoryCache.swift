@@ -1,0 +1,199 @@
+import Synchronization
+
+/// The memory tier: stored responses by key, bounded by entry count, total bytes and object
+/// size, evicting the least recently used.
+///
+/// State: everything lives in one `Mutex`; a lookup is a hash probe and two list-link updates
+/// under it, so hits from several event loops contend only briefly. Stored responses are
+/// immutable, so a reader keeps using one after the lock is released even if it gets evicted.
+public final class MemoryCache: Sendable {
+    /// Size limits; a smaller limit applied with ``setLimits(_:)`` evicts down to it.
+    public struct Limits: Sendable, Equatable {
+        public var maxBytes: Int
+        public var maxEntries: Int
+        public var maxObjectBytes: Int
+        public init(maxBytes: Int, maxEntries: Int, maxObjectBytes: Int) {
+            self.maxBytes = maxBytes
+            self.maxEntries = maxEntries
+            self.maxObjectBytes = maxObjectBytes
+        }
+    }
+
+    /// Counters for metrics.
+    public struct Statistics: Sendable, Equatable {
+        public var entries = 0
+        public var bytes = 0
+        public var evictions = 0
+    }
+
+    private struct Slot {
+        var key: CacheKey?
+        var variants: [StoredResponse] = []
+        var cost = 0
+        var previous = -1
+        var next = -1
+    }
+
+    private struct State {
+        var slots: [Slot] = []
+        var free: [Int] = []
+        var index: [CacheKey: Int] = [:]
+        var newest = -1
+        var oldest = -1
+        var bytes = 0
+        var evictions = 0
+        var limits: Limits
+    }
+
+    private let state: Mutex<State>
+
+    public init(limits: Limits) {
+        state = Mutex(State(limits: limits))
+    }
+
+    /// The stored variants for `key`, most recently stored first; marks the entry used.
+    public func lookup(_ key: CacheKey) -> [StoredResponse]? {
+        state.withLock { state in
+            guard let slot = state.index[key] else { return nil }
+            MemoryCache.touch(&state, slot)
+            return state.slots[slot].variants
+        }
+    }
+
+    /// Stores `response`, replacing a variant selected by the same request headers. Returns
+    /// false when the object is larger than the per-object limit.
+    @discardableResult
+    public func insert(_ response: StoredResponse) -> Bool {
+        let cost = response.memoryCost
+        return state.withLock { state in
+            guard cost <= state.limits.maxObjectBytes + 4096, cost <= state.limits.maxBytes else { return false }
+            if let slot = state.index[response.key] {
+                var variants = state.slots[slot].variants
+                variants.removeAll { $0.varyValues == response.varyValues }
+                variants.insert(response, at: 0)
+                let newCost = variants.reduce(0) { $0 + $1.memoryCost }
+                state.bytes += newCost - state.slots[slot].cost
+                state.slots[slot].variants = variants
+                state.slots[slot].cost = newCost
+                MemoryCache.touch(&state, slot)
+            } else {
+                let slot: Int
+                if let reused = state.free.popLast() {
+                    slot = reused
+                } else {
+                    slot = state.slots.count
+                    state.slots.append(Slot())
+                }
+                state.slots[slot] = Slot(key: response.key, variants: [response], cost: cost)
+                state.index[response.key] = slot
+                MemoryCache.linkNewest(&state, slot)
+                state.bytes += cost
+            }
+            MemoryCache.evict(&state)
+            return true
+        }
+    }
+
+    /// Replaces the variant `old` by `new` if `old` is still stored (a revalidation result).
+    public func replace(_ old: StoredResponse, with new: StoredResponse) {
+        state.withLock { state in
+            guard let slot = state.index[old.key],
+                let position = state.slots[slot].variants.firstIndex(where: { $0 === old })
+            else { return }
+            state.slots[slot].variants[position] = new
+            let newCost = state.slots[slot].variants.reduce(0) { $0 + $1.memoryCost }
+            state.bytes += newCost - state.slots[slot].cost
+            state.slots[slot].cost = newCost
+            MemoryCache.evict(&state)
+        }
+    }
+
+    /// Removes one variant.
+    public func remove(_ response: StoredResponse) {
+        state.withLock { state in
+            guard let slot = state.index[response.key] else { return }
+            state.slots[slot].variants.removeAll { $0 === response }
+            if state.slots[slot].variants.isEmpty {
+                MemoryCache.removeSlot(&state, slot)
+            } else {
+                let newCost = state.slots[slot].variants.reduce(0) { $0 + $1.memoryCost }
+                state.bytes += newCost - state.slots[slot].cost
+                state.slots[slot].cost = newCost
+            }
+        }
+    }
+
+    /// Removes every variant of `key`. Returns whether anything was stored.
+    @discardableResult
+    public func remove(_ key: CacheKey) -> Bool {
+        state.withLock { state in
+            guard let slot = state.index[key] else { return false }
+            MemoryCache.removeSlot(&state, slot)
+            return true
+        }
+    }
+
+    /// Drops everything.
+    public func removeAll() {
+        state.withLock { state in
+            let limits = state.limits
+            let evictions = state.evictions
+            state = State(limits: limits)
+            state.evictions = evictions
+        }
+    }
+
+    /// Applies new limits, evicting down to them.
+    public func setLimits(_ limits: Limits) {
+        state.withLock { state in
+            state.limits = limits
+            MemoryCache.evict(&state)
+        }
+    }
+
+    public var limits: Limits { state.withLock { $0.limits } }
+
+    public var statistics: Statistics {
+        state.withLock { Statistics(entries: $0.index.count, bytes: $0.bytes, evictions: $0.evictions) }
+    }
+
+    // MARK: List maintenance (callers hold the lock)
+
+    private static func evict(_ state: inout State) {
+        while (state.bytes > state.limits.maxBytes || state.index.count > state.limits.maxEntries), state.oldest >= 0 {
+            removeSlot(&state, state.oldest)
+            state.evictions += 1
+        }
+    }
+
+    private static func removeSlot(_ state: inout State, _ slot: Int) {
+        unlink(&state, slot)
+        if let key = state.slots[slot].key { state.index.removeValue(forKey: key) }
+        state.bytes -= state.slots[slot].cost
+        state.slots[slot] = Slot()
+        state.free.append(slot)
+    }
+
+    private static func touch(_ state: inout State, _ slot: Int) {
+        guard state.newest != slot else { return }
+        unlink(&state, slot)
+        linkNewest(&state, slot)
+    }
+
+    private static func linkNewest(_ state: inout State, _ slot: Int) {
+        state.slots[slot].previous = -1
+        state.slots[slot].next = state.newest
+        if state.newest >= 0 { state.slots[state.newest].previous = slot }
+        state.newest = slot
+        if state.oldest < 0 { state.oldest = slot }
+    }
+
+    private static func unlink(_ state: inout State, _ slot: Int) {
+        let previous = state.slots[slot].previous
+        let next = state.slots[slot].next
+        if previous >= 0 { state.slots[previous].next = next } else if state.newest == slot { state.newest = next }
+        if next >= 0 { state.slots[next].previous = previous } else if state.oldest == slot { state.oldest = previous }
+        state.slots[slot].previous = -1
+        state.slots[slot].next = -1
+    }
+}

@@ -1,0 +1,96 @@
+import LarderCache
+import LarderHTTP
+import Testing
+
+@Suite struct FreshnessTests {
+    private func lifetime(_ headers: HTTPHeaders, status: Int = 200, responseTime: Double = 1_000_000) -> Double {
+        Freshness.lifetime(status: status, headers: headers, cacheControl: CacheControl(headers), responseTime: responseTime)
+    }
+
+    @Test func sMaxAgeWinsOverMaxAgeWhichWinsOverExpires() {
+        #expect(lifetime(["Cache-Control": "max-age=10, s-maxage=20"]) == 20)
+        #expect(lifetime(["Cache-Control": "max-age=10", "Expires": HTTPDate.format(1_000_100), "Date": HTTPDate.format(1_000_000)]) == 10)
+        #expect(lifetime(["Expires": HTTPDate.format(1_000_100), "Date": HTTPDate.format(1_000_000)]) == 100)
+    }
+
+    @Test func invalidExpiresMeansAlreadyExpired() {
+        #expect(lifetime(["Expires": "0"]) == 0)
+        #expect(lifetime(["Expires": "tomorrow"]) == 0)
+    }
+
+    @Test func heuristicIsATenthOfTheLastModifiedAgeCapped() {
+        let date = 1_000_000
+        #expect(lifetime(["Date": HTTPDate.format(date), "Last-Modified": HTTPDate.format(date - 1000)]) == 100)
+        #expect(lifetime(["Date": HTTPDate.format(date), "Last-Modified": HTTPDate.format(date - 100_000_000)]) == Freshness.heuristicCap)
+        // Not for statuses that are not heuristically cacheable.
+        #expect(lifetime(["Date": HTTPDate.format(date), "Last-Modified": HTTPDate.format(date - 1000)], status: 302) == 0)
+    }
+
+    @Test func currentAgeFollowsSection4_2_3() {
+        // Date 10 s before the response arrived, Age 5 from upstream, 2 s request delay.
+        let headers: HTTPHeaders = ["Date": HTTPDate.format(990), "Age": "5"]
+        let initial = Freshness.correctedInitialAge(headers: headers, requestTime: 998, responseTime: 1000)
+        #expect(initial == 10)  // max(apparent 10, 5 + 2)
+        let stored = Fixtures.response("/a", lifetime: 60, age: initial, responseTime: 1000)
+        #expect(stored.currentAge(now: 1030) == 40)
+        #expect(stored.isFresh(now: 1049))
+        #expect(!stored.isFresh(now: 1050))
+    }
+}
+
+@Suite struct StorabilityTests {
+    private func decide(
+        _ response: HTTPHeaders, request: HTTPHeaders = [:], status: Int = 200, method: HTTPMethod = .get
+    ) -> Storability.Decision {
+        Storability.decide(method: method, requestHeaders: request, status: status, responseHeaders: response)
+    }
+
+    @Test func storesExplicitlyFreshResponses() {
+        #expect(decide(["Cache-Control": "max-age=60"]) == .store)
+        #expect(decide(["Expires": "Sun, 06 Nov 2094 08:49:37 GMT"]) == .store)
+    }
+
+    @Test func refusesNoStorePrivateAndPost() {
+        #expect(!decide(["Cache-Control": "no-store, max-age=60"]).canStore)
+        #expect(!decide(["Cache-Control": "private, max-age=60"]).canStore)
+        #expect(!decide(["Cache-Control": "max-age=60"], method: .post).canStore)
+        #expect(!decide(["Cache-Control": "max-age=60"], request: ["Cache-Control": "no-store"]).canStore)
+    }
+
+    @Test func authorizationNeedsPublicSMaxAgeOrMustRevalidate() {
+        let authorized: HTTPHeaders = ["Authorization": "Bearer x"]
+        #expect(!decide(["Cache-Control": "max-age=60"], request: authorized).canStore)
+        #expect(decide(["Cache-Control": "public, max-age=60"], request: authorized).canStore)
+        #expect(decide(["Cache-Control": "s-maxage=60"], request: authorized).canStore)
+        #expect(decide(["Cache-Control": "max-age=60, must-revalidate"], request: authorized).canStore)
+    }
+
+    @Test func refusesPartialContentAndVaryStar() {
+        #expect(!decide(["Cache-Control": "max-age=60"], status: 206).canStore)
+        #expect(!decide(["Cache-Control": "max-age=60", "Vary": "*"]).canStore)
+    }
+
+    @Test func heuristicallyCacheableStatusesNeedNoExplicitLifetime() {
+        #expect(decide([:], status: 404).canStore)
+        #expect(!decide([:], status: 302).canStore)
+        #expect(decide(["Cache-Control": "max-age=60"], status: 302).canStore)
+    }
+}
+
+@Suite struct VaryMatcherTests {
+    @Test func matchesOnNormalizedValues() {
+        let stored = Fixtures.response(
+            "/v", headers: ["Vary": "Accept-Encoding"],
+            vary: VaryMatcher.values(for: ["Vary": "Accept-Encoding"], request: ["Accept-Encoding": "gzip, br"]))
+        #expect(VaryMatcher.matches(stored, request: ["Accept-Encoding": "br,gzip"]))
+        #expect(VaryMatcher.matches(stored, request: HTTPHeaders([("Accept-Encoding", "gzip"), ("Accept-Encoding", "br")])))
+        #expect(!VaryMatcher.matches(stored, request: ["Accept-Encoding": "gzip"]))
+        #expect(!VaryMatcher.matches(stored, request: [:]))
+    }
+
+    @Test func absentHeaderMatchesOnlyAbsence() {
+        let stored = Fixtures.response("/v", vary: VaryMatcher.values(for: ["Vary": "X-Mode"], request: [:]))
+        #expect(VaryMatcher.matches(stored, request: [:]))
+        #expect(!VaryMatcher.matches(stored, request: ["X-Mode": "a"]))
+    }
+}
