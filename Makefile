@@ -1,0 +1,36 @@
+# Larder: `make run` serves on the embedded defaults, `make test` runs every test.
+SWIFT ?= swift
+CONFIG ?=
+RUN_ARGS ?=
+
+.PHONY: all deps build release run test bench fuzz clean
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+test-deps:
+	@scripts/install-deps.sh --test
+
+build: deps
+	$(SWIFT) build
+
+release: deps
+	$(SWIFT) build -c release
+
+## run: build release and serve on 127.0.0.1:3128 (admin 127.0.0.1:3129) until Ctrl-C
+run: release
+	.build/release/larder serve $(if $(CONFIG),--config $(CONFIG)) $(RUN_ARGS)
+
+## test: unit and integration tests (builds the binary the integration tests start)
+test: deps test-deps
+	$(SWIFT) build
+	$(SWIFT) test
+
+## bench: wrk through the proxy on a local origin (see Benchmarks/README.md)
+bench: release
+	Benchmarks/run.sh
+
+clean:
+	rm -rf .build

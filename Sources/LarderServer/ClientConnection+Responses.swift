@@ -1,0 +1,160 @@
+import LarderCache
+import LarderHTTP
+import LarderIO
+
+/// Response heads and bodies as they go on the wire.
+extension ClientConnection {
+    static let lastChunk: [UInt8] = Array("0\r\n\r\n".utf8)
+    static let viaLine: [UInt8] = Array("Via: 1.1 larder\r\n".utf8)
+
+    /// Whether the connection closes after the current response; decided before its head is
+    /// written so the head can say so.
+    private func closesAfter(_ exchange: Exchange) -> Bool {
+        if !exchange.keepAlive || !exchange.requestBodyComplete || isDraining {
+            exchange.keepAlive = false
+            return true
+        }
+        return false
+    }
+
+    private var isDraining: Bool { proxy.isDraining }
+
+    /// Appends the connection-management field the client needs, if any (RFC 9112 §9.3).
+    private func appendConnectionField(_ exchange: Exchange, to bytes: inout [UInt8]) {
+        if closesAfter(exchange) {
+            bytes.append(contentsOf: "Connection: close\r\n".utf8)
+        } else if exchange.head.version == .http1_0 {
+            bytes.append(contentsOf: "Connection: keep-alive\r\n".utf8)
+        }
+    }
+
+    /// Queues a stored response: its prepared head, the per-hit fields, and the body by reference.
+    func queueStored(_ stored: StoredResponse, exchange: Exchange, cacheStatus: String) {
+        var suffix: [UInt8] = []
+        suffix.reserveCapacity(96)
+        suffix.append(contentsOf: "Age: ".utf8)
+        HeadSerializer.appendDecimal(Int(stored.currentAge(now: Clocks.wallSeconds())), to: &suffix)
+        suffix.append(contentsOf: "\r\nCache-Status: ".utf8)
+        suffix.append(contentsOf: cacheStatus.utf8)
+        suffix.append(contentsOf: HeadSerializer.crlf)
+        let hasBody = stored.status != 204 && stored.status != 304
+        if hasBody {
+            suffix.append(contentsOf: "Content-Length: ".utf8)
+            HeadSerializer.appendDecimal(stored.bodyLength, to: &suffix)
+            suffix.append(contentsOf: HeadSerializer.crlf)
+        }
+        appendConnectionField(exchange, to: &suffix)
+        suffix.append(contentsOf: HeadSerializer.crlf)
+        output.append(stored.headBytes)
+        output.append(suffix)
+        if hasBody && exchange.head.method != .head {
+            switch stored.body {
+            case .memory(let bytes):
+                output.append(bytes)
+            case .file:
+                break  // disk bodies are queued by the disk tier's serving path
+            }
+            exchange.bodyBytesSent = stored.bodyLength
+            proxy.shared.stats.bytesFromCache.add(stored.bodyLength)
+        }
+    }
+
+    /// Queues the head of a response coming from upstream and picks its framing.
+    func queueFillHead(_ head: ResponseHead, fill: Fill, exchange: Exchange) {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(512)
+        HeadSerializer.appendStatusLine(head.status, head.reason, to: &bytes)
+        HeadSerializer.appendFields(head.headers, to: &bytes)
+        bytes.append(contentsOf: ClientConnection.viaLine)
+        bytes.append(contentsOf: "Cache-Status: ".utf8)
+        bytes.append(contentsOf: exchange.cacheStatus.utf8)
+        if fill.willStore { bytes.append(contentsOf: "; stored".utf8) }
+        bytes.append(contentsOf: HeadSerializer.crlf)
+        if head.hasNoBody(for: exchange.head.method) {
+            exchange.framing = .none
+            if let announced = fill.announcedLength, head.status != 204 {
+                // HEAD and 304 may carry the length of the representation (RFC 9110 §8.6).
+                bytes.append(contentsOf: "Content-Length: ".utf8)
+                HeadSerializer.appendDecimal(announced, to: &bytes)
+                bytes.append(contentsOf: HeadSerializer.crlf)
+            }
+        } else if let length = fill.contentLength {
+            exchange.framing = .length(length)
+            bytes.append(contentsOf: "Content-Length: ".utf8)
+            HeadSerializer.appendDecimal(length, to: &bytes)
+            bytes.append(contentsOf: HeadSerializer.crlf)
+        } else if exchange.head.version == .http1_1 {
+            exchange.framing = .chunked
+            bytes.append(contentsOf: "Transfer-Encoding: chunked\r\n".utf8)
+        } else {
+            // An HTTP/1.0 client with no length to tell: the end of the body is the close.
+            exchange.framing = .close
+            exchange.keepAlive = false
+        }
+        appendConnectionField(exchange, to: &bytes)
+        bytes.append(contentsOf: HeadSerializer.crlf)
+        output.append(bytes)
+    }
+
+    /// Queues body bytes from a fill chunk (by reference), framed as the head announced.
+    func queueBody(_ bytes: [UInt8], from offset: Int, count: Int, exchange: Exchange) {
+        guard count > 0 else { return }
+        switch exchange.framing {
+        case .none:
+            return
+        case .chunked:
+            var size: [UInt8] = []
+            HeadSerializer.appendChunkSize(count, to: &size)
+            output.append(size)
+            output.append(bytes, from: offset)
+            output.append(HeadSerializer.crlf)
+        case .length, .close:
+            output.append(bytes, from: offset)
+        }
+        exchange.bodyBytesSent += count
+    }
+
+    /// Queues a response Larder generates itself (errors, refusals): a one-line text body.
+    func queueGenerated(
+        status: Int, message: String, cacheStatus: String?, close: Bool, version: HTTPVersion = .http1_1,
+        headOnly: Bool = false
+    ) {
+        let body = Array((message + "\n").utf8)
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(256 + body.count)
+        HeadSerializer.appendStatusLine(status, HTTPStatus.reason(status), to: &bytes)
+        HeadSerializer.appendField("Date", proxy.httpDate, to: &bytes)
+        bytes.append(contentsOf: "Content-Type: text/plain; charset=utf-8\r\nContent-Length: ".utf8)
+        HeadSerializer.appendDecimal(body.count, to: &bytes)
+        bytes.append(contentsOf: HeadSerializer.crlf)
+        bytes.append(contentsOf: ClientConnection.viaLine)
+        if let cacheStatus { HeadSerializer.appendField("Cache-Status", cacheStatus, to: &bytes) }
+        if close {
+            bytes.append(contentsOf: "Connection: close\r\n".utf8)
+        } else if version == .http1_0 {
+            bytes.append(contentsOf: "Connection: keep-alive\r\n".utf8)
+        }
+        bytes.append(contentsOf: HeadSerializer.crlf)
+        if !headOnly { bytes.append(contentsOf: body) }
+        output.append(bytes)
+    }
+
+    /// Answers the current exchange with a generated response and finishes it.
+    func respondGenerated(status: Int, message: String, outcome: RequestOutcome) {
+        guard let exchange else { return }
+        exchange.status = status
+        exchange.outcome = outcome
+        let close = closesAfter(exchange)
+        queueGenerated(
+            status: status, message: message, cacheStatus: exchange.cacheStatus.isEmpty ? nil : exchange.cacheStatus,
+            close: close, version: exchange.head.version, headOnly: exchange.head.method == .head)
+        finishExchange()
+        flushSoon()
+    }
+
+    /// The proxy's own address, for messages that tell clients how to use it.
+    var proxyAddressHint: String {
+        if let local = try? socket.localAddress() { return local.description }
+        return "127.0.0.1:3128"
+    }
+}

@@ -1,0 +1,341 @@
+import Glibc
+import LarderHTTP
+import LarderIO
+
+/// One client connection: reads requests, answers them in order, keeps the connection alive
+/// between them, and enforces the header, idle and write-stall timeouts.
+///
+/// Requests are answered one at a time; bytes of pipelined requests wait in the input buffer
+/// until the previous response is queued, so responses leave in request order (RFC 9112 §9.3.2).
+///
+/// State: loop-confined; the loop's sweep calls ``checkDeadline(now:)``.
+final class ClientConnection: IOHandler {
+    enum Phase {
+        /// Between requests (keep-alive idle), no bytes of the next one yet.
+        case waitingForRequest
+        /// Some bytes of a request head have arrived.
+        case readingHead
+        /// A request is being answered.
+        case exchanging
+        /// The last response was written; reading and discarding until the peer closes, so
+        /// unread input does not turn our close into a reset that destroys the response.
+        case lingering
+        case closed
+    }
+
+    let socket: Socket
+    let peer: SocketAddress?
+    let kind: Listener.Kind
+    unowned let proxy: ProxyLoop
+    let inbound = ByteBuffer(capacity: 2048)
+    var output = OutputQueue()
+    var parser: RequestHeadParser
+    var exchange: Exchange?
+    private(set) var phase: Phase = .waitingForRequest
+    private var deadline: UInt64 = .max
+    private var lastWriteProgress: UInt64 = 0
+    private var lastReadProgress: UInt64 = 0
+    private(set) var peerClosed = false
+    private var draining = false
+    var closeWhenFlushed = false
+    private var lingerBytes = 0
+    private var inProcess = false
+
+    /// Input buffered beyond this stops reading until requests are consumed.
+    private var inputLimit: Int
+    /// Output queued beyond this stops pulling response bytes until the socket drains.
+    static let outputHighWater = 256 * 1024
+
+    init(socket: Socket, peer: SocketAddress?, kind: Listener.Kind, proxy: ProxyLoop) {
+        self.socket = socket
+        self.peer = peer
+        self.kind = kind
+        self.proxy = proxy
+        let maxHead = proxy.runtime.config.proxy.maxHeaderBytes
+        parser = RequestHeadParser(maxHeadBytes: maxHead)
+        inputLimit = max(maxHead + 4096, 64 * 1024)
+    }
+
+    func start(now: UInt64) {
+        // The first request must start arriving within the header timeout.
+        deadline = now &+ proxy.runtime.headerTimeout
+        lastWriteProgress = now
+        lastReadProgress = now
+    }
+
+    // MARK: Events
+
+    func handleIO(_ events: IOEvents) {
+        if events.contains(.writable) {
+            flush()
+        }
+        if phase != .closed, events.contains(.readable) || events.contains(.hangup) {
+            readInput()
+        }
+    }
+
+    private func readInput() {
+        let space = inbound.writableSpace(minimum: 2048, limit: inputLimit)
+        if space.isEmpty {
+            updateInterest()
+            return
+        }
+        let count: Int?
+        do {
+            count = try socket.read(into: space)
+        } catch {
+            close()
+            return
+        }
+        guard let count else { return }
+        if count == 0 {
+            peerClosed = true
+            peerDidClose()
+            return
+        }
+        inbound.didWrite(count)
+        lastReadProgress = proxy.loop.now
+        process()
+    }
+
+    /// Handles the end of the client's input.
+    private func peerDidClose() {
+        switch phase {
+        case .lingering, .waitingForRequest, .readingHead:
+            close()
+        case .exchanging:
+            // The client went away (a client that half-closes and still waits is treated the
+            // same, as Squid does by default): stop the work done for it.
+            close()
+        case .closed:
+            break
+        }
+    }
+
+    /// Parses and answers whatever complete requests are buffered, then writes the answers
+    /// together (pipelined hits leave in one gathering write).
+    func process() {
+        guard !inProcess else { return }
+        inProcess = true
+        parseAndBegin()
+        inProcess = false
+        if phase == .closed { return }
+        if !output.isEmpty || closeWhenFlushed { flush() } else { updateInterest() }
+    }
+
+    /// Flushes now, unless ``process()`` is running and will flush when it is done.
+    func flushSoon() {
+        if !inProcess { flush() }
+    }
+
+    private func parseAndBegin() {
+        while true {
+            switch phase {
+            case .closed:
+                return
+            case .lingering:
+                lingerBytes += inbound.readableCount
+                inbound.consume(inbound.readableCount)
+                if lingerBytes > 1 << 20 { close() }
+                return
+            case .exchanging:
+                if let exchange, exchange.upstreamWaitsForBody, !inbound.isEmpty {
+                    exchange.upstreamWaitsForBody = false
+                    exchange.fill?.transfer?.resumeSending()
+                }
+                return
+            case .waitingForRequest, .readingHead:
+                if closeWhenFlushed { return }
+                if inbound.isEmpty {
+                    inbound.shrinkIfEmpty()
+                    return
+                }
+                // Responses not yet written hold back further pipelined requests.
+                if output.pendingBytes > ClientConnection.outputHighWater { return }
+                if phase == .waitingForRequest {
+                    phase = .readingHead
+                    deadline = proxy.loop.now &+ exchangeRuntime.headerTimeout
+                }
+                let outcome: RequestHeadParser.Outcome
+                do {
+                    outcome = try parser.parse(inbound.readable)
+                } catch {
+                    proxy.shared.stats.badRequests.add(1)
+                    proxy.logger.notice(
+                        "rejected request", metadata: ["client": "\(peer?.description ?? "-")", "reason": "\(error.reason)"])
+                    rejectAndClose(error)
+                    return
+                }
+                guard case .complete(let head, let length) = outcome else { return }
+                inbound.consume(length)
+                parser.reset()
+                phase = .exchanging
+                deadline = .max
+                begin(head)
+            }
+        }
+    }
+
+    private var exchangeRuntime: RuntimeConfig { exchange?.runtime ?? proxy.runtime }
+
+    // MARK: Writing
+
+    /// Writes queued output; whenever the socket takes everything, pulls more of a streaming
+    /// response, and once an exchange is done moves on to pipelined requests.
+    func flush() {
+        while phase != .closed {
+            let before = output.pendingBytes
+            let result: OutputQueue.FlushResult
+            do {
+                result = try output.flush(to: socket)
+            } catch {
+                close()
+                return
+            }
+            if output.pendingBytes != before { lastWriteProgress = proxy.loop.now }
+            if case .wouldBlock = result {
+                updateInterest()
+                return
+            }
+            if closeWhenFlushed {
+                startLingering()
+                return
+            }
+            // Everything written: pull more of a streaming body, if any arrived.
+            if exchange?.fill != nil, pumpFill(), !output.isEmpty || closeWhenFlushed {
+                continue
+            }
+            break
+        }
+        guard phase != .closed else { return }
+        if (phase == .waitingForRequest || phase == .readingHead) && !inbound.isEmpty {
+            process()
+        } else {
+            updateInterest()
+        }
+    }
+
+    func updateInterest() {
+        guard phase != .closed else { return }
+        var interest: IOEvents = []
+        if !peerClosed && inbound.readableCount < inputLimit { interest.insert(.readable) }
+        if !output.isEmpty { interest.insert(.writable) }
+        proxy.loop.setInterest(socket.fd, interest)
+    }
+
+    // MARK: Ending exchanges and connections
+
+    /// Called when every byte of the current response is queued.
+    func finishExchange() {
+        guard let exchange else { return }
+        self.exchange = nil
+        logExchange(exchange)
+        if exchange.fill != nil {
+            exchange.fill?.detach(self)
+            exchange.fill = nil
+        }
+        if !exchange.keepAlive || !exchange.requestBodyComplete || draining {
+            closeWhenFlushed = true
+            phase = .waitingForRequest
+            flushSoon()
+            return
+        }
+        phase = .waitingForRequest
+        deadline = proxy.loop.now &+ proxy.runtime.idleTimeout
+    }
+
+    private func logExchange(_ exchange: Exchange) {
+        proxy.shared.stats.count(exchange.outcome)
+        let url = exchange.head.url?.description ?? {
+            switch exchange.head.target {
+            case .origin(let path): return path
+            case .authority(let host, let port): return "\(host):\(port)"
+            case .asterisk: return "*"
+            case .absolute(let url): return url.description
+            }
+        }()
+        proxy.accessLog.record(
+            client: peer, method: exchange.head.method.rawValue, url: url, status: exchange.status,
+            outcome: exchange.outcome.rawValue, bytes: exchange.bodyBytesSent,
+            durationNanos: proxy.loop.now &- exchange.startNanos, attempts: exchange.attempts)
+    }
+
+    /// Finishes the current exchange (if any), then closes once the output is written.
+    func drain() {
+        draining = true
+        if phase == .waitingForRequest && output.isEmpty { close() }
+    }
+
+    /// Sends `error` as a response and closes: the bytes after a malformed head cannot be trusted.
+    func rejectAndClose(_ error: HTTPParseError) {
+        let head = exchange?.head
+        queueGenerated(
+            status: error.status, message: error.reason, cacheStatus: nil, close: true,
+            version: head?.version ?? .http1_1)
+        if let exchange {
+            exchange.status = error.status
+            exchange.outcome = .error
+            exchange.keepAlive = false
+            finishExchange()
+        } else {
+            closeWhenFlushed = true
+            flushSoon()
+        }
+    }
+
+    private func startLingering() {
+        guard phase != .closed else { return }
+        phase = .lingering
+        socket.shutdownWrite()
+        if peerClosed {
+            close()
+            return
+        }
+        deadline = proxy.loop.now &+ 2_000_000_000
+        inbound.consume(inbound.readableCount)
+        updateInterest()
+    }
+
+    /// Closes the socket and abandons the current exchange.
+    func close() {
+        guard phase != .closed else { return }
+        if let exchange {
+            if exchange.status == 0 { exchange.status = 499 }  // client closed before the response
+            self.exchange = nil
+            exchange.fill?.detach(self)
+            exchange.fill = nil
+            logExchange(exchange)
+        }
+        phase = .closed
+        output.removeAll()
+        proxy.loop.deregister(socket.fd)
+        socket.close()
+        proxy.connectionClosed(self)
+    }
+
+    /// Enforces the timeouts; called by the loop's periodic sweep.
+    func checkDeadline(now: UInt64) {
+        switch phase {
+        case .waitingForRequest:
+            if now >= deadline { close() }
+        case .readingHead:
+            guard now >= deadline else { return }
+            // RFC 9110 §15.5.9: 408 tells the client why its request went unanswered.
+            phase = .waitingForRequest
+            queueGenerated(status: 408, message: "request head not received within the header timeout", cacheStatus: nil, close: true)
+            closeWhenFlushed = true
+            flush()
+        case .exchanging:
+            // A client that stops reading its response must not pin the response in memory.
+            if !output.isEmpty, now &- lastWriteProgress >= exchangeRuntime.idleTimeout { close() }
+            // A request body that stops arriving.
+            if let exchange, exchange.upstreamWaitsForBody, now &- lastReadProgress >= exchangeRuntime.idleTimeout {
+                close()
+            }
+        case .lingering:
+            if now >= deadline { close() }
+        case .closed:
+            break
+        }
+    }
+}

@@ -1,0 +1,97 @@
+import LarderCache
+import LarderConfig
+import LarderHTTP
+
+/// One request and the state of its answer, from the parsed head to the last byte queued.
+///
+/// State: owned by its client connection, on that connection's loop.
+final class Exchange {
+    let head: RequestHead
+    let startNanos: UInt64
+    /// The configuration the request started under (a reload does not change it mid-way).
+    let runtime: RuntimeConfig
+    var keepAlive: Bool
+    var route: Route?
+    var requestFraming: BodyFraming = .none
+    var body: RequestBodyReader?
+    /// A malformed request body found while streaming it upstream.
+    var bodyError: HTTPParseError?
+    /// Set when the upstream wanted body bytes that had not arrived yet.
+    var upstreamWaitsForBody = false
+
+    var status = 0
+    var outcome: RequestOutcome = .miss
+    var bodyBytesSent = 0
+    var attempts = 0
+
+    var fill: Fill?
+    var fillPosition = 0
+    var headSent = false
+    var framing: ResponseFraming = .none
+    var cacheStatus = ""
+
+    init(head: RequestHead, startNanos: UInt64, runtime: RuntimeConfig) {
+        self.head = head
+        self.startNanos = startNanos
+        self.runtime = runtime
+        keepAlive = head.keepAlive
+    }
+
+    /// Whether the request body (if any) was read to its end.
+    var requestBodyComplete: Bool { body?.isComplete ?? true }
+}
+
+/// How a response body is delimited towards the client.
+enum ResponseFraming {
+    case none
+    case length(Int)
+    case chunked
+    /// Ends when the connection closes (HTTP/1.0 client, length unknown).
+    case close
+}
+
+/// Reads a request body out of the connection's buffer according to its framing, for
+/// streaming upstream.
+struct RequestBodyReader {
+    private var remaining: Int
+    private var decoder: ChunkedDecoder?
+
+    init(framing: BodyFraming) {
+        switch framing {
+        case .none:
+            remaining = 0
+        case .contentLength(let length):
+            remaining = length
+        case .chunked:
+            remaining = 0
+            decoder = ChunkedDecoder()
+        }
+    }
+
+    var isComplete: Bool {
+        if let decoder { return decoder.isComplete }
+        return remaining == 0
+    }
+
+    /// Moves body bytes from `input` to `output`: returns (input consumed, output written).
+    mutating func transfer(
+        from input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer
+    ) throws(HTTPParseError) -> (consumed: Int, written: Int) {
+        if decoder != nil {
+            // Decoded output is never longer than the input it came from, so limiting the input
+            // to the output's size keeps the sink within bounds.
+            let slice = UnsafeRawBufferPointer(rebasing: input[0..<min(input.count, output.count)])
+            var written = 0
+            let consumed = try decoder!.decode(slice) { piece in
+                UnsafeMutableRawBufferPointer(rebasing: output[written..<(written + piece.count)]).copyMemory(from: piece)
+                written += piece.count
+            }
+            return (consumed, written)
+        }
+        let count = min(remaining, input.count, output.count)
+        UnsafeMutableRawBufferPointer(rebasing: output[0..<count]).copyMemory(
+            from: UnsafeRawBufferPointer(rebasing: input[0..<count]))
+        remaining -= count
+        return (count, count)
+    }
+}

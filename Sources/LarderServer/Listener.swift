@@ -1,0 +1,70 @@
+import Glibc
+import LarderIO
+
+/// A listening socket on one loop: accepts connections and hands them to the loop.
+///
+/// State: loop-confined.
+final class Listener: IOHandler {
+    enum Kind: Sendable { case proxy, admin }
+
+    let socket: Socket
+    let kind: Kind
+    unowned let proxy: ProxyLoop
+    private var lastLimitLog: UInt64 = 0
+
+    init(socket: Socket, kind: Kind, proxy: ProxyLoop) {
+        self.socket = socket
+        self.kind = kind
+        self.proxy = proxy
+    }
+
+    func handleIO(_ events: IOEvents) {
+        // Bounded so one busy listener cannot starve the connections already open.
+        for _ in 0..<64 {
+            let accepted: (Socket, SocketAddress?)?
+            do {
+                accepted = try socket.accept()
+            } catch {
+                if error.errno == EMFILE || error.errno == ENFILE {
+                    logLimit("out of file descriptors: \(error)")
+                } else if error.errno != ECONNABORTED {
+                    proxy.logger.error("accept failed", metadata: ["error": "\(error)"])
+                }
+                return
+            }
+            guard let (client, peer) = accepted else { return }
+            proxy.shared.stats.acceptedConnections.add(1)
+            let config = proxy.runtime.config.proxy
+            if kind == .proxy, let peer, !config.allow.contains(where: { $0.contains(peer) }) {
+                refuse(client, status: "403 Forbidden", body: "Larder: client \(peer.ipString) is not in proxy.allow\n")
+                continue
+            }
+            if proxy.shared.stats.activeConnections.load() >= config.maxConnections {
+                logLimit("max_connections (\(config.maxConnections)) reached; refusing connections")
+                refuse(client, status: "503 Service Unavailable", body: "Larder: too many connections\n")
+                continue
+            }
+            client.setNoDelay()
+            proxy.adopt(client, peer: peer, kind: kind)
+        }
+    }
+
+    /// Answers a connection that will not be served and closes it (best effort, never blocks).
+    private func refuse(_ client: Socket, status: String, body: String) {
+        proxy.shared.stats.rejectedConnections.add(1)
+        let response = "HTTP/1.1 \(status)\r\nContent-Type: text/plain\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)"
+        var bytes = Array(response.utf8)
+        _ = bytes.withUnsafeMutableBytes { try? client.write(UnsafeRawBufferPointer($0)) }
+        client.shutdownWrite()
+        client.close()
+    }
+
+    /// Logs a refusal at most once a second, however many connections are refused.
+    private func logLimit(_ message: String) {
+        let now = proxy.loop.now
+        if now - lastLimitLog > 1_000_000_000 || lastLimitLog == 0 {
+            lastLimitLog = now
+            proxy.logger.warning("\(message)")
+        }
+    }
+}

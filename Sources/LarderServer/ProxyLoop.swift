@@ -1,0 +1,110 @@
+import LarderCache
+import LarderConfig
+import LarderHTTP
+import LarderIO
+import LarderUpstream
+import Logging
+
+/// Everything one event loop owns: its client connections, its upstream client (curl multi
+/// handle), its in-flight fills, its access-log buffer, and the configuration it currently
+/// applies to new requests.
+///
+/// State: loop-confined; other threads reach it only through jobs on `loop.handle`.
+final class ProxyLoop {
+    unowned let loop: EventLoop
+    let shared: SharedState
+    private(set) var runtime: RuntimeConfig
+    let upstream: UpstreamClient
+    let accessLog: AccessLog
+    private var connections: [ObjectIdentifier: ClientConnection] = [:]
+    private var listeners: [Listener] = []
+    private var sweepInterval: UInt64 = 250_000_000
+    private var draining = false
+    private var cachedDateSecond = -1
+    private var cachedDate = ""
+
+    init(loop: EventLoop, shared: SharedState, runtime: RuntimeConfig) {
+        self.loop = loop
+        self.shared = shared
+        self.runtime = runtime
+        upstream = UpstreamClient(loop: loop, maxConnectionsPerHost: runtime.config.upstream.maxConnectionsPerHost)
+        accessLog = AccessLog(loop: loop, enabled: runtime.config.log.access)
+        scheduleSweep()
+    }
+
+    var logger: Logger { shared.logger }
+    var connectionCount: Int { connections.count }
+    var isDraining: Bool { draining }
+
+    /// Starts accepting on `socket`.
+    func listen(on socket: Socket, kind: Listener.Kind) throws(SystemError) {
+        let listener = Listener(socket: socket, kind: kind, proxy: self)
+        try loop.register(socket.fd, interest: .readable, handler: listener, exclusive: true)
+        listeners.append(listener)
+    }
+
+    /// Applies a new configuration to requests that start from now on.
+    func apply(_ newRuntime: RuntimeConfig) {
+        runtime = newRuntime
+        upstream.setMaxConnectionsPerHost(newRuntime.config.upstream.maxConnectionsPerHost)
+        accessLog.enabled = newRuntime.config.log.access
+    }
+
+    /// Stops accepting; open connections finish their current exchange and close.
+    func beginDraining() {
+        draining = true
+        for listener in listeners { loop.deregister(listener.socket.fd) }
+        listeners.removeAll()
+        for connection in connections.values { connection.drain() }
+    }
+
+    /// Closes every connection at once (the drain timeout passed).
+    func closeAll() {
+        for connection in Array(connections.values) { connection.close() }
+        accessLog.flush()
+    }
+
+    // MARK: Connections
+
+    func adopt(_ socket: Socket, peer: SocketAddress?, kind: Listener.Kind) {
+        let connection = ClientConnection(socket: socket, peer: peer, kind: kind, proxy: self)
+        do {
+            try loop.register(socket.fd, interest: .readable, handler: connection)
+        } catch {
+            logger.error("cannot watch accepted connection", metadata: ["error": "\(error)"])
+            socket.close()
+            return
+        }
+        connections[ObjectIdentifier(connection)] = connection
+        shared.stats.activeConnections.add(1)
+        connection.start(now: loop.now)
+    }
+
+    func connectionClosed(_ connection: ClientConnection) {
+        if connections.removeValue(forKey: ObjectIdentifier(connection)) != nil {
+            shared.stats.activeConnections.subtract(1)
+        }
+    }
+
+    private func scheduleSweep() {
+        let config = runtime.config.proxy
+        let shortest = min(config.headerTimeout.totalNanoseconds, config.idleTimeout.totalNanoseconds)
+        sweepInterval = max(50_000_000, min(1_000_000_000, shortest / 4))
+        loop.schedule(afterNanos: sweepInterval) { [weak self] in
+            guard let self else { return }
+            let now = self.loop.now
+            for connection in Array(self.connections.values) { connection.checkDeadline(now: now) }
+            self.scheduleSweep()
+        }
+    }
+
+    /// The current time as an HTTP date, formatted once per second.
+    var httpDate: String {
+        let second = Int(Clocks.wallSeconds())
+        if second != cachedDateSecond {
+            cachedDateSecond = second
+            cachedDate = HTTPDate.format(second)
+        }
+        return cachedDate
+    }
+}

@@ -1,0 +1,21 @@
+import LarderConfig
+
+/// One loaded configuration with what is derived from it (the route index, limits in
+/// nanoseconds). Immutable: a reload builds a new one and swaps it in, while requests already
+/// running keep the one they started with.
+public final class RuntimeConfig: Sendable {
+    public let config: Config
+    public let routes: RouteTable
+    /// Increases with every successful reload.
+    public let generation: Int
+    let headerTimeout: UInt64
+    let idleTimeout: UInt64
+
+    public init(config: Config, generation: Int = 0) {
+        self.config = config
+        routes = RouteTable(config.routes)
+        self.generation = generation
+        headerTimeout = config.proxy.headerTimeout.totalNanoseconds
+        idleTimeout = config.proxy.idleTimeout.totalNanoseconds
+    }
+}

@@ -1,0 +1,60 @@
+import Synchronization
+
+/// How a request was answered; one counter per case, and the access log's cache field.
+public enum RequestOutcome: String, Sendable, CaseIterable {
+    case memoryHit = "hit"
+    case diskHit = "disk_hit"
+    case miss
+    case coalesced
+    case revalidated
+    case stale
+    case pass
+    case error
+    case tunnel
+    case admin
+}
+
+/// Daemon-wide counters, declared once here (Varnish style). Relaxed atomics: each counter is
+/// independent and only ever read for reporting.
+///
+/// State: every field is an `Atomic`; any thread may update or read.
+public final class Statistics: Sendable {
+    private let outcomes: [AtomicCounter]
+    public let upstreamRequests = AtomicCounter()
+    public let upstreamFailures = AtomicCounter()
+    public let bytesFromCache = AtomicCounter()
+    public let bytesFromUpstream = AtomicCounter()
+    public let activeConnections = AtomicCounter()
+    public let acceptedConnections = AtomicCounter()
+    public let rejectedConnections = AtomicCounter()
+    public let badRequests = AtomicCounter()
+
+    public init() {
+        outcomes = RequestOutcome.allCases.map { _ in AtomicCounter() }
+    }
+
+    @inline(__always)
+    public func count(_ outcome: RequestOutcome) {
+        outcomes[Self.index(outcome)].add(1)
+    }
+
+    public func value(_ outcome: RequestOutcome) -> Int {
+        outcomes[Self.index(outcome)].load()
+    }
+
+    @inline(__always)
+    private static func index(_ outcome: RequestOutcome) -> Int {
+        switch outcome {
+        case .memoryHit: 0
+        case .diskHit: 1
+        case .miss: 2
+        case .coalesced: 3
+        case .revalidated: 4
+        case .stale: 5
+        case .pass: 6
+        case .error: 7
+        case .tunnel: 8
+        case .admin: 9
+        }
+    }
+}

@@ -1,0 +1,40 @@
+/// Why an upstream exchange failed.
+public struct UpstreamError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// Failure classes, which decide the status a client sees and whether a retry may help.
+    public enum Kind: String, Sendable {
+        /// The host name did not resolve.
+        case dns
+        /// The connection was refused or the host unreachable.
+        case connect
+        /// No response head, or a body stall, within the timeout.
+        case timeout
+        /// The connection dropped before any response byte.
+        case reset
+        /// The connection dropped in the middle of the body.
+        case truncated
+        /// The origin sent something that is not HTTP.
+        case protocolError = "protocol"
+        /// Larder stopped the transfer (client gone, limit reached).
+        case aborted
+        /// Anything else the upstream library reported.
+        case other
+    }
+
+    public let kind: Kind
+    /// A human-readable cause (from the upstream library's error buffer).
+    public let message: String
+    /// Whether the response head had been received when it failed.
+    public let afterHead: Bool
+
+    public init(kind: Kind, message: String, afterHead: Bool) {
+        self.kind = kind
+        self.message = message
+        self.afterHead = afterHead
+    }
+
+    /// The status a client is answered with when nothing was sent yet: 504 for timeouts,
+    /// 502 for everything else (RFC 9110 §15.6.3, §15.6.5).
+    public var status: Int { kind == .timeout ? 504 : 502 }
+
+    public var description: String { "\(kind.rawValue): \(message)" }
+}

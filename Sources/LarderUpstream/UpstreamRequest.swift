@@ -1,0 +1,35 @@
+import LarderHTTP
+
+/// A request to send upstream: already rewritten for forwarding (hop-by-hop fields removed,
+/// `Host` from the URL, `Via` appended).
+public struct UpstreamRequest: Sendable {
+    public var method: HTTPMethod
+    public var url: AbsoluteURL
+    public var headers: HTTPHeaders
+    /// The request body: nil for none, otherwise its length (nil inside for unknown, sent chunked).
+    public var body: BodyLength?
+    public var connectTimeout: Duration
+    /// Time allowed for the response head, and then for any stall of the body.
+    public var timeout: Duration
+    /// A parent proxy URL (`http://user:pass@host:port`), or nil for direct.
+    public var parentProxy: String?
+
+    /// The length of a request body.
+    public enum BodyLength: Sendable, Equatable {
+        case known(Int)
+        case unknown
+    }
+
+    public init(
+        method: HTTPMethod, url: AbsoluteURL, headers: HTTPHeaders, body: BodyLength? = nil,
+        connectTimeout: Duration = .seconds(5), timeout: Duration = .seconds(60), parentProxy: String? = nil
+    ) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+        self.connectTimeout = connectTimeout
+        self.timeout = timeout
+        self.parentProxy = parentProxy
+    }
+}

@@ -1,0 +1,42 @@
+import LarderHTTP
+
+/// Receives the events of one upstream transfer, on the transfer's event loop.
+public protocol UpstreamTransferDelegate: AnyObject {
+    /// The final response head arrived (interim 1xx heads are not reported).
+    func upstreamDidReceiveHead(_ head: ResponseHead)
+
+    /// Body bytes arrived. Return false to refuse them for now: the transfer pauses and the same
+    /// bytes come again after ``UpstreamTransfer/resumeReceiving()``.
+    func upstreamDidReceiveBody(_ bytes: UnsafeRawBufferPointer) -> Bool
+
+    /// The request body is wanted: copy up to `buffer.count` bytes into it.
+    func upstreamWantsRequestBody(into buffer: UnsafeMutableRawBufferPointer) -> UpstreamBodyChunk
+
+    /// The transfer ended; called exactly once unless the transfer was cancelled.
+    func upstreamDidFinish(_ result: Result<UpstreamSummary, UpstreamError>)
+}
+
+/// An answer to ``UpstreamTransferDelegate/upstreamWantsRequestBody(into:)``.
+public enum UpstreamBodyChunk: Sendable {
+    /// This many bytes were copied.
+    case bytes(Int)
+    /// Nothing available yet; call ``UpstreamTransfer/resumeSending()`` when there is.
+    case wait
+    /// The body is complete.
+    case end
+    /// The body cannot be completed (client went away): abort the transfer.
+    case abort
+}
+
+/// What a finished transfer reports.
+public struct UpstreamSummary: Sendable {
+    /// Body bytes received.
+    public var bodyBytes: Int
+    /// Whether an existing upstream connection was reused.
+    public var reusedConnection: Bool
+
+    public init(bodyBytes: Int, reusedConnection: Bool) {
+        self.bodyBytes = bodyBytes
+        self.reusedConnection = reusedConnection
+    }
+}

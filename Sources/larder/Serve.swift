@@ -1,0 +1,117 @@
+import ArgumentParser
+import Glibc
+import LarderConfig
+import LarderIO
+import LarderServer
+import Logging
+
+/// `larder serve`: runs the daemon in the foreground until SIGTERM or SIGINT.
+struct Serve: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run the proxy in the foreground.",
+        discussion: """
+            Examples:
+              larder serve
+              larder serve --listen 127.0.0.1:3128 --listen [::1]:3128 --admin-listen 127.0.0.1:3129
+            SIGHUP reloads the configuration; SIGTERM drains in-flight requests and exits 0.
+            """)
+
+    @Option(name: .customLong("config"), help: "Configuration file (default: $LARDER_CONFIG, then /etc/larder/larder.toml if present, else embedded defaults).")
+    var configPath: String?
+
+    @Option(name: .customLong("listen"), help: "Proxy listen address (repeatable), e.g. 127.0.0.1:3128 or [::1]:3128.")
+    var listen: [String] = []
+
+    @Option(name: .customLong("admin-listen"), help: "Admin listen address, e.g. 127.0.0.1:3129.")
+    var adminListen: String?
+
+    @Option(name: .customLong("cache-dir"), help: "Disk cache directory.")
+    var cacheDir: String?
+
+    func run() throws {
+        let selection = ConfigSelection(
+            path: configPath ?? ConfigLoader.defaultPath(environment: Environment.variables),
+            listen: try listen.map { try Serve.address($0, flag: "--listen") },
+            adminListen: try adminListen.map { try Serve.address($0, flag: "--admin-listen") },
+            cacheDir: cacheDir)
+        let config: Config
+        switch selection.load() {
+        case .success(let loaded):
+            config = loaded
+        case .failure(let errors):
+            printError(errors.description)
+            printError("larder: not started: \(errors.errors.count) configuration error\(errors.errors.count == 1 ? "" : "s")")
+            throw ExitCode(1)
+        }
+
+        let level = Logger.Level(rawValue: config.log.level.rawValue) ?? .info
+        LoggingSystem.bootstrap { _ in ConsoleLogHandler(level: level) }
+        let logger = Logger(label: "larder")
+
+        // Signals are taken synchronously on this thread with sigwait; they are blocked before
+        // any other thread starts, so every thread inherits the mask.
+        var signals = sigset_t()
+        sigemptyset(&signals)
+        for signal in [SIGTERM, SIGINT, SIGHUP] { sigaddset(&signals, signal) }
+        pthread_sigmask(SIG_BLOCK, &signals, nil)
+        Glibc.signal(SIGPIPE, SIG_IGN)
+
+        let server = Server(config: config, logger: logger)
+        do {
+            try server.start()
+        } catch {
+            logger.critical("cannot start: \(error)")
+            throw ExitCode(1)
+        }
+        let proxies = server.proxyAddresses.map(\.description).joined(separator: ",")
+        logger.info(
+            "listening",
+            metadata: [
+                "proxy": "\(proxies)", "admin": "\(server.adminAddress?.description ?? "off")",
+                "config": "\(selection.origin)", "version": "\(Larder.version)",
+            ])
+
+        while true {
+            var received: Int32 = 0
+            sigwait(&signals, &received)
+            switch received {
+            case SIGHUP:
+                reload(server, selection: selection, logger: logger)
+            default:
+                logger.notice("shutting down: draining in-flight requests")
+                server.shutdown(drainTimeout: .seconds(10))
+                logger.notice("stopped")
+                return
+            }
+        }
+    }
+
+    /// Re-reads the configuration; a bad file keeps the running one.
+    private func reload(_ server: Server, selection: ConfigSelection, logger: Logger) {
+        guard selection.path != nil else {
+            logger.notice("SIGHUP: running on embedded defaults, no file to reload")
+            return
+        }
+        switch selection.load() {
+        case .failure(let errors):
+            for error in errors.errors {
+                logger.error("reload rejected: \(error.headline)")
+            }
+            logger.error("reload rejected: keeping the running configuration (\(errors.errors.count) errors)")
+        case .success(let loaded):
+            let running = server.config
+            for setting in ConfigSelection.restartOnlyChanges(from: running, to: loaded) {
+                logger.warning("reload: \(setting) changed but needs a restart; keeping the running value")
+            }
+            server.apply(ConfigSelection.keepingRestartOnly(loaded, from: running))
+            logger.notice("reloaded \(selection.origin): \(ConfigSummary.line(loaded))")
+        }
+    }
+
+    static func address(_ text: String, flag: String) throws -> SocketAddress {
+        guard let address = SocketAddress(parsing: text) else {
+            throw ValidationError("\(flag): '\(text)' is not an address like 127.0.0.1:3128 or [::1]:3128")
+        }
+        return address
+    }
+}

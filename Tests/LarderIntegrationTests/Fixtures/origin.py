@@ -1,0 +1,189 @@
+#!/usr/bin/env python3
+"""A scriptable origin server for Larder's integration tests (standard library only).
+
+Binds 127.0.0.1 on a free port and prints "PORT <n>" on its first stdout line.
+
+Every path answers according to its query string:
+  status=N            response status (default 200)
+  size=N              body length in bytes (default 64); the body is a pattern derived from
+                      the path and the `id` parameter, so tests can compare bytes
+  cc=VALUE            Cache-Control value
+  h=Name:Value        extra response header (repeatable)
+  delay=S             wait S seconds before the head
+  chunked=1           send the body with chunked transfer coding
+  slow=S              sleep S seconds between 64 KiB pieces of the body
+  truncate=N          promise the full length but close after N body bytes
+  reset=1             close the connection without answering
+  hang=1              never answer (until the client gives up)
+  noclen=1            no Content-Length: HTTP/1.0-style body ended by close
+  echo=1              answer with the request body (and X-Method, X-Body-Length)
+Control endpoints (never counted):
+  /_count             JSON {"total": n, "paths": {path+query: n}}
+  /_requests          JSON list of {"method", "target", "headers"} for every counted request
+  /_reset             forget the counters
+"""
+import hashlib
+import json
+import socket
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+LOCK = threading.Lock()
+COUNTS = {}
+REQUESTS = []
+
+
+def pattern(seed: str, size: int) -> bytes:
+    block = hashlib.sha256(seed.encode()).digest() * 2048  # 64 KiB
+    whole, rest = divmod(size, len(block))
+    return block * whole + block[:rest]
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "origin-fixture"
+
+    def log_message(self, fmt, *args):
+        pass
+
+    def setup(self):
+        super().setup()
+        # Head and body go out in separate writes; without this, Nagle plus the client's
+        # delayed ACK adds 40 ms to every reused connection.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def do_GET(self):
+        self.answer()
+
+    do_HEAD = do_GET
+    do_POST = do_GET
+    do_PUT = do_GET
+    do_DELETE = do_GET
+    do_PATCH = do_GET
+    do_OPTIONS = do_GET
+
+    def read_body(self) -> bytes:
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            data = b""
+            while True:
+                line = self.rfile.readline()
+                size = int(line.split(b";")[0].strip(), 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass
+                    return data
+                data += self.rfile.read(size)
+                self.rfile.readline()
+        length = int(self.headers.get("Content-Length", "0") or "0")
+        return self.rfile.read(length) if length else b""
+
+    def answer(self):
+        url = urlsplit(self.path)
+        if url.path.startswith("/_"):
+            return self.control(url.path)
+        body_in = self.read_body()
+        query = parse_qs(url.query)
+        one = lambda name, default=None: query.get(name, [default])[0]
+        with LOCK:
+            COUNTS[self.path] = COUNTS.get(self.path, 0) + 1
+            REQUESTS.append({"method": self.command, "target": self.path,
+                             "headers": [[k, v] for k, v in self.headers.items()],
+                             "body_length": len(body_in)})
+        if one("reset"):
+            self.connection.shutdown(socket.SHUT_RDWR)
+            self.close_connection = True
+            return
+        if one("hang"):
+            time.sleep(3600)
+            return
+        delay = float(one("delay", "0"))
+        if delay:
+            time.sleep(delay)
+        status = int(one("status", "200"))
+        if one("echo"):
+            body = body_in
+        else:
+            body = pattern(url.path + "|" + (one("id") or ""), int(one("size", "64")))
+        self.send_response(status)
+        if one("cc"):
+            self.send_header("Cache-Control", one("cc"))
+        for header in query.get("h", []):
+            name, _, value = header.partition(":")
+            self.send_header(name, value)
+        self.send_header("X-Method", self.command)
+        self.send_header("X-Body-Length", str(len(body_in)))
+        chunked = bool(one("chunked"))
+        noclen = bool(one("noclen"))
+        no_body = self.command == "HEAD" or status in (204, 304)
+        if chunked:
+            self.send_header("Transfer-Encoding", "chunked")
+        elif noclen:
+            self.send_header("Connection", "close")
+            self.close_connection = True
+        elif status != 204:
+            self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if no_body:
+            return
+        truncate = one("truncate")
+        limit = int(truncate) if truncate is not None else len(body)
+        slow = float(one("slow", "0"))
+        sent = 0
+        piece = 64 * 1024
+        try:
+            while sent < limit:
+                part = body[sent:min(sent + piece, limit)]
+                if chunked:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
+                else:
+                    self.wfile.write(part)
+                sent += len(part)
+                if slow:
+                    self.wfile.flush()
+                    time.sleep(slow)
+            if truncate is not None:
+                self.wfile.flush()
+                self.connection.shutdown(socket.SHUT_RDWR)
+                self.close_connection = True
+                return
+            if chunked:
+                self.wfile.write(b"0\r\n\r\n")
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+    def control(self, path):
+        with LOCK:
+            if path == "/_count":
+                payload = {"total": sum(COUNTS.values()), "paths": COUNTS}
+            elif path == "/_requests":
+                payload = REQUESTS
+            elif path == "/_reset":
+                COUNTS.clear()
+                REQUESTS.clear()
+                payload = {"ok": True}
+            else:
+                payload = {"error": "unknown"}
+            data = json.dumps(payload).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 512
+
+
+def main():
+    server = Server(("127.0.0.1", 0), Handler)
+    print(f"PORT {server.server_address[1]}", flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

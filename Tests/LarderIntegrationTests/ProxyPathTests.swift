@@ -1,0 +1,250 @@
+import Foundation
+import Testing
+
+extension IntegrationTests {
+    /// The core proxy path: misses, hits, keep-alive, pipelining, streaming, upstream failures.
+    @Suite struct ProxyPath {
+        @Test func missThenHitServesTheOriginsBytes() throws {
+            let origin = try Origin()
+            let larder = try Larder()
+            let path = "/file?cc=max-age=60&size=5000"
+            let first = try Curl.viaProxy(larder.proxy, [origin.url(path)])
+            let second = try Curl.viaProxy(larder.proxy, [origin.url(path)])
+            #expect(first.status == 200)
+            #expect(first.header("cache-status") == "larder; fwd=uri-miss; stored")
+            #expect(second.header("cache-status") == "larder; hit")
+            #expect(second.header("age") != nil)
+            #expect(first.header("via")?.contains("1.1 larder") == true)
+            #expect(first.body == second.body)
+            #expect(first.body == (try origin.directBody(path)))
+            #expect(try origin.count(path) == 2)  // one through the proxy, one direct
+        }
+
+        @Test func uncacheableResponsesGoUpstreamEveryTime() throws {
+            let origin = try Origin()
+            let larder = try Larder()
+            for path in ["/a?cc=no-store", "/b?cc=private,max-age=60", "/c"] {
+                for _ in 0..<2 {
+                    let result = try Curl.viaProxy(larder.proxy, [origin.url(path)])
+                    #expect(result.status == 200)
+                    #expect(result.header("cache-status") == "larder; fwd=uri-miss")
+                }
+                #expect(try origin.count(path) == 2)
+            }
+        }
+
+        @Test func keepAliveConnectionServesSeveralRequests() throws {
+            let origin = try Origin()
+            let larder = try Larder()
+            let connection = try RawConnection(port: larder.proxyPort)
+            for index in 0..<3 {
+                connection.send("GET \(origin.url("/k\(index)?size=\(100 + index)")) HTTP/1.1\r\nHost: 127.0.0.1:\(origin.port)\r\n\r\n")
+                let response = try connection.readResponse()
+                #expect(response.status == 200)
+                #expect(response.body.count == 100 + index)
+            }
+        }
+
+        @Test func pipelinedRequestsAreAnsweredInOrder() throws {
+            let origin = try Origin()
+            let larder = try Larder()
+            // Warm one URL so the pipeline mixes a hit between misses.
+            _ = try Curl.viaProxy(larder.proxy, [origin.url("/p2?size=20&cc=max-age=60")])
+            let connection = try RawConnection(port: larder.proxyPort)
+            let paths = ["/p1?size=10&delay=0.2", "/p2?size=20&cc=max-age=60", "/p3?size=30", "/p4?size=40&chunked=1"]
+            connection.send(paths.map { "GET \(origin.url($0)) HTTP/1.1\r\nHost: 127.0.0.1:\(origin.port)\r\n\r\n" }.joined())
+            for (path, size) in zip(paths, [10, 20, 30, 40]) {
+                let response = try connection.readResponse()
+                #expect(response.body.count == size, "response to \(path)")
+                #expect(Data(response.body) == (try origin.directBody(path)))
+            }
+        }
+
+        @Test func hundredConcurrentClientsAllGetTheirBodies() throws {
+            let origin = try Origin()
+            let larder = try Larder()
+            let directory = Paths.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            var arguments = ["--parallel", "--parallel-max", "100", "--parallel-immediate", "--proxy", larder.proxy]
+            for index in 0..<100 {
+                let cacheable = index % 2 == 0 ? "&cc=max-age=60" : ""
+                arguments += ["-o", "\(directory)/\(index)", origin.url("/c\(index % 10)?size=\(1000 + index % 10)\(cacheable)&delay=0.05")]
+            }
+            let child = try ChildProcess("/usr/bin/curl", ["-s", "-S", "--max-time", "30"] + arguments)
+            child.process.waitUntilExit()
+            #expect(child.process.terminationStatus == 0, "curl: \(child.stderr)")
+            for index in 0..<100 {
+                let body = FileManager.default.contents(atPath: "\(directory)/\(index)") ?? Data()
+                #expect(body.count == 1000 + index % 10, "client \(index)")
+            }
+        }
+
+        @Test func largeBodyStreamsThroughInBoundedMemory() throws {
+            let origin = try Origin()
+            let larder = try Larder()
+            usleep(200_000)
+            let idle = larder.child.residentKiB()
+            let size = 200 * 1024 * 1024
+            let child = try ChildProcess(
+                "/usr/bin/curl",
+                ["-s", "-S", "--max-time", "120", "--proxy", larder.proxy, "-o", "/dev/null", "-w", "%{size_download}",
+                 origin.url("/big?size=\(size)&cc=max-age=60")])
+            var peak = idle
+            while child.isRunning {
+                peak = max(peak, larder.child.residentKiB())
+                usleep(20_000)
+            }
+            child.process.waitUntilExit()
+            #expect(child.process.terminationStatus == 0, "curl: \(child.stderr)")
+            #expect(child.stdout == "\(size)")
+            #expect(peak - idle < 64 * 1024, "RSS grew by \(peak - idle) KiB")
+        }
+
+        @Test func refusedUpstreamGets502() throws {
+            let larder = try Larder()
+            let closedPort = try Self.unusedPort()
+            let result = try Curl.viaProxy(larder.proxy, ["http://127.0.0.1:\(closedPort)/x"])
+            #expect(result.status == 502)
+            #expect(result.header("cache-status")?.contains("detail=\"connect") == true)
+            #expect(result.text.contains("cannot connect upstream"))
+        }
+
+        @Test func silentUpstreamGets504() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: "[upstream]\ntimeout = \"1s\"\n")
+            let result = try Curl.viaProxy(larder.proxy, [origin.url("/slow?hang=1")])
+            #expect(result.status == 504)
+            #expect(result.header("cache-status")?.contains("detail=\"timeout") == true)
+        }
+
+        @Test func truncatedUpstreamIsSeenAsTruncatedAndNotStored() throws {
+            let origin = try Origin()
+            let larder = try Larder()
+            for chunked in ["", "&chunked=1"] {
+                let path = "/t?size=100000&truncate=30000&cc=max-age=60\(chunked)"
+                let first = try Curl.viaProxy(larder.proxy, [origin.url(path)])
+                #expect(first.exitCode == 18, "curl must report a partial transfer, got \(first.exitCode)")
+                #expect(first.body.count < 100_000)
+                let second = try Curl.viaProxy(larder.proxy, [origin.url(path)])
+                #expect(second.exitCode == 18)
+                #expect(try origin.count(path) == 2)
+            }
+        }
+
+        @Test func headIsAnsweredFromAStoredGet() throws {
+            let origin = try Origin()
+            let larder = try Larder()
+            let path = "/h?size=777&cc=max-age=60"
+            _ = try Curl.viaProxy(larder.proxy, [origin.url(path)])
+            // HEAD then GET on one connection: the GET parses only if the HEAD answer had no body.
+            let connection = try RawConnection(port: larder.proxyPort)
+            connection.send("HEAD \(origin.url(path)) HTTP/1.1\r\nHost: x\r\n\r\nGET \(origin.url(path)) HTTP/1.1\r\nHost: x\r\n\r\n")
+            let head = try connection.readResponse(headRequest: true)
+            let get = try connection.readResponse()
+            #expect(head.status == 200)
+            #expect(head.header("cache-status") == "larder; hit")
+            #expect(head.header("content-length") == "777")
+            #expect(get.body.count == 777)
+            #expect(try origin.count(path) == 1)
+        }
+
+        @Test func hopByHopFieldsAreNotForwarded() throws {
+            let origin = try Origin()
+            let larder = try Larder()
+            let result = try Curl.viaProxy(
+                larder.proxy,
+                ["-H", "Connection: X-Private", "-H", "X-Private: secret", "-H", "Proxy-Authorization: Basic Zm9vOmJhcg==",
+                 "-H", "TE: trailers", "-H", "X-Kept: yes", origin.url("/hop?h=Connection:X-Secret&h=X-Secret:1&h=Keep-Alive:timeout=5")])
+            #expect(result.status == 200)
+            #expect(result.header("x-secret") == nil)
+            #expect(result.header("keep-alive") == nil)
+            let seen = try #require(try origin.requests().last { $0.target.hasPrefix("/hop") })
+            let names = Set(seen.headers.map { $0.0.lowercased() })
+            #expect(!names.contains("x-private"))
+            #expect(!names.contains("proxy-authorization"))
+            #expect(!names.contains("te"))
+            #expect(names.contains("x-kept"))
+            #expect(seen.headers.first { $0.0.lowercased() == "via" }?.1.contains("1.1 larder") == true)
+            #expect(seen.headers.first { $0.0.lowercased() == "host" }?.1 == "127.0.0.1:\(origin.port)")
+        }
+
+        @Test func requestBodiesStreamUpstream() throws {
+            let origin = try Origin()
+            let larder = try Larder()
+            let directory = Paths.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let payload = Data((0..<3_000_000).map { UInt8($0 % 251) })
+            let file = directory + "/payload"
+            try payload.write(to: URL(fileURLWithPath: file))
+            // Content-Length body with Expect: 100-continue (curl sends it for large bodies).
+            let sized = try Curl.viaProxy(larder.proxy, ["--data-binary", "@\(file)", "-H", "Expect: 100-continue", origin.url("/echo?echo=1")])
+            #expect(sized.status == 200)
+            #expect(sized.body == payload)
+            // Chunked body.
+            let chunked = try Curl.viaProxy(
+                larder.proxy, ["--data-binary", "@\(file)", "-H", "Transfer-Encoding: chunked", origin.url("/echo2?echo=1")])
+            #expect(chunked.status == 200)
+            #expect(chunked.body == payload)
+            #expect(chunked.header("cache-status") == "larder; fwd=method")
+        }
+
+        @Test func daemonsOwnProxyEnvironmentIsIgnored() throws {
+            let origin = try Origin()
+            let larder = try Larder(environment: ["http_proxy": "http://127.0.0.1:1", "HTTP_PROXY": "http://127.0.0.1:1"])
+            let result = try Curl.viaProxy(larder.proxy, [origin.url("/env")])
+            #expect(result.status == 200)
+        }
+
+        @Test func http10ClientGetsACloseDelimitedBodyWhenLengthIsUnknown() throws {
+            let origin = try Origin()
+            let larder = try Larder()
+            let connection = try RawConnection(port: larder.proxyPort)
+            connection.send("GET \(origin.url("/ten?size=3000&chunked=1")) HTTP/1.0\r\n\r\n")
+            let response = try connection.readResponse()
+            #expect(response.status == 200)
+            #expect(response.header("transfer-encoding") == nil)
+            #expect(response.body.count == 3000)
+        }
+
+        @Test func listensOnIPv6Loopback() throws {
+            guard (try? RawConnectionProbe.ipv6Available()) == true else { return }
+            let origin = try Origin()
+            let larder = try Larder(listen: ["[::1]:0"])
+            let result = try Curl.run(["--proxy", "http://[::1]:\(larder.proxyPort)", origin.url("/six")])
+            #expect(result.status == 200)
+        }
+
+        static func unusedPort() throws -> Int {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            defer { close(fd) }
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = 0
+            inet_pton(AF_INET, "127.0.0.1", &address.sin_addr)
+            _ = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            _ = withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+            }
+            return Int(UInt16(bigEndian: address.sin_port))
+        }
+    }
+}
+
+/// Whether this machine has an IPv6 loopback to test on.
+enum RawConnectionProbe {
+    static func ipv6Available() throws -> Bool {
+        let fd = socket(AF_INET6, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = sockaddr_in6()
+        address.sin6_family = sa_family_t(AF_INET6)
+        inet_pton(AF_INET6, "::1", &address.sin6_addr)
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
+        }
+        return result == 0
+    }
+}

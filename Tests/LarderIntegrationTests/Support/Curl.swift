@@ -1,0 +1,56 @@
+import Foundation
+
+/// Runs the real curl client and collects what it saw.
+enum Curl {
+    struct Result {
+        let exitCode: Int32
+        let status: Int
+        /// Header fields of the final response, names lower-cased, in order.
+        let headers: [(String, String)]
+        let body: Data
+        let stderr: String
+
+        func header(_ name: String) -> String? {
+            headers.first { $0.0 == name.lowercased() }?.1
+        }
+
+        var text: String { String(decoding: body, as: UTF8.self) }
+    }
+
+    /// `curl -s -S -D headers -o body ARGS`.
+    static func run(_ arguments: [String], timeout: Int = 30) throws -> Result {
+        let directory = Paths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let headerFile = directory + "/headers"
+        let bodyFile = directory + "/body"
+        let child = try ChildProcess(
+            "/usr/bin/curl",
+            ["-s", "-S", "--max-time", "\(timeout)", "-D", headerFile, "-o", bodyFile] + arguments,
+            environment: ["PATH": "/usr/bin:/bin"])
+        child.process.waitUntilExit()
+        let rawHeaders = (try? String(contentsOfFile: headerFile, encoding: .isoLatin1)) ?? ""
+        let body = (try? Data(contentsOf: URL(fileURLWithPath: bodyFile))) ?? Data()
+        let (status, headers) = parseHeaders(rawHeaders)
+        return Result(exitCode: child.process.terminationStatus, status: status, headers: headers, body: body, stderr: child.stderr)
+    }
+
+    /// Through the proxy at `proxy`.
+    static func viaProxy(_ proxy: String, _ arguments: [String], timeout: Int = 30) throws -> Result {
+        try run(["--proxy", proxy] + arguments, timeout: timeout)
+    }
+
+    /// The last response block of a `-D` dump (interim 1xx blocks are skipped).
+    static func parseHeaders(_ text: String) -> (Int, [(String, String)]) {
+        let blocks = text.components(separatedBy: "\r\n\r\n").filter { !$0.isEmpty }
+        guard let last = blocks.last else { return (0, []) }
+        var lines = last.components(separatedBy: "\r\n")
+        let statusLine = lines.removeFirst()
+        let parts = statusLine.split(separator: " ")
+        let status = parts.count > 1 ? Int(parts[1]) ?? 0 : 0
+        let headers = lines.compactMap { line -> (String, String)? in
+            guard let colon = line.firstIndex(of: ":") else { return nil }
+            return (line[..<colon].lowercased(), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
+        }
+        return (status, headers)
+    }
+}

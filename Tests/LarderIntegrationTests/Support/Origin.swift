@@ -1,0 +1,54 @@
+import Foundation
+
+/// The scriptable origin server (Fixtures/origin.py) on 127.0.0.1, port chosen by the kernel.
+final class Origin {
+    let child: ChildProcess
+    let port: Int
+
+    init() throws {
+        child = try ChildProcess("/usr/bin/env", ["python3", Paths.originScript])
+        let text = try child.waitForOutput(stream: \.stdout) { $0.contains("PORT ") }
+        guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("PORT ") }),
+            let port = Int(line.dropFirst(5))
+        else { throw TestFailure("origin did not report its port: \(text)") }
+        self.port = port
+    }
+
+    /// `http://127.0.0.1:PORT` + path.
+    func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
+
+    /// How many requests reached the origin for this exact path and query.
+    func count(_ pathAndQuery: String) throws -> Int {
+        let counts = try control("/_count")
+        return ((counts["paths"] as? [String: Int]) ?? [:])[pathAndQuery] ?? 0
+    }
+
+    /// How many requests reached the origin in all.
+    func total() throws -> Int {
+        (try control("/_count")["total"] as? Int) ?? 0
+    }
+
+    /// Every request the origin counted: method, target, headers.
+    func requests() throws -> [(method: String, target: String, headers: [(String, String)])] {
+        let result = try Curl.run([url("/_requests")])
+        let list = (try JSONSerialization.jsonObject(with: result.body) as? [[String: Any]]) ?? []
+        return list.map { entry in
+            let headers = (entry["headers"] as? [[String]] ?? []).map { ($0[0], $0[1]) }
+            return (entry["method"] as? String ?? "", entry["target"] as? String ?? "", headers)
+        }
+    }
+
+    /// The body the origin sends for `pathAndQuery`, fetched directly.
+    func directBody(_ pathAndQuery: String) throws -> Data {
+        try Curl.run([url(pathAndQuery)]).body
+    }
+
+    private func control(_ path: String) throws -> [String: Any] {
+        let result = try Curl.run([url(path)])
+        return (try JSONSerialization.jsonObject(with: result.body) as? [String: Any]) ?? [:]
+    }
+
+    /// SIGKILL: the fixture holds no state worth a graceful stop (and a test runner may start
+    /// children with SIGTERM blocked).
+    deinit { child.kill() }
+}

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs the system packages Larder builds and tests with, when they are missing.
+# Debian/Ubuntu only (apt-get); does nothing when everything is present.
+set -euo pipefail
+
+packages=(libcurl4-openssl-dev libsystemd-dev pkg-config curl python3)
+if [[ "${1:-}" == "--test" ]]; then
+    # Tools the integration tests drive: systemd-socket-activate and systemd-analyze (systemd),
+    # promtool (prometheus), haproxy, openssl, headless Chromium for the dashboard test.
+    packages+=(systemd openssl)
+fi
+
+missing=()
+for package in "${packages[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q 'install ok installed'; then
+        missing+=("$package")
+    fi
+done
+[[ ${#missing[@]} -eq 0 ]] && exit 0
+
+if ! command -v apt-get >/dev/null; then
+    echo "install-deps: missing ${missing[*]} and no apt-get here; install them by hand" >&2
+    exit 1
+fi
+sudo=""
+if [[ $(id -u) -ne 0 ]]; then
+    if command -v sudo >/dev/null; then sudo="sudo"; else
+        echo "install-deps: missing ${missing[*]}; run as root or install them" >&2
+        exit 1
+    fi
+fi
+echo "install-deps: installing ${missing[*]}"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
