@@ -1,0 +1,99 @@
+import Foundation
+import Testing
+
+extension IntegrationTests {
+    /// What clients that do not speak proper proxy HTTP/1.1 get: clear statuses, closed
+    /// connections where the framing cannot be trusted, and nothing forwarded.
+    @Suite struct ClientProtocol {
+        @Test func originFormRequestGetsAnExplanation() throws {
+            let larder = try Larder()
+            let connection = try RawConnection(port: larder.proxyPort)
+            connection.send("GET /index.html HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            let response = try connection.readResponse()
+            #expect(response.status == 400)
+            #expect(response.text.contains("forward proxy"))
+            #expect(response.text.contains("127.0.0.1:\(larder.proxyPort)"))
+        }
+
+        @Test func connectIsRefusedWith501() throws {
+            let larder = try Larder()
+            let connection = try RawConnection(port: larder.proxyPort)
+            connection.send("CONNECT example.org:443 HTTP/1.1\r\nHost: example.org:443\r\n\r\n")
+            let response = try connection.readResponse()
+            #expect(response.status == 501)
+            #expect(connection.peerClosed())
+        }
+
+        @Test(arguments: [
+            ("CL and TE together", "POST %URL HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400),
+            ("differing Content-Length", "POST %URL HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!", 400),
+            ("bad chunk size", "POST %URL HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n", 400),
+            ("bare LF", "GET %URL HTTP/1.1\nHost: x\n\n", 400),
+            ("obs-fold", "GET %URL HTTP/1.1\r\nHost: x\r\nX-A: 1\r\n  2\r\n\r\n", 400),
+            ("space before colon", "GET %URL HTTP/1.1\r\nHost: x\r\nHost : y\r\n\r\n", 400),
+            ("control character", "GET %URL HTTP/1.1\r\nHost: x\r\nX-A: \u{7}\r\n\r\n", 400),
+            ("unknown transfer coding", "POST %URL HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 501),
+            ("HTTP/2 in an HTTP/1 line", "GET %URL HTTP/2.0\r\nHost: x\r\n\r\n", 505),
+        ])
+        func smugglingVectorsAreRejectedAndNothingIsForwarded(_ name: String, _ template: String, _ status: Int) throws {
+            let origin = try Origin()
+            let larder = try Larder()
+            let connection = try RawConnection(port: larder.proxyPort)
+            connection.send(template.replacingOccurrences(of: "%URL", with: origin.url("/smuggle")))
+            let response = try connection.readResponse()
+            #expect(response.status == status, "\(name)")
+            #expect(response.header("connection") == "close", "\(name)")
+            #expect(connection.peerClosed(), "\(name): the connection must close")
+            #expect(try origin.total() == 0, "\(name): nothing may reach the origin")
+        }
+
+        @Test func oversizedHeadGets431() throws {
+            let larder = try Larder(config: "[proxy]\nmax_header_bytes = \"4KiB\"\n")
+            let connection = try RawConnection(port: larder.proxyPort)
+            connection.send("GET http://127.0.0.1:1/ HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "a", count: 8000))\r\n\r\n")
+            let response = try connection.readResponse()
+            #expect(response.status == 431)
+            #expect(connection.peerClosed())
+        }
+
+        @Test func slowHeadGets408AtTheHeaderTimeout() throws {
+            let larder = try Larder(config: "[proxy]\nheader_timeout = \"500ms\"\n")
+            let connection = try RawConnection(port: larder.proxyPort)
+            connection.send("GET http://127.0.0.1:1/ HTTP/1.1\r\nHo")
+            let response = try connection.readResponse()
+            #expect(response.status == 408)
+            #expect(connection.peerClosed())
+        }
+
+        @Test func idleKeepAliveConnectionIsClosedSilently() throws {
+            let larder = try Larder(config: "[proxy]\nidle_timeout = \"300ms\"\nheader_timeout = \"300ms\"\n")
+            let connection = try RawConnection(port: larder.proxyPort)
+            let bytes = connection.readUntilClose()
+            #expect(bytes.isEmpty, "no 408 on a connection that never started a request")
+        }
+
+        @Test func connectionsBeyondTheLimitGet503() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: "[proxy]\nmax_connections = 2\n")
+            let first = try RawConnection(port: larder.proxyPort)
+            let second = try RawConnection(port: larder.proxyPort)
+            first.send("GET \(origin.url("/a")) HTTP/1.1\r\nHost: x\r\n\r\n")
+            second.send("GET \(origin.url("/b")) HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(try first.readResponse().status == 200)
+            #expect(try second.readResponse().status == 200)
+            let third = try RawConnection(port: larder.proxyPort)
+            third.send("GET \(origin.url("/c")) HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(try third.readResponse().status == 503)
+            #expect(try origin.count("/c") == 0)
+            #expect(larder.child.stderr.contains("max_connections"))
+        }
+
+        @Test func clientOutsideTheAllowListGets403() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: "[proxy]\nallow = [\"10.0.0.0/8\"]\n")
+            let result = try Curl.viaProxy(larder.proxy, [origin.url("/acl")])
+            #expect(result.status == 403)
+            #expect(try origin.total() == 0)
+        }
+    }
+}
