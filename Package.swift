@@ -32,7 +32,8 @@ let package = Package(
         .target(name: "LarderHTTP", swiftSettings: strict),
         .target(name: "LarderConfig", dependencies: ["LarderIO", "LarderHTTP"], swiftSettings: strict),
         .target(
-            name: "LarderCache", dependencies: ["LarderIO", "LarderHTTP", "LarderConfig"],
+            name: "LarderCache",
+            dependencies: ["LarderIO", "LarderHTTP", "LarderConfig", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
         .target(
             name: "LarderUpstream", dependencies: ["CCurl", "LarderIO", "LarderHTTP", "LarderConfig"],

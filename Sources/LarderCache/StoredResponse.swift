@@ -1,4 +1,5 @@
 import LarderHTTP
+import LarderIO
 
 /// A response held by a cache tier. Immutable and shared by reference: a hit hands the same
 /// object to every client, and an update (a 304 freshening the headers) replaces it.
@@ -7,8 +8,9 @@ public final class StoredResponse: Sendable {
     public enum Body: Sendable {
         /// In memory.
         case memory([UInt8])
-        /// In a disk-cache file: the body starts at `offset` and has `length` bytes.
-        case file(path: String, offset: Int64, length: Int64)
+        /// In a disk-cache file (kept open, so eviction cannot pull it from under a reader): the
+        /// body starts at `offset` and has `length` bytes.
+        case file(OpenFile, offset: Int64, length: Int64)
     }
 
     public let key: CacheKey
@@ -52,6 +54,20 @@ public final class StoredResponse: Sendable {
         HeadSerializer.appendFields(headers, to: &bytes)
         bytes.append(contentsOf: "Via: 1.1 larder\r\n".utf8)
         headBytes = bytes
+    }
+
+    /// The same response with another body (a disk entry promoted into memory).
+    public func withBody(_ newBody: Body) -> StoredResponse {
+        StoredResponse(
+            key: key, status: status, reason: reason, headers: headers, body: newBody, requestTime: requestTime,
+            responseTime: responseTime, varyValues: varyValues, freshnessLifetime: freshnessLifetime,
+            correctedInitialAge: correctedInitialAge)
+    }
+
+    /// Whether the body lives in a disk file.
+    public var isOnDisk: Bool {
+        if case .file = body { return true }
+        return false
     }
 
     /// Body length in bytes.

@@ -18,8 +18,14 @@ public enum VaryMatcher {
     /// Whether `stored` may answer a request with `request` headers.
     @inline(__always)
     public static func matches(_ stored: StoredResponse, request: HTTPHeaders) -> Bool {
-        if stored.varyValues.isEmpty { return true }
-        for (name, value) in stored.varyValues where normalize(name: name, request.values(name)) != value {
+        matches(vary: stored.varyValues, request: request)
+    }
+
+    /// Whether a variant stored for these request values may answer `request`.
+    @inline(__always)
+    public static func matches(vary: [String: String], request: HTTPHeaders) -> Bool {
+        if vary.isEmpty { return true }
+        for (name, value) in vary where normalize(name: name, request.values(name)) != value {
             return false
         }
         return true

@@ -50,13 +50,26 @@ extension ClientConnection: FillReader, RequestBodySource {
 
         exchange.route = runtime.routes.match(
             method: head.method.rawValue, scheme: url.scheme, host: url.host, port: url.port, pathAndQuery: url.pathAndQuery)
-        let policy = exchange.route?.policy ?? runtime.config.cache.defaultPolicy
-        let key = CacheKey(url)
+        exchange.url = url
+        proceed(exchange)
+    }
 
+    /// Looks the request up in the cache tiers and answers it from there, or forwards it.
+    /// Called again after a disk entry's checksum was verified in the background.
+    func proceed(_ exchange: Exchange) {
+        guard let url = exchange.url else { return }
+        let head = exchange.head
+        let policy = exchange.route?.policy ?? exchange.runtime.config.cache.defaultPolicy
+        let key = CacheKey(url)
         if head.method == .get || head.method == .head, policy != .networkOnly {
-            if let stored = lookup(key, head: head, exchange: exchange) {
-                serveStored(stored, exchange: exchange)
+            switch lookup(key, head: head, exchange: exchange) {
+            case .hit(let stored, let detail):
+                serveStored(stored, exchange: exchange, detail: detail)
                 return
+            case .pending:
+                return
+            case .miss:
+                break
             }
         } else if head.method != .get && head.method != .head {
             exchange.cacheStatus = "larder; fwd=method"
@@ -66,33 +79,78 @@ extension ClientConnection: FillReader, RequestBodySource {
         forward(url, key: key, exchange: exchange)
     }
 
-    /// A fresh stored response for this request, or nil (a stale one is dropped).
-    private func lookup(_ key: CacheKey, head: RequestHead, exchange: Exchange) -> StoredResponse? {
+    enum LookupResult {
+        case hit(StoredResponse, detail: String?)
+        case miss
+        /// A disk entry is being verified; ``proceed(_:)`` runs again when it is done.
+        case pending
+    }
+
+    /// A fresh stored response for this request from memory, then disk.
+    private func lookup(_ key: CacheKey, head: RequestHead, exchange: Exchange) -> LookupResult {
         let requestCC = CacheControl(head.headers)
         // RFC 9111 §5.2.1.4 and §5.4: no-cache (or Pragma: no-cache without Cache-Control)
         // means the stored copy may not be used without going to the origin.
         if requestCC.noCache || (requestCC.isEmpty && head.headers.listElements("Pragma").contains("no-cache")) {
             exchange.cacheStatus = "larder; fwd=request"
-            return nil
+            return .miss
         }
-        guard let variants = proxy.shared.memory.lookup(key) else {
-            exchange.cacheStatus = "larder; fwd=uri-miss"
-            return nil
+        let now = Clocks.wallSeconds()
+        exchange.cacheStatus = "larder; fwd=uri-miss"
+        if let variants = proxy.shared.memory.lookup(key) {
+            if let stored = variants.first(where: { VaryMatcher.matches($0, request: head.headers) }) {
+                if stored.isFresh(now: now) { return .hit(stored, detail: nil) }
+                proxy.shared.memory.remove(stored)
+                exchange.cacheStatus = "larder; fwd=stale"
+            } else {
+                exchange.cacheStatus = "larder; fwd=vary-miss"
+            }
         }
-        guard let stored = variants.first(where: { VaryMatcher.matches($0, request: head.headers) }) else {
-            exchange.cacheStatus = "larder; fwd=vary-miss"
-            return nil
+        guard let disk = proxy.shared.disk else { return .miss }
+        switch disk.lookup(key, request: head.headers) {
+        case .miss:
+            return .miss
+        case .unverified(let name):
+            waitForVerification(of: name, disk: disk)
+            return .pending
+        case .hit(let stored):
+            guard stored.isFresh(now: now) else {
+                exchange.cacheStatus = "larder; fwd=stale"
+                return .miss
+            }
+            promoteIntoMemory(stored)
+            return .hit(stored, detail: "disk")
         }
-        if stored.isFresh(now: Clocks.wallSeconds()) { return stored }
-        proxy.shared.memory.remove(stored)
-        exchange.cacheStatus = "larder; fwd=stale"
-        return nil
     }
 
-    private func serveStored(_ stored: StoredResponse, exchange: Exchange) {
-        exchange.outcome = .memoryHit
+    /// Checks a disk entry's body on the reader thread, then resumes this exchange on its loop.
+    private func waitForVerification(of name: String, disk: DiskCache) {
+        let token = proxy.park(self)
+        let handle = proxy.loop.handle
+        disk.verify(name) { _ in
+            handle.execute { loop in (loop.context as? ProxyLoop)?.unpark(token)?.resumeAfterDiskCheck() }
+        }
+    }
+
+    func resumeAfterDiskCheck() {
+        guard phase == .exchanging, let exchange else { return }
+        proceed(exchange)
+        flushSoon()
+    }
+
+    /// Copies a small disk entry into the memory tier in the background.
+    private func promoteIntoMemory(_ stored: StoredResponse) {
+        guard let disk = proxy.shared.disk, stored.bodyLength <= proxy.shared.memory.limits.maxObjectBytes else { return }
+        let memory = proxy.shared.memory
+        disk.readIntoMemory(stored) { promoted in
+            if let promoted { memory.insert(promoted) }
+        }
+    }
+
+    private func serveStored(_ stored: StoredResponse, exchange: Exchange, detail: String?) {
+        exchange.outcome = detail == nil ? .memoryHit : .diskHit
         exchange.status = stored.status
-        queueStored(stored, exchange: exchange, cacheStatus: "larder; hit")
+        queueStored(stored, exchange: exchange, cacheStatus: detail.map { "larder; hit; detail=\($0)" } ?? "larder; hit")
         finishExchange()
         flushSoon()
     }
@@ -130,7 +188,7 @@ extension ClientConnection: FillReader, RequestBodySource {
             output.append(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
             flushSoon()
         }
-        let fill = Fill(key: key, request: request, requestHeaders: head.headers, proxy: proxy)
+        let fill = Fill(key: key, request: request, requestHeaders: head.headers, runtime: runtime, proxy: proxy)
         fill.bodySource = self
         exchange.fill = fill
         exchange.attempts = 1

@@ -51,8 +51,8 @@ extension ClientConnection {
             switch stored.body {
             case .memory(let bytes):
                 output.append(bytes)
-            case .file:
-                break  // disk bodies are queued by the disk tier's serving path
+            case .file(let file, let offset, let length):
+                output.appendFile(file, offset: offset, count: length)
             }
             exchange.bodyBytesSent = stored.bodyLength
             proxy.shared.stats.bytesFromCache.add(stored.bodyLength)

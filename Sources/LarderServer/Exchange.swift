@@ -12,6 +12,8 @@ final class Exchange {
     let runtime: RuntimeConfig
     var keepAlive: Bool
     var route: Route?
+    /// The absolute target, once checked.
+    var url: AbsoluteURL?
     var requestFraming: BodyFraming = .none
     var body: RequestBodyReader?
     /// A malformed request body found while streaming it upstream.

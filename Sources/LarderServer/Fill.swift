@@ -51,17 +51,19 @@ final class Fill: UpstreamTransferDelegate {
     private var notifyScheduled = false
     private var paused = false
     private let maxMemoryObject: Int
+    /// The disk entry being written, when the response is going to the disk tier.
+    private(set) var diskWrite: DiskWrite?
     /// How far the slowest reader may fall behind before the transfer pauses.
     static let highWater = 1 << 20
     static let lowWater = 256 << 10
 
-    init(key: CacheKey, request: UpstreamRequest, requestHeaders: HTTPHeaders, proxy: ProxyLoop) {
+    init(key: CacheKey, request: UpstreamRequest, requestHeaders: HTTPHeaders, runtime: RuntimeConfig, proxy: ProxyLoop) {
         self.key = key
         method = request.method
         self.requestHeaders = requestHeaders
         self.proxy = proxy
         requestTime = Clocks.wallSeconds()
-        maxMemoryObject = proxy.runtime.config.memory.maxObjectBytes
+        maxMemoryObject = runtime.config.memory.maxObjectBytes
     }
 
     /// Starts the upstream transfer.
@@ -86,6 +88,8 @@ final class Fill: UpstreamTransferDelegate {
             transfer?.cancel()
             transfer = nil
             outcome = .failure(UpstreamError(kind: .aborted, message: "every client left", afterHead: head != nil))
+            diskWrite?.abort()
+            diskWrite = nil
         } else {
             trimAndResume()
         }
@@ -157,8 +161,20 @@ final class Fill: UpstreamTransferDelegate {
         let lifetime = Freshness.lifetime(
             status: forwarded.status, headers: forwarded.headers, cacheControl: CacheControl(forwarded.headers),
             responseTime: responseTime)
-        willStore = decision.canStore && lifetime > 0 && (contentLength ?? 0) <= maxMemoryObject
-        retainAll = willStore
+        let storable = decision.canStore && lifetime > 0
+        retainAll = storable && (contentLength ?? 0) <= maxMemoryObject
+        if storable, let disk = proxy.shared.disk {
+            var stored = forwarded.headers
+            stored.remove("Age")
+            diskWrite = disk.beginWrite(
+                key: key,
+                head: DiskEntryFormat.Head(
+                    key: key.url, status: forwarded.status, reason: forwarded.reason, requestTime: requestTime,
+                    responseTime: responseTime, vary: VaryMatcher.values(for: forwarded.headers, request: requestHeaders),
+                    headers: stored),
+                expectedLength: contentLength)
+        }
+        willStore = retainAll || diskWrite != nil
         scheduleNotify()
     }
 
@@ -170,13 +186,14 @@ final class Fill: UpstreamTransferDelegate {
                 return false
             }
         }
-        chunks.append(Array(bytes))
+        let chunk = Array(bytes)
+        chunks.append(chunk)
         chunkStarts.append(received)
         received += bytes.count
         proxy.shared.stats.bytesFromUpstream.add(bytes.count)
+        diskWrite?.append(chunk)
         if retainAll, received > maxMemoryObject {
             retainAll = false
-            willStore = false
             trimAndResume()
         }
         scheduleNotify()
@@ -198,18 +215,21 @@ final class Fill: UpstreamTransferDelegate {
             } else {
                 outcome = .success(())
                 store()
+                diskWrite?.finish(expectedLength: received)
             }
         case .failure(let error):
             proxy.shared.stats.upstreamFailures.add(1)
             outcome = .failure(error)
         }
+        if case .failure? = outcome { diskWrite?.abort() }
+        diskWrite = nil
         retainAll = false
         scheduleNotify()
     }
 
     /// Puts the complete response into the memory tier.
     private func store() {
-        guard willStore, retainAll, let head else { return }
+        guard retainAll, let head else { return }
         let body: [UInt8]
         if chunks.count == 1 {
             body = chunks[0]

@@ -20,6 +20,8 @@ final class ProxyLoop {
     private var listeners: [Listener] = []
     private var sweepInterval: UInt64 = 250_000_000
     private var draining = false
+    private var parked: [Int: ClientConnection] = [:]
+    private var nextParkToken = 0
     private var cachedDateSecond = -1
     private var cachedDate = ""
 
@@ -84,6 +86,18 @@ final class ProxyLoop {
         if connections.removeValue(forKey: ObjectIdentifier(connection)) != nil {
             shared.stats.activeConnections.subtract(1)
         }
+    }
+
+    /// Keeps a connection findable while it waits for work on another thread; the job that
+    /// resumes it carries only the token (connections never leave their loop).
+    func park(_ connection: ClientConnection) -> Int {
+        nextParkToken += 1
+        parked[nextParkToken] = connection
+        return nextParkToken
+    }
+
+    func unpark(_ token: Int) -> ClientConnection? {
+        parked.removeValue(forKey: token)
     }
 
     private func scheduleSweep() {

@@ -1,6 +1,8 @@
 import Dispatch
 import Glibc
+import LarderCache
 import LarderConfig
+import LarderHTTP
 import LarderIO
 import Logging
 import Synchronization
@@ -41,6 +43,7 @@ public final class Server: Sendable {
         bound.withLock { list in
             list = sockets.compactMap { kind, socket in (try? socket.localAddress()).flatMap { $0 }.map { (kind, $0) } }
         }
+        shared.disk?.start()
         let workers = config.proxy.workers > 0 ? config.proxy.workers : 1
         var handles: [EventLoopHandle] = []
         for index in 0..<workers {
@@ -77,6 +80,7 @@ public final class Server: Sendable {
         let memory = config.memory
         shared.memory.setLimits(
             .init(maxBytes: memory.maxBytes, maxEntries: memory.maxEntries, maxObjectBytes: memory.maxObjectBytes))
+        shared.disk?.setLimits(.init(maxBytes: config.disk.maxBytes, maxObjectBytes: config.disk.maxObjectBytes))
         for handle in loops.withLock({ $0 }) {
             handle.execute { loop in (loop.context as? ProxyLoop)?.apply(runtime) }
         }
@@ -106,6 +110,20 @@ public final class Server: Sendable {
             }
         }
         for _ in handles { done.wait() }
+        // Queued disk writes finish (or fail) before exit, so nothing half-written is left
+        // in tmp/ by an orderly stop.
+        shared.disk?.stop()
+    }
+
+    /// Removes every stored variant of `url` from memory and disk. Returns whether anything
+    /// was stored. `url` must be an absolute http(s) URL.
+    public func purge(url: String) throws(HTTPParseError) -> Bool {
+        shared.purge(CacheKey(try AbsoluteURL(parsing: url)))
+    }
+
+    /// Empties both cache tiers.
+    public func removeAll() {
+        shared.removeAll()
     }
 
     /// Counters, for the admin endpoint and tests.

@@ -10,6 +10,8 @@ import Synchronization
 /// and read once per loop on reload, never per request.
 final class SharedState: Sendable {
     let memory: MemoryCache
+    /// The persistent tier; nil when its directory could not be set up (memory-only).
+    let disk: DiskCache?
     let stats = Statistics()
     let logger: Logger
     let runtime: Mutex<RuntimeConfig>
@@ -22,6 +24,30 @@ final class SharedState: Sendable {
             limits: .init(maxBytes: memory.maxBytes, maxEntries: memory.maxEntries, maxObjectBytes: memory.maxObjectBytes))
         self.runtime = Mutex(runtime)
         self.logger = logger
+        let diskConfig = runtime.config.disk
+        do {
+            disk = try DiskCache(
+                directory: diskConfig.path,
+                limits: .init(maxBytes: diskConfig.maxBytes, maxObjectBytes: diskConfig.maxObjectBytes), logger: logger)
+        } catch {
+            logger.error(
+                "disk cache unavailable; storing in memory only", metadata: ["directory": "\(diskConfig.path)", "error": "\(error)"])
+            disk = nil
+        }
+    }
+
+    /// Removes every stored variant of `url` from both tiers. Returns whether anything was stored.
+    @discardableResult
+    func purge(_ key: CacheKey) -> Bool {
+        let inMemory = memory.remove(key)
+        let onDisk = disk?.purge(key) ?? false
+        return inMemory || onDisk
+    }
+
+    /// Empties both tiers.
+    func removeAll() {
+        memory.removeAll()
+        disk?.removeAll()
     }
 
     var currentRuntime: RuntimeConfig { runtime.withLock { $0 } }

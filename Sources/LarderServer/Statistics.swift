@@ -1,3 +1,4 @@
+import LarderIO
 import Synchronization
 
 /// How a request was answered; one counter per case, and the access log's cache field.

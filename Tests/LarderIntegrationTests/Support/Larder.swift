@@ -9,12 +9,22 @@ final class Larder {
     let directory: String
     let configPath: String
 
-    /// Starts `larder serve` with `config` (TOML text) and `--listen 127.0.0.1:0`.
-    init(config: String = "", listen: [String] = ["127.0.0.1:0"], environment: [String: String] = [:]) throws {
+    /// The disk cache directory.
+    let cacheDirectory: String
+    private let ownsDirectory: Bool
+
+    /// Starts `larder serve` with `config` (TOML text) and `--listen 127.0.0.1:0`. With
+    /// `cacheDirectory`, the disk tier lives there (and survives this object, for restart tests).
+    init(
+        config: String = "", listen: [String] = ["127.0.0.1:0"], environment: [String: String] = [:],
+        cacheDirectory: String? = nil
+    ) throws {
         directory = Paths.temporaryDirectory()
+        ownsDirectory = cacheDirectory == nil
+        self.cacheDirectory = cacheDirectory ?? directory + "/cache"
         configPath = directory + "/larder.toml"
         try config.write(toFile: configPath, atomically: true, encoding: .utf8)
-        var arguments = ["serve", "--config", configPath, "--admin-listen", "127.0.0.1:0", "--cache-dir", directory + "/cache"]
+        var arguments = ["serve", "--config", configPath, "--admin-listen", "127.0.0.1:0", "--cache-dir", self.cacheDirectory]
         for address in listen { arguments += ["--listen", address] }
         var env = ["PATH": "/usr/bin:/bin"]
         env.merge(environment) { $1 }
@@ -43,6 +53,20 @@ final class Larder {
 
     @discardableResult
     func stop() -> Int32 { child.stop() }
+
+    /// Files under the cache's `v1/` (complete entries) or `tmp/` (fills in progress).
+    func cacheFiles(_ subdirectory: String) -> [String] {
+        let root = cacheDirectory + "/" + subdirectory
+        var files: [String] = []
+        let enumerator = FileManager.default.enumerator(atPath: root)
+        while let next = enumerator?.nextObject() as? String {
+            var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: root + "/" + next, isDirectory: &isDirectory), !isDirectory.boolValue {
+                files.append(root + "/" + next)
+            }
+        }
+        return files
+    }
 
     deinit {
         child.stop()

@@ -1,0 +1,398 @@
+import Glibc
+import LarderHTTP
+import LarderIO
+import Logging
+import Synchronization
+
+/// The persistent tier: one file per stored response under `directory/v1/ab/cd/<hash>`,
+/// written to `directory/tmp/` while the body streams and renamed into place only once it is
+/// complete and its length checked (see ``DiskEntryFormat`` for the file layout).
+///
+/// Threads: lookups run on event loops (a mutex-guarded index probe, then open + pread of the
+/// head from the page cache). Everything else that blocks — writing, renaming, unlinking,
+/// evicting, verifying checksums, the start-up scan — runs on two ``BlockingWorker``s:
+/// `writer` (writes, renames, deletions, eviction, in order), `reader` (checksum verification,
+/// reads for promotion into memory) and `scanner` (the start-up scan, then it ends).
+///
+/// State: `index` and `limits` are guarded by their mutexes; counters are atomics.
+/// Crash safety: a file in `v1/` is always complete (rename is atomic); leftovers in `tmp/` are
+/// deleted at start-up; a file damaged by power loss fails its size or checksum check and is
+/// deleted instead of served.
+public final class DiskCache: Sendable {
+    /// The absolute cache directory.
+    public let directory: String
+    private let index = Mutex(DiskIndex())
+    private let limits: Mutex<Limits>
+    let writer = BlockingWorker(name: "larder-disk-w")
+    let reader = BlockingWorker(name: "larder-disk-r")
+    /// Runs the start-up scan only, so checksum checks for early hits need not wait for it.
+    private let scanner = BlockingWorker(name: "larder-disk-s")
+    let logger: Logger
+    private let scanComplete = Atomic<Bool>(false)
+    /// Monotonic time until which new writes are refused after a disk error.
+    private let degradedUntil = Atomic<UInt64>(0)
+    private let lastErrorLog = Atomic<UInt64>(0)
+    private let trashCounter = Atomic<Int>(0)
+
+    public let evictions = AtomicCounter()
+    public let corruptions = AtomicCounter()
+    public let writeErrors = AtomicCounter()
+    public let writesCompleted = AtomicCounter()
+
+    /// Size limits (a smaller `maxBytes` applied with ``setLimits(_:)`` evicts down to it).
+    public struct Limits: Sendable, Equatable {
+        public var maxBytes: Int64
+        public var maxObjectBytes: Int64
+        public init(maxBytes: Int64, maxObjectBytes: Int64) {
+            self.maxBytes = maxBytes
+            self.maxObjectBytes = maxObjectBytes
+        }
+    }
+
+    /// Counters and sizes for metrics.
+    public struct Statistics: Sendable {
+        public var entries: Int
+        public var bytes: Int64
+        public var evictions: Int
+        public var corruptions: Int
+        public var writeErrors: Int
+        public var degraded: Bool
+        public var indexComplete: Bool
+    }
+
+    /// Creates the directory layout (`v1/`, `tmp/`) if needed. Nothing is read yet: call
+    /// ``start()``.
+    public init(directory: String, limits: Limits, logger: Logger) throws(SystemError) {
+        var absolute = directory
+        if !absolute.hasPrefix("/") {
+            var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+            let cwd = getcwd(&buffer, buffer.count).map { _ in String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) } ?? "."
+            absolute = cwd + "/" + directory
+        }
+        while absolute.count > 1 && absolute.hasSuffix("/") { absolute.removeLast() }
+        self.directory = absolute
+        self.limits = Mutex(limits)
+        self.logger = logger
+        try FileSystem.makeDirectories(absolute + "/v1")
+        try FileSystem.makeDirectories(absolute + "/tmp")
+    }
+
+    /// Removes leftover temporary files and starts rebuilding the index from the entry files in
+    /// the background. Lookups work meanwhile (see ``lookup(_:request:)``).
+    public func start() {
+        writer.submit { [self] in
+            for name in (try? FileSystem.list(directory + "/tmp")) ?? [] {
+                try? FileSystem.remove(directory + "/tmp/" + name)
+            }
+            for name in (try? FileSystem.list(directory)) ?? [] where name.hasPrefix("trash-") {
+                FileSystem.removeTree(directory + "/" + name)
+            }
+        }
+        scanner.submit { [self] in
+            scan()
+            scanner.stop()
+        }
+    }
+
+    /// Waits for queued writes and deletions (tests and shutdown).
+    public func drain() {
+        writer.drain()
+    }
+
+    public func stop() {
+        writer.drain()
+        writer.stop()
+        reader.stop()
+        scanner.stop()
+    }
+
+    public var isIndexComplete: Bool { scanComplete.load(ordering: .acquiring) }
+
+    public var statistics: Statistics {
+        let (entries, bytes) = index.withLock { ($0.count, $0.totalBytes) }
+        return Statistics(
+            entries: entries, bytes: bytes, evictions: evictions.load(), corruptions: corruptions.load(),
+            writeErrors: writeErrors.load(), degraded: isDegraded, indexComplete: isIndexComplete)
+    }
+
+    public var currentLimits: Limits { limits.withLock { $0 } }
+
+    /// Applies new limits, evicting down to a smaller size in the background.
+    public func setLimits(_ newLimits: Limits) {
+        limits.withLock { $0 = newLimits }
+        writer.submit { [self] in evictIfNeeded() }
+    }
+
+    // MARK: Names
+
+    /// The file name for a key and its Vary values.
+    static func fileName(key: CacheKey, vary: [String: String]) -> String {
+        if vary.isEmpty { return StableHash.hex(key.url) }
+        let secondary = vary.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: "\n")
+        return StableHash.hex(key.url + "\n" + secondary)
+    }
+
+    func path(forName name: String) -> String {
+        let bytes = Array(name.utf8)
+        let first = String(decoding: bytes[0..<2], as: UTF8.self)
+        let second = String(decoding: bytes[2..<4], as: UTF8.self)
+        return "\(directory)/v1/\(first)/\(second)/\(name)"
+    }
+
+    // MARK: Lookup (event loop)
+
+    /// What a lookup found.
+    public enum Lookup: Sendable {
+        case miss
+        /// A usable response; its body is a file range (sendfile it).
+        case hit(StoredResponse)
+        /// An entry whose body checksum has not been checked since start-up: call
+        /// ``verify(_:completion:)`` and look up again.
+        case unverified(String)
+    }
+
+    /// Finds a stored response for `key` whose Vary values match `request`. Cheap: an index probe,
+    /// then open and a small pread of the head (page cache). While the start-up scan has not
+    /// reached an entry, it is found by its file name (entries without Vary).
+    public func lookup(_ key: CacheKey, request: HTTPHeaders) -> Lookup {
+        var candidates = index.withLock { $0.lookup(key) }
+        if candidates.isEmpty {
+            guard !isIndexComplete else { return .miss }
+            let name = DiskCache.fileName(key: key, vary: [:])
+            guard let loaded = try? loadHead(name: name), loaded.head.key == key.url, loaded.head.vary.isEmpty else {
+                return .miss
+            }
+            let entry = DiskIndex.Entry(
+                key: key, vary: [:], name: name, size: loaded.fileSize, verified: false)
+            index.withLock { $0.insertIfAbsent(entry) }
+            candidates = [entry]
+        }
+        guard let entry = candidates.first(where: { VaryMatcher.matches(vary: $0.vary, request: request) }) else {
+            return .miss
+        }
+        guard entry.verified else { return .unverified(entry.name) }
+        do {
+            let loaded = try loadHead(name: entry.name)
+            guard loaded.head.key == key.url else { throw DiskEntryFormat.Problem.keyMismatch }
+            return .hit(storedResponse(key: key, loaded: loaded))
+        } catch {
+            discard(entry.name, reason: "\(error)")
+            return .miss
+        }
+    }
+
+    struct LoadedHead {
+        let head: DiskEntryFormat.Head
+        let file: OpenFile
+        let bodyOffset: Int64
+        let fileSize: Int64
+    }
+
+    /// Opens an entry and parses its head; checks the file size against the recorded lengths.
+    func loadHead(name: String) throws -> LoadedHead {
+        let file = try OpenFile.open(path(forName: name))
+        let fileSize = try FileSystem.size(of: file.fd)
+        var prefix = try FileSystem.read(file.fd, at: 0, count: 4096)
+        let (bodyLength, checksum, headLength) = try DiskEntryFormat.decodePreamble(prefix)
+        let bodyOffset = Int64(DiskEntryFormat.preambleLength + headLength)
+        let expected = bodyOffset + bodyLength
+        guard fileSize == expected else { throw DiskEntryFormat.Problem.truncated(expected: expected, actual: fileSize) }
+        if prefix.count < Int(bodyOffset) {
+            prefix = try FileSystem.read(file.fd, at: 0, count: Int(bodyOffset))
+        }
+        let head = try DiskEntryFormat.decodeHead(
+            prefix[DiskEntryFormat.preambleLength..<Int(bodyOffset)], bodyLength: bodyLength, bodyChecksum: checksum)
+        return LoadedHead(head: head, file: file, bodyOffset: bodyOffset, fileSize: fileSize)
+    }
+
+    private func storedResponse(key: CacheKey, loaded: LoadedHead) -> StoredResponse {
+        let head = loaded.head
+        return StoredResponse(
+            key: key, status: head.status, reason: head.reason, headers: head.headers,
+            body: .file(loaded.file, offset: loaded.bodyOffset, length: head.bodyLength),
+            requestTime: head.requestTime, responseTime: head.responseTime, varyValues: head.vary,
+            freshnessLifetime: Freshness.lifetime(
+                status: head.status, headers: head.headers, cacheControl: CacheControl(head.headers),
+                responseTime: head.responseTime),
+            correctedInitialAge: Freshness.correctedInitialAge(
+                headers: head.headers, requestTime: head.requestTime, responseTime: head.responseTime))
+    }
+
+    // MARK: Verification and promotion (reader thread)
+
+    /// Checks an entry's body against its checksum on the reader thread; `completion` (called
+    /// there) receives whether it is sound. A bad entry is deleted.
+    public func verify(_ name: String, completion: @escaping @Sendable (Bool) -> Void) {
+        reader.submit { [self] in
+            let sound: Bool
+            do {
+                let loaded = try loadHead(name: name)
+                var checksum = BodyChecksum()
+                var offset = loaded.bodyOffset
+                let end = loaded.bodyOffset + loaded.head.bodyLength
+                while offset < end {
+                    let chunk = try FileSystem.read(loaded.file.fd, at: offset, count: Int(min(1 << 20, end - offset)))
+                    if chunk.isEmpty { throw DiskEntryFormat.Problem.truncated(expected: end, actual: offset) }
+                    checksum.update(chunk)
+                    offset += Int64(chunk.count)
+                }
+                guard checksum.value == loaded.head.bodyChecksum else { throw DiskEntryFormat.Problem.checksumMismatch }
+                index.withLock { $0.markVerified(name) }
+                sound = true
+            } catch {
+                discard(name, reason: "\(error)")
+                sound = false
+            }
+            completion(sound)
+        }
+    }
+
+    /// Reads a file-backed response's body into memory on the reader thread.
+    public func readIntoMemory(_ stored: StoredResponse, completion: @escaping @Sendable (StoredResponse?) -> Void) {
+        reader.submit {
+            guard case .file(let file, let offset, let length) = stored.body,
+                let bytes = try? FileSystem.read(file.fd, at: offset, count: Int(length)), bytes.count == Int(length)
+            else {
+                completion(nil)
+                return
+            }
+            completion(stored.withBody(.memory(bytes)))
+        }
+    }
+
+    // MARK: Writing
+
+    /// Starts storing a response whose head is known; nil when the disk tier is refusing
+    /// writes after an error, or the announced length is over `max_object_bytes`.
+    public func beginWrite(key: CacheKey, head: DiskEntryFormat.Head, expectedLength: Int?) -> DiskWrite? {
+        guard !isDegraded else { return nil }
+        let maxObject = limits.withLock { $0.maxObjectBytes }
+        if let expectedLength, Int64(expectedLength) > maxObject { return nil }
+        let name = DiskCache.fileName(key: key, vary: head.vary)
+        return DiskWrite(cache: self, key: key, name: name, head: head, maxBytes: maxObject)
+    }
+
+    var temporaryDirectory: String { directory + "/tmp" }
+
+    /// Called by a finished ``DiskWrite`` on the writer thread once its file is in place.
+    func didStore(key: CacheKey, name: String, vary: [String: String], size: Int64) {
+        index.withLock { index in
+            _ = index.insert(DiskIndex.Entry(key: key, vary: vary, name: name, size: size, verified: true))
+        }
+        writesCompleted.add(1)
+        evictIfNeeded()
+    }
+
+    /// Records a failed write: the tier stops taking writes for a while and says so once.
+    func writeFailed(_ error: SystemError) {
+        writeErrors.add(1)
+        let now = Clocks.monotonicNanos()
+        degradedUntil.store(now + 30_000_000_000, ordering: .releasing)
+        let last = lastErrorLog.load(ordering: .relaxed)
+        if last == 0 || now - last > 10_000_000_000 {
+            lastErrorLog.store(now, ordering: .relaxed)
+            logger.error(
+                "disk cache write failed; storing in memory only for 30s",
+                metadata: ["error": "\(error)", "directory": "\(directory)"])
+        }
+    }
+
+    public var isDegraded: Bool {
+        Clocks.monotonicNanos() < degradedUntil.load(ordering: .acquiring)
+    }
+
+    /// Evicts least recently used entries, with hysteresis: past the limit, down to 90% of it.
+    private func evictIfNeeded() {
+        let maxBytes = limits.withLock { $0.maxBytes }
+        let evicted = index.withLock { index -> [DiskIndex.Entry] in
+            guard index.totalBytes > maxBytes else { return [] }
+            return index.evict(downTo: maxBytes - maxBytes / 10)
+        }
+        for entry in evicted {
+            // Unlinking keeps the file readable for clients that have it open.
+            try? FileSystem.remove(path(forName: entry.name))
+        }
+        if !evicted.isEmpty { evictions.add(evicted.count) }
+    }
+
+    // MARK: Removal
+
+    /// Deletes an unusable entry and counts it.
+    func discard(_ name: String, reason: String) {
+        index.withLock { _ = $0.remove(named: name) }
+        corruptions.add(1)
+        let path = path(forName: name)
+        logger.warning("dropping corrupt disk cache entry", metadata: ["file": "\(path)", "reason": "\(reason)"])
+        writer.submit { try? FileSystem.remove(path) }
+    }
+
+    /// Removes every stored variant of `key`. Returns whether anything was stored.
+    @discardableResult
+    public func purge(_ key: CacheKey) -> Bool {
+        var names = index.withLock { $0.remove(key: key) }
+        let direct = DiskCache.fileName(key: key, vary: [:])
+        if !isIndexComplete && !names.contains(direct) && access(path(forName: direct), F_OK) == 0 { names.append(direct) }
+        let paths = names.map(path(forName:))
+        writer.submit { for path in paths { try? FileSystem.remove(path) } }
+        return !names.isEmpty
+    }
+
+    /// Removes everything: the entry tree is renamed away at once and deleted in the background.
+    public func removeAll() {
+        _ = index.withLock { $0.removeAll() }
+        let trash = "\(directory)/trash-\(getpid())-\(trashCounter.add(1, ordering: .relaxed).newValue)"
+        writer.submit { [self] in
+            do {
+                try FileSystem.rename(directory + "/v1", trash)
+                try FileSystem.makeDirectories(directory + "/v1")
+            } catch {
+                logger.error("cannot clear the disk cache", metadata: ["error": "\(error)"])
+                return
+            }
+            FileSystem.removeTree(trash)
+        }
+    }
+
+    // MARK: Start-up scan (reader thread)
+
+    /// Walks `v1/` and indexes every entry by its head; deletes the ones that fail the size check.
+    private func scan() {
+        let start = Clocks.monotonicNanos()
+        var batch: [DiskIndex.Entry] = []
+        var found = 0
+        var dropped = 0
+        let root = directory + "/v1"
+        for first in (try? FileSystem.list(root)) ?? [] {
+            for second in (try? FileSystem.list(root + "/" + first)) ?? [] {
+                for name in (try? FileSystem.list(root + "/" + first + "/" + second)) ?? [] {
+                    do {
+                        let loaded = try loadHead(name: name)
+                        batch.append(
+                            DiskIndex.Entry(
+                                key: CacheKey(normalized: loaded.head.key), vary: loaded.head.vary, name: name,
+                                size: loaded.fileSize, verified: false))
+                        found += 1
+                    } catch {
+                        dropped += 1
+                        discard(name, reason: "\(error)")
+                    }
+                    if batch.count >= 512 {
+                        let entries = batch
+                        index.withLock { index in for entry in entries { index.insertIfAbsent(entry) } }
+                        batch.removeAll(keepingCapacity: true)
+                    }
+                }
+            }
+        }
+        let entries = batch
+        index.withLock { index in
+            for entry in entries { index.insertIfAbsent(entry) }
+        }
+        scanComplete.store(true, ordering: .releasing)
+        let millis = (Clocks.monotonicNanos() - start) / 1_000_000
+        logger.info(
+            "disk cache index rebuilt",
+            metadata: ["entries": "\(found)", "dropped": "\(dropped)", "ms": "\(millis)", "directory": "\(directory)"])
+        writer.submit { [self] in evictIfNeeded() }
+    }
+}

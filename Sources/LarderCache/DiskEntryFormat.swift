@@ -1,0 +1,189 @@
+import LarderHTTP
+
+/// The on-disk form of one stored response (format version 1). Text up to the body, so an
+/// operator can read an entry with `head -c 2000 FILE`:
+///
+/// ```
+/// LARDER-ENTRY 1\n                              preamble: 102 bytes, fixed width
+/// body-length 00000000000000012345\n            (rewritten in place when the body is complete)
+/// body-checksum 0123456789abcdef\n
+/// head-length 0000000312\n
+/// key http://example.org/a\n                    head: head-length bytes
+/// status 200 OK\n
+/// request-time 1732300000.123\n
+/// response-time 1732300000.456\n
+/// vary accept-encoding: gzip\n                  zero or more
+/// \n
+/// Content-Type: text/plain\r\n                  stored response headers, wire form
+/// Cache-Control: max-age=60\r\n
+/// <body: body-length bytes>
+/// ```
+///
+/// The body checksum is ``BodyChecksum`` (64-bit). A file whose size is not
+/// `102 + head-length + body-length`, whose magic or version is unknown, whose head does not
+/// parse, or whose body does not match the checksum is corrupt: it is deleted, never served.
+public enum DiskEntryFormat {
+    public static let version = 1
+    public static let magic = "LARDER-ENTRY "
+    public static let preambleLength = 102
+
+    /// What the head of an entry file says.
+    public struct Head: Sendable, Equatable {
+        public var key: String
+        public var status: Int
+        public var reason: String
+        public var requestTime: Double
+        public var responseTime: Double
+        public var vary: [String: String]
+        public var headers: HTTPHeaders
+        public var bodyLength: Int64
+        public var bodyChecksum: UInt64
+
+        public init(
+            key: String, status: Int, reason: String, requestTime: Double, responseTime: Double,
+            vary: [String: String], headers: HTTPHeaders, bodyLength: Int64 = 0, bodyChecksum: UInt64 = 0
+        ) {
+            self.key = key
+            self.status = status
+            self.reason = reason
+            self.requestTime = requestTime
+            self.responseTime = responseTime
+            self.vary = vary
+            self.headers = headers
+            self.bodyLength = bodyLength
+            self.bodyChecksum = bodyChecksum
+        }
+    }
+
+    /// Why an entry cannot be used.
+    public enum Problem: Error, Sendable, Equatable, CustomStringConvertible {
+        case unknownFormat
+        case unknownVersion(Int)
+        case unreadableHead(String)
+        case truncated(expected: Int64, actual: Int64)
+        case checksumMismatch
+        case keyMismatch
+
+        public var description: String {
+            switch self {
+            case .unknownFormat: "not a Larder cache entry"
+            case .unknownVersion(let version): "unknown format version \(version)"
+            case .unreadableHead(let detail): "unreadable head (\(detail))"
+            case .truncated(let expected, let actual): "size \(actual) bytes, expected \(expected)"
+            case .checksumMismatch: "body checksum mismatch"
+            case .keyMismatch: "entry belongs to another key"
+            }
+        }
+    }
+
+    /// The head section (without preamble) for `head`.
+    public static func encodeHead(_ head: Head) -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(512)
+        bytes.append(contentsOf: "key \(head.key)\n".utf8)
+        bytes.append(contentsOf: "status \(head.status) ".utf8)
+        ASCII.appendBytes(of: head.reason, to: &bytes)
+        bytes.append(10)
+        bytes.append(contentsOf: "request-time \(head.requestTime)\n".utf8)
+        bytes.append(contentsOf: "response-time \(head.responseTime)\n".utf8)
+        for (name, value) in head.vary.sorted(by: { $0.key < $1.key }) {
+            bytes.append(contentsOf: "vary \(name): ".utf8)
+            ASCII.appendBytes(of: value, to: &bytes)
+            bytes.append(10)
+        }
+        bytes.append(10)
+        HeadSerializer.appendFields(head.headers, to: &bytes)
+        return bytes
+    }
+
+    /// The fixed-width preamble.
+    public static func preamble(bodyLength: Int64, bodyChecksum: UInt64, headLength: Int) -> [UInt8] {
+        let length = String(bodyLength)
+        let head = String(headLength)
+        let text = "\(magic)\(version)\n"
+            + "body-length \(String(repeating: "0", count: max(0, 20 - length.count)))\(length)\n"
+            + "body-checksum \(StableHash.hex64(bodyChecksum))\n"
+            + "head-length \(String(repeating: "0", count: max(0, 10 - head.count)))\(head)\n"
+        let bytes = Array(text.utf8)
+        precondition(bytes.count == preambleLength)
+        return bytes
+    }
+
+    /// Reads the preamble: (body length, checksum, head length).
+    public static func decodePreamble(_ bytes: [UInt8]) throws(Problem) -> (Int64, UInt64, Int) {
+        guard bytes.count >= preambleLength else { throw .unknownFormat }
+        let text = String(decoding: bytes[0..<preambleLength], as: UTF8.self)
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        guard lines.count >= 4, lines[0].hasPrefix(magic) else { throw .unknownFormat }
+        guard let version = Int(lines[0].dropFirst(magic.count)) else { throw .unknownFormat }
+        guard version == self.version else { throw .unknownVersion(version) }
+        guard lines[1].hasPrefix("body-length "), let bodyLength = Int64(lines[1].dropFirst(12)),
+            lines[2].hasPrefix("body-checksum "), let checksum = UInt64(lines[2].dropFirst(14), radix: 16),
+            lines[3].hasPrefix("head-length "), let headLength = Int(lines[3].dropFirst(12)),
+            bodyLength >= 0, headLength >= 0, headLength < 1 << 20
+        else { throw .unreadableHead("malformed preamble") }
+        return (bodyLength, checksum, headLength)
+    }
+
+    /// Parses the head section.
+    public static func decodeHead(
+        _ bytes: ArraySlice<UInt8>, bodyLength: Int64, bodyChecksum: UInt64
+    ) throws(Problem) -> Head {
+        let bytes = Array(bytes)
+        guard let blank = findBlankLine(bytes) else { throw .unreadableHead("no end of metadata") }
+        let meta = String(decoding: bytes[0..<blank], as: UTF8.self)
+        var key: String?
+        var status: Int?
+        var reason = ""
+        var requestTime: Double?
+        var responseTime: Double?
+        var vary: [String: String] = [:]
+        for line in meta.split(separator: "\n") {
+            guard let space = line.firstIndex(of: " ") else { throw .unreadableHead("line without value") }
+            let name = line[..<space]
+            let value = line[line.index(after: space)...]
+            switch name {
+            case "key": key = String(value)
+            case "status":
+                let parts = value.split(separator: " ", maxSplits: 1)
+                status = parts.first.flatMap { Int($0) }
+                reason = parts.count > 1 ? String(parts[1]) : ""
+            case "request-time": requestTime = Double(value)
+            case "response-time": responseTime = Double(value)
+            case "vary":
+                guard let colon = value.firstIndex(of: ":") else { throw .unreadableHead("malformed vary line") }
+                vary[String(value[..<colon])] = String(ASCII.trimOWS(value[value.index(after: colon)...]))
+            default: break  // newer optional fields are ignored
+            }
+        }
+        guard let key, let status, (100...999).contains(status), let requestTime, let responseTime else {
+            throw .unreadableHead("missing field")
+        }
+        var headers = HTTPHeaders()
+        var index = blank + 1
+        while index < bytes.count {
+            var end = index
+            while end + 1 < bytes.count, !(bytes[end] == 13 && bytes[end + 1] == 10) { end += 1 }
+            guard end + 1 < bytes.count else { throw .unreadableHead("header line not ended") }
+            let line = Array(bytes[index..<end])
+            guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { throw .unreadableHead("header without colon") }
+            var valueStart = colon + 1
+            while valueStart < line.count, line[valueStart] == 32 { valueStart += 1 }
+            let value = line[valueStart...].withUnsafeBytes { ASCII.string($0) }
+            headers.add(String(decoding: line[0..<colon], as: UTF8.self), value)
+            index = end + 2
+        }
+        return Head(
+            key: key, status: status, reason: reason, requestTime: requestTime, responseTime: responseTime,
+            vary: vary, headers: headers, bodyLength: bodyLength, bodyChecksum: bodyChecksum)
+    }
+
+    private static func findBlankLine(_ bytes: [UInt8]) -> Int? {
+        var index = 0
+        while index + 1 < bytes.count {
+            if bytes[index] == 10 && bytes[index + 1] == 10 { return index + 1 }
+            index += 1
+        }
+        return nil
+    }
+}

@@ -1,0 +1,37 @@
+/// A 128-bit hash of a string that is the same in every run (Swift's `Hasher` is seeded per
+/// process), used to name disk-cache files. Not cryptographic: every file also records its full
+/// key, and a lookup that finds another key in the file treats it as a miss.
+public enum StableHash {
+    /// 32 lower-case hex digits.
+    public static func hex(_ text: String) -> String {
+        var first: UInt64 = 0xcbf2_9ce4_8422_2325  // FNV-1a offset basis
+        var second: UInt64 = 0x9e37_79b9_7f4a_7c15
+        for byte in text.utf8 {
+            first = (first ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
+            second = (second ^ UInt64(byte)) &* 0xbf58_476d_1ce4_e5b9
+            second ^= second >> 31
+        }
+        return hex64(mix(first)) + hex64(mix(second ^ first))
+    }
+
+    static func mix(_ value: UInt64) -> UInt64 {
+        var x = value
+        x ^= x >> 30
+        x = x &* 0xbf58_476d_1ce4_e5b9
+        x ^= x >> 27
+        x = x &* 0x94d0_49bb_1331_11eb
+        x ^= x >> 31
+        return x
+    }
+
+    static func hex64(_ value: UInt64) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var bytes = [UInt8](repeating: 0, count: 16)
+        var remaining = value
+        for index in stride(from: 15, through: 0, by: -1) {
+            bytes[index] = digits[Int(remaining & 0xF)]
+            remaining >>= 4
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}

@@ -1,0 +1,129 @@
+import CLarderSystem
+import Glibc
+
+/// File operations used by the disk cache, each through ``Syscall``. All of them block:
+/// call them from a ``BlockingWorker``, except the few reads the hit path makes from the page
+/// cache (open, pread of a small head, fstat).
+public enum FileSystem {
+    /// Creates `path` and missing parents (mode 0700: cache contents are private).
+    public static func makeDirectories(_ path: String) throws(SystemError) {
+        var current = path.hasPrefix("/") ? "" : "."
+        for component in path.split(separator: "/") {
+            current += "/" + component
+            if mkdir(current, 0o700) != 0 && errno != EEXIST {
+                throw SystemError(call: "mkdir \(current)", errno: errno)
+            }
+        }
+    }
+
+    /// Names in a directory, without "." and "..".
+    public static func list(_ path: String) throws(SystemError) -> [String] {
+        let directory = try Syscall.pointer("opendir") { opendir(path) }
+        defer { closedir(directory) }
+        var names: [String] = []
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
+    }
+
+    public static func isDirectory(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
+    }
+
+    /// Removes a file; a missing file is not an error.
+    public static func remove(_ path: String) throws(SystemError) {
+        if unlink(path) != 0 && errno != ENOENT { throw SystemError(call: "unlink \(path)", errno: errno) }
+    }
+
+    /// Removes a directory tree.
+    public static func removeTree(_ path: String) {
+        guard let names = try? list(path) else {
+            _ = unlink(path)
+            return
+        }
+        for name in names {
+            let child = path + "/" + name
+            if isDirectory(child) { removeTree(child) } else { _ = unlink(child) }
+        }
+        _ = rmdir(path)
+    }
+
+    public static func rename(_ from: String, _ to: String) throws(SystemError) {
+        _ = try Syscall.call("rename") { Glibc.rename(from, to) }
+    }
+
+    /// Size of an open file.
+    public static func size(of fd: Int32) throws(SystemError) -> Int64 {
+        var info = stat()
+        _ = try Syscall.call("fstat") { fstat(fd, &info) }
+        return Int64(info.st_size)
+    }
+
+    /// Reads up to `count` bytes at `offset` (fewer at end of file).
+    public static func read(_ fd: Int32, at offset: Int64, count: Int) throws(SystemError) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: count)
+        var total = 0
+        while total < count {
+            let result = bytes.withUnsafeMutableBytes { raw in
+                Result { () throws(SystemError) -> Int in
+                    try Syscall.call("pread") { pread(fd, raw.baseAddress! + total, count - total, off_t(offset) + off_t(total)) }
+                }
+            }
+            let got = try result.get()
+            if got == 0 { break }
+            total += got
+        }
+        bytes.removeLast(count - total)
+        return bytes
+    }
+
+    /// Writes all of `bytes` at the current position.
+    public static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) throws(SystemError) {
+        var offset = 0
+        while offset < bytes.count {
+            let written = try Syscall.call("write") { Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset) }
+            offset += written
+        }
+    }
+
+    /// Writes all of `bytes` at the current position.
+    public static func writeAll(_ fd: Int32, _ bytes: [UInt8]) throws(SystemError) {
+        let result = bytes.withUnsafeBytes { raw in
+            Result { () throws(SystemError) in try writeAll(fd, raw) }
+        }
+        try result.get()
+    }
+
+    /// Writes all of `bytes` at `position`.
+    public static func writeAll(_ fd: Int32, _ bytes: [UInt8], at position: Int64) throws(SystemError) {
+        let result = bytes.withUnsafeBytes { raw in
+            Result { () throws(SystemError) in
+                var offset = 0
+                while offset < raw.count {
+                    let written = try Syscall.call("pwrite") {
+                        pwrite(fd, raw.baseAddress! + offset, raw.count - offset, off_t(position) + off_t(offset))
+                    }
+                    offset += written
+                }
+            }
+        }
+        try result.get()
+    }
+
+    /// Opens for writing a new file that must not exist yet.
+    public static func createExclusive(_ path: String) throws(SystemError) -> Int32 {
+        try Syscall.call("open") { open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600) }
+    }
+
+    /// Free bytes on the filesystem holding `path`.
+    public static func availableBytes(_ path: String) -> Int64? {
+        var info = statvfs()
+        guard statvfs(path, &info) == 0 else { return nil }
+        return Int64(info.f_bavail) * Int64(info.f_frsize)
+    }
+}

@@ -1,0 +1,308 @@
+import Foundation
+import LarderCache
+import LarderHTTP
+import LarderIO
+import Logging
+import Testing
+
+/// A disk cache in a fresh directory, removed when the test ends.
+private final class DiskFixture {
+    let directory: String
+    let cache: DiskCache
+
+    init(maxBytes: Int64 = 1 << 30, maxObjectBytes: Int64 = 1 << 30) throws {
+        directory = NSTemporaryDirectory() + "larder-disk-" + UUID().uuidString
+        cache = try DiskCache(
+            directory: directory, limits: .init(maxBytes: maxBytes, maxObjectBytes: maxObjectBytes),
+            logger: Logger(label: "test"))
+        cache.start()
+    }
+
+    /// Stores `body` under `path` and waits until it is on disk.
+    @discardableResult
+    func store(_ path: String, body: [UInt8], vary: [String: String] = [:], chunk: Int = 7000) -> Bool {
+        let key = Fixtures.key(path)
+        guard
+            let write = cache.beginWrite(
+                key: key,
+                head: DiskEntryFormat.Head(
+                    key: key.url, status: 200, reason: "OK", requestTime: 100, responseTime: 101, vary: vary,
+                    headers: ["Cache-Control": "max-age=60", "Content-Type": "application/octet-stream"]),
+                expectedLength: body.count)
+        else { return false }
+        var offset = 0
+        while offset < body.count {
+            write.append(Array(body[offset..<min(body.count, offset + chunk)]))
+            offset += chunk
+        }
+        write.finish(expectedLength: body.count)
+        cache.drain()
+        return !write.hasFailed
+    }
+
+    /// Reads a hit's body through its open file; verifies unverified entries first.
+    func read(_ path: String, request: HTTPHeaders = [:]) -> [UInt8]? {
+        for _ in 0..<2 {
+            switch cache.lookup(Fixtures.key(path), request: request) {
+            case .miss:
+                return nil
+            case .hit(let stored):
+                guard case .file(let file, let offset, let length) = stored.body else { return nil }
+                return try? FileSystem.read(file.fd, at: offset, count: Int(length))
+            case .unverified(let name):
+                let done = DispatchSemaphore(value: 0)
+                cache.verify(name) { _ in done.signal() }
+                done.wait()
+            }
+        }
+        return nil
+    }
+
+    /// All entry files under v1/.
+    func entryFiles() -> [String] {
+        let enumerator = FileManager.default.enumerator(atPath: directory + "/v1")
+        var files: [String] = []
+        while let next = enumerator?.nextObject() as? String {
+            var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: directory + "/v1/" + next, isDirectory: &isDirectory), !isDirectory.boolValue {
+                files.append(directory + "/v1/" + next)
+            }
+        }
+        return files
+    }
+
+    func reopen() throws -> DiskCache {
+        cache.stop()
+        let fresh = try DiskCache(directory: directory, limits: cache.currentLimits, logger: Logger(label: "test"))
+        fresh.start()
+        return fresh
+    }
+
+    deinit {
+        cache.stop()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+}
+
+private func pattern(_ count: Int, seed: UInt8 = 1) -> [UInt8] {
+    (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ Int(seed)) }
+}
+
+@Suite struct DiskCacheTests {
+    @Test func storedEntryIsReadBackByteForByte() throws {
+        let fixture = try DiskFixture()
+        let body = pattern(300_000)
+        #expect(fixture.store("/a", body: body))
+        #expect(fixture.read("/a") == body)
+        #expect(fixture.read("/b") == nil)
+        #expect(fixture.cache.statistics.entries == 1)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: fixture.directory + "/tmp").isEmpty)
+    }
+
+    @Test func entriesSurviveARestart() throws {
+        let fixture = try DiskFixture()
+        let body = pattern(50_000)
+        fixture.store("/a", body: body)
+        let reopened = try fixture.reopen()
+        guard case .unverified(let name) = reopened.lookup(Fixtures.key("/a"), request: [:]) else {
+            Issue.record("an entry from a previous run is checked before it is served")
+            return
+        }
+        let sound = DispatchSemaphore(value: 0)
+        reopened.verify(name) { ok in
+            #expect(ok)
+            sound.signal()
+        }
+        sound.wait()
+        guard case .hit(let stored) = reopened.lookup(Fixtures.key("/a"), request: [:]) else {
+            Issue.record("verified entry not served")
+            return
+        }
+        #expect(stored.headers["Content-Type"] == "application/octet-stream")
+        #expect(stored.bodyLength == 50_000)
+        reopened.stop()
+    }
+
+    @Test func flippedByteIsDetectedAndTheEntryDeleted() throws {
+        let fixture = try DiskFixture()
+        fixture.store("/a", body: pattern(10_000))
+        let file = try #require(fixture.entryFiles().first)
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: file))
+        bytes[bytes.count - 100] ^= 0x01
+        try bytes.write(to: URL(fileURLWithPath: file))
+        let reopened = try fixture.reopen()
+        let done = DispatchSemaphore(value: 0)
+        guard case .unverified(let name) = reopened.lookup(Fixtures.key("/a"), request: [:]) else {
+            Issue.record("expected an unverified entry")
+            return
+        }
+        reopened.verify(name) { ok in
+            #expect(!ok)
+            done.signal()
+        }
+        done.wait()
+        reopened.drain()
+        #expect(!FileManager.default.fileExists(atPath: file))
+        #expect(reopened.statistics.corruptions == 1)
+        if case .miss = reopened.lookup(Fixtures.key("/a"), request: [:]) {} else { Issue.record("corrupt entry still found") }
+        reopened.stop()
+    }
+
+    @Test func truncatedFileIsDetectedAtLookup() throws {
+        let fixture = try DiskFixture()
+        fixture.store("/a", body: pattern(10_000))
+        let file = try #require(fixture.entryFiles().first)
+        truncate(file, 5000)
+        #expect(fixture.read("/a") == nil)
+        fixture.cache.drain()
+        #expect(!FileManager.default.fileExists(atPath: file))
+        #expect(fixture.cache.statistics.corruptions == 1)
+    }
+
+    @Test func unknownFormatVersionIsDropped() throws {
+        let fixture = try DiskFixture()
+        fixture.store("/a", body: pattern(100))
+        let file = try #require(fixture.entryFiles().first)
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: file))
+        bytes[13] = UInt8(ascii: "9")  // "LARDER-ENTRY 9"
+        try bytes.write(to: URL(fileURLWithPath: file))
+        let reopened = try fixture.reopen()
+        while !reopened.isIndexComplete { usleep(1000) }
+        reopened.drain()
+        #expect(!FileManager.default.fileExists(atPath: file))
+        reopened.stop()
+    }
+
+    @Test func abortedWriteLeavesNothingBehind() throws {
+        let fixture = try DiskFixture()
+        let key = Fixtures.key("/a")
+        let write = try #require(
+            fixture.cache.beginWrite(
+                key: key,
+                head: .init(key: key.url, status: 200, reason: "OK", requestTime: 1, responseTime: 1, vary: [:], headers: [:]),
+                expectedLength: nil))
+        write.append(pattern(1000))
+        write.abort()
+        fixture.cache.drain()
+        #expect(fixture.entryFiles().isEmpty)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: fixture.directory + "/tmp").isEmpty)
+    }
+
+    @Test func shortBodyIsNeverVisible() throws {
+        let fixture = try DiskFixture()
+        let key = Fixtures.key("/a")
+        let write = try #require(
+            fixture.cache.beginWrite(
+                key: key,
+                head: .init(key: key.url, status: 200, reason: "OK", requestTime: 1, responseTime: 1, vary: [:], headers: [:]),
+                expectedLength: nil))
+        write.append(pattern(1000))
+        write.finish(expectedLength: 2000)
+        fixture.cache.drain()
+        #expect(fixture.entryFiles().isEmpty)
+        #expect(fixture.read("/a") == nil)
+    }
+
+    @Test func objectsOverTheLimitAreNotStored() throws {
+        let fixture = try DiskFixture(maxObjectBytes: 10_000)
+        #expect(!fixture.store("/big", body: pattern(20_000)))
+        #expect(fixture.entryFiles().isEmpty)
+        #expect(fixture.cache.statistics.writeErrors == 0, "a size limit is not a disk fault")
+    }
+
+    @Test func evictionKeepsTotalSizeUnderTheLimit() throws {
+        let fixture = try DiskFixture(maxBytes: 500_000)
+        var generator = SystemRandomNumberGenerator()
+        for index in 0..<60 {
+            fixture.store("/\(index)", body: pattern(Int.random(in: 1_000...60_000, using: &generator)))
+            let total = fixture.entryFiles().reduce(Int64(0)) { sum, path in
+                sum + ((try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int64) ?? 0)
+            }
+            #expect(total <= 500_000)
+            #expect(total == fixture.cache.statistics.bytes)
+        }
+        #expect(fixture.cache.statistics.evictions > 0)
+        #expect(fixture.read("/59") != nil, "the newest entry stays")
+    }
+
+    @Test func evictionSparesRecentlyUsedEntries() throws {
+        let fixture = try DiskFixture(maxBytes: 100_000)
+        fixture.store("/old", body: pattern(30_000))
+        fixture.store("/used", body: pattern(30_000))
+        _ = fixture.read("/old")  // now more recent than /used
+        fixture.store("/new", body: pattern(50_000))
+        #expect(fixture.read("/old") != nil)
+        #expect(fixture.read("/used") == nil)
+    }
+
+    @Test func evictedFileStaysReadableForAnOpenReader() throws {
+        let fixture = try DiskFixture(maxBytes: 60_000)
+        let body = pattern(40_000)
+        fixture.store("/a", body: body)
+        guard case .hit(let stored) = fixture.cache.lookup(Fixtures.key("/a"), request: [:]),
+            case .file(let file, let offset, let length) = stored.body
+        else {
+            Issue.record("no hit")
+            return
+        }
+        fixture.store("/b", body: pattern(40_000))  // evicts /a
+        #expect(fixture.read("/a") == nil)
+        #expect(try FileSystem.read(file.fd, at: offset, count: Int(length)) == body)
+    }
+
+    @Test func variantsAreStoredSideBySide() throws {
+        let fixture = try DiskFixture()
+        fixture.store("/v", body: pattern(100, seed: 1), vary: ["accept-encoding": "gzip"])
+        fixture.store("/v", body: pattern(100, seed: 2), vary: ["accept-encoding": ""])
+        #expect(fixture.read("/v", request: ["Accept-Encoding": "gzip"]) == pattern(100, seed: 1))
+        #expect(fixture.read("/v", request: [:]) == pattern(100, seed: 2))
+        #expect(fixture.read("/v", request: ["Accept-Encoding": "br"]) == nil)
+    }
+
+    @Test func purgeAndRemoveAllEmptyTheTier() throws {
+        let fixture = try DiskFixture()
+        fixture.store("/a", body: pattern(100))
+        fixture.store("/b", body: pattern(100))
+        #expect(fixture.cache.purge(Fixtures.key("/a")))
+        #expect(!fixture.cache.purge(Fixtures.key("/a")))
+        fixture.cache.drain()
+        #expect(fixture.read("/a") == nil)
+        #expect(fixture.entryFiles().count == 1)
+        fixture.cache.removeAll()
+        fixture.cache.drain()
+        #expect(fixture.read("/b") == nil)
+        #expect(fixture.entryFiles().isEmpty)
+        #expect(fixture.store("/c", body: pattern(10)), "the tier keeps working after a clear")
+        #expect(fixture.read("/c") == pattern(10))
+    }
+
+    @Test func leftoverTemporaryFilesAreRemovedAtStart() throws {
+        let fixture = try DiskFixture()
+        FileManager.default.createFile(atPath: fixture.directory + "/tmp/stale.tmp", contents: Data([1, 2, 3]))
+        let reopened = try fixture.reopen()
+        reopened.drain()
+        #expect(try FileManager.default.contentsOfDirectory(atPath: fixture.directory + "/tmp").isEmpty)
+        reopened.stop()
+    }
+
+    @Test func checksumDoesNotDependOnChunking() {
+        let body = pattern(100_003)
+        var whole = BodyChecksum()
+        whole.update(body)
+        var pieces = BodyChecksum()
+        var offset = 0
+        var size = 1
+        while offset < body.count {
+            let end = min(body.count, offset + size)
+            pieces.update(Array(body[offset..<end]))
+            offset = end
+            size = size % 13 + 1
+        }
+        #expect(whole.value == pieces.value)
+        var flipped = body
+        flipped[5000] ^= 0x80
+        var other = BodyChecksum()
+        other.update(flipped)
+        #expect(other.value != whole.value)
+    }
+}

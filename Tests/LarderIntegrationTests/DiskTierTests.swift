@@ -1,0 +1,191 @@
+import Foundation
+import Glibc
+import Testing
+
+extension IntegrationTests {
+    /// The persistent tier through the real daemon: restarts, crashes, corruption, limits.
+    @Suite struct DiskTier {
+        @Test func restartServesHitsFromDiskWithIdenticalBytes() throws {
+            let origin = try Origin()
+            let cache = Paths.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: cache) }
+            let paths = ["/small?size=3000&cc=max-age=600", "/large?size=12000000&cc=max-age=600"]
+            var first: [Data] = []
+            do {
+                let larder = try Larder(cacheDirectory: cache)
+                for path in paths { first.append(try Curl.viaProxy(larder.proxy, [origin.url(path)]).body) }
+                #expect(larder.stop() == 0)
+            }
+            let larder = try Larder(cacheDirectory: cache)
+            for (path, body) in zip(paths, first) {
+                let result = try Curl.viaProxy(larder.proxy, [origin.url(path)])
+                #expect(result.header("cache-status") == "larder; hit; detail=disk")
+                #expect(result.body == body)
+                #expect(try origin.count(path) == 1)
+            }
+            // The small one was promoted into memory by its disk hit.
+            usleep(200_000)
+            #expect(try Curl.viaProxy(larder.proxy, [origin.url(paths[0])]).header("cache-status") == "larder; hit")
+            // The large one (over memory.max_object_bytes) stays disk-only.
+            #expect(try Curl.viaProxy(larder.proxy, [origin.url(paths[1])]).header("cache-status") == "larder; hit; detail=disk")
+        }
+
+        @Test func killNineDuringConcurrentFillsLeavesOnlyCompleteEntries() throws {
+            let origin = try Origin()
+            let cache = Paths.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: cache) }
+            let size = 20 * 1024 * 1024
+            let paths = (0..<50).map { "/crash\($0)?size=\(size)&cc=max-age=600&slow=0.01&id=\($0)" }
+            do {
+                let larder = try Larder(cacheDirectory: cache)
+                var clients: [ChildProcess] = []
+                for path in paths {
+                    clients.append(
+                        try ChildProcess("/usr/bin/curl", ["-s", "--max-time", "60", "--proxy", larder.proxy, "-o", "/dev/null", origin.url(path)]))
+                }
+                // Let the fills get going (upstream connections per host are capped at 32, so at
+                // most 32 run at once), then crash in the middle of them.
+                let deadline = Date().addingTimeInterval(10)
+                while larder.cacheFiles("tmp").count < 25 && Date() < deadline { usleep(20_000) }
+                usleep(200_000)
+                larder.child.signal(SIGKILL)
+                for client in clients { client.kill() }
+                #expect(!larder.cacheFiles("tmp").isEmpty, "the crash should catch fills in progress")
+            }
+            let larder = try Larder(cacheDirectory: cache)
+            usleep(300_000)
+            #expect(larder.cacheFiles("tmp").isEmpty, "leftover temporary files are removed at start")
+            // Every URL again, through the proxy and straight from the origin, all in parallel.
+            let downloads = Paths.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: downloads) }
+            var proxied = ["-s", "--max-time", "120", "--parallel", "--parallel-max", "50", "--proxy", larder.proxy]
+            var direct = ["-s", "--max-time", "120", "--parallel", "--parallel-max", "50"]
+            for (index, path) in paths.enumerated() {
+                proxied += ["-o", "\(downloads)/p\(index)", origin.url(path)]
+                direct += ["-o", "\(downloads)/d\(index)", origin.url(path)]
+            }
+            let viaProxy = try ChildProcess("/usr/bin/curl", proxied)
+            let straight = try ChildProcess("/usr/bin/curl", direct)
+            viaProxy.process.waitUntilExit()
+            straight.process.waitUntilExit()
+            #expect(viaProxy.process.terminationStatus == 0)
+            var fromDisk = 0
+            for index in paths.indices {
+                let served = FileManager.default.contents(atPath: "\(downloads)/p\(index)")
+                let expected = FileManager.default.contents(atPath: "\(downloads)/d\(index)")
+                #expect(served?.count == size)
+                #expect(served == expected, "response \(index) differs from the origin's")
+                if try origin.count(paths[index]) == 2 { fromDisk += 1 }  // crash run + direct: served from disk
+            }
+            print("after kill -9: \(fromDisk) of 50 entries were complete on disk and served from it")
+        }
+
+        @Test func flippedByteAndTruncatedFileAreDetectedAndRefetched() throws {
+            let origin = try Origin()
+            let cache = Paths.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: cache) }
+            let flipped = "/flip?size=50000&cc=max-age=600"
+            let truncated = "/trunc?size=50000&cc=max-age=600"
+            do {
+                let larder = try Larder(cacheDirectory: cache)
+                _ = try Curl.viaProxy(larder.proxy, [origin.url(flipped)])
+                _ = try Curl.viaProxy(larder.proxy, [origin.url(truncated)])
+                larder.stop()
+            }
+            let files = try FileManager.default.subpathsOfDirectory(atPath: cache + "/v1").map { cache + "/v1/" + $0 }
+                .filter { !FileSystemProbe.isDirectory($0) }
+            #expect(files.count == 2)
+            for file in files {
+                let text = try String(contentsOfFile: file, encoding: .isoLatin1)
+                var bytes = try Data(contentsOf: URL(fileURLWithPath: file))
+                if text.contains("key \(origin.url(flipped))") {
+                    bytes[bytes.count - 10] ^= 0x40
+                } else {
+                    bytes = bytes.prefix(bytes.count - 1000)
+                }
+                try bytes.write(to: URL(fileURLWithPath: file))
+            }
+            let larder = try Larder(cacheDirectory: cache)
+            for path in [flipped, truncated] {
+                let result = try Curl.viaProxy(larder.proxy, [origin.url(path)])
+                #expect(result.status == 200)
+                #expect(result.body == (try origin.directBody(path)))
+                #expect(try origin.count(path) == 3, "\(path): fill, refetch after corruption, direct")
+            }
+            let log = larder.child.stderr
+            #expect(log.contains("dropping corrupt disk cache entry"))
+            #expect(log.contains("checksum mismatch"))
+            #expect(log.contains("expected"))
+        }
+
+        @Test func evictionKeepsTheDiskTierUnderItsLimit() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: "[disk]\nmax_bytes = \"2MiB\"\n[memory]\nmax_bytes = \"1MiB\"\n")
+            var sizes = [5_000, 300_000, 40_000, 700_000, 1_000, 250_000, 90_000, 400_000]
+            sizes += sizes
+            for (index, size) in sizes.enumerated() {
+                #expect(try Curl.viaProxy(larder.proxy, [origin.url("/e\(index)?size=\(size)&cc=max-age=600")]).status == 200)
+            }
+            usleep(300_000)
+            let total = larder.cacheFiles("v1").reduce(0) { $0 + ((try? FileManager.default.attributesOfItem(atPath: $1)[.size] as? Int) ?? 0) }
+            #expect(total <= 2 * 1024 * 1024)
+            #expect(total > 0)
+        }
+
+        @Test func fullFilesystemDegradesToMemoryWithoutClientErrors() throws {
+            guard getuid() == 0 else {
+                print("skipped fullFilesystemDegradesToMemoryWithoutClientErrors: needs root to mount a small tmpfs")
+                return
+            }
+            let mountPoint = Paths.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: mountPoint) }
+            let mount = try ChildProcess("/bin/mount", ["-t", "tmpfs", "-o", "size=1m", "tmpfs", mountPoint])
+            mount.process.waitUntilExit()
+            guard mount.process.terminationStatus == 0 else {
+                print("skipped fullFilesystemDegradesToMemoryWithoutClientErrors: mount failed: \(mount.stderr)")
+                return
+            }
+            defer {
+                let umount = try? ChildProcess("/bin/umount", ["-l", mountPoint])
+                umount?.process.waitUntilExit()
+            }
+            let origin = try Origin()
+            let larder = try Larder(cacheDirectory: mountPoint + "/cache")
+            for index in 0..<6 {
+                let path = "/full\(index)?size=400000&cc=max-age=600"
+                let result = try Curl.viaProxy(larder.proxy, [origin.url(path)])
+                #expect(result.status == 200)
+                #expect(result.exitCode == 0)
+                #expect(result.body == (try origin.directBody(path)))
+            }
+            // Memory still stores what the disk could not.
+            #expect(try Curl.viaProxy(larder.proxy, [origin.url("/full5?size=400000&cc=max-age=600")]).header("cache-status") == "larder; hit")
+            try larder.child.waitForOutput { $0.contains("disk cache write failed; storing in memory only") }
+        }
+
+        @Test func manyEntriesOnDiskServeHitsWhileTheIndexRebuilds() throws {
+            let cache = Paths.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: cache) }
+            let generator = try ChildProcess(
+                "/usr/bin/env", ["python3", Paths.root + "/Benchmarks/make-disk-entries.py", cache, "5000", "http://127.0.0.1:9/gen/"])
+            generator.process.waitUntilExit()
+            #expect(generator.process.terminationStatus == 0)
+            let larder = try Larder(cacheDirectory: cache)
+            for index in [4999, 0, 2500] {
+                let result = try Curl.viaProxy(larder.proxy, ["http://127.0.0.1:9/gen/\(index)"])
+                #expect(result.status == 200, "port 9 has no origin: only the disk can answer")
+                #expect(result.header("cache-status") == "larder; hit; detail=disk")
+                #expect(result.body.count == 1024)
+                #expect(result.body.prefix(String(index).count) == Data(String(index).utf8))
+            }
+            try larder.child.waitForOutput { $0.contains("disk cache index rebuilt") && $0.contains("entries=5000") }
+        }
+    }
+}
+
+enum FileSystemProbe {
+    static func isDirectory(_ path: String) -> Bool {
+        var isDirectory: ObjCBool = false
+        return FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && isDirectory.boolValue
+    }
+}
