@@ -52,6 +52,17 @@ public final class DiskWrite: Sendable {
         }
     }
 
+    /// A read-only descriptor on the file being written, for clients that have fallen behind
+    /// the body still held in memory: they read what is durable (``durableBytes``) from it.
+    /// Opened before any such bytes are dropped from memory, so a later unlink (failure) or
+    /// rename (completion) does not take the data away.
+    public func openForReading() -> OpenFile? {
+        guard !hasFailed else { return nil }
+        if let file = try? OpenFile.open(temporaryPath) { return file }
+        // Already renamed into place.
+        return try? OpenFile.open(cache.path(forName: name))
+    }
+
     /// Whether a write error (or the size limit) ended this write.
     public var hasFailed: Bool { failed.load(ordering: .acquiring) }
 

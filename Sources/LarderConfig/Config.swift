@@ -107,8 +107,15 @@ public enum DedupPolicy: String, Sendable, CaseIterable {
 
 /// `[coalesce]`: bounds on shared fills.
 public struct CoalesceConfig: Sendable, Equatable {
+    /// Clients sharing one fill; more go upstream on their own.
     public var maxWaiters = 1000
+    /// How long a client waits for a shared fill's response head before going on its own.
     public var waitTimeout: Duration = .seconds(30)
+    /// When every client of a cacheable fill has left, it is completed anyway if at most this
+    /// much of the body remains (so the next client gets a hit); otherwise it is cancelled.
+    public var finishAbandonedMax = 64 * 1024 * 1024
+    /// How long a URL whose response could not be shared is fetched without coalescing.
+    public var notShareableTTL: Duration = .seconds(10)
     public init() {}
 }
 

@@ -22,7 +22,7 @@ struct ConfigDecoder {
         ("upstream", ["connect_timeout", "timeout", "parent", "max_connections_per_host"]),
         ("retry", retryKeys),
         ("cache", ["default_policy", "stale_if_error", "offline"]),
-        ("coalesce", ["max_waiters", "wait_timeout"]),
+        ("coalesce", ["max_waiters", "wait_timeout", "finish_abandoned_max", "not_shareable_ttl"]),
         ("log", ["level", "access"]),
     ]
     static let retryKeys = ["strategy", "max_attempts", "base_delay", "multiplier", "max_delay", "jitter", "retry_on"]
@@ -158,6 +158,10 @@ struct ConfigDecoder {
             if let number = integer(value, key, range: 1...1_000_000) { config.coalesce.maxWaiters = number }
         case ("coalesce", "wait_timeout"):
             if let duration = duration(value, key, minimum: .milliseconds(1)) { config.coalesce.waitTimeout = duration }
+        case ("coalesce", "finish_abandoned_max"):
+            if let bytes = size(value, key, range: 0...(1 << 50)) { config.coalesce.finishAbandonedMax = Int(bytes) }
+        case ("coalesce", "not_shareable_ttl"):
+            if let duration = duration(value, key, minimum: .zero) { config.coalesce.notShareableTTL = duration }
 
         case ("log", "level"):
             if let level = choice(value, key, LogConfig.Level.self) { config.log.level = level }

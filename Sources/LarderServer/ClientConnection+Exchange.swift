@@ -157,7 +157,54 @@ extension ClientConnection: FillReader, RequestBodySource {
 
     // MARK: Upstream
 
-    private func forward(_ url: AbsoluteURL, key: CacheKey, exchange: Exchange) {
+    /// The most request body buffered to compute a `dedup = "always"` key; larger bodies are
+    /// streamed upstream without coalescing.
+    static let maxDedupBody = 1 << 20
+
+    /// Sends the request upstream: attaches to a fill already fetching the same thing when the
+    /// route's dedup policy allows, or starts a fill (which others may then attach to).
+    func forward(_ url: AbsoluteURL, key: CacheKey, exchange: Exchange) {
+        let head = exchange.head
+        let runtime = exchange.runtime
+        if exchange.cacheStatus.isEmpty { exchange.cacheStatus = "larder; fwd=uri-miss" }
+        var coalesceKey: FillKey?
+        if !exchange.goAlone, !head.headers.contains("Authorization") {
+            switch exchange.route?.dedup ?? .automatic {
+            case .never:
+                break
+            case .automatic:
+                if head.method == .get || head.method == .head { coalesceKey = FillKey(method: head.method.rawValue, url: key.url, bodyHash: nil) }
+            case .always:
+                if exchange.requestFraming == .none {
+                    coalesceKey = FillKey(method: head.method.rawValue, url: key.url, bodyHash: nil)
+                } else if let body = exchange.bufferedBody, exchange.requestBodyComplete {
+                    coalesceKey = FillKey(method: head.method.rawValue, url: key.url, bodyHash: BufferedBody.hash(body))
+                } else if exchange.bufferedBody == nil {
+                    // The key needs the whole body: read it first (process() continues here).
+                    exchange.bufferedBody = []
+                    exchange.bufferingBody = true
+                    bufferRequestBody(exchange)
+                    return
+                }
+            }
+        }
+        if let variant = exchange.variant { coalesceKey?.variant = variant }
+        if let key = coalesceKey, proxy.coalescer.isNotShareable(key) { coalesceKey = nil }
+        if let coalesceKey, let fill = proxy.coalescer.fill(for: coalesceKey), fill.acceptsLateReaders {
+            if fill.readerCount < runtime.config.coalesce.maxWaiters {
+                exchange.fill = fill
+                exchange.collapsed = true
+                exchange.outcome = .coalesced
+                exchange.waitStart = proxy.loop.now
+                proxy.shared.stats.requestsCoalesced.add(1)
+                fill.attach(self, requestHeaders: head.headers)
+                return
+            }
+        }
+        startFill(url, key: key, exchange: exchange, coalesceKey: coalesceKey)
+    }
+
+    private func startFill(_ url: AbsoluteURL, key: CacheKey, exchange: Exchange, coalesceKey: FillKey?) {
         let head = exchange.head
         let runtime = exchange.runtime
         var headers = head.headers
@@ -174,7 +221,7 @@ extension ClientConnection: FillReader, RequestBodySource {
         switch exchange.requestFraming {
         case .none: body = nil
         case .contentLength(let length): body = .known(length)
-        case .chunked: body = .unknown
+        case .chunked: body = exchange.bufferedBody != nil && exchange.requestBodyComplete ? .known(exchange.bufferedBody!.count) : .unknown
         }
         let request = UpstreamRequest(
             method: head.method, url: url, headers: forwarded, body: body,
@@ -182,18 +229,59 @@ extension ClientConnection: FillReader, RequestBodySource {
             timeout: exchange.route?.timeout ?? runtime.config.upstream.timeout,
             parentProxy: runtime.config.upstream.parent.isEmpty ? nil : runtime.config.upstream.parent)
 
-        if exchange.cacheStatus.isEmpty { exchange.cacheStatus = "larder; fwd=uri-miss" }
         // RFC 9110 §10.1.1: the body will be read, so tell a waiting client to send it.
-        if body != nil, head.expectsContinue, head.version == .http1_1, !(exchange.body?.isComplete ?? true) {
+        if body != nil, head.expectsContinue, head.version == .http1_1, !exchange.requestBodyComplete {
             output.append(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
             flushSoon()
         }
-        let fill = Fill(key: key, request: request, requestHeaders: head.headers, runtime: runtime, proxy: proxy)
-        fill.bodySource = self
+        // A registered key must not be taken over by a second fill (too many waiters).
+        let registeredKey = coalesceKey.flatMap { proxy.coalescer.fill(for: $0) == nil ? $0 : nil }
+        let fill = Fill(
+            key: key, coalesceKey: registeredKey, request: request, requestHeaders: head.headers,
+            dedupAlways: exchange.route?.dedup == .always, runtime: runtime, proxy: proxy)
+        if let buffered = exchange.bufferedBody, exchange.requestBodyComplete {
+            fill.ownedBodySource = BufferedBody(buffered)
+        } else {
+            fill.bodySource = self
+        }
         exchange.fill = fill
+        exchange.collapsed = false
         exchange.attempts = 1
-        fill.attach(self)
+        proxy.coalescer.register(fill)
+        fill.attach(self, requestHeaders: head.headers)
         fill.start(request)
+    }
+
+    /// Reads a request body into memory to compute its dedup key (called again as bytes arrive).
+    func bufferRequestBody(_ exchange: Exchange) {
+        guard exchange.bufferingBody, var reader = exchange.body else { return }
+        var scratch = [UInt8](repeating: 0, count: 16 * 1024)
+        while !reader.isComplete, !inbound.isEmpty {
+            let result = scratch.withUnsafeMutableBytes { buffer in
+                Result { () throws(HTTPParseError) in try reader.transfer(from: inbound.readable, into: buffer) }
+            }
+            switch result {
+            case .success(let moved):
+                inbound.consume(moved.consumed)
+                exchange.bufferedBody!.append(contentsOf: scratch[0..<moved.written])
+            case .failure(let error):
+                exchange.body = reader
+                exchange.bufferingBody = false
+                exchange.keepAlive = false
+                respondGenerated(status: error.status, message: error.reason, outcome: .error)
+                return
+            }
+            if exchange.bufferedBody!.count > ClientConnection.maxDedupBody { break }
+        }
+        exchange.body = reader
+        if reader.isComplete || exchange.bufferedBody!.count > ClientConnection.maxDedupBody {
+            exchange.bufferingBody = false
+            if !reader.isComplete { exchange.goAlone = true }  // too large to hash: stream it
+            guard let url = exchange.url else { return }
+            forward(url, key: CacheKey(url), exchange: exchange)
+        } else if peerClosed {
+            close()
+        }
     }
 
     // MARK: FillReader
@@ -201,6 +289,30 @@ extension ClientConnection: FillReader, RequestBodySource {
     func fillDidProgress(_ fill: Fill) {
         guard let exchange, exchange.fill === fill else { return }
         if pumpFill() { flush() }
+    }
+
+    func fillReleased(_ fill: Fill, varyNames: [String]?) {
+        guard let exchange, exchange.fill === fill, let url = exchange.url else { return }
+        if let varyNames {
+            // Another variant: share a fill with the clients that want this one.
+            var values: [String: String] = [:]
+            for name in varyNames { values[name] = exchange.head.headers.combined(name) ?? "" }
+            exchange.variant = values
+            leaveFill(exchange, url: url, alone: false)
+        } else {
+            leaveFill(exchange, url: url, alone: true)
+        }
+    }
+
+    /// Leaves a shared fill and forwards again: alone, or keyed by the request's variant.
+    func leaveFill(_ exchange: Exchange, url: AbsoluteURL, alone: Bool) {
+        exchange.fill = nil
+        exchange.fillPosition = 0
+        exchange.goAlone = alone
+        exchange.collapsed = false
+        exchange.outcome = .miss
+        forward(url, key: CacheKey(url), exchange: exchange)
+        flushSoon()
     }
 
     /// Moves what the fill has into the output, bounded by the output high-water mark. Returns
@@ -226,11 +338,16 @@ extension ClientConnection: FillReader, RequestBodySource {
         }
         var position = exchange.fillPosition
         while output.pendingBytes < ClientConnection.outputHighWater, position < fill.received,
-            let (bytes, offset) = fill.chunk(at: position)
+            let data = fill.data(at: position)
         {
-            let count = bytes.count - offset
-            queueBody(bytes, from: offset, count: count, exchange: exchange)
-            position += count
+            switch data {
+            case .memory(let bytes, let offset):
+                queueBody(bytes, from: offset, count: bytes.count - offset, exchange: exchange)
+                position += bytes.count - offset
+            case .file(let file, let offset, let count):
+                queueBody(file: file, offset: offset, count: count, exchange: exchange)
+                position += count
+            }
         }
         if position != exchange.fillPosition {
             progressed = true
@@ -293,6 +410,15 @@ extension ClientConnection: FillReader, RequestBodySource {
 
     func readRequestBody(into buffer: UnsafeMutableRawBufferPointer) -> UpstreamBodyChunk {
         guard let exchange, var reader = exchange.body else { return .end }
+        // Bytes read ahead while deciding on coalescing go first.
+        if let buffered = exchange.bufferedBody, exchange.bufferedOffset < buffered.count {
+            let count = min(buffer.count, buffered.count - exchange.bufferedOffset)
+            buffered.withUnsafeBytes { raw in
+                buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: raw[exchange.bufferedOffset..<(exchange.bufferedOffset + count)]))
+            }
+            exchange.bufferedOffset += count
+            return .bytes(count)
+        }
         var written = 0
         while !reader.isComplete, written == 0, !inbound.isEmpty {
             do {

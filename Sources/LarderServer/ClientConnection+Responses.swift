@@ -69,6 +69,7 @@ extension ClientConnection {
         bytes.append(contentsOf: "Cache-Status: ".utf8)
         bytes.append(contentsOf: exchange.cacheStatus.utf8)
         if fill.willStore { bytes.append(contentsOf: "; stored".utf8) }
+        if exchange.collapsed { bytes.append(contentsOf: "; collapsed".utf8) }
         bytes.append(contentsOf: HeadSerializer.crlf)
         if head.hasNoBody(for: exchange.head.method) {
             exchange.framing = .none
@@ -110,6 +111,24 @@ extension ClientConnection {
             output.append(HeadSerializer.crlf)
         case .length, .close:
             output.append(bytes, from: offset)
+        }
+        exchange.bodyBytesSent += count
+    }
+
+    /// Queues body bytes from the disk tier's file (a reader behind the fill's memory window).
+    func queueBody(file: OpenFile, offset: Int64, count: Int, exchange: Exchange) {
+        guard count > 0 else { return }
+        switch exchange.framing {
+        case .none:
+            return
+        case .chunked:
+            var size: [UInt8] = []
+            HeadSerializer.appendChunkSize(count, to: &size)
+            output.append(size)
+            output.appendFile(file, offset: offset, count: Int64(count))
+            output.append(HeadSerializer.crlf)
+        case .length, .close:
+            output.appendFile(file, offset: offset, count: Int64(count))
         }
         exchange.bodyBytesSent += count
     }

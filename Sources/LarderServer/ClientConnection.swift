@@ -139,6 +139,10 @@ final class ClientConnection: IOHandler {
                 if lingerBytes > 1 << 20 { close() }
                 return
             case .exchanging:
+                if let exchange, exchange.bufferingBody {
+                    bufferRequestBody(exchange)
+                    return
+                }
                 if let exchange, exchange.upstreamWaitsForBody, !inbound.isEmpty {
                     exchange.upstreamWaitsForBody = false
                     exchange.fill?.transfer?.resumeSending()
@@ -328,6 +332,15 @@ final class ClientConnection: IOHandler {
         case .exchanging:
             // A client that stops reading its response must not pin the response in memory.
             if !output.isEmpty, now &- lastWriteProgress >= exchangeRuntime.idleTimeout { close() }
+            // A client waiting on a shared fill that has not answered goes on alone.
+            if let exchange, exchange.collapsed, !exchange.headSent, let url = exchange.url,
+                now &- exchange.waitStart >= exchangeRuntime.config.coalesce.waitTimeout.totalNanoseconds
+            {
+                exchange.fill?.detach(self)
+                proxy.shared.stats.waitersTimedOut.add(1)
+                leaveFill(exchange, url: url, alone: true)
+                return
+            }
             // A request body that stops arriving.
             if let exchange, exchange.upstreamWaitsForBody, now &- lastReadProgress >= exchangeRuntime.idleTimeout {
                 close()

@@ -28,6 +28,18 @@ final class Exchange {
 
     var fill: Fill?
     var fillPosition = 0
+    /// Attached to a fill another request started.
+    var collapsed = false
+    /// When it attached (for coalesce.wait_timeout).
+    var waitStart: UInt64 = 0
+    /// Must not attach to a shared fill (released from one, or timed out waiting).
+    var goAlone = false
+    /// Set when released from a fill for another variant: this request's values for its Vary.
+    var variant: [String: String]?
+    /// For `dedup = "always"`: the request body read in full before the fill key is known.
+    var bufferedBody: [UInt8]?
+    var bufferedOffset = 0
+    var bufferingBody = false
     var headSent = false
     var framing: ResponseFraming = .none
     var cacheStatus = ""

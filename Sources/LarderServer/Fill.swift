@@ -4,7 +4,7 @@ import LarderHTTP
 import LarderIO
 import LarderUpstream
 
-/// Supplies a request body to an upstream transfer (the client connection that sent it).
+/// Supplies a request body to an upstream transfer.
 protocol RequestBodySource: AnyObject {
     func readRequestBody(into buffer: UnsafeMutableRawBufferPointer) -> UpstreamBodyChunk
 }
@@ -13,21 +13,46 @@ protocol RequestBodySource: AnyObject {
 protocol FillReader: AnyObject {
     /// The fill has a head, more body, or an end; called after the current event batch.
     func fillDidProgress(_ fill: Fill)
+    /// The response may not go to this reader; the fill has already forgotten it. With
+    /// `varyNames`, the reason is that the reader's request selects another variant (it may
+    /// share a fill with readers of its own variant); without, the response may not be shared
+    /// at all.
+    func fillReleased(_ fill: Fill, varyNames: [String]?)
 }
 
-/// One upstream fetch and the response received so far, read by one or more clients, each at
-/// its own position (read-while-writer). The body is kept in chunks while it may still be stored
-/// in memory; past that, chunks every reader has taken are dropped, and the transfer pauses when
-/// the slowest reader falls too far behind, so a large body streams in bounded memory.
+/// Where a reader finds the body bytes at its position.
+enum FillData {
+    /// A chunk in memory and the offset of the position inside it.
+    case memory([UInt8], offset: Int)
+    /// A byte range of the disk tier's file (the reader fell behind what is kept in memory).
+    case file(OpenFile, offset: Int64, count: Int)
+}
+
+/// One upstream fetch and the response received so far, read by every client that asked for
+/// it while it was in flight, each at its own position (read-while-writer).
+///
+/// Body bytes are kept in memory while the whole body may still go to the memory tier; past
+/// that, chunks are dropped once every reader has taken them or once they are durable in the
+/// disk tier's file, from which a reader that fell behind continues. So a slow client never
+/// slows the fill or the other clients; only without a disk file does the transfer pause for
+/// the slowest reader (bounded memory either way).
 ///
 /// State: loop-confined to the loop that runs the transfer; readers are on the same loop.
 final class Fill: UpstreamTransferDelegate {
     let key: CacheKey
+    /// The coalescing key when other requests may attach.
+    let coalesceKey: FillKey?
     let method: HTTPMethod
+    /// The headers of the request the fill was made for (Vary and Authorization checks).
     let requestHeaders: HTTPHeaders
+    let dedupAlways: Bool
     unowned let proxy: ProxyLoop
     private(set) var transfer: UpstreamTransfer?
     weak var bodySource: (any RequestBodySource)?
+    /// A request body the fill owns (buffered for `dedup = "always"`), kept alive here.
+    var ownedBodySource: (any RequestBodySource)? {
+        didSet { bodySource = ownedBodySource }
+    }
 
     /// The response head as it will be forwarded (hop-by-hop fields and framing removed).
     private(set) var head: ResponseHead?
@@ -35,8 +60,10 @@ final class Fill: UpstreamTransferDelegate {
     private(set) var contentLength: Int?
     /// The Content-Length the origin sent, even where no body follows (HEAD, 304).
     private(set) var announcedLength: Int?
-    /// Whether the response will be stored when complete (decided when the head arrives).
+    /// Whether the response goes to a cache tier when complete (decided when the head arrives).
     private(set) var willStore = false
+    /// Whether other clients may receive this response.
+    private(set) var shareable = true
     /// Set once the transfer ended.
     private(set) var outcome: Result<Void, UpstreamError>?
     /// Body bytes received so far.
@@ -44,67 +71,134 @@ final class Fill: UpstreamTransferDelegate {
     let requestTime: Double
     private(set) var responseTime = 0.0
 
+    private struct Reader {
+        let reader: any FillReader
+        var position: Int
+        let requestHeaders: HTTPHeaders
+    }
+
+    private var readers: [Reader] = []
     private var chunks: [[UInt8]] = []
     private var chunkStarts: [Int] = []
     private var retainAll = true
-    private var readers: [(reader: any FillReader, position: Int)] = []
     private var notifyScheduled = false
     private var paused = false
     private let maxMemoryObject: Int
-    /// The disk entry being written, when the response is going to the disk tier.
+    private let finishAbandonedMax: Int
+    /// The disk entry being written, when the response goes to the disk tier.
     private(set) var diskWrite: DiskWrite?
-    /// How far the slowest reader may fall behind before the transfer pauses.
+    /// A read descriptor on that entry, opened the first time memory chunks are dropped in its
+    /// favour.
+    private var spill: OpenFile?
+    /// How far the slowest reader may fall behind before the transfer pauses (no disk file).
     static let highWater = 1 << 20
     static let lowWater = 256 << 10
+    /// Bytes always kept in memory at the end of the body, so readers that keep up never need
+    /// the file.
+    static let memoryWindow = 1 << 20
+    /// Bytes received but not yet written by the disk thread before the transfer pauses.
+    static let maxWriteBacklog = 8 << 20
+    private var backlogTimer: EventLoop.TimerToken?
 
-    init(key: CacheKey, request: UpstreamRequest, requestHeaders: HTTPHeaders, runtime: RuntimeConfig, proxy: ProxyLoop) {
+    init(
+        key: CacheKey, coalesceKey: FillKey?, request: UpstreamRequest, requestHeaders: HTTPHeaders,
+        dedupAlways: Bool, runtime: RuntimeConfig, proxy: ProxyLoop
+    ) {
         self.key = key
+        self.coalesceKey = coalesceKey
         method = request.method
         self.requestHeaders = requestHeaders
+        self.dedupAlways = dedupAlways
         self.proxy = proxy
         requestTime = Clocks.wallSeconds()
         maxMemoryObject = runtime.config.memory.maxObjectBytes
+        finishAbandonedMax = runtime.config.coalesce.finishAbandonedMax
     }
 
     /// Starts the upstream transfer.
     func start(_ request: UpstreamRequest) {
         proxy.shared.stats.upstreamRequests.add(1)
+        proxy.shared.stats.fillsStarted.add(1)
         transfer = proxy.upstream.start(request, delegate: self)
     }
 
     var isFinished: Bool { outcome != nil }
+    var readerCount: Int { readers.count }
 
     // MARK: Readers
 
-    func attach(_ reader: any FillReader) {
-        readers.append((reader, 0))
+    /// Whether a new reader can still start from byte 0: nothing received yet, or every byte
+    /// still in memory, or the bytes dropped from memory readable from the disk file.
+    var acceptsLateReaders: Bool {
+        guard shareable, outcome == nil else { return false }
+        if received == 0 || chunkStarts.first == 0 { return true }
+        guard let durable = spillableBytes() else { return false }
+        return durable >= (chunkStarts.first ?? received)
+    }
+
+    func attach(_ reader: any FillReader, requestHeaders: HTTPHeaders) {
+        readers.append(Reader(reader: reader, position: 0, requestHeaders: requestHeaders))
+        if let head, readers.count > 1, !Shareability.sameVariant(
+            responseHeaders: head.headers, fillRequest: self.requestHeaders, waiter: requestHeaders)
+        {
+            release(at: readers.count - 1, varyNames: head.headers.listElements("Vary"))
+            return
+        }
         scheduleNotify()
     }
 
-    /// Removes a reader; the last one leaving cancels an unfinished transfer.
+    /// Removes a reader. When the last one leaves an unfinished fill, it is completed anyway if
+    /// it is cacheable and small enough to be worth it, and cancelled otherwise.
     func detach(_ reader: any FillReader) {
         readers.removeAll { $0.reader === reader }
-        if readers.isEmpty, outcome == nil {
-            transfer?.cancel()
-            transfer = nil
-            outcome = .failure(UpstreamError(kind: .aborted, message: "every client left", afterHead: head != nil))
-            diskWrite?.abort()
-            diskWrite = nil
+        if readers.isEmpty, outcome == nil, !worthFinishingAlone {
+            cancel(reason: "every client left")
         } else {
             trimAndResume()
         }
     }
 
-    /// The chunk holding byte `position` of the body and the offset inside it.
-    func chunk(at position: Int) -> (bytes: [UInt8], offset: Int)? {
-        guard position < received, !chunks.isEmpty, position >= chunkStarts[0] else { return nil }
-        var low = 0
-        var high = chunks.count - 1
-        while low < high {
-            let middle = (low + high + 1) / 2
-            if chunkStarts[middle] <= position { low = middle } else { high = middle - 1 }
+    private var worthFinishingAlone: Bool {
+        guard method == .get, coalesceKey != nil, shareable else { return false }
+        guard let head else { return true }  // decided again when the head arrives
+        guard willStore, head.status == 200 || head.status == 203 else { return false }
+        if let contentLength { return contentLength - received <= finishAbandonedMax }
+        return received <= finishAbandonedMax
+    }
+
+    private func cancel(reason: String) {
+        transfer?.cancel()
+        transfer = nil
+        outcome = .failure(UpstreamError(kind: .aborted, message: reason, afterHead: head != nil))
+        diskWrite?.abort()
+        diskWrite = nil
+        proxy.coalescer.remove(self)
+    }
+
+    private func release(at index: Int, varyNames: [String]? = nil) {
+        let entry = readers.remove(at: index)
+        proxy.shared.stats.waitersReleased.add(1)
+        let reader = entry.reader
+        proxy.loop.enqueueDeferred { [self] in reader.fillReleased(self, varyNames: varyNames) }
+    }
+
+    /// Where the body byte at `position` is, or nil if it has not arrived.
+    func data(at position: Int) -> FillData? {
+        guard position < received else { return nil }
+        if let first = chunkStarts.first, position >= first {
+            var low = 0
+            var high = chunks.count - 1
+            while low < high {
+                let middle = (low + high + 1) / 2
+                if chunkStarts[middle] <= position { low = middle } else { high = middle - 1 }
+            }
+            return .memory(chunks[low], offset: position - chunkStarts[low])
         }
-        return (chunks[low], position - chunkStarts[low])
+        // Dropped from memory: only ever after being made durable in the spill file.
+        guard let spill, let diskWrite else { return nil }
+        let end = min(chunkStarts.first ?? received, diskWrite.durableBytes.load(ordering: .acquiring))
+        guard position < end else { return nil }
+        return .file(spill, offset: diskWrite.bodyOffset + Int64(position), count: end - position)
     }
 
     /// Records how far `reader` has taken the body.
@@ -115,19 +209,63 @@ final class Fill: UpstreamTransferDelegate {
         trimAndResume()
     }
 
+    private var slowestPosition: Int { readers.map(\.position).min() ?? received }
+
+    /// Drops chunks no reader needs from memory, then resumes a paused transfer. With a disk
+    /// file, only chunks already durable in it are dropped (so a late reader always finds a
+    /// continuous body), keeping the last ``memoryWindow`` bytes for readers that keep up.
     private func trimAndResume() {
-        let slowest = readers.map(\.position).min() ?? received
+        let slowest = slowestPosition
         if !retainAll {
+            var floor = slowest
+            if let diskWrite, !diskWrite.hasFailed || spill != nil {
+                floor = min(spillableBytes() ?? 0, max(slowest, received - Fill.memoryWindow))
+            }
             var drop = 0
-            while drop < chunks.count - 1, chunkStarts[drop + 1] <= slowest { drop += 1 }
+            while drop < chunks.count, chunkStarts[drop] + chunks[drop].count <= floor { drop += 1 }
             if drop > 0 {
                 chunks.removeFirst(drop)
                 chunkStarts.removeFirst(drop)
             }
         }
-        if paused, received - slowest < Fill.lowWater {
+        if paused, !mustPause {
             paused = false
             transfer?.resumeReceiving()
+        }
+    }
+
+    /// The body bytes readable from the disk file, once a descriptor on it is open.
+    private func spillableBytes() -> Int? {
+        guard let diskWrite, !diskWrite.hasFailed || spill != nil else { return nil }
+        if spill == nil {
+            guard diskWrite.durableBytes.load(ordering: .acquiring) > 0, let file = diskWrite.openForReading() else {
+                return nil
+            }
+            spill = file
+        }
+        return diskWrite.durableBytes.load(ordering: .acquiring)
+    }
+
+    /// Whether the transfer must wait: the slowest reader is far behind and there is no file
+    /// to fall back on, or the disk thread is far behind the network.
+    private var mustPause: Bool {
+        if retainAll { return false }
+        if let diskWrite, !diskWrite.hasFailed {
+            return received - diskWrite.durableBytes.load(ordering: .acquiring) >= Fill.maxWriteBacklog
+        }
+        guard !readers.isEmpty else { return false }
+        return received - slowestPosition >= (paused ? Fill.lowWater : Fill.highWater)
+    }
+
+    /// While paused for the disk thread, look again every few milliseconds: its progress does
+    /// not wake the loop by itself.
+    private func watchWriteBacklog() {
+        guard backlogTimer == nil, diskWrite != nil else { return }
+        backlogTimer = proxy.loop.schedule(afterNanos: 5_000_000) { [weak self] in
+            guard let self else { return }
+            self.backlogTimer = nil
+            self.trimAndResume()
+            if self.paused { self.watchWriteBacklog() }
         }
     }
 
@@ -156,6 +294,16 @@ final class Fill: UpstreamTransferDelegate {
             forwarded.headers.add("Date", HTTPDate.format(Int(responseTime)))
         }
         head = forwarded
+        decideStorage(forwarded)
+        decideSharing(forwarded)
+        if readers.isEmpty && !worthFinishingAlone {
+            cancel(reason: "every client left")
+            return
+        }
+        scheduleNotify()
+    }
+
+    private func decideStorage(_ forwarded: ResponseHead) {
         let decision = Storability.decide(
             method: method, requestHeaders: requestHeaders, status: forwarded.status, responseHeaders: forwarded.headers)
         let lifetime = Freshness.lifetime(
@@ -175,16 +323,35 @@ final class Fill: UpstreamTransferDelegate {
                 expectedLength: contentLength)
         }
         willStore = retainAll || diskWrite != nil
-        scheduleNotify()
+    }
+
+    /// Releases the readers that may not receive this response: all but the first when it may
+    /// not be shared at all, or those whose request selects another variant.
+    private func decideSharing(_ forwarded: ResponseHead) {
+        shareable = Shareability.allowsSharing(
+            status: forwarded.status, responseHeaders: forwarded.headers, fillRequest: requestHeaders,
+            dedupAlways: dedupAlways)
+        if !shareable {
+            proxy.coalescer.markNotShareable(self, ttl: proxy.runtime.config.coalesce.notShareableTTL.totalNanoseconds)
+            // The reader the fill was made for keeps it; everyone who attached goes on alone.
+            while readers.count > 1 { release(at: 1) }
+            return
+        }
+        var index = 1
+        while index < readers.count {
+            if Shareability.sameVariant(responseHeaders: forwarded.headers, fillRequest: requestHeaders, waiter: readers[index].requestHeaders) {
+                index += 1
+            } else {
+                release(at: index, varyNames: forwarded.headers.listElements("Vary"))
+            }
+        }
     }
 
     func upstreamDidReceiveBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        if !retainAll, !readers.isEmpty {
-            let slowest = readers.map(\.position).min() ?? received
-            if received - slowest >= Fill.highWater {
-                paused = true
-                return false
-            }
+        if mustPause {
+            paused = true
+            watchWriteBacklog()
+            return false
         }
         let chunk = Array(bytes)
         chunks.append(chunk)
@@ -192,10 +359,12 @@ final class Fill: UpstreamTransferDelegate {
         received += bytes.count
         proxy.shared.stats.bytesFromUpstream.add(bytes.count)
         diskWrite?.append(chunk)
-        if retainAll, received > maxMemoryObject {
-            retainAll = false
-            trimAndResume()
+        if retainAll, received > maxMemoryObject { retainAll = false }
+        if readers.isEmpty, !worthFinishingAlone {
+            cancel(reason: "every client left and the rest is too large to fetch for nobody")
+            return false
         }
+        trimAndResume()
         scheduleNotify()
         return true
     }
@@ -214,21 +383,24 @@ final class Fill: UpstreamTransferDelegate {
                     UpstreamError(kind: .truncated, message: "body ended after \(received) of \(contentLength) bytes", afterHead: true))
             } else {
                 outcome = .success(())
-                store()
+                storeInMemory()
                 diskWrite?.finish(expectedLength: received)
             }
         case .failure(let error):
             proxy.shared.stats.upstreamFailures.add(1)
             outcome = .failure(error)
         }
-        if case .failure? = outcome { diskWrite?.abort() }
-        diskWrite = nil
+        if case .failure? = outcome {
+            diskWrite?.abort()
+            diskWrite = nil
+        }
+        proxy.coalescer.remove(self)
         retainAll = false
         scheduleNotify()
     }
 
     /// Puts the complete response into the memory tier.
-    private func store() {
+    private func storeInMemory() {
         guard retainAll, let head else { return }
         let body: [UInt8]
         if chunks.count == 1 {

@@ -16,6 +16,7 @@ final class ProxyLoop {
     private(set) var runtime: RuntimeConfig
     let upstream: UpstreamClient
     let accessLog: AccessLog
+    let coalescer: Coalescer
     private var connections: [ObjectIdentifier: ClientConnection] = [:]
     private var listeners: [Listener] = []
     private var sweepInterval: UInt64 = 250_000_000
@@ -31,6 +32,7 @@ final class ProxyLoop {
         self.runtime = runtime
         upstream = UpstreamClient(loop: loop, maxConnectionsPerHost: runtime.config.upstream.maxConnectionsPerHost)
         accessLog = AccessLog(loop: loop, enabled: runtime.config.log.access)
+        coalescer = Coalescer(loop: loop)
         scheduleSweep()
     }
 
@@ -108,6 +110,7 @@ final class ProxyLoop {
             guard let self else { return }
             let now = self.loop.now
             for connection in Array(self.connections.values) { connection.checkDeadline(now: now) }
+            self.coalescer.sweep()
             self.scheduleSweep()
         }
     }

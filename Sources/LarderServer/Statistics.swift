@@ -29,6 +29,14 @@ public final class Statistics: Sendable {
     public let acceptedConnections = AtomicCounter()
     public let rejectedConnections = AtomicCounter()
     public let badRequests = AtomicCounter()
+    /// Upstream fetches started for clients (coalesced requests do not start one).
+    public let fillsStarted = AtomicCounter()
+    /// Clients that attached to a fill another client started.
+    public let requestsCoalesced = AtomicCounter()
+    /// Clients released from a fill whose response they may not share.
+    public let waitersReleased = AtomicCounter()
+    /// Clients that waited longer than coalesce.wait_timeout and went on alone.
+    public let waitersTimedOut = AtomicCounter()
 
     public init() {
         outcomes = RequestOutcome.allCases.map { _ in AtomicCounter() }

@@ -278,7 +278,7 @@ private func pattern(_ count: Int, seed: UInt8 = 1) -> [UInt8] {
 
     @Test func leftoverTemporaryFilesAreRemovedAtStart() throws {
         let fixture = try DiskFixture()
-        FileManager.default.createFile(atPath: fixture.directory + "/tmp/stale.tmp", contents: Data([1, 2, 3]))
+        try Data([1, 2, 3]).write(to: URL(fileURLWithPath: fixture.directory + "/tmp/stale.tmp"))
         let reopened = try fixture.reopen()
         reopened.drain()
         #expect(try FileManager.default.contentsOfDirectory(atPath: fixture.directory + "/tmp").isEmpty)

@@ -17,6 +17,8 @@ Every path answers according to its query string:
   hang=1              never answer (until the client gives up)
   noclen=1            no Content-Length: HTTP/1.0-style body ended by close
   echo=1              answer with the request body (and X-Method, X-Body-Length)
+Every answer carries X-Request-Number: how many requests the origin had counted when it
+answered, so a test can tell one origin response from another.
 Control endpoints (never counted):
   /_count             JSON {"total": n, "paths": {path+query: n}}
   /_requests          JSON list of {"method", "target", "headers"} for every counted request
@@ -89,6 +91,7 @@ class Handler(BaseHTTPRequestHandler):
         one = lambda name, default=None: query.get(name, [default])[0]
         with LOCK:
             COUNTS[self.path] = COUNTS.get(self.path, 0) + 1
+            number = sum(COUNTS.values())
             REQUESTS.append({"method": self.command, "target": self.path,
                              "headers": [[k, v] for k, v in self.headers.items()],
                              "body_length": len(body_in)})
@@ -114,6 +117,7 @@ class Handler(BaseHTTPRequestHandler):
             name, _, value = header.partition(":")
             self.send_header(name, value)
         self.send_header("X-Method", self.command)
+        self.send_header("X-Request-Number", str(number))
         self.send_header("X-Body-Length", str(len(body_in)))
         chunked = bool(one("chunked"))
         noclen = bool(one("noclen"))

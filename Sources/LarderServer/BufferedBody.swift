@@ -1,0 +1,30 @@
+import LarderCache
+import LarderUpstream
+
+/// A request body held in memory, sent upstream from there (for `dedup = "always"`, where the
+/// body is read in full to compute the coalescing key).
+///
+/// State: loop-confined, owned by the fill that sends it.
+final class BufferedBody: RequestBodySource {
+    private let bytes: [UInt8]
+    private var offset = 0
+
+    init(_ bytes: [UInt8]) { self.bytes = bytes }
+
+    func readRequestBody(into buffer: UnsafeMutableRawBufferPointer) -> UpstreamBodyChunk {
+        guard offset < bytes.count else { return .end }
+        let count = min(buffer.count, bytes.count - offset)
+        bytes.withUnsafeBytes { raw in
+            buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: raw[offset..<(offset + count)]))
+        }
+        offset += count
+        return .bytes(count)
+    }
+
+    /// A 64-bit hash of a body, for the coalescing key.
+    static func hash(_ bytes: [UInt8]) -> UInt64 {
+        var checksum = BodyChecksum()
+        checksum.update(bytes)
+        return checksum.value
+    }
+}

@@ -1,0 +1,66 @@
+import LarderIO
+
+/// What identifies requests that may share one upstream fetch: the method, the normalized
+/// URL, for `dedup = "always"` routes a hash of the request body, and for clients released from
+/// a fill because their request selects another variant, that variant's request values.
+struct FillKey: Hashable {
+    let method: String
+    let url: String
+    let bodyHash: UInt64?
+    var variant: [String: String]? = nil
+}
+
+/// The fills in flight on one event loop, by key, so that a request for something already
+/// being fetched attaches to it instead of going upstream again; and the keys recently seen
+/// to carry responses that may not be shared, which are fetched without coalescing for a while
+/// (so a burst does not queue behind a response it cannot use — Varnish's hit-for-pass).
+///
+/// State: loop-confined. Each worker loop has its own coalescer; with `proxy.workers > 1`
+/// a URL may be fetched once per worker.
+final class Coalescer {
+    private var fills: [FillKey: Fill] = [:]
+    private var notShareableUntil: [FillKey: UInt64] = [:]
+    private unowned let loop: EventLoop
+
+    init(loop: EventLoop) {
+        self.loop = loop
+    }
+
+    var count: Int { fills.count }
+
+    /// The fill in flight for `key`.
+    func fill(for key: FillKey) -> Fill? { fills[key] }
+
+    /// Whether `key` is in its not-shareable period.
+    func isNotShareable(_ key: FillKey) -> Bool {
+        guard let until = notShareableUntil[key] else { return false }
+        if loop.now < until { return true }
+        notShareableUntil.removeValue(forKey: key)
+        return false
+    }
+
+    func register(_ fill: Fill) {
+        guard let key = fill.coalesceKey else { return }
+        fills[key] = fill
+    }
+
+    /// Forgets `fill` (finished, failed or cancelled) if it is the one registered.
+    func remove(_ fill: Fill) {
+        guard let key = fill.coalesceKey, fills[key] === fill else { return }
+        fills.removeValue(forKey: key)
+    }
+
+    /// Forgets `fill` and fetches its key without coalescing for `ttl`.
+    func markNotShareable(_ fill: Fill, ttl: UInt64) {
+        remove(fill)
+        guard let key = fill.coalesceKey, ttl > 0 else { return }
+        notShareableUntil[key] = loop.now &+ ttl
+    }
+
+    /// Drops expired not-shareable marks (called from the loop's periodic sweep).
+    func sweep() {
+        guard !notShareableUntil.isEmpty else { return }
+        let now = loop.now
+        notShareableUntil = notShareableUntil.filter { $0.value > now }
+    }
+}

@@ -1,0 +1,210 @@
+import Foundation
+import Glibc
+import Testing
+
+/// Starts `count` curl processes at once and collects what each saw.
+private struct ParallelCurl {
+    struct Outcome {
+        let exitCode: Int32
+        let startTransfer: Double
+        let total: Double
+        let body: Data
+        let requestNumber: String?
+    }
+
+    static func run(_ count: Int, proxy: String, url: (Int) -> String, extra: (Int) -> [String] = { _ in [] }) throws -> [Outcome] {
+        let directory = Paths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var children: [ChildProcess] = []
+        for index in 0..<count {
+            children.append(
+                try ChildProcess(
+                    "/usr/bin/curl",
+                    ["-s", "--max-time", "60", "--proxy", proxy, "-o", "\(directory)/\(index)", "-D", "\(directory)/\(index).h",
+                     "-w", "%{time_starttransfer} %{time_total}"] + extra(index) + [url(index)]))
+        }
+        return children.enumerated().map { index, child in
+            child.process.waitUntilExit()
+            let times = child.stdout.split(separator: " ").compactMap { Double($0) }
+            let headers = (try? String(contentsOfFile: "\(directory)/\(index).h", encoding: .utf8)) ?? ""
+            let number = headers.split(separator: "\r\n").first { $0.lowercased().hasPrefix("x-request-number:") }
+                .map { String($0.split(separator: ":")[1]).trimmingCharacters(in: .whitespaces) }
+            return Outcome(
+                exitCode: child.process.terminationStatus, startTransfer: times.first ?? 0, total: times.last ?? 0,
+                body: FileManager.default.contents(atPath: "\(directory)/\(index)") ?? Data(), requestNumber: number)
+        }
+    }
+}
+
+extension IntegrationTests {
+    /// One upstream fill per key, streamed to every waiting client.
+    @Suite struct Coalescer {
+        @Test func twoHundredClientsShareOneOriginRequest() throws {
+            let origin = try Origin()
+            let larder = try Larder()
+            let path = "/burst?delay=1&size=20000&cc=max-age=60"
+            // Connect all clients first, then send every request at once.
+            let connections = try (0..<200).map { _ in try RawConnection(port: larder.proxyPort, receiveTimeout: 10) }
+            let request = "GET \(origin.url(path)) HTTP/1.1\r\nHost: 127.0.0.1:\(origin.port)\r\n\r\n"
+            let start = Date()
+            for connection in connections { connection.send(request) }
+            var bodies = Set<Data>()
+            for connection in connections {
+                let response = try connection.readResponse()
+                #expect(response.status == 200)
+                bodies.insert(Data(response.body))
+            }
+            let wall = Date().timeIntervalSince(start)
+            print("200 coalesced clients done \(String(format: "%.3f", wall)) s after the burst (origin waits 1 s)")
+            #expect(bodies.count == 1, "all 200 bodies are byte-identical")
+            #expect(bodies.first == (try origin.directBody(path)))
+            #expect(try origin.count(path) == 2, "one request through the proxy, one direct")
+        }
+
+        @Test func waitersReceiveTheBodyWhileItArrives() throws {
+            let origin = try Origin()
+            let larder = try Larder()
+            // 20 MiB at 64 KiB every 10 ms: the origin takes about 3 s to send it all.
+            let path = "/stream?size=20971520&slow=0.01&cc=max-age=60"
+            let outcomes = try ParallelCurl.run(8, proxy: larder.proxy, url: { _ in origin.url(path) })
+            let firstBytes = outcomes.map(\.startTransfer).max() ?? 0
+            let earliestEnd = outcomes.map(\.total).min() ?? 0
+            #expect(outcomes.allSatisfy { $0.exitCode == 0 && $0.body.count == 20_971_520 })
+            #expect(firstBytes < earliestEnd / 2, "every waiter had bytes long before the fill finished (\(firstBytes) vs \(earliestEnd))")
+            #expect(try origin.count(path) == 1)
+        }
+
+        @Test func aStalledClientDoesNotDelayTheOthers() throws {
+            let origin = try Origin()
+            let larder = try Larder()
+            let path = "/stall?size=8388608&slow=0.005&cc=max-age=60"
+            // A client that asks and then reads nothing.
+            let stalled = try RawConnection(port: larder.proxyPort, receiveTimeout: 30)
+            stalled.send("GET \(origin.url(path)) HTTP/1.1\r\nHost: x\r\n\r\n")
+            usleep(100_000)
+            let others = try ParallelCurl.run(4, proxy: larder.proxy, url: { _ in origin.url(path) })
+            // They finished while the stalled client has not read a byte.
+            #expect(others.allSatisfy { $0.exitCode == 0 && $0.body.count == 8_388_608 })
+            // The stalled client still gets every byte, from the disk file behind the fill.
+            let response = try stalled.readResponse()
+            #expect(response.body.count == 8_388_608)
+            #expect(Data(response.body) == others[0].body)
+            #expect(try origin.count(path) == 1)
+        }
+
+        @Test(arguments: ["cc=private,max-age=60", "cc=max-age=60&h=Set-Cookie:session=1", "cc=no-store"])
+        func responsesThatMayNotBeSharedAreNotShared(_ query: String) throws {
+            let origin = try Origin()
+            let larder = try Larder()
+            let path = "/mine?delay=0.5&\(query)"
+            let outcomes = try ParallelCurl.run(5, proxy: larder.proxy, url: { _ in origin.url(path) })
+            #expect(outcomes.allSatisfy { $0.exitCode == 0 })
+            #expect(Set(outcomes.compactMap(\.requestNumber)).count == 5, "each client got its own origin response")
+            #expect(try origin.count(path) == 5)
+            // Meanwhile the URL is fetched without coalescing (no queueing behind an unusable fill).
+            let again = try ParallelCurl.run(3, proxy: larder.proxy, url: { _ in origin.url(path) })
+            #expect(Set(again.compactMap(\.requestNumber)).count == 3)
+        }
+
+        @Test func requestsWithAuthorizationAreNotShared() throws {
+            let origin = try Origin()
+            let larder = try Larder()
+            let path = "/auth?delay=0.5&cc=max-age=60"
+            let outcomes = try ParallelCurl.run(
+                3, proxy: larder.proxy, url: { _ in origin.url(path) }, extra: { ["-H", "Authorization: Bearer user\($0)"] })
+            #expect(Set(outcomes.compactMap(\.requestNumber)).count == 3)
+            #expect(try origin.count(path) == 3)
+        }
+
+        @Test func waiterWithAnotherVariantGoesUpstreamItself() throws {
+            let origin = try Origin()
+            let larder = try Larder()
+            let path = "/vary?delay=0.5&cc=max-age=60&h=Vary:Accept-Language"
+            let outcomes = try ParallelCurl.run(
+                4, proxy: larder.proxy, url: { _ in origin.url(path) }, extra: { ["-H", "Accept-Language: \($0 % 2 == 0 ? "en" : "fr")"] })
+            #expect(outcomes.allSatisfy { $0.exitCode == 0 })
+            #expect(try origin.count(path) == 2, "one fill per variant")
+        }
+
+        @Test func dedupAlwaysSharesIdenticalPostsOnly() throws {
+            let origin = try Origin()
+            let larder = try Larder(
+                config: """
+                    [[route]]
+                    match = "http://127.0.0.1:*/graphql*"
+                    methods = ["POST"]
+                    dedup = "always"
+                    """)
+            let same = try ParallelCurl.run(
+                6, proxy: larder.proxy, url: { _ in origin.url("/graphql?delay=0.5&echo=1") },
+                extra: { _ in ["--data-binary", "{\"query\":\"{ a }\"}"] })
+            #expect(same.allSatisfy { $0.exitCode == 0 && $0.body == Data("{\"query\":\"{ a }\"}".utf8) })
+            #expect(try origin.count("/graphql?delay=0.5&echo=1") == 1)
+            let different = try ParallelCurl.run(
+                4, proxy: larder.proxy, url: { _ in origin.url("/graphql2?delay=0.5&echo=1") },
+                extra: { ["--data-binary", "{\"query\":\"{ b\($0) }\"}"] })
+            #expect(different.enumerated().allSatisfy { $1.body == Data("{\"query\":\"{ b\($0) }\"}".utf8) })
+            #expect(try origin.count("/graphql2?delay=0.5&echo=1") == 4)
+            // Without the route, POSTs are never coalesced.
+            let plain = try ParallelCurl.run(
+                3, proxy: larder.proxy, url: { _ in origin.url("/other?delay=0.3&echo=1") }, extra: { _ in ["--data-binary", "x"] })
+            #expect(plain.allSatisfy { $0.exitCode == 0 })
+            #expect(try origin.count("/other?delay=0.3&echo=1") == 3)
+        }
+
+        @Test func cancellingOneWaiterLeavesTheOtherIntact() throws {
+            let origin = try Origin()
+            let larder = try Larder()
+            let path = "/cancel?size=10485760&slow=0.01&cc=max-age=60"
+            let directory = Paths.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let survivor = try ChildProcess(
+                "/usr/bin/curl", ["-s", "--max-time", "60", "--proxy", larder.proxy, "-o", directory + "/survivor", origin.url(path)])
+            let quitter = try ChildProcess(
+                "/usr/bin/curl", ["-s", "--max-time", "60", "--proxy", larder.proxy, "-o", "/dev/null", origin.url(path)])
+            usleep(600_000)
+            quitter.kill()
+            survivor.process.waitUntilExit()
+            #expect(survivor.process.terminationStatus == 0)
+            let expected = try origin.directBody(path)
+            #expect(FileManager.default.contents(atPath: directory + "/survivor") == expected)
+            let served = try Curl.viaProxy(larder.proxy, [origin.url(path)])
+            #expect(served.header("cache-status")?.hasPrefix("larder; hit") == true)
+            #expect(served.body == expected)
+            #expect(try origin.count(path) == 2, "one fill through the proxy, one direct")
+        }
+
+        @Test func abandonedCacheableFillCompletesForTheNextClient() throws {
+            let origin = try Origin()
+            let larder = try Larder()
+            let path = "/abandoned?size=2000000&slow=0.02&cc=max-age=60"
+            let leaver = try ChildProcess("/usr/bin/curl", ["-s", "--proxy", larder.proxy, "-o", "/dev/null", origin.url(path)])
+            usleep(200_000)
+            leaver.kill()
+            usleep(1_500_000)  // the origin needs about 0.6 s more for the rest of the body
+            let next = try Curl.viaProxy(larder.proxy, [origin.url(path)])
+            #expect(next.header("cache-status")?.hasPrefix("larder; hit") == true)
+            #expect(next.body == (try origin.directBody(path)))
+            #expect(try origin.count(path) == 2)
+        }
+
+        @Test func waiterGivesUpAfterTheWaitTimeout() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: "[coalesce]\nwait_timeout = \"300ms\"\n")
+            let path = "/patience?delay=1.5&cc=max-age=60"
+            let outcomes = try ParallelCurl.run(2, proxy: larder.proxy, url: { _ in origin.url(path) })
+            #expect(outcomes.allSatisfy { $0.exitCode == 0 })
+            #expect(try origin.count(path) == 2, "the waiter went upstream on its own")
+        }
+
+        @Test func waitersBeyondTheCapGoUpstreamThemselves() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: "[coalesce]\nmax_waiters = 2\n")
+            let path = "/crowd?delay=0.5&cc=max-age=60"
+            let outcomes = try ParallelCurl.run(6, proxy: larder.proxy, url: { _ in origin.url(path) })
+            #expect(outcomes.allSatisfy { $0.exitCode == 0 })
+            let count = try origin.count(path)
+            #expect(count >= 3 && count <= 5, "fills of at most 2 clients: \(count) origin requests")
+        }
+    }
+}
