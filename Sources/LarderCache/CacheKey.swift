@@ -23,6 +23,14 @@ public struct CacheKey: Hashable, Sendable, CustomStringConvertible {
 
     public var description: String { url }
 
+    /// `scheme://authority` of a normalized URL (the origin, RFC 6454), for same-origin checks.
+    public static func origin(of url: String) -> String {
+        guard let colon = url.firstIndex(of: ":"), url[colon...].hasPrefix("://") else { return url }
+        let rest = url[url.index(colon, offsetBy: 3)...]
+        let end = rest.firstIndex(of: "/") ?? rest.endIndex
+        return String(url[..<end])
+    }
+
     static func normalizePercentEscapes(_ text: String) -> String {
         var bytes = Array(text.utf8)
         var index = 0

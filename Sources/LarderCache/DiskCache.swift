@@ -326,6 +326,57 @@ public final class DiskCache: Sendable {
         writer.submit { try? FileSystem.remove(path) }
     }
 
+    /// Rewrites the head of the entry `refreshed` replaces (same key and variant) after a
+    /// revalidation (RFC 9111 §4.3.4), copying the body into a new file that is renamed over the
+    /// old one, on the writer thread. Nothing happens if the entry is gone.
+    public func refresh(_ refreshed: StoredResponse) {
+        let name = DiskCache.fileName(key: refreshed.key, vary: refreshed.varyValues)
+        let path = path(forName: name)
+        var headers = refreshed.headers
+        headers.remove("Age")
+        let head = DiskEntryFormat.Head(
+            key: refreshed.key.url, status: refreshed.status, reason: refreshed.reason,
+            requestTime: refreshed.requestTime, responseTime: refreshed.responseTime, vary: refreshed.varyValues,
+            headers: headers)
+        let temporary = "\(temporaryDirectory)/\(name).\(UInt64.random(in: 0...UInt64.max)).refresh"
+        writer.submit { [self] in
+            do {
+                let old = try loadHead(name: name)
+                guard old.head.key == refreshed.key.url else { return }
+                let headBytes = DiskEntryFormat.encodeHead(head)
+                let fd = try FileSystem.createExclusive(temporary)
+                defer { Syscall.close(fd) }
+                try FileSystem.writeAll(
+                    fd, DiskEntryFormat.preamble(
+                        bodyLength: old.head.bodyLength, bodyChecksum: old.head.bodyChecksum, headLength: headBytes.count) + headBytes)
+                var offset = old.bodyOffset
+                let end = old.bodyOffset + old.head.bodyLength
+                while offset < end {
+                    let chunk = try FileSystem.read(old.file.fd, at: offset, count: Int(min(1 << 20, end - offset)))
+                    if chunk.isEmpty { throw DiskEntryFormat.Problem.truncated(expected: end, actual: offset) }
+                    try FileSystem.writeAll(fd, chunk)
+                    offset += Int64(chunk.count)
+                }
+                try FileSystem.rename(temporary, path)
+                let size = Int64(DiskEntryFormat.preambleLength + headBytes.count) + old.head.bodyLength
+                let verified = index.withLock { $0.entry(named: name)?.verified ?? false }
+                index.withLock { index in
+                    _ = index.insert(DiskIndex.Entry(key: refreshed.key, vary: refreshed.varyValues, name: name, size: size, verified: verified))
+                }
+            } catch {
+                try? FileSystem.remove(temporary)
+            }
+        }
+    }
+
+    /// Removes one stored variant.
+    public func remove(_ stored: StoredResponse) {
+        let name = DiskCache.fileName(key: stored.key, vary: stored.varyValues)
+        index.withLock { _ = $0.remove(named: name) }
+        let path = path(forName: name)
+        writer.submit { try? FileSystem.remove(path) }
+    }
+
     /// Removes every stored variant of `key`. Returns whether anything was stored.
     @discardableResult
     public func purge(_ key: CacheKey) -> Bool {

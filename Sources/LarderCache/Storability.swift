@@ -10,11 +10,22 @@ public enum Storability {
         public var canStore: Bool { self == .store }
     }
 
-    /// Applies §3 for a shared cache to a response to a `GET`.
+    /// Applies §3 for a shared cache to a response to a `GET`. With `ignoringCacheControl`
+    /// (the `cache_first` policy, for immutable content) Cache-Control and Expires do not matter;
+    /// the safety rules (Authorization, Set-Cookie, Vary: *) and the status rules still do.
     public static func decide(
-        method: HTTPMethod, requestHeaders: HTTPHeaders, status: Int, responseHeaders: HTTPHeaders
+        method: HTTPMethod, requestHeaders: HTTPHeaders, status: Int, responseHeaders: HTTPHeaders,
+        ignoringCacheControl: Bool = false
     ) -> Decision {
         guard method == .get else { return .doNotStore("method") }
+        if ignoringCacheControl {
+            guard status >= 200, status != 206, status != 304 else { return .doNotStore("status") }
+            guard status == 200 || Freshness.heuristicallyCacheable.contains(status) else { return .doNotStore("status") }
+            if requestHeaders.contains("Authorization") { return .doNotStore("authorization") }
+            if responseHeaders.listElements("Vary").contains("*") { return .doNotStore("vary *") }
+            if responseHeaders.contains("Set-Cookie") { return .doNotStore("set-cookie") }
+            return .store
+        }
         let response = CacheControl(responseHeaders)
         let request = CacheControl(requestHeaders)
         // §3: the status is final; 206 and 304 only if understood (we do not combine ranges).

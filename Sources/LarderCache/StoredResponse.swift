@@ -32,6 +32,12 @@ public final class StoredResponse: Sendable {
     /// The wire form of the status line and stored headers plus `Via`, ready to send; per-hit
     /// fields (Age, Cache-Status, framing) follow it.
     public let headBytes: [UInt8]
+    /// The response's Cache-Control directives that matter after storing, parsed once.
+    public let directives: ResponseDirectives
+    /// The entity tag, if any (validator for If-None-Match, RFC 9110 §8.8.3).
+    public let etag: String?
+    /// Last-Modified as seconds, if valid (validator for If-Modified-Since).
+    public let lastModified: Int?
 
     public init(
         key: CacheKey, status: Int, reason: String, headers: HTTPHeaders, body: Body,
@@ -54,6 +60,55 @@ public final class StoredResponse: Sendable {
         HeadSerializer.appendFields(headers, to: &bytes)
         bytes.append(contentsOf: "Via: 1.1 larder\r\n".utf8)
         headBytes = bytes
+        directives = ResponseDirectives(CacheControl(headers))
+        etag = headers["ETag"]
+        lastModified = headers["Last-Modified"].flatMap(HTTPDate.parse)
+    }
+
+    /// A stored response whose lifetime and initial age are computed from its headers
+    /// (RFC 9111 §4.2.1, §4.2.3).
+    public static func make(
+        key: CacheKey, status: Int, reason: String, headers: HTTPHeaders, body: Body,
+        requestTime: Double, responseTime: Double, varyValues: [String: String]
+    ) -> StoredResponse {
+        StoredResponse(
+            key: key, status: status, reason: reason, headers: headers, body: body,
+            requestTime: requestTime, responseTime: responseTime, varyValues: varyValues,
+            freshnessLifetime: Freshness.lifetime(
+                status: status, headers: headers, cacheControl: CacheControl(headers), responseTime: responseTime),
+            correctedInitialAge: Freshness.correctedInitialAge(headers: headers, requestTime: requestTime, responseTime: responseTime))
+    }
+
+    /// Whether it can be revalidated with a conditional request.
+    public var hasValidator: Bool { etag != nil || lastModified != nil }
+
+    /// The response updated by a 304 (or a HEAD response) to a validation request
+    /// (RFC 9111 §3.2, §4.3.4): each field of `update` replaces the stored ones of that name,
+    /// except framing and hop-by-hop fields; times are those of the validation exchange.
+    public func freshened(by update: HTTPHeaders, requestTime: Double, responseTime: Double) -> StoredResponse {
+        var merged = headers
+        let excluded = ["content-length", "transfer-encoding", "content-range", "age"]
+        var replaced = Set<String>()
+        for field in update.fields {
+            let name = field.name.lowercased()
+            if excluded.contains(name) { continue }
+            if replaced.insert(name).inserted { merged.remove(field.name) }
+            merged.add(field.name, field.value)
+        }
+        // The 304's Age (if any) counts for the new initial age; the stored one does not.
+        var timing = merged
+        if let age = update["Age"] { timing.set("Age", age) }
+        return StoredResponse(
+            key: key, status: status, reason: reason, headers: merged, body: body,
+            requestTime: requestTime, responseTime: responseTime, varyValues: varyValues,
+            freshnessLifetime: Freshness.lifetime(
+                status: status, headers: merged, cacheControl: CacheControl(merged), responseTime: responseTime),
+            correctedInitialAge: Freshness.correctedInitialAge(headers: timing, requestTime: requestTime, responseTime: responseTime))
+    }
+
+    /// Seconds past its freshness lifetime at `now` (negative while fresh).
+    public func staleness(now: Double) -> Double {
+        currentAge(now: now) - freshnessLifetime
     }
 
     /// The same response with another body (a disk entry promoted into memory).

@@ -97,6 +97,9 @@ public struct CacheConfig: Sendable, Equatable {
     public var staleIfError: Duration = .seconds(3600)
     /// Serve everything stored, however stale, and never contact upstream.
     public var offline = false
+    /// A Range request for an object not yet stored fetches the whole object (to store it) when
+    /// it is cacheable and at most this large; larger or uncacheable ones pass the range through.
+    public var rangeWholeMax = 16 * 1024 * 1024
     public init() {}
 }
 

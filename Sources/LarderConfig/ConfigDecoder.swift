@@ -21,7 +21,7 @@ struct ConfigDecoder {
         ("disk", ["path", "max_bytes", "max_object_bytes"]),
         ("upstream", ["connect_timeout", "timeout", "parent", "max_connections_per_host"]),
         ("retry", retryKeys),
-        ("cache", ["default_policy", "stale_if_error", "offline"]),
+        ("cache", ["default_policy", "stale_if_error", "offline", "range_whole_max"]),
         ("coalesce", ["max_waiters", "wait_timeout", "finish_abandoned_max", "not_shareable_ttl"]),
         ("log", ["level", "access"]),
     ]
@@ -153,6 +153,8 @@ struct ConfigDecoder {
             if let duration = duration(value, key, minimum: .zero) { config.cache.staleIfError = duration }
         case ("cache", "offline"):
             if let flag = boolean(value, key) { config.cache.offline = flag }
+        case ("cache", "range_whole_max"):
+            if let bytes = size(value, key, range: 0...(1 << 50)) { config.cache.rangeWholeMax = Int(bytes) }
 
         case ("coalesce", "max_waiters"):
             if let number = integer(value, key, range: 1...1_000_000) { config.coalesce.maxWaiters = number }

@@ -5,7 +5,7 @@ import Glibc
 /// copied), so queuing a response is cheap.
 public struct OutputQueue {
     enum Segment {
-        case bytes([UInt8], offset: Int)
+        case bytes([UInt8], offset: Int, end: Int)
         case file(OpenFile, offset: Int64, remaining: Int64)
     }
 
@@ -22,16 +22,23 @@ public struct OutputQueue {
     @inline(__always)
     public mutating func append(_ bytes: [UInt8]) {
         guard !bytes.isEmpty else { return }
-        segments.append(.bytes(bytes, offset: 0))
+        segments.append(.bytes(bytes, offset: 0, end: bytes.count))
         pendingBytes += bytes.count
     }
 
     /// Queues `bytes` from `offset` on (no copy).
     @inline(__always)
     public mutating func append(_ bytes: [UInt8], from offset: Int) {
-        guard offset < bytes.count else { return }
-        segments.append(.bytes(bytes, offset: offset))
-        pendingBytes += bytes.count - offset
+        append(bytes, from: offset, count: bytes.count - offset)
+    }
+
+    /// Queues `count` bytes of `bytes` from `offset` (no copy).
+    @inline(__always)
+    public mutating func append(_ bytes: [UInt8], from offset: Int, count: Int) {
+        guard count > 0 else { return }
+        precondition(offset >= 0 && offset + count <= bytes.count)
+        segments.append(.bytes(bytes, offset: offset, end: offset + count))
+        pendingBytes += count
     }
 
     /// Queues `count` bytes of `file` starting at `offset`.
@@ -85,14 +92,14 @@ public struct OutputQueue {
         var remaining = count
         while remaining > 0, head < segments.count {
             switch segments[head] {
-            case .bytes(let bytes, let offset):
-                let left = bytes.count - offset
+            case .bytes(let bytes, let offset, let end):
+                let left = end - offset
                 if remaining >= left {
                     remaining -= left
-                    segments[head] = .bytes([], offset: 0)
+                    segments[head] = .bytes([], offset: 0, end: 0)
                     head += 1
                 } else {
-                    segments[head] = .bytes(bytes, offset: offset + remaining)
+                    segments[head] = .bytes(bytes, offset: offset + remaining, end: end)
                     remaining = 0
                 }
             case .file(let file, let offset, let left):
@@ -127,12 +134,12 @@ public struct OutputQueue {
         if index == end {
             return try socket.writev(UnsafeBufferPointer(rebasing: vectors[0..<count]))
         }
-        guard case .bytes(let bytes, let offset) = segments[index] else {
+        guard case .bytes(let bytes, let offset, let segmentEnd) = segments[index] else {
             return try gather(from: end, to: end, into: vectors, count: count, socket: socket)
         }
         let result = bytes.withUnsafeBytes { raw in
             vectors[count] = iovec(
-                iov_base: UnsafeMutableRawPointer(mutating: raw.baseAddress! + offset), iov_len: raw.count - offset)
+                iov_base: UnsafeMutableRawPointer(mutating: raw.baseAddress! + offset), iov_len: segmentEnd - offset)
             return Result { () throws(SystemError) -> Int? in
                 try gather(from: index + 1, to: end, into: vectors, count: count + 1, socket: socket)
             }

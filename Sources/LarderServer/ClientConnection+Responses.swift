@@ -28,50 +28,113 @@ extension ClientConnection {
         }
     }
 
-    /// Queues a stored response: its prepared head, the per-hit fields, and the body by reference.
-    func queueStored(_ stored: StoredResponse, exchange: Exchange, cacheStatus: String) {
+    /// Queues a stored response: its prepared head, the per-hit fields, and the body by
+    /// reference; or a 206 slice of it, or a 416.
+    func queueStored(_ stored: StoredResponse, exchange: Exchange, range: RangeRequest.Resolution, now: Double) {
+        let age = Int(stored.currentAge(now: now))
+        let cacheStatus = exchange.cacheStatus.rendered
+        var first = 0
+        var count = stored.bodyLength
+        switch range {
+        case .unsatisfiable:
+            exchange.status = 416
+            queueRangeNotSatisfiable(length: stored.bodyLength, headers: stored.headers, exchange: exchange)
+            return
+        case .partial(let start, let last):
+            exchange.status = 206
+            first = start
+            count = last - start + 1
+            var bytes: [UInt8] = []
+            bytes.reserveCapacity(512)
+            HeadSerializer.appendStatusLine(206, HTTPStatus.reason(206), to: &bytes)
+            HeadSerializer.appendFields(stored.headers, to: &bytes)
+            bytes.append(contentsOf: ClientConnection.viaLine)
+            bytes.append(contentsOf: "Content-Range: bytes \(start)-\(last)/\(stored.bodyLength)\r\n".utf8)
+            output.append(bytes)
+        case .full:
+            exchange.status = stored.status
+            output.append(stored.headBytes)
+        }
         var suffix: [UInt8] = []
         suffix.reserveCapacity(96)
         suffix.append(contentsOf: "Age: ".utf8)
-        HeadSerializer.appendDecimal(Int(stored.currentAge(now: Clocks.wallSeconds())), to: &suffix)
+        HeadSerializer.appendDecimal(age, to: &suffix)
         suffix.append(contentsOf: "\r\nCache-Status: ".utf8)
         suffix.append(contentsOf: cacheStatus.utf8)
         suffix.append(contentsOf: HeadSerializer.crlf)
         let hasBody = stored.status != 204 && stored.status != 304
         if hasBody {
             suffix.append(contentsOf: "Content-Length: ".utf8)
-            HeadSerializer.appendDecimal(stored.bodyLength, to: &suffix)
+            HeadSerializer.appendDecimal(count, to: &suffix)
             suffix.append(contentsOf: HeadSerializer.crlf)
         }
         appendConnectionField(exchange, to: &suffix)
         suffix.append(contentsOf: HeadSerializer.crlf)
-        output.append(stored.headBytes)
         output.append(suffix)
-        if hasBody && exchange.head.method != .head {
+        if hasBody && exchange.head.method != .head && count > 0 {
             switch stored.body {
             case .memory(let bytes):
-                output.append(bytes)
-            case .file(let file, let offset, let length):
-                output.appendFile(file, offset: offset, count: length)
+                output.append(bytes, from: first, count: count)
+            case .file(let file, let offset, _):
+                output.appendFile(file, offset: offset + Int64(first), count: Int64(count))
             }
-            exchange.bodyBytesSent = stored.bodyLength
-            proxy.shared.stats.bytesFromCache.add(stored.bodyLength)
+            exchange.bodyBytesSent = count
+            proxy.shared.stats.bytesFromCache.add(count)
         }
+    }
+
+    /// Queues a 304 for a client whose conditional request matched (RFC 9110 §15.4.5): the
+    /// validator and caching fields of the response it stands for, no body.
+    func queueNotModified(headers: HTTPHeaders, age: Double?, exchange: Exchange) {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(256)
+        HeadSerializer.appendStatusLine(304, HTTPStatus.reason(304), to: &bytes)
+        for field in headers.fields where Preconditions.notModifiedFields.contains(where: { ASCII.equalsIgnoringCase($0, field.name) }) {
+            HeadSerializer.appendField(field.name, field.value, to: &bytes)
+        }
+        bytes.append(contentsOf: ClientConnection.viaLine)
+        if let age { HeadSerializer.appendField("Age", String(Int(age)), to: &bytes) }
+        HeadSerializer.appendField("Cache-Status", exchange.cacheStatus.rendered, to: &bytes)
+        appendConnectionField(exchange, to: &bytes)
+        bytes.append(contentsOf: HeadSerializer.crlf)
+        output.append(bytes)
+    }
+
+    /// Queues a 416 for a range past the end (RFC 9110 §15.5.17).
+    func queueRangeNotSatisfiable(length: Int, headers: HTTPHeaders, exchange: Exchange) {
+        var bytes: [UInt8] = []
+        HeadSerializer.appendStatusLine(416, HTTPStatus.reason(416), to: &bytes)
+        HeadSerializer.appendField("Date", proxy.httpDate, to: &bytes)
+        HeadSerializer.appendField("Content-Range", "bytes */\(length)", to: &bytes)
+        if let etag = headers["ETag"] { HeadSerializer.appendField("ETag", etag, to: &bytes) }
+        bytes.append(contentsOf: "Content-Length: 0\r\n".utf8)
+        bytes.append(contentsOf: ClientConnection.viaLine)
+        HeadSerializer.appendField("Cache-Status", exchange.cacheStatus.rendered, to: &bytes)
+        appendConnectionField(exchange, to: &bytes)
+        bytes.append(contentsOf: HeadSerializer.crlf)
+        output.append(bytes)
     }
 
     /// Queues the head of a response coming from upstream and picks its framing.
     func queueFillHead(_ head: ResponseHead, fill: Fill, exchange: Exchange) {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(512)
-        HeadSerializer.appendStatusLine(head.status, head.reason, to: &bytes)
-        HeadSerializer.appendFields(head.headers, to: &bytes)
+        if let slice = exchange.slice, let length = fill.contentLength {
+            HeadSerializer.appendStatusLine(206, HTTPStatus.reason(206), to: &bytes)
+            HeadSerializer.appendFields(head.headers, to: &bytes)
+            HeadSerializer.appendField("Content-Range", "bytes \(slice.first)-\(slice.last)/\(length)", to: &bytes)
+        } else {
+            HeadSerializer.appendStatusLine(head.status, head.reason, to: &bytes)
+            HeadSerializer.appendFields(head.headers, to: &bytes)
+        }
         bytes.append(contentsOf: ClientConnection.viaLine)
-        bytes.append(contentsOf: "Cache-Status: ".utf8)
-        bytes.append(contentsOf: exchange.cacheStatus.utf8)
-        if fill.willStore { bytes.append(contentsOf: "; stored".utf8) }
-        if exchange.collapsed { bytes.append(contentsOf: "; collapsed".utf8) }
-        bytes.append(contentsOf: HeadSerializer.crlf)
-        if head.hasNoBody(for: exchange.head.method) {
+        HeadSerializer.appendField("Cache-Status", exchange.cacheStatus.rendered, to: &bytes)
+        if let slice = exchange.slice {
+            exchange.framing = .length(slice.last - slice.first + 1)
+            bytes.append(contentsOf: "Content-Length: ".utf8)
+            HeadSerializer.appendDecimal(slice.last - slice.first + 1, to: &bytes)
+            bytes.append(contentsOf: HeadSerializer.crlf)
+        } else if head.hasNoBody(for: exchange.head.method) {
             exchange.framing = .none
             if let announced = fill.announcedLength, head.status != 204 {
                 // HEAD and 304 may carry the length of the representation (RFC 9110 §8.6).
@@ -164,8 +227,10 @@ extension ClientConnection {
         exchange.status = status
         exchange.outcome = outcome
         let close = closesAfter(exchange)
+        let cacheStatus = exchange.cacheStatus
         queueGenerated(
-            status: status, message: message, cacheStatus: exchange.cacheStatus.isEmpty ? nil : exchange.cacheStatus,
+            status: status, message: message,
+            cacheStatus: cacheStatus.hit || cacheStatus.fwd != nil || cacheStatus.detail != nil ? cacheStatus.rendered : nil,
             close: close, version: exchange.head.version, headOnly: exchange.head.method == .head)
         finishExchange()
         flushSoon()

@@ -261,7 +261,7 @@ final class ClientConnection: IOHandler {
         proxy.accessLog.record(
             client: peer, method: exchange.head.method.rawValue, url: url, status: exchange.status,
             outcome: exchange.outcome.rawValue, bytes: exchange.bodyBytesSent,
-            durationNanos: proxy.loop.now &- exchange.startNanos, attempts: exchange.attempts)
+            durationNanos: Clocks.monotonicNanos() &- exchange.startNanos, attempts: exchange.attempts)
     }
 
     /// Finishes the current exchange (if any), then closes once the output is written.
@@ -333,7 +333,7 @@ final class ClientConnection: IOHandler {
             // A client that stops reading its response must not pin the response in memory.
             if !output.isEmpty, now &- lastWriteProgress >= exchangeRuntime.idleTimeout { close() }
             // A client waiting on a shared fill that has not answered goes on alone.
-            if let exchange, exchange.collapsed, !exchange.headSent, let url = exchange.url,
+            if let exchange, exchange.cacheStatus.collapsed, !exchange.headSent, let url = exchange.url,
                 now &- exchange.waitStart >= exchangeRuntime.config.coalesce.waitTimeout.totalNanoseconds
             {
                 exchange.fill?.detach(self)

@@ -26,10 +26,20 @@ final class Exchange {
     var bodyBytesSent = 0
     var attempts = 0
 
+    var policy: CachePolicy = .http
+    var directives = RequestDirectives.none
+    /// The stored response the request started from, if any (validated, or the fallback for
+    /// stale-if-error).
+    var stored: StoredResponse?
+    /// A GET with Range whose range was taken off the upstream request (the whole object is
+    /// fetched and sliced); `passRange` sends it upstream as is instead.
+    var rangeStripped = false
+    var passRange = false
+    /// The bytes of the body this client gets (a 206), once decided.
+    var slice: (first: Int, last: Int)?
+
     var fill: Fill?
     var fillPosition = 0
-    /// Attached to a fill another request started.
-    var collapsed = false
     /// When it attached (for coalesce.wait_timeout).
     var waitStart: UInt64 = 0
     /// Must not attach to a shared fill (released from one, or timed out waiting).
@@ -42,7 +52,7 @@ final class Exchange {
     var bufferingBody = false
     var headSent = false
     var framing: ResponseFraming = .none
-    var cacheStatus = ""
+    var cacheStatus = CacheStatus()
 
     init(head: RequestHead, startNanos: UInt64, runtime: RuntimeConfig) {
         self.head = head

@@ -13,11 +13,36 @@ protocol RequestBodySource: AnyObject {
 protocol FillReader: AnyObject {
     /// The fill has a head, more body, or an end; called after the current event batch.
     func fillDidProgress(_ fill: Fill)
-    /// The response may not go to this reader; the fill has already forgotten it. With
-    /// `varyNames`, the reason is that the reader's request selects another variant (it may
-    /// share a fill with readers of its own variant); without, the response may not be shared
-    /// at all.
-    func fillReleased(_ fill: Fill, varyNames: [String]?)
+    /// The response may not go to this reader; the fill has already forgotten it.
+    func fillReleased(_ fill: Fill, reason: FillRelease)
+}
+
+/// Why a reader was let go by a fill.
+enum FillRelease {
+    /// The response may not be shared at all: fetch alone.
+    case notShareable
+    /// The reader's request selects another variant (these Vary fields): share a fill with
+    /// readers of that variant.
+    case otherVariant([String])
+    /// The reader asked for a range of an object too large (or uncacheable) to fetch whole:
+    /// send the Range upstream.
+    case passRange
+}
+
+/// Options a fill is started with, beyond the request itself.
+struct FillOptions {
+    /// The stored response a conditional request was sent for (304 refreshes it).
+    var validating: StoredResponse?
+    /// A stale stored response to answer with if the origin fails (stale-if-error).
+    var fallback: StoredResponse?
+    /// The first client's request directives (no-store, stale-if-error).
+    var requestDirectives = RequestDirectives.none
+    var policy: CachePolicy = .http
+    var ttl: Double?
+    /// No client asked: a refresh in the background (stale-while-revalidate and friends).
+    var background = false
+    /// The first client asked for a range and the request went upstream without it.
+    var rangeStripped = false
 }
 
 /// Where a reader finds the body bytes at its position.
@@ -46,6 +71,7 @@ final class Fill: UpstreamTransferDelegate {
     /// The headers of the request the fill was made for (Vary and Authorization checks).
     let requestHeaders: HTTPHeaders
     let dedupAlways: Bool
+    let options: FillOptions
     unowned let proxy: ProxyLoop
     private(set) var transfer: UpstreamTransfer?
     weak var bodySource: (any RequestBodySource)?
@@ -68,6 +94,13 @@ final class Fill: UpstreamTransferDelegate {
     private(set) var outcome: Result<Void, UpstreamError>?
     /// Body bytes received so far.
     private(set) var received = 0
+    /// A 304 answered the validation: the stored response, refreshed, is the answer.
+    private(set) var refreshed: StoredResponse?
+    /// The origin failed and a stale stored response answers instead (stale-if-error).
+    private(set) var staleAnswer: StoredResponse?
+    /// The status the origin answered a validation or failing request with (Cache-Status
+    /// fwd-status).
+    private(set) var upstreamStatus: Int?
     let requestTime: Double
     private(set) var responseTime = 0.0
 
@@ -85,6 +118,8 @@ final class Fill: UpstreamTransferDelegate {
     private var paused = false
     private let maxMemoryObject: Int
     private let finishAbandonedMax: Int
+    private let rangeWholeMax: Int
+    private let staleIfErrorWindow: Double
     /// The disk entry being written, when the response goes to the disk tier.
     private(set) var diskWrite: DiskWrite?
     /// A read descriptor on that entry, opened the first time memory chunks are dropped in its
@@ -102,17 +137,20 @@ final class Fill: UpstreamTransferDelegate {
 
     init(
         key: CacheKey, coalesceKey: FillKey?, request: UpstreamRequest, requestHeaders: HTTPHeaders,
-        dedupAlways: Bool, runtime: RuntimeConfig, proxy: ProxyLoop
+        dedupAlways: Bool, options: FillOptions, runtime: RuntimeConfig, proxy: ProxyLoop
     ) {
         self.key = key
         self.coalesceKey = coalesceKey
         method = request.method
         self.requestHeaders = requestHeaders
         self.dedupAlways = dedupAlways
+        self.options = options
         self.proxy = proxy
         requestTime = Clocks.wallSeconds()
         maxMemoryObject = runtime.config.memory.maxObjectBytes
         finishAbandonedMax = runtime.config.coalesce.finishAbandonedMax
+        rangeWholeMax = runtime.config.cache.rangeWholeMax
+        staleIfErrorWindow = runtime.config.cache.staleIfError.totalSeconds
     }
 
     /// Starts the upstream transfer.
@@ -141,7 +179,7 @@ final class Fill: UpstreamTransferDelegate {
         if let head, readers.count > 1, !Shareability.sameVariant(
             responseHeaders: head.headers, fillRequest: self.requestHeaders, waiter: requestHeaders)
         {
-            release(at: readers.count - 1, varyNames: head.headers.listElements("Vary"))
+            release(at: readers.count - 1, reason: .otherVariant(head.headers.listElements("Vary")))
             return
         }
         scheduleNotify()
@@ -159,7 +197,7 @@ final class Fill: UpstreamTransferDelegate {
     }
 
     private var worthFinishingAlone: Bool {
-        guard method == .get, coalesceKey != nil, shareable else { return false }
+        guard method == .get, coalesceKey != nil || options.background, shareable else { return false }
         guard let head else { return true }  // decided again when the head arrives
         guard willStore, head.status == 200 || head.status == 203 else { return false }
         if let contentLength { return contentLength - received <= finishAbandonedMax }
@@ -175,11 +213,18 @@ final class Fill: UpstreamTransferDelegate {
         proxy.coalescer.remove(self)
     }
 
-    private func release(at index: Int, varyNames: [String]? = nil) {
+    private func release(at index: Int, reason: FillRelease) {
         let entry = readers.remove(at: index)
         proxy.shared.stats.waitersReleased.add(1)
         let reader = entry.reader
-        proxy.loop.enqueueDeferred { [self] in reader.fillReleased(self, varyNames: varyNames) }
+        proxy.loop.enqueueDeferred { [self] in reader.fillReleased(self, reason: reason) }
+    }
+
+    /// Lets go of a reader that wants a range passed upstream as is.
+    func releaseForRange(_ reader: any FillReader) {
+        guard let index = readers.firstIndex(where: { $0.reader === reader }) else { return }
+        release(at: index, reason: .passRange)
+        if readers.isEmpty, outcome == nil, !worthFinishingAlone { cancel(reason: "the range goes upstream as is") }
     }
 
     /// Where the body byte at `position` is, or nil if it has not arrived.
@@ -294,8 +339,33 @@ final class Fill: UpstreamTransferDelegate {
             forwarded.headers.add("Date", HTTPDate.format(Int(responseTime)))
         }
         head = forwarded
+        if !method.isSafe && (200..<400).contains(forwarded.status) { invalidate(forwarded) }
+        if let validating = options.validating, forwarded.status == 304 {
+            refresh(validating, with: forwarded)
+            return
+        }
+        if method == .head, let stored = options.validating ?? options.fallback {
+            freshenFromHead(stored, head: forwarded)
+        }
+        if (500...504).contains(forwarded.status), let fallback = options.fallback,
+            CacheDecision.canServeStaleOnError(fallback, request: options.requestDirectives, window: staleIfErrorWindow, now: responseTime)
+        {
+            // RFC 5861 §4: the origin erred; a stale copy is a better answer than its error.
+            upstreamStatus = forwarded.status
+            staleAnswer = fallback
+            proxy.shared.stats.staleServedOnError.add(1)
+            cancel(reason: "answered from a stale copy")
+            outcome = .success(())
+            scheduleNotify()
+            return
+        }
         decideStorage(forwarded)
         decideSharing(forwarded)
+        if let validating = options.validating, !willStore {
+            // The origin sent a new response that will not be stored: the old one is outdated.
+            proxy.shared.memory.remove(validating)
+            proxy.shared.disk?.remove(validating)
+        }
         if readers.isEmpty && !worthFinishingAlone {
             cancel(reason: "every client left")
             return
@@ -303,13 +373,88 @@ final class Fill: UpstreamTransferDelegate {
         scheduleNotify()
     }
 
+    /// Whether the body may be fetched whole for readers that asked for a range (stored, and
+    /// small enough); otherwise they send their range upstream themselves.
+    var servesRangesFromWhole: Bool {
+        guard let head, head.status == 200, willStore else { return false }
+        return (contentLength ?? Int.max) <= rangeWholeMax
+    }
+
+    /// A 304 to a validation request (RFC 9111 §4.3.3, §4.3.4): the stored response, updated
+    /// with the 304's fields and times, goes back into the tiers and answers every reader.
+    private func refresh(_ validating: StoredResponse, with notModified: ResponseHead) {
+        upstreamStatus = 304
+        let updated = validating.freshened(by: notModified.headers, requestTime: requestTime, responseTime: responseTime)
+        let memory = proxy.shared.memory
+        if case .memory = updated.body {
+            memory.insert(updated)
+        } else if updated.bodyLength <= maxMemoryObject, let disk = proxy.shared.disk {
+            disk.readIntoMemory(updated) { promoted in if let promoted { memory.insert(promoted) } }
+        }
+        proxy.shared.disk?.refresh(updated)
+        refreshed = updated
+        proxy.shared.stats.revalidated.add(1)
+        var index = 1
+        while index < readers.count {
+            if VaryMatcher.matches(updated, request: readers[index].requestHeaders) {
+                index += 1
+            } else {
+                release(at: index, reason: .otherVariant(notModified.headers.listElements("Vary")))
+            }
+        }
+        proxy.coalescer.remove(self)
+        scheduleNotify()
+    }
+
+    /// RFC 9111 §4.3.5: a HEAD response freshens the stored GET response it matches (same
+    /// validators and length); one that does not match shows the stored copy is outdated.
+    private func freshenFromHead(_ stored: StoredResponse, head: ResponseHead) {
+        guard head.status == 200 else { return }
+        let etagMatches = stored.etag.map { etag in head.headers["ETag"] == etag } ?? true
+        let modifiedMatches = stored.lastModified.map { modified in
+            head.headers["Last-Modified"].flatMap(HTTPDate.parse) == modified
+        } ?? true
+        let lengthMatches = announcedLength.map { $0 == stored.bodyLength } ?? true
+        if stored.hasValidator && etagMatches && modifiedMatches && lengthMatches {
+            let updated = stored.freshened(by: head.headers, requestTime: requestTime, responseTime: responseTime)
+            if case .memory = updated.body { proxy.shared.memory.insert(updated) }
+            proxy.shared.disk?.refresh(updated)
+        } else {
+            proxy.shared.memory.remove(stored)
+            proxy.shared.disk?.remove(stored)
+        }
+    }
+
+    /// RFC 9111 §4.4: a successful unsafe request invalidates the target URI and the
+    /// Location and Content-Location URIs of the same origin.
+    private func invalidate(_ response: ResponseHead) {
+        var keys = [key]
+        let base = CacheKey.origin(of: key.url)
+        for name in ["Location", "Content-Location"] {
+            guard let value = response.headers[name] else { continue }
+            if value.hasPrefix("/") {
+                keys.append(CacheKey(normalized: base + value))
+            } else if let url = try? AbsoluteURL(parsing: value), CacheKey.origin(of: CacheKey(url).url) == base {
+                keys.append(CacheKey(url))
+            }
+        }
+        for key in keys { proxy.shared.purge(key) }
+        proxy.shared.stats.invalidations.add(keys.count)
+    }
+
     private func decideStorage(_ forwarded: ResponseHead) {
+        guard options.policy != .networkOnly, !options.requestDirectives.noStore else { return }
+        let forced = options.policy == .cacheFirst
         let decision = Storability.decide(
-            method: method, requestHeaders: requestHeaders, status: forwarded.status, responseHeaders: forwarded.headers)
+            method: method, requestHeaders: requestHeaders, status: forwarded.status, responseHeaders: forwarded.headers,
+            ignoringCacheControl: forced)
         let lifetime = Freshness.lifetime(
             status: forwarded.status, headers: forwarded.headers, cacheControl: CacheControl(forwarded.headers),
             responseTime: responseTime)
-        let storable = decision.canStore && lifetime > 0
+        // Worth keeping: fresh for a while, or revalidatable (ETag/Last-Modified), or kept by
+        // a route policy that serves stored copies on its own terms.
+        let validatable = forwarded.headers.contains("ETag") || forwarded.headers.contains("Last-Modified")
+        let storable = decision.canStore && (lifetime > 0 || validatable || options.policy != .http)
         retainAll = storable && (contentLength ?? 0) <= maxMemoryObject
         if storable, let disk = proxy.shared.disk {
             var stored = forwarded.headers
@@ -334,7 +479,7 @@ final class Fill: UpstreamTransferDelegate {
         if !shareable {
             proxy.coalescer.markNotShareable(self, ttl: proxy.runtime.config.coalesce.notShareableTTL.totalNanoseconds)
             // The reader the fill was made for keeps it; everyone who attached goes on alone.
-            while readers.count > 1 { release(at: 1) }
+            while readers.count > 1 { release(at: 1, reason: .notShareable) }
             return
         }
         var index = 1
@@ -342,7 +487,7 @@ final class Fill: UpstreamTransferDelegate {
             if Shareability.sameVariant(responseHeaders: forwarded.headers, fillRequest: requestHeaders, waiter: readers[index].requestHeaders) {
                 index += 1
             } else {
-                release(at: index, varyNames: forwarded.headers.listElements("Vary"))
+                release(at: index, reason: .otherVariant(forwarded.headers.listElements("Vary")))
             }
         }
     }
@@ -389,8 +534,18 @@ final class Fill: UpstreamTransferDelegate {
         case .failure(let error):
             proxy.shared.stats.upstreamFailures.add(1)
             outcome = .failure(error)
+            if head == nil, let fallback = options.fallback,
+                CacheDecision.canServeStaleOnError(fallback, request: options.requestDirectives, window: staleIfErrorWindow, now: Clocks.wallSeconds())
+            {
+                staleAnswer = fallback
+                proxy.shared.stats.staleServedOnError.add(1)
+                outcome = .success(())
+            }
         }
         if case .failure? = outcome {
+            diskWrite?.abort()
+            diskWrite = nil
+        } else if staleAnswer != nil {
             diskWrite?.abort()
             diskWrite = nil
         }

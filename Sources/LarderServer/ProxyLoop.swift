@@ -103,8 +103,10 @@ final class ProxyLoop {
     }
 
     private func scheduleSweep() {
-        let config = runtime.config.proxy
-        let shortest = min(config.headerTimeout.totalNanoseconds, config.idleTimeout.totalNanoseconds)
+        let config = runtime.config
+        let shortest = min(
+            config.proxy.headerTimeout.totalNanoseconds, config.proxy.idleTimeout.totalNanoseconds,
+            config.coalesce.waitTimeout.totalNanoseconds)
         sweepInterval = max(50_000_000, min(1_000_000_000, shortest / 4))
         loop.schedule(afterNanos: sweepInterval) { [weak self] in
             guard let self else { return }

@@ -37,6 +37,14 @@ public final class Statistics: Sendable {
     public let waitersReleased = AtomicCounter()
     /// Clients that waited longer than coalesce.wait_timeout and went on alone.
     public let waitersTimedOut = AtomicCounter()
+    /// Stored responses confirmed by a 304 (or a matching HEAD).
+    public let revalidated = AtomicCounter()
+    /// Revalidations started in the background after serving a stale copy.
+    public let backgroundRefreshes = AtomicCounter()
+    /// Stale responses served because the origin failed (stale-if-error).
+    public let staleServedOnError = AtomicCounter()
+    /// Stored URLs invalidated by unsafe requests (RFC 9111 §4.4) and purges.
+    public let invalidations = AtomicCounter()
 
     public init() {
         outcomes = RequestOutcome.allCases.map { _ in AtomicCounter() }

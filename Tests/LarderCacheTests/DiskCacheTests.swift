@@ -16,6 +16,7 @@ private final class DiskFixture {
             directory: directory, limits: .init(maxBytes: maxBytes, maxObjectBytes: maxObjectBytes),
             logger: Logger(label: "test"))
         cache.start()
+        while !cache.isIndexComplete { usleep(1000) }
     }
 
     /// Stores `body` under `path` and waits until it is on disk.

@@ -54,3 +54,46 @@ enum Curl {
         return (status, headers)
     }
 }
+
+/// A parsed `Cache-Status` member (RFC 9211) from Larder: `larder; hit; ttl=59; detail=disk`.
+struct CacheStatusField {
+    let raw: String
+    let hit: Bool
+    let parameters: [String: String]
+
+    init?(_ value: String?) {
+        guard let value else { return nil }
+        raw = value
+        // Larder's own member is the last one (RFC 9211 §2: the cache closest to the client).
+        let member = value.components(separatedBy: ",").last { $0.contains("larder") } ?? value
+        var parts = member.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }
+        guard parts.first == "larder" else { return nil }
+        parts.removeFirst()
+        hit = parts.contains("hit")
+        var parameters: [String: String] = [:]
+        for part in parts where part.contains("=") {
+            let pieces = part.split(separator: "=", maxSplits: 1)
+            parameters[String(pieces[0])] = String(pieces[1]).trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+        }
+        for part in parts where !part.contains("=") { parameters[part] = "" }
+        self.parameters = parameters
+    }
+
+    var fwd: String? { parameters["fwd"] }
+    var detail: String? { parameters["detail"] }
+    var stored: Bool { parameters["stored"] != nil }
+    var collapsed: Bool { parameters["collapsed"] != nil }
+    var fwdStatus: Int? { parameters["fwd-status"].flatMap { Int($0) } }
+    var ttl: Int? { parameters["ttl"].flatMap { Int($0) } }
+    /// A hit served from memory (no detail) or disk.
+    var isMemoryHit: Bool { hit && detail == nil }
+    var isDiskHit: Bool { hit && detail == "disk" }
+}
+
+extension Curl.Result {
+    var cacheStatus: CacheStatusField? { CacheStatusField(header("cache-status")) }
+}
+
+extension RawConnection.Response {
+    var cacheStatus: CacheStatusField? { CacheStatusField(header("cache-status")) }
+}

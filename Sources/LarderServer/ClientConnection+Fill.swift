@@ -1,0 +1,212 @@
+import LarderCache
+import LarderHTTP
+import LarderIO
+import LarderUpstream
+
+/// Streaming a fill's response to this connection's client.
+extension ClientConnection: FillReader {
+    func fillDidProgress(_ fill: Fill) {
+        guard let exchange, exchange.fill === fill else { return }
+        if pumpFill() { flush() }
+    }
+
+    func fillReleased(_ fill: Fill, reason: FillRelease) {
+        guard let exchange, exchange.fill === fill, let url = exchange.url else { return }
+        switch reason {
+        case .notShareable:
+            leaveFill(exchange, url: url, alone: true)
+        case .otherVariant(let names):
+            // Share a fill with the clients that want this variant.
+            var values: [String: String] = [:]
+            for name in names { values[name] = exchange.head.headers.combined(name) ?? "" }
+            exchange.variant = values
+            leaveFill(exchange, url: url, alone: false)
+        case .passRange:
+            exchange.passRange = true
+            exchange.rangeStripped = false
+            leaveFill(exchange, url: url, alone: true)
+        }
+    }
+
+    /// Leaves a shared fill and forwards again: alone, or keyed by the request's variant.
+    func leaveFill(_ exchange: Exchange, url: AbsoluteURL, alone: Bool) {
+        exchange.fill = nil
+        exchange.fillPosition = 0
+        exchange.goAlone = alone
+        exchange.cacheStatus.collapsed = false
+        exchange.outcome = .miss
+        forward(url, key: CacheKey(url), exchange: exchange)
+        flushSoon()
+    }
+
+    /// Moves what the fill has into the output, bounded by the output high-water mark. Returns
+    /// whether anything changed (bytes queued or the exchange ended); the caller flushes.
+    @discardableResult
+    func pumpFill() -> Bool {
+        guard let exchange, let fill = exchange.fill else { return false }
+        var progressed = false
+        if !exchange.headSent {
+            if let refreshed = fill.refreshed {
+                // A 304 confirmed the stored response: answer from it.
+                answerFromFill(exchange, fill: fill, stored: refreshed, detail: nil)
+                return false
+            }
+            if let stale = fill.staleAnswer {
+                answerFromFill(exchange, fill: fill, stored: stale, detail: "stale-if-error")
+                return false
+            }
+            if let head = fill.head {
+                if startResponse(head, fill: fill, exchange: exchange) { return false }
+                progressed = true
+            } else if case .failure(let error)? = fill.outcome {
+                exchange.fill = nil
+                fill.detach(self)
+                respondUpstreamFailure(error, exchange: exchange)
+                return false
+            } else {
+                return false
+            }
+        }
+        var position = exchange.fillPosition
+        let end = exchange.slice.map { $0.last + 1 } ?? Int.max
+        while output.pendingBytes < ClientConnection.outputHighWater, position < min(fill.received, end),
+            let data = fill.data(at: position)
+        {
+            switch data {
+            case .memory(let bytes, let offset):
+                let count = min(bytes.count - offset, end - position)
+                queueBody(bytes, from: offset, count: count, exchange: exchange)
+                position += count
+            case .file(let file, let offset, let available):
+                let count = min(available, end - position)
+                queueBody(file: file, offset: offset, count: count, exchange: exchange)
+                position += count
+            }
+        }
+        if position != exchange.fillPosition {
+            progressed = true
+            exchange.fillPosition = position
+            fill.reader(self, advancedTo: position)
+        }
+        if position >= end {
+            // The client's range is complete; the fill goes on for the others (or the cache).
+            finishExchange()
+            return true
+        }
+        if position == fill.received, let outcome = fill.outcome {
+            progressed = true
+            switch outcome {
+            case .success:
+                if case .chunked = exchange.framing { output.append(ClientConnection.lastChunk) }
+                finishExchange()
+            case .failure(let error):
+                // The head is out: the only honest signal left is an incomplete message, so
+                // close without terminating the body (RFC 9112 §8).
+                proxy.logger.warning(
+                    "upstream failed mid-response",
+                    metadata: ["url": "\(fill.key)", "error": "\(error)"])
+                exchange.keepAlive = false
+                exchange.outcome = .error
+                closeWhenFlushed = true
+                let abandoned = exchange
+                self.exchange = nil
+                abandoned.fill = nil
+                fill.detach(self)
+                logTruncated(abandoned)
+            }
+        }
+        return progressed
+    }
+
+    /// Sends the head of a fill's response, or instead a 304 for a matching conditional
+    /// request, or a 206 slice. Returns true when the exchange was handed elsewhere (released
+    /// to pass a range upstream, or answered with a 304).
+    private func startResponse(_ head: ResponseHead, fill: Fill, exchange: Exchange) -> Bool {
+        let request = exchange.head
+        if fill.willStore { exchange.cacheStatus.stored = true }
+        if Preconditions.notModified(request: request.headers, status: head.status, responseHeaders: head.headers) {
+            exchange.status = 304
+            exchange.headSent = true
+            queueNotModified(headers: head.headers, age: nil, exchange: exchange)
+            finishExchange()
+            flushSoon()
+            return true
+        }
+        if exchange.rangeStripped && head.status == 200 {
+            guard fill.servesRangesFromWhole else {
+                fill.releaseForRange(self)
+                return true
+            }
+            if let length = fill.contentLength {
+                switch RangeRequest.resolve(request: request.headers, length: length, responseHeaders: head.headers) {
+                case .full:
+                    break
+                case .partial(let first, let last):
+                    exchange.slice = (first, last)
+                    exchange.fillPosition = first
+                    fill.reader(self, advancedTo: first)
+                case .unsatisfiable:
+                    exchange.status = 416
+                    exchange.headSent = true
+                    queueRangeNotSatisfiable(length: length, headers: head.headers, exchange: exchange)
+                    finishExchange()
+                    flushSoon()
+                    return true
+                }
+            }
+        }
+        exchange.headSent = true
+        exchange.status = exchange.slice == nil ? head.status : 206
+        if exchange.cacheStatus.fwd == "stale" || exchange.cacheStatus.fwd == "request", fill.options.validating != nil {
+            exchange.cacheStatus.fwdStatus = head.status
+        }
+        queueFillHead(head, fill: fill, exchange: exchange)
+        return false
+    }
+
+    /// Answers with a stored response a fill produced (a 304-refreshed copy, or a stale copy
+    /// standing in for a failed origin), then leaves the fill.
+    private func answerFromFill(_ exchange: Exchange, fill: Fill, stored: StoredResponse, detail: String?) {
+        exchange.fill = nil
+        fill.detach(self)
+        var status = exchange.cacheStatus
+        status.fwdStatus = fill.upstreamStatus
+        status.detail = detail
+        status.collapsed = false
+        serveFromCache(stored, exchange: exchange, stale: detail != nil, now: Clocks.wallSeconds(), status: status)
+    }
+
+    private func logTruncated(_ exchange: Exchange) {
+        proxy.shared.stats.count(.error)
+        proxy.accessLog.record(
+            client: peer, method: exchange.head.method.rawValue, url: exchange.head.url?.description ?? "-",
+            status: exchange.status, outcome: "truncated", bytes: exchange.bodyBytesSent,
+            durationNanos: Clocks.monotonicNanos() &- exchange.startNanos, attempts: exchange.attempts)
+    }
+
+    func respondUpstreamFailure(_ error: UpstreamError, exchange: Exchange) {
+        if let bodyError = exchange.bodyError {
+            exchange.keepAlive = false
+            respondGenerated(status: bodyError.status, message: bodyError.reason, outcome: .error)
+            return
+        }
+        proxy.logger.notice("upstream failed", metadata: ["url": "\(exchange.head.url?.description ?? "-")", "error": "\(error)"])
+        let message: String
+        switch error.kind {
+        case .timeout: message = "Larder: upstream timed out (\(error.message))"
+        case .dns: message = "Larder: upstream host not found (\(error.message))"
+        case .connect: message = "Larder: cannot connect upstream (\(error.message))"
+        default: message = "Larder: upstream failed (\(error.message))"
+        }
+        exchange.cacheStatus.collapsed = false
+        exchange.cacheStatus.detail = "\(error.kind.rawValue): \(error.message); attempts=\(exchange.attempts)"
+        respondGenerated(status: error.status, message: message, outcome: .error)
+    }
+}
+
+extension String {
+    /// Makes text safe inside a quoted Cache-Status parameter.
+    func replacingQuotes() -> String {
+        String(unicodeScalars.map { $0 == "\"" || $0 == "\\" || $0.value < 0x20 ? "'" : Character($0) })
+    }
+}

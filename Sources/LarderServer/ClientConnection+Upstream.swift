@@ -1,0 +1,231 @@
+import LarderCache
+import LarderConfig
+import LarderHTTP
+import LarderIO
+import LarderUpstream
+
+/// Sending a request upstream: coalescing, the forwarded head, request bodies.
+extension ClientConnection: RequestBodySource {
+    /// The most request body buffered to compute a `dedup = "always"` key; larger bodies are
+    /// streamed upstream without coalescing.
+    static let maxDedupBody = 1 << 20
+
+    /// Sends the request upstream: attaches to a fill already fetching the same thing when the
+    /// route's dedup policy allows, or starts a fill (which others may then attach to).
+    func forward(_ url: AbsoluteURL, key: CacheKey, exchange: Exchange) {
+        let head = exchange.head
+        if exchange.cacheStatus.fwd == nil && !exchange.cacheStatus.hit { exchange.cacheStatus = .forwarded("uri-miss") }
+        // A GET with Range for something not stored: fetch it whole (to store it) and slice,
+        // unless it turns out too large, in which case the range goes upstream (Fill decides).
+        if head.method == .get, head.headers.contains("Range"), !exchange.passRange, exchange.policy != .networkOnly {
+            exchange.rangeStripped = true
+        }
+        var coalesceKey: FillKey?
+        if !exchange.goAlone, !exchange.passRange, !head.headers.contains("Authorization") {
+            switch exchange.route?.dedup ?? .automatic {
+            case .never:
+                break
+            case .automatic:
+                if head.method == .get || head.method == .head {
+                    coalesceKey = FillKey(method: head.method.rawValue, url: key.url, bodyHash: nil)
+                }
+            case .always:
+                if exchange.requestFraming == .none {
+                    coalesceKey = FillKey(method: head.method.rawValue, url: key.url, bodyHash: nil)
+                } else if let body = exchange.bufferedBody, exchange.requestBodyComplete {
+                    coalesceKey = FillKey(method: head.method.rawValue, url: key.url, bodyHash: BufferedBody.hash(body))
+                } else if exchange.bufferedBody == nil {
+                    // The key needs the whole body: read it first (process() continues here).
+                    exchange.bufferedBody = []
+                    exchange.bufferingBody = true
+                    bufferRequestBody(exchange)
+                    return
+                }
+            }
+        }
+        if let variant = exchange.variant { coalesceKey?.variant = variant }
+        if let key = coalesceKey, proxy.coalescer.isNotShareable(key) { coalesceKey = nil }
+        if let coalesceKey, let fill = proxy.coalescer.fill(for: coalesceKey), fill.acceptsLateReaders,
+            fill.readerCount < exchange.runtime.config.coalesce.maxWaiters
+        {
+            exchange.fill = fill
+            exchange.cacheStatus.collapsed = true
+            exchange.outcome = .coalesced
+            exchange.waitStart = proxy.loop.now
+            proxy.shared.stats.requestsCoalesced.add(1)
+            fill.attach(self, requestHeaders: head.headers)
+            return
+        }
+        startFill(url, key: key, exchange: exchange, coalesceKey: coalesceKey)
+    }
+
+    private func startFill(_ url: AbsoluteURL, key: CacheKey, exchange: Exchange, coalesceKey: FillKey?) {
+        let head = exchange.head
+        let runtime = exchange.runtime
+        let validating = exchange.stored.flatMap { stored in
+            exchange.cacheStatus.fwd == "stale" || exchange.cacheStatus.fwd == "request" ? (stored.hasValidator ? stored : nil) : nil
+        }
+        let body: UpstreamRequest.BodyLength?
+        switch exchange.requestFraming {
+        case .none: body = nil
+        case .contentLength(let length): body = .known(length)
+        case .chunked:
+            body = exchange.bufferedBody != nil && exchange.requestBodyComplete ? .known(exchange.bufferedBody!.count) : .unknown
+        }
+        let request = upstreamRequest(
+            url: url, head: head, runtime: runtime, route: exchange.route, body: body, validating: validating,
+            stripRange: exchange.rangeStripped)
+
+        // RFC 9110 §10.1.1: the body will be read, so tell a waiting client to send it.
+        if body != nil, head.expectsContinue, head.version == .http1_1, !exchange.requestBodyComplete {
+            output.append(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
+            flushSoon()
+        }
+        var options = FillOptions()
+        options.validating = validating
+        options.fallback = exchange.stored
+        options.requestDirectives = exchange.directives
+        options.policy = exchange.policy
+        options.ttl = exchange.route?.ttl?.totalSeconds
+        options.rangeStripped = exchange.rangeStripped
+        // A registered key must not be taken over by a second fill (too many waiters).
+        let registeredKey = coalesceKey.flatMap { proxy.coalescer.fill(for: $0) == nil ? $0 : nil }
+        let fill = Fill(
+            key: key, coalesceKey: registeredKey, request: request, requestHeaders: head.headers,
+            dedupAlways: exchange.route?.dedup == .always, options: options, runtime: runtime, proxy: proxy)
+        if let buffered = exchange.bufferedBody, exchange.requestBodyComplete {
+            fill.ownedBodySource = BufferedBody(buffered)
+        } else {
+            fill.bodySource = self
+        }
+        exchange.fill = fill
+        exchange.cacheStatus.collapsed = false
+        exchange.attempts = 1
+        proxy.coalescer.register(fill)
+        fill.attach(self, requestHeaders: head.headers)
+        fill.start(request)
+    }
+
+    /// Revalidates (or refetches) a stored response that was just served stale, with no client
+    /// waiting; at most one such fetch per URL is in flight (through the coalescer).
+    func refreshInBackground(_ stored: StoredResponse, url: AbsoluteURL, exchange: Exchange) {
+        let key = FillKey(method: "GET", url: stored.key.url, bodyHash: nil)
+        guard proxy.coalescer.fill(for: key) == nil, !exchange.runtime.config.cache.offline else { return }
+        var options = FillOptions()
+        options.validating = stored.hasValidator ? stored : nil
+        options.policy = exchange.policy
+        options.ttl = exchange.route?.ttl?.totalSeconds
+        options.background = true
+        var head = exchange.head
+        head.method = .get
+        let request = upstreamRequest(
+            url: url, head: head, runtime: exchange.runtime, route: exchange.route, body: nil,
+            validating: options.validating, stripRange: true)
+        let fill = Fill(
+            key: stored.key, coalesceKey: key, request: request, requestHeaders: head.headers, dedupAlways: false,
+            options: options, runtime: exchange.runtime, proxy: proxy)
+        proxy.coalescer.register(fill)
+        proxy.shared.stats.backgroundRefreshes.add(1)
+        fill.start(request)
+    }
+
+    /// The request as it goes upstream: hop-by-hop fields removed, Host from the URL, Via
+    /// added (RFC 9110 §7.6); the client's conditionals replaced by Larder's own when it
+    /// validates a stored response (the client's are then answered locally); Range removed when
+    /// the whole object is fetched.
+    private func upstreamRequest(
+        url: AbsoluteURL, head: RequestHead, runtime: RuntimeConfig, route: Route?, body: UpstreamRequest.BodyLength?,
+        validating: StoredResponse?, stripRange: Bool
+    ) -> UpstreamRequest {
+        var headers = head.headers
+        HopByHop.strip(&headers)
+        headers.remove("Host")
+        let via = headers.combined("Via").map { $0 + ", 1.1 larder" } ?? "1.1 larder"
+        headers.remove("Via")
+        if stripRange {
+            headers.remove("Range")
+            headers.remove("If-Range")
+        }
+        if let validating {
+            headers.remove("If-None-Match")
+            headers.remove("If-Modified-Since")
+            // RFC 9111 §4.3.1: validate with the stored validators.
+            if let etag = validating.etag { headers.add("If-None-Match", etag) }
+            if let modified = validating.headers["Last-Modified"] { headers.add("If-Modified-Since", modified) }
+        }
+        var forwarded = HTTPHeaders([("Host", url.authority)])
+        for field in headers { forwarded.add(field.name, field.value) }
+        forwarded.add("Via", via)
+        return UpstreamRequest(
+            method: head.method, url: url, headers: forwarded, body: body,
+            connectTimeout: runtime.config.upstream.connectTimeout,
+            timeout: route?.timeout ?? runtime.config.upstream.timeout,
+            parentProxy: runtime.config.upstream.parent.isEmpty ? nil : runtime.config.upstream.parent)
+    }
+
+    // MARK: Request bodies
+
+    /// Reads a request body into memory to compute its dedup key (called again as bytes arrive).
+    func bufferRequestBody(_ exchange: Exchange) {
+        guard exchange.bufferingBody, var reader = exchange.body else { return }
+        var scratch = [UInt8](repeating: 0, count: 16 * 1024)
+        while !reader.isComplete, !inbound.isEmpty {
+            let result = scratch.withUnsafeMutableBytes { buffer in
+                Result { () throws(HTTPParseError) in try reader.transfer(from: inbound.readable, into: buffer) }
+            }
+            switch result {
+            case .success(let moved):
+                inbound.consume(moved.consumed)
+                exchange.bufferedBody!.append(contentsOf: scratch[0..<moved.written])
+            case .failure(let error):
+                exchange.body = reader
+                exchange.bufferingBody = false
+                exchange.keepAlive = false
+                respondGenerated(status: error.status, message: error.reason, outcome: .error)
+                return
+            }
+            if exchange.bufferedBody!.count > ClientConnection.maxDedupBody { break }
+        }
+        exchange.body = reader
+        if reader.isComplete || exchange.bufferedBody!.count > ClientConnection.maxDedupBody {
+            exchange.bufferingBody = false
+            if !reader.isComplete { exchange.goAlone = true }  // too large to hash: stream it
+            guard let url = exchange.url else { return }
+            forward(url, key: CacheKey(url), exchange: exchange)
+        } else if peerClosed {
+            close()
+        }
+    }
+
+    func readRequestBody(into buffer: UnsafeMutableRawBufferPointer) -> UpstreamBodyChunk {
+        guard let exchange, var reader = exchange.body else { return .end }
+        // Bytes read ahead while deciding on coalescing go first.
+        if let buffered = exchange.bufferedBody, exchange.bufferedOffset < buffered.count {
+            let count = min(buffer.count, buffered.count - exchange.bufferedOffset)
+            buffered.withUnsafeBytes { raw in
+                buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: raw[exchange.bufferedOffset..<(exchange.bufferedOffset + count)]))
+            }
+            exchange.bufferedOffset += count
+            return .bytes(count)
+        }
+        var written = 0
+        while !reader.isComplete, written == 0, !inbound.isEmpty {
+            do {
+                let result = try reader.transfer(from: inbound.readable, into: buffer)
+                inbound.consume(result.consumed)
+                written = result.written
+            } catch {
+                exchange.bodyError = error
+                exchange.body = reader
+                return .abort
+            }
+        }
+        exchange.body = reader
+        updateInterest()
+        if written > 0 { return .bytes(written) }
+        if reader.isComplete { return .end }
+        if peerClosed { return .abort }
+        exchange.upstreamWaitsForBody = true
+        return .wait
+    }
+}
