@@ -88,6 +88,7 @@ public final class DiskCache: Sendable {
                 FileSystem.removeTree(directory + "/" + name)
             }
         }
+        index.withLock { $0.beginScan() }
         scanner.submit { [self] in
             scan()
             scanner.stop()
@@ -438,6 +439,7 @@ public final class DiskCache: Sendable {
         let entries = batch
         index.withLock { index in
             for entry in entries { index.insertIfAbsent(entry) }
+            index.endScan()
         }
         scanComplete.store(true, ordering: .releasing)
         let millis = (Clocks.monotonicNanos() - start) / 1_000_000

@@ -21,6 +21,12 @@ struct DiskIndex {
     private var newest = -1
     private var oldest = -1
     private(set) var totalBytes: Int64 = 0
+    /// While the start-up scan runs: names removed since it started, which it must not add
+    /// back from a head it read before the removal.
+    private var tombstones: Set<String>?
+
+    mutating func beginScan() { tombstones = [] }
+    mutating func endScan() { tombstones = nil }
 
     var count: Int { byName.count }
 
@@ -60,7 +66,7 @@ struct DiskIndex {
 
     /// Adds an entry found by the start-up scan, unless a newer write already indexed it.
     mutating func insertIfAbsent(_ entry: Entry) {
-        guard byName[entry.name] == nil else { return }
+        guard byName[entry.name] == nil, tombstones?.contains(entry.name) != true else { return }
         insert(entry)
         // Scanned entries are older than anything used since start-up.
         if let index = byName[entry.name] {
@@ -76,6 +82,7 @@ struct DiskIndex {
     /// Removes one entry; returns it.
     @discardableResult
     mutating func remove(named name: String) -> Entry? {
+        tombstones?.insert(name)
         guard let index = byName[name], let entry = slots[index] else { return nil }
         removeSlot(index)
         return entry

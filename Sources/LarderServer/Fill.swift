@@ -113,7 +113,7 @@ final class Fill: UpstreamTransferDelegate {
     private var readers: [Reader] = []
     private var chunks: [[UInt8]] = []
     private var chunkStarts: [Int] = []
-    private var retainAll = true
+    private var retainAll = false
     private var notifyScheduled = false
     private var paused = false
     private let maxMemoryObject: Int
@@ -443,6 +443,8 @@ final class Fill: UpstreamTransferDelegate {
     }
 
     private func decideStorage(_ forwarded: ResponseHead) {
+        retainAll = false
+        willStore = false
         guard options.policy != .networkOnly, !options.requestDirectives.noStore else { return }
         let forced = options.policy == .cacheFirst
         let decision = Storability.decide(

@@ -19,6 +19,14 @@ Every path answers according to its query string:
   echo=1              answer with the request body (and X-Method, X-Body-Length)
 Every answer carries X-Request-Number: how many requests the origin had counted when it
 answered, so a test can tell one origin response from another.
+Scripted resources (for the RFC 9111 conformance suite):
+  POST /_script?target=/x  with a JSON body {"responses": [R, ...], "conditional": bool}
+      Each request for exactly /x (path and query) gets the next R (the last one repeats):
+      R = {"status": 200, "headers": [["Name", "value"], ...], "body": "text", "delay": 0.0}
+      Header values may contain {now}, {now+N} or {now-N}: an HTTP date N seconds from now.
+      A response without a Date header gets one (now). With "conditional", a request whose
+      If-None-Match matches R's ETag (weak comparison), or whose If-Modified-Since is not
+      before R's Last-Modified, is answered 304 with R's headers and no body.
 Control endpoints (never counted):
   /_count             JSON {"total": n, "paths": {path+query: n}}
   /_requests          JSON list of {"method", "target", "headers"} for every counted request
@@ -36,6 +44,36 @@ from urllib.parse import parse_qs, urlsplit
 LOCK = threading.Lock()
 COUNTS = {}
 REQUESTS = []
+SCRIPTS = {}
+
+
+def http_date(timestamp):
+    return time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(timestamp))
+
+
+def expand(value):
+    """Replaces {now}, {now+N}, {now-N} with HTTP dates."""
+    out = ""
+    while "{now" in value:
+        start = value.index("{now")
+        end = value.index("}", start)
+        expression = value[start + 4:end]
+        offset = float(expression) if expression else 0.0
+        out += value[:start] + http_date(time.time() + offset)
+        value = value[end + 1:]
+    return out + value
+
+
+def parse_date(text):
+    try:
+        return time.mktime(time.strptime(text.strip(), "%a, %d %b %Y %H:%M:%S GMT")) - time.timezone
+    except (ValueError, OverflowError):
+        return None
+
+
+def opaque(tag):
+    tag = tag.strip()
+    return tag[2:] if tag.startswith("W/") else tag
 
 
 def pattern(seed: str, size: int) -> bytes:
@@ -85,8 +123,12 @@ class Handler(BaseHTTPRequestHandler):
     def answer(self):
         url = urlsplit(self.path)
         if url.path.startswith("/_"):
-            return self.control(url.path)
+            return self.control(url.path, url.query)
         body_in = self.read_body()
+        with LOCK:
+            script = SCRIPTS.get(self.path)
+        if script is not None:
+            return self.scripted(script, body_in)
         query = parse_qs(url.query)
         one = lambda name, default=None: query.get(name, [default])[0]
         with LOCK:
@@ -158,7 +200,77 @@ class Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
 
-    def control(self, path):
+    def scripted(self, script, body_in):
+        with LOCK:
+            COUNTS[self.path] = COUNTS.get(self.path, 0) + 1
+            REQUESTS.append({"method": self.command, "target": self.path,
+                             "headers": [[k, v] for k, v in self.headers.items()],
+                             "body_length": len(body_in)})
+            responses = script["responses"]
+            index = min(script["served"], len(responses) - 1)
+            script["served"] += 1
+            number = sum(COUNTS.values())
+        spec = responses[index]
+        if spec.get("delay"):
+            time.sleep(spec["delay"])
+        if spec.get("reset"):
+            self.connection.shutdown(socket.SHUT_RDWR)
+            self.close_connection = True
+            return
+        headers = [(name, expand(value)) for name, value in spec.get("headers", [])]
+        names = {name.lower() for name, _ in headers}
+        status = spec.get("status", 200)
+        if script.get("conditional") and self.not_modified(headers):
+            status = 304
+        body = spec.get("body", "").encode()
+        self.send_response_only(status)
+        if "date" not in names and not spec.get("no_date"):
+            self.send_header("Date", http_date(time.time()))
+        for name, value in headers:
+            self.send_header(name, value)
+        self.send_header("X-Request-Number", str(number))
+        no_body = self.command == "HEAD" or status in (204, 304)
+        if status != 304 and "content-length" not in names:
+            self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if not no_body:
+            if spec.get("truncate") is not None:
+                self.wfile.write(body[:spec["truncate"]])
+                self.wfile.flush()
+                self.connection.shutdown(socket.SHUT_RDWR)
+                self.close_connection = True
+                return
+            self.wfile.write(body)
+
+    def not_modified(self, headers):
+        values = {name.lower(): value for name, value in headers}
+        condition = self.headers.get("If-None-Match")
+        if condition is not None:
+            etag = values.get("etag")
+            if etag is None:
+                return False
+            tags = [t.strip() for t in condition.split(",")]
+            return "*" in tags or any(opaque(t) == opaque(etag) for t in tags)
+        since = self.headers.get("If-Modified-Since")
+        modified = values.get("last-modified")
+        if since and modified:
+            since_time, modified_time = parse_date(since), parse_date(modified)
+            return since_time is not None and modified_time is not None and modified_time <= since_time
+        return False
+
+    def control(self, path, query=""):
+        if path == "/_script":
+            target = parse_qs(query)["target"][0]
+            script = json.loads(self.read_body())
+            script["served"] = 0
+            with LOCK:
+                SCRIPTS[target] = script
+            data = b'{"ok": true}'
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return
         with LOCK:
             if path == "/_count":
                 payload = {"total": sum(COUNTS.values()), "paths": COUNTS}

@@ -1,0 +1,127 @@
+import LarderCache
+import LarderConfig
+import LarderHTTP
+import Testing
+
+/// The cache decision with an injected clock: a response stored at t=1000 with the given headers.
+private func stored(_ headers: HTTPHeaders, at time: Double = 1000) -> StoredResponse {
+    StoredResponse.make(
+        key: Fixtures.key("/d"), status: 200, reason: "OK", headers: headers, body: .memory([1, 2, 3]),
+        requestTime: time, responseTime: time, varyValues: [:])
+}
+
+private func decide(
+    _ entry: StoredResponse?, at now: Double, request: HTTPHeaders = [:], policy: CachePolicy = .http, ttl: Double? = nil,
+    offline: Bool = false
+) -> CacheDecision {
+    CacheDecision.decide(stored: entry, request: RequestDirectives(request), policy: policy, ttl: ttl, now: now, offline: offline)
+}
+
+@Suite struct CacheDecisionTests {
+    let fresh60 = stored(["Cache-Control": "max-age=60", "ETag": "\"a\""])
+    let plain60 = stored(["Cache-Control": "max-age=60"])
+
+    @Test func freshThenStaleAsTheClockAdvances() {
+        #expect(decide(fresh60, at: 1059) == .serve)
+        #expect(decide(fresh60, at: 1061) == .revalidate)
+        #expect(decide(plain60, at: 1061) == .forward(reason: "stale"))
+        #expect(decide(nil, at: 1000) == .forward(reason: "uri-miss"))
+    }
+
+    @Test func requestMaxAgeMinFreshAndMaxStale() {
+        #expect(decide(fresh60, at: 1030, request: ["Cache-Control": "max-age=20"]) == .revalidate)
+        #expect(decide(fresh60, at: 1030, request: ["Cache-Control": "max-age=40"]) == .serve)
+        #expect(decide(fresh60, at: 1030, request: ["Cache-Control": "min-fresh=40"]) == .revalidate)
+        #expect(decide(fresh60, at: 1030, request: ["Cache-Control": "min-fresh=20"]) == .serve)
+        #expect(decide(fresh60, at: 1090, request: ["Cache-Control": "max-stale=40"]) == .serveStale(refresh: false))
+        #expect(decide(fresh60, at: 1090, request: ["Cache-Control": "max-stale=20"]) == .revalidate)
+        #expect(decide(fresh60, at: 9999, request: ["Cache-Control": "max-stale"]) == .serveStale(refresh: false))
+    }
+
+    @Test func mustRevalidateFamilyForbidsStale() {
+        for directive in ["must-revalidate", "proxy-revalidate", "s-maxage=60"] {
+            let entry = stored(["Cache-Control": "max-age=60, \(directive)", "ETag": "\"a\""])
+            #expect(decide(entry, at: 1090, request: ["Cache-Control": "max-stale"]) == .revalidate, "\(directive)")
+            #expect(!CacheDecision.canServeStaleOnError(entry, request: .none, window: 3600, now: 1090), "\(directive)")
+        }
+    }
+
+    @Test func staleWhileRevalidateWindow() {
+        let entry = stored(["Cache-Control": "max-age=60, stale-while-revalidate=30", "ETag": "\"a\""])
+        #expect(decide(entry, at: 1080) == .serveStale(refresh: true))
+        #expect(decide(entry, at: 1100) == .revalidate)
+    }
+
+    @Test func noCacheOnEitherSideMeansValidation() {
+        #expect(decide(fresh60, at: 1001, request: ["Cache-Control": "no-cache"]) == .revalidate)
+        #expect(decide(plain60, at: 1001, request: ["Pragma": "no-cache"]) == .forward(reason: "request"))
+        let noCache = stored(["Cache-Control": "no-cache, max-age=60", "ETag": "\"a\""])
+        #expect(decide(noCache, at: 1001) == .revalidate)
+    }
+
+    @Test func onlyIfCached() {
+        #expect(decide(nil, at: 1000, request: ["Cache-Control": "only-if-cached"]) == .unsatisfiable)
+        #expect(decide(fresh60, at: 1090, request: ["Cache-Control": "only-if-cached"]) == .unsatisfiable)
+        #expect(decide(fresh60, at: 1010, request: ["Cache-Control": "only-if-cached"]) == .serve)
+    }
+
+    @Test func staleIfErrorWindows() {
+        let entry = stored(["Cache-Control": "max-age=60, stale-if-error=100"])
+        #expect(CacheDecision.canServeStaleOnError(entry, request: .none, window: 0, now: 1150))
+        #expect(!CacheDecision.canServeStaleOnError(entry, request: .none, window: 0, now: 1200))
+        #expect(CacheDecision.canServeStaleOnError(entry, request: .none, window: 3600, now: 1200))
+        let request = RequestDirectives(["Cache-Control": "stale-if-error=500"])
+        #expect(CacheDecision.canServeStaleOnError(plain60, request: request, window: 0, now: 1500))
+    }
+
+    @Test func routePolicies() {
+        let noStore = stored(["Cache-Control": "no-store"])
+        #expect(decide(noStore, at: 1100, policy: .cacheFirst, ttl: 200) == .serve)
+        #expect(decide(noStore, at: 1300, policy: .cacheFirst, ttl: 200) == .forward(reason: "stale"))
+        #expect(decide(fresh60, at: 1010, policy: .cacheThenNetwork) == .serveStale(refresh: true))
+        #expect(decide(fresh60, at: 1010, policy: .staleWhileRevalidate) == .serve)
+        #expect(decide(fresh60, at: 5000, policy: .staleWhileRevalidate) == .serveStale(refresh: true))
+        #expect(decide(fresh60, at: 1010, policy: .networkOnly) == .forward(reason: "bypass"))
+        #expect(decide(fresh60, at: 99_999, offline: true) == .serveStale(refresh: false))
+        #expect(decide(nil, at: 1000, offline: true) == .unsatisfiable)
+    }
+
+    @Test func notModifiedRefreshesHeadersAndAge() {
+        let entry = stored(["Cache-Control": "max-age=60", "ETag": "\"a\"", "X-V": "1", "Content-Length": "3"])
+        let updated = entry.freshened(by: ["Cache-Control": "max-age=600", "X-V": "2", "Content-Length": "0"], requestTime: 2000, responseTime: 2000)
+        #expect(updated.headers["X-V"] == "2")
+        #expect(updated.headers["Content-Length"] == "3", "framing fields are not taken from the 304")
+        #expect(updated.freshnessLifetime == 600)
+        #expect(updated.isFresh(now: 2500))
+        #expect(updated.bodyLength == 3)
+    }
+}
+
+@Suite struct PreconditionAndRangeTests {
+    let headers: HTTPHeaders = ["ETag": "\"x\"", "Last-Modified": "Sun, 06 Nov 1994 08:49:37 GMT"]
+
+    @Test func conditionalRequests() {
+        #expect(Preconditions.notModified(request: ["If-None-Match": "W/\"x\""], status: 200, responseHeaders: headers))
+        #expect(!Preconditions.notModified(request: ["If-None-Match": "\"y\""], status: 200, responseHeaders: headers))
+        #expect(Preconditions.notModified(request: ["If-Modified-Since": "Sun, 06 Nov 1994 08:49:37 GMT"], status: 200, responseHeaders: headers))
+        #expect(!Preconditions.notModified(request: ["If-Modified-Since": "Sat, 05 Nov 1994 08:49:37 GMT"], status: 200, responseHeaders: headers))
+        #expect(!Preconditions.notModified(request: ["If-None-Match": "\"x\""], status: 404, responseHeaders: headers))
+    }
+
+    @Test func ranges() {
+        func resolve(_ range: String, _ extra: [(String, String)] = []) -> RangeRequest.Resolution {
+            RangeRequest.resolve(request: HTTPHeaders([("Range", range)] + extra), length: 100, responseHeaders: headers)
+        }
+        #expect(resolve("bytes=0-9") == .partial(first: 0, last: 9))
+        #expect(resolve("bytes=-10") == .partial(first: 90, last: 99))
+        #expect(resolve("bytes=95-") == .partial(first: 95, last: 99))
+        #expect(resolve("bytes=95-500") == .partial(first: 95, last: 99))
+        #expect(resolve("bytes=100-") == .unsatisfiable)
+        #expect(resolve("bytes=-0") == .unsatisfiable)
+        #expect(resolve("bytes=5-1") == .full)
+        #expect(resolve("bytes=0-1,5-6") == .full)
+        #expect(resolve("bytes=0-9", [("If-Range", "\"x\"")]) == .partial(first: 0, last: 9))
+        #expect(resolve("bytes=0-9", [("If-Range", "\"z\"")]) == .full)
+        #expect(resolve("bytes=0-9", [("If-Range", "Sun, 06 Nov 1994 08:49:37 GMT")]) == .partial(first: 0, last: 9))
+    }
+}
