@@ -28,7 +28,10 @@ if [[ ${#need[@]} -gt 0 ]]; then
 fi
 [[ -x $LARDER ]] || { echo "bench: $LARDER missing (make release)"; exit 1; }
 
-dir=$(mktemp -d /tmp/larder-bench.XXXXXX)
+# The cache lives on a tmpfs when there is one (as in ../shared/bench): file creation on a disk
+# filesystem costs the miss path far more than the proxy itself, and varies run to run.
+base=/tmp; [[ -d /dev/shm && -w /dev/shm ]] && base=/dev/shm
+dir=$(mktemp -d "$base/larder-bench.XXXXXX")
 chmod 755 "$dir"   # nginx workers run as another user
 pids=()
 cleanup() {

@@ -273,6 +273,40 @@ public final class DiskCache: Sendable {
         return DiskWrite(cache: self, key: key, name: name, head: head, maxBytes: maxObject)
     }
 
+    /// Stores a complete response whose body is in memory, in one writer job (temporary file,
+    /// then rename), for bodies small enough to have been kept whole.
+    public func store(_ stored: StoredResponse, head: DiskEntryFormat.Head) {
+        guard case .memory(let body) = stored.body, !isDegraded,
+            Int64(body.count) <= limits.withLock({ $0.maxObjectBytes })
+        else { return }
+        let name = DiskCache.fileName(key: stored.key, vary: head.vary)
+        let temporary = "\(temporaryDirectory)/\(name).\(UInt64.random(in: 0...UInt64.max)).tmp"
+        let key = stored.key
+        writer.submit { [self] in
+            do throws(SystemError) {
+                var checksum = BodyChecksum()
+                checksum.update(body)
+                let headBytes = DiskEntryFormat.encodeHead(head)
+                let fd = try FileSystem.createExclusive(temporary)
+                defer { Syscall.close(fd) }
+                try FileSystem.writeAll(
+                    fd, DiskEntryFormat.preamble(bodyLength: Int64(body.count), bodyChecksum: checksum.value, headLength: headBytes.count)
+                        + headBytes)
+                try FileSystem.writeAll(fd, body)
+                let final = path(forName: name)
+                let parent = String(final[..<final.lastIndex(of: "/")!])
+                if access(parent, F_OK) != 0 { try FileSystem.makeDirectories(parent) }
+                try FileSystem.rename(temporary, final)
+                didStore(
+                    key: key, name: name, vary: head.vary,
+                    size: Int64(DiskEntryFormat.preambleLength + headBytes.count + body.count))
+            } catch {
+                try? FileSystem.remove(temporary)
+                writeFailed(error)
+            }
+        }
+    }
+
     var temporaryDirectory: String { directory + "/tmp" }
 
     /// Called by a finished ``DiskWrite`` on the writer thread once its file is in place.

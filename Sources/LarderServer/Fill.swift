@@ -120,8 +120,12 @@ final class Fill: UpstreamTransferDelegate {
     private let finishAbandonedMax: Int
     private let rangeWholeMax: Int
     private let staleIfErrorWindow: Double
-    /// The disk entry being written, when the response goes to the disk tier.
+    /// The disk entry being written, when the response goes to the disk tier while it streams
+    /// (bodies too large for memory, or of unknown length past the memory limit).
     private(set) var diskWrite: DiskWrite?
+    /// The disk head to write: a body kept whole in memory is written to disk in one job when
+    /// complete (one writer wake-up per miss instead of one per chunk).
+    private var pendingDiskHead: DiskEntryFormat.Head?
     /// A read descriptor on that entry, opened the first time memory chunks are dropped in its
     /// favour.
     private var spill: OpenFile?
@@ -458,18 +462,30 @@ final class Fill: UpstreamTransferDelegate {
         let validatable = forwarded.headers.contains("ETag") || forwarded.headers.contains("Last-Modified")
         let storable = decision.canStore && (lifetime > 0 || validatable || options.policy != .http)
         retainAll = storable && (contentLength ?? 0) <= maxMemoryObject
-        if storable, let disk = proxy.shared.disk {
+        if storable, proxy.shared.disk != nil {
             var stored = forwarded.headers
             stored.remove("Age")
-            diskWrite = disk.beginWrite(
-                key: key,
-                head: DiskEntryFormat.Head(
-                    key: key.url, status: forwarded.status, reason: forwarded.reason, requestTime: requestTime,
-                    responseTime: responseTime, vary: VaryMatcher.values(for: forwarded.headers, request: requestHeaders),
-                    headers: stored),
-                expectedLength: contentLength)
+            let diskHead = DiskEntryFormat.Head(
+                key: key.url, status: forwarded.status, reason: forwarded.reason, requestTime: requestTime,
+                responseTime: responseTime, vary: VaryMatcher.values(for: forwarded.headers, request: requestHeaders),
+                headers: stored)
+            if retainAll {
+                pendingDiskHead = diskHead
+            } else {
+                startDiskWrite(diskHead)
+            }
         }
         willStore = retainAll || diskWrite != nil
+    }
+
+    /// Starts streaming the body to the disk tier, beginning with what already arrived.
+    private func startDiskWrite(_ diskHead: DiskEntryFormat.Head) {
+        pendingDiskHead = nil
+        guard let disk = proxy.shared.disk,
+            let write = disk.beginWrite(key: key, head: diskHead, expectedLength: contentLength)
+        else { return }
+        for chunk in chunks { write.append(chunk) }
+        diskWrite = write
     }
 
     /// Releases the readers that may not receive this response: all but the first when it may
@@ -506,7 +522,12 @@ final class Fill: UpstreamTransferDelegate {
         received += bytes.count
         proxy.shared.stats.bytesFromUpstream.add(bytes.count)
         diskWrite?.append(chunk)
-        if retainAll, received > maxMemoryObject { retainAll = false }
+        if retainAll, received > maxMemoryObject {
+            // Unknown length that outgrew the memory tier: stream it to disk from here on.
+            retainAll = false
+            if let pendingDiskHead { startDiskWrite(pendingDiskHead) }
+            willStore = diskWrite != nil
+        }
         if readers.isEmpty, !worthFinishingAlone {
             cancel(reason: "every client left and the rest is too large to fetch for nobody")
             return false
@@ -530,8 +551,9 @@ final class Fill: UpstreamTransferDelegate {
                     UpstreamError(kind: .truncated, message: "body ended after \(received) of \(contentLength) bytes", afterHead: true))
             } else {
                 outcome = .success(())
-                storeInMemory()
+                let stored = storeInMemory()
                 diskWrite?.finish(expectedLength: received)
+                if let stored, let pendingDiskHead { proxy.shared.disk?.store(stored, head: pendingDiskHead) }
             }
         case .failure(let error):
             proxy.shared.stats.upstreamFailures.add(1)
@@ -544,6 +566,7 @@ final class Fill: UpstreamTransferDelegate {
                 outcome = .success(())
             }
         }
+        pendingDiskHead = nil
         if case .failure? = outcome {
             diskWrite?.abort()
             diskWrite = nil
@@ -556,9 +579,10 @@ final class Fill: UpstreamTransferDelegate {
         scheduleNotify()
     }
 
-    /// Puts the complete response into the memory tier.
-    private func storeInMemory() {
-        guard retainAll, let head else { return }
+    /// Puts the complete response into the memory tier; returns it.
+    @discardableResult
+    private func storeInMemory() -> StoredResponse? {
+        guard retainAll, let head else { return nil }
         let body: [UInt8]
         if chunks.count == 1 {
             body = chunks[0]
@@ -579,5 +603,6 @@ final class Fill: UpstreamTransferDelegate {
             correctedInitialAge: Freshness.correctedInitialAge(
                 headers: head.headers, requestTime: requestTime, responseTime: responseTime))
         proxy.shared.memory.insert(stored)
+        return stored
     }
 }
