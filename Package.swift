@@ -56,6 +56,7 @@ let package = Package(
         .testTarget(name: "LarderHTTPTests", dependencies: ["LarderHTTP"]),
         .testTarget(name: "LarderCacheTests", dependencies: ["LarderCache", "LarderHTTP", "LarderConfig"]),
         .testTarget(name: "LarderConfigTests", dependencies: ["LarderConfig"]),
+        .testTarget(name: "LarderUpstreamTests", dependencies: ["LarderUpstream", "LarderConfig", "LarderHTTP"]),
         .testTarget(name: "LarderIntegrationTests", exclude: ["Fixtures"]),
     ]
 )

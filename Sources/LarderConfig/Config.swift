@@ -79,6 +79,10 @@ public struct RetryConfig: Sendable, Equatable {
     public var maxDelay: Duration = .seconds(10)
     public var jitter: Duration = .milliseconds(100)
     public var retryOn: Set<Condition> = [.connect, .timeout, .status5xx]
+    /// Retries may add at most this share of upstream requests over a 10 s window...
+    public var budgetRatio = 0.2
+    /// ...but this many retries per window are always allowed.
+    public var budgetMin = 10
     public init() {}
 }
 
@@ -140,6 +144,8 @@ public struct Route: Sendable, Equatable {
     public var dedup: DedupPolicy?
     public var timeout: Duration?
     public var retry: RetryConfig?
+    /// The route's requests may be retried whatever their method (POST that is safe to repeat).
+    public var idempotent: Bool?
 
     public init(match: URLPattern) { self.match = match }
 }

@@ -25,8 +25,8 @@ struct ConfigDecoder {
         ("coalesce", ["max_waiters", "wait_timeout", "finish_abandoned_max", "not_shareable_ttl"]),
         ("log", ["level", "access"]),
     ]
-    static let retryKeys = ["strategy", "max_attempts", "base_delay", "multiplier", "max_delay", "jitter", "retry_on"]
-    static let routeKeys = ["match", "methods", "policy", "ttl", "dedup", "timeout"]
+    static let retryKeys = ["strategy", "max_attempts", "base_delay", "multiplier", "max_delay", "jitter", "retry_on", "budget_ratio", "budget_min"]
+    static let routeKeys = ["match", "methods", "policy", "ttl", "dedup", "timeout", "idempotent"]
 
     mutating func decode(_ document: ConfigDocument) -> Config {
         var config = Config()
@@ -194,6 +194,14 @@ struct ConfigDecoder {
             if let duration = duration(value, key, minimum: .zero) { retry.maxDelay = duration }
         case "jitter":
             if let duration = duration(value, key, minimum: .zero) { retry.jitter = duration }
+        case "budget_ratio":
+            switch value.kind {
+            case .float(let number) where number >= 0 && number <= 10: retry.budgetRatio = number
+            case .integer(let number) where number >= 0 && number <= 10: retry.budgetRatio = Double(number)
+            default: fail("expected a ratio between 0.0 and 10.0 for 'budget_ratio', got \(value.summary)", at: value.position)
+            }
+        case "budget_min":
+            if let number = integer(value, key, range: 0...1_000_000) { retry.budgetMin = number }
         case "retry_on":
             if let list = stringArray(value, key) {
                 var conditions: Set<RetryConfig.Condition> = []
@@ -253,6 +261,8 @@ struct ConfigDecoder {
                 route.dedup = choice(value, entry.key, DedupPolicy.self)
             case "timeout":
                 route.timeout = duration(value, entry.key, minimum: .milliseconds(1))
+            case "idempotent":
+                route.idempotent = boolean(value, entry.key)
             default:
                 fail(
                     "unknown key '\(entry.key)' in [[route]]\(Suggestions.hint(for: entry.key, in: ConfigDecoder.routeKeys + ["match"]))",
@@ -270,6 +280,10 @@ struct ConfigDecoder {
                     fail(
                         "unknown key '\(entry.key)' in [route.retry]\(Suggestions.hint(for: entry.key, in: ConfigDecoder.retryKeys))",
                         at: entry.keyPosition)
+                    continue
+                }
+                guard !entry.key.hasPrefix("budget_") else {
+                    fail("'\(entry.key)' is daemon-wide: set it in [retry], not per route", at: entry.keyPosition)
                     continue
                 }
                 applyRetry(key: entry.key, value: entry.value, to: &retry)

@@ -10,6 +10,12 @@ public enum Clocks {
         return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
     }
 
+    /// Monotonic seconds, with fraction.
+    @inline(__always)
+    public static func monotonicSeconds() -> Double {
+        Double(monotonicNanos()) / 1e9
+    }
+
     /// Wall-clock seconds since the Unix epoch, with fraction.
     @inline(__always)
     public static func wallSeconds() -> Double {

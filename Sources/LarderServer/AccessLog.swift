@@ -25,7 +25,7 @@ final class AccessLog {
     /// Appends one line.
     func record(
         client: SocketAddress?, method: String, url: String, status: Int, outcome: String,
-        bytes: Int, durationNanos: UInt64, attempts: Int
+        bytes: Int, durationNanos: UInt64, attempts: Int, retries: String? = nil
     ) {
         guard enabled else { return }
         appendTimestamp()
@@ -51,6 +51,10 @@ final class AccessLog {
         appendDecimal(fraction)
         buffer.append(contentsOf: "ms attempts=".utf8)
         appendDecimal(attempts)
+        if let retries {
+            buffer.append(contentsOf: " retries=".utf8)
+            buffer.append(contentsOf: retries.utf8)
+        }
         buffer.append(10)
         if buffer.count >= 32 * 1024 {
             flush()

@@ -11,6 +11,9 @@ final class BufferedBody: RequestBodySource {
 
     init(_ bytes: [UInt8]) { self.bytes = bytes }
 
+    /// Starts over (a retried request sends the body again).
+    func rewind() { offset = 0 }
+
     func readRequestBody(into buffer: UnsafeMutableRawBufferPointer) -> UpstreamBodyChunk {
         guard offset < bytes.count else { return .end }
         let count = min(buffer.count, bytes.count - offset)

@@ -45,6 +45,8 @@ extension ClientConnection: FillReader {
     func pumpFill() -> Bool {
         guard let exchange, let fill = exchange.fill else { return false }
         var progressed = false
+        exchange.attempts = fill.attempts
+        exchange.retries = fill.retryLog.isEmpty ? nil : fill.retryLog.map { "\($0.reason):\($0.delayMillis)ms" }.joined(separator: ",")
         if !exchange.headSent {
             if let refreshed = fill.refreshed {
                 // A 304 confirmed the stored response: answer from it.
@@ -181,7 +183,7 @@ extension ClientConnection: FillReader {
         proxy.accessLog.record(
             client: peer, method: exchange.head.method.rawValue, url: exchange.head.url?.description ?? "-",
             status: exchange.status, outcome: "truncated", bytes: exchange.bodyBytesSent,
-            durationNanos: Clocks.monotonicNanos() &- exchange.startNanos, attempts: exchange.attempts)
+            durationNanos: Clocks.monotonicNanos() &- exchange.startNanos, attempts: exchange.attempts, retries: exchange.retries)
     }
 
     func respondUpstreamFailure(_ error: UpstreamError, exchange: Exchange) {
@@ -199,7 +201,8 @@ extension ClientConnection: FillReader {
         default: message = "Larder: upstream failed (\(error.message))"
         }
         exchange.cacheStatus.collapsed = false
-        exchange.cacheStatus.detail = "\(error.kind.rawValue): \(error.message); attempts=\(exchange.attempts)"
+        let retries = exchange.retries.map { " retries=\($0)" } ?? ""
+        exchange.cacheStatus.detail = "\(error.kind.rawValue): \(error.message); attempts=\(exchange.attempts)\(retries)"
         respondGenerated(status: error.status, message: message, outcome: .error)
     }
 }

@@ -88,6 +88,8 @@ extension ClientConnection: RequestBodySource {
         options.policy = exchange.policy
         options.ttl = exchange.route?.ttl?.totalSeconds
         options.rangeStripped = exchange.rangeStripped
+        options.retry = RetryPolicy(exchange.route?.retry ?? runtime.config.retry)
+        options.idempotentRoute = exchange.route?.idempotent ?? false
         // A registered key must not be taken over by a second fill (too many waiters).
         let registeredKey = coalesceKey.flatMap { proxy.coalescer.fill(for: $0) == nil ? $0 : nil }
         let fill = Fill(
@@ -116,6 +118,7 @@ extension ClientConnection: RequestBodySource {
         options.policy = exchange.policy
         options.ttl = exchange.route?.ttl?.totalSeconds
         options.background = true
+        options.retry = RetryPolicy(exchange.route?.retry ?? exchange.runtime.config.retry)
         var head = exchange.head
         head.method = .get
         let request = upstreamRequest(

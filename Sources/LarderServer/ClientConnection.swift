@@ -261,7 +261,8 @@ final class ClientConnection: IOHandler {
         proxy.accessLog.record(
             client: peer, method: exchange.head.method.rawValue, url: url, status: exchange.status,
             outcome: exchange.outcome.rawValue, bytes: exchange.bodyBytesSent,
-            durationNanos: Clocks.monotonicNanos() &- exchange.startNanos, attempts: exchange.attempts)
+            durationNanos: Clocks.monotonicNanos() &- exchange.startNanos, attempts: exchange.attempts,
+            retries: exchange.retries)
     }
 
     /// Finishes the current exchange (if any), then closes once the output is written.

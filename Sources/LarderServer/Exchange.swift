@@ -25,6 +25,8 @@ final class Exchange {
     var outcome: RequestOutcome = .miss
     var bodyBytesSent = 0
     var attempts = 0
+    /// The retries made for this request (`connect:200ms,5xx:400ms`), for the access log.
+    var retries: String?
 
     var policy: CachePolicy = .http
     var directives = RequestDirectives.none

@@ -43,6 +43,10 @@ struct FillOptions {
     var background = false
     /// The first client asked for a range and the request went upstream without it.
     var rangeStripped = false
+    /// How failed attempts are retried (the route's `[route.retry]`, else `[retry]`).
+    var retry = RetryPolicy(RetryConfig())
+    /// The route declares its requests safe to repeat whatever the method.
+    var idempotentRoute = false
 }
 
 /// Where a reader finds the body bytes at its position.
@@ -103,6 +107,13 @@ final class Fill: UpstreamTransferDelegate {
     private(set) var upstreamStatus: Int?
     let requestTime: Double
     private(set) var responseTime = 0.0
+    /// The request, kept to send again on a retry.
+    private let request: UpstreamRequest
+    /// Attempts made so far (1 once started).
+    private(set) var attempts = 0
+    /// Each retry: why, and the delay before it (for the access log).
+    private(set) var retryLog: [(reason: String, delayMillis: Int)] = []
+    private var retryTimer: EventLoop.TimerToken?
 
     private struct Reader {
         let reader: any FillReader
@@ -150,6 +161,7 @@ final class Fill: UpstreamTransferDelegate {
         self.dedupAlways = dedupAlways
         self.options = options
         self.proxy = proxy
+        self.request = request
         requestTime = Clocks.wallSeconds()
         maxMemoryObject = runtime.config.memory.maxObjectBytes
         finishAbandonedMax = runtime.config.coalesce.finishAbandonedMax
@@ -159,9 +171,75 @@ final class Fill: UpstreamTransferDelegate {
 
     /// Starts the upstream transfer.
     func start(_ request: UpstreamRequest) {
-        proxy.shared.stats.upstreamRequests.add(1)
         proxy.shared.stats.fillsStarted.add(1)
+        proxy.shared.retryBudget.recordRequest()
+        attempt()
+    }
+
+    private func attempt() {
+        attempts += 1
+        proxy.shared.stats.upstreamRequests.add(1)
         transfer = proxy.upstream.start(request, delegate: self)
+    }
+
+    // MARK: Retries
+
+    /// The delay before retrying after `reason`, or nil when this failure is final: the policy
+    /// does not retry it, the attempts are used up, the method may not be repeated, the request
+    /// body cannot be sent again, nobody is waiting, a Retry-After is too long, or the retry
+    /// budget is spent. The one timer is the fill's: waiting clients hold none.
+    private func retryDelay(_ reason: RetryPolicy.Reason, retryAfter: String? = nil) -> Duration? {
+        let policy = options.retry
+        guard policy.retries(reason), attempts <= policy.config.maxAttempts,
+            RetryPolicy.mayRetry(method: method, routeDeclaresIdempotent: options.idempotentRoute),
+            request.body == nil || ownedBodySource is BufferedBody,
+            !readers.isEmpty || options.background
+        else { return nil }
+        var delay = policy.delay(forRetry: attempts - 1, random: { Double.random(in: 0..<1) })
+        if let retryAfter, reason == .status429 || reason == .status5xx,
+            let wanted = RetryPolicy.retryAfter(retryAfter, now: Clocks.wallSeconds())
+        {
+            // RFC 9110 §10.2.3: the origin says when; wait that long if it is not too long.
+            guard policy.honours(retryAfter: wanted) else { return nil }
+            delay = wanted
+        }
+        let (allowed, firstRefusal) = proxy.shared.retryBudget.tryRetry()
+        guard allowed else {
+            if firstRefusal {
+                proxy.logger.warning(
+                    "retry budget exhausted: failures are final until it recovers",
+                    metadata: ["url": "\(key)", "reason": "\(reason.rawValue)"])
+            }
+            return nil
+        }
+        return delay
+    }
+
+    /// Drops the failed attempt and schedules the next one.
+    private func scheduleRetry(_ reason: RetryPolicy.Reason, after delay: Duration) {
+        retryLog.append((reason.rawValue, Int(delay.totalMilliseconds)))
+        proxy.shared.stats.retries[reason.rawValue]?.add(1)
+        head = nil
+        contentLength = nil
+        announcedLength = nil
+        upstreamStatus = nil
+        retryTimer = proxy.loop.schedule(afterNanos: delay.totalNanoseconds) { [weak self] in
+            guard let self else { return }
+            self.retryTimer = nil
+            guard self.outcome == nil else { return }
+            if self.readers.isEmpty && !self.options.background {
+                self.cancel(reason: "every client left while waiting to retry")
+                return
+            }
+            (self.ownedBodySource as? BufferedBody)?.rewind()
+            self.attempt()
+        }
+    }
+
+    /// `attempts=N` and the retries with their reasons and delays, for logs and Cache-Status.
+    var attemptSummary: String {
+        guard !retryLog.isEmpty else { return "attempts=\(attempts)" }
+        return "attempts=\(attempts) retries=" + retryLog.map { "\($0.reason):\($0.delayMillis)ms" }.joined(separator: ",")
     }
 
     var isFinished: Bool { outcome != nil }
@@ -209,6 +287,8 @@ final class Fill: UpstreamTransferDelegate {
     }
 
     private func cancel(reason: String) {
+        if let retryTimer { proxy.loop.cancel(retryTimer) }
+        retryTimer = nil
         transfer?.cancel()
         transfer = nil
         outcome = .failure(UpstreamError(kind: .aborted, message: reason, afterHead: head != nil))
@@ -330,6 +410,18 @@ final class Fill: UpstreamTransferDelegate {
     // MARK: UpstreamTransferDelegate
 
     func upstreamDidReceiveHead(_ upstreamHead: ResponseHead) {
+        // A retryable status is retried before anyone sees it (no byte has gone to a client).
+        if let reason = RetryPolicy.reason(forStatus: upstreamHead.status),
+            let delay = retryDelay(reason, retryAfter: upstreamHead.headers["Retry-After"])
+        {
+            transfer?.cancel()
+            transfer = nil
+            scheduleRetry(reason, after: delay)
+            return
+        }
+        if let reason = RetryPolicy.reason(forStatus: upstreamHead.status), reason != .status500 || !retryLog.isEmpty {
+            proxy.shared.stats.countFinalFailure(reason == .status429 ? "429" : "5xx")
+        }
         var forwarded = upstreamHead
         HopByHop.strip(&forwarded.headers)
         if let text = upstreamHead.headers["Content-Length"], let length = try? BodyFraming.parseContentLength(text[...]) {
@@ -556,7 +648,12 @@ final class Fill: UpstreamTransferDelegate {
                 if let stored, let pendingDiskHead { proxy.shared.disk?.store(stored, head: pendingDiskHead) }
             }
         case .failure(let error):
+            if head == nil, let reason = RetryPolicy.reason(for: error), let delay = retryDelay(reason) {
+                scheduleRetry(reason, after: delay)
+                return
+            }
             proxy.shared.stats.upstreamFailures.add(1)
+            proxy.shared.stats.countFinalFailure(error.kind.rawValue)
             outcome = .failure(error)
             if head == nil, let fallback = options.fallback,
                 CacheDecision.canServeStaleOnError(fallback, request: options.requestDirectives, window: staleIfErrorWindow, now: Clocks.wallSeconds())

@@ -81,6 +81,7 @@ public final class Server: Sendable {
         shared.memory.setLimits(
             .init(maxBytes: memory.maxBytes, maxEntries: memory.maxEntries, maxObjectBytes: memory.maxObjectBytes))
         shared.disk?.setLimits(.init(maxBytes: config.disk.maxBytes, maxObjectBytes: config.disk.maxObjectBytes))
+        shared.retryBudget.setLimits(ratio: config.retry.budgetRatio, floor: config.retry.budgetMin)
         for handle in loops.withLock({ $0 }) {
             handle.execute { loop in (loop.context as? ProxyLoop)?.apply(runtime) }
         }

@@ -1,6 +1,7 @@
 import LarderCache
 import LarderConfig
 import LarderIO
+import LarderUpstream
 import Logging
 import Synchronization
 
@@ -13,6 +14,8 @@ final class SharedState: Sendable {
     /// The persistent tier; nil when its directory could not be set up (memory-only).
     let disk: DiskCache?
     let stats = Statistics()
+    /// Retries across all loops, capped at a share of upstream requests.
+    let retryBudget: RetryBudget
     let logger: Logger
     let runtime: Mutex<RuntimeConfig>
     /// Wall-clock start, for uptime.
@@ -24,6 +27,7 @@ final class SharedState: Sendable {
             limits: .init(maxBytes: memory.maxBytes, maxEntries: memory.maxEntries, maxObjectBytes: memory.maxObjectBytes))
         self.runtime = Mutex(runtime)
         self.logger = logger
+        retryBudget = RetryBudget(ratio: runtime.config.retry.budgetRatio, floor: runtime.config.retry.budgetMin)
         let diskConfig = runtime.config.disk
         do {
             disk = try DiskCache(

@@ -1,4 +1,5 @@
 import LarderIO
+import LarderUpstream
 import Synchronization
 
 /// How a request was answered; one counter per case, and the access log's cache field.
@@ -46,8 +47,19 @@ public final class Statistics: Sendable {
     /// Stored URLs invalidated by unsafe requests (RFC 9111 §4.4) and purges.
     public let invalidations = AtomicCounter()
 
+    /// Retries by reason (connect, timeout, reset, 5xx, 500, 429).
+    public let retries: [String: AtomicCounter] = Dictionary(
+        uniqueKeysWithValues: RetryPolicy.Reason.allCases.map { ($0.rawValue, AtomicCounter()) })
+    /// Requests that failed for good, by reason (the error kind, or the status class).
+    public let finalFailures: [String: AtomicCounter] = Dictionary(
+        uniqueKeysWithValues: ["dns", "connect", "timeout", "reset", "truncated", "protocol", "other", "5xx", "429"].map { ($0, AtomicCounter()) })
+
     public init() {
         outcomes = RequestOutcome.allCases.map { _ in AtomicCounter() }
+    }
+
+    func countFinalFailure(_ reason: String) {
+        (finalFailures[reason] ?? finalFailures["other"])?.add(1)
     }
 
     @inline(__always)

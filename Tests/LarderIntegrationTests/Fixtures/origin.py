@@ -136,7 +136,7 @@ class Handler(BaseHTTPRequestHandler):
             number = sum(COUNTS.values())
             REQUESTS.append({"method": self.command, "target": self.path,
                              "headers": [[k, v] for k, v in self.headers.items()],
-                             "body_length": len(body_in)})
+                             "body_length": len(body_in), "time": time.time()})
         if one("reset"):
             self.connection.shutdown(socket.SHUT_RDWR)
             self.close_connection = True
@@ -205,7 +205,7 @@ class Handler(BaseHTTPRequestHandler):
             COUNTS[self.path] = COUNTS.get(self.path, 0) + 1
             REQUESTS.append({"method": self.command, "target": self.path,
                              "headers": [[k, v] for k, v in self.headers.items()],
-                             "body_length": len(body_in)})
+                             "body_length": len(body_in), "time": time.time()})
             responses = script["responses"]
             index = min(script["served"], len(responses) - 1)
             script["served"] += 1

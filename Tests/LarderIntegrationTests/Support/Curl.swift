@@ -65,8 +65,25 @@ struct CacheStatusField {
         guard let value else { return nil }
         raw = value
         // Larder's own member is the last one (RFC 9211 §2: the cache closest to the client).
-        let member = value.components(separatedBy: ",").last { $0.contains("larder") } ?? value
-        var parts = member.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }
+        // Split on separators outside quoted strings.
+        func split(_ text: String, on separator: Character) -> [String] {
+            var parts: [String] = []
+            var current = ""
+            var quoted = false
+            for character in text {
+                if character == "\"" { quoted.toggle() }
+                if character == separator && !quoted {
+                    parts.append(current)
+                    current = ""
+                } else {
+                    current.append(character)
+                }
+            }
+            parts.append(current)
+            return parts
+        }
+        let member = split(value, on: ",").last { $0.contains("larder") } ?? value
+        var parts = split(member, on: ";").map { $0.trimmingCharacters(in: .whitespaces) }
         guard parts.first == "larder" else { return nil }
         parts.removeFirst()
         hit = parts.contains("hit")

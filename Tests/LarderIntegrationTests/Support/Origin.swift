@@ -28,13 +28,13 @@ final class Origin {
         (try control("/_count")["total"] as? Int) ?? 0
     }
 
-    /// Every request the origin counted: method, target, headers.
-    func requests() throws -> [(method: String, target: String, headers: [(String, String)])] {
+    /// Every request the origin counted: method, target, headers, arrival time (seconds).
+    func requests() throws -> [(method: String, target: String, headers: [(String, String)], time: Double)] {
         let result = try Curl.run([url("/_requests")])
         let list = (try JSONSerialization.jsonObject(with: result.body) as? [[String: Any]]) ?? []
         return list.map { entry in
             let headers = (entry["headers"] as? [[String]] ?? []).map { ($0[0], $0[1]) }
-            return (entry["method"] as? String ?? "", entry["target"] as? String ?? "", headers)
+            return (entry["method"] as? String ?? "", entry["target"] as? String ?? "", headers, entry["time"] as? Double ?? 0)
         }
     }
 
