@@ -6,8 +6,9 @@ set -euo pipefail
 packages=(libcurl4-openssl-dev libsystemd-dev pkg-config curl python3)
 if [[ "${1:-}" == "--test" ]]; then
     # Tools the integration tests drive: systemd-socket-activate and systemd-analyze (systemd),
-    # promtool (prometheus), haproxy, openssl, headless Chromium for the dashboard test.
-    packages+=(systemd openssl)
+    # promtool (prometheus), headless Chromium for the dashboard, HAProxy for the cluster
+    # test, openssl for the CONNECT test's throwaway certificate.
+    packages+=(systemd prometheus chromium fonts-dejavu-core haproxy openssl)
 fi
 
 missing=()

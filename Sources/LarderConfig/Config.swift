@@ -27,8 +27,10 @@ public struct ProxyConfig: Sendable, Equatable {
     public var headerTimeout: Duration = .seconds(10)
     public var idleTimeout: Duration = .seconds(60)
     public var maxHeaderBytes = 64 * 1024
-    /// Event-loop threads; 0 means one per CPU this process may use.
+    /// Event-loop threads; 0 means one.
     public var workers = 0
+    /// On SIGTERM, how long in-flight requests may take to finish before connections are closed.
+    public var drainTimeout: Duration = .seconds(10)
     public init() {}
 }
 

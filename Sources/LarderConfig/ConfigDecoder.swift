@@ -15,7 +15,7 @@ struct ConfigDecoder {
 
     /// The keys of each section, in the order config/larder.toml documents them.
     static let schema: [(section: String, keys: [String])] = [
-        ("proxy", ["listen", "allow", "connect_ports", "max_connections", "header_timeout", "idle_timeout", "max_header_bytes", "workers"]),
+        ("proxy", ["listen", "allow", "connect_ports", "max_connections", "header_timeout", "idle_timeout", "max_header_bytes", "workers", "drain_timeout"]),
         ("admin", ["listen", "token"]),
         ("memory", ["max_bytes", "max_entries", "max_object_bytes"]),
         ("disk", ["path", "max_bytes", "max_object_bytes"]),
@@ -101,6 +101,8 @@ struct ConfigDecoder {
             if let bytes = size(value, key, range: 1024...(16 << 20)) { config.proxy.maxHeaderBytes = Int(bytes) }
         case ("proxy", "workers"):
             if let number = integer(value, key, range: 0...256) { config.proxy.workers = number }
+        case ("proxy", "drain_timeout"):
+            if let duration = duration(value, key, minimum: .zero) { config.proxy.drainTimeout = duration }
 
         case ("admin", "listen"):
             if let text = string(value, key) {

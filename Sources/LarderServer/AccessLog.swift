@@ -15,6 +15,9 @@ final class AccessLog {
     private var stampSecond = -1
     private var stampPrefix: [UInt8] = []
 
+    /// Under journald each line starts with `<6>` (info), which journald turns into the priority.
+    private let journal = Systemd.underJournal
+
     init(loop: EventLoop, fd: Int32 = 1, enabled: Bool) {
         self.loop = loop
         self.fd = fd
@@ -28,6 +31,7 @@ final class AccessLog {
         bytes: Int, durationNanos: UInt64, attempts: Int, retries: String? = nil
     ) {
         guard enabled else { return }
+        if journal { buffer.append(contentsOf: "<6>".utf8) }
         appendTimestamp()
         buffer.append(32)
         if let client { buffer.append(contentsOf: client.ipString.utf8) } else { buffer.append(45) }

@@ -1,19 +1,155 @@
+import LarderCache
 import LarderHTTP
+import LarderIO
 
-/// Requests on the admin listener: health and counters.
+/// The admin listener: dashboard, health, counters, metrics, purge. Mutating calls need
+/// `Authorization: Bearer <admin.token>` when a token is configured.
 extension ClientConnection {
     func answerAdmin(_ exchange: Exchange) {
         exchange.outcome = .admin
         guard case .origin(let target) = exchange.head.target else {
-            respondGenerated(status: 400, message: "the admin listener takes origin-form requests (GET /stats)", outcome: .admin)
+            respondAdmin(400, text: "the admin listener takes origin-form requests, for example GET /stats")
             return
         }
-        let path = target.split(separator: "?", maxSplits: 1).first.map(String.init) ?? target
-        switch (exchange.head.method, path) {
-        case (.get, "/healthz"), (.head, "/healthz"):
-            respondGenerated(status: 200, message: "ok", outcome: .admin)
+        let parts = target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
+        let path = String(parts[0])
+        let query = parts.count > 1 ? String(parts[1]) : ""
+        let method = exchange.head.method
+        let readOnly = method == .get || method == .head
+        switch path {
+        case "/", "/index.html":
+            guard readOnly else { return methodNotAllowed("GET, HEAD") }
+            respondAdmin(200, contentType: "text/html; charset=utf-8", body: Array(Dashboard.html.utf8))
+        case "/healthz":
+            guard readOnly else { return methodNotAllowed("GET, HEAD") }
+            if proxy.isDraining {
+                respondAdmin(503, text: "draining")
+            } else {
+                respondAdmin(200, text: "ok")
+            }
+        case "/stats":
+            guard readOnly else { return methodNotAllowed("GET, HEAD") }
+            respondAdmin(200, contentType: "application/json", body: Array(StatsReport.json(proxy.shared).utf8))
+        case "/metrics":
+            guard readOnly else { return methodNotAllowed("GET, HEAD") }
+            respondAdmin(200, contentType: "text/plain; version=0.0.4; charset=utf-8", body: proxy.shared.metrics.render(proxy.shared))
+        case "/purge":
+            guard method == .post || method == .purgeMethod else { return methodNotAllowed("POST") }
+            guard authorized(exchange) else { return }
+            guard let text = QueryString.value("url", in: query), let url = try? AbsoluteURL(parsing: text) else {
+                respondAdmin(400, text: "POST /purge?url=http://host/path (URL-encoded) names the URL to purge")
+                return
+            }
+            let purged = proxy.shared.purge(CacheKey(url))
+            proxy.shared.stats.invalidations.add(purged ? 1 : 0)
+            proxy.logger.notice("purged", metadata: ["url": "\(url)", "found": "\(purged)"])
+            respondAdmin(200, contentType: "application/json", body: Array("{\"url\":\(JSON.string(url.description)),\"purged\":\(purged)}\n".utf8))
+        case "/cache":
+            guard method == .delete else { return methodNotAllowed("DELETE") }
+            guard authorized(exchange) else { return }
+            proxy.shared.removeAll()
+            proxy.shared.hosts.removeAll()
+            proxy.logger.notice("cache cleared through the admin endpoint")
+            respondAdmin(200, contentType: "application/json", body: Array("{\"cleared\":true}\n".utf8))
         default:
-            respondGenerated(status: 404, message: "no admin endpoint \(path)", outcome: .admin)
+            respondAdmin(404, text: "no admin endpoint \(path); try /, /healthz, /stats, /metrics, POST /purge?url=, DELETE /cache")
         }
+    }
+
+    /// Checks the bearer token for a mutating call; answers 401 itself when it fails.
+    private func authorized(_ exchange: Exchange) -> Bool {
+        let token = exchange.runtime.config.admin.token
+        guard !token.isEmpty else { return true }
+        let given = exchange.head.headers["Authorization"] ?? ""
+        if ConstantTime.equal(given, "Bearer " + token) { return true }
+        proxy.logger.warning("admin call refused: missing or wrong bearer token", metadata: ["client": "\(peer?.ipString ?? "-")"])
+        respondAdmin(401, text: "this call needs Authorization: Bearer <admin.token>", extra: [("WWW-Authenticate", "Bearer realm=\"larder\"")])
+        return false
+    }
+
+    private func methodNotAllowed(_ allowed: String) {
+        respondAdmin(405, text: "method not allowed here", extra: [("Allow", allowed)])
+    }
+
+    private func respondAdmin(_ status: Int, text: String, extra: [(String, String)] = []) {
+        respondAdmin(status, contentType: "text/plain; charset=utf-8", body: Array((text + "\n").utf8), extra: extra)
+    }
+
+    /// Queues an admin response (no caching by intermediaries) and finishes the exchange.
+    private func respondAdmin(_ status: Int, contentType: String, body: [UInt8], extra: [(String, String)] = []) {
+        guard let exchange else { return }
+        exchange.status = status
+        let close = !exchange.keepAlive || !exchange.requestBodyComplete || proxy.isDraining
+        if close { exchange.keepAlive = false }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(256)
+        HeadSerializer.appendStatusLine(status, HTTPStatus.reason(status), to: &bytes)
+        HeadSerializer.appendField("Date", proxy.httpDate, to: &bytes)
+        HeadSerializer.appendField("Content-Type", contentType, to: &bytes)
+        HeadSerializer.appendField("Content-Length", String(body.count), to: &bytes)
+        HeadSerializer.appendField("Cache-Control", "no-store", to: &bytes)
+        for (name, value) in extra { HeadSerializer.appendField(name, value, to: &bytes) }
+        if close { bytes.append(contentsOf: "Connection: close\r\n".utf8) }
+        bytes.append(contentsOf: HeadSerializer.crlf)
+        output.append(bytes)
+        if exchange.head.method != .head {
+            output.append(body)
+            exchange.bodyBytesSent = body.count
+        }
+        finishExchange()
+        flushSoon()
+    }
+}
+
+extension HTTPMethod {
+    /// Squid's PURGE method, accepted on the admin listener as a synonym of POST /purge.
+    static let purgeMethod = HTTPMethod("PURGE")
+}
+
+/// `application/x-www-form-urlencoded` query values.
+enum QueryString {
+    static func value(_ name: String, in query: String) -> String? {
+        for pair in query.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard parts.count == 2, decode(parts[0]) == name else { continue }
+            return decode(parts[1])
+        }
+        return nil
+    }
+
+    static func decode(_ text: Substring) -> String {
+        var bytes: [UInt8] = []
+        var index = text.utf8.startIndex
+        let utf8 = text.utf8
+        while index < utf8.endIndex {
+            let byte = utf8[index]
+            if byte == UInt8(ascii: "+") {
+                bytes.append(32)
+            } else if byte == UInt8(ascii: "%"), let high = utf8.index(index, offsetBy: 1, limitedBy: utf8.endIndex),
+                let low = utf8.index(index, offsetBy: 2, limitedBy: utf8.endIndex), low < utf8.endIndex,
+                let value = UInt8(String(decoding: [utf8[high], utf8[low]], as: UTF8.self), radix: 16)
+            {
+                bytes.append(value)
+                index = utf8.index(after: low)
+                continue
+            } else {
+                bytes.append(byte)
+            }
+            index = utf8.index(after: index)
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}
+
+/// Comparisons that take the same time whatever the inputs, for secrets.
+enum ConstantTime {
+    static func equal(_ a: String, _ b: String) -> Bool {
+        let x = Array(a.utf8)
+        let y = Array(b.utf8)
+        var difference = UInt8(truncatingIfNeeded: x.count ^ y.count)
+        for index in 0..<max(x.count, y.count) {
+            difference |= (index < x.count ? x[index] : 0) ^ (index < y.count ? y[index] : 0)
+        }
+        return difference == 0 && x.count == y.count
     }
 }

@@ -47,6 +47,24 @@ extension ClientConnection {
             return
         }
 
+        // A request aimed at this daemon's own listeners would loop or expose the admin API
+        // through the proxy port (RFC 9110 §7.6.3 for Via loops).
+        if let own = proxy.shared.ownAddresses.withLock({ $0.listener(for: url) }) {
+            exchange.keepAlive = false
+            respondGenerated(
+                status: 403,
+                message: own == .admin
+                    ? "Larder does not proxy to its own admin listener; connect to it directly"
+                    : "Larder does not proxy requests to itself", outcome: .error)
+            return
+        }
+        if head.headers.values("Via").contains(where: { $0.contains(proxy.shared.viaIdentity) }) {
+            exchange.keepAlive = false
+            proxy.logger.warning("forwarding loop detected", metadata: ["url": "\(url)", "via": "\(head.headers.combined("Via") ?? "")"])
+            respondGenerated(status: 508, message: "Larder: forwarding loop (this request already passed through this proxy)", outcome: .error)
+            return
+        }
+
         exchange.route = runtime.routes.match(
             method: head.method.rawValue, scheme: url.scheme, host: url.host, port: url.port, pathAndQuery: url.pathAndQuery)
         exchange.url = url

@@ -143,7 +143,8 @@ extension ClientConnection: RequestBodySource {
         var headers = head.headers
         HopByHop.strip(&headers)
         headers.remove("Host")
-        let via = headers.combined("Via").map { $0 + ", 1.1 larder" } ?? "1.1 larder"
+        let own = "1.1 larder (\(proxy.shared.viaIdentity))"
+        let via = headers.combined("Via").map { $0 + ", " + own } ?? own
         headers.remove("Via")
         if stripRange {
             headers.remove("Range")

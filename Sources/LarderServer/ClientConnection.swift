@@ -250,6 +250,13 @@ final class ClientConnection: IOHandler {
 
     private func logExchange(_ exchange: Exchange) {
         proxy.shared.stats.count(exchange.outcome)
+        let duration = Clocks.monotonicNanos() &- exchange.startNanos
+        proxy.shared.metrics.requestDuration.recordNanoseconds(Int64(duration))
+        if let url = exchange.head.url {
+            let hit = exchange.outcome == .memoryHit || exchange.outcome == .diskHit || exchange.outcome == .stale
+                || exchange.outcome == .revalidated
+            proxy.shared.hosts.record(host: url.authority, hit: hit, bytes: exchange.bodyBytesSent)
+        }
         let url = exchange.head.url?.description ?? {
             switch exchange.head.target {
             case .origin(let path): return path
@@ -261,8 +268,7 @@ final class ClientConnection: IOHandler {
         proxy.accessLog.record(
             client: peer, method: exchange.head.method.rawValue, url: url, status: exchange.status,
             outcome: exchange.outcome.rawValue, bytes: exchange.bodyBytesSent,
-            durationNanos: Clocks.monotonicNanos() &- exchange.startNanos, attempts: exchange.attempts,
-            retries: exchange.retries)
+            durationNanos: duration, attempts: exchange.attempts, retries: exchange.retries)
     }
 
     /// Finishes the current exchange (if any), then closes once the output is written.

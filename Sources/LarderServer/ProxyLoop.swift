@@ -90,6 +90,42 @@ final class ProxyLoop {
         }
     }
 
+    /// Stamps this loop's heartbeat every `interval` (from the loop itself: a wedged loop stops
+    /// stamping).
+    func startHeartbeat(every interval: UInt64, slot: Int) {
+        loop.schedule(afterNanos: interval) { [weak self] in
+            guard let self, !self.draining else { return }
+            self.shared.heartbeats.withLock { beats in
+                if slot < beats.count { beats[slot] = self.loop.now }
+            }
+            self.startHeartbeat(every: interval, slot: slot)
+        }
+    }
+
+    /// On loop 0: WATCHDOG=1 at half the watchdog interval while every loop's heartbeat is
+    /// recent, and STATUS= every few seconds.
+    func startSupervisor(watchdog: UInt64?, status: @escaping () -> String) {
+        let period = watchdog.map { max($0 / 2, 10_000_000) } ?? 5_000_000_000
+        var sinceStatus: UInt64 = 0
+        func tick() {
+            loop.schedule(afterNanos: period) { [weak self] in
+                guard let self, !self.draining else { return }
+                if let watchdog {
+                    let now = Clocks.monotonicNanos()
+                    let healthy = self.shared.heartbeats.withLock { beats in beats.allSatisfy { now &- $0 < watchdog } }
+                    if healthy { Systemd.notify("WATCHDOG=1") }
+                }
+                sinceStatus += period
+                if sinceStatus >= 5_000_000_000 {
+                    sinceStatus = 0
+                    Systemd.notify("STATUS=\(status())")
+                }
+                tick()
+            }
+        }
+        tick()
+    }
+
     /// Keeps a connection findable while it waits for work on another thread; the job that
     /// resumes it carries only the token (connections never leave their loop).
     func park(_ connection: ClientConnection) -> Int {

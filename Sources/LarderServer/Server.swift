@@ -7,51 +7,69 @@ import LarderIO
 import Logging
 import Synchronization
 
-/// The daemon: binds the listeners, runs the event loops, reloads and drains.
+/// The daemon: binds the listeners (or takes them from systemd), runs the event loops,
+/// reloads, and drains on shutdown, telling the service manager at each step.
 ///
-/// State: `loops` is written once by ``start()`` and read by later calls (all from the main
-/// thread in practice, guarded anyway); everything else is immutable or thread-safe.
+/// State: `loops` and `sockets` are written once by ``start()`` and read by later calls (from
+/// the main thread in practice, guarded anyway); everything else is immutable or thread-safe.
 public final class Server: Sendable {
     let shared: SharedState
     private let loops = Mutex<[EventLoopHandle]>([])
-    private let bound = Mutex<[(Listener.Kind, SocketAddress)]>([])
+    private let sockets = Mutex<[(Listener.Kind, Socket)]>([])
 
     /// Creates a server for `config`; nothing is bound until ``start()``.
     public init(config: Config, logger: Logger) {
         shared = SharedState(runtime: RuntimeConfig(config: config), logger: logger)
     }
 
-    /// The addresses actually bound (port 0 resolved), proxy first.
-    public var proxyAddresses: [SocketAddress] { bound.withLock { $0.filter { $0.0 == .proxy }.map(\.1) } }
-    public var adminAddress: SocketAddress? { bound.withLock { $0.first { $0.0 == .admin }?.1 } }
+    /// The addresses actually bound (port 0 resolved).
+    public var proxyAddresses: [SocketAddress] { shared.ownAddresses.withLock { $0.proxy } }
+    public var adminAddress: SocketAddress? { shared.ownAddresses.withLock { $0.admin } }
+    /// Whether the listeners came from systemd socket activation.
+    public var socketActivated: Bool { shared.ownAddresses.withLock { $0.activated } }
 
-    /// Binds every listener, then starts the event loops. Throws if any address cannot be bound.
+    /// Binds every listener (or adopts the sockets systemd passed: `FileDescriptorName=proxy`
+    /// and `admin`), starts the event loops, and tells systemd it is ready. Throws if an
+    /// address cannot be bound.
     public func start() throws(SystemError) {
         let config = shared.currentRuntime.config
-        var sockets: [(Listener.Kind, Socket)] = []
-        do {
-            for address in config.proxy.listen {
-                sockets.append((.proxy, try Socket.listen(on: address)))
+        var opened: [(Listener.Kind, Socket)] = []
+        let passed = Systemd.listenSockets()
+        if !passed.isEmpty {
+            for (index, socket) in passed.enumerated() {
+                let kind: Listener.Kind = socket.name == "admin" || (socket.name != "proxy" && index > 0) ? .admin : .proxy
+                let adopted = Socket(fd: socket.fd)
+                try adopted.setNonBlocking()
+                opened.append((kind, adopted))
             }
-            if let admin = config.admin.listen {
-                sockets.append((.admin, try Socket.listen(on: admin)))
+        } else {
+            do {
+                for address in config.proxy.listen {
+                    opened.append((.proxy, try Socket.listen(on: address)))
+                }
+                if let admin = config.admin.listen {
+                    opened.append((.admin, try Socket.listen(on: admin)))
+                }
+            } catch {
+                for (_, socket) in opened { socket.close() }
+                throw error
             }
-        } catch {
-            for (_, socket) in sockets { socket.close() }
-            throw error
         }
-        bound.withLock { list in
-            list = sockets.compactMap { kind, socket in (try? socket.localAddress()).flatMap { $0 }.map { (kind, $0) } }
+        let addresses = opened.compactMap { kind, socket in (try? socket.localAddress()).flatMap { $0 }.map { (kind, $0) } }
+        shared.ownAddresses.withLock {
+            $0.proxy = addresses.filter { $0.0 == .proxy }.map(\.1)
+            $0.admin = addresses.first { $0.0 == .admin }?.1
+            $0.activated = !passed.isEmpty
         }
+        sockets.withLock { $0 = opened }
         shared.disk?.start()
         let workers = config.proxy.workers > 0 ? config.proxy.workers : 1
         var handles: [EventLoopHandle] = []
         for index in 0..<workers {
-            let handle = try EventLoop.start(name: "larder-loop-\(index)", index: index)
-            handles.append(handle)
+            handles.append(try EventLoop.start(name: "larder-loop-\(index)", index: index))
         }
         let shared = self.shared
-        let listeners = sockets
+        let listeners = opened
         let ready = DispatchSemaphore(value: 0)
         for handle in handles {
             handle.execute { loop in
@@ -69,10 +87,47 @@ public final class Server: Sendable {
         }
         for _ in handles { ready.wait() }
         loops.withLock { $0 = handles }
+        startSupervision(handles)
+        // READY only now: every loop watches the listening sockets, so connections are accepted.
+        Systemd.notify("READY=1\nSTATUS=\(statusLine)")
+    }
+
+    /// Watchdog pings and STATUS updates when running under systemd. Each loop stamps a
+    /// heartbeat from its own timer; loop 0 pings the watchdog at half the interval only if
+    /// every loop stamped recently, so one wedged loop gets the service restarted.
+    private func startSupervision(_ handles: [EventLoopHandle]) {
+        guard Systemd.isSupervised else { return }
+        let watchdog = Systemd.watchdogInterval()
+        let shared = self.shared
+        shared.heartbeats.withLock { $0 = Array(repeating: Clocks.monotonicNanos(), count: handles.count) }
+        let beat = min(watchdog.map { $0 / 4 } ?? 1_000_000_000, 1_000_000_000)
+        for (index, handle) in handles.enumerated() {
+            handle.execute { loop in
+                (loop.context as? ProxyLoop)?.startHeartbeat(every: beat, slot: index)
+            }
+        }
+        handles.first?.execute { [self] loop in
+            (loop.context as? ProxyLoop)?.startSupervisor(watchdog: watchdog) { [self] in statusLine }
+        }
+    }
+
+    /// `STATUS=` text: what an operator sees in `systemctl status larder`.
+    var statusLine: String {
+        let stats = shared.stats
+        let served = RequestOutcome.allCases.reduce(0) { $0 + stats.value($1) }
+        let fromCache = stats.value(.memoryHit) + stats.value(.diskHit) + stats.value(.stale) + stats.value(.revalidated)
+        let ratio = served > 0 ? Double(fromCache) * 100 / Double(served) : 0
+        let memory = shared.memory.statistics
+        let disk = shared.disk?.statistics
+        return "\(stats.activeConnections.load()) connections, \(served) requests, "
+            + "\(Int(ratio.rounded()))% from cache, memory \(Units.format(bytes: Int64(memory.bytes / 1024 * 1024))) "
+            + "in \(memory.entries) entries, disk \(disk.map { "\($0.entries) entries" } ?? "off")"
     }
 
     /// Applies `config` to new requests on every loop; requests in flight keep their config.
+    /// Tells systemd it is reloading, then ready again.
     public func apply(_ config: Config) {
+        Systemd.notifyReloading()
         let runtime = shared.runtime.withLock { current in
             current = RuntimeConfig(config: config, generation: current.generation + 1)
             return current
@@ -82,17 +137,30 @@ public final class Server: Sendable {
             .init(maxBytes: memory.maxBytes, maxEntries: memory.maxEntries, maxObjectBytes: memory.maxObjectBytes))
         shared.disk?.setLimits(.init(maxBytes: config.disk.maxBytes, maxObjectBytes: config.disk.maxObjectBytes))
         shared.retryBudget.setLimits(ratio: config.retry.budgetRatio, floor: config.retry.budgetMin)
-        for handle in loops.withLock({ $0 }) {
-            handle.execute { loop in (loop.context as? ProxyLoop)?.apply(runtime) }
+        let done = DispatchSemaphore(value: 0)
+        let handles = loops.withLock { $0 }
+        for handle in handles {
+            handle.execute { loop in
+                (loop.context as? ProxyLoop)?.apply(runtime)
+                done.signal()
+            }
         }
+        for _ in handles { done.wait() }
+        Systemd.notify("READY=1\nSTATUS=\(statusLine)")
+    }
+
+    /// Tells systemd that a reload was attempted but the file was rejected (still READY).
+    public func reloadRejected() {
+        Systemd.notify("READY=1\nSTATUS=reload rejected: configuration errors; running the previous configuration")
     }
 
     /// The configuration currently applied.
     public var config: Config { shared.currentRuntime.config }
 
     /// Stops accepting, lets in-flight exchanges finish for up to `timeout`, then closes the
-    /// rest and stops the loops.
+    /// rest, flushes the disk tier and stops the loops.
     public func shutdown(drainTimeout timeout: Duration) {
+        Systemd.notify("STOPPING=1\nSTATUS=draining \(shared.stats.activeConnections.load()) connections")
         let handles = loops.withLock { $0 }
         for handle in handles {
             handle.execute { loop in (loop.context as? ProxyLoop)?.beginDraining() }
@@ -111,8 +179,9 @@ public final class Server: Sendable {
             }
         }
         for _ in handles { done.wait() }
-        // Queued disk writes finish (or fail) before exit, so nothing half-written is left
-        // in tmp/ by an orderly stop.
+        for (_, socket) in sockets.withLock({ $0 }) { socket.close() }
+        // Queued disk writes finish (or fail) before exit, so an orderly stop leaves nothing
+        // half-written in tmp/.
         shared.disk?.stop()
     }
 

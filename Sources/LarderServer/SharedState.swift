@@ -1,5 +1,6 @@
 import LarderCache
 import LarderConfig
+import LarderHTTP
 import LarderIO
 import LarderUpstream
 import Logging
@@ -16,6 +17,17 @@ final class SharedState: Sendable {
     let stats = Statistics()
     /// Retries across all loops, capped at a share of upstream requests.
     let retryBudget: RetryBudget
+    /// The addresses this daemon listens on, to refuse requests aimed at itself.
+    let ownAddresses = Mutex(OwnAddresses())
+    /// Each loop's last heartbeat (monotonic ns), for the systemd watchdog.
+    let heartbeats = Mutex<[UInt64]>([])
+    /// Requests and bytes per origin host, for the dashboard.
+    let hosts = HostCounters()
+    /// The Prometheus view of the counters.
+    let metrics: MetricsExporter
+    /// This process's identity in `Via` on forwarded requests (`1.1 larder (id)`), so a request
+    /// that comes back through this same daemon is recognised as a loop (RFC 9110 §7.6.3).
+    let viaIdentity = "larder-" + String(UInt32.random(in: 0...UInt32.max), radix: 16)
     let logger: Logger
     let runtime: Mutex<RuntimeConfig>
     /// Wall-clock start, for uptime.
@@ -28,6 +40,7 @@ final class SharedState: Sendable {
         self.runtime = Mutex(runtime)
         self.logger = logger
         retryBudget = RetryBudget(ratio: runtime.config.retry.budgetRatio, floor: runtime.config.retry.budgetMin)
+        metrics = MetricsExporter()
         let diskConfig = runtime.config.disk
         do {
             disk = try DiskCache(
@@ -55,4 +68,29 @@ final class SharedState: Sendable {
     }
 
     var currentRuntime: RuntimeConfig { runtime.withLock { $0 } }
+
+    /// Listen addresses, filled in once the sockets are open.
+    struct OwnAddresses: Sendable {
+        var proxy: [SocketAddress] = []
+        var admin: SocketAddress?
+        var activated = false
+
+        /// Which of this daemon's listeners `url` points at, if any: its port is one of ours
+        /// and its host is that listener's address, `localhost`, or a loopback address when the
+        /// listener is on loopback or on every address.
+        func listener(for url: AbsoluteURL) -> Listener.Kind? {
+            let host = url.bareHost
+            func matches(_ address: SocketAddress) -> Bool {
+                guard address.port == UInt16(clamping: url.port) else { return false }
+                if host == "localhost" || host == address.ipString { return true }
+                let unspecified = address.ipBytes.allSatisfy { $0 == 0 }
+                guard let bytes = SocketAddress.parseIPv4(host) ?? SocketAddress.parseIPv6(host) else { return false }
+                let target = SocketAddress(ipBytes: bytes, port: address.port)
+                return unspecified || (target.isLoopback && address.isLoopback)
+            }
+            if let admin, matches(admin) { return .admin }
+            if proxy.contains(where: matches) { return .proxy }
+            return nil
+        }
+    }
 }

@@ -46,6 +46,12 @@ public final class Statistics: Sendable {
     public let staleServedOnError = AtomicCounter()
     /// Stored URLs invalidated by unsafe requests (RFC 9111 §4.4) and purges.
     public let invalidations = AtomicCounter()
+    /// CONNECT tunnels opened, and bytes relayed each way.
+    public let tunnelsOpened = AtomicCounter()
+    public let tunnelBytesUp = AtomicCounter()
+    public let tunnelBytesDown = AtomicCounter()
+    /// Requests refused for missing or wrong Proxy-Authorization.
+    public let authFailures = AtomicCounter()
 
     /// Retries by reason (connect, timeout, reset, 5xx, 500, 429).
     public let retries: [String: AtomicCounter] = Dictionary(

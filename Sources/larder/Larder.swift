@@ -1,9 +1,10 @@
 import ArgumentParser
+import LarderServer
 
 /// The `larder` command line.
 @main
 struct Larder: ParsableCommand {
-    static let version = "0.1.0"
+    static let version = Version.larder
 
     static let configuration = CommandConfiguration(
         commandName: "larder",
@@ -12,10 +13,14 @@ struct Larder: ParsableCommand {
             Point HTTP_PROXY at it and repeated downloads come from the cache:
 
               larder serve                                  # defaults: proxy 127.0.0.1:3128, admin 127.0.0.1:3129
-              larder serve --listen 0.0.0.0:3128 --cache-dir /var/cache/larder
+              larder serve --config /etc/larder/larder.toml --cache-dir /var/cache/larder
+              larder check-config /etc/larder/larder.toml
               curl -x http://127.0.0.1:3128 http://example.org/
+              larder stats                                  # counters from the admin listener
+              larder purge http://example.org/
+              larder warm --file urls.txt                   # prefetch into the cache
             """,
         version: "larder \(version)",
-        subcommands: [Serve.self, CheckConfig.self],
+        subcommands: [Serve.self, CheckConfig.self, Stats.self, Purge.self, Warm.self],
         defaultSubcommand: Serve.self)
 }

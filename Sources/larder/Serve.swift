@@ -69,6 +69,7 @@ struct Serve: ParsableCommand {
             metadata: [
                 "proxy": "\(proxies)", "admin": "\(server.adminAddress?.description ?? "off")",
                 "config": "\(selection.origin)", "version": "\(Larder.version)",
+                "sockets": "\(server.socketActivated ? "from systemd" : "bound")",
             ])
 
         while true {
@@ -79,7 +80,7 @@ struct Serve: ParsableCommand {
                 reload(server, selection: selection, logger: logger)
             default:
                 logger.notice("shutting down: draining in-flight requests")
-                server.shutdown(drainTimeout: .seconds(10))
+                server.shutdown(drainTimeout: server.config.proxy.drainTimeout)
                 logger.notice("stopped")
                 return
             }
@@ -98,6 +99,7 @@ struct Serve: ParsableCommand {
                 logger.error("reload rejected: \(error.headline)")
             }
             logger.error("reload rejected: keeping the running configuration (\(errors.errors.count) errors)")
+            server.reloadRejected()
         case .success(let loaded):
             let running = server.config
             for setting in ConfigSelection.restartOnlyChanges(from: running, to: loaded) {

@@ -38,7 +38,8 @@ struct Expectation: Sendable {
     var body: String?
     /// Response headers: nil value means "absent".
     var headers: [(String, String?)] = []
-    /// Headers the origin saw on the last request it counted for this URL (nil: absent).
+    /// Headers the origin saw on the last request it counted for this URL (nil: absent; a
+    /// trailing `*` matches a prefix).
     var sent: [(String, String?)] = []
     /// Cache-Status detail.
     var detail: String?

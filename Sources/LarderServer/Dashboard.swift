@@ -1,0 +1,132 @@
+/// The admin listener's `GET /` page: one self-contained HTML document (no external assets)
+/// that polls `/stats` every second and draws what it reads. Every number shown also carries its
+/// raw value in a `data-value` attribute, which is what the browser test compares with `/stats`.
+enum Dashboard {
+    static let html = """
+        <!doctype html>
+        <html lang="en">
+        <head>
+        <meta charset="utf-8">
+        <meta name="viewport" content="width=device-width, initial-scale=1">
+        <title>Larder</title>
+        <style>
+          :root { --bg:#f6f7f9; --card:#fff; --ink:#1d2433; --muted:#6b7385; --accent:#2f6fde; --ok:#1a9e5f; --warn:#c7861a; --bad:#c9364b; }
+          * { box-sizing: border-box; }
+          body { margin:0; font:14px/1.4 system-ui, -apple-system, "Segoe UI", sans-serif; background:var(--bg); color:var(--ink); }
+          header { display:flex; align-items:baseline; gap:1rem; padding:1rem 1.5rem; background:var(--ink); color:#fff; }
+          header h1 { margin:0; font-size:1.3rem; }
+          header span { color:#b8c0d0; }
+          #state { margin-left:auto; }
+          main { padding:1rem 1.5rem; display:grid; gap:1rem; grid-template-columns:repeat(auto-fill, minmax(210px, 1fr)); }
+          .card { background:var(--card); border-radius:8px; padding:0.9rem 1rem; box-shadow:0 1px 2px rgba(0,0,0,.08); }
+          .card h2 { margin:0 0 .3rem; font-size:.8rem; font-weight:600; color:var(--muted); text-transform:uppercase; letter-spacing:.04em; }
+          .big { font-size:1.9rem; font-weight:650; }
+          .sub { color:var(--muted); font-size:.85rem; }
+          .wide { grid-column:1 / -1; }
+          .bar { height:10px; background:#e3e7ee; border-radius:5px; overflow:hidden; margin:.4rem 0; }
+          .bar > div { height:100%; background:var(--accent); width:0; }
+          canvas { width:100%; height:220px; display:block; }
+          .legend span { display:inline-block; margin-right:1rem; font-size:.85rem; }
+          .legend i { display:inline-block; width:.8rem; height:.8rem; border-radius:2px; margin-right:.3rem; vertical-align:-1px; }
+          table { width:100%; border-collapse:collapse; }
+          th, td { text-align:left; padding:.35rem .4rem; border-bottom:1px solid #edf0f4; }
+          th { color:var(--muted); font-weight:600; font-size:.8rem; }
+          td.num, th.num { text-align:right; font-variant-numeric:tabular-nums; }
+        </style>
+        </head>
+        <body>
+        <header><h1>Larder</h1><span id="version"></span><span id="uptime"></span><span id="state">connecting…</span></header>
+        <main>
+          <section class="card"><h2>Hit ratio</h2><div class="big" id="hit-ratio" data-value="0">–</div><div class="sub">answered from cache</div></section>
+          <section class="card"><h2>Requests</h2><div class="big" id="requests-total" data-value="0">–</div><div class="sub" id="request-rate">– /s</div></section>
+          <section class="card"><h2>Bandwidth saved</h2><div class="big" id="bytes-cache" data-value="0">–</div><div class="sub">served from cache</div></section>
+          <section class="card"><h2>From upstream</h2><div class="big" id="bytes-upstream" data-value="0">–</div><div class="sub">fetched from origins</div></section>
+          <section class="card"><h2>Memory</h2><div class="bar"><div id="memory-fill"></div></div>
+            <div class="sub"><span id="memory-bytes" data-value="0">–</span> of <span id="memory-max">–</span> · <span id="memory-entries" data-value="0">–</span> entries</div></section>
+          <section class="card"><h2>Disk</h2><div class="bar"><div id="disk-fill"></div></div>
+            <div class="sub"><span id="disk-bytes" data-value="0">–</span> of <span id="disk-max">–</span> · <span id="disk-entries" data-value="0">–</span> entries</div></section>
+          <section class="card"><h2>Coalescing</h2><div class="big" id="coalesced" data-value="0">–</div><div class="sub">requests shared a fetch · <span id="fills" data-value="0">–</span> fetches</div></section>
+          <section class="card"><h2>Retries</h2><div class="big" id="retries" data-value="0">–</div><div class="sub"><span id="failures" data-value="0">–</span> final failures · <span id="stale-if-error" data-value="0">–</span> stale answers</div></section>
+          <section class="card"><h2>Connections</h2><div class="big" id="connections" data-value="0">–</div><div class="sub"><span id="accepted" data-value="0">–</span> accepted</div></section>
+          <section class="card wide"><h2>Requests per second by outcome</h2><canvas id="chart" width="1200" height="220"></canvas><div class="legend" id="legend"></div></section>
+          <section class="card wide"><h2>Top hosts</h2>
+            <table><thead><tr><th>Host</th><th class="num">Requests</th><th class="num">From cache</th><th class="num">Bytes</th></tr></thead>
+            <tbody id="top-hosts"></tbody></table></section>
+        </main>
+        <script>
+        "use strict";
+        const outcomes = [["hit","#1a9e5f"],["disk_hit","#3bb37a"],["revalidated","#7fc8a0"],["stale","#c7861a"],
+          ["coalesced","#7a5cd6"],["miss","#2f6fde"],["pass","#8aa6d8"],["error","#c9364b"],["tunnel","#6b7385"]];
+        const history = [];
+        let previous = null;
+        const $ = (id) => document.getElementById(id);
+        function bytes(n) {
+          const units = ["B","KiB","MiB","GiB","TiB"]; let i = 0;
+          while (n >= 1024 && i < units.length - 1) { n /= 1024; i++; }
+          return (i ? n.toFixed(1) : n) + " " + units[i];
+        }
+        function set(id, value, text) { const el = $(id); el.dataset.value = value; el.textContent = text === undefined ? value.toLocaleString("en") : text; }
+        function sum(obj) { return Object.values(obj || {}).reduce((a, b) => a + b, 0); }
+        $("legend").innerHTML = outcomes.map(([name, color]) => `<span><i style="background:${color}"></i>${name}</span>`).join("");
+        function draw() {
+          const canvas = $("chart"), ctx = canvas.getContext("2d"), w = canvas.width, h = canvas.height;
+          ctx.clearRect(0, 0, w, h);
+          if (history.length < 2) return;
+          const max = Math.max(1, ...history.map(p => outcomes.reduce((a, [n]) => a + (p[n] || 0), 0)));
+          const step = w / 119;
+          const base = new Array(history.length).fill(0);
+          for (const [name, color] of outcomes) {
+            ctx.beginPath();
+            history.forEach((p, i) => { const x = w - (history.length - 1 - i) * step; const y = h - (base[i] + (p[name] || 0)) / max * (h - 10); i ? ctx.lineTo(x, y) : ctx.moveTo(x, y); });
+            for (let i = history.length - 1; i >= 0; i--) { const x = w - (history.length - 1 - i) * step; ctx.lineTo(x, h - base[i] / max * (h - 10)); }
+            ctx.closePath(); ctx.fillStyle = color; ctx.fill();
+            history.forEach((p, i) => { base[i] += p[name] || 0; });
+          }
+          ctx.fillStyle = "#6b7385"; ctx.font = "12px system-ui"; ctx.fillText(Math.round(max) + " req/s", 6, 14);
+        }
+        function render(s) {
+          $("version").textContent = "v" + s.version;
+          $("uptime").textContent = "up " + Math.floor(s.uptime_seconds) + " s";
+          set("hit-ratio", s.hit_ratio, (s.hit_ratio * 100).toFixed(1) + " %");
+          set("requests-total", s.requests.total);
+          set("bytes-cache", s.bytes.from_cache, bytes(s.bytes.from_cache));
+          set("bytes-upstream", s.bytes.from_upstream, bytes(s.bytes.from_upstream));
+          set("memory-bytes", s.memory.bytes, bytes(s.memory.bytes)); $("memory-max").textContent = bytes(s.memory.max_bytes);
+          set("memory-entries", s.memory.entries);
+          $("memory-fill").style.width = Math.min(100, s.memory.bytes / s.memory.max_bytes * 100) + "%";
+          if (s.disk) {
+            set("disk-bytes", s.disk.bytes, bytes(s.disk.bytes)); $("disk-max").textContent = bytes(s.disk.max_bytes);
+            set("disk-entries", s.disk.entries);
+            $("disk-fill").style.width = Math.min(100, s.disk.bytes / s.disk.max_bytes * 100) + "%";
+          }
+          set("coalesced", s.coalescing.coalesced); set("fills", s.coalescing.fills);
+          set("retries", s.upstream.retries_total); set("failures", sum(s.upstream.failures)); set("stale-if-error", s.upstream.stale_if_error);
+          set("connections", s.connections.active); set("accepted", s.connections.accepted);
+          $("top-hosts").innerHTML = s.top_hosts.map(h =>
+            `<tr data-host="${h.host}"><td>${h.host}</td><td class="num" data-value="${h.requests}">${h.requests.toLocaleString("en")}</td>` +
+            `<td class="num">${h.requests ? (h.hits / h.requests * 100).toFixed(0) : 0} %</td><td class="num">${bytes(h.bytes)}</td></tr>`).join("");
+          if (previous) {
+            const dt = Math.max(0.001, s.uptime_seconds - previous.uptime_seconds), point = {};
+            for (const [name] of outcomes) point[name] = Math.max(0, (s.requests[name] - previous.requests[name]) / dt);
+            history.push(point); if (history.length > 120) history.shift();
+            $("request-rate").textContent = (s.requests.total - previous.requests.total) / dt >= 0
+              ? ((s.requests.total - previous.requests.total) / dt).toFixed(1) + " /s" : "– /s";
+          }
+          previous = s; draw();
+        }
+        async function poll() {
+          try {
+            const response = await fetch("/stats", { cache: "no-store" });
+            render(await response.json());
+            $("state").textContent = "live"; $("state").style.color = "#7fe0ad";
+          } catch (error) {
+            $("state").textContent = "unreachable"; $("state").style.color = "#ff9aa8";
+          }
+          setTimeout(poll, 1000);
+        }
+        poll();
+        </script>
+        </body>
+        </html>
+        """
+}

@@ -1,0 +1,161 @@
+import CoreMetrics
+import LarderCache
+import LarderIO
+import LarderUpstream
+import Metrics
+import Prometheus
+import Synchronization
+
+/// The `/metrics` endpoint: every counter and gauge in Prometheus text format, through
+/// swift-prometheus.
+///
+/// The hot path never touches Prometheus objects: requests bump Larder's own relaxed atomics
+/// (``Statistics``), and a scrape copies the deltas into the registry. The one per-request
+/// metric, the duration histogram, is recorded through a swift-metrics `Timer` backed by the
+/// registry's histogram.
+///
+/// State: the registry and its metrics are thread-safe; `synced` (last values copied) is
+/// guarded by its mutex, so concurrent scrapes do not double-count.
+final class MetricsExporter: Sendable {
+    let registry: PrometheusCollectorRegistry
+    /// Request durations, from first byte of the request head to the last byte queued.
+    let requestDuration: Metrics.Timer
+    private let counters: [String: Prometheus.Counter]
+    private let gauges: [String: Prometheus.Gauge]
+    private let synced = Mutex<[String: Int]>([:])
+
+    /// A descriptor for a full metric name: the unit is the part after the last underscore.
+    private static func descriptor(_ name: String, _ help: String) -> MetricNameDescriptor {
+        let split = name.lastIndex(of: "_")!
+        return MetricNameDescriptor(
+            metricName: String(name[..<split]), unitName: String(name[name.index(after: split)...]), helpText: help)
+    }
+
+    private static func key(_ name: String, _ labels: [(String, String)]) -> String {
+        name + labels.map { "|\($0.0)=\($0.1)" }.joined()
+    }
+
+    init(version: String = "0.1.0") {
+        let registry = PrometheusCollectorRegistry()
+        self.registry = registry
+        var counters: [String: Prometheus.Counter] = [:]
+        var gauges: [String: Prometheus.Gauge] = [:]
+        func counter(_ name: String, _ help: String, _ labels: [(String, String)] = []) {
+            counters[Self.key(name, labels)] = registry.makeCounter(descriptor: Self.descriptor(name, help), labels: labels)
+        }
+        func gauge(_ name: String, _ help: String, _ labels: [(String, String)] = []) {
+            gauges[Self.key(name, labels)] = registry.makeGauge(descriptor: Self.descriptor(name, help), labels: labels)
+        }
+        for outcome in RequestOutcome.allCases {
+            counter("larder_requests_total", "Requests answered, by how they were answered.", [("outcome", outcome.rawValue)])
+        }
+        counter("larder_upstream_requests_total", "Requests sent upstream (every attempt).")
+        for reason in RetryPolicy.Reason.allCases {
+            counter("larder_upstream_retries_total", "Upstream attempts retried, by reason.", [("reason", reason.rawValue)])
+        }
+        for reason in ["dns", "connect", "timeout", "reset", "truncated", "protocol", "other", "5xx", "429"] {
+            counter("larder_upstream_failures_total", "Upstream exchanges that failed for good, by reason.", [("reason", reason)])
+        }
+        counter("larder_retry_budget_exhausted_total", "Retries refused because the retry budget was spent.")
+        counter("larder_fills_total", "Upstream fetches started for clients.")
+        counter("larder_coalesced_requests_total", "Requests that attached to another request's upstream fetch.")
+        counter("larder_coalesce_released_total", "Waiting requests released from a fetch they may not share.")
+        counter("larder_coalesce_timeouts_total", "Waiting requests that gave up waiting (coalesce.wait_timeout).")
+        counter("larder_revalidations_total", "Stored responses confirmed by the origin (304 or matching HEAD).")
+        counter("larder_stale_if_error_total", "Stale responses served because the origin failed.")
+        counter("larder_background_refreshes_total", "Revalidations started in the background after serving stale.")
+        counter("larder_invalidations_total", "Stored URLs invalidated by unsafe requests or purges.")
+        for source in ["cache", "upstream"] {
+            counter("larder_bytes_served_total", "Body bytes sent to clients, by source.", [("source", source)])
+        }
+        for tier in ["memory", "disk"] {
+            gauge("larder_cache_bytes", "Bytes held by a cache tier.", [("tier", tier)])
+            gauge("larder_cache_entries", "Entries held by a cache tier.", [("tier", tier)])
+            counter("larder_cache_evictions_total", "Entries evicted from a cache tier to stay within its size.", [("tier", tier)])
+        }
+        counter("larder_disk_corruptions_total", "Disk entries found damaged (size, checksum, head) and deleted.")
+        counter("larder_disk_write_errors_total", "Disk writes that failed (ENOSPC, EIO, permissions).")
+        gauge("larder_disk_degraded", "1 while the disk tier refuses writes after an error.")
+        gauge("larder_connections_active", "Open client connections.")
+        counter("larder_connections_accepted_total", "Client connections accepted.")
+        counter("larder_connections_rejected_total", "Client connections refused (ACL, max_connections).")
+        counter("larder_bad_requests_total", "Requests rejected as malformed.")
+        for direction in ["client_to_server", "server_to_client"] {
+            counter("larder_tunnel_bytes_total", "Bytes relayed through CONNECT tunnels.", [("direction", direction)])
+        }
+        counter("larder_tunnels_total", "CONNECT tunnels opened.")
+        counter("larder_proxy_auth_failures_total", "Requests refused for missing or wrong proxy credentials.")
+        gauge("larder_build_info", "Always 1; the labels name the build.", [("version", version)])
+        gauge("larder_start_time_seconds", "When the daemon started, in Unix seconds.")
+        self.counters = counters
+        self.gauges = gauges
+        let histogram = registry.makeDurationHistogram(
+            descriptor: Self.descriptor(
+                "larder_request_duration_seconds", "Time from a request's head to the last byte of its response queued."),
+            labels: [],
+            buckets: [
+                .microseconds(100), .microseconds(250), .microseconds(500), .milliseconds(1), .milliseconds(2),
+                .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100),
+                .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2), .seconds(5), .seconds(10), .seconds(30),
+            ])
+        requestDuration = Metrics.Timer(
+            label: "larder_request_duration_seconds", dimensions: [], handler: histogram,
+            factory: PrometheusMetricsFactory(registry: registry))
+        gauges[Self.key("larder_build_info", [("version", version)])]?.set(1.0)
+        gauges[Self.key("larder_start_time_seconds", [])]?.set(Clocks.wallSeconds())
+    }
+
+    /// Brings the registry up to date with the counters and returns the exposition text.
+    func render(_ shared: SharedState) -> [UInt8] {
+        let stats = shared.stats
+        var values: [String: Int] = [:]
+        for outcome in RequestOutcome.allCases {
+            values[Self.key("larder_requests_total", [("outcome", outcome.rawValue)])] = stats.value(outcome)
+        }
+        values[Self.key("larder_upstream_requests_total", [])] = stats.upstreamRequests.load()
+        for (reason, counter) in stats.retries {
+            values[Self.key("larder_upstream_retries_total", [("reason", reason)])] = counter.load()
+        }
+        for (reason, counter) in stats.finalFailures {
+            values[Self.key("larder_upstream_failures_total", [("reason", reason)])] = counter.load()
+        }
+        values[Self.key("larder_retry_budget_exhausted_total", [])] = shared.retryBudget.exhausted.load()
+        values[Self.key("larder_fills_total", [])] = stats.fillsStarted.load()
+        values[Self.key("larder_coalesced_requests_total", [])] = stats.requestsCoalesced.load()
+        values[Self.key("larder_coalesce_released_total", [])] = stats.waitersReleased.load()
+        values[Self.key("larder_coalesce_timeouts_total", [])] = stats.waitersTimedOut.load()
+        values[Self.key("larder_revalidations_total", [])] = stats.revalidated.load()
+        values[Self.key("larder_stale_if_error_total", [])] = stats.staleServedOnError.load()
+        values[Self.key("larder_background_refreshes_total", [])] = stats.backgroundRefreshes.load()
+        values[Self.key("larder_invalidations_total", [])] = stats.invalidations.load()
+        values[Self.key("larder_bytes_served_total", [("source", "cache")])] = stats.bytesFromCache.load()
+        values[Self.key("larder_bytes_served_total", [("source", "upstream")])] = stats.bytesFromUpstream.load()
+        let memory = shared.memory.statistics
+        values[Self.key("larder_cache_evictions_total", [("tier", "memory")])] = memory.evictions
+        let disk = shared.disk?.statistics
+        values[Self.key("larder_cache_evictions_total", [("tier", "disk")])] = disk?.evictions ?? 0
+        values[Self.key("larder_disk_corruptions_total", [])] = disk?.corruptions ?? 0
+        values[Self.key("larder_disk_write_errors_total", [])] = disk?.writeErrors ?? 0
+        values[Self.key("larder_connections_accepted_total", [])] = stats.acceptedConnections.load()
+        values[Self.key("larder_connections_rejected_total", [])] = stats.rejectedConnections.load()
+        values[Self.key("larder_bad_requests_total", [])] = stats.badRequests.load()
+        values[Self.key("larder_tunnel_bytes_total", [("direction", "client_to_server")])] = stats.tunnelBytesUp.load()
+        values[Self.key("larder_tunnel_bytes_total", [("direction", "server_to_client")])] = stats.tunnelBytesDown.load()
+        values[Self.key("larder_tunnels_total", [])] = stats.tunnelsOpened.load()
+        values[Self.key("larder_proxy_auth_failures_total", [])] = stats.authFailures.load()
+        synced.withLock { last in
+            for (key, value) in values {
+                let delta = value - (last[key] ?? 0)
+                if delta > 0 { counters[key]?.increment(by: Int64(delta)) }
+                last[key] = max(value, last[key] ?? 0)
+            }
+        }
+        gauges[Self.key("larder_cache_bytes", [("tier", "memory")])]?.set(Double(memory.bytes))
+        gauges[Self.key("larder_cache_entries", [("tier", "memory")])]?.set(Double(memory.entries))
+        gauges[Self.key("larder_cache_bytes", [("tier", "disk")])]?.set(Double(disk?.bytes ?? 0))
+        gauges[Self.key("larder_cache_entries", [("tier", "disk")])]?.set(Double(disk?.entries ?? 0))
+        gauges[Self.key("larder_disk_degraded", [])]?.set(disk?.degraded == true ? 1.0 : 0.0)
+        gauges[Self.key("larder_connections_active", [])]?.set(Double(stats.activeConnections.load()))
+        return registry.emitToBuffer()
+    }
+}

@@ -1,0 +1,75 @@
+import ArgumentParser
+import Foundation
+import LarderConfig
+import LarderIO
+
+/// Where the admin commands find the daemon: `--admin`, else the configuration's
+/// `admin.listen` (from `--config`, `$LARDER_CONFIG` or /etc/larder/larder.toml), else the default.
+struct AdminOptions: ParsableArguments {
+    @Option(name: .customLong("admin"), help: "Admin address of the daemon, e.g. 127.0.0.1:3129.")
+    var admin: String?
+
+    @Option(name: .customLong("config"), help: "Configuration file to read the admin address and token from.")
+    var configPath: String?
+
+    @Option(name: .customLong("token"), help: "Bearer token for mutating calls (default: admin.token from the configuration).")
+    var token: String?
+
+    /// The configuration, when a file applies.
+    func loadConfig() throws -> Config {
+        guard let path = configPath ?? ConfigLoader.defaultPath(environment: ProcessInfo.processInfo.environment) else {
+            return Config()
+        }
+        switch ConfigLoader.load(path: path) {
+        case .success(let config): return config
+        case .failure(let errors): throw ValidationError("cannot read \(path):\n\(errors)")
+        }
+    }
+
+    func adminAddress() throws -> SocketAddress {
+        if let admin {
+            guard let address = SocketAddress(parsing: admin) else {
+                throw ValidationError("--admin: '\(admin)' is not an address like 127.0.0.1:3129")
+            }
+            return address
+        }
+        guard let address = try loadConfig().admin.listen else {
+            throw ValidationError("the admin listener is off in the configuration; pass --admin")
+        }
+        return address
+    }
+
+    func bearerToken() throws -> String {
+        if let token { return token }
+        return try loadConfig().admin.token
+    }
+}
+
+/// Human-readable sizes and counts for the command line.
+enum Format {
+    static func bytes(_ value: Double) -> String {
+        let units = ["B", "KiB", "MiB", "GiB", "TiB"]
+        var number = value
+        var unit = 0
+        while number >= 1024 && unit < units.count - 1 {
+            number /= 1024
+            unit += 1
+        }
+        return unit == 0 ? "\(Int(number)) B" : String(format: "%.1f %@", number, units[unit])
+    }
+
+    static func count(_ value: Int) -> String {
+        let formatter = NumberFormatter()
+        formatter.numberStyle = .decimal
+        formatter.locale = Locale(identifier: "en_US")
+        return formatter.string(from: NSNumber(value: value)) ?? String(value)
+    }
+
+    static func duration(_ seconds: Double) -> String {
+        let total = Int(seconds)
+        if total >= 86_400 { return "\(total / 86_400)d \(total % 86_400 / 3600)h" }
+        if total >= 3600 { return "\(total / 3600)h \(total % 3600 / 60)m" }
+        if total >= 60 { return "\(total / 60)m \(total % 60)s" }
+        return "\(total)s"
+    }
+}

@@ -1,0 +1,159 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import LarderIO
+import Synchronization
+
+/// `larder warm`: fetches URLs through the proxy so they are in the cache before anyone asks.
+struct Warm: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Prefetch URLs into the cache through the running proxy.",
+        discussion: """
+            Each URL is fetched through the proxy (and so stored, when cacheable). A progress bar
+            shows on a terminal; the summary says what was stored, already cached, not cacheable,
+            or failed. Exit status 1 when any fetch failed.
+            Examples:
+              larder warm http://deb.debian.org/debian/dists/bookworm/Release
+              larder warm --file urls.txt --parallel 8
+            """)
+
+    @Argument(help: "URLs to fetch.")
+    var urls: [String] = []
+
+    @Option(name: .customLong("file"), help: "A file with one URL per line (# starts a comment).")
+    var file: String?
+
+    @Option(name: .customLong("proxy"), help: "Proxy address (default: the first proxy.listen of the configuration).")
+    var proxy: String?
+
+    @Option(name: .customLong("parallel"), help: "Fetches at a time.")
+    var parallel = 4
+
+    @OptionGroup var options: AdminOptions
+
+    enum Result: Sendable {
+        case stored(Int), cached(Int), notCacheable(Int), failed(String)
+    }
+
+    func run() throws {
+        var list = urls
+        if let file {
+            let text = try String(contentsOfFile: file, encoding: .utf8)
+            for line in text.split(separator: "\n") {
+                let entry = line.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)[0].trimmingCharacters(in: .whitespaces)
+                if !entry.isEmpty { list.append(entry) }
+            }
+        }
+        guard !list.isEmpty else { throw ValidationError("no URLs: give them as arguments or with --file") }
+        for url in list where !(url.hasPrefix("http://") || url.hasPrefix("https://")) {
+            throw ValidationError("'\(url)' is not an absolute http(s) URL")
+        }
+        let address: SocketAddress
+        if let proxy {
+            guard let parsed = SocketAddress(parsing: proxy) else { throw ValidationError("--proxy: '\(proxy)' is not an address") }
+            address = parsed
+        } else {
+            guard let first = try options.loadConfig().proxy.listen.first else { throw ValidationError("no proxy address") }
+            address = first
+        }
+        let progress = Progress(total: list.count, interactive: isatty(2) == 1)
+        let results = Mutex<[Int: Result]>([:])
+        let next = Atomic<Int>(0)
+        let urls = list
+        DispatchQueue.concurrentPerform(iterations: max(1, min(parallel, list.count))) { _ in
+            while true {
+                let index = next.add(1, ordering: .relaxed).oldValue
+                guard index < urls.count else { return }
+                let result = Warm.fetch(urls[index], through: address, progress: progress)
+                results.withLock { $0[index] = result }
+                progress.finished(urls[index], result)
+            }
+        }
+        progress.done()
+        var stored = 0, cached = 0, uncacheable = 0, failed = 0, bytes = 0
+        for result in results.withLock({ $0.values }) {
+            switch result {
+            case .stored(let size): stored += 1; bytes += size
+            case .cached(let size): cached += 1; bytes += size
+            case .notCacheable(let size): uncacheable += 1; bytes += size
+            case .failed: failed += 1
+            }
+        }
+        print("\(list.count) URL\(list.count == 1 ? "" : "s"): \(stored) stored, \(cached) already cached, \(uncacheable) not cacheable, \(failed) failed; \(Format.bytes(Double(bytes))) fetched")
+        if failed > 0 { throw ExitCode(1) }
+    }
+
+    static func fetch(_ url: String, through address: SocketAddress, progress: Progress) -> Result {
+        let authority = url.split(separator: "/", omittingEmptySubsequences: true).dropFirst().first.map(String.init) ?? ""
+        do {
+            let response = try BlockingHTTPClient(address: address, timeoutSeconds: 300).request(
+                "GET", url, headers: [("Host", authority), ("User-Agent", "larder-warm/\(Larder.version)")],
+                onBody: { progress.received($0.count) })
+            guard (200..<400).contains(response.status) else { return .failed("\(response.status)") }
+            let status = response.headers.last { $0.0.lowercased() == "cache-status" }?.1 ?? ""
+            if status.contains("; hit") { return .cached(response.bodyLength) }
+            if status.contains("stored") { return .stored(response.bodyLength) }
+            return .notCacheable(response.bodyLength)
+        } catch {
+            return .failed("\(error)")
+        }
+    }
+
+    /// The progress bar (on a terminal) or one line per URL (otherwise), on stderr.
+    final class Progress: Sendable {
+        private struct State {
+            var done = 0
+            var bytes = 0
+            var lastDraw = 0.0
+        }
+        private let state = Mutex(State())
+        let total: Int
+        let interactive: Bool
+
+        init(total: Int, interactive: Bool) {
+            self.total = total
+            self.interactive = interactive
+        }
+
+        func received(_ count: Int) {
+            let draw = state.withLock { state -> Bool in
+                state.bytes += count
+                let now = Clocks.monotonicSeconds()
+                guard interactive, now - state.lastDraw > 0.1 else { return false }
+                state.lastDraw = now
+                return true
+            }
+            if draw { redraw() }
+        }
+
+        func finished(_ url: String, _ result: Result) {
+            state.withLock { $0.done += 1 }
+            if interactive {
+                redraw()
+            } else {
+                let text: String
+                switch result {
+                case .stored: text = "stored"
+                case .cached: text = "already cached"
+                case .notCacheable: text = "not cacheable"
+                case .failed(let why): text = "FAILED (\(why))"
+                }
+                printError("\(url): \(text)")
+            }
+        }
+
+        private func redraw() {
+            let (done, bytes) = state.withLock { ($0.done, $0.bytes) }
+            let width = 30
+            let filled = total > 0 ? done * width / total : width
+            let bar = String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled)
+            let line = "\r[\(bar)] \(done)/\(total)  \(Format.bytes(Double(bytes)))   "
+            var bytesOut = Array(line.utf8)
+            _ = bytesOut.withUnsafeMutableBytes { write(2, $0.baseAddress, $0.count) }
+        }
+
+        func done() {
+            if interactive { printError("") }
+        }
+    }
+}

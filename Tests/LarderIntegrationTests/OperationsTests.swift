@@ -1,0 +1,254 @@
+import Foundation
+import Glibc
+import Testing
+
+extension IntegrationTests {
+    /// Everything an operator touches: systemd, the admin listener, metrics, dashboard, CLI, logs.
+    @Suite struct Operations {
+        // MARK: systemd
+
+        @Test func unitFilesPassSystemdAnalyzeVerify() throws {
+            guard FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-analyze") else {
+                print("skipped: systemd-analyze is not installed")
+                return
+            }
+            let directory = Paths.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            // ExecStart must name an existing binary for verify: point it at the one just built.
+            let service = try String(contentsOfFile: Paths.root + "/systemd/larder.service", encoding: .utf8)
+                .replacingOccurrences(of: "/usr/local/bin/larder", with: Paths.larder)
+            try service.write(toFile: directory + "/larder.service", atomically: true, encoding: .utf8)
+            for unit in ["larder.socket", "larder-admin.socket"] {
+                try FileManager.default.copyItem(atPath: Paths.root + "/systemd/" + unit, toPath: directory + "/" + unit)
+            }
+            let verify = try ChildProcess(
+                "/usr/bin/systemd-analyze", ["verify", directory + "/larder.service", directory + "/larder.socket", directory + "/larder-admin.socket"])
+            verify.process.waitUntilExit()
+            #expect(verify.process.terminationStatus == 0, "systemd-analyze verify: \(verify.stderr)")
+            #expect(!verify.stderr.contains("larder"), "warnings: \(verify.stderr)")
+        }
+
+        @Test func notifiesReadyReloadingAndStoppingInOrder() throws {
+            let notify = try NotifySocket()
+            let larder = try Larder(environment: ["NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "400000"])
+            var messages = notify.receive(for: 5) { $0 == "READY=1" }
+            #expect(messages.contains("READY=1"))
+            #expect(messages.contains { $0.hasPrefix("STATUS=") })
+            // The watchdog is pinged at half the interval.
+            messages = notify.receive(for: 1) { $0 == "WATCHDOG=1" }
+            #expect(messages.contains("WATCHDOG=1"))
+            try larder.rewriteConfig("[upstream]\ntimeout = \"30s\"\n")
+            larder.child.signal(SIGHUP)
+            messages = notify.receive(for: 5) { $0 == "READY=1" }
+            let reloading = messages.firstIndex(of: "RELOADING=1")
+            let ready = messages.lastIndex(of: "READY=1")
+            #expect(reloading != nil && ready != nil && reloading! < ready!, "\(messages)")
+            #expect(messages.contains { $0.hasPrefix("MONOTONIC_USEC=") })
+            larder.child.signal(SIGTERM)
+            messages = notify.receive(for: 5) { $0 == "STOPPING=1" }
+            #expect(messages.contains("STOPPING=1"))
+            #expect(larder.stop() == 0)
+        }
+
+        @Test func runsOnSocketsPassedBySystemd() throws {
+            guard FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-socket-activate") else {
+                print("skipped: systemd-socket-activate is not installed")
+                return
+            }
+            let origin = try Origin()
+            let proxyPort = try IntegrationTests.ProxyPath.unusedPort()
+            let adminPort = try IntegrationTests.ProxyPath.unusedPort()
+            let cache = Paths.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: cache) }
+            let activated = try ChildProcess(
+                "/usr/bin/systemd-socket-activate",
+                ["-l", "127.0.0.1:\(proxyPort)", "-l", "127.0.0.1:\(adminPort)", "--fdname=proxy:admin",
+                 Paths.larder, "serve", "--cache-dir", cache])
+            defer { activated.stop() }
+            try activated.waitForOutput { $0.contains("Listening on 127.0.0.1:\(adminPort)") }
+            // The sockets listen before larder runs: the first connection starts it.
+            let first = try Curl.viaProxy("http://127.0.0.1:\(proxyPort)", [origin.url("/activated?cc=max-age=60")])
+            #expect(first.status == 200)
+            let second = try Curl.viaProxy("http://127.0.0.1:\(proxyPort)", [origin.url("/activated?cc=max-age=60")])
+            #expect(second.cacheStatus?.hit == true)
+            #expect(try Curl.run(["http://127.0.0.1:\(adminPort)/healthz"]).text == "ok\n")
+            try activated.waitForOutput { $0.contains("sockets=from systemd") }
+        }
+
+        @Test func sigtermLetsInFlightRequestsFinish() throws {
+            let origin = try Origin()
+            let larder = try Larder()
+            let client = try ChildProcess(
+                "/usr/bin/curl", ["-s", "--proxy", larder.proxy, "-o", "/dev/null", "-w", "%{http_code}", origin.url("/draining?delay=1")])
+            usleep(300_000)
+            larder.child.signal(SIGTERM)
+            client.process.waitUntilExit()
+            #expect(client.stdout == "200")
+            #expect(larder.stop() == 0)
+            #expect(larder.child.stderr.contains("draining"))
+        }
+
+        // MARK: Admin listener
+
+        @Test func adminEndpointsAnswer() throws {
+            let origin = try Origin()
+            let larder = try Larder()
+            let admin = "http://127.0.0.1:\(larder.adminPort)"
+            #expect(try Curl.run([admin + "/healthz"]).text == "ok\n")
+            _ = try Curl.viaProxy(larder.proxy, [origin.url("/s?cc=max-age=60")])
+            _ = try Curl.viaProxy(larder.proxy, [origin.url("/s?cc=max-age=60")])
+            let stats = try JSONSerialization.jsonObject(with: try Curl.run([admin + "/stats"]).body) as? [String: Any]
+            let requests = stats?["requests"] as? [String: Int]
+            #expect(requests?["hit"] == 1)
+            #expect(requests?["miss"] == 1)
+            #expect((stats?["hit_ratio"] as? Double) == 0.5)
+            #expect(try Curl.run([admin + "/nope"]).status == 404)
+            #expect(try Curl.run(["-X", "PUT", admin + "/stats"]).status == 405)
+            let dashboard = try Curl.run([admin + "/"])
+            #expect(dashboard.header("content-type")?.hasPrefix("text/html") == true)
+            #expect(!dashboard.text.contains("http://") && !dashboard.text.contains("https://"), "no external assets")
+        }
+
+        @Test func purgeAndClearNeedTheTokenWhenOneIsSet() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: "[admin]\ntoken = \"s3cret\"\n")
+            let admin = "http://127.0.0.1:\(larder.adminPort)"
+            let url = origin.url("/purge-me?cc=max-age=60")
+            _ = try Curl.viaProxy(larder.proxy, [url])
+            #expect(try Curl.viaProxy(larder.proxy, [url]).cacheStatus?.hit == true)
+            let encoded = url.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+            let refused = try Curl.run(["-X", "POST", admin + "/purge?url=" + encoded])
+            #expect(refused.status == 401)
+            #expect(refused.header("www-authenticate")?.hasPrefix("Bearer") == true)
+            let wrong = try Curl.run(["-X", "POST", "-H", "Authorization: Bearer nope", admin + "/purge?url=" + encoded])
+            #expect(wrong.status == 401)
+            let purged = try Curl.run(["-X", "POST", "-H", "Authorization: Bearer s3cret", admin + "/purge?url=" + encoded])
+            #expect(purged.status == 200)
+            #expect(purged.text.contains("\"purged\":true"))
+            #expect(try Curl.viaProxy(larder.proxy, [url]).cacheStatus?.hit == false)
+            #expect(try Curl.run(["-X", "DELETE", admin + "/cache"]).status == 401)
+            #expect(try Curl.run(["-X", "DELETE", "-H", "Authorization: Bearer s3cret", admin + "/cache"]).status == 200)
+            #expect(try Curl.viaProxy(larder.proxy, [url]).cacheStatus?.hit == false)
+            #expect(try origin.count("/purge-me?cc=max-age=60") == 3)
+            // Reads need no token.
+            #expect(try Curl.run([admin + "/stats"]).status == 200)
+        }
+
+        @Test func adminAndProxyAddressesAreNotReachableThroughTheProxy() throws {
+            let larder = try Larder()
+            for target in ["http://127.0.0.1:\(larder.adminPort)/stats", "http://localhost:\(larder.adminPort)/cache",
+                           "http://127.0.0.1:\(larder.proxyPort)/x"] {
+                let result = try Curl.viaProxy(larder.proxy, [target])
+                #expect(result.status == 403, "\(target)")
+            }
+            #expect(try Curl.viaProxy(larder.proxy, ["-X", "DELETE", "http://127.0.0.1:\(larder.adminPort)/cache"]).status == 403)
+        }
+
+        @Test func metricsPassPromtoolAndMove() throws {
+            let origin = try Origin()
+            let larder = try Larder()
+            let admin = "http://127.0.0.1:\(larder.adminPort)/metrics"
+            func value(_ text: String, _ series: String) -> Double? {
+                text.split(separator: "\n").first { $0.hasPrefix(series + " ") }.flatMap { Double($0.split(separator: " ").last!) }
+            }
+            let before = try Curl.run([admin]).text
+            _ = try Curl.viaProxy(larder.proxy, [origin.url("/m?cc=max-age=60&size=1000")])
+            _ = try Curl.viaProxy(larder.proxy, [origin.url("/m?cc=max-age=60&size=1000")])
+            let after = try Curl.run([admin]).text
+            #expect((value(after, "larder_requests_total{outcome=\"hit\"}") ?? 0) == (value(before, "larder_requests_total{outcome=\"hit\"}") ?? 0) + 1)
+            #expect((value(after, "larder_upstream_requests_total") ?? 0) == 1)
+            #expect((value(after, "larder_bytes_served_total{source=\"cache\"}") ?? 0) == 1000)
+            #expect((value(after, "larder_cache_entries{tier=\"memory\"}") ?? 0) == 1)
+            #expect(after.contains("larder_request_duration_seconds_bucket"))
+            #expect(after.contains("larder_build_info{version="))
+            guard FileManager.default.isExecutableFile(atPath: "/usr/bin/promtool") else {
+                print("skipped promtool check: promtool is not installed")
+                return
+            }
+            let directory = Paths.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            try after.write(toFile: directory + "/metrics.txt", atomically: true, encoding: .utf8)
+            let check = try ChildProcess("/bin/sh", ["-c", "/usr/bin/promtool check metrics < \(directory)/metrics.txt"])
+            check.process.waitUntilExit()
+            #expect(check.process.terminationStatus == 0, "promtool: \(check.stdout)\(check.stderr)")
+        }
+
+        @Test func dashboardShowsTheSameNumbersAsStats() throws {
+            guard let chromium = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].first(where: { FileManager.default.isExecutableFile(atPath: $0) })
+            else {
+                print("skipped: no headless Chromium installed")
+                return
+            }
+            let origin = try Origin()
+            let larder = try Larder()
+            for path in ["/d1?cc=max-age=60&size=3000", "/d1?cc=max-age=60&size=3000", "/d2?cc=no-store&size=500"] {
+                _ = try Curl.viaProxy(larder.proxy, [origin.url(path)])
+            }
+            let directory = Paths.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let page = "http://127.0.0.1:\(larder.adminPort)/"
+            let flags = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--user-data-dir=\(directory)/profile",
+                         "--virtual-time-budget=3000"]
+            let dump = try ChildProcess(chromium, flags + ["--dump-dom", page])
+            dump.process.waitUntilExit()
+            let shot = try ChildProcess(chromium, flags + ["--window-size=1280,900", "--screenshot=\(directory)/dashboard.png", page])
+            shot.process.waitUntilExit()
+            let screenshot = try Data(contentsOf: URL(fileURLWithPath: directory + "/dashboard.png"))
+            #expect(screenshot.count > 10_000, "a rendered screenshot")
+            #expect(screenshot.prefix(4) == Data([0x89, 0x50, 0x4E, 0x47]))
+            let stats = try #require(try JSONSerialization.jsonObject(with: try Curl.run([page + "stats"]).body) as? [String: Any])
+            func shown(_ id: String) -> Double? {
+                guard let range = dump.stdout.range(of: "id=\"\(id)\" data-value=\"") else { return nil }
+                return Double(dump.stdout[range.upperBound...].prefix { $0 != "\"" })
+            }
+            let bytes = stats["bytes"] as? [String: Double] ?? [:]
+            let memory = stats["memory"] as? [String: Double] ?? [:]
+            #expect(shown("hit-ratio") == stats["hit_ratio"] as? Double)
+            #expect(shown("bytes-cache") == bytes["from_cache"])
+            #expect(shown("bytes-upstream") == bytes["from_upstream"])
+            #expect(shown("memory-entries") == memory["entries"])
+            #expect(shown("coalesced") == (stats["coalescing"] as? [String: Double])?["coalesced"])
+            #expect(dump.stdout.contains("data-host=\"127.0.0.1:\(origin.port)\""), "top hosts lists the origin")
+        }
+
+        // MARK: CLI and logs
+
+        @Test func cliStatsPurgeAndWarm() throws {
+            let origin = try Origin()
+            let larder = try Larder()
+            let admin = "127.0.0.1:\(larder.adminPort)"
+            let directory = Paths.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let urls = [origin.url("/w1?cc=max-age=60&size=2000"), origin.url("/w2?cc=no-store"), "http://127.0.0.1:1/nothing"]
+            try (urls.joined(separator: "\n") + "\n# a comment\n").write(toFile: directory + "/urls.txt", atomically: true, encoding: .utf8)
+            let warm = try ChildProcess(Paths.larder, ["warm", "--proxy", "127.0.0.1:\(larder.proxyPort)", "--file", directory + "/urls.txt"])
+            warm.process.waitUntilExit()
+            #expect(warm.process.terminationStatus == 1, "one URL failed")
+            #expect(warm.stdout.contains("3 URLs: 1 stored, 0 already cached, 1 not cacheable, 1 failed"), "\(warm.stdout)")
+            #expect(try Curl.viaProxy(larder.proxy, [urls[0]]).cacheStatus?.hit == true)
+            let stats = try ChildProcess(Paths.larder, ["stats", "--admin", admin])
+            stats.process.waitUntilExit()
+            #expect(stats.process.terminationStatus == 0)
+            #expect(stats.stdout.contains("hit ratio"))
+            #expect(stats.stdout.contains("127.0.0.1:\(origin.port)"))
+            let purge = try ChildProcess(Paths.larder, ["purge", "--admin", admin, urls[0]])
+            purge.process.waitUntilExit()
+            #expect(purge.stdout.contains("purged \(urls[0])"))
+            #expect(try Curl.viaProxy(larder.proxy, [urls[0]]).cacheStatus?.hit == false)
+        }
+
+        @Test func accessLogLinesAndJournalPriorities() throws {
+            let origin = try Origin()
+            let larder = try Larder(environment: ["JOURNAL_STREAM": "8:12345"])
+            _ = try Curl.viaProxy(larder.proxy, [origin.url("/logged?cc=max-age=60")])
+            _ = try Curl.viaProxy(larder.proxy, [origin.url("/logged?cc=max-age=60")])
+            larder.stop()
+            let lines = larder.child.stdout.split(separator: "\n")
+            #expect(lines.count == 2, "one line per request: \(lines)")
+            #expect(lines.allSatisfy { $0.hasPrefix("<6>") })
+            #expect(lines.first?.contains("\"GET \(origin.url("/logged?cc=max-age=60"))\" 200 miss") == true)
+            #expect(lines.last?.contains("200 hit 64") == true)
+            #expect(larder.child.stderr.split(separator: "\n").allSatisfy { $0.hasPrefix("<") }, "stderr lines carry priorities")
+        }
+    }
+}
