@@ -11,7 +11,7 @@ final class AccessLog {
     private let fd: Int32
     var enabled: Bool
     private var flushScheduled = false
-    private unowned let loop: EventLoop
+    private let loop: EventLoop
     private var stampSecond = -1
     private var stampPrefix: [UInt8] = []
 

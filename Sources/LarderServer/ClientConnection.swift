@@ -26,7 +26,9 @@ final class ClientConnection: IOHandler {
     let socket: Socket
     let peer: SocketAddress?
     let kind: Listener.Kind
-    unowned let proxy: ProxyLoop
+    /// Strong: the loop's connection table holds this connection until `close()` removes it,
+    /// which breaks the cycle. (An unowned reference costs an atomic retain per access.)
+    let proxy: ProxyLoop
     let inbound = ByteBuffer(capacity: 2048)
     var output = OutputQueue()
     var parser: RequestHeadParser
@@ -255,7 +257,7 @@ final class ClientConnection: IOHandler {
         if let url = exchange.head.url {
             let hit = exchange.outcome == .memoryHit || exchange.outcome == .diskHit || exchange.outcome == .stale
                 || exchange.outcome == .revalidated
-            proxy.shared.hosts.record(host: url.authority, hit: hit, bytes: exchange.bodyBytesSent)
+            proxy.shared.hosts.record(.init(host: url.host, port: url.port, defaultPort: url.defaultPort), hit: hit, bytes: exchange.bodyBytesSent)
         }
         let url = exchange.head.url?.description ?? {
             switch exchange.head.target {

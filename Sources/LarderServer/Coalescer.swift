@@ -20,7 +20,7 @@ struct FillKey: Hashable {
 final class Coalescer {
     private var fills: [FillKey: Fill] = [:]
     private var notShareableUntil: [FillKey: UInt64] = [:]
-    private unowned let loop: EventLoop
+    private let loop: EventLoop
 
     init(loop: EventLoop) {
         self.loop = loop

@@ -76,7 +76,8 @@ final class Fill: UpstreamTransferDelegate {
     let requestHeaders: HTTPHeaders
     let dedupAlways: Bool
     let options: FillOptions
-    unowned let proxy: ProxyLoop
+    /// Strong; the coalescer's reference to the fill goes when the fill ends.
+    let proxy: ProxyLoop
     private(set) var transfer: UpstreamTransfer?
     weak var bodySource: (any RequestBodySource)?
     /// A request body the fill owns (buffered for `dedup = "always"`), kept alive here.

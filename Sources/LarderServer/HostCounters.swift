@@ -11,14 +11,22 @@ final class HostCounters: Sendable {
         var bytes = 0
     }
 
-    private let counts = Mutex<[String: Counts]>([:])
+    /// Host and port, kept apart so recording a request builds no string.
+    struct Key: Hashable, Sendable {
+        let host: String
+        let port: Int
+        let defaultPort: Int
+        var name: String { port == defaultPort ? host : "\(host):\(port)" }
+    }
+
+    private let counts = Mutex<[Key: Counts]>([:])
     private let capacity: Int
 
     init(capacity: Int = 1000) {
         self.capacity = capacity
     }
 
-    func record(host: String, hit: Bool, bytes: Int) {
+    func record(_ host: Key, hit: Bool, bytes: Int) {
         counts.withLock { counts in
             counts[host, default: Counts()].requests += 1
             if hit { counts[host]!.hits += 1 }
@@ -33,7 +41,7 @@ final class HostCounters: Sendable {
     /// The `limit` hosts with the most requests.
     func top(_ limit: Int) -> [(host: String, counts: Counts)] {
         counts.withLock { counts in
-            counts.sorted { $0.value.requests > $1.value.requests }.prefix(limit).map { ($0.key, $0.value) }
+            counts.sorted { $0.value.requests > $1.value.requests }.prefix(limit).map { ($0.key.name, $0.value) }
         }
     }
 

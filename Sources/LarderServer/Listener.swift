@@ -9,7 +9,7 @@ final class Listener: IOHandler {
 
     let socket: Socket
     let kind: Kind
-    unowned let proxy: ProxyLoop
+    let proxy: ProxyLoop
     private var lastLimitLog: UInt64 = 0
 
     init(socket: Socket, kind: Kind, proxy: ProxyLoop) {

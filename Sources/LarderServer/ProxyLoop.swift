@@ -11,7 +11,8 @@ import Logging
 ///
 /// State: loop-confined; other threads reach it only through jobs on `loop.handle`.
 final class ProxyLoop {
-    unowned let loop: EventLoop
+    /// Strong; the loop's `context` points back here until shutdown clears it.
+    let loop: EventLoop
     let shared: SharedState
     private(set) var runtime: RuntimeConfig
     let upstream: UpstreamClient

@@ -15,7 +15,7 @@ import LarderIO
 /// from curl's callbacks, which curl invokes only from inside `curl_multi_socket_action`.
 public final class UpstreamClient {
     private let multi: UnsafeMutableRawPointer
-    private unowned let loop: EventLoop
+    private let loop: EventLoop
     private var watches: [Int32: SocketWatch] = [:]
     private var timer: EventLoop.TimerToken?
     private var active: [UnsafeMutableRawPointer: UpstreamTransfer] = [:]
@@ -96,7 +96,7 @@ public final class UpstreamClient {
 
     private final class SocketWatch: IOHandler {
         let fd: Int32
-        unowned let client: UpstreamClient
+        let client: UpstreamClient
         init(fd: Int32, client: UpstreamClient) {
             self.fd = fd
             self.client = client
@@ -235,10 +235,12 @@ public final class UpstreamClient {
 ///
 /// State: loop-confined, like the client.
 public final class UpstreamTransfer {
-    fileprivate unowned let client: UpstreamClient
+    fileprivate let client: UpstreamClient
     fileprivate let easy: UnsafeMutableRawPointer
     fileprivate let request: UpstreamRequest
-    fileprivate weak var delegate: (any UpstreamTransferDelegate)?
+    /// Strong while the transfer runs; set to nil when it ends or is cancelled, which breaks the
+    /// delegate → transfer → delegate cycle.
+    fileprivate var delegate: (any UpstreamTransferDelegate)?
     fileprivate var key: UnsafeMutableRawPointer?
     fileprivate var headerList: UnsafeMutablePointer<curl_slist>?
     fileprivate var headParser = ResponseHeadParser()

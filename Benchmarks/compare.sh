@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Two Larder binaries on the same workload, in one run, interleaved: the before/after ratio of a
+# change (for example with and without a feature on the hit path).
+#
+#   Benchmarks/compare.sh BEFORE_BINARY AFTER_BINARY [hit-1k|hit-100k|miss-1k] [REPS]
+#
+# Prints each rep's req/s for both and the median ratio after/before. Same setup as run.sh:
+# local nginx origin, cache on a tmpfs, proxy pinned to CPU 1 and wrk to CPU 0.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BEFORE=$1; AFTER=$2; WORKLOAD=${3:-hit-1k}; REPS=${4:-5}
+DURATION=${DURATION:-5}; CONNECTIONS=${CONNECTIONS:-50}
+ORIGIN_PORT=${ORIGIN_PORT:-18393}; PORT_A=18394; PORT_B=18395
+
+base=/tmp; [[ -d /dev/shm && -w /dev/shm ]] && base=/dev/shm
+dir=$(mktemp -d "$base/larder-compare.XXXXXX"); chmod 755 "$dir"
+pids=()
+cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$dir"; }
+trap cleanup EXIT
+pin_proxy=(); pin_load=()
+if [[ $(nproc) -ge 2 ]] && command -v taskset >/dev/null; then pin_proxy=(taskset -c 1); pin_load=(taskset -c 0); fi
+
+mkdir -p "$dir/www/obj" "$dir/tmp"
+head -c 1024 /dev/urandom > "$dir/www/obj/1k"
+head -c 102400 /dev/urandom > "$dir/www/obj/100k"
+sed -e "s#@DIR@#$dir#g" -e "s#@PORT@#$ORIGIN_PORT#g" Benchmarks/origin-nginx.conf > "$dir/nginx.conf"
+"${pin_load[@]}" nginx -c "$dir/nginx.conf" -e "$dir/nginx-error.log" & pids+=($!)
+"${pin_proxy[@]}" "$BEFORE" serve --listen "127.0.0.1:$PORT_A" --admin-listen 127.0.0.1:0 --cache-dir "$dir/a" >/dev/null 2>"$dir/a.err" & pids+=($!)
+"${pin_proxy[@]}" "$AFTER" serve --listen "127.0.0.1:$PORT_B" --admin-listen 127.0.0.1:0 --cache-dir "$dir/b" >/dev/null 2>"$dir/b.err" & pids+=($!)
+case $WORKLOAD in
+    hit-1k) url="http://127.0.0.1:$ORIGIN_PORT/obj/1k"; mode=same ;;
+    hit-100k) url="http://127.0.0.1:$ORIGIN_PORT/obj/100k"; mode=same ;;
+    miss-1k) url="http://127.0.0.1:$ORIGIN_PORT/obj/1k"; mode=unique ;;
+    *) echo "unknown workload $WORKLOAD"; exit 1 ;;
+esac
+for port in $PORT_A $PORT_B; do
+    for _ in $(seq 50); do curl -s -o /dev/null -x "http://127.0.0.1:$port" "$url" && break; sleep 0.1; done
+done
+rate() { "${pin_load[@]}" wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" -s Benchmarks/absolute-form.lua "http://127.0.0.1:$1/" -- "$url" "$mode" | awk '/Requests\/sec/ {print $2}'; }
+ratios=()
+printf '%-4s %14s %14s %8s\n' rep before after ratio
+for rep in $(seq "$REPS"); do
+    a=$(rate $PORT_A); b=$(rate $PORT_B)
+    ratio=$(echo "$b / $a" | bc -l)
+    ratios+=("$ratio")
+    printf '%-4s %14.0f %14.0f %8.3f\n' "$rep" "$a" "$b" "$ratio"
+done
+median=$(printf '%s\n' "${ratios[@]}" | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}')
+printf '%s: median after/before %.3f over %s interleaved reps\n' "$WORKLOAD" "$median" "$REPS"
