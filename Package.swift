@@ -29,6 +29,9 @@ let package = Package(
         .systemLibrary(
             name: "CSystemd", path: "Sources/CSystemd", pkgConfig: "libsystemd",
             providers: [.apt(["libsystemd-dev"])]),
+        .systemLibrary(
+            name: "CCrypt", path: "Sources/CCrypt", pkgConfig: "libxcrypt",
+            providers: [.apt(["libcrypt-dev"])]),
         .target(name: "CLarderSystem", path: "Sources/CLarderSystem"),
         .target(name: "LarderIO", dependencies: ["CLarderSystem"], swiftSettings: strict),
         .target(name: "LarderHTTP", swiftSettings: strict),
@@ -43,7 +46,7 @@ let package = Package(
         .target(
             name: "LarderServer",
             dependencies: [
-                "CSystemd", "LarderIO", "LarderHTTP", "LarderConfig", "LarderCache", "LarderUpstream",
+                "CSystemd", "CCrypt", "LarderIO", "LarderHTTP", "LarderConfig", "LarderCache", "LarderUpstream",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),

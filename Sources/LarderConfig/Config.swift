@@ -31,7 +31,27 @@ public struct ProxyConfig: Sendable, Equatable {
     public var workers = 0
     /// On SIGTERM, how long in-flight requests may take to finish before connections are closed.
     public var drainTimeout: Duration = .seconds(10)
+    /// A CONNECT tunnel with no bytes either way for this long is closed.
+    public var tunnelIdleTimeout: Duration = .seconds(300)
+    /// Users allowed through when proxy authentication is on; empty means no authentication.
+    public var authUsers: [ProxyUser] = []
+    /// The realm named in `Proxy-Authenticate`.
+    public var authRealm = "Larder"
     public init() {}
+}
+
+/// One `proxy.auth_users` entry: a user name and its password hash in crypt(3) form
+/// (yescrypt `$y$`, bcrypt `$2b$`, SHA-512 `$6$`, ...), as `larder hash-password` prints it.
+public struct ProxyUser: Sendable, Equatable {
+    public var name: String
+    public var passwordHash: String
+    public init(name: String, passwordHash: String) {
+        self.name = name
+        self.passwordHash = passwordHash
+    }
+
+    /// The crypt(3) hash prefixes accepted: slow, salted schemes only (no DES, no MD5).
+    public static let hashPrefixes = ["$y$", "$gy$", "$7$", "$2b$", "$2y$", "$6$", "$5$"]
 }
 
 /// `[admin]`: stats, metrics, purge.

@@ -15,7 +15,7 @@ struct ConfigDecoder {
 
     /// The keys of each section, in the order config/larder.toml documents them.
     static let schema: [(section: String, keys: [String])] = [
-        ("proxy", ["listen", "allow", "connect_ports", "max_connections", "header_timeout", "idle_timeout", "max_header_bytes", "workers", "drain_timeout"]),
+        ("proxy", ["listen", "allow", "connect_ports", "max_connections", "header_timeout", "idle_timeout", "max_header_bytes", "workers", "drain_timeout", "tunnel_idle_timeout", "auth_users", "auth_realm"]),
         ("admin", ["listen", "token"]),
         ("memory", ["max_bytes", "max_entries", "max_object_bytes"]),
         ("disk", ["path", "max_bytes", "max_object_bytes"]),
@@ -103,6 +103,25 @@ struct ConfigDecoder {
             if let number = integer(value, key, range: 0...256) { config.proxy.workers = number }
         case ("proxy", "drain_timeout"):
             if let duration = duration(value, key, minimum: .zero) { config.proxy.drainTimeout = duration }
+        case ("proxy", "tunnel_idle_timeout"):
+            if let duration = duration(value, key, minimum: .milliseconds(1)) { config.proxy.tunnelIdleTimeout = duration }
+        case ("proxy", "auth_users"):
+            if let list = stringArray(value, key) {
+                var users: [ProxyUser] = []
+                for item in list {
+                    if let user = proxyUser(item.text, at: item.position, seen: users) { users.append(user) }
+                }
+                if users.count == list.count { config.proxy.authUsers = users }
+            }
+        case ("proxy", "auth_realm"):
+            if let text = string(value, key) {
+                // The realm is sent as a quoted-string (RFC 9110 §11.6.1).
+                if text.isEmpty || text.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F || $0 == 0x22 || $0 == 0x5C }) {
+                    fail("auth_realm must be non-empty printable text without quotes or backslashes", at: value.position)
+                } else {
+                    config.proxy.authRealm = text
+                }
+            }
 
         case ("admin", "listen"):
             if let text = string(value, key) {
@@ -293,6 +312,36 @@ struct ConfigDecoder {
             route.retry = retry
         }
         return route
+    }
+
+    /// `name:hash` from `proxy.auth_users`. A plain password is refused: the file must never
+    /// hold one.
+    private mutating func proxyUser(_ text: String, at position: SourcePosition, seen: [ProxyUser]) -> ProxyUser? {
+        guard let colon = text.firstIndex(of: ":") else {
+            fail("auth_users entries look like \"name:$y$...\" (make one with `larder hash-password NAME`), got \"\(text)\"", at: position)
+            return nil
+        }
+        let name = String(text[..<colon])
+        let hash = String(text[text.index(after: colon)...])
+        // RFC 7617 §2: the user-id cannot contain a colon; control characters are refused too.
+        guard !name.isEmpty, !name.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) else {
+            fail("auth_users: the user name before ':' must be non-empty printable text", at: position)
+            return nil
+        }
+        guard ProxyUser.hashPrefixes.contains(where: { hash.hasPrefix($0) }),
+            !hash.utf8.contains(where: { $0 <= 0x20 || $0 >= 0x7F })
+        else {
+            fail(
+                "auth_users: the password of '\(name)' must be a crypt(3) hash starting with one of "
+                    + ProxyUser.hashPrefixes.joined(separator: " ") + " (make one with `larder hash-password \(name)`); "
+                    + "plain passwords are not accepted", at: position)
+            return nil
+        }
+        if seen.contains(where: { $0.name == name }) {
+            fail("auth_users: user '\(name)' is listed twice", at: position)
+            return nil
+        }
+        return ProxyUser(name: name, passwordHash: hash)
     }
 
     /// Checks that need more than one key.

@@ -26,6 +26,8 @@ public enum BodyFraming: Sendable, Equatable {
             // Only "chunked" alone is accepted: a proxy that forwards other codings invites two
             // parsers to disagree about where the body ends.
             guard codings.last == "chunked" else { throw .bad("Transfer-Encoding does not end in chunked") }
+            // RFC 9112 §7: chunked is never applied more than once.
+            if codings.dropLast().contains("chunked") { throw .bad("chunked applied more than once") }
             guard codings.count == 1 else {
                 throw HTTPParseError(501, "transfer coding '\(codings.joined(separator: ", "))' not implemented")
             }

@@ -18,6 +18,16 @@ public struct RequestHead: Sendable {
         return nil
     }
 
+    /// The request target as text, for logs and messages.
+    public var targetText: String {
+        switch target {
+        case .origin(let path): path
+        case .authority(let host, let port): "\(host):\(port)"
+        case .asterisk: "*"
+        case .absolute(let url): url.description
+        }
+    }
+
     /// Whether the client wants the connection kept open after this exchange
     /// (RFC 9112 §9.3: HTTP/1.1 persists unless "close"; HTTP/1.0 only with "keep-alive").
     public var keepAlive: Bool {

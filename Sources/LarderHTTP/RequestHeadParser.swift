@@ -12,6 +12,8 @@ public struct RequestHeadParser: Sendable {
     /// The most header fields a head may carry (431 beyond).
     public var maxFields: Int
     private var scanned = 0
+    /// Whether the request line's end was seen in an earlier call.
+    private var sawLineEnd = false
 
     public init(maxHeadBytes: Int = 64 * 1024, maxFields: Int = 128) {
         self.maxHeadBytes = maxHeadBytes
@@ -27,7 +29,10 @@ public struct RequestHeadParser: Sendable {
     }
 
     /// Forgets the search position; call after a head was consumed.
-    public mutating func reset() { scanned = 0 }
+    public mutating func reset() {
+        scanned = 0
+        sawLineEnd = false
+    }
 
     /// Looks for a complete head at the start of `bytes`.
     public mutating func parse(_ bytes: UnsafeRawBufferPointer) throws(HTTPParseError) -> Outcome {
@@ -35,17 +40,34 @@ public struct RequestHeadParser: Sendable {
         var start = 0
         while start + 1 < bytes.count, bytes[start] == 13, bytes[start + 1] == 10, start < 16 { start += 2 }
         if start < bytes.count, bytes[start] == 10 { throw .bad("bare LF in request head") }
+        // The method is a token (RFC 9110 §9.1): anything else this early is not HTTP at all
+        // (a TLS ClientHello sent to a plain-HTTP port, most often) and is refused at once
+        // instead of at the header timeout.
+        var methodIndex = start
+        while methodIndex < bytes.count, methodIndex < start + 32, bytes[methodIndex] != 32 {
+            let byte = bytes[methodIndex]
+            if !ASCII.isTokenChar(byte) && !(byte == 13 && methodIndex == start) {
+                if methodIndex == start && byte == 0x16 {
+                    throw .bad("this is TLS, not HTTP: the proxy port speaks plain HTTP (https_proxy=http://host:port)")
+                }
+                throw .bad("invalid method")
+            }
+            methodIndex += 1
+        }
 
         var index = max(scanned, start)
-        var sawLineEnd = index > start
         while index < bytes.count {
             guard let found = memchr(bytes.baseAddress! + index, 10, bytes.count - index) else { break }
             let lf = bytes.baseAddress!.distance(to: UnsafeRawPointer(found))
-            sawLineEnd = true
             guard lf > start, bytes[lf - 1] == 13 else { throw .bad("bare LF in request head") }
-            if lf - start + 1 > maxHeadBytes { throw HTTPParseError(431, "request head larger than \(maxHeadBytes) bytes") }
+            if lf - start + 1 > maxHeadBytes {
+                // RFC 9112 §3: a request line too long is 414; a header section, 431.
+                if !sawLineEnd { throw HTTPParseError(414, "request line longer than \(maxHeadBytes) bytes") }
+                throw HTTPParseError(431, "request head larger than \(maxHeadBytes) bytes")
+            }
+            sawLineEnd = true
             if lf >= start + 3, bytes[lf - 2] == 10, bytes[lf - 3] == 13 {
-                scanned = 0
+                reset()
                 let head = try parseHead(UnsafeRawBufferPointer(rebasing: bytes[start..<(lf - 1)]))
                 return .complete(head, length: lf + 1)
             }
@@ -90,8 +112,15 @@ public struct RequestHeadParser: Sendable {
             }
             headers.add(field.name, field.value)
         }
-        // RFC 9112 §3.2: an HTTP/1.1 request without Host is rejected.
+        // RFC 9112 §3.2: an HTTP/1.1 request without Host, or with an invalid one, is rejected.
         if hostCount == 0 && version == .http1_1 { throw .bad("HTTP/1.1 request without Host header") }
+        if hostCount == 1, let host = headers["Host"], !host.isEmpty {
+            var text = host
+            let valid = text.withUTF8 { raw in
+                (try? AbsoluteURL.parseAuthority(UnsafeRawBufferPointer(raw), defaultPort: 80, requirePort: false)) != nil
+            }
+            if !valid { throw .bad("invalid Host header") }
+        }
         return RequestHead(method: method, target: target, version: version, headers: headers)
     }
 

@@ -102,8 +102,11 @@ public final class EventLoop {
 
     private func epollEvent(fd: Int32, interest: IOEvents) -> epoll_event {
         var event = epoll_event()
-        var mask: UInt32 = EPOLLRDHUP.rawValue
-        if interest.contains(.readable) { mask |= EPOLLIN.rawValue }
+        // EPOLLRDHUP only while reading: a handler that stopped reading (its buffer is full)
+        // learns of the peer's FIN when it reads again, instead of being woken for it in a loop
+        // (the event is level-triggered). EPOLLHUP/EPOLLERR are always reported.
+        var mask: UInt32 = 0
+        if interest.contains(.readable) { mask |= EPOLLIN.rawValue | EPOLLRDHUP.rawValue }
         if interest.contains(.writable) { mask |= EPOLLOUT.rawValue }
         event.events = mask
         // The generation guards against a stale event for a descriptor number that was closed

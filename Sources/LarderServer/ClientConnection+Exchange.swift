@@ -28,6 +28,24 @@ extension ClientConnection {
             return
         }
 
+        let users = runtime.config.proxy.authUsers
+        if !users.isEmpty {
+            switch proxy.shared.authenticator.check(head.headers.values("Proxy-Authorization"), users: users, now: proxy.loop.now) {
+            case .allowed:
+                break
+            case .denied(let reason):
+                return refuseAuthentication(reason, exchange: exchange)
+            case .verify(let job):
+                return waitForAuthentication(job, exchange: exchange)
+            }
+        }
+        route(exchange)
+    }
+
+    /// Checks the target and routes the request (after authentication, if any).
+    func route(_ exchange: Exchange) {
+        let head = exchange.head
+        let runtime = exchange.runtime
         let url: AbsoluteURL
         switch head.target {
         case .absolute(let absolute):
@@ -41,29 +59,11 @@ extension ClientConnection {
                     + "for example by setting http_proxy=http://\(proxyAddressHint)",
                 outcome: .error)
             return
-        case .authority:
-            exchange.keepAlive = false
-            respondGenerated(status: 501, message: "CONNECT tunnels are not supported by this Larder build", outcome: .error)
+        case .authority(let host, let port):
+            beginTunnel(host: host, port: port, exchange: exchange)
             return
         }
-
-        // A request aimed at this daemon's own listeners would loop or expose the admin API
-        // through the proxy port (RFC 9110 §7.6.3 for Via loops).
-        if let own = proxy.shared.ownAddresses.withLock({ $0.listener(for: url) }) {
-            exchange.keepAlive = false
-            respondGenerated(
-                status: 403,
-                message: own == .admin
-                    ? "Larder does not proxy to its own admin listener; connect to it directly"
-                    : "Larder does not proxy requests to itself", outcome: .error)
-            return
-        }
-        if head.headers.values("Via").contains(where: { $0.contains(proxy.shared.viaIdentity) }) {
-            exchange.keepAlive = false
-            proxy.logger.warning("forwarding loop detected", metadata: ["url": "\(url)", "via": "\(head.headers.combined("Via") ?? "")"])
-            respondGenerated(status: 508, message: "Larder: forwarding loop (this request already passed through this proxy)", outcome: .error)
-            return
-        }
+        if refusesLoop(host: url.bareHost, port: url.port, exchange: exchange) { return }
 
         exchange.route = runtime.routes.match(
             method: head.method.rawValue, scheme: url.scheme, host: url.host, port: url.port, pathAndQuery: url.pathAndQuery)

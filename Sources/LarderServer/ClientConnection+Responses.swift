@@ -199,7 +199,7 @@ extension ClientConnection {
     /// Queues a response Larder generates itself (errors, refusals): a one-line text body.
     func queueGenerated(
         status: Int, message: String, cacheStatus: String?, close: Bool, version: HTTPVersion = .http1_1,
-        headOnly: Bool = false
+        headOnly: Bool = false, extra: [(String, String)] = []
     ) {
         let body = Array((message + "\n").utf8)
         var bytes: [UInt8] = []
@@ -211,6 +211,7 @@ extension ClientConnection {
         bytes.append(contentsOf: HeadSerializer.crlf)
         bytes.append(contentsOf: ClientConnection.viaLine)
         if let cacheStatus { HeadSerializer.appendField("Cache-Status", cacheStatus, to: &bytes) }
+        for (name, value) in extra { HeadSerializer.appendField(name, value, to: &bytes) }
         if close {
             bytes.append(contentsOf: "Connection: close\r\n".utf8)
         } else if version == .http1_0 {
@@ -222,7 +223,7 @@ extension ClientConnection {
     }
 
     /// Answers the current exchange with a generated response and finishes it.
-    func respondGenerated(status: Int, message: String, outcome: RequestOutcome) {
+    func respondGenerated(status: Int, message: String, outcome: RequestOutcome, extra: [(String, String)] = []) {
         guard let exchange else { return }
         exchange.status = status
         exchange.outcome = outcome
@@ -231,7 +232,7 @@ extension ClientConnection {
         queueGenerated(
             status: status, message: message,
             cacheStatus: cacheStatus.hit || cacheStatus.fwd != nil || cacheStatus.detail != nil ? cacheStatus.rendered : nil,
-            close: close, version: exchange.head.version, headOnly: exchange.head.method == .head)
+            close: close, version: exchange.head.version, headOnly: exchange.head.method == .head, extra: extra)
         finishExchange()
         flushSoon()
     }

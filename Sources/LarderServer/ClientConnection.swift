@@ -42,6 +42,8 @@ final class ClientConnection: IOHandler {
     var closeWhenFlushed = false
     private var lingerBytes = 0
     private var inProcess = false
+    /// Which idle spell this is, matched against the loop's idle queue (see ``ProxyLoop``).
+    private(set) var idleStamp: UInt64 = 0
 
     /// Input buffered beyond this stops reading until requests are consumed.
     private var inputLimit: Int
@@ -61,6 +63,7 @@ final class ClientConnection: IOHandler {
     func start(now: UInt64) {
         // The first request must start arriving within the header timeout.
         deadline = now &+ proxy.runtime.headerTimeout
+        idleStamp = proxy.noteIdle(self)
         lastWriteProgress = now
         lastReadProgress = now
     }
@@ -203,6 +206,10 @@ final class ClientConnection: IOHandler {
                 updateInterest()
                 return
             }
+            if exchange?.tunnelServer != nil {
+                handOffToTunnel()
+                return
+            }
             if closeWhenFlushed {
                 startLingering()
                 return
@@ -248,6 +255,7 @@ final class ClientConnection: IOHandler {
         }
         phase = .waitingForRequest
         deadline = proxy.loop.now &+ proxy.runtime.idleTimeout
+        idleStamp = proxy.noteIdle(self)
     }
 
     private func logExchange(_ exchange: Exchange) {
@@ -259,16 +267,8 @@ final class ClientConnection: IOHandler {
                 || exchange.outcome == .revalidated
             proxy.shared.hosts.record(.init(host: url.host, port: url.port, defaultPort: url.defaultPort), hit: hit, bytes: exchange.bodyBytesSent)
         }
-        let url = exchange.head.url?.description ?? {
-            switch exchange.head.target {
-            case .origin(let path): return path
-            case .authority(let host, let port): return "\(host):\(port)"
-            case .asterisk: return "*"
-            case .absolute(let url): return url.description
-            }
-        }()
         proxy.accessLog.record(
-            client: peer, method: exchange.head.method.rawValue, url: url, status: exchange.status,
+            client: peer, method: exchange.head.method.rawValue, url: exchange.head.targetText, status: exchange.status,
             outcome: exchange.outcome.rawValue, bytes: exchange.bodyBytesSent,
             durationNanos: duration, attempts: exchange.attempts, retries: exchange.retries)
     }
@@ -317,6 +317,7 @@ final class ClientConnection: IOHandler {
             self.exchange = nil
             exchange.fill?.detach(self)
             exchange.fill = nil
+            exchange.abandonTunnel(on: proxy.loop)
             logExchange(exchange)
         }
         phase = .closed
@@ -324,6 +325,23 @@ final class ClientConnection: IOHandler {
         proxy.loop.deregister(socket.fd)
         socket.close()
         proxy.connectionClosed(self)
+    }
+
+    /// Whether this connection may be closed to make room for a new one: between requests,
+    /// nothing read of the next one, nothing left to write.
+    func isEvictable(stamp: UInt64) -> Bool {
+        phase == .waitingForRequest && idleStamp == stamp && inbound.isEmpty && !closeWhenFlushed && !draining
+    }
+
+    /// Whether it is idle but still writing its last response.
+    var isFlushingWhileIdle: Bool { phase == .waitingForRequest && !output.isEmpty }
+
+    /// Leaves the loop's connection table without closing the socket: a tunnel owns it now.
+    func handedOff() {
+        phase = .closed
+        output.removeAll()
+        proxy.loop.deregister(socket.fd)
+        proxy.connectionHandedOff(self)
     }
 
     /// Enforces the timeouts; called by the loop's periodic sweep.

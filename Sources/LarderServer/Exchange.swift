@@ -1,6 +1,7 @@
 import LarderCache
 import LarderConfig
 import LarderHTTP
+import LarderIO
 
 /// One request and the state of its answer, from the parsed head to the last byte queued.
 ///
@@ -55,12 +56,27 @@ final class Exchange {
     var headSent = false
     var framing: ResponseFraming = .none
     var cacheStatus = CacheStatus()
+    /// CONNECT: the resolve deadline, the connect in progress, and the connected socket
+    /// waiting for earlier responses to be written before the hand-over.
+    var tunnelTimer: EventLoop.TimerToken?
+    var tunnelDial: TunnelDial?
+    var tunnelServer: Socket?
 
     init(head: RequestHead, startNanos: UInt64, runtime: RuntimeConfig) {
         self.head = head
         self.startNanos = startNanos
         self.runtime = runtime
         keepAlive = head.keepAlive
+    }
+
+    /// Stops a CONNECT that had not become a tunnel (its client went away).
+    func abandonTunnel(on loop: EventLoop) {
+        if let tunnelTimer { loop.cancel(tunnelTimer) }
+        tunnelTimer = nil
+        tunnelDial?.cancel()
+        tunnelDial = nil
+        tunnelServer?.close()
+        tunnelServer = nil
     }
 
     /// Whether the request body (if any) was read to its end.

@@ -11,6 +11,8 @@ final class Listener: IOHandler {
     let kind: Kind
     let proxy: ProxyLoop
     private var lastLimitLog: UInt64 = 0
+    /// Admin connections are few (scrapers, the CLI); this bounds what a flood of them holds.
+    static let maxAdminConnections = 64
 
     init(socket: Socket, kind: Kind, proxy: ProxyLoop) {
         self.socket = socket
@@ -26,7 +28,15 @@ final class Listener: IOHandler {
                 accepted = try socket.accept()
             } catch {
                 if error.errno == EMFILE || error.errno == ENFILE {
-                    logLimit("out of file descriptors: \(error)")
+                    logLimit("out of file descriptors: \(error); raise LimitNOFILE or lower max_connections")
+                    // The pending connection would wake this level-triggered listener again at
+                    // once: free the spare descriptor, take the connection, refuse it.
+                    if proxy.releaseSpareDescriptor() {
+                        if let (client, _) = (try? socket.accept()) ?? nil {
+                            refuse(client, status: "503 Service Unavailable", body: "Larder: out of file descriptors\n")
+                        }
+                        proxy.reserveSpareDescriptor()
+                    }
                 } else if error.errno != ECONNABORTED {
                     proxy.logger.error("accept failed", metadata: ["error": "\(error)"])
                 }
@@ -39,8 +49,16 @@ final class Listener: IOHandler {
                 refuse(client, status: "403 Forbidden", body: "Larder: client \(peer.ipString) is not in proxy.allow\n")
                 continue
             }
-            if proxy.shared.stats.activeConnections.load() >= config.maxConnections {
-                logLimit("max_connections (\(config.maxConnections)) reached; refusing connections")
+            // At the limit, the longest-idle connection on this loop gives up its place; only
+            // when every connection is busy is the new one refused.
+            if kind == .admin {
+                if proxy.shared.stats.adminConnections.load() >= Listener.maxAdminConnections {
+                    logLimit("\(Listener.maxAdminConnections) admin connections open; refusing more")
+                    refuse(client, status: "503 Service Unavailable", body: "Larder: too many admin connections\n")
+                    continue
+                }
+            } else if proxy.shared.stats.activeConnections.load() >= config.maxConnections && !proxy.evictIdleConnection() {
+                logLimit("max_connections (\(config.maxConnections)) reached and none idle; refusing connections")
                 refuse(client, status: "503 Service Unavailable", body: "Larder: too many connections\n")
                 continue
             }

@@ -79,6 +79,7 @@ final class MetricsExporter: Sendable {
         gauge("larder_connections_active", "Open client connections.")
         counter("larder_connections_accepted_total", "Client connections accepted.")
         counter("larder_connections_rejected_total", "Client connections refused (ACL, max_connections).")
+        counter("larder_connections_evicted_total", "Idle client connections closed to admit new ones at max_connections.")
         counter("larder_bad_requests_total", "Requests rejected as malformed.")
         for direction in ["client_to_server", "server_to_client"] {
             counter("larder_tunnel_bytes_total", "Bytes relayed through CONNECT tunnels.", [("direction", direction)])
@@ -138,6 +139,7 @@ final class MetricsExporter: Sendable {
         values[Self.key("larder_disk_write_errors_total", [])] = disk?.writeErrors ?? 0
         values[Self.key("larder_connections_accepted_total", [])] = stats.acceptedConnections.load()
         values[Self.key("larder_connections_rejected_total", [])] = stats.rejectedConnections.load()
+        values[Self.key("larder_connections_evicted_total", [])] = stats.evictedIdleConnections.load()
         values[Self.key("larder_bad_requests_total", [])] = stats.badRequests.load()
         values[Self.key("larder_tunnel_bytes_total", [("direction", "client_to_server")])] = stats.tunnelBytesUp.load()
         values[Self.key("larder_tunnel_bytes_total", [("direction", "server_to_client")])] = stats.tunnelBytesDown.load()

@@ -1,3 +1,4 @@
+import Glibc
 import LarderCache
 import LarderConfig
 import LarderHTTP
@@ -19,10 +20,23 @@ final class ProxyLoop {
     let accessLog: AccessLog
     let coalescer: Coalescer
     private var connections: [ObjectIdentifier: ClientConnection] = [:]
+    /// CONNECT tunnels; each still counts as an active connection.
+    private var tunnels: [ObjectIdentifier: Tunnel] = [:]
     private var listeners: [Listener] = []
     private var sweepInterval: UInt64 = 250_000_000
     private var draining = false
     private var parked: [Int: ClientConnection] = [:]
+    /// Connections as they turn idle, oldest first: at max_connections the oldest idle one
+    /// makes room for a new client, so idle connections (a flood of them, or a pool of
+    /// keep-alives) can never lock out clients with work to do. Entries whose connection has
+    /// moved on are skipped (their stamp no longer matches).
+    private var idleQueue: [(id: ObjectIdentifier, stamp: UInt64)] = []
+    private var idleHead = 0
+    private var idleStampCounter: UInt64 = 0
+    /// A descriptor held in reserve: when accept fails with EMFILE, closing it lets the
+    /// listener take the pending connection and refuse it, instead of being woken for it
+    /// in a loop.
+    private var spareDescriptor: Int32 = -1
     private var nextParkToken = 0
     private var cachedDateSecond = -1
     private var cachedDate = ""
@@ -35,6 +49,20 @@ final class ProxyLoop {
         accessLog = AccessLog(loop: loop, enabled: runtime.config.log.access)
         coalescer = Coalescer(loop: loop)
         scheduleSweep()
+        reserveSpareDescriptor()
+    }
+
+    func reserveSpareDescriptor() {
+        guard spareDescriptor < 0 else { return }
+        spareDescriptor = (try? Syscall.call("open") { open("/dev/null", O_RDONLY | O_CLOEXEC) }) ?? -1
+    }
+
+    /// Closes the spare descriptor; false if there was none.
+    func releaseSpareDescriptor() -> Bool {
+        guard spareDescriptor >= 0 else { return false }
+        Glibc.close(spareDescriptor)
+        spareDescriptor = -1
+        return true
     }
 
     var logger: Logger { shared.logger }
@@ -66,6 +94,7 @@ final class ProxyLoop {
     /// Closes every connection at once (the drain timeout passed).
     func closeAll() {
         for connection in Array(connections.values) { connection.close() }
+        for tunnel in Array(tunnels.values) { tunnel.close(reason: "shutdown") }
         accessLog.flush()
     }
 
@@ -81,15 +110,91 @@ final class ProxyLoop {
             return
         }
         connections[ObjectIdentifier(connection)] = connection
-        shared.stats.activeConnections.add(1)
+        counter(for: kind).add(1)
         connection.start(now: loop.now)
+    }
+
+    /// Records that `connection` turned idle; returns the stamp of this idle spell.
+    func noteIdle(_ connection: ClientConnection) -> UInt64 {
+        guard connection.kind == .proxy else { return 0 }  // admin connections are never evicted
+        idleStampCounter &+= 1
+        idleQueue.append((ObjectIdentifier(connection), idleStampCounter))
+        return idleStampCounter
+    }
+
+    /// Closes this loop's longest-idle connection to make room. Returns false if none is idle.
+    func evictIdleConnection() -> Bool {
+        var requeued: [(id: ObjectIdentifier, stamp: UInt64)] = []
+        defer { idleQueue.append(contentsOf: requeued) }
+        while idleHead < idleQueue.count {
+            let entry = idleQueue[idleHead]
+            idleHead += 1
+            guard let connection = connections[entry.id] else { continue }
+            if connection.isEvictable(stamp: entry.stamp) {
+                if connection.isFlushingWhileIdle {
+                    // Still writing its last response: not yet, keep it in line.
+                    requeued.append(entry)
+                    continue
+                }
+                shared.stats.evictedIdleConnections.add(1)
+                connection.close()
+                compactIdleQueue()
+                return true
+            }
+        }
+        compactIdleQueue()
+        return false
+    }
+
+    /// Drops consumed and stale entries so the queue stays proportional to the connections.
+    private func compactIdleQueue() {
+        if idleHead > 1024 && idleHead * 2 > idleQueue.count {
+            idleQueue.removeFirst(idleHead)
+            idleHead = 0
+        }
+        if idleQueue.count - idleHead > 2 * connections.count + 1024 {
+            idleQueue = idleQueue[idleHead...].filter { entry in
+                connections[entry.id].map { $0.idleStamp == entry.stamp } ?? false
+            }
+            idleHead = 0
+        }
     }
 
     func connectionClosed(_ connection: ClientConnection) {
         if connections.removeValue(forKey: ObjectIdentifier(connection)) != nil {
+            counter(for: connection.kind).subtract(1)
+        }
+    }
+
+    /// Proxy and admin connections are counted apart: max_connections is about clients, and
+    /// an operator's stats call must not take a client's place (or be refused for one).
+    private func counter(for kind: Listener.Kind) -> AtomicCounter {
+        kind == .proxy ? shared.stats.activeConnections : shared.stats.adminConnections
+    }
+
+    /// A connection whose socket became a tunnel's: it leaves the table but the connection
+    /// stays counted until the tunnel closes.
+    func connectionHandedOff(_ connection: ClientConnection) {
+        connections.removeValue(forKey: ObjectIdentifier(connection))
+    }
+
+    func adoptTunnel(_ tunnel: Tunnel) {
+        tunnels[ObjectIdentifier(tunnel)] = tunnel
+        do {
+            try tunnel.start()
+        } catch {
+            logger.error("cannot watch tunnel sockets", metadata: ["error": "\(error)"])
+            tunnel.close(reason: "error")
+        }
+    }
+
+    func tunnelClosed(_ tunnel: Tunnel) {
+        if tunnels.removeValue(forKey: ObjectIdentifier(tunnel)) != nil {
             shared.stats.activeConnections.subtract(1)
         }
     }
+
+    var tunnelCount: Int { tunnels.count }
 
     /// Stamps this loop's heartbeat every `interval` (from the loop itself: a wedged loop stops
     /// stamping).
@@ -149,7 +254,12 @@ final class ProxyLoop {
             guard let self else { return }
             let now = self.loop.now
             for connection in Array(self.connections.values) { connection.checkDeadline(now: now) }
+            if !self.tunnels.isEmpty {
+                let idle = self.runtime.config.proxy.tunnelIdleTimeout.totalNanoseconds
+                for tunnel in Array(self.tunnels.values) { tunnel.checkIdle(now: now, timeout: idle) }
+            }
             self.coalescer.sweep()
+            self.compactIdleQueue()
             self.scheduleSweep()
         }
     }

@@ -33,6 +33,14 @@ public final class Server: Sendable {
     /// address cannot be bound.
     public func start() throws(SystemError) {
         let config = shared.currentRuntime.config
+        // Each client connection needs a descriptor, a tunnel two, an upstream transfer one more.
+        let descriptors = ResourceLimits.raiseOpenFiles()
+        if descriptors < config.proxy.maxConnections * 2 + 256 {
+            shared.logger.warning(
+                "the open-file limit is low for proxy.max_connections; connections beyond it are refused with 503",
+                metadata: ["limit": "\(descriptors)", "max_connections": "\(config.proxy.maxConnections)",
+                           "advice": "raise LimitNOFILE (systemd) or ulimit -n"])
+        }
         var opened: [(Listener.Kind, Socket)] = []
         let passed = Systemd.listenSockets()
         if !passed.isEmpty {
@@ -183,6 +191,7 @@ public final class Server: Sendable {
         // Queued disk writes finish (or fail) before exit, so an orderly stop leaves nothing
         // half-written in tmp/.
         shared.disk?.stop()
+        shared.stopHelpers()
     }
 
     /// Removes every stored variant of `url` from memory and disk. Returns whether anything

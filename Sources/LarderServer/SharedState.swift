@@ -28,6 +28,12 @@ final class SharedState: Sendable {
     /// This process's identity in `Via` on forwarded requests (`1.1 larder (id)`), so a request
     /// that comes back through this same daemon is recognised as a loop (RFC 9110 §7.6.3).
     let viaIdentity = "larder-" + String(UInt32.random(in: 0...UInt32.max), radix: 16)
+    /// Proxy authentication: the verdict table and the hashing thread.
+    let authenticator = ProxyAuthenticator()
+    /// Threads that resolve CONNECT targets (getaddrinfo blocks, so never on a loop). Jobs go
+    /// round-robin, so one slow DNS answer holds up only the lookups queued behind it.
+    private let resolvers = (0..<4).map { BlockingWorker(name: "larder-dns-\($0)") }
+    private let nextResolver = Atomic<Int>(0)
     let logger: Logger
     let runtime: Mutex<RuntimeConfig>
     /// Wall-clock start, for uptime.
@@ -51,6 +57,20 @@ final class SharedState: Sendable {
                 "disk cache unavailable; storing in memory only", metadata: ["directory": "\(diskConfig.path)", "error": "\(error)"])
             disk = nil
         }
+    }
+
+    /// Resolves `host` on a resolver thread; `completion` runs on that thread.
+    func resolve(
+        _ host: String, port: UInt16, completion: @escaping @Sendable (Result<[SocketAddress], Resolver.Failure>) -> Void
+    ) {
+        let index = nextResolver.add(1, ordering: .relaxed).oldValue % resolvers.count
+        resolvers[index].submit { completion(Resolver.resolve(host, port: port)) }
+    }
+
+    /// Ends the helper threads (after the loops stopped).
+    func stopHelpers() {
+        authenticator.stop()
+        for resolver in resolvers { resolver.stop() }
     }
 
     /// Removes every stored variant of `url` from both tiers. Returns whether anything was stored.
@@ -79,9 +99,13 @@ final class SharedState: Sendable {
         /// and its host is that listener's address, `localhost`, or a loopback address when the
         /// listener is on loopback or on every address.
         func listener(for url: AbsoluteURL) -> Listener.Kind? {
-            let host = url.bareHost
+            listener(host: url.bareHost, port: url.port)
+        }
+
+        /// Which listener `host` (without IPv6 brackets) and `port` point at, if any.
+        func listener(host: String, port: Int) -> Listener.Kind? {
             func matches(_ address: SocketAddress) -> Bool {
-                guard address.port == UInt16(clamping: url.port) else { return false }
+                guard address.port == UInt16(clamping: port) else { return false }
                 if host == "localhost" || host == address.ipString { return true }
                 let unspecified = address.ipBytes.allSatisfy { $0 == 0 }
                 guard let bytes = SocketAddress.parseIPv4(host) ?? SocketAddress.parseIPv6(host) else { return false }

@@ -27,8 +27,12 @@ public final class Statistics: Sendable {
     public let bytesFromCache = AtomicCounter()
     public let bytesFromUpstream = AtomicCounter()
     public let activeConnections = AtomicCounter()
+    /// Open admin connections (not counted in `activeConnections` or max_connections).
+    public let adminConnections = AtomicCounter()
     public let acceptedConnections = AtomicCounter()
     public let rejectedConnections = AtomicCounter()
+    /// Idle connections closed to make room for a new one at max_connections.
+    public let evictedIdleConnections = AtomicCounter()
     public let badRequests = AtomicCounter()
     /// Upstream fetches started for clients (coalesced requests do not start one).
     public let fillsStarted = AtomicCounter()

@@ -60,6 +60,7 @@ enum StatsReport {
             ("connections", JSON.object([
                 ("active", String(stats.activeConnections.load())), ("accepted", String(stats.acceptedConnections.load())),
                 ("rejected", String(stats.rejectedConnections.load())),
+                ("evicted_idle", String(stats.evictedIdleConnections.load())),
             ])),
             ("tunnels", JSON.object([
                 ("opened", String(stats.tunnelsOpened.load())), ("bytes_up", String(stats.tunnelBytesUp.load())),

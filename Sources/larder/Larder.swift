@@ -19,8 +19,9 @@ struct Larder: ParsableCommand {
               larder stats                                  # counters from the admin listener
               larder purge http://example.org/
               larder warm --file urls.txt                   # prefetch into the cache
+              larder hash-password alice                    # a proxy.auth_users entry
             """,
         version: "larder \(version)",
-        subcommands: [Serve.self, CheckConfig.self, Stats.self, Purge.self, Warm.self],
+        subcommands: [Serve.self, CheckConfig.self, Stats.self, Purge.self, Warm.self, HashPassword.self],
         defaultSubcommand: Serve.self)
 }

@@ -58,6 +58,10 @@ private let errorCases: [ErrorCase] = [
     ErrorCase(name: "route retry unknown key", text: "[[route]]\nmatch = \"http://x/*\"\n[route.retry]\nmax_atempts = 2\n", line: 4, column: 1, message: "did you mean 'max_attempts'?"),
     ErrorCase(name: "leading zero", text: "[proxy]\nworkers = 01\n", line: 2, column: 11, message: "leading zeros"),
     ErrorCase(name: "misplaced underscore", text: "[proxy]\nmax_connections = 1__0\n", line: 2, column: 20, message: "'_' in a number"),
+    ErrorCase(name: "plain password", text: "[proxy]\nauth_users = [\"erin:hunter2\"]\n", line: 2, column: 15, message: "plain passwords are not accepted"),
+    ErrorCase(name: "auth user without colon", text: "[proxy]\nauth_users = [\"erin\"]\n", line: 2, column: 15, message: "larder hash-password"),
+    ErrorCase(name: "auth user listed twice", text: "[proxy]\nauth_users = [\"a:$6$s$h\", \"a:$6$t$i\"]\n", line: 2, column: 27, message: "listed twice"),
+    ErrorCase(name: "auth realm with a quote", text: "[proxy]\nauth_realm = \"a\\\"b\"\n", line: 2, column: 14, message: "without quotes"),
     ErrorCase(name: "column counts characters", text: "[disk]\n# é\npath = 'é' x\n", line: 3, column: 12, message: "unexpected text"),
 ]
 

@@ -15,15 +15,6 @@ extension IntegrationTests {
             #expect(response.text.contains("127.0.0.1:\(larder.proxyPort)"))
         }
 
-        @Test func connectIsRefusedWith501() throws {
-            let larder = try Larder()
-            let connection = try RawConnection(port: larder.proxyPort)
-            connection.send("CONNECT example.org:443 HTTP/1.1\r\nHost: example.org:443\r\n\r\n")
-            let response = try connection.readResponse()
-            #expect(response.status == 501)
-            #expect(connection.peerClosed())
-        }
-
         @Test(arguments: [
             ("CL and TE together", "POST %URL HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400),
             ("differing Content-Length", "POST %URL HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!", 400),
@@ -72,20 +63,40 @@ extension IntegrationTests {
             #expect(bytes.isEmpty, "no 408 on a connection that never started a request")
         }
 
-        @Test func connectionsBeyondTheLimitGet503() throws {
+        @Test func connectionsBeyondTheLimitGet503WhenAllAreBusy() throws {
             let origin = try Origin()
             let larder = try Larder(config: "[proxy]\nmax_connections = 2\n")
             let first = try RawConnection(port: larder.proxyPort)
             let second = try RawConnection(port: larder.proxyPort)
-            first.send("GET \(origin.url("/a")) HTTP/1.1\r\nHost: x\r\n\r\n")
-            second.send("GET \(origin.url("/b")) HTTP/1.1\r\nHost: x\r\n\r\n")
-            #expect(try first.readResponse().status == 200)
-            #expect(try second.readResponse().status == 200)
+            // Both slots are busy with requests in progress: nothing can make room.
+            first.send("GET \(origin.url("/a?delay=1")) HTTP/1.1\r\nHost: x\r\n\r\n")
+            second.send("GET \(origin.url("/b?delay=1")) HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(try waitUntil { try origin.total() == 2 })
             let third = try RawConnection(port: larder.proxyPort)
             third.send("GET \(origin.url("/c")) HTTP/1.1\r\nHost: x\r\n\r\n")
             #expect(try third.readResponse().status == 503)
+            #expect(try first.readResponse().status == 200)
+            #expect(try second.readResponse().status == 200)
             #expect(try origin.count("/c") == 0)
             #expect(larder.child.stderr.contains("max_connections"))
+        }
+
+        @Test func idleConnectionsMakeRoomForNewClientsAtTheLimit() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: "[proxy]\nmax_connections = 2\n")
+            let idle = try RawConnection(port: larder.proxyPort)
+            idle.send("GET \(origin.url("/a")) HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(try idle.readResponse().status == 200)
+            let silent = try RawConnection(port: larder.proxyPort)
+            usleep(100_000)
+            // Both slots are held by idle connections; a new client still gets in.
+            let fresh = try RawConnection(port: larder.proxyPort)
+            fresh.send("GET \(origin.url("/b")) HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(try fresh.readResponse().status == 200)
+            // The one idle longest (the keep-alive after its response) gave up its place.
+            #expect(idle.peerClosed())
+            #expect(((try larder.stats()["connections"] as? [String: Any])?["evicted_idle"] as? Int) == 1)
+            _ = silent
         }
 
         @Test func clientOutsideTheAllowListGets403() throws {

@@ -105,6 +105,13 @@ class Handler(BaseHTTPRequestHandler):
     do_PATCH = do_GET
     do_OPTIONS = do_GET
 
+    def __getattr__(self, name):
+        # Any other method (extension methods, or "get": methods are case-sensitive) is
+        # answered and counted like GET, so tests can see that it was forwarded.
+        if name.startswith("do_"):
+            return self.do_GET
+        raise AttributeError(name)
+
     def read_body(self) -> bytes:
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
             data = b""

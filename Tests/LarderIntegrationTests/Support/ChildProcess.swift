@@ -201,6 +201,7 @@ enum Paths {
     }
 
     static let originScript = root + "/Tests/LarderIntegrationTests/Fixtures/origin.py"
+    static let tunnelTargetScript = root + "/Tests/LarderIntegrationTests/Fixtures/tunnel_target.py"
 
     /// A fresh directory under /tmp, removed by the caller.
     static func temporaryDirectory() -> String {

@@ -46,6 +46,20 @@ final class Larder {
 
     var proxy: String { "http://127.0.0.1:\(proxyPort)" }
 
+    /// The admin endpoint's JSON counters.
+    func stats() throws -> [String: Any] {
+        let result = try Curl.run(["http://127.0.0.1:\(adminPort)/stats"])
+        guard let object = try JSONSerialization.jsonObject(with: result.body) as? [String: Any] else {
+            throw TestFailure("stats is not a JSON object: \(result.text)")
+        }
+        return object
+    }
+
+    /// Open client connections (tunnels included), from the stats.
+    func activeConnections() throws -> Int {
+        ((try stats()["connections"] as? [String: Any])?["active"] as? Int) ?? -1
+    }
+
     /// Replaces the config file (for reload tests).
     func rewriteConfig(_ text: String) throws {
         try text.write(toFile: configPath, atomically: true, encoding: .utf8)

@@ -52,6 +52,31 @@ final class RawConnection {
 
     private var pending: [UInt8] = []
 
+    /// Ends our side of the stream (the peer reads end of file; we can still read).
+    func shutdownWrite() {
+        shutdown(fd, Int32(SHUT_WR))
+    }
+
+    /// Reads until the peer closes (or the receive timeout), counting bytes without keeping them.
+    func countUntilClose() -> Int {
+        var count = pending.count
+        pending.removeAll()
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let received = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if received <= 0 { return count }
+            count += received
+        }
+    }
+
+    /// One line (up to LF), from what was buffered and what arrives.
+    func readLine() -> String? {
+        while !pending.contains(10) { if !fill() { return nil } }
+        let end = pending.firstIndex(of: 10)!
+        defer { pending.removeFirst(end + 1) }
+        return String(decoding: pending[0..<end], as: UTF8.self)
+    }
+
     /// Reads more bytes; false at end of stream, error or timeout.
     private func fill() -> Bool {
         var buffer = [UInt8](repeating: 0, count: 65536)

@@ -1,0 +1,70 @@
+import CCrypt
+import Glibc
+
+/// Password hashes for proxy authentication, made and checked by the system's crypt(3)
+/// (libxcrypt): the same salted, deliberately slow schemes `/etc/shadow` uses, so no
+/// home-made cryptography and hashes that `mkpasswd` or `openssl passwd -6` can also produce.
+///
+/// This is the only file that calls libxcrypt. Both functions are slow on purpose (tens of
+/// milliseconds for yescrypt): callers run them off the event loops.
+public enum PasswordHash {
+    /// A failure to make a hash (an unknown scheme, or no randomness available).
+    public struct Failure: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// The schemes `larder hash-password` offers, by name, with their crypt(3) prefix.
+    public static let schemes: [(name: String, prefix: String)] = [
+        ("yescrypt", "$y$"), ("bcrypt", "$2b$"), ("sha512crypt", "$6$"),
+    ]
+
+    /// Hashes `password` with a fresh random salt. `cost` 0 picks the scheme's default.
+    public static func make(password: String, prefix: String = "$y$", cost: UInt = 0) throws(Failure) -> String {
+        guard !password.utf8.contains(0) else { throw Failure(description: "the password contains a NUL byte") }
+        var setting = [CChar](repeating: 0, count: Int(CRYPT_GENSALT_OUTPUT_SIZE))
+        // A nil random-bytes argument makes libxcrypt read the salt from the OS's CSPRNG.
+        guard crypt_gensalt_rn(prefix, cost, nil, 0, &setting, Int32(setting.count)) != nil else {
+            throw Failure(description: "cannot make a salt for '\(prefix)' (cost \(cost)): \(String(cString: strerror(errno)))")
+        }
+        guard let hash = hash(password, setting: setting) else {
+            throw Failure(description: "crypt(3) refused the setting made for '\(prefix)'")
+        }
+        return hash
+    }
+
+    /// Whether `password` matches `hash`, compared in constant time.
+    public static func verify(password: String, hash: String) -> Bool {
+        guard !password.utf8.contains(0), let computed = self.hash(password, setting: hash.utf8CString) else { return false }
+        let expected = Array(hash.utf8)
+        let actual = Array(computed.utf8)
+        guard expected.count == actual.count else { return false }
+        var difference: UInt8 = 0
+        for index in 0..<expected.count { difference |= expected[index] ^ actual[index] }
+        return difference == 0
+    }
+
+    /// Whether libxcrypt supports `hash`'s scheme on this system (it may disable some).
+    public static func isSupported(_ hash: String) -> Bool {
+        let status = crypt_checksalt(hash)
+        return status == CRYPT_SALT_OK || status == CRYPT_SALT_METHOD_LEGACY
+    }
+
+    private static func hash(_ password: String, setting: some Collection<CChar>) -> String? {
+        // crypt_data is 32 KiB: on the heap, zeroed as crypt_rn requires before first use.
+        let data = UnsafeMutablePointer<crypt_data>.allocate(capacity: 1)
+        defer {
+            // Wipe the intermediate state (it holds password-derived bytes) before freeing.
+            memset(data, 0, MemoryLayout<crypt_data>.size)
+            data.deallocate()
+        }
+        memset(data, 0, MemoryLayout<crypt_data>.size)
+        let settingBytes = Array(setting)
+        let result = settingBytes.withUnsafeBufferPointer { settingPointer in
+            crypt_rn(password, settingPointer.baseAddress, data, Int32(MemoryLayout<crypt_data>.size))
+        }
+        guard let result else { return nil }
+        let text = String(cString: result)
+        // Failure tokens start with '*' (libxcrypt never returns them from crypt_rn, but be sure).
+        return text.hasPrefix("*") ? nil : text
+    }
+}

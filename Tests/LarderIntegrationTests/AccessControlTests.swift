@@ -1,0 +1,107 @@
+import Foundation
+import Glibc
+import Testing
+
+extension IntegrationTests {
+    /// Who may use the proxy and for what: the client ACL (IPv4 and IPv6), proxy
+    /// authentication, loop and self-target protection, and Host rewriting.
+    @Suite struct AccessControl {
+        @Test func ipv6ClientsAreCheckedAgainstTheAllowList() throws {
+            let origin = try Origin()
+            let refused = try Larder(config: "[proxy]\nallow = [\"127.0.0.0/8\"]\n", listen: ["[::1]:0"])
+            let denied = try Curl.viaProxy("http://[::1]:\(refused.proxyPort)", [origin.url("/v6")])
+            #expect(denied.status == 403)
+            #expect(denied.text.contains("::1"))
+            #expect(try origin.total() == 0, "nothing forwarded for a refused client")
+
+            let allowed = try Larder(config: "[proxy]\nallow = [\"::1/128\"]\n", listen: ["[::1]:0"])
+            #expect(try Curl.viaProxy("http://[::1]:\(allowed.proxyPort)", [origin.url("/v6")]).status == 200)
+            #expect(try origin.count("/v6") == 1)
+        }
+
+        @Test func proxyAuthenticationChallengesChecksAndNeverForwardsCredentials() throws {
+            let origin = try Origin()
+            let alice = try hashPassword(user: "alice", password: "correct horse")
+            let bob = try hashPassword(user: "bob", password: "battery staple")
+            let larder = try Larder(config: "[proxy]\nauth_users = [\"\(alice)\", \"\(bob)\"]\nauth_realm = \"CI cache\"\n")
+            let url = origin.url("/private?cc=max-age=60")
+
+            let missing = try Curl.viaProxy(larder.proxy, [url])
+            #expect(missing.status == 407)
+            #expect(missing.header("proxy-authenticate") == "Basic realm=\"CI cache\", charset=\"UTF-8\"")
+            for credentials in ["alice:wrong", "mallory:correct horse", "alice:", "bob:correct horse"] {
+                #expect(try Curl.viaProxy(larder.proxy, ["--proxy-user", credentials, url]).status == 407, "\(credentials)")
+            }
+            let malformed = try Curl.viaProxy(larder.proxy, ["-H", "Proxy-Authorization: Basic !!!", url])
+            #expect(malformed.status == 407)
+            #expect(try origin.total() == 0, "nothing reaches the origin without valid credentials")
+
+            let first = try Curl.viaProxy(larder.proxy, ["--proxy-user", "alice:correct horse", url])
+            #expect(first.status == 200)
+            // Remembered verdicts answer the same credentials again, and bob's work too.
+            #expect(try Curl.viaProxy(larder.proxy, ["--proxy-user", "alice:correct horse", url]).cacheStatus?.hit == true)
+            #expect(try Curl.viaProxy(larder.proxy, ["--proxy-user", "bob:battery staple", url]).status == 200)
+            // Proxy-Authorization is hop-by-hop: the origin never sees it.
+            let seen = try origin.requests()
+            #expect(seen.count == 1)
+            #expect(!seen.contains { $0.headers.contains { $0.0.lowercased() == "proxy-authorization" } })
+
+            let metrics = try Curl.run(["http://127.0.0.1:\(larder.adminPort)/metrics"]).text
+            #expect(metricValue(metrics, "larder_proxy_auth_failures_total") == 6)
+            #expect(larder.child.stderr.contains("proxy authentication failed"))
+        }
+
+        @Test func reloadChangesPasswordsAtOnce() throws {
+            let origin = try Origin()
+            let old = try hashPassword(user: "dana", password: "old secret")
+            let new = try hashPassword(user: "dana", password: "new secret")
+            let larder = try Larder(config: "[proxy]\nauth_users = [\"\(old)\"]\n")
+            let url = origin.url("/r")
+            #expect(try Curl.viaProxy(larder.proxy, ["--proxy-user", "dana:old secret", url]).status == 200)
+            try larder.rewriteConfig("[proxy]\nauth_users = [\"\(new)\"]\n")
+            larder.child.signal(SIGHUP)
+            _ = try larder.child.waitForOutput { $0.contains("reloaded") }
+            // The remembered verdict for the old password no longer counts.
+            #expect(try Curl.viaProxy(larder.proxy, ["--proxy-user", "dana:old secret", url]).status == 407)
+            #expect(try Curl.viaProxy(larder.proxy, ["--proxy-user", "dana:new secret", url]).status == 200)
+        }
+
+        @Test func plainPasswordsInTheConfigAreRefusedWithTheirPosition() throws {
+            let directory = Paths.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let path = directory + "/larder.toml"
+            try "[proxy]\nauth_users = [\"erin:hunter2\"]\n".write(toFile: path, atomically: true, encoding: .utf8)
+            let check = try ChildProcess(Paths.larder, ["check-config", path])
+            check.waitUntilExit()
+            #expect(check.terminationStatus == 1)
+            #expect(check.stderr.contains("\(path):2:15:"), "\(check.stderr)")
+            #expect(check.stderr.contains("larder hash-password erin"))
+        }
+
+        @Test func absoluteFormAuthorityWinsOverHost() throws {
+            let origin = try Origin()
+            let larder = try Larder()
+            let url = origin.url("/host-check?cc=max-age=60")
+            let poisoned = try Curl.viaProxy(larder.proxy, ["-H", "Host: evil.example", url])
+            #expect(poisoned.status == 200)
+            let seen = try origin.requests()
+            #expect(seen.first?.headers.first { $0.0.lowercased() == "host" }?.1 == "127.0.0.1:\(origin.port)")
+            // The entry is stored under the URL's authority: a request with yet another Host is a hit
+            // for the same URL, and a request for evil.example's URL is not.
+            #expect(try Curl.viaProxy(larder.proxy, ["-H", "Host: other.example", url]).cacheStatus?.hit == true)
+            #expect(try origin.total() == 1)
+        }
+
+        @Test func requestsThatAlreadyPassedThroughThisProxyGet508() throws {
+            let origin = try Origin()
+            let larder = try Larder()
+            _ = try Curl.viaProxy(larder.proxy, [origin.url("/learn-via")])
+            let via = try #require(try origin.requests().first?.headers.first { $0.0.lowercased() == "via" }?.1)
+            let looped = try Curl.viaProxy(larder.proxy, ["-H", "Via: 1.1 upstream-cache, \(via)", origin.url("/looped")])
+            #expect(looped.status == 508)
+            #expect(try origin.count("/looped") == 0)
+            // Another proxy's Via is not a loop.
+            #expect(try Curl.viaProxy(larder.proxy, ["-H", "Via: 1.1 other-cache", origin.url("/not-looped")]).status == 200)
+        }
+    }
+}
