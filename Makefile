@@ -2,6 +2,7 @@
 SWIFT ?= swift
 CONFIG ?=
 RUN_ARGS ?=
+FUZZ_SECONDS ?= 30
 
 .PHONY: all deps build release run test bench fuzz clean
 
@@ -24,9 +25,16 @@ run: release
 	.build/release/larder serve $(if $(CONFIG),--config $(CONFIG)) $(RUN_ARGS)
 
 ## test: unit and integration tests (builds the binary the integration tests start)
+## test: unit and integration tests (builds the binary the integration tests start), then a
+## short libFuzzer run of every target (FUZZ_SECONDS each, 30 by default)
 test: deps test-deps
 	$(SWIFT) build
 	$(SWIFT) test
+	FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/fuzz.sh
+
+## fuzz: run every libFuzzer target for FUZZ_SECONDS (make fuzz FUZZ_SECONDS=600)
+fuzz: deps
+	FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/fuzz.sh
 
 ## bench: wrk through the proxy on a local origin (see Benchmarks/README.md)
 bench: release

@@ -14,7 +14,10 @@ let package = Package(
     name: "larder",
     platforms: [.macOS(.v15)],
     products: [
-        .executable(name: "larder", targets: ["larder"])
+        .executable(name: "larder", targets: ["larder"]),
+        // Fuzz targets: built with libFuzzer by `make fuzz` (see Fuzz/README.md); a normal
+        // build replays corpus files through them.
+        .executable(name: "larder-fuzz", targets: ["LarderFuzz"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -59,6 +62,9 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
+            swiftSettings: strict),
+        .executableTarget(
+            name: "LarderFuzz", dependencies: ["CLarderSystem", "LarderHTTP", "LarderConfig"], path: "Fuzz/LarderFuzz",
             swiftSettings: strict),
         .testTarget(name: "LarderHTTPTests", dependencies: ["LarderHTTP"]),
         .testTarget(name: "LarderCacheTests", dependencies: ["LarderCache", "LarderHTTP", "LarderConfig"]),

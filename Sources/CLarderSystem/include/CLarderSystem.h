@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <pthread.h>
+#include <stddef.h>
 
 /// The number of CPUs this process may run on (sched_getaffinity), at least 1.
 int larder_available_cpus(void);
@@ -23,5 +24,9 @@ int larder_accept4(int fd, struct sockaddr *address, socklen_t *length);
 
 /// pthread_setname_np (a GNU extension).
 int larder_set_thread_name(pthread_t thread, const char *name);
+
+/// libFuzzer's driver, for the fuzz executable's own main (Fuzz/LarderFuzz). Defined only in
+/// builds linked with -sanitize=fuzzer; referenced only there.
+int LLVMFuzzerRunDriver(int *argc, char ***argv, int (*test_one_input)(const unsigned char *data, size_t size));
 
 #endif

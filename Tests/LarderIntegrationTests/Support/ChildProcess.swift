@@ -200,7 +200,10 @@ enum Paths {
         ProcessInfo.processInfo.environment["LARDER_BINARY"] ?? root + "/.build/debug/larder"
     }
 
+    static var fuzzer: String { root + "/.build/debug/larder-fuzz" }
+
     static let originScript = root + "/Tests/LarderIntegrationTests/Fixtures/origin.py"
+    static let floodScript = root + "/Tests/LarderIntegrationTests/Fixtures/flood.py"
     static let tunnelTargetScript = root + "/Tests/LarderIntegrationTests/Fixtures/tunnel_target.py"
 
     /// A fresh directory under /tmp, removed by the caller.

@@ -52,6 +52,13 @@ final class RawConnection {
 
     private var pending: [UInt8] = []
 
+    /// Whether bytes (or end of stream) are waiting to be read, within `milliseconds`.
+    func hasInput(within milliseconds: Int32) -> Bool {
+        if !pending.isEmpty { return true }
+        var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        return poll(&descriptor, 1, milliseconds) > 0
+    }
+
     /// Ends our side of the stream (the peer reads end of file; we can still read).
     func shutdownWrite() {
         shutdown(fd, Int32(SHUT_WR))

@@ -1,0 +1,147 @@
+import LarderConfig
+import LarderHTTP
+
+/// The fuzz targets. Each takes arbitrary bytes, must never crash, hang or trip the address
+/// sanitizer, and checks a property that holds for every input (a differential check where
+/// one exists: the same bytes fed whole and in two pieces must give the same answer).
+enum FuzzTarget: String, CaseIterable {
+    case requestParser = "request-parser"
+    case chunked
+    case cacheControl = "cache-control"
+    case config
+
+    func run(_ input: UnsafeRawBufferPointer) {
+        switch self {
+        case .requestParser: FuzzTarget.requestParser(input)
+        case .chunked: FuzzTarget.chunked(input)
+        case .cacheControl: FuzzTarget.cacheControl(input)
+        case .config: FuzzTarget.config(input)
+        }
+    }
+
+    /// The request-head parser, then body framing on whatever it accepted.
+    static func requestParser(_ input: UnsafeRawBufferPointer) {
+        let whole = parseHead(input, split: nil)
+        if input.count > 1 {
+            // The split point comes from the input itself so the fuzzer explores it too.
+            let split = 1 + Int(input[0]) % (input.count - 1)
+            let pieces = parseHead(input, split: split)
+            precondition(whole == pieces, "request head parsed differently when split at \(split): \(whole) vs \(pieces)")
+        }
+    }
+
+    private static func parseHead(_ input: UnsafeRawBufferPointer, split: Int?) -> String {
+        var parser = RequestHeadParser(maxHeadBytes: 4096)
+        do {
+            if let split {
+                // A first call with a prefix (as when bytes trickle in), then the whole buffer.
+                if case .complete(let head, let length) = try parser.parse(UnsafeRawBufferPointer(rebasing: input[0..<split])) {
+                    return describe(head, length)
+                }
+            }
+            switch try parser.parse(input) {
+            case .incomplete:
+                return "incomplete"
+            case .complete(let head, let length):
+                precondition(length <= input.count)
+                return describe(head, length)
+            }
+        } catch {
+            return "error \(error.status)"
+        }
+    }
+
+    private static func describe(_ head: RequestHead, _ length: Int) -> String {
+        let framing: String
+        do {
+            framing = "\(try BodyFraming.ofRequest(head))"
+        } catch {
+            framing = "framing error \(error.status)"
+        }
+        return "\(head.method.rawValue) \(head.targetText) \(head.headers.fields.count) fields, \(length) bytes, \(framing)"
+    }
+
+    /// The chunked decoder, whole and split.
+    static func chunked(_ input: UnsafeRawBufferPointer) {
+        let whole = decodeChunked([input])
+        if input.count > 1 {
+            let split = 1 + Int(input[0]) % (input.count - 1)
+            let pieces = decodeChunked([
+                UnsafeRawBufferPointer(rebasing: input[0..<split]), UnsafeRawBufferPointer(rebasing: input[split...]),
+            ])
+            precondition(whole == pieces, "chunked body decoded differently when split at \(split)")
+        }
+    }
+
+    private struct Decoded: Equatable {
+        var body: [UInt8] = []
+        var consumed = 0
+        var complete = false
+        var error: Int?
+    }
+
+    private static func decodeChunked(_ pieces: [UnsafeRawBufferPointer]) -> Decoded {
+        var decoder = ChunkedDecoder()
+        var result = Decoded()
+        for piece in pieces {
+            do {
+                let used = try decoder.decode(piece) { result.body.append(contentsOf: $0) }
+                precondition(used <= piece.count)
+                result.consumed += used
+                if decoder.isComplete { break }
+            } catch {
+                result.error = error.status
+                break
+            }
+        }
+        result.complete = decoder.isComplete
+        // Where the message ended does not depend on how it arrived; after an error only the
+        // error matters (a call that throws has already handed part of its piece to the sink).
+        if result.error != nil { result.consumed = 0; result.body = [] }
+        precondition(result.body.count <= result.consumed, "more body than input")
+        return result
+    }
+
+    /// The Cache-Control parser: every directive has a lower-case token name, and the parse is
+    /// stable (re-parsing its own rendering gives the same directives).
+    static func cacheControl(_ input: UnsafeRawBufferPointer) {
+        let text = String(decoding: input, as: UTF8.self)
+        let parsed = CacheControl(parsing: text)
+        for directive in parsed.directives {
+            precondition(!directive.name.isEmpty && directive.name == directive.name.lowercased())
+        }
+        _ = (parsed.maxAge, parsed.sMaxAge, parsed.minFresh, parsed.noStore, parsed.values("no-cache"))
+        let rendered = parsed.directives.map { directive in
+            guard let value = directive.value else { return directive.name }
+            // Escape per Unicode scalar: a quote followed by a combining mark is one Character,
+            // which String.replacing would not see.
+            var escaped = String.UnicodeScalarView()
+            for scalar in value.unicodeScalars {
+                if scalar == "\\" || scalar == "\"" { escaped.append("\\") }
+                escaped.append(scalar)
+            }
+            return "\(directive.name)=\"\(String(escaped))\""
+        }.joined(separator: ", ")
+        precondition(CacheControl(parsing: rendered) == parsed, "Cache-Control re-parse differs: \(text.debugDescription) -> \(rendered)")
+    }
+
+    /// The configuration language: a file is either a Config or errors, every error points
+    /// inside the file.
+    static func config(_ input: UnsafeRawBufferPointer) {
+        let text = String(decoding: input, as: UTF8.self)
+        // Counted in bytes: "\r\n" is one Character, so splitting the String would miss it. A
+        // bare CR is reported on the line it starts, so every line break counts.
+        let lines = 1 + input.reduce(0) { $0 + ($1 == 10 || $1 == 13 ? 1 : 0) }
+        switch ConfigLoader.parse(text, file: "fuzz.toml") {
+        case .success:
+            break
+        case .failure(let errors):
+            precondition(!errors.errors.isEmpty)
+            for error in errors.errors {
+                precondition(error.position.line >= 1 && error.position.line <= lines, "error line outside the file: \(error)")
+                precondition(error.position.column >= 1, "error column < 1: \(error)")
+                _ = error.description
+            }
+        }
+    }
+}

@@ -1,0 +1,84 @@
+import Foundation
+import Glibc
+import Testing
+
+extension IntegrationTests {
+    /// Clients that try to exhaust the daemon: slow heads, idle floods, readers that stop.
+    /// Each test also checks that someone else is still served meanwhile.
+    @Suite struct ResourceExhaustion {
+        @Test func slowlorisIsCutAtTheHeaderTimeoutWhileOthersAreServed() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: "[proxy]\nheader_timeout = \"3s\"\n")
+            let connection = try RawConnection(port: larder.proxyPort)
+            let head = Array("GET \(origin.url("/slow-head")) HTTP/1.1\r\nHost: x\r\nX-Padding: \(String(repeating: "a", count: 100))\r\n\r\n".utf8)
+            var sent = 0
+            // One byte a second; every byte arriving must not push the deadline back.
+            while sent < 30, !connection.hasInput(within: 0) {
+                connection.send([head[sent]])
+                sent += 1
+                if sent == 2 {
+                    #expect(try Curl.viaProxy(larder.proxy, [origin.url("/meanwhile")]).status == 200, "others are served")
+                }
+                _ = connection.hasInput(within: 1000)
+            }
+            let response = try connection.readResponse()
+            #expect(response.status == 408)
+            #expect(connection.peerClosed())
+            #expect(sent <= 6, "cut after \(sent) bytes: the 3 s header timeout counts from the first byte")
+            #expect(try origin.count("/slow-head") == 0)
+        }
+
+        @Test func idleFloodOfTwentyThousandConnectionsLocksNobodyOutAndStaysWithinMemory() throws {
+            let origin = try Origin()
+            let larder = try Larder()  // max_connections = 10000, header_timeout = 10s
+            #expect(try Curl.viaProxy(larder.proxy, [origin.url("/warm-up")]).status == 200)
+            let baseline = larder.child.residentKiB()
+            // Two processes, 10,000 connections each (a process's descriptor limit may be 20,000).
+            let floods = try (0..<2).map { _ in
+                try ChildProcess("/usr/bin/env", ["python3", Paths.floodScript, String(larder.proxyPort), "10000"])
+            }
+            var opened = 0
+            for flood in floods {
+                let text = try flood.waitForOutput(timeout: 60, stream: \.stdout) { $0.contains("OPEN ") }
+                opened += Int(text.split(separator: " ")[1]) ?? 0
+            }
+            #expect(opened >= 19_000, "the flood opened \(opened) connections")
+            // A client with work to do still gets in and is served.
+            let during = try Curl.viaProxy(larder.proxy, [origin.url("/during-flood")])
+            #expect(during.status == 200)
+            let active = try larder.activeConnections()
+            let resident = larder.child.residentKiB()
+            print("idle flood: \(opened) opened, \(active) held, RSS \(baseline) KiB -> \(resident) KiB")
+            #expect(active <= 10_000)
+            // docs/SECURITY.md: at most 64 MiB over the idle baseline at max_connections = 10,000.
+            #expect(resident - baseline < 64 * 1024, "RSS grew by \(resident - baseline) KiB")
+            var closed = 0
+            for flood in floods {
+                flood.signal(SIGUSR1)
+                let text = try flood.waitForOutput(timeout: 60, stream: \.stdout) { $0.contains("CLOSED ") }
+                closed += Int(text.split(separator: "\n").last { $0.hasPrefix("CLOSED ") }?.split(separator: " ")[1] ?? "") ?? 0
+                flood.stop()
+            }
+            #expect(closed >= opened - 10_000, "beyond max_connections, idle connections were let go (\(closed))")
+            #expect(larder.child.isRunning)
+        }
+
+        @Test(arguments: ["cc=max-age=60", "cc=no-store"])
+        func aClientThatStopsReadingALargeDownloadIsNotBufferedInMemory(_ cacheability: String) throws {
+            let origin = try Origin()
+            let larder = try Larder()
+            let size = 200 * 1024 * 1024
+            let path = "/large?size=\(size)&\(cacheability)"
+            let before = larder.child.residentKiB()
+            let connection = try RawConnection(port: larder.proxyPort, receiveTimeout: 30)
+            connection.send("GET \(origin.url(path)) HTTP/1.1\r\nHost: x\r\n\r\n")
+            usleep(3_000_000)
+            let stalled = larder.child.residentKiB()
+            let response = try connection.readResponse()
+            #expect(response.status == 200)
+            #expect(response.body.count == size)
+            print("stalled reader (\(cacheability)): RSS \(before) KiB -> \(stalled) KiB while the client read nothing")
+            #expect(stalled - before < 32 * 1024, "RSS grew by \(stalled - before) KiB")
+        }
+    }
+}
