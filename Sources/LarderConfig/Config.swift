@@ -81,9 +81,31 @@ public struct DiskConfig: Sendable, Equatable {
 public struct UpstreamConfig: Sendable, Equatable {
     public var connectTimeout: Duration = .seconds(5)
     public var timeout: Duration = .seconds(60)
+    /// One parent proxy URL: the same as `parents = [parent]`.
     public var parent = ""
+    /// Parent proxies (cache hierarchy); misses go through one of them.
+    public var parents: [String] = []
+    /// How a parent is picked for a request.
+    public var parentSelection: ParentSelection = .hash
+    /// A parent that failed is skipped for this long.
+    public var parentBackoff: Duration = .seconds(30)
+    /// Hosts that bypass the parents.
+    public var direct: [DirectRule] = []
     public var maxConnectionsPerHost = 32
     public init() {}
+
+    /// The parents in configuration order (`parent` and `parents` are never both set).
+    public var parentList: [String] { parent.isEmpty ? parents : [parent] }
+}
+
+/// `upstream.parent_selection`.
+public enum ParentSelection: String, Sendable, CaseIterable {
+    /// Rendezvous (highest random weight) hashing of the URL: each object has one home parent,
+    /// so it is cached once in the parent tier; when that parent is down the next-highest
+    /// takes over and only its share of URLs moves.
+    case hash
+    /// The first parent that is up, in the order listed.
+    case failover
 }
 
 /// `[retry]` and per-route retry overrides.
@@ -168,6 +190,8 @@ public struct Route: Sendable, Equatable {
     public var retry: RetryConfig?
     /// The route's requests may be retried whatever their method (POST that is safe to repeat).
     public var idempotent: Bool?
+    /// The route's parent proxy URL, or "direct" to bypass `upstream` parents.
+    public var parent: String?
 
     public init(match: URLPattern) { self.match = match }
 }

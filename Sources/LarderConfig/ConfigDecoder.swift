@@ -7,6 +7,9 @@ struct ConfigDecoder {
     let file: String
     let source: [UInt8]
     private(set) var errors: [ConfigError] = []
+    /// Where `upstream.parent` and `upstream.parents` were set, for the check that only one is.
+    private var parentPosition: SourcePosition?
+    private var parentsPosition: SourcePosition?
 
     init(file: String, source: [UInt8]) {
         self.file = file
@@ -19,14 +22,14 @@ struct ConfigDecoder {
         ("admin", ["listen", "token"]),
         ("memory", ["max_bytes", "max_entries", "max_object_bytes"]),
         ("disk", ["path", "max_bytes", "max_object_bytes"]),
-        ("upstream", ["connect_timeout", "timeout", "parent", "max_connections_per_host"]),
+        ("upstream", ["connect_timeout", "timeout", "parent", "parents", "parent_selection", "parent_backoff", "direct", "max_connections_per_host"]),
         ("retry", retryKeys),
         ("cache", ["default_policy", "stale_if_error", "offline", "range_whole_max"]),
         ("coalesce", ["max_waiters", "wait_timeout", "finish_abandoned_max", "not_shareable_ttl"]),
         ("log", ["level", "access"]),
     ]
     static let retryKeys = ["strategy", "max_attempts", "base_delay", "multiplier", "max_delay", "jitter", "retry_on", "budget_ratio", "budget_min"]
-    static let routeKeys = ["match", "methods", "policy", "ttl", "dedup", "timeout", "idempotent"]
+    static let routeKeys = ["match", "methods", "policy", "ttl", "dedup", "timeout", "idempotent", "parent"]
 
     mutating func decode(_ document: ConfigDocument) -> Config {
         var config = Config()
@@ -158,9 +161,45 @@ struct ConfigDecoder {
             if let text = string(value, key) {
                 if text.isEmpty || ConfigDecoder.isProxyURL(text) {
                     config.upstream.parent = text
+                    parentPosition = value.position
                 } else {
                     fail("parent must be a proxy URL like \"http://proxy.example:3128\", got \"\(text)\"", at: value.position)
                 }
+            }
+        case ("upstream", "parents"):
+            if let list = stringArray(value, key) {
+                var parents: [String] = []
+                for item in list {
+                    if !ConfigDecoder.isProxyURL(item.text) {
+                        fail("a parent must be a proxy URL like \"http://proxy.example:3128\", got \"\(item.text)\"", at: item.position)
+                    } else if parents.contains(item.text) {
+                        fail("parent \"\(item.text)\" is listed twice", at: item.position)
+                    } else {
+                        parents.append(item.text)
+                    }
+                }
+                if parents.count == list.count {
+                    config.upstream.parents = parents
+                    parentsPosition = value.position
+                }
+            }
+        case ("upstream", "parent_selection"):
+            if let selection = choice(value, key, ParentSelection.self) { config.upstream.parentSelection = selection }
+        case ("upstream", "parent_backoff"):
+            if let duration = duration(value, key, minimum: .zero) { config.upstream.parentBackoff = duration }
+        case ("upstream", "direct"):
+            if let list = stringArray(value, key) {
+                var rules: [DirectRule] = []
+                for item in list {
+                    if let rule = DirectRule(parsing: item.text) {
+                        rules.append(rule)
+                    } else {
+                        fail(
+                            "'\(item.text)' is not a host (\"localhost\"), a domain pattern (\"*.internal\") or a CIDR (\"10.0.0.0/8\")",
+                            at: item.position)
+                    }
+                }
+                if rules.count == list.count { config.upstream.direct = rules }
             }
         case ("upstream", "max_connections_per_host"):
             if let number = integer(value, key, range: 1...10_000) { config.upstream.maxConnectionsPerHost = number }
@@ -284,6 +323,16 @@ struct ConfigDecoder {
                 route.timeout = duration(value, entry.key, minimum: .milliseconds(1))
             case "idempotent":
                 route.idempotent = boolean(value, entry.key)
+            case "parent":
+                if let text = string(value, entry.key) {
+                    if text == "direct" || ConfigDecoder.isProxyURL(text) {
+                        route.parent = text
+                    } else {
+                        fail(
+                            "a route's parent is a proxy URL like \"http://proxy.example:3128\" or \"direct\", got \"\(text)\"",
+                            at: value.position)
+                    }
+                }
             default:
                 fail(
                     "unknown key '\(entry.key)' in [[route]]\(Suggestions.hint(for: entry.key, in: ConfigDecoder.routeKeys + ["match"]))",
@@ -346,6 +395,9 @@ struct ConfigDecoder {
 
     /// Checks that need more than one key.
     private mutating func crossCheck(_ config: inout Config) {
+        if !config.upstream.parent.isEmpty && !config.upstream.parents.isEmpty, let position = parentsPosition ?? parentPosition {
+            fail("set either upstream.parent (one parent) or upstream.parents (several), not both", at: position)
+        }
         if config.retry.baseDelay > config.retry.maxDelay {
             // Reported without a position of its own: point at the [retry] table's first key.
             config.retry.baseDelay = config.retry.maxDelay

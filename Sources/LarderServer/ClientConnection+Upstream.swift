@@ -90,6 +90,7 @@ extension ClientConnection: RequestBodySource {
         options.rangeStripped = exchange.rangeStripped
         options.retry = RetryPolicy(exchange.route?.retry ?? runtime.config.retry)
         options.idempotentRoute = exchange.route?.idempotent ?? false
+        setParents(&options, url: url, exchange: exchange)
         // A registered key must not be taken over by a second fill (too many waiters).
         let registeredKey = coalesceKey.flatMap { proxy.coalescer.fill(for: $0) == nil ? $0 : nil }
         let fill = Fill(
@@ -119,6 +120,7 @@ extension ClientConnection: RequestBodySource {
         options.ttl = exchange.route?.ttl?.totalSeconds
         options.background = true
         options.retry = RetryPolicy(exchange.route?.retry ?? exchange.runtime.config.retry)
+        setParents(&options, url: url, exchange: exchange)
         var head = exchange.head
         head.method = .get
         let request = upstreamRequest(
@@ -130,6 +132,13 @@ extension ClientConnection: RequestBodySource {
         proxy.coalescer.register(fill)
         proxy.shared.stats.backgroundRefreshes.add(1)
         fill.start(request)
+    }
+
+    /// The parents a fill goes through (none: direct), the ones backing off last.
+    private func setParents(_ options: inout FillOptions, url: AbsoluteURL, exchange: Exchange) {
+        let plan = exchange.runtime.parents
+        options.parents = proxy.shared.parentHealth.order(plan.candidates(for: url, routeParent: exchange.route?.parent))
+        options.parentBackoff = plan.backoff
     }
 
     /// The request as it goes upstream: hop-by-hop fields removed, Host from the URL, Via
@@ -163,8 +172,7 @@ extension ClientConnection: RequestBodySource {
         return UpstreamRequest(
             method: head.method, url: url, headers: forwarded, body: body,
             connectTimeout: runtime.config.upstream.connectTimeout,
-            timeout: route?.timeout ?? runtime.config.upstream.timeout,
-            parentProxy: runtime.config.upstream.parent.isEmpty ? nil : runtime.config.upstream.parent)
+            timeout: route?.timeout ?? runtime.config.upstream.timeout)
     }
 
     // MARK: Request bodies

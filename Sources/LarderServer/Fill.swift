@@ -47,6 +47,10 @@ struct FillOptions {
     var retry = RetryPolicy(RetryConfig())
     /// The route declares its requests safe to repeat whatever the method.
     var idempotentRoute = false
+    /// The parent proxies to go through, best first (empty: direct).
+    var parents: [ParentPlan.Parent] = []
+    /// How long a parent that failed is skipped.
+    var parentBackoff: Duration = .seconds(30)
 }
 
 /// Where a reader finds the body bytes at its position.
@@ -75,7 +79,7 @@ final class Fill: UpstreamTransferDelegate {
     /// The headers of the request the fill was made for (Vary and Authorization checks).
     let requestHeaders: HTTPHeaders
     let dedupAlways: Bool
-    let options: FillOptions
+    private(set) var options: FillOptions
     /// Strong; the coalescer's reference to the fill goes when the fill ends.
     let proxy: ProxyLoop
     private(set) var transfer: UpstreamTransfer?
@@ -108,8 +112,10 @@ final class Fill: UpstreamTransferDelegate {
     private(set) var upstreamStatus: Int?
     let requestTime: Double
     private(set) var responseTime = 0.0
-    /// The request, kept to send again on a retry.
-    private let request: UpstreamRequest
+    /// The request, kept to send again on a retry (its parent proxy changes on failover).
+    private var request: UpstreamRequest
+    /// Which of `options.parents` this attempt goes through.
+    private var parentIndex = 0
     /// Attempts made so far (1 once started).
     private(set) var attempts = 0
     /// Each retry: why, and the delay before it (for the access log).
@@ -180,7 +186,52 @@ final class Fill: UpstreamTransferDelegate {
     private func attempt() {
         attempts += 1
         proxy.shared.stats.upstreamRequests.add(1)
+        if let parent = currentParent {
+            request.parentProxy = parent.url
+            proxy.shared.parentHealth.recordAttempt(parent)
+        }
         transfer = proxy.upstream.start(request, delegate: self)
+    }
+
+    /// The parent this attempt goes through; nil when it goes direct.
+    var currentParent: ParentPlan.Parent? {
+        parentIndex < options.parents.count ? options.parents[parentIndex] : nil
+    }
+
+    // MARK: Parent failover
+
+    /// After a failure to reach the current parent: marks it down and, if another parent is
+    /// left in the plan, sends the request there at once (true). Not a retry: the request
+    /// never reached anyone, so neither the retry policy nor its budget applies; but a request
+    /// that may have been forwarded (reset after sending) is only re-sent where a retry could be.
+    private func failOver(after error: UpstreamError) -> Bool {
+        guard let parent = currentParent else { return false }
+        let unreached = error.kind == .dns || error.kind == .connect || (error.kind == .timeout && !error.connected)
+        guard unreached || error.kind == .reset else { return false }
+        if proxy.shared.parentHealth.recordFailure(parent, backoff: options.parentBackoff) {
+            proxy.logger.warning(
+                "parent proxy unreachable; skipping it for \(options.parentBackoff.totalMilliseconds / 1000)s",
+                metadata: ["parent": "\(parent.label)", "error": "\(error)"])
+        }
+        guard parentIndex + 1 < options.parents.count,
+            unreached || RetryPolicy.mayRetry(method: method, routeDeclaresIdempotent: options.idempotentRoute),
+            request.body == nil || ownedBodySource is BufferedBody,
+            !readers.isEmpty || options.background
+        else { return false }
+        parentIndex += 1
+        retryLog.append(("parent", 0))
+        proxy.shared.stats.parentFailovers.add(1)
+        head = nil
+        contentLength = nil
+        announcedLength = nil
+        upstreamStatus = nil
+        // Not from inside curl's completion callback: the next transfer starts on the next turn.
+        proxy.loop.enqueueDeferred { [self] in
+            guard outcome == nil else { return }
+            (ownedBodySource as? BufferedBody)?.rewind()
+            attempt()
+        }
+        return true
     }
 
     // MARK: Retries
@@ -233,6 +284,9 @@ final class Fill: UpstreamTransferDelegate {
                 return
             }
             (self.ownedBodySource as? BufferedBody)?.rewind()
+            // Start over at the best parent that is up now.
+            self.options.parents = self.proxy.shared.parentHealth.order(self.options.parents)
+            self.parentIndex = 0
             self.attempt()
         }
     }
@@ -411,6 +465,7 @@ final class Fill: UpstreamTransferDelegate {
     // MARK: UpstreamTransferDelegate
 
     func upstreamDidReceiveHead(_ upstreamHead: ResponseHead) {
+        if let parent = currentParent { proxy.shared.parentHealth.recordSuccess(parent) }
         // A retryable status is retried before anyone sees it (no byte has gone to a client).
         if let reason = RetryPolicy.reason(forStatus: upstreamHead.status),
             let delay = retryDelay(reason, retryAfter: upstreamHead.headers["Retry-After"])
@@ -649,6 +704,7 @@ final class Fill: UpstreamTransferDelegate {
                 if let stored, let pendingDiskHead { proxy.shared.disk?.store(stored, head: pendingDiskHead) }
             }
         case .failure(let error):
+            if head == nil, failOver(after: error) { return }
             if head == nil, let reason = RetryPolicy.reason(for: error), let delay = retryDelay(reason) {
                 scheduleRetry(reason, after: delay)
                 return

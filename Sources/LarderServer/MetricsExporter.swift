@@ -23,6 +23,8 @@ final class MetricsExporter: Sendable {
     private let counters: [String: Prometheus.Counter]
     private let gauges: [String: Prometheus.Gauge]
     private let synced = Mutex<[String: Int]>([:])
+    /// Per-parent metrics, made the first time a parent shows up (labels are not known up front).
+    private let parentMetrics = Mutex<[String: (requests: Prometheus.Counter, failures: Prometheus.Counter, skips: Prometheus.Counter, down: Prometheus.Gauge)]>([:])
 
     /// A descriptor for a full metric name: the unit is the part after the last underscore.
     private static func descriptor(_ name: String, _ help: String) -> MetricNameDescriptor {
@@ -86,6 +88,7 @@ final class MetricsExporter: Sendable {
         }
         counter("larder_tunnels_total", "CONNECT tunnels opened.")
         counter("larder_proxy_auth_failures_total", "Requests refused for missing or wrong proxy credentials.")
+        counter("larder_parent_failovers_total", "Requests sent to the next parent proxy after one could not be reached.")
         gauge("larder_build_info", "Always 1; the labels name the build.", [("version", version)])
         gauge("larder_start_time_seconds", "When the daemon started, in Unix seconds.")
         self.counters = counters
@@ -145,6 +148,7 @@ final class MetricsExporter: Sendable {
         values[Self.key("larder_tunnel_bytes_total", [("direction", "server_to_client")])] = stats.tunnelBytesDown.load()
         values[Self.key("larder_tunnels_total", [])] = stats.tunnelsOpened.load()
         values[Self.key("larder_proxy_auth_failures_total", [])] = stats.authFailures.load()
+        values[Self.key("larder_parent_failovers_total", [])] = stats.parentFailovers.load()
         synced.withLock { last in
             for (key, value) in values {
                 let delta = value - (last[key] ?? 0)
@@ -158,6 +162,52 @@ final class MetricsExporter: Sendable {
         gauges[Self.key("larder_cache_entries", [("tier", "disk")])]?.set(Double(disk?.entries ?? 0))
         gauges[Self.key("larder_disk_degraded", [])]?.set(disk?.degraded == true ? 1.0 : 0.0)
         gauges[Self.key("larder_connections_active", [])]?.set(Double(stats.activeConnections.load()))
+        syncParents(shared)
         return registry.emitToBuffer()
+    }
+
+    /// `larder_parent_*{parent}`: attempts, failures, skips while backing off, and whether
+    /// each parent is backing off now. Labels carry the parent URL without credentials.
+    private func syncParents(_ shared: SharedState) {
+        let now = Clocks.monotonicNanos()
+        var values: [String: Int] = [:]
+        var down: [(Prometheus.Gauge, Bool)] = []
+        parentMetrics.withLock { metrics in
+            for (label, entry) in shared.parentHealth.snapshot() {
+                if metrics[label] == nil {
+                    let labels = [("parent", label)]
+                    metrics[label] = (
+                        registry.makeCounter(
+                            descriptor: Self.descriptor("larder_parent_requests_total", "Upstream attempts sent through a parent proxy."),
+                            labels: labels),
+                        registry.makeCounter(
+                            descriptor: Self.descriptor("larder_parent_failures_total", "Attempts that could not reach a parent proxy."),
+                            labels: labels),
+                        registry.makeCounter(
+                            descriptor: Self.descriptor("larder_parent_skips_total", "Requests that passed a parent over while it was backing off."),
+                            labels: labels),
+                        registry.makeGauge(
+                            descriptor: Self.descriptor("larder_parent_down", "1 while a parent proxy is skipped after a failure."),
+                            labels: labels))
+                }
+                values["requests|" + label] = entry.requests
+                values["failures|" + label] = entry.failures
+                values["skips|" + label] = entry.skips
+                down.append((metrics[label]!.down, entry.downUntil > now))
+            }
+            synced.withLock { last in
+                for (key, value) in values {
+                    let delta = value - (last["parent|" + key] ?? 0)
+                    guard delta > 0, let split = key.firstIndex(of: "|"), let metric = metrics[String(key[key.index(after: split)...])] else { continue }
+                    switch key[..<split] {
+                    case "requests": metric.requests.increment(by: Int64(delta))
+                    case "failures": metric.failures.increment(by: Int64(delta))
+                    default: metric.skips.increment(by: Int64(delta))
+                    }
+                    last["parent|" + key] = value
+                }
+            }
+        }
+        for (gauge, isDown) in down { gauge.set(isDown ? 1.0 : 0.0) }
     }
 }

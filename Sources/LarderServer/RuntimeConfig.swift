@@ -1,4 +1,5 @@
 import LarderConfig
+import LarderUpstream
 
 /// One loaded configuration with what is derived from it (the route index, limits in
 /// nanoseconds). Immutable: a reload builds a new one and swaps it in, while requests already
@@ -6,6 +7,8 @@ import LarderConfig
 public final class RuntimeConfig: Sendable {
     public let config: Config
     public let routes: RouteTable
+    /// The parent proxies and how one is picked.
+    public let parents: ParentPlan
     /// Increases with every successful reload.
     public let generation: Int
     let headerTimeout: UInt64
@@ -14,6 +17,7 @@ public final class RuntimeConfig: Sendable {
     public init(config: Config, generation: Int = 0) {
         self.config = config
         routes = RouteTable(config.routes)
+        parents = ParentPlan(config.upstream)
         self.generation = generation
         headerTimeout = config.proxy.headerTimeout.totalNanoseconds
         idleTimeout = config.proxy.idleTimeout.totalNanoseconds

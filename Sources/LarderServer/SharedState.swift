@@ -28,6 +28,8 @@ final class SharedState: Sendable {
     /// This process's identity in `Via` on forwarded requests (`1.1 larder (id)`), so a request
     /// that comes back through this same daemon is recognised as a loop (RFC 9110 §7.6.3).
     let viaIdentity = "larder-" + String(UInt32.random(in: 0...UInt32.max), radix: 16)
+    /// Parent proxies that are backing off, and per-parent counters (kept across reloads).
+    let parentHealth = ParentHealth()
     /// Proxy authentication: the verdict table and the hashing thread.
     let authenticator = ProxyAuthenticator()
     /// Threads that resolve CONNECT targets (getaddrinfo blocks, so never on a loop). Jobs go

@@ -52,6 +52,8 @@ public final class Statistics: Sendable {
     public let invalidations = AtomicCounter()
     /// CONNECT tunnels opened, and bytes relayed each way.
     public let tunnelsOpened = AtomicCounter()
+    /// Requests sent to the next parent proxy after one could not be reached.
+    public let parentFailovers = AtomicCounter()
     public let tunnelBytesUp = AtomicCounter()
     public let tunnelBytesDown = AtomicCounter()
     /// Requests refused for missing or wrong Proxy-Authorization.

@@ -1,4 +1,5 @@
 import LarderIO
+import LarderUpstream
 
 /// The `/stats` document: every counter an operator (or the dashboard, or `larder stats`)
 /// wants, as JSON.
@@ -26,6 +27,20 @@ enum StatsReport {
         } else {
             diskJSON = "null"
         }
+        // Every configured parent, plus any a route or an earlier configuration used.
+        let health = shared.parentHealth.snapshot()
+        let now = Clocks.monotonicNanos()
+        let configured = shared.currentRuntime.parents.parents.map(\.label)
+        let parentLabels = configured + health.keys.filter { !configured.contains($0) }.sorted()
+        let parents = parentLabels.map { label in
+            let entry = health[label] ?? ParentHealth.Counters()
+            return JSON.object([
+                ("parent", JSON.string(label)), ("requests", String(entry.requests)), ("failures", String(entry.failures)),
+                ("skipped", String(entry.skips)), ("down", String(entry.downUntil > now)),
+            ])
+        }
+        let parentsJSON = "[" + parents.joined(separator: ",") + "]"
+        let failovers = String(stats.parentFailovers.load())
         let hosts = shared.hosts.top(10).map { entry in
             JSON.object([
                 ("host", JSON.string(entry.host)), ("requests", String(entry.counts.requests)),
@@ -66,6 +81,8 @@ enum StatsReport {
                 ("opened", String(stats.tunnelsOpened.load())), ("bytes_up", String(stats.tunnelBytesUp.load())),
                 ("bytes_down", String(stats.tunnelBytesDown.load())),
             ])),
+            ("parents", parentsJSON),
+            ("parent_failovers", failovers),
             ("top_hosts", "[" + hosts.joined(separator: ",") + "]"),
         ]) + "\n"
     }

@@ -487,6 +487,9 @@ public final class UpstreamTransfer {
         default:
             kind = afterHead ? .truncated : .other
         }
-        return UpstreamError(kind: kind, message: protocolError ?? detail, afterHead: afterHead)
+        // CURLINFO_CONNECT_TIME_T stays 0 until the TCP connection to the next hop completes.
+        var connectTime: curl_off_t = 0
+        _ = larder_easy_get_offset(easy, CURLINFO_CONNECT_TIME_T, &connectTime)
+        return UpstreamError(kind: kind, message: protocolError ?? detail, afterHead: afterHead, connected: connectTime > 0)
     }
 }

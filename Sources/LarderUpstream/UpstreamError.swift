@@ -25,11 +25,15 @@ public struct UpstreamError: Error, Sendable, Equatable, CustomStringConvertible
     public let message: String
     /// Whether the response head had been received when it failed.
     public let afterHead: Bool
+    /// Whether a connection to the next hop (origin or parent proxy) was established: a
+    /// timeout before it means the hop is unreachable, after it that the answer is slow.
+    public let connected: Bool
 
-    public init(kind: Kind, message: String, afterHead: Bool) {
+    public init(kind: Kind, message: String, afterHead: Bool, connected: Bool = true) {
         self.kind = kind
         self.message = message
         self.afterHead = afterHead
+        self.connected = connected
     }
 
     /// The status a client is answered with when nothing was sent yet: 504 for timeouts,

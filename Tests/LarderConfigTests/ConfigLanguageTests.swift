@@ -62,6 +62,12 @@ private let errorCases: [ErrorCase] = [
     ErrorCase(name: "auth user without colon", text: "[proxy]\nauth_users = [\"erin\"]\n", line: 2, column: 15, message: "larder hash-password"),
     ErrorCase(name: "auth user listed twice", text: "[proxy]\nauth_users = [\"a:$6$s$h\", \"a:$6$t$i\"]\n", line: 2, column: 27, message: "listed twice"),
     ErrorCase(name: "auth realm with a quote", text: "[proxy]\nauth_realm = \"a\\\"b\"\n", line: 2, column: 14, message: "without quotes"),
+    ErrorCase(name: "parent and parents", text: "[upstream]\nparent = \"http://a:1\"\nparents = [\"http://b:1\"]\n", line: 3, column: 11, message: "not both"),
+    ErrorCase(name: "parent not a URL", text: "[upstream]\nparents = [\"http://a:1\", \"b:3128\"]\n", line: 2, column: 26, message: "proxy URL"),
+    ErrorCase(name: "parent listed twice", text: "[upstream]\nparents = [\"http://a:1\", \"http://a:1\"]\n", line: 2, column: 26, message: "listed twice"),
+    ErrorCase(name: "unknown parent selection", text: "[upstream]\nparent_selection = \"random\"\n", line: 2, column: 20, message: "hash"),
+    ErrorCase(name: "bad direct entry", text: "[upstream]\ndirect = [\"*.internal\", \"10.0.0.0/33\"]\n", line: 2, column: 25, message: "not a host"),
+    ErrorCase(name: "route parent", text: "[[route]]\nmatch = \"http://x/*\"\nparent = \"none\"\n", line: 3, column: 10, message: "\"direct\""),
     ErrorCase(name: "column counts characters", text: "[disk]\n# é\npath = 'é' x\n", line: 3, column: 12, message: "unexpected text"),
 ]
 

@@ -14,6 +14,12 @@ enum Curl {
             headers.first { $0.0 == name.lowercased() }?.1
         }
 
+        /// Every field line of `name` combined into one list value (RFC 9110 §5.3).
+        func combined(_ name: String) -> String? {
+            let values = headers.filter { $0.0 == name.lowercased() }.map(\.1)
+            return values.isEmpty ? nil : values.joined(separator: ", ")
+        }
+
         var text: String { String(decoding: body, as: UTF8.self) }
     }
 
@@ -108,7 +114,9 @@ struct CacheStatusField {
 }
 
 extension Curl.Result {
-    var cacheStatus: CacheStatusField? { CacheStatusField(header("cache-status")) }
+    /// The member of the cache closest to the client: behind a parent cache, the response
+    /// carries the parent's member first (RFC 9211 §2).
+    var cacheStatus: CacheStatusField? { CacheStatusField(combined("cache-status")) }
 }
 
 extension RawConnection.Response {

@@ -1,0 +1,90 @@
+import LarderConfig
+import LarderHTTP
+
+/// Which parent proxies a request may go through, in the order to try them (RFC 9110 §7.6:
+/// the parent is an intermediary like any other; Larder speaks to it in absolute form).
+///
+/// Built once per configuration and immutable. The order depends on the URL and the
+/// configuration only; the caller moves parents that are backing off to the end
+/// (``ParentHealth``), so the hash home of a URL is stable while its parent is up.
+public struct ParentPlan: Sendable {
+    /// A parent proxy: the URL given to libcurl (credentials included) and a label without
+    /// credentials for logs and metrics.
+    public struct Parent: Sendable, Hashable {
+        public let url: String
+        public let label: String
+        /// The URL's bytes hashed once, the first half of every rendezvous score.
+        let seed: UInt64
+
+        public init(url: String) {
+            self.url = url
+            label = ParentPlan.redact(url)
+            seed = ParentPlan.fnv1a(Array(url.utf8), basis: ParentPlan.fnvBasis)
+        }
+    }
+
+    public let parents: [Parent]
+    public let selection: ParentSelection
+    public let direct: [DirectRule]
+    public let backoff: Duration
+
+    public init(_ upstream: UpstreamConfig) {
+        parents = upstream.parentList.map(Parent.init(url:))
+        selection = upstream.parentSelection
+        direct = upstream.direct
+        backoff = upstream.parentBackoff
+    }
+
+    /// The parents to try for `url`, best first; empty means go direct. A route's own `parent`
+    /// wins over everything: `"direct"` bypasses the parents, a URL is the only parent.
+    public func candidates(for url: AbsoluteURL, routeParent: String?) -> [Parent] {
+        if let routeParent {
+            return routeParent == "direct" ? [] : [Parent(url: routeParent)]
+        }
+        guard !parents.isEmpty else { return [] }
+        let host = url.bareHost
+        if direct.contains(where: { $0.matches(host: host) }) { return [] }
+        switch selection {
+        case .failover:
+            return parents
+        case .hash:
+            guard parents.count > 1 else { return parents }
+            // Rendezvous hashing: every parent scores the URL, the highest is its home. Removing
+            // a parent moves only the URLs it was home to.
+            let key = Array(url.description.utf8)
+            return parents.map { ($0, ParentPlan.score(seed: $0.seed, key: key)) }
+                .sorted { $0.1 > $1.1 }
+                .map(\.0)
+        }
+    }
+
+    static let fnvBasis: UInt64 = 0xcbf2_9ce4_8422_2325
+
+    static func fnv1a(_ bytes: [UInt8], basis: UInt64) -> UInt64 {
+        var hash = basis
+        for byte in bytes {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x100_0000_01b3
+        }
+        return hash
+    }
+
+    /// FNV-1a over the URL continued from the parent's seed, then a SplitMix64 finaliser so
+    /// that URLs differing in one byte spread over all parents.
+    static func score(seed: UInt64, key: [UInt8]) -> UInt64 {
+        var z = fnv1a(key, basis: seed)
+        z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
+        z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
+        return z ^ (z >> 31)
+    }
+
+    /// `http://user:secret@host:3128` → `http://host:3128`: credentials never reach logs.
+    public static func redact(_ url: String) -> String {
+        let bytes = Array(url.utf8)
+        guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")), bytes[colon...].starts(with: "://".utf8) else { return url }
+        let start = colon + 3
+        let authorityEnd = bytes[start...].firstIndex(of: UInt8(ascii: "/")) ?? bytes.endIndex
+        guard let at = bytes[start..<authorityEnd].lastIndex(of: UInt8(ascii: "@")) else { return url }
+        return String(decoding: bytes[..<start] + bytes[(at + 1)...], as: UTF8.self)
+    }
+}
