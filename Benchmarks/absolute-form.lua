@@ -11,6 +11,9 @@ function init(args)
       wrk.path = target
       return
    end
+   -- Lua's generator starts from the same seed in every process: without this, each wrk run
+   -- would ask for the previous run's URLs again and "misses" would be hits.
+   math.randomseed(os.time() * 1000 + math.floor(os.clock() * 1e6))
    local sep = target:find("?", 1, true) and "&" or "?"
    local prefix = target .. sep .. "n=" .. tostring(math.random(1, 1e9)) .. "-"
    local counter = 0

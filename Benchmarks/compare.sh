@@ -3,6 +3,7 @@
 # change (for example with and without a feature on the hit path).
 #
 #   Benchmarks/compare.sh BEFORE_BINARY AFTER_BINARY [hit-1k|hit-100k|miss-1k] [REPS]
+#   BEFORE_CONFIG=a.toml AFTER_CONFIG=b.toml Benchmarks/compare.sh BIN BIN hit-100k   # two configurations
 #
 # Prints each rep's req/s for both and the median ratio after/before. Same setup as run.sh:
 # local nginx origin, cache on a tmpfs, proxy pinned to CPU 1 and wrk to CPU 0.
@@ -25,8 +26,8 @@ head -c 1024 /dev/urandom > "$dir/www/obj/1k"
 head -c 102400 /dev/urandom > "$dir/www/obj/100k"
 sed -e "s#@DIR@#$dir#g" -e "s#@PORT@#$ORIGIN_PORT#g" Benchmarks/origin-nginx.conf > "$dir/nginx.conf"
 "${pin_load[@]}" nginx -c "$dir/nginx.conf" -e "$dir/nginx-error.log" & pids+=($!)
-"${pin_proxy[@]}" "$BEFORE" serve --listen "127.0.0.1:$PORT_A" --admin-listen 127.0.0.1:0 --cache-dir "$dir/a" >/dev/null 2>"$dir/a.err" & pids+=($!)
-"${pin_proxy[@]}" "$AFTER" serve --listen "127.0.0.1:$PORT_B" --admin-listen 127.0.0.1:0 --cache-dir "$dir/b" >/dev/null 2>"$dir/b.err" & pids+=($!)
+"${pin_proxy[@]}" "$BEFORE" serve ${BEFORE_CONFIG:+--config "$BEFORE_CONFIG"} --listen "127.0.0.1:$PORT_A" --admin-listen 127.0.0.1:0 --cache-dir "$dir/a" >/dev/null 2>"$dir/a.err" & pids+=($!)
+"${pin_proxy[@]}" "$AFTER" serve ${AFTER_CONFIG:+--config "$AFTER_CONFIG"} --listen "127.0.0.1:$PORT_B" --admin-listen 127.0.0.1:0 --cache-dir "$dir/b" >/dev/null 2>"$dir/b.err" & pids+=($!)
 case $WORKLOAD in
     hit-1k) url="http://127.0.0.1:$ORIGIN_PORT/obj/1k"; mode=same ;;
     hit-100k) url="http://127.0.0.1:$ORIGIN_PORT/obj/100k"; mode=same ;;

@@ -274,15 +274,17 @@ public final class DiskCache: Sendable {
     }
 
     /// Stores a complete response whose body is in memory, in one writer job (temporary file,
-    /// then rename), for bodies small enough to have been kept whole.
-    public func store(_ stored: StoredResponse, head: DiskEntryFormat.Head) {
+    /// then rename), for bodies small enough to have been kept whole. With `wakeWriter` false
+    /// the job waits for the next ``wakeWriter()``: an event loop stores every miss of one
+    /// epoll batch and wakes the writer once (on one core each wake-up is a context switch).
+    public func store(_ stored: StoredResponse, head: DiskEntryFormat.Head, wakeWriter: Bool = true) {
         guard case .memory(let body) = stored.body, !isDegraded,
             Int64(body.count) <= limits.withLock({ $0.maxObjectBytes })
         else { return }
         let name = DiskCache.fileName(key: stored.key, vary: head.vary)
         let temporary = "\(temporaryDirectory)/\(name).\(UInt64.random(in: 0...UInt64.max)).tmp"
         let key = stored.key
-        writer.submit { [self] in
+        writer.submit(wake: wakeWriter) { [self] in
             do throws(SystemError) {
                 var checksum = BodyChecksum()
                 checksum.update(body)
@@ -293,10 +295,7 @@ public final class DiskCache: Sendable {
                     fd, DiskEntryFormat.preamble(bodyLength: Int64(body.count), bodyChecksum: checksum.value, headLength: headBytes.count)
                         + headBytes)
                 try FileSystem.writeAll(fd, body)
-                let final = path(forName: name)
-                let parent = String(final[..<final.lastIndex(of: "/")!])
-                if access(parent, F_OK) != 0 { try FileSystem.makeDirectories(parent) }
-                try FileSystem.rename(temporary, final)
+                try FileSystem.renameCreatingDirectory(temporary, path(forName: name))
                 didStore(
                     key: key, name: name, vary: head.vary,
                     size: Int64(DiskEntryFormat.preambleLength + headBytes.count + body.count))
@@ -306,6 +305,9 @@ public final class DiskCache: Sendable {
             }
         }
     }
+
+    /// Wakes the writer for jobs queued with `wakeWriter: false`.
+    public func wakeWriter() { writer.wake() }
 
     var temporaryDirectory: String { directory + "/tmp" }
 

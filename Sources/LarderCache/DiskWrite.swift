@@ -96,10 +96,7 @@ public final class DiskWrite: Sendable {
                 guard size == bodyOffset + state.written else { throw SystemError(call: "fstat (size mismatch)", errno: EIO) }
                 Syscall.close(state.fd)
                 state.fd = -1
-                let final = cache.path(forName: name)
-                let parent = String(final[..<final.lastIndex(of: "/")!])
-                if access(parent, F_OK) != 0 { try FileSystem.makeDirectories(parent) }
-                try FileSystem.rename(temporaryPath, final)
+                try FileSystem.renameCreatingDirectory(temporaryPath, cache.path(forName: name))
                 state.done = true
                 cache.didStore(key: key, name: name, vary: vary, size: size)
             }

@@ -17,6 +17,9 @@ public enum HTTPDate {
 
     /// Parses any of the three formats; nil when the text is not a valid date.
     public static func parse(_ text: String) -> Int? {
+        // Nearly every date on the wire is an IMF-fixdate (RFC 9110 §5.6.7 makes it the one to
+        // send); read it straight from its bytes. Anything else takes the general path.
+        if let seconds = parseFixdate(text) { return seconds }
         let trimmed = ASCII.trimOWS(text[...])
         let words = trimmed.split(separator: " ", omittingEmptySubsequences: true)
         // IMF-fixdate: Sun, 06 Nov 1994 08:49:37 GMT
@@ -61,6 +64,47 @@ public enum HTTPDate {
         parts.tm_min = Int32(minute)
         parts.tm_sec = Int32(second)
         return Int(timegm(&parts))
+    }
+
+    /// `Sun, 06 Nov 1994 08:49:37 GMT`, exactly 29 bytes; nil for any other shape.
+    static func parseFixdate(_ text: String) -> Int? {
+        var text = text
+        return text.withUTF8 { bytes -> Int? in
+            guard bytes.count == 29, bytes[3] == 0x2C, bytes[4] == 0x20, bytes[7] == 0x20, bytes[11] == 0x20,
+                bytes[16] == 0x20, bytes[19] == 0x3A, bytes[22] == 0x3A, bytes[25] == 0x20,
+                bytes[26] == 0x47, bytes[27] == 0x4D, bytes[28] == 0x54
+            else { return nil }
+            func digits(_ start: Int, _ count: Int) -> Int? {
+                var value = 0
+                for index in start..<(start + count) {
+                    let byte = bytes[index]
+                    guard byte >= 0x30 && byte <= 0x39 else { return nil }
+                    value = value * 10 + Int(byte - 0x30)
+                }
+                return value
+            }
+            let monthKey = (UInt32(bytes[8]) << 16) | (UInt32(bytes[9]) << 8) | UInt32(bytes[10])
+            guard let day = digits(5, 2), let year = digits(12, 4), let hour = digits(17, 2), let minute = digits(20, 2),
+                let second = digits(23, 2), let month = fixdateMonths.firstIndex(of: monthKey),
+                (1...31).contains(day), hour < 24, minute < 60, second <= 60
+            else { return nil }
+            return daysFromCivil(year: year, month: month + 1, day: day) * 86_400 + hour * 3_600 + minute * 60 + second
+        }
+    }
+
+    /// "Jan".."Dec" as three bytes in a word each.
+    private static let fixdateMonths: [UInt32] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        .map { name in name.utf8.reduce(0) { ($0 << 8) | UInt32($1) } }
+
+    /// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil), the
+    /// same arithmetic timegm does, without its locale and locking.
+    public static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yearOfEra = y - era * 400
+        let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        return era * 146_097 + dayOfEra - 719_468
     }
 
     private static func number(_ text: Substring) -> Int? {

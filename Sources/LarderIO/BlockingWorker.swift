@@ -45,14 +45,17 @@ public final class BlockingWorker: Sendable {
 
     /// Queues `job`. After ``stop()`` jobs are dropped (the process is shutting down; anything
     /// half-done on disk is cleaned up at the next start).
-    public func submit(_ job: @escaping Job) {
+    public func submit(wake: Bool = true, _ job: @escaping Job) {
         let accepted = shared.state.withLock { state in
             guard !state.stopping else { return false }
             state.jobs.append(job)
             return true
         }
-        if accepted { shared.signal.notify() }
+        if accepted && wake { shared.signal.notify() }
     }
+
+    /// Wakes the thread for jobs submitted with `wake: false`.
+    public func wake() { shared.signal.notify() }
 
     /// Lets queued jobs finish, then ends the thread.
     public func stop() {

@@ -21,6 +21,7 @@ public final class EventLoop {
     private var slots: [Slot] = []
     private var timers = TimerHeap()
     private var deferred: [() -> Void] = []
+    private var beforeWait: [() -> Void] = []
     private var running = true
     private var events: UnsafeMutablePointer<epoll_event>
     private let maxEvents = 512
@@ -139,6 +140,13 @@ public final class EventLoop {
         deferred.append(body)
     }
 
+    /// Runs `body` once this iteration's deferred work is done (responses queued and flushed),
+    /// just before the loop waits again: for waking other threads, which on a busy core may
+    /// preempt this one, only after the clients of this batch have their bytes.
+    public func enqueueBeforeWait(_ body: @escaping () -> Void) {
+        beforeWait.append(body)
+    }
+
     /// Stops the loop after the current iteration.
     public func stop() {
         running = false
@@ -166,6 +174,11 @@ public final class EventLoop {
                 for body in timers.popDue(now: now) { body() }
             }
             runDeferred()
+            if !beforeWait.isEmpty {
+                let batch = beforeWait
+                beforeWait.removeAll(keepingCapacity: true)
+                for body in batch { body() }
+            }
         }
         Syscall.close(handle.wakeFD)
         Syscall.close(handle.epollFD)

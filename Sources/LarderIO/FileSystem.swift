@@ -7,12 +7,25 @@ import Glibc
 public enum FileSystem {
     /// Creates `path` and missing parents (mode 0700: cache contents are private).
     public static func makeDirectories(_ path: String) throws(SystemError) {
-        var current = path.hasPrefix("/") ? "" : "."
-        for component in path.split(separator: "/") {
-            current += "/" + component
-            if mkdir(current, 0o700) != 0 && errno != EEXIST {
-                throw SystemError(call: "mkdir \(current)", errno: errno)
-            }
+        // Leaf first: usually only the last component is missing, so this is one mkdir, and
+        // the parents are walked only when the kernel says one is missing.
+        if mkdir(path, 0o700) == 0 || errno == EEXIST { return }
+        guard errno == ENOENT, let slash = path.lastIndex(of: "/"), slash != path.startIndex else {
+            throw SystemError(call: "mkdir \(path)", errno: errno)
+        }
+        try makeDirectories(String(path[..<slash]))
+        if mkdir(path, 0o700) != 0 && errno != EEXIST { throw SystemError(call: "mkdir \(path)", errno: errno) }
+    }
+
+    /// Renames `from` to `to`, creating the destination's directory when it does not exist
+    /// yet (tried after the rename fails, so the common case is one system call).
+    public static func renameCreatingDirectory(_ from: String, _ to: String) throws(SystemError) {
+        do {
+            try rename(from, to)
+        } catch where error.errno == ENOENT {
+            guard let slash = to.lastIndex(of: "/") else { throw error }
+            try makeDirectories(String(to[..<slash]))
+            try rename(from, to)
         }
     }
 

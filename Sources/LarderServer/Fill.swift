@@ -701,7 +701,7 @@ final class Fill: UpstreamTransferDelegate {
                 outcome = .success(())
                 let stored = storeInMemory()
                 diskWrite?.finish(expectedLength: received)
-                if let stored, let pendingDiskHead { proxy.shared.disk?.store(stored, head: pendingDiskHead) }
+                if let stored, let pendingDiskHead { proxy.storeOnDisk(stored, head: pendingDiskHead) }
             }
         case .failure(let error):
             if head == nil, failOver(after: error) { return }

@@ -1,3 +1,4 @@
+import Glibc
 import LarderHTTP
 import Testing
 
@@ -47,5 +48,24 @@ import Testing
 
     @Test func formatsIMFFixdate() {
         #expect(HTTPDate.format(784_111_777) == "Sun, 06 Nov 1994 08:49:37 GMT")
+    }
+
+    /// The byte-level IMF-fixdate reader agrees with timegm (the general path) on every day
+    /// from 1970 to 2199, at varying times of day, leap days and century years included.
+    @Test func fixdateFastPathAgreesWithTimegm() {
+        var seconds = 0
+        while seconds < 7_258_118_400 {  // 2200-01-01
+            let text = HTTPDate.format(seconds)
+            #expect(HTTPDate.parse(text) == seconds, "\(text)")
+            var parts = tm()
+            var time = time_t(seconds)
+            gmtime_r(&time, &parts)
+            #expect(HTTPDate.daysFromCivil(year: Int(parts.tm_year) + 1900, month: Int(parts.tm_mon) + 1, day: Int(parts.tm_mday)) == seconds / 86_400)
+            seconds += 86_400 + 3_607
+        }
+        #expect(HTTPDate.parse("Tue, 29 Feb 2000 23:59:60 GMT") == 951_868_800)
+        #expect(HTTPDate.parse("Sun, 06 Nov 1994 08:49:37 UTC") == nil)
+        #expect(HTTPDate.parse("Sun, 06 Xyz 1994 08:49:37 GMT") == nil)
+        #expect(HTTPDate.parse("Sun, 06 Nov 1994 08:4a:37 GMT") == nil)
     }
 }
