@@ -1,6 +1,7 @@
 import LarderConfig
 import LarderHTTP
 import LarderIO
+import LarderUpstream
 
 /// CONNECT (RFC 9110 §9.3.6): checks, name resolution off the loop, the non-blocking connect,
 /// then the hand-over of the client's socket to a ``Tunnel``.
@@ -31,6 +32,32 @@ extension ClientConnection {
         }
         let bareHost = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
         if refusesLoop(host: bareHost, port: port, exchange: exchange) { return }
+        // Through the parents when the configuration has them (and `direct` does not exempt
+        // the host): the tunnel is chained with a CONNECT of our own to the parent.
+        exchange.tunnelParents = proxy.shared.parentHealth.order(
+            exchange.runtime.parents.candidates(
+                for: AbsoluteURL(scheme: "https", host: host, port: port, pathAndQuery: "/"), routeParent: nil))
+        exchange.tunnelParentIndex = 0
+        exchange.tunnelTarget = (bareHost, port)
+        resolveTunnelHop(exchange)
+    }
+
+    /// Resolves the next hop of a tunnel: the target itself, or the parent being tried.
+    private func resolveTunnelHop(_ exchange: Exchange) {
+        let config = exchange.runtime.config
+        let (bareHost, port): (String, Int)
+        if exchange.tunnelParentIndex < exchange.tunnelParents.count {
+            let parent = exchange.tunnelParents[exchange.tunnelParentIndex]
+            guard let endpoint = parent.endpoint else {
+                return respondGenerated(
+                    status: 502, message: "Larder: CONNECT through the parent \(parent.label) is not supported (only http:// parents)",
+                    outcome: .error)
+            }
+            (bareHost, port) = (endpoint.host, endpoint.port)
+            proxy.shared.parentHealth.recordAttempt(parent)
+        } else {
+            (bareHost, port) = exchange.tunnelTarget
+        }
 
         let token = proxy.park(self)
         let handle = proxy.loop.handle
@@ -85,6 +112,10 @@ extension ClientConnection {
         switch result {
         case .failure(let failure):
             cancelTunnelTimer(exchange)
+            if currentTunnelParent(exchange) != nil {
+                // A parent whose name does not resolve is as unreachable as one that refuses.
+                return tunnelConnected(.failure(.unreachable("\(failure)")), exchange: exchange)
+            }
             respondGenerated(status: 502, message: "Larder: \(failure)", outcome: .error)
         case .success(let addresses):
             // A name that resolves to this daemon is as much a loop as the address itself.
@@ -96,11 +127,11 @@ extension ClientConnection {
                 return
             }
             cancelTunnelTimer(exchange)
-            let dial = TunnelDial(loop: proxy.loop, addresses: addresses)
+            let dial = TunnelDial(loop: proxy.loop, addresses: addresses, handshake: parentHandshake(exchange))
             exchange.tunnelDial = dial
             dial.start(timeout: exchange.runtime.config.upstream.connectTimeout.totalNanoseconds) { [weak self, weak exchange] result in
                 guard let self, let exchange else {
-                    if case .success(let socket) = result { socket.close() }
+                    if case .success(let connected) = result { connected.socket.close() }
                     return
                 }
                 self.tunnelConnected(result, exchange: exchange)
@@ -113,20 +144,69 @@ extension ClientConnection {
         exchange.tunnelTimer = nil
     }
 
-    private func tunnelConnected(_ result: Result<Socket, TunnelDial.Failure>, exchange: Exchange) {
+    /// The parent being tried for this tunnel, if any.
+    private func currentTunnelParent(_ exchange: Exchange) -> ParentPlan.Parent? {
+        exchange.tunnelParentIndex < exchange.tunnelParents.count ? exchange.tunnelParents[exchange.tunnelParentIndex] : nil
+    }
+
+    /// Our CONNECT to the parent (RFC 9110 §9.3.6), carrying Via so loops are caught and the
+    /// parent URL's credentials; nil when the tunnel goes direct.
+    private func parentHandshake(_ exchange: Exchange) -> [UInt8]? {
+        guard let parent = currentTunnelParent(exchange) else { return nil }
+        let target = exchange.head.targetText
+        let own = "1.1 larder (\(proxy.shared.viaIdentity))"
+        let via = exchange.head.headers.combined("Via").map { $0 + ", " + own } ?? own
+        var text = "CONNECT \(target) HTTP/1.1\r\nHost: \(target)\r\nVia: \(via)\r\n"
+        if let authorization = parent.endpoint?.authorization { text += "Proxy-Authorization: \(authorization)\r\n" }
+        return Array((text + "\r\n").utf8)
+    }
+
+    private func tunnelConnected(_ result: Result<TunnelDial.Connected, TunnelDial.Failure>, exchange: Exchange) {
         exchange.tunnelDial = nil
         guard phase == .exchanging, self.exchange === exchange else {
-            if case .success(let socket) = result { socket.close() }
+            if case .success(let connected) = result { connected.socket.close() }
             return
         }
+        let parent = currentTunnelParent(exchange)
         switch result {
+        case .failure(.refused(let status, let statusLine)):
+            // The parent is up; it (or something behind it) said no. Its answer stands, but a
+            // 407 is about credentials only Larder's configuration can fix.
+            if let parent { proxy.shared.parentHealth.recordSuccess(parent) }
+            proxy.logger.notice(
+                "parent proxy refused a CONNECT",
+                metadata: ["parent": "\(parent?.label ?? "-")", "target": "\(exchange.head.targetText)", "answer": "\(statusLine)"])
+            respondGenerated(
+                status: status == 407 ? 502 : status,
+                message: "Larder: the parent proxy \(parent?.label ?? "") answered CONNECT with '\(statusLine)'", outcome: .error)
+        case .failure(let failure) where parent != nil:
+            // The parent could not be reached (or never answered): skip it for its back-off and
+            // try the next one, as a miss does.
+            let plan = exchange.runtime.parents
+            if proxy.shared.parentHealth.recordFailure(parent!, backoff: plan.backoff) {
+                proxy.logger.warning(
+                    "parent proxy unreachable; skipping it for \(plan.backoff.totalMilliseconds / 1000)s",
+                    metadata: ["parent": "\(parent!.label)", "error": "\(failure)"])
+            }
+            if exchange.tunnelParentIndex + 1 < exchange.tunnelParents.count {
+                exchange.tunnelParentIndex += 1
+                proxy.shared.stats.parentFailovers.add(1)
+                return resolveTunnelHop(exchange)
+            }
+            if case .timedOut = failure {
+                respondGenerated(status: 504, message: "Larder: no parent proxy answered CONNECT within upstream.connect_timeout", outcome: .error)
+            } else {
+                respondGenerated(status: 502, message: "Larder: no parent proxy could open the tunnel: \(failure)", outcome: .error)
+            }
         case .failure(.timedOut):
             respondGenerated(status: 504, message: "Larder: no connection to \(exchange.head.targetText) within upstream.connect_timeout", outcome: .error)
         case .failure(.unreachable(let reason)):
             respondGenerated(status: 502, message: "Larder: cannot connect to \(exchange.head.targetText): \(reason)", outcome: .error)
-        case .success(let server):
+        case .success(let connected):
+            if let parent { proxy.shared.parentHealth.recordSuccess(parent) }
             exchange.status = 200
-            exchange.tunnelServer = server
+            exchange.tunnelServer = connected.socket
+            exchange.tunnelServerLeftover = connected.leftover
             // Responses to requests pipelined before the CONNECT leave first; flush() hands
             // over once they are written.
             if output.isEmpty { handOffToTunnel() } else { flushSoon() }
@@ -142,7 +222,8 @@ extension ClientConnection {
         inbound.consume(inbound.readableCount)
         let tunnel = Tunnel(
             proxy: proxy, client: socket, peer: peer, server: server, target: exchange.head.targetText,
-            leftover: leftover, greeting: ClientConnection.tunnelGreeting, startNanos: exchange.startNanos)
+            leftover: leftover, greeting: ClientConnection.tunnelGreeting + exchange.tunnelServerLeftover,
+            startNanos: exchange.startNanos)
         handedOff()
         proxy.adoptTunnel(tunnel)
     }

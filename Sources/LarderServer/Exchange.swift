@@ -2,6 +2,7 @@ import LarderCache
 import LarderConfig
 import LarderHTTP
 import LarderIO
+import LarderUpstream
 
 /// One request and the state of its answer, from the parsed head to the last byte queued.
 ///
@@ -61,6 +62,13 @@ final class Exchange {
     var tunnelTimer: EventLoop.TimerToken?
     var tunnelDial: TunnelDial?
     var tunnelServer: Socket?
+    /// Bytes the parent proxy sent after its 2xx to our CONNECT (the target's first bytes).
+    var tunnelServerLeftover: [UInt8] = []
+    /// Parent proxies a CONNECT goes through, best first, and which one is being tried.
+    var tunnelParents: [ParentPlan.Parent] = []
+    var tunnelParentIndex = 0
+    /// The CONNECT target (host without IPv6 brackets, port).
+    var tunnelTarget: (host: String, port: Int) = ("", 0)
 
     init(head: RequestHead, startNanos: UInt64, runtime: RuntimeConfig) {
         self.head = head

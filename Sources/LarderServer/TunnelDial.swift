@@ -2,7 +2,9 @@ import Glibc
 import LarderIO
 
 /// Connects to a CONNECT target: each resolved address in turn (RFC 8305 order is left to
-/// the resolver: IPv4 first), all within `upstream.connect_timeout`.
+/// the resolver: IPv4 first), all within `upstream.connect_timeout`. Through a parent proxy,
+/// the addresses are the parent's and `handshake` is the CONNECT request for the real target:
+/// the tunnel is ready once the parent answers 2xx (RFC 9110 §9.3.6), again within the timeout.
 ///
 /// State: loop-confined; held by the exchange that asked, which cancels it if its client
 /// goes away first.
@@ -11,24 +13,42 @@ final class TunnelDial: IOHandler {
         /// Every address refused or was unreachable; the last error.
         case unreachable(String)
         case timedOut
+        /// The parent proxy answered the CONNECT with a status other than 2xx.
+        case refused(status: Int, statusLine: String)
+    }
+
+    /// A connected socket and, through a parent, bytes it sent after its 2xx head (already
+    /// the target's).
+    struct Connected {
+        let socket: Socket
+        let leftover: [UInt8]
     }
 
     private let loop: EventLoop
     private let addresses: [SocketAddress]
+    private let handshake: [UInt8]?
     private var next = 0
     private var socket: Socket?
     private var timer: EventLoop.TimerToken?
-    private var completion: ((Result<Socket, Failure>) -> Void)?
+    private var timeout: UInt64 = 0
+    private var completion: ((Result<Connected, Failure>) -> Void)?
     private var lastError = "no address"
+    /// The parent's answer so far, and how much of the handshake is written.
+    private var answer: [UInt8] = []
+    private var written = 0
+    private var handshaking = false
+    static let maxAnswerHead = 16 * 1024
 
-    init(loop: EventLoop, addresses: [SocketAddress]) {
+    init(loop: EventLoop, addresses: [SocketAddress], handshake: [UInt8]? = nil) {
         self.loop = loop
         self.addresses = addresses
+        self.handshake = handshake
     }
 
     /// Starts connecting; `completion` runs once, on the loop (never from inside `start`).
-    func start(timeout: UInt64, completion: @escaping (Result<Socket, Failure>) -> Void) {
+    func start(timeout: UInt64, completion: @escaping (Result<Connected, Failure>) -> Void) {
         self.completion = completion
+        self.timeout = timeout
         timer = loop.schedule(afterNanos: timeout) { [weak self] in
             self?.timer = nil
             self?.finish(.failure(.timedOut))
@@ -59,6 +79,7 @@ final class TunnelDial: IOHandler {
 
     func handleIO(_ events: IOEvents) {
         guard let socket else { return }
+        if handshaking { return continueHandshake(socket, events) }
         // A non-blocking connect is done when the socket turns writable; SO_ERROR says how.
         let error = socket.pendingError()
         guard error == 0 else {
@@ -67,9 +88,75 @@ final class TunnelDial: IOHandler {
             tryNext()
             return
         }
-        release(closing: false)
         socket.setNoDelay()
-        finish(.success(socket))
+        guard handshake != nil else {
+            release(closing: false)
+            return finish(.success(Connected(socket: socket, leftover: [])))
+        }
+        // Through a parent: the parent now has its own connect to make, with a fresh deadline.
+        handshaking = true
+        if let timer { loop.cancel(timer) }
+        timer = loop.schedule(afterNanos: timeout) { [weak self] in
+            self?.timer = nil
+            self?.finish(.failure(.timedOut))
+        }
+        continueHandshake(socket, .writable)
+    }
+
+    private func continueHandshake(_ socket: Socket, _ events: IOEvents) {
+        guard let handshake else { return }
+        do throws(SystemError) {
+            while written < handshake.count {
+                let sent = handshake.withUnsafeBytes { raw in
+                    Result { () throws(SystemError) in try socket.write(UnsafeRawBufferPointer(rebasing: raw[written...])) }
+                }
+                guard let count = try sent.get() else {
+                    loop.setInterest(socket.fd, .writable)
+                    return
+                }
+                written += count
+            }
+            loop.setInterest(socket.fd, .readable)
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let received = buffer.withUnsafeMutableBytes { raw in Result { () throws(SystemError) in try socket.read(into: raw) } }
+                guard let count = try received.get() else {
+                    return
+                }
+                guard count > 0 else {
+                    return finish(.failure(.unreachable("the parent proxy closed the connection before answering CONNECT")))
+                }
+                answer += buffer[0..<count]
+                if let end = TunnelDial.headEnd(answer) { return parentAnswered(socket, headEnd: end) }
+                guard answer.count <= TunnelDial.maxAnswerHead else {
+                    return finish(.failure(.unreachable("the parent proxy's answer to CONNECT is too large")))
+                }
+            }
+        } catch {
+            finish(.failure(.unreachable("parent proxy: \(error)")))
+        }
+    }
+
+    /// RFC 9112 §4: `HTTP/1.x NNN reason`; only 2xx opens the tunnel (RFC 9110 §9.3.6).
+    private func parentAnswered(_ socket: Socket, headEnd: Int) {
+        let lineEnd = answer.firstIndex(of: 13) ?? headEnd
+        let statusLine = String(decoding: answer[0..<lineEnd], as: UTF8.self)
+        let parts = statusLine.split(separator: " ", maxSplits: 2)
+        guard parts.count >= 2, parts[0].hasPrefix("HTTP/1."), parts[1].count == 3, let status = Int(parts[1]) else {
+            return finish(.failure(.unreachable("the parent proxy answered CONNECT with '\(statusLine.prefix(80))'")))
+        }
+        guard (200..<300).contains(status) else { return finish(.failure(.refused(status: status, statusLine: statusLine))) }
+        let leftover = Array(answer[(headEnd + 4)...])
+        release(closing: false)
+        finish(.success(Connected(socket: socket, leftover: leftover)))
+    }
+
+    private static func headEnd(_ bytes: [UInt8]) -> Int? {
+        guard bytes.count >= 4 else { return nil }
+        for index in 0...(bytes.count - 4) where bytes[index] == 13 && bytes[index + 1] == 10 && bytes[index + 2] == 13 && bytes[index + 3] == 10 {
+            return index
+        }
+        return nil
     }
 
     /// Gives up: closes a connection in progress; the completion is not called.
@@ -87,9 +174,9 @@ final class TunnelDial: IOHandler {
         if closing { socket.close() }
     }
 
-    private func finish(_ result: Result<Socket, Failure>) {
+    private func finish(_ result: Result<Connected, Failure>) {
         guard let completion else {
-            if case .success(let socket) = result { socket.close() }
+            if case .success(let connected) = result { connected.socket.close() }
             return
         }
         self.completion = nil

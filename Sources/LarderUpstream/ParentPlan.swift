@@ -21,6 +21,67 @@ public struct ParentPlan: Sendable {
             label = ParentPlan.redact(url)
             seed = ParentPlan.fnv1a(Array(url.utf8), basis: ParentPlan.fnvBasis)
         }
+
+        /// Where to open a CONNECT tunnel through this parent: host, port (libcurl's default
+        /// 1080 when the URL has none) and the `Proxy-Authorization` value for credentials in the
+        /// URL (percent-decoded). Nil for parents that are not plain `http://` proxies.
+        public var endpoint: (host: String, port: Int, authorization: String?)? {
+            let bytes = Array(url.utf8)
+            let prefix = Array("http://".utf8)
+            guard bytes.count > prefix.count,
+                zip(bytes, prefix).allSatisfy({ ($0 | 0x20) == $1 || $0 == $1 })
+            else { return nil }
+            var authority = bytes[prefix.count...]
+            if let slash = authority.firstIndex(of: UInt8(ascii: "/")) { authority = authority[..<slash] }
+            var authorization: String?
+            if let at = authority.lastIndex(of: UInt8(ascii: "@")) {
+                let userinfo = authority[..<at]
+                authority = authority[(at + 1)...]
+                let colon = userinfo.firstIndex(of: UInt8(ascii: ":")) ?? userinfo.endIndex
+                guard let user = ParentPlan.percentDecode(userinfo[..<colon]),
+                    let password = ParentPlan.percentDecode(colon < userinfo.endIndex ? userinfo[(colon + 1)...] : [])
+                else { return nil }
+                authorization = BasicCredentials(user: user, password: password).headerValue
+            }
+            let hostPort = Array(authority)
+            let result = hostPort.withUnsafeBytes { raw -> (host: String, port: Int)? in
+                do {
+                    return try AbsoluteURL.parseAuthority(raw, defaultPort: 1080, requirePort: false)
+                } catch {
+                    return nil
+                }
+            }
+            guard let parsed = result else { return nil }
+            let host = parsed.host.hasPrefix("[") ? String(parsed.host.dropFirst().dropLast()) : parsed.host
+            return (host, parsed.port, authorization)
+        }
+    }
+
+    static func percentDecode(_ bytes: ArraySlice<UInt8>) -> String? {
+        var out: [UInt8] = []
+        var index = bytes.startIndex
+        while index < bytes.endIndex {
+            if bytes[index] == UInt8(ascii: "%") {
+                guard index + 2 < bytes.endIndex, let high = hexValue(bytes[index + 1]), let low = hexValue(bytes[index + 2]) else {
+                    return nil
+                }
+                out.append(high << 4 | low)
+                index += 3
+            } else {
+                out.append(bytes[index])
+                index += 1
+            }
+        }
+        return String(validating: out, as: UTF8.self)
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case 48...57: return byte - 48
+        case 65...70: return byte - 55
+        case 97...102: return byte - 87
+        default: return nil
+        }
     }
 
     public let parents: [Parent]

@@ -138,6 +138,89 @@ extension IntegrationTests {
             _ = b
         }
 
+        // MARK: CONNECT through parents
+
+        /// `curl --proxytunnel` through `proxy` to the TLS target; the body and its digest header.
+        static func tunnelDownload(_ proxy: String, _ target: TunnelTarget, size: Int) throws -> (status: Int32, ok: Bool, stderr: String) {
+            let directory = Paths.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let download = try ChildProcess(
+                "/usr/bin/curl",
+                ["-sS", "--max-time", "60", "--proxytunnel", "--proxy", proxy, "--cacert", target.certificate,
+                 "-D", directory + "/headers", "-o", directory + "/body", "https://127.0.0.1:\(target.port)/bytes?size=\(size)"])
+            download.waitUntilExit()
+            let headers = (try? String(contentsOfFile: directory + "/headers", encoding: .utf8)) ?? ""
+            let expected = headers.split(separator: "\r\n").first { $0.lowercased().hasPrefix("x-content-sha256:") }
+                .map { $0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces) }
+            let ok = (try? sha256(of: directory + "/body")) == expected && expected != nil
+            return (download.terminationStatus, ok, download.stderr)
+        }
+
+        @Test func connectTunnelsChainThroughTheParentWithItsCredentials() throws {
+            let target = try TunnelTarget(.tls)
+            let secret = try hashPassword(user: "child", password: "s3cret")
+            let parent = try Larder(config: "[proxy]\nconnect_ports = [\(target.port)]\nauth_users = [\"\(secret)\"]\n")
+            let child = try Larder(config: """
+                [proxy]
+                connect_ports = [\(target.port)]
+                [upstream]
+                parent = "http://child:s3cret@127.0.0.1:\(parent.proxyPort)"
+                """)
+            let result = try Self.tunnelDownload(child.proxy, target, size: 3 * 1024 * 1024)
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(result.ok, "3 MiB arrived intact through child and parent")
+            // Both proxies opened a tunnel: the child's went to the parent, not to the target.
+            let parentTunnels = (try parent.stats()["tunnels"] as? [String: Any])?["opened"] as? Int
+            #expect(parentTunnels == 1)
+            let parents = try #require(try child.stats()["parents"] as? [[String: Any]])
+            #expect(parents.first?["requests"] as? Int == 1)
+
+            // Without the right credentials the parent says 407; the client cannot fix that, so
+            // it hears 502 with the parent's answer named.
+            let wrong = try Larder(config: """
+                [proxy]
+                connect_ports = [\(target.port)]
+                [upstream]
+                parent = "http://child:nope@127.0.0.1:\(parent.proxyPort)"
+                """)
+            let (connection, response) = try Tunnels.connect(wrong, to: target.port)
+            #expect(response.status == 502)
+            _ = try wrong.child.waitForOutput { $0.contains("parent proxy refused a CONNECT") && $0.contains("407") }
+            _ = connection
+        }
+
+        @Test func connectFailsOverToTheNextParentAndStopsLoops() throws {
+            let target = try TunnelTarget(.tls)
+            let live = try Larder(config: "[proxy]\nconnect_ports = [\(target.port)]\n")
+            let dead = try freePort()
+            let child = try Larder(config: """
+                [proxy]
+                connect_ports = [\(target.port)]
+                [upstream]
+                parents = ["http://127.0.0.1:\(dead)", "http://127.0.0.1:\(live.proxyPort)"]
+                parent_selection = "failover"
+                """)
+            let result = try Self.tunnelDownload(child.proxy, target, size: 64 * 1024)
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(result.ok)
+            let metrics = try Curl.run(["http://127.0.0.1:\(child.adminPort)/metrics"]).text
+            #expect(metricValue(metrics, "larder_parent_failures_total{parent=\"http://127.0.0.1:\(dead)\"}") == 1)
+            #expect(metricValue(metrics, "larder_parent_failovers_total") == 1)
+
+            // Two proxies that name each other: the CONNECT comes back with our Via and stops.
+            let portA = try freePort()
+            let portB = try freePort()
+            let a = try Larder(
+                config: "[proxy]\nconnect_ports = [\(target.port)]\n[upstream]\nparent = \"http://127.0.0.1:\(portB)\"\n",
+                listen: ["127.0.0.1:\(portA)"])
+            let b = try Larder(
+                config: "[proxy]\nconnect_ports = [\(target.port)]\n[upstream]\nparent = \"http://127.0.0.1:\(portA)\"\n",
+                listen: ["127.0.0.1:\(portB)"])
+            let (connection, response) = try Tunnels.connect(a, to: target.port)
+            #expect(response.status == 508)
+            _ = (connection, b)
+        }
+
         // MARK: HAProxy
 
         @Test func haproxyClusterKeepsEachURLOnOneNodeAndMovesOnlyAStoppedNodesShare() throws {

@@ -72,6 +72,21 @@ import Testing
         #expect(ParentPlan.redact("http://parent:3128") == "http://parent:3128")
     }
 
+    @Test func connectEndpointsComeFromHTTPParentURLs() {
+        let plain = ParentPlan.Parent(url: "http://parent.example:3128").endpoint
+        #expect(plain?.host == "parent.example")
+        #expect(plain?.port == 3128)
+        #expect(plain?.authorization == nil)
+        let withCredentials = ParentPlan.Parent(url: "http://us%65r:p%40ss%20word@10.0.0.1:8080/").endpoint
+        #expect(withCredentials?.host == "10.0.0.1")
+        #expect(withCredentials?.authorization == BasicCredentials(user: "user", password: "p@ss word").headerValue)
+        #expect(ParentPlan.Parent(url: "http://[::1]").endpoint?.port == 1080, "libcurl's default proxy port")
+        #expect(ParentPlan.Parent(url: "http://[::1]").endpoint?.host == "::1")
+        #expect(ParentPlan.Parent(url: "socks5://p:1080").endpoint == nil)
+        #expect(ParentPlan.Parent(url: "https://p:443").endpoint == nil)
+        #expect(ParentPlan.Parent(url: "http://u:%zz@p:1").endpoint == nil, "bad percent-encoding")
+    }
+
     @Test func healthMovesParentsThatBackOffToTheEnd() {
         let health = ParentHealth()
         let plan = Self.plan(["http://a:1", "http://b:1", "http://c:1"], selection: .failover)
