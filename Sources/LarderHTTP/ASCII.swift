@@ -13,6 +13,17 @@ public enum ASCII {
     @inline(__always)
     public static func isTokenChar(_ byte: UInt8) -> Bool { tokenTable[Int(byte)] }
 
+    /// The value of a hex digit (either case), or nil.
+    @inline(__always)
+    public static func hexValue(_ byte: UInt8) -> Int? {
+        switch byte {
+        case 48...57: return Int(byte - 48)
+        case 97...102: return Int(byte - 87)
+        case 65...70: return Int(byte - 55)
+        default: return nil
+        }
+    }
+
     /// A field-value byte: VCHAR, obs-text, SP or HTAB (RFC 9110 §5.5). No CR, LF, NUL or
     /// other controls.
     @inline(__always)

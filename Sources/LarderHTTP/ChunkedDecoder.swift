@@ -46,7 +46,7 @@ public struct ChunkedDecoder: Sendable {
                 return index
             case .size(let value, let digits):
                 let byte = input[index]
-                if let digit = ChunkedDecoder.hexValue(byte) {
+                if let digit = ASCII.hexValue(byte) {
                     guard digits < 15 else { throw .bad("chunk size too large") }
                     state = .size(value: value << 4 | digit, digits: digits + 1)
                     lineBytes += 1
@@ -139,15 +139,5 @@ public struct ChunkedDecoder: Sendable {
             }
         }
         return index
-    }
-
-    @inline(__always)
-    static func hexValue(_ byte: UInt8) -> Int? {
-        switch byte {
-        case 48...57: return Int(byte - 48)
-        case 97...102: return Int(byte - 87)
-        case 65...70: return Int(byte - 55)
-        default: return nil
-        }
     }
 }

@@ -162,24 +162,17 @@ extension ClientConnection {
 
     /// Queues body bytes from a fill chunk (by reference), framed as the head announced.
     func queueBody(_ bytes: [UInt8], from offset: Int, count: Int, exchange: Exchange) {
-        guard count > 0 else { return }
-        switch exchange.framing {
-        case .none:
-            return
-        case .chunked:
-            var size: [UInt8] = []
-            HeadSerializer.appendChunkSize(count, to: &size)
-            output.append(size)
-            output.append(bytes, from: offset)
-            output.append(HeadSerializer.crlf)
-        case .length, .close:
-            output.append(bytes, from: offset)
-        }
-        exchange.bodyBytesSent += count
+        queueFramed(count: count, exchange: exchange) { $0.append(bytes, from: offset) }
     }
 
     /// Queues body bytes from the disk tier's file (a reader behind the fill's memory window).
     func queueBody(file: OpenFile, offset: Int64, count: Int, exchange: Exchange) {
+        queueFramed(count: count, exchange: exchange) { $0.appendFile(file, offset: offset, count: Int64(count)) }
+    }
+
+    /// Frames `count` body bytes as the head announced (a chunk of its own when chunked);
+    /// `appendPayload` queues the bytes themselves.
+    private func queueFramed(count: Int, exchange: Exchange, appendPayload: (inout OutputQueue) -> Void) {
         guard count > 0 else { return }
         switch exchange.framing {
         case .none:
@@ -188,10 +181,10 @@ extension ClientConnection {
             var size: [UInt8] = []
             HeadSerializer.appendChunkSize(count, to: &size)
             output.append(size)
-            output.appendFile(file, offset: offset, count: Int64(count))
+            appendPayload(&output)
             output.append(HeadSerializer.crlf)
         case .length, .close:
-            output.appendFile(file, offset: offset, count: Int64(count))
+            appendPayload(&output)
         }
         exchange.bodyBytesSent += count
     }

@@ -179,29 +179,25 @@ extension ClientConnection {
             respondGenerated(
                 status: status == 407 ? 502 : status,
                 message: "Larder: the parent proxy \(parent?.label ?? "") answered CONNECT with '\(statusLine)'", outcome: .error)
-        case .failure(let failure) where parent != nil:
+        case .failure(let failure):
+            let timedOut = if case .timedOut = failure { true } else { false }
+            guard let parent else {
+                return timedOut
+                    ? respondGenerated(
+                        status: 504, message: "Larder: no connection to \(exchange.head.targetText) within upstream.connect_timeout", outcome: .error)
+                    : respondGenerated(status: 502, message: "Larder: cannot connect to \(exchange.head.targetText): \(failure)", outcome: .error)
+            }
             // The parent could not be reached (or never answered): skip it for its back-off and
             // try the next one, as a miss does.
-            let plan = exchange.runtime.parents
-            if proxy.shared.parentHealth.recordFailure(parent!, backoff: plan.backoff) {
-                proxy.logger.warning(
-                    "parent proxy unreachable; skipping it for \(plan.backoff.totalMilliseconds / 1000)s",
-                    metadata: ["parent": "\(parent!.label)", "error": "\(failure)"])
-            }
+            proxy.shared.parentUnreachable(parent, backoff: exchange.runtime.parents.backoff, error: "\(failure)")
             if exchange.tunnelParentIndex + 1 < exchange.tunnelParents.count {
                 exchange.tunnelParentIndex += 1
                 proxy.shared.stats.parentFailovers.add(1)
                 return resolveTunnelHop(exchange)
             }
-            if case .timedOut = failure {
-                respondGenerated(status: 504, message: "Larder: no parent proxy answered CONNECT within upstream.connect_timeout", outcome: .error)
-            } else {
-                respondGenerated(status: 502, message: "Larder: no parent proxy could open the tunnel: \(failure)", outcome: .error)
-            }
-        case .failure(.timedOut):
-            respondGenerated(status: 504, message: "Larder: no connection to \(exchange.head.targetText) within upstream.connect_timeout", outcome: .error)
-        case .failure(.unreachable(let reason)):
-            respondGenerated(status: 502, message: "Larder: cannot connect to \(exchange.head.targetText): \(reason)", outcome: .error)
+            timedOut
+                ? respondGenerated(status: 504, message: "Larder: no parent proxy answered CONNECT within upstream.connect_timeout", outcome: .error)
+                : respondGenerated(status: 502, message: "Larder: no parent proxy could open the tunnel: \(failure)", outcome: .error)
         case .success(let connected):
             if let parent { proxy.shared.parentHealth.recordSuccess(parent) }
             exchange.status = 200

@@ -208,30 +208,39 @@ final class Fill: UpstreamTransferDelegate {
         guard let parent = currentParent else { return false }
         let unreached = error.kind == .dns || error.kind == .connect || (error.kind == .timeout && !error.connected)
         guard unreached || error.kind == .reset else { return false }
-        if proxy.shared.parentHealth.recordFailure(parent, backoff: options.parentBackoff) {
-            proxy.logger.warning(
-                "parent proxy unreachable; skipping it for \(options.parentBackoff.totalMilliseconds / 1000)s",
-                metadata: ["parent": "\(parent.label)", "error": "\(error)"])
-        }
-        guard parentIndex + 1 < options.parents.count,
-            unreached || RetryPolicy.mayRetry(method: method, routeDeclaresIdempotent: options.idempotentRoute),
-            request.body == nil || ownedBodySource is BufferedBody,
-            !readers.isEmpty || options.background
+        proxy.shared.parentUnreachable(parent, backoff: options.parentBackoff, error: "\(error)")
+        guard parentIndex + 1 < options.parents.count, canResend,
+            unreached || RetryPolicy.mayRetry(method: method, routeDeclaresIdempotent: options.idempotentRoute)
         else { return false }
         parentIndex += 1
         retryLog.append(("parent", 0))
         proxy.shared.stats.parentFailovers.add(1)
+        discardAttempt()
+        // Not from inside curl's completion callback: the next transfer starts on the next turn.
+        proxy.loop.enqueueDeferred { [self] in
+            guard outcome == nil else { return }
+            resend()
+        }
+        return true
+    }
+
+    /// Whether the request can go out again: its body (if any) is kept, and someone still
+    /// wants the answer.
+    private var canResend: Bool {
+        (request.body == nil || ownedBodySource is BufferedBody) && (!readers.isEmpty || options.background)
+    }
+
+    /// Forgets what a failed attempt received before the next one.
+    private func discardAttempt() {
         head = nil
         contentLength = nil
         announcedLength = nil
         upstreamStatus = nil
-        // Not from inside curl's completion callback: the next transfer starts on the next turn.
-        proxy.loop.enqueueDeferred { [self] in
-            guard outcome == nil else { return }
-            (ownedBodySource as? BufferedBody)?.rewind()
-            attempt()
-        }
-        return true
+    }
+
+    private func resend() {
+        (ownedBodySource as? BufferedBody)?.rewind()
+        attempt()
     }
 
     // MARK: Retries
@@ -242,10 +251,8 @@ final class Fill: UpstreamTransferDelegate {
     /// budget is spent. The one timer is the fill's: waiting clients hold none.
     private func retryDelay(_ reason: RetryPolicy.Reason, retryAfter: String? = nil) -> Duration? {
         let policy = options.retry
-        guard policy.retries(reason), attempts <= policy.config.maxAttempts,
-            RetryPolicy.mayRetry(method: method, routeDeclaresIdempotent: options.idempotentRoute),
-            request.body == nil || ownedBodySource is BufferedBody,
-            !readers.isEmpty || options.background
+        guard policy.retries(reason), attempts <= policy.config.maxAttempts, canResend,
+            RetryPolicy.mayRetry(method: method, routeDeclaresIdempotent: options.idempotentRoute)
         else { return nil }
         var delay = policy.delay(forRetry: attempts - 1, random: { Double.random(in: 0..<1) })
         if let retryAfter, reason == .status429 || reason == .status5xx,
@@ -271,10 +278,7 @@ final class Fill: UpstreamTransferDelegate {
     private func scheduleRetry(_ reason: RetryPolicy.Reason, after delay: Duration) {
         retryLog.append((reason.rawValue, Int(delay.totalMilliseconds)))
         proxy.shared.stats.retries[reason.rawValue]?.add(1)
-        head = nil
-        contentLength = nil
-        announcedLength = nil
-        upstreamStatus = nil
+        discardAttempt()
         retryTimer = proxy.loop.schedule(afterNanos: delay.totalNanoseconds) { [weak self] in
             guard let self else { return }
             self.retryTimer = nil
@@ -283,11 +287,10 @@ final class Fill: UpstreamTransferDelegate {
                 self.cancel(reason: "every client left while waiting to retry")
                 return
             }
-            (self.ownedBodySource as? BufferedBody)?.rewind()
             // Start over at the best parent that is up now.
             self.options.parents = self.proxy.shared.parentHealth.order(self.options.parents)
             self.parentIndex = 0
-            self.attempt()
+            self.resend()
         }
     }
 

@@ -24,7 +24,7 @@ final class MetricsExporter: Sendable {
     private let gauges: [String: Prometheus.Gauge]
     private let synced = Mutex<[String: Int]>([:])
     /// Per-parent metrics, made the first time a parent shows up (labels are not known up front).
-    private let parentMetrics = Mutex<[String: (requests: Prometheus.Counter, failures: Prometheus.Counter, skips: Prometheus.Counter, down: Prometheus.Gauge)]>([:])
+    private let parentMetrics = Mutex<[String: ParentMetrics]>([:])
 
     /// A descriptor for a full metric name: the unit is the part after the last underscore.
     private static func descriptor(_ name: String, _ help: String) -> MetricNameDescriptor {
@@ -170,44 +170,41 @@ final class MetricsExporter: Sendable {
     /// each parent is backing off now. Labels carry the parent URL without credentials.
     private func syncParents(_ shared: SharedState) {
         let now = Clocks.monotonicNanos()
-        var values: [String: Int] = [:]
-        var down: [(Prometheus.Gauge, Bool)] = []
         parentMetrics.withLock { metrics in
-            for (label, entry) in shared.parentHealth.snapshot() {
+            for (label, counters) in shared.parentHealth.snapshot() {
                 if metrics[label] == nil {
                     let labels = [("parent", label)]
-                    metrics[label] = (
-                        registry.makeCounter(
-                            descriptor: Self.descriptor("larder_parent_requests_total", "Upstream attempts sent through a parent proxy."),
-                            labels: labels),
-                        registry.makeCounter(
-                            descriptor: Self.descriptor("larder_parent_failures_total", "Attempts that could not reach a parent proxy."),
-                            labels: labels),
-                        registry.makeCounter(
-                            descriptor: Self.descriptor("larder_parent_skips_total", "Requests that passed a parent over while it was backing off."),
-                            labels: labels),
-                        registry.makeGauge(
+                    func counter(_ name: String, _ help: String) -> Prometheus.Counter {
+                        registry.makeCounter(descriptor: Self.descriptor(name, help), labels: labels)
+                    }
+                    metrics[label] = ParentMetrics(
+                        requests: counter("larder_parent_requests_total", "Upstream attempts sent through a parent proxy."),
+                        failures: counter("larder_parent_failures_total", "Attempts that could not reach a parent proxy."),
+                        skips: counter("larder_parent_skips_total", "Requests that passed a parent over while it was backing off."),
+                        down: registry.makeGauge(
                             descriptor: Self.descriptor("larder_parent_down", "1 while a parent proxy is skipped after a failure."),
                             labels: labels))
                 }
-                values["requests|" + label] = entry.requests
-                values["failures|" + label] = entry.failures
-                values["skips|" + label] = entry.skips
-                down.append((metrics[label]!.down, entry.downUntil > now))
-            }
-            synced.withLock { last in
-                for (key, value) in values {
-                    let delta = value - (last["parent|" + key] ?? 0)
-                    guard delta > 0, let split = key.firstIndex(of: "|"), let metric = metrics[String(key[key.index(after: split)...])] else { continue }
-                    switch key[..<split] {
-                    case "requests": metric.requests.increment(by: Int64(delta))
-                    case "failures": metric.failures.increment(by: Int64(delta))
-                    default: metric.skips.increment(by: Int64(delta))
-                    }
-                    last["parent|" + key] = value
-                }
+                metrics[label]!.sync(counters, now: now)
             }
         }
-        for (gauge, isDown) in down { gauge.set(isDown ? 1.0 : 0.0) }
+    }
+}
+
+/// One parent's metrics and the counter values last copied into them (the counters only grow,
+/// so each scrape adds the difference).
+private struct ParentMetrics {
+    let requests: Prometheus.Counter
+    let failures: Prometheus.Counter
+    let skips: Prometheus.Counter
+    let down: Prometheus.Gauge
+    var synced = ParentHealth.Counters()
+
+    mutating func sync(_ current: ParentHealth.Counters, now: UInt64) {
+        if current.requests > synced.requests { requests.increment(by: Int64(current.requests - synced.requests)) }
+        if current.failures > synced.failures { failures.increment(by: Int64(current.failures - synced.failures)) }
+        if current.skips > synced.skips { skips.increment(by: Int64(current.skips - synced.skips)) }
+        down.set(current.downUntil > now ? 1.0 : 0.0)
+        synced = current
     }
 }

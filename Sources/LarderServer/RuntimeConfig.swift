@@ -17,7 +17,7 @@ public final class RuntimeConfig: Sendable {
     public init(config: Config, generation: Int = 0) {
         self.config = config
         routes = RouteTable(config.routes)
-        parents = ParentPlan(config.upstream)
+        parents = ParentPlan(config.upstream, routes: config.routes)
         self.generation = generation
         headerTimeout = config.proxy.headerTimeout.totalNanoseconds
         idleTimeout = config.proxy.idleTimeout.totalNanoseconds

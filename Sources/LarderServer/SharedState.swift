@@ -41,6 +41,15 @@ final class SharedState: Sendable {
     /// Wall-clock start, for uptime.
     let startTime = Clocks.wallSeconds()
 
+    /// A parent proxy could not be reached (by a fill or a tunnel): it is skipped for
+    /// `backoff`, and the moment it goes down is logged once.
+    func parentUnreachable(_ parent: ParentPlan.Parent, backoff: Duration, error: String) {
+        guard parentHealth.recordFailure(parent, backoff: backoff) else { return }
+        logger.warning(
+            "parent proxy unreachable; skipping it for \(backoff.totalMilliseconds / 1000)s",
+            metadata: ["parent": "\(parent.label)", "error": "\(error)"])
+    }
+
     init(runtime: RuntimeConfig, logger: Logger) {
         let memory = runtime.config.memory
         self.memory = MemoryCache(

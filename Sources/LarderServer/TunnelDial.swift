@@ -1,4 +1,5 @@
 import Glibc
+import LarderHTTP
 import LarderIO
 
 /// Connects to a CONNECT target: each resolved address in turn (RFC 8305 order is left to
@@ -9,12 +10,20 @@ import LarderIO
 /// State: loop-confined; held by the exchange that asked, which cancels it if its client
 /// goes away first.
 final class TunnelDial: IOHandler {
-    enum Failure: Error {
+    enum Failure: Error, CustomStringConvertible {
         /// Every address refused or was unreachable; the last error.
         case unreachable(String)
         case timedOut
         /// The parent proxy answered the CONNECT with a status other than 2xx.
         case refused(status: Int, statusLine: String)
+
+        var description: String {
+            switch self {
+            case .unreachable(let reason): reason
+            case .timedOut: "timed out"
+            case .refused(_, let statusLine): statusLine
+            }
+        }
     }
 
     /// A connected socket and, through a parent, bytes it sent after its 2xx head (already
@@ -35,6 +44,8 @@ final class TunnelDial: IOHandler {
     private var lastError = "no address"
     /// The parent's answer so far, and how much of the handshake is written.
     private var answer: [UInt8] = []
+    private var parsedUpTo = 0
+    private var answerParser = ResponseHeadParser()
     private var written = 0
     private var handshaking = false
     static let maxAnswerHead = 16 * 1024
@@ -127,7 +138,7 @@ final class TunnelDial: IOHandler {
                     return finish(.failure(.unreachable("the parent proxy closed the connection before answering CONNECT")))
                 }
                 answer += buffer[0..<count]
-                if let end = TunnelDial.headEnd(answer) { return parentAnswered(socket, headEnd: end) }
+                if readAnswerLines(socket) { return }
                 guard answer.count <= TunnelDial.maxAnswerHead else {
                     return finish(.failure(.unreachable("the parent proxy's answer to CONNECT is too large")))
                 }
@@ -137,26 +148,32 @@ final class TunnelDial: IOHandler {
         }
     }
 
-    /// RFC 9112 §4: `HTTP/1.x NNN reason`; only 2xx opens the tunnel (RFC 9110 §9.3.6).
-    private func parentAnswered(_ socket: Socket, headEnd: Int) {
-        let lineEnd = answer.firstIndex(of: 13) ?? headEnd
-        let statusLine = String(decoding: answer[0..<lineEnd], as: UTF8.self)
-        let parts = statusLine.split(separator: " ", maxSplits: 2)
-        guard parts.count >= 2, parts[0].hasPrefix("HTTP/1."), parts[1].count == 3, let status = Int(parts[1]) else {
-            return finish(.failure(.unreachable("the parent proxy answered CONNECT with '\(statusLine.prefix(80))'")))
+    /// Feeds the complete lines received so far to the response parser (RFC 9112 §4; interim
+    /// 1xx heads are skipped). Returns true once the final head decided the handshake: only a
+    /// 2xx opens the tunnel (RFC 9110 §9.3.6).
+    private func readAnswerLines(_ socket: Socket) -> Bool {
+        while let newline = answer[parsedUpTo...].firstIndex(of: 10) {
+            let line = answer[parsedUpTo...newline]
+            parsedUpTo = newline + 1
+            let event = Array(line).withUnsafeBytes { raw in
+                Result { () throws(HTTPParseError) in try answerParser.feed(raw) }
+            }
+            guard case .success(let parsed) = event else {
+                finish(.failure(.unreachable("the parent proxy's answer to CONNECT is not HTTP")))
+                return true
+            }
+            guard case .final(let head) = parsed else { continue }
+            let statusLine = "\(head.status) \(head.reason)"
+            guard (200..<300).contains(head.status) else {
+                finish(.failure(.refused(status: head.status, statusLine: statusLine)))
+                return true
+            }
+            let leftover = Array(answer[parsedUpTo...])
+            release(closing: false)
+            finish(.success(Connected(socket: socket, leftover: leftover)))
+            return true
         }
-        guard (200..<300).contains(status) else { return finish(.failure(.refused(status: status, statusLine: statusLine))) }
-        let leftover = Array(answer[(headEnd + 4)...])
-        release(closing: false)
-        finish(.success(Connected(socket: socket, leftover: leftover)))
-    }
-
-    private static func headEnd(_ bytes: [UInt8]) -> Int? {
-        guard bytes.count >= 4 else { return nil }
-        for index in 0...(bytes.count - 4) where bytes[index] == 13 && bytes[index + 1] == 10 && bytes[index + 2] == 13 && bytes[index + 3] == 10 {
-            return index
-        }
-        return nil
+        return false
     }
 
     /// Gives up: closes a connection in progress; the completion is not called.

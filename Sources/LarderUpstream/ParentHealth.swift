@@ -43,11 +43,10 @@ public final class ParentHealth: Sendable {
                     up.append(parent)
                 }
             }
-            // A parent is "skipped" only when another was tried in its place.
+            // A parent is "skipped" when one that comes after it is tried in its place: the
+            // down parents seen before the first one that is up.
             if !up.isEmpty {
-                for parent in down where candidates.firstIndex(of: parent)! < candidates.firstIndex(of: up[0])! {
-                    table[parent.label, default: Counters()].skips += 1
-                }
+                for parent in candidates.prefix(while: { $0 != up[0] }) { table[parent.label]?.skips += 1 }
             }
             return up + down
         }

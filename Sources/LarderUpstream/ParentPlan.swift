@@ -9,10 +9,22 @@ import LarderHTTP
 /// (``ParentHealth``), so the hash home of a URL is stable while its parent is up.
 public struct ParentPlan: Sendable {
     /// A parent proxy: the URL given to libcurl (credentials included) and a label without
-    /// credentials for logs and metrics.
+    /// credentials for logs and metrics. Everything derived from the URL is worked out once,
+    /// when the configuration is loaded.
     public struct Parent: Sendable, Hashable {
+        /// Where to open a CONNECT tunnel through a parent: host (without IPv6 brackets), port
+        /// (libcurl's default 1080 when the URL has none) and the `Proxy-Authorization` value
+        /// for credentials in the URL (percent-decoded).
+        public struct Endpoint: Sendable, Hashable {
+            public let host: String
+            public let port: Int
+            public let authorization: String?
+        }
+
         public let url: String
         public let label: String
+        /// Nil for parents that are not plain `http://` proxies (they cannot carry tunnels).
+        public let endpoint: Endpoint?
         /// The URL's bytes hashed once, the first half of every rendezvous score.
         let seed: UInt64
 
@@ -20,12 +32,10 @@ public struct ParentPlan: Sendable {
             self.url = url
             label = ParentPlan.redact(url)
             seed = ParentPlan.fnv1a(Array(url.utf8), basis: ParentPlan.fnvBasis)
+            endpoint = Parent.endpoint(of: url)
         }
 
-        /// Where to open a CONNECT tunnel through this parent: host, port (libcurl's default
-        /// 1080 when the URL has none) and the `Proxy-Authorization` value for credentials in the
-        /// URL (percent-decoded). Nil for parents that are not plain `http://` proxies.
-        public var endpoint: (host: String, port: Int, authorization: String?)? {
+        private static func endpoint(of url: String) -> Endpoint? {
             let bytes = Array(url.utf8)
             let prefix = Array("http://".utf8)
             guard bytes.count > prefix.count,
@@ -43,29 +53,24 @@ public struct ParentPlan: Sendable {
                 else { return nil }
                 authorization = BasicCredentials(user: user, password: password).headerValue
             }
-            let hostPort = Array(authority)
-            let result = hostPort.withUnsafeBytes { raw -> (host: String, port: Int)? in
-                do {
-                    return try AbsoluteURL.parseAuthority(raw, defaultPort: 1080, requirePort: false)
-                } catch {
-                    return nil
-                }
+            let parsed = Array(authority).withUnsafeBytes { raw -> (host: String, port: Int)? in
+                try? AbsoluteURL.parseAuthority(raw, defaultPort: 1080, requirePort: false)
             }
-            guard let parsed = result else { return nil }
+            guard let parsed else { return nil }
             let host = parsed.host.hasPrefix("[") ? String(parsed.host.dropFirst().dropLast()) : parsed.host
-            return (host, parsed.port, authorization)
+            return Endpoint(host: host, port: parsed.port, authorization: authorization)
         }
     }
 
+    /// `%XX` escapes decoded (RFC 3986 §2.1); nil for a malformed escape or invalid UTF-8.
     static func percentDecode(_ bytes: ArraySlice<UInt8>) -> String? {
         var out: [UInt8] = []
         var index = bytes.startIndex
         while index < bytes.endIndex {
             if bytes[index] == UInt8(ascii: "%") {
-                guard index + 2 < bytes.endIndex, let high = hexValue(bytes[index + 1]), let low = hexValue(bytes[index + 2]) else {
-                    return nil
-                }
-                out.append(high << 4 | low)
+                guard index + 2 < bytes.endIndex, let high = ASCII.hexValue(bytes[index + 1]), let low = ASCII.hexValue(bytes[index + 2])
+                else { return nil }
+                out.append(UInt8(high << 4 | low))
                 index += 3
             } else {
                 out.append(bytes[index])
@@ -75,32 +80,28 @@ public struct ParentPlan: Sendable {
         return String(validating: out, as: UTF8.self)
     }
 
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case 48...57: return byte - 48
-        case 65...70: return byte - 55
-        case 97...102: return byte - 87
-        default: return nil
-        }
-    }
-
     public let parents: [Parent]
     public let selection: ParentSelection
     public let direct: [DirectRule]
     public let backoff: Duration
+    /// The routes' own parents (`[[route]] parent = URL`), prepared like `parents`.
+    private let routeParents: [String: Parent]
 
-    public init(_ upstream: UpstreamConfig) {
+    public init(_ upstream: UpstreamConfig, routes: [Route] = []) {
         parents = upstream.parentList.map(Parent.init(url:))
         selection = upstream.parentSelection
         direct = upstream.direct
         backoff = upstream.parentBackoff
+        var routeParents: [String: Parent] = [:]
+        for case let url? in routes.map(\.parent) where url != "direct" { routeParents[url] = Parent(url: url) }
+        self.routeParents = routeParents
     }
 
     /// The parents to try for `url`, best first; empty means go direct. A route's own `parent`
     /// wins over everything: `"direct"` bypasses the parents, a URL is the only parent.
     public func candidates(for url: AbsoluteURL, routeParent: String?) -> [Parent] {
         if let routeParent {
-            return routeParent == "direct" ? [] : [Parent(url: routeParent)]
+            return routeParent == "direct" ? [] : [routeParents[routeParent] ?? Parent(url: routeParent)]
         }
         guard !parents.isEmpty else { return [] }
         let host = url.bareHost

@@ -221,6 +221,43 @@ extension IntegrationTests {
             _ = (connection, b)
         }
 
+        @Test func connectThroughABrokenParentFailsWithAClearStatus() throws {
+            let target = try TunnelTarget(.tls)
+            // A "parent" that reads our CONNECT as an unknown command and hangs up (a clean close
+            // or a reset, depending on timing: both mean it cannot carry the tunnel).
+            let mute = try TunnelTarget(.raw)
+            let closes = try Larder(config: """
+                [proxy]
+                connect_ports = [\(target.port)]
+                [upstream]
+                parent = "http://127.0.0.1:\(mute.port)"
+                """)
+            #expect(try Tunnels.connect(closes, to: target.port).1.status == 502)
+            _ = try closes.child.waitForOutput { $0.contains("parent proxy unreachable") && $0.contains("parent=http://127.0.0.1:\(mute.port)") }
+            let metrics = try Curl.run(["http://127.0.0.1:\(closes.adminPort)/metrics"]).text
+            #expect(metricValue(metrics, "larder_parent_failures_total{parent=\"http://127.0.0.1:\(mute.port)\"}") == 1)
+
+            // A parent that never accepts: the client hears 504 within connect_timeout.
+            let blackhole = try TunnelTarget(.blackhole)
+            let waits = try Larder(config: """
+                [proxy]
+                connect_ports = [\(target.port)]
+                [upstream]
+                parent = "http://127.0.0.1:\(blackhole.port)"
+                connect_timeout = "1s"
+                """)
+            #expect(try Tunnels.connect(waits, to: target.port).1.status == 504)
+
+            // A SOCKS parent serves misses through libcurl but cannot carry Larder's tunnels.
+            let socks = try Larder(config: """
+                [proxy]
+                connect_ports = [\(target.port)]
+                [upstream]
+                parent = "socks5://127.0.0.1:\(mute.port)"
+                """)
+            #expect(try Tunnels.connect(socks, to: target.port).1.status == 502)
+        }
+
         // MARK: HAProxy
 
         @Test func haproxyClusterKeepsEachURLOnOneNodeAndMovesOnlyAStoppedNodesShare() throws {
