@@ -33,6 +33,7 @@ public final class DiskCache: Sendable {
     private let degradedUntil = Atomic<UInt64>(0)
     private let lastErrorLog = Atomic<UInt64>(0)
     private let trashCounter = Atomic<Int>(0)
+    private let temporarySequence = Atomic<UInt64>(0)
 
     public let evictions = AtomicCounter()
     public let corruptions = AtomicCounter()
@@ -282,7 +283,7 @@ public final class DiskCache: Sendable {
             Int64(body.count) <= limits.withLock({ $0.maxObjectBytes })
         else { return }
         let name = DiskCache.fileName(key: stored.key, vary: head.vary)
-        let temporary = "\(temporaryDirectory)/\(name).\(UInt64.random(in: 0...UInt64.max)).tmp"
+        let temporary = temporaryPath(name, suffix: "tmp")
         let key = stored.key
         writer.submit(wake: wakeWriter) { [self] in
             do throws(SystemError) {
@@ -291,10 +292,10 @@ public final class DiskCache: Sendable {
                 let headBytes = DiskEntryFormat.encodeHead(head)
                 let fd = try FileSystem.createExclusive(temporary)
                 defer { Syscall.close(fd) }
-                try FileSystem.writeAll(
-                    fd, DiskEntryFormat.preamble(bodyLength: Int64(body.count), bodyChecksum: checksum.value, headLength: headBytes.count)
-                        + headBytes)
-                try FileSystem.writeAll(fd, body)
+                var entryHead = DiskEntryFormat.preamble(
+                    bodyLength: Int64(body.count), bodyChecksum: checksum.value, headLength: headBytes.count)
+                entryHead.append(contentsOf: headBytes)
+                try FileSystem.writeAll(fd, entryHead, body)
                 try FileSystem.renameCreatingDirectory(temporary, path(forName: name))
                 didStore(
                     key: key, name: name, vary: head.vary,
@@ -310,6 +311,15 @@ public final class DiskCache: Sendable {
     public func wakeWriter() { writer.wake() }
 
     var temporaryDirectory: String { directory + "/tmp" }
+
+    /// A name in `tmp/` that no other write uses: the entry's name, this process and a counter
+    /// (start-up empties `tmp/`, so names from a crashed run are gone).
+    func temporaryPath(_ name: String, suffix: String) -> String {
+        let sequence = temporarySequence.add(1, ordering: .relaxed).newValue
+        return "\(directory)/tmp/\(name).\(DiskCache.processID).\(sequence).\(suffix)"
+    }
+
+    private static let processID = getpid()
 
     /// Called by a finished ``DiskWrite`` on the writer thread once its file is in place.
     func didStore(key: CacheKey, name: String, vary: [String: String], size: Int64) {
@@ -375,7 +385,7 @@ public final class DiskCache: Sendable {
             key: refreshed.key.url, status: refreshed.status, reason: refreshed.reason,
             requestTime: refreshed.requestTime, responseTime: refreshed.responseTime, vary: refreshed.varyValues,
             headers: headers)
-        let temporary = "\(temporaryDirectory)/\(name).\(UInt64.random(in: 0...UInt64.max)).refresh"
+        let temporary = temporaryPath(name, suffix: "refresh")
         writer.submit { [self] in
             do {
                 let old = try loadHead(name: name)

@@ -39,7 +39,7 @@ public final class DiskWrite: Sendable {
         self.name = name
         vary = head.vary
         self.maxBytes = maxBytes
-        temporaryPath = "\(cache.temporaryDirectory)/\(name).\(UInt64.random(in: 0...UInt64.max)).tmp"
+        temporaryPath = cache.temporaryPath(name, suffix: "tmp")
         let headBytes = DiskEntryFormat.encodeHead(head)
         bodyOffset = Int64(DiskEntryFormat.preambleLength + headBytes.count)
         cache.writer.submit { [self] in

@@ -11,7 +11,12 @@ public enum StableHash {
             second = (second ^ UInt64(byte)) &* 0xbf58_476d_1ce4_e5b9
             second ^= second >> 31
         }
-        return hex64(mix(first)) + hex64(mix(second ^ first))
+        let high = mix(first), low = mix(second ^ first)
+        return String(unsafeUninitializedCapacity: 32) { buffer in
+            writeHex(high, into: UnsafeMutableBufferPointer(rebasing: buffer[0..<16]))
+            writeHex(low, into: UnsafeMutableBufferPointer(rebasing: buffer[16..<32]))
+            return 32
+        }
     }
 
     static func mix(_ value: UInt64) -> UInt64 {
@@ -25,13 +30,20 @@ public enum StableHash {
     }
 
     static func hex64(_ value: UInt64) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var bytes = [UInt8](repeating: 0, count: 16)
+        String(unsafeUninitializedCapacity: 16) { buffer in
+            writeHex(value, into: buffer)
+            return 16
+        }
+    }
+
+    /// 16 lower-case hex digits of `value` into `buffer` (written in place: this names every
+    /// file the disk tier stores, on its writer thread).
+    private static func writeHex(_ value: UInt64, into buffer: UnsafeMutableBufferPointer<UInt8>) {
         var remaining = value
         for index in stride(from: 15, through: 0, by: -1) {
-            bytes[index] = digits[Int(remaining & 0xF)]
+            let digit = UInt8(remaining & 0xF)
+            buffer[index] = digit < 10 ? UInt8(ascii: "0") + digit : UInt8(ascii: "a") + digit - 10
             remaining >>= 4
         }
-        return String(decoding: bytes, as: UTF8.self)
     }
 }

@@ -15,7 +15,7 @@ public struct CacheControl: Sendable, Equatable {
 
     /// Parses every `Cache-Control` field of `headers`.
     public init(_ headers: HTTPHeaders) {
-        for value in headers.values("Cache-Control") { parse(value) }
+        for field in headers where ASCII.equalsIgnoringCase(field.name, "Cache-Control") { parse(field.value) }
     }
 
     /// Parses one field value.
@@ -39,16 +39,25 @@ public struct CacheControl: Sendable, Equatable {
     /// different values, yields 0: the conservative reading (§4.2.1) treats the response as stale.
     /// Values beyond 2^31 are capped at 2^31 as §1.2.2 asks.
     public func deltaSeconds(_ name: String) -> Int? {
-        let found = values(name)
-        guard !found.isEmpty else { return nil }
         var result: Int?
-        for value in found {
-            guard let value, !value.isEmpty, value.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }) else { return 0 }
-            let parsed = value.utf8.count > 10 ? 2_147_483_648 : min(Int(value)!, 2_147_483_648)
+        for directive in directives where directive.name == name {
+            guard let parsed = directive.value.flatMap(CacheControl.deltaSeconds) else { return 0 }
             if let result, result != parsed { return 0 }
             result = parsed
         }
         return result
+    }
+
+    /// Digits only, capped at 2^31; nil when empty or not all digits.
+    private static func deltaSeconds(_ text: String) -> Int? {
+        var value = 0
+        var digits = 0
+        for byte in text.utf8 {
+            guard byte >= 48 && byte <= 57 else { return nil }
+            value = min(value * 10 + Int(byte - 48), 2_147_483_648)
+            digits += 1
+        }
+        return digits > 0 ? value : nil
     }
 
     public var noStore: Bool { has("no-store") }
@@ -68,62 +77,71 @@ public struct CacheControl: Sendable, Equatable {
 
     /// `max-stale` with no value means "any staleness" (RFC 9111 §5.2.1.2): `Int.max`.
     public var maxStale: Int? {
-        let found = values("max-stale")
-        guard !found.isEmpty else { return nil }
-        if found.contains(where: { $0 == nil }) { return Int.max }
+        if directives.contains(where: { $0.name == "max-stale" && $0.value == nil }) { return Int.max }
         return deltaSeconds("max-stale")
     }
 
+    // Parses in place over the string's UTF-8 (no copy): this runs several times per response.
     private mutating func parse(_ text: String) {
-        var bytes = Array(text.utf8)
-        bytes.append(UInt8(ascii: ","))
-        var index = 0
-        while index < bytes.count {
-            // Skip separators and whitespace.
-            while index < bytes.count, bytes[index] == 32 || bytes[index] == 9 || bytes[index] == UInt8(ascii: ",") { index += 1 }
-            guard index < bytes.count else { break }
-            let nameStart = index
-            while index < bytes.count, ASCII.isTokenChar(bytes[index]) { index += 1 }
-            let name = String(decoding: bytes[nameStart..<index], as: UTF8.self).lowercased()
-            while index < bytes.count, bytes[index] == 32 || bytes[index] == 9 { index += 1 }
-            var value: String?
-            var valid = !name.isEmpty
-            if index < bytes.count, bytes[index] == UInt8(ascii: "=") {
-                index += 1
-                while index < bytes.count, bytes[index] == 32 || bytes[index] == 9 { index += 1 }
-                if index < bytes.count, bytes[index] == UInt8(ascii: "\"") {
+        var text = text
+        text.withUTF8 { bytes in
+            let count = bytes.count
+            var index = 0
+            func skipWhitespace() {
+                while index < count, bytes[index] == 32 || bytes[index] == 9 { index += 1 }
+            }
+            while index < count {
+                // Skip separators and whitespace.
+                while index < count, bytes[index] == 32 || bytes[index] == 9 || bytes[index] == UInt8(ascii: ",") { index += 1 }
+                guard index < count else { break }
+                let nameStart = index
+                var upper = false
+                while index < count, ASCII.isTokenChar(bytes[index]) {
+                    upper = upper || (bytes[index] >= 65 && bytes[index] <= 90)
                     index += 1
-                    var unescaped: [UInt8] = []
-                    var closed = false
-                    while index < bytes.count {
-                        let byte = bytes[index]
-                        if byte == UInt8(ascii: "\\"), index + 1 < bytes.count {
-                            unescaped.append(bytes[index + 1])
-                            index += 2
-                            continue
-                        }
-                        index += 1
-                        if byte == UInt8(ascii: "\"") {
-                            closed = true
-                            break
-                        }
-                        unescaped.append(byte)
-                    }
-                    valid = valid && closed
-                    value = String(decoding: unescaped, as: UTF8.self)
-                } else {
-                    let valueStart = index
-                    while index < bytes.count, ASCII.isTokenChar(bytes[index]) { index += 1 }
-                    value = String(decoding: bytes[valueStart..<index], as: UTF8.self)
                 }
+                let rawName = String(decoding: UnsafeBufferPointer(rebasing: bytes[nameStart..<index]), as: UTF8.self)
+                let name = upper ? rawName.lowercased() : rawName
+                skipWhitespace()
+                var value: String?
+                var valid = !name.isEmpty
+                if index < count, bytes[index] == UInt8(ascii: "=") {
+                    index += 1
+                    skipWhitespace()
+                    if index < count, bytes[index] == UInt8(ascii: "\"") {
+                        index += 1
+                        var unescaped: [UInt8] = []
+                        var closed = false
+                        while index < count {
+                            let byte = bytes[index]
+                            if byte == UInt8(ascii: "\\"), index + 1 < count {
+                                unescaped.append(bytes[index + 1])
+                                index += 2
+                                continue
+                            }
+                            index += 1
+                            if byte == UInt8(ascii: "\"") {
+                                closed = true
+                                break
+                            }
+                            unescaped.append(byte)
+                        }
+                        valid = valid && closed
+                        value = String(decoding: unescaped, as: UTF8.self)
+                    } else {
+                        let valueStart = index
+                        while index < count, ASCII.isTokenChar(bytes[index]) { index += 1 }
+                        value = String(decoding: UnsafeBufferPointer(rebasing: bytes[valueStart..<index]), as: UTF8.self)
+                    }
+                }
+                skipWhitespace()
+                if index < count, bytes[index] != UInt8(ascii: ",") {
+                    // Junk after a member: skip to the next comma and drop the member.
+                    valid = false
+                    while index < count, bytes[index] != UInt8(ascii: ",") { index += 1 }
+                }
+                if valid { directives.append(Directive(name: name, value: value)) }
             }
-            while index < bytes.count, bytes[index] == 32 || bytes[index] == 9 { index += 1 }
-            if index < bytes.count, bytes[index] != UInt8(ascii: ",") {
-                // Junk after a member: skip to the next comma and drop the member.
-                valid = false
-                while index < bytes.count, bytes[index] != UInt8(ascii: ",") { index += 1 }
-            }
-            if valid { directives.append(Directive(name: name, value: value)) }
         }
     }
 }

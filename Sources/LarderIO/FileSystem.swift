@@ -112,6 +112,31 @@ public enum FileSystem {
         try result.get()
     }
 
+    /// Writes all of `first` and then all of `second`: one `writev` when the kernel takes
+    /// everything at once (as it does for regular files), plain writes for any remainder.
+    public static func writeAll(_ fd: Int32, _ first: [UInt8], _ second: [UInt8]) throws(SystemError) {
+        let result = first.withUnsafeBytes { a in
+            second.withUnsafeBytes { b in
+                Result { () throws(SystemError) in
+                    var vectors = (
+                        iovec(iov_base: UnsafeMutableRawPointer(mutating: a.baseAddress), iov_len: a.count),
+                        iovec(iov_base: UnsafeMutableRawPointer(mutating: b.baseAddress), iov_len: b.count))
+                    let written = try withUnsafeMutableBytes(of: &vectors) { raw throws(SystemError) in
+                        let base = raw.baseAddress!.assumingMemoryBound(to: iovec.self)
+                        return try Syscall.call("writev") { writev(fd, base, 2) }
+                    }
+                    if written < a.count {
+                        try writeAll(fd, UnsafeRawBufferPointer(rebasing: a[written...]))
+                        try writeAll(fd, b)
+                    } else if written < a.count + b.count {
+                        try writeAll(fd, UnsafeRawBufferPointer(rebasing: b[(written - a.count)...]))
+                    }
+                }
+            }
+        }
+        try result.get()
+    }
+
     /// Writes all of `bytes` at `position`.
     public static func writeAll(_ fd: Int32, _ bytes: [UInt8], at position: Int64) throws(SystemError) {
         let result = bytes.withUnsafeBytes { raw in
