@@ -10,6 +10,8 @@ typedef size_t (*larder_curl_data_callback)(char *buffer, size_t size, size_t co
 typedef int (*larder_curl_socket_callback)(CURL *easy, curl_socket_t fd, int what, void *userp, void *socketp);
 typedef int (*larder_curl_timer_callback)(CURLM *multi, long timeout_ms, void *userp);
 typedef int (*larder_curl_sockopt_callback)(void *clientp, curl_socket_t fd, curlsocktype purpose);
+typedef curl_socket_t (*larder_curl_opensocket_callback)(void *clientp, curlsocktype purpose, struct curl_sockaddr *address);
+typedef int (*larder_curl_closesocket_callback)(void *clientp, curl_socket_t fd);
 
 static inline CURLcode larder_easy_set_long(CURL *h, CURLoption o, long v) { return curl_easy_setopt(h, o, v); }
 static inline CURLcode larder_easy_set_offset(CURL *h, CURLoption o, curl_off_t v) { return curl_easy_setopt(h, o, v); }
@@ -18,6 +20,8 @@ static inline CURLcode larder_easy_set_pointer(CURL *h, CURLoption o, void *v) {
 static inline CURLcode larder_easy_set_slist(CURL *h, CURLoption o, struct curl_slist *v) { return curl_easy_setopt(h, o, v); }
 static inline CURLcode larder_easy_set_data_callback(CURL *h, CURLoption o, larder_curl_data_callback v) { return curl_easy_setopt(h, o, v); }
 static inline CURLcode larder_easy_set_sockopt_callback(CURL *h, larder_curl_sockopt_callback v) { return curl_easy_setopt(h, CURLOPT_SOCKOPTFUNCTION, v); }
+static inline CURLcode larder_easy_set_opensocket_callback(CURL *h, larder_curl_opensocket_callback v) { return curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, v); }
+static inline CURLcode larder_easy_set_closesocket_callback(CURL *h, larder_curl_closesocket_callback v) { return curl_easy_setopt(h, CURLOPT_CLOSESOCKETFUNCTION, v); }
 
 static inline CURLcode larder_easy_get_long(CURL *h, CURLINFO i, long *v) { return curl_easy_getinfo(h, i, v); }
 static inline CURLcode larder_easy_get_pointer(CURL *h, CURLINFO i, void **v) { return curl_easy_getinfo(h, i, v); }

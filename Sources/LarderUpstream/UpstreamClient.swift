@@ -18,8 +18,10 @@ public final class UpstreamClient {
     private let loop: EventLoop
     private var watches: [Int32: SocketWatch] = [:]
     private var timer: EventLoop.TimerToken?
+    /// Bumped whenever curl replaces its timeout, so a superseded "run now" does nothing.
+    private var timerGeneration = 0
     private var active: [UnsafeMutableRawPointer: UpstreamTransfer] = [:]
-    private var spareHandles: [UnsafeMutableRawPointer] = []
+    private var spareHandles: [EasyHandle] = []
     /// Set while curl is running one of our callbacks; removing a handle then is not allowed.
     fileprivate var inCallback = 0
 
@@ -58,7 +60,7 @@ public final class UpstreamClient {
 
     deinit {
         for (_, transfer) in active { transfer.detachFromCurl() }
-        for handle in spareHandles { curl_easy_cleanup(handle) }
+        for handle in spareHandles { handle.cleanup() }
         curl_multi_cleanup(multi)
     }
 
@@ -69,19 +71,12 @@ public final class UpstreamClient {
 
     /// Starts a transfer; events go to `delegate` on this loop.
     public func start(_ request: UpstreamRequest, delegate: any UpstreamTransferDelegate) -> UpstreamTransfer {
-        let easy: UnsafeMutableRawPointer
-        if let spare = spareHandles.popLast() {
-            curl_easy_reset(spare)
-            easy = spare
-        } else {
-            guard let fresh = curl_easy_init() else { fatalError("curl_easy_init failed") }
-            easy = fresh
-        }
-        let transfer = UpstreamTransfer(client: self, easy: easy, request: request, delegate: delegate)
+        let handle = spareHandles.popLast() ?? EasyHandle(client: self)
+        let transfer = UpstreamTransfer(client: self, handle: handle, request: request, delegate: delegate)
         let key = Unmanaged.passUnretained(transfer).toOpaque()
         active[key] = transfer
         transfer.configure(key: key)
-        let code = curl_multi_add_handle(multi, easy)
+        let code = curl_multi_add_handle(multi, handle.pointer)
         if code != CURLM_OK {
             let message = String(cString: curl_multi_strerror(code))
             loop.enqueueDeferred { [weak self] in
@@ -97,11 +92,20 @@ public final class UpstreamClient {
     private final class SocketWatch: IOHandler {
         let fd: Int32
         let client: UpstreamClient
+        /// curl no longer watches this socket (its connection went back to the pool), but it
+        /// stays registered: see ``watch(fd:what:)``.
+        var parked = false
         init(fd: Int32, client: UpstreamClient) {
             self.fd = fd
             self.client = client
         }
         func handleIO(_ events: IOEvents) {
+            if parked {
+                // A pooled connection became readable: the origin closed it (or sent junk).
+                // Stop watching; curl finds it dead when it next considers reusing it.
+                client.unwatch(fd)
+                return
+            }
             var mask: Int32 = 0
             if events.contains(.readable) { mask |= CURL_CSELECT_IN }
             if events.contains(.writable) { mask |= CURL_CSELECT_OUT }
@@ -110,15 +114,31 @@ public final class UpstreamClient {
         }
     }
 
+    /// Sockets curl opened through ``openSocket``: for these we hear of the close, so they may
+    /// stay registered while their connection sits idle in curl's pool.
+    private var ownSockets = Set<Int32>()
+
+    // RFC 9112 §9.3 keep-alive makes the same upstream socket carry transfer after transfer.
+    // curl says "remove" when a transfer ends and "watch" when the next one starts; following
+    // that literally cost two epoll_ctl calls per miss. A socket of ours is instead parked
+    // (kept registered for reading) and reused as is; it is deregistered when curl closes it
+    // (``closeSocket``) or when it turns readable while parked (the origin hung up).
     private func watch(fd: Int32, what: Int32) {
         if what == CURL_POLL_REMOVE {
-            if watches.removeValue(forKey: fd) != nil { loop.deregister(fd) }
+            guard let watch = watches[fd] else { return }
+            if ownSockets.contains(fd) {
+                watch.parked = true
+                loop.setInterest(fd, .readable)
+            } else {
+                unwatch(fd)
+            }
             return
         }
         var interest: IOEvents = []
         if what == CURL_POLL_IN || what == CURL_POLL_INOUT { interest.insert(.readable) }
         if what == CURL_POLL_OUT || what == CURL_POLL_INOUT { interest.insert(.writable) }
-        if watches[fd] != nil {
+        if let watch = watches[fd] {
+            watch.parked = false
             loop.setInterest(fd, interest)
         } else {
             let watch = SocketWatch(fd: fd, client: self)
@@ -131,10 +151,41 @@ public final class UpstreamClient {
         }
     }
 
+    fileprivate func unwatch(_ fd: Int32) {
+        if watches.removeValue(forKey: fd) != nil { loop.deregister(fd) }
+    }
+
+    /// CURLOPT_OPENSOCKETFUNCTION: curl's sockets are made here so that their closing is seen
+    /// (curl makes them non-blocking itself; close-on-exec is ours).
+    fileprivate func openSocket(family: Int32, type: Int32, protocol: Int32) -> Int32 {
+        let type = type | Int32(SOCK_CLOEXEC.rawValue)
+        guard let fd = try? Syscall.call("socket", { socket(family, type, `protocol`) }) else { return CURL_SOCKET_BAD }
+        ownSockets.insert(fd)
+        return fd
+    }
+
+    /// CURLOPT_CLOSESOCKETFUNCTION: deregister before the number can be reused.
+    fileprivate func closeSocket(_ fd: Int32) {
+        unwatch(fd)
+        ownSockets.remove(fd)
+        Syscall.close(fd)
+    }
+
     private func setTimer(milliseconds: Int) {
         if let timer { loop.cancel(timer) }
         timer = nil
+        timerGeneration &+= 1
         guard milliseconds >= 0 else { return }
+        if milliseconds == 0 {
+            // "Now" (curl asks for it whenever a transfer is added): run in this loop iteration's
+            // deferred pass, not through a timer that costs another epoll_wait to fire.
+            let generation = timerGeneration
+            loop.enqueueDeferred { [weak self] in
+                guard let self, self.timerGeneration == generation else { return }
+                self.socketAction(CURL_SOCKET_TIMEOUT, 0)
+            }
+            return
+        }
         timer = loop.schedule(afterNanos: UInt64(milliseconds) * 1_000_000) { [weak self] in
             guard let self else { return }
             self.timer = nil
@@ -186,9 +237,9 @@ public final class UpstreamClient {
         curl_multi_remove_handle(multi, transfer.easy)
         transfer.detachFromCurl()
         if spareHandles.count < 64 {
-            spareHandles.append(transfer.easy)
+            spareHandles.append(transfer.handle)
         } else {
-            curl_easy_cleanup(transfer.easy)
+            transfer.handle.cleanup()
         }
         transfer.key = nil
         return true
@@ -236,13 +287,14 @@ public final class UpstreamClient {
 /// State: loop-confined, like the client.
 public final class UpstreamTransfer {
     fileprivate let client: UpstreamClient
-    fileprivate let easy: UnsafeMutableRawPointer
+    fileprivate let handle: EasyHandle
+    fileprivate var easy: UnsafeMutableRawPointer { handle.pointer }
     fileprivate let request: UpstreamRequest
     /// Strong while the transfer runs; set to nil when it ends or is cancelled, which breaks the
     /// delegate → transfer → delegate cycle.
     fileprivate var delegate: (any UpstreamTransferDelegate)?
     fileprivate var key: UnsafeMutableRawPointer?
-    fileprivate var headerList: UnsafeMutablePointer<curl_slist>?
+    fileprivate var headerList: HeaderList?
     fileprivate var headParser = ResponseHeadParser()
     fileprivate var head: ResponseHead?
     fileprivate var bodyBytes = 0
@@ -252,20 +304,16 @@ public final class UpstreamTransfer {
     fileprivate var receivePaused = false
     fileprivate var sendPaused = false
     fileprivate var protocolError: String?
-    private var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
-    private var urlString: [CChar] = []
-    private var methodString: [CChar] = []
-    private var proxyString: [CChar] = []
 
-    fileprivate init(client: UpstreamClient, easy: UnsafeMutableRawPointer, request: UpstreamRequest, delegate: any UpstreamTransferDelegate) {
+    fileprivate init(client: UpstreamClient, handle: EasyHandle, request: UpstreamRequest, delegate: any UpstreamTransferDelegate) {
         self.client = client
-        self.easy = easy
+        self.handle = handle
         self.request = request
         self.delegate = delegate
     }
 
     deinit {
-        if let headerList { curl_slist_free_all(headerList) }
+        headerList?.free()
     }
 
     /// Whether the response head has arrived.
@@ -299,7 +347,9 @@ public final class UpstreamTransfer {
 
     fileprivate func detachFromCurl() {
         if let headerList {
-            curl_slist_free_all(headerList)
+            // curl keeps the list pointer in the recycled handle; clear it before freeing.
+            larder_easy_set_slist(easy, CURLOPT_HTTPHEADER, nil)
+            headerList.free()
             self.headerList = nil
         }
     }
@@ -336,89 +386,46 @@ public final class UpstreamTransfer {
 
     fileprivate func configure(key: UnsafeMutableRawPointer) {
         self.key = key
-        urlString = Array(request.url.description.utf8CString)
-        larder_easy_set_string(easy, CURLOPT_URL, urlString)
+        handle.prepareForTransfer()
+        // curl copies string options (CURLOPT_URL, _PROXY, _CUSTOMREQUEST) when they are set.
+        larder_easy_set_string(easy, CURLOPT_URL, request.url.description)
         larder_easy_set_pointer(easy, CURLOPT_PRIVATE, key)
-        larder_easy_set_long(easy, CURLOPT_NOSIGNAL, 1)
-        larder_easy_set_long(easy, CURLOPT_FOLLOWLOCATION, 0)
-        larder_easy_set_long(easy, CURLOPT_PATH_AS_IS, 1)
-        larder_easy_set_long(easy, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_1_1))
-        larder_easy_set_long(easy, CURLOPT_HTTP_CONTENT_DECODING, 0)
-        larder_easy_set_long(easy, CURLOPT_HTTP_TRANSFER_DECODING, 1)
-        larder_easy_set_long(easy, CURLOPT_BUFFERSIZE, 64 * 1024)
-        larder_easy_set_long(easy, CURLOPT_TCP_NODELAY, 1)
         larder_easy_set_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(request.connectTimeout.totalMilliseconds))
-        larder_easy_set_long(easy, CURLOPT_SUPPRESS_CONNECT_HEADERS, 1)
-        larder_easy_set_pointer(easy, CURLOPT_ERRORBUFFER, &errorBuffer)
         // An empty proxy string disables curl's reading of http_proxy/HTTP_PROXY: the daemon's
         // own environment must not redirect its upstream traffic.
-        proxyString = Array((request.parentProxy ?? "").utf8CString)
-        larder_easy_set_string(easy, CURLOPT_PROXY, proxyString)
+        larder_easy_set_string(easy, CURLOPT_PROXY, request.parentProxy ?? "")
 
+        // Options set here for anything but a plain GET stay in the handle: mark it for a reset.
         switch request.method {
         case .get:
             larder_easy_set_long(easy, CURLOPT_HTTPGET, 1)
         case .head:
             larder_easy_set_long(easy, CURLOPT_NOBODY, 1)
+            handle.needsReset = true
         default:
-            methodString = Array(request.method.rawValue.utf8CString)
-            larder_easy_set_string(easy, CURLOPT_CUSTOMREQUEST, methodString)
+            larder_easy_set_string(easy, CURLOPT_CUSTOMREQUEST, request.method.rawValue)
+            handle.needsReset = true
         }
         if let body = request.body {
+            handle.needsReset = true
             larder_easy_set_long(easy, CURLOPT_UPLOAD, 1)
             switch body {
             case .known(let length): larder_easy_set_offset(easy, CURLOPT_INFILESIZE_LARGE, curl_off_t(length))
             case .unknown: larder_easy_set_offset(easy, CURLOPT_INFILESIZE_LARGE, -1)
             }
-            larder_easy_set_data_callback(easy, CURLOPT_READFUNCTION) { buffer, size, count, userdata in
-                let transfer = Unmanaged<UpstreamTransfer>.fromOpaque(userdata!).takeUnretainedValue()
-                return transfer.readBody(into: UnsafeMutableRawBufferPointer(start: buffer, count: size * count))
-            }
             larder_easy_set_pointer(easy, CURLOPT_READDATA, key)
         }
 
-        var list: UnsafeMutablePointer<curl_slist>?
-        var sawAccept = false
-        for field in request.headers {
-            if ASCII.equalsIgnoringCase(field.name, "Content-Length") || ASCII.equalsIgnoringCase(field.name, "Expect") {
-                continue  // curl frames the body itself; 100-continue is handled on the client side
-            }
-            if ASCII.equalsIgnoringCase(field.name, "Accept") { sawAccept = true }
-            var line: [UInt8] = []
-            line.reserveCapacity(field.name.utf8.count + field.value.utf8.count + 3)
-            line.append(contentsOf: field.name.utf8)
-            line.append(contentsOf: ": ".utf8)
-            ASCII.appendBytes(of: field.value, to: &line)
-            if field.value.isEmpty {
-                // "Name;" is curl's spelling for a header with an empty value.
-                line = Array(field.name.utf8) + [UInt8(ascii: ";")]
-            }
-            line.append(0)
-            list = line.withUnsafeBufferPointer { pointer in
-                pointer.withMemoryRebound(to: CChar.self) { curl_slist_append(list, $0.baseAddress) }
-            }
-        }
-        // Remove the headers curl would add on its own.
-        if !sawAccept { list = curl_slist_append(list, "Accept:") }
-        list = curl_slist_append(list, "Expect:")
+        let list = HeaderList(request.headers)
         headerList = list
-        larder_easy_set_slist(easy, CURLOPT_HTTPHEADER, list)
-
-        larder_easy_set_data_callback(easy, CURLOPT_HEADERFUNCTION) { buffer, size, count, userdata in
-            let transfer = Unmanaged<UpstreamTransfer>.fromOpaque(userdata!).takeUnretainedValue()
-            return transfer.receiveHeaderLine(UnsafeRawBufferPointer(start: buffer, count: size * count))
-        }
+        larder_easy_set_slist(easy, CURLOPT_HTTPHEADER, list.first)
         larder_easy_set_pointer(easy, CURLOPT_HEADERDATA, key)
-        larder_easy_set_data_callback(easy, CURLOPT_WRITEFUNCTION) { buffer, size, count, userdata in
-            let transfer = Unmanaged<UpstreamTransfer>.fromOpaque(userdata!).takeUnretainedValue()
-            return transfer.receiveBody(UnsafeRawBufferPointer(start: buffer, count: size * count))
-        }
         larder_easy_set_pointer(easy, CURLOPT_WRITEDATA, key)
     }
 
     // MARK: Callbacks (run inside curl_multi_socket_action or curl_easy_pause)
 
-    private func receiveHeaderLine(_ line: UnsafeRawBufferPointer) -> Int {
+    fileprivate func receiveHeaderLine(_ line: UnsafeRawBufferPointer) -> Int {
         do {
             switch try headParser.feed(line) {
             case .none, .interim:
@@ -435,7 +442,7 @@ public final class UpstreamTransfer {
         return line.count
     }
 
-    private func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Int {
+    fileprivate func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Int {
         guard let delegate else { return 0 }
         if delegate.upstreamDidReceiveBody(bytes) {
             bodyBytes += bytes.count
@@ -446,7 +453,7 @@ public final class UpstreamTransfer {
         return Int(CURL_WRITEFUNC_PAUSE)
     }
 
-    private func readBody(into buffer: UnsafeMutableRawBufferPointer) -> Int {
+    fileprivate func readBody(into buffer: UnsafeMutableRawBufferPointer) -> Int {
         guard let delegate else { return Int(CURL_READFUNC_ABORT) }
         switch delegate.upstreamWantsRequestBody(into: buffer) {
         case .bytes(let count):
@@ -464,8 +471,8 @@ public final class UpstreamTransfer {
     // MARK: Errors
 
     fileprivate func classify(_ code: CURLcode) -> UpstreamError {
-        let detail = errorBuffer[0] != 0
-            ? String(decoding: errorBuffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let detail = handle.errorBuffer[0] != 0
+            ? String(cString: handle.errorBuffer)
             : String(cString: curl_easy_strerror(code))
         let afterHead = head != nil
         let kind: UpstreamError.Kind
@@ -492,4 +499,137 @@ public final class UpstreamTransfer {
         _ = larder_easy_get_offset(easy, CURLINFO_CONNECT_TIME_T, &connectTime)
         return UpstreamError(kind: kind, message: protocolError ?? detail, afterHead: afterHead, connected: connectTime > 0)
     }
+}
+
+/// One libcurl easy handle, kept across transfers. Options that never change are set once when
+/// the handle is made; a plain GET then only sets what differs per request. `curl_easy_reset`
+/// before every transfer cost more than the options it cleared: it also frees curl's receive
+/// buffer, which curl then mallocs again (64 KiB) for the next transfer.
+///
+/// State: loop-confined; held by the client while spare, by one transfer while in use.
+fileprivate final class EasyHandle {
+    let pointer: UnsafeMutableRawPointer
+    /// curl writes the text of a failure here (CURLOPT_ERRORBUFFER); a stable allocation,
+    /// because curl keeps the pointer for as long as the handle lives.
+    let errorBuffer: UnsafeMutablePointer<CChar>
+    /// Set when a transfer changed an option the next one would inherit (method, upload).
+    var needsReset = false
+    /// The owning client, unretained (it outlives its handles), for the socket callbacks.
+    private let client: UnsafeMutableRawPointer
+
+    init(client: UpstreamClient) {
+        guard let pointer = curl_easy_init() else { fatalError("curl_easy_init failed") }
+        self.pointer = pointer
+        self.client = Unmanaged.passUnretained(client).toOpaque()
+        errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
+        errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+        setConstantOptions()
+    }
+
+    func cleanup() {
+        curl_easy_cleanup(pointer)
+        errorBuffer.deallocate()
+    }
+
+    /// Brings the handle back to its constant options if the last transfer changed others.
+    func prepareForTransfer() {
+        if needsReset {
+            curl_easy_reset(pointer)
+            setConstantOptions()
+            needsReset = false
+        }
+        errorBuffer[0] = 0
+    }
+
+    private func setConstantOptions() {
+        larder_easy_set_long(pointer, CURLOPT_NOSIGNAL, 1)
+        larder_easy_set_long(pointer, CURLOPT_FOLLOWLOCATION, 0)
+        larder_easy_set_long(pointer, CURLOPT_PATH_AS_IS, 1)
+        larder_easy_set_long(pointer, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_1_1))
+        larder_easy_set_long(pointer, CURLOPT_HTTP_CONTENT_DECODING, 0)
+        larder_easy_set_long(pointer, CURLOPT_HTTP_TRANSFER_DECODING, 1)
+        larder_easy_set_long(pointer, CURLOPT_BUFFERSIZE, 64 * 1024)
+        larder_easy_set_long(pointer, CURLOPT_TCP_NODELAY, 1)
+        larder_easy_set_long(pointer, CURLOPT_SUPPRESS_CONNECT_HEADERS, 1)
+        larder_easy_set_pointer(pointer, CURLOPT_ERRORBUFFER, errorBuffer)
+        larder_easy_set_opensocket_callback(pointer) { clientp, _, address in
+            let client = Unmanaged<UpstreamClient>.fromOpaque(clientp!).takeUnretainedValue()
+            guard let address else { return CURL_SOCKET_BAD }
+            return client.openSocket(family: address.pointee.family, type: address.pointee.socktype, protocol: address.pointee.`protocol`)
+        }
+        larder_easy_set_pointer(pointer, CURLOPT_OPENSOCKETDATA, client)
+        larder_easy_set_closesocket_callback(pointer) { clientp, fd in
+            let client = Unmanaged<UpstreamClient>.fromOpaque(clientp!).takeUnretainedValue()
+            client.closeSocket(fd)
+            return 0
+        }
+        larder_easy_set_pointer(pointer, CURLOPT_CLOSESOCKETDATA, client)
+        larder_easy_set_data_callback(pointer, CURLOPT_HEADERFUNCTION) { buffer, size, count, userdata in
+            let transfer = Unmanaged<UpstreamTransfer>.fromOpaque(userdata!).takeUnretainedValue()
+            return transfer.receiveHeaderLine(UnsafeRawBufferPointer(start: buffer, count: size * count))
+        }
+        larder_easy_set_data_callback(pointer, CURLOPT_WRITEFUNCTION) { buffer, size, count, userdata in
+            let transfer = Unmanaged<UpstreamTransfer>.fromOpaque(userdata!).takeUnretainedValue()
+            return transfer.receiveBody(UnsafeRawBufferPointer(start: buffer, count: size * count))
+        }
+        larder_easy_set_data_callback(pointer, CURLOPT_READFUNCTION) { buffer, size, count, userdata in
+            let transfer = Unmanaged<UpstreamTransfer>.fromOpaque(userdata!).takeUnretainedValue()
+            return transfer.readBody(into: UnsafeMutableRawBufferPointer(start: buffer, count: size * count))
+        }
+    }
+}
+
+/// A request's header lines as a `curl_slist` in one allocation: the nodes first, then the
+/// NUL-terminated lines they point at. curl only reads a CURLOPT_HTTPHEADER list (the caller
+/// owns it), so one free releases everything; `curl_slist_append` costs two mallocs per line.
+fileprivate struct HeaderList {
+    private let storage: UnsafeMutableRawPointer
+    /// The list's first node.
+    let first: UnsafeMutablePointer<curl_slist>
+
+    init(_ headers: HTTPHeaders) {
+        var text: [UInt8] = []
+        var lines = 0
+        var sawAccept = false
+        for field in headers {
+            if ASCII.equalsIgnoringCase(field.name, "Content-Length") || ASCII.equalsIgnoringCase(field.name, "Expect") {
+                continue  // curl frames the body itself; 100-continue is handled on the client side
+            }
+            if ASCII.equalsIgnoringCase(field.name, "Accept") { sawAccept = true }
+            text.append(contentsOf: field.name.utf8)
+            if field.value.isEmpty {
+                text.append(UInt8(ascii: ";"))  // "Name;" is curl's spelling for an empty value
+            } else {
+                text.append(contentsOf: ": ".utf8)
+                ASCII.appendBytes(of: field.value, to: &text)
+            }
+            text.append(0)
+            lines += 1
+        }
+        // Remove the headers curl would add on its own.
+        if !sawAccept {
+            text.append(contentsOf: "Accept:".utf8)
+            text.append(0)
+            lines += 1
+        }
+        text.append(contentsOf: "Expect:".utf8)
+        text.append(0)
+        lines += 1
+
+        let nodeBytes = lines * MemoryLayout<curl_slist>.stride
+        storage = .allocate(byteCount: nodeBytes + text.count, alignment: MemoryLayout<curl_slist>.alignment)
+        let nodes = storage.bindMemory(to: curl_slist.self, capacity: lines)
+        let strings = (storage + nodeBytes).bindMemory(to: CChar.self, capacity: text.count)
+        text.withUnsafeBytes { UnsafeMutableRawPointer(strings).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+        var offset = 0
+        for index in 0..<lines {
+            let next = index + 1 < lines ? nodes + index + 1 : nil
+            (nodes + index).initialize(to: curl_slist(data: strings + offset, next: next))
+            while strings[offset] != 0 { offset += 1 }
+            offset += 1
+        }
+        first = nodes
+    }
+
+    func free() { storage.deallocate() }
 }

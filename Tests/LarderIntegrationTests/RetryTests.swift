@@ -30,6 +30,27 @@ extension IntegrationTests {
             #expect(larder.child.stdout.contains("attempts=3 retries=5xx:200ms,5xx:400ms"))
         }
 
+        /// Larder keeps a pooled upstream socket registered with epoll between transfers; the
+        /// origin closing it while idle, or curl closing it after `Connection: close`, must
+        /// leave nothing stale behind, even as client sockets reuse the descriptor numbers.
+        @Test func pooledConnectionsClosedByTheOriginAreReplacedQuietly() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: "")
+            for round in 0..<4 {
+                let idle = try Curl.viaProxy(larder.proxy, [origin.url("/idle\(round)?idle=0.1&size=300&cc=no-store")], timeout: 3)
+                #expect(idle.status == 200 && idle.body.count == 300, "round \(round)")
+                usleep(400_000)  // the origin hangs up on the pooled connection meanwhile
+                let closing = try Curl.viaProxy(
+                    larder.proxy, [origin.url("/close\(round)?h=Connection:close&size=200&cc=no-store")], timeout: 3)
+                #expect(closing.status == 200 && closing.body.count == 200, "round \(round)")
+            }
+            #expect(try origin.total() == 8)
+            larder.stop()
+            let lines = larder.child.stdout.split(separator: "\n").filter { $0.contains("/idle") || $0.contains("/close") }
+            #expect(lines.count == 8)
+            #expect(lines.allSatisfy { $0.contains("attempts=1") }, "no retries: \(lines)")
+        }
+
         @Test func aResetBeforeTheResponseIsRetried() throws {
             let origin = try Origin()
             try origin.script("/reset", [Scripted(reset: true), Scripted(body: "ok")], conditional: false)

@@ -17,6 +17,8 @@ Every path answers according to its query string:
   hang=1              never answer (until the client gives up)
   noclen=1            no Content-Length: HTTP/1.0-style body ended by close
   echo=1              answer with the request body (and X-Method, X-Body-Length)
+  idle=S              keep the connection open after answering, but close it when no next
+                      request arrives within S seconds (an origin's keep-alive timeout)
 Every answer carries X-Request-Number: how many requests the origin had counted when it
 answered, so a test can tell one origin response from another.
 Scripted resources (for the RFC 9111 conformance suite):
@@ -144,6 +146,9 @@ class Handler(BaseHTTPRequestHandler):
             REQUESTS.append({"method": self.command, "target": self.path,
                              "headers": [[k, v] for k, v in self.headers.items()],
                              "body_length": len(body_in), "time": time.time()})
+        if one("idle"):
+            # http.server ends the connection when the wait for the next request times out.
+            self.connection.settimeout(float(one("idle")))
         if one("reset"):
             self.connection.shutdown(socket.SHUT_RDWR)
             self.close_connection = True
