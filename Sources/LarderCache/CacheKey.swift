@@ -6,19 +6,32 @@ import LarderHTTP
 public struct CacheKey: Hashable, Sendable, CustomStringConvertible {
     /// `scheme://authority/path?query`.
     public let url: String
+    /// `url`'s hash, computed once: a request looks its key up in several tables (coalescer,
+    /// memory tier, disk index), and hashing the whole URL for each showed in profiles.
+    /// From Swift's per-process seeded hasher, so hash flooding stays as hard as it was.
+    private let urlHash: Int
 
     public init(_ url: AbsoluteURL) {
         let path = url.pathAndQuery
         if path.utf8.contains(UInt8(ascii: "%")) {
-            self.url = "\(url.scheme)://\(url.authority)\(CacheKey.normalizePercentEscapes(path))"
+            self.init(normalized: "\(url.scheme)://\(url.authority)\(CacheKey.normalizePercentEscapes(path))")
         } else {
-            self.url = "\(url.scheme)://\(url.authority)\(path)"
+            self.init(normalized: "\(url.scheme)://\(url.authority)\(path)")
         }
     }
 
     /// A key from an already normalized URL string (for example read back from disk).
     public init(normalized url: String) {
         self.url = url
+        urlHash = url.hashValue
+    }
+
+    public static func == (left: CacheKey, right: CacheKey) -> Bool {
+        left.urlHash == right.urlHash && left.url == right.url
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(urlHash)
     }
 
     public var description: String { url }

@@ -396,7 +396,9 @@ final class Fill: UpstreamTransferDelegate {
         trimAndResume()
     }
 
-    private var slowestPosition: Int { readers.map(\.position).min() ?? received }
+    private var slowestPosition: Int {
+        readers.isEmpty ? received : readers.reduce(Int.max) { min($0, $1.position) }
+    }
 
     /// Drops chunks no reader needs from memory, then resumes a paused transfer. With a disk
     /// file, only chunks already durable in it are dropped (so a late reader always finds a
