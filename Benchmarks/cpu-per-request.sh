@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Proxy CPU time per request and wrk's p50 latency, for one or more Larder binaries on the same
+# workload, interleaved in one run. CPU per request (utime + stime of the proxy process over the
+# requests wrk completed) moves far less between runs on a noisy VM than req/s does.
+#
+#   Benchmarks/cpu-per-request.sh [-w miss-1k|hit-1k|hit-100k] [-c CONNECTIONS] [-r REPS] BIN...
+#
+# Same setup as compare.sh: local nginx origin, caches on a tmpfs, proxies pinned to CPU 1 and
+# wrk and the origin to CPU 0. Prints each rep and the medians per binary.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+WORKLOAD=miss-1k; CONNECTIONS=50; REPS=5; DURATION=${DURATION:-3}
+while getopts "w:c:r:" option; do
+    case $option in
+        w) WORKLOAD=$OPTARG ;; c) CONNECTIONS=$OPTARG ;; r) REPS=$OPTARG ;;
+        *) echo "usage: $0 [-w workload] [-c connections] [-r reps] BIN..." >&2; exit 2 ;;
+    esac
+done
+shift $((OPTIND - 1))
+[[ $# -ge 1 ]] || { echo "usage: $0 [-w workload] [-c connections] [-r reps] BIN..." >&2; exit 2; }
+ORIGIN_PORT=${ORIGIN_PORT:-18493}; FIRST_PORT=18494
+
+base=/tmp; [[ -d /dev/shm && -w /dev/shm ]] && base=/dev/shm
+dir=$(mktemp -d "$base/larder-cpu.XXXXXX"); chmod 755 "$dir"
+pids=()
+cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$dir"; }
+trap cleanup EXIT
+pin_proxy=(); pin_load=()
+if [[ $(nproc) -ge 2 ]] && command -v taskset >/dev/null; then pin_proxy=(taskset -c 1); pin_load=(taskset -c 0); fi
+
+mkdir -p "$dir/www/obj" "$dir/tmp"
+head -c 1024 /dev/urandom > "$dir/www/obj/1k"
+head -c 102400 /dev/urandom > "$dir/www/obj/100k"
+sed -e "s#@DIR@#$dir#g" -e "s#@PORT@#$ORIGIN_PORT#g" Benchmarks/origin-nginx.conf > "$dir/nginx.conf"
+"${pin_load[@]}" nginx -c "$dir/nginx.conf" -e "$dir/nginx-error.log" & pids+=($!)
+case $WORKLOAD in
+    hit-1k) url="http://127.0.0.1:$ORIGIN_PORT/obj/1k"; mode=same ;;
+    hit-100k) url="http://127.0.0.1:$ORIGIN_PORT/obj/100k"; mode=same ;;
+    miss-1k) url="http://127.0.0.1:$ORIGIN_PORT/obj/1k"; mode=unique ;;
+    *) echo "unknown workload $WORKLOAD" >&2; exit 2 ;;
+esac
+binaries=("$@"); proxies=()
+for index in "${!binaries[@]}"; do
+    binary=${binaries[$index]}
+    port=$((FIRST_PORT + index))
+    "${pin_proxy[@]}" "$binary" serve --listen "127.0.0.1:$port" --admin-listen 127.0.0.1:0 \
+        --cache-dir "$dir/cache$index" >/dev/null 2>"$dir/proxy$index.err" & pids+=($!)
+    proxies+=($!)
+done
+for index in "${!proxies[@]}"; do
+    port=$((FIRST_PORT + index))
+    for _ in $(seq 50); do curl -s -o /dev/null -x "http://127.0.0.1:$port" "$url" && break; sleep 0.1; done
+done
+
+# CPU ticks (utime + stime) of a process.
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+hertz=$(getconf CLK_TCK)
+declare -A cpu latency
+for rep in $(seq "$REPS"); do
+    line="rep $rep:"
+    for index in "${!proxies[@]}"; do
+        pid=${proxies[$index]}; port=$((FIRST_PORT + index))
+        before=$(ticks "$pid")
+        out=$("${pin_load[@]}" wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" --latency -s Benchmarks/absolute-form.lua \
+            "http://127.0.0.1:$port/" -- "$url" "$mode")
+        after=$(ticks "$pid")
+        requests=$(awk '/requests in/ {print $1}' <<<"$out")
+        p50=$(awk '$1 == "50%" {print $2}' <<<"$out")
+        micros=$(echo "($after - $before) * 1000000 / $hertz / $requests" | bc -l)
+        cpu[$index]="${cpu[$index]:-} $micros"; latency[$index]="${latency[$index]:-} $p50"
+        line+=$(printf '  #%d %6.1f µs CPU/req p50 %s' "$index" "$micros" "$p50")
+    done
+    echo "$line"
+done
+median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+for index in "${!proxies[@]}"; do
+    printf '#%d %s: median %.1f µs CPU per request, p50 latencies:%s (%s, %s connections)\n' "$index" \
+        "${binaries[$index]}" "$(median <<<"${cpu[$index]}")" "${latency[$index]}" "$WORKLOAD" "$CONNECTIONS"
+done
