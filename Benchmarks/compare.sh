@@ -13,19 +13,8 @@ BEFORE=$1; AFTER=$2; WORKLOAD=${3:-hit-1k}; REPS=${4:-5}
 DURATION=${DURATION:-5}; CONNECTIONS=${CONNECTIONS:-50}
 ORIGIN_PORT=${ORIGIN_PORT:-18393}; PORT_A=18394; PORT_B=18395
 
-base=/tmp; [[ -d /dev/shm && -w /dev/shm ]] && base=/dev/shm
-dir=$(mktemp -d "$base/larder-compare.XXXXXX"); chmod 755 "$dir"
-pids=()
-cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$dir"; }
-trap cleanup EXIT
-pin_proxy=(); pin_load=()
-if [[ $(nproc) -ge 2 ]] && command -v taskset >/dev/null; then pin_proxy=(taskset -c 1); pin_load=(taskset -c 0); fi
-
-mkdir -p "$dir/www/obj" "$dir/tmp"
-head -c 1024 /dev/urandom > "$dir/www/obj/1k"
-head -c 102400 /dev/urandom > "$dir/www/obj/100k"
-sed -e "s#@DIR@#$dir#g" -e "s#@PORT@#$ORIGIN_PORT#g" Benchmarks/origin-nginx.conf > "$dir/nginx.conf"
-"${pin_load[@]}" nginx -c "$dir/nginx.conf" -e "$dir/nginx-error.log" & pids+=($!)
+source Benchmarks/common.sh
+bench_setup compare "$ORIGIN_PORT"
 "${pin_proxy[@]}" "$BEFORE" serve ${BEFORE_CONFIG:+--config "$BEFORE_CONFIG"} --listen "127.0.0.1:$PORT_A" --admin-listen 127.0.0.1:0 --cache-dir "$dir/a" >/dev/null 2>"$dir/a.err" & pids+=($!)
 "${pin_proxy[@]}" "$AFTER" serve ${AFTER_CONFIG:+--config "$AFTER_CONFIG"} --listen "127.0.0.1:$PORT_B" --admin-listen 127.0.0.1:0 --cache-dir "$dir/b" >/dev/null 2>"$dir/b.err" & pids+=($!)
 case $WORKLOAD in

@@ -20,19 +20,8 @@ shift $((OPTIND - 1))
 [[ $# -ge 1 ]] || { echo "usage: $0 [-w workload] [-c connections] [-r reps] BIN..." >&2; exit 2; }
 ORIGIN_PORT=${ORIGIN_PORT:-18493}; FIRST_PORT=18494
 
-base=/tmp; [[ -d /dev/shm && -w /dev/shm ]] && base=/dev/shm
-dir=$(mktemp -d "$base/larder-cpu.XXXXXX"); chmod 755 "$dir"
-pids=()
-cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$dir"; }
-trap cleanup EXIT
-pin_proxy=(); pin_load=()
-if [[ $(nproc) -ge 2 ]] && command -v taskset >/dev/null; then pin_proxy=(taskset -c 1); pin_load=(taskset -c 0); fi
-
-mkdir -p "$dir/www/obj" "$dir/tmp"
-head -c 1024 /dev/urandom > "$dir/www/obj/1k"
-head -c 102400 /dev/urandom > "$dir/www/obj/100k"
-sed -e "s#@DIR@#$dir#g" -e "s#@PORT@#$ORIGIN_PORT#g" Benchmarks/origin-nginx.conf > "$dir/nginx.conf"
-"${pin_load[@]}" nginx -c "$dir/nginx.conf" -e "$dir/nginx-error.log" & pids+=($!)
+source Benchmarks/common.sh
+bench_setup cpu "$ORIGIN_PORT"
 case $WORKLOAD in
     hit-1k) url="http://127.0.0.1:$ORIGIN_PORT/obj/1k"; mode=same ;;
     hit-100k) url="http://127.0.0.1:$ORIGIN_PORT/obj/100k"; mode=same ;;
