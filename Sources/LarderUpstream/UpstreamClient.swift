@@ -60,7 +60,6 @@ public final class UpstreamClient {
 
     deinit {
         for (_, transfer) in active { transfer.detachFromCurl() }
-        for handle in spareHandles { handle.cleanup() }
         curl_multi_cleanup(multi)
     }
 
@@ -221,12 +220,10 @@ public final class UpstreamClient {
     // MARK: Ending transfers
 
     fileprivate func finish(_ transfer: UpstreamTransfer, error: UpstreamError?) {
+        // Read from the handle before it is recycled for another transfer.
+        let result: Result<UpstreamSummary, UpstreamError> = error.map { .failure($0) } ?? .success(transfer.summary)
         guard release(transfer) else { return }
-        if let error {
-            transfer.delegate?.upstreamDidFinish(.failure(error))
-        } else {
-            transfer.delegate?.upstreamDidFinish(.success(transfer.summary))
-        }
+        transfer.delegate?.upstreamDidFinish(result)
         transfer.delegate = nil
     }
 
@@ -236,11 +233,7 @@ public final class UpstreamClient {
         transfer.disarmTimeout(loop: loop)
         curl_multi_remove_handle(multi, transfer.easy)
         transfer.detachFromCurl()
-        if spareHandles.count < 64 {
-            spareHandles.append(transfer.handle)
-        } else {
-            transfer.handle.cleanup()
-        }
+        if spareHandles.count < 64 { spareHandles.append(transfer.handle) }
         transfer.key = nil
         return true
     }
@@ -526,7 +519,9 @@ fileprivate final class EasyHandle {
         setConstantOptions()
     }
 
-    func cleanup() {
+    // A transfer that has ended may still hold its handle (and read from it) after the
+    // client let it go; the last reference frees it.
+    deinit {
         curl_easy_cleanup(pointer)
         errorBuffer.deallocate()
     }
