@@ -101,32 +101,22 @@ public enum DiskEntryFormat {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(preambleLength)
         bytes.append(contentsOf: "\(magic)\(version)\nbody-length ".utf8)
-        appendZeroPadded(UInt64(bodyLength), width: 20, to: &bytes)
+        appendZeroPadded(Int(bodyLength), width: 20, to: &bytes)
         bytes.append(contentsOf: "\nbody-checksum ".utf8)
         bytes.append(contentsOf: StableHash.hex64(bodyChecksum).utf8)
         bytes.append(contentsOf: "\nhead-length ".utf8)
-        appendZeroPadded(UInt64(headLength), width: 10, to: &bytes)
+        appendZeroPadded(headLength, width: 10, to: &bytes)
         bytes.append(10)
         precondition(bytes.count == preambleLength)
         return bytes
     }
 
     /// `value` in decimal, left-padded with zeros to `width` digits (wider values are kept whole).
-    private static func appendZeroPadded(_ value: UInt64, width: Int, to bytes: inout [UInt8]) {
-        var digitCount = 1
-        var scale = value
-        while scale >= 10 {
-            digitCount += 1
-            scale /= 10
-        }
-        bytes.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: max(width, digitCount)))
-        var index = bytes.count - 1
-        var remaining = value
-        repeat {
-            bytes[index] = UInt8(ascii: "0") + UInt8(remaining % 10)
-            remaining /= 10
-            index -= 1
-        } while remaining > 0
+    private static func appendZeroPadded(_ value: Int, width: Int, to bytes: inout [UInt8]) {
+        let start = bytes.count
+        HeadSerializer.appendDecimal(value, to: &bytes)
+        let digits = bytes.count - start
+        if digits < width { bytes.insert(contentsOf: repeatElement(UInt8(ascii: "0"), count: width - digits), at: start) }
     }
 
     /// Reads the preamble: (body length, checksum, head length).
