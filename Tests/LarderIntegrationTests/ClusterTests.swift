@@ -226,12 +226,11 @@ extension IntegrationTests {
             // A "parent" that reads our CONNECT as an unknown command and hangs up (a clean close
             // or a reset, depending on timing: both mean it cannot carry the tunnel).
             let mute = try TunnelTarget(.raw)
-            let closes = try Larder(config: """
-                [proxy]
-                connect_ports = [\(target.port)]
-                [upstream]
-                parent = "http://127.0.0.1:\(mute.port)"
-                """)
+            /// A Larder that tunnels to the target through `parent`.
+            func child(parent: String, _ extra: String = "") throws -> Larder {
+                try Larder(config: "[proxy]\nconnect_ports = [\(target.port)]\n[upstream]\nparent = \"\(parent)\"\n" + extra)
+            }
+            let closes = try child(parent: "http://127.0.0.1:\(mute.port)")
             #expect(try Tunnels.connect(closes, to: target.port).1.status == 502)
             _ = try closes.child.waitForOutput { $0.contains("parent proxy unreachable") && $0.contains("parent=http://127.0.0.1:\(mute.port)") }
             let metrics = try Curl.run(["http://127.0.0.1:\(closes.adminPort)/metrics"]).text
@@ -239,22 +238,11 @@ extension IntegrationTests {
 
             // A parent that never accepts: the client hears 504 within connect_timeout.
             let blackhole = try TunnelTarget(.blackhole)
-            let waits = try Larder(config: """
-                [proxy]
-                connect_ports = [\(target.port)]
-                [upstream]
-                parent = "http://127.0.0.1:\(blackhole.port)"
-                connect_timeout = "1s"
-                """)
+            let waits = try child(parent: "http://127.0.0.1:\(blackhole.port)", "connect_timeout = \"1s\"\n")
             #expect(try Tunnels.connect(waits, to: target.port).1.status == 504)
 
             // A SOCKS parent serves misses through libcurl but cannot carry Larder's tunnels.
-            let socks = try Larder(config: """
-                [proxy]
-                connect_ports = [\(target.port)]
-                [upstream]
-                parent = "socks5://127.0.0.1:\(mute.port)"
-                """)
+            let socks = try child(parent: "socks5://127.0.0.1:\(mute.port)")
             #expect(try Tunnels.connect(socks, to: target.port).1.status == 502)
         }
 

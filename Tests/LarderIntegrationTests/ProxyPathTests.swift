@@ -33,6 +33,30 @@ extension IntegrationTests {
             }
         }
 
+        /// Upstream curl handles are recycled with their options kept; a method, upload or
+        /// HEAD-ness set for one request must not carry over to the next on the same handle.
+        @Test func recycledUpstreamHandlesForgetTheLastMethod() throws {
+            let origin = try Origin()
+            let larder = try Larder()
+            let steps: [(arguments: [String], path: String, method: String)] = [
+                (["--data-binary", "abc"], "/r1?echo=1", "POST"),
+                ([], "/r2?size=100&cc=no-store", "GET"),
+                (["-I"], "/r3?size=100&cc=no-store", "HEAD"),
+                ([], "/r4?size=100&cc=no-store", "GET"),
+                (["-X", "OPTIONS"], "/r5?echo=1", "OPTIONS"),
+                ([], "/r6?size=100&cc=no-store", "GET"),
+            ]
+            for step in steps {
+                let result = try Curl.viaProxy(larder.proxy, step.arguments + [origin.url(step.path)])
+                #expect(result.status == 200, "\(step.method) \(step.path)")
+                if step.method == "GET" { #expect(result.body.count == 100, "\(step.path) got its body") }
+                if step.method == "POST" { #expect(result.text == "abc") }
+            }
+            let seen = try origin.requests().filter { $0.target.hasPrefix("/r") }
+            #expect(seen.map(\.method) == steps.map(\.method))
+            #expect(seen.map(\.target) == steps.map(\.path))
+        }
+
         @Test func keepAliveConnectionServesSeveralRequests() throws {
             let origin = try Origin()
             let larder = try Larder()
