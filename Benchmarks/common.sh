@@ -1,5 +1,6 @@
-# Shared set-up for the comparison scripts (sourced, not run): a scratch directory on a tmpfs
-# when there is one, CPU pinning (proxies on CPU 1, load and origin on CPU 0), the local nginx
+# Shared set-up for run.sh and the comparison scripts (sourced, not run): a scratch directory
+# on a tmpfs when there is one (as in ../shared/bench: file creation on a disk filesystem costs
+# the miss path far more than the proxy itself, and varies run to run), CPU pinning (proxies on CPU 1, load and origin on CPU 0), the local nginx
 # origin serving /obj/1k and /obj/100k, and an EXIT trap that stops every process in `pids`.
 #
 #   source Benchmarks/common.sh; bench_setup NAME ORIGIN_PORT

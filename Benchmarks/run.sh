@@ -28,31 +28,9 @@ if [[ ${#need[@]} -gt 0 ]]; then
 fi
 [[ -x $LARDER ]] || { echo "bench: $LARDER missing (make release)"; exit 1; }
 
-# The cache lives on a tmpfs when there is one (as in ../shared/bench): file creation on a disk
-# filesystem costs the miss path far more than the proxy itself, and varies run to run.
-base=/tmp; [[ -d /dev/shm && -w /dev/shm ]] && base=/dev/shm
-dir=$(mktemp -d "$base/larder-bench.XXXXXX")
-chmod 755 "$dir"   # nginx workers run as another user
-pids=()
-cleanup() {
-    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-    for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-    rm -rf "$dir"
-}
-trap cleanup EXIT
-[[ -n "${BENCH_DEBUG:-}" ]] && trap - EXIT
-
-pin_proxy=(); pin_load=()
-if [[ $(nproc) -ge 2 ]] && command -v taskset >/dev/null; then
-    pin_proxy=(taskset -c 1); pin_load=(taskset -c 0)
-fi
-
-mkdir -p "$dir/www/obj" "$dir/tmp"
-head -c 1024 /dev/urandom > "$dir/www/obj/1k"
-head -c 102400 /dev/urandom > "$dir/www/obj/100k"
-sed -e "s#@DIR@#$dir#g" -e "s#@PORT@#$ORIGIN_PORT#g" Benchmarks/origin-nginx.conf > "$dir/nginx.conf"
-"${pin_load[@]}" nginx -c "$dir/nginx.conf" -e "$dir/nginx-error.log" &
-pids+=($!)
+source Benchmarks/common.sh
+bench_setup bench "$ORIGIN_PORT"
+[[ -n "${BENCH_DEBUG:-}" ]] && trap - EXIT   # keep the scratch directory and processes
 "${pin_proxy[@]}" "$LARDER" serve --listen "127.0.0.1:$PROXY_PORT" --admin-listen 127.0.0.1:0 \
     --cache-dir "$dir/cache" >/dev/null 2>"$dir/larder.err" &
 pids+=($!)
