@@ -310,8 +310,6 @@ public final class DiskCache: Sendable {
     /// Wakes the writer for jobs queued with `wakeWriter: false`.
     public func wakeWriter() { writer.wake() }
 
-    var temporaryDirectory: String { directory + "/tmp" }
-
     /// A name in `tmp/` that no other write uses: the entry's name, this process and a counter
     /// (start-up empties `tmp/`, so names from a crashed run are gone).
     func temporaryPath(_ name: String, suffix: String) -> String {
