@@ -6,7 +6,8 @@
 #   Benchmarks/cpu-per-request.sh [-w miss-1k|hit-1k|hit-100k] [-c CONNECTIONS] [-r REPS] BIN...
 #
 # Same setup as compare.sh: local nginx origin, caches on a tmpfs, proxies pinned to CPU 1 and
-# wrk and the origin to CPU 0. Prints each rep and the medians per binary.
+# wrk and the origin to CPU 0. Prints each rep and the medians per binary. CONFIG=FILE runs
+# every binary with that configuration (Benchmarks/shared-bench.toml: as the shared harness).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 WORKLOAD=miss-1k; CONNECTIONS=50; REPS=5; DURATION=${DURATION:-3}
@@ -32,7 +33,7 @@ binaries=("$@"); proxies=()
 for index in "${!binaries[@]}"; do
     binary=${binaries[$index]}
     port=$((FIRST_PORT + index))
-    "${pin_proxy[@]}" "$binary" serve --listen "127.0.0.1:$port" --admin-listen 127.0.0.1:0 \
+    "${pin_proxy[@]}" "$binary" serve ${CONFIG:+--config "$CONFIG"} --listen "127.0.0.1:$port" --admin-listen 127.0.0.1:0 \
         --cache-dir "$dir/cache$index" >/dev/null 2>"$dir/proxy$index.err" & pids+=($!)
     proxies+=($!)
 done

@@ -9,10 +9,11 @@ import Synchronization
 /// complete and its length checked (see ``DiskEntryFormat`` for the file layout).
 ///
 /// Threads: lookups run on event loops (a mutex-guarded index probe, then open + pread of the
-/// head from the page cache). Everything else that blocks — writing, renaming, unlinking,
-/// evicting, verifying checksums, the start-up scan — runs on two ``BlockingWorker``s:
-/// `writer` (writes, renames, deletions, eviction, in order), `reader` (checksum verification,
-/// reads for promotion into memory) and `scanner` (the start-up scan, then it ends).
+/// head from the page cache), and so do ``storeInline(_:head:)``'s small writes while the disk
+/// is fast. Everything else that blocks — streamed writes, unlinking, evicting, verifying
+/// checksums, the start-up scan — runs on ``BlockingWorker``s: `writer` (writes, renames,
+/// deletions, eviction, in order), `reader` (checksum verification, reads for promotion into
+/// memory) and `scanner` (the start-up scan, then it ends).
 ///
 /// State: `index` and `limits` are guarded by their mutexes; counters are atomics.
 /// Crash safety: a file in `v1/` is always complete (rename is atomic); leftovers in `tmp/` are
@@ -34,6 +35,11 @@ public final class DiskCache: Sendable {
     private let lastErrorLog = Atomic<UInt64>(0)
     private let trashCounter = Atomic<Int>(0)
     private let temporarySequence = Atomic<UInt64>(0)
+    /// Monotonic time before which ``storeInline(_:head:)`` declines (after a slow inline write).
+    private let inlineAllowedAfter = Atomic<UInt64>(0)
+    /// Writer jobs queued or running that delete or replace files (`submitDeletion`): while
+    /// there are any, stores go to the writer behind them instead of overtaking them inline.
+    private let deletionsPending = Atomic<Int>(0)
 
     public let evictions = AtomicCounter()
     public let corruptions = AtomicCounter()
@@ -81,7 +87,7 @@ public final class DiskCache: Sendable {
     /// Removes leftover temporary files and starts rebuilding the index from the entry files in
     /// the background. Lookups work meanwhile (see ``lookup(_:request:)``).
     public func start() {
-        writer.submit { [self] in
+        submitDeletion { [self] in
             for name in (try? FileSystem.list(directory + "/tmp")) ?? [] {
                 try? FileSystem.remove(directory + "/tmp/" + name)
             }
@@ -122,7 +128,7 @@ public final class DiskCache: Sendable {
     /// Applies new limits, evicting down to a smaller size in the background.
     public func setLimits(_ newLimits: Limits) {
         limits.withLock { $0 = newLimits }
-        writer.submit { [self] in evictIfNeeded() }
+        submitDeletion { [self] in evictIfNeeded() }
     }
 
     // MARK: Names
@@ -134,11 +140,20 @@ public final class DiskCache: Sendable {
         return StableHash.hex(key.url + "\n" + secondary)
     }
 
+    /// `directory/v1/ab/cd/name` for a name `abcd…`, built in one allocation (every disk
+    /// lookup and store needs one).
     func path(forName name: String) -> String {
-        let bytes = Array(name.utf8)
-        let first = String(decoding: bytes[0..<2], as: UTF8.self)
-        let second = String(decoding: bytes[2..<4], as: UTF8.self)
-        return "\(directory)/v1/\(first)/\(second)/\(name)"
+        let utf8 = name.utf8
+        var path = ""
+        path.reserveCapacity(directory.utf8.count + 10 + utf8.count)
+        path += directory
+        path += "/v1/"
+        path += Substring(utf8.prefix(2))
+        path += "/"
+        path += Substring(utf8.dropFirst(2).prefix(2))
+        path += "/"
+        path += name
+        return path
     }
 
     // MARK: Lookup (event loop)
@@ -177,6 +192,11 @@ public final class DiskCache: Sendable {
             let loaded = try loadHead(name: entry.name)
             guard loaded.head.key == key.url else { throw DiskEntryFormat.Problem.keyMismatch }
             return .hit(storedResponse(key: key, loaded: loaded))
+        } catch let error as SystemError where error.errno == ENOENT {
+            // Gone from under the index (deleted by hand, or evicted by the writer just as an
+            // event loop stored the same name again): a miss, not a corrupt entry.
+            index.withLock { _ = $0.remove(named: entry.name) }
+            return .miss
         } catch {
             discard(entry.name, reason: "\(error)")
             return .miss
@@ -286,25 +306,88 @@ public final class DiskCache: Sendable {
         let temporary = temporaryPath(name, suffix: "tmp")
         let key = stored.key
         writer.submit(wake: wakeWriter) { [self] in
-            do throws(SystemError) {
-                var checksum = BodyChecksum()
-                checksum.update(body)
-                let headBytes = DiskEntryFormat.encodeHead(head)
-                let fd = try FileSystem.createExclusive(temporary)
-                defer { Syscall.close(fd) }
-                var entryHead = DiskEntryFormat.preamble(
-                    bodyLength: Int64(body.count), bodyChecksum: checksum.value, headLength: headBytes.count)
-                entryHead.append(contentsOf: headBytes)
-                try FileSystem.writeAll(fd, entryHead, body)
-                try FileSystem.renameCreatingDirectory(temporary, path(forName: name))
-                didStore(
-                    key: key, name: name, vary: head.vary,
-                    size: Int64(DiskEntryFormat.preambleLength + headBytes.count + body.count))
-            } catch {
-                try? FileSystem.remove(temporary)
-                writeFailed(error)
-            }
+            writeEntry(key: key, name: name, head: head, body: body, temporary: temporary)
         }
+    }
+
+    /// Stores a small complete response on the calling thread (an event loop, after its batch
+    /// of responses went out), as nginx does: on one core, handing a 1 KiB entry to the writer
+    /// thread costs more in wake-ups and context switches than the four file calls themselves.
+    /// Returns false, doing nothing, when the entry must go to ``store(_:head:wakeWriter:)``
+    /// instead: the body is over ``inlineLimit``, a deletion is queued or running on the writer
+    /// (an earlier deletion of the same name must not be overtaken), or an inline write was
+    /// slow recently — one write over ``slowInlineWrite`` sends every write to the writer for
+    /// ``inlineBackoff``, so a slow or stalled disk costs the loop one stall, not one per miss.
+    public func storeInline(_ stored: StoredResponse, head: DiskEntryFormat.Head) -> Bool {
+        guard case .memory(let body) = stored.body, body.count <= DiskCache.inlineLimit else { return false }
+        guard Clocks.monotonicNanos() >= inlineAllowedAfter.load(ordering: .relaxed),
+            deletionsPending.load(ordering: .acquiring) == 0, !isDegraded,
+            Int64(body.count) <= limits.withLock({ $0.maxObjectBytes })
+        else { return false }
+        let name = DiskCache.fileName(key: stored.key, vary: head.vary)
+        let fileNanos = writeEntry(
+            key: stored.key, name: name, head: head, body: body, temporary: temporaryPath(name, suffix: "tmp"),
+            evictInline: false)
+        // Only the file calls count: indexing is CPU work (a growing index rehashes now and
+        // then, for milliseconds on a large cache), and a slow disk is what must not stall a loop.
+        if let fileNanos, fileNanos > DiskCache.slowInlineWrite {
+            inlineAllowedAfter.store(Clocks.monotonicNanos() + DiskCache.inlineBackoff, ordering: .relaxed)
+            logger.notice(
+                "slow disk cache write; writing on the disk thread for 30s",
+                metadata: ["milliseconds": "\(fileNanos / 1_000_000)", "directory": "\(directory)"])
+        }
+        if fileNanos != nil && index.withLock({ $0.totalBytes }) > limits.withLock({ $0.maxBytes }) {
+            submitDeletion { [self] in evictIfNeeded() }
+        }
+        return true
+    }
+
+    /// Queues a writer job that deletes, replaces or evicts files; inline stores wait for it.
+    /// (After ``stop()`` the job is dropped and the count stays up: nothing is stored inline
+    /// while shutting down.)
+    private func submitDeletion(_ job: @escaping @Sendable () -> Void) {
+        deletionsPending.add(1, ordering: .releasing)
+        writer.submit { [self] in
+            job()
+            deletionsPending.subtract(1, ordering: .releasing)
+        }
+    }
+
+    /// Bodies up to this size may be written by ``storeInline(_:head:)``.
+    public static let inlineLimit = 64 << 10
+    /// An inline write slower than this (10 ms) means the disk is not fast enough to write on
+    /// an event loop. Well above a scheduler time slice (3-4 ms): a loop thread preempted in the
+    /// middle of a write on a busy core is not a slow disk.
+    static let slowInlineWrite: UInt64 = 10_000_000
+    /// How long writes stay on the writer thread after a slow inline write.
+    static let inlineBackoff: UInt64 = 30_000_000_000
+
+    /// Writes an entry to a temporary file, renames it into place and indexes it. Eviction
+    /// runs here on the writer thread; an inline caller asks the writer for it instead.
+    /// Returns the time the file calls took (create, write, rename, close), or nil when the
+    /// entry could not be stored.
+    @discardableResult
+    private func writeEntry(
+        key: CacheKey, name: String, head: DiskEntryFormat.Head, body: [UInt8], temporary: String,
+        evictInline: Bool = true
+    ) -> UInt64? {
+        var checksum = BodyChecksum()
+        checksum.update(body)
+        let entryHead = DiskEntryFormat.entryHead(head, bodyLength: Int64(body.count), bodyChecksum: checksum.value)
+        let start = Clocks.monotonicNanos()
+        do throws(SystemError) {
+            let fd = try FileSystem.createExclusive(temporary)
+            defer { Syscall.close(fd) }
+            try FileSystem.writeAll(fd, entryHead, body)
+            try FileSystem.renameCreatingDirectory(temporary, path(forName: name))
+        } catch {
+            try? FileSystem.remove(temporary)
+            writeFailed(error)
+            return nil
+        }
+        let elapsed = Clocks.monotonicNanos() - start
+        didStore(key: key, name: name, vary: head.vary, size: Int64(entryHead.count + body.count), evict: evictInline)
+        return elapsed
     }
 
     /// Wakes the writer for jobs queued with `wakeWriter: false`.
@@ -314,18 +397,29 @@ public final class DiskCache: Sendable {
     /// (start-up empties `tmp/`, so names from a crashed run are gone).
     func temporaryPath(_ name: String, suffix: String) -> String {
         let sequence = temporarySequence.add(1, ordering: .relaxed).newValue
-        return "\(directory)/tmp/\(name).\(DiskCache.processID).\(sequence).\(suffix)"
+        var path = ""
+        path.reserveCapacity(directory.utf8.count + name.utf8.count + suffix.utf8.count + 40)
+        path += directory
+        path += "/tmp/"
+        path += name
+        path += "."
+        path += String(DiskCache.processID)
+        path += "."
+        path += String(sequence)
+        path += "."
+        path += suffix
+        return path
     }
 
     private static let processID = getpid()
 
     /// Called by a finished ``DiskWrite`` on the writer thread once its file is in place.
-    func didStore(key: CacheKey, name: String, vary: [String: String], size: Int64) {
+    func didStore(key: CacheKey, name: String, vary: [String: String], size: Int64, evict: Bool = true) {
         index.withLock { index in
             _ = index.insert(DiskIndex.Entry(key: key, vary: vary, name: name, size: size, verified: true))
         }
         writesCompleted.add(1)
-        evictIfNeeded()
+        if evict { evictIfNeeded() }
     }
 
     /// Records a failed write: the tier stops taking writes for a while and says so once.
@@ -368,7 +462,7 @@ public final class DiskCache: Sendable {
         corruptions.add(1)
         let path = path(forName: name)
         logger.warning("dropping corrupt disk cache entry", metadata: ["file": "\(path)", "reason": "\(reason)"])
-        writer.submit { try? FileSystem.remove(path) }
+        submitDeletion { try? FileSystem.remove(path) }
     }
 
     /// Rewrites the head of the entry `refreshed` replaces (same key and variant) after a
@@ -384,7 +478,7 @@ public final class DiskCache: Sendable {
             requestTime: refreshed.requestTime, responseTime: refreshed.responseTime, vary: refreshed.varyValues,
             headers: headers)
         let temporary = temporaryPath(name, suffix: "refresh")
-        writer.submit { [self] in
+        submitDeletion { [self] in
             do {
                 let old = try loadHead(name: name)
                 guard old.head.key == refreshed.key.url else { return }
@@ -419,7 +513,7 @@ public final class DiskCache: Sendable {
         let name = DiskCache.fileName(key: stored.key, vary: stored.varyValues)
         index.withLock { _ = $0.remove(named: name) }
         let path = path(forName: name)
-        writer.submit { try? FileSystem.remove(path) }
+        submitDeletion { try? FileSystem.remove(path) }
     }
 
     /// Removes every stored variant of `key`. Returns whether anything was stored.
@@ -429,7 +523,7 @@ public final class DiskCache: Sendable {
         let direct = DiskCache.fileName(key: key, vary: [:])
         if !isIndexComplete && !names.contains(direct) && access(path(forName: direct), F_OK) == 0 { names.append(direct) }
         let paths = names.map(path(forName:))
-        writer.submit { for path in paths { try? FileSystem.remove(path) } }
+        submitDeletion { for path in paths { try? FileSystem.remove(path) } }
         return !names.isEmpty
     }
 
@@ -437,7 +531,7 @@ public final class DiskCache: Sendable {
     public func removeAll() {
         _ = index.withLock { $0.removeAll() }
         let trash = "\(directory)/trash-\(getpid())-\(trashCounter.add(1, ordering: .relaxed).newValue)"
-        writer.submit { [self] in
+        submitDeletion { [self] in
             do {
                 try FileSystem.rename(directory + "/v1", trash)
                 try FileSystem.makeDirectories(directory + "/v1")
@@ -490,6 +584,6 @@ public final class DiskCache: Sendable {
         logger.info(
             "disk cache index rebuilt",
             metadata: ["entries": "\(found)", "dropped": "\(dropped)", "ms": "\(millis)", "directory": "\(directory)"])
-        writer.submit { [self] in evictIfNeeded() }
+        submitDeletion { [self] in evictIfNeeded() }
     }
 }

@@ -80,43 +80,94 @@ public enum DiskEntryFormat {
     public static func encodeHead(_ head: Head) -> [UInt8] {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(512)
-        bytes.append(contentsOf: "key \(head.key)\n".utf8)
-        bytes.append(contentsOf: "status \(head.status) ".utf8)
+        appendHead(head, to: &bytes)
+        return bytes
+    }
+
+    /// Preamble and head of an entry in one buffer, ready to be written before the body (one
+    /// allocation: the disk tier builds this for every miss it stores).
+    public static func entryHead(_ head: Head, bodyLength: Int64, bodyChecksum: UInt64) -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(preambleLength + 512)
+        bytes.append(contentsOf: repeatElement(0, count: preambleLength))
+        appendHead(head, to: &bytes)
+        let headLength = bytes.count - preambleLength
+        bytes.withUnsafeMutableBufferPointer { buffer in
+            writePreamble(
+                bodyLength: bodyLength, bodyChecksum: bodyChecksum, headLength: headLength,
+                into: UnsafeMutableBufferPointer(rebasing: buffer[0..<preambleLength]))
+        }
+        return bytes
+    }
+
+    /// Appends the head section, without string interpolation (each one is an allocation).
+    private static func appendHead(_ head: Head, to bytes: inout [UInt8]) {
+        bytes.append(contentsOf: "key ".utf8)
+        bytes.append(contentsOf: head.key.utf8)
+        bytes.append(contentsOf: "\nstatus ".utf8)
+        HeadSerializer.appendDecimal(head.status, to: &bytes)
+        bytes.append(32)
         ASCII.appendBytes(of: head.reason, to: &bytes)
+        bytes.append(contentsOf: "\nrequest-time ".utf8)
+        bytes.append(contentsOf: head.requestTime.description.utf8)
+        bytes.append(contentsOf: "\nresponse-time ".utf8)
+        bytes.append(contentsOf: head.responseTime.description.utf8)
         bytes.append(10)
-        bytes.append(contentsOf: "request-time \(head.requestTime)\n".utf8)
-        bytes.append(contentsOf: "response-time \(head.responseTime)\n".utf8)
-        for (name, value) in head.vary.sorted(by: { $0.key < $1.key }) {
-            bytes.append(contentsOf: "vary \(name): ".utf8)
-            ASCII.appendBytes(of: value, to: &bytes)
-            bytes.append(10)
+        if !head.vary.isEmpty {
+            for (name, value) in head.vary.sorted(by: { $0.key < $1.key }) {
+                bytes.append(contentsOf: "vary ".utf8)
+                bytes.append(contentsOf: name.utf8)
+                bytes.append(contentsOf: ": ".utf8)
+                ASCII.appendBytes(of: value, to: &bytes)
+                bytes.append(10)
+            }
         }
         bytes.append(10)
         HeadSerializer.appendFields(head.headers, to: &bytes)
-        return bytes
     }
 
     /// The fixed-width preamble.
     public static func preamble(bodyLength: Int64, bodyChecksum: UInt64, headLength: Int) -> [UInt8] {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(preambleLength)
-        bytes.append(contentsOf: "\(magic)\(version)\nbody-length ".utf8)
-        appendZeroPadded(Int(bodyLength), width: 20, to: &bytes)
-        bytes.append(contentsOf: "\nbody-checksum ".utf8)
-        bytes.append(contentsOf: StableHash.hex64(bodyChecksum).utf8)
-        bytes.append(contentsOf: "\nhead-length ".utf8)
-        appendZeroPadded(headLength, width: 10, to: &bytes)
-        bytes.append(10)
-        precondition(bytes.count == preambleLength)
-        return bytes
+        [UInt8](unsafeUninitializedCapacity: preambleLength) { buffer, count in
+            writePreamble(bodyLength: bodyLength, bodyChecksum: bodyChecksum, headLength: headLength, into: buffer)
+            count = preambleLength
+        }
     }
 
-    /// `value` in decimal, left-padded with zeros to `width` digits (wider values are kept whole).
-    private static func appendZeroPadded(_ value: Int, width: Int, to bytes: inout [UInt8]) {
-        let start = bytes.count
-        HeadSerializer.appendDecimal(value, to: &bytes)
-        let digits = bytes.count - start
-        if digits < width { bytes.insert(contentsOf: repeatElement(UInt8(ascii: "0"), count: width - digits), at: start) }
+    /// Writes the preamble's `preambleLength` bytes into `buffer`.
+    private static func writePreamble(
+        bodyLength: Int64, bodyChecksum: UInt64, headLength: Int, into buffer: UnsafeMutableBufferPointer<UInt8>
+    ) {
+        precondition(buffer.count >= preambleLength)
+        var position = 0
+        func text(_ string: String) {
+            for byte in string.utf8 {
+                buffer[position] = byte
+                position += 1
+            }
+        }
+        /// `value` in decimal, left-padded with zeros to exactly `width` digits.
+        func decimal(_ value: Int, width: Int) {
+            precondition(value >= 0)
+            var rest = value
+            for index in stride(from: position + width - 1, through: position, by: -1) {
+                buffer[index] = UInt8(truncatingIfNeeded: 48 + rest % 10)
+                rest /= 10
+            }
+            precondition(rest == 0, "value wider than its preamble field")
+            position += width
+        }
+        text(magic)
+        decimal(version, width: 1)
+        text("\nbody-length ")
+        decimal(Int(bodyLength), width: 20)
+        text("\nbody-checksum ")
+        StableHash.writeHex(bodyChecksum, into: UnsafeMutableBufferPointer(rebasing: buffer[position..<position + 16]))
+        position += 16
+        text("\nhead-length ")
+        decimal(headLength, width: 10)
+        text("\n")
+        precondition(position == preambleLength)
     }
 
     /// Reads the preamble: (body length, checksum, head length).

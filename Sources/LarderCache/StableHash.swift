@@ -38,7 +38,7 @@ public enum StableHash {
 
     /// 16 lower-case hex digits of `value` into `buffer` (written in place: this names every
     /// file the disk tier stores, on its writer thread).
-    private static func writeHex(_ value: UInt64, into buffer: UnsafeMutableBufferPointer<UInt8>) {
+    static func writeHex(_ value: UInt64, into buffer: UnsafeMutableBufferPointer<UInt8>) {
         var remaining = value
         for index in stride(from: 15, through: 0, by: -1) {
             let digit = UInt8(remaining & 0xF)

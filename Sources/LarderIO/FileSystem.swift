@@ -9,12 +9,24 @@ public enum FileSystem {
     public static func makeDirectories(_ path: String) throws(SystemError) {
         // Leaf first: usually only the last component is missing, so this is one mkdir, and
         // the parents are walked only when the kernel says one is missing.
-        if mkdir(path, 0o700) == 0 || errno == EEXIST { return }
-        guard errno == ENOENT, let slash = path.lastIndex(of: "/"), slash != path.startIndex else {
-            throw SystemError(call: "mkdir \(path)", errno: errno)
+        do {
+            try makeDirectory(path)
+        } catch where error.errno == ENOENT {
+            guard let slash = path.lastIndex(of: "/"), slash != path.startIndex else { throw error }
+            try makeDirectories(String(path[..<slash]))
+            try makeDirectory(path)
         }
-        try makeDirectories(String(path[..<slash]))
-        if mkdir(path, 0o700) != 0 && errno != EEXIST { throw SystemError(call: "mkdir \(path)", errno: errno) }
+    }
+
+    /// One mkdir (mode 0700); an existing directory is not an error.
+    private static func makeDirectory(_ path: String) throws(SystemError) {
+        do {
+            _ = try Syscall.call("mkdir", path: path) { mkdir($0, 0o700) }
+        } catch where error.errno == EEXIST {
+            return
+        } catch {
+            throw SystemError(call: "mkdir \(path)", errno: error.errno)
+        }
     }
 
     /// Renames `from` to `to`, creating the destination's directory when it does not exist
@@ -50,7 +62,13 @@ public enum FileSystem {
 
     /// Removes a file; a missing file is not an error.
     public static func remove(_ path: String) throws(SystemError) {
-        if unlink(path) != 0 && errno != ENOENT { throw SystemError(call: "unlink \(path)", errno: errno) }
+        do {
+            _ = try Syscall.call("unlink", path: path) { unlink($0) }
+        } catch where error.errno == ENOENT {
+            return
+        } catch {
+            throw SystemError(call: "unlink \(path)", errno: error.errno)
+        }
     }
 
     /// Removes a directory tree.
@@ -67,7 +85,7 @@ public enum FileSystem {
     }
 
     public static func rename(_ from: String, _ to: String) throws(SystemError) {
-        _ = try Syscall.call("rename") { Glibc.rename(from, to) }
+        _ = try Syscall.call("rename", paths: from, to) { Glibc.rename($0, $1) }
     }
 
     /// Size of an open file.
@@ -155,7 +173,7 @@ public enum FileSystem {
 
     /// Opens for writing a new file that must not exist yet.
     public static func createExclusive(_ path: String) throws(SystemError) -> Int32 {
-        try Syscall.call("open") { open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600) }
+        try Syscall.call("open", path: path) { open($0, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600) }
     }
 
     /// Free bytes on the filesystem holding `path`.

@@ -13,7 +13,7 @@ public final class OpenFile: Sendable {
 
     /// Opens `path` read-only.
     public static func open(_ path: String) throws(SystemError) -> OpenFile {
-        let fd = try Syscall.call("open") { Glibc.open(path, O_RDONLY | O_CLOEXEC) }
+        let fd = try Syscall.call("open", path: path) { Glibc.open($0, O_RDONLY | O_CLOEXEC) }
         return OpenFile(fd: fd)
     }
 

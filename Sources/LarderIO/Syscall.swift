@@ -18,6 +18,40 @@ public enum Syscall {
         }
     }
 
+    /// ``call(_:_:)`` for calls that take paths: `body` gets them as C strings. Explicit
+    /// `withCString` matters here: a `String` passed straight to a `const char *` parameter
+    /// inside a closure is converted with `utf8CString`, two allocations per path, and the
+    /// disk tier makes these calls on every miss.
+    public static func call<Result: FixedWidthInteger>(
+        _ name: StaticString, path: String, _ body: (UnsafePointer<CChar>) -> Result
+    ) throws(SystemError) -> Result {
+        let (result, code) = path.withCString { path in retryingEINTR { body(path) } }
+        if code != 0 { throw SystemError(call: name.description, errno: code) }
+        return result
+    }
+
+    /// ``call(_:path:_:)`` with two paths (rename).
+    public static func call<Result: FixedWidthInteger>(
+        _ name: StaticString, paths first: String, _ second: String,
+        _ body: (UnsafePointer<CChar>, UnsafePointer<CChar>) -> Result
+    ) throws(SystemError) -> Result {
+        let (result, code) = first.withCString { first in
+            second.withCString { second in retryingEINTR { body(first, second) } }
+        }
+        if code != 0 { throw SystemError(call: name.description, errno: code) }
+        return result
+    }
+
+    /// Runs `body` until it does not fail with EINTR: its result, and errno when it is -1 (else 0).
+    private static func retryingEINTR<Result: FixedWidthInteger>(_ body: () -> Result) -> (Result, Int32) {
+        while true {
+            let result = body()
+            if result != -1 { return (result, 0) }
+            let code = Glibc.errno
+            if code != EINTR { return (result, code) }
+        }
+    }
+
     /// Like ``call(_:_:)`` for non-blocking I/O: returns `nil` when the call would block.
     @inlinable
     @inline(__always)

@@ -1,5 +1,5 @@
 import Foundation
-import LarderCache
+@testable import LarderCache
 import LarderHTTP
 import LarderIO
 import Logging
@@ -305,5 +305,54 @@ private func pattern(_ count: Int, seed: UInt8 = 1) -> [UInt8] {
         var other = BodyChecksum()
         other.update(flipped)
         #expect(other.value != whole.value)
+    }
+
+    // MARK: Stores on the calling thread (an event loop's)
+
+    /// A complete in-memory response for `path` with `body`.
+    private func complete(_ path: String, body: [UInt8]) -> (StoredResponse, DiskEntryFormat.Head) {
+        let stored = Fixtures.response(path).withBody(.memory(body))
+        let head = DiskEntryFormat.Head(
+            key: stored.key.url, status: 200, reason: "OK", requestTime: 100, responseTime: 101, vary: [:],
+            headers: ["Cache-Control": "max-age=60"])
+        return (stored, head)
+    }
+
+    @Test func inlineStoreIsOnDiskWhenItReturns() throws {
+        let fixture = try DiskFixture()
+        let (stored, head) = complete("/inline", body: pattern(3000))
+        #expect(fixture.cache.storeInline(stored, head: head))
+        // No drain: the file was written and indexed on this thread.
+        #expect(fixture.entryFiles().count == 1)
+        #expect(fixture.read("/inline") == pattern(3000))
+        let (large, largeHead) = complete("/large", body: pattern(DiskCache.inlineLimit + 1))
+        #expect(!fixture.cache.storeInline(large, head: largeHead), "bodies over the inline limit go to the writer")
+    }
+
+    @Test func inlineStoreDoesNotOvertakeAQueuedDeletion() throws {
+        let fixture = try DiskFixture()
+        let gate = DispatchSemaphore(value: 0)
+        fixture.cache.writer.submit { gate.wait() }
+        // Queued behind the blocked job: a purge of the very entry about to be stored.
+        fixture.cache.purge(Fixtures.key("/p"))
+        let (stored, head) = complete("/p", body: pattern(500))
+        #expect(!fixture.cache.storeInline(stored, head: head), "a deletion is pending")
+        fixture.cache.store(stored, head: head)
+        gate.signal()
+        fixture.cache.drain()
+        // In submission order the purge ran first, so the store survives.
+        #expect(fixture.read("/p") == pattern(500))
+        #expect(fixture.cache.storeInline(complete("/q", body: pattern(10)).0, head: complete("/q", body: pattern(10)).1))
+    }
+
+    @Test func entryDeletedBehindTheIndexIsAMissNotACorruption() throws {
+        let fixture = try DiskFixture()
+        let (stored, head) = complete("/gone", body: pattern(100))
+        #expect(fixture.cache.storeInline(stored, head: head))
+        for file in fixture.entryFiles() { try FileManager.default.removeItem(atPath: file) }
+        #expect(fixture.read("/gone") == nil)
+        let statistics = fixture.cache.statistics
+        #expect(statistics.corruptions == 0)
+        #expect(statistics.entries == 0)
     }
 }
