@@ -14,9 +14,9 @@ public struct CacheKey: Hashable, Sendable, CustomStringConvertible {
     public init(_ url: AbsoluteURL) {
         let path = url.pathAndQuery
         if path.utf8.contains(UInt8(ascii: "%")) {
-            self.init(normalized: "\(url.scheme)://\(url.authority)\(CacheKey.normalizePercentEscapes(path))")
+            self.init(normalized: url.withPath(CacheKey.normalizePercentEscapes(path)))
         } else {
-            self.init(normalized: "\(url.scheme)://\(url.authority)\(path)")
+            self.init(normalized: url.description)
         }
     }
 

@@ -25,7 +25,23 @@ public struct AbsoluteURL: Sendable, Hashable, CustomStringConvertible {
     public var authority: String { port == defaultPort ? host : "\(host):\(port)" }
 
     /// `scheme://authority/path?query`.
-    public var description: String { "\(scheme)://\(authority)\(pathAndQuery)" }
+    public var description: String { withPath(pathAndQuery) }
+
+    /// `scheme://authority` followed by `path`, built in one allocation (every miss builds its
+    /// upstream URL and its cache key this way).
+    public func withPath<Path: StringProtocol>(_ path: Path) -> String {
+        var text = ""
+        text.reserveCapacity(scheme.utf8.count + host.utf8.count + path.utf8.count + 9)
+        text += scheme
+        text += "://"
+        text += host
+        if port != defaultPort {
+            text += ":"
+            text += String(port)
+        }
+        text += path
+        return text
+    }
 
     /// The host without IPv6 brackets, for resolving and matching.
     public var bareHost: String {

@@ -16,6 +16,13 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
 
     public init() { fields = [] }
 
+    /// An empty list with room for `capacity` fields: parsers reserve it once instead of growing
+    /// the array five times for a typical head.
+    public init(capacity: Int) {
+        fields = []
+        fields.reserveCapacity(capacity)
+    }
+
     public init(_ pairs: [(String, String)]) {
         fields = pairs.map { HTTPField(name: $0.0, value: $0.1) }
     }
@@ -51,11 +58,17 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     /// The comma-separated elements of a list-valued field, trimmed, lower-cased, empty ones
     /// dropped (RFC 9110 §5.6.1).
     public func listElements(_ name: String) -> [String] {
+        // Walks the values in place (no `values`/`split` arrays): hop-by-hop stripping asks for
+        // `Connection` on every request and response.
         var result: [String] = []
-        for value in values(name) {
-            for element in value.split(separator: ",", omittingEmptySubsequences: true) {
-                let trimmed = ASCII.trimOWS(element)
+        for field in fields where ASCII.equalsIgnoringCase(field.name, name) {
+            let value = field.value
+            var start = value.startIndex
+            while start < value.endIndex {
+                let end = value[start...].firstIndex(of: ",") ?? value.endIndex
+                let trimmed = ASCII.trimOWS(value[start..<end])
                 if !trimmed.isEmpty { result.append(trimmed.lowercased()) }
+                start = end < value.endIndex ? value.index(after: end) : end
             }
         }
         return result

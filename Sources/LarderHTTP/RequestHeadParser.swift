@@ -102,7 +102,7 @@ public struct RequestHeadParser: Sendable {
         guard let requestLine = lines.first else { throw .bad("empty request") }
         let (method, target, version) = try parseRequestLine(UnsafeRawBufferPointer(rebasing: bytes[requestLine]))
         if lines.count - 1 > maxFields { throw HTTPParseError(431, "more than \(maxFields) header fields") }
-        var headers = HTTPHeaders()
+        var headers = HTTPHeaders(capacity: lines.count - 1)
         var hostCount = 0
         for line in lines.dropFirst() {
             let field = try parseField(UnsafeRawBufferPointer(rebasing: bytes[line]))

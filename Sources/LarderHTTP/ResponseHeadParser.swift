@@ -57,6 +57,9 @@ public struct ResponseHeadParser: Sendable {
         return .none
     }
 
+    /// Room reserved for a response's fields (an origin's 1 KiB response carries 6-12).
+    static let expectedFields = 16
+
     /// `HTTP/1.1 200 OK` (the reason may be empty or missing).
     static func parseStatusLine(_ line: UnsafeRawBufferPointer) throws(HTTPParseError) -> ResponseHead {
         guard line.count >= 12, line[8] == 32,
@@ -77,6 +80,8 @@ public struct ResponseHeadParser: Sendable {
             reason = ASCII.string(UnsafeRawBufferPointer(rebasing: line[13...]))
         }
         let version: HTTPVersion = line[7] == 48 ? .http1_0 : .http1_1
-        return ResponseHead(status: status, reason: reason.isEmpty ? nil : reason, version: version)
+        return ResponseHead(
+            status: status, reason: reason.isEmpty ? nil : reason, version: version,
+            headers: HTTPHeaders(capacity: expectedFields))
     }
 }

@@ -18,8 +18,25 @@ public final class UpstreamClient {
     private let loop: EventLoop
     private var watches: [Int32: SocketWatch] = [:]
     private var timer: EventLoop.TimerToken?
-    /// Bumped whenever curl replaces its timeout, so a superseded "run now" does nothing.
-    private var timerGeneration = 0
+    /// curl asked for its timeout to run now (in this iteration's deferred pass); cleared when
+    /// it replaces that timeout, so a superseded "run now" does nothing.
+    private var timeoutNowRequested = false
+    /// `runTimeoutNow` is queued in the loop's deferred pass.
+    private var timeoutNowQueued = false
+    /// The timer callbacks, built once: curl resets its timeout several times per transfer, and
+    /// a fresh closure each time is an allocation each time.
+    private lazy var runTimeoutNow: () -> Void = { [weak self] in
+        guard let self else { return }
+        timeoutNowQueued = false
+        guard timeoutNowRequested else { return }
+        timeoutNowRequested = false
+        socketAction(CURL_SOCKET_TIMEOUT, 0)
+    }
+    private lazy var timerFired: () -> Void = { [weak self] in
+        guard let self else { return }
+        timer = nil
+        socketAction(CURL_SOCKET_TIMEOUT, 0)
+    }
     private var active: [UnsafeMutableRawPointer: UpstreamTransfer] = [:]
     private var spareHandles: [EasyHandle] = []
     /// Set while curl is running one of our callbacks; removing a handle then is not allowed.
@@ -173,23 +190,19 @@ public final class UpstreamClient {
     private func setTimer(milliseconds: Int) {
         if let timer { loop.cancel(timer) }
         timer = nil
-        timerGeneration &+= 1
+        timeoutNowRequested = false
         guard milliseconds >= 0 else { return }
         if milliseconds == 0 {
             // "Now" (curl asks for it whenever a transfer is added): run in this loop iteration's
             // deferred pass, not through a timer that costs another epoll_wait to fire.
-            let generation = timerGeneration
-            loop.enqueueDeferred { [weak self] in
-                guard let self, self.timerGeneration == generation else { return }
-                self.socketAction(CURL_SOCKET_TIMEOUT, 0)
+            timeoutNowRequested = true
+            if !timeoutNowQueued {
+                timeoutNowQueued = true
+                loop.enqueueDeferred(runTimeoutNow)
             }
             return
         }
-        timer = loop.schedule(afterNanos: UInt64(milliseconds) * 1_000_000) { [weak self] in
-            guard let self else { return }
-            self.timer = nil
-            self.socketAction(CURL_SOCKET_TIMEOUT, 0)
-        }
+        timer = loop.schedule(afterNanos: UInt64(milliseconds) * 1_000_000, timerFired)
     }
 
     private func socketAction(_ fd: Int32, _ mask: Int32) {
@@ -584,6 +597,7 @@ fileprivate struct HeaderList {
 
     init(_ headers: HTTPHeaders) {
         var text: [UInt8] = []
+        text.reserveCapacity(1024)  // one allocation for a typical request head, not five
         var lines = 0
         var sawAccept = false
         for field in headers {
