@@ -35,6 +35,13 @@ public final class DiskCache: Sendable {
     private let lastErrorLog = Atomic<UInt64>(0)
     private let trashCounter = Atomic<Int>(0)
     private let temporarySequence = Atomic<UInt64>(0)
+    /// `tmp/` and `v1/`, opened once: stores and lookups name files relative to them (see
+    /// ``FileSystem/openDirectory(_:)``). ``removeAll()`` swaps in a handle on the new `v1/`;
+    /// the old one stays open until ``deinit`` because an event loop may be using it that very
+    /// moment (one descriptor per clear).
+    private let temporaryDirectoryFD: Int32
+    private let entriesDirectoryFD: Atomic<Int32>
+    private let retiredDirectoryFDs = Mutex<[Int32]>([])
     /// Monotonic time before which ``storeInline(_:head:)`` declines (after a slow inline write).
     private let inlineAllowedAfter = Atomic<UInt64>(0)
     /// Writer jobs queued or running that delete or replace files (`submitDeletion`): while
@@ -82,6 +89,19 @@ public final class DiskCache: Sendable {
         self.logger = logger
         try FileSystem.makeDirectories(absolute + "/v1")
         try FileSystem.makeDirectories(absolute + "/tmp")
+        temporaryDirectoryFD = try FileSystem.openDirectory(absolute + "/tmp")
+        do {
+            entriesDirectoryFD = Atomic(try FileSystem.openDirectory(absolute + "/v1"))
+        } catch {
+            Syscall.close(temporaryDirectoryFD)
+            throw error
+        }
+    }
+
+    deinit {
+        Syscall.close(temporaryDirectoryFD)
+        Syscall.close(entriesDirectoryFD.load(ordering: .acquiring))
+        for fd in retiredDirectoryFDs.withLock({ $0 }) { Syscall.close(fd) }
     }
 
     /// Removes leftover temporary files and starts rebuilding the index from the entry files in
@@ -140,14 +160,17 @@ public final class DiskCache: Sendable {
         return StableHash.hex(key.url + "\n" + secondary)
     }
 
-    /// `directory/v1/ab/cd/name` for a name `abcd…`, built in one allocation (every disk
-    /// lookup and store needs one).
+    /// `directory/v1/ab/cd/name` for a name `abcd…`.
     func path(forName name: String) -> String {
+        directory + "/v1/" + relativePath(forName: name)
+    }
+
+    /// `ab/cd/name` (inside `v1/`) for a name `abcd…`, built in one allocation: every disk lookup
+    /// and store needs one.
+    func relativePath(forName name: String) -> String {
         let utf8 = name.utf8
         var path = ""
-        path.reserveCapacity(directory.utf8.count + 10 + utf8.count)
-        path += directory
-        path += "/v1/"
+        path.reserveCapacity(utf8.count + 6)
         path += Substring(utf8.prefix(2))
         path += "/"
         path += Substring(utf8.dropFirst(2).prefix(2))
@@ -212,7 +235,7 @@ public final class DiskCache: Sendable {
 
     /// Opens an entry and parses its head; checks the file size against the recorded lengths.
     func loadHead(name: String) throws -> LoadedHead {
-        let file = try OpenFile.open(path(forName: name))
+        let file = try OpenFile.open(at: entriesDirectoryFD.load(ordering: .acquiring), relativePath(forName: name))
         let fileSize = try FileSystem.size(of: file.fd)
         var prefix = try FileSystem.read(file.fd, at: 0, count: 4096)
         let (bodyLength, checksum, headLength) = try DiskEntryFormat.decodePreamble(prefix)
@@ -303,7 +326,7 @@ public final class DiskCache: Sendable {
             Int64(body.count) <= limits.withLock({ $0.maxObjectBytes })
         else { return }
         let name = DiskCache.fileName(key: stored.key, vary: head.vary)
-        let temporary = temporaryPath(name, suffix: "tmp")
+        let temporary = temporaryName(name, suffix: "tmp")
         let key = stored.key
         writer.submit(wake: wakeWriter) { [self] in
             writeEntry(key: key, name: name, head: head, body: body, temporary: temporary)
@@ -326,7 +349,7 @@ public final class DiskCache: Sendable {
         else { return false }
         let name = DiskCache.fileName(key: stored.key, vary: head.vary)
         let fileNanos = writeEntry(
-            key: stored.key, name: name, head: head, body: body, temporary: temporaryPath(name, suffix: "tmp"),
+            key: stored.key, name: name, head: head, body: body, temporary: temporaryName(name, suffix: "tmp"),
             evictInline: false)
         // Only the file calls count: indexing is CPU work (a growing index rehashes now and
         // then, for milliseconds on a large cache), and a slow disk is what must not stall a loop.
@@ -362,8 +385,9 @@ public final class DiskCache: Sendable {
     /// How long writes stay on the writer thread after a slow inline write.
     static let inlineBackoff: UInt64 = 30_000_000_000
 
-    /// Writes an entry to a temporary file, renames it into place and indexes it. Eviction
-    /// runs here on the writer thread; an inline caller asks the writer for it instead.
+    /// Writes an entry to a temporary file (`temporary`, a name in `tmp/`), renames it into
+    /// place and indexes it. Eviction runs here on the writer thread; an inline caller asks the
+    /// writer for it instead.
     /// Returns the time the file calls took (create, write, rename, close), or nil when the
     /// entry could not be stored.
     @discardableResult
@@ -376,12 +400,14 @@ public final class DiskCache: Sendable {
         let entryHead = DiskEntryFormat.entryHead(head, bodyLength: Int64(body.count), bodyChecksum: checksum.value)
         let start = Clocks.monotonicNanos()
         do throws(SystemError) {
-            let fd = try FileSystem.createExclusive(temporary)
+            let fd = try FileSystem.createExclusive(at: temporaryDirectoryFD, temporary)
             defer { Syscall.close(fd) }
             try FileSystem.writeAll(fd, entryHead, body)
-            try FileSystem.renameCreatingDirectory(temporary, path(forName: name))
+            try FileSystem.renameCreatingDirectory(
+                at: temporaryDirectoryFD, temporary, to: entriesDirectoryFD.load(ordering: .acquiring),
+                relativePath(forName: name))
         } catch {
-            try? FileSystem.remove(temporary)
+            try? FileSystem.remove(at: temporaryDirectoryFD, temporary)
             writeFailed(error)
             return nil
         }
@@ -395,20 +421,23 @@ public final class DiskCache: Sendable {
 
     /// A name in `tmp/` that no other write uses: the entry's name, this process and a counter
     /// (start-up empties `tmp/`, so names from a crashed run are gone).
-    func temporaryPath(_ name: String, suffix: String) -> String {
+    func temporaryName(_ name: String, suffix: String) -> String {
         let sequence = temporarySequence.add(1, ordering: .relaxed).newValue
-        var path = ""
-        path.reserveCapacity(directory.utf8.count + name.utf8.count + suffix.utf8.count + 40)
-        path += directory
-        path += "/tmp/"
-        path += name
-        path += "."
-        path += String(DiskCache.processID)
-        path += "."
-        path += String(sequence)
-        path += "."
-        path += suffix
-        return path
+        var temporary = ""
+        temporary.reserveCapacity(name.utf8.count + suffix.utf8.count + 32)
+        temporary += name
+        temporary += "."
+        temporary += String(DiskCache.processID)
+        temporary += "."
+        temporary += String(sequence)
+        temporary += "."
+        temporary += suffix
+        return temporary
+    }
+
+    /// ``temporaryName(_:suffix:)`` as an absolute path.
+    func temporaryPath(_ name: String, suffix: String) -> String {
+        directory + "/tmp/" + temporaryName(name, suffix: suffix)
     }
 
     private static let processID = getpid()
@@ -535,6 +564,9 @@ public final class DiskCache: Sendable {
             do {
                 try FileSystem.rename(directory + "/v1", trash)
                 try FileSystem.makeDirectories(directory + "/v1")
+                let fresh = try FileSystem.openDirectory(directory + "/v1")
+                let old = entriesDirectoryFD.exchange(fresh, ordering: .acquiringAndReleasing)
+                retiredDirectoryFDs.withLock { $0.append(old) }
             } catch {
                 logger.error("cannot clear the disk cache", metadata: ["error": "\(error)"])
                 return
@@ -579,11 +611,13 @@ public final class DiskCache: Sendable {
             for entry in entries { index.insertIfAbsent(entry) }
             index.endScan()
         }
+        // Queued before the scan is declared complete, so that waiting for completion and then
+        // draining the writer (tests, `drain()`) sees the eviction done.
+        submitDeletion { [self] in evictIfNeeded() }
         scanComplete.store(true, ordering: .releasing)
         let millis = (Clocks.monotonicNanos() - start) / 1_000_000
         logger.info(
             "disk cache index rebuilt",
             metadata: ["entries": "\(found)", "dropped": "\(dropped)", "ms": "\(millis)", "directory": "\(directory)"])
-        submitDeletion { [self] in evictIfNeeded() }
     }
 }

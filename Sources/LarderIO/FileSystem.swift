@@ -41,6 +41,69 @@ public enum FileSystem {
         }
     }
 
+    // MARK: Relative to an open directory
+    //
+    // The disk tier's store path names files relative to directories it opened once: the
+    // kernel then walks one to three path components per call instead of the whole cache
+    // path, which showed as several per cent of a miss on a deep cache directory.
+
+    /// Opens a directory as a handle for the `at:` calls below (O_PATH: no read access needed).
+    public static func openDirectory(_ path: String) throws(SystemError) -> Int32 {
+        try Syscall.call("open", path: path) { open($0, larder_o_path | O_DIRECTORY | O_CLOEXEC) }
+    }
+
+    /// ``createExclusive(_:)`` for `name` inside `directory`.
+    public static func createExclusive(at directory: Int32, _ name: String) throws(SystemError) -> Int32 {
+        try Syscall.call("openat", path: name) { openat(directory, $0, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600) }
+    }
+
+    /// ``remove(_:)`` for `name` inside `directory`.
+    public static func remove(at directory: Int32, _ name: String) throws(SystemError) {
+        do {
+            _ = try Syscall.call("unlinkat", path: name) { unlinkat(directory, $0, 0) }
+        } catch where error.errno == ENOENT {
+            return
+        }
+    }
+
+    /// ``renameCreatingDirectory(_:_:)`` between two open directories: `to` is a relative path
+    /// whose missing parents (relative to `toDirectory`) are created after the rename fails.
+    public static func renameCreatingDirectory(
+        at fromDirectory: Int32, _ from: String, to toDirectory: Int32, _ to: String
+    ) throws(SystemError) {
+        do {
+            try rename(at: fromDirectory, from, to: toDirectory, to)
+        } catch where error.errno == ENOENT {
+            guard let slash = to.lastIndex(of: "/") else { throw error }
+            try makeDirectories(at: toDirectory, String(to[..<slash]))
+            try rename(at: fromDirectory, from, to: toDirectory, to)
+        }
+    }
+
+    private static func rename(at fromDirectory: Int32, _ from: String, to toDirectory: Int32, _ to: String) throws(SystemError) {
+        _ = try Syscall.call("renameat", paths: from, to) { renameat(fromDirectory, $0, toDirectory, $1) }
+    }
+
+    /// ``makeDirectories(_:)`` for a path relative to `directory`.
+    private static func makeDirectories(at directory: Int32, _ path: String) throws(SystemError) {
+        do {
+            try makeDirectory(at: directory, path)
+        } catch where error.errno == ENOENT {
+            guard let slash = path.lastIndex(of: "/") else { throw error }
+            try makeDirectories(at: directory, String(path[..<slash]))
+            try makeDirectory(at: directory, path)
+        }
+    }
+
+    /// One mkdirat (mode 0700); an existing directory is not an error.
+    private static func makeDirectory(at directory: Int32, _ path: String) throws(SystemError) {
+        do {
+            _ = try Syscall.call("mkdirat", path: path) { mkdirat(directory, $0, 0o700) }
+        } catch where error.errno == EEXIST {
+            return
+        }
+    }
+
     /// Names in a directory, without "." and "..".
     public static func list(_ path: String) throws(SystemError) -> [String] {
         let directory = try Syscall.pointer("opendir") { opendir(path) }

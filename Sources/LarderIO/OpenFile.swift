@@ -17,5 +17,11 @@ public final class OpenFile: Sendable {
         return OpenFile(fd: fd)
     }
 
+    /// Opens `path`, relative to the open directory `directory`, read-only.
+    public static func open(at directory: Int32, _ path: String) throws(SystemError) -> OpenFile {
+        let fd = try Syscall.call("openat", path: path) { openat(directory, $0, O_RDONLY | O_CLOEXEC) }
+        return OpenFile(fd: fd)
+    }
+
     deinit { Syscall.close(fd) }
 }

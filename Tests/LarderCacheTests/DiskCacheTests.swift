@@ -17,6 +17,7 @@ private final class DiskFixture {
             logger: Logger(label: "test"))
         cache.start()
         while !cache.isIndexComplete { usleep(1000) }
+        cache.drain()  // start-up's clean-up and eviction jobs, which inline stores wait behind
     }
 
     /// Stores `body` under `path` and waits until it is on disk.
@@ -275,6 +276,10 @@ private func pattern(_ count: Int, seed: UInt8 = 1) -> [UInt8] {
         #expect(fixture.entryFiles().isEmpty)
         #expect(fixture.store("/c", body: pattern(10)), "the tier keeps working after a clear")
         #expect(fixture.read("/c") == pattern(10))
+        let (stored, head) = complete("/d", body: pattern(20))
+        #expect(fixture.cache.storeInline(stored, head: head), "inline stores go to the new v1/ too")
+        #expect(fixture.read("/d") == pattern(20))
+        #expect(fixture.entryFiles().count == 2)
     }
 
     @Test func leftoverTemporaryFilesAreRemovedAtStart() throws {

@@ -22,6 +22,9 @@ int larder_available_cpus(void);
 /// accept4(2) with SOCK_NONBLOCK | SOCK_CLOEXEC (needs _GNU_SOURCE, which Swift's Glibc lacks).
 int larder_accept4(int fd, struct sockaddr *address, socklen_t *length);
 
+/// O_PATH (needs _GNU_SOURCE): a directory handle for the *at calls, no read access needed.
+static const int larder_o_path = __O_PATH;
+
 /// pthread_setname_np (a GNU extension).
 int larder_set_thread_name(pthread_t thread, const char *name);
 
