@@ -72,11 +72,13 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
 
     /// The IP literal alone: `127.0.0.1` or `::1` (no brackets).
     public var ipString: String {
-        var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
-        var bytes = ipBytes
+        // On the stack, no intermediate arrays: the access log writes this for every request.
         let family = self.family == .ipv4 ? AF_INET : AF_INET6
-        _ = bytes.withUnsafeMutableBytes { inet_ntop(family, $0.baseAddress, &buffer, socklen_t(buffer.count)) }
-        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return withUnsafeTemporaryAllocation(of: CChar.self, capacity: Int(INET6_ADDRSTRLEN) + 1) { buffer in
+            let written = ipBytes.withUnsafeBytes { inet_ntop(family, $0.baseAddress, buffer.baseAddress, socklen_t(buffer.count)) }
+            guard written != nil else { return "?" }
+            return String(cString: buffer.baseAddress!)
+        }
     }
 
     /// `127.0.0.1:3128` or `[::1]:3128`.

@@ -246,6 +246,7 @@ extension IntegrationTests {
             let lines = larder.child.stdout.split(separator: "\n")
             #expect(lines.count == 2, "one line per request: \(lines)")
             #expect(lines.allSatisfy { $0.hasPrefix("<6>") })
+            #expect(lines.allSatisfy { $0.contains(" 127.0.0.1 \"GET ") }, "the client's address: \(lines)")
             #expect(lines.first?.contains("\"GET \(origin.url("/logged?cc=max-age=60"))\" 200 miss") == true)
             #expect(lines.last?.contains("200 hit 64") == true)
             #expect(larder.child.stderr.split(separator: "\n").allSatisfy { $0.hasPrefix("<") }, "stderr lines carry priorities")
