@@ -385,11 +385,17 @@ public final class DiskCache: Sendable {
     /// How long writes stay on the writer thread after a slow inline write.
     static let inlineBackoff: UInt64 = 30_000_000_000
 
-    /// Writes an entry to a temporary file (`temporary`, a name in `tmp/`), renames it into
-    /// place and indexes it. Eviction runs here on the writer thread; an inline caller asks the
-    /// writer for it instead.
-    /// Returns the time the file calls took (create, write, rename, close), or nil when the
-    /// entry could not be stored.
+    /// Writes an entry and indexes it. Eviction runs here on the writer thread; an inline
+    /// caller asks the writer for it instead. Returns the time the file calls took, or nil
+    /// when the entry could not be stored.
+    ///
+    /// A new name is written in place, with one `writev`: create, write, close. A crash in
+    /// between leaves a file whose size does not match its preamble, which the start-up scan
+    /// deletes (DISK-FORMAT.md), and no lookup reads it meanwhile because the index learns of
+    /// it only once it is complete (while the start-up scan runs, lookups also find entries
+    /// by file name, so until then every entry goes through `tmp/`). That saves the rename,
+    /// the most expensive of the file calls on tmpfs. A name that exists (a replaced response) is written to `tmp/` and
+    /// renamed over it, so that clients still sending the old file keep their bytes.
     @discardableResult
     private func writeEntry(
         key: CacheKey, name: String, head: DiskEntryFormat.Head, body: [UInt8], temporary: String,
@@ -398,22 +404,45 @@ public final class DiskCache: Sendable {
         var checksum = BodyChecksum()
         checksum.update(body)
         let entryHead = DiskEntryFormat.entryHead(head, bodyLength: Int64(body.count), bodyChecksum: checksum.value)
+        let entries = entriesDirectoryFD.load(ordering: .acquiring)
+        let relative = relativePath(forName: name)
         let start = Clocks.monotonicNanos()
         do throws(SystemError) {
-            let fd = try FileSystem.createExclusive(at: temporaryDirectoryFD, temporary)
-            defer { Syscall.close(fd) }
-            try FileSystem.writeAll(fd, entryHead, body)
-            try FileSystem.renameCreatingDirectory(
-                at: temporaryDirectoryFD, temporary, to: entriesDirectoryFD.load(ordering: .acquiring),
-                relativePath(forName: name))
+            if isIndexComplete, let fd = try DiskCache.createNew(at: entries, relative) {
+                defer { Syscall.close(fd) }
+                do {
+                    try FileSystem.writeAll(fd, entryHead, body)
+                } catch {
+                    try? FileSystem.remove(at: entries, relative)
+                    throw error
+                }
+            } else {
+                do {
+                    let fd = try FileSystem.createExclusive(at: temporaryDirectoryFD, temporary)
+                    defer { Syscall.close(fd) }
+                    try FileSystem.writeAll(fd, entryHead, body)
+                    try FileSystem.renameCreatingDirectory(at: temporaryDirectoryFD, temporary, to: entries, relative)
+                } catch {
+                    try? FileSystem.remove(at: temporaryDirectoryFD, temporary)
+                    throw error
+                }
+            }
         } catch {
-            try? FileSystem.remove(at: temporaryDirectoryFD, temporary)
             writeFailed(error)
             return nil
         }
         let elapsed = Clocks.monotonicNanos() - start
         didStore(key: key, name: name, vary: head.vary, size: Int64(entryHead.count + body.count), evict: evictInline)
         return elapsed
+    }
+
+    /// Creates `relative` (and its directories) for writing; nil when it exists already.
+    private static func createNew(at entries: Int32, _ relative: String) throws(SystemError) -> Int32? {
+        do {
+            return try FileSystem.createExclusiveCreatingDirectory(at: entries, relative)
+        } catch where error.errno == EEXIST {
+            return nil
+        }
     }
 
     /// Wakes the writer for jobs queued with `wakeWriter: false`.

@@ -57,6 +57,18 @@ public enum FileSystem {
         try Syscall.call("openat", path: name) { openat(directory, $0, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600) }
     }
 
+    /// ``createExclusive(at:_:)`` for a relative path whose missing parent directories are
+    /// created after the first attempt fails.
+    public static func createExclusiveCreatingDirectory(at directory: Int32, _ path: String) throws(SystemError) -> Int32 {
+        do {
+            return try createExclusive(at: directory, path)
+        } catch where error.errno == ENOENT {
+            guard let slash = path.lastIndex(of: "/") else { throw error }
+            try makeDirectories(at: directory, String(path[..<slash]))
+            return try createExclusive(at: directory, path)
+        }
+    }
+
     /// ``remove(_:)`` for `name` inside `directory`.
     public static func remove(at directory: Int32, _ name: String) throws(SystemError) {
         do {

@@ -5,6 +5,12 @@ import LarderIO
 import Logging
 import Testing
 
+/// Waits (at most 10 s) for `cache`'s start-up scan to finish.
+private func waitForIndex(_ cache: DiskCache) {
+    for _ in 0..<10_000 where !cache.isIndexComplete { usleep(1000) }
+    #expect(cache.isIndexComplete, "start-up scan finished within 10 s")
+}
+
 /// A disk cache in a fresh directory, removed when the test ends.
 private final class DiskFixture {
     let directory: String
@@ -16,7 +22,7 @@ private final class DiskFixture {
             directory: directory, limits: .init(maxBytes: maxBytes, maxObjectBytes: maxObjectBytes),
             logger: Logger(label: "test"))
         cache.start()
-        while !cache.isIndexComplete { usleep(1000) }
+        waitForIndex(cache)
         cache.drain()  // start-up's clean-up and eviction jobs, which inline stores wait behind
     }
 
@@ -169,7 +175,7 @@ private func pattern(_ count: Int, seed: UInt8 = 1) -> [UInt8] {
         bytes[13] = UInt8(ascii: "9")  // "LARDER-ENTRY 9"
         try bytes.write(to: URL(fileURLWithPath: file))
         let reopened = try fixture.reopen()
-        while !reopened.isIndexComplete { usleep(1000) }
+        waitForIndex(reopened)
         reopened.drain()
         #expect(!FileManager.default.fileExists(atPath: file))
         reopened.stop()
@@ -359,5 +365,37 @@ private func pattern(_ count: Int, seed: UInt8 = 1) -> [UInt8] {
         let statistics = fixture.cache.statistics
         #expect(statistics.corruptions == 0)
         #expect(statistics.entries == 0)
+    }
+
+    @Test func replacingAnEntryLeavesTheOldBytesToItsReaders() throws {
+        let fixture = try DiskFixture()
+        let (first, head) = complete("/r", body: pattern(4000, seed: 1))
+        #expect(fixture.cache.storeInline(first, head: head))
+        guard case .hit(let old) = fixture.cache.lookup(Fixtures.key("/r"), request: [:]),
+            case .file(let file, let offset, let length) = old.body
+        else {
+            Issue.record("no hit for the first version")
+            return
+        }
+        let (second, _) = complete("/r", body: pattern(4000, seed: 9))
+        #expect(fixture.cache.storeInline(second, head: head))
+        #expect(try FileSystem.read(file.fd, at: offset, count: Int(length)) == pattern(4000, seed: 1), "the open file keeps the old bytes")
+        #expect(fixture.read("/r") == pattern(4000, seed: 9))
+        #expect(fixture.entryFiles().count == 1)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: fixture.directory + "/tmp").isEmpty)
+    }
+
+    @Test func entryCutShortByACrashIsDeletedAtStart() throws {
+        let fixture = try DiskFixture()
+        let (stored, head) = complete("/torn", body: pattern(6000))
+        #expect(fixture.cache.storeInline(stored, head: head))
+        let file = try #require(fixture.entryFiles().first)
+        truncate(file, 3000)  // what a crash in the middle of the in-place write leaves
+        let reopened = try fixture.reopen()
+        waitForIndex(reopened)
+        reopened.drain()
+        #expect(!FileManager.default.fileExists(atPath: file))
+        #expect(reopened.statistics.entries == 0)
+        reopened.stop()
     }
 }
