@@ -10,10 +10,12 @@ public enum Shareability {
     /// client's cookie must not reach another); a response to a request with `Authorization`
     /// unless §3.5 allows storing it; `Vary: *`; and, unless the route opted in with
     /// `dedup = "always"`, `no-cache` (which forbids reuse without validation).
+    /// `responseCacheControl`, when given, is `responseHeaders`' Cache-Control already parsed.
     public static func allowsSharing(
-        status: Int, responseHeaders: HTTPHeaders, fillRequest: HTTPHeaders, dedupAlways: Bool
+        status: Int, responseHeaders: HTTPHeaders, fillRequest: HTTPHeaders, dedupAlways: Bool,
+        responseCacheControl: CacheControl? = nil
     ) -> Bool {
-        let response = CacheControl(responseHeaders)
+        let response = responseCacheControl ?? CacheControl(responseHeaders)
         if response.noStore || response.isPrivate { return false }
         if responseHeaders.contains("Set-Cookie") { return false }
         if fillRequest.contains("Authorization"), !(response.isPublic || response.sMaxAge != nil || response.mustRevalidate) {

@@ -13,9 +13,10 @@ public enum Storability {
     /// Applies §3 for a shared cache to a response to a `GET`. With `ignoringCacheControl`
     /// (the `cache_first` policy, for immutable content) Cache-Control and Expires do not matter;
     /// the safety rules (Authorization, Set-Cookie, Vary: *) and the status rules still do.
+    /// `responseCacheControl`, when given, is `responseHeaders`' Cache-Control already parsed.
     public static func decide(
         method: HTTPMethod, requestHeaders: HTTPHeaders, status: Int, responseHeaders: HTTPHeaders,
-        ignoringCacheControl: Bool = false
+        ignoringCacheControl: Bool = false, responseCacheControl: CacheControl? = nil
     ) -> Decision {
         guard method == .get else { return .doNotStore("method") }
         if ignoringCacheControl {
@@ -26,7 +27,7 @@ public enum Storability {
             if responseHeaders.contains("Set-Cookie") { return .doNotStore("set-cookie") }
             return .store
         }
-        let response = CacheControl(responseHeaders)
+        let response = responseCacheControl ?? CacheControl(responseHeaders)
         let request = CacheControl(requestHeaders)
         // §3: the status is final; 206 and 304 only if understood (we do not combine ranges).
         guard status >= 200, status != 206, status != 304 else { return .doNotStore("status") }

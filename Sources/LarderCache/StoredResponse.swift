@@ -39,10 +39,12 @@ public final class StoredResponse: Sendable {
     /// Last-Modified as seconds, if valid (validator for If-Modified-Since).
     public let lastModified: Int?
 
+    /// `cacheControl`, when given, is `headers`' Cache-Control already parsed (a fill parses it
+    /// once for every decision it makes).
     public init(
         key: CacheKey, status: Int, reason: String, headers: HTTPHeaders, body: Body,
         requestTime: Double, responseTime: Double, varyValues: [String: String] = [:],
-        freshnessLifetime: Double, correctedInitialAge: Double
+        freshnessLifetime: Double, correctedInitialAge: Double, cacheControl: CacheControl? = nil
     ) {
         self.key = key
         self.status = status
@@ -60,7 +62,7 @@ public final class StoredResponse: Sendable {
         HeadSerializer.appendFields(headers, to: &bytes)
         bytes.append(contentsOf: "Via: 1.1 larder\r\n".utf8)
         headBytes = bytes
-        directives = ResponseDirectives(CacheControl(headers))
+        directives = ResponseDirectives(cacheControl ?? CacheControl(headers))
         etag = headers["ETag"]
         lastModified = headers["Last-Modified"].flatMap(HTTPDate.parse)
     }

@@ -144,6 +144,9 @@ final class Fill: UpstreamTransferDelegate {
     /// The disk head to write: a body kept whole in memory is written to disk in one job when
     /// complete (one writer wake-up per miss instead of one per chunk).
     private var pendingDiskHead: DiskEntryFormat.Head?
+    /// What `decideStorage` worked out for a response kept whole, reused when it is stored
+    /// (parsing Cache-Control and the dates again showed in miss profiles).
+    private var memoryEntryParts: (cacheControl: CacheControl, lifetime: Double, vary: [String: String], headers: HTTPHeaders)?
     /// A read descriptor on that entry, opened the first time memory chunks are dropped in its
     /// favour.
     private var spill: OpenFile?
@@ -516,8 +519,9 @@ final class Fill: UpstreamTransferDelegate {
             scheduleNotify()
             return
         }
-        decideStorage(forwarded)
-        decideSharing(forwarded)
+        let cacheControl = CacheControl(forwarded.headers)
+        decideStorage(forwarded, cacheControl: cacheControl)
+        decideSharing(forwarded, cacheControl: cacheControl)
         if let validating = options.validating, !willStore {
             // The origin sent a new response that will not be stored: the old one is outdated.
             proxy.shared.memory.remove(validating)
@@ -599,33 +603,36 @@ final class Fill: UpstreamTransferDelegate {
         proxy.shared.stats.invalidations.add(keys.count)
     }
 
-    private func decideStorage(_ forwarded: ResponseHead) {
+    private func decideStorage(_ forwarded: ResponseHead, cacheControl: CacheControl) {
         retainAll = false
         willStore = false
+        memoryEntryParts = nil
         guard options.policy != .networkOnly, !options.requestDirectives.noStore else { return }
         let forced = options.policy == .cacheFirst
         let decision = Storability.decide(
             method: method, requestHeaders: requestHeaders, status: forwarded.status, responseHeaders: forwarded.headers,
-            ignoringCacheControl: forced)
+            ignoringCacheControl: forced, responseCacheControl: cacheControl)
         let lifetime = Freshness.lifetime(
-            status: forwarded.status, headers: forwarded.headers, cacheControl: CacheControl(forwarded.headers),
-            responseTime: responseTime)
+            status: forwarded.status, headers: forwarded.headers, cacheControl: cacheControl, responseTime: responseTime)
         // Worth keeping: fresh for a while, or revalidatable (ETag/Last-Modified), or kept by
         // a route policy that serves stored copies on its own terms.
         let validatable = forwarded.headers.contains("ETag") || forwarded.headers.contains("Last-Modified")
         let storable = decision.canStore && (lifetime > 0 || validatable || options.policy != .http)
         retainAll = storable && (contentLength ?? 0) <= maxMemoryObject
-        if storable, proxy.shared.disk != nil {
+        if storable {
             var stored = forwarded.headers
             stored.remove("Age")
-            let diskHead = DiskEntryFormat.Head(
-                key: key.url, status: forwarded.status, reason: forwarded.reason, requestTime: requestTime,
-                responseTime: responseTime, vary: VaryMatcher.values(for: forwarded.headers, request: requestHeaders),
-                headers: stored)
-            if retainAll {
-                pendingDiskHead = diskHead
-            } else {
-                startDiskWrite(diskHead)
+            let vary = VaryMatcher.values(for: forwarded.headers, request: requestHeaders)
+            if retainAll { memoryEntryParts = (cacheControl, lifetime, vary, stored) }
+            if proxy.shared.disk != nil {
+                let diskHead = DiskEntryFormat.Head(
+                    key: key.url, status: forwarded.status, reason: forwarded.reason, requestTime: requestTime,
+                    responseTime: responseTime, vary: vary, headers: stored)
+                if retainAll {
+                    pendingDiskHead = diskHead
+                } else {
+                    startDiskWrite(diskHead)
+                }
             }
         }
         willStore = retainAll || diskWrite != nil
@@ -643,10 +650,10 @@ final class Fill: UpstreamTransferDelegate {
 
     /// Releases the readers that may not receive this response: all but the first when it may
     /// not be shared at all, or those whose request selects another variant.
-    private func decideSharing(_ forwarded: ResponseHead) {
+    private func decideSharing(_ forwarded: ResponseHead, cacheControl: CacheControl) {
         shareable = Shareability.allowsSharing(
             status: forwarded.status, responseHeaders: forwarded.headers, fillRequest: requestHeaders,
-            dedupAlways: dedupAlways)
+            dedupAlways: dedupAlways, responseCacheControl: cacheControl)
         if !shareable {
             proxy.coalescer.markNotShareable(self, ttl: proxy.runtime.config.coalesce.notShareableTTL.totalNanoseconds)
             // The reader the fill was made for keeps it; everyone who attached goes on alone.
@@ -741,7 +748,7 @@ final class Fill: UpstreamTransferDelegate {
     /// Puts the complete response into the memory tier; returns it.
     @discardableResult
     private func storeInMemory() -> StoredResponse? {
-        guard retainAll, let head else { return nil }
+        guard retainAll, let head, let parts = memoryEntryParts else { return nil }
         let body: [UInt8]
         if chunks.count == 1 {
             body = chunks[0]
@@ -751,16 +758,13 @@ final class Fill: UpstreamTransferDelegate {
             for chunk in chunks { joined.append(contentsOf: chunk) }
             body = joined
         }
-        var headers = head.headers
-        headers.remove("Age")
         let stored = StoredResponse(
-            key: key, status: head.status, reason: head.reason, headers: headers, body: .memory(body),
-            requestTime: requestTime, responseTime: responseTime,
-            varyValues: VaryMatcher.values(for: head.headers, request: requestHeaders),
-            freshnessLifetime: Freshness.lifetime(
-                status: head.status, headers: head.headers, cacheControl: CacheControl(head.headers), responseTime: responseTime),
+            key: key, status: head.status, reason: head.reason, headers: parts.headers, body: .memory(body),
+            requestTime: requestTime, responseTime: responseTime, varyValues: parts.vary,
+            freshnessLifetime: parts.lifetime,
             correctedInitialAge: Freshness.correctedInitialAge(
-                headers: head.headers, requestTime: requestTime, responseTime: responseTime))
+                headers: head.headers, requestTime: requestTime, responseTime: responseTime),
+            cacheControl: parts.cacheControl)
         proxy.shared.memory.insert(stored)
         return stored
     }
