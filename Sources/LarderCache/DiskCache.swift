@@ -623,6 +623,10 @@ public final class DiskCache: Sendable {
                                 key: CacheKey(normalized: loaded.head.key), vary: loaded.head.vary, name: name,
                                 size: loaded.fileSize, verified: false))
                         found += 1
+                    } catch let error as SystemError where error.errno == ENOENT {
+                        // Deleted since the directory was listed (a lookup found it corrupt,
+                        // or it was purged): nothing to index and nothing damaged.
+                        continue
                     } catch {
                         dropped += 1
                         discard(name, reason: "\(error)")
