@@ -3,25 +3,37 @@ import Glibc
 
 /// File operations used by the disk cache, each through ``Syscall``. All of them block:
 /// call them from a ``BlockingWorker``, except the few reads the hit path makes from the page
-/// cache (open, pread of a small head, fstat).
+/// cache (open, pread of a small head, fstat) and the small stores an event loop makes while
+/// the disk is fast (``DiskCache``'s `storeInline`).
 public enum FileSystem {
+    // Every path-taking call here also takes the directory the path is relative to (`at:`,
+    // default: the working directory, so absolute paths work as they are). The disk tier's
+    // store path names files relative to `tmp/` and `v1/` handles it opened once: the kernel
+    // then walks one to three path components per call instead of the whole cache path, which
+    // showed as several per cent of a miss on a deep cache directory.
+
+    /// Opens a directory as a handle for the `at:` calls (O_PATH: no read access needed).
+    public static func openDirectory(_ path: String) throws(SystemError) -> Int32 {
+        try Syscall.call("open", path: path) { open($0, larder_o_path | O_DIRECTORY | O_CLOEXEC) }
+    }
+
     /// Creates `path` and missing parents (mode 0700: cache contents are private).
-    public static func makeDirectories(_ path: String) throws(SystemError) {
+    public static func makeDirectories(at directory: Int32 = AT_FDCWD, _ path: String) throws(SystemError) {
         // Leaf first: usually only the last component is missing, so this is one mkdir, and
         // the parents are walked only when the kernel says one is missing.
         do {
-            try makeDirectory(path)
+            try makeDirectory(at: directory, path)
         } catch where error.errno == ENOENT {
-            guard let slash = path.lastIndex(of: "/"), slash != path.startIndex else { throw error }
-            try makeDirectories(String(path[..<slash]))
-            try makeDirectory(path)
+            guard let parent = parent(of: path) else { throw error }
+            try makeDirectories(at: directory, parent)
+            try makeDirectory(at: directory, path)
         }
     }
 
     /// One mkdir (mode 0700); an existing directory is not an error.
-    private static func makeDirectory(_ path: String) throws(SystemError) {
+    private static func makeDirectory(at directory: Int32, _ path: String) throws(SystemError) {
         do {
-            _ = try Syscall.call("mkdir", path: path) { mkdir($0, 0o700) }
+            _ = try Syscall.call("mkdirat", path: path) { mkdirat(directory, $0, 0o700) }
         } catch where error.errno == EEXIST {
             return
         } catch {
@@ -29,90 +41,57 @@ public enum FileSystem {
         }
     }
 
+    /// `path` without its last component; nil for a single component or `/x`.
+    private static func parent(of path: String) -> String? {
+        guard let slash = path.lastIndex(of: "/"), slash != path.startIndex else { return nil }
+        return String(path[..<slash])
+    }
+
     /// Renames `from` to `to`, creating the destination's directory when it does not exist
     /// yet (tried after the rename fails, so the common case is one system call).
-    public static func renameCreatingDirectory(_ from: String, _ to: String) throws(SystemError) {
-        do {
-            try rename(from, to)
-        } catch where error.errno == ENOENT {
-            guard let slash = to.lastIndex(of: "/") else { throw error }
-            try makeDirectories(String(to[..<slash]))
-            try rename(from, to)
-        }
-    }
-
-    // MARK: Relative to an open directory
-    //
-    // The disk tier's store path names files relative to directories it opened once: the
-    // kernel then walks one to three path components per call instead of the whole cache
-    // path, which showed as several per cent of a miss on a deep cache directory.
-
-    /// Opens a directory as a handle for the `at:` calls below (O_PATH: no read access needed).
-    public static func openDirectory(_ path: String) throws(SystemError) -> Int32 {
-        try Syscall.call("open", path: path) { open($0, larder_o_path | O_DIRECTORY | O_CLOEXEC) }
-    }
-
-    /// ``createExclusive(_:)`` for `name` inside `directory`.
-    public static func createExclusive(at directory: Int32, _ name: String) throws(SystemError) -> Int32 {
-        try Syscall.call("openat", path: name) { openat(directory, $0, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600) }
-    }
-
-    /// ``createExclusive(at:_:)`` for a relative path whose missing parent directories are
-    /// created after the first attempt fails.
-    public static func createExclusiveCreatingDirectory(at directory: Int32, _ path: String) throws(SystemError) -> Int32 {
-        do {
-            return try createExclusive(at: directory, path)
-        } catch where error.errno == ENOENT {
-            guard let slash = path.lastIndex(of: "/") else { throw error }
-            try makeDirectories(at: directory, String(path[..<slash]))
-            return try createExclusive(at: directory, path)
-        }
-    }
-
-    /// ``remove(_:)`` for `name` inside `directory`.
-    public static func remove(at directory: Int32, _ name: String) throws(SystemError) {
-        do {
-            _ = try Syscall.call("unlinkat", path: name) { unlinkat(directory, $0, 0) }
-        } catch where error.errno == ENOENT {
-            return
-        }
-    }
-
-    /// ``renameCreatingDirectory(_:_:)`` between two open directories: `to` is a relative path
-    /// whose missing parents (relative to `toDirectory`) are created after the rename fails.
     public static func renameCreatingDirectory(
-        at fromDirectory: Int32, _ from: String, to toDirectory: Int32, _ to: String
+        at fromDirectory: Int32 = AT_FDCWD, _ from: String, to toDirectory: Int32 = AT_FDCWD, _ to: String
     ) throws(SystemError) {
         do {
             try rename(at: fromDirectory, from, to: toDirectory, to)
         } catch where error.errno == ENOENT {
-            guard let slash = to.lastIndex(of: "/") else { throw error }
-            try makeDirectories(at: toDirectory, String(to[..<slash]))
+            guard let parent = parent(of: to) else { throw error }
+            try makeDirectories(at: toDirectory, parent)
             try rename(at: fromDirectory, from, to: toDirectory, to)
         }
     }
 
-    private static func rename(at fromDirectory: Int32, _ from: String, to toDirectory: Int32, _ to: String) throws(SystemError) {
-        _ = try Syscall.call("renameat", paths: from, to) { renameat(fromDirectory, $0, toDirectory, $1) }
+    public static func rename(
+        at fromDirectory: Int32 = AT_FDCWD, _ from: String, to toDirectory: Int32 = AT_FDCWD, _ to: String
+    ) throws(SystemError) {
+        _ = try Syscall.call("rename", paths: from, to) { renameat(fromDirectory, $0, toDirectory, $1) }
     }
 
-    /// ``makeDirectories(_:)`` for a path relative to `directory`.
-    private static func makeDirectories(at directory: Int32, _ path: String) throws(SystemError) {
+    /// Opens for writing a new file that must not exist yet.
+    public static func createExclusive(at directory: Int32 = AT_FDCWD, _ path: String) throws(SystemError) -> Int32 {
+        try Syscall.call("open", path: path) { openat(directory, $0, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600) }
+    }
+
+    /// ``createExclusive(at:_:)`` whose missing parent directories are created after the first
+    /// attempt fails.
+    public static func createExclusiveCreatingDirectory(at directory: Int32 = AT_FDCWD, _ path: String) throws(SystemError) -> Int32 {
         do {
-            try makeDirectory(at: directory, path)
+            return try createExclusive(at: directory, path)
         } catch where error.errno == ENOENT {
-            guard let slash = path.lastIndex(of: "/") else { throw error }
-            try makeDirectories(at: directory, String(path[..<slash]))
-            try makeDirectory(at: directory, path)
+            guard let parent = parent(of: path) else { throw error }
+            try makeDirectories(at: directory, parent)
+            return try createExclusive(at: directory, path)
         }
     }
 
-    /// One mkdirat (mode 0700); an existing directory is not an error.
-    private static func makeDirectory(at directory: Int32, _ path: String) throws(SystemError) {
+    /// Removes a file; a missing file is not an error.
+    public static func remove(at directory: Int32 = AT_FDCWD, _ path: String) throws(SystemError) {
         do {
-            _ = try Syscall.call("mkdirat", path: path) { mkdirat(directory, $0, 0o700) }
-        } catch where error.errno == EEXIST {
+            _ = try Syscall.call("unlink", path: path) { unlinkat(directory, $0, 0) }
+        } catch where error.errno == ENOENT {
             return
+        } catch {
+            throw SystemError(call: "unlink \(path)", errno: error.errno)
         }
     }
 
@@ -135,17 +114,6 @@ public enum FileSystem {
         return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
     }
 
-    /// Removes a file; a missing file is not an error.
-    public static func remove(_ path: String) throws(SystemError) {
-        do {
-            _ = try Syscall.call("unlink", path: path) { unlink($0) }
-        } catch where error.errno == ENOENT {
-            return
-        } catch {
-            throw SystemError(call: "unlink \(path)", errno: error.errno)
-        }
-    }
-
     /// Removes a directory tree.
     public static func removeTree(_ path: String) {
         guard let names = try? list(path) else {
@@ -157,10 +125,6 @@ public enum FileSystem {
             if isDirectory(child) { removeTree(child) } else { _ = unlink(child) }
         }
         _ = rmdir(path)
-    }
-
-    public static func rename(_ from: String, _ to: String) throws(SystemError) {
-        _ = try Syscall.call("rename", paths: from, to) { Glibc.rename($0, $1) }
     }
 
     /// Size of an open file.
@@ -244,11 +208,6 @@ public enum FileSystem {
             }
         }
         try result.get()
-    }
-
-    /// Opens for writing a new file that must not exist yet.
-    public static func createExclusive(_ path: String) throws(SystemError) -> Int32 {
-        try Syscall.call("open", path: path) { open($0, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600) }
     }
 
     /// Free bytes on the filesystem holding `path`.

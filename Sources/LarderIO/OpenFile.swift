@@ -1,3 +1,4 @@
+import CLarderSystem
 import Glibc
 
 /// An open, read-only file descriptor closed when the last reference goes away. Shared by the
@@ -11,15 +12,9 @@ public final class OpenFile: Sendable {
 
     public init(fd: Int32) { self.fd = fd }
 
-    /// Opens `path` read-only.
-    public static func open(_ path: String) throws(SystemError) -> OpenFile {
-        let fd = try Syscall.call("open", path: path) { Glibc.open($0, O_RDONLY | O_CLOEXEC) }
-        return OpenFile(fd: fd)
-    }
-
-    /// Opens `path`, relative to the open directory `directory`, read-only.
-    public static func open(at directory: Int32, _ path: String) throws(SystemError) -> OpenFile {
-        let fd = try Syscall.call("openat", path: path) { openat(directory, $0, O_RDONLY | O_CLOEXEC) }
+    /// Opens `path` read-only; a relative path is relative to the directory handle `directory`.
+    public static func open(at directory: Int32 = AT_FDCWD, _ path: String) throws(SystemError) -> OpenFile {
+        let fd = try Syscall.call("open", path: path) { openat(directory, $0, O_RDONLY | O_CLOEXEC) }
         return OpenFile(fd: fd)
     }
 
