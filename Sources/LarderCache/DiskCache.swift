@@ -16,8 +16,9 @@ import Synchronization
 /// memory) and `scanner` (the start-up scan, then it ends).
 ///
 /// State: `index` and `limits` are guarded by their mutexes; counters are atomics.
-/// Crash safety: a file in `v1/` is always complete (rename is atomic); leftovers in `tmp/` are
-/// deleted at start-up; a file damaged by power loss fails its size or checksum check and is
+/// Crash safety: a file in `v1/` is complete once it is indexed (renamed from `tmp/`, or written
+/// in place with one `writev`; see ``writeEntry``); leftovers in `tmp/` are deleted at start-up;
+/// a file cut short by a crash or damaged by power loss fails its size or checksum check and is
 /// deleted instead of served.
 public final class DiskCache: Sendable {
     /// The absolute cache directory.
@@ -42,6 +43,11 @@ public final class DiskCache: Sendable {
     private let temporaryDirectoryFD: Int32
     private let entriesDirectoryFD: Atomic<Int32>
     private let retiredDirectoryFDs = Mutex<[Int32]>([])
+    /// An inline store whose file calls take longer than this (10 ms) means the disk is not
+    /// fast enough to write on an event loop. Well above a scheduler time slice (3-4 ms): a loop
+    /// thread preempted in the middle of a write on a busy core is not a slow disk. (A variable
+    /// so that tests can make every store "slow".)
+    let slowInlineWrite = Atomic<UInt64>(10_000_000)
     /// Monotonic time before which ``storeInline(_:head:)`` declines (after a slow inline write).
     private let inlineAllowedAfter = Atomic<UInt64>(0)
     /// Writer jobs queued or running that delete or replace files (`submitDeletion`): while
@@ -215,13 +221,8 @@ public final class DiskCache: Sendable {
             let loaded = try loadHead(name: entry.name)
             guard loaded.head.key == key.url else { throw DiskEntryFormat.Problem.keyMismatch }
             return .hit(storedResponse(key: key, loaded: loaded))
-        } catch let error as SystemError where error.errno == ENOENT {
-            // Gone from under the index (deleted by hand, or evicted by the writer just as an
-            // event loop stored the same name again): a miss, not a corrupt entry.
-            index.withLock { _ = $0.remove(named: entry.name) }
-            return .miss
         } catch {
-            discard(entry.name, reason: "\(error)")
+            discard(entry.name, after: error)
             return .miss
         }
     }
@@ -285,7 +286,7 @@ public final class DiskCache: Sendable {
                 index.withLock { $0.markVerified(name) }
                 sound = true
             } catch {
-                discard(name, reason: "\(error)")
+                discard(name, after: error)
                 sound = false
             }
             completion(sound)
@@ -326,10 +327,9 @@ public final class DiskCache: Sendable {
             Int64(body.count) <= limits.withLock({ $0.maxObjectBytes })
         else { return }
         let name = DiskCache.fileName(key: stored.key, vary: head.vary)
-        let temporary = temporaryName(name, suffix: "tmp")
         let key = stored.key
         writer.submit(wake: wakeWriter) { [self] in
-            writeEntry(key: key, name: name, head: head, body: body, temporary: temporary)
+            writeEntry(key: key, name: name, head: head, body: body, onWriter: true)
         }
     }
 
@@ -348,12 +348,10 @@ public final class DiskCache: Sendable {
             Int64(body.count) <= limits.withLock({ $0.maxObjectBytes })
         else { return false }
         let name = DiskCache.fileName(key: stored.key, vary: head.vary)
-        let fileNanos = writeEntry(
-            key: stored.key, name: name, head: head, body: body, temporary: temporaryName(name, suffix: "tmp"),
-            evictInline: false)
-        // Only the file calls count: indexing is CPU work (a growing index rehashes now and
-        // then, for milliseconds on a large cache), and a slow disk is what must not stall a loop.
-        if let fileNanos, fileNanos > DiskCache.slowInlineWrite {
+        let fileNanos = writeEntry(key: stored.key, name: name, head: head, body: body, onWriter: false)
+        // Only the file calls count: indexing is CPU work, and a slow disk is what must not
+        // stall a loop.
+        if let fileNanos, fileNanos > slowInlineWrite.load(ordering: .relaxed) {
             inlineAllowedAfter.store(Clocks.monotonicNanos() + DiskCache.inlineBackoff, ordering: .relaxed)
             logger.notice(
                 "slow disk cache write; writing on the disk thread for 30s",
@@ -378,28 +376,24 @@ public final class DiskCache: Sendable {
 
     /// Bodies up to this size may be written by ``storeInline(_:head:)``.
     public static let inlineLimit = 64 << 10
-    /// An inline write slower than this (10 ms) means the disk is not fast enough to write on
-    /// an event loop. Well above a scheduler time slice (3-4 ms): a loop thread preempted in the
-    /// middle of a write on a busy core is not a slow disk.
-    static let slowInlineWrite: UInt64 = 10_000_000
     /// How long writes stay on the writer thread after a slow inline write.
     static let inlineBackoff: UInt64 = 30_000_000_000
 
-    /// Writes an entry and indexes it. Eviction runs here on the writer thread; an inline
-    /// caller asks the writer for it instead. Returns the time the file calls took, or nil
-    /// when the entry could not be stored.
+    /// Writes an entry and indexes it. Eviction runs here when `onWriter`; an event loop asks
+    /// the writer for it instead. Returns the time the file calls took, or nil when the entry
+    /// could not be stored.
     ///
     /// A new name is written in place, with one `writev`: create, write, close. A crash in
     /// between leaves a file whose size does not match its preamble, which the start-up scan
     /// deletes (DISK-FORMAT.md), and no lookup reads it meanwhile because the index learns of
     /// it only once it is complete (while the start-up scan runs, lookups also find entries
     /// by file name, so until then every entry goes through `tmp/`). That saves the rename,
-    /// the most expensive of the file calls on tmpfs. A name that exists (a replaced response) is written to `tmp/` and
-    /// renamed over it, so that clients still sending the old file keep their bytes.
+    /// the most expensive of the file calls on tmpfs. A name that exists (a replaced response)
+    /// is written to `tmp/` and renamed over it, so that clients still sending the old file
+    /// keep their bytes.
     @discardableResult
     private func writeEntry(
-        key: CacheKey, name: String, head: DiskEntryFormat.Head, body: [UInt8], temporary: String,
-        evictInline: Bool = true
+        key: CacheKey, name: String, head: DiskEntryFormat.Head, body: [UInt8], onWriter: Bool
     ) -> UInt64? {
         var checksum = BodyChecksum()
         checksum.update(body)
@@ -417,6 +411,7 @@ public final class DiskCache: Sendable {
                     throw error
                 }
             } else {
+                let temporary = temporaryName(name, suffix: "tmp")
                 do {
                     let fd = try FileSystem.createExclusive(at: temporaryDirectoryFD, temporary)
                     defer { Syscall.close(fd) }
@@ -432,7 +427,7 @@ public final class DiskCache: Sendable {
             return nil
         }
         let elapsed = Clocks.monotonicNanos() - start
-        didStore(key: key, name: name, vary: head.vary, size: Int64(entryHead.count + body.count), evict: evictInline)
+        didStore(key: key, name: name, vary: head.vary, size: Int64(entryHead.count + body.count), evict: onWriter)
         return elapsed
     }
 
@@ -514,13 +509,21 @@ public final class DiskCache: Sendable {
 
     // MARK: Removal
 
-    /// Deletes an unusable entry and counts it.
-    func discard(_ name: String, reason: String) {
+    /// Drops the entry `name` after reading it failed with `error`. A file that is simply gone
+    /// (deleted by hand, purged or evicted since it was listed or indexed) only leaves the
+    /// index; anything else is corruption: counted, logged and deleted. Returns whether it was.
+    @discardableResult
+    func discard(_ name: String, after error: any Error) -> Bool {
+        if let error = error as? SystemError, error.errno == ENOENT {
+            index.withLock { _ = $0.remove(named: name) }
+            return false
+        }
         index.withLock { _ = $0.remove(named: name) }
         corruptions.add(1)
         let path = path(forName: name)
-        logger.warning("dropping corrupt disk cache entry", metadata: ["file": "\(path)", "reason": "\(reason)"])
+        logger.warning("dropping corrupt disk cache entry", metadata: ["file": "\(path)", "reason": "\(error)"])
         submitDeletion { try? FileSystem.remove(path) }
+        return true
     }
 
     /// Rewrites the head of the entry `refreshed` replaces (same key and variant) after a
@@ -540,12 +543,11 @@ public final class DiskCache: Sendable {
             do {
                 let old = try loadHead(name: name)
                 guard old.head.key == refreshed.key.url else { return }
-                let headBytes = DiskEntryFormat.encodeHead(head)
+                let entryHead = DiskEntryFormat.entryHead(
+                    head, bodyLength: old.head.bodyLength, bodyChecksum: old.head.bodyChecksum)
                 let fd = try FileSystem.createExclusive(temporary)
                 defer { Syscall.close(fd) }
-                try FileSystem.writeAll(
-                    fd, DiskEntryFormat.preamble(
-                        bodyLength: old.head.bodyLength, bodyChecksum: old.head.bodyChecksum, headLength: headBytes.count) + headBytes)
+                try FileSystem.writeAll(fd, entryHead)
                 var offset = old.bodyOffset
                 let end = old.bodyOffset + old.head.bodyLength
                 while offset < end {
@@ -555,7 +557,7 @@ public final class DiskCache: Sendable {
                     offset += Int64(chunk.count)
                 }
                 try FileSystem.rename(temporary, path)
-                let size = Int64(DiskEntryFormat.preambleLength + headBytes.count) + old.head.bodyLength
+                let size = Int64(entryHead.count) + old.head.bodyLength
                 let verified = index.withLock { $0.entry(named: name)?.verified ?? false }
                 index.withLock { index in
                     _ = index.insert(DiskIndex.Entry(key: refreshed.key, vary: refreshed.varyValues, name: name, size: size, verified: verified))
@@ -623,13 +625,8 @@ public final class DiskCache: Sendable {
                                 key: CacheKey(normalized: loaded.head.key), vary: loaded.head.vary, name: name,
                                 size: loaded.fileSize, verified: false))
                         found += 1
-                    } catch let error as SystemError where error.errno == ENOENT {
-                        // Deleted since the directory was listed (a lookup found it corrupt,
-                        // or it was purged): nothing to index and nothing damaged.
-                        continue
                     } catch {
-                        dropped += 1
-                        discard(name, reason: "\(error)")
+                        if discard(name, after: error) { dropped += 1 }
                     }
                     if batch.count >= 512 {
                         let entries = batch

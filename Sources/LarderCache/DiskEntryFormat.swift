@@ -76,14 +76,6 @@ public enum DiskEntryFormat {
         }
     }
 
-    /// The head section (without preamble) for `head`.
-    public static func encodeHead(_ head: Head) -> [UInt8] {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(512)
-        appendHead(head, to: &bytes)
-        return bytes
-    }
-
     /// Preamble and head of an entry in one buffer, ready to be written before the body (one
     /// allocation: the disk tier builds this for every miss it stores).
     public static func entryHead(_ head: Head, bodyLength: Int64, bodyChecksum: UInt64) -> [UInt8] {

@@ -27,7 +27,6 @@ public final class DiskWrite: Sendable {
         var fd: Int32 = -1
         var written: Int64 = 0
         var checksum = BodyChecksum()
-        var headLength = 0
         var done = false
     }
 
@@ -40,14 +39,13 @@ public final class DiskWrite: Sendable {
         vary = head.vary
         self.maxBytes = maxBytes
         temporaryPath = cache.temporaryPath(name, suffix: "tmp")
-        let headBytes = DiskEntryFormat.encodeHead(head)
-        bodyOffset = Int64(DiskEntryFormat.preambleLength + headBytes.count)
+        // Lengths zero until `finish` rewrites the preamble in place.
+        let entryHead = DiskEntryFormat.entryHead(head, bodyLength: 0, bodyChecksum: 0)
+        bodyOffset = Int64(entryHead.count)
         cache.writer.submit { [self] in
             run { state throws(SystemError) in
                 state.fd = try FileSystem.createExclusive(temporaryPath)
-                state.headLength = headBytes.count
-                let preamble = DiskEntryFormat.preamble(bodyLength: 0, bodyChecksum: 0, headLength: headBytes.count)
-                try FileSystem.writeAll(state.fd, preamble + headBytes)
+                try FileSystem.writeAll(state.fd, entryHead)
             }
         }
     }
@@ -90,7 +88,8 @@ public final class DiskWrite: Sendable {
                     throw SystemError(call: "finish (body length mismatch)", errno: EIO)
                 }
                 let preamble = DiskEntryFormat.preamble(
-                    bodyLength: state.written, bodyChecksum: state.checksum.value, headLength: state.headLength)
+                    bodyLength: state.written, bodyChecksum: state.checksum.value,
+                    headLength: Int(bodyOffset) - DiskEntryFormat.preambleLength)
                 try FileSystem.writeAll(state.fd, preamble, at: 0)
                 let size = try FileSystem.size(of: state.fd)
                 guard size == bodyOffset + state.written else { throw SystemError(call: "fstat (size mismatch)", errno: EIO) }

@@ -353,7 +353,8 @@ private func pattern(_ count: Int, seed: UInt8 = 1) -> [UInt8] {
         fixture.cache.drain()
         // In submission order the purge ran first, so the store survives.
         #expect(fixture.read("/p") == pattern(500))
-        #expect(fixture.cache.storeInline(complete("/q", body: pattern(10)).0, head: complete("/q", body: pattern(10)).1))
+        let (next, nextHead) = complete("/q", body: pattern(10))
+        #expect(fixture.cache.storeInline(next, head: nextHead), "inline again once the deletion ran")
     }
 
     @Test func entryDeletedBehindTheIndexIsAMissNotACorruption() throws {
@@ -395,6 +396,59 @@ private func pattern(_ count: Int, seed: UInt8 = 1) -> [UInt8] {
         waitForIndex(reopened)
         reopened.drain()
         #expect(!FileManager.default.fileExists(atPath: file))
+        #expect(reopened.statistics.entries == 0)
+        reopened.stop()
+    }
+
+    @Test func slowInlineStoreSendsLaterStoresToTheWriter() throws {
+        let fixture = try DiskFixture()
+        fixture.cache.slowInlineWrite.store(0, ordering: .relaxed)  // every store counts as slow
+        let (first, firstHead) = complete("/slow1", body: pattern(100))
+        #expect(fixture.cache.storeInline(first, head: firstHead), "written: the disk is not known to be slow yet")
+        #expect(fixture.read("/slow1") == pattern(100))
+        fixture.cache.slowInlineWrite.store(10_000_000, ordering: .relaxed)
+        let (second, secondHead) = complete("/slow2", body: pattern(200))
+        #expect(!fixture.cache.storeInline(second, head: secondHead), "declined for the back-off after a slow store")
+        fixture.cache.store(second, head: secondHead)
+        fixture.cache.drain()
+        #expect(fixture.read("/slow2") == pattern(200), "the writer thread still stores")
+    }
+
+    @Test func inlineWriteErrorDegradesTheTierAndLeavesNothing() throws {
+        let fixture = try DiskFixture()
+        let (stored, head) = complete("/blocked", body: pattern(100))
+        let name = DiskCache.fileName(key: stored.key, vary: [:])
+        // A file where the entry's first-level directory belongs: creating the entry fails.
+        let blocker = fixture.directory + "/v1/" + String(name.prefix(2))
+        #expect(FileManager.default.createFile(atPath: blocker, contents: Data([1])))
+        #expect(fixture.cache.storeInline(stored, head: head), "handled on the loop, though it failed")
+        let statistics = fixture.cache.statistics
+        #expect(statistics.writeErrors == 1)
+        #expect(statistics.degraded)
+        #expect(statistics.entries == 0)
+        #expect(fixture.entryFiles() == [blocker])
+        #expect(try FileManager.default.contentsOfDirectory(atPath: fixture.directory + "/tmp").isEmpty)
+        let (next, nextHead) = complete("/next", body: pattern(10))
+        #expect(!fixture.cache.storeInline(next, head: nextHead), "no writes while degraded")
+    }
+
+    @Test func verifyingAnEntryDeletedMeanwhileIsNotACorruption() throws {
+        let fixture = try DiskFixture()
+        fixture.store("/v", body: pattern(5000))
+        let reopened = try fixture.reopen()
+        waitForIndex(reopened)
+        guard case .unverified(let name) = reopened.lookup(Fixtures.key("/v"), request: [:]) else {
+            Issue.record("expected an unverified entry")
+            return
+        }
+        for file in fixture.entryFiles() { try FileManager.default.removeItem(atPath: file) }
+        let done = DispatchSemaphore(value: 0)
+        reopened.verify(name) { sound in
+            #expect(!sound)
+            done.signal()
+        }
+        done.wait()
+        #expect(reopened.statistics.corruptions == 0)
         #expect(reopened.statistics.entries == 0)
         reopened.stop()
     }
