@@ -37,16 +37,31 @@ public enum ASCII {
     }
 
     /// Case-insensitive comparison of two ASCII strings (header names, tokens).
+    ///
+    /// Called for every field of a message each time a field is looked up by name, so strings
+    /// of different lengths (nearly all of them) cost one length comparison, and the bytes of
+    /// native strings are compared in place.
     @inline(__always)
     public static func equalsIgnoringCase(_ a: String, _ b: String) -> Bool {
-        var a = a
-        var b = b
-        return a.withUTF8 { pa in
-            b.withUTF8 { pb in
-                guard pa.count == pb.count else { return false }
+        let a8 = a.utf8
+        let b8 = b.utf8
+        guard a8.count == b8.count else { return false }
+        let inPlace = a8.withContiguousStorageIfAvailable { pa in
+            b8.withContiguousStorageIfAvailable { pb in
                 for i in 0..<pa.count where lower(pa[i]) != lower(pb[i]) { return false }
                 return true
             }
+        }
+        if let inPlace, let equal = inPlace { return equal }
+        return a8.elementsEqual(b8) { lower($0) == lower($1) }
+    }
+
+    /// `bytes` as a string with A-Z lowered and every other byte kept: tokens compare
+    /// case-insensitively in ASCII only (RFC 9110 §5.6.2). `bytes` must be valid UTF-8.
+    public static func lowercasedString(_ bytes: UnsafeBufferPointer<UInt8>) -> String {
+        String(unsafeUninitializedCapacity: bytes.count) { buffer in
+            for i in 0..<bytes.count { buffer[i] = lower(bytes[i]) }
+            return bytes.count
         }
     }
 
@@ -81,14 +96,16 @@ public enum ASCII {
         }
     }
 
-    /// Trims spaces and tabs at both ends.
+    /// Trims spaces and tabs at both ends (byte by byte: OWS is ASCII, and walking Characters
+    /// would run grapheme breaking on every header value).
     public static func trimOWS(_ text: Substring) -> Substring {
-        var start = text.startIndex
-        var end = text.endIndex
-        while start < end, text[start] == " " || text[start] == "\t" { start = text.index(after: start) }
+        let utf8 = text.utf8
+        var start = utf8.startIndex
+        var end = utf8.endIndex
+        while start < end, utf8[start] == 0x20 || utf8[start] == 0x09 { utf8.formIndex(after: &start) }
         while end > start {
-            let before = text.index(before: end)
-            guard text[before] == " " || text[before] == "\t" else { break }
+            let before = utf8.index(before: end)
+            guard utf8[before] == 0x20 || utf8[before] == 0x09 else { break }
             end = before
         }
         return text[start..<end]

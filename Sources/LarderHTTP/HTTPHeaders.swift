@@ -58,17 +58,23 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     /// The comma-separated elements of a list-valued field, trimmed, lower-cased, empty ones
     /// dropped (RFC 9110 §5.6.1).
     public func listElements(_ name: String) -> [String] {
-        // Walks the values in place (no `values`/`split` arrays): hop-by-hop stripping asks for
-        // `Connection` on every request and response.
+        // Walks the values' bytes in place (no `values`/`split` arrays, no Characters): hop-by-hop
+        // stripping and keep-alive ask for `Connection` on every request and response.
         var result: [String] = []
         for field in fields where ASCII.equalsIgnoringCase(field.name, name) {
-            let value = field.value
-            var start = value.startIndex
-            while start < value.endIndex {
-                let end = value[start...].firstIndex(of: ",") ?? value.endIndex
-                let trimmed = ASCII.trimOWS(value[start..<end])
-                if !trimmed.isEmpty { result.append(trimmed.lowercased()) }
-                start = end < value.endIndex ? value.index(after: end) : end
+            var value = field.value
+            value.withUTF8 { bytes in
+                var start = 0
+                while start < bytes.count {
+                    var end = start
+                    while end < bytes.count && bytes[end] != UInt8(ascii: ",") { end += 1 }
+                    var first = start
+                    var last = end
+                    while first < last && (bytes[first] == 0x20 || bytes[first] == 0x09) { first += 1 }
+                    while last > first && (bytes[last - 1] == 0x20 || bytes[last - 1] == 0x09) { last -= 1 }
+                    if first < last { result.append(ASCII.lowercasedString(UnsafeBufferPointer(rebasing: bytes[first..<last]))) }
+                    start = end + 1
+                }
             }
         }
         return result

@@ -7,16 +7,34 @@ public enum HopByHop {
     ]
 
     /// Removes the fixed hop-by-hop fields and every field named in `Connection`.
+    ///
+    /// Runs on every request and response, so the common cases cost no allocation: a message
+    /// without any fixed hop-by-hop field has no `Connection` field either, so nothing it
+    /// lists, and is left as it is.
     public static func strip(_ headers: inout HTTPHeaders) {
+        guard headers.fields.contains(where: { isAlwaysHopByHop($0.name) }) else { return }
         let listed = headers.listElements("Connection")
-        guard headers.fields.contains(where: { isHopByHop($0.name, listed: listed) }) else { return }
-        headers.removeAll { isHopByHop($0.name, listed: listed) }
+        if listed.isEmpty {
+            headers.removeAll { isAlwaysHopByHop($0.name) }
+        } else {
+            headers.removeAll { field in
+                isAlwaysHopByHop(field.name) || listed.contains { ASCII.equalsIgnoringCase($0, field.name) }
+            }
+        }
     }
 
+    /// Whether `name` is one of ``names``, compared only with the names of its length.
     @inline(__always)
-    static func isHopByHop(_ name: String, listed: [String]) -> Bool {
-        for hop in names where ASCII.equalsIgnoringCase(hop, name) { return true }
-        for hop in listed where ASCII.equalsIgnoringCase(hop, name) { return true }
-        return false
+    static func isAlwaysHopByHop(_ name: String) -> Bool {
+        switch name.utf8.count {
+        case 2: ASCII.equalsIgnoringCase(name, "te")
+        case 7: ASCII.equalsIgnoringCase(name, "trailer") || ASCII.equalsIgnoringCase(name, "upgrade")
+        case 10: ASCII.equalsIgnoringCase(name, "connection") || ASCII.equalsIgnoringCase(name, "keep-alive")
+        case 16: ASCII.equalsIgnoringCase(name, "proxy-connection")
+        case 17: ASCII.equalsIgnoringCase(name, "transfer-encoding")
+        case 18: ASCII.equalsIgnoringCase(name, "proxy-authenticate")
+        case 19: ASCII.equalsIgnoringCase(name, "proxy-authorization")
+        default: false
+        }
     }
 }

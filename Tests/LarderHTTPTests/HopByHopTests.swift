@@ -1,0 +1,30 @@
+import LarderHTTP
+import Testing
+
+@Suite struct HopByHopTests {
+    private static func stripped(_ fields: [(String, String)]) -> [String] {
+        var headers = HTTPHeaders(fields)
+        HopByHop.strip(&headers)
+        return headers.fields.map(\.name)
+    }
+
+    @Test func removesEveryFixedHopByHopFieldInAnyCase() {
+        let fixed = HopByHop.names.enumerated().map { index, name in
+            (index.isMultiple(of: 2) ? name.uppercased() : name, "x")
+        }
+        #expect(Self.stripped(fixed + [("Content-Type", "text/plain"), ("Tex", "1"), ("Upgrades", "2")]) == ["Content-Type", "Tex", "Upgrades"])
+    }
+
+    @Test func removesFieldsNamedInConnection() {
+        let names = Self.stripped([
+            ("Connection", "X-Private, KEEP-ALIVE"), ("x-private", "secret"), ("Keep-Alive", "timeout=5"),
+            ("X-Privately", "kept"), ("Date", "now"),
+        ])
+        #expect(names == ["X-Privately", "Date"])
+    }
+
+    @Test func leavesAMessageWithoutHopByHopFieldsAsItIs() {
+        let fields = [("Server", "origin"), ("Content-Length", "3"), ("ETag", "\"a\""), ("Cache-Control", "max-age=60")]
+        #expect(Self.stripped(fields) == fields.map(\.0))
+    }
+}
