@@ -43,7 +43,8 @@ public enum FileSystem {
 
     /// `path` without its last component; nil for a single component or `/x`.
     private static func parent(of path: String) -> String? {
-        guard let slash = path.lastIndex(of: "/"), slash != path.startIndex else { return nil }
+        // On the bytes: a Character search runs grapheme breaking over the whole path.
+        guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")), slash != path.startIndex else { return nil }
         return String(path[..<slash])
     }
 

@@ -267,6 +267,8 @@ final class ClientConnection: IOHandler {
                 || exchange.outcome == .revalidated
             proxy.shared.hosts.record(.init(host: url.host, port: url.port, defaultPort: url.defaultPort), hit: hit, bytes: exchange.bodyBytesSent)
         }
+        // The target's text is built only for a log that is on.
+        guard proxy.accessLog.enabled else { return }
         proxy.accessLog.record(
             client: peer, method: exchange.head.method.rawValue, url: exchange.head.targetText, status: exchange.status,
             outcome: exchange.outcome.rawValue, bytes: exchange.bodyBytesSent,

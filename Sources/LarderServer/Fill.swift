@@ -44,7 +44,9 @@ struct FillOptions {
     /// The first client asked for a range and the request went upstream without it.
     var rangeStripped = false
     /// How failed attempts are retried (the route's `[route.retry]`, else `[retry]`).
-    var retry = RetryPolicy(RetryConfig())
+    var retry = FillOptions.defaultRetry
+    /// Built once: a `RetryConfig` holds a set, and options are made for every miss.
+    private static let defaultRetry = RetryPolicy(RetryConfig())
     /// The route declares its requests safe to repeat whatever the method.
     var idempotentRoute = false
     /// The parent proxies to go through, best first (empty: direct).
