@@ -27,20 +27,36 @@ public struct AbsoluteURL: Sendable, Hashable, CustomStringConvertible {
     /// `scheme://authority/path?query`.
     public var description: String { withPath(pathAndQuery) }
 
-    /// `scheme://authority` followed by `path`, built in one allocation (every miss builds its
-    /// upstream URL and its cache key this way).
+    /// `scheme://authority` followed by `path`, built in one allocation and copied byte-wise
+    /// (every miss builds its upstream URL and its cache key this way, every hit its key).
     public func withPath<Path: StringProtocol>(_ path: Path) -> String {
-        var text = ""
-        text.reserveCapacity(scheme.utf8.count + host.utf8.count + path.utf8.count + 9)
-        text += scheme
-        text += "://"
-        text += host
-        if port != defaultPort {
-            text += ":"
-            text += String(port)
+        let capacity = scheme.utf8.count + 3 + host.utf8.count + 21 + path.utf8.count
+        return String(unsafeUninitializedCapacity: capacity) { buffer in
+            var count = 0
+            func copy(_ text: some StringProtocol) {
+                let utf8 = text.utf8
+                let copied = utf8.withContiguousStorageIfAvailable { bytes in
+                    UnsafeMutableBufferPointer(rebasing: buffer[count...]).initialize(fromContentsOf: bytes)
+                }
+                if let copied {
+                    count += copied
+                } else {
+                    for byte in utf8 {
+                        buffer[count] = byte
+                        count += 1
+                    }
+                }
+            }
+            copy(scheme)
+            copy("://")
+            copy(host)
+            if port != defaultPort {
+                copy(":")
+                copy(String(port))  // a small string: no allocation
+            }
+            copy(path)
+            return count
         }
-        text += path
-        return text
     }
 
     /// The host without IPv6 brackets, for resolving and matching.

@@ -58,12 +58,34 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     /// The comma-separated elements of a list-valued field, trimmed, lower-cased, empty ones
     /// dropped (RFC 9110 §5.6.1).
     public func listElements(_ name: String) -> [String] {
-        // Walks the values' bytes in place (no `values`/`split` arrays, no Characters): hop-by-hop
-        // stripping and keep-alive ask for `Connection` on every request and response.
         var result: [String] = []
+        forEachListElement(name) { element in
+            result.append(ASCII.lowercasedString(element))
+            return true
+        }
+        return result
+    }
+
+    /// Whether the list-valued field `name` has the element `token` (ASCII, case-insensitive),
+    /// without building the list: keep-alive asks on every request.
+    public func hasListElement(_ name: String, _ token: StaticString) -> Bool {
+        var found = false
+        forEachListElement(name) { element in
+            found = element.count == token.utf8CodeUnitCount
+                && (0..<element.count).allSatisfy { ASCII.lower(element[$0]) == ASCII.lower(token.utf8Start[$0]) }
+            return !found
+        }
+        return found
+    }
+
+    /// Calls `body` with the bytes of each non-empty, OWS-trimmed element of the field `name`
+    /// (RFC 9110 §5.6.1) until it returns false. Walks the values' bytes in place (no
+    /// `values`/`split` arrays, no Characters): hop-by-hop stripping and keep-alive ask for
+    /// `Connection` on every request and response.
+    private func forEachListElement(_ name: String, _ body: (UnsafeBufferPointer<UInt8>) -> Bool) {
         for field in fields where ASCII.equalsIgnoringCase(field.name, name) {
             var value = field.value
-            value.withUTF8 { bytes in
+            let more = value.withUTF8 { bytes in
                 var start = 0
                 while start < bytes.count {
                     var end = start
@@ -72,12 +94,13 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
                     var last = end
                     while first < last && (bytes[first] == 0x20 || bytes[first] == 0x09) { first += 1 }
                     while last > first && (bytes[last - 1] == 0x20 || bytes[last - 1] == 0x09) { last -= 1 }
-                    if first < last { result.append(ASCII.lowercasedString(UnsafeBufferPointer(rebasing: bytes[first..<last]))) }
+                    if first < last && !body(UnsafeBufferPointer(rebasing: bytes[first..<last])) { return false }
                     start = end + 1
                 }
+                return true
             }
+            if !more { return }
         }
-        return result
     }
 
     public mutating func add(_ name: String, _ value: String) {

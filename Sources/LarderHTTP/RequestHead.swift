@@ -31,14 +31,13 @@ public struct RequestHead: Sendable {
     /// Whether the client wants the connection kept open after this exchange
     /// (RFC 9112 §9.3: HTTP/1.1 persists unless "close"; HTTP/1.0 only with "keep-alive").
     public var keepAlive: Bool {
-        let tokens = headers.listElements("Connection") + headers.listElements("Proxy-Connection")
-        if tokens.contains("close") { return false }
+        if headers.hasListElement("Connection", "close") || headers.hasListElement("Proxy-Connection", "close") { return false }
         if version == .http1_1 { return true }
-        return tokens.contains("keep-alive")
+        return headers.hasListElement("Connection", "keep-alive") || headers.hasListElement("Proxy-Connection", "keep-alive")
     }
 
     /// Whether the client sent `Expect: 100-continue`.
     public var expectsContinue: Bool {
-        headers.listElements("Expect").contains("100-continue")
+        headers.hasListElement("Expect", "100-continue")
     }
 }

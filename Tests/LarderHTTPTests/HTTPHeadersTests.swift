@@ -32,4 +32,12 @@ import Testing
         #expect(ASCII.trimOWS("\t \t") == "")
         #expect(ASCII.trimOWS("\u{A0}x\u{A0}") == "\u{A0}x\u{A0}")
     }
+
+    @Test func absoluteURLTextKeepsANonDefaultPortAndThePath() throws {
+        let url = try AbsoluteURL(parsing: "http://Example.org:8080/a%2f?q=1")
+        #expect(url.description == "http://example.org:8080/a%2f?q=1")
+        #expect(url.withPath("/b") == "http://example.org:8080/b")
+        #expect(try AbsoluteURL(parsing: "https://h/").description == "https://h/")
+        #expect(try AbsoluteURL(parsing: "http://[::1]:80/x").description == "http://[::1]/x")
+    }
 }

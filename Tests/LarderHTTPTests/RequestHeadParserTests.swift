@@ -148,5 +148,10 @@ private let cases: [Case] = [
         #expect(try !head("GET http://a/ HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n").keepAlive)
         #expect(try !head("GET http://a/ HTTP/1.0\r\n\r\n").keepAlive)
         #expect(try head("GET http://a/ HTTP/1.0\r\nConnection: keep-alive\r\n\r\n").keepAlive)
+        #expect(try head("GET http://a/ HTTP/1.0\r\nProxy-Connection: Keep-Alive\r\n\r\n").keepAlive)
+        #expect(try !head("GET http://a/ HTTP/1.1\r\nHost: a\r\nProxy-Connection: foo,\tCLOSE \r\n\r\n").keepAlive)
+        #expect(try !head("GET http://a/ HTTP/1.0\r\nConnection: keep-alive-ish, closed\r\n\r\n").keepAlive)
+        #expect(try head("GET http://a/ HTTP/1.1\r\nHost: a\r\nExpect: 100-Continue\r\n\r\n").expectsContinue)
+        #expect(try !head("GET http://a/ HTTP/1.1\r\nHost: a\r\nExpect: 100-continue-later\r\n\r\n").expectsContinue)
     }
 }
