@@ -1,17 +1,17 @@
 /// Byte-level helpers for the HTTP grammar (RFC 9110 §5.6).
 public enum ASCII {
-    /// tchar: "!" / "#" / "$" / "%" / "&" / "'" / "*" / "+" / "-" / "." / "^" / "_" / "`" / "|" / "~" / DIGIT / ALPHA
-    public static let tokenTable: [Bool] = {
-        var table = [Bool](repeating: false, count: 256)
-        for byte in UInt8(ascii: "0")...UInt8(ascii: "9") { table[Int(byte)] = true }
-        for byte in UInt8(ascii: "a")...UInt8(ascii: "z") { table[Int(byte)] = true }
-        for byte in UInt8(ascii: "A")...UInt8(ascii: "Z") { table[Int(byte)] = true }
-        for byte in "!#$%&'*+-.^_`|~".utf8 { table[Int(byte)] = true }
-        return table
-    }()
+    /// tchar: "!" / "#" / "$" / "%" / "&" / "'" / "*" / "+" / "-" / "." / "^" / "_" / "`" / "|" / "~" / DIGIT / ALPHA,
+    /// as two bit masks over the bytes 0-63 and 64-127 (constants: a lazily built table cost a
+    /// `swift_once` check on every byte of every header name).
+    static let tokenMaskLow: UInt64 = 0x03FF_6CFA_0000_0000
+    static let tokenMaskHigh: UInt64 = 0x57FF_FFFF_C7FF_FFFE
 
     @inline(__always)
-    public static func isTokenChar(_ byte: UInt8) -> Bool { tokenTable[Int(byte)] }
+    public static func isTokenChar(_ byte: UInt8) -> Bool {
+        if byte < 64 { return (tokenMaskLow >> UInt64(byte)) & 1 != 0 }
+        if byte < 128 { return (tokenMaskHigh >> UInt64(byte - 64)) & 1 != 0 }
+        return false
+    }
 
     /// The value of a hex digit (either case), or nil.
     @inline(__always)
@@ -56,13 +56,19 @@ public enum ASCII {
         return a8.elementsEqual(b8) { lower($0) == lower($1) }
     }
 
-    /// `bytes` as a string with A-Z lowered and every other byte kept: tokens compare
-    /// case-insensitively in ASCII only (RFC 9110 §5.6.2). `bytes` must be valid UTF-8.
+    /// `bytes` as a string with A-Z lowered and every other byte kept: tokens, schemes and host
+    /// names compare case-insensitively in ASCII only (RFC 9110 §5.6.2, RFC 3986 §6.2.2.1).
+    /// Invalid UTF-8 is repaired (U+FFFD), as `String(decoding:as:)` does.
     public static func lowercasedString(_ bytes: UnsafeBufferPointer<UInt8>) -> String {
         String(unsafeUninitializedCapacity: bytes.count) { buffer in
             for i in 0..<bytes.count { buffer[i] = lower(bytes[i]) }
             return bytes.count
         }
+    }
+
+    /// ``lowercasedString(_:)`` of raw bytes.
+    public static func lowercasedString(_ bytes: UnsafeRawBufferPointer) -> String {
+        lowercasedString(bytes.assumingMemoryBound(to: UInt8.self))
     }
 
     /// A token is a non-empty run of tchar.

@@ -85,7 +85,7 @@ public struct AbsoluteURL: Sendable, Hashable, CustomStringConvertible {
         var index = 0
         while index < bytes.count, bytes[index] != UInt8(ascii: ":") { index += 1 }
         guard index < bytes.count, index > 0 else { throw .bad("request target is not an absolute URL") }
-        let scheme = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[0..<index]), as: UTF8.self).lowercased()
+        let scheme = ASCII.lowercasedString(UnsafeRawBufferPointer(rebasing: bytes[0..<index]))
         guard scheme == "http" || scheme == "https" else {
             throw .bad("unsupported URL scheme '\(scheme)' (only http and https are proxied)")
         }
@@ -150,7 +150,7 @@ public struct AbsoluteURL: Sendable, Hashable, CustomStringConvertible {
                     || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_")
                 guard isHostChar else { throw .bad("invalid character in URL host") }
             }
-            host = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[0..<hostEnd]), as: UTF8.self).lowercased()
+            host = ASCII.lowercasedString(UnsafeRawBufferPointer(rebasing: bytes[0..<hostEnd]))  // checked ASCII above
         }
         var port = defaultPort
         if let portStart {

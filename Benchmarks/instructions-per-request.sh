@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# User-space instructions per request (callgrind's Ir) for one or more Larder binaries, over N
+# sequential requests on one curl connection through the local nginx origin. Unlike timings,
+# instruction counts repeat to within a few per cent on a noisy VM (hits: to 0.1 %), so small
+# changes on the request path can be measured. Kernel time is not counted.
+#
+#   Benchmarks/instructions-per-request.sh [-w miss|hit] [-n REQUESTS] BIN...
+#
+# miss: N distinct 1 KiB URLs (each a miss, stored in memory and on disk); hit: 200 URLs
+# fetched once, then N memory hits on them. Counting starts after a warm-up and covers every
+# thread of the proxy. Needs valgrind; a copy of each binary without DWARF is profiled
+# (valgrind 3.19 cannot read the DWARF 5 of Swift 6 binaries; symbols are kept).
+# `callgrind_annotate --inclusive=yes $dir/BIN.out` on a kept profile (KEEP=1) shows where.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+WORKLOAD=miss; REQUESTS=1000
+while getopts "w:n:" option; do
+    case $option in
+        w) WORKLOAD=$OPTARG ;; n) REQUESTS=$OPTARG ;;
+        *) echo "usage: $0 [-w miss|hit] [-n requests] BIN..." >&2; exit 2 ;;
+    esac
+done
+shift $((OPTIND - 1))
+[[ $# -ge 1 ]] || { echo "usage: $0 [-w miss|hit] [-n requests] BIN..." >&2; exit 2; }
+[[ $WORKLOAD == miss || $WORKLOAD == hit ]] || { echo "unknown workload $WORKLOAD" >&2; exit 2; }
+command -v valgrind >/dev/null || { echo "needs valgrind (apt-get install valgrind)" >&2; exit 2; }
+ORIGIN_PORT=${ORIGIN_PORT:-18693}; PROXY_PORT=18694
+
+source Benchmarks/common.sh
+bench_setup instructions "$ORIGIN_PORT"
+origin="http://127.0.0.1:$ORIGIN_PORT/obj/1k"
+for _ in $(seq 50); do curl -s -o /dev/null "$origin" && break; sleep 0.1; done
+
+binaries=("$@")
+for index in "${!binaries[@]}"; do
+    binary=${binaries[$index]}
+    copy="$dir/bin$index"
+    objcopy --strip-debug "$binary" "$copy"
+    mkdir -p "$dir/cache$index"
+    valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$dir/bin$index.out" \
+        "$copy" serve --config Benchmarks/shared-bench.toml --listen "127.0.0.1:$PROXY_PORT" \
+        --admin-listen 127.0.0.1:0 --cache-dir "$dir/cache$index" >/dev/null 2>"$dir/valgrind$index.err" &
+    proxy=$!; pids+=("$proxy")
+    proxy_url="http://127.0.0.1:$PROXY_PORT"
+    for _ in $(seq 300); do curl -s -o /dev/null -x "$proxy_url" "$origin?warm=start" && break; sleep 0.2; done
+    # Warm-up: connections, the curl handle pool, the first leaf directories, the hit set.
+    curl -s -x "$proxy_url" "$origin?warm=[1-200]" >/dev/null
+    callgrind_control -i on "$proxy" >/dev/null 2>&1
+    if [[ $WORKLOAD == miss ]]; then
+        curl -s -x "$proxy_url" "$origin?run$index=[1-$REQUESTS]" >/dev/null
+    else
+        for _ in $(seq $((REQUESTS / 200))); do curl -s -x "$proxy_url" "$origin?warm=[1-200]" >/dev/null; done
+    fi
+    callgrind_control -i off "$proxy" >/dev/null 2>&1
+    kill "$proxy"; wait "$proxy" 2>/dev/null || true
+    total=$(awk '/^totals:/ {print $2; exit}' "$dir/bin$index.out")
+    [[ $WORKLOAD == hit ]] && REQUESTS=$((REQUESTS / 200 * 200))
+    printf '#%d %s: %d instructions per request (%s, %d requests)\n' "$index" "$binary" $((total / REQUESTS)) "$WORKLOAD" "$REQUESTS"
+done
+if [[ ${KEEP:-0} == 1 ]]; then
+    trap - EXIT
+    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+    echo "profiles kept in $dir (bin*.out)"
+fi
