@@ -121,7 +121,7 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     }
 
     public mutating func remove(_ name: String) {
-        fields.removeAll { ASCII.equalsIgnoringCase($0.name, name) }
+        removeAll { ASCII.equalsIgnoringCase($0.name, name) }
     }
 
     /// Appends text to the last field's value (for folded lines).
@@ -131,6 +131,14 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     }
 
     public mutating func removeAll(where predicate: (HTTPField) -> Bool) {
-        fields.removeAll(where: predicate)
+        // Array.removeAll(where:) makes the array unique (a copy when the head is shared) and
+        // rewrites it even when nothing matches, the common case for most callers.
+        guard let first = fields.firstIndex(where: predicate) else { return }
+        var kept = first
+        for index in first..<fields.count where !predicate(fields[index]) {
+            fields.swapAt(kept, index)
+            kept += 1
+        }
+        fields.removeSubrange(kept...)
     }
 }
