@@ -40,4 +40,14 @@ import Testing
         #expect(try AbsoluteURL(parsing: "https://h/").description == "https://h/")
         #expect(try AbsoluteURL(parsing: "http://[::1]:80/x").description == "http://[::1]/x")
     }
+
+    @Test func removingAFieldKeepsTheOthersInOrder() {
+        var headers = HTTPHeaders([("Age", "1"), ("Date", "d"), ("age", "2"), ("ETag", "e"), ("Vary", "v"), ("AGE", "3")])
+        headers.remove("Age")
+        #expect(headers.fields.map(\.name) == ["Date", "ETag", "Vary"])
+        headers.remove("Missing")
+        #expect(headers.fields.map(\.name) == ["Date", "ETag", "Vary"])
+        headers.removeAll { $0.name == "Vary" || $0.name == "Date" }
+        #expect(headers.fields.map(\.name) == ["ETag"])
+    }
 }
