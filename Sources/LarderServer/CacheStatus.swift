@@ -1,3 +1,5 @@
+import LarderHTTP
+
 /// The `Cache-Status` member Larder adds to a response (RFC 9211), built up as a request is
 /// answered and rendered once.
 struct CacheStatus {
@@ -24,17 +26,45 @@ struct CacheStatus {
     }
 
     var rendered: String {
-        var text = "larder"
-        if hit { text += "; hit" }
-        if let fwd { text += "; fwd=\(fwd)" }
-        if let fwdStatus { text += "; fwd-status=\(fwdStatus)" }
-        if let ttl { text += "; ttl=\(ttl)" }
-        if stored { text += "; stored" }
-        if collapsed { text += "; collapsed" }
+        var bytes: [UInt8] = []
+        append(to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Appends the member, `larder; hit; ttl=3600` and so on, without building strings: every
+    /// response carries one.
+    func append(to bytes: inout [UInt8]) {
+        bytes.append(contentsOf: "larder".utf8)
+        if hit { bytes.append(contentsOf: "; hit".utf8) }
+        if let fwd {
+            bytes.append(contentsOf: "; fwd=".utf8)
+            bytes.append(contentsOf: fwd.utf8)
+        }
+        if let fwdStatus {
+            bytes.append(contentsOf: "; fwd-status=".utf8)
+            CacheStatus.appendInteger(fwdStatus, to: &bytes)
+        }
+        if let ttl {
+            bytes.append(contentsOf: "; ttl=".utf8)
+            CacheStatus.appendInteger(ttl, to: &bytes)
+        }
+        if stored { bytes.append(contentsOf: "; stored".utf8) }
+        if collapsed { bytes.append(contentsOf: "; collapsed".utf8) }
         if let detail {
             let token = detail.utf8.allSatisfy { ($0 >= 97 && $0 <= 122) || ($0 >= 48 && $0 <= 57) || $0 == 45 }
-            text += token ? "; detail=\(detail)" : "; detail=\"\(detail.replacingQuotes())\""
+            bytes.append(contentsOf: (token ? "; detail=\(detail)" : "; detail=\"\(detail.replacingQuotes())\"").utf8)
         }
-        return text
+    }
+
+    /// Appends the `Cache-Status` field line.
+    func appendField(to bytes: inout [UInt8]) {
+        bytes.append(contentsOf: "Cache-Status: ".utf8)
+        append(to: &bytes)
+        bytes.append(contentsOf: HeadSerializer.crlf)
+    }
+
+    private static func appendInteger(_ value: Int, to bytes: inout [UInt8]) {
+        if value < 0 { bytes.append(UInt8(ascii: "-")) }
+        HeadSerializer.appendDecimal(value.magnitude > UInt(Int.max) ? Int.max : Int(value.magnitude), to: &bytes)
     }
 }

@@ -32,7 +32,6 @@ extension ClientConnection {
     /// reference; or a 206 slice of it, or a 416.
     func queueStored(_ stored: StoredResponse, exchange: Exchange, range: RangeRequest.Resolution, now: Double) {
         let age = Int(stored.currentAge(now: now))
-        let cacheStatus = exchange.cacheStatus.rendered
         var first = 0
         var count = stored.bodyLength
         switch range {
@@ -59,9 +58,8 @@ extension ClientConnection {
         suffix.reserveCapacity(96)
         suffix.append(contentsOf: "Age: ".utf8)
         HeadSerializer.appendDecimal(age, to: &suffix)
-        suffix.append(contentsOf: "\r\nCache-Status: ".utf8)
-        suffix.append(contentsOf: cacheStatus.utf8)
         suffix.append(contentsOf: HeadSerializer.crlf)
+        exchange.cacheStatus.appendField(to: &suffix)
         let hasBody = stored.status != 204 && stored.status != 304
         if hasBody {
             suffix.append(contentsOf: "Content-Length: ".utf8)
@@ -94,7 +92,7 @@ extension ClientConnection {
         }
         bytes.append(contentsOf: ClientConnection.viaLine)
         if let age { HeadSerializer.appendField("Age", String(Int(age)), to: &bytes) }
-        HeadSerializer.appendField("Cache-Status", exchange.cacheStatus.rendered, to: &bytes)
+        exchange.cacheStatus.appendField(to: &bytes)
         appendConnectionField(exchange, to: &bytes)
         bytes.append(contentsOf: HeadSerializer.crlf)
         output.append(bytes)
@@ -109,7 +107,7 @@ extension ClientConnection {
         if let etag = headers["ETag"] { HeadSerializer.appendField("ETag", etag, to: &bytes) }
         bytes.append(contentsOf: "Content-Length: 0\r\n".utf8)
         bytes.append(contentsOf: ClientConnection.viaLine)
-        HeadSerializer.appendField("Cache-Status", exchange.cacheStatus.rendered, to: &bytes)
+        exchange.cacheStatus.appendField(to: &bytes)
         appendConnectionField(exchange, to: &bytes)
         bytes.append(contentsOf: HeadSerializer.crlf)
         output.append(bytes)
@@ -128,7 +126,7 @@ extension ClientConnection {
             HeadSerializer.appendFields(head.headers, to: &bytes)
         }
         bytes.append(contentsOf: ClientConnection.viaLine)
-        HeadSerializer.appendField("Cache-Status", exchange.cacheStatus.rendered, to: &bytes)
+        exchange.cacheStatus.appendField(to: &bytes)
         if let slice = exchange.slice {
             exchange.framing = .length(slice.last - slice.first + 1)
             bytes.append(contentsOf: "Content-Length: ".utf8)
