@@ -6,7 +6,8 @@
 #
 #   Benchmarks/instructions-per-request.sh [-w miss|hit] [-n REQUESTS] BIN...
 #
-# miss: N distinct 1 KiB URLs (each a miss, stored in memory and on disk); hit: 200 URLs
+# miss: N distinct 1 KiB URLs, the same for every binary (each a miss, stored in memory and
+# on disk, into a fresh cache directory); hit: 200 URLs
 # fetched once, then N memory hits on them. Counting starts after a warm-up and covers every
 # thread of the proxy. Needs valgrind; a copy of each binary without DWARF is profiled
 # (valgrind 3.19 cannot read the DWARF 5 of Swift 6 binaries; symbols are kept).
@@ -47,7 +48,7 @@ for index in "${!binaries[@]}"; do
     curl -s -x "$proxy_url" "$origin?warm=[1-200]" >/dev/null
     callgrind_control -i on "$proxy" >/dev/null 2>&1
     if [[ $WORKLOAD == miss ]]; then
-        curl -s -x "$proxy_url" "$origin?run$index=[1-$REQUESTS]" >/dev/null
+        curl -s -x "$proxy_url" "$origin?run=[1-$REQUESTS]" >/dev/null
     else
         for _ in $(seq $((REQUESTS / 200))); do curl -s -x "$proxy_url" "$origin?warm=[1-200]" >/dev/null; done
     fi

@@ -29,7 +29,7 @@ public struct ResponseHeadParser: Sendable {
             head = nil
             return (100..<200).contains(finished.status) ? .interim(finished) : .final(finished)
         }
-        if content.starts(with: "HTTP/".utf8) {
+        if content[0] == UInt8(ascii: "H"), content.starts(with: "HTTP/".utf8) {
             head = try ResponseHeadParser.parseStatusLine(content)
             return .none
         }
