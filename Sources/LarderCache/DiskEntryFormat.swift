@@ -134,9 +134,10 @@ public enum DiskEntryFormat {
         var position = 0
         func text(_ string: StaticString) {
             // Literals only: copied as bytes (a String's UTF-8 view costs ~30 instructions a byte).
-            _ = UnsafeMutableBufferPointer(rebasing: buffer[position..<position + string.utf8CodeUnitCount])
-                .initialize(fromContentsOf: UnsafeBufferPointer(start: string.utf8Start, count: string.utf8CodeUnitCount))
-            position += string.utf8CodeUnitCount
+            string.withUTF8Buffer { bytes in
+                _ = UnsafeMutableBufferPointer(rebasing: buffer[position..<position + bytes.count]).initialize(fromContentsOf: bytes)
+                position += bytes.count
+            }
         }
         /// `value` in decimal, left-padded with zeros to exactly `width` digits.
         func decimal(_ value: Int, width: Int) {

@@ -70,10 +70,11 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     /// without building the list: keep-alive asks on every request.
     public func hasListElement(_ name: String, _ token: StaticString) -> Bool {
         var found = false
-        forEachListElement(name) { element in
-            found = element.count == token.utf8CodeUnitCount
-                && (0..<element.count).allSatisfy { ASCII.lower(element[$0]) == ASCII.lower(token.utf8Start[$0]) }
-            return !found
+        token.withUTF8Buffer { token in
+            forEachListElement(name) { element in
+                found = element.count == token.count && zip(element, token).allSatisfy { ASCII.lower($0) == ASCII.lower($1) }
+                return !found
+            }
         }
         return found
     }
