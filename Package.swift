@@ -67,7 +67,7 @@ let package = Package(
             name: "LarderFuzz", dependencies: ["CLarderSystem", "LarderHTTP", "LarderConfig"], path: "Fuzz/LarderFuzz",
             swiftSettings: strict),
         .testTarget(name: "LarderHTTPTests", dependencies: ["LarderHTTP"]),
-        .testTarget(name: "LarderCacheTests", dependencies: ["LarderCache", "LarderHTTP", "LarderConfig"]),
+        .testTarget(name: "LarderCacheTests", dependencies: ["LarderCache", "LarderHTTP", "LarderConfig", "LarderIO"]),
         .testTarget(name: "LarderConfigTests", dependencies: ["LarderConfig"]),
         .testTarget(name: "LarderUpstreamTests", dependencies: ["LarderUpstream", "LarderConfig", "LarderHTTP"]),
         .testTarget(name: "LarderIntegrationTests", exclude: ["Fixtures"]),

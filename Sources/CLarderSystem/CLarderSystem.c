@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "CLarderSystem.h"
+#include <sys/mman.h>
 
 int larder_available_cpus(void) {
     cpu_set_t set;
@@ -13,6 +14,10 @@ int larder_available_cpus(void) {
 
 int larder_accept4(int fd, struct sockaddr *address, socklen_t *length) {
     return accept4(fd, address, length, SOCK_NONBLOCK | SOCK_CLOEXEC);
+}
+
+int larder_memfd_create(const char *name) {
+    return memfd_create(name, MFD_CLOEXEC);
 }
 
 int larder_set_thread_name(pthread_t thread, const char *name) {

@@ -293,7 +293,8 @@ public final class DiskCache: Sendable {
         }
     }
 
-    /// Reads a file-backed response's body into memory on the reader thread.
+    /// Reads a file-backed response's body into memory on the reader thread, in the memory
+    /// tier's form (``StoredResponse/Body/inMemory(_:)``).
     public func readIntoMemory(_ stored: StoredResponse, completion: @escaping @Sendable (StoredResponse?) -> Void) {
         reader.submit {
             guard case .file(let file, let offset, let length) = stored.body,
@@ -302,7 +303,7 @@ public final class DiskCache: Sendable {
                 completion(nil)
                 return
             }
-            completion(stored.withBody(.memory(bytes)))
+            completion(stored.withBody(.inMemory(bytes)))
         }
     }
 
@@ -322,8 +323,10 @@ public final class DiskCache: Sendable {
     /// then rename), for bodies small enough to have been kept whole. With `wakeWriter` false
     /// the job waits for the next ``wakeWriter()``: an event loop stores every miss of one
     /// epoll batch and wakes the writer once (on one core each wake-up is a context switch).
-    public func store(_ stored: StoredResponse, head: DiskEntryFormat.Head, wakeWriter: Bool = true) {
-        guard case .memory(let body) = stored.body, !isDegraded,
+    /// `body` is the body's bytes when the caller has them at hand (the stored response may keep
+    /// them in an anonymous memory file); by default they are taken from `stored`.
+    public func store(_ stored: StoredResponse, body: [UInt8]? = nil, head: DiskEntryFormat.Head, wakeWriter: Bool = true) {
+        guard let body = body ?? stored.memoryBody, !isDegraded,
             Int64(body.count) <= limits.withLock({ $0.maxObjectBytes })
         else { return }
         let name = DiskCache.fileName(key: stored.key, vary: head.vary)
@@ -341,8 +344,8 @@ public final class DiskCache: Sendable {
     /// (an earlier deletion of the same name must not be overtaken), or an inline write was
     /// slow recently — one write over ``slowInlineWrite`` sends every write to the writer for
     /// ``inlineBackoff``, so a slow or stalled disk costs the loop one stall, not one per miss.
-    public func storeInline(_ stored: StoredResponse, head: DiskEntryFormat.Head) -> Bool {
-        guard case .memory(let body) = stored.body, body.count <= DiskCache.inlineLimit else { return false }
+    public func storeInline(_ stored: StoredResponse, body: [UInt8]? = nil, head: DiskEntryFormat.Head) -> Bool {
+        guard stored.bodyLength <= DiskCache.inlineLimit, let body = body ?? stored.memoryBody else { return false }
         guard Clocks.monotonicNanos() >= inlineAllowedAfter.load(ordering: .relaxed),
             deletionsPending.load(ordering: .acquiring) == 0, !isDegraded,
             Int64(body.count) <= limits.withLock({ $0.maxObjectBytes })

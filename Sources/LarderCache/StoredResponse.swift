@@ -11,6 +11,24 @@ public final class StoredResponse: Sendable {
         /// In a disk-cache file (kept open, so eviction cannot pull it from under a reader): the
         /// body starts at `offset` and has `length` bytes.
         case file(OpenFile, offset: Int64, length: Int64)
+        /// In memory, in an anonymous memory file of exactly `length` bytes: the memory tier's
+        /// form for large bodies, which hits send with sendfile(2) instead of copying them into
+        /// the socket (see ``inMemory(_:)``).
+        case memoryFile(OpenFile, length: Int)
+
+        /// Bodies from this size on are kept in an anonymous memory file by the memory tier.
+        /// Below it, one `sendmsg` of head and body costs less than the copy it would save.
+        public static let memoryFileMinimum = 32 * 1024
+
+        /// `bytes` in the form the memory tier keeps: an anonymous memory file from
+        /// ``memoryFileMinimum`` on while the process has descriptors to spare for them, the
+        /// array otherwise.
+        public static func inMemory(_ bytes: [UInt8]) -> Body {
+            if bytes.count >= memoryFileMinimum, let file = OpenFile.anonymous(copying: bytes) {
+                return .memoryFile(file, length: bytes.count)
+            }
+            return .memory(bytes)
+        }
     }
 
     public let key: CacheKey
@@ -127,23 +145,41 @@ public final class StoredResponse: Sendable {
         return false
     }
 
+    /// Whether the body is held in memory (an array or an anonymous memory file), the form
+    /// the memory tier keeps.
+    public var isInMemory: Bool {
+        if case .file = body { return false }
+        return true
+    }
+
     /// Body length in bytes.
     public var bodyLength: Int {
         switch body {
         case .memory(let bytes): bytes.count
         case .file(_, _, let length): Int(length)
+        case .memoryFile(_, let length): length
         }
     }
 
-    /// The body bytes, when the body is in memory.
+    /// The body bytes, when the body is in memory; read back from an anonymous memory file
+    /// (used off the hit path: disk stores, tests).
     public var memoryBody: [UInt8]? {
-        if case .memory(let bytes) = body { return bytes }
-        return nil
+        switch body {
+        case .memory(let bytes): bytes
+        case .memoryFile(let file, let length): try? FileSystem.read(file.fd, at: 0, count: length)
+        case .file: nil
+        }
     }
 
     /// Bytes this entry costs a memory tier (body, head, bookkeeping).
     public var memoryCost: Int {
-        (memoryBody?.count ?? 0) + headBytes.count + 256
+        let body: Int
+        switch self.body {
+        case .memory(let bytes): body = bytes.count
+        case .memoryFile(_, let length): body = length + 1024  // the file's inode and descriptor
+        case .file: body = 0
+        }
+        return body + headBytes.count + 256
     }
 
     /// `current_age` (§4.2.3) at wall time `now`.

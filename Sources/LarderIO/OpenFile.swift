@@ -9,8 +9,19 @@ import Glibc
 /// offsets has no shared cursor state.
 public final class OpenFile: Sendable {
     public let fd: Int32
+    /// Whether this is an anonymous memory file counted against ``anonymousLimit``
+    /// (`OpenFile+Anonymous.swift`).
+    let isAnonymous: Bool
 
-    public init(fd: Int32) { self.fd = fd }
+    public init(fd: Int32) {
+        self.fd = fd
+        isAnonymous = false
+    }
+
+    init(anonymous fd: Int32) {
+        self.fd = fd
+        isAnonymous = true
+    }
 
     /// Opens `path` read-only; a relative path is relative to the directory handle `directory`.
     public static func open(at directory: Int32 = AT_FDCWD, _ path: String) throws(SystemError) -> OpenFile {
@@ -18,5 +29,8 @@ public final class OpenFile: Sendable {
         return OpenFile(fd: fd)
     }
 
-    deinit { Syscall.close(fd) }
+    deinit {
+        Syscall.close(fd)
+        if isAnonymous { OpenFile.releaseAnonymous() }
+    }
 }

@@ -118,30 +118,34 @@ public struct OutputQueue {
         }
     }
 
-    /// One sendmsg over the run of in-memory segments at the head (at most 16).
+    /// One sendmsg over the run of in-memory segments at the head (at most 16), marked as
+    /// followed by more when a file range comes next (a head before its sendfile body).
     private func writeGathered(to socket: Socket) throws(SystemError) -> Int? {
         var end = head
         while end < segments.count, end - head < 16, case .bytes = segments[end] { end += 1 }
+        var more = false
+        if end < segments.count, case .file = segments[end] { more = true }
         return try withUnsafeTemporaryAllocation(of: iovec.self, capacity: 16) { (vectors) throws(SystemError) -> Int? in
-            try gather(from: head, to: end, into: vectors, count: 0, socket: socket)
+            try gather(from: head, to: end, into: vectors, count: 0, more: more, socket: socket)
         }
     }
 
     /// Pins each segment's storage with nested closures so the pointers stay valid for the call.
     private func gather(
-        from index: Int, to end: Int, into vectors: UnsafeMutableBufferPointer<iovec>, count: Int, socket: Socket
+        from index: Int, to end: Int, into vectors: UnsafeMutableBufferPointer<iovec>, count: Int, more: Bool,
+        socket: Socket
     ) throws(SystemError) -> Int? {
         if index == end {
-            return try socket.writev(UnsafeBufferPointer(rebasing: vectors[0..<count]))
+            return try socket.writev(UnsafeBufferPointer(rebasing: vectors[0..<count]), more: more)
         }
         guard case .bytes(let bytes, let offset, let segmentEnd) = segments[index] else {
-            return try gather(from: end, to: end, into: vectors, count: count, socket: socket)
+            return try gather(from: end, to: end, into: vectors, count: count, more: more, socket: socket)
         }
         let result = bytes.withUnsafeBytes { raw in
             vectors[count] = iovec(
                 iov_base: UnsafeMutableRawPointer(mutating: raw.baseAddress! + offset), iov_len: segmentEnd - offset)
             return Result { () throws(SystemError) -> Int? in
-                try gather(from: index + 1, to: end, into: vectors, count: count + 1, socket: socket)
+                try gather(from: index + 1, to: end, into: vectors, count: count + 1, more: more, socket: socket)
             }
         }
         return try result.get()

@@ -80,14 +80,17 @@ public struct Socket: Sendable, Hashable {
         try Syscall.nonBlocking("send") { Glibc.send(fd, buffer.baseAddress, buffer.count, Int32(MSG_NOSIGNAL)) }
     }
 
-    /// Gathers and writes several buffers in one call.
+    /// Gathers and writes several buffers in one call. `more` says that more data follows at
+    /// once (a body sent with sendfile after its head), so TCP holds these bytes for it
+    /// (MSG_MORE) rather than sending a head-only segment.
     @inline(__always)
-    public func writev(_ vectors: UnsafeBufferPointer<iovec>) throws(SystemError) -> Int? {
+    public func writev(_ vectors: UnsafeBufferPointer<iovec>, more: Bool = false) throws(SystemError) -> Int? {
         var header = msghdr()
         header.msg_iov = UnsafeMutablePointer(mutating: vectors.baseAddress)
         header.msg_iovlen = vectors.count
         // sendmsg rather than writev: MSG_NOSIGNAL keeps a closed peer from raising SIGPIPE.
-        return try Syscall.nonBlocking("sendmsg") { Glibc.sendmsg(fd, &header, Int32(MSG_NOSIGNAL)) }
+        let flags = more ? Int32(MSG_NOSIGNAL) | Int32(MSG_MORE) : Int32(MSG_NOSIGNAL)
+        return try Syscall.nonBlocking("sendmsg") { Glibc.sendmsg(fd, &header, flags) }
     }
 
     /// Sends `count` bytes of `file` starting at `offset` (advanced by the call) with sendfile(2).

@@ -75,6 +75,8 @@ extension ClientConnection {
                 output.append(bytes, from: first, count: count)
             case .file(let file, let offset, _):
                 output.appendFile(file, offset: offset + Int64(first), count: Int64(count))
+            case .memoryFile(let file, _):
+                output.appendFile(file, offset: Int64(first), count: Int64(count))
             }
             exchange.bodyBytesSent = count
             proxy.shared.stats.bytesFromCache.add(count)

@@ -549,7 +549,7 @@ final class Fill: UpstreamTransferDelegate {
         upstreamStatus = 304
         let updated = validating.freshened(by: notModified.headers, requestTime: requestTime, responseTime: responseTime)
         let memory = proxy.shared.memory
-        if case .memory = updated.body {
+        if updated.isInMemory {
             memory.insert(updated)
         } else if updated.bodyLength <= maxMemoryObject, let disk = proxy.shared.disk {
             disk.readIntoMemory(updated) { promoted in if let promoted { memory.insert(promoted) } }
@@ -580,7 +580,7 @@ final class Fill: UpstreamTransferDelegate {
         let lengthMatches = announcedLength.map { $0 == stored.bodyLength } ?? true
         if stored.hasValidator && etagMatches && modifiedMatches && lengthMatches {
             let updated = stored.freshened(by: head.headers, requestTime: requestTime, responseTime: responseTime)
-            if case .memory = updated.body { proxy.shared.memory.insert(updated) }
+            if updated.isInMemory { proxy.shared.memory.insert(updated) }
             proxy.shared.disk?.refresh(updated)
         } else {
             proxy.shared.memory.remove(stored)
@@ -715,7 +715,9 @@ final class Fill: UpstreamTransferDelegate {
                 outcome = .success(())
                 let stored = storeInMemory()
                 diskWrite?.finish(expectedLength: received)
-                if let stored, let pendingDiskHead { proxy.storeOnDisk(stored, head: pendingDiskHead) }
+                if let stored, let pendingDiskHead {
+                    proxy.storeOnDisk(stored.response, body: stored.body, head: pendingDiskHead)
+                }
             }
         case .failure(let error):
             if head == nil, failOver(after: error) { return }
@@ -747,9 +749,9 @@ final class Fill: UpstreamTransferDelegate {
         scheduleNotify()
     }
 
-    /// Puts the complete response into the memory tier; returns it.
+    /// Puts the complete response into the memory tier; returns it and its body's bytes.
     @discardableResult
-    private func storeInMemory() -> StoredResponse? {
+    private func storeInMemory() -> (response: StoredResponse, body: [UInt8])? {
         guard retainAll, let head, let parts = memoryEntryParts else { return nil }
         let body: [UInt8]
         if chunks.count == 1 {
@@ -761,13 +763,13 @@ final class Fill: UpstreamTransferDelegate {
             body = joined
         }
         let stored = StoredResponse(
-            key: key, status: head.status, reason: head.reason, headers: parts.headers, body: .memory(body),
+            key: key, status: head.status, reason: head.reason, headers: parts.headers, body: .inMemory(body),
             requestTime: requestTime, responseTime: responseTime, varyValues: parts.vary,
             freshnessLifetime: parts.lifetime,
             correctedInitialAge: Freshness.correctedInitialAge(
                 headers: head.headers, requestTime: requestTime, responseTime: responseTime),
             cacheControl: parts.cacheControl)
         proxy.shared.memory.insert(stored)
-        return stored
+        return (stored, body)
     }
 }

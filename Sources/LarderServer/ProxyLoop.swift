@@ -41,7 +41,7 @@ final class ProxyLoop {
     private var cachedDateSecond = -1
     private var cachedDate = ""
     /// Complete responses to store on disk after this epoll batch (`storeOnDisk`).
-    private var pendingDiskStores: [(StoredResponse, DiskEntryFormat.Head)] = []
+    private var pendingDiskStores: [(stored: StoredResponse, body: [UInt8], head: DiskEntryFormat.Head)] = []
 
     init(loop: EventLoop, shared: SharedState, runtime: RuntimeConfig) {
         self.loop = loop
@@ -60,9 +60,9 @@ final class ProxyLoop {
     /// for at most `inlineStoreBudget` per batch: on a busy core, handing them to the writer
     /// thread costs more in wake-ups and context switches than the file calls themselves. The
     /// rest go to the disk writer, woken once for the whole batch.
-    func storeOnDisk(_ stored: StoredResponse, head: DiskEntryFormat.Head) {
+    func storeOnDisk(_ stored: StoredResponse, body: [UInt8], head: DiskEntryFormat.Head) {
         guard shared.disk != nil else { return }
-        pendingDiskStores.append((stored, head))
+        pendingDiskStores.append((stored, body, head))
         guard pendingDiskStores.count == 1 else { return }
         loop.enqueueBeforeWait { [self] in writePendingDiskStores() }
     }
@@ -79,11 +79,11 @@ final class ProxyLoop {
         let deadline = Clocks.monotonicNanos() + ProxyLoop.inlineStoreBudget
         var inline = true
         var queued = false
-        for (stored, head) in stores {
-            if inline && disk.storeInline(stored, head: head) {
+        for (stored, body, head) in stores {
+            if inline && disk.storeInline(stored, body: body, head: head) {
                 inline = Clocks.monotonicNanos() < deadline
             } else {
-                disk.store(stored, head: head, wakeWriter: false)
+                disk.store(stored, body: body, head: head, wakeWriter: false)
                 queued = true
             }
         }

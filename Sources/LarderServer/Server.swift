@@ -41,6 +41,9 @@ public final class Server: Sendable {
                 metadata: ["limit": "\(descriptors)", "max_connections": "\(config.proxy.maxConnections)",
                            "advice": "raise LimitNOFILE (systemd) or ulimit -n"])
         }
+        // Large memory-tier bodies live in anonymous memory files, one descriptor each, up to an
+        // eighth of the limit (past that they stay in arrays, which only costs speed).
+        OpenFile.anonymousLimit = min(descriptors / 8, 1 << 16)
         var opened: [(Listener.Kind, Socket)] = []
         let passed = Systemd.listenSockets()
         if !passed.isEmpty {

@@ -8,12 +8,13 @@ enum Fixtures {
     }
 
     static func response(
-        _ path: String, bodySize: Int = 100, headers: HTTPHeaders = ["Cache-Control": "max-age=60"],
+        _ path: String, bodySize: Int = 100, body: StoredResponse.Body? = nil,
+        headers: HTTPHeaders = ["Cache-Control": "max-age=60"],
         lifetime: Double = 60, age: Double = 0, responseTime: Double = 1000, vary: [String: String] = [:]
     ) -> StoredResponse {
         StoredResponse(
             key: key(path), status: 200, reason: "OK", headers: headers,
-            body: .memory([UInt8](repeating: 7, count: bodySize)), requestTime: responseTime, responseTime: responseTime,
+            body: body ?? .memory([UInt8](repeating: 7, count: bodySize)), requestTime: responseTime, responseTime: responseTime,
             varyValues: vary, freshnessLifetime: lifetime, correctedInitialAge: age)
     }
 

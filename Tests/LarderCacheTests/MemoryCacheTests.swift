@@ -1,5 +1,6 @@
 import LarderCache
 import LarderHTTP
+import LarderIO
 import Testing
 
 @Suite struct MemoryCacheTests {
@@ -98,5 +99,50 @@ import Testing
             }
         }
         #expect(cache.statistics.entries == recency.count)
+    }
+
+    /// The memory tier keeps a large body in an anonymous memory file (hits send it with
+    /// sendfile), a small one in an array; both read back as the same bytes and cost the tier
+    /// their length.
+    @Test func largeBodiesAreKeptInAMemoryFile() throws {
+        let large = (0..<StoredResponse.Body.memoryFileMinimum).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        let small = Array(large.prefix(StoredResponse.Body.memoryFileMinimum - 1))
+        let before = OpenFile.anonymousCount
+        let inFile = Fixtures.response("/large", body: .inMemory(large))
+        let inArray = Fixtures.response("/small", body: .inMemory(small))
+        guard case .memoryFile(let file, let length) = inFile.body else {
+            Issue.record("a body of memoryFileMinimum bytes stayed in an array")
+            return
+        }
+        guard case .memory = inArray.body else {
+            Issue.record("a body under memoryFileMinimum went into a file")
+            return
+        }
+        #expect(length == large.count)
+        #expect(try FileSystem.read(file.fd, at: 0, count: length + 1) == large, "exactly the bytes, nothing more")
+        #expect(inFile.memoryBody == large)
+        #expect(inFile.isInMemory && !inFile.isOnDisk && inArray.isInMemory)
+        #expect(inFile.bodyLength == large.count)
+        #expect(inFile.memoryCost >= large.count && inArray.memoryCost >= small.count)
+        let cache = MemoryCache(limits: Fixtures.limits())
+        #expect(cache.insert(inFile))
+        #expect(cache.lookup(Fixtures.key("/large"))?.first === inFile)
+        #expect(OpenFile.anonymousCount >= before + 1)
+    }
+
+    /// Past the process's budget of memory files a large body stays in an array, and a file
+    /// released by its last response gives its place back.
+    @Test func memoryFilesStayWithinTheirLimit() {
+        let saved = OpenFile.anonymousLimit
+        defer { OpenFile.anonymousLimit = saved }
+        let bytes = [UInt8](repeating: 1, count: StoredResponse.Body.memoryFileMinimum)
+        OpenFile.anonymousLimit = OpenFile.anonymousCount + 1
+        var first: OpenFile? = OpenFile.anonymous(copying: bytes)
+        #expect(first != nil)
+        #expect(OpenFile.anonymous(copying: bytes) == nil, "over the limit")
+        if case .memoryFile = StoredResponse.Body.inMemory(bytes) { Issue.record("over the limit, yet in a file") }
+        first = nil
+        #expect(OpenFile.anonymous(copying: bytes) != nil, "the released place is free again")
+        _ = first
     }
 }

@@ -20,6 +20,39 @@ extension IntegrationTests {
             #expect(try origin.count(path) == 2)  // one through the proxy, one direct
         }
 
+        /// Bodies of 32 KiB and more live in an anonymous memory file that hits `sendfile`
+        /// from; the bytes, ranges and Cache-Status must be those of any memory hit, and a purge
+        /// must give the file back.
+        @Test func largeMemoryHitsComeFromAMemoryFileWithTheOriginsBytes() throws {
+            let origin = try Origin()
+            let larder = try Larder()
+            let large = "/large?cc=max-age=60&size=200000"
+            let small = "/small?cc=max-age=60&size=2000"
+            let expected = try origin.directBody(large)
+            #expect(try Curl.viaProxy(larder.proxy, [origin.url(large)]).body == expected)
+            #expect(try Curl.viaProxy(larder.proxy, [origin.url(small)]).status == 200)
+            #expect(try memoryFiles(of: larder) == 1, "one memory file, for the large body only")
+            let hit = try Curl.viaProxy(larder.proxy, [origin.url(large)])
+            #expect(hit.cacheStatus?.isMemoryHit == true)
+            #expect(hit.body == expected)
+            let range = try Curl.viaProxy(larder.proxy, ["-r", "70000-130099", origin.url(large)])
+            #expect(range.status == 206)
+            #expect(range.body == expected.subdata(in: 70000..<130100))
+            #expect(try origin.count(large) == 2)  // one through the proxy, one direct
+            let purge = try ChildProcess(Paths.larder, ["purge", "--admin", "127.0.0.1:\(larder.adminPort)", origin.url(large)])
+            purge.process.waitUntilExit()
+            #expect(purge.process.terminationStatus == 0)
+            #expect(try memoryFiles(of: larder) == 0, "the purge closed it")
+        }
+
+        /// Descriptors of `larder`'s process that are its anonymous body files.
+        private func memoryFiles(of larder: Larder) throws -> Int {
+            let directory = "/proc/\(larder.child.processIdentifier)/fd"
+            return try FileManager.default.contentsOfDirectory(atPath: directory).filter { name in
+                (try? FileManager.default.destinationOfSymbolicLink(atPath: directory + "/" + name))?.hasPrefix("/memfd:larder-body") == true
+            }.count
+        }
+
         @Test func uncacheableResponsesGoUpstreamEveryTime() throws {
             let origin = try Origin()
             let larder = try Larder()

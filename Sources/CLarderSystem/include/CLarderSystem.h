@@ -1,5 +1,5 @@
 // Linux system headers that Swift's Glibc module does not export (epoll, eventfd, sendfile,
-// splice). Only LarderIO imports this module; everything above it uses LarderIO's Swift types.
+// splice, memfd). Only LarderIO imports this module; everything above it uses LarderIO's Swift types.
 #ifndef CLARDER_SYSTEM_H
 #define CLARDER_SYSTEM_H
 
@@ -24,6 +24,9 @@ int larder_accept4(int fd, struct sockaddr *address, socklen_t *length);
 
 /// O_PATH (needs _GNU_SOURCE): a directory handle for the *at calls, no read access needed.
 static const int larder_o_path = __O_PATH;
+
+/// memfd_create(2) with MFD_CLOEXEC (a GNU extension): an anonymous file in memory.
+int larder_memfd_create(const char *name);
 
 /// pthread_setname_np (a GNU extension).
 int larder_set_thread_name(pthread_t thread, const char *name);
