@@ -28,14 +28,19 @@ final class HostCounters: Sendable {
 
     func record(_ host: Key, hit: Bool, bytes: Int) {
         counts.withLock { counts in
-            counts[host, default: Counts()].requests += 1
-            if hit { counts[host]!.hits += 1 }
-            counts[host]!.bytes += bytes
+            // One hash probe: the entry is updated in place through the subscript's modify.
+            HostCounters.count(&counts[host, default: Counts()], hit: hit, bytes: bytes)
             if counts.count > capacity {
                 let keep = counts.sorted { $0.value.requests > $1.value.requests }.prefix(capacity / 2)
                 counts = Dictionary(uniqueKeysWithValues: keep.map { ($0.key, $0.value) })
             }
         }
+    }
+
+    private static func count(_ counts: inout Counts, hit: Bool, bytes: Int) {
+        counts.requests += 1
+        if hit { counts.hits += 1 }
+        counts.bytes += bytes
     }
 
     /// The `limit` hosts with the most requests.

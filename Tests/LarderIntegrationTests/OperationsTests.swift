@@ -90,6 +90,18 @@ extension IntegrationTests {
 
         // MARK: Admin listener
 
+        @Test func statsCountRequestsHitsAndBytesPerHost() throws {
+            let origin = try Origin()
+            let larder = try Larder()
+            for _ in 0..<3 { _ = try Curl.viaProxy(larder.proxy, [origin.url("/counted?cc=max-age=60&size=1000")]) }
+            _ = try Curl.viaProxy(larder.proxy, [origin.url("/other?cc=no-store&size=10")])
+            let hosts = try #require(try larder.stats()["top_hosts"] as? [[String: Any]])
+            let entry = try #require(hosts.first { ($0["host"] as? String) == "127.0.0.1:\(origin.port)" })
+            #expect(entry["requests"] as? Int == 4)
+            #expect(entry["hits"] as? Int == 2)
+            #expect(entry["bytes"] as? Int == 3010)
+        }
+
         @Test func adminEndpointsAnswer() throws {
             let origin = try Origin()
             let larder = try Larder()
