@@ -324,15 +324,17 @@ public final class DiskCache: Sendable {
     /// the job waits for the next ``wakeWriter()``: an event loop stores every miss of one
     /// epoll batch and wakes the writer once (on one core each wake-up is a context switch).
     /// `body` is the body's bytes when the caller has them at hand (the stored response may keep
-    /// them in an anonymous memory file); by default they are taken from `stored`.
+    /// them in an anonymous memory file); by default they are taken from `stored`. `head`
+    /// describes `stored`: the entry's header fields are `stored`'s, copied in wire form.
     public func store(_ stored: StoredResponse, body: [UInt8]? = nil, head: DiskEntryFormat.Head, wakeWriter: Bool = true) {
         guard let body = body ?? stored.memoryBody, !isDegraded,
             Int64(body.count) <= limits.withLock({ $0.maxObjectBytes })
         else { return }
         let name = DiskCache.fileName(key: stored.key, vary: head.vary)
         let key = stored.key
+        let wireFields = stored.wireFields
         writer.submit(wake: wakeWriter) { [self] in
-            writeEntry(key: key, name: name, head: head, body: body, onWriter: true)
+            writeEntry(key: key, name: name, head: head, wireFields: wireFields, body: body, onWriter: true)
         }
     }
 
@@ -351,7 +353,8 @@ public final class DiskCache: Sendable {
             Int64(body.count) <= limits.withLock({ $0.maxObjectBytes })
         else { return false }
         let name = DiskCache.fileName(key: stored.key, vary: head.vary)
-        let fileNanos = writeEntry(key: stored.key, name: name, head: head, body: body, onWriter: false)
+        let fileNanos = writeEntry(
+            key: stored.key, name: name, head: head, wireFields: stored.wireFields, body: body, onWriter: false)
         // Only the file calls count: indexing is CPU work, and a slow disk is what must not
         // stall a loop.
         if let fileNanos, fileNanos > slowInlineWrite.load(ordering: .relaxed) {
@@ -396,11 +399,13 @@ public final class DiskCache: Sendable {
     /// keep their bytes.
     @discardableResult
     private func writeEntry(
-        key: CacheKey, name: String, head: DiskEntryFormat.Head, body: [UInt8], onWriter: Bool
+        key: CacheKey, name: String, head: DiskEntryFormat.Head, wireFields: ArraySlice<UInt8>?, body: [UInt8],
+        onWriter: Bool
     ) -> UInt64? {
         var checksum = BodyChecksum()
         checksum.update(body)
-        let entryHead = DiskEntryFormat.entryHead(head, bodyLength: Int64(body.count), bodyChecksum: checksum.value)
+        let entryHead = DiskEntryFormat.entryHead(
+            head, wireFields: wireFields, bodyLength: Int64(body.count), bodyChecksum: checksum.value)
         let entries = entriesDirectoryFD.load(ordering: .acquiring)
         let relative = relativePath(forName: name)
         let start = Clocks.monotonicNanos()

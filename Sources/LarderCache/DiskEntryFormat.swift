@@ -77,12 +77,15 @@ public enum DiskEntryFormat {
     }
 
     /// Preamble and head of an entry in one buffer, ready to be written before the body (one
-    /// allocation: the disk tier builds this for every miss it stores).
-    public static func entryHead(_ head: Head, bodyLength: Int64, bodyChecksum: UInt64) -> [UInt8] {
+    /// allocation: the disk tier builds this for every miss it stores). `wireFields`, when
+    /// given, are `head.headers` already in wire form (a stored response's), copied as they are.
+    public static func entryHead(
+        _ head: Head, wireFields: ArraySlice<UInt8>? = nil, bodyLength: Int64, bodyChecksum: UInt64
+    ) -> [UInt8] {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(preambleLength + 512)
         bytes.append(contentsOf: repeatElement(0, count: preambleLength))
-        appendHead(head, to: &bytes)
+        appendHead(head, wireFields: wireFields, to: &bytes)
         let headLength = bytes.count - preambleLength
         bytes.withUnsafeMutableBufferPointer { buffer in
             writePreamble(
@@ -93,7 +96,7 @@ public enum DiskEntryFormat {
     }
 
     /// Appends the head section, without string interpolation (each one is an allocation).
-    private static func appendHead(_ head: Head, to bytes: inout [UInt8]) {
+    private static func appendHead(_ head: Head, wireFields: ArraySlice<UInt8>?, to bytes: inout [UInt8]) {
         bytes.append(contentsOf: "key ".utf8)
         bytes.append(contentsOf: head.key.utf8)
         bytes.append(contentsOf: "\nstatus ".utf8)
@@ -115,7 +118,11 @@ public enum DiskEntryFormat {
             }
         }
         bytes.append(10)
-        HeadSerializer.appendFields(head.headers, to: &bytes)
+        if let wireFields {
+            bytes.append(contentsOf: wireFields)
+        } else {
+            HeadSerializer.appendFields(head.headers, to: &bytes)
+        }
     }
 
     /// The fixed-width preamble.

@@ -50,6 +50,9 @@ public final class StoredResponse: Sendable {
     /// The wire form of the status line and stored headers plus `Via`, ready to send; per-hit
     /// fields (Age, Cache-Status, framing) follow it.
     public let headBytes: [UInt8]
+    /// Where the stored header fields are in `headBytes` (after the status line, before `Via`):
+    /// a disk entry keeps them in the same wire form, so they are serialized once.
+    public let fieldsRange: Range<Int>
     /// The response's Cache-Control directives that matter after storing, parsed once.
     public let directives: ResponseDirectives
     /// The entity tag, if any (validator for If-None-Match, RFC 9110 §8.8.3).
@@ -58,11 +61,14 @@ public final class StoredResponse: Sendable {
     public let lastModified: Int?
 
     /// `cacheControl`, when given, is `headers`' Cache-Control already parsed (a fill parses it
-    /// once for every decision it makes).
+    /// once for every decision it makes); `preparedHead`, when given, is
+    /// ``serializeHead(status:reason:headers:)`` of these same status, reason and headers (a
+    /// fill builds it when the head arrives and sends it to its clients too).
     public init(
         key: CacheKey, status: Int, reason: String, headers: HTTPHeaders, body: Body,
         requestTime: Double, responseTime: Double, varyValues: [String: String] = [:],
-        freshnessLifetime: Double, correctedInitialAge: Double, cacheControl: CacheControl? = nil
+        freshnessLifetime: Double, correctedInitialAge: Double, cacheControl: CacheControl? = nil,
+        preparedHead: PreparedHead? = nil
     ) {
         self.key = key
         self.status = status
@@ -74,12 +80,9 @@ public final class StoredResponse: Sendable {
         self.varyValues = varyValues
         self.freshnessLifetime = freshnessLifetime
         self.correctedInitialAge = correctedInitialAge
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(256)
-        HeadSerializer.appendStatusLine(status, reason, to: &bytes)
-        HeadSerializer.appendFields(headers, to: &bytes)
-        bytes.append(contentsOf: "Via: 1.1 larder\r\n".utf8)
-        headBytes = bytes
+        let prepared = preparedHead ?? StoredResponse.serializeHead(status: status, reason: reason, headers: headers)
+        headBytes = prepared.bytes
+        fieldsRange = prepared.fields
         directives = ResponseDirectives(cacheControl ?? CacheControl(headers))
         etag = headers["ETag"]
         lastModified = headers["Last-Modified"].flatMap(HTTPDate.parse)
@@ -98,6 +101,31 @@ public final class StoredResponse: Sendable {
                 status: status, headers: headers, cacheControl: CacheControl(headers), responseTime: responseTime),
             correctedInitialAge: Freshness.correctedInitialAge(headers: headers, requestTime: requestTime, responseTime: responseTime))
     }
+
+    /// A stored head in wire form: status line, fields, `Via`.
+    public struct PreparedHead: Sendable {
+        public let bytes: [UInt8]
+        /// Where the fields are in `bytes`.
+        public let fields: Range<Int>
+    }
+
+    /// `Via: 1.1 larder`, the line every response Larder forwards or serves carries (RFC 9110 §7.6.3).
+    public static let viaLine: [UInt8] = Array("Via: 1.1 larder\r\n".utf8)
+
+    /// The wire form of a stored head: `HTTP/1.1 status reason`, the fields, `Via`.
+    public static func serializeHead(status: Int, reason: String, headers: HTTPHeaders) -> PreparedHead {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(256)
+        HeadSerializer.appendStatusLine(status, reason, to: &bytes)
+        let start = bytes.count
+        HeadSerializer.appendFields(headers, to: &bytes)
+        let end = bytes.count
+        bytes.append(contentsOf: viaLine)
+        return PreparedHead(bytes: bytes, fields: start..<end)
+    }
+
+    /// The stored header fields in wire form (a slice of `headBytes`).
+    public var wireFields: ArraySlice<UInt8> { headBytes[fieldsRange] }
 
     /// Whether it can be revalidated with a conditional request.
     public var hasValidator: Bool { etag != nil || lastModified != nil }

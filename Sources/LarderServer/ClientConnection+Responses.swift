@@ -5,7 +5,7 @@ import LarderIO
 /// Response heads and bodies as they go on the wire.
 extension ClientConnection {
     static let lastChunk: [UInt8] = Array("0\r\n\r\n".utf8)
-    static let viaLine: [UInt8] = Array("Via: 1.1 larder\r\n".utf8)
+    static let viaLine = StoredResponse.viaLine
 
     /// Whether the connection closes after the current response; decided before its head is
     /// written so the head can say so.
@@ -123,11 +123,15 @@ extension ClientConnection {
             HeadSerializer.appendStatusLine(206, HTTPStatus.reason(206), to: &bytes)
             HeadSerializer.appendFields(head.headers, to: &bytes)
             HeadSerializer.appendField("Content-Range", "bytes \(slice.first)-\(slice.last)/\(length)", to: &bytes)
+            bytes.append(contentsOf: ClientConnection.viaLine)
+        } else if let prepared = fill.preparedClientHead {
+            // Status line, fields and Via, serialized once for the memory and disk entries too.
+            bytes.append(contentsOf: prepared.bytes)
         } else {
             HeadSerializer.appendStatusLine(head.status, head.reason, to: &bytes)
             HeadSerializer.appendFields(head.headers, to: &bytes)
+            bytes.append(contentsOf: ClientConnection.viaLine)
         }
-        bytes.append(contentsOf: ClientConnection.viaLine)
         exchange.cacheStatus.appendField(to: &bytes)
         if let slice = exchange.slice {
             exchange.framing = .length(slice.last - slice.first + 1)

@@ -149,6 +149,12 @@ final class Fill: UpstreamTransferDelegate {
     /// What `decideStorage` worked out for a response kept whole, reused when it is stored
     /// (parsing Cache-Control and the dates again showed in miss profiles).
     private var memoryEntryParts: (cacheControl: CacheControl, lifetime: Double, vary: [String: String], headers: HTTPHeaders)?
+    /// The wire form of the head to store (status line, stored fields, Via), built once for a
+    /// response kept whole: the memory entry and its disk entry take it as it is.
+    private var storedHead: StoredResponse.PreparedHead?
+    /// `storedHead` when it is also what clients of this fill are sent before their own
+    /// fields (the forwarded fields are the stored ones: no `Age` was dropped); nil otherwise.
+    private(set) var preparedClientHead: StoredResponse.PreparedHead?
     /// A read descriptor on that entry, opened the first time memory chunks are dropped in its
     /// favour.
     private var spill: OpenFile?
@@ -238,6 +244,8 @@ final class Fill: UpstreamTransferDelegate {
     /// Forgets what a failed attempt received before the next one.
     private func discardAttempt() {
         head = nil
+        storedHead = nil
+        preparedClientHead = nil
         contentLength = nil
         announcedLength = nil
         upstreamStatus = nil
@@ -501,6 +509,8 @@ final class Fill: UpstreamTransferDelegate {
             forwarded.headers.add("Date", HTTPDate.format(Int(responseTime)))
         }
         head = forwarded
+        storedHead = nil
+        preparedClientHead = nil
         if !method.isSafe && (200..<400).contains(forwarded.status) { invalidate(forwarded) }
         if let validating = options.validating, forwarded.status == 304 {
             refresh(validating, with: forwarded)
@@ -625,7 +635,12 @@ final class Fill: UpstreamTransferDelegate {
             var stored = forwarded.headers
             stored.remove("Age")
             let vary = VaryMatcher.values(for: forwarded.headers, request: requestHeaders)
-            if retainAll { memoryEntryParts = (cacheControl, lifetime, vary, stored) }
+            if retainAll {
+                memoryEntryParts = (cacheControl, lifetime, vary, stored)
+                let prepared = StoredResponse.serializeHead(status: forwarded.status, reason: forwarded.reason, headers: stored)
+                storedHead = prepared
+                if stored.fields.count == forwarded.headers.fields.count { preparedClientHead = prepared }
+            }
             if proxy.shared.disk != nil {
                 let diskHead = DiskEntryFormat.Head(
                     key: key.url, status: forwarded.status, reason: forwarded.reason, requestTime: requestTime,
@@ -768,7 +783,7 @@ final class Fill: UpstreamTransferDelegate {
             freshnessLifetime: parts.lifetime,
             correctedInitialAge: Freshness.correctedInitialAge(
                 headers: head.headers, requestTime: requestTime, responseTime: responseTime),
-            cacheControl: parts.cacheControl)
+            cacheControl: parts.cacheControl, preparedHead: storedHead)
         proxy.shared.memory.insert(stored)
         return (stored, body)
     }

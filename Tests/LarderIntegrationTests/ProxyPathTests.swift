@@ -45,6 +45,30 @@ extension IntegrationTests {
             #expect(try memoryFiles(of: larder) == 0, "the purge closed it")
         }
 
+        /// A miss forwards the origin's `Age`; the stored copy drops it and each hit sends its
+        /// own (RFC 9111 §5.1, §4.2.3). The miss's head and the stored head are built from the
+        /// same serialized fields only when no `Age` was dropped, so both cases are checked.
+        @Test func missForwardsTheOriginsAgeAndHitsComputeTheirOwn() throws {
+            let origin = try Origin()
+            let larder = try Larder()
+            for (path, originAge) in [("/aged?cc=max-age=600&h=Age:100", "100"), ("/unaged?cc=max-age=600", nil)] {
+                let miss = try Curl.viaProxy(larder.proxy, [origin.url(path)])
+                #expect(miss.header("age") == originAge, "\(path): the origin's Age, as sent")
+                #expect(miss.header("cache-control") == "max-age=600")
+                #expect(miss.headers.filter { $0.0.lowercased() == "via" }.count == 1)
+                let hit = try Curl.viaProxy(larder.proxy, [origin.url(path)])
+                #expect(hit.cacheStatus?.isMemoryHit == true)
+                let age = try #require(hit.header("age").flatMap { Int($0) })
+                if originAge != nil {
+                    #expect((100...110).contains(age), "\(path): the initial age counts, got \(age)")
+                } else {
+                    #expect((0...10).contains(age), "\(path): got \(age)")
+                }
+                #expect(hit.headers.filter { $0.0.lowercased() == "age" }.count == 1)
+                #expect(hit.body == miss.body)
+            }
+        }
+
         /// Descriptors of `larder`'s process that are its anonymous body files.
         private func memoryFiles(of larder: Larder) throws -> Int {
             let directory = "/proc/\(larder.child.processIdentifier)/fd"
