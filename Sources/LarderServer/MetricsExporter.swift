@@ -75,6 +75,7 @@ final class MetricsExporter: Sendable {
             gauge("larder_cache_entries", "Entries held by a cache tier.", [("tier", tier)])
             counter("larder_cache_evictions_total", "Entries evicted from a cache tier to stay within its size.", [("tier", tier)])
         }
+        gauge("larder_memory_files", "Anonymous memory files holding large memory-tier bodies (one descriptor each).")
         counter("larder_disk_corruptions_total", "Disk entries found damaged (size, checksum, head) and deleted.")
         counter("larder_disk_write_errors_total", "Disk writes that failed (ENOSPC, EIO, permissions).")
         gauge("larder_disk_degraded", "1 while the disk tier refuses writes after an error.")
@@ -158,6 +159,7 @@ final class MetricsExporter: Sendable {
         }
         gauges[Self.key("larder_cache_bytes", [("tier", "memory")])]?.set(Double(memory.bytes))
         gauges[Self.key("larder_cache_entries", [("tier", "memory")])]?.set(Double(memory.entries))
+        gauges[Self.key("larder_memory_files", [])]?.set(Double(OpenFile.anonymousCount))
         gauges[Self.key("larder_cache_bytes", [("tier", "disk")])]?.set(Double(disk?.bytes ?? 0))
         gauges[Self.key("larder_cache_entries", [("tier", "disk")])]?.set(Double(disk?.entries ?? 0))
         gauges[Self.key("larder_disk_degraded", [])]?.set(disk?.degraded == true ? 1.0 : 0.0)

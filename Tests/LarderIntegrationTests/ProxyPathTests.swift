@@ -32,6 +32,10 @@ extension IntegrationTests {
             #expect(try Curl.viaProxy(larder.proxy, [origin.url(large)]).body == expected)
             #expect(try Curl.viaProxy(larder.proxy, [origin.url(small)]).status == 200)
             #expect(try memoryFiles(of: larder) == 1, "one memory file, for the large body only")
+            #expect(try reportedMemoryFiles(larder) == 1)
+            let metrics = try Curl.run(["http://127.0.0.1:\(larder.adminPort)/metrics"]).text
+            let gauge = metrics.split(separator: "\n").first { $0.hasPrefix("larder_memory_files ") }
+            #expect(gauge.flatMap { Double($0.split(separator: " ").last!) } == 1, "\(gauge ?? "no larder_memory_files")")
             let hit = try Curl.viaProxy(larder.proxy, [origin.url(large)])
             #expect(hit.cacheStatus?.isMemoryHit == true)
             #expect(hit.body == expected)
@@ -43,6 +47,12 @@ extension IntegrationTests {
             purge.process.waitUntilExit()
             #expect(purge.process.terminationStatus == 0)
             #expect(try memoryFiles(of: larder) == 0, "the purge closed it")
+            #expect(try reportedMemoryFiles(larder) == 0)
+        }
+
+        /// `memory.files` from the stats document.
+        private func reportedMemoryFiles(_ larder: Larder) throws -> Int? {
+            (try larder.stats()["memory"] as? [String: Any])?["files"] as? Int
         }
 
         /// A miss forwards the origin's `Age`; the stored copy drops it and each hit sends its
