@@ -138,37 +138,20 @@ public enum DiskEntryFormat {
         bodyLength: Int64, bodyChecksum: UInt64, headLength: Int, into buffer: UnsafeMutableBufferPointer<UInt8>
     ) {
         precondition(buffer.count >= preambleLength)
-        var position = 0
-        func text(_ string: StaticString) {
-            // Literals only: copied as bytes (a String's UTF-8 view costs ~30 instructions a byte).
-            string.withUTF8Buffer { bytes in
-                _ = UnsafeMutableBufferPointer(rebasing: buffer[position..<position + bytes.count]).initialize(fromContentsOf: bytes)
-                position += bytes.count
-            }
-        }
-        /// `value` in decimal, left-padded with zeros to exactly `width` digits.
-        func decimal(_ value: Int, width: Int) {
-            precondition(value >= 0)
-            var rest = value
-            for index in stride(from: position + width - 1, through: position, by: -1) {
-                buffer[index] = UInt8(truncatingIfNeeded: 48 + rest % 10)
-                rest /= 10
-            }
-            precondition(rest == 0, "value wider than its preamble field")
-            position += width
-        }
+        // Literals as StaticStrings, copied as bytes (a String's UTF-8 view costs ~30
+        // instructions a byte).
+        var writer = ByteWriter(buffer)
         assert(magic == "LARDER-ENTRY ")
-        text("LARDER-ENTRY ")  // `magic`, as a literal
-        decimal(version, width: 1)
-        text("\nbody-length ")
-        decimal(Int(bodyLength), width: 20)
-        text("\nbody-checksum ")
-        StableHash.writeHex(bodyChecksum, into: UnsafeMutableBufferPointer(rebasing: buffer[position..<position + 16]))
-        position += 16
-        text("\nhead-length ")
-        decimal(headLength, width: 10)
-        text("\n")
-        precondition(position == preambleLength)
+        writer.append("LARDER-ENTRY " as StaticString)  // `magic`, as a literal
+        writer.append(version, zeroPaddedTo: 1)
+        writer.append("\nbody-length " as StaticString)
+        writer.append(Int(bodyLength), zeroPaddedTo: 20)
+        writer.append("\nbody-checksum " as StaticString)
+        writer.append(length: 16) { StableHash.writeHex(bodyChecksum, into: $0) }
+        writer.append("\nhead-length " as StaticString)
+        writer.append(headLength, zeroPaddedTo: 10)
+        writer.append("\n" as StaticString)
+        precondition(writer.count == preambleLength)
     }
 
     /// Reads the preamble: (body length, checksum, head length).

@@ -32,30 +32,16 @@ public struct AbsoluteURL: Sendable, Hashable, CustomStringConvertible {
     public func withPath<Path: StringProtocol>(_ path: Path) -> String {
         let capacity = scheme.utf8.count + 3 + host.utf8.count + 21 + path.utf8.count
         return String(unsafeUninitializedCapacity: capacity) { buffer in
-            var count = 0
-            func copy(_ text: some StringProtocol) {
-                let utf8 = text.utf8
-                let copied = utf8.withContiguousStorageIfAvailable { bytes in
-                    UnsafeMutableBufferPointer(rebasing: buffer[count...]).initialize(fromContentsOf: bytes)
-                }
-                if let copied {
-                    count += copied
-                } else {
-                    for byte in utf8 {
-                        buffer[count] = byte
-                        count += 1
-                    }
-                }
-            }
-            copy(scheme)
-            copy("://")
-            copy(host)
+            var writer = ByteWriter(buffer)
+            writer.append(scheme)
+            writer.append("://" as StaticString)
+            writer.append(host)
             if port != defaultPort {
-                copy(":")
-                copy(String(port))  // a small string: no allocation
+                writer.append(UInt8(ascii: ":"))
+                writer.append(String(port))  // a small string: no allocation
             }
-            copy(path)
-            return count
+            writer.append(path)
+            return writer.count
         }
     }
 

@@ -1,0 +1,32 @@
+import LarderHTTP
+import Testing
+
+@Suite struct ByteWriterTests {
+    /// Text of every kind, literals, bytes, padded numbers and filled spans land in order.
+    @Test func writesEachPieceInOrder() {
+        let text = String(unsafeUninitializedCapacity: 64) { buffer in
+            var writer = ByteWriter(buffer)
+            writer.append("http")
+            writer.append("://" as StaticString)
+            writer.append("example.org:8080/a?b"[...].dropLast(9))  // a Substring: "example.org"
+            writer.append(UInt8(ascii: ":"))
+            writer.append(42, zeroPaddedTo: 5)
+            writer.append(length: 3) { span in
+                for index in span.indices { span[index] = UInt8(ascii: "x") }
+            }
+            writer.append("é")  // non-ASCII text keeps its UTF-8
+            return writer.count
+        }
+        #expect(text == "http://example.org:00042xxxé")
+    }
+
+    @Test func zeroPaddingFillsTheWholeWidth() {
+        let bytes = [UInt8](unsafeUninitializedCapacity: 8) { buffer, count in
+            var writer = ByteWriter(buffer)
+            writer.append(0, zeroPaddedTo: 3)
+            writer.append(12345, zeroPaddedTo: 5)
+            count = writer.count
+        }
+        #expect(String(decoding: bytes, as: UTF8.self) == "00012345")
+    }
+}
