@@ -294,7 +294,7 @@ public final class DiskCache: Sendable {
     }
 
     /// Reads a file-backed response's body into memory on the reader thread, in the memory
-    /// tier's form (``StoredResponse/Body/inMemory(_:)``).
+    /// tier's form (``StoredResponse/Body/inMemory(_:budget:)``).
     public func readIntoMemory(_ stored: StoredResponse, completion: @escaping @Sendable (StoredResponse?) -> Void) {
         reader.submit {
             guard case .file(let file, let offset, let length) = stored.body,
@@ -327,6 +327,7 @@ public final class DiskCache: Sendable {
     /// them in an anonymous memory file); by default they are taken from `stored`. `head`
     /// describes `stored`: the entry's header fields are `stored`'s, copied in wire form.
     public func store(_ stored: StoredResponse, body: [UInt8]? = nil, head: DiskEntryFormat.Head, wakeWriter: Bool = true) {
+        assert(head.headers == stored.headers, "the entry's fields are taken from stored")
         guard let body = body ?? stored.memoryBody, !isDegraded,
             Int64(body.count) <= limits.withLock({ $0.maxObjectBytes })
         else { return }
@@ -346,7 +347,9 @@ public final class DiskCache: Sendable {
     /// (an earlier deletion of the same name must not be overtaken), or an inline write was
     /// slow recently — one write over ``slowInlineWrite`` sends every write to the writer for
     /// ``inlineBackoff``, so a slow or stalled disk costs the loop one stall, not one per miss.
+    /// `body` and `head` as for ``store(_:body:head:wakeWriter:)``.
     public func storeInline(_ stored: StoredResponse, body: [UInt8]? = nil, head: DiskEntryFormat.Head) -> Bool {
+        assert(head.headers == stored.headers, "the entry's fields are taken from stored")
         guard stored.bodyLength <= DiskCache.inlineLimit, let body = body ?? stored.memoryBody else { return false }
         guard Clocks.monotonicNanos() >= inlineAllowedAfter.load(ordering: .relaxed),
             deletionsPending.load(ordering: .acquiring) == 0, !isDegraded,

@@ -13,7 +13,7 @@ public final class StoredResponse: Sendable {
         case file(OpenFile, offset: Int64, length: Int64)
         /// In memory, in an anonymous memory file of exactly `length` bytes: the memory tier's
         /// form for large bodies, which hits send with sendfile(2) instead of copying them into
-        /// the socket (see ``inMemory(_:)``).
+        /// the socket (see ``inMemory(_:budget:)``).
         case memoryFile(OpenFile, length: Int)
 
         /// Bodies from this size on are kept in an anonymous memory file by the memory tier.
@@ -21,10 +21,9 @@ public final class StoredResponse: Sendable {
         public static let memoryFileMinimum = 32 * 1024
 
         /// `bytes` in the form the memory tier keeps: an anonymous memory file from
-        /// ``memoryFileMinimum`` on while the process has descriptors to spare for them, the
-        /// array otherwise.
-        public static func inMemory(_ bytes: [UInt8]) -> Body {
-            if bytes.count >= memoryFileMinimum, let file = OpenFile.anonymous(copying: bytes) {
+        /// ``memoryFileMinimum`` on while `budget` has places left, the array otherwise.
+        public static func inMemory(_ bytes: [UInt8], budget: MemoryFileBudget = .shared) -> Body {
+            if bytes.count >= memoryFileMinimum, let file = OpenFile.anonymous(copying: bytes, budget: budget) {
                 return .memoryFile(file, length: bytes.count)
             }
             return .memory(bytes)

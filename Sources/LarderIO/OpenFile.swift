@@ -9,18 +9,17 @@ import Glibc
 /// offsets has no shared cursor state.
 public final class OpenFile: Sendable {
     public let fd: Int32
-    /// Whether this is an anonymous memory file counted against ``anonymousLimit``
-    /// (`OpenFile+Anonymous.swift`).
-    let isAnonymous: Bool
+    /// The budget an anonymous memory file holds a place in (`OpenFile+Anonymous.swift`).
+    private let budget: MemoryFileBudget?
 
     public init(fd: Int32) {
         self.fd = fd
-        isAnonymous = false
+        budget = nil
     }
 
-    init(anonymous fd: Int32) {
+    init(fd: Int32, budget: MemoryFileBudget) {
         self.fd = fd
-        isAnonymous = true
+        self.budget = budget
     }
 
     /// Opens `path` read-only; a relative path is relative to the directory handle `directory`.
@@ -31,6 +30,6 @@ public final class OpenFile: Sendable {
 
     deinit {
         Syscall.close(fd)
-        if isAnonymous { OpenFile.releaseAnonymous() }
+        budget?.giveBack()
     }
 }

@@ -147,14 +147,19 @@ final class Fill: UpstreamTransferDelegate {
     /// complete (one writer wake-up per miss instead of one per chunk).
     private var pendingDiskHead: DiskEntryFormat.Head?
     /// What `decideStorage` worked out for a response kept whole, reused when it is stored
-    /// (parsing Cache-Control and the dates again showed in miss profiles).
-    private var memoryEntryParts: (cacheControl: CacheControl, lifetime: Double, vary: [String: String], headers: HTTPHeaders)?
-    /// The wire form of the head to store (status line, stored fields, Via), built once for a
-    /// response kept whole: the memory entry and its disk entry take it as it is.
-    private var storedHead: StoredResponse.PreparedHead?
-    /// `storedHead` when it is also what clients of this fill are sent before their own
-    /// fields (the forwarded fields are the stored ones: no `Age` was dropped); nil otherwise.
-    private(set) var preparedClientHead: StoredResponse.PreparedHead?
+    /// (parsing Cache-Control and the dates again showed in miss profiles), with the stored
+    /// head in wire form (status line, stored fields, Via), serialized once for the memory
+    /// entry, its disk entry and, where they match, the clients' heads.
+    private var memoryEntryParts: (
+        cacheControl: CacheControl, lifetime: Double, vary: [String: String], headers: HTTPHeaders,
+        head: StoredResponse.PreparedHead
+    )?
+    /// The stored head, when it is also what clients of this fill are sent before their own
+    /// fields: the forwarded fields are the stored ones (no `Age` was dropped).
+    var preparedClientHead: StoredResponse.PreparedHead? {
+        guard let parts = memoryEntryParts, let head, parts.headers.count == head.headers.count else { return nil }
+        return parts.head
+    }
     /// A read descriptor on that entry, opened the first time memory chunks are dropped in its
     /// favour.
     private var spill: OpenFile?
@@ -244,8 +249,7 @@ final class Fill: UpstreamTransferDelegate {
     /// Forgets what a failed attempt received before the next one.
     private func discardAttempt() {
         head = nil
-        storedHead = nil
-        preparedClientHead = nil
+        memoryEntryParts = nil
         contentLength = nil
         announcedLength = nil
         upstreamStatus = nil
@@ -509,8 +513,7 @@ final class Fill: UpstreamTransferDelegate {
             forwarded.headers.add("Date", HTTPDate.format(Int(responseTime)))
         }
         head = forwarded
-        storedHead = nil
-        preparedClientHead = nil
+        memoryEntryParts = nil
         if !method.isSafe && (200..<400).contains(forwarded.status) { invalidate(forwarded) }
         if let validating = options.validating, forwarded.status == 304 {
             refresh(validating, with: forwarded)
@@ -636,10 +639,8 @@ final class Fill: UpstreamTransferDelegate {
             stored.remove("Age")
             let vary = VaryMatcher.values(for: forwarded.headers, request: requestHeaders)
             if retainAll {
-                memoryEntryParts = (cacheControl, lifetime, vary, stored)
                 let prepared = StoredResponse.serializeHead(status: forwarded.status, reason: forwarded.reason, headers: stored)
-                storedHead = prepared
-                if stored.fields.count == forwarded.headers.fields.count { preparedClientHead = prepared }
+                memoryEntryParts = (cacheControl, lifetime, vary, stored, prepared)
             }
             if proxy.shared.disk != nil {
                 let diskHead = DiskEntryFormat.Head(
@@ -783,7 +784,7 @@ final class Fill: UpstreamTransferDelegate {
             freshnessLifetime: parts.lifetime,
             correctedInitialAge: Freshness.correctedInitialAge(
                 headers: head.headers, requestTime: requestTime, responseTime: responseTime),
-            cacheControl: parts.cacheControl, preparedHead: storedHead)
+            cacheControl: parts.cacheControl, preparedHead: parts.head)
         proxy.shared.memory.insert(stored)
         return (stored, body)
     }

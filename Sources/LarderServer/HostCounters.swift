@@ -9,6 +9,12 @@ final class HostCounters: Sendable {
         var requests = 0
         var hits = 0
         var bytes = 0
+
+        mutating func record(hit: Bool, bytes: Int) {
+            requests += 1
+            if hit { hits += 1 }
+            self.bytes += bytes
+        }
     }
 
     /// Host and port, kept apart so recording a request builds no string.
@@ -29,18 +35,12 @@ final class HostCounters: Sendable {
     func record(_ host: Key, hit: Bool, bytes: Int) {
         counts.withLock { counts in
             // One hash probe: the entry is updated in place through the subscript's modify.
-            HostCounters.count(&counts[host, default: Counts()], hit: hit, bytes: bytes)
+            counts[host, default: Counts()].record(hit: hit, bytes: bytes)
             if counts.count > capacity {
                 let keep = counts.sorted { $0.value.requests > $1.value.requests }.prefix(capacity / 2)
                 counts = Dictionary(uniqueKeysWithValues: keep.map { ($0.key, $0.value) })
             }
         }
-    }
-
-    private static func count(_ counts: inout Counts, hit: Bool, bytes: Int) {
-        counts.requests += 1
-        if hit { counts.hits += 1 }
-        counts.bytes += bytes
     }
 
     /// The `limit` hosts with the most requests.

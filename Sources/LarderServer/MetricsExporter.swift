@@ -159,7 +159,7 @@ final class MetricsExporter: Sendable {
         }
         gauges[Self.key("larder_cache_bytes", [("tier", "memory")])]?.set(Double(memory.bytes))
         gauges[Self.key("larder_cache_entries", [("tier", "memory")])]?.set(Double(memory.entries))
-        gauges[Self.key("larder_memory_files", [])]?.set(Double(OpenFile.anonymousCount))
+        gauges[Self.key("larder_memory_files", [])]?.set(Double(MemoryFileBudget.shared.count))
         gauges[Self.key("larder_cache_bytes", [("tier", "disk")])]?.set(Double(disk?.bytes ?? 0))
         gauges[Self.key("larder_cache_entries", [("tier", "disk")])]?.set(Double(disk?.entries ?? 0))
         gauges[Self.key("larder_disk_degraded", [])]?.set(disk?.degraded == true ? 1.0 : 0.0)

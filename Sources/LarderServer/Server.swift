@@ -43,7 +43,7 @@ public final class Server: Sendable {
         }
         // Large memory-tier bodies live in anonymous memory files, one descriptor each, up to an
         // eighth of the limit (past that they stay in arrays, which only costs speed).
-        OpenFile.anonymousLimit = min(descriptors / 8, 1 << 16)
+        MemoryFileBudget.shared.limit = min(descriptors / 8, 1 << 16)
         var opened: [(Listener.Kind, Socket)] = []
         let passed = Systemd.listenSockets()
         if !passed.isEmpty {

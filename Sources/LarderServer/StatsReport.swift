@@ -57,7 +57,7 @@ enum StatsReport {
             ])),
             ("memory", JSON.object([
                 ("entries", String(memory.entries)), ("bytes", String(memory.bytes)), ("max_bytes", String(config.memory.maxBytes)),
-                ("evictions", String(memory.evictions)), ("files", String(OpenFile.anonymousCount)),
+                ("evictions", String(memory.evictions)), ("files", String(MemoryFileBudget.shared.count)),
             ])),
             ("disk", diskJSON),
             ("coalescing", JSON.object([

@@ -340,6 +340,23 @@ private func pattern(_ count: Int, seed: UInt8 = 1) -> [UInt8] {
         #expect(!fixture.cache.storeInline(large, head: largeHead), "bodies over the inline limit go to the writer")
     }
 
+    /// A response whose body the memory tier keeps in a memory file is stored from that file
+    /// when the caller has no array at hand, with the stored response's serialized fields.
+    @Test func memoryFileBodyIsStoredFromItsFile() throws {
+        let fixture = try DiskFixture()
+        let body = pattern(StoredResponse.Body.memoryFileMinimum + 100)
+        let (stored, head) = complete("/memory-file", body: body)
+        let inFile = stored.withBody(.inMemory(body, budget: MemoryFileBudget(limit: 1)))
+        guard case .memoryFile = inFile.body else {
+            Issue.record("expected a memory file")
+            return
+        }
+        #expect(fixture.cache.storeInline(inFile, head: head))
+        #expect(fixture.read("/memory-file") == body)
+        let text = String(decoding: try #require(FileManager.default.contents(atPath: fixture.entryFiles()[0])), as: UTF8.self)
+        #expect(text.contains("\n\nCache-Control: max-age=60\r\n"), "the fields, once, after the head section")
+    }
+
     @Test func inlineStoreDoesNotOvertakeAQueuedDeletion() throws {
         let fixture = try DiskFixture()
         let gate = DispatchSemaphore(value: 0)

@@ -103,13 +103,13 @@ import Testing
 
     /// The memory tier keeps a large body in an anonymous memory file (hits send it with
     /// sendfile), a small one in an array; both read back as the same bytes and cost the tier
-    /// their length.
+    /// their length. A budget of its own: no other test can use up its places.
     @Test func largeBodiesAreKeptInAMemoryFile() throws {
+        let budget = MemoryFileBudget(limit: 4)
         let large = (0..<StoredResponse.Body.memoryFileMinimum).map { UInt8(truncatingIfNeeded: $0 &* 31) }
         let small = Array(large.prefix(StoredResponse.Body.memoryFileMinimum - 1))
-        let before = OpenFile.anonymousCount
-        let inFile = Fixtures.response("/large", body: .inMemory(large))
-        let inArray = Fixtures.response("/small", body: .inMemory(small))
+        let inFile = Fixtures.response("/large", body: .inMemory(large, budget: budget))
+        let inArray = Fixtures.response("/small", body: .inMemory(small, budget: budget))
         guard case .memoryFile(let file, let length) = inFile.body else {
             Issue.record("a body of memoryFileMinimum bytes stayed in an array")
             return
@@ -118,6 +118,7 @@ import Testing
             Issue.record("a body under memoryFileMinimum went into a file")
             return
         }
+        #expect(budget.count == 1)
         #expect(length == large.count)
         #expect(try FileSystem.read(file.fd, at: 0, count: length + 1) == large, "exactly the bytes, nothing more")
         #expect(inFile.memoryBody == large)
@@ -127,22 +128,23 @@ import Testing
         let cache = MemoryCache(limits: Fixtures.limits())
         #expect(cache.insert(inFile))
         #expect(cache.lookup(Fixtures.key("/large"))?.first === inFile)
-        #expect(OpenFile.anonymousCount >= before + 1)
     }
 
-    /// Past the process's budget of memory files a large body stays in an array, and a file
-    /// released by its last response gives its place back.
-    @Test func memoryFilesStayWithinTheirLimit() {
-        let saved = OpenFile.anonymousLimit
-        defer { OpenFile.anonymousLimit = saved }
+    /// Past its budget a large body stays in an array, and a file released by its last
+    /// response gives its place back.
+    @Test func memoryFilesStayWithinTheirBudget() {
+        let budget = MemoryFileBudget(limit: 1)
         let bytes = [UInt8](repeating: 1, count: StoredResponse.Body.memoryFileMinimum)
-        OpenFile.anonymousLimit = OpenFile.anonymousCount + 1
-        var first: OpenFile? = OpenFile.anonymous(copying: bytes)
+        var first: OpenFile? = OpenFile.anonymous(copying: bytes, budget: budget)
         #expect(first != nil)
-        #expect(OpenFile.anonymous(copying: bytes) == nil, "over the limit")
-        if case .memoryFile = StoredResponse.Body.inMemory(bytes) { Issue.record("over the limit, yet in a file") }
+        #expect(OpenFile.anonymous(copying: bytes, budget: budget) == nil, "over the limit")
+        #expect(budget.count == 1, "a refused file takes no place")
+        if case .memoryFile = StoredResponse.Body.inMemory(bytes, budget: budget) { Issue.record("over the limit, yet in a file") }
         first = nil
-        #expect(OpenFile.anonymous(copying: bytes) != nil, "the released place is free again")
+        #expect(budget.count == 0)
+        #expect(OpenFile.anonymous(copying: bytes, budget: budget) != nil, "the released place is free again")
+        budget.limit = 0
+        #expect(OpenFile.anonymous(copying: bytes, budget: budget) == nil, "a limit of 0 turns memory files off")
         _ = first
     }
 }

@@ -1,0 +1,41 @@
+import Synchronization
+
+/// How many anonymous memory files (``OpenFile/anonymous(copying:budget:)``) may be open at
+/// once, and how many are. Each holds a descriptor, so the process keeps their number under a
+/// limit set at start-up from the descriptor limit; past it, callers keep their bytes in arrays.
+///
+/// State: two atomics. A file takes its place before it is created and gives it back from its
+/// deinit, so concurrent takers cannot overshoot the limit between check and add.
+public final class MemoryFileBudget: Sendable {
+    /// The process's budget: what the memory tier uses and the statistics report.
+    public static let shared = MemoryFileBudget(limit: 256)
+
+    private let open = Atomic<Int>(0)
+    private let maximum: Atomic<Int>
+
+    public init(limit: Int) {
+        maximum = Atomic(max(0, limit))
+    }
+
+    /// The most files open at once.
+    public var limit: Int {
+        get { maximum.load(ordering: .relaxed) }
+        set { maximum.store(max(0, newValue), ordering: .relaxed) }
+    }
+
+    /// Files open now.
+    public var count: Int { open.load(ordering: .relaxed) }
+
+    /// Takes a place; false (taking nothing) when the limit is reached.
+    func take() -> Bool {
+        guard open.add(1, ordering: .relaxed).newValue <= maximum.load(ordering: .relaxed) else {
+            giveBack()
+            return false
+        }
+        return true
+    }
+
+    func giveBack() {
+        open.subtract(1, ordering: .relaxed)
+    }
+}
