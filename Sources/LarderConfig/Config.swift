@@ -29,6 +29,9 @@ public struct ProxyConfig: Sendable, Equatable {
     public var maxHeaderBytes = 64 * 1024
     /// Event-loop threads; 0 means one.
     public var workers = 0
+    /// How long an event loop with nothing to do keeps polling before it sleeps; 0 never polls
+    /// (`EventLoop.busyPollNanos`: lower latency at low load for some CPU).
+    public var busyPoll: Duration = .microseconds(100)
     /// On SIGTERM, how long in-flight requests may take to finish before connections are closed.
     public var drainTimeout: Duration = .seconds(10)
     /// A CONNECT tunnel with no bytes either way for this long is closed.

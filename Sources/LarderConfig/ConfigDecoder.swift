@@ -18,7 +18,7 @@ struct ConfigDecoder {
 
     /// The keys of each section, in the order config/larder.toml documents them.
     static let schema: [(section: String, keys: [String])] = [
-        ("proxy", ["listen", "allow", "connect_ports", "max_connections", "header_timeout", "idle_timeout", "max_header_bytes", "workers", "drain_timeout", "tunnel_idle_timeout", "auth_users", "auth_realm"]),
+        ("proxy", ["listen", "allow", "connect_ports", "max_connections", "header_timeout", "idle_timeout", "max_header_bytes", "workers", "busy_poll", "drain_timeout", "tunnel_idle_timeout", "auth_users", "auth_realm"]),
         ("admin", ["listen", "token"]),
         ("memory", ["max_bytes", "max_entries", "max_object_bytes"]),
         ("disk", ["path", "max_bytes", "max_object_bytes"]),
@@ -104,6 +104,15 @@ struct ConfigDecoder {
             if let bytes = size(value, key, range: 1024...(16 << 20)) { config.proxy.maxHeaderBytes = Int(bytes) }
         case ("proxy", "workers"):
             if let number = integer(value, key, range: 0...256) { config.proxy.workers = number }
+        case ("proxy", "busy_poll"):
+            if let duration = duration(value, key, minimum: .zero) {
+                // Beyond a few milliseconds polling only burns CPU: no wake-up costs that much.
+                if duration > .milliseconds(10) {
+                    fail("'busy_poll' must be at most 10ms, got \"\(Units.format(duration))\"", at: value.position)
+                } else {
+                    config.proxy.busyPoll = duration
+                }
+            }
         case ("proxy", "drain_timeout"):
             if let duration = duration(value, key, minimum: .zero) { config.proxy.drainTimeout = duration }
         case ("proxy", "tunnel_idle_timeout"):

@@ -1,11 +1,15 @@
 /// Durations and sizes written as strings with units.
 public enum Units {
-    /// `"250ms"`, `"5s"`, `"10m"`, `"2h"`, `"7d"`; a decimal number is allowed (`"1.5s"`).
+    /// `"100us"`, `"250ms"`, `"5s"`, `"10m"`, `"2h"`, `"7d"`; a decimal number is allowed (`"1.5s"`),
+    /// and `"0"` needs no unit.
     public static func duration(_ text: String) -> Duration? {
+        // Zero is zero in any unit ("busy_poll = \"0\"").
+        if text == "0" { return .zero }
         let (number, unit) = split(text)
         guard let value = number, value >= 0 else { return nil }
         let seconds: Double
         switch unit {
+        case "us", "µs": seconds = value / 1_000_000
         case "ms": seconds = value / 1000
         case "s": seconds = value
         case "m": seconds = value * 60
@@ -42,6 +46,8 @@ public enum Units {
 
     /// Formats a duration the way a config file writes it.
     public static func format(_ duration: Duration) -> String {
+        let nanos = duration.totalNanoseconds
+        if nanos % 1_000_000 != 0 { return "\(nanos / 1000)us" }
         let millis = duration.totalMilliseconds
         if millis % 86_400_000 == 0 && millis > 0 { return "\(millis / 86_400_000)d" }
         if millis % 3_600_000 == 0 && millis > 0 { return "\(millis / 3_600_000)h" }

@@ -84,6 +84,11 @@ final class MetricsExporter: Sendable {
         counter("larder_connections_rejected_total", "Client connections refused (ACL, max_connections).")
         counter("larder_connections_evicted_total", "Idle client connections closed to admit new ones at max_connections.")
         counter("larder_bad_requests_total", "Requests rejected as malformed.")
+        for outcome in ["caught", "expired"] {
+            counter(
+                "larder_busy_polls_total", "Event-loop busy polls (proxy.busy_poll), by whether an event arrived or the loop slept.",
+                [("outcome", outcome)])
+        }
         for direction in ["client_to_server", "server_to_client"] {
             counter("larder_tunnel_bytes_total", "Bytes relayed through CONNECT tunnels.", [("direction", direction)])
         }
@@ -145,6 +150,8 @@ final class MetricsExporter: Sendable {
         values[Self.key("larder_connections_rejected_total", [])] = stats.rejectedConnections.load()
         values[Self.key("larder_connections_evicted_total", [])] = stats.evictedIdleConnections.load()
         values[Self.key("larder_bad_requests_total", [])] = stats.badRequests.load()
+        values[Self.key("larder_busy_polls_total", [("outcome", "caught")])] = stats.busyPollsCaught.load()
+        values[Self.key("larder_busy_polls_total", [("outcome", "expired")])] = stats.busyPollsExpired.load()
         values[Self.key("larder_tunnel_bytes_total", [("direction", "client_to_server")])] = stats.tunnelBytesUp.load()
         values[Self.key("larder_tunnel_bytes_total", [("direction", "server_to_client")])] = stats.tunnelBytesDown.load()
         values[Self.key("larder_tunnels_total", [])] = stats.tunnelsOpened.load()

@@ -50,6 +50,8 @@ final class ProxyLoop {
         upstream = UpstreamClient(loop: loop, maxConnectionsPerHost: runtime.config.upstream.maxConnectionsPerHost)
         accessLog = AccessLog(loop: loop, enabled: runtime.config.log.access)
         coalescer = Coalescer(loop: loop)
+        loop.busyPollCounters = (shared.stats.busyPollsCaught, shared.stats.busyPollsExpired)
+        loop.busyPollNanos = runtime.config.proxy.busyPoll.totalNanoseconds
         scheduleSweep()
         reserveSpareDescriptor()
     }
@@ -119,6 +121,7 @@ final class ProxyLoop {
         runtime = newRuntime
         upstream.setMaxConnectionsPerHost(newRuntime.config.upstream.maxConnectionsPerHost)
         accessLog.enabled = newRuntime.config.log.access
+        loop.busyPollNanos = newRuntime.config.proxy.busyPoll.totalNanoseconds
     }
 
     /// Stops accepting; open connections finish their current exchange and close.

@@ -34,6 +34,10 @@ public final class Statistics: Sendable {
     /// Idle connections closed to make room for a new one at max_connections.
     public let evictedIdleConnections = AtomicCounter()
     public let badRequests = AtomicCounter()
+    /// Busy polls of the event loops (`proxy.busy_poll`) that caught an event, and those that
+    /// ran out and let the loop sleep: how often the polling paid for itself.
+    public let busyPollsCaught = AtomicCounter()
+    public let busyPollsExpired = AtomicCounter()
     /// Upstream fetches started for clients (coalesced requests do not start one).
     public let fillsStarted = AtomicCounter()
     /// Clients that attached to a fill another client started.

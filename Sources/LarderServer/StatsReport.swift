@@ -77,6 +77,9 @@ enum StatsReport {
                 ("rejected", String(stats.rejectedConnections.load())),
                 ("evicted_idle", String(stats.evictedIdleConnections.load())),
             ])),
+            ("busy_poll", JSON.object([
+                ("caught", String(stats.busyPollsCaught.load())), ("expired", String(stats.busyPollsExpired.load())),
+            ])),
             ("tunnels", JSON.object([
                 ("opened", String(stats.tunnelsOpened.load())), ("bytes_up", String(stats.tunnelBytesUp.load())),
                 ("bytes_down", String(stats.tunnelBytesDown.load())),

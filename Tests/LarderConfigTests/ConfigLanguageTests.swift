@@ -56,6 +56,7 @@ private let errorCases: [ErrorCase] = [
     ErrorCase(name: "route bad method", text: "[[route]]\nmatch = \"http://x/*\"\nmethods = [\"get\"]\n", line: 3, column: 12, message: "not an HTTP method"),
     ErrorCase(name: "route retry without route", text: "[route.retry]\n", line: 1, column: 1, message: "must follow a [[route]]"),
     ErrorCase(name: "route retry unknown key", text: "[[route]]\nmatch = \"http://x/*\"\n[route.retry]\nmax_atempts = 2\n", line: 4, column: 1, message: "did you mean 'max_attempts'?"),
+    ErrorCase(name: "busy poll too long", text: "[proxy]\nbusy_poll = \"50ms\"\n", line: 2, column: 13, message: "'busy_poll' must be at most 10ms, got \"50ms\""),
     ErrorCase(name: "leading zero", text: "[proxy]\nworkers = 01\n", line: 2, column: 11, message: "leading zeros"),
     ErrorCase(name: "misplaced underscore", text: "[proxy]\nmax_connections = 1__0\n", line: 2, column: 20, message: "'_' in a number"),
     ErrorCase(name: "plain password", text: "[proxy]\nauth_users = [\"erin:hunter2\"]\n", line: 2, column: 15, message: "plain passwords are not accepted"),
@@ -254,6 +255,10 @@ private let errorCases: [ErrorCase] = [
         #expect(Units.duration("250ms") == .milliseconds(250))
         #expect(Units.duration("1.5s") == .milliseconds(1500))
         #expect(Units.duration("7d") == .seconds(604_800))
+        #expect(Units.duration("100us") == .microseconds(100))
+        #expect(Units.duration("0") == .zero)
+        #expect(Units.format(.microseconds(150)) == "150us")
+        #expect(Units.format(.milliseconds(1)) == "1ms")
         #expect(Units.duration("5") == nil)
         #expect(Units.duration("-5s") == nil)
         #expect(Units.size("512KiB") == 524_288)

@@ -102,6 +102,29 @@ extension IntegrationTests {
             #expect(entry["bytes"] as? Int == 3010)
         }
 
+        /// `proxy.busy_poll`: a loop that keeps polling takes a keep-alive client's next
+        /// request without having slept, and sleeps once the polling time has passed; with
+        /// "0" it never polls.
+        @Test func busyPollingCatchesTheNextRequestAndThenSleeps() throws {
+            let origin = try Origin()
+            let urls = (0..<4).map { origin.url("/busy-\($0)?cc=max-age=60&size=100") }
+            for (setting, polls) in [("10ms", true), ("0", false)] {
+                let larder = try Larder(config: "[proxy]\nbusy_poll = \"\(setting)\"\n")
+                // One curl, one connection: each request follows the previous response at once.
+                #expect(try Curl.viaProxy(larder.proxy, urls).status == 200)
+                usleep(50_000)  // well past the polling time: the loop has gone to sleep
+                let busy = try #require(try larder.stats()["busy_poll"] as? [String: Int])
+                if polls {
+                    #expect(busy["caught"] ?? 0 >= 1, "busy_poll = \(setting): \(busy)")
+                    #expect(busy["expired"] ?? 0 >= 1, "busy_poll = \(setting): \(busy)")
+                } else {
+                    #expect(busy["caught"] == 0 && busy["expired"] == 0, "busy_poll = \(setting): \(busy)")
+                }
+                let metrics = try Curl.run(["http://127.0.0.1:\(larder.adminPort)/metrics"]).text
+                #expect(metrics.contains("larder_busy_polls_total{outcome=\"caught\"} \(polls ? "" : "0")"))
+            }
+        }
+
         @Test func adminEndpointsAnswer() throws {
             let origin = try Origin()
             let larder = try Larder()
