@@ -79,6 +79,9 @@ public final class StoredResponse: Sendable {
         self.varyValues = varyValues
         self.freshnessLifetime = freshnessLifetime
         self.correctedInitialAge = correctedInitialAge
+        assert(
+            preparedHead.map { $0.bytes == StoredResponse.serializeHead(status: status, reason: reason, headers: headers).bytes } ?? true,
+            "preparedHead must serialize these status, reason and headers")
         let prepared = preparedHead ?? StoredResponse.serializeHead(status: status, reason: reason, headers: headers)
         headBytes = prepared.bytes
         fieldsRange = prepared.fields

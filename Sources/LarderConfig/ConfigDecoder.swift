@@ -105,14 +105,8 @@ struct ConfigDecoder {
         case ("proxy", "workers"):
             if let number = integer(value, key, range: 0...256) { config.proxy.workers = number }
         case ("proxy", "busy_poll"):
-            if let duration = duration(value, key, minimum: .zero) {
-                // Beyond a few milliseconds polling only burns CPU: no wake-up costs that much.
-                if duration > .milliseconds(10) {
-                    fail("'busy_poll' must be at most 10ms, got \"\(Units.format(duration))\"", at: value.position)
-                } else {
-                    config.proxy.busyPoll = duration
-                }
-            }
+            // Beyond a few milliseconds polling only burns CPU: no wake-up costs that much.
+            if let duration = duration(value, key, minimum: .zero, maximum: .milliseconds(10)) { config.proxy.busyPoll = duration }
         case ("proxy", "drain_timeout"):
             if let duration = duration(value, key, minimum: .zero) { config.proxy.drainTimeout = duration }
         case ("proxy", "tunnel_idle_timeout"):
@@ -439,7 +433,7 @@ struct ConfigDecoder {
         return number
     }
 
-    private mutating func duration(_ value: ConfigValue, _ key: String, minimum: Duration) -> Duration? {
+    private mutating func duration(_ value: ConfigValue, _ key: String, minimum: Duration, maximum: Duration? = nil) -> Duration? {
         guard case .string(let text) = value.kind else {
             fail("expected a duration like \"5s\" for '\(key)', got \(value.summary)", at: value.position)
             return nil
@@ -450,6 +444,10 @@ struct ConfigDecoder {
         }
         guard duration >= minimum else {
             fail("'\(key)' must be at least \(Units.format(minimum)), got \"\(text)\"", at: value.position)
+            return nil
+        }
+        if let maximum, duration > maximum {
+            fail("'\(key)' must be at most \(Units.format(maximum)), got \"\(text)\"", at: value.position)
             return nil
         }
         return duration

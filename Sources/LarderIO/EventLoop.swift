@@ -37,7 +37,8 @@ public final class EventLoop {
     /// before it sleeps in `epoll_wait`; 0 sleeps at once. See ``pollBusily()``.
     public var busyPollNanos: UInt64 = 0
     /// Counts how busy polls ended, for the statistics: an event arrived while polling
-    /// (`caught`), or the time ran out and the loop went to sleep (`expired`).
+    /// (`caught`), or the time ran out (`expired`: the loop then sleeps, or runs a timer that
+    /// came due).
     public var busyPollCounters: (caught: AtomicCounter, expired: AtomicCounter)?
 
     /// Starts a loop on a new thread and returns its handle once the loop is running.
@@ -208,11 +209,9 @@ public final class EventLoop {
         if let deadline = timers.nextDeadline() { limit = min(limit, deadline) }
         repeat {
             let count = epoll_wait(handle.epollFD, events, Int32(maxEvents), 0)
-            // -1 (EINTR) goes back to the loop like an event: it simply goes round again.
-            if count != 0 {
-                busyPollCounters?.caught.add(1)
-                return count
-            }
+            if count > 0 { busyPollCounters?.caught.add(1) }
+            // -1 (EINTR) goes back to the loop too, which simply goes round again.
+            if count != 0 { return count }
         } while Clocks.monotonicNanos() < limit
         busyPollCounters?.expired.add(1)
         // Polling took time: a timer may be due now.

@@ -5,7 +5,6 @@ import LarderIO
 /// Response heads and bodies as they go on the wire.
 extension ClientConnection {
     static let lastChunk: [UInt8] = Array("0\r\n\r\n".utf8)
-    static let viaLine = StoredResponse.viaLine
 
     /// Whether the connection closes after the current response; decided before its head is
     /// written so the head can say so.
@@ -47,7 +46,7 @@ extension ClientConnection {
             bytes.reserveCapacity(512)
             HeadSerializer.appendStatusLine(206, HTTPStatus.reason(206), to: &bytes)
             HeadSerializer.appendFields(stored.headers, to: &bytes)
-            bytes.append(contentsOf: ClientConnection.viaLine)
+            bytes.append(contentsOf: StoredResponse.viaLine)
             bytes.append(contentsOf: "Content-Range: bytes \(start)-\(last)/\(stored.bodyLength)\r\n".utf8)
             output.append(bytes)
         case .full:
@@ -92,7 +91,7 @@ extension ClientConnection {
         for field in headers.fields where Preconditions.notModifiedFields.contains(where: { ASCII.equalsIgnoringCase($0, field.name) }) {
             HeadSerializer.appendField(field.name, field.value, to: &bytes)
         }
-        bytes.append(contentsOf: ClientConnection.viaLine)
+        bytes.append(contentsOf: StoredResponse.viaLine)
         if let age { HeadSerializer.appendField("Age", String(Int(age)), to: &bytes) }
         exchange.cacheStatus.appendField(to: &bytes)
         appendConnectionField(exchange, to: &bytes)
@@ -108,7 +107,7 @@ extension ClientConnection {
         HeadSerializer.appendField("Content-Range", "bytes */\(length)", to: &bytes)
         if let etag = headers["ETag"] { HeadSerializer.appendField("ETag", etag, to: &bytes) }
         bytes.append(contentsOf: "Content-Length: 0\r\n".utf8)
-        bytes.append(contentsOf: ClientConnection.viaLine)
+        bytes.append(contentsOf: StoredResponse.viaLine)
         exchange.cacheStatus.appendField(to: &bytes)
         appendConnectionField(exchange, to: &bytes)
         bytes.append(contentsOf: HeadSerializer.crlf)
@@ -123,14 +122,14 @@ extension ClientConnection {
             HeadSerializer.appendStatusLine(206, HTTPStatus.reason(206), to: &bytes)
             HeadSerializer.appendFields(head.headers, to: &bytes)
             HeadSerializer.appendField("Content-Range", "bytes \(slice.first)-\(slice.last)/\(length)", to: &bytes)
-            bytes.append(contentsOf: ClientConnection.viaLine)
+            bytes.append(contentsOf: StoredResponse.viaLine)
         } else if let prepared = fill.preparedClientHead {
             // Status line, fields and Via, serialized once for the memory and disk entries too.
             bytes.append(contentsOf: prepared.bytes)
         } else {
             HeadSerializer.appendStatusLine(head.status, head.reason, to: &bytes)
             HeadSerializer.appendFields(head.headers, to: &bytes)
-            bytes.append(contentsOf: ClientConnection.viaLine)
+            bytes.append(contentsOf: StoredResponse.viaLine)
         }
         exchange.cacheStatus.appendField(to: &bytes)
         if let slice = exchange.slice {
@@ -206,7 +205,7 @@ extension ClientConnection {
         bytes.append(contentsOf: "Content-Type: text/plain; charset=utf-8\r\nContent-Length: ".utf8)
         HeadSerializer.appendDecimal(body.count, to: &bytes)
         bytes.append(contentsOf: HeadSerializer.crlf)
-        bytes.append(contentsOf: ClientConnection.viaLine)
+        bytes.append(contentsOf: StoredResponse.viaLine)
         if let cacheStatus { HeadSerializer.appendField("Cache-Status", cacheStatus, to: &bytes) }
         for (name, value) in extra { HeadSerializer.appendField(name, value, to: &bytes) }
         if close {

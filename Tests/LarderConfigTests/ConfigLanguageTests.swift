@@ -256,6 +256,7 @@ private let errorCases: [ErrorCase] = [
         #expect(Units.duration("1.5s") == .milliseconds(1500))
         #expect(Units.duration("7d") == .seconds(604_800))
         #expect(Units.duration("100us") == .microseconds(100))
+        #expect(Units.duration("2.5µs") == .nanoseconds(2500))
         #expect(Units.duration("0") == .zero)
         #expect(Units.format(.microseconds(150)) == "150us")
         #expect(Units.format(.milliseconds(1)) == "1ms")

@@ -104,25 +104,34 @@ extension IntegrationTests {
 
         /// `proxy.busy_poll`: a loop that keeps polling takes a keep-alive client's next
         /// request without having slept, and sleeps once the polling time has passed; with
-        /// "0" it never polls.
+        /// "0" it never polls; a reload turns it on.
         @Test func busyPollingCatchesTheNextRequestAndThenSleeps() throws {
             let origin = try Origin()
             let urls = (0..<4).map { origin.url("/busy-\($0)?cc=max-age=60&size=100") }
-            for (setting, polls) in [("10ms", true), ("0", false)] {
-                let larder = try Larder(config: "[proxy]\nbusy_poll = \"\(setting)\"\n")
-                // One curl, one connection: each request follows the previous response at once.
+            /// Four requests on one curl connection (each follows the previous response at
+            /// once), then the loop's polls as /stats and /metrics count them.
+            func pollsAfterTraffic(_ larder: Larder) throws -> (caught: Int, expired: Int, metric: Int) {
                 #expect(try Curl.viaProxy(larder.proxy, urls).status == 200)
                 usleep(50_000)  // well past the polling time: the loop has gone to sleep
                 let busy = try #require(try larder.stats()["busy_poll"] as? [String: Int])
-                if polls {
-                    #expect(busy["caught"] ?? 0 >= 1, "busy_poll = \(setting): \(busy)")
-                    #expect(busy["expired"] ?? 0 >= 1, "busy_poll = \(setting): \(busy)")
-                } else {
-                    #expect(busy["caught"] == 0 && busy["expired"] == 0, "busy_poll = \(setting): \(busy)")
-                }
                 let metrics = try Curl.run(["http://127.0.0.1:\(larder.adminPort)/metrics"]).text
-                #expect(metrics.contains("larder_busy_polls_total{outcome=\"caught\"} \(polls ? "" : "0")"))
+                let line = try #require(metrics.split(separator: "\n").first { $0.hasPrefix("larder_busy_polls_total{outcome=\"caught\"} ") })
+                let metric = try #require(Int(line.split(separator: " ").last ?? ""))
+                return (busy["caught"] ?? -1, busy["expired"] ?? -1, metric)
             }
+            let polling = try Larder(config: "[proxy]\nbusy_poll = \"10ms\"\n")
+            let on = try pollsAfterTraffic(polling)
+            #expect(on.caught >= 1 && on.expired >= 1, "\(on)")
+            #expect(on.metric >= on.caught, "the metric counts what /stats did, and maybe the /stats request")
+
+            let sleeping = try Larder(config: "[proxy]\nbusy_poll = \"0\"\n")
+            let off = try pollsAfterTraffic(sleeping)
+            #expect(off.caught == 0 && off.expired == 0 && off.metric == 0, "\(off)")
+            try sleeping.rewriteConfig("[proxy]\nbusy_poll = \"10ms\"\n")
+            sleeping.child.signal(SIGHUP)
+            try sleeping.child.waitForOutput { $0.contains("reloaded") }
+            let reloaded = try pollsAfterTraffic(sleeping)
+            #expect(reloaded.caught >= 1, "after the reload: \(reloaded)")
         }
 
         @Test func adminEndpointsAnswer() throws {
