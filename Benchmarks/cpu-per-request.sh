@@ -45,7 +45,7 @@ done
 # CPU ticks (utime + stime) of a process.
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 hertz=$(getconf CLK_TCK)
-declare -A cpu latency
+declare -A cpu latency rates
 for rep in $(seq "$REPS"); do
     line="rep $rep:"
     for index in "${!proxies[@]}"; do
@@ -56,14 +56,16 @@ for rep in $(seq "$REPS"); do
         after=$(ticks "$pid")
         requests=$(awk '/requests in/ {print $1}' <<<"$out")
         p50=$(awk '$1 == "50%" {print $2}' <<<"$out")
+        rate=$(awk '/^Requests\/sec:/ {printf "%d", $2}' <<<"$out")
         micros=$(echo "($after - $before) * 1000000 / $hertz / $requests" | bc -l)
         cpu[$index]="${cpu[$index]:-} $micros"; latency[$index]="${latency[$index]:-} $p50"
-        line+=$(printf '  #%d %6.1f µs CPU/req p50 %s' "$index" "$micros" "$p50")
+        rates[$index]="${rates[$index]:-} $rate"
+        line+=$(printf '  #%d %6.1f µs CPU/req %6d req/s p50 %s' "$index" "$micros" "$rate" "$p50")
     done
     echo "$line"
 done
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 for index in "${!proxies[@]}"; do
-    printf '#%d %s: median %.1f µs CPU per request, p50 latencies:%s (%s, %s connections)\n' "$index" \
-        "${binaries[$index]}" "$(median <<<"${cpu[$index]}")" "${latency[$index]}" "$WORKLOAD" "$CONNECTIONS"
+    printf '#%d %s: median %.1f µs CPU per request, median %d req/s, p50 latencies:%s (%s, %s connections)\n' "$index" \
+        "${binaries[$index]}" "$(median <<<"${cpu[$index]}")" "$(median <<<"${rates[$index]}")" "${latency[$index]}" "$WORKLOAD" "$CONNECTIONS"
 done
