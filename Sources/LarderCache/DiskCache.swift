@@ -174,15 +174,26 @@ public final class DiskCache: Sendable {
     /// `ab/cd/name` (inside `v1/`) for a name `abcd…`, built in one allocation: every disk lookup
     /// and store needs one.
     func relativePath(forName name: String) -> String {
-        let utf8 = name.utf8
-        var path = ""
-        path.reserveCapacity(utf8.count + 6)
-        path += Substring(utf8.prefix(2))
-        path += "/"
-        path += Substring(utf8.dropFirst(2).prefix(2))
-        path += "/"
-        path += name
-        return path
+        let count = name.utf8.count
+        // Entry names are 32 hex digits; a shorter name (none is made) keeps the plain spelling.
+        guard count >= 4 else {
+            return String(name.prefix(2)) + "/" + String(name.dropFirst(2).prefix(2)) + "/" + name
+        }
+        return String(unsafeUninitializedCapacity: count + 6) { path in
+            // The name goes in after the six bytes of `ab/cd/`, which are then copied from it.
+            var end = 6
+            for byte in name.utf8 {
+                path[end] = byte
+                end += 1
+            }
+            path[0] = path[6]
+            path[1] = path[7]
+            path[2] = UInt8(ascii: "/")
+            path[3] = path[8]
+            path[4] = path[9]
+            path[5] = UInt8(ascii: "/")
+            return end
+        }
     }
 
     // MARK: Lookup (event loop)
