@@ -13,7 +13,7 @@
 
 FROM swift:6.0-bookworm AS build
 RUN apt-get update \
-    && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libcurl4-openssl-dev libsystemd-dev libjemalloc-dev pkg-config \
+    && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libcurl4-openssl-dev libsystemd-dev libmimalloc-dev pkg-config \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Package.swift ./
@@ -24,7 +24,7 @@ RUN swift build -c release --product larder --static-swift-stdlib \
 
 FROM debian:bookworm-slim
 RUN apt-get update \
-    && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libcurl4 libsystemd0 libjemalloc2 ca-certificates curl \
+    && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libcurl4 libsystemd0 libmimalloc2.0 ca-certificates curl \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --system --uid 10001 --home-dir /var/cache/larder --shell /usr/sbin/nologin larder \
     && install -d -o larder -g larder -m 0700 /var/cache/larder \

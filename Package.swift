@@ -63,11 +63,11 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict,
-            // jemalloc replaces glibc's malloc for the whole process (Swift runtime and libcurl
-            // included): 15-20 % less CPU per cache miss, because glibc's heap fragments between
+            // mimalloc replaces glibc's malloc for the whole process (Swift runtime and libcurl
+            // included): ~11 % less CPU per cache miss, because glibc's heap fragments between
             // the memory tier's long-lived entries and each request's short-lived objects.
-            // docs/PERFORMANCE.md, round 7. Package: libjemalloc-dev (scripts/install-deps.sh).
-            linkerSettings: [.linkedLibrary("jemalloc")]),
+            // docs/PERFORMANCE.md, round 7. Package: libmimalloc-dev (scripts/install-deps.sh).
+            linkerSettings: [.linkedLibrary("mimalloc")]),
         .executableTarget(
             name: "LarderFuzz", dependencies: ["CLarderSystem", "LarderHTTP", "LarderConfig"], path: "Fuzz/LarderFuzz",
             swiftSettings: strict),
