@@ -154,7 +154,7 @@ extension ClientConnection {
     private func parentHandshake(_ exchange: Exchange) -> [UInt8]? {
         guard let parent = currentTunnelParent(exchange) else { return nil }
         let target = exchange.head.targetText
-        let own = "1.1 larder (\(proxy.shared.viaIdentity))"
+        let own = proxy.shared.viaElement
         let via = exchange.head.headers.combined("Via").map { $0 + ", " + own } ?? own
         var text = "CONNECT \(target) HTTP/1.1\r\nHost: \(target)\r\nVia: \(via)\r\n"
         if let authorization = parent.endpoint?.authorization { text += "Proxy-Authorization: \(authorization)\r\n" }

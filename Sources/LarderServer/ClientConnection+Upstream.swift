@@ -152,7 +152,7 @@ extension ClientConnection: RequestBodySource {
         var headers = head.headers
         HopByHop.strip(&headers)
         headers.remove("Host")
-        let own = "1.1 larder (\(proxy.shared.viaIdentity))"
+        let own = proxy.shared.viaElement
         let via = headers.combined("Via").map { $0 + ", " + own } ?? own
         headers.remove("Via")
         if stripRange {
@@ -166,11 +166,12 @@ extension ClientConnection: RequestBodySource {
             if let etag = validating.etag { headers.add("If-None-Match", etag) }
             if let modified = validating.headers["Last-Modified"] { headers.add("If-Modified-Since", modified) }
         }
-        var forwarded = HTTPHeaders([("Host", url.authority)])
-        for field in headers { forwarded.add(field.name, field.value) }
-        forwarded.add("Via", via)
+        // Last in the list, first on the wire: curl writes a given Host right after the request
+        // line (RFC 9112 §3.2) and leaves it out of the other fields.
+        headers.add("Host", url.authority)
+        headers.add("Via", via)
         return UpstreamRequest(
-            method: head.method, url: url, headers: forwarded, body: body,
+            method: head.method, url: url, headers: headers, body: body,
             connectTimeout: runtime.config.upstream.connectTimeout,
             timeout: route?.timeout ?? runtime.config.upstream.timeout)
     }

@@ -486,7 +486,7 @@ final class Fill: UpstreamTransferDelegate {
 
     // MARK: UpstreamTransferDelegate
 
-    func upstreamDidReceiveHead(_ upstreamHead: ResponseHead) {
+    func upstreamDidReceiveHead(_ upstreamHead: consuming ResponseHead) {
         if let parent = currentParent { proxy.shared.parentHealth.recordSuccess(parent) }
         // A retryable status is retried before anyone sees it (no byte has gone to a client).
         if let reason = RetryPolicy.reason(forStatus: upstreamHead.status),
@@ -500,9 +500,12 @@ final class Fill: UpstreamTransferDelegate {
         if let reason = RetryPolicy.reason(forStatus: upstreamHead.status), reason != .status500 || !retryLog.isEmpty {
             proxy.shared.stats.countFinalFailure(reason == .status429 ? "429" : "5xx")
         }
+        // The origin's framing, read before the hop-by-hop strip (a `Connection` naming it).
+        let announced = upstreamHead.headers["Content-Length"]
+        // Moved, not copied: the transfer keeps no reference, so the fields change in place.
         var forwarded = upstreamHead
         HopByHop.strip(&forwarded.headers)
-        if let text = upstreamHead.headers["Content-Length"], let length = try? BodyFraming.parseContentLength(text[...]) {
+        if let text = announced, let length = try? BodyFraming.parseContentLength(text[...]) {
             announcedLength = length
             if !forwarded.hasNoBody(for: method) { contentLength = length }
         }

@@ -27,7 +27,9 @@ final class SharedState: Sendable {
     let metrics: MetricsExporter
     /// This process's identity in `Via` on forwarded requests (`1.1 larder (id)`), so a request
     /// that comes back through this same daemon is recognised as a loop (RFC 9110 §7.6.3).
-    let viaIdentity = "larder-" + String(UInt32.random(in: 0...UInt32.max), radix: 16)
+    let viaIdentity: String
+    /// This hop's `Via` element on forwarded requests and CONNECTs, built once.
+    let viaElement: String
     /// Parent proxies that are backing off, and per-parent counters (kept across reloads).
     let parentHealth = ParentHealth()
     /// Proxy authentication: the verdict table and the hashing thread.
@@ -56,6 +58,8 @@ final class SharedState: Sendable {
             limits: .init(maxBytes: memory.maxBytes, maxEntries: memory.maxEntries, maxObjectBytes: memory.maxObjectBytes))
         self.runtime = Mutex(runtime)
         self.logger = logger
+        viaIdentity = "larder-" + String(UInt32.random(in: 0...UInt32.max), radix: 16)
+        viaElement = "1.1 larder (\(viaIdentity))"
         retryBudget = RetryBudget(ratio: runtime.config.retry.budgetRatio, floor: runtime.config.retry.budgetMin)
         metrics = MetricsExporter()
         let diskConfig = runtime.config.disk

@@ -272,9 +272,9 @@ public final class UpstreamClient {
             return
         }
         let seconds = transfer.request.timeout.components.seconds
-        let message = transfer.head == nil
-            ? "no response head within \(seconds)s" : "response body stalled for \(seconds)s"
-        finish(transfer, error: UpstreamError(kind: .timeout, message: message, afterHead: transfer.head != nil))
+        let message = transfer.receivedHead
+            ? "response body stalled for \(seconds)s" : "no response head within \(seconds)s"
+        finish(transfer, error: UpstreamError(kind: .timeout, message: message, afterHead: transfer.receivedHead))
     }
 
     fileprivate func pause(_ easy: UnsafeMutableRawPointer, mask: Int32) {
@@ -302,7 +302,8 @@ public final class UpstreamTransfer {
     fileprivate var key: UnsafeMutableRawPointer?
     fileprivate var headerList: HeaderList?
     fileprivate var headParser = ResponseHeadParser()
-    fileprivate var head: ResponseHead?
+    /// Whether the final response head has arrived (the head itself goes to the delegate).
+    fileprivate var receivedHead = false
     fileprivate var bodyBytes = 0
     fileprivate var lastProgress: UInt64 = 0
     fileprivate var startTime: UInt64 = 0
@@ -323,7 +324,7 @@ public final class UpstreamTransfer {
     }
 
     /// Whether the response head has arrived.
-    public var hasHead: Bool { head != nil }
+    public var hasHead: Bool { receivedHead }
 
     /// Stops the transfer; the delegate hears nothing more.
     public func cancel() {
@@ -383,7 +384,7 @@ public final class UpstreamTransfer {
         let timeout = request.timeout.totalNanoseconds
         // A transfer paused because the client reads slowly is not stalled upstream.
         if receivePaused { return now + timeout }
-        let reference = head == nil ? startTime : lastProgress
+        let reference = receivedHead ? lastProgress : startTime
         let deadline = reference + timeout
         return deadline > now ? deadline : nil
     }
@@ -437,7 +438,7 @@ public final class UpstreamTransfer {
             case .none, .interim:
                 break
             case .final(let parsed):
-                head = parsed
+                receivedHead = true
                 lastProgress = client.loopNow
                 delegate?.upstreamDidReceiveHead(parsed)
             }
@@ -480,7 +481,7 @@ public final class UpstreamTransfer {
         let detail = handle.errorBuffer[0] != 0
             ? String(cString: handle.errorBuffer)
             : String(cString: curl_easy_strerror(code))
-        let afterHead = head != nil
+        let afterHead = receivedHead
         let kind: UpstreamError.Kind
         switch code {
         case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY:
@@ -590,54 +591,85 @@ fileprivate final class EasyHandle {
 /// A request's header lines as a `curl_slist` in one allocation: the nodes first, then the
 /// NUL-terminated lines they point at. curl only reads a CURLOPT_HTTPHEADER list (the caller
 /// owns it), so one free releases everything; `curl_slist_append` costs two mallocs per line.
+/// Sized in a first pass and written in place in a second (no intermediate array).
 fileprivate struct HeaderList {
     private let storage: UnsafeMutableRawPointer
     /// The list's first node.
     let first: UnsafeMutablePointer<curl_slist>
 
     init(_ headers: HTTPHeaders) {
-        var text: [UInt8] = []
-        text.reserveCapacity(1024)  // one allocation for a typical request head, not five
-        var lines = 0
+        // Pass 1: lines and an upper bound on their bytes (a value's UTF-8 is at least as long
+        // as the Latin-1 bytes it goes out as).
+        var lines = 1  // "Expect:"
+        var textBytes = 8
         var sawAccept = false
-        for field in headers {
-            if ASCII.equalsIgnoringCase(field.name, "Content-Length") || ASCII.equalsIgnoringCase(field.name, "Expect") {
-                continue  // curl frames the body itself; 100-continue is handled on the client side
-            }
+        for field in headers where Self.isForwarded(field.name) {
             if ASCII.equalsIgnoringCase(field.name, "Accept") { sawAccept = true }
-            text.append(contentsOf: field.name.utf8)
-            if field.value.isEmpty {
-                text.append(UInt8(ascii: ";"))  // "Name;" is curl's spelling for an empty value
-            } else {
-                text.append(contentsOf: ": ".utf8)
-                ASCII.appendBytes(of: field.value, to: &text)
-            }
-            text.append(0)
             lines += 1
+            textBytes += field.name.utf8.count + 3 + field.value.utf8.count
+        }
+        if !sawAccept {
+            lines += 1
+            textBytes += 8
+        }
+
+        let nodeBytes = lines * MemoryLayout<curl_slist>.stride
+        storage = .allocate(byteCount: nodeBytes + textBytes, alignment: MemoryLayout<curl_slist>.alignment)
+        let nodes = storage.bindMemory(to: curl_slist.self, capacity: lines)
+        let text = (storage + nodeBytes).bindMemory(to: UInt8.self, capacity: textBytes)
+        var writer = ByteWriter(UnsafeMutableBufferPointer(start: text, count: textBytes))
+        var line = 0
+        // Pass 2: each line, then its node (linked to the next, nil after the last).
+        for field in headers where Self.isForwarded(field.name) {
+            let start = writer.count
+            writer.append(field.name)
+            if field.value.isEmpty {
+                writer.append(UInt8(ascii: ";"))  // "Name;" is curl's spelling for an empty value
+            } else {
+                writer.append(": " as StaticString)
+                Self.appendLatin1(field.value, to: &writer)
+            }
+            writer.append(0)
+            Self.link(nodes, line, of: lines, to: text + start)
+            line += 1
         }
         // Remove the headers curl would add on its own.
         if !sawAccept {
-            text.append(contentsOf: "Accept:".utf8)
-            text.append(0)
-            lines += 1
+            let start = writer.count
+            writer.append("Accept:\0" as StaticString)
+            Self.link(nodes, line, of: lines, to: text + start)
+            line += 1
         }
-        text.append(contentsOf: "Expect:".utf8)
-        text.append(0)
-        lines += 1
-
-        let nodeBytes = lines * MemoryLayout<curl_slist>.stride
-        storage = .allocate(byteCount: nodeBytes + text.count, alignment: MemoryLayout<curl_slist>.alignment)
-        let nodes = storage.bindMemory(to: curl_slist.self, capacity: lines)
-        let strings = (storage + nodeBytes).bindMemory(to: CChar.self, capacity: text.count)
-        text.withUnsafeBytes { UnsafeMutableRawPointer(strings).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
-        var offset = 0
-        for index in 0..<lines {
-            let next = index + 1 < lines ? nodes + index + 1 : nil
-            (nodes + index).initialize(to: curl_slist(data: strings + offset, next: next))
-            while strings[offset] != 0 { offset += 1 }
-            offset += 1
-        }
+        let start = writer.count
+        writer.append("Expect:\0" as StaticString)
+        Self.link(nodes, line, of: lines, to: text + start)
         first = nodes
+    }
+
+    /// curl frames the body itself; 100-continue is handled on the client side.
+    private static func isForwarded(_ name: String) -> Bool {
+        !ASCII.equalsIgnoringCase(name, "Content-Length") && !ASCII.equalsIgnoringCase(name, "Expect")
+    }
+
+    private static func link(
+        _ nodes: UnsafeMutablePointer<curl_slist>, _ index: Int, of count: Int, to line: UnsafeMutablePointer<UInt8>
+    ) {
+        let next = index + 1 < count ? nodes + index + 1 : nil
+        (nodes + index).initialize(to: curl_slist(data: UnsafeMutableRawPointer(line).assumingMemoryBound(to: CChar.self), next: next))
+    }
+
+    /// A value's bytes as they came in: ASCII as is, other scalars as their Latin-1 byte (the
+    /// parser decodes obs-text that way), `?` beyond Latin-1 (as `ASCII.appendBytes`).
+    private static func appendLatin1(_ value: String, to writer: inout ByteWriter) {
+        let utf8 = value.utf8
+        let isASCII = utf8.withContiguousStorageIfAvailable { !$0.contains { $0 >= 0x80 } } ?? utf8.allSatisfy { $0 < 0x80 }
+        if isASCII {
+            writer.append(value)
+        } else {
+            for scalar in value.unicodeScalars {
+                writer.append(scalar.value < 256 ? UInt8(scalar.value) : UInt8(ascii: "?"))
+            }
+        }
     }
 
     func free() { storage.deallocate() }

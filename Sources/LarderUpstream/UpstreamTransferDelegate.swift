@@ -2,8 +2,9 @@ import LarderHTTP
 
 /// Receives the events of one upstream transfer, on the transfer's event loop.
 public protocol UpstreamTransferDelegate: AnyObject {
-    /// The final response head arrived (interim 1xx heads are not reported).
-    func upstreamDidReceiveHead(_ head: ResponseHead)
+    /// The final response head arrived (interim 1xx heads are not reported). The transfer keeps
+    /// no copy, so the delegate may change it in place without copying its fields.
+    func upstreamDidReceiveHead(_ head: consuming ResponseHead)
 
     /// Body bytes arrived. Return false to refuse them for now: the transfer pauses and the same
     /// bytes come again after ``UpstreamTransfer/resumeReceiving()``.
