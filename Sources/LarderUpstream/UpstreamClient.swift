@@ -404,12 +404,13 @@ public final class UpstreamTransfer {
 
         // Options set here for anything but a plain GET stay in the handle: mark it for a reset.
         switch request.method {
-        case .get:
+        case .get where request.body == nil:
             larder_easy_set_long(easy, CURLOPT_HTTPGET, 1)
         case .head:
             larder_easy_set_long(easy, CURLOPT_NOBODY, 1)
             handle.needsReset = true
         default:
+            // Also a GET with a body: CURLOPT_UPLOAD alone would send it as PUT.
             larder_easy_set_string(easy, CURLOPT_CUSTOMREQUEST, request.method.rawValue)
             handle.needsReset = true
         }
