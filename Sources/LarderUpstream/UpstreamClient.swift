@@ -604,7 +604,12 @@ fileprivate struct HeaderList {
         var lines = 1  // "Expect:"
         var textBytes = 8
         var sawAccept = false
-        for field in headers where Self.isForwarded(field.name) {
+        var skipsSome = false
+        for field in headers {
+            guard Self.isForwarded(field.name) else {
+                skipsSome = true
+                continue
+            }
             if ASCII.equalsIgnoringCase(field.name, "Accept") { sawAccept = true }
             lines += 1
             textBytes += field.name.utf8.count + 3 + field.value.utf8.count
@@ -621,7 +626,7 @@ fileprivate struct HeaderList {
         var writer = ByteWriter(UnsafeMutableBufferPointer(start: text, count: textBytes))
         var line = 0
         // Pass 2: each line, then its node (linked to the next, nil after the last).
-        for field in headers where Self.isForwarded(field.name) {
+        for field in headers where !skipsSome || Self.isForwarded(field.name) {
             let start = writer.count
             writer.append(field.name)
             if field.value.isEmpty {
