@@ -38,7 +38,10 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
 
     /// The first value of `name`.
     public subscript(name: String) -> String? {
-        for field in fields where ASCII.equalsIgnoringCase(field.name, name) { return field.value }
+        // By index: `for field in fields` copies every field it passes (two retains, two releases).
+        for index in fields.indices where ASCII.equalsIgnoringCase(fields[index].name, name) {
+            return fields[index].value
+        }
         return nil
     }
 
