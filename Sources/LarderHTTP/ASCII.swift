@@ -96,10 +96,27 @@ public enum ASCII {
             return true
         }
         if !ascii {
-            for scalar in text.unicodeScalars {
-                output.append(scalar.value < 256 ? UInt8(scalar.value) : UInt8(ascii: "?"))
-            }
+            for scalar in text.unicodeScalars { output.append(wireByte(scalar)) }
         }
+    }
+
+    /// The same bytes as the array version above, written into a buffer sized for
+    /// `text.utf8.count` (at least as long as the bytes written).
+    public static func appendBytes(of text: String, to writer: inout ByteWriter) {
+        let utf8 = text.utf8
+        let isASCII = utf8.withContiguousStorageIfAvailable { !$0.contains { $0 >= 0x80 } } ?? utf8.allSatisfy { $0 < 0x80 }
+        if isASCII {
+            writer.append(text)
+        } else {
+            for scalar in text.unicodeScalars { writer.append(wireByte(scalar)) }
+        }
+    }
+
+    /// The byte a scalar of a string from ``string(_:)`` goes out as: its Latin-1 value
+    /// (obs-text came in as that byte), `?` for anything past Latin-1.
+    @inline(__always)
+    static func wireByte(_ scalar: Unicode.Scalar) -> UInt8 {
+        scalar.value < 256 ? UInt8(scalar.value) : UInt8(ascii: "?")
     }
 
     /// Trims spaces and tabs at both ends (byte by byte: OWS is ASCII, and walking Characters

@@ -600,16 +600,11 @@ fileprivate struct HeaderList {
 
     init(_ headers: HTTPHeaders) {
         // Pass 1: lines and an upper bound on their bytes (a value's UTF-8 is at least as long
-        // as the Latin-1 bytes it goes out as).
+        // as the bytes `ASCII.appendBytes` writes for it).
         var lines = 1  // "Expect:"
         var textBytes = 8
         var sawAccept = false
-        var skipsSome = false
-        for field in headers {
-            guard Self.isForwarded(field.name) else {
-                skipsSome = true
-                continue
-            }
+        for field in headers where Self.isForwarded(field.name) {
             if ASCII.equalsIgnoringCase(field.name, "Accept") { sawAccept = true }
             lines += 1
             textBytes += field.name.utf8.count + 3 + field.value.utf8.count
@@ -626,14 +621,14 @@ fileprivate struct HeaderList {
         var writer = ByteWriter(UnsafeMutableBufferPointer(start: text, count: textBytes))
         var line = 0
         // Pass 2: each line, then its node (linked to the next, nil after the last).
-        for field in headers where !skipsSome || Self.isForwarded(field.name) {
+        for field in headers where Self.isForwarded(field.name) {
             let start = writer.count
             writer.append(field.name)
             if field.value.isEmpty {
                 writer.append(UInt8(ascii: ";"))  // "Name;" is curl's spelling for an empty value
             } else {
                 writer.append(": " as StaticString)
-                Self.appendLatin1(field.value, to: &writer)
+                ASCII.appendBytes(of: field.value, to: &writer)
             }
             writer.append(0)
             Self.link(nodes, line, of: lines, to: text + start)
@@ -662,20 +657,6 @@ fileprivate struct HeaderList {
     ) {
         let next = index + 1 < count ? nodes + index + 1 : nil
         (nodes + index).initialize(to: curl_slist(data: UnsafeMutableRawPointer(line).assumingMemoryBound(to: CChar.self), next: next))
-    }
-
-    /// A value's bytes as they came in: ASCII as is, other scalars as their Latin-1 byte (the
-    /// parser decodes obs-text that way), `?` beyond Latin-1 (as `ASCII.appendBytes`).
-    private static func appendLatin1(_ value: String, to writer: inout ByteWriter) {
-        let utf8 = value.utf8
-        let isASCII = utf8.withContiguousStorageIfAvailable { !$0.contains { $0 >= 0x80 } } ?? utf8.allSatisfy { $0 < 0x80 }
-        if isASCII {
-            writer.append(value)
-        } else {
-            for scalar in value.unicodeScalars {
-                writer.append(scalar.value < 256 ? UInt8(scalar.value) : UInt8(ascii: "?"))
-            }
-        }
     }
 
     func free() { storage.deallocate() }
