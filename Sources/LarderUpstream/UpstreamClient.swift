@@ -404,18 +404,23 @@ public final class UpstreamTransfer {
 
         // Options set here for anything but a plain GET stay in the handle: mark it for a reset.
         switch request.method {
-        case .get where request.body == nil:
+        case .get:
             larder_easy_set_long(easy, CURLOPT_HTTPGET, 1)
         case .head:
             larder_easy_set_long(easy, CURLOPT_NOBODY, 1)
             handle.needsReset = true
         default:
-            // Also a GET with a body: CURLOPT_UPLOAD alone would send it as PUT.
             larder_easy_set_string(easy, CURLOPT_CUSTOMREQUEST, request.method.rawValue)
             handle.needsReset = true
         }
-        if let body = request.body {
+        // A HEAD's content has no defined semantics (RFC 9110 §9.3.2) and curl cannot send one:
+        // CURLOPT_UPLOAD would clear NOBODY and wait for a response body. It is not forwarded;
+        // the client's connection closes after the response, its body unread.
+        if let body = request.body, request.method != .head {
             handle.needsReset = true
+            // CURLOPT_UPLOAD makes curl send a PUT unless the method is named: a GET with a
+            // body would otherwise change into a request with side effects.
+            if request.method == .get { larder_easy_set_string(easy, CURLOPT_CUSTOMREQUEST, "GET") }
             larder_easy_set_long(easy, CURLOPT_UPLOAD, 1)
             switch body {
             case .known(let length): larder_easy_set_offset(easy, CURLOPT_INFILESIZE_LARGE, curl_off_t(length))

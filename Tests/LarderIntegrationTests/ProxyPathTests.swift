@@ -127,6 +127,23 @@ extension IntegrationTests {
             #expect(seen.map(\.target) == steps.map(\.path))
         }
 
+        /// A HEAD's content is not forwarded (curl would turn the request into a PUT to send
+        /// it); the HEAD is, and the unread body ends the client's connection.
+        @Test func headWithABodyStaysAHeadWithoutItsBody() throws {
+            let origin = try Origin()
+            let larder = try Larder()
+            let connection = try RawConnection(port: larder.proxyPort)
+            connection.send(
+                "HEAD \(origin.url("/hb?size=100&cc=no-store")) HTTP/1.1\r\nHost: 127.0.0.1:\(origin.port)\r\n"
+                    + "Content-Length: 3\r\n\r\nxyz")
+            let response = try connection.readResponse(headRequest: true)
+            #expect(response.status == 200)
+            #expect(response.body.isEmpty)
+            #expect(connection.peerClosed(), "the unread body ends the connection")
+            let seen = try origin.requests().filter { $0.target.hasPrefix("/hb") }
+            #expect(seen.map(\.method) == ["HEAD"])
+        }
+
         @Test func keepAliveConnectionServesSeveralRequests() throws {
             let origin = try Origin()
             let larder = try Larder()
