@@ -86,6 +86,8 @@ extension IntegrationTests {
             #expect(poisoned.status == 200)
             let seen = try origin.requests()
             #expect(seen.first?.headers.first { $0.0.lowercased() == "host" }?.1 == "127.0.0.1:\(origin.port)")
+            // RFC 9112 §3.2: Host first on the wire (Larder lists it last; curl moves it up).
+            #expect(seen.first?.headers.first?.0.lowercased() == "host")
             // The entry is stored under the URL's authority: a request with yet another Host is a hit
             // for the same URL, and a request for evil.example's URL is not.
             #expect(try Curl.viaProxy(larder.proxy, ["-H", "Host: other.example", url]).cacheStatus?.hit == true)

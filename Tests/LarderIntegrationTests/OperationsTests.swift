@@ -90,6 +90,17 @@ extension IntegrationTests {
 
         // MARK: Admin listener
 
+        /// The daemon is linked with mimalloc (Package.swift, docs/PERFORMANCE.md round 7): a
+        /// linker that dropped the unreferenced library would silently bring back glibc's malloc.
+        @Test func daemonRunsOnMimalloc() throws {
+            let larder = try Larder()
+            // Read to the end: procfs reports size 0, and a read sized by it stops at one page.
+            let file = try #require(FileHandle(forReadingAtPath: "/proc/\(larder.child.pid)/maps"))
+            let maps = String(decoding: file.readDataToEndOfFile(), as: UTF8.self)
+            try file.close()
+            #expect(maps.contains("/libmimalloc"), "\(maps.utf8.count) bytes of maps")
+        }
+
         @Test func statsCountRequestsHitsAndBytesPerHost() throws {
             let origin = try Origin()
             let larder = try Larder()
