@@ -23,6 +23,22 @@ import Testing
         #expect(names == ["X-Privately", "Date"])
     }
 
+    @Test func connectionNamingOnlyFixedFieldsRemovesThemAndNothingElse() {
+        let names = Self.stripped([
+            ("Date", "now"), ("Connection", "keep-alive, Upgrade"), ("Keep-Alive", "timeout=5"), ("Upgrade", "h2c"),
+            ("Close", "kept: not named"), ("ETag", "\"a\""),
+        ])
+        #expect(names == ["Date", "Close", "ETag"])
+    }
+
+    @Test func aFieldNamedAfterFixedOnesInConnectionIsRemovedToo() {
+        let names = Self.stripped([
+            ("Connection", "keep-alive"), ("Connection", "te,  X-Trace "), ("x-trace", "1"), ("Keep-Alive", "timeout=5"),
+            ("X-Traced", "kept"), ("Connection-Id", "kept"),
+        ])
+        #expect(names == ["X-Traced", "Connection-Id"])
+    }
+
     @Test func leavesAMessageWithoutHopByHopFieldsAsItIs() {
         let fields = [("Server", "origin"), ("Content-Length", "3"), ("ETag", "\"a\""), ("Cache-Control", "max-age=60")]
         #expect(Self.stripped(fields) == fields.map(\.0))

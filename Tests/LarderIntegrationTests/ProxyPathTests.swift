@@ -15,8 +15,8 @@ extension IntegrationTests {
             #expect(second.cacheStatus?.isMemoryHit == true)
             #expect(second.header("age") != nil)
             #expect(first.header("via")?.contains("1.1 larder") == true)
-            #expect(first.body == second.body)
-            #expect(first.body == (try origin.directBody(path)))
+            #expect(bodyMismatch(first.body, second.body) == nil)
+            #expect(try bodyMismatch(first.body, origin.directBody(path)) == nil)
             #expect(try origin.count(path) == 2)  // one through the proxy, one direct
         }
 
@@ -29,7 +29,7 @@ extension IntegrationTests {
             let large = "/large?cc=max-age=60&size=200000"
             let small = "/small?cc=max-age=60&size=2000"
             let expected = try origin.directBody(large)
-            #expect(try Curl.viaProxy(larder.proxy, [origin.url(large)]).body == expected)
+            #expect(try bodyMismatch(Curl.viaProxy(larder.proxy, [origin.url(large)]).body, expected) == nil)
             #expect(try Curl.viaProxy(larder.proxy, [origin.url(small)]).status == 200)
             #expect(try memoryFiles(of: larder) == 1, "one memory file, for the large body only")
             #expect(try reportedMemoryFiles(larder) == 1)
@@ -38,10 +38,10 @@ extension IntegrationTests {
             #expect(gauge.flatMap { Double($0.split(separator: " ").last!) } == 1, "\(gauge ?? "no larder_memory_files")")
             let hit = try Curl.viaProxy(larder.proxy, [origin.url(large)])
             #expect(hit.cacheStatus?.isMemoryHit == true)
-            #expect(hit.body == expected)
+            #expect(bodyMismatch(hit.body, expected) == nil)
             let range = try Curl.viaProxy(larder.proxy, ["-r", "70000-130099", origin.url(large)])
             #expect(range.status == 206)
-            #expect(range.body == expected.subdata(in: 70000..<130100))
+            #expect(bodyMismatch(range.body, expected.subdata(in: 70000..<130100)) == nil)
             #expect(try origin.count(large) == 2)  // one through the proxy, one direct
             let purge = try ChildProcess(Paths.larder, ["purge", "--admin", "127.0.0.1:\(larder.adminPort)", origin.url(large)])
             purge.process.waitUntilExit()
@@ -75,7 +75,7 @@ extension IntegrationTests {
                     #expect((0...10).contains(age), "\(path): got \(age)")
                 }
                 #expect(hit.headers.filter { $0.0.lowercased() == "age" }.count == 1)
-                #expect(hit.body == miss.body)
+                #expect(bodyMismatch(hit.body, miss.body) == nil)
             }
         }
 
@@ -293,13 +293,19 @@ extension IntegrationTests {
             // Content-Length body with Expect: 100-continue (curl sends it for large bodies).
             let sized = try Curl.viaProxy(larder.proxy, ["--data-binary", "@\(file)", "-H", "Expect: 100-continue", origin.url("/echo?echo=1")])
             #expect(sized.status == 200)
-            #expect(sized.body == payload)
+            #expect(bodyMismatch(sized.body, payload) == nil)
             // Chunked body.
             let chunked = try Curl.viaProxy(
                 larder.proxy, ["--data-binary", "@\(file)", "-H", "Transfer-Encoding: chunked", origin.url("/echo2?echo=1")])
             #expect(chunked.status == 200)
-            #expect(chunked.body == payload)
+            #expect(bodyMismatch(chunked.body, payload) == nil)
             #expect(chunked.header("cache-status") == "larder; fwd=method")
+            // 100-continue is answered on the client side; curl would ask the origin for it again
+            // for both bodies (over 1 MiB, and of unknown length) unless told not to.
+            for path in ["/echo?", "/echo2?"] {
+                let seen = try #require(try origin.requests().last { $0.target.hasPrefix(path) })
+                #expect(!seen.headers.contains { $0.0.lowercased() == "expect" }, "\(path): \(seen.headers)")
+            }
         }
 
         @Test func daemonsOwnProxyEnvironmentIsIgnored() throws {

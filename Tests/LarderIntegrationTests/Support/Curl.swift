@@ -122,3 +122,13 @@ extension Curl.Result {
 extension RawConnection.Response {
     var cacheStatus: CacheStatusField? { CacheStatusField(header("cache-status")) }
 }
+
+/// nil when two bodies are byte for byte the same, else their sizes and the first differing
+/// byte. Bodies are compared with this, not with `#expect(a == b)`: on a mismatch Swift Testing
+/// computes a collection difference of the operands, which runs for minutes on bodies of
+/// megabytes and turns a failure into a hang.
+func bodyMismatch(_ actual: Data, _ expected: Data) -> String? {
+    if actual == expected { return nil }
+    let same = zip(actual, expected).prefix { $0 == $1 }.count
+    return "\(actual.count) bytes, expected \(expected.count); the first difference at byte \(same)"
+}
