@@ -89,12 +89,7 @@ public enum ASCII {
     /// Appends the bytes of a string produced by ``string(_:)`` (or any ASCII string).
     @inline(__always)
     public static func appendBytes(of text: String, to output: inout [UInt8]) {
-        var copy = text
-        let ascii = copy.withUTF8 { utf8 in
-            for byte in utf8 where byte >= 0x80 { return false }
-            output.append(contentsOf: utf8)
-            return true
-        }
+        let ascii = withASCII(text) { output.append(contentsOf: $0) }
         if !ascii {
             for scalar in text.unicodeScalars { output.append(wireByte(scalar)) }
         }
@@ -103,12 +98,21 @@ public enum ASCII {
     /// The same bytes as the array version above, written into a buffer sized for
     /// `text.utf8.count` (at least as long as the bytes written).
     public static func appendBytes(of text: String, to writer: inout ByteWriter) {
-        let utf8 = text.utf8
-        let isASCII = utf8.withContiguousStorageIfAvailable { !$0.contains { $0 >= 0x80 } } ?? utf8.allSatisfy { $0 < 0x80 }
-        if isASCII {
-            writer.append(text)
-        } else {
+        let ascii = withASCII(text) { writer.append(contentsOf: $0) }
+        if !ascii {
             for scalar in text.unicodeScalars { writer.append(wireByte(scalar)) }
+        }
+    }
+
+    /// Calls `body` with `text`'s UTF-8 when it is all ASCII (the bytes that go out as they
+    /// are) and returns true; returns false without calling it otherwise.
+    @inline(__always)
+    private static func withASCII(_ text: String, _ body: (UnsafeBufferPointer<UInt8>) -> Void) -> Bool {
+        var copy = text
+        return copy.withUTF8 { utf8 in
+            for byte in utf8 where byte >= 0x80 { return false }
+            body(utf8)
+            return true
         }
     }
 

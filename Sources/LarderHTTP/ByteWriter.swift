@@ -25,15 +25,16 @@ public struct ByteWriter {
     @inline(__always)
     private mutating func appendUTF8(of text: some StringProtocol) {
         let utf8 = text.utf8
-        let start = count
-        let copied = utf8.withContiguousStorageIfAvailable { bytes in
-            UnsafeMutableBufferPointer(rebasing: buffer[start...]).initialize(fromContentsOf: bytes)
-        }
-        if let copied {
-            count += copied
-        } else {
+        let copied: Void? = utf8.withContiguousStorageIfAvailable { append(contentsOf: $0) }
+        if copied == nil {
             for byte in utf8 { append(byte) }
         }
+    }
+
+    /// Appends `bytes` (traps if they do not fit).
+    @inline(__always)
+    public mutating func append(contentsOf bytes: UnsafeBufferPointer<UInt8>) {
+        count += UnsafeMutableBufferPointer(rebasing: buffer[count...]).initialize(fromContentsOf: bytes)
     }
 
     /// Appends a literal's bytes.

@@ -154,8 +154,7 @@ extension ClientConnection {
     private func parentHandshake(_ exchange: Exchange) -> [UInt8]? {
         guard let parent = currentTunnelParent(exchange) else { return nil }
         let target = exchange.head.targetText
-        let own = proxy.shared.viaElement
-        let via = exchange.head.headers.combined("Via").map { $0 + ", " + own } ?? own
+        let via = proxy.shared.via(after: exchange.head.headers)
         var text = "CONNECT \(target) HTTP/1.1\r\nHost: \(target)\r\nVia: \(via)\r\n"
         if let authorization = parent.endpoint?.authorization { text += "Proxy-Authorization: \(authorization)\r\n" }
         return Array((text + "\r\n").utf8)

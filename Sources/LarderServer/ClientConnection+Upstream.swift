@@ -152,8 +152,7 @@ extension ClientConnection: RequestBodySource {
         var headers = head.headers
         HopByHop.strip(&headers)
         headers.remove("Host")
-        let own = proxy.shared.viaElement
-        let via = headers.combined("Via").map { $0 + ", " + own } ?? own
+        let via = proxy.shared.via(after: headers)
         headers.remove("Via")
         if stripRange {
             headers.remove("Range")

@@ -30,6 +30,12 @@ final class SharedState: Sendable {
     let viaIdentity: String
     /// This hop's `Via` element on forwarded requests and CONNECTs, built once.
     let viaElement: String
+
+    /// The `Via` value a request goes on with: the elements it came with, then this hop's
+    /// (RFC 9110 §7.6.3).
+    func via(after headers: HTTPHeaders) -> String {
+        headers.combined("Via").map { $0 + ", " + viaElement } ?? viaElement
+    }
     /// Parent proxies that are backing off, and per-parent counters (kept across reloads).
     let parentHealth = ParentHealth()
     /// Proxy authentication: the verdict table and the hashing thread.

@@ -402,9 +402,15 @@ public final class UpstreamTransfer {
         // own environment must not redirect its upstream traffic.
         larder_easy_set_string(easy, CURLOPT_PROXY, request.parentProxy ?? "")
 
+        // A HEAD's content has no defined semantics (RFC 9110 §9.3.2) and curl cannot send one:
+        // CURLOPT_UPLOAD would clear NOBODY and wait for a response body. It is not forwarded;
+        // the client's connection closes after the response, its body unread.
+        let uploadBody = request.method == .head ? nil : request.body
         // Options set here for anything but a plain GET stay in the handle: mark it for a reset.
+        // CURLOPT_UPLOAD makes curl send a PUT unless the method is named, so every request
+        // with a body names its method (a GET with one would otherwise change into a PUT).
         switch request.method {
-        case .get:
+        case .get where uploadBody == nil:
             larder_easy_set_long(easy, CURLOPT_HTTPGET, 1)
         case .head:
             larder_easy_set_long(easy, CURLOPT_NOBODY, 1)
@@ -413,14 +419,7 @@ public final class UpstreamTransfer {
             larder_easy_set_string(easy, CURLOPT_CUSTOMREQUEST, request.method.rawValue)
             handle.needsReset = true
         }
-        // A HEAD's content has no defined semantics (RFC 9110 §9.3.2) and curl cannot send one:
-        // CURLOPT_UPLOAD would clear NOBODY and wait for a response body. It is not forwarded;
-        // the client's connection closes after the response, its body unread.
-        if let body = request.body, request.method != .head {
-            handle.needsReset = true
-            // CURLOPT_UPLOAD makes curl send a PUT unless the method is named: a GET with a
-            // body would otherwise change into a request with side effects.
-            if request.method == .get { larder_easy_set_string(easy, CURLOPT_CUSTOMREQUEST, "GET") }
+        if let body = uploadBody {
             larder_easy_set_long(easy, CURLOPT_UPLOAD, 1)
             switch body {
             case .known(let length): larder_easy_set_offset(easy, CURLOPT_INFILESIZE_LARGE, curl_off_t(length))
