@@ -144,6 +144,23 @@ extension IntegrationTests {
             #expect(seen.map(\.method) == ["HEAD"])
         }
 
+        /// The curl header list writes each value byte for byte: obs-text (bytes over 0x7F, which
+        /// Larder holds as Latin-1 scalars) goes back out as the same bytes, and an empty value is
+        /// sent empty ("Name;" in curl's list: "Name:" would remove the field instead).
+        @Test func headerValuesGoUpstreamByteForByte() throws {
+            let origin = try Origin()
+            let larder = try Larder()
+            let connection = try RawConnection(port: larder.proxyPort)
+            connection.send(
+                Array("GET \(origin.url("/bytes?size=10&cc=no-store")) HTTP/1.1\r\nHost: 127.0.0.1:\(origin.port)\r\nX-Latin: caf".utf8)
+                    + [0xE9, 0x20, 0xFF] + Array("\r\nX-Empty:\r\n\r\n".utf8))
+            #expect(try connection.readResponse().status == 200)
+            let seen = try #require(try origin.requests().last { $0.target.hasPrefix("/bytes") })
+            // The origin (Python) reads header bytes as ISO-8859-1: one scalar per byte.
+            #expect(seen.headers.first { $0.0 == "X-Latin" }?.1 == "caf\u{E9} \u{FF}", "\(seen.headers)")
+            #expect(seen.headers.first { $0.0 == "X-Empty" }?.1 == "", "\(seen.headers)")
+        }
+
         @Test func keepAliveConnectionServesSeveralRequests() throws {
             let origin = try Origin()
             let larder = try Larder()
