@@ -68,20 +68,28 @@ public enum FileSystem {
         _ = try Syscall.call("rename", paths: from, to) { renameat(fromDirectory, $0, toDirectory, $1) }
     }
 
-    /// Opens for writing a new file that must not exist yet.
-    public static func createExclusive(at directory: Int32 = AT_FDCWD, _ path: String) throws(SystemError) -> Int32 {
-        try Syscall.call("open", path: path) { openat(directory, $0, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600) }
+    /// Opens an existing file for reading and writing in place (`pwrite`, `ftruncate`).
+    public static func openReadWrite(at directory: Int32 = AT_FDCWD, _ path: String) throws(SystemError) -> Int32 {
+        try Syscall.call("open", path: path) { openat(directory, $0, O_RDWR | O_CLOEXEC) }
+    }
+
+    /// Opens for writing (and with `readable`, reading) a new file that must not exist yet.
+    public static func createExclusive(at directory: Int32 = AT_FDCWD, _ path: String, readable: Bool = false) throws(SystemError) -> Int32 {
+        let access = readable ? O_RDWR : O_WRONLY
+        return try Syscall.call("open", path: path) { openat(directory, $0, access | O_CREAT | O_EXCL | O_CLOEXEC, 0o600) }
     }
 
     /// ``createExclusive(at:_:)`` whose missing parent directories are created after the first
     /// attempt fails.
-    public static func createExclusiveCreatingDirectory(at directory: Int32 = AT_FDCWD, _ path: String) throws(SystemError) -> Int32 {
+    public static func createExclusiveCreatingDirectory(
+        at directory: Int32 = AT_FDCWD, _ path: String, readable: Bool = false
+    ) throws(SystemError) -> Int32 {
         do {
-            return try createExclusive(at: directory, path)
+            return try createExclusive(at: directory, path, readable: readable)
         } catch where error.errno == ENOENT {
             guard let parent = parent(of: path) else { throw error }
             try makeDirectories(at: directory, parent)
-            return try createExclusive(at: directory, path)
+            return try createExclusive(at: directory, path, readable: readable)
         }
     }
 
@@ -170,9 +178,10 @@ public enum FileSystem {
         try result.get()
     }
 
-    /// Writes all of `first` and then all of `second`: one `writev` when the kernel takes
-    /// everything at once (as it does for regular files), plain writes for any remainder.
-    public static func writeAll(_ fd: Int32, _ first: [UInt8], _ second: [UInt8]) throws(SystemError) {
+    /// Writes all of `first` and then all of `second`, at the current position or at `position`:
+    /// one `writev`/`pwritev` when the kernel takes everything at once (as it does for regular
+    /// files), plain writes for any remainder.
+    public static func writeAll(_ fd: Int32, _ first: [UInt8], _ second: [UInt8], at position: Int64? = nil) throws(SystemError) {
         let result = first.withUnsafeBytes { a in
             second.withUnsafeBytes { b in
                 Result { () throws(SystemError) in
@@ -181,13 +190,17 @@ public enum FileSystem {
                         iovec(iov_base: UnsafeMutableRawPointer(mutating: b.baseAddress), iov_len: b.count))
                     let written = try withUnsafeMutableBytes(of: &vectors) { raw throws(SystemError) in
                         let base = raw.baseAddress!.assumingMemoryBound(to: iovec.self)
+                        if let position {
+                            return try Syscall.call("pwritev") { pwritev(fd, base, 2, off_t(position)) }
+                        }
                         return try Syscall.call("writev") { writev(fd, base, 2) }
                     }
                     if written < a.count {
-                        try writeAll(fd, UnsafeRawBufferPointer(rebasing: a[written...]))
-                        try writeAll(fd, b)
+                        try writeAll(fd, UnsafeRawBufferPointer(rebasing: a[written...]), at: position.map { $0 + Int64(written) })
+                        try writeAll(fd, b, at: position.map { $0 + Int64(a.count) })
                     } else if written < a.count + b.count {
-                        try writeAll(fd, UnsafeRawBufferPointer(rebasing: b[(written - a.count)...]))
+                        try writeAll(
+                            fd, UnsafeRawBufferPointer(rebasing: b[(written - a.count)...]), at: position.map { $0 + Int64(written) })
                     }
                 }
             }
@@ -195,18 +208,27 @@ public enum FileSystem {
         try result.get()
     }
 
+    /// Writes all of `bytes` at `position`, or at the current position when it is nil.
+    public static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at position: Int64?) throws(SystemError) {
+        guard let position else { return try writeAll(fd, bytes) }
+        var offset = 0
+        while offset < bytes.count {
+            let written = try Syscall.call("pwrite") {
+                pwrite(fd, bytes.baseAddress! + offset, bytes.count - offset, off_t(position) + off_t(offset))
+            }
+            offset += written
+        }
+    }
+
+    /// Cuts an open file to `length` bytes.
+    public static func truncate(_ fd: Int32, to length: Int64) throws(SystemError) {
+        _ = try Syscall.call("ftruncate") { ftruncate(fd, off_t(length)) }
+    }
+
     /// Writes all of `bytes` at `position`.
     public static func writeAll(_ fd: Int32, _ bytes: [UInt8], at position: Int64) throws(SystemError) {
         let result = bytes.withUnsafeBytes { raw in
-            Result { () throws(SystemError) in
-                var offset = 0
-                while offset < raw.count {
-                    let written = try Syscall.call("pwrite") {
-                        pwrite(fd, raw.baseAddress! + offset, raw.count - offset, off_t(position) + off_t(offset))
-                    }
-                    offset += written
-                }
-            }
+            Result { () throws(SystemError) in try writeAll(fd, raw, at: position) }
         }
         try result.get()
     }
