@@ -4,9 +4,11 @@ import LarderIO
 import Logging
 import Synchronization
 
-/// The persistent tier: one file per stored response under `directory/v1/ab/cd/<hash>`,
-/// written to `directory/tmp/` while the body streams and renamed into place only once it is
-/// complete and its length checked (see ``DiskEntryFormat`` for the file layout).
+/// The persistent tier. Small responses (bodies up to ``inlineLimit``) are records appended
+/// to segment files, `directory/v1/seg/<id>` (``DiskSegments``); larger ones have a file each,
+/// `directory/v1/ab/cd/<hash>`, written to `directory/tmp/` while the body streams and renamed
+/// into place only once it is complete and its length checked (see ``DiskEntryFormat`` for
+/// the entry layout and DISK-FORMAT.md for both).
 ///
 /// Threads: lookups run on event loops (a mutex-guarded index probe, then open + pread of the
 /// head from the page cache), and so do ``storeInline(_:head:)``'s small writes while the disk
@@ -15,15 +17,20 @@ import Synchronization
 /// deletions, eviction, in order), `reader` (checksum verification, reads for promotion into
 /// memory) and `scanner` (the start-up scan, then it ends).
 ///
-/// State: `index` and `limits` are guarded by their mutexes; counters are atomics.
-/// Crash safety: a file in `v1/` is complete once it is indexed (renamed from `tmp/`, or written
-/// in place with one `writev`; see ``writeEntry``); leftovers in `tmp/` are deleted at start-up;
-/// a file cut short by a crash or damaged by power loss fails its size or checksum check and is
-/// deleted instead of served.
+/// State: `index` and `limits` are guarded by their mutexes; counters are atomics; `segments`
+/// guards its own state (an appender belongs to one thread at a time).
+/// Crash safety: an entry is complete once it is indexed (a file renamed from `tmp/`, a record
+/// appended with one `pwritev`); leftovers in `tmp/` are deleted at start-up; a record cut
+/// short by a crash ends its segment and is cut off by the start-up scan; anything damaged by
+/// power loss fails its size or checksum check and is dropped instead of served.
 public final class DiskCache: Sendable {
     /// The absolute cache directory.
     public let directory: String
     private let index = Mutex(DiskIndex())
+    let segments: DiskSegments
+    /// Segments that existed at start: the start-up scan reads them (later ones are indexed as
+    /// they are written).
+    private let startSegments: [UInt32]
     private let limits: Mutex<Limits>
     let writer = BlockingWorker(name: "larder-disk-w")
     let reader = BlockingWorker(name: "larder-disk-r")
@@ -50,9 +57,8 @@ public final class DiskCache: Sendable {
     let slowInlineWrite = Atomic<UInt64>(10_000_000)
     /// Monotonic time before which ``storeInline(_:head:)`` declines (after a slow inline write).
     private let inlineAllowedAfter = Atomic<UInt64>(0)
-    /// Writer jobs queued or running that delete or replace files (`submitDeletion`): while
-    /// there are any, stores go to the writer behind them instead of overtaking them inline.
-    private let deletionsPending = Atomic<Int>(0)
+    /// Segments whose compaction failed (writer thread): not tried again.
+    private let uncompactable = Mutex<Set<UInt32>>([])
 
     public let evictions = AtomicCounter()
     public let corruptions = AtomicCounter()
@@ -95,6 +101,8 @@ public final class DiskCache: Sendable {
         self.logger = logger
         try FileSystem.makeDirectories(absolute + "/v1")
         try FileSystem.makeDirectories(absolute + "/tmp")
+        startSegments = DiskSegments.list(entriesPath: absolute + "/v1")
+        segments = DiskSegments(lastID: startSegments.last ?? 0)
         temporaryDirectoryFD = try FileSystem.openDirectory(absolute + "/tmp")
         do {
             entriesDirectoryFD = Atomic(try FileSystem.openDirectory(absolute + "/v1"))
@@ -113,7 +121,7 @@ public final class DiskCache: Sendable {
     /// Removes leftover temporary files and starts rebuilding the index from the entry files in
     /// the background. Lookups work meanwhile (see ``lookup(_:request:)``).
     public func start() {
-        submitDeletion { [self] in
+        writer.submit { [self] in
             for name in (try? FileSystem.list(directory + "/tmp")) ?? [] {
                 try? FileSystem.remove(directory + "/tmp/" + name)
             }
@@ -143,7 +151,7 @@ public final class DiskCache: Sendable {
     public var isIndexComplete: Bool { scanComplete.load(ordering: .acquiring) }
 
     public var statistics: Statistics {
-        let (entries, bytes) = index.withLock { ($0.count, $0.totalBytes) }
+        let (entries, bytes) = index.withLock { ($0.count, $0.physicalBytes) }
         return Statistics(
             entries: entries, bytes: bytes, evictions: evictions.load(), corruptions: corruptions.load(),
             writeErrors: writeErrors.load(), degraded: isDegraded, indexComplete: isIndexComplete)
@@ -154,7 +162,7 @@ public final class DiskCache: Sendable {
     /// Applies new limits, evicting down to a smaller size in the background.
     public func setLimits(_ newLimits: Limits) {
         limits.withLock { $0 = newLimits }
-        submitDeletion { [self] in evictIfNeeded() }
+        writer.submit { [self] in evictIfNeeded() }
     }
 
     // MARK: Names
@@ -221,7 +229,7 @@ public final class DiskCache: Sendable {
             }
             let entry = DiskIndex.Entry(
                 key: key, vary: [:], name: name, size: loaded.fileSize, verified: false)
-            index.withLock { $0.insertIfAbsent(entry) }
+            _ = index.withLock { $0.insertIfAbsent(entry) }
             candidates = [entry]
         }
         guard let entry = candidates.first(where: { VaryMatcher.matches(vary: $0.vary, request: request) }) else {
@@ -229,11 +237,11 @@ public final class DiskCache: Sendable {
         }
         guard entry.verified else { return .unverified(entry.name) }
         do {
-            let loaded = try loadHead(name: entry.name)
+            let loaded = try loadHead(entry)
             guard loaded.head.key == key.url else { throw DiskEntryFormat.Problem.keyMismatch }
             return .hit(storedResponse(key: key, loaded: loaded))
         } catch {
-            discard(entry.name, after: error)
+            discard(entry, after: error)
             return .miss
         }
     }
@@ -245,21 +253,40 @@ public final class DiskCache: Sendable {
         let fileSize: Int64
     }
 
-    /// Opens an entry and parses its head; checks the file size against the recorded lengths.
+    /// Opens an indexed entry — its file, or its record in a segment — and parses its head.
+    func loadHead(_ entry: DiskIndex.Entry) throws -> LoadedHead {
+        guard entry.segment != 0 else { return try loadHead(name: entry.name) }
+        guard let file = segments.file(entry.segment) else {
+            throw SystemError(call: "open (segment \(entry.segment))", errno: ENOENT)
+        }
+        return try loadRecord(file, at: entry.offset, length: entry.size, inSegment: true)
+    }
+
+    /// Opens an entry file and parses its head; checks the file size against the recorded lengths.
     func loadHead(name: String) throws -> LoadedHead {
         let file = try OpenFile.open(at: entriesDirectoryFD.load(ordering: .acquiring), relativePath(forName: name))
         let fileSize = try FileSystem.size(of: file.fd)
-        var prefix = try FileSystem.read(file.fd, at: 0, count: 4096)
-        let (bodyLength, checksum, headLength) = try DiskEntryFormat.decodePreamble(prefix)
-        let bodyOffset = Int64(DiskEntryFormat.preambleLength + headLength)
-        let expected = bodyOffset + bodyLength
-        guard fileSize == expected else { throw DiskEntryFormat.Problem.truncated(expected: expected, actual: fileSize) }
-        if prefix.count < Int(bodyOffset) {
-            prefix = try FileSystem.read(file.fd, at: 0, count: Int(bodyOffset))
+        return try loadRecord(file, at: 0, length: fileSize, inSegment: false)
+    }
+
+    /// Parses the record at `offset` in `file` (an entry file's only one, or one in a segment)
+    /// whose length is known to be `length`: a record whose lengths say otherwise is corrupt.
+    /// A record freed in its segment since it was indexed is gone (ENOENT), not corrupt.
+    private func loadRecord(_ file: OpenFile, at offset: Int64, length: Int64, inSegment: Bool) throws -> LoadedHead {
+        var prefix = try FileSystem.read(file.fd, at: offset, count: Int(min(length, 4096)))
+        let preamble = try DiskEntryFormat.decodePreamble(prefix[...], acceptingFreed: inSegment)
+        if preamble.freed { throw SystemError(call: "read (record freed)", errno: ENOENT) }
+        guard preamble.recordLength == length else {
+            throw DiskEntryFormat.Problem.truncated(expected: preamble.recordLength, actual: length)
+        }
+        let headEnd = DiskEntryFormat.preambleLength + preamble.headLength
+        if prefix.count < headEnd {
+            prefix = try FileSystem.read(file.fd, at: offset, count: headEnd)
         }
         let head = try DiskEntryFormat.decodeHead(
-            prefix[DiskEntryFormat.preambleLength..<Int(bodyOffset)], bodyLength: bodyLength, bodyChecksum: checksum)
-        return LoadedHead(head: head, file: file, bodyOffset: bodyOffset, fileSize: fileSize)
+            prefix[DiskEntryFormat.preambleLength..<headEnd], bodyLength: preamble.bodyLength,
+            bodyChecksum: preamble.bodyChecksum)
+        return LoadedHead(head: head, file: file, bodyOffset: offset + Int64(headEnd), fileSize: length)
     }
 
     private func storedResponse(key: CacheKey, loaded: LoadedHead) -> StoredResponse {
@@ -281,9 +308,13 @@ public final class DiskCache: Sendable {
     /// there) receives whether it is sound. A bad entry is deleted.
     public func verify(_ name: String, completion: @escaping @Sendable (Bool) -> Void) {
         reader.submit { [self] in
+            guard let entry = index.withLock({ $0.entry(named: name) }) else {
+                completion(false)  // removed meanwhile
+                return
+            }
             let sound: Bool
             do {
-                let loaded = try loadHead(name: name)
+                let loaded = try loadHead(entry)
                 var checksum = BodyChecksum()
                 var offset = loaded.bodyOffset
                 let end = loaded.bodyOffset + loaded.head.bodyLength
@@ -297,7 +328,7 @@ public final class DiskCache: Sendable {
                 index.withLock { $0.markVerified(name) }
                 sound = true
             } catch {
-                discard(name, after: error)
+                discard(entry, after: error)
                 sound = false
             }
             completion(sound)
@@ -352,18 +383,17 @@ public final class DiskCache: Sendable {
 
     /// Stores a small complete response on the calling thread (an event loop, after its batch
     /// of responses went out), as nginx does: on one core, handing a 1 KiB entry to the writer
-    /// thread costs more in wake-ups and context switches than the four file calls themselves.
+    /// thread costs more in wake-ups and context switches than appending it to a segment.
     /// Returns false, doing nothing, when the entry must go to ``store(_:head:wakeWriter:)``
-    /// instead: the body is over ``inlineLimit``, a deletion is queued or running on the writer
-    /// (an earlier deletion of the same name must not be overtaken), or an inline write was
-    /// slow recently — one write over ``slowInlineWrite`` sends every write to the writer for
-    /// ``inlineBackoff``, so a slow or stalled disk costs the loop one stall, not one per miss.
-    /// `body` and `head` as for ``store(_:body:head:wakeWriter:)``.
+    /// instead: the body is over ``inlineLimit``, or an inline write was slow recently — one
+    /// write over ``slowInlineWrite`` sends every write to the writer for ``inlineBackoff``, so
+    /// a slow or stalled disk costs the loop one stall, not one per miss. (Deletions queued on
+    /// the writer cannot undo an inline store: they name the file or record they remove, and a
+    /// record appended now is neither.) `body` and `head` as for ``store(_:body:head:wakeWriter:)``.
     public func storeInline(_ stored: StoredResponse, body: [UInt8]? = nil, head: DiskEntryFormat.Head) -> Bool {
         assert(head.headers == stored.headers, "the entry's fields are taken from stored")
         guard stored.bodyLength <= DiskCache.inlineLimit, let body = body ?? stored.memoryBody else { return false }
-        guard Clocks.monotonicNanos() >= inlineAllowedAfter.load(ordering: .relaxed),
-            deletionsPending.load(ordering: .acquiring) == 0, !isDegraded,
+        guard Clocks.monotonicNanos() >= inlineAllowedAfter.load(ordering: .relaxed), !isDegraded,
             Int64(body.count) <= limits.withLock({ $0.maxObjectBytes })
         else { return false }
         let name = DiskCache.fileName(key: stored.key, vary: head.vary)
@@ -377,40 +407,25 @@ public final class DiskCache: Sendable {
                 "slow disk cache write; writing on the disk thread for 30s",
                 metadata: ["milliseconds": "\(fileNanos / 1_000_000)", "directory": "\(directory)"])
         }
-        if fileNanos != nil && index.withLock({ $0.totalBytes }) > limits.withLock({ $0.maxBytes }) {
-            submitDeletion { [self] in evictIfNeeded() }
-        }
         return true
     }
 
-    /// Queues a writer job that deletes, replaces or evicts files; inline stores wait for it.
-    /// (After ``stop()`` the job is dropped and the count stays up: nothing is stored inline
-    /// while shutting down.)
-    private func submitDeletion(_ job: @escaping @Sendable () -> Void) {
-        deletionsPending.add(1, ordering: .releasing)
-        writer.submit { [self] in
-            job()
-            deletionsPending.subtract(1, ordering: .releasing)
-        }
-    }
-
-    /// Bodies up to this size may be written by ``storeInline(_:head:)``.
+    /// Bodies up to this size are records in segment files, and may be written by
+    /// ``storeInline(_:head:)``; larger ones get a file each.
     public static let inlineLimit = 64 << 10
     /// How long writes stay on the writer thread after a slow inline write.
     static let inlineBackoff: UInt64 = 30_000_000_000
 
-    /// Writes an entry and indexes it. Eviction runs here when `onWriter`; an event loop asks
-    /// the writer for it instead. Returns the time the file calls took, or nil when the entry
-    /// could not be stored.
-    ///
-    /// A new name is written in place, with one `writev`: create, write, close. A crash in
-    /// between leaves a file whose size does not match its preamble, which the start-up scan
-    /// deletes (DISK-FORMAT.md), and no lookup reads it meanwhile because the index learns of
-    /// it only once it is complete (while the start-up scan runs, lookups also find entries
-    /// by file name, so until then every entry goes through `tmp/`). That saves the rename,
-    /// the most expensive of the file calls on tmpfs. A name that exists (a replaced response)
-    /// is written to `tmp/` and renamed over it, so that clients still sending the old file
-    /// keep their bytes.
+    /// The size at which a segment is sealed and a new one started: 1/64 of `disk.max_bytes`
+    /// (so compaction, which copies at most half a segment, stays a small share of the tier),
+    /// between 256 KiB and 32 MiB (at most a few hundred segment descriptors open).
+    static func segmentLimit(maxBytes: Int64) -> Int64 {
+        min(32 << 20, max(256 << 10, maxBytes / 64))
+    }
+
+    /// Writes an entry and indexes it: a record appended to a segment up to ``inlineLimit``,
+    /// else a file. Eviction runs here when `onWriter`; an event loop asks the writer for it
+    /// instead. Returns the time the file calls took, or nil when the entry could not be stored.
     @discardableResult
     private func writeEntry(
         key: CacheKey, name: String, head: DiskEntryFormat.Head, wireFields: ArraySlice<UInt8>?, body: [UInt8],
@@ -420,24 +435,91 @@ public final class DiskCache: Sendable {
         checksum.update(body)
         let entryHead = DiskEntryFormat.entryHead(
             head, wireFields: wireFields, bodyLength: Int64(body.count), bodyChecksum: checksum.value)
+        let entry = DiskIndex.Entry(
+            key: key, vary: head.vary, name: name, size: Int64(entryHead.count + body.count), verified: true)
+        let elapsed: UInt64?
+        if body.count <= DiskCache.inlineLimit {
+            elapsed = appendRecord(entry, head: entryHead, body: body, onWriter: onWriter)
+        } else {
+            elapsed = writeFile(entry, head: entryHead, body: body)
+        }
+        guard let elapsed else { return nil }
+        if onWriter {
+            evictIfNeeded()
+        } else if index.withLock({ $0.physicalBytes }) > limits.withLock({ $0.maxBytes }) {
+            writer.submit { [self] in evictIfNeeded() }
+        }
+        return elapsed
+    }
+
+    /// Appends `entry` as a record to a segment held for this call alone, and indexes it
+    /// before the segment goes back to the pool (so the index's segment sizes only grow).
+    /// The record it replaces, if any, is freed on the writer thread. Returns the time the file
+    /// calls took, nil when the record could not be stored.
+    @discardableResult
+    private func appendRecord(_ entry: DiskIndex.Entry, head: [UInt8], body: [UInt8], onWriter: Bool) -> UInt64? {
+        var appender: DiskSegments.Appender
+        let offset: Int64
+        let start = Clocks.monotonicNanos()
+        do throws(SystemError) {
+            appender = try segments.take(entries: entriesDirectoryFD.load(ordering: .acquiring))
+            do {
+                offset = try segments.append(&appender, head: head, body: body)
+            } catch {
+                // Not appended to again: a disk that failed once is not trusted with it.
+                let failed = appender
+                index.withLock { $0.recordSegment(failed.id, size: failed.size, sealed: true) }
+                throw error
+            }
+        } catch {
+            writeFailed(error)
+            return nil
+        }
+        let elapsed = Clocks.monotonicNanos() - start
+        let sealed = appender.size >= DiskCache.segmentLimit(maxBytes: limits.withLock { $0.maxBytes })
+        var record = entry
+        record.segment = appender.id
+        record.offset = offset
+        let replaced = index.withLock { index in
+            index.recordSegment(record.segment, size: appender.size, sealed: sealed)
+            return index.insert(record)
+        }
+        segments.giveBack(appender, sealed: sealed)
+        writesCompleted.add(1)
+        if let replaced {
+            if onWriter { dispose([replaced]) } else { writer.submit { [self] in dispose([replaced]) } }
+        }
+        return elapsed
+    }
+
+    /// Writes `entry` as a file (writer thread). A new name is written in place, with one
+    /// `writev`: create, write, close. A crash in between leaves a file whose size does not
+    /// match its preamble, which the start-up scan deletes (DISK-FORMAT.md), and no lookup reads
+    /// it meanwhile because the index learns of it only once it is complete (while the start-up
+    /// scan runs, lookups also find entries by file name, so until then every entry goes through
+    /// `tmp/`). That saves the rename, the most expensive of the file calls on tmpfs. A name that
+    /// exists (a replaced response) is written to `tmp/` and renamed over it, so that clients
+    /// still sending the old file keep their bytes. Returns the time the file calls took, nil
+    /// when the file could not be stored.
+    private func writeFile(_ entry: DiskIndex.Entry, head: [UInt8], body: [UInt8]) -> UInt64? {
         let entries = entriesDirectoryFD.load(ordering: .acquiring)
-        let relative = relativePath(forName: name)
+        let relative = relativePath(forName: entry.name)
         let start = Clocks.monotonicNanos()
         do throws(SystemError) {
             if isIndexComplete, let fd = try DiskCache.createNew(at: entries, relative) {
                 defer { Syscall.close(fd) }
                 do {
-                    try FileSystem.writeAll(fd, entryHead, body)
+                    try FileSystem.writeAll(fd, head, body)
                 } catch {
                     try? FileSystem.remove(at: entries, relative)
                     throw error
                 }
             } else {
-                let temporary = temporaryName(name, suffix: "tmp")
+                let temporary = temporaryName(entry.name, suffix: "tmp")
                 do {
                     let fd = try FileSystem.createExclusive(at: temporaryDirectoryFD, temporary)
                     defer { Syscall.close(fd) }
-                    try FileSystem.writeAll(fd, entryHead, body)
+                    try FileSystem.writeAll(fd, head, body)
                     try FileSystem.renameCreatingDirectory(at: temporaryDirectoryFD, temporary, to: entries, relative)
                 } catch {
                     try? FileSystem.remove(at: temporaryDirectoryFD, temporary)
@@ -449,7 +531,7 @@ public final class DiskCache: Sendable {
             return nil
         }
         let elapsed = Clocks.monotonicNanos() - start
-        didStore(key: key, name: name, vary: head.vary, size: Int64(entryHead.count + body.count), evict: onWriter)
+        didStore(key: entry.key, name: entry.name, vary: entry.vary, size: entry.size, evict: false)
         return elapsed
     }
 
@@ -488,12 +570,14 @@ public final class DiskCache: Sendable {
 
     private static let processID = getpid()
 
-    /// Called by a finished ``DiskWrite`` on the writer thread once its file is in place.
+    /// Indexes an entry file once it is in place (writer thread: a finished ``DiskWrite``, or
+    /// ``writeFile(_:head:body:)``), and frees the record it replaces.
     func didStore(key: CacheKey, name: String, vary: [String: String], size: Int64, evict: Bool = true) {
-        index.withLock { index in
-            _ = index.insert(DiskIndex.Entry(key: key, vary: vary, name: name, size: size, verified: true))
+        let replaced = index.withLock { index in
+            index.insert(DiskIndex.Entry(key: key, vary: vary, name: name, size: size, verified: true))
         }
         writesCompleted.add(1)
+        if let replaced { dispose([replaced]) }
         if evict { evictIfNeeded() }
     }
 
@@ -515,42 +599,178 @@ public final class DiskCache: Sendable {
         Clocks.monotonicNanos() < degradedUntil.load(ordering: .acquiring)
     }
 
-    /// Evicts least recently used entries, with hysteresis: past the limit, down to 90% of it.
+    /// Keeps the tier under `disk.max_bytes`, with hysteresis: past the limit, down to 90% of
+    /// it. Segments without live records are deleted, and a segment at most half live is
+    /// compacted (its live records copied to an open segment) before any entry is evicted;
+    /// then least recently used entries go. Evicting records only frees space once their
+    /// segment empties or is compacted, so this repeats until the bytes on disk are down.
+    /// Writer thread.
     private func evictIfNeeded() {
         let maxBytes = limits.withLock { $0.maxBytes }
-        let evicted = index.withLock { index -> [DiskIndex.Entry] in
-            guard index.totalBytes > maxBytes else { return [] }
-            return index.evict(downTo: maxBytes - maxBytes / 10)
+        guard index.withLock({ $0.physicalBytes }) > maxBytes else { return }
+        let target = maxBytes - maxBytes / 10
+        var evictedCount = 0
+        var sealed = false
+        // Each round frees a segment or evicts entries; bounded all the same.
+        for _ in 0..<10_000 {
+            let excess = index.withLock { $0.physicalBytes } - target
+            if excess <= 0 { break }
+            if reclaimEmptySegments() { continue }
+            let skipped = uncompactable.withLock { $0 }
+            if let sparse = index.withLock({ $0.sparsestSegment(atMost: 0.5, excluding: skipped) }), compact(sparse) {
+                continue
+            }
+            if !sealed {
+                // Dead records in segments still being filled can only go once those are
+                // sealed: before evicting anything, seal them (new ones are started as needed).
+                sealed = true
+                let idle = segments.sealIdle()
+                if !idle.isEmpty {
+                    index.withLock { index in for (id, size) in idle { index.recordSegment(id, size: size, sealed: true) } }
+                    continue
+                }
+            }
+            let evicted = index.withLock { index -> [DiskIndex.Entry] in
+                index.evict(downTo: index.totalBytes - excess)
+            }
+            if evicted.isEmpty {
+                // Nothing left to evict: only open segments' dead records remain.
+                break
+            }
+            evictedCount += evicted.count
+            dispose(evicted)
         }
-        for entry in evicted {
-            // Unlinking keeps the file readable for clients that have it open.
-            try? FileSystem.remove(path(forName: entry.name))
+        if evictedCount > 0 { evictions.add(evictedCount) }
+    }
+
+    /// Deletes sealed segments that hold no live record; returns whether there were any.
+    @discardableResult
+    private func reclaimEmptySegments() -> Bool {
+        let empty = index.withLock { index in
+            let ids = index.emptySegments()
+            for id in ids { index.dropSegment(id) }
+            return ids
         }
-        if !evicted.isEmpty { evictions.add(evicted.count) }
+        let entries = entriesDirectoryFD.load(ordering: .acquiring)
+        for id in empty { segments.remove(id, entries: entries) }
+        return !empty.isEmpty
+    }
+
+    /// Copies the live records of segment `id` to an open segment and deletes it (writer
+    /// thread). A record removed or replaced while it is copied keeps its new state (the index
+    /// moves an entry only if it still points at the old copy). Returns whether the segment
+    /// went; on a read or write error it stays, and is not picked again (its records leave as
+    /// they are evicted, and the empty segment then goes).
+    private func compact(_ id: UInt32) -> Bool {
+        guard let file = segments.file(id) else {
+            index.withLock { $0.dropSegment(id) }
+            return true
+        }
+        let entries = entriesDirectoryFD.load(ordering: .acquiring)
+        var moved = 0
+        do {
+            var reader = try SegmentReader(file: file)
+            while let record = try reader.next() {
+                guard !record.freed, let head = record.head else { continue }
+                let name = DiskCache.fileName(key: CacheKey(normalized: head.key), vary: head.vary)
+                let live = index.withLock { index in
+                    index.entry(named: name).map { $0.segment == id && $0.offset == record.offset } ?? false
+                }
+                guard live else { continue }
+                let bytes = try FileSystem.read(file.fd, at: record.offset, count: Int(record.length))
+                guard bytes.count == Int(record.length) else {
+                    throw DiskEntryFormat.Problem.truncated(expected: record.length, actual: Int64(bytes.count))
+                }
+                var appender = try segments.take(entries: entries)
+                let offset: Int64
+                do {
+                    offset = try segments.append(&appender, head: bytes, body: [])
+                } catch {
+                    let failed = appender
+                    index.withLock { $0.recordSegment(failed.id, size: failed.size, sealed: true) }
+                    throw error
+                }
+                let sealed = appender.size >= DiskCache.segmentLimit(maxBytes: limits.withLock { $0.maxBytes })
+                let target = appender.id
+                let size = appender.size
+                let didMove = index.withLock { index in
+                    index.recordSegment(target, size: size, sealed: sealed)
+                    return index.move(name, from: id, at: record.offset, to: target, at: offset)
+                }
+                segments.giveBack(appender, sealed: sealed)
+                if didMove { moved += 1 } else { segments.markFreed(target, at: offset) }
+            }
+        } catch {
+            logger.error(
+                "cannot compact disk cache segment", metadata: ["segment": "\(id)", "error": "\(error)", "directory": "\(directory)"])
+            if let error = error as? SystemError { writeFailed(error) }
+            uncompactable.withLock { _ = $0.insert(id) }
+            return false
+        }
+        // Records that failed to parse were never indexed; anything still pointing here was
+        // removed or replaced meanwhile, so the segment holds nothing live now.
+        let empty = index.withLock { index in
+            guard index.segments[id]?.live ?? 0 == 0 else { return false }
+            index.dropSegment(id)
+            return true
+        }
+        if empty { segments.remove(id, entries: entries) }
+        logger.debug("compacted disk cache segment", metadata: ["segment": "\(id)", "moved": "\(moved)"])
+        return empty
     }
 
     // MARK: Removal
 
-    /// Drops the entry `name` after reading it failed with `error`. A file that is simply gone
-    /// (deleted by hand, purged or evicted since it was listed or indexed) only leaves the
-    /// index; anything else is corruption: counted, logged and deleted. Returns whether it was.
-    @discardableResult
-    func discard(_ name: String, after error: any Error) -> Bool {
-        if let error = error as? SystemError, error.errno == ENOENT {
-            index.withLock { _ = $0.remove(named: name) }
-            return false
+    /// Deletes what removed index entries stored (writer thread): a record is marked freed in
+    /// its segment (and segments left without live records go); a file is unlinked unless its
+    /// name holds a newer file by now (written and renamed over it since the removal). Clients
+    /// still sending an old body keep their descriptor and bytes either way.
+    private func dispose(_ removed: [DiskIndex.Entry]) {
+        let entries = entriesDirectoryFD.load(ordering: .acquiring)
+        var freedRecords = false
+        for entry in removed {
+            if entry.segment != 0 {
+                segments.markFreed(entry.segment, at: entry.offset)
+                freedRecords = true
+            } else if index.withLock({ $0.entry(named: entry.name)?.segment }) != 0 {
+                try? FileSystem.remove(at: entries, relativePath(forName: entry.name))
+            }
         }
-        index.withLock { _ = $0.remove(named: name) }
+        if freedRecords { reclaimEmptySegments() }
+    }
+
+    /// Drops `entry` after reading it failed with `error`, if the index still holds that very
+    /// entry. An entry that is simply gone (deleted by hand, purged or evicted since it was
+    /// listed or indexed) only leaves the index; anything else is corruption: counted, logged
+    /// and deleted. Returns whether it was.
+    @discardableResult
+    func discard(_ entry: DiskIndex.Entry, after error: any Error) -> Bool {
+        let removed = index.withLock { index -> DiskIndex.Entry? in
+            guard let current = index.entry(named: entry.name), current.segment == entry.segment,
+                current.offset == entry.offset
+            else { return nil }
+            return index.remove(named: entry.name)
+        }
+        if let error = error as? SystemError, error.errno == ENOENT { return false }
         corruptions.add(1)
-        let path = path(forName: name)
-        logger.warning("dropping corrupt disk cache entry", metadata: ["file": "\(path)", "reason": "\(error)"])
-        submitDeletion { try? FileSystem.remove(path) }
+        let place = entry.segment == 0 ? path(forName: entry.name) : "\(directory)/v1/\(DiskSegments.relativePath(entry.segment)) at \(entry.offset)"
+        logger.warning("dropping corrupt disk cache entry", metadata: ["file": "\(place)", "reason": "\(error)"])
+        let doomed = removed ?? entry
+        writer.submit { [self] in dispose([doomed]) }
         return true
     }
 
+    /// ``discard(_:after:)`` for an entry file the index does not hold (yet): the start-up
+    /// scan's and the by-name lookup's.
+    @discardableResult
+    func discard(_ name: String, after error: any Error) -> Bool {
+        discard(DiskCache.unindexedFile(name), after: error)
+    }
+
     /// Rewrites the head of the entry `refreshed` replaces (same key and variant) after a
-    /// revalidation (RFC 9111 §4.3.4), copying the body into a new file that is renamed over the
-    /// old one, on the writer thread. Nothing happens if the entry is gone.
+    /// revalidation (RFC 9111 §4.3.4), on the writer thread: the body is copied into a new
+    /// record (appended to a segment) or a new file (renamed over the old one), and the old
+    /// record is freed. Nothing happens if the entry is gone.
     public func refresh(_ refreshed: StoredResponse) {
         let name = DiskCache.fileName(key: refreshed.key, vary: refreshed.varyValues)
         let path = path(forName: name)
@@ -561,12 +781,24 @@ public final class DiskCache: Sendable {
             requestTime: refreshed.requestTime, responseTime: refreshed.responseTime, vary: refreshed.varyValues,
             headers: headers)
         let temporary = temporaryPath(name, suffix: "refresh")
-        submitDeletion { [self] in
+        writer.submit { [self] in
+            guard let current = index.withLock({ $0.entry(named: name) }) else { return }
             do {
-                let old = try loadHead(name: name)
+                let old = try loadHead(current)
                 guard old.head.key == refreshed.key.url else { return }
                 let entryHead = DiskEntryFormat.entryHead(
                     head, bodyLength: old.head.bodyLength, bodyChecksum: old.head.bodyChecksum)
+                let entry = DiskIndex.Entry(
+                    key: refreshed.key, vary: refreshed.varyValues, name: name,
+                    size: Int64(entryHead.count) + old.head.bodyLength, verified: current.verified)
+                if old.head.bodyLength <= DiskCache.inlineLimit {
+                    let body = try FileSystem.read(old.file.fd, at: old.bodyOffset, count: Int(old.head.bodyLength))
+                    guard body.count == Int(old.head.bodyLength) else {
+                        throw DiskEntryFormat.Problem.truncated(expected: old.head.bodyLength, actual: Int64(body.count))
+                    }
+                    appendRecord(entry, head: entryHead, body: body, onWriter: true)
+                    return
+                }
                 let fd = try FileSystem.createExclusive(temporary)
                 defer { Syscall.close(fd) }
                 try FileSystem.writeAll(fd, entryHead)
@@ -579,11 +811,8 @@ public final class DiskCache: Sendable {
                     offset += Int64(chunk.count)
                 }
                 try FileSystem.rename(temporary, path)
-                let size = Int64(entryHead.count) + old.head.bodyLength
-                let verified = index.withLock { $0.entry(named: name)?.verified ?? false }
-                index.withLock { index in
-                    _ = index.insert(DiskIndex.Entry(key: refreshed.key, vary: refreshed.varyValues, name: name, size: size, verified: verified))
-                }
+                let replaced = index.withLock { $0.insert(entry) }
+                if let replaced { dispose([replaced]) }
             } catch {
                 try? FileSystem.remove(temporary)
             }
@@ -593,33 +822,45 @@ public final class DiskCache: Sendable {
     /// Removes one stored variant.
     public func remove(_ stored: StoredResponse) {
         let name = DiskCache.fileName(key: stored.key, vary: stored.varyValues)
-        index.withLock { _ = $0.remove(named: name) }
-        let path = path(forName: name)
-        submitDeletion { try? FileSystem.remove(path) }
+        var removed = index.withLock { $0.remove(named: name) }.map { [$0] } ?? []
+        // While the start-up scan runs, the entry may be a file it has not indexed yet.
+        if removed.isEmpty && !isIndexComplete { removed = [DiskCache.unindexedFile(name)] }
+        let doomed = removed
+        writer.submit { [self] in dispose(doomed) }
     }
 
     /// Removes every stored variant of `key`. Returns whether anything was stored.
     @discardableResult
     public func purge(_ key: CacheKey) -> Bool {
-        var names = index.withLock { $0.remove(key: key) }
+        var removed = index.withLock { $0.remove(key: key) }
         let direct = DiskCache.fileName(key: key, vary: [:])
-        if !isIndexComplete && !names.contains(direct) && access(path(forName: direct), F_OK) == 0 { names.append(direct) }
-        let paths = names.map(path(forName:))
-        submitDeletion { for path in paths { try? FileSystem.remove(path) } }
-        return !names.isEmpty
+        if !isIndexComplete && !removed.contains(where: { $0.name == direct }) && access(path(forName: direct), F_OK) == 0 {
+            removed.append(DiskCache.unindexedFile(direct))
+        }
+        let doomed = removed
+        writer.submit { [self] in dispose(doomed) }
+        return !removed.isEmpty
+    }
+
+    /// An index entry standing for the file `name`, which the index does not hold.
+    static func unindexedFile(_ name: String) -> DiskIndex.Entry {
+        DiskIndex.Entry(key: CacheKey(normalized: ""), vary: [:], name: name, size: 0, verified: false)
     }
 
     /// Removes everything: the entry tree is renamed away at once and deleted in the background.
     public func removeAll() {
         _ = index.withLock { $0.removeAll() }
         let trash = "\(directory)/trash-\(getpid())-\(trashCounter.add(1, ordering: .relaxed).newValue)"
-        submitDeletion { [self] in
+        writer.submit { [self] in
             do {
                 try FileSystem.rename(directory + "/v1", trash)
                 try FileSystem.makeDirectories(directory + "/v1")
                 let fresh = try FileSystem.openDirectory(directory + "/v1")
                 let old = entriesDirectoryFD.exchange(fresh, ordering: .acquiringAndReleasing)
                 retiredDirectoryFDs.withLock { $0.append(old) }
+                // A store that took an appender before this keeps writing to a segment that is
+                // now in the trash; its entry then reads as gone.
+                segments.reset()
             } catch {
                 logger.error("cannot clear the disk cache", metadata: ["error": "\(error)"])
                 return
@@ -628,16 +869,24 @@ public final class DiskCache: Sendable {
         }
     }
 
-    // MARK: Start-up scan (reader thread)
+    // MARK: Start-up scan (scanner thread)
 
-    /// Walks `v1/` and indexes every entry by its head; deletes the ones that fail the size check.
+    /// Indexes every entry by its head: first the records of the segments that existed at
+    /// start (newest segment first), then the entry files under `v1/ab/cd/`. Drops what fails
+    /// its checks.
     private func scan() {
         let start = Clocks.monotonicNanos()
-        var batch: [DiskIndex.Entry] = []
         var found = 0
         var dropped = 0
+        let entries = entriesDirectoryFD.load(ordering: .acquiring)
+        for id in startSegments.reversed() {
+            let (segmentFound, segmentDropped) = scanSegment(id, entries: entries)
+            found += segmentFound
+            dropped += segmentDropped
+        }
+        var batch: [DiskIndex.Entry] = []
         let root = directory + "/v1"
-        for first in (try? FileSystem.list(root)) ?? [] {
+        for first in (try? FileSystem.list(root)) ?? [] where first != DiskSegments.directoryName {
             for second in (try? FileSystem.list(root + "/" + first)) ?? [] {
                 for name in (try? FileSystem.list(root + "/" + first + "/" + second)) ?? [] {
                     do {
@@ -651,25 +900,101 @@ public final class DiskCache: Sendable {
                         if discard(name, after: error) { dropped += 1 }
                     }
                     if batch.count >= 512 {
-                        let entries = batch
-                        index.withLock { index in for entry in entries { index.insertIfAbsent(entry) } }
+                        indexScannedFiles(batch)
                         batch.removeAll(keepingCapacity: true)
                     }
                 }
             }
         }
-        let entries = batch
-        index.withLock { index in
-            for entry in entries { index.insertIfAbsent(entry) }
-            index.endScan()
-        }
+        indexScannedFiles(batch)
+        index.withLock { $0.endScan() }
         // Queued before the scan is declared complete, so that waiting for completion and then
         // draining the writer (tests, `drain()`) sees the eviction done.
-        submitDeletion { [self] in evictIfNeeded() }
+        writer.submit { [self] in
+            reclaimEmptySegments()
+            evictIfNeeded()
+        }
         scanComplete.store(true, ordering: .releasing)
         let millis = (Clocks.monotonicNanos() - start) / 1_000_000
         logger.info(
             "disk cache index rebuilt",
             metadata: ["entries": "\(found)", "dropped": "\(dropped)", "ms": "\(millis)", "directory": "\(directory)"])
+    }
+
+    /// Indexes entry files the scan read. A file whose name the index holds as a segment
+    /// record is an older version (a crash came between the record's append and the file's
+    /// deletion): it goes.
+    private func indexScannedFiles(_ batch: [DiskIndex.Entry]) {
+        let stale = index.withLock { index in
+            batch.filter { entry in !index.insertIfAbsent(entry) && (index.entry(named: entry.name)?.segment ?? 0) != 0 }
+        }
+        if !stale.isEmpty { writer.submit { [self] in dispose(stale) } }
+    }
+
+    /// Indexes the records of one segment; returns how many were found and dropped. A
+    /// damaged record (a crash cut it short, or its preamble is unreadable) ends the segment:
+    /// the file is cut there. Records are indexed newest first, so that of two records for one
+    /// name (a crash came between a replacement's append and the old record's mark) the later
+    /// wins; the earlier, and any removed while the scan ran, are marked freed.
+    private func scanSegment(_ id: UInt32, entries: Int32) -> (found: Int, dropped: Int) {
+        let path = "\(directory)/v1/\(DiskSegments.relativePath(id))"
+        let file: OpenFile
+        var reader: SegmentReader
+        do {
+            file = try segments.open(id, entries: entries)
+            reader = try SegmentReader(file: file)
+        } catch {
+            logger.error("cannot read disk cache segment", metadata: ["file": "\(path)", "error": "\(error)"])
+            return (0, 0)
+        }
+        var records: [DiskIndex.Entry] = []
+        var unreadable: [Int64] = []
+        var end: Int64 = 0
+        do {
+            while let record = try reader.next() {
+                end = record.offset + record.length
+                if record.freed { continue }
+                guard let head = record.head else {
+                    unreadable.append(record.offset)
+                    continue
+                }
+                let key = CacheKey(normalized: head.key)
+                records.append(
+                    DiskIndex.Entry(
+                        key: key, vary: head.vary, name: DiskCache.fileName(key: key, vary: head.vary),
+                        size: record.length, verified: false, segment: id, offset: record.offset))
+            }
+        } catch {
+            corruptions.add(1)
+            logger.warning(
+                "cutting off the damaged end of a disk cache segment",
+                metadata: ["file": "\(path)", "offset": "\(end)", "reason": "\(error)"])
+            do {
+                try FileSystem.truncate(file.fd, to: end)
+            } catch {
+                logger.error("cannot cut a disk cache segment", metadata: ["file": "\(path)", "error": "\(error)"])
+            }
+        }
+        for offset in unreadable {
+            corruptions.add(1)
+            logger.warning(
+                "dropping corrupt disk cache entry", metadata: ["file": "\(path) at \(offset)", "reason": "unreadable head"])
+            segments.markFreed(id, at: offset)
+        }
+        var losers: [Int64] = []
+        var remaining = records[...]
+        while !remaining.isEmpty {
+            let chunk = remaining.suffix(512)
+            remaining = remaining.dropLast(chunk.count)
+            index.withLock { index in
+                for record in chunk.reversed() where !index.insertIfAbsent(record) { losers.append(record.offset) }
+            }
+        }
+        // Sealed only now: until its records are in, the writer must not take the segment for
+        // empty (and delete it) or compact it.
+        index.withLock { $0.recordSegment(id, size: end, sealed: true) }
+        for offset in losers { segments.markFreed(id, at: offset) }
+        let dropped = unreadable.count + (end < reader.size ? 1 : 0)
+        return (records.count - losers.count, dropped)
     }
 }

@@ -154,12 +154,32 @@ public enum DiskEntryFormat {
         precondition(writer.count == preambleLength)
     }
 
-    /// Reads the preamble: (body length, checksum, head length).
-    public static func decodePreamble(_ bytes: [UInt8]) throws(Problem) -> (Int64, UInt64, Int) {
+    /// A record's preamble: the lengths that say where its head, body and the next record start.
+    public struct Preamble: Sendable, Equatable {
+        public var bodyLength: Int64
+        public var bodyChecksum: UInt64
+        public var headLength: Int
+        /// The record was removed from a segment file (its magic is ``freedMagic``).
+        public var freed: Bool
+        /// Preamble, head and body.
+        public var recordLength: Int64 { Int64(preambleLength + headLength) + bodyLength }
+    }
+
+    /// Written over ``magic`` when a record in a segment file is removed (evicted, purged,
+    /// replaced): same length, so its lengths still say where the next record starts, and the
+    /// start-up scan skips it (DISK-FORMAT.md).
+    public static let freedMagic = "LARDER-FREED "
+
+    /// Reads the preamble at the start of `bytes`. A freed record is an error unless
+    /// `acceptingFreed` (only segment files have them).
+    public static func decodePreamble(_ bytes: ArraySlice<UInt8>, acceptingFreed: Bool = false) throws(Problem) -> Preamble {
         guard bytes.count >= preambleLength else { throw .unknownFormat }
-        let text = String(decoding: bytes[0..<preambleLength], as: UTF8.self)
+        let start = bytes.startIndex
+        let text = String(decoding: bytes[start..<start + preambleLength], as: UTF8.self)
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
-        guard lines.count >= 4, lines[0].hasPrefix(magic) else { throw .unknownFormat }
+        guard lines.count >= 4 else { throw .unknownFormat }
+        let freed = acceptingFreed && lines[0].hasPrefix(freedMagic)
+        guard freed || lines[0].hasPrefix(magic) else { throw .unknownFormat }
         guard let version = Int(lines[0].dropFirst(magic.count)) else { throw .unknownFormat }
         guard version == self.version else { throw .unknownVersion(version) }
         guard lines[1].hasPrefix("body-length "), let bodyLength = Int64(lines[1].dropFirst(12)),
@@ -167,7 +187,7 @@ public enum DiskEntryFormat {
             lines[3].hasPrefix("head-length "), let headLength = Int(lines[3].dropFirst(12)),
             bodyLength >= 0, headLength >= 0, headLength < 1 << 20
         else { throw .unreadableHead("malformed preamble") }
-        return (bodyLength, checksum, headLength)
+        return Preamble(bodyLength: bodyLength, bodyChecksum: checksum, headLength: headLength, freed: freed)
     }
 
     /// Parses the head section.

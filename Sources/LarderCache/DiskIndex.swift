@@ -1,5 +1,6 @@
 /// The disk tier's own record of what is stored: entries by key (with their Vary values) and
-/// by file name, in least-recently-used order. Access times on the filesystem are not used
+/// by file name, in least-recently-used order, and how full each segment file is (live bytes
+/// against its size: the dead rest is reclaimed by compaction, DISK-FORMAT.md). Access times on the filesystem are not used
 /// (relatime/noatime mounts make them unreliable). Not thread-safe: ``DiskCache`` keeps it in a
 /// mutex.
 struct DiskIndex {
@@ -10,6 +11,11 @@ struct DiskIndex {
         var size: Int64
         /// Body checksum checked since this process started (written here, or verified).
         var verified: Bool
+        /// The segment file holding the entry as a record, 0 for an entry in its own file
+        /// (`v1/ab/cd/<name>`).
+        var segment: UInt32 = 0
+        /// Where the record starts in its segment.
+        var offset: Int64 = 0
         var previous = -1
         var next = -1
     }
@@ -22,7 +28,24 @@ struct DiskIndex {
     private var byKey = ShardedDictionary<CacheKey, [Int]>()
     private var newest = -1
     private var oldest = -1
+    /// Bytes of the entries (files and live records).
     private(set) var totalBytes: Int64 = 0
+
+    /// One segment file: its size, and how much of it live records hold.
+    struct SegmentUsage {
+        var size: Int64 = 0
+        var live: Int64 = 0
+        /// Full (or written by an earlier run): nothing is appended to it any more.
+        var sealed = false
+    }
+
+    private(set) var segments: [UInt32: SegmentUsage] = [:]
+    private var segmentBytes: Int64 = 0
+    private var segmentLiveBytes: Int64 = 0
+
+    /// Bytes the tier takes on disk: entry files, plus whole segment files (dead records
+    /// included, until their segment is compacted or deleted).
+    var physicalBytes: Int64 { totalBytes - segmentLiveBytes + segmentBytes }
     /// While the start-up scan runs: names removed since it started, which it must not add
     /// back from a head it read before the removal.
     private var tombstones: Set<String>?
@@ -43,12 +66,12 @@ struct DiskIndex {
         byName[name].flatMap { slots[$0] }
     }
 
-    /// Adds or replaces (same file name) an entry; returns the size it replaced.
+    /// Adds or replaces (same file name) an entry; returns the entry it replaced.
     @discardableResult
-    mutating func insert(_ entry: Entry) -> Int64 {
-        var replaced: Int64 = 0
+    mutating func insert(_ entry: Entry) -> Entry? {
+        var replaced: Entry?
         if let existing = byName[entry.name] {
-            replaced = slots[existing]?.size ?? 0
+            replaced = slots[existing]
             removeSlot(existing)
         }
         let index: Int
@@ -63,18 +86,74 @@ struct DiskIndex {
         byKey[entry.key, default: []].append(index)
         linkNewest(index)
         totalBytes += entry.size
+        if entry.segment != 0 {
+            segments[entry.segment, default: SegmentUsage()].live += entry.size
+            segmentLiveBytes += entry.size
+        }
         return replaced
     }
 
-    /// Adds an entry found by the start-up scan, unless a newer write already indexed it.
-    mutating func insertIfAbsent(_ entry: Entry) {
-        guard byName[entry.name] == nil, tombstones?.contains(entry.name) != true else { return }
+    /// Adds an entry found by the start-up scan, unless a newer write already indexed it or it
+    /// was removed since the scan began; returns whether it was added.
+    @discardableResult
+    mutating func insertIfAbsent(_ entry: Entry) -> Bool {
+        guard byName[entry.name] == nil, tombstones?.contains(entry.name) != true else { return false }
         insert(entry)
         // Scanned entries are older than anything used since start-up.
         if let index = byName[entry.name] {
             unlink(index)
             linkOldest(index)
         }
+        return true
+    }
+
+    // MARK: Segments
+
+    /// Records a segment's size after an append (or as the start-up scan found it).
+    mutating func recordSegment(_ id: UInt32, size: Int64, sealed: Bool) {
+        var usage = segments[id] ?? SegmentUsage()
+        let grown = max(usage.size, size)
+        segmentBytes += grown - usage.size
+        usage.size = grown
+        usage.sealed = usage.sealed || sealed
+        segments[id] = usage
+    }
+
+    /// Sealed segments without live records: their files can go.
+    func emptySegments() -> [UInt32] {
+        segments.filter { $0.value.sealed && $0.value.live == 0 }.map(\.key)
+    }
+
+    /// Forgets a segment whose file was deleted (its records must be gone from the index).
+    mutating func dropSegment(_ id: UInt32) {
+        guard let usage = segments.removeValue(forKey: id) else { return }
+        segmentBytes -= usage.size
+        segmentLiveBytes -= usage.live
+    }
+
+    /// The sealed segment with the smallest share of live bytes, if that share is at most
+    /// `ratio`: the cheapest one to compact.
+    func sparsestSegment(atMost ratio: Double, excluding skipped: Set<UInt32> = []) -> UInt32? {
+        var best: (id: UInt32, ratio: Double)?
+        for (id, usage) in segments where usage.sealed && usage.size > 0 && !skipped.contains(id) {
+            let share = Double(usage.live) / Double(usage.size)
+            if share <= ratio, share < best?.ratio ?? .infinity { best = (id, share) }
+        }
+        return best?.id
+    }
+
+    /// Points the entry `name` at a copy of its record, if it is still the record at
+    /// (`segment`, `offset`) — compaction copies records without holding the lock throughout.
+    mutating func move(_ name: String, from segment: UInt32, at offset: Int64, to newSegment: UInt32, at newOffset: Int64) -> Bool {
+        guard let index = byName[name], var entry = slots[index], entry.segment == segment, entry.offset == offset else {
+            return false
+        }
+        segments[segment]?.live -= entry.size
+        segments[newSegment, default: SegmentUsage()].live += entry.size
+        entry.segment = newSegment
+        entry.offset = newOffset
+        slots[index] = entry
+        return true
     }
 
     mutating func markVerified(_ name: String) {
@@ -90,11 +169,10 @@ struct DiskIndex {
         return entry
     }
 
-    /// Removes every entry for `key`; returns their file names.
-    mutating func remove(key: CacheKey) -> [String] {
+    /// Removes every entry for `key`; returns them.
+    mutating func remove(key: CacheKey) -> [Entry] {
         let names = (byKey[key] ?? []).compactMap { slots[$0]?.name }
-        for name in names { remove(named: name) }
-        return names
+        return names.compactMap { remove(named: $0) }
     }
 
     /// Removes least recently used entries until the total is at most `target`; returns them.
@@ -124,6 +202,10 @@ struct DiskIndex {
             byKey[entry.key] = siblings.isEmpty ? nil : siblings
         }
         totalBytes -= entry.size
+        if entry.segment != 0 {
+            segments[entry.segment]?.live -= entry.size
+            segmentLiveBytes -= entry.size
+        }
         slots[index] = nil
         free.append(index)
     }

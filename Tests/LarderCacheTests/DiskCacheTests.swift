@@ -50,20 +50,12 @@ private final class DiskFixture {
 
     /// Reads a hit's body through its open file; verifies unverified entries first.
     func read(_ path: String, request: HTTPHeaders = [:]) -> [UInt8]? {
-        for _ in 0..<2 {
-            switch cache.lookup(Fixtures.key(path), request: request) {
-            case .miss:
-                return nil
-            case .hit(let stored):
-                guard case .file(let file, let offset, let length) = stored.body else { return nil }
-                return try? FileSystem.read(file.fd, at: offset, count: Int(length))
-            case .unverified(let name):
-                let done = DispatchSemaphore(value: 0)
-                cache.verify(name) { _ in done.signal() }
-                done.wait()
-            }
-        }
-        return nil
+        LarderCacheTests.read(cache, path, request: request)
+    }
+
+    /// The segment files under v1/seg/.
+    func segmentFiles() -> [String] {
+        entryFiles().filter { $0.contains("/v1/\(DiskSegments.directoryName)/") }.sorted()
     }
 
     /// All entry files under v1/.
@@ -90,6 +82,28 @@ private final class DiskFixture {
         cache.stop()
         try? FileManager.default.removeItem(atPath: directory)
     }
+}
+
+/// Reads a hit's body from `cache` through its open file; verifies unverified entries first.
+private func read(_ cache: DiskCache, _ path: String, request: HTTPHeaders = [:]) -> [UInt8]? {
+    for _ in 0..<2 {
+        switch cache.lookup(Fixtures.key(path), request: request) {
+        case .miss:
+            return nil
+        case .hit(let stored):
+            guard case .file(let file, let offset, let length) = stored.body else { return nil }
+            return try? FileSystem.read(file.fd, at: offset, count: Int(length))
+        case .unverified(let name):
+            let done = DispatchSemaphore(value: 0)
+            cache.verify(name) { _ in done.signal() }
+            done.wait()
+        }
+    }
+    return nil
+}
+
+private func fileSize(_ path: String) -> Int {
+    ((try? FileManager.default.attributesOfItem(atPath: path)[.size]) as? Int) ?? -1
 }
 
 private func pattern(_ count: Int, seed: UInt8 = 1) -> [UInt8] {
@@ -357,27 +371,29 @@ private func pattern(_ count: Int, seed: UInt8 = 1) -> [UInt8] {
         #expect(text.contains("\n\nCache-Control: max-age=60\r\n"), "the fields, once, after the head section")
     }
 
-    @Test func inlineStoreDoesNotOvertakeAQueuedDeletion() throws {
+    @Test func inlineStoreIsNotUndoneByAQueuedPurge() throws {
         let fixture = try DiskFixture()
+        let (old, head) = complete("/p", body: pattern(500, seed: 1))
+        #expect(fixture.cache.storeInline(old, head: head))
         let gate = DispatchSemaphore(value: 0)
         fixture.cache.writer.submit { gate.wait() }
-        // Queued behind the blocked job: a purge of the very entry about to be stored.
-        fixture.cache.purge(Fixtures.key("/p"))
-        let (stored, head) = complete("/p", body: pattern(500))
-        #expect(!fixture.cache.storeInline(stored, head: head), "a deletion is pending")
-        fixture.cache.store(stored, head: head)
+        // Queued behind the blocked job: the purge frees the record stored above.
+        #expect(fixture.cache.purge(Fixtures.key("/p")))
+        let (new, _) = complete("/p", body: pattern(500, seed: 2))
+        #expect(fixture.cache.storeInline(new, head: head), "a queued purge does not hold inline stores back")
         gate.signal()
         fixture.cache.drain()
-        // In submission order the purge ran first, so the store survives.
-        #expect(fixture.read("/p") == pattern(500))
-        let (next, nextHead) = complete("/q", body: pattern(10))
-        #expect(fixture.cache.storeInline(next, head: nextHead), "inline again once the deletion ran")
+        #expect(fixture.read("/p") == pattern(500, seed: 2), "the purge freed the old record only")
+        let reopened = try fixture.reopen()
+        waitForIndex(reopened)
+        #expect(read(reopened, "/p") == pattern(500, seed: 2), "and so it stays after a restart")
+        #expect(reopened.statistics.entries == 1)
+        reopened.stop()
     }
 
     @Test func entryDeletedBehindTheIndexIsAMissNotACorruption() throws {
         let fixture = try DiskFixture()
-        let (stored, head) = complete("/gone", body: pattern(100))
-        #expect(fixture.cache.storeInline(stored, head: head))
+        fixture.store("/gone", body: pattern(100))  // streamed: a file of its own
         for file in fixture.entryFiles() { try FileManager.default.removeItem(atPath: file) }
         #expect(fixture.read("/gone") == nil)
         let statistics = fixture.cache.statistics
@@ -434,9 +450,8 @@ private func pattern(_ count: Int, seed: UInt8 = 1) -> [UInt8] {
     @Test func inlineWriteErrorDegradesTheTierAndLeavesNothing() throws {
         let fixture = try DiskFixture()
         let (stored, head) = complete("/blocked", body: pattern(100))
-        let name = DiskCache.fileName(key: stored.key, vary: [:])
-        // A file where the entry's first-level directory belongs: creating the entry fails.
-        let blocker = fixture.directory + "/v1/" + String(name.prefix(2))
+        // A file where the segment directory belongs: creating the first segment fails.
+        let blocker = fixture.directory + "/v1/" + DiskSegments.directoryName
         #expect(FileManager.default.createFile(atPath: blocker, contents: Data([1])))
         #expect(fixture.cache.storeInline(stored, head: head), "handled on the loop, though it failed")
         let statistics = fixture.cache.statistics
@@ -467,6 +482,142 @@ private func pattern(_ count: Int, seed: UInt8 = 1) -> [UInt8] {
         done.wait()
         #expect(reopened.statistics.corruptions == 0)
         #expect(reopened.statistics.entries == 0)
+        reopened.stop()
+    }
+    // MARK: Segment files
+
+    @Test func segmentRecordsSurviveARestartWithTheirPurgesAndReplacements() throws {
+        let fixture = try DiskFixture()
+        for (path, seed) in [("/keep", 1), ("/purged", 2), ("/replaced", 3)] as [(String, UInt8)] {
+            let (stored, head) = complete(path, body: pattern(2000, seed: seed))
+            #expect(fixture.cache.storeInline(stored, head: head))
+        }
+        let (newer, head) = complete("/replaced", body: pattern(3000, seed: 4))
+        #expect(fixture.cache.storeInline(newer, head: head))
+        #expect(fixture.cache.purge(Fixtures.key("/purged")))
+        fixture.cache.drain()
+        #expect(fixture.segmentFiles().count == 1, "small entries share a segment")
+        #expect(fixture.entryFiles().count == 1, "and have no files of their own")
+        let reopened = try fixture.reopen()
+        waitForIndex(reopened)
+        reopened.drain()
+        #expect(read(reopened, "/keep") == pattern(2000, seed: 1))
+        #expect(read(reopened, "/purged") == nil, "a purge is kept in the segment")
+        #expect(read(reopened, "/replaced") == pattern(3000, seed: 4), "the newer record wins")
+        #expect(reopened.statistics.entries == 2)
+        #expect(reopened.statistics.corruptions == 0)
+        reopened.stop()
+    }
+
+    @Test func replacementCutShortByACrashKeepsTheNewerRecord() throws {
+        let fixture = try DiskFixture()
+        let (old, head) = complete("/r", body: pattern(3000, seed: 1))
+        #expect(fixture.cache.storeInline(old, head: head))
+        // The old record is freed on the writer thread; hold it there and take the directory
+        // as a crash would leave it: both records live.
+        let gate = DispatchSemaphore(value: 0)
+        fixture.cache.writer.submit { gate.wait() }
+        let (new, _) = complete("/r", body: pattern(3000, seed: 2))
+        #expect(fixture.cache.storeInline(new, head: head))
+        let crashed = fixture.directory + "-crashed"
+        try FileManager.default.copyItem(atPath: fixture.directory, toPath: crashed)
+        defer { try? FileManager.default.removeItem(atPath: crashed) }
+        gate.signal()
+        let recovered = try DiskCache(directory: crashed, limits: fixture.cache.currentLimits, logger: Logger(label: "test"))
+        recovered.start()
+        waitForIndex(recovered)
+        recovered.drain()
+        #expect(read(recovered, "/r") == pattern(3000, seed: 2), "the later record wins")
+        #expect(recovered.statistics.entries == 1)
+        recovered.stop()
+        let segment = crashed + "/v1/" + DiskSegments.relativePath(1)
+        let text = String(decoding: try #require(FileManager.default.contents(atPath: segment)), as: UTF8.self)
+        #expect(text.hasPrefix(DiskEntryFormat.freedMagic), "the scan marked the earlier record freed")
+    }
+
+    @Test func recordCutShortByACrashIsCutOffAndTheOthersKept() throws {
+        let fixture = try DiskFixture()
+        // Paths of one length: records of one length.
+        for (path, seed) in [("/rec1", 1), ("/rec2", 2), ("/torn", 3)] as [(String, UInt8)] {
+            let (stored, head) = complete(path, body: pattern(5000, seed: seed))
+            #expect(fixture.cache.storeInline(stored, head: head))
+        }
+        let segment = try #require(fixture.segmentFiles().first)
+        let whole = fileSize(segment)
+        let recordLength = whole / 3
+        truncate(segment, off_t(whole - 2000))  // what a crash in the middle of the last append leaves
+        let reopened = try fixture.reopen()
+        waitForIndex(reopened)
+        reopened.drain()
+        #expect(fileSize(segment) == 2 * recordLength, "cut at the end of the last whole record")
+        #expect(read(reopened, "/rec1") == pattern(5000, seed: 1))
+        #expect(read(reopened, "/rec2") == pattern(5000, seed: 2))
+        #expect(read(reopened, "/torn") == nil)
+        #expect(reopened.statistics.entries == 2)
+        let (after, head) = complete("/after", body: pattern(100))
+        #expect(reopened.storeInline(after, head: head))
+        #expect(read(reopened, "/after") == pattern(100), "new records go to a new segment")
+        reopened.stop()
+    }
+
+    @Test func damagedRecordIsDroppedAndItsNeighboursServed() throws {
+        let fixture = try DiskFixture()
+        for (path, seed) in [("/a", 1), ("/b", 2), ("/c", 3)] as [(String, UInt8)] {
+            let (stored, head) = complete(path, body: pattern(4000, seed: seed))
+            #expect(fixture.cache.storeInline(stored, head: head))
+        }
+        let segment = try #require(fixture.segmentFiles().first)
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: segment))
+        bytes[bytes.count / 2] ^= 0x01  // inside /b's body
+        try bytes.write(to: URL(fileURLWithPath: segment))
+        let reopened = try fixture.reopen()
+        waitForIndex(reopened)
+        #expect(read(reopened, "/b") == nil, "a body that fails its checksum is never served")
+        #expect(read(reopened, "/a") == pattern(4000, seed: 1))
+        #expect(read(reopened, "/c") == pattern(4000, seed: 3))
+        #expect(reopened.statistics.corruptions == 1)
+        reopened.drain()
+        let again = try DiskCache(directory: fixture.directory, limits: reopened.currentLimits, logger: Logger(label: "test"))
+        reopened.stop()
+        again.start()
+        waitForIndex(again)
+        #expect(again.statistics.entries == 2, "the damaged record stays dropped")
+        #expect(read(again, "/c") == pattern(4000, seed: 3))
+        again.stop()
+    }
+
+    @Test func compactionKeepsSegmentsUnderTheLimitAndEntriesIntact() throws {
+        // 1 MiB: 256 KiB segments. Rewriting a working set of 100 keys leaves dead records
+        // behind; new keys push the total past the limit.
+        let limit: Int64 = 1 << 20
+        let fixture = try DiskFixture(maxBytes: limit)
+        var latest: [String: UInt8] = [:]
+        for round in 0..<12 {
+            for index in 0..<100 {
+                let path = index < 50 ? "/hot\(index)" : "/cold\(round)-\(index)"
+                let seed = UInt8(truncatingIfNeeded: round * 7 + index)
+                let (stored, head) = complete(path, body: pattern(1500 + index * 10, seed: seed))
+                #expect(fixture.cache.storeInline(stored, head: head))
+                latest[path] = seed
+            }
+            fixture.cache.drain()
+            let onDisk = fixture.entryFiles().reduce(0) { $0 + fileSize($1) }
+            #expect(onDisk <= Int(limit), "round \(round): \(onDisk) bytes on disk")
+            #expect(Int64(onDisk) == fixture.cache.statistics.bytes, "the tier counts what is on disk")
+        }
+        #expect(fixture.cache.statistics.evictions > 0)
+        for index in 0..<50 {
+            let path = "/hot\(index)"
+            #expect(fixture.read(path) == pattern(1500 + index * 10, seed: latest[path]!), "\(path) after compactions")
+        }
+        let reopened = try fixture.reopen()
+        waitForIndex(reopened)
+        reopened.drain()
+        #expect(reopened.statistics.entries == fixture.cache.statistics.entries)
+        for index in 0..<50 {
+            let path = "/hot\(index)"
+            #expect(read(reopened, path) == pattern(1500 + index * 10, seed: latest[path]!), "\(path) after a restart")
+        }
         reopened.stop()
     }
 }
