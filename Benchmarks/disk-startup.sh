@@ -5,6 +5,7 @@
 # took (from the daemon's log).
 #
 #   Benchmarks/disk-startup.sh [COUNT]
+#   SEGMENTS=1 Benchmarks/disk-startup.sh [COUNT]    entries as records in segment files
 set -euo pipefail
 cd "$(dirname "$0")/.."
 COUNT=${1:-100000}
@@ -16,7 +17,7 @@ cleanup() { [[ -n $pid ]] && kill "$pid" 2>/dev/null; wait 2>/dev/null || true; 
 trap cleanup EXIT
 
 echo "writing $COUNT entries..."
-last=$(python3 Benchmarks/make-disk-entries.py "$dir/cache" "$COUNT" "http://127.0.0.1:9/startup/")
+last=$(python3 Benchmarks/make-disk-entries.py ${SEGMENTS:+--segments} "$dir/cache" "$COUNT" "http://127.0.0.1:9/startup/")
 sync
 echo 3 > /proc/sys/vm/drop_caches 2>/dev/null || echo "(page cache not dropped: not root)"
 

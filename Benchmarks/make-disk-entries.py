@@ -2,10 +2,12 @@
 """Writes N disk-cache entries in Larder's documented format (docs/DISK-FORMAT.md), without
 going through the daemon, to measure start-up with a large cache.
 
-    make-disk-entries.py DIRECTORY COUNT URL_PREFIX [BODY_SIZE]
+    make-disk-entries.py [--segments] DIRECTORY COUNT URL_PREFIX [BODY_SIZE]
 
 Entry i has key URL_PREFIX + str(i), a body of BODY_SIZE bytes (default 1024) derived from i,
-and Cache-Control: max-age=86400. Prints the key of the last entry.
+and Cache-Control: max-age=86400. Prints the key of the last entry. Each entry is a file of its
+own (v1/ab/cd/<name>), or with --segments a record in a segment file (v1/seg/<id>, 32 MiB
+each), the form Larder stores bodies up to 64 KiB in.
 """
 import os
 import sys
@@ -59,18 +61,34 @@ def entry(key, body, now):
 
 
 def main():
-    directory, count, prefix = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-    size = int(sys.argv[4]) if len(sys.argv) > 4 else 1024
+    arguments = sys.argv[1:]
+    segments = "--segments" in arguments
+    arguments = [argument for argument in arguments if argument != "--segments"]
+    directory, count, prefix = arguments[0], int(arguments[1]), arguments[2]
+    size = int(arguments[3]) if len(arguments) > 3 else 1024
     now = time.time()
     key = None
+    segment, segment_id = None, 0
     for index in range(count):
         key = prefix + str(index)
         body = (str(index).encode() * (size // len(str(index)) + 1))[:size]
+        record = entry(key, body, now)
+        if segments:
+            if segment is None or segment.tell() + len(record) > 32 << 20:
+                if segment is not None:
+                    segment.close()
+                segment_id += 1
+                os.makedirs(os.path.join(directory, "v1", "seg"), exist_ok=True)
+                segment = open(os.path.join(directory, "v1", "seg", "%08x" % segment_id), "wb")
+            segment.write(record)
+            continue
         name = stable_hash(key)
         folder = os.path.join(directory, "v1", name[0:2], name[2:4])
         os.makedirs(folder, exist_ok=True)
         with open(os.path.join(folder, name), "wb") as file:
-            file.write(entry(key, body, now))
+            file.write(record)
+    if segment is not None:
+        segment.close()
     os.makedirs(os.path.join(directory, "tmp"), exist_ok=True)
     print(key)
 
