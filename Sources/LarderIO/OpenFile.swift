@@ -1,12 +1,13 @@
 import CLarderSystem
 import Glibc
 
-/// An open, read-only file descriptor closed when the last reference goes away. Shared by the
+/// An open file descriptor closed when the last reference goes away: read-only, or read-write
+/// for a disk-cache segment file (appended to and marked with `pwrite`). Shared by the
 /// responses that read from it, so a file evicted from the disk cache stays readable until its
 /// readers finish (an unlinked file lives while a descriptor is open).
 ///
-/// Sendable: the descriptor is an immutable integer; reading with pread/sendfile at explicit
-/// offsets has no shared cursor state.
+/// Sendable: the descriptor is an immutable integer; every read and write through it
+/// (pread, pwrite, sendfile) names its offset, so there is no shared cursor state.
 public final class OpenFile: Sendable {
     public let fd: Int32
     /// The budget an anonymous memory file holds a place in (`OpenFile+Anonymous.swift`).

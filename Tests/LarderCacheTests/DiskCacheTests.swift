@@ -53,6 +53,13 @@ private final class DiskFixture {
         LarderCacheTests.read(cache, path, request: request)
     }
 
+    /// Holds the writer thread until the returned semaphore is signalled: jobs queue behind.
+    func holdWriter() -> DispatchSemaphore {
+        let gate = DispatchSemaphore(value: 0)
+        cache.writer.submit { gate.wait() }
+        return gate
+    }
+
     /// The segment files under v1/seg/.
     func segmentFiles() -> [String] {
         entryFiles().filter { $0.contains("/v1/\(DiskSegments.directoryName)/") }.sorted()
@@ -375,8 +382,7 @@ private func pattern(_ count: Int, seed: UInt8 = 1) -> [UInt8] {
         let fixture = try DiskFixture()
         let (old, head) = complete("/p", body: pattern(500, seed: 1))
         #expect(fixture.cache.storeInline(old, head: head))
-        let gate = DispatchSemaphore(value: 0)
-        fixture.cache.writer.submit { gate.wait() }
+        let gate = fixture.holdWriter()
         // Queued behind the blocked job: the purge frees the record stored above.
         #expect(fixture.cache.purge(Fixtures.key("/p")))
         let (new, _) = complete("/p", body: pattern(500, seed: 2))
@@ -515,8 +521,7 @@ private func pattern(_ count: Int, seed: UInt8 = 1) -> [UInt8] {
         #expect(fixture.cache.storeInline(old, head: head))
         // The old record is freed on the writer thread; hold it there and take the directory
         // as a crash would leave it: both records live.
-        let gate = DispatchSemaphore(value: 0)
-        fixture.cache.writer.submit { gate.wait() }
+        let gate = fixture.holdWriter()
         let (new, _) = complete("/r", body: pattern(3000, seed: 2))
         #expect(fixture.cache.storeInline(new, head: head))
         let crashed = fixture.directory + "-crashed"
