@@ -423,6 +423,12 @@ public final class DiskCache: Sendable {
         min(32 << 20, max(256 << 10, maxBytes / 64))
     }
 
+    /// About how many segment descriptors a tier of `maxBytes` holds open: a full tier's
+    /// segments (at least half live each, or compaction takes them), plus the open ones.
+    public static func segmentDescriptors(maxBytes: Int64) -> Int {
+        Int(2 * maxBytes / segmentLimit(maxBytes: maxBytes)) + 8
+    }
+
     /// Writes an entry and indexes it: a record appended to a segment up to ``inlineLimit``,
     /// else a file. Eviction runs here when `onWriter`; an event loop asks the writer for it
     /// instead. Returns the time the file calls took, or nil when the entry could not be stored.

@@ -33,9 +33,11 @@ public final class Server: Sendable {
     /// address cannot be bound.
     public func start() throws(SystemError) {
         let config = shared.currentRuntime.config
-        // Each client connection needs a descriptor, a tunnel two, an upstream transfer one more.
+        // Each client connection needs a descriptor, a tunnel two, an upstream transfer one more;
+        // the disk tier one per segment file.
         let descriptors = ResourceLimits.raiseOpenFiles()
-        if descriptors < config.proxy.maxConnections * 2 + 256 {
+        let segments = shared.disk == nil ? 0 : DiskCache.segmentDescriptors(maxBytes: config.disk.maxBytes)
+        if descriptors < config.proxy.maxConnections * 2 + 256 + segments {
             shared.logger.warning(
                 "the open-file limit is low for proxy.max_connections; connections beyond it are refused with 503",
                 metadata: ["limit": "\(descriptors)", "max_connections": "\(config.proxy.maxConnections)",
