@@ -350,6 +350,14 @@ private func pattern(_ count: Int, seed: UInt8 = 1) -> [UInt8] {
         return (stored, head)
     }
 
+    /// Stores each path inline, in order, with a body of `size` bytes from its seed.
+    private func storeInline(_ fixture: DiskFixture, _ entries: [(path: String, seed: UInt8)], size: Int) {
+        for (path, seed) in entries {
+            let (stored, head) = complete(path, body: pattern(size, seed: seed))
+            #expect(fixture.cache.storeInline(stored, head: head), "\(path) stored")
+        }
+    }
+
     @Test func inlineStoreIsOnDiskWhenItReturns() throws {
         let fixture = try DiskFixture()
         let (stored, head) = complete("/inline", body: pattern(3000))
@@ -494,10 +502,7 @@ private func pattern(_ count: Int, seed: UInt8 = 1) -> [UInt8] {
 
     @Test func segmentRecordsSurviveARestartWithTheirPurgesAndReplacements() throws {
         let fixture = try DiskFixture()
-        for (path, seed) in [("/keep", 1), ("/purged", 2), ("/replaced", 3)] as [(String, UInt8)] {
-            let (stored, head) = complete(path, body: pattern(2000, seed: seed))
-            #expect(fixture.cache.storeInline(stored, head: head))
-        }
+        storeInline(fixture, [("/keep", 1), ("/purged", 2), ("/replaced", 3)], size: 2000)
         let (newer, head) = complete("/replaced", body: pattern(3000, seed: 4))
         #expect(fixture.cache.storeInline(newer, head: head))
         #expect(fixture.cache.purge(Fixtures.key("/purged")))
@@ -543,10 +548,7 @@ private func pattern(_ count: Int, seed: UInt8 = 1) -> [UInt8] {
     @Test func recordCutShortByACrashIsCutOffAndTheOthersKept() throws {
         let fixture = try DiskFixture()
         // Paths of one length: records of one length.
-        for (path, seed) in [("/rec1", 1), ("/rec2", 2), ("/torn", 3)] as [(String, UInt8)] {
-            let (stored, head) = complete(path, body: pattern(5000, seed: seed))
-            #expect(fixture.cache.storeInline(stored, head: head))
-        }
+        storeInline(fixture, [("/rec1", 1), ("/rec2", 2), ("/torn", 3)], size: 5000)
         let segment = try #require(fixture.segmentFiles().first)
         let whole = fileSize(segment)
         let recordLength = whole / 3
@@ -567,10 +569,7 @@ private func pattern(_ count: Int, seed: UInt8 = 1) -> [UInt8] {
 
     @Test func damagedRecordIsDroppedAndItsNeighboursServed() throws {
         let fixture = try DiskFixture()
-        for (path, seed) in [("/a", 1), ("/b", 2), ("/c", 3)] as [(String, UInt8)] {
-            let (stored, head) = complete(path, body: pattern(4000, seed: seed))
-            #expect(fixture.cache.storeInline(stored, head: head))
-        }
+        storeInline(fixture, [("/a", 1), ("/b", 2), ("/c", 3)], size: 4000)
         let segment = try #require(fixture.segmentFiles().first)
         var bytes = try Data(contentsOf: URL(fileURLWithPath: segment))
         bytes[bytes.count / 2] ^= 0x01  // inside /b's body
