@@ -228,7 +228,7 @@ public final class DiskCache: Sendable {
                 return .miss
             }
             let entry = DiskIndex.Entry(
-                key: key, vary: [:], name: name, size: loaded.fileSize, verified: false)
+                key: key, vary: [:], name: name, size: loaded.recordLength, verified: false)
             _ = index.withLock { $0.insertIfAbsent(entry) }
             candidates = [entry]
         }
@@ -250,7 +250,8 @@ public final class DiskCache: Sendable {
         let head: DiskEntryFormat.Head
         let file: OpenFile
         let bodyOffset: Int64
-        let fileSize: Int64
+        /// Preamble, head and body: the whole file for an entry file.
+        let recordLength: Int64
     }
 
     /// Opens an indexed entry — its file, or its record in a segment — and parses its head.
@@ -286,7 +287,7 @@ public final class DiskCache: Sendable {
         let head = try DiskEntryFormat.decodeHead(
             prefix[DiskEntryFormat.preambleLength..<headEnd], bodyLength: preamble.bodyLength,
             bodyChecksum: preamble.bodyChecksum)
-        return LoadedHead(head: head, file: file, bodyOffset: offset + Int64(headEnd), fileSize: length)
+        return LoadedHead(head: head, file: file, bodyOffset: offset + Int64(headEnd), recordLength: length)
     }
 
     private func storedResponse(key: CacheKey, loaded: LoadedHead) -> StoredResponse {
@@ -458,44 +459,58 @@ public final class DiskCache: Sendable {
         return elapsed
     }
 
-    /// Appends `entry` as a record to a segment held for this call alone, and indexes it
-    /// before the segment goes back to the pool (so the index's segment sizes only grow).
-    /// The record it replaces, if any, is freed on the writer thread. Returns the time the file
+    /// Appends `entry` as a record (``appendToSegment(head:body:place:)``) and indexes it; the
+    /// record it replaces, if any, is freed on the writer thread. Returns the time the file
     /// calls took, nil when the record could not be stored.
     @discardableResult
     private func appendRecord(_ entry: DiskIndex.Entry, head: [UInt8], body: [UInt8], onWriter: Bool) -> UInt64? {
-        var appender: DiskSegments.Appender
-        let offset: Int64
-        let start = Clocks.monotonicNanos()
+        let replaced: DiskIndex.Entry?
+        let fileNanos: UInt64
         do throws(SystemError) {
-            appender = try segments.take(entries: entriesDirectoryFD.load(ordering: .acquiring))
-            do {
-                offset = try segments.append(&appender, head: head, body: body)
-            } catch {
-                // Not appended to again: a disk that failed once is not trusted with it.
-                let failed = appender
-                index.withLock { $0.recordSegment(failed.id, size: failed.size, sealed: true) }
-                throw error
+            (replaced, fileNanos) = try appendToSegment(head: head, body: body) { index, segment, offset in
+                var record = entry
+                record.segment = segment
+                record.offset = offset
+                return index.insert(record)
             }
         } catch {
             writeFailed(error)
             return nil
         }
-        let elapsed = Clocks.monotonicNanos() - start
-        let sealed = appender.size >= DiskCache.segmentLimit(maxBytes: limits.withLock { $0.maxBytes })
-        var record = entry
-        record.segment = appender.id
-        record.offset = offset
-        let replaced = index.withLock { index in
-            index.recordSegment(record.segment, size: appender.size, sealed: sealed)
-            return index.insert(record)
-        }
-        segments.giveBack(appender, sealed: sealed)
         writesCompleted.add(1)
         if let replaced {
             if onWriter { dispose([replaced]) } else { writer.submit { [self] in dispose([replaced]) } }
         }
-        return elapsed
+        return fileNanos
+    }
+
+    /// Appends one record — `head` (preamble and head, or a whole record) then `body` — to a
+    /// segment held for this call alone, and lets `place` index it, under the index lock, at
+    /// the segment and offset it got, before the segment goes back to the pool (so the index's
+    /// segment sizes only grow). A segment whose append failed is sealed: a disk that failed
+    /// once is not trusted with it. Returns `place`'s result and the time the file calls took.
+    private func appendToSegment<Placed: Sendable>(
+        head: [UInt8], body: [UInt8], place: (inout DiskIndex, _ segment: UInt32, _ offset: Int64) -> Placed
+    ) throws(SystemError) -> (placed: Placed, fileNanos: UInt64) {
+        let start = Clocks.monotonicNanos()
+        var appender = try segments.take(entries: entriesDirectoryFD.load(ordering: .acquiring))
+        let offset: Int64
+        do {
+            offset = try segments.append(&appender, head: head, body: body)
+        } catch {
+            let failed = appender
+            index.withLock { $0.recordSegment(failed.id, size: failed.size, sealed: true) }
+            throw error
+        }
+        let fileNanos = Clocks.monotonicNanos() - start
+        let sealed = appender.size >= DiskCache.segmentLimit(maxBytes: limits.withLock { $0.maxBytes })
+        let filled = appender
+        let placed = index.withLock { index in
+            index.recordSegment(filled.id, size: filled.size, sealed: sealed)
+            return place(&index, filled.id, offset)
+        }
+        segments.giveBack(appender, sealed: sealed)
+        return (placed, fileNanos)
     }
 
     /// Writes `entry` as a file (writer thread). A new name is written in place, with one
@@ -683,28 +698,12 @@ public final class DiskCache: Sendable {
                     index.entry(named: name).map { $0.segment == id && $0.offset == record.offset } ?? false
                 }
                 guard live else { continue }
-                let bytes = try FileSystem.read(file.fd, at: record.offset, count: Int(record.length))
-                guard bytes.count == Int(record.length) else {
-                    throw DiskEntryFormat.Problem.truncated(expected: record.length, actual: Int64(bytes.count))
+                // The copy is freed again if the entry changed while it was written.
+                let (unused, _) = try appendToSegment(head: try reader.bytes(of: record), body: []) {
+                    index, segment, offset -> (segment: UInt32, offset: Int64)? in
+                    index.move(name, from: id, at: record.offset, to: segment, at: offset) ? nil : (segment, offset)
                 }
-                var appender = try segments.take(entries: entries)
-                let offset: Int64
-                do {
-                    offset = try segments.append(&appender, head: bytes, body: [])
-                } catch {
-                    let failed = appender
-                    index.withLock { $0.recordSegment(failed.id, size: failed.size, sealed: true) }
-                    throw error
-                }
-                let sealed = appender.size >= DiskCache.segmentLimit(maxBytes: limits.withLock { $0.maxBytes })
-                let target = appender.id
-                let size = appender.size
-                let didMove = index.withLock { index in
-                    index.recordSegment(target, size: size, sealed: sealed)
-                    return index.move(name, from: id, at: record.offset, to: target, at: offset)
-                }
-                segments.giveBack(appender, sealed: sealed)
-                if didMove { moved += 1 } else { segments.markFreed(target, at: offset) }
+                if let unused { segments.markFreed(unused.segment, at: unused.offset) } else { moved += 1 }
             }
         } catch {
             logger.error(
@@ -900,7 +899,7 @@ public final class DiskCache: Sendable {
                         batch.append(
                             DiskIndex.Entry(
                                 key: CacheKey(normalized: loaded.head.key), vary: loaded.head.vary, name: name,
-                                size: loaded.fileSize, verified: false))
+                                size: loaded.recordLength, verified: false))
                         found += 1
                     } catch {
                         if discard(name, after: error) { dropped += 1 }

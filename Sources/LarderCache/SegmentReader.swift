@@ -63,6 +63,15 @@ struct SegmentReader {
         return Record(offset: start, length: length, freed: false, head: head)
     }
 
+    /// The whole of `record` (preamble, head and body), from the buffer when it is there.
+    mutating func bytes(of record: Record) throws -> [UInt8] {
+        let bytes = try bytes(at: record.offset, count: Int(record.length))
+        guard bytes.count == Int(record.length) else {
+            throw Damaged(offset: record.offset, problem: .truncated(expected: record.length, actual: Int64(bytes.count)))
+        }
+        return Array(bytes)
+    }
+
     /// `count` bytes at `position` (fewer at the end of the file), from the buffer, refilled
     /// from `position` when they are not all in it.
     private mutating func bytes(at position: Int64, count: Int) throws(SystemError) -> ArraySlice<UInt8> {
