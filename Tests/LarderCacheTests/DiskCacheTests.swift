@@ -297,9 +297,11 @@ private func pattern(_ count: Int, seed: UInt8 = 1) -> [UInt8] {
         fixture.cache.drain()
         #expect(fixture.read("/a") == nil)
         #expect(fixture.entryFiles().count == 1)
+        storeInline(fixture, [("/record", 1)], size: 300)
         fixture.cache.removeAll()
         fixture.cache.drain()
         #expect(fixture.read("/b") == nil)
+        #expect(fixture.read("/record") == nil, "records go with the segments")
         #expect(fixture.entryFiles().isEmpty)
         #expect(fixture.store("/c", body: pattern(10)), "the tier keeps working after a clear")
         #expect(fixture.read("/c") == pattern(10))
@@ -588,6 +590,54 @@ private func pattern(_ count: Int, seed: UInt8 = 1) -> [UInt8] {
         #expect(again.statistics.entries == 2, "the damaged record stays dropped")
         #expect(read(again, "/c") == pattern(4000, seed: 3))
         again.stop()
+    }
+
+    @Test func refreshRewritesARecordAndKeepsItsBody() throws {
+        let fixture = try DiskFixture()
+        storeInline(fixture, [("/r", 1)], size: 3000)
+        let refreshed = Fixtures.response(
+            "/r", headers: ["Cache-Control": "max-age=60", "ETag": "\"v2\""], responseTime: 2000)
+        fixture.cache.refresh(refreshed)
+        fixture.cache.drain()
+        guard case .hit(let stored) = fixture.cache.lookup(Fixtures.key("/r"), request: [:]) else {
+            Issue.record("no hit after the refresh")
+            return
+        }
+        #expect(stored.headers["ETag"] == "\"v2\"")
+        #expect(stored.responseTime == 2000)
+        #expect(fixture.read("/r") == pattern(3000, seed: 1), "the body is copied, not taken from the refresh")
+        #expect(fixture.cache.statistics.entries == 1)
+        let reopened = try fixture.reopen()
+        waitForIndex(reopened)
+        #expect(read(reopened, "/r") == pattern(3000, seed: 1))
+        #expect(reopened.statistics.entries == 1, "the record the refresh replaced stays freed")
+        guard case .hit(let after) = reopened.lookup(Fixtures.key("/r"), request: [:]) else {
+            Issue.record("no hit after the restart")
+            return
+        }
+        #expect(after.headers["ETag"] == "\"v2\"")
+        reopened.stop()
+    }
+
+    @Test func recordWithAnUnreadableHeadIsDroppedAndTheSegmentReadOn() throws {
+        let fixture = try DiskFixture()
+        storeInline(fixture, [("/a", 1), ("/b", 2), ("/c", 3)], size: 1000)
+        let segment = try #require(fixture.segmentFiles().first)
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: segment))
+        // Same length, so the preamble still says where the next record starts.
+        let status = try #require(bytes.range(of: Data("key http://example.org/b\nstatus 200".utf8)))
+        bytes.replaceSubrange(status.upperBound - 3..<status.upperBound, with: Data("2x0".utf8))
+        try bytes.write(to: URL(fileURLWithPath: segment))
+        let reopened = try fixture.reopen()
+        waitForIndex(reopened)
+        reopened.drain()
+        #expect(read(reopened, "/b") == nil)
+        #expect(read(reopened, "/a") == pattern(1000, seed: 1))
+        #expect(read(reopened, "/c") == pattern(1000, seed: 3), "records after it are still found")
+        #expect(reopened.statistics.corruptions == 1)
+        let text = String(decoding: try #require(FileManager.default.contents(atPath: segment)), as: UTF8.self)
+        #expect(text.contains(DiskEntryFormat.freedMagic + "1\n"), "the record is marked freed")
+        reopened.stop()
     }
 
     @Test func compactionKeepsSegmentsUnderTheLimitAndEntriesIntact() throws {
