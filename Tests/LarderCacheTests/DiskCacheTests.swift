@@ -352,6 +352,17 @@ private func pattern(_ count: Int, seed: UInt8 = 1) -> [UInt8] {
         return (stored, head)
     }
 
+    /// Rewrites the fixture's first segment file through `edit` (damage, as a crash or a bad
+    /// disk would leave it); returns its path.
+    @discardableResult
+    private func editFirstSegment(_ fixture: DiskFixture, _ edit: (inout Data) throws -> Void) throws -> String {
+        let segment = try #require(fixture.segmentFiles().first)
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: segment))
+        try edit(&bytes)
+        try bytes.write(to: URL(fileURLWithPath: segment))
+        return segment
+    }
+
     /// Stores each path inline, in order, with a body of `size` bytes from its seed.
     private func storeInline(_ fixture: DiskFixture, _ entries: [(path: String, seed: UInt8)], size: Int) {
         for (path, seed) in entries {
@@ -572,10 +583,7 @@ private func pattern(_ count: Int, seed: UInt8 = 1) -> [UInt8] {
     @Test func damagedRecordIsDroppedAndItsNeighboursServed() throws {
         let fixture = try DiskFixture()
         storeInline(fixture, [("/a", 1), ("/b", 2), ("/c", 3)], size: 4000)
-        let segment = try #require(fixture.segmentFiles().first)
-        var bytes = try Data(contentsOf: URL(fileURLWithPath: segment))
-        bytes[bytes.count / 2] ^= 0x01  // inside /b's body
-        try bytes.write(to: URL(fileURLWithPath: segment))
+        try editFirstSegment(fixture) { bytes in bytes[bytes.count / 2] ^= 0x01 }  // inside /b's body
         let reopened = try fixture.reopen()
         waitForIndex(reopened)
         #expect(read(reopened, "/b") == nil, "a body that fails its checksum is never served")
@@ -622,12 +630,11 @@ private func pattern(_ count: Int, seed: UInt8 = 1) -> [UInt8] {
     @Test func recordWithAnUnreadableHeadIsDroppedAndTheSegmentReadOn() throws {
         let fixture = try DiskFixture()
         storeInline(fixture, [("/a", 1), ("/b", 2), ("/c", 3)], size: 1000)
-        let segment = try #require(fixture.segmentFiles().first)
-        var bytes = try Data(contentsOf: URL(fileURLWithPath: segment))
-        // Same length, so the preamble still says where the next record starts.
-        let status = try #require(bytes.range(of: Data("key http://example.org/b\nstatus 200".utf8)))
-        bytes.replaceSubrange(status.upperBound - 3..<status.upperBound, with: Data("2x0".utf8))
-        try bytes.write(to: URL(fileURLWithPath: segment))
+        let segment = try editFirstSegment(fixture) { bytes in
+            // Same length, so the preamble still says where the next record starts.
+            let status = try #require(bytes.range(of: Data("key http://example.org/b\nstatus 200".utf8)))
+            bytes.replaceSubrange(status.upperBound - 3..<status.upperBound, with: Data("2x0".utf8))
+        }
         let reopened = try fixture.reopen()
         waitForIndex(reopened)
         reopened.drain()
