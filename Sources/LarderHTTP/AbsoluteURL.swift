@@ -38,7 +38,7 @@ public struct AbsoluteURL: Sendable, Hashable, CustomStringConvertible {
             writer.append(host)
             if port != defaultPort {
                 writer.append(UInt8(ascii: ":"))
-                writer.append(String(port))  // a small string: no allocation
+                writer.append(decimal: port)
             }
             writer.append(path)
             return writer.count
@@ -67,13 +67,19 @@ public struct AbsoluteURL: Sendable, Hashable, CustomStringConvertible {
 
     /// Parses the bytes of an absolute-form target.
     public static func parse(_ bytes: UnsafeRawBufferPointer) throws(HTTPParseError) -> AbsoluteURL {
-        // scheme "://"
+        // scheme "://"; the two schemes are compared byte-wise and stored as literals (a string
+        // built from the bytes and then compared cost ~150 instructions per request).
         var index = 0
         while index < bytes.count, bytes[index] != UInt8(ascii: ":") { index += 1 }
         guard index < bytes.count, index > 0 else { throw .bad("request target is not an absolute URL") }
-        let scheme = ASCII.lowercasedString(UnsafeRawBufferPointer(rebasing: bytes[0..<index]))
-        guard scheme == "http" || scheme == "https" else {
-            throw .bad("unsupported URL scheme '\(scheme)' (only http and https are proxied)")
+        let secure: Bool
+        if index == 4 && hasPrefixIgnoringCase(bytes, "http") {
+            secure = false
+        } else if index == 5 && hasPrefixIgnoringCase(bytes, "https") {
+            secure = true
+        } else {
+            let named = ASCII.lowercasedString(UnsafeRawBufferPointer(rebasing: bytes[0..<index]))
+            throw .bad("unsupported URL scheme '\(named)' (only http and https are proxied)")
         }
         guard index + 2 < bytes.count, bytes[index + 1] == UInt8(ascii: "/"), bytes[index + 2] == UInt8(ascii: "/") else {
             throw .bad("request target is not an absolute URL")
@@ -86,8 +92,7 @@ public struct AbsoluteURL: Sendable, Hashable, CustomStringConvertible {
             index += 1
         }
         let authorityBytes = UnsafeRawBufferPointer(rebasing: bytes[authorityStart..<index])
-        let defaultPort = scheme == "https" ? 443 : 80
-        let (host, port) = try parseAuthority(authorityBytes, defaultPort: defaultPort, requirePort: false)
+        let (host, port) = try parseAuthority(authorityBytes, defaultPort: secure ? 443 : 80, requirePort: false)
         let rest = UnsafeRawBufferPointer(rebasing: bytes[index...])
         try validatePathAndQuery(rest)
         let pathAndQuery: String
@@ -98,62 +103,115 @@ public struct AbsoluteURL: Sendable, Hashable, CustomStringConvertible {
         } else {
             pathAndQuery = String(decoding: rest, as: UTF8.self)
         }
-        return AbsoluteURL(scheme: scheme, host: host, port: port, pathAndQuery: pathAndQuery)
+        return AbsoluteURL(scheme: secure ? "https" : "http", host: host, port: port, pathAndQuery: pathAndQuery)
+    }
+
+    /// Whether `bytes` starts with the lower-case ASCII `prefix`, ignoring case.
+    @inline(__always)
+    private static func hasPrefixIgnoringCase(_ bytes: UnsafeRawBufferPointer, _ prefix: StaticString) -> Bool {
+        prefix.withUTF8Buffer { prefix in
+            guard bytes.count >= prefix.count else { return false }
+            for i in 0..<prefix.count where ASCII.lower(bytes[i]) != prefix[i] { return false }
+            return true
+        }
     }
 
     /// Parses `host[:port]` (RFC 3986 §3.2). Userinfo is an error (RFC 9110 §4.2.4).
     public static func parseAuthority(
         _ bytes: UnsafeRawBufferPointer, defaultPort: Int, requirePort: Bool
     ) throws(HTTPParseError) -> (host: String, port: Int) {
-        guard !bytes.isEmpty else { throw .bad("URL has an empty host") }
-        if bytes.contains(UInt8(ascii: "@")) { throw .bad("URL must not carry userinfo (user@host)") }
-        var hostEnd = bytes.count
-        var portStart: Int?
-        let host: String
-        if bytes[0] == UInt8(ascii: "[") {
-            guard let close = bytes.firstIndex(of: UInt8(ascii: "]")) else { throw .bad("unterminated IPv6 literal in URL") }
-            let literal = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[1..<close]), as: UTF8.self)
-            var address = in6_addr()
-            guard !literal.isEmpty, inet_pton(AF_INET6, literal, &address) == 1 else {
-                throw .bad("invalid IPv6 literal '\(literal)' in URL")
-            }
-            host = "[" + literal.lowercased() + "]"
-            if close + 1 < bytes.count {
-                guard bytes[close + 1] == UInt8(ascii: ":") else { throw .bad("invalid characters after IPv6 literal") }
-                portStart = close + 2
-            }
+        guard let first = bytes.first else { throw .bad("URL has an empty host") }
+        if first == UInt8(ascii: "[") { return try parseIPv6Authority(bytes, defaultPort: defaultPort, requirePort: requirePort) }
+        let (hostEnd, port) = try scanAuthority(bytes, defaultPort: defaultPort, requirePort: requirePort)
+        return (ASCII.lowercasedString(UnsafeRawBufferPointer(rebasing: bytes[0..<hostEnd])), port)  // checked ASCII
+    }
+
+    /// Checks `host[:port]` as ``parseAuthority(_:defaultPort:requirePort:)`` does without
+    /// building the host string: a request's `Host` field is validated on every request and its
+    /// value is kept as received.
+    public static func validateAuthority(_ bytes: UnsafeRawBufferPointer, defaultPort: Int) throws(HTTPParseError) {
+        guard let first = bytes.first else { throw .bad("URL has an empty host") }
+        if first == UInt8(ascii: "[") {
+            _ = try parseIPv6Authority(bytes, defaultPort: defaultPort, requirePort: false)
         } else {
-            if let colon = bytes.firstIndex(of: UInt8(ascii: ":")) {
-                hostEnd = colon
-                portStart = colon + 1
-            }
-            guard hostEnd > 0 else { throw .bad("URL has an empty host") }
-            for byte in bytes[0..<hostEnd] {
-                let isHostChar =
-                    (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z"))
-                    || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
-                    || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9"))
-                    || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_")
-                guard isHostChar else { throw .bad("invalid character in URL host") }
-            }
-            host = ASCII.lowercasedString(UnsafeRawBufferPointer(rebasing: bytes[0..<hostEnd]))  // checked ASCII above
+            _ = try scanAuthority(bytes, defaultPort: defaultPort, requirePort: false)
         }
-        var port = defaultPort
-        if let portStart {
-            let digits = bytes[portStart...]
-            if digits.isEmpty {
-                if requirePort { throw .bad("missing port") }
-            } else {
-                guard digits.count <= 5, digits.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else {
-                    throw .bad("invalid port in URL")
-                }
-                port = digits.reduce(0) { $0 * 10 + Int($1 - UInt8(ascii: "0")) }
-                guard port >= 1 && port <= 65535 else { throw .bad("port out of range in URL") }
-            }
-        } else if requirePort {
-            throw .bad("missing port")
+    }
+
+    /// Validates a reg-name or IPv4 authority in one pass: where the host ends and the port.
+    private static func scanAuthority(
+        _ bytes: UnsafeRawBufferPointer, defaultPort: Int, requirePort: Bool
+    ) throws(HTTPParseError) -> (hostEnd: Int, port: Int) {
+        if memchr(bytes.baseAddress!, Int32(UInt8(ascii: "@")), bytes.count) != nil {
+            throw .bad("URL must not carry userinfo (user@host)")
         }
-        return (host, port)
+        var hostEnd = 0
+        while hostEnd < bytes.count {
+            let byte = bytes[hostEnd]
+            if byte == UInt8(ascii: ":") { break }
+            guard isRegNameChar(byte) else { throw .bad("invalid character in URL host") }
+            hostEnd += 1
+        }
+        guard hostEnd > 0 else { throw .bad("URL has an empty host") }
+        let port = try parsePort(bytes, colon: hostEnd, defaultPort: defaultPort, requirePort: requirePort)
+        return (hostEnd, port)
+    }
+
+    /// An IPv6 literal in brackets (RFC 3986 §3.2.2), checked with `inet_pton`, lower-cased.
+    private static func parseIPv6Authority(
+        _ bytes: UnsafeRawBufferPointer, defaultPort: Int, requirePort: Bool
+    ) throws(HTTPParseError) -> (host: String, port: Int) {
+        if memchr(bytes.baseAddress!, Int32(UInt8(ascii: "@")), bytes.count) != nil {
+            throw .bad("URL must not carry userinfo (user@host)")
+        }
+        guard let close = bytes.firstIndex(of: UInt8(ascii: "]")) else { throw .bad("unterminated IPv6 literal in URL") }
+        let literal = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[1..<close]), as: UTF8.self)
+        var address = in6_addr()
+        guard !literal.isEmpty, inet_pton(AF_INET6, literal, &address) == 1 else {
+            throw .bad("invalid IPv6 literal '\(literal)' in URL")
+        }
+        if close + 1 < bytes.count, bytes[close + 1] != UInt8(ascii: ":") {
+            throw .bad("invalid characters after IPv6 literal")
+        }
+        let port = try parsePort(bytes, colon: close + 1, defaultPort: defaultPort, requirePort: requirePort)
+        return ("[" + literal.lowercased() + "]", port)
+    }
+
+    /// The port after the colon at `colon` (`bytes.count` when there is no colon).
+    @inline(__always)
+    private static func parsePort(
+        _ bytes: UnsafeRawBufferPointer, colon: Int, defaultPort: Int, requirePort: Bool
+    ) throws(HTTPParseError) -> Int {
+        guard colon < bytes.count else {
+            if requirePort { throw .bad("missing port") }
+            return defaultPort
+        }
+        let digits = bytes.count - colon - 1
+        if digits == 0 {
+            if requirePort { throw .bad("missing port") }
+            return defaultPort
+        }
+        guard digits <= 5 else { throw .bad("invalid port in URL") }
+        var port = 0
+        for index in (colon + 1)..<bytes.count {
+            let digit = bytes[index] &- UInt8(ascii: "0")
+            guard digit < 10 else { throw .bad("invalid port in URL") }
+            port = port * 10 + Int(digit)
+        }
+        guard port >= 1 && port <= 65535 else { throw .bad("port out of range in URL") }
+        return port
+    }
+
+    /// A reg-name or IPv4 byte as accepted here: ALPHA / DIGIT / "-" / "." / "_", as two bit
+    /// masks over the bytes 0-63 and 64-127 (like ``ASCII/isTokenChar(_:)``).
+    @inline(__always)
+    static func isRegNameChar(_ byte: UInt8) -> Bool {
+        // "-" 45, "." 46, "0"-"9" 48-57 | "A"-"Z" 65-90, "_" 95, "a"-"z" 97-122
+        let low: UInt64 = 0x03FF_6000_0000_0000
+        let high: UInt64 = 0x07FF_FFFE_87FF_FFFE
+        if byte < 64 { return (low >> UInt64(byte)) & 1 != 0 }
+        if byte < 128 { return (high >> UInt64(byte - 64)) & 1 != 0 }
+        return false
     }
 
     /// RFC 3986 path-abempty and query characters; percent-escapes must be well formed. A
@@ -170,23 +228,25 @@ public struct AbsoluteURL: Sendable, Hashable, CustomStringConvertible {
                 continue
             }
             if byte == UInt8(ascii: "#") { throw .bad("URL must not carry a fragment") }
-            guard uriTable[Int(byte)] else { throw .bad("invalid character in URL") }
+            guard isURIChar(byte) else { throw .bad("invalid character in URL") }
             index += 1
         }
+    }
+
+    /// unreserved / sub-delims / ":" / "@" / "/" / "?", as two bit masks over the bytes 0-63
+    /// and 64-127 (a lazily built table cost a `swift_once` check and a bounds check per byte).
+    @inline(__always)
+    static func isURIChar(_ byte: UInt8) -> Bool {
+        // ! $ & ' ( ) * + , - . / 0-9 : ; = ?  |  @ A-Z _ a-z ~
+        let low: UInt64 = 0xAFFF_FFD2_0000_0000
+        let high: UInt64 = 0x47FF_FFFE_87FF_FFFF
+        if byte < 64 { return (low >> UInt64(byte)) & 1 != 0 }
+        if byte < 128 { return (high >> UInt64(byte - 64)) & 1 != 0 }
+        return false
     }
 
     @inline(__always)
     static func isHex(_ byte: UInt8) -> Bool {
         (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || (ASCII.lower(byte) >= UInt8(ascii: "a") && ASCII.lower(byte) <= UInt8(ascii: "f"))
     }
-
-    /// unreserved / sub-delims / ":" / "@" / "/" / "?"
-    static let uriTable: [Bool] = {
-        var table = [Bool](repeating: false, count: 256)
-        for byte in UInt8(ascii: "0")...UInt8(ascii: "9") { table[Int(byte)] = true }
-        for byte in UInt8(ascii: "a")...UInt8(ascii: "z") { table[Int(byte)] = true }
-        for byte in UInt8(ascii: "A")...UInt8(ascii: "Z") { table[Int(byte)] = true }
-        for byte in "-._~!$&'()*+,;=:@/?".utf8 { table[Int(byte)] = true }
-        return table
-    }()
 }

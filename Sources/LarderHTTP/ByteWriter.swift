@@ -59,6 +59,18 @@ public struct ByteWriter {
         count += width
     }
 
+    /// Appends a non-negative `value` in decimal, as many digits as it takes (`String(value)`
+    /// went through `CustomStringConvertible` and a new string, ~250 instructions per URL).
+    public mutating func append(decimal value: Int) {
+        var digits = 1
+        var rest = value
+        while rest >= 10 {
+            rest /= 10
+            digits += 1
+        }
+        append(value, zeroPaddedTo: digits)
+    }
+
     /// Appends `length` bytes that `write` fills in.
     public mutating func append(length: Int, _ write: (UnsafeMutableBufferPointer<UInt8>) -> Void) {
         write(UnsafeMutableBufferPointer(rebasing: buffer[count..<count + length]))

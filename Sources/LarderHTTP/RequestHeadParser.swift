@@ -83,61 +83,83 @@ public struct RequestHeadParser: Sendable {
 
     /// Parses a head whose lines end in CRLF; `bytes` ends just before the final CRLF
     /// (so it ends with the CRLF of the last header line, or of the request line).
+    ///
+    /// One pass over the lines in place: no array of line ranges, the `Host` field validated as
+    /// it is met (a lookup and a host string less per request).
     private func parseHead(_ bytes: UnsafeRawBufferPointer) throws(HTTPParseError) -> RequestHead {
-        var lineStart = 0
-        var lines: [Range<Int>] = []
-        lines.reserveCapacity(16)
+        guard !bytes.isEmpty else { throw .bad("empty request") }
+        // Every LF is preceded by CR (checked by `parse`), so the LFs count the lines.
+        var lineCount = 0
         var index = 0
-        while index < bytes.count {
-            let byte = bytes[index]
-            if byte == 13 {
-                guard index + 1 < bytes.count, bytes[index + 1] == 10 else { throw .bad("bare CR in request head") }
-                lines.append(lineStart..<index)
-                index += 2
-                lineStart = index
-                continue
-            }
-            index += 1
+        while index < bytes.count, let found = memchr(bytes.baseAddress! + index, 10, bytes.count - index) {
+            lineCount += 1
+            index = bytes.baseAddress!.distance(to: UnsafeRawPointer(found)) + 1
         }
-        guard let requestLine = lines.first else { throw .bad("empty request") }
-        let (method, target, version) = try parseRequestLine(UnsafeRawBufferPointer(rebasing: bytes[requestLine]))
-        if lines.count - 1 > maxFields { throw HTTPParseError(431, "more than \(maxFields) header fields") }
-        var headers = HTTPHeaders(capacity: lines.count - 1)
+        if lineCount - 1 > maxFields { throw HTTPParseError(431, "more than \(maxFields) header fields") }
+
+        var lineEnd = try endOfLine(bytes, from: 0)
+        let (method, target, version) = try parseRequestLine(UnsafeRawBufferPointer(rebasing: bytes[0..<lineEnd]))
+        var headers = HTTPHeaders(capacity: lineCount - 1)
         var hostCount = 0
-        for line in lines.dropFirst() {
-            let field = try parseField(UnsafeRawBufferPointer(rebasing: bytes[line]))
-            if ASCII.equalsIgnoringCase(field.name, "host") {
+        var lineStart = lineEnd + 2
+        while lineStart < bytes.count {
+            lineEnd = try endOfLine(bytes, from: lineStart)
+            let line = UnsafeRawBufferPointer(rebasing: bytes[lineStart..<lineEnd])
+            let (colon, value) = try scanField(line)
+            let name = UnsafeRawBufferPointer(rebasing: line[0..<colon])
+            if name.count == 4, ASCII.lower(name[0]) == UInt8(ascii: "h"), ASCII.lower(name[1]) == UInt8(ascii: "o"),
+                ASCII.lower(name[2]) == UInt8(ascii: "s"), ASCII.lower(name[3]) == UInt8(ascii: "t")
+            {
                 hostCount += 1
                 if hostCount > 1 { throw .bad("more than one Host header") }
+                // RFC 9112 §3.2: an invalid Host is rejected (an empty one is allowed).
+                if !value.isEmpty {
+                    do throws(HTTPParseError) {
+                        try AbsoluteURL.validateAuthority(value, defaultPort: 80)
+                    } catch {
+                        throw .bad("invalid Host header")
+                    }
+                }
             }
-            headers.add(field.name, field.value)
+            headers.add(String(decoding: name, as: UTF8.self), ASCII.string(value))
+            lineStart = lineEnd + 2
         }
-        // RFC 9112 §3.2: an HTTP/1.1 request without Host, or with an invalid one, is rejected.
+        // RFC 9112 §3.2: an HTTP/1.1 request without Host is rejected.
         if hostCount == 0 && version == .http1_1 { throw .bad("HTTP/1.1 request without Host header") }
-        if hostCount == 1, let host = headers["Host"], !host.isEmpty {
-            var text = host
-            let valid = text.withUTF8 { raw in
-                (try? AbsoluteURL.parseAuthority(UnsafeRawBufferPointer(raw), defaultPort: 80, requirePort: false)) != nil
-            }
-            if !valid { throw .bad("invalid Host header") }
-        }
         return RequestHead(method: method, target: target, version: version, headers: headers)
     }
 
-    private func parseRequestLine(_ line: UnsafeRawBufferPointer) throws(HTTPParseError) -> (HTTPMethod, RequestTarget, HTTPVersion) {
-        guard let firstSpace = line.firstIndex(of: 32) else { throw .bad("malformed request line") }
-        let methodBytes = line[0..<firstSpace]
-        guard !methodBytes.isEmpty, methodBytes.allSatisfy(ASCII.isTokenChar) else { throw .bad("invalid method") }
-        let rest = line[(firstSpace + 1)...]
-        guard let secondSpace = rest.firstIndex(of: 32) else { throw .bad("malformed request line") }
-        let targetBytes = UnsafeRawBufferPointer(rebasing: line[(firstSpace + 1)..<secondSpace])
-        let versionBytes = line[(secondSpace + 1)...]
-        guard !targetBytes.isEmpty else { throw .bad("empty request target") }
-        for byte in targetBytes where byte <= 0x20 || byte >= 0x7F {
-            throw .bad("invalid character in request target")
+    /// The index of the CR that ends the line starting at `start`; a CR not followed by LF is
+    /// an error (RFC 9112 §2.2).
+    @inline(__always)
+    private func endOfLine(_ bytes: UnsafeRawBufferPointer, from start: Int) throws(HTTPParseError) -> Int {
+        guard let found = memchr(bytes.baseAddress! + start, 13, bytes.count - start) else {
+            throw .bad("bare LF in request head")  // unreachable: `bytes` ends with CRLF
         }
-        let version = try parseVersion(UnsafeRawBufferPointer(rebasing: versionBytes))
-        let method = HTTPMethod(String(decoding: UnsafeRawBufferPointer(rebasing: methodBytes), as: UTF8.self))
+        let cr = bytes.baseAddress!.distance(to: UnsafeRawPointer(found))
+        guard cr + 1 < bytes.count, bytes[cr + 1] == 10 else { throw .bad("bare CR in request head") }
+        return cr
+    }
+
+    private func parseRequestLine(_ line: UnsafeRawBufferPointer) throws(HTTPParseError) -> (HTTPMethod, RequestTarget, HTTPVersion) {
+        var firstSpace = 0
+        while firstSpace < line.count, line[firstSpace] != 32 {
+            guard ASCII.isTokenChar(line[firstSpace]) else { throw .bad("invalid method") }
+            firstSpace += 1
+        }
+        guard firstSpace < line.count else { throw .bad("malformed request line") }
+        guard firstSpace > 0 else { throw .bad("invalid method") }
+        var secondSpace = firstSpace + 1
+        while secondSpace < line.count, line[secondSpace] != 32 {
+            let byte = line[secondSpace]
+            if byte < 0x20 || byte >= 0x7F { throw .bad("invalid character in request target") }
+            secondSpace += 1
+        }
+        guard secondSpace < line.count else { throw .bad("malformed request line") }
+        let targetBytes = UnsafeRawBufferPointer(rebasing: line[(firstSpace + 1)..<secondSpace])
+        guard !targetBytes.isEmpty else { throw .bad("empty request target") }
+        let version = try parseVersion(UnsafeRawBufferPointer(rebasing: line[(secondSpace + 1)...]))
+        let method = Self.method(UnsafeRawBufferPointer(rebasing: line[0..<firstSpace]))
         let target: RequestTarget
         if method == .connect {
             let (host, port) = try AbsoluteURL.parseAuthority(targetBytes, defaultPort: 0, requirePort: true)
@@ -154,10 +176,26 @@ public struct RequestHeadParser: Sendable {
         return (method, target, version)
     }
 
+    /// The method; GET and HEAD (nearly every request a cache sees) from literals instead of
+    /// a string decoded from the bytes.
+    @inline(__always)
+    private static func method(_ bytes: UnsafeRawBufferPointer) -> HTTPMethod {
+        if bytes.count == 3, bytes[0] == UInt8(ascii: "G"), bytes[1] == UInt8(ascii: "E"), bytes[2] == UInt8(ascii: "T") {
+            return HTTPMethod("GET")
+        }
+        if bytes.count == 4, bytes[0] == UInt8(ascii: "H"), bytes[1] == UInt8(ascii: "E"), bytes[2] == UInt8(ascii: "A"),
+            bytes[3] == UInt8(ascii: "D")
+        {
+            return HTTPMethod("HEAD")
+        }
+        return HTTPMethod(String(decoding: bytes, as: UTF8.self))
+    }
+
     private func parseVersion(_ bytes: UnsafeRawBufferPointer) throws(HTTPParseError) -> HTTPVersion {
         // HTTP-version = "HTTP" "/" DIGIT "." DIGIT (RFC 9112 §2.3), case-sensitive.
-        guard bytes.count == 8, bytes.starts(with: "HTTP/".utf8), bytes[6] == UInt8(ascii: "."),
-            (48...57).contains(bytes[5]), (48...57).contains(bytes[7])
+        guard bytes.count == 8, bytes[0] == UInt8(ascii: "H"), bytes[1] == UInt8(ascii: "T"), bytes[2] == UInt8(ascii: "T"),
+            bytes[3] == UInt8(ascii: "P"), bytes[4] == UInt8(ascii: "/"), bytes[6] == UInt8(ascii: "."),
+            bytes[5] &- 48 < 10, bytes[7] &- 48 < 10
         else { throw .bad("malformed HTTP version") }
         let major = Int(bytes[5] - 48)
         let minor = Int(bytes[7] - 48)
@@ -166,28 +204,32 @@ public struct RequestHeadParser: Sendable {
         return minor == 0 ? .http1_0 : .http1_1
     }
 
-    private func parseField(_ line: UnsafeRawBufferPointer) throws(HTTPParseError) -> HTTPField {
+    /// Checks one field line: where the name ends (the colon) and the value without its
+    /// surrounding whitespace.
+    private func scanField(_ line: UnsafeRawBufferPointer) throws(HTTPParseError) -> (colon: Int, value: UnsafeRawBufferPointer) {
         guard let first = line.first else { throw .bad("empty header line") }
         // RFC 9112 §5.2: obs-fold is rejected with 400.
         if first == 32 || first == 9 { throw .bad("obsolete line folding in header") }
-        guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { throw .bad("header line without colon") }
-        let nameBytes = line[0..<colon]
-        guard !nameBytes.isEmpty else { throw .bad("empty header name") }
-        for byte in nameBytes where !ASCII.isTokenChar(byte) {
-            // RFC 9112 §5.1: no whitespace between the field name and the colon.
-            if byte == 32 || byte == 9 { throw .bad("whitespace before colon in header") }
-            throw .bad("invalid character in header name")
+        var colon = 0
+        while colon < line.count, line[colon] != UInt8(ascii: ":") {
+            let byte = line[colon]
+            if !ASCII.isTokenChar(byte) {
+                guard line[colon...].contains(UInt8(ascii: ":")) else { throw .bad("header line without colon") }
+                // RFC 9112 §5.1: no whitespace between the field name and the colon.
+                if byte == 32 || byte == 9 { throw .bad("whitespace before colon in header") }
+                throw .bad("invalid character in header name")
+            }
+            colon += 1
         }
+        guard colon < line.count else { throw .bad("header line without colon") }
+        guard colon > 0 else { throw .bad("empty header name") }
         var valueStart = colon + 1
         var valueEnd = line.count
         while valueStart < valueEnd, line[valueStart] == 32 || line[valueStart] == 9 { valueStart += 1 }
         while valueEnd > valueStart, line[valueEnd - 1] == 32 || line[valueEnd - 1] == 9 { valueEnd -= 1 }
-        let valueBytes = UnsafeRawBufferPointer(rebasing: line[valueStart..<valueEnd])
-        for byte in valueBytes where !ASCII.isFieldValueChar(byte) {
+        for index in valueStart..<valueEnd where !ASCII.isFieldValueChar(line[index]) {
             throw .bad("invalid character in header value")
         }
-        return HTTPField(
-            name: String(decoding: UnsafeRawBufferPointer(rebasing: nameBytes), as: UTF8.self),
-            value: ASCII.string(valueBytes))
+        return (colon, UnsafeRawBufferPointer(rebasing: line[valueStart..<valueEnd]))
     }
 }
