@@ -261,7 +261,7 @@ final class ClientConnection: IOHandler {
     private func logExchange(_ exchange: Exchange) {
         proxy.shared.stats.count(exchange.outcome)
         let duration = Clocks.monotonicNanos() &- exchange.startNanos
-        proxy.shared.metrics.requestDuration.recordNanoseconds(Int64(duration))
+        proxy.shared.metrics.requestDuration.record(nanoseconds: duration)
         if let url = exchange.head.url {
             let hit = exchange.outcome == .memoryHit || exchange.outcome == .diskHit || exchange.outcome == .stale
                 || exchange.outcome == .revalidated

@@ -1,8 +1,6 @@
-import CoreMetrics
 import LarderCache
 import LarderIO
 import LarderUpstream
-import Metrics
 import Prometheus
 import Synchronization
 
@@ -11,15 +9,15 @@ import Synchronization
 ///
 /// The hot path never touches Prometheus objects: requests bump Larder's own relaxed atomics
 /// (``Statistics``), and a scrape copies the deltas into the registry. The one per-request
-/// metric, the duration histogram, is recorded through a swift-metrics `Timer` backed by the
-/// registry's histogram.
+/// metric, the duration histogram, is Larder's own (``RequestDurationHistogram``), rendered
+/// after the registry's text.
 ///
 /// State: the registry and its metrics are thread-safe; `synced` (last values copied) is
 /// guarded by its mutex, so concurrent scrapes do not double-count.
 final class MetricsExporter: Sendable {
     let registry: PrometheusCollectorRegistry
     /// Request durations, from first byte of the request head to the last byte queued.
-    let requestDuration: Metrics.Timer
+    let requestDuration = RequestDurationHistogram()
     private let counters: [String: Prometheus.Counter]
     private let gauges: [String: Prometheus.Gauge]
     private let synced = Mutex<[String: Int]>([:])
@@ -99,18 +97,6 @@ final class MetricsExporter: Sendable {
         gauge("larder_start_time_seconds", "When the daemon started, in Unix seconds.")
         self.counters = counters
         self.gauges = gauges
-        let histogram = registry.makeDurationHistogram(
-            descriptor: Self.descriptor(
-                "larder_request_duration_seconds", "Time from a request's head to the last byte of its response queued."),
-            labels: [],
-            buckets: [
-                .microseconds(100), .microseconds(250), .microseconds(500), .milliseconds(1), .milliseconds(2),
-                .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100),
-                .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2), .seconds(5), .seconds(10), .seconds(30),
-            ])
-        requestDuration = Metrics.Timer(
-            label: "larder_request_duration_seconds", dimensions: [], handler: histogram,
-            factory: PrometheusMetricsFactory(registry: registry))
         gauges[Self.key("larder_build_info", [("version", version)])]?.set(1.0)
         gauges[Self.key("larder_start_time_seconds", [])]?.set(Clocks.wallSeconds())
     }
@@ -172,7 +158,9 @@ final class MetricsExporter: Sendable {
         gauges[Self.key("larder_disk_degraded", [])]?.set(disk?.degraded == true ? 1.0 : 0.0)
         gauges[Self.key("larder_connections_active", [])]?.set(Double(stats.activeConnections.load()))
         syncParents(shared)
-        return registry.emitToBuffer()
+        var text = registry.emitToBuffer()
+        requestDuration.render(into: &text)
+        return text
     }
 
     /// `larder_parent_*{parent}`: attempts, failures, skips while backing off, and whether
