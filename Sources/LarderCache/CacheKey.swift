@@ -13,7 +13,7 @@ public struct CacheKey: Hashable, Sendable, CustomStringConvertible {
 
     public init(_ url: AbsoluteURL) {
         let path = url.pathAndQuery
-        if path.utf8.contains(UInt8(ascii: "%")) {
+        if ASCII.contains(UInt8(ascii: "%"), in: path) {
             self.init(normalized: url.withPath(CacheKey.normalizePercentEscapes(path)))
         } else {
             self.init(normalized: url.description)

@@ -71,6 +71,16 @@ public enum ASCII {
         lowercasedString(bytes.assumingMemoryBound(to: UInt8.self))
     }
 
+    /// Whether `text`'s UTF-8 contains `byte`, over its contiguous bytes (`text.utf8.contains`
+    /// walks the view through the generic sequence path, ~15 instructions a byte).
+    public static func contains(_ byte: UInt8, in text: String) -> Bool {
+        var text = text
+        return text.withUTF8 { bytes in
+            for index in 0..<bytes.count where bytes[index] == byte { return true }
+            return false
+        }
+    }
+
     /// A token is a non-empty run of tchar.
     public static func isToken(_ text: some StringProtocol) -> Bool {
         !text.isEmpty && text.utf8.allSatisfy { isTokenChar($0) }

@@ -9,6 +9,13 @@ public enum HeadSerializer {
         output.append(contentsOf: crlf)
     }
 
+    /// Appends a literal's bytes. `append(contentsOf: "…".utf8)` goes through the generic
+    /// sequence path, ~100 instructions a piece; a response head from the cache has eight.
+    @inline(__always)
+    public static func append(_ literal: StaticString, to output: inout [UInt8]) {
+        literal.withUTF8Buffer { output.append(contentsOf: $0) }
+    }
+
     /// Appends `Name: value\r\n`, preserving the value's bytes.
     @inline(__always)
     public static func appendField(_ name: String, _ value: String, to output: inout [UInt8]) {

@@ -34,22 +34,22 @@ struct CacheStatus {
     /// Appends the member, `larder; hit; ttl=3600` and so on, without building strings: every
     /// response carries one.
     func append(to bytes: inout [UInt8]) {
-        bytes.append(contentsOf: "larder".utf8)
-        if hit { bytes.append(contentsOf: "; hit".utf8) }
+        HeadSerializer.append("larder", to: &bytes)
+        if hit { HeadSerializer.append("; hit", to: &bytes) }
         if let fwd {
-            bytes.append(contentsOf: "; fwd=".utf8)
+            HeadSerializer.append("; fwd=", to: &bytes)
             bytes.append(contentsOf: fwd.utf8)
         }
         if let fwdStatus {
-            bytes.append(contentsOf: "; fwd-status=".utf8)
+            HeadSerializer.append("; fwd-status=", to: &bytes)
             CacheStatus.appendInteger(fwdStatus, to: &bytes)
         }
         if let ttl {
-            bytes.append(contentsOf: "; ttl=".utf8)
+            HeadSerializer.append("; ttl=", to: &bytes)
             CacheStatus.appendInteger(ttl, to: &bytes)
         }
-        if stored { bytes.append(contentsOf: "; stored".utf8) }
-        if collapsed { bytes.append(contentsOf: "; collapsed".utf8) }
+        if stored { HeadSerializer.append("; stored", to: &bytes) }
+        if collapsed { HeadSerializer.append("; collapsed", to: &bytes) }
         if let detail {
             let token = detail.utf8.allSatisfy { ($0 >= 97 && $0 <= 122) || ($0 >= 48 && $0 <= 57) || $0 == 45 }
             bytes.append(contentsOf: (token ? "; detail=\(detail)" : "; detail=\"\(detail.replacingQuotes())\"").utf8)
@@ -58,7 +58,7 @@ struct CacheStatus {
 
     /// Appends the `Cache-Status` field line.
     func appendField(to bytes: inout [UInt8]) {
-        bytes.append(contentsOf: "Cache-Status: ".utf8)
+        HeadSerializer.append("Cache-Status: ", to: &bytes)
         append(to: &bytes)
         bytes.append(contentsOf: HeadSerializer.crlf)
     }

@@ -55,13 +55,13 @@ extension ClientConnection {
         }
         var suffix: [UInt8] = []
         suffix.reserveCapacity(96)
-        suffix.append(contentsOf: "Age: ".utf8)
+        HeadSerializer.append("Age: ", to: &suffix)
         HeadSerializer.appendDecimal(age, to: &suffix)
         suffix.append(contentsOf: HeadSerializer.crlf)
         exchange.cacheStatus.appendField(to: &suffix)
         let hasBody = stored.status != 204 && stored.status != 304
         if hasBody {
-            suffix.append(contentsOf: "Content-Length: ".utf8)
+            HeadSerializer.append("Content-Length: ", to: &suffix)
             HeadSerializer.appendDecimal(count, to: &suffix)
             suffix.append(contentsOf: HeadSerializer.crlf)
         }
@@ -134,20 +134,20 @@ extension ClientConnection {
         exchange.cacheStatus.appendField(to: &bytes)
         if let slice = exchange.slice {
             exchange.framing = .length(slice.last - slice.first + 1)
-            bytes.append(contentsOf: "Content-Length: ".utf8)
+            HeadSerializer.append("Content-Length: ", to: &bytes)
             HeadSerializer.appendDecimal(slice.last - slice.first + 1, to: &bytes)
             bytes.append(contentsOf: HeadSerializer.crlf)
         } else if head.hasNoBody(for: exchange.head.method) {
             exchange.framing = .none
             if let announced = fill.announcedLength, head.status != 204 {
                 // HEAD and 304 may carry the length of the representation (RFC 9110 §8.6).
-                bytes.append(contentsOf: "Content-Length: ".utf8)
+                HeadSerializer.append("Content-Length: ", to: &bytes)
                 HeadSerializer.appendDecimal(announced, to: &bytes)
                 bytes.append(contentsOf: HeadSerializer.crlf)
             }
         } else if let length = fill.contentLength {
             exchange.framing = .length(length)
-            bytes.append(contentsOf: "Content-Length: ".utf8)
+            HeadSerializer.append("Content-Length: ", to: &bytes)
             HeadSerializer.appendDecimal(length, to: &bytes)
             bytes.append(contentsOf: HeadSerializer.crlf)
         } else if exchange.head.version == .http1_1 {
