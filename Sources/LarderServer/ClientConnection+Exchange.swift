@@ -7,14 +7,15 @@ import LarderIO
 /// (RFC 9111 §4 and the route's policy): serve what is stored, revalidate it, or forward.
 extension ClientConnection {
     /// Starts answering a parsed request.
-    func begin(_ head: RequestHead) {
+    /// Takes the head (moved, not copied: a copy retains each of its strings and arrays).
+    func begin(_ head: consuming RequestHead) {
         let runtime = proxy.runtime
         let exchange = Exchange(head: head, startNanos: Clocks.monotonicNanos(), runtime: runtime)
         self.exchange = exchange
 
         let framing: BodyFraming
         do {
-            framing = try BodyFraming.ofRequest(head)
+            framing = try BodyFraming.ofRequest(exchange.head)
         } catch {
             proxy.shared.stats.badRequests.add(1)
             rejectAndClose(error)
@@ -30,7 +31,9 @@ extension ClientConnection {
 
         let users = runtime.config.proxy.authUsers
         if !users.isEmpty {
-            switch proxy.shared.authenticator.check(head.headers.values("Proxy-Authorization"), users: users, now: proxy.loop.now) {
+            switch proxy.shared.authenticator.check(
+                exchange.head.headers.values("Proxy-Authorization"), users: users, now: proxy.loop.now)
+            {
             case .allowed:
                 break
             case .denied(let reason):

@@ -175,7 +175,7 @@ final class ClientConnection: IOHandler {
                     rejectAndClose(error)
                     return
                 }
-                guard case .complete(let head, let length) = outcome else { return }
+                guard case .complete(let head, let length) = consume outcome else { return }
                 inbound.consume(length)
                 parser.reset()
                 phase = .exchanging

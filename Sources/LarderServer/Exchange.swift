@@ -70,11 +70,11 @@ final class Exchange {
     /// The CONNECT target (host without IPv6 brackets, port).
     var tunnelTarget: (host: String, port: Int) = ("", 0)
 
-    init(head: RequestHead, startNanos: UInt64, runtime: RuntimeConfig) {
+    init(head: consuming RequestHead, startNanos: UInt64, runtime: RuntimeConfig) {
+        keepAlive = head.keepAlive
         self.head = head
         self.startNanos = startNanos
         self.runtime = runtime
-        keepAlive = head.keepAlive
     }
 
     /// Stops a CONNECT that had not become a tunnel (its client went away).
