@@ -42,6 +42,8 @@ final class ClientConnection: IOHandler {
     var closeWhenFlushed = false
     private var lingerBytes = 0
     private var inProcess = false
+    /// The counts of the host this connection last asked for (see ``HostCounters``).
+    private var hostSlot: HostCounters.Slot?
     /// Which idle spell this is, matched against the loop's idle queue (see ``ProxyLoop``).
     private(set) var idleStamp: UInt64 = 0
 
@@ -265,7 +267,14 @@ final class ClientConnection: IOHandler {
         if let url = exchange.head.url {
             let hit = exchange.outcome == .memoryHit || exchange.outcome == .diskHit || exchange.outcome == .stale
                 || exchange.outcome == .revalidated
-            proxy.shared.hosts.record(.init(host: url.host, port: url.port, defaultPort: url.defaultPort), hit: hit, bytes: exchange.bodyBytesSent)
+            let slot: HostCounters.Slot
+            if let held = hostSlot, held.holds(host: url.host, port: url.port) {
+                slot = held
+            } else {
+                slot = proxy.shared.hosts.slot(for: .init(host: url.host, port: url.port, defaultPort: url.defaultPort))
+                hostSlot = slot
+            }
+            slot.record(hit: hit, bytes: exchange.bodyBytesSent)
         }
         // The target's text is built only for a log that is on.
         guard proxy.accessLog.enabled else { return }
