@@ -7,8 +7,10 @@
 public struct ByteWriter {
     public let buffer: UnsafeMutableBufferPointer<UInt8>
     /// Bytes written so far.
-    public private(set) var count = 0
+    @inlinable public var count: Int { written }
+    @usableFromInline var written = 0
 
+    @inlinable
     public init(_ buffer: UnsafeMutableBufferPointer<UInt8>) {
         self.buffer = buffer
     }
@@ -32,35 +34,38 @@ public struct ByteWriter {
     }
 
     /// Appends `bytes` (traps if they do not fit).
-    @inline(__always)
+    @inlinable @inline(__always)
     public mutating func append(contentsOf bytes: UnsafeBufferPointer<UInt8>) {
-        count += UnsafeMutableBufferPointer(rebasing: buffer[count...]).initialize(fromContentsOf: bytes)
+        written += UnsafeMutableBufferPointer(rebasing: buffer[written...]).initialize(fromContentsOf: bytes)
     }
 
-    /// Appends a literal's bytes.
-    @inline(__always)
+    /// Appends a literal's bytes. Inlinable, as the other small writers here: callers in
+    /// other modules otherwise pay a call and a closure per piece.
+    @inlinable @inline(__always)
     public mutating func append(_ literal: StaticString) {
-        let start = count
-        count += literal.withUTF8Buffer { bytes in
+        let start = written
+        written += literal.withUTF8Buffer { bytes in
             UnsafeMutableBufferPointer(rebasing: buffer[start...]).initialize(fromContentsOf: bytes)
         }
     }
 
     /// Appends `value` in decimal, left-padded with zeros to exactly `width` digits (traps if
     /// the value is negative or wider).
+    @inlinable
     public mutating func append(_ value: Int, zeroPaddedTo width: Int) {
         precondition(value >= 0)
         var rest = value
-        for index in stride(from: count + width - 1, through: count, by: -1) {
+        for index in stride(from: written + width - 1, through: written, by: -1) {
             buffer[index] = UInt8(truncatingIfNeeded: 48 + rest % 10)
             rest /= 10
         }
         precondition(rest == 0, "value wider than its field")
-        count += width
+        written += width
     }
 
     /// Appends a non-negative `value` in decimal, as many digits as it takes (`String(value)`
     /// went through `CustomStringConvertible` and a new string, ~250 instructions per URL).
+    @inlinable
     public mutating func append(decimal value: Int) {
         var digits = 1
         var rest = value
@@ -73,14 +78,14 @@ public struct ByteWriter {
 
     /// Appends `length` bytes that `write` fills in.
     public mutating func append(length: Int, _ write: (UnsafeMutableBufferPointer<UInt8>) -> Void) {
-        write(UnsafeMutableBufferPointer(rebasing: buffer[count..<count + length]))
-        count += length
+        write(UnsafeMutableBufferPointer(rebasing: buffer[written..<written + length]))
+        written += length
     }
 
     /// Appends one byte (traps if it does not fit).
-    @inline(__always)
+    @inlinable @inline(__always)
     public mutating func append(_ byte: UInt8) {
-        buffer[count] = byte
-        count += 1
+        buffer[written] = byte
+        written += 1
     }
 }

@@ -41,6 +41,21 @@ public struct OutputQueue {
         pendingBytes += count
     }
 
+    /// Queues the bytes `write` puts into `scratch` (at most `capacity`; it returns how many),
+    /// without allocating for them: `scratch` is a buffer its owner keeps for small pieces
+    /// (an event loop's, shared by its connections). While bytes queued from it wait for a
+    /// slow socket, the next write goes to a copy (Array's copy-on-write), so queued bytes
+    /// never change.
+    public mutating func append(
+        using scratch: inout [UInt8], capacity: Int, _ write: (UnsafeMutableBufferPointer<UInt8>) -> Int
+    ) {
+        if scratch.count < capacity { scratch = [UInt8](repeating: 0, count: max(capacity, 1024)) }
+        let written = scratch.withUnsafeMutableBufferPointer { buffer in
+            write(UnsafeMutableBufferPointer(rebasing: buffer[0..<capacity]))
+        }
+        append(scratch, from: 0, count: written)
+    }
+
     /// Queues `count` bytes of `file` starting at `offset`.
     public mutating func appendFile(_ file: OpenFile, offset: Int64, count: Int64) {
         guard count > 0 else { return }

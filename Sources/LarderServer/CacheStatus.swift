@@ -31,29 +31,44 @@ struct CacheStatus {
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    /// Appends the member, `larder; hit; ttl=3600` and so on, without building strings: every
-    /// response carries one.
-    func append(to bytes: inout [UInt8]) {
-        HeadSerializer.append("larder", to: &bytes)
-        if hit { HeadSerializer.append("; hit", to: &bytes) }
+    /// The most bytes ``append(to:)-(ByteWriter)`` writes, for a buffer sized once: the fixed
+    /// parts (108 bytes with the longest integers and quotes) and the two strings.
+    var renderedCapacity: Int { 112 + (fwd?.utf8.count ?? 0) + (detail?.utf8.count ?? 0) }
+
+    /// Writes the member, `larder; hit; ttl=3600` and so on, into a buffer of at least
+    /// ``renderedCapacity`` bytes: every response carries one.
+    func append(to writer: inout ByteWriter) {
+        writer.append("larder" as StaticString)
+        if hit { writer.append("; hit" as StaticString) }
         if let fwd {
-            HeadSerializer.append("; fwd=", to: &bytes)
-            bytes.append(contentsOf: fwd.utf8)
+            writer.append("; fwd=" as StaticString)
+            writer.append(fwd)
         }
         if let fwdStatus {
-            HeadSerializer.append("; fwd-status=", to: &bytes)
-            CacheStatus.appendInteger(fwdStatus, to: &bytes)
+            writer.append("; fwd-status=" as StaticString)
+            CacheStatus.appendInteger(fwdStatus, to: &writer)
         }
         if let ttl {
-            HeadSerializer.append("; ttl=", to: &bytes)
-            CacheStatus.appendInteger(ttl, to: &bytes)
+            writer.append("; ttl=" as StaticString)
+            CacheStatus.appendInteger(ttl, to: &writer)
         }
-        if stored { HeadSerializer.append("; stored", to: &bytes) }
-        if collapsed { HeadSerializer.append("; collapsed", to: &bytes) }
+        if stored { writer.append("; stored" as StaticString) }
+        if collapsed { writer.append("; collapsed" as StaticString) }
         if let detail {
             let token = detail.utf8.allSatisfy { ($0 >= 97 && $0 <= 122) || ($0 >= 48 && $0 <= 57) || $0 == 45 }
-            bytes.append(contentsOf: (token ? "; detail=\(detail)" : "; detail=\"\(detail.replacingQuotes())\"").utf8)
+            writer.append("; detail=" as StaticString)
+            // replacingQuotes swaps ASCII for ASCII: the length stays the detail's.
+            writer.append(token ? detail : "\"\(detail.replacingQuotes())\"")
         }
+    }
+
+    /// Appends the member to `bytes`.
+    func append(to bytes: inout [UInt8]) {
+        bytes.append(contentsOf: [UInt8](unsafeUninitializedCapacity: renderedCapacity) { buffer, count in
+            var writer = ByteWriter(buffer)
+            append(to: &writer)
+            count = writer.count
+        })
     }
 
     /// Appends the `Cache-Status` field line.
@@ -63,8 +78,8 @@ struct CacheStatus {
         bytes.append(contentsOf: HeadSerializer.crlf)
     }
 
-    private static func appendInteger(_ value: Int, to bytes: inout [UInt8]) {
-        if value < 0 { bytes.append(UInt8(ascii: "-")) }
-        HeadSerializer.appendDecimal(value.magnitude > UInt(Int.max) ? Int.max : Int(value.magnitude), to: &bytes)
+    private static func appendInteger(_ value: Int, to writer: inout ByteWriter) {
+        if value < 0 { writer.append(UInt8(ascii: "-")) }
+        writer.append(decimal: Int(clamping: value.magnitude))
     }
 }

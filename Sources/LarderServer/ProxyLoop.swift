@@ -38,6 +38,8 @@ final class ProxyLoop {
     /// in a loop.
     private var spareDescriptor: Int32 = -1
     private var nextParkToken = 0
+    /// Where connections write small per-response pieces (``OutputQueue/append(using:capacity:_:)``).
+    var scratch: [UInt8] = []
     private var cachedDateSecond = -1
     private var cachedDate = ""
     /// Complete responses to store on disk after this epoll batch (`storeOnDisk`).
