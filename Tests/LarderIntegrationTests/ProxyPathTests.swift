@@ -188,6 +188,36 @@ extension IntegrationTests {
             }
         }
 
+        /// A hit's per-response fields are written into a buffer the event loop shares between
+        /// connections; while they wait in a slow reader's queue, hits for other clients must
+        /// not change them.
+        @Test func queuedHitsOfASlowReaderKeepTheirFieldsWhileOthersAreServed() throws {
+            let origin = try Origin()
+            let larder = try Larder()
+            let large = "/large?size=200000&cc=max-age=600"
+            let small = "/small?size=100&cc=max-age=600"
+            _ = try Curl.viaProxy(larder.proxy, [origin.url(large)])
+            _ = try Curl.viaProxy(larder.proxy, [origin.url(small)])
+            let expected = try origin.directBody(large)
+            let slow = try RawConnection(port: larder.proxyPort)
+            // 60 pipelined hits, 12 MB: more than loopback buffers take, so responses stay queued.
+            let count = 60
+            slow.send(String(repeating: "GET \(origin.url(large)) HTTP/1.1\r\nHost: 127.0.0.1:\(origin.port)\r\n\r\n", count: count))
+            Thread.sleep(forTimeInterval: 0.3)
+            for _ in 0..<5 {
+                let result = try Curl.viaProxy(larder.proxy, [origin.url(small)])
+                #expect(result.status == 200)
+                #expect(result.header("Content-Length") == "100")
+            }
+            for index in 0..<count {
+                let response = try slow.readResponse()
+                #expect(response.status == 200, "response \(index)")
+                #expect(response.header("Content-Length") == "200000", "response \(index)")
+                #expect(response.header("Cache-Status")?.contains("hit") == true, "response \(index)")
+                #expect(bodyMismatch(Data(response.body), expected) == nil, "response \(index)")
+            }
+        }
+
         @Test func hundredConcurrentClientsAllGetTheirBodies() throws {
             let origin = try Origin()
             let larder = try Larder()
