@@ -47,7 +47,7 @@ public struct AbsoluteURL: Sendable, Hashable, CustomStringConvertible {
 
     /// The host without IPv6 brackets, for resolving and matching.
     public var bareHost: String {
-        host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
+        host.utf8.first == UInt8(ascii: "[") ? String(host.dropFirst().dropLast()) : host
     }
 
     /// The path without the query.

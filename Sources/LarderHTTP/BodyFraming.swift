@@ -10,6 +10,8 @@ public enum BodyFraming: Sendable, Equatable {
     /// The framing of a request body, rejecting every ambiguous combination that request
     /// smuggling relies on (RFC 9112 §6.1, §6.3, §11.2).
     public static func ofRequest(_ head: RequestHead) throws(HTTPParseError) -> BodyFraming {
+        // Most requests carry neither field: two lookups instead of two lists built.
+        guard head.headers.contains("Transfer-Encoding") || head.headers.contains("Content-Length") else { return .none }
         let transferEncodings = head.headers.values("Transfer-Encoding")
         let contentLengths = head.headers.values("Content-Length")
         if !transferEncodings.isEmpty {

@@ -10,13 +10,17 @@ extension ClientConnection {
     /// Takes the head (moved, not copied: a copy retains each of its strings and arrays).
     func begin(_ head: consuming RequestHead) {
         let runtime = proxy.runtime
-        let exchange = Exchange(head: head, startNanos: Clocks.monotonicNanos(), runtime: runtime)
+        // Framing is checked on the local head, before it moves: passing `exchange.head` would
+        // copy it out of the class first.
+        let checked = Result { () throws(HTTPParseError) in try BodyFraming.ofRequest(head) }
+        let exchange = Exchange(head: consume head, startNanos: Clocks.monotonicNanos(), runtime: runtime)
         self.exchange = exchange
 
         let framing: BodyFraming
-        do {
-            framing = try BodyFraming.ofRequest(exchange.head)
-        } catch {
+        switch checked {
+        case .success(let found):
+            framing = found
+        case .failure(let error):
             proxy.shared.stats.badRequests.add(1)
             rejectAndClose(error)
             return
@@ -47,10 +51,10 @@ extension ClientConnection {
 
     /// Checks the target and routes the request (after authentication, if any).
     func route(_ exchange: Exchange) {
-        let head = exchange.head
+        // `exchange.head` is read in place here and below: a local copy retains its strings.
         let runtime = exchange.runtime
         let url: AbsoluteURL
-        switch head.target {
+        switch exchange.head.target {
         case .absolute(let absolute):
             url = absolute
         case .origin, .asterisk:
@@ -69,11 +73,11 @@ extension ClientConnection {
         if refusesLoop(host: url.bareHost, port: url.port, exchange: exchange) { return }
 
         exchange.route = runtime.routes.match(
-            method: head.method.rawValue, scheme: url.scheme, host: url.host, port: url.port, pathAndQuery: url.pathAndQuery)
+            method: exchange.head.method.rawValue, scheme: url.scheme, host: url.host, port: url.port, pathAndQuery: url.pathAndQuery)
         exchange.url = url
         exchange.policy = exchange.route?.policy ?? runtime.config.cache.defaultPolicy
-        if head.headers.contains("Cache-Control") || head.headers.contains("Pragma") {
-            exchange.directives = RequestDirectives(head.headers)
+        if exchange.head.headers.contains("Cache-Control") || exchange.head.headers.contains("Pragma") {
+            exchange.directives = RequestDirectives(exchange.head.headers)
         }
         proceed(exchange)
     }
@@ -82,18 +86,18 @@ extension ClientConnection {
     /// checked in the background.
     func proceed(_ exchange: Exchange) {
         guard let url = exchange.url else { return }
-        let head = exchange.head
         let config = exchange.runtime.config
         let key = CacheKey(url)
         let offline = config.cache.offline
-        guard head.method == .get || head.method == .head else {
+        let method = exchange.head.method
+        guard method == .get || method == .head else {
             if offline { return respondOffline(exchange) }
             // Other methods go to the origin; a successful unsafe one invalidates (§4.4).
             exchange.cacheStatus = .forwarded("method")
             forward(url, key: key, exchange: exchange)
             return
         }
-        if exchange.policy == .networkOnly || Preconditions.hasOriginConditions(head.headers) {
+        if exchange.policy == .networkOnly || Preconditions.hasOriginConditions(exchange.head.headers) {
             if offline { return respondOffline(exchange) }
             exchange.cacheStatus = .forwarded(exchange.policy == .networkOnly ? "bypass" : "request")
             forward(url, key: key, exchange: exchange)
@@ -101,7 +105,7 @@ extension ClientConnection {
         }
         var varyMiss = false
         let stored: StoredResponse?
-        switch lookup(key, head: head, varyMiss: &varyMiss) {
+        switch lookup(key, request: exchange.head.headers, varyMiss: &varyMiss) {
         case .pending:
             return
         case .found(let found):
@@ -150,13 +154,13 @@ extension ClientConnection {
     }
 
     /// The stored variant for this request, from memory, then disk.
-    private func lookup(_ key: CacheKey, head: RequestHead, varyMiss: inout Bool) -> LookupResult {
+    private func lookup(_ key: CacheKey, request: HTTPHeaders, varyMiss: inout Bool) -> LookupResult {
         if let variants = proxy.shared.memory.lookup(key) {
-            if let stored = variants.first(where: { VaryMatcher.matches($0, request: head.headers) }) { return .found(stored) }
+            if let stored = variants.first(where: { VaryMatcher.matches($0, request: request) }) { return .found(stored) }
             varyMiss = true
         }
         guard let disk = proxy.shared.disk else { return .none }
-        switch disk.lookup(key, request: head.headers) {
+        switch disk.lookup(key, request: request) {
         case .miss:
             return .none
         case .unverified(let name):
@@ -190,12 +194,12 @@ extension ClientConnection {
         exchange.cacheStatus = cacheStatus
         exchange.outcome = status != nil ? (status?.fwdStatus == 304 ? .revalidated : .stale)
             : stale ? .stale : (stored.isOnDisk ? .diskHit : .memoryHit)
-        let head = exchange.head
-        if Preconditions.notModified(request: head.headers, status: stored.status, responseHeaders: stored.headers) {
+        let request = exchange.head.headers
+        if Preconditions.notModified(request: request, status: stored.status, responseHeaders: stored.headers) {
             exchange.status = 304
             queueNotModified(headers: stored.headers, age: stored.currentAge(now: now), exchange: exchange)
-        } else if head.method == .get, stored.status == 200, head.headers.contains("Range") {
-            let resolution = RangeRequest.resolve(request: head.headers, length: stored.bodyLength, responseHeaders: stored.headers)
+        } else if exchange.head.method == .get, stored.status == 200, request.contains("Range") {
+            let resolution = RangeRequest.resolve(request: request, length: stored.bodyLength, responseHeaders: stored.headers)
             queueStored(stored, exchange: exchange, range: resolution, now: now)
         } else {
             queueStored(stored, exchange: exchange, range: .full, now: now)
