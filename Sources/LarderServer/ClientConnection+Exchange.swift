@@ -13,7 +13,9 @@ extension ClientConnection {
         // Framing is checked on the local head, before it moves: passing `exchange.head` would
         // copy it out of the class first.
         let checked = Result { () throws(HTTPParseError) in try BodyFraming.ofRequest(head) }
-        let exchange = Exchange(head: consume head, startNanos: Clocks.monotonicNanos(), runtime: runtime)
+        // Started when the loop picked up the head's last bytes (its time after the wait), which
+        // is also a clock read less per request.
+        let exchange = Exchange(head: consume head, startNanos: proxy.loop.now, runtime: runtime)
         self.exchange = exchange
 
         let framing: BodyFraming
