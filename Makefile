@@ -24,7 +24,6 @@ release: deps
 run: release
 	.build/release/larder serve $(if $(CONFIG),--config $(CONFIG)) $(RUN_ARGS)
 
-## test: unit and integration tests (builds the binary the integration tests start)
 ## test: unit and integration tests (builds the binary the integration tests start), then a
 ## short libFuzzer run of every target (FUZZ_SECONDS each, 30 by default)
 test: deps test-deps

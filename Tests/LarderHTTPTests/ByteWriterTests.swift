@@ -20,6 +20,18 @@ import Testing
         #expect(text == "http://example.org:00042xxxé")
     }
 
+    @Test func decimalsTakeAsManyDigitsAsTheyNeed() {
+        let bytes = [UInt8](unsafeUninitializedCapacity: 64) { buffer, count in
+            var writer = ByteWriter(buffer)
+            for value in [0, 7, 10, 99, 100, 65535, Int.max] {
+                writer.append(decimal: value)
+                writer.append(UInt8(ascii: " "))
+            }
+            count = writer.count
+        }
+        #expect(String(decoding: bytes, as: UTF8.self) == "0 7 10 99 100 65535 \(Int.max) ")
+    }
+
     @Test func zeroPaddingFillsTheWholeWidth() {
         let bytes = [UInt8](unsafeUninitializedCapacity: 8) { buffer, count in
             var writer = ByteWriter(buffer)
