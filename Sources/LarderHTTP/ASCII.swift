@@ -8,8 +8,16 @@ public enum ASCII {
 
     @inline(__always)
     public static func isTokenChar(_ byte: UInt8) -> Bool {
-        if byte < 64 { return (tokenMaskLow >> UInt64(byte)) & 1 != 0 }
-        if byte < 128 { return (tokenMaskHigh >> UInt64(byte - 64)) & 1 != 0 }
+        isIn(byte, low: tokenMaskLow, high: tokenMaskHigh)
+    }
+
+    /// Whether `byte` is in the ASCII set given as two bit masks over the bytes 0-63 (`low`)
+    /// and 64-127 (`high`); nothing above 127 is. The character classes of the request path
+    /// are such masks, constants checked with a shift.
+    @inline(__always)
+    public static func isIn(_ byte: UInt8, low: UInt64, high: UInt64) -> Bool {
+        if byte < 64 { return (low >> UInt64(byte)) & 1 != 0 }
+        if byte < 128 { return (high >> UInt64(byte - 64)) & 1 != 0 }
         return false
     }
 

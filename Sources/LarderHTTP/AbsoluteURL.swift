@@ -202,16 +202,11 @@ public struct AbsoluteURL: Sendable, Hashable, CustomStringConvertible {
         return port
     }
 
-    /// A reg-name or IPv4 byte as accepted here: ALPHA / DIGIT / "-" / "." / "_", as two bit
-    /// masks over the bytes 0-63 and 64-127 (like ``ASCII/isTokenChar(_:)``).
+    /// A reg-name or IPv4 byte as accepted here: ALPHA / DIGIT / "-" / "." / "_".
     @inline(__always)
     static func isRegNameChar(_ byte: UInt8) -> Bool {
         // "-" 45, "." 46, "0"-"9" 48-57 | "A"-"Z" 65-90, "_" 95, "a"-"z" 97-122
-        let low: UInt64 = 0x03FF_6000_0000_0000
-        let high: UInt64 = 0x07FF_FFFE_87FF_FFFE
-        if byte < 64 { return (low >> UInt64(byte)) & 1 != 0 }
-        if byte < 128 { return (high >> UInt64(byte - 64)) & 1 != 0 }
-        return false
+        ASCII.isIn(byte, low: 0x03FF_6000_0000_0000, high: 0x07FF_FFFE_87FF_FFFE)
     }
 
     /// RFC 3986 path-abempty and query characters; percent-escapes must be well formed. A
@@ -233,16 +228,12 @@ public struct AbsoluteURL: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    /// unreserved / sub-delims / ":" / "@" / "/" / "?", as two bit masks over the bytes 0-63
-    /// and 64-127 (a lazily built table cost a `swift_once` check and a bounds check per byte).
+    /// unreserved / sub-delims / ":" / "@" / "/" / "?" (as masks: the lazily built table this
+    /// replaced cost a `swift_once` check and a bounds check per byte).
     @inline(__always)
     static func isURIChar(_ byte: UInt8) -> Bool {
         // ! $ & ' ( ) * + , - . / 0-9 : ; = ?  |  @ A-Z _ a-z ~
-        let low: UInt64 = 0xAFFF_FFD2_0000_0000
-        let high: UInt64 = 0x47FF_FFFE_87FF_FFFF
-        if byte < 64 { return (low >> UInt64(byte)) & 1 != 0 }
-        if byte < 128 { return (high >> UInt64(byte - 64)) & 1 != 0 }
-        return false
+        ASCII.isIn(byte, low: 0xAFFF_FFD2_0000_0000, high: 0x47FF_FFFE_87FF_FFFF)
     }
 
     @inline(__always)
