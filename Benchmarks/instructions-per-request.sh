@@ -4,7 +4,10 @@
 # instruction counts repeat to within a few per cent on a noisy VM (hits: to 0.1 %), so small
 # changes on the request path can be measured. Kernel time is not counted.
 #
-#   Benchmarks/instructions-per-request.sh [-w miss|hit] [-n REQUESTS] BIN...
+#   Benchmarks/instructions-per-request.sh [-w miss|hit] [-n REQUESTS] [-b] BIN...
+#
+# -b: requests shaped as the shared harness's wrk sends them (request line and Host only)
+# instead of curl's (Host, User-Agent, Accept, Proxy-Connection).
 #
 # miss: N distinct 1 KiB URLs, the same for every binary (each a miss, stored in memory and
 # on disk, into a fresh cache directory); hit: 200 URLs
@@ -14,15 +17,15 @@
 # `callgrind_annotate --inclusive=yes $dir/BIN.out` on a kept profile (KEEP=1) shows where.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-WORKLOAD=miss; REQUESTS=1000
-while getopts "w:n:" option; do
+WORKLOAD=miss; REQUESTS=1000; SHAPE=()
+while getopts "w:n:b" option; do
     case $option in
-        w) WORKLOAD=$OPTARG ;; n) REQUESTS=$OPTARG ;;
-        *) echo "usage: $0 [-w miss|hit] [-n requests] BIN..." >&2; exit 2 ;;
+        w) WORKLOAD=$OPTARG ;; n) REQUESTS=$OPTARG ;; b) SHAPE=(-H "User-Agent:" -H "Accept:" -H "Proxy-Connection:") ;;
+        *) echo "usage: $0 [-w miss|hit] [-n requests] [-b] BIN..." >&2; exit 2 ;;
     esac
 done
 shift $((OPTIND - 1))
-[[ $# -ge 1 ]] || { echo "usage: $0 [-w miss|hit] [-n requests] BIN..." >&2; exit 2; }
+[[ $# -ge 1 ]] || { echo "usage: $0 [-w miss|hit] [-n requests] [-b] BIN..." >&2; exit 2; }
 [[ $WORKLOAD == miss || $WORKLOAD == hit ]] || { echo "unknown workload $WORKLOAD" >&2; exit 2; }
 command -v valgrind >/dev/null || { echo "needs valgrind (apt-get install valgrind)" >&2; exit 2; }
 ORIGIN_PORT=${ORIGIN_PORT:-18693}; PROXY_PORT=18694
@@ -43,14 +46,14 @@ for index in "${!binaries[@]}"; do
         --admin-listen 127.0.0.1:0 --cache-dir "$dir/cache$index" >/dev/null 2>"$dir/valgrind$index.err" &
     proxy=$!; pids+=("$proxy")
     proxy_url="http://127.0.0.1:$PROXY_PORT"
-    for _ in $(seq 300); do curl -s -o /dev/null -x "$proxy_url" "$origin?warm=start" && break; sleep 0.2; done
+    for _ in $(seq 300); do curl -s -o /dev/null ${SHAPE[@]+"${SHAPE[@]}"} -x "$proxy_url" "$origin?warm=start" && break; sleep 0.2; done
     # Warm-up: connections, the curl handle pool, the first leaf directories, the hit set.
-    curl -s -x "$proxy_url" "$origin?warm=[1-200]" >/dev/null
+    curl -s ${SHAPE[@]+"${SHAPE[@]}"} -x "$proxy_url" "$origin?warm=[1-200]" >/dev/null
     callgrind_control -i on "$proxy" >/dev/null 2>&1
     if [[ $WORKLOAD == miss ]]; then
-        curl -s -x "$proxy_url" "$origin?run=[1-$REQUESTS]" >/dev/null
+        curl -s ${SHAPE[@]+"${SHAPE[@]}"} -x "$proxy_url" "$origin?run=[1-$REQUESTS]" >/dev/null
     else
-        for _ in $(seq $((REQUESTS / 200))); do curl -s -x "$proxy_url" "$origin?warm=[1-200]" >/dev/null; done
+        for _ in $(seq $((REQUESTS / 200))); do curl -s ${SHAPE[@]+"${SHAPE[@]}"} -x "$proxy_url" "$origin?warm=[1-200]" >/dev/null; done
     fi
     callgrind_control -i off "$proxy" >/dev/null 2>&1
     kill "$proxy"; wait "$proxy" 2>/dev/null || true
