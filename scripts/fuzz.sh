@@ -11,8 +11,11 @@ TARGETS=("$@")
 [ ${#TARGETS[@]} -gt 0 ] || TARGETS=(request-parser chunked cache-control config)
 
 # -DFUZZING makes main() hand over to libFuzzer's driver; -fsanitize=address covers the C shims.
+# Release builds leave out the run-time exclusivity checks (Package.swift); the fuzzer turns
+# them back on, since finding an overlapping access is what it is for.
 swift build --scratch-path .build/fuzz -c release --product larder-fuzz \
-    -Xswiftc -sanitize=fuzzer,address -Xswiftc -DFUZZING -Xcc -fsanitize=address 2>&1 \
+    -Xswiftc -sanitize=fuzzer,address -Xswiftc -DFUZZING -Xswiftc -enforce-exclusivity=checked \
+    -Xcc -fsanitize=address 2>&1 \
     | grep -v "__asan_extra_spill_area" || true
 BIN=.build/fuzz/release/larder-fuzz
 [ -x "$BIN" ] || { echo "fuzz: build failed" >&2; exit 1; }
