@@ -46,14 +46,15 @@ for index in "${!binaries[@]}"; do
         --admin-listen 127.0.0.1:0 --cache-dir "$dir/cache$index" >/dev/null 2>"$dir/valgrind$index.err" &
     proxy=$!; pids+=("$proxy")
     proxy_url="http://127.0.0.1:$PROXY_PORT"
-    for _ in $(seq 300); do curl -s -o /dev/null ${SHAPE[@]+"${SHAPE[@]}"} -x "$proxy_url" "$origin?warm=start" && break; sleep 0.2; done
+    fetch() { curl -s ${SHAPE[@]+"${SHAPE[@]}"} -x "$proxy_url" "$@"; }
+    for _ in $(seq 300); do fetch -o /dev/null "$origin?warm=start" && break; sleep 0.2; done
     # Warm-up: connections, the curl handle pool, the first leaf directories, the hit set.
-    curl -s ${SHAPE[@]+"${SHAPE[@]}"} -x "$proxy_url" "$origin?warm=[1-200]" >/dev/null
+    fetch "$origin?warm=[1-200]" >/dev/null
     callgrind_control -i on "$proxy" >/dev/null 2>&1
     if [[ $WORKLOAD == miss ]]; then
-        curl -s ${SHAPE[@]+"${SHAPE[@]}"} -x "$proxy_url" "$origin?run=[1-$REQUESTS]" >/dev/null
+        fetch "$origin?run=[1-$REQUESTS]" >/dev/null
     else
-        for _ in $(seq $((REQUESTS / 200))); do curl -s ${SHAPE[@]+"${SHAPE[@]}"} -x "$proxy_url" "$origin?warm=[1-200]" >/dev/null; done
+        for _ in $(seq $((REQUESTS / 200))); do fetch "$origin?warm=[1-200]" >/dev/null; done
     fi
     callgrind_control -i off "$proxy" >/dev/null 2>&1
     kill "$proxy"; wait "$proxy" 2>/dev/null || true
