@@ -4,10 +4,12 @@
 # origin serving /obj/1k and /obj/100k, and an EXIT trap that stops every process in `pids`.
 #
 #   source Benchmarks/common.sh; bench_setup NAME ORIGIN_PORT
-# Sets: dir, pids, pin_proxy, pin_load.
+# Sets: dir, pids, pin_proxy, pin_load, origin_port. Then bench_workload, bench_wait_proxy and
+# bench_cpu_ticks below.
 
 bench_setup() {
-    local name=$1 origin_port=$2 base=/tmp
+    local name=$1 base=/tmp
+    origin_port=$2
     [[ -d /dev/shm && -w /dev/shm ]] && base=/dev/shm
     dir=$(mktemp -d "$base/larder-$name.XXXXXX"); chmod 755 "$dir"   # nginx workers run as another user
     pids=()
@@ -26,3 +28,28 @@ bench_cleanup() {
     wait 2>/dev/null || true
     rm -rf "$dir"
 }
+
+# bench_workload NAME: sets `url` (on the origin of bench_setup) and `mode` (for
+# absolute-form.lua: `same` is a hit after the first request, `unique` a miss every time).
+bench_workload() {
+    case $1 in
+        hit-1k) url="http://127.0.0.1:$origin_port/obj/1k"; mode=same ;;
+        hit-100k) url="http://127.0.0.1:$origin_port/obj/100k"; mode=same ;;
+        miss-1k) url="http://127.0.0.1:$origin_port/obj/1k"; mode=unique ;;
+        *) echo "unknown workload $1 (hit-1k, hit-100k, miss-1k)" >&2; return 2 ;;
+    esac
+}
+
+# bench_wait_proxy PORT URL: waits (up to 5 s) until the proxy on PORT answers URL, which also
+# puts URL in its cache; fails with a message if it never does.
+bench_wait_proxy() {
+    for _ in $(seq 50); do
+        curl -s -o /dev/null -x "http://127.0.0.1:$1" "$2" && return 0
+        sleep 0.1
+    done
+    echo "the proxy on port $1 did not answer $2 within 5 s" >&2
+    return 1
+}
+
+# bench_cpu_ticks PID: CPU time (utime + stime) of a process, in clock ticks (getconf CLK_TCK).
+bench_cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }

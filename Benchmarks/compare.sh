@@ -17,15 +17,8 @@ source Benchmarks/common.sh
 bench_setup compare "$ORIGIN_PORT"
 "${pin_proxy[@]}" "$BEFORE" serve ${BEFORE_CONFIG:+--config "$BEFORE_CONFIG"} --listen "127.0.0.1:$PORT_A" --admin-listen 127.0.0.1:0 --cache-dir "$dir/a" >/dev/null 2>"$dir/a.err" & pids+=($!)
 "${pin_proxy[@]}" "$AFTER" serve ${AFTER_CONFIG:+--config "$AFTER_CONFIG"} --listen "127.0.0.1:$PORT_B" --admin-listen 127.0.0.1:0 --cache-dir "$dir/b" >/dev/null 2>"$dir/b.err" & pids+=($!)
-case $WORKLOAD in
-    hit-1k) url="http://127.0.0.1:$ORIGIN_PORT/obj/1k"; mode=same ;;
-    hit-100k) url="http://127.0.0.1:$ORIGIN_PORT/obj/100k"; mode=same ;;
-    miss-1k) url="http://127.0.0.1:$ORIGIN_PORT/obj/1k"; mode=unique ;;
-    *) echo "unknown workload $WORKLOAD"; exit 1 ;;
-esac
-for port in $PORT_A $PORT_B; do
-    for _ in $(seq 50); do curl -s -o /dev/null -x "http://127.0.0.1:$port" "$url" && break; sleep 0.1; done
-done
+bench_workload "$WORKLOAD" || exit 2
+for port in $PORT_A $PORT_B; do bench_wait_proxy "$port" "$url" || exit 1; done
 rate() { "${pin_load[@]}" wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" -s Benchmarks/absolute-form.lua "http://127.0.0.1:$1/" -- "$url" "$mode" | awk '/Requests\/sec/ {print $2}'; }
 ratios=()
 printf '%-4s %14s %14s %8s\n' rep before after ratio

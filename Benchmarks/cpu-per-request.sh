@@ -23,12 +23,7 @@ ORIGIN_PORT=${ORIGIN_PORT:-18493}; FIRST_PORT=18494
 
 source Benchmarks/common.sh
 bench_setup cpu "$ORIGIN_PORT"
-case $WORKLOAD in
-    hit-1k) url="http://127.0.0.1:$ORIGIN_PORT/obj/1k"; mode=same ;;
-    hit-100k) url="http://127.0.0.1:$ORIGIN_PORT/obj/100k"; mode=same ;;
-    miss-1k) url="http://127.0.0.1:$ORIGIN_PORT/obj/1k"; mode=unique ;;
-    *) echo "unknown workload $WORKLOAD" >&2; exit 2 ;;
-esac
+bench_workload "$WORKLOAD" || exit 2
 binaries=("$@"); proxies=()
 for index in "${!binaries[@]}"; do
     binary=${binaries[$index]}
@@ -38,22 +33,19 @@ for index in "${!binaries[@]}"; do
     proxies+=($!)
 done
 for index in "${!proxies[@]}"; do
-    port=$((FIRST_PORT + index))
-    for _ in $(seq 50); do curl -s -o /dev/null -x "http://127.0.0.1:$port" "$url" && break; sleep 0.1; done
+    bench_wait_proxy $((FIRST_PORT + index)) "$url" || exit 1
 done
 
-# CPU ticks (utime + stime) of a process.
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 hertz=$(getconf CLK_TCK)
 declare -A cpu latency rates
 for rep in $(seq "$REPS"); do
     line="rep $rep:"
     for index in "${!proxies[@]}"; do
         pid=${proxies[$index]}; port=$((FIRST_PORT + index))
-        before=$(ticks "$pid")
+        before=$(bench_cpu_ticks "$pid")
         out=$("${pin_load[@]}" wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" --latency -s Benchmarks/absolute-form.lua \
             "http://127.0.0.1:$port/" -- "$url" "$mode")
-        after=$(ticks "$pid")
+        after=$(bench_cpu_ticks "$pid")
         requests=$(awk '/requests in/ {print $1}' <<<"$out")
         p50=$(awk '$1 == "50%" {print $2}' <<<"$out")
         rate=$(awk '/^Requests\/sec:/ {printf "%d", $2}' <<<"$out")

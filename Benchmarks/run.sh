@@ -59,11 +59,7 @@ direct() {  # direct TARGET_URL → req/s straight to the origin
 
 printf '%-10s %14s %14s %10s\n' workload "larder req/s" "origin req/s" "ratio"
 for workload in hit-1k hit-100k miss-1k; do
-    case $workload in
-        hit-1k) url="http://127.0.0.1:$ORIGIN_PORT/obj/1k"; mode=same ;;
-        hit-100k) url="http://127.0.0.1:$ORIGIN_PORT/obj/100k"; mode=same ;;
-        miss-1k) url="http://127.0.0.1:$ORIGIN_PORT/obj/1k"; mode=unique ;;
-    esac
+    bench_workload "$workload"
     status=$(curl -s -o /dev/null -w '%{http_code}' -x "http://127.0.0.1:$PROXY_PORT" "$url")   # warm
     [[ $status == 200 ]] || { echo "bench: $url through the proxy answered $status"; exit 1; }
     proxied=$(load "$url" "$mode")
