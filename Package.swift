@@ -73,6 +73,7 @@ let package = Package(
         .executableTarget(
             name: "LarderFuzz", dependencies: ["CLarderSystem", "LarderHTTP", "LarderConfig"], path: "Fuzz/LarderFuzz",
             swiftSettings: strict),
+        .testTarget(name: "LarderIOTests", dependencies: ["LarderIO"]),
         .testTarget(name: "LarderHTTPTests", dependencies: ["LarderHTTP"]),
         .testTarget(name: "LarderCacheTests", dependencies: ["LarderCache", "LarderHTTP", "LarderConfig", "LarderIO"]),
         .testTarget(name: "LarderConfigTests", dependencies: ["LarderConfig"]),

@@ -13,6 +13,9 @@ public struct OutputQueue {
     private var head = 0
     /// Bytes queued and not yet written.
     public private(set) var pendingBytes = 0
+    /// How many more in-memory runs followed by a file range go out as a segment of their own;
+    /// see ``leadsPushedAlone``.
+    private var leadsLeftToPushAlone = OutputQueue.leadsPushedAlone
 
     public init() {}
 
@@ -87,6 +90,22 @@ public struct OutputQueue {
     /// (TCP segments per response fell from ~450 to ~365).
     static let sendfileChunk: Int64 = 256 << 10
 
+    /// How many times on a new connection a run of in-memory bytes followed by a file range (a
+    /// response head before its sendfile body) is pushed as a segment of its own instead of
+    /// held for the file with MSG_MORE. After these, head and body leave together: one segment
+    /// train and one client read per response.
+    ///
+    /// Why: on loopback a client's receive window starts near 64 KiB, and Linux grows it
+    /// (`tcp_grow_window`) only when a segment arrives while the receive queue has room left
+    /// after it — a head alone does, a ~64 KiB segment of head and body never does. Until it
+    /// grows, a ~100 KiB response does not fit: its tail waits for the client's window update
+    /// and leaves on that ACK, the first send the kernel does not count as limited by the
+    /// application. Three rounds of those and BBR (a common default congestion control) ends
+    /// its start-up and paces every later response with a timer interrupt on the proxy's core
+    /// (~0.5 per 100 KiB hit, ~10 % of its CPU). Two heads alone were enough in every measured
+    /// run; four leave a margin. docs/PERFORMANCE.md, round 12.
+    public static let leadsPushedAlone = 4
+
     /// Writes as much as the socket takes.
     public mutating func flush(to socket: Socket) throws(SystemError) -> FlushResult {
         while head < segments.count {
@@ -143,15 +162,23 @@ public struct OutputQueue {
     }
 
     /// One sendmsg over the run of in-memory segments at the head (at most 16), marked as
-    /// followed by more when a file range comes next (a head before its sendfile body).
-    private func writeGathered(to socket: Socket) throws(SystemError) -> Int? {
+    /// followed by more when a file range comes next (a head before its sendfile body), except
+    /// for a new connection's first such runs (``leadsPushedAlone``).
+    private mutating func writeGathered(to socket: Socket) throws(SystemError) -> Int? {
         var end = head
         while end < segments.count, end - head < 16, case .bytes = segments[end] { end += 1 }
         var more = false
-        if end < segments.count, case .file = segments[end] { more = true }
-        return try withUnsafeTemporaryAllocation(of: iovec.self, capacity: 16) { (vectors) throws(SystemError) -> Int? in
+        var leadAlone = false
+        if end < segments.count, case .file = segments[end] {
+            leadAlone = leadsLeftToPushAlone > 0
+            more = !leadAlone
+        }
+        let written = try withUnsafeTemporaryAllocation(of: iovec.self, capacity: 16) {
+            (vectors) throws(SystemError) -> Int? in
             try gather(from: head, to: end, into: vectors, count: 0, more: more, socket: socket)
         }
+        if leadAlone, written != nil { leadsLeftToPushAlone -= 1 }
+        return written
     }
 
     /// Pins each segment's storage with nested closures so the pointers stay valid for the call.
