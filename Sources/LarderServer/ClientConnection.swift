@@ -204,9 +204,13 @@ final class ClientConnection: IOHandler {
                 return
             }
             if output.pendingBytes != before { lastWriteProgress = proxy.loop.now }
-            if case .wouldBlock = result {
+            switch result {
+            case .wouldBlock, .yielded:
+                // Wait for writability (after a yield the socket is writable: the next turn).
                 updateInterest()
                 return
+            case .flushed:
+                break
             }
             if exchange?.tunnelServer != nil {
                 handOffToTunnel()

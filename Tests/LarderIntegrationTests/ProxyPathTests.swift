@@ -50,6 +50,26 @@ extension IntegrationTests {
             #expect(try reportedMemoryFiles(larder) == 0)
         }
 
+        /// On a keep-alive connection the first large hits send their head alone and the body
+        /// on the loop's next turn, later ones head and body together (`OutputQueue`,
+        /// docs/PERFORMANCE.md round 12): every response, either way, arrives whole and in order.
+        @Test func consecutiveLargeHitsOnOneConnectionArriveWhole() throws {
+            let origin = try Origin()
+            let larder = try Larder()
+            let large = "/large?cc=max-age=60&size=150000"
+            let expected = try origin.directBody(large)
+            _ = try Curl.viaProxy(larder.proxy, [origin.url(large)])
+            let connection = try RawConnection(port: larder.proxyPort)
+            for index in 0..<8 {
+                connection.send("GET \(origin.url(large)) HTTP/1.1\r\nHost: 127.0.0.1:\(origin.port)\r\n\r\n")
+                let response = try connection.readResponse()
+                #expect(response.status == 200, "response \(index)")
+                #expect(response.header("Cache-Status")?.hasPrefix("larder; hit") == true, "response \(index)")
+                #expect(bodyMismatch(Data(response.body), expected) == nil, "response \(index)")
+            }
+            #expect(try origin.count(large) == 2)  // one through the proxy, one direct
+        }
+
         /// `memory.files` from the stats document.
         private func reportedMemoryFiles(_ larder: Larder) throws -> Int? {
             (try larder.stats()["memory"] as? [String: Any])?["files"] as? Int
