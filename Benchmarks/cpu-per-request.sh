@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Proxy CPU time per request and wrk's p50 latency, for one or more Larder binaries on the same
 # workload, interleaved in one run. CPU per request (utime + stime of the proxy process over the
-# requests wrk completed) moves far less between runs on a noisy VM than req/s does.
+# requests wrk completed) moves far less between runs on a noisy VM than req/s does. Where wrk
+# is the bottleneck (hit-100k), its own CPU per request ("client") is what sets req/s: a proxy
+# changes it through what the client's kernel does with its writes (docs/PERFORMANCE.md, round 12).
 #
 #   Benchmarks/cpu-per-request.sh [-w miss-1k|hit-1k|hit-100k] [-c CONNECTIONS] [-r REPS] BIN...
 #
@@ -37,27 +39,33 @@ for index in "${!proxies[@]}"; do
 done
 
 hertz=$(getconf CLK_TCK)
-declare -A cpu latency rates
+# seconds_of "XmY.ZZZs": the seconds in one field of bash's `times`.
+seconds_of() { awk -v t="$1" 'BEGIN { split(t, p, "m"); sub("s", "", p[2]); print p[1] * 60 + p[2] }'; }
+declare -A cpu client latency rates
 for rep in $(seq "$REPS"); do
     line="rep $rep:"
     for index in "${!proxies[@]}"; do
         pid=${proxies[$index]}; port=$((FIRST_PORT + index))
         before=$(bench_cpu_ticks "$pid")
-        out=$("${pin_load[@]}" wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" --latency -s Benchmarks/absolute-form.lua \
-            "http://127.0.0.1:$port/" -- "$url" "$mode")
+        # wrk runs in a subshell whose `times` then reports its children's user and system time.
+        out=$( ("${pin_load[@]}" wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" --latency -s Benchmarks/absolute-form.lua \
+            "http://127.0.0.1:$port/" -- "$url" "$mode"; times >"$dir/times") )
         after=$(bench_cpu_ticks "$pid")
         requests=$(awk '/requests in/ {print $1}' <<<"$out")
         p50=$(awk '$1 == "50%" {print $2}' <<<"$out")
         rate=$(awk '/^Requests\/sec:/ {printf "%d", $2}' <<<"$out")
         micros=$(echo "($after - $before) * 1000000 / $hertz / $requests" | bc -l)
+        read -r client_user client_system < <(sed -n 2p "$dir/times")
+        client_micros=$(echo "($(seconds_of "$client_user") + $(seconds_of "$client_system")) * 1000000 / $requests" | bc -l)
         cpu[$index]="${cpu[$index]:-} $micros"; latency[$index]="${latency[$index]:-} $p50"
-        rates[$index]="${rates[$index]:-} $rate"
-        line+=$(printf '  #%d %6.1f µs CPU/req %6d req/s p50 %s' "$index" "$micros" "$rate" "$p50")
+        client[$index]="${client[$index]:-} $client_micros"; rates[$index]="${rates[$index]:-} $rate"
+        line+=$(printf '  #%d %6.1f µs CPU/req (client %5.1f) %6d req/s p50 %s' "$index" "$micros" "$client_micros" "$rate" "$p50")
     done
     echo "$line"
 done
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 for index in "${!proxies[@]}"; do
-    printf '#%d %s: median %.1f µs CPU per request, median %d req/s, p50 latencies:%s (%s, %s connections)\n' "$index" \
-        "${binaries[$index]}" "$(median <<<"${cpu[$index]}")" "$(median <<<"${rates[$index]}")" "${latency[$index]}" "$WORKLOAD" "$CONNECTIONS"
+    printf '#%d %s: median %.1f µs CPU per request (client %.1f), median %d req/s, p50 latencies:%s (%s, %s connections)\n' \
+        "$index" "${binaries[$index]}" "$(median <<<"${cpu[$index]}")" "$(median <<<"${client[$index]}")" \
+        "$(median <<<"${rates[$index]}")" "${latency[$index]}" "$WORKLOAD" "$CONNECTIONS"
 done
