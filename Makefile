@@ -35,7 +35,7 @@ test: deps test-deps
 fuzz: deps
 	FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/fuzz.sh
 
-## bench: wrk through the proxy on a local origin (see Benchmarks/README.md)
+## bench: wrk through the proxy on a local origin (docs/PERFORMANCE.md, "Reproducing")
 bench: release
 	Benchmarks/run.sh
 
