@@ -79,10 +79,6 @@ public struct OutputQueue {
         case flushed
         /// The socket's buffer is full; wait for writability.
         case wouldBlock
-        /// A response head went out alone (``leadsPushedAlone``); its body waits for the
-        /// loop's next turn, so that the client reads the head by itself. The socket is still
-        /// writable: wait for writability as for ``wouldBlock``.
-        case yielded
     }
 
     /// The most one `sendfile` call is asked to send; the flush loop calls again until the
@@ -95,26 +91,19 @@ public struct OutputQueue {
     static let sendfileChunk: Int64 = 256 << 10
 
     /// How many times on a new connection a run of in-memory bytes followed by a file range (a
-    /// response head before its sendfile body) is pushed as a segment of its own, with the body
-    /// left for the loop's next turn (``FlushResult/yielded``), instead of the head being held
-    /// for the body with MSG_MORE. After these, head and body leave together: one segment train
-    /// and one client read per response.
+    /// response head before its sendfile body) is pushed as a segment of its own instead of
+    /// held for the file with MSG_MORE. After these, head and body leave together: one segment
+    /// train and one client read per response.
     ///
-    /// Why, for a Linux client on loopback (docs/PERFORMANCE.md, round 12):
-    /// - Its receive window starts near 64 KiB and grows (`tcp_grow_window`) only when a segment
-    ///   arrives with room left in the receive buffer after it: a head alone leaves room, a
-    ///   ~64 KiB segment of head and body does not. Until the window fits a response, each
-    ///   ~100 KiB response's tail waits for the client's window update and leaves on that ACK,
-    ///   a send the kernel does not count as limited by the application; after three rounds of
-    ///   those BBR (a common default congestion control) ends its start-up and paces every later
-    ///   response with a timer interrupt on the proxy's core (~0.5 per 100 KiB hit, ~10 % of
-    ///   its CPU).
-    /// - Its receive buffer grows (`tcp_rcv_space_adjust`) by what the reader copied in a round
-    ///   trip, less what still waits unread. A head read before its body arrives lets the whole
-    ///   previous response count; with head and body together the buffer stays at 128 KiB for
-    ///   seconds, and the client acknowledges each 100 KiB response twice instead of once.
-    ///
-    /// Two were enough in every measured run; four leave a margin.
+    /// Why: on loopback a client's receive window starts near 64 KiB, and Linux grows it
+    /// (`tcp_grow_window`) only when a segment arrives while the receive queue has room left
+    /// after it — a head alone does, a ~64 KiB segment of head and body never does. Until it
+    /// grows, a ~100 KiB response does not fit: its tail waits for the client's window update
+    /// and leaves on that ACK, the first send the kernel does not count as limited by the
+    /// application. Three rounds of those and BBR (a common default congestion control) ends
+    /// its start-up and paces every later response with a timer interrupt on the proxy's core
+    /// (~0.5 per 100 KiB hit, ~10 % of its CPU). Two heads alone were enough in every measured
+    /// run; four leave a margin. docs/PERFORMANCE.md, round 12.
     public static let leadsPushedAlone = 4
 
     /// Writes as much as the socket takes.
@@ -131,12 +120,7 @@ public struct OutputQueue {
                     throw SystemError(call: "sendfile", errno: EIO)
                 }
             case .bytes:
-                let gathered = try writeGathered(to: socket)
-                if gathered.pushedAlone, let count = gathered.written {
-                    advance(by: count)
-                    return .yielded
-                }
-                written = gathered.written
+                written = try writeGathered(to: socket)
             }
             guard let written else { return .wouldBlock }
             advance(by: written)
@@ -179,9 +163,8 @@ public struct OutputQueue {
 
     /// One sendmsg over the run of in-memory segments at the head (at most 16), marked as
     /// followed by more when a file range comes next (a head before its sendfile body), except
-    /// for a new connection's first such runs (``leadsPushedAlone``): the bytes written (nil if
-    /// the call would block), and whether they were such a run pushed alone.
-    private mutating func writeGathered(to socket: Socket) throws(SystemError) -> (written: Int?, pushedAlone: Bool) {
+    /// for a new connection's first such runs (``leadsPushedAlone``).
+    private mutating func writeGathered(to socket: Socket) throws(SystemError) -> Int? {
         var end = head
         while end < segments.count, end - head < 16, case .bytes = segments[end] { end += 1 }
         var more = false
@@ -194,9 +177,8 @@ public struct OutputQueue {
             (vectors) throws(SystemError) -> Int? in
             try gather(from: head, to: end, into: vectors, count: 0, more: more, socket: socket)
         }
-        guard leadAlone, written != nil else { return (written, false) }
-        leadsLeftToPushAlone -= 1
-        return (written, true)
+        if leadAlone, written != nil { leadsLeftToPushAlone -= 1 }
+        return written
     }
 
     /// Pins each segment's storage with nested closures so the pointers stay valid for the call.

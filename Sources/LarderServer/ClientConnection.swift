@@ -204,13 +204,9 @@ final class ClientConnection: IOHandler {
                 return
             }
             if output.pendingBytes != before { lastWriteProgress = proxy.loop.now }
-            switch result {
-            case .wouldBlock, .yielded:
-                // Wait for writability (after a yield the socket is writable: the next turn).
+            if case .wouldBlock = result {
                 updateInterest()
                 return
-            case .flushed:
-                break
             }
             if exchange?.tunnelServer != nil {
                 handOffToTunnel()

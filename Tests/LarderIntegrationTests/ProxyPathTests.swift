@@ -50,8 +50,8 @@ extension IntegrationTests {
             #expect(try reportedMemoryFiles(larder) == 0)
         }
 
-        /// On a keep-alive connection the first large hits send their head alone and the body
-        /// on the loop's next turn, later ones head and body together (`OutputQueue`,
+        /// On a keep-alive connection the first large hits send their head as a segment of its
+        /// own and later ones head and body together (`OutputQueue.leadsPushedAlone`,
         /// docs/PERFORMANCE.md round 12): every response, either way, arrives whole and in order.
         @Test func consecutiveLargeHitsOnOneConnectionArriveWhole() throws {
             let origin = try Origin()
