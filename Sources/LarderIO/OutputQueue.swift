@@ -163,22 +163,28 @@ public struct OutputQueue {
 
     /// One sendmsg over the run of in-memory segments at the head (at most 16), marked as
     /// followed by more when a file range comes next (a head before its sendfile body), except
-    /// for a new connection's first such runs (``leadsPushedAlone``).
+    /// for a new connection's first such runs (``leadsPushedAlone``). A run pushed alone counts
+    /// against them once it has left whole: after a short write, the rest goes alone too.
     private mutating func writeGathered(to socket: Socket) throws(SystemError) -> Int? {
         var end = head
         while end < segments.count, end - head < 16, case .bytes = segments[end] { end += 1 }
-        var more = false
-        var leadAlone = false
-        if end < segments.count, case .file = segments[end] {
-            leadAlone = leadsLeftToPushAlone > 0
-            more = !leadAlone
-        }
+        var followedByFile = false
+        if end < segments.count, case .file = segments[end] { followedByFile = true }
+        let pushAlone = followedByFile && leadsLeftToPushAlone > 0
         let written = try withUnsafeTemporaryAllocation(of: iovec.self, capacity: 16) {
             (vectors) throws(SystemError) -> Int? in
-            try gather(from: head, to: end, into: vectors, count: 0, more: more, socket: socket)
+            try gather(from: head, to: end, into: vectors, count: 0, more: followedByFile && !pushAlone, socket: socket)
         }
-        if leadAlone, written != nil { leadsLeftToPushAlone -= 1 }
+        if pushAlone, let written, written == byteCount(from: head, to: end) { leadsLeftToPushAlone -= 1 }
         return written
+    }
+
+    /// Bytes queued in the in-memory segments `start..<end`.
+    private func byteCount(from start: Int, to end: Int) -> Int {
+        segments[start..<end].reduce(0) { total, segment in
+            guard case .bytes(_, let offset, let segmentEnd) = segment else { return total }
+            return total + segmentEnd - offset
+        }
     }
 
     /// Pins each segment's storage with nested closures so the pointers stay valid for the call.

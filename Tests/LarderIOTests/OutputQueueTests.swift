@@ -29,6 +29,47 @@ import Testing
         #expect(segmentsPerResponse == alone + [1, 1])
     }
 
+    /// Given a head that cannot leave in one write (a full socket: small buffers and a large
+    /// response queued before it), when it leaves over several short writes, then it counts as
+    /// one of the ``OutputQueue/leadsPushedAlone``, not one per write: the next responses still
+    /// send their heads alone.
+    @Test func aHeadLeavingInShortWritesCountsOnce() throws {
+        let pair = try LoopbackPair()
+        defer { pair.close() }
+        // Locked small buffers (the kernel doubles them and stops autotuning) keep writes short.
+        try pair.server.setOption(SOL_SOCKET, SO_SNDBUF, 16 << 10)
+        try pair.client.setOption(SOL_SOCKET, SO_RCVBUF, 16 << 10)
+        let large = [UInt8](repeating: 0x61, count: 1 << 20)
+        let head = [UInt8]("HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n".utf8)
+        let body = [UInt8](repeating: 0x62, count: 1000)
+        let file = try #require(OpenFile.anonymous(copying: body))
+        var queue = OutputQueue()
+        queue.append(large)
+        queue.append(head)
+        queue.appendFile(file, offset: 0, count: Int64(body.count))
+        #expect(try queue.flush(to: pair.server) == .wouldBlock)
+        var writes = 1
+        let received = try pair.client.receive(count: large.count + head.count + body.count) {
+            if !queue.isEmpty {
+                _ = try queue.flush(to: pair.server)
+                writes += 1
+            }
+        }
+        #expect(received == large + head + body)
+        #expect(writes > 2, "the run left in \(writes) writes; the test needs short writes")
+        var segmentsPerResponse: [UInt32] = []
+        for _ in 0..<OutputQueue.leadsPushedAlone {
+            let before = try pair.server.dataSegmentsOut()
+            queue.append(head)
+            queue.appendFile(file, offset: 0, count: Int64(body.count))
+            #expect(try queue.flush(to: pair.server) == .flushed)
+            #expect(try pair.client.receive(count: head.count + body.count) == head + body)
+            segmentsPerResponse.append(try pair.server.dataSegmentsOut() - before)
+        }
+        let alone = [UInt32](repeating: 2, count: OutputQueue.leadsPushedAlone - 1)
+        #expect(segmentsPerResponse == alone + [1])
+    }
+
     /// Responses without a file body (the memory tier's small hits) go out in one write, as
     /// always: the count of heads pushed alone is only spent where a file follows.
     @Test func writesInMemoryResponsesWhole() throws {
@@ -94,11 +135,13 @@ extension Socket {
         return info.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 156, as: UInt32.self) }
     }
 
-    /// Reads exactly `count` bytes, waiting up to 5 s in all.
-    fileprivate func receive(count: Int) throws -> [UInt8] {
+    /// Reads exactly `count` bytes, waiting up to 5 s in all; `meanwhile` runs before each
+    /// wait (the sender's next flush, when the bytes do not fit the sockets' buffers at once).
+    fileprivate func receive(count: Int, meanwhile: () throws -> Void = {}) throws -> [UInt8] {
         var received: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
         for _ in 0..<500 where received.count < count {
+            try meanwhile()
             var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             _ = poll(&descriptor, 1, 10)
             let got = try buffer.withUnsafeMutableBytes { raw in
