@@ -164,11 +164,8 @@ public final class EventLoop {
 
     private func run() {
         while running {
-            let timeout = waitTimeout()
-            let count =
-                timeout != 0 && busyPollNanos > 0
-                ? pollBusily()
-                : epoll_wait(handle.epollFD, events, Int32(maxEvents), timeout)
+            let timeout = waitNanos()
+            let count = timeout != 0 && busyPollNanos > 0 ? pollBusily() : wait(nanoseconds: timeout)
             now = Clocks.monotonicNanos()
             if count > 0 {
                 for i in 0..<Int(count) {
@@ -189,12 +186,32 @@ public final class EventLoop {
         Syscall.close(handle.epollFD)
     }
 
-    /// Milliseconds `epoll_wait` may sleep: 0 with deferred work, until the next timer, or -1.
-    private func waitTimeout() -> Int32 {
+    /// Nanoseconds the loop may sleep: 0 with deferred work, until the next timer, or nil
+    /// (until an event).
+    private func waitNanos() -> UInt64? {
         if !deferred.isEmpty { return 0 }
-        guard let deadline = timers.nextDeadline() else { return -1 }
+        guard let deadline = timers.nextDeadline() else { return nil }
         let current = Clocks.monotonicNanos()
-        return deadline <= current ? 0 : Int32(min((deadline - current + 999_999) / 1_000_000, 60_000))
+        return deadline <= current ? 0 : min(deadline - current, 60_000_000_000)
+    }
+
+    /// Whether `epoll_pwait2` exists (Linux 5.11); cleared on the first ENOSYS.
+    private var hasPwait2 = true
+
+    /// Waits for events for at most `nanoseconds` (nil: until one arrives). `epoll_pwait2`
+    /// takes the timeout in nanoseconds, so a timer due in 200 µs (a paused body,
+    /// ``OutputQueue/bodyPauseNanos``) fires then, not at the next whole millisecond; without
+    /// it, `epoll_wait` rounds up to milliseconds. -1 (EINTR) goes back to the loop, which
+    /// simply goes round again.
+    private func wait(nanoseconds: UInt64?) -> Int32 {
+        guard let nanoseconds else { return epoll_wait(handle.epollFD, events, Int32(maxEvents), -1) }
+        if hasPwait2 {
+            var timeout = timespec(tv_sec: Int(nanoseconds / 1_000_000_000), tv_nsec: Int(nanoseconds % 1_000_000_000))
+            let count = epoll_pwait2(handle.epollFD, events, Int32(maxEvents), &timeout, nil)
+            if count >= 0 || errno != ENOSYS { return count }
+            hasPwait2 = false
+        }
+        return epoll_wait(handle.epollFD, events, Int32(maxEvents), Int32((nanoseconds + 999_999) / 1_000_000))
     }
 
     /// Polls for events without sleeping for up to ``busyPollNanos`` (never past the next
@@ -215,7 +232,7 @@ public final class EventLoop {
         } while Clocks.monotonicNanos() < limit
         busyPollCounters?.expired.add(1)
         // Polling took time: a timer may be due now.
-        return epoll_wait(handle.epollFD, events, Int32(maxEvents), waitTimeout())
+        return wait(nanoseconds: waitNanos())
     }
 
     @inline(__always)

@@ -13,9 +13,9 @@ public struct OutputQueue {
     private var head = 0
     /// Bytes queued and not yet written.
     public private(set) var pendingBytes = 0
-    /// How many more in-memory runs followed by a file range go out as a segment of their own;
-    /// see ``leadsPushedAlone``.
-    private var leadsLeftToPushAlone = OutputQueue.leadsPushedAlone
+    /// How many more heads before a large file body go out alone, their bodies held; see
+    /// ``pausedLeads``.
+    private var pausedLeadsLeft = OutputQueue.pausedLeads
 
     public init() {}
 
@@ -79,6 +79,10 @@ public struct OutputQueue {
         case flushed
         /// The socket's buffer is full; wait for writability.
         case wouldBlock
+        /// A response head went out alone and its body is held (``pausedLeads``): flush again
+        /// after ``bodyPauseNanos``. The socket is still writable; waiting for writability
+        /// would end the pause at once.
+        case paused
     }
 
     /// The most one `sendfile` call is asked to send; the flush loop calls again until the
@@ -90,21 +94,36 @@ public struct OutputQueue {
     /// (TCP segments per response fell from ~450 to ~365).
     static let sendfileChunk: Int64 = 256 << 10
 
-    /// How many times on a new connection a run of in-memory bytes followed by a file range (a
-    /// response head before its sendfile body) is pushed as a segment of its own instead of
-    /// held for the file with MSG_MORE. After these, head and body leave together: one segment
-    /// train and one client read per response.
+    /// How many of a new connection's responses with a large file body (``pausedLeadMinimum``)
+    /// may send their head alone and hold the body for ``bodyPauseNanos``: those sent while the
+    /// client's receive window is smaller than twice the response (``clientWindowIsSmall``).
+    /// Otherwise head and body leave together (MSG_MORE): one segment train and one client read.
     ///
-    /// Why: on loopback a client's receive window starts near 64 KiB, and Linux grows it
-    /// (`tcp_grow_window`) only when a segment arrives while the receive queue has room left
-    /// after it — a head alone does, a ~64 KiB segment of head and body never does. Until it
-    /// grows, a ~100 KiB response does not fit: its tail waits for the client's window update
-    /// and leaves on that ACK, the first send the kernel does not count as limited by the
-    /// application. Three rounds of those and BBR (a common default congestion control) ends
-    /// its start-up and paces every later response with a timer interrupt on the proxy's core
-    /// (~0.5 per 100 KiB hit, ~10 % of its CPU). Two heads alone were enough in every measured
-    /// run; four leave a margin. docs/PERFORMANCE.md, round 12.
-    public static let leadsPushedAlone = 4
+    /// Why, for a Linux client on loopback (docs/PERFORMANCE.md, rounds 12 and 13): its receive
+    /// buffer starts at 128 KiB and grows (`tcp_rcv_space_adjust`) by what its reader copied
+    /// since the last measurement *less what still waits unread*, measured at most once per
+    /// receive round trip — which it estimates at ~1 ms over loopback from millisecond
+    /// timestamps, so the measurement lands on the first read of a response. When head and
+    /// body arrive together that read finds the whole body unread and the buffer does not
+    /// grow: a ~100 KiB response then does not fit the window (~95 KiB), its tail waits for a
+    /// window update, and the client acknowledges each response one and a half times or more
+    /// instead of once; on a saturated client that is CPU it does not spend on requests. A
+    /// head read before its body arrives has nothing unread behind it, the whole previous
+    /// response counts, and the buffer grows. Measured with wrk at 50 connections (pure ACKs per
+    /// response over 5 s): heads together 1.30-1.79; eight heads paused for 200 µs 1.01-1.25;
+    /// paused until the window holds two responses 1.00-1.03; nginx 1.01-1.03. The count only
+    /// bounds what a client whose window never grows (a small fixed buffer) is made to wait.
+    public static let pausedLeads = 32
+
+    /// The smallest file body whose head goes alone (``pausedLeads``): a Linux client's initial
+    /// receive window is ~64 KiB; a smaller response fits it and gains nothing from the pause.
+    public static let pausedLeadMinimum: Int64 = 64 << 10
+
+    /// How long a paused body waits after its head: long enough for a client busy with other
+    /// connections to reach this one's head first (with eight paused heads, 50 µs and 100 µs
+    /// left 1.15-1.26 ACKs per response in one of two runs each), short beside the transfer
+    /// of a body this large on anything but loopback.
+    public static let bodyPauseNanos: UInt64 = 200_000
 
     /// Writes as much as the socket takes.
     public mutating func flush(to socket: Socket) throws(SystemError) -> FlushResult {
@@ -120,7 +139,12 @@ public struct OutputQueue {
                     throw SystemError(call: "sendfile", errno: EIO)
                 }
             case .bytes:
-                written = try writeGathered(to: socket)
+                let (count, paused) = try writeGathered(to: socket)
+                if paused, let count {
+                    advance(by: count)
+                    return .paused
+                }
+                written = count
             }
             guard let written else { return .wouldBlock }
             advance(by: written)
@@ -163,21 +187,46 @@ public struct OutputQueue {
 
     /// One sendmsg over the run of in-memory segments at the head (at most 16), marked as
     /// followed by more when a file range comes next (a head before its sendfile body), except
-    /// for a new connection's first such runs (``leadsPushedAlone``). A run pushed alone counts
-    /// against them once it has left whole: after a short write, the rest goes alone too.
-    private mutating func writeGathered(to socket: Socket) throws(SystemError) -> Int? {
+    /// before a new connection's first large file bodies (``pausedLeads``): then the run goes
+    /// alone, and once it has left whole (a short write sends the rest alone too) the body is
+    /// paused. Returns the bytes written (nil if the call would block) and whether to pause.
+    private mutating func writeGathered(to socket: Socket) throws(SystemError) -> (written: Int?, paused: Bool) {
         var end = head
         while end < segments.count, end - head < 16, case .bytes = segments[end] { end += 1 }
         var followedByFile = false
-        if end < segments.count, case .file = segments[end] { followedByFile = true }
-        let pushAlone = followedByFile && leadsLeftToPushAlone > 0
+        var lead = false
+        if end < segments.count, case .file(_, _, let remaining) = segments[end] {
+            followedByFile = true
+            if pausedLeadsLeft > 0 && remaining >= OutputQueue.pausedLeadMinimum {
+                lead = clientWindowIsSmall(for: byteCount(from: head, to: end) + Int(remaining), socket: socket)
+            }
+        }
         let written = try withUnsafeTemporaryAllocation(of: iovec.self, capacity: 16) {
             (vectors) throws(SystemError) -> Int? in
-            try gather(from: head, to: end, into: vectors, count: 0, more: followedByFile && !pushAlone, socket: socket)
+            try gather(from: head, to: end, into: vectors, count: 0, more: followedByFile && !lead, socket: socket)
         }
-        if pushAlone, let written, written == byteCount(from: head, to: end) { leadsLeftToPushAlone -= 1 }
-        return written
+        guard lead, let written, written == byteCount(from: head, to: end) else { return (written, false) }
+        pausedLeadsLeft -= 1
+        return (written, true)
     }
+
+    /// Whether the client's receive window is still too small for a response of `size` bytes
+    /// to be acknowledged once (``pausedLeads``): a Linux receiver acknowledges again when
+    /// reading has doubled the window left after its first ACK, which a window of more than
+    /// twice the response never reaches (`tcp_cleanup_rbuf`). Beyond 1 MiB the window counts
+    /// as large whatever the response. Once it is large, no later response is paused; a
+    /// kernel that does not report the window leaves the pause to the count alone.
+    private mutating func clientWindowIsSmall(for size: Int, socket: Socket) -> Bool {
+        guard let window = socket.peerReceiveWindow() else { return true }
+        if window >= min(2 * size, OutputQueue.largeClientWindow) {
+            pausedLeadsLeft = 0
+            return false
+        }
+        return true
+    }
+
+    /// A client window that needs no pause for any response size (``clientWindowIsSmall``).
+    static let largeClientWindow = 1 << 20
 
     /// Bytes queued in the in-memory segments `start..<end`.
     private func byteCount(from start: Int, to end: Int) -> Int {

@@ -5,93 +5,135 @@ import Testing
 /// The output queue against a real loopback TCP connection: what reaches the wire is read from
 /// the kernel's own segment counter (TCP_INFO), not inferred from the bytes received.
 @Suite struct OutputQueueTests {
-    /// Given a new connection, when several responses with a sendfile body are written, then
-    /// the first ``OutputQueue/leadsPushedAlone`` send their head as a segment of its own (two
-    /// data segments) and the later ones hold the head for the body (one segment).
-    @Test func pushesTheFirstHeadsAloneThenHoldsHeadsForTheirBodies() throws {
+    /// Given a client whose receive window stays small (a locked 32 KiB buffer), when large
+    /// file responses are written, then each of the first ``OutputQueue/pausedLeads`` sends
+    /// its head alone and holds the body until the next flush, and later ones go out whole.
+    @Test func pausesTheBodiesOfTheFirstLargeResponsesWhileTheClientWindowIsSmall() throws {
         let pair = try LoopbackPair()
         defer { pair.close() }
-        let head = [UInt8]("HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n".utf8)
-        let body = (0..<1000).map { UInt8(truncatingIfNeeded: $0) }
-        let file = try #require(OpenFile.anonymous(copying: body))
+        try pair.client.setOption(SOL_SOCKET, SO_RCVBUF, 32 << 10)
+        let response = try LargeResponse()
         var queue = OutputQueue()
-        var segmentsPerResponse: [UInt32] = []
-        for _ in 0..<(OutputQueue.leadsPushedAlone + 2) {
-            let before = try pair.server.dataSegmentsOut()
-            queue.append(head)
-            queue.appendFile(file, offset: 0, count: Int64(body.count))
-            #expect(try queue.flush(to: pair.server) == .flushed)
+        var paused: [Bool] = []
+        for index in 0..<(OutputQueue.pausedLeads + 2) {
+            response.append(to: &queue)
+            let result = try queue.flush(to: pair.server)
+            paused.append(result == .paused)
+            var received: [UInt8] = []
+            if result == .paused {
+                received = try pair.client.receive(count: response.head.count)
+                #expect(received == response.head, "response \(index)")
+                #expect(pair.client.unreadBytes() == 0, "response \(index): the body left with its head")
+            }
             // The whole response arrives intact either way.
-            #expect(try pair.client.receive(count: head.count + body.count) == head + body)
-            segmentsPerResponse.append(try pair.server.dataSegmentsOut() - before)
+            received += try pair.client.receive(count: response.count - received.count) {
+                if !queue.isEmpty { _ = try queue.flush(to: pair.server) }
+            }
+            #expect(received == response.bytes, "response \(index)")
         }
-        let alone = [UInt32](repeating: 2, count: OutputQueue.leadsPushedAlone)
-        #expect(segmentsPerResponse == alone + [1, 1])
+        #expect(paused == [Bool](repeating: true, count: OutputQueue.pausedLeads) + [false, false])
+    }
+
+    /// Given a client whose buffer is large (locked at 4 MiB), when its window has grown past
+    /// twice a response, then no later response is paused, well before the count runs out.
+    @Test func stopsPausingOnceTheClientWindowHoldsTwoResponses() throws {
+        let pair = try LoopbackPair()
+        defer { pair.close() }
+        try pair.client.setOption(SOL_SOCKET, SO_RCVBUF, 4 << 20)
+        let response = try LargeResponse()
+        var queue = OutputQueue()
+        var paused: [Bool] = []
+        for _ in 0..<OutputQueue.pausedLeads {
+            response.append(to: &queue)
+            paused.append(try queue.flush(to: pair.server) == .paused)
+            let received = try pair.client.receive(count: response.count) {
+                if !queue.isEmpty { _ = try queue.flush(to: pair.server) }
+            }
+            #expect(received == response.bytes)
+        }
+        let firstWhole = try #require(paused.firstIndex(of: false), "every response was paused: \(paused)")
+        #expect(firstWhole < OutputQueue.pausedLeads / 2)
+        #expect(!paused[firstWhole...].contains(true), "paused again after the window had grown: \(paused)")
+        #expect(try #require(pair.server.peerReceiveWindow()) >= 2 * response.count)
     }
 
     /// Given a head that cannot leave in one write (a full socket: small buffers and a large
-    /// response queued before it), when it leaves over several short writes, then it counts as
-    /// one of the ``OutputQueue/leadsPushedAlone``, not one per write: the next responses still
-    /// send their heads alone.
+    /// response queued before it), when it leaves over several short writes, then it pauses
+    /// its body once, and counts as one of the ``OutputQueue/pausedLeads``, not one per write.
     @Test func aHeadLeavingInShortWritesCountsOnce() throws {
         let pair = try LoopbackPair()
         defer { pair.close() }
-        // Locked small buffers (the kernel doubles them and stops autotuning) keep writes short.
+        // Locked small buffers (the kernel doubles them and stops autotuning) keep writes short
+        // and the client's window small.
         try pair.server.setOption(SOL_SOCKET, SO_SNDBUF, 16 << 10)
         try pair.client.setOption(SOL_SOCKET, SO_RCVBUF, 16 << 10)
         let large = [UInt8](repeating: 0x61, count: 1 << 20)
-        let head = [UInt8]("HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n".utf8)
-        let body = [UInt8](repeating: 0x62, count: 1000)
-        let file = try #require(OpenFile.anonymous(copying: body))
+        let response = try LargeResponse()
         var queue = OutputQueue()
         queue.append(large)
-        queue.append(head)
-        queue.appendFile(file, offset: 0, count: Int64(body.count))
-        #expect(try queue.flush(to: pair.server) == .wouldBlock)
-        var writes = 1
-        let received = try pair.client.receive(count: large.count + head.count + body.count) {
-            if !queue.isEmpty {
-                _ = try queue.flush(to: pair.server)
-                writes += 1
+        response.append(to: &queue)
+        var results = [try queue.flush(to: pair.server)]
+        let received = try pair.client.receive(count: large.count + response.count) {
+            if !queue.isEmpty { results.append(try queue.flush(to: pair.server)) }
+        }
+        #expect(received == large + response.bytes)
+        #expect(results.filter { $0 == .wouldBlock }.count > 1, "the test needs short writes: \(results)")
+        #expect(results.filter { $0 == .paused }.count == 1, "\(results)")
+        var pauses = 0
+        for _ in 0..<OutputQueue.pausedLeads {
+            response.append(to: &queue)
+            if try queue.flush(to: pair.server) == .paused { pauses += 1 }
+            let bytes = try pair.client.receive(count: response.count) {
+                if !queue.isEmpty { _ = try queue.flush(to: pair.server) }
             }
+            #expect(bytes == response.bytes)
         }
-        #expect(received == large + head + body)
-        #expect(writes > 2, "the run left in \(writes) writes; the test needs short writes")
-        var segmentsPerResponse: [UInt32] = []
-        for _ in 0..<OutputQueue.leadsPushedAlone {
-            let before = try pair.server.dataSegmentsOut()
-            queue.append(head)
-            queue.appendFile(file, offset: 0, count: Int64(body.count))
-            #expect(try queue.flush(to: pair.server) == .flushed)
-            #expect(try pair.client.receive(count: head.count + body.count) == head + body)
-            segmentsPerResponse.append(try pair.server.dataSegmentsOut() - before)
-        }
-        let alone = [UInt32](repeating: 2, count: OutputQueue.leadsPushedAlone - 1)
-        #expect(segmentsPerResponse == alone + [1])
+        #expect(pauses == OutputQueue.pausedLeads - 1)
     }
 
-    /// Responses without a file body (the memory tier's small hits) go out in one write, as
-    /// always: the count of heads pushed alone is only spent where a file follows.
-    @Test func writesInMemoryResponsesWhole() throws {
+    /// Responses without a file body (the memory tier's small hits) and responses with a
+    /// small one go out in one write and one segment, as always: only a large file body
+    /// pauses, and the others do not spend the count.
+    @Test func writesInMemoryAndSmallFileResponsesWhole() throws {
         let pair = try LoopbackPair()
         defer { pair.close() }
         let response = [UInt8]("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello".utf8)
-        var queue = OutputQueue()
-        for _ in 0..<OutputQueue.leadsPushedAlone {
-            let before = try pair.server.dataSegmentsOut()
-            queue.append(response)
-            #expect(try queue.flush(to: pair.server) == .flushed)
-            #expect(try pair.client.receive(count: response.count) == response)
-            #expect(try pair.server.dataSegmentsOut() - before == 1)
-        }
         let body = [UInt8](repeating: 7, count: 1000)
         let file = try #require(OpenFile.anonymous(copying: body))
-        let before = try pair.server.dataSegmentsOut()
-        queue.append(response)
+        var queue = OutputQueue()
+        for _ in 0..<OutputQueue.pausedLeads {
+            for withFile in [false, true] {
+                let before = try pair.server.dataSegmentsOut()
+                queue.append(response)
+                if withFile { queue.appendFile(file, offset: 0, count: Int64(body.count)) }
+                #expect(try queue.flush(to: pair.server) == .flushed)
+                let expected = withFile ? response + body : response
+                #expect(try pair.client.receive(count: expected.count) == expected)
+                #expect(try pair.server.dataSegmentsOut() - before == 1)
+            }
+        }
+        let large = try LargeResponse()
+        large.append(to: &queue)
+        #expect(try queue.flush(to: pair.server) == .paused)
+    }
+}
+
+/// A response head and a 100 KiB file body: above ``OutputQueue/pausedLeadMinimum``.
+private struct LargeResponse {
+    let head = [UInt8]("HTTP/1.1 200 OK\r\nContent-Length: 102400\r\n\r\n".utf8)
+    let body = (0..<102_400).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+    let file: OpenFile
+
+    init() throws {
+        file = try #require(OpenFile.anonymous(copying: body))
+    }
+
+    var bytes: [UInt8] { head + body }
+    var count: Int { head.count + body.count }
+
+    func append(to queue: inout OutputQueue) {
+        queue.append(head)
         queue.appendFile(file, offset: 0, count: Int64(body.count))
-        #expect(try queue.flush(to: pair.server) == .flushed)
-        #expect(try pair.client.receive(count: response.count + body.count) == response + body)
-        #expect(try pair.server.dataSegmentsOut() - before == 2)
     }
 }
 
@@ -133,6 +175,15 @@ extension Socket {
         }
         try #require(result == 0 && length >= 160, "getsockopt(TCP_INFO) failed: errno \(errno)")
         return info.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 156, as: UInt32.self) }
+    }
+
+    /// Bytes that have arrived and not been read (a peek that does not wait).
+    fileprivate func unreadBytes() -> Int {
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        let count = buffer.withUnsafeMutableBytes { raw in
+            Glibc.recv(fd, raw.baseAddress, raw.count, Int32(MSG_PEEK | MSG_DONTWAIT))
+        }
+        return max(count, 0)
     }
 
     /// Reads exactly `count` bytes, waiting up to 5 s in all; `meanwhile` runs before each

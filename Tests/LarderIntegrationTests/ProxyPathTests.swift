@@ -50,9 +50,10 @@ extension IntegrationTests {
             #expect(try reportedMemoryFiles(larder) == 0)
         }
 
-        /// On a keep-alive connection the first large hits send their head as a segment of its
-        /// own and later ones head and body together (`OutputQueue.leadsPushedAlone`,
-        /// docs/PERFORMANCE.md round 12): every response, either way, arrives whole and in order.
+        /// On a keep-alive connection the first large hits send their head alone and the body
+        /// after a pause, until the client's window has grown, and later ones head and body
+        /// together (`OutputQueue.pausedLeads`, docs/PERFORMANCE.md round 13): every response,
+        /// either way, arrives whole and in order.
         @Test func consecutiveLargeHitsOnOneConnectionArriveWhole() throws {
             let origin = try Origin()
             let larder = try Larder()
@@ -67,6 +68,32 @@ extension IntegrationTests {
                 #expect(response.header("Cache-Status")?.hasPrefix("larder; hit") == true, "response \(index)")
                 #expect(bodyMismatch(Data(response.body), expected) == nil, "response \(index)")
             }
+            #expect(try origin.count(large) == 2)  // one through the proxy, one direct
+        }
+
+        /// Requests pipelined behind a large hit whose body is paused (`OutputQueue.pausedLeads`)
+        /// are answered after it, not in the pause: three large hits sent in one write come
+        /// back whole and in order, then a small one on the same connection.
+        @Test func pipelinedRequestsWaitForAPausedBody() throws {
+            let origin = try Origin()
+            let larder = try Larder()
+            let large = "/large?cc=max-age=60&size=150000"
+            let small = "/small?cc=max-age=60&size=1000"
+            let expectedLarge = try origin.directBody(large)
+            let expectedSmall = try origin.directBody(small)
+            _ = try Curl.viaProxy(larder.proxy, [origin.url(large)])
+            _ = try Curl.viaProxy(larder.proxy, [origin.url(small)])
+            let connection = try RawConnection(port: larder.proxyPort)
+            let request = "GET \(origin.url(large)) HTTP/1.1\r\nHost: 127.0.0.1:\(origin.port)\r\n\r\n"
+            connection.send(request + request + request + "GET \(origin.url(small)) HTTP/1.1\r\nHost: 127.0.0.1:\(origin.port)\r\n\r\n")
+            for index in 0..<3 {
+                let response = try connection.readResponse()
+                #expect(response.status == 200, "response \(index)")
+                #expect(response.header("Cache-Status")?.hasPrefix("larder; hit") == true, "response \(index)")
+                #expect(bodyMismatch(Data(response.body), expectedLarge) == nil, "response \(index)")
+            }
+            let last = try connection.readResponse()
+            #expect(bodyMismatch(Data(last.body), expectedSmall) == nil)
             #expect(try origin.count(large) == 2)  // one through the proxy, one direct
         }
 
