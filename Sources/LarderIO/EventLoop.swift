@@ -195,7 +195,9 @@ public final class EventLoop {
         return deadline <= current ? 0 : min(deadline - current, 60_000_000_000)
     }
 
-    /// Whether `epoll_pwait2` exists (Linux 5.11); cleared on the first ENOSYS.
+    /// Whether `epoll_pwait2` works here; cleared on its first failure other than EINTR:
+    /// ENOSYS before Linux 5.11, EPERM under a seccomp filter that does not know the call
+    /// (systemd's `SystemCallFilter=@system-service` before v248, as in larder.service).
     private var hasPwait2 = true
 
     /// Waits for events for at most `nanoseconds` (nil: until one arrives). `epoll_pwait2`
@@ -208,7 +210,7 @@ public final class EventLoop {
         if hasPwait2 {
             var timeout = timespec(tv_sec: Int(nanoseconds / 1_000_000_000), tv_nsec: Int(nanoseconds % 1_000_000_000))
             let count = epoll_pwait2(handle.epollFD, events, Int32(maxEvents), &timeout, nil)
-            if count >= 0 || errno != ENOSYS { return count }
+            if count >= 0 || errno == EINTR { return count }
             hasPwait2 = false
         }
         return epoll_wait(handle.epollFD, events, Int32(maxEvents), Int32((nanoseconds + 999_999) / 1_000_000))
