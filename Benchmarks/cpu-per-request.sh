@@ -5,22 +5,23 @@
 # is the bottleneck (hit-100k), its own CPU per request ("client") is what sets req/s: a proxy
 # changes it through what the client's kernel does with its writes (docs/PERFORMANCE.md, round 12).
 #
-#   Benchmarks/cpu-per-request.sh [-w miss-1k|hit-1k|hit-100k] [-c CONNECTIONS] [-r REPS] BIN...
+#   Benchmarks/cpu-per-request.sh [-n] [-w miss-1k|hit-1k|hit-100k] [-c CONNECTIONS] [-r REPS] BIN...
 #
+# -n adds nginx configured as in ../shared/bench (its worker's CPU) to the interleave.
 # Same setup as compare.sh: local nginx origin, caches on a tmpfs, proxies pinned to CPU 1 and
 # wrk and the origin to CPU 0. Prints each rep and the medians per binary. CONFIG=FILE runs
 # every binary with that configuration (Benchmarks/shared-bench.toml: as the shared harness).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-WORKLOAD=miss-1k; CONNECTIONS=50; REPS=5; DURATION=${DURATION:-3}
-while getopts "w:c:r:" option; do
+WORKLOAD=miss-1k; CONNECTIONS=50; REPS=5; DURATION=${DURATION:-3}; WITH_NGINX=0
+while getopts "nw:c:r:" option; do
     case $option in
-        w) WORKLOAD=$OPTARG ;; c) CONNECTIONS=$OPTARG ;; r) REPS=$OPTARG ;;
-        *) echo "usage: $0 [-w workload] [-c connections] [-r reps] BIN..." >&2; exit 2 ;;
+        n) WITH_NGINX=1 ;; w) WORKLOAD=$OPTARG ;; c) CONNECTIONS=$OPTARG ;; r) REPS=$OPTARG ;;
+        *) echo "usage: $0 [-n] [-w workload] [-c connections] [-r reps] BIN..." >&2; exit 2 ;;
     esac
 done
 shift $((OPTIND - 1))
-[[ $# -ge 1 ]] || { echo "usage: $0 [-w workload] [-c connections] [-r reps] BIN..." >&2; exit 2; }
+[[ $# -ge 1 ]] || { echo "usage: $0 [-n] [-w workload] [-c connections] [-r reps] BIN..." >&2; exit 2; }
 ORIGIN_PORT=${ORIGIN_PORT:-18493}; FIRST_PORT=18494
 
 source Benchmarks/common.sh
@@ -34,9 +35,21 @@ for index in "${!binaries[@]}"; do
         --cache-dir "$dir/cache$index" >/dev/null 2>"$dir/proxy$index.err" & pids+=($!)
     proxies+=($!)
 done
+if [[ $WITH_NGINX == 1 ]]; then
+    start=../shared/bench/peers/nginx/start.sh
+    [[ -x $start ]] || { echo "-n needs $start" >&2; exit 2; }
+    "${pin_proxy[@]}" "$start" "$dir/nginx-peer" $((FIRST_PORT + ${#binaries[@]})) "$ORIGIN_PORT" >/dev/null 2>&1 & pids+=($!)
+    binaries+=(nginx); proxies+=($!)
+fi
 for index in "${!proxies[@]}"; do
     bench_wait_proxy $((FIRST_PORT + index)) "$url" || exit 1
 done
+# nginx's master also has cache manager and loader children: measure its worker.
+if [[ $WITH_NGINX == 1 ]]; then
+    last=$((${#proxies[@]} - 1))
+    proxies[$last]=$(pgrep -P "${proxies[$last]}" -f 'worker process' | head -1)
+    [[ -n ${proxies[$last]} ]] || { echo "no nginx worker process found" >&2; exit 1; }
+fi
 
 hertz=$(getconf CLK_TCK)
 # seconds_of "XmY.ZZZs": the seconds in one field of bash's `times`.
