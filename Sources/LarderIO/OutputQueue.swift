@@ -96,7 +96,7 @@ public struct OutputQueue {
 
     /// How many of a new connection's responses with a large file body (``pausedLeadMinimum``)
     /// may send their head alone and hold the body for ``bodyPauseNanos``: those sent while the
-    /// client's receive window is smaller than twice the response (``clientWindowIsSmall``).
+    /// client's receive window is smaller than twice the response (``pausesBody(of:after:socket:)``).
     /// Otherwise head and body leave together (MSG_MORE): one segment train and one client read.
     ///
     /// Why, for a Linux client on loopback (docs/PERFORMANCE.md, rounds 12 and 13): its receive
@@ -194,38 +194,40 @@ public struct OutputQueue {
         var end = head
         while end < segments.count, end - head < 16, case .bytes = segments[end] { end += 1 }
         var followedByFile = false
-        var lead = false
+        var pausedRun: Int?  // the run's bytes, when its body is to be paused
         if end < segments.count, case .file(_, _, let remaining) = segments[end] {
             followedByFile = true
-            if pausedLeadsLeft > 0 && remaining >= OutputQueue.pausedLeadMinimum {
-                lead = clientWindowIsSmall(for: byteCount(from: head, to: end) + Int(remaining), socket: socket)
-            }
+            pausedRun = pausesBody(of: remaining, after: head..<end, socket: socket)
         }
         let written = try withUnsafeTemporaryAllocation(of: iovec.self, capacity: 16) {
             (vectors) throws(SystemError) -> Int? in
-            try gather(from: head, to: end, into: vectors, count: 0, more: followedByFile && !lead, socket: socket)
+            try gather(from: head, to: end, into: vectors, count: 0, more: followedByFile && pausedRun == nil, socket: socket)
         }
-        guard lead, let written, written == byteCount(from: head, to: end) else { return (written, false) }
+        guard let pausedRun, let written, written == pausedRun else { return (written, false) }
         pausedLeadsLeft -= 1
         return (written, true)
     }
 
-    /// Whether the client's receive window is still too small for a response of `size` bytes
-    /// to be acknowledged once (``pausedLeads``): a Linux receiver acknowledges again when
-    /// reading has doubled the window left after its first ACK, which a window of more than
-    /// twice the response never reaches (`tcp_cleanup_rbuf`). Beyond 1 MiB the window counts
-    /// as large whatever the response. Once it is large, no later response is paused; a
-    /// kernel that does not report the window leaves the pause to the count alone.
-    private mutating func clientWindowIsSmall(for size: Int, socket: Socket) -> Bool {
-        guard let window = socket.peerReceiveWindow() else { return true }
-        if window >= min(2 * size, OutputQueue.largeClientWindow) {
+    /// Whether a file body of `bodyBytes` after the in-memory run `run` (its head) waits
+    /// (``pausedLeads``): the run's byte count if so, else nil. It does while pauses are left,
+    /// the body is large, and the client's receive window is still too small for the response
+    /// to be acknowledged once: a Linux receiver acknowledges again when reading has doubled
+    /// the window left after its first ACK, which a window of more than twice the response
+    /// never reaches (`tcp_cleanup_rbuf`); beyond 1 MiB the window counts as large whatever the
+    /// response. Once it is large no later body waits; a kernel that does not report the
+    /// window leaves the pause to the count alone.
+    private mutating func pausesBody(of bodyBytes: Int64, after run: Range<Int>, socket: Socket) -> Int? {
+        guard pausedLeadsLeft > 0, bodyBytes >= OutputQueue.pausedLeadMinimum else { return nil }
+        let runBytes = byteCount(from: run.lowerBound, to: run.upperBound)
+        guard let window = socket.peerReceiveWindow() else { return runBytes }
+        if window >= min(2 * (runBytes + Int(bodyBytes)), OutputQueue.largeClientWindow) {
             pausedLeadsLeft = 0
-            return false
+            return nil
         }
-        return true
+        return runBytes
     }
 
-    /// A client window that needs no pause for any response size (``clientWindowIsSmall``).
+    /// A client window that needs no pause for any response size (``pausesBody(of:after:socket:)``).
     static let largeClientWindow = 1 << 20
 
     /// Bytes queued in the in-memory segments `start..<end`.

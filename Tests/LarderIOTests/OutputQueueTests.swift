@@ -1,5 +1,5 @@
 import Glibc
-import LarderIO
+@testable import LarderIO
 import Testing
 
 /// The output queue against a real loopback TCP connection: what reaches the wire is read from
@@ -23,7 +23,7 @@ import Testing
             if result == .paused {
                 received = try pair.client.receive(count: response.head.count)
                 #expect(received == response.head, "response \(index)")
-                #expect(pair.client.unreadBytes() == 0, "response \(index): the body left with its head")
+                #expect(!pair.client.hasUnreadBytes(), "response \(index): the body left with its head")
             }
             // The whole response arrives intact either way.
             received += try pair.client.receive(count: response.count - received.count) {
@@ -55,6 +55,30 @@ import Testing
         #expect(firstWhole < OutputQueue.pausedLeads / 2)
         #expect(!paused[firstWhole...].contains(true), "paused again after the window had grown: \(paused)")
         #expect(try #require(pair.server.peerReceiveWindow()) >= 2 * response.count)
+    }
+
+    /// Given responses too large for any window to hold two (2 MiB bodies, a client buffer
+    /// locked at 2 MiB), when the client's window has grown past 1 MiB, then pausing stops:
+    /// beyond that the window counts as large whatever the response.
+    @Test func stopsPausingOnceTheClientWindowPassesOneMebibyte() throws {
+        let pair = try LoopbackPair()
+        defer { pair.close() }
+        try pair.client.setOption(SOL_SOCKET, SO_RCVBUF, 2 << 20)
+        let response = try LargeResponse(bodyCount: 2 << 20)
+        var queue = OutputQueue()
+        var paused: [Bool] = []
+        for _ in 0..<OutputQueue.pausedLeads {
+            response.append(to: &queue)
+            paused.append(try queue.flush(to: pair.server) == .paused)
+            let received = try pair.client.receive(count: response.count) {
+                if !queue.isEmpty { _ = try queue.flush(to: pair.server) }
+            }
+            #expect(received == response.bytes)
+        }
+        let window = try #require(pair.server.peerReceiveWindow())
+        #expect(window >= OutputQueue.largeClientWindow && window < 2 * response.count, "window \(window)")
+        let firstWhole = try #require(paused.firstIndex(of: false), "every response was paused: \(paused)")
+        #expect(!paused[firstWhole...].contains(true), "\(paused)")
     }
 
     /// Given a head that cannot leave in one write (a full socket: small buffers and a large
@@ -118,13 +142,15 @@ import Testing
     }
 }
 
-/// A response head and a 100 KiB file body: above ``OutputQueue/pausedLeadMinimum``.
+/// A response head and a file body (100 KiB unless told): above ``OutputQueue/pausedLeadMinimum``.
 private struct LargeResponse {
-    let head = [UInt8]("HTTP/1.1 200 OK\r\nContent-Length: 102400\r\n\r\n".utf8)
-    let body = (0..<102_400).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+    let head: [UInt8]
+    let body: [UInt8]
     let file: OpenFile
 
-    init() throws {
+    init(bodyCount: Int = 102_400) throws {
+        head = [UInt8]("HTTP/1.1 200 OK\r\nContent-Length: \(bodyCount)\r\n\r\n".utf8)
+        body = (0..<bodyCount).map { UInt8(truncatingIfNeeded: $0 &* 7) }
         file = try #require(OpenFile.anonymous(copying: body))
     }
 
@@ -164,34 +190,24 @@ private struct LoopbackPair {
 }
 
 extension Socket {
-    /// Data segments this socket has sent (`tcpi_data_segs_out`, RFC 4898's DataSegsOut).
-    /// glibc's `struct tcp_info` stops before it; the field sits at byte 156 of Linux's
-    /// (include/uapi/linux/tcp.h, whose layout only ever grows at the end).
+    /// Data segments this socket has sent (`tcpi_data_segs_out`).
     fileprivate func dataSegmentsOut() throws -> UInt32 {
-        var info = [UInt8](repeating: 0, count: 232)
-        var length = socklen_t(info.count)
-        let result = info.withUnsafeMutableBytes { raw in
-            getsockopt(fd, Int32(IPPROTO_TCP), Int32(TCP_INFO), raw.baseAddress, &length)
-        }
-        try #require(result == 0 && length >= 160, "getsockopt(TCP_INFO) failed: errno \(errno)")
-        return info.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 156, as: UInt32.self) }
+        try #require(tcpInfoField(at: Socket.dataSegmentsOutOffset), "getsockopt(TCP_INFO) failed: errno \(errno)")
     }
 
-    /// Bytes that have arrived and not been read (a peek that does not wait).
-    fileprivate func unreadBytes() -> Int {
-        var buffer = [UInt8](repeating: 0, count: 1 << 20)
-        let count = buffer.withUnsafeMutableBytes { raw in
-            Glibc.recv(fd, raw.baseAddress, raw.count, Int32(MSG_PEEK | MSG_DONTWAIT))
-        }
-        return max(count, 0)
+    /// Whether bytes have arrived that were not read (a one-byte peek that does not wait).
+    fileprivate func hasUnreadBytes() -> Bool {
+        var byte: UInt8 = 0
+        return Glibc.recv(fd, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) == 1
     }
 
     /// Reads exactly `count` bytes, waiting up to 5 s in all; `meanwhile` runs before each
     /// wait (the sender's next flush, when the bytes do not fit the sockets' buffers at once).
     fileprivate func receive(count: Int, meanwhile: () throws -> Void = {}) throws -> [UInt8] {
         var received: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        for _ in 0..<500 where received.count < count {
+        var buffer = [UInt8](repeating: 0, count: 64 << 10)
+        let deadline = ContinuousClock.now + .seconds(5)
+        while received.count < count && ContinuousClock.now < deadline {
             try meanwhile()
             var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             _ = poll(&descriptor, 1, 10)
