@@ -51,5 +51,24 @@ bench_wait_proxy() {
     return 1
 }
 
+# bench_start_nginx_peer PORT: starts nginx configured as in ../shared/bench (its
+# peers/nginx/start.sh) on PORT, pinned as a proxy, in front of the origin; sets `nginx_master`.
+# Fails with a message if the harness is not there.
+bench_start_nginx_peer() {
+    local start=../shared/bench/peers/nginx/start.sh
+    [[ -x $start ]] || { echo "nginx as a peer needs $start" >&2; return 2; }
+    "${pin_proxy[@]}" "$start" "$dir/nginx-peer" "$1" "$origin_port" >/dev/null 2>&1 & pids+=($!)
+    nginx_master=$!
+}
+
+# bench_nginx_worker MASTER_PID: the PID of that nginx's worker process (its master also has
+# cache manager and loader children; the worker does the proxying), once it answers.
+bench_nginx_worker() {
+    local worker
+    worker=$(pgrep -P "$1" -f 'worker process' | head -1)
+    [[ -n $worker ]] || { echo "no nginx worker process found" >&2; return 1; }
+    echo "$worker"
+}
+
 # bench_cpu_ticks PID: CPU time (utime + stime) of a process, in clock ticks (getconf CLK_TCK).
 bench_cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }

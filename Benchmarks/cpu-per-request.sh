@@ -36,19 +36,16 @@ for index in "${!binaries[@]}"; do
     proxies+=($!)
 done
 if [[ $WITH_NGINX == 1 ]]; then
-    start=../shared/bench/peers/nginx/start.sh
-    [[ -x $start ]] || { echo "-n needs $start" >&2; exit 2; }
-    "${pin_proxy[@]}" "$start" "$dir/nginx-peer" $((FIRST_PORT + ${#binaries[@]})) "$ORIGIN_PORT" >/dev/null 2>&1 & pids+=($!)
-    binaries+=(nginx); proxies+=($!)
+    bench_start_nginx_peer $((FIRST_PORT + ${#binaries[@]})) || exit 2
+    binaries+=(nginx); proxies+=("$nginx_master")
 fi
 for index in "${!proxies[@]}"; do
     bench_wait_proxy $((FIRST_PORT + index)) "$url" || exit 1
 done
-# nginx's master also has cache manager and loader children: measure its worker.
+# Measure nginx's worker, not its master.
 if [[ $WITH_NGINX == 1 ]]; then
     last=$((${#proxies[@]} - 1))
-    proxies[$last]=$(pgrep -P "${proxies[$last]}" -f 'worker process' | head -1)
-    [[ -n ${proxies[$last]} ]] || { echo "no nginx worker process found" >&2; exit 1; }
+    proxies[$last]=$(bench_nginx_worker "${proxies[$last]}") || exit 1
 fi
 
 hertz=$(getconf CLK_TCK)

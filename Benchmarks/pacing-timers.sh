@@ -36,10 +36,8 @@ bench_workload "$WORKLOAD" || exit 2
     --admin-listen 127.0.0.1:0 --cache-dir "$dir/cache" >/dev/null 2>"$dir/larder.err" & pids+=($!)
 targets=("larder $! $LARDER_PORT")
 if [[ $WITH_NGINX == 1 ]]; then
-    start=../shared/bench/peers/nginx/start.sh
-    [[ -x $start ]] || { echo "-n needs $start" >&2; exit 2; }
-    "${pin_proxy[@]}" "$start" "$dir/nginx-peer" "$NGINX_PORT" "$ORIGIN_PORT" >/dev/null 2>&1 & pids+=($!)
-    targets+=("nginx $! $NGINX_PORT")
+    bench_start_nginx_peer "$NGINX_PORT" || exit 2
+    targets+=("nginx $nginx_master $NGINX_PORT")
 fi
 for target in "${targets[@]}"; do
     read -r _ _ port <<<"$target"
@@ -54,10 +52,7 @@ hertz=$(getconf CLK_TCK)
 for target in "${targets[@]}"; do
     read -r name pid port <<<"$target"
     # nginx's master also has cache manager and loader children: measure the worker.
-    if [[ $name == nginx ]]; then
-        pid=$(pgrep -P "$pid" -f 'worker process' | head -1)
-        [[ -n $pid ]] || { echo "no nginx worker process found" >&2; exit 1; }
-    fi
+    if [[ $name == nginx ]]; then pid=$(bench_nginx_worker "$pid") || exit 1; fi
     "${pin_load[@]}" wrk -t1 -c50 -d"$((DURATION + 4))s" -s Benchmarks/absolute-form.lua "http://127.0.0.1:$port/" -- "$url" "$mode" \
         >"$dir/wrk-$name.out" &
     load=$!
