@@ -41,16 +41,7 @@ import Testing
         defer { pair.close() }
         try pair.client.setOption(SOL_SOCKET, SO_RCVBUF, 4 << 20)
         let response = try LargeResponse()
-        var queue = OutputQueue()
-        var paused: [Bool] = []
-        for _ in 0..<OutputQueue.pausedLeads {
-            response.append(to: &queue)
-            paused.append(try queue.flush(to: pair.server) == .paused)
-            let received = try pair.client.receive(count: response.count) {
-                if !queue.isEmpty { _ = try queue.flush(to: pair.server) }
-            }
-            #expect(received == response.bytes)
-        }
+        let paused = try pair.sendWhole(response, times: OutputQueue.pausedLeads)
         let firstWhole = try #require(paused.firstIndex(of: false), "every response was paused: \(paused)")
         #expect(firstWhole < OutputQueue.pausedLeads / 2)
         #expect(!paused[firstWhole...].contains(true), "paused again after the window had grown: \(paused)")
@@ -65,16 +56,7 @@ import Testing
         defer { pair.close() }
         try pair.client.setOption(SOL_SOCKET, SO_RCVBUF, 2 << 20)
         let response = try LargeResponse(bodyCount: 2 << 20)
-        var queue = OutputQueue()
-        var paused: [Bool] = []
-        for _ in 0..<OutputQueue.pausedLeads {
-            response.append(to: &queue)
-            paused.append(try queue.flush(to: pair.server) == .paused)
-            let received = try pair.client.receive(count: response.count) {
-                if !queue.isEmpty { _ = try queue.flush(to: pair.server) }
-            }
-            #expect(received == response.bytes)
-        }
+        let paused = try pair.sendWhole(response, times: OutputQueue.pausedLeads)
         let window = try #require(pair.server.peerReceiveWindow())
         #expect(window >= OutputQueue.largeClientWindow && window < 2 * response.count, "window \(window)")
         let firstWhole = try #require(paused.firstIndex(of: false), "every response was paused: \(paused)")
@@ -186,6 +168,22 @@ private struct LoopbackPair {
     func close() {
         server.close()
         client.close()
+    }
+
+    /// Sends `response` `times` times through one queue, each received whole before the next;
+    /// whether each first flush paused its body.
+    fileprivate func sendWhole(_ response: LargeResponse, times: Int) throws -> [Bool] {
+        var queue = OutputQueue()
+        var paused: [Bool] = []
+        for index in 0..<times {
+            response.append(to: &queue)
+            paused.append(try queue.flush(to: server) == .paused)
+            let received = try client.receive(count: response.count) {
+                if !queue.isEmpty { _ = try queue.flush(to: server) }
+            }
+            #expect(received == response.bytes, "response \(index)")
+        }
+        return paused
     }
 }
 
