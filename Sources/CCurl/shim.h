@@ -12,6 +12,7 @@ typedef int (*larder_curl_timer_callback)(CURLM *multi, long timeout_ms, void *u
 typedef int (*larder_curl_sockopt_callback)(void *clientp, curl_socket_t fd, curlsocktype purpose);
 typedef curl_socket_t (*larder_curl_opensocket_callback)(void *clientp, curlsocktype purpose, struct curl_sockaddr *address);
 typedef int (*larder_curl_closesocket_callback)(void *clientp, curl_socket_t fd);
+typedef int (*larder_curl_prereq_callback)(void *clientp, char *conn_primary_ip, char *conn_local_ip, int conn_primary_port, int conn_local_port);
 
 static inline CURLcode larder_easy_set_long(CURL *h, CURLoption o, long v) { return curl_easy_setopt(h, o, v); }
 static inline CURLcode larder_easy_set_offset(CURL *h, CURLoption o, curl_off_t v) { return curl_easy_setopt(h, o, v); }
@@ -21,6 +22,7 @@ static inline CURLcode larder_easy_set_slist(CURL *h, CURLoption o, struct curl_
 static inline CURLcode larder_easy_set_data_callback(CURL *h, CURLoption o, larder_curl_data_callback v) { return curl_easy_setopt(h, o, v); }
 static inline CURLcode larder_easy_set_sockopt_callback(CURL *h, larder_curl_sockopt_callback v) { return curl_easy_setopt(h, CURLOPT_SOCKOPTFUNCTION, v); }
 static inline CURLcode larder_easy_set_opensocket_callback(CURL *h, larder_curl_opensocket_callback v) { return curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, v); }
+static inline CURLcode larder_easy_set_prereq_callback(CURL *h, larder_curl_prereq_callback v) { return curl_easy_setopt(h, CURLOPT_PREREQFUNCTION, v); }
 static inline CURLcode larder_easy_set_closesocket_callback(CURL *h, larder_curl_closesocket_callback v) { return curl_easy_setopt(h, CURLOPT_CLOSESOCKETFUNCTION, v); }
 
 static inline CURLcode larder_easy_get_long(CURL *h, CURLINFO i, long *v) { return curl_easy_getinfo(h, i, v); }

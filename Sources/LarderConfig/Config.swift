@@ -40,6 +40,14 @@ public struct ProxyConfig: Sendable, Equatable {
     public var authUsers: [ProxyUser] = []
     /// The realm named in `Proxy-Authenticate`.
     public var authRealm = "Larder"
+    /// Whether local clients may reach loopback, link-local and this host's own addresses;
+    /// nil means "only when every proxy listener is on loopback" (decided on the sockets bound).
+    public var allowLocalDestinations: Bool?
+    /// Destinations refused (names and CIDRs on the address connected to).
+    public var denyDestinations: [HostRule] = []
+    /// Destinations allowed even when local or in `denyDestinations` (never this daemon's own
+    /// listeners).
+    public var allowDestinations: [HostRule] = []
     public init() {}
 }
 
@@ -93,7 +101,7 @@ public struct UpstreamConfig: Sendable, Equatable {
     /// A parent that failed is skipped for this long.
     public var parentBackoff: Duration = .seconds(30)
     /// Hosts that bypass the parents.
-    public var direct: [DirectRule] = []
+    public var direct: [HostRule] = []
     public var maxConnectionsPerHost = 32
     public init() {}
 

@@ -18,7 +18,7 @@ struct ConfigDecoder {
 
     /// The keys of each section, in the order config/larder.toml documents them.
     static let schema: [(section: String, keys: [String])] = [
-        ("proxy", ["listen", "allow", "connect_ports", "max_connections", "header_timeout", "idle_timeout", "max_header_bytes", "workers", "busy_poll", "drain_timeout", "tunnel_idle_timeout", "auth_users", "auth_realm"]),
+        ("proxy", ["listen", "allow", "connect_ports", "max_connections", "header_timeout", "idle_timeout", "max_header_bytes", "workers", "busy_poll", "drain_timeout", "tunnel_idle_timeout", "auth_users", "auth_realm", "allow_local_destinations", "deny_destinations", "allow_destinations"]),
         ("admin", ["listen", "token"]),
         ("memory", ["max_bytes", "max_entries", "max_object_bytes"]),
         ("disk", ["path", "max_bytes", "max_object_bytes"]),
@@ -119,6 +119,18 @@ struct ConfigDecoder {
                 }
                 if users.count == list.count { config.proxy.authUsers = users }
             }
+        case ("proxy", "allow_local_destinations"):
+            if case .string("auto") = value.kind {
+                config.proxy.allowLocalDestinations = nil
+            } else if case .boolean(let flag) = value.kind {
+                config.proxy.allowLocalDestinations = flag
+            } else {
+                fail("expected true, false or \"auto\" for '\(key)', got \(value.summary)", at: value.position)
+            }
+        case ("proxy", "deny_destinations"):
+            if let rules = hostRules(value, key) { config.proxy.denyDestinations = rules }
+        case ("proxy", "allow_destinations"):
+            if let rules = hostRules(value, key) { config.proxy.allowDestinations = rules }
         case ("proxy", "auth_realm"):
             if let text = string(value, key) {
                 // The realm is sent as a quoted-string (RFC 9110 §11.6.1).
@@ -191,19 +203,7 @@ struct ConfigDecoder {
         case ("upstream", "parent_backoff"):
             if let duration = duration(value, key, minimum: .zero) { config.upstream.parentBackoff = duration }
         case ("upstream", "direct"):
-            if let list = stringArray(value, key) {
-                var rules: [DirectRule] = []
-                for item in list {
-                    if let rule = DirectRule(parsing: item.text) {
-                        rules.append(rule)
-                    } else {
-                        fail(
-                            "'\(item.text)' is not a host (\"localhost\"), a domain pattern (\"*.internal\") or a CIDR (\"10.0.0.0/8\")",
-                            at: item.position)
-                    }
-                }
-                if rules.count == list.count { config.upstream.direct = rules }
-            }
+            if let rules = hostRules(value, key) { config.upstream.direct = rules }
         case ("upstream", "max_connections_per_host"):
             if let number = integer(value, key, range: 1...10_000) { config.upstream.maxConnectionsPerHost = number }
 
@@ -413,6 +413,23 @@ struct ConfigDecoder {
         if case .string(let text) = value.kind { return text }
         fail("expected a string for '\(key)', got \(value.summary)", at: value.position)
         return nil
+    }
+
+    /// A list of host names, `*.` domain patterns and CIDRs; nil (after an error per bad item)
+    /// unless every item parses.
+    private mutating func hostRules(_ value: ConfigValue, _ key: String) -> [HostRule]? {
+        guard let list = stringArray(value, key) else { return nil }
+        var rules: [HostRule] = []
+        for item in list {
+            if let rule = HostRule(parsing: item.text) {
+                rules.append(rule)
+            } else {
+                fail(
+                    "'\(item.text)' is not a host (\"localhost\"), a domain pattern (\"*.internal\") or a CIDR (\"10.0.0.0/8\")",
+                    at: item.position)
+            }
+        }
+        return rules.count == list.count ? rules : nil
     }
 
     private mutating func boolean(_ value: ConfigValue, _ key: String) -> Bool? {

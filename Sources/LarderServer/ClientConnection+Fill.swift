@@ -192,9 +192,16 @@ extension ClientConnection: FillReader {
             respondGenerated(status: bodyError.status, message: bodyError.reason, outcome: .error)
             return
         }
-        proxy.logger.notice("upstream failed", metadata: ["url": "\(exchange.head.url?.description ?? "-")", "error": "\(error)"])
+        if error.kind == .forbidden {
+            proxy.shared.stats.destinationsRefused.add(1)
+            proxy.logger.notice(
+                "refused a destination", metadata: ["client": "\(peer?.description ?? "-")", "url": "\(exchange.head.url?.description ?? "-")", "reason": "\(error.message)"])
+        } else {
+            proxy.logger.notice("upstream failed", metadata: ["url": "\(exchange.head.url?.description ?? "-")", "error": "\(error)"])
+        }
         let message: String
         switch error.kind {
+        case .forbidden: message = "Larder: destination refused (\(error.message))"
         case .timeout: message = "Larder: upstream timed out (\(error.message))"
         case .dns: message = "Larder: upstream host not found (\(error.message))"
         case .connect: message = "Larder: cannot connect upstream (\(error.message))"

@@ -78,20 +78,13 @@ extension ClientConnection {
         }
     }
 
-    /// Refuses (403/508) a target that is this daemon itself or a request that already came
-    /// through it. Returns whether it answered.
+    /// Refuses (403/508) a target the destination policy refuses by its spelling (an address in
+    /// any form, a denied name) or a request that already came through this proxy. Returns
+    /// whether it answered. Names are checked again on the address they resolve to.
     func refusesLoop(host: String, port: Int, exchange: Exchange) -> Bool {
-        // A request aimed at this daemon's own listeners would loop or expose the admin API
-        // through the proxy port.
-        if let own = proxy.shared.ownAddresses.withLock({ $0.listener(host: host, port: port) }) {
-            exchange.keepAlive = false
-            proxy.logger.notice(
-                "refused a request aimed at this proxy", metadata: ["client": "\(peer?.description ?? "-")", "target": "\(host):\(port)"])
-            respondGenerated(
-                status: 403,
-                message: own == .admin
-                    ? "Larder does not proxy to its own admin listener; connect to it directly"
-                    : "Larder does not proxy requests to itself", outcome: .error)
+        let policy = proxy.destinationPolicy(exchange.runtime)
+        if let refusal = policy.refusal(host: host, port: port, clientIsLocal: clientIsLocal(policy)) {
+            refuseDestination(refusal, target: "\(host):\(port)", exchange: exchange)
             return true
         }
         // RFC 9110 §7.6.3: our own Via identity in the request means it went round in a loop.
@@ -103,6 +96,28 @@ extension ClientConnection {
             return true
         }
         return false
+    }
+
+    /// Whether this connection's client is on this host (loopback or one of its addresses).
+    func clientIsLocal(_ policy: DestinationPolicy) -> Bool {
+        peer.map(policy.isLocal) ?? false
+    }
+
+    /// The check a fill's transfer runs on each address it connects to or reuses.
+    func destinationCheck(host: String, runtime: RuntimeConfig) -> @Sendable (SocketAddress) -> String? {
+        let policy = proxy.destinationPolicy(runtime)
+        let local = clientIsLocal(policy)
+        return { address in policy.refusal(host: host, address: address, clientIsLocal: local)?.description }
+    }
+
+    /// Answers 403 for a refused destination, with a log line naming the client and the target.
+    func refuseDestination(_ refusal: DestinationPolicy.Refusal, target: String, exchange: Exchange) {
+        exchange.keepAlive = false
+        proxy.shared.stats.destinationsRefused.add(1)
+        proxy.logger.notice(
+            "refused a destination",
+            metadata: ["client": "\(peer?.description ?? "-")", "target": "\(target)", "reason": "\(refusal)"])
+        respondGenerated(status: 403, message: "Larder: destination refused: \(refusal)", outcome: .error)
     }
 
     func tunnelResolved(_ result: Result<[SocketAddress], Resolver.Failure>, port: Int, exchangeID: ObjectIdentifier) {
@@ -118,16 +133,26 @@ extension ClientConnection {
             }
             respondGenerated(status: 502, message: "Larder: \(failure)", outcome: .error)
         case .success(let addresses):
-            // A name that resolves to this daemon is as much a loop as the address itself.
-            if let own = addresses.first(where: { address in
-                proxy.shared.ownAddresses.withLock { $0.listener(host: address.ipString, port: port) } != nil
-            }) {
-                cancelTunnelTimer(exchange)
-                _ = refusesLoop(host: own.ipString, port: port, exchange: exchange)
-                return
-            }
             cancelTunnelTimer(exchange)
-            let dial = TunnelDial(loop: proxy.loop, addresses: addresses, handshake: parentHandshake(exchange))
+            // The addresses dialled are exactly the ones checked: a direct tunnel connects only
+            // to resolved addresses the destination policy allows (a parent's are the operator's).
+            var allowed = addresses
+            if currentTunnelParent(exchange) == nil {
+                let policy = proxy.destinationPolicy(exchange.runtime)
+                let local = clientIsLocal(policy)
+                var refusals: [DestinationPolicy.Refusal] = []
+                allowed = addresses.filter { address in
+                    guard let refusal = policy.refusal(host: exchange.tunnelTarget.host, address: address, clientIsLocal: local) else {
+                        return true
+                    }
+                    refusals.append(refusal)
+                    return false
+                }
+                if allowed.isEmpty, let first = refusals.first {
+                    return refuseDestination(first, target: "\(exchange.tunnelTarget.host):\(port)", exchange: exchange)
+                }
+            }
+            let dial = TunnelDial(loop: proxy.loop, addresses: allowed, handshake: parentHandshake(exchange))
             exchange.tunnelDial = dial
             dial.start(timeout: exchange.runtime.config.upstream.connectTimeout.totalNanoseconds) { [weak self, weak exchange] result in
                 guard let self, let exchange else {

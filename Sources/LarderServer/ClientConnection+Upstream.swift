@@ -169,10 +169,12 @@ extension ClientConnection: RequestBodySource {
         // line (RFC 9112 §3.2) and leaves it out of the other fields.
         headers.add("Host", url.authority)
         headers.add("Via", via)
-        return UpstreamRequest(
+        var request = UpstreamRequest(
             method: head.method, url: url, headers: headers, body: body,
             connectTimeout: runtime.config.upstream.connectTimeout,
             timeout: route?.timeout ?? runtime.config.upstream.timeout)
+        request.destinationCheck = destinationCheck(host: url.bareHost, runtime: runtime)
+        return request
     }
 
     // MARK: Request bodies

@@ -747,7 +747,7 @@ final class Fill: UpstreamTransferDelegate {
             proxy.shared.stats.upstreamFailures.add(1)
             proxy.shared.stats.countFinalFailure(error.kind.rawValue)
             outcome = .failure(error)
-            if head == nil, let fallback = options.fallback,
+            if head == nil, error.kind != .forbidden, let fallback = options.fallback,
                 CacheDecision.canServeStaleOnError(fallback, request: options.requestDirectives, window: staleIfErrorWindow, now: Clocks.wallSeconds())
             {
                 staleAnswer = fallback

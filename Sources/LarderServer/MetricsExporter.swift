@@ -82,6 +82,7 @@ final class MetricsExporter: Sendable {
         counter("larder_connections_rejected_total", "Client connections refused (ACL, max_connections).")
         counter("larder_connections_evicted_total", "Idle client connections closed to admit new ones at max_connections.")
         counter("larder_bad_requests_total", "Requests rejected as malformed.")
+        counter("larder_destinations_refused_total", "Requests and tunnels refused by the destination policy (403).")
         for outcome in ["caught", "expired"] {
             counter(
                 "larder_busy_polls_total", "Event-loop busy polls (proxy.busy_poll), by whether an event arrived or the loop slept.",
@@ -136,6 +137,7 @@ final class MetricsExporter: Sendable {
         values[Self.key("larder_connections_rejected_total", [])] = stats.rejectedConnections.load()
         values[Self.key("larder_connections_evicted_total", [])] = stats.evictedIdleConnections.load()
         values[Self.key("larder_bad_requests_total", [])] = stats.badRequests.load()
+        values[Self.key("larder_destinations_refused_total", [])] = stats.destinationsRefused.load()
         values[Self.key("larder_busy_polls_total", [("outcome", "caught")])] = stats.busyPollsCaught.load()
         values[Self.key("larder_busy_polls_total", [("outcome", "expired")])] = stats.busyPollsExpired.load()
         values[Self.key("larder_tunnel_bytes_total", [("direction", "client_to_server")])] = stats.tunnelBytesUp.load()

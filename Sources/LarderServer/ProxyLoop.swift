@@ -45,6 +45,23 @@ final class ProxyLoop {
     /// Complete responses to store on disk after this epoll batch (`storeOnDisk`).
     private var pendingDiskStores: [(stored: StoredResponse, body: [UInt8], head: DiskEntryFormat.Head)] = []
 
+    /// The destination policy for the current configuration, rebuilt on reload and every
+    /// ``ProxyLoop/hostAddressRefresh`` so addresses that interfaces gain later count as local.
+    private var destinations: (policy: DestinationPolicy, runtime: ObjectIdentifier, built: UInt64)?
+    static let hostAddressRefresh: UInt64 = 10_000_000_000
+
+    /// The policy requests under `runtime` are checked against.
+    func destinationPolicy(_ runtime: RuntimeConfig) -> DestinationPolicy {
+        let now = loop.now
+        if let destinations, destinations.runtime == ObjectIdentifier(runtime), now &- destinations.built < ProxyLoop.hostAddressRefresh {
+            return destinations.policy
+        }
+        let policy = DestinationPolicy(
+            config: runtime.config.proxy, own: shared.ownAddresses.withLock { $0 }, hostAddresses: HostAddresses.current())
+        destinations = (policy, ObjectIdentifier(runtime), now)
+        return policy
+    }
+
     init(loop: EventLoop, shared: SharedState, runtime: RuntimeConfig) {
         self.loop = loop
         self.shared = shared

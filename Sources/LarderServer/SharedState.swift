@@ -17,7 +17,7 @@ final class SharedState: Sendable {
     let stats = Statistics()
     /// Retries across all loops, capped at a share of upstream requests.
     let retryBudget: RetryBudget
-    /// The addresses this daemon listens on, to refuse requests aimed at itself.
+    /// The addresses this daemon listens on, for the destination policy.
     let ownAddresses = Mutex(OwnAddresses())
     /// Each loop's last heartbeat (monotonic ns), for the systemd watchdog.
     let heartbeats = Mutex<[UInt64]>([])
@@ -115,27 +115,5 @@ final class SharedState: Sendable {
         var proxy: [SocketAddress] = []
         var admin: SocketAddress?
         var activated = false
-
-        /// Which of this daemon's listeners `url` points at, if any: its port is one of ours
-        /// and its host is that listener's address, `localhost`, or a loopback address when the
-        /// listener is on loopback or on every address.
-        func listener(for url: AbsoluteURL) -> Listener.Kind? {
-            listener(host: url.bareHost, port: url.port)
-        }
-
-        /// Which listener `host` (without IPv6 brackets) and `port` point at, if any.
-        func listener(host: String, port: Int) -> Listener.Kind? {
-            func matches(_ address: SocketAddress) -> Bool {
-                guard address.port == UInt16(clamping: port) else { return false }
-                if host == "localhost" || host == address.ipString { return true }
-                let unspecified = address.ipBytes.allSatisfy { $0 == 0 }
-                guard let bytes = SocketAddress.parseIPv4(host) ?? SocketAddress.parseIPv6(host) else { return false }
-                let target = SocketAddress(ipBytes: bytes, port: address.port)
-                return unspecified || (target.isLoopback && address.isLoopback)
-            }
-            if let admin, matches(admin) { return .admin }
-            if proxy.contains(where: matches) { return .proxy }
-            return nil
-        }
     }
 }

@@ -34,6 +34,8 @@ public final class Statistics: Sendable {
     /// Idle connections closed to make room for a new one at max_connections.
     public let evictedIdleConnections = AtomicCounter()
     public let badRequests = AtomicCounter()
+    /// Requests and tunnels refused by the destination policy (403).
+    public let destinationsRefused = AtomicCounter()
     /// Busy polls of the event loops (`proxy.busy_poll`) that caught an event, and those that
     /// ran out and let the loop sleep: how often the polling paid for itself.
     public let busyPollsCaught = AtomicCounter()

@@ -82,7 +82,7 @@ public struct ParentPlan: Sendable {
 
     public let parents: [Parent]
     public let selection: ParentSelection
-    public let direct: [DirectRule]
+    public let direct: [HostRule]
     public let backoff: Duration
     /// The routes' own parents (`[[route]] parent = URL`), prepared like `parents`.
     private let routeParents: [String: Parent]

@@ -172,8 +172,10 @@ public final class UpstreamClient {
     }
 
     /// CURLOPT_OPENSOCKETFUNCTION: curl's sockets are made here so that their closing is seen
-    /// (curl makes them non-blocking itself; close-on-exec is ours).
-    fileprivate func openSocket(family: Int32, type: Int32, protocol: Int32) -> Int32 {
+    /// (curl makes them non-blocking itself; close-on-exec is ours), and the address about to
+    /// be connected to passes the transfer's destination check first.
+    fileprivate func openSocket(for transfer: UpstreamTransfer, address: SocketAddress?, family: Int32, type: Int32, protocol: Int32) -> Int32 {
+        if let address, !transfer.mayConnect(to: address) { return CURL_SOCKET_BAD }
         let type = type | Int32(SOCK_CLOEXEC.rawValue)
         guard let fd = try? Syscall.call("socket", { socket(family, type, `protocol`) }) else { return CURL_SOCKET_BAD }
         ownSockets.insert(fd)
@@ -311,6 +313,8 @@ public final class UpstreamTransfer {
     fileprivate var receivePaused = false
     fileprivate var sendPaused = false
     fileprivate var protocolError: String?
+    /// Why the destination check refused the address curl was about to use.
+    fileprivate var refusal: String?
 
     fileprivate init(client: UpstreamClient, handle: EasyHandle, request: UpstreamRequest, delegate: any UpstreamTransferDelegate) {
         self.client = client
@@ -397,6 +401,8 @@ public final class UpstreamTransfer {
         // curl copies string options (CURLOPT_URL, _PROXY, _CUSTOMREQUEST) when they are set.
         larder_easy_set_string(easy, CURLOPT_URL, request.url.description)
         larder_easy_set_pointer(easy, CURLOPT_PRIVATE, key)
+        larder_easy_set_pointer(easy, CURLOPT_OPENSOCKETDATA, key)
+        larder_easy_set_pointer(easy, CURLOPT_PREREQDATA, key)
         larder_easy_set_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(request.connectTimeout.totalMilliseconds))
         // An empty proxy string disables curl's reading of http_proxy/HTTP_PROXY: the daemon's
         // own environment must not redirect its upstream traffic.
@@ -436,6 +442,15 @@ public final class UpstreamTransfer {
     }
 
     // MARK: Callbacks (run inside curl_multi_socket_action or curl_easy_pause)
+
+    /// The destination check for a direct transfer (a parent's address is the operator's
+    /// choice); a refusal is remembered for the error.
+    fileprivate func mayConnect(to address: SocketAddress) -> Bool {
+        guard request.parentProxy == nil, let check = request.destinationCheck else { return true }
+        guard let reason = check(address) else { return true }
+        refusal = "\(address): \(reason)"
+        return false
+    }
 
     fileprivate func receiveHeaderLine(_ line: UnsafeRawBufferPointer) -> Int {
         do {
@@ -487,6 +502,9 @@ public final class UpstreamTransfer {
             ? String(cString: handle.errorBuffer)
             : String(cString: curl_easy_strerror(code))
         let afterHead = receivedHead
+        if let refusal {
+            return UpstreamError(kind: .forbidden, message: refusal, afterHead: false, connected: false)
+        }
         let kind: UpstreamError.Kind
         switch code {
         case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY:
@@ -566,12 +584,29 @@ fileprivate final class EasyHandle {
         larder_easy_set_long(pointer, CURLOPT_TCP_NODELAY, 1)
         larder_easy_set_long(pointer, CURLOPT_SUPPRESS_CONNECT_HEADERS, 1)
         larder_easy_set_pointer(pointer, CURLOPT_ERRORBUFFER, errorBuffer)
-        larder_easy_set_opensocket_callback(pointer) { clientp, _, address in
-            let client = Unmanaged<UpstreamClient>.fromOpaque(clientp!).takeUnretainedValue()
+        // The open-socket and pre-request data is the transfer (set per transfer, in configure).
+        larder_easy_set_opensocket_callback(pointer) { transferp, _, address in
+            let transfer = Unmanaged<UpstreamTransfer>.fromOpaque(transferp!).takeUnretainedValue()
             guard let address else { return CURL_SOCKET_BAD }
-            return client.openSocket(family: address.pointee.family, type: address.pointee.socktype, protocol: address.pointee.`protocol`)
+            let target = withUnsafePointer(to: &address.pointee.addr) { raw in
+                SocketAddress(raw, length: Int(address.pointee.addrlen))
+            }
+            return transfer.client.openSocket(
+                for: transfer, address: target, family: address.pointee.family, type: address.pointee.socktype,
+                protocol: address.pointee.`protocol`)
         }
-        larder_easy_set_pointer(pointer, CURLOPT_OPENSOCKETDATA, client)
+        // Runs once the connection is up, new or pooled, before the request is sent: a pooled
+        // connection was checked for whoever opened it, not for this transfer.
+        larder_easy_set_prereq_callback(pointer) { transferp, primaryIP, _, primaryPort, _ in
+            let transfer = Unmanaged<UpstreamTransfer>.fromOpaque(transferp!).takeUnretainedValue()
+            guard let primaryIP else { return CURL_PREREQFUNC_ABORT }
+            let text = String(cString: primaryIP)
+            guard let bytes = SocketAddress.parseIPv4(text) ?? SocketAddress.parseIPv6(text) else {
+                return transfer.request.parentProxy != nil || transfer.request.destinationCheck == nil ? CURL_PREREQFUNC_OK : CURL_PREREQFUNC_ABORT
+            }
+            let address = SocketAddress(ipBytes: bytes, port: UInt16(clamping: primaryPort))
+            return transfer.mayConnect(to: address) ? CURL_PREREQFUNC_OK : CURL_PREREQFUNC_ABORT
+        }
         larder_easy_set_closesocket_callback(pointer) { clientp, fd in
             let client = Unmanaged<UpstreamClient>.fromOpaque(clientp!).takeUnretainedValue()
             client.closeSocket(fd)

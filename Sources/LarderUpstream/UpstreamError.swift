@@ -16,6 +16,8 @@ public struct UpstreamError: Error, Sendable, Equatable, CustomStringConvertible
         case protocolError = "protocol"
         /// Larder stopped the transfer (client gone, limit reached).
         case aborted
+        /// The destination policy refused the address the transfer was to connect to.
+        case forbidden
         /// Anything else the upstream library reported.
         case other
     }
@@ -37,8 +39,14 @@ public struct UpstreamError: Error, Sendable, Equatable, CustomStringConvertible
     }
 
     /// The status a client is answered with when nothing was sent yet: 504 for timeouts,
-    /// 502 for everything else (RFC 9110 §15.6.3, §15.6.5).
-    public var status: Int { kind == .timeout ? 504 : 502 }
+    /// 403 for a refused destination, 502 for everything else (RFC 9110 §15.6.3, §15.6.5).
+    public var status: Int {
+        switch kind {
+        case .timeout: 504
+        case .forbidden: 403
+        default: 502
+        }
+    }
 
     public var description: String { "\(kind.rawValue): \(message)" }
 }

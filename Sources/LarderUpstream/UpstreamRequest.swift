@@ -1,4 +1,5 @@
 import LarderHTTP
+import LarderIO
 
 /// A request to send upstream: already rewritten for forwarding (hop-by-hop fields removed,
 /// `Host` from the URL, `Via` appended).
@@ -13,6 +14,10 @@ public struct UpstreamRequest: Sendable {
     public var timeout: Duration
     /// A parent proxy URL (`http://user:pass@host:port`), or nil for direct.
     public var parentProxy: String?
+    /// Decides, for each address a direct transfer is about to connect to or send on (a pooled
+    /// connection included), whether it may: nil to go on, or the reason it is refused. Not
+    /// asked for a parent's address.
+    public var destinationCheck: (@Sendable (SocketAddress) -> String?)?
 
     /// The length of a request body.
     public enum BodyLength: Sendable, Equatable {

@@ -8,7 +8,7 @@ import Testing
         var upstream = UpstreamConfig()
         upstream.parents = parents
         upstream.parentSelection = selection
-        upstream.direct = direct.map { DirectRule(parsing: $0)! }
+        upstream.direct = direct.map { HostRule(parsing: $0)! }
         return ParentPlan(upstream)
     }
 

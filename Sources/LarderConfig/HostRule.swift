@@ -1,14 +1,16 @@
 import LarderHTTP
 import LarderIO
 
-/// An entry of `upstream.direct`: requests for matching hosts bypass the parent proxies.
+/// A host pattern: an entry of `upstream.direct` (matching hosts bypass the parent proxies)
+/// or of `proxy.deny_destinations` / `proxy.allow_destinations`.
 ///
 /// Host names match exactly (`"localhost"`) or by suffix (`"*.internal"` matches
-/// `a.internal` and `a.b.internal`, not `internal` itself). CIDRs (`"10.0.0.0/8"`) match hosts
-/// written as IP literals only: Larder does not resolve names to decide, since the parent may
-/// see a different DNS than the child and a lookup per request would cost more than the rule
-/// saves. Matching is case-insensitive (RFC 9110 §4.2.3: the host is case-insensitive).
-public enum DirectRule: Sendable, Hashable, CustomStringConvertible {
+/// `a.internal` and `a.b.internal`, not `internal` itself). For `upstream.direct`, CIDRs
+/// (`"10.0.0.0/8"`) match hosts written as IP literals only: Larder does not resolve names to
+/// decide, since the parent may see a different DNS than the child. The destination lists
+/// match CIDRs against the address really connected to (``matches(address:)``). Matching is
+/// case-insensitive (RFC 9110 §4.2.3: the host is case-insensitive).
+public enum HostRule: Sendable, Hashable, CustomStringConvertible {
     case host(String)
     /// A suffix including its leading dot (".internal").
     case domain(String)
@@ -27,7 +29,7 @@ public enum DirectRule: Sendable, Hashable, CustomStringConvertible {
         // as exact hosts too, for readability next to CIDRs).
         let labels = name.split(separator: ".", omittingEmptySubsequences: false)
         let valid = !name.isEmpty && labels.allSatisfy { label in
-            !label.isEmpty && label.count <= 63 && label.utf8.allSatisfy { DirectRule.isLabelByte($0) }
+            !label.isEmpty && label.count <= 63 && label.utf8.allSatisfy { HostRule.isLabelByte($0) }
         }
         if !valid {
             // An IPv6 literal as an exact host.
@@ -52,6 +54,13 @@ public enum DirectRule: Sendable, Hashable, CustomStringConvertible {
             }
             return false
         }
+    }
+
+    /// Whether a connection to `address` matches: CIDRs only (names are matched by
+    /// ``matches(host:)`` on the name the client asked for).
+    public func matches(address: SocketAddress) -> Bool {
+        guard case .network(let network) = self else { return false }
+        return network.contains(address)
     }
 
     private static func isLabelByte(_ byte: UInt8) -> Bool {
