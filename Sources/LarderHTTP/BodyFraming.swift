@@ -35,8 +35,23 @@ public enum BodyFraming: Sendable, Equatable {
             }
             return .chunked
         }
-        guard !contentLengths.isEmpty else { return .none }
-        // RFC 9110 §8.6: a list of identical values may be treated as one; anything else is an error.
+        return try contentLength(contentLengths).map { .contentLength($0) } ?? .none
+    }
+
+    /// Checks an origin's response framing before anything of it is forwarded or stored: both
+    /// Transfer-Encoding and Content-Length (RFC 9112 §6.3 ¶3 calls it a likely smuggling
+    /// attempt), or Content-Length values that disagree or are not numbers (RFC 9110 §8.6), are
+    /// errors, since the length forwarded would not be the length delivered. Returns the
+    /// declared length, if any.
+    public static func checkResponse(_ headers: HTTPHeaders) throws(HTTPParseError) -> Int? {
+        guard headers.contains("Content-Length") else { return nil }
+        if headers.contains("Transfer-Encoding") { throw .bad("both Transfer-Encoding and Content-Length") }
+        return try contentLength(headers.values("Content-Length"))
+    }
+
+    /// The one length a list of Content-Length field values declares. RFC 9110 §8.6: a list of
+    /// identical values may be treated as one; anything else is an error.
+    static func contentLength(_ contentLengths: [String]) throws(HTTPParseError) -> Int? {
         var length: Int?
         for value in contentLengths {
             for element in value.split(separator: ",", omittingEmptySubsequences: false) {
@@ -45,7 +60,7 @@ public enum BodyFraming: Sendable, Equatable {
                 length = parsed
             }
         }
-        return length.map { .contentLength($0) } ?? .none
+        return length
     }
 
     /// 1*DIGIT, no sign, no overflow.

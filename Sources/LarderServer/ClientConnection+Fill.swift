@@ -97,7 +97,14 @@ extension ClientConnection: FillReader {
         }
         if position == fill.received, let outcome = fill.outcome {
             progressed = true
-            switch outcome {
+            var result = outcome
+            if case .success = outcome, case .length(let declared) = exchange.framing, exchange.bodyBytesSent != declared {
+                // Fewer (or more) bytes than the head declared: never end it as if complete.
+                result = .failure(
+                    UpstreamError(
+                        kind: .truncated, message: "body of \(exchange.bodyBytesSent) bytes, \(declared) declared", afterHead: true))
+            }
+            switch result {
             case .success:
                 if case .chunked = exchange.framing { output.append(ClientConnection.lastChunk) }
                 finishExchange()

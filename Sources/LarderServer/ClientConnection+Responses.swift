@@ -177,17 +177,30 @@ extension ClientConnection {
 
     /// Queues body bytes from a fill chunk (by reference), framed as the head announced.
     func queueBody(_ bytes: [UInt8], from offset: Int, count: Int, exchange: Exchange) {
-        queueFramed(count: count, exchange: exchange) { $0.append(bytes, from: offset) }
+        queueFramed(count: count, exchange: exchange) { $0.append(bytes, from: offset, count: $1) }
     }
 
     /// Queues body bytes from the disk tier's file (a reader behind the fill's memory window).
     func queueBody(file: OpenFile, offset: Int64, count: Int, exchange: Exchange) {
-        queueFramed(count: count, exchange: exchange) { $0.appendFile(file, offset: offset, count: Int64(count)) }
+        queueFramed(count: count, exchange: exchange) { $0.appendFile(file, offset: offset, count: Int64($1)) }
     }
 
     /// Frames `count` body bytes as the head announced (a chunk of its own when chunked);
-    /// `appendPayload` queues the bytes themselves.
-    private func queueFramed(count: Int, exchange: Exchange, appendPayload: (inout OutputQueue) -> Void) {
+    /// `appendPayload` queues the first so many bytes themselves. A body never runs past the
+    /// Content-Length its head declared (RFC 9112 §6.3): the excess is dropped, the exchange
+    /// marked broken and the connection closed after what was declared.
+    private func queueFramed(count: Int, exchange: Exchange, appendPayload: (inout OutputQueue, Int) -> Void) {
+        var count = count
+        if case .length(let declared) = exchange.framing, exchange.bodyBytesSent + count > declared {
+            count = max(0, declared - exchange.bodyBytesSent)
+            if !exchange.framingBroken {
+                exchange.framingBroken = true
+                exchange.keepAlive = false
+                proxy.logger.error(
+                    "a response body ran past its declared length; the excess was dropped and the connection closes",
+                    metadata: ["url": "\(exchange.head.url?.description ?? "-")", "declared": "\(declared)"])
+            }
+        }
         guard count > 0 else { return }
         switch exchange.framing {
         case .none:
@@ -196,10 +209,10 @@ extension ClientConnection {
             var size: [UInt8] = []
             HeadSerializer.appendChunkSize(count, to: &size)
             output.append(size)
-            appendPayload(&output)
+            appendPayload(&output, count)
             output.append(HeadSerializer.crlf)
         case .length, .close:
-            appendPayload(&output)
+            appendPayload(&output, count)
         }
         exchange.bodyBytesSent += count
     }

@@ -26,6 +26,8 @@ final class Exchange {
     var status = 0
     var outcome: RequestOutcome = .miss
     var bodyBytesSent = 0
+    /// The body did not match the length its head declared: the connection must close.
+    var framingBroken = false
     var attempts = 0
     /// The retries made for this request (`connect:200ms,5xx:400ms`), for the access log.
     var retries: String?

@@ -501,11 +501,12 @@ final class Fill: UpstreamTransferDelegate {
             proxy.shared.stats.countFinalFailure(reason == .status429 ? "429" : "5xx")
         }
         // The origin's framing, read before the hop-by-hop strip (a `Connection` naming it).
-        let announced = upstreamHead.headers["Content-Length"]
+        // (UpstreamTransfer refused a head whose Content-Length is ambiguous.)
+        let announced = try? BodyFraming.checkResponse(upstreamHead.headers)
         // Moved, not copied: the transfer keeps no reference, so the fields change in place.
         var forwarded = upstreamHead
         HopByHop.strip(&forwarded.headers)
-        if let text = announced, let length = try? BodyFraming.parseContentLength(text[...]) {
+        if let length = announced ?? nil {
             announcedLength = length
             if !forwarded.hasNoBody(for: method) { contentLength = length }
         }

@@ -458,6 +458,14 @@ public final class UpstreamTransfer {
             case .none, .interim:
                 break
             case .final(let parsed):
+                // Checked before any of it goes on: curl would deliver the chunked body, or its
+                // own idea of the length, while the head declares another.
+                do {
+                    _ = try BodyFraming.checkResponse(parsed.headers)
+                } catch {
+                    protocolError = "the origin's response framing is invalid: \(error.reason)"
+                    return 0
+                }
                 receivedHead = true
                 lastProgress = client.loopNow
                 delegate?.upstreamDidReceiveHead(parsed)

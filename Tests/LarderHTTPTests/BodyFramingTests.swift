@@ -46,3 +46,29 @@ private func framing(_ headers: [(String, String)], version: HTTPVersion = .http
         #expect(throws: HTTPParseError.self) { try framing([("Transfer-Encoding", "chunked")], version: .http1_0).get() }
     }
 }
+
+/// An origin's framing (RFC 9112 §6.3, RFC 9110 §8.6): what a proxy may forward a length for.
+@Suite struct ResponseFramingTests {
+    private func check(_ fields: [(String, String)]) throws(HTTPParseError) -> Int? {
+        try BodyFraming.checkResponse(HTTPHeaders(fields))
+    }
+
+    @Test func oneLengthOrIdenticalOnesAreAccepted() throws {
+        #expect(try check([]) == nil)
+        #expect(try check([("Transfer-Encoding", "chunked")]) == nil)
+        #expect(try check([("Content-Length", "5")]) == 5)
+        #expect(try check([("Content-Length", "5"), ("Content-Length", "5, 5")]) == 5)
+    }
+
+    @Test(arguments: [
+        [("Content-Length", "0"), ("Transfer-Encoding", "chunked")],
+        [("Transfer-Encoding", "gzip, chunked"), ("Content-Length", "10")],
+        [("Content-Length", "3"), ("Content-Length", "5")],
+        [("Content-Length", "3, 5")],
+        [("Content-Length", "abc")],
+        [("Content-Length", "+5")],
+    ])
+    func ambiguousFramingIsAnError(_ fields: [(String, String)]) {
+        #expect(throws: HTTPParseError.self) { try check(fields) }
+    }
+}

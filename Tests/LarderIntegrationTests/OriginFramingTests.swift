@@ -1,0 +1,168 @@
+import Foundation
+import Glibc
+import Testing
+
+extension IntegrationTests {
+    /// A misbehaving origin's framing never reaches a client: the bytes on the client socket
+    /// parse as exactly one response per request, none longer or shorter than it declared.
+    @Suite struct OriginFraming {
+        static let injected = "HTTP/1.1 200 OK\r\nX-Injected: 1\r\nContent-Length: 0\r\n\r\n"
+        static let ok = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nCache-Control: no-store\r\n\r\nok"
+
+        /// One origin misbehaviour: Content-Length field lines, chunked or not, and the body
+        /// as sent (payload possibly longer or shorter than declared).
+        struct Case: CustomStringConvertible {
+            var lengths: [String]
+            var chunked: Bool
+            var payload: String
+            var description: String { "CL=\(lengths) chunked=\(chunked) payload=\(payload.count) bytes" }
+
+            var raw: String {
+                var text = "HTTP/1.1 200 OK\r\nCache-Control: max-age=600\r\n"
+                for length in lengths { text += "Content-Length: \(length)\r\n" }
+                if chunked {
+                    text += "Transfer-Encoding: chunked\r\n\r\n"
+                    text += String(payload.utf8.count, radix: 16) + "\r\n" + payload + "\r\n0\r\n\r\n"
+                } else {
+                    text += "\r\n" + payload
+                }
+                return text
+            }
+        }
+
+        /// The generated set: each framing shape with payloads shorter, equal and longer than
+        /// declared, with and without a whole second response hidden in the body.
+        static var cases: [Case] {
+            var cases: [Case] = []
+            for payload in ["hello", injected, "hello" + injected] {
+                let size = payload.utf8.count
+                for lengths in [["0"], ["3"], ["\(size)"], ["\(size + 7)"], ["\(size)", "\(size)"], ["3", "\(size)"], ["3, \(size)"],
+                                ["abc"], ["+\(size)"], ["-1"]] {
+                    for chunked in [false, true] { cases.append(Case(lengths: lengths, chunked: chunked, payload: payload)) }
+                }
+                cases.append(Case(lengths: [], chunked: true, payload: payload))
+            }
+            return cases
+        }
+
+        @Test func contentLengthWithChunkedGets502AndNothingIsStored() throws {
+            let origin = try RawOrigin()
+            let larder = try Larder()
+            origin.script("/cl-te", .init(Case(lengths: ["0"], chunked: true, payload: Self.injected).raw))
+            origin.script("/ok", .init(Self.ok))
+            let (responses, stream) = try Self.pipeline(larder, paths: ["/cl-te", "/ok"], origin: origin)
+            #expect(!stream.contains("X-Injected"), "the body hidden behind Content-Length: 0 never reaches the client")
+            #expect(responses.first?.status == 502)
+            #expect(responses.first?.text.contains("Transfer-Encoding and Content-Length") == true)
+            // Not stored, not coalesced: the next request goes to the origin again.
+            _ = try Self.pipeline(larder, paths: ["/cl-te"], origin: origin)
+            #expect(origin.count("/cl-te") == 2)
+        }
+
+        @Test func conflictingContentLengthsGet502() throws {
+            let origin = try RawOrigin()
+            let larder = try Larder()
+            origin.script("/two", .init(Case(lengths: ["3", "5"], chunked: false, payload: "hello").raw))
+            let (responses, stream) = try Self.pipeline(larder, paths: ["/two"], origin: origin)
+            #expect(responses.first?.status == 502, "\(stream)")
+            #expect(!stream.contains("hel\r\n") && !stream.hasSuffix("hello"))
+        }
+
+        /// The property: for every case, a pipelining client reads at most one response per
+        /// request, none carries more body than it declared, only the last may be cut short
+        /// (and then the connection is closed), nothing injected appears, and a complete
+        /// second response is the origin's answer to the second request.
+        @Test func everyMisbehaviourParsesAsOneResponsePerRequest() throws {
+            let origin = try RawOrigin()
+            let larder = try Larder()
+            origin.script("/ok", .init(Self.ok))
+            for (index, misbehaviour) in Self.cases.enumerated() {
+                let path = "/case-\(index)"
+                origin.script(path, .init(misbehaviour.raw))
+                let (responses, stream) = try Self.pipeline(larder, paths: [path, "/ok"], origin: origin)
+                // A second response hidden in a body may arrive as body bytes of a correctly framed
+                // response, never as a response of its own.
+                #expect(!responses.contains { $0.injected }, "\(misbehaviour): \(stream)")
+                #expect((1...2).contains(responses.count), "\(misbehaviour): \(responses.count) responses")
+                for (position, response) in responses.enumerated() where !response.complete {
+                    #expect(position == responses.count - 1, "\(misbehaviour): only the last response may be cut short")
+                }
+                if let first = responses.first, first.complete, first.status == 200 {
+                    let declared = Set(misbehaviour.lengths.flatMap { $0.split(separator: ",") }
+                        .map { $0.trimmingCharacters(in: .whitespaces) })
+                    #expect(declared.count <= 1 && !misbehaviour.chunked || misbehaviour.lengths.isEmpty, "\(misbehaviour): accepted ambiguous framing")
+                }
+                if responses.count == 2 {
+                    #expect(responses[1].complete && responses[1].text == "ok", "\(misbehaviour): \(responses[1].text)")
+                }
+            }
+        }
+
+        struct Parsed {
+            let status: Int
+            var injected = false
+            let body: [UInt8]
+            let complete: Bool
+            var text: String { String(decoding: body, as: UTF8.self) }
+        }
+
+        /// Sends the requests pipelined on one connection, reads until Larder closes it (or
+        /// 5 s pass), and parses the stream strictly.
+        static func pipeline(_ larder: Larder, paths: [String], origin: RawOrigin) throws -> ([Parsed], String) {
+            let connection = try RawConnection(port: larder.proxyPort, receiveTimeout: 5)
+            var requests = ""
+            for (index, path) in paths.enumerated() {
+                let last = index == paths.count - 1
+                requests += "GET \(origin.url(path)) HTTP/1.1\r\nHost: 127.0.0.1:\(origin.port)\r\n\(last ? "Connection: close\r\n" : "")\r\n"
+            }
+            connection.send(requests)
+            let bytes = connection.readUntilClose()
+            return (parse(bytes), String(decoding: bytes, as: UTF8.self))
+        }
+
+        /// Splits a byte stream into responses by their own framing (Content-Length or chunked).
+        static func parse(_ bytes: [UInt8]) -> [Parsed] {
+            var responses: [Parsed] = []
+            var rest = bytes[...]
+            while !rest.isEmpty {
+                guard let headEnd = rest.firstRange(of: Array("\r\n\r\n".utf8)) else {
+                    responses.append(Parsed(status: 0, body: Array(rest), complete: false))
+                    break
+                }
+                let head = String(decoding: rest[..<headEnd.lowerBound], as: UTF8.self)
+                rest = rest[headEnd.upperBound...]
+                let lines = head.components(separatedBy: "\r\n")
+                let status = Int(lines[0].split(separator: " ").dropFirst().first ?? "") ?? 0
+                let fields = lines.dropFirst().map { $0.lowercased() }
+                let injected = fields.contains { $0.hasPrefix("x-injected:") }
+                if let length = fields.first(where: { $0.hasPrefix("content-length:") }).flatMap({ Int($0.dropFirst(15).trimmingCharacters(in: .whitespaces)) }) {
+                    let body = Array(rest.prefix(length))
+                    rest = rest.dropFirst(body.count)
+                    responses.append(Parsed(status: status, injected: injected, body: body, complete: body.count == length))
+                    if body.count < length { break }
+                } else if fields.contains(where: { $0.hasPrefix("transfer-encoding:") }) {
+                    var body: [UInt8] = []
+                    var complete = false
+                    while let lineEnd = rest.firstRange(of: Array("\r\n".utf8)),
+                        let size = Int(String(decoding: rest[..<lineEnd.lowerBound], as: UTF8.self), radix: 16)
+                    {
+                        rest = rest[lineEnd.upperBound...]
+                        guard rest.count >= size + 2 else { break }
+                        body += rest.prefix(size)
+                        rest = rest.dropFirst(size + 2)
+                        if size == 0 {
+                            complete = true
+                            break
+                        }
+                    }
+                    responses.append(Parsed(status: status, injected: injected, body: body, complete: complete))
+                    if !complete { break }
+                } else {
+                    responses.append(Parsed(status: status, injected: injected, body: Array(rest), complete: true))
+                    break
+                }
+            }
+            return responses
+        }
+    }
+}
