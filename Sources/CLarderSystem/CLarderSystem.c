@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "CLarderSystem.h"
 #include <sys/mman.h>
+#include <unistd.h>
 
 int larder_available_cpus(void) {
     cpu_set_t set;
@@ -14,6 +15,10 @@ int larder_available_cpus(void) {
 
 int larder_accept4(int fd, struct sockaddr *address, socklen_t *length) {
     return accept4(fd, address, length, SOCK_NONBLOCK | SOCK_CLOEXEC);
+}
+
+int larder_dup3_cloexec(int source, int target) {
+    return dup3(source, target, O_CLOEXEC);
 }
 
 int larder_memfd_create(const char *name) {

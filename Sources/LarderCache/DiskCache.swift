@@ -44,12 +44,12 @@ public final class DiskCache: Sendable {
     private let trashCounter = Atomic<Int>(0)
     private let temporarySequence = Atomic<UInt64>(0)
     /// `tmp/` and `v1/`, opened once: stores and lookups name files relative to them (see
-    /// ``FileSystem/openDirectory(_:)``). ``removeAll()`` swaps in a handle on the new `v1/`;
-    /// the old one stays open until ``deinit`` because an event loop may be using it that very
-    /// moment (one descriptor per clear).
+    /// ``FileSystem/openDirectory(_:)``). ``removeAll()`` points the same descriptor number at
+    /// the new `v1/` (dup3 replaces it atomically), so a loop using it that very moment sees
+    /// the old directory or the new one, never a closed or reused number, and no descriptor
+    /// outlives a clear.
     private let temporaryDirectoryFD: Int32
     private let entriesDirectoryFD: Atomic<Int32>
-    private let retiredDirectoryFDs = Mutex<[Int32]>([])
     /// An inline store whose file calls take longer than this (10 ms) means the disk is not
     /// fast enough to write on an event loop. Well above a scheduler time slice (3-4 ms): a loop
     /// thread preempted in the middle of a write on a busy core is not a slow disk. (A variable
@@ -115,7 +115,6 @@ public final class DiskCache: Sendable {
     deinit {
         Syscall.close(temporaryDirectoryFD)
         Syscall.close(entriesDirectoryFD.load(ordering: .acquiring))
-        for fd in retiredDirectoryFDs.withLock({ $0 }) { Syscall.close(fd) }
     }
 
     /// Removes leftover temporary files and starts rebuilding the index from the entry files in
@@ -861,8 +860,8 @@ public final class DiskCache: Sendable {
                 try FileSystem.rename(directory + "/v1", trash)
                 try FileSystem.makeDirectories(directory + "/v1")
                 let fresh = try FileSystem.openDirectory(directory + "/v1")
-                let old = entriesDirectoryFD.exchange(fresh, ordering: .acquiringAndReleasing)
-                retiredDirectoryFDs.withLock { $0.append(old) }
+                defer { Syscall.close(fresh) }
+                try FileSystem.replaceDescriptor(entriesDirectoryFD.load(ordering: .acquiring), with: fresh)
                 // A store that took an appender before this keeps writing to a segment that is
                 // now in the trash; its entry then reads as gone.
                 segments.reset()

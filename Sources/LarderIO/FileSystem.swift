@@ -17,6 +17,12 @@ public enum FileSystem {
         try Syscall.call("open", path: path) { open($0, larder_o_path | O_DIRECTORY | O_CLOEXEC) }
     }
 
+    /// Makes descriptor `target` refer to what `source` refers to, atomically (dup3, close-on-
+    /// exec): a thread using `target` meanwhile sees the old file or the new one.
+    public static func replaceDescriptor(_ target: Int32, with source: Int32) throws(SystemError) {
+        _ = try Syscall.call("dup3") { larder_dup3_cloexec(source, target) }
+    }
+
     /// Creates `path` and missing parents (mode 0700: cache contents are private).
     public static func makeDirectories(at directory: Int32 = AT_FDCWD, _ path: String) throws(SystemError) {
         // Leaf first: usually only the last component is missing, so this is one mkdir, and

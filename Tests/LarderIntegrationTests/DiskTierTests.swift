@@ -5,6 +5,33 @@ import Testing
 extension IntegrationTests {
     /// The persistent tier through the real daemon: restarts, crashes, corruption, limits.
     @Suite struct DiskTier {
+        /// Open descriptors of a process, from /proc.
+        static func openDescriptors(_ pid: pid_t) throws -> Int {
+            try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count
+        }
+
+        @Test func clearingTheCacheLeavesNoDescriptorBehind() throws {
+            let origin = try Origin()
+            let larder = try Larder()
+            let admin = "http://127.0.0.1:\(larder.adminPort)"
+            func storeAndClear(_ round: Int) throws {
+                #expect(try Curl.viaProxy(larder.proxy, [origin.url("/fd-\(round)?size=200000&cc=max-age=600")]).status == 200)
+                #expect(try Curl.run(["-X", "DELETE", admin + "/cache"]).status == 200)
+            }
+            for round in 0..<3 { try storeAndClear(round) }
+            Thread.sleep(forTimeInterval: 0.3)
+            let before = try Self.openDescriptors(larder.child.pid)
+            for round in 3..<63 { try storeAndClear(round) }
+            Thread.sleep(forTimeInterval: 0.3)
+            let after = try Self.openDescriptors(larder.child.pid)
+            #expect(after - before < 5, "\(before) descriptors before 60 clears, \(after) after")
+            // The tier still works after the clears: stored, then served from disk after memory is gone.
+            let url = origin.url("/after-clears?size=3000&cc=max-age=600")
+            #expect(try Curl.viaProxy(larder.proxy, [url]).status == 200)
+            #expect(try Curl.viaProxy(larder.proxy, [url]).cacheStatus?.hit == true)
+            #expect(try origin.count("/after-clears?size=3000&cc=max-age=600") == 1)
+        }
+
         @Test func restartServesHitsFromDiskWithIdenticalBytes() throws {
             let origin = try Origin()
             let cache = Paths.temporaryDirectory()
