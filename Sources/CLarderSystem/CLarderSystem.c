@@ -2,6 +2,7 @@
 #include "CLarderSystem.h"
 #include <sys/mman.h>
 #include <unistd.h>
+#include <signal.h>
 
 int larder_available_cpus(void) {
     cpu_set_t set;
@@ -16,6 +17,9 @@ int larder_available_cpus(void) {
 int larder_accept4(int fd, struct sockaddr *address, socklen_t *length) {
     return accept4(fd, address, length, SOCK_NONBLOCK | SOCK_CLOEXEC);
 }
+
+int larder_sigrtmin(void) { return SIGRTMIN; }
+int larder_sigrtmax(void) { return SIGRTMAX; }
 
 int larder_dup3_cloexec(int source, int target) {
     return dup3(source, target, O_CLOEXEC);

@@ -13,7 +13,8 @@ struct Serve: ParsableCommand {
             Examples:
               larder serve
               larder serve --listen 127.0.0.1:3128 --listen [::1]:3128 --admin-listen 127.0.0.1:3129
-            SIGHUP reloads the configuration; SIGTERM drains in-flight requests and exits 0.
+            SIGHUP reloads the configuration; SIGTERM drains in-flight requests and exits 0;
+            SIGUSR1 and SIGUSR2 are logged and otherwise ignored.
             """)
 
     @Option(name: .customLong("config"), help: "Configuration file (default: $LARDER_CONFIG, then /etc/larder/larder.toml if present, else embedded defaults).")
@@ -49,12 +50,8 @@ struct Serve: ParsableCommand {
         let logger = Logger(label: "larder")
 
         // Signals are taken synchronously on this thread with sigwait; they are blocked before
-        // any other thread starts, so every thread inherits the mask.
-        var signals = sigset_t()
-        sigemptyset(&signals)
-        for signal in [SIGTERM, SIGINT, SIGHUP] { sigaddset(&signals, signal) }
-        pthread_sigmask(SIG_BLOCK, &signals, nil)
-        Glibc.signal(SIGPIPE, SIG_IGN)
+        // any other thread starts, so every thread inherits the mask. Stray ones are ignored.
+        let signals = ProcessSignals.install(handled: [SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2])
 
         let server = Server(config: config, logger: logger)
         do {
@@ -73,11 +70,15 @@ struct Serve: ParsableCommand {
             ])
 
         while true {
-            var received: Int32 = 0
-            sigwait(&signals, &received)
-            switch received {
+            switch ProcessSignals.wait(signals) {
             case SIGHUP:
                 reload(server, selection: selection, logger: logger)
+            case SIGUSR1:
+                // The log-rotation signal of many daemons: Larder writes to stdout and stderr
+                // (the journal under systemd), so there is no file to reopen.
+                logger.notice("SIGUSR1: logs go to stdout and stderr; nothing to reopen")
+            case SIGUSR2:
+                logger.notice("SIGUSR2 ignored")
             default:
                 logger.notice("shutting down: draining in-flight requests")
                 server.shutdown(drainTimeout: server.config.proxy.drainTimeout)

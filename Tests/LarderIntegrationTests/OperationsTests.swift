@@ -75,6 +75,23 @@ extension IntegrationTests {
             try activated.waitForOutput { $0.contains("sockets=from systemd") }
         }
 
+        @Test func signalsOtherDaemonsUseDoNotStopLarder() throws {
+            let origin = try Origin()
+            let larder = try Larder()
+            let url = origin.url("/signals?cc=max-age=600")
+            #expect(try Curl.viaProxy(larder.proxy, [url]).status == 200)
+            // USR1 (logrotate's reopen), USR2, ALRM and a real-time signal: none is fatal.
+            for signal in [SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM, SIGIO, SIGPWR, 40] {
+                larder.child.signal(signal)
+                Thread.sleep(forTimeInterval: 0.05)
+                #expect(larder.child.isRunning, "signal \(signal) ended the daemon")
+            }
+            _ = try larder.child.waitForOutput { $0.contains("SIGUSR2 ignored") }
+            #expect(larder.child.stderr.contains("SIGUSR1: logs go to stdout and stderr"))
+            #expect(try Curl.viaProxy(larder.proxy, [url]).cacheStatus?.hit == true, "still serving, cache intact")
+            #expect(larder.stop() == 0)
+        }
+
         @Test func sigtermLetsInFlightRequestsFinish() throws {
             let origin = try Origin()
             let larder = try Larder()

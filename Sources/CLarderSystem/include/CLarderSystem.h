@@ -25,6 +25,10 @@ int larder_accept4(int fd, struct sockaddr *address, socklen_t *length);
 /// O_PATH (needs _GNU_SOURCE): a directory handle for the *at calls, no read access needed.
 static const int larder_o_path = __O_PATH;
 
+/// SIGRTMIN and SIGRTMAX (macros calling into glibc, which Swift cannot import).
+int larder_sigrtmin(void);
+int larder_sigrtmax(void);
+
 /// dup3(2) with O_CLOEXEC (needs _GNU_SOURCE): `target` atomically refers to `source`'s file.
 int larder_dup3_cloexec(int source, int target);
 
