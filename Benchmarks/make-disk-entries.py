@@ -54,9 +54,9 @@ def entry(key, body, now):
     head = (f"key {key}\nstatus 200 OK\nrequest-time {now}\nresponse-time {now}\n\n"
             f"Date: {time.strftime('%a, %d %b %Y %H:%M:%S GMT', time.gmtime(now))}\r\n"
             "Cache-Control: max-age=86400\r\nContent-Type: application/octet-stream\r\n").encode()
-    preamble = (f"LARDER-ENTRY 1\nbody-length {len(body):020d}\nbody-checksum {checksum(body):016x}\n"
-                f"head-length {len(head):010d}\n").encode()
-    assert len(preamble) == 102
+    preamble = (f"LARDER-ENTRY 2\nbody-length {len(body):020d}\nbody-checksum {checksum(body):016x}\n"
+                f"head-checksum {checksum(head):016x}\nhead-length {len(head):010d}\n").encode()
+    assert len(preamble) == 133
     return preamble + head + body
 
 

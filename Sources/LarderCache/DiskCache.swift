@@ -36,6 +36,8 @@ public final class DiskCache: Sendable {
     let reader = BlockingWorker(name: "larder-disk-r")
     /// Runs the start-up scan only, so checksum checks for early hits need not wait for it.
     private let scanner = BlockingWorker(name: "larder-disk-s")
+    /// Checks large entries in the background (`disk.scrub_rate`).
+    public let scrubber = DiskScrubber()
     let logger: Logger
     private let scanComplete = Atomic<Bool>(false)
     /// Monotonic time until which new writes are refused after a disk error.
@@ -113,6 +115,7 @@ public final class DiskCache: Sendable {
     }
 
     deinit {
+        scrubber.requestStop()
         Syscall.close(temporaryDirectoryFD)
         Syscall.close(entriesDirectoryFD.load(ordering: .acquiring))
     }
@@ -133,6 +136,7 @@ public final class DiskCache: Sendable {
             scan()
             scanner.stop()
         }
+        scrubber.start(self)
     }
 
     /// Waits for queued writes and deletions (tests and shutdown).
@@ -141,6 +145,7 @@ public final class DiskCache: Sendable {
     }
 
     public func stop() {
+        scrubber.stop()
         writer.drain()
         writer.stop()
         reader.stop()
@@ -210,9 +215,29 @@ public final class DiskCache: Sendable {
         case miss
         /// A usable response; its body is a file range (sendfile it).
         case hit(StoredResponse)
-        /// An entry whose body checksum has not been checked since start-up: call
-        /// ``verify(_:completion:)`` and look up again.
+        /// An entry whose body must be checked first, off the event loop: one over
+        /// ``verifyEveryReadMax`` not checked since start-up, or a smaller one too large to check
+        /// on the loop. Call ``verify(_:completion:)``.
         case unverified(String)
+    }
+
+    /// Records up to this size (preamble, head and body) have their body checked on every
+    /// read and are served from the very bytes checked, so damage done while the daemon runs
+    /// is never served. Larger ones are checked on their first read after start-up and by the
+    /// background scrub (`disk.scrub_rate`). 1 MiB: reading and checking one costs about as
+    /// much as serving it (docs/PERFORMANCE.md, "Disk integrity").
+    public static let verifyEveryReadMax: Int64 = 1 << 20
+    /// Records up to this size are read and checked on the event loop itself (a segment
+    /// record's body is at most 64 KiB); larger ones on the reader thread.
+    static let verifyOnLoopMax: Int64 = 80 * 1024
+
+    /// The outcome of ``verify(_:completion:)``.
+    public enum Verification: Sendable {
+        /// Sound. For a record up to ``verifyEveryReadMax``, the response with the checked body
+        /// in memory, to serve as it is; for a larger one nil: it is marked checked, look up again.
+        case sound(StoredResponse?)
+        /// Damaged (deleted, counted) or gone: look up again.
+        case dropped
     }
 
     /// Finds a stored response for `key` whose Vary values match `request`. Cheap: an index probe,
@@ -233,6 +258,17 @@ public final class DiskCache: Sendable {
         }
         guard let entry = candidates.first(where: { VaryMatcher.matches(vary: $0.vary, request: request) }) else {
             return .miss
+        }
+        if entry.size <= DiskCache.verifyEveryReadMax {
+            guard entry.size <= DiskCache.verifyOnLoopMax else { return .unverified(entry.name) }
+            do {
+                let checked = try readChecked(entry)
+                guard checked.head.key == key.url else { throw DiskEntryFormat.Problem.keyMismatch }
+                return .hit(storedResponse(key: key, head: checked.head, body: .inMemory(checked.body)))
+            } catch {
+                discard(entry, after: error)
+                return .miss
+            }
         }
         guard entry.verified else { return .unverified(entry.name) }
         do {
@@ -279,21 +315,29 @@ public final class DiskCache: Sendable {
         guard preamble.recordLength == length else {
             throw DiskEntryFormat.Problem.truncated(expected: preamble.recordLength, actual: length)
         }
+        if inSegment {
+            // A segment cut short (by hand, by a full disk, by a crash of another writer) must
+            // not be served: the record has to be whole before its head goes out.
+            let fileSize = try FileSystem.size(of: file.fd)
+            guard fileSize >= offset + length else {
+                throw DiskEntryFormat.Problem.truncated(expected: offset + length, actual: fileSize)
+            }
+        }
         let headEnd = DiskEntryFormat.preambleLength + preamble.headLength
         if prefix.count < headEnd {
             prefix = try FileSystem.read(file.fd, at: offset, count: headEnd)
         }
-        let head = try DiskEntryFormat.decodeHead(
-            prefix[DiskEntryFormat.preambleLength..<headEnd], bodyLength: preamble.bodyLength,
-            bodyChecksum: preamble.bodyChecksum)
+        let head = try DiskEntryFormat.decodeHead(prefix[DiskEntryFormat.preambleLength..<headEnd], preamble: preamble)
         return LoadedHead(head: head, file: file, bodyOffset: offset + Int64(headEnd), recordLength: length)
     }
 
     private func storedResponse(key: CacheKey, loaded: LoadedHead) -> StoredResponse {
-        let head = loaded.head
-        return StoredResponse(
-            key: key, status: head.status, reason: head.reason, headers: head.headers,
-            body: .file(loaded.file, offset: loaded.bodyOffset, length: head.bodyLength),
+        storedResponse(key: key, head: loaded.head, body: .file(loaded.file, offset: loaded.bodyOffset, length: loaded.head.bodyLength))
+    }
+
+    private func storedResponse(key: CacheKey, head: DiskEntryFormat.Head, body: StoredResponse.Body) -> StoredResponse {
+        StoredResponse(
+            key: key, status: head.status, reason: head.reason, headers: head.headers, body: body,
             requestTime: head.requestTime, responseTime: head.responseTime, varyValues: head.vary,
             freshnessLifetime: Freshness.lifetime(
                 status: head.status, headers: head.headers, cacheControl: CacheControl(head.headers),
@@ -304,48 +348,95 @@ public final class DiskCache: Sendable {
 
     // MARK: Verification and promotion (reader thread)
 
-    /// Checks an entry's body against its checksum on the reader thread; `completion` (called
-    /// there) receives whether it is sound. A bad entry is deleted.
-    public func verify(_ name: String, completion: @escaping @Sendable (Bool) -> Void) {
+    /// Reads a whole record (one read: callers bound its size) and checks its head and body
+    /// against their checksums: what is returned is exactly what was checked.
+    func readChecked(_ entry: DiskIndex.Entry) throws -> (head: DiskEntryFormat.Head, body: [UInt8]) {
+        let loaded = try loadHead(entry)
+        let body = try FileSystem.read(loaded.file.fd, at: loaded.bodyOffset, count: Int(loaded.head.bodyLength))
+        guard body.count == Int(loaded.head.bodyLength) else {
+            throw DiskEntryFormat.Problem.truncated(expected: loaded.head.bodyLength, actual: Int64(body.count))
+        }
+        var checksum = BodyChecksum()
+        checksum.update(body)
+        guard checksum.value == loaded.head.bodyChecksum else { throw DiskEntryFormat.Problem.checksumMismatch }
+        return (loaded.head, body)
+    }
+
+    /// Indexed entries over ``verifyEveryReadMax`` among index slots `start..<start + count`,
+    /// and where the next batch starts (nil after the last): the scrub's walk.
+    func largeEntries(start: Int, count: Int) -> (entries: [DiskIndex.Entry], next: Int?) {
+        index.withLock { $0.entries(largerThan: DiskCache.verifyEveryReadMax, start: start, count: count) }
+    }
+
+    /// The scrub's check of one entry, on its thread: marks it checked and returns true when it
+    /// is sound (or gone), drops it (logged, counted) and returns false when it is damaged.
+    func scrub(_ entry: DiskIndex.Entry) -> Bool {
+        do {
+            try checkBody(entry)
+            index.withLock { $0.markVerified(entry.name) }
+            return true
+        } catch {
+            return !discard(entry, after: error)
+        }
+    }
+
+    /// Streams a large entry's body through its checksum; throws what is wrong with it.
+    func checkBody(_ entry: DiskIndex.Entry) throws {
+        let loaded = try loadHead(entry)
+        var checksum = BodyChecksum()
+        var offset = loaded.bodyOffset
+        let end = loaded.bodyOffset + loaded.head.bodyLength
+        while offset < end {
+            let chunk = try FileSystem.read(loaded.file.fd, at: offset, count: Int(min(1 << 20, end - offset)))
+            if chunk.isEmpty { throw DiskEntryFormat.Problem.truncated(expected: end, actual: offset) }
+            checksum.update(chunk)
+            offset += Int64(chunk.count)
+        }
+        guard checksum.value == loaded.head.bodyChecksum else { throw DiskEntryFormat.Problem.checksumMismatch }
+    }
+
+    /// Checks an entry on the reader thread; `completion` (called there) receives the
+    /// outcome. A bad entry is deleted and counted.
+    public func verify(_ name: String, completion: @escaping @Sendable (Verification) -> Void) {
         reader.submit { [self] in
             guard let entry = index.withLock({ $0.entry(named: name) }) else {
-                completion(false)  // removed meanwhile
+                completion(.dropped)  // removed meanwhile
                 return
             }
-            let sound: Bool
             do {
-                let loaded = try loadHead(entry)
-                var checksum = BodyChecksum()
-                var offset = loaded.bodyOffset
-                let end = loaded.bodyOffset + loaded.head.bodyLength
-                while offset < end {
-                    let chunk = try FileSystem.read(loaded.file.fd, at: offset, count: Int(min(1 << 20, end - offset)))
-                    if chunk.isEmpty { throw DiskEntryFormat.Problem.truncated(expected: end, actual: offset) }
-                    checksum.update(chunk)
-                    offset += Int64(chunk.count)
+                if entry.size <= DiskCache.verifyEveryReadMax {
+                    let checked = try readChecked(entry)
+                    completion(.sound(storedResponse(key: entry.key, head: checked.head, body: .inMemory(checked.body))))
+                } else {
+                    try checkBody(entry)
+                    index.withLock { $0.markVerified(name) }
+                    completion(.sound(nil))
                 }
-                guard checksum.value == loaded.head.bodyChecksum else { throw DiskEntryFormat.Problem.checksumMismatch }
-                index.withLock { $0.markVerified(name) }
-                sound = true
             } catch {
                 discard(entry, after: error)
-                sound = false
+                completion(.dropped)
             }
-            completion(sound)
         }
     }
 
     /// Reads a file-backed response's body into memory on the reader thread, in the memory
-    /// tier's form (``StoredResponse/Body/inMemory(_:budget:)``).
+    /// tier's form (``StoredResponse/Body/inMemory(_:budget:)``), checked against its
+    /// checksum: nil (and the entry dropped) if it does not match.
     public func readIntoMemory(_ stored: StoredResponse, completion: @escaping @Sendable (StoredResponse?) -> Void) {
-        reader.submit {
-            guard case .file(let file, let offset, let length) = stored.body,
-                let bytes = try? FileSystem.read(file.fd, at: offset, count: Int(length)), bytes.count == Int(length)
-            else {
+        let name = DiskCache.fileName(key: stored.key, vary: stored.varyValues)
+        reader.submit { [self] in
+            guard case .file = stored.body, let entry = index.withLock({ $0.entry(named: name) }) else {
                 completion(nil)
                 return
             }
-            completion(stored.withBody(.inMemory(bytes)))
+            do {
+                let checked = try readChecked(entry)
+                guard checked.head.key == stored.key.url else { throw DiskEntryFormat.Problem.keyMismatch }
+                completion(stored.withBody(.inMemory(checked.body)))
+            } catch {
+                discard(entry, after: error)
+                completion(nil)
+            }
         }
     }
 
@@ -756,10 +847,16 @@ public final class DiskCache: Sendable {
             return index.remove(named: entry.name)
         }
         if let error = error as? SystemError, error.errno == ENOENT { return false }
+        let doomed = removed ?? entry
+        if case .unknownVersion(let version)? = error as? DiskEntryFormat.Problem, version < DiskEntryFormat.version {
+            // Written by an older Larder (DISK-FORMAT.md, "Versions"): not damage, just dropped.
+            logger.debug("dropping a disk cache entry of an older format", metadata: ["version": "\(version)"])
+            writer.submit { [self] in dispose([doomed]) }
+            return true
+        }
         corruptions.add(1)
         let place = entry.segment == 0 ? path(forName: entry.name) : "\(directory)/v1/\(DiskSegments.relativePath(entry.segment)) at \(entry.offset)"
         logger.warning("dropping corrupt disk cache entry", metadata: ["file": "\(place)", "reason": "\(error)"])
-        let doomed = removed ?? entry
         writer.submit { [self] in dispose([doomed]) }
         return true
     }
@@ -969,10 +1066,15 @@ public final class DiskCache: Sendable {
                         size: record.length, verified: false, segment: id, offset: record.offset))
             }
         } catch {
-            corruptions.add(1)
-            logger.warning(
-                "cutting off the damaged end of a disk cache segment",
-                metadata: ["file": "\(path)", "offset": "\(end)", "reason": "\(error)"])
+            if case .unknownVersion(let version)? = (error as? SegmentReader.Damaged)?.problem, version < DiskEntryFormat.version {
+                logger.notice(
+                    "dropping disk cache records of an older format", metadata: ["file": "\(path)", "version": "\(version)"])
+            } else {
+                corruptions.add(1)
+                logger.warning(
+                    "cutting off the damaged end of a disk cache segment",
+                    metadata: ["file": "\(path)", "offset": "\(end)", "reason": "\(error)"])
+            }
             do {
                 try FileSystem.truncate(file.fd, to: end)
             } catch {

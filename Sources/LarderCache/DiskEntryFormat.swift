@@ -1,12 +1,13 @@
 import LarderHTTP
 
-/// The on-disk form of one stored response (format version 1). Text up to the body, so an
+/// The on-disk form of one stored response (format version 2). Text up to the body, so an
 /// operator can read an entry with `head -c 2000 FILE`:
 ///
 /// ```
-/// LARDER-ENTRY 1\n                              preamble: 102 bytes, fixed width
+/// LARDER-ENTRY 2\n                              preamble: 133 bytes, fixed width
 /// body-length 00000000000000012345\n            (rewritten in place when the body is complete)
 /// body-checksum 0123456789abcdef\n
+/// head-checksum 0123456789abcdef\n             of the head section below
 /// head-length 0000000312\n
 /// key http://example.org/a\n                    head: head-length bytes
 /// status 200 OK\n
@@ -19,13 +20,15 @@ import LarderHTTP
 /// <body: body-length bytes>
 /// ```
 ///
-/// The body checksum is ``BodyChecksum`` (64-bit). A file whose size is not
-/// `102 + head-length + body-length`, whose magic or version is unknown, whose head does not
-/// parse, or whose body does not match the checksum is corrupt: it is deleted, never served.
+/// Both checksums are ``BodyChecksum`` (64-bit). A file whose size is not
+/// `133 + head-length + body-length`, whose magic or version is unknown, whose head does not
+/// parse or match its checksum, or whose body does not match its checksum is corrupt: it is
+/// deleted, never served. Version 1 (before 2026-11-25) had no head checksum; its entries are
+/// dropped at start-up (DISK-FORMAT.md).
 public enum DiskEntryFormat {
-    public static let version = 1
+    public static let version = 2
     public static let magic = "LARDER-ENTRY "
-    public static let preambleLength = 102
+    public static let preambleLength = 133
 
     /// What the head of an entry file says.
     public struct Head: Sendable, Equatable {
@@ -62,6 +65,7 @@ public enum DiskEntryFormat {
         case unreadableHead(String)
         case truncated(expected: Int64, actual: Int64)
         case checksumMismatch
+        case headChecksumMismatch
         case keyMismatch
 
         public var description: String {
@@ -71,6 +75,7 @@ public enum DiskEntryFormat {
             case .unreadableHead(let detail): "unreadable head (\(detail))"
             case .truncated(let expected, let actual): "size \(actual) bytes, expected \(expected)"
             case .checksumMismatch: "body checksum mismatch"
+            case .headChecksumMismatch: "head checksum mismatch"
             case .keyMismatch: "entry belongs to another key"
             }
         }
@@ -87,12 +92,20 @@ public enum DiskEntryFormat {
         bytes.append(contentsOf: repeatElement(0, count: preambleLength))
         appendHead(head, wireFields: wireFields, to: &bytes)
         let headLength = bytes.count - preambleLength
+        let headChecksum = self.headChecksum(of: bytes[preambleLength...])
         bytes.withUnsafeMutableBufferPointer { buffer in
             writePreamble(
-                bodyLength: bodyLength, bodyChecksum: bodyChecksum, headLength: headLength,
+                bodyLength: bodyLength, bodyChecksum: bodyChecksum, headChecksum: headChecksum, headLength: headLength,
                 into: UnsafeMutableBufferPointer(rebasing: buffer[0..<preambleLength]))
         }
         return bytes
+    }
+
+    /// The checksum of a head section (what follows the preamble, up to the body).
+    public static func headChecksum(of head: ArraySlice<UInt8>) -> UInt64 {
+        var checksum = BodyChecksum()
+        head.withUnsafeBytes { checksum.update($0) }
+        return checksum.value
     }
 
     /// Appends the head section, without string interpolation (each one is an allocation).
@@ -126,16 +139,19 @@ public enum DiskEntryFormat {
     }
 
     /// The fixed-width preamble.
-    public static func preamble(bodyLength: Int64, bodyChecksum: UInt64, headLength: Int) -> [UInt8] {
+    public static func preamble(bodyLength: Int64, bodyChecksum: UInt64, headChecksum: UInt64, headLength: Int) -> [UInt8] {
         [UInt8](unsafeUninitializedCapacity: preambleLength) { buffer, count in
-            writePreamble(bodyLength: bodyLength, bodyChecksum: bodyChecksum, headLength: headLength, into: buffer)
+            writePreamble(
+                bodyLength: bodyLength, bodyChecksum: bodyChecksum, headChecksum: headChecksum, headLength: headLength,
+                into: buffer)
             count = preambleLength
         }
     }
 
     /// Writes the preamble's `preambleLength` bytes into `buffer`.
     private static func writePreamble(
-        bodyLength: Int64, bodyChecksum: UInt64, headLength: Int, into buffer: UnsafeMutableBufferPointer<UInt8>
+        bodyLength: Int64, bodyChecksum: UInt64, headChecksum: UInt64, headLength: Int,
+        into buffer: UnsafeMutableBufferPointer<UInt8>
     ) {
         precondition(buffer.count >= preambleLength)
         // Literals as StaticStrings, copied as bytes (a String's UTF-8 view costs ~30
@@ -148,6 +164,8 @@ public enum DiskEntryFormat {
         writer.append(Int(bodyLength), zeroPaddedTo: 20)
         writer.append("\nbody-checksum " as StaticString)
         writer.append(length: 16) { StableHash.writeHex(bodyChecksum, into: $0) }
+        writer.append("\nhead-checksum " as StaticString)
+        writer.append(length: 16) { StableHash.writeHex(headChecksum, into: $0) }
         writer.append("\nhead-length " as StaticString)
         writer.append(headLength, zeroPaddedTo: 10)
         writer.append("\n" as StaticString)
@@ -158,6 +176,7 @@ public enum DiskEntryFormat {
     public struct Preamble: Sendable, Equatable {
         public var bodyLength: Int64
         public var bodyChecksum: UInt64
+        public var headChecksum: UInt64
         public var headLength: Int
         /// The record was removed from a segment file (its magic is ``freedMagic``).
         public var freed: Bool
@@ -177,17 +196,25 @@ public enum DiskEntryFormat {
         let start = bytes.startIndex
         let text = String(decoding: bytes[start..<start + preambleLength], as: UTF8.self)
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
-        guard lines.count >= 4 else { throw .unknownFormat }
+        guard lines.count >= 5 else { throw .unknownFormat }
         let freed = acceptingFreed && lines[0].hasPrefix(freedMagic)
         guard freed || lines[0].hasPrefix(magic) else { throw .unknownFormat }
         guard let version = Int(lines[0].dropFirst(magic.count)) else { throw .unknownFormat }
         guard version == self.version else { throw .unknownVersion(version) }
         guard lines[1].hasPrefix("body-length "), let bodyLength = Int64(lines[1].dropFirst(12)),
             lines[2].hasPrefix("body-checksum "), let checksum = UInt64(lines[2].dropFirst(14), radix: 16),
-            lines[3].hasPrefix("head-length "), let headLength = Int(lines[3].dropFirst(12)),
+            lines[3].hasPrefix("head-checksum "), let headChecksum = UInt64(lines[3].dropFirst(14), radix: 16),
+            lines[4].hasPrefix("head-length "), let headLength = Int(lines[4].dropFirst(12)),
             bodyLength >= 0, headLength >= 0, headLength < 1 << 20
         else { throw .unreadableHead("malformed preamble") }
-        return Preamble(bodyLength: bodyLength, bodyChecksum: checksum, headLength: headLength, freed: freed)
+        return Preamble(
+            bodyLength: bodyLength, bodyChecksum: checksum, headChecksum: headChecksum, headLength: headLength, freed: freed)
+    }
+
+    /// Parses a head section after checking it against the preamble's head checksum.
+    public static func decodeHead(_ bytes: ArraySlice<UInt8>, preamble: Preamble) throws(Problem) -> Head {
+        guard headChecksum(of: bytes) == preamble.headChecksum else { throw .headChecksumMismatch }
+        return try decodeHead(bytes, bodyLength: preamble.bodyLength, bodyChecksum: preamble.bodyChecksum)
     }
 
     /// Parses the head section.

@@ -156,6 +156,17 @@ struct DiskIndex {
         return true
     }
 
+    /// Entries larger than `size` among slots `start..<start + count`, and where the next batch
+    /// starts (nil at the end): the scrub walks the index in batches so the lock is held briefly.
+    func entries(largerThan size: Int64, start: Int, count: Int) -> (entries: [Entry], next: Int?) {
+        let end = min(slots.count, start + count)
+        var found: [Entry] = []
+        for index in start..<max(start, end) {
+            if let entry = slots[index], entry.size > size { found.append(entry) }
+        }
+        return (found, end < slots.count ? end : nil)
+    }
+
     mutating func markVerified(_ name: String) {
         if let index = byName[name] { slots[index]?.verified = true }
     }

@@ -19,6 +19,8 @@ public final class DiskWrite: Sendable {
     public let temporaryPath: String
     /// Where the body starts in the file.
     public let bodyOffset: Int64
+    /// The head section's checksum, for the final preamble.
+    private let headChecksum: UInt64
     /// Body bytes written to the file so far.
     public let durableBytes = Atomic<Int>(0)
     private let failed = Atomic<Bool>(false)
@@ -42,6 +44,7 @@ public final class DiskWrite: Sendable {
         // Lengths zero until `finish` rewrites the preamble in place.
         let entryHead = DiskEntryFormat.entryHead(head, bodyLength: 0, bodyChecksum: 0)
         bodyOffset = Int64(entryHead.count)
+        headChecksum = DiskEntryFormat.headChecksum(of: entryHead[DiskEntryFormat.preambleLength...])
         cache.writer.submit { [self] in
             run { state throws(SystemError) in
                 state.fd = try FileSystem.createExclusive(temporaryPath)
@@ -88,7 +91,7 @@ public final class DiskWrite: Sendable {
                     throw SystemError(call: "finish (body length mismatch)", errno: EIO)
                 }
                 let preamble = DiskEntryFormat.preamble(
-                    bodyLength: state.written, bodyChecksum: state.checksum.value,
+                    bodyLength: state.written, bodyChecksum: state.checksum.value, headChecksum: headChecksum,
                     headLength: Int(bodyOffset) - DiskEntryFormat.preambleLength)
                 try FileSystem.writeAll(state.fd, preamble, at: 0)
                 let size = try FileSystem.size(of: state.fd)

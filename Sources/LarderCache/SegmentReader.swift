@@ -58,8 +58,7 @@ struct SegmentReader {
         offset = start + length
         if preamble.freed { return Record(offset: start, length: length, freed: true, head: nil) }
         let headBytes = try bytes(at: start + Int64(DiskEntryFormat.preambleLength), count: preamble.headLength)
-        let head = try? DiskEntryFormat.decodeHead(
-            headBytes, bodyLength: preamble.bodyLength, bodyChecksum: preamble.bodyChecksum)
+        let head = try? DiskEntryFormat.decodeHead(headBytes, preamble: preamble)
         return Record(offset: start, length: length, freed: false, head: head)
     }
 

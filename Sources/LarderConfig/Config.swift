@@ -85,6 +85,8 @@ public struct DiskConfig: Sendable, Equatable {
     public var path = ".larder-cache"
     public var maxBytes: Int64 = 10 * 1024 * 1024 * 1024
     public var maxObjectBytes: Int64 = 2 * 1024 * 1024 * 1024
+    /// Bytes per second the background scrub reads to check entries over 1 MiB; 0 turns it off.
+    public var scrubRate: Int64 = 16 * 1024 * 1024
     public init() {}
 }
 

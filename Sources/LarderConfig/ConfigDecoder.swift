@@ -21,7 +21,7 @@ struct ConfigDecoder {
         ("proxy", ["listen", "allow", "connect_ports", "max_connections", "header_timeout", "idle_timeout", "max_header_bytes", "workers", "busy_poll", "drain_timeout", "tunnel_idle_timeout", "auth_users", "auth_realm", "allow_local_destinations", "deny_destinations", "allow_destinations"]),
         ("admin", ["listen", "token"]),
         ("memory", ["max_bytes", "max_entries", "max_object_bytes"]),
-        ("disk", ["path", "max_bytes", "max_object_bytes"]),
+        ("disk", ["path", "max_bytes", "max_object_bytes", "scrub_rate"]),
         ("upstream", ["connect_timeout", "timeout", "parent", "parents", "parent_selection", "parent_backoff", "direct", "max_connections_per_host"]),
         ("retry", retryKeys),
         ("cache", ["default_policy", "stale_if_error", "offline", "range_whole_max"]),
@@ -167,6 +167,8 @@ struct ConfigDecoder {
             if let bytes = size(value, key, range: 0...(1 << 56)) { config.disk.maxBytes = bytes }
         case ("disk", "max_object_bytes"):
             if let bytes = size(value, key, range: 0...(1 << 50)) { config.disk.maxObjectBytes = bytes }
+        case ("disk", "scrub_rate"):
+            if let bytes = size(value, key, range: 0...(1 << 40)) { config.disk.scrubRate = bytes }
 
         case ("upstream", "connect_timeout"):
             if let duration = duration(value, key, minimum: .milliseconds(1)) { config.upstream.connectTimeout = duration }

@@ -162,6 +162,15 @@ extension ClientConnection {
             varyMiss = true
         }
         guard let disk = proxy.shared.disk else { return .none }
+        // An entry the reader thread just checked: served from the bytes it checked.
+        if let checked = exchange?.checkedDiskEntry {
+            exchange?.checkedDiskEntry = nil
+            if checked.key == key, VaryMatcher.matches(checked, request: request) {
+                exchange?.fromDisk = true
+                promoteIntoMemory(checked)
+                return .found(checked)
+            }
+        }
         switch disk.lookup(key, request: request) {
         case .miss:
             return .none
@@ -169,6 +178,7 @@ extension ClientConnection {
             waitForVerification(of: name, disk: disk)
             return .pending
         case .hit(let stored):
+            exchange?.fromDisk = true
             promoteIntoMemory(stored)
             return .found(stored)
         }
@@ -185,7 +195,7 @@ extension ClientConnection {
             cacheStatus.hit = true
             cacheStatus.ttl = Int((stored.freshnessLifetime - stored.currentAge(now: now)).rounded(.down))
             var details: [String] = []
-            if stored.isOnDisk { details.append("disk") }
+            if stored.isOnDisk || exchange.fromDisk { details.append("disk") }
             if exchange.runtime.config.cache.offline && stale {
                 details.append("offline")
             } else if stale {
@@ -195,7 +205,7 @@ extension ClientConnection {
         }
         exchange.cacheStatus = cacheStatus
         exchange.outcome = status != nil ? (status?.fwdStatus == 304 ? .revalidated : .stale)
-            : stale ? .stale : (stored.isOnDisk ? .diskHit : .memoryHit)
+            : stale ? .stale : (stored.isOnDisk || exchange.fromDisk ? .diskHit : .memoryHit)
         let request = exchange.head.headers
         if Preconditions.notModified(request: request, status: stored.status, responseHeaders: stored.headers) {
             exchange.status = 304
@@ -214,13 +224,14 @@ extension ClientConnection {
     private func waitForVerification(of name: String, disk: DiskCache) {
         let token = proxy.park(self)
         let handle = proxy.loop.handle
-        disk.verify(name) { _ in
-            handle.execute { loop in (loop.context as? ProxyLoop)?.unpark(token)?.resumeAfterDiskCheck() }
+        disk.verify(name) { verification in
+            handle.execute { loop in (loop.context as? ProxyLoop)?.unpark(token)?.resumeAfterDiskCheck(verification) }
         }
     }
 
-    func resumeAfterDiskCheck() {
+    func resumeAfterDiskCheck(_ verification: DiskCache.Verification) {
         guard phase == .exchanging, let exchange else { return }
+        if case .sound(let checked?) = verification { exchange.checkedDiskEntry = checked }
         proceed(exchange)
         flushSoon()
     }
@@ -229,6 +240,10 @@ extension ClientConnection {
     private func promoteIntoMemory(_ stored: StoredResponse) {
         guard let disk = proxy.shared.disk, stored.bodyLength <= proxy.shared.memory.limits.maxObjectBytes else { return }
         let memory = proxy.shared.memory
+        if stored.isInMemory {
+            memory.insert(stored)
+            return
+        }
         disk.readIntoMemory(stored) { promoted in
             if let promoted { memory.insert(promoted) }
         }

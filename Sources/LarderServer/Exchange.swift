@@ -26,6 +26,11 @@ final class Exchange {
     var status = 0
     var outcome: RequestOutcome = .miss
     var bodyBytesSent = 0
+    /// The stored response came from the disk tier (its body may have been read into memory
+    /// to be checked): `Cache-Status: …; detail=disk`, counted as a disk hit.
+    var fromDisk = false
+    /// A disk entry the reader thread checked for this request, to serve as it is.
+    var checkedDiskEntry: StoredResponse?
     /// The body did not match the length its head declared: the connection must close.
     var framingBroken = false
     var attempts = 0

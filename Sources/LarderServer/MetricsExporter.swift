@@ -76,6 +76,7 @@ final class MetricsExporter: Sendable {
         gauge("larder_memory_files", "Anonymous memory files holding large memory-tier bodies (one descriptor each).")
         counter("larder_disk_corruptions_total", "Disk entries found damaged (size, checksum, head) and deleted.")
         counter("larder_disk_write_errors_total", "Disk writes that failed (ENOSPC, EIO, permissions).")
+        counter("larder_disk_scrubbed_bytes_total", "Bytes of disk entries over 1 MiB checked by the background scrub (disk.scrub_rate).")
         gauge("larder_disk_degraded", "1 while the disk tier refuses writes after an error.")
         gauge("larder_connections_active", "Open client connections.")
         counter("larder_connections_accepted_total", "Client connections accepted.")
@@ -133,6 +134,7 @@ final class MetricsExporter: Sendable {
         values[Self.key("larder_cache_evictions_total", [("tier", "disk")])] = disk?.evictions ?? 0
         values[Self.key("larder_disk_corruptions_total", [])] = disk?.corruptions ?? 0
         values[Self.key("larder_disk_write_errors_total", [])] = disk?.writeErrors ?? 0
+        values[Self.key("larder_disk_scrubbed_bytes_total", [])] = shared.disk?.scrubber.checkedBytes.load() ?? 0
         values[Self.key("larder_connections_accepted_total", [])] = stats.acceptedConnections.load()
         values[Self.key("larder_connections_rejected_total", [])] = stats.rejectedConnections.load()
         values[Self.key("larder_connections_evicted_total", [])] = stats.evictedIdleConnections.load()

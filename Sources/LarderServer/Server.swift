@@ -149,6 +149,7 @@ public final class Server: Sendable {
         shared.memory.setLimits(
             .init(maxBytes: memory.maxBytes, maxEntries: memory.maxEntries, maxObjectBytes: memory.maxObjectBytes))
         shared.disk?.setLimits(.init(maxBytes: config.disk.maxBytes, maxObjectBytes: config.disk.maxObjectBytes))
+        shared.disk?.scrubber.rate.store(config.disk.scrubRate, ordering: .relaxed)
         shared.retryBudget.setLimits(ratio: config.retry.budgetRatio, floor: config.retry.budgetMin)
         let done = DispatchSemaphore(value: 0)
         let handles = loops.withLock { $0 }

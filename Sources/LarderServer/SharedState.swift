@@ -73,6 +73,7 @@ final class SharedState: Sendable {
             disk = try DiskCache(
                 directory: diskConfig.path,
                 limits: .init(maxBytes: diskConfig.maxBytes, maxObjectBytes: diskConfig.maxObjectBytes), logger: logger)
+            disk?.scrubber.rate.store(diskConfig.scrubRate, ordering: .relaxed)
         } catch {
             logger.error(
                 "disk cache unavailable; storing in memory only", metadata: ["directory": "\(diskConfig.path)", "error": "\(error)"])

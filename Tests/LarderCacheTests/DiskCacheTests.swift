@@ -3,6 +3,7 @@ import Foundation
 import LarderHTTP
 import LarderIO
 import Logging
+import Synchronization
 import Testing
 
 /// Waits (at most 10 s) for `cache`'s start-up scan to finish.
@@ -98,15 +99,27 @@ private func read(_ cache: DiskCache, _ path: String, request: HTTPHeaders = [:]
         case .miss:
             return nil
         case .hit(let stored):
-            guard case .file(let file, let offset, let length) = stored.body else { return nil }
-            return try? FileSystem.read(file.fd, at: offset, count: Int(length))
+            return body(of: stored)
         case .unverified(let name):
             let done = DispatchSemaphore(value: 0)
-            cache.verify(name) { _ in done.signal() }
+            let result = Mutex<DiskCache.Verification?>(nil)
+            cache.verify(name) { verification in
+                result.withLock { $0 = verification }
+                done.signal()
+            }
             done.wait()
+            if case .sound(let checked?) = result.withLock({ $0 }) { return body(of: checked) }
         }
     }
     return nil
+}
+
+/// A stored response's body, wherever it lives.
+private func body(of stored: StoredResponse) -> [UInt8]? {
+    if case .file(let file, let offset, let length) = stored.body {
+        return try? FileSystem.read(file.fd, at: offset, count: Int(length))
+    }
+    return stored.memoryBody
 }
 
 private func fileSize(_ path: String) -> Int {
@@ -130,51 +143,100 @@ private func pattern(_ count: Int, seed: UInt8 = 1) -> [UInt8] {
 
     @Test func entriesSurviveARestart() throws {
         let fixture = try DiskFixture()
-        let body = pattern(50_000)
-        fixture.store("/a", body: body)
+        let small = pattern(50_000)
+        let large = pattern(3 << 20, seed: 7)
+        fixture.store("/a", body: small)
+        fixture.store("/large", body: large)
         let reopened = try fixture.reopen()
-        guard case .unverified(let name) = reopened.lookup(Fixtures.key("/a"), request: [:]) else {
+        waitForIndex(reopened)
+        // A small entry is read whole and checked on every lookup, and served from those bytes.
+        guard case .hit(let stored) = reopened.lookup(Fixtures.key("/a"), request: [:]) else {
+            Issue.record("a small entry is checked and served at once")
+            return
+        }
+        #expect(stored.isInMemory)
+        #expect(stored.memoryBody == small)
+        #expect(stored.headers["Content-Type"] == "application/octet-stream")
+        // A large one is checked on the reader thread before its first hit of this run.
+        guard case .unverified(let name) = reopened.lookup(Fixtures.key("/large"), request: [:]) else {
             Issue.record("an entry from a previous run is checked before it is served")
             return
         }
         let sound = DispatchSemaphore(value: 0)
-        reopened.verify(name) { ok in
-            #expect(ok)
+        reopened.verify(name) { verification in
+            guard case .sound(nil) = verification else {
+                Issue.record("expected a sound large entry, marked checked")
+                return
+            }
             sound.signal()
         }
         sound.wait()
-        guard case .hit(let stored) = reopened.lookup(Fixtures.key("/a"), request: [:]) else {
+        guard case .hit(let file) = reopened.lookup(Fixtures.key("/large"), request: [:]) else {
             Issue.record("verified entry not served")
             return
         }
-        #expect(stored.headers["Content-Type"] == "application/octet-stream")
-        #expect(stored.bodyLength == 50_000)
+        #expect(file.isOnDisk)
+        #expect(file.bodyLength == 3 << 20)
         reopened.stop()
     }
 
     @Test func flippedByteIsDetectedAndTheEntryDeleted() throws {
         let fixture = try DiskFixture()
-        fixture.store("/a", body: pattern(10_000))
+        fixture.store("/large", body: pattern(3 << 20))
         let file = try #require(fixture.entryFiles().first)
         var bytes = try Data(contentsOf: URL(fileURLWithPath: file))
         bytes[bytes.count - 100] ^= 0x01
         try bytes.write(to: URL(fileURLWithPath: file))
         let reopened = try fixture.reopen()
         let done = DispatchSemaphore(value: 0)
-        guard case .unverified(let name) = reopened.lookup(Fixtures.key("/a"), request: [:]) else {
+        guard case .unverified(let name) = reopened.lookup(Fixtures.key("/large"), request: [:]) else {
             Issue.record("expected an unverified entry")
             return
         }
-        reopened.verify(name) { ok in
-            #expect(!ok)
+        reopened.verify(name) { verification in
+            if case .sound = verification { Issue.record("a flipped byte passed") }
             done.signal()
         }
         done.wait()
         reopened.drain()
         #expect(!FileManager.default.fileExists(atPath: file))
         #expect(reopened.statistics.corruptions == 1)
-        if case .miss = reopened.lookup(Fixtures.key("/a"), request: [:]) {} else { Issue.record("corrupt entry still found") }
+        if case .miss = reopened.lookup(Fixtures.key("/large"), request: [:]) {} else { Issue.record("corrupt entry still found") }
         reopened.stop()
+    }
+
+    /// Damage done while the daemon runs, to an entry this very process wrote: a small entry
+    /// is checked on every read, so it is never served.
+    @Test func flippedByteInAnEntryThisProcessWroteIsNotServed() throws {
+        let fixture = try DiskFixture()
+        fixture.store("/a", body: pattern(10_000))
+        #expect(fixture.read("/a") == pattern(10_000))
+        let file = try #require(fixture.entryFiles().first)
+        let handle = try #require(FileHandle(forUpdatingAtPath: file))
+        try handle.seek(toOffset: UInt64(fileSize(file) - 100))
+        let original = try #require(try handle.read(upToCount: 1)).first!
+        try handle.seek(toOffset: UInt64(fileSize(file) - 100))
+        handle.write(Data([original ^ 0x01]))
+        try handle.close()
+        #expect(fixture.read("/a") == nil)
+        fixture.cache.drain()
+        #expect(fixture.cache.statistics.corruptions == 1)
+        #expect(!FileManager.default.fileExists(atPath: file))
+    }
+
+    /// The head is covered too: a flipped byte in a stored ETag is caught on any read.
+    @Test func flippedByteInTheStoredHeadIsNotServed() throws {
+        let fixture = try DiskFixture()
+        fixture.store("/a", body: pattern(3 << 20))
+        let file = try #require(fixture.entryFiles().first)
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: file))
+        let text = String(decoding: bytes.prefix(2000), as: UTF8.self)
+        let field = try #require(text.range(of: "application/octet-stream"))
+        bytes[text.utf8.distance(from: text.startIndex, to: field.lowerBound)] ^= 0x20
+        try bytes.write(to: URL(fileURLWithPath: file))
+        #expect(fixture.read("/a") == nil, "the running process trusts no head")
+        fixture.cache.drain()
+        #expect(fixture.cache.statistics.corruptions == 1)
     }
 
     @Test func truncatedFileIsDetectedAtLookup() throws {
@@ -265,8 +327,9 @@ private func pattern(_ count: Int, seed: UInt8 = 1) -> [UInt8] {
     }
 
     @Test func evictedFileStaysReadableForAnOpenReader() throws {
-        let fixture = try DiskFixture(maxBytes: 60_000)
-        let body = pattern(40_000)
+        // Over verifyEveryReadMax, so hits are served from the file itself.
+        let fixture = try DiskFixture(maxBytes: 6_000_000)
+        let body = pattern(4_000_000)
         fixture.store("/a", body: body)
         guard case .hit(let stored) = fixture.cache.lookup(Fixtures.key("/a"), request: [:]),
             case .file(let file, let offset, let length) = stored.body
@@ -274,7 +337,7 @@ private func pattern(_ count: Int, seed: UInt8 = 1) -> [UInt8] {
             Issue.record("no hit")
             return
         }
-        fixture.store("/b", body: pattern(40_000))  // evicts /a
+        fixture.store("/b", body: pattern(4_000_000))  // evicts /a
         #expect(fixture.read("/a") == nil)
         #expect(try FileSystem.read(file.fd, at: offset, count: Int(length)) == body)
     }
@@ -432,15 +495,13 @@ private func pattern(_ count: Int, seed: UInt8 = 1) -> [UInt8] {
         let fixture = try DiskFixture()
         let (first, head) = complete("/r", body: pattern(4000, seed: 1))
         #expect(fixture.cache.storeInline(first, head: head))
-        guard case .hit(let old) = fixture.cache.lookup(Fixtures.key("/r"), request: [:]),
-            case .file(let file, let offset, let length) = old.body
-        else {
+        guard case .hit(let old) = fixture.cache.lookup(Fixtures.key("/r"), request: [:]) else {
             Issue.record("no hit for the first version")
             return
         }
         let (second, _) = complete("/r", body: pattern(4000, seed: 9))
         #expect(fixture.cache.storeInline(second, head: head))
-        #expect(try FileSystem.read(file.fd, at: offset, count: Int(length)) == pattern(4000, seed: 1), "the open file keeps the old bytes")
+        #expect(body(of: old) == pattern(4000, seed: 1), "a reader of the old version keeps its bytes")
         #expect(fixture.read("/r") == pattern(4000, seed: 9))
         #expect(fixture.entryFiles().count == 1)
         #expect(try FileManager.default.contentsOfDirectory(atPath: fixture.directory + "/tmp").isEmpty)
@@ -493,7 +554,7 @@ private func pattern(_ count: Int, seed: UInt8 = 1) -> [UInt8] {
 
     @Test func verifyingAnEntryDeletedMeanwhileIsNotACorruption() throws {
         let fixture = try DiskFixture()
-        fixture.store("/v", body: pattern(5000))
+        fixture.store("/v", body: pattern(2 << 20))
         let reopened = try fixture.reopen()
         waitForIndex(reopened)
         guard case .unverified(let name) = reopened.lookup(Fixtures.key("/v"), request: [:]) else {
@@ -502,8 +563,8 @@ private func pattern(_ count: Int, seed: UInt8 = 1) -> [UInt8] {
         }
         for file in fixture.entryFiles() { try FileManager.default.removeItem(atPath: file) }
         let done = DispatchSemaphore(value: 0)
-        reopened.verify(name) { sound in
-            #expect(!sound)
+        reopened.verify(name) { verification in
+            if case .sound = verification { Issue.record("a deleted entry passed") }
             done.signal()
         }
         done.wait()
@@ -643,7 +704,7 @@ private func pattern(_ count: Int, seed: UInt8 = 1) -> [UInt8] {
         #expect(read(reopened, "/c") == pattern(1000, seed: 3), "records after it are still found")
         #expect(reopened.statistics.corruptions == 1)
         let text = String(decoding: try #require(FileManager.default.contents(atPath: segment)), as: UTF8.self)
-        #expect(text.contains(DiskEntryFormat.freedMagic + "1\n"), "the record is marked freed")
+        #expect(text.contains(DiskEntryFormat.freedMagic + "\(DiskEntryFormat.version)\n"), "the record is marked freed")
         reopened.stop()
     }
 
@@ -680,5 +741,36 @@ private func pattern(_ count: Int, seed: UInt8 = 1) -> [UInt8] {
             #expect(read(reopened, path) == pattern(1500 + index * 10, seed: latest[path]!), "\(path) after a restart")
         }
         reopened.stop()
+    }
+}
+
+@Suite struct DiskScrubberTests {
+    @Test func pausesKeepTheAverageAtTheRate() {
+        #expect(DiskScrubber.pause(afterChecking: 16 << 20, rate: 16 << 20) == .seconds(1))
+        #expect(DiskScrubber.pause(afterChecking: 1 << 20, rate: 4 << 20) == .milliseconds(250))
+        #expect(DiskScrubber.pause(afterChecking: 1, rate: 0) == DiskScrubber.idleNap)
+    }
+
+    @Test func aScrubPassDropsOnlyDamagedLargeEntries() throws {
+        let fixture = try DiskFixture()
+        fixture.store("/sound", body: pattern(2 << 20, seed: 1))
+        fixture.store("/damaged", body: pattern(2 << 20, seed: 2))
+        fixture.store("/small", body: pattern(10_000, seed: 3))
+        let damaged = try #require(fixture.entryFiles().first { file in
+            (try? Data(contentsOf: URL(fileURLWithPath: file)).range(of: Data("/damaged".utf8))) != nil
+        })
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: damaged))
+        bytes[bytes.count - 10] ^= 0x80
+        try bytes.write(to: URL(fileURLWithPath: damaged))
+        fixture.cache.scrubber.rate.store(1 << 30, ordering: .relaxed)
+        for _ in 0..<500 where fixture.cache.scrubber.checkedEntries.load() + fixture.cache.scrubber.droppedEntries.load() < 2 {
+            usleep(10_000)
+        }
+        fixture.cache.drain()
+        #expect(fixture.cache.scrubber.droppedEntries.load() == 1)
+        #expect(fixture.cache.scrubber.checkedEntries.load() == 1, "the small entry is not the scrub's")
+        #expect(!FileManager.default.fileExists(atPath: damaged))
+        #expect(fixture.read("/sound") == pattern(2 << 20, seed: 1))
+        #expect(fixture.cache.statistics.corruptions == 1)
     }
 }

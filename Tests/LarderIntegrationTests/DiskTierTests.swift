@@ -10,6 +10,118 @@ extension IntegrationTests {
             try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count
         }
 
+        /// A memory tier too small to hold any of the bodies below (fills still keep bodies up to
+        /// 8 MiB whole, so small ones become segment records): every hit is a disk hit.
+        static let diskOnly = "[memory]\nmax_bytes = \"1KiB\"\n"
+
+        static func corruptions(_ larder: Larder) throws -> Double {
+            metricValue(try Curl.run(["http://127.0.0.1:\(larder.adminPort)/metrics"]).text, "larder_disk_corruptions_total")
+        }
+
+        static func fileSize(_ path: String) -> Int {
+            ((try? FileManager.default.attributesOfItem(atPath: path)[.size]) as? Int) ?? -1
+        }
+
+        /// Flips one byte of `file` at `offset` (negative: from the end).
+        static func flip(_ file: String, at offset: Int) throws {
+            let handle = try #require(FileHandle(forUpdatingAtPath: file))
+            defer { try? handle.close() }
+            let size = try handle.seekToEnd()
+            let position = offset < 0 ? UInt64(Int(size) + offset) : UInt64(offset)
+            try handle.seek(toOffset: position)
+            let byte = try #require(try handle.read(upToCount: 1)).first!
+            try handle.seek(toOffset: position)
+            handle.write(Data([byte ^ 0x01]))
+        }
+
+        @Test func aSegmentCutShortWhileRunningIsDroppedNotServed() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: Self.diskOnly)
+            let path = "/cut?size=10000&cc=max-age=600"
+            let expected = try origin.directBody(path)
+            #expect(try Curl.viaProxy(larder.proxy, [origin.url(path)]).status == 200)
+            #expect(try Curl.viaProxy(larder.proxy, [origin.url(path)]).cacheStatus?.detail == "disk")
+            let segment = try #require(larder.cacheFiles("v1/seg").first)
+            truncate(segment, off_t(Self.fileSize(segment) - 5000))
+            for _ in 0..<3 {
+                let again = try Curl.viaProxy(larder.proxy, [origin.url(path)])
+                #expect(again.status == 200)
+                #expect(again.body == expected, "never a short body")
+            }
+            #expect(try origin.count(path) == 3, "direct, fill, one refetch (then stored again)")
+            #expect(try Self.corruptions(larder) == 1)
+        }
+
+        @Test func aFlippedByteInAnEntryThisProcessWroteIsNotServed() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: Self.diskOnly)
+            let small = "/flip-small?size=10000&cc=max-age=600"
+            let large = "/flip-large?size=600000&cc=max-age=600"
+            for path in [small, large] {
+                #expect(try Curl.viaProxy(larder.proxy, [origin.url(path)]).status == 200)
+                #expect(try Curl.viaProxy(larder.proxy, [origin.url(path)]).cacheStatus?.hit == true)
+            }
+            let segment = try #require(larder.cacheFiles("v1/seg").first)
+            try Self.flip(segment, at: -100)
+            let file = try #require(larder.cacheFiles("v1").first { !$0.contains("/seg/") })
+            try Self.flip(file, at: -100)
+            for path in [small, large] {
+                let again = try Curl.viaProxy(larder.proxy, [origin.url(path)])
+                #expect(again.body == (try origin.directBody(path)), "\(path): the damaged copy is never served")
+                #expect(again.cacheStatus?.hit == false)
+                #expect(try origin.count(path) == 3, "fill, direct, refetch")
+            }
+            #expect(try Self.corruptions(larder) == 2)
+        }
+
+        @Test func aFlippedByteInAStoredETagIsCaughtAfterARestart() throws {
+            let origin = try Origin()
+            let cache = Paths.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: cache) }
+            let path = "/etag?size=3000000&cc=max-age=600&h=ETag:%22abcdef%22"
+            do {
+                let first = try Larder(config: Self.diskOnly + "[disk]\nscrub_rate = \"0B\"\n", cacheDirectory: cache)
+                #expect(try Curl.viaProxy(first.proxy, [origin.url(path)]).header("etag") == "\"abcdef\"")
+                first.stop()
+            }
+            let file = try #require(FileManager.default.subpaths(atPath: cache + "/v1")?.first { $0.count > 20 && !$0.hasPrefix("seg") })
+            var bytes = try Data(contentsOf: URL(fileURLWithPath: cache + "/v1/" + file))
+            let head = String(decoding: bytes.prefix(4000), as: UTF8.self)
+            let tag = try #require(head.range(of: "\"abcdef\""))
+            bytes[head.utf8.distance(from: head.startIndex, to: tag.lowerBound) + 1] = UInt8(ascii: "x")
+            try bytes.write(to: URL(fileURLWithPath: cache + "/v1/" + file))
+
+            let second = try Larder(config: Self.diskOnly + "[disk]\nscrub_rate = \"0B\"\n", cacheDirectory: cache)
+            let again = try Curl.viaProxy(second.proxy, [origin.url(path)])
+            #expect(again.header("etag") == "\"abcdef\"", "the damaged head is never served")
+            #expect(try origin.count(path) == 2)
+            #expect(try Self.corruptions(second) == 1)
+        }
+
+        @Test func theScrubDropsADamagedLargeEntryBeforeAnyoneAsks() throws {
+            let origin = try Origin()
+            let cache = Paths.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: cache) }
+            let path = "/scrub?size=2000000&cc=max-age=600"
+            do {
+                let first = try Larder(config: Self.diskOnly, cacheDirectory: cache)
+                #expect(try Curl.viaProxy(first.proxy, [origin.url(path)]).status == 200)
+                first.stop()
+            }
+            let file = try #require(FileManager.default.subpaths(atPath: cache + "/v1")?.first { $0.count > 20 && !$0.hasPrefix("seg") })
+            try Self.flip(cache + "/v1/" + file, at: -1000)
+            let second = try Larder(config: Self.diskOnly + "[disk]\nscrub_rate = \"256MiB\"\n", cacheDirectory: cache)
+            let deadline = Date().addingTimeInterval(10)
+            while FileManager.default.fileExists(atPath: cache + "/v1/" + file), Date() < deadline {
+                Thread.sleep(forTimeInterval: 0.05)
+            }
+            #expect(!FileManager.default.fileExists(atPath: cache + "/v1/" + file), "the scrub deleted it")
+            #expect(try Self.corruptions(second) == 1)
+            let metrics = try Curl.run(["http://127.0.0.1:\(second.adminPort)/metrics"]).text
+            #expect(metricValue(metrics, "larder_disk_scrubbed_bytes_total") > 2_000_000)
+            #expect(try origin.count(path) == 1, "no request was needed to find it")
+        }
+
         @Test func clearingTheCacheLeavesNoDescriptorBehind() throws {
             let origin = try Origin()
             let larder = try Larder()
