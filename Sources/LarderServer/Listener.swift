@@ -52,8 +52,8 @@ final class Listener: IOHandler {
             // At the limit, the longest-idle connection on this loop gives up its place; only
             // when every connection is busy is the new one refused.
             if kind == .admin {
-                if proxy.shared.stats.adminConnections.load() >= Listener.maxAdminConnections {
-                    logLimit("\(Listener.maxAdminConnections) admin connections open; refusing more")
+                if proxy.shared.stats.adminConnections.load() >= Listener.maxAdminConnections && !proxy.evictIdleAdminConnection() {
+                    logLimit("\(Listener.maxAdminConnections) admin connections open and none idle; refusing more")
                     refuse(client, status: "503 Service Unavailable", body: "Larder: too many admin connections\n")
                     continue
                 }

@@ -32,6 +32,8 @@ final class ProxyLoop {
     /// moved on are skipped (their stamp no longer matches).
     private var idleQueue: [(id: ObjectIdentifier, stamp: UInt64)] = []
     private var idleHead = 0
+    /// The same for admin connections (a separate budget: ``Listener/maxAdminConnections``).
+    private var adminIdleQueue: [(id: ObjectIdentifier, stamp: UInt64)] = []
     private var idleStampCounter: UInt64 = 0
     /// A descriptor held in reserve: when accept fails with EMFILE, closing it lets the
     /// listener take the pending connection and refuse it, instead of being woken for it
@@ -176,10 +178,34 @@ final class ProxyLoop {
 
     /// Records that `connection` turned idle; returns the stamp of this idle spell.
     func noteIdle(_ connection: ClientConnection) -> UInt64 {
-        guard connection.kind == .proxy else { return 0 }  // admin connections are never evicted
         idleStampCounter &+= 1
+        if connection.kind == .admin {
+            adminIdleQueue.append((ObjectIdentifier(connection), idleStampCounter))
+            // At most 64 admin connections: stale entries are dropped in bulk now and then.
+            if adminIdleQueue.count > 4 * Listener.maxAdminConnections {
+                adminIdleQueue = adminIdleQueue.filter { entry in
+                    connections[entry.id]?.isEvictable(stamp: entry.stamp) == true
+                }
+            }
+            return idleStampCounter
+        }
         idleQueue.append((ObjectIdentifier(connection), idleStampCounter))
         return idleStampCounter
+    }
+
+    /// Closes this loop's longest-idle admin connection, so that scrapers and health checks
+    /// are not locked out by connections left open. Returns false if none is idle.
+    func evictIdleAdminConnection() -> Bool {
+        while !adminIdleQueue.isEmpty {
+            let entry = adminIdleQueue.removeFirst()
+            guard let connection = connections[entry.id], connection.isEvictable(stamp: entry.stamp),
+                !connection.isFlushingWhileIdle
+            else { continue }
+            shared.stats.evictedIdleConnections.add(1)
+            connection.close()
+            return true
+        }
+        return false
     }
 
     /// Closes this loop's longest-idle connection to make room. Returns false if none is idle.

@@ -6,6 +6,20 @@ extension IntegrationTests {
     /// Clients that try to exhaust the daemon: slow heads, idle floods, readers that stop.
     /// Each test also checks that someone else is still served meanwhile.
     @Suite struct ResourceExhaustion {
+        @Test func idleAdminConnectionsNeverLockOutHealthChecks() throws {
+            let larder = try Larder()
+            // More idle admin connections than the admin budget (64), each having asked once.
+            var idle: [RawConnection] = []
+            for _ in 0..<80 {
+                let connection = try RawConnection(port: larder.adminPort)
+                connection.send("GET /healthz HTTP/1.1\r\nHost: admin\r\n\r\n")
+                idle.append(connection)
+            }
+            let health = try Curl.run(["--max-time", "5", "http://127.0.0.1:\(larder.adminPort)/healthz"])
+            #expect(health.status == 200, "\(health.text)")
+            #expect(idle.count == 80)
+        }
+
         @Test func slowlorisIsCutAtTheHeaderTimeoutWhileOthersAreServed() throws {
             let origin = try Origin()
             let larder = try Larder(config: "[proxy]\nheader_timeout = \"3s\"\n")
