@@ -28,6 +28,17 @@ struct ConfigDecoder {
         ("coalesce", ["max_waiters", "wait_timeout", "finish_abandoned_max", "not_shareable_ttl"]),
         ("log", ["level", "access"]),
     ]
+    /// "Did you mean" for an unknown key: the closest key of its own section, else the closest
+    /// key of another section, named with its section (a key put under the wrong header).
+    static func keyHint(for key: String, in section: String) -> String {
+        let own = schema.first { $0.section == section }?.keys ?? []
+        if let near = Suggestions.closest(to: key, in: own) { return " (did you mean '\(near)'?)" }
+        for (other, keys) in schema where other != section {
+            if let near = Suggestions.closest(to: key, in: keys) { return " (did you mean '\(near)' in [\(other)]?)" }
+        }
+        return ""
+    }
+
     static let retryKeys = ["strategy", "max_attempts", "base_delay", "multiplier", "max_delay", "jitter", "retry_on", "budget_ratio", "budget_min"]
     static let routeKeys = ["match", "methods", "policy", "ttl", "dedup", "timeout", "idempotent", "parent"]
 
@@ -46,7 +57,7 @@ struct ConfigDecoder {
             for entry in table.entries {
                 guard keys.contains(entry.key) else {
                     fail(
-                        "unknown key '\(entry.key)' in [\(table.name)]\(Suggestions.hint(for: entry.key, in: keys))",
+                        "unknown key '\(entry.key)' in [\(table.name)]\(ConfigDecoder.keyHint(for: entry.key, in: table.name))",
                         at: entry.keyPosition)
                     continue
                 }

@@ -41,6 +41,7 @@ private let errorCases: [ErrorCase] = [
     ErrorCase(name: "size out of range", text: "[proxy]\nmax_header_bytes = \"10B\"\n", line: 2, column: 20, message: "must be between"),
     ErrorCase(name: "unknown section", text: "[retyr]\n", line: 1, column: 1, message: "unknown section [retyr] (did you mean 'retry'?)"),
     ErrorCase(name: "unknown key", text: "[proxy]\nmax_conections = 5\n", line: 2, column: 1, message: "unknown key 'max_conections' in [proxy] (did you mean 'max_connections'?)"),
+    ErrorCase(name: "key under another section", text: "[upstream]\ntimeout = \"5s\"\nmax_conections = 5\n", line: 3, column: 1, message: "unknown key 'max_conections' in [upstream] (did you mean 'max_connections' in [proxy]?)"),
     ErrorCase(name: "unknown key without suggestion", text: "[cache]\nzzzzzzzz = 1\n", line: 2, column: 1, message: "unknown key 'zzzzzzzz' in [cache]"),
     ErrorCase(name: "key outside a section", text: "workers = 1\n", line: 1, column: 1, message: "must be inside a section"),
     ErrorCase(name: "bad listen address", text: "[proxy]\nlisten = [\"127.0.0.1\"]\n", line: 2, column: 11, message: "not a listen address"),
