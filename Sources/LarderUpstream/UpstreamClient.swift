@@ -315,6 +315,8 @@ public final class UpstreamTransfer {
     fileprivate var protocolError: String?
     /// Why the destination check refused the address curl was about to use.
     fileprivate var refusal: String?
+    /// Bytes of response head lines received (interim heads included).
+    fileprivate var headBytes = 0
 
     fileprivate init(client: UpstreamClient, handle: EasyHandle, request: UpstreamRequest, delegate: any UpstreamTransferDelegate) {
         self.client = client
@@ -452,7 +454,16 @@ public final class UpstreamTransfer {
         return false
     }
 
+    /// A response head larger than this is refused (502), with that said. libcurl refuses a
+    /// single field line over 100 KiB itself (``classify(_:)`` words its error).
+    static let maxResponseHeadBytes = 256 * 1024
+
     fileprivate func receiveHeaderLine(_ line: UnsafeRawBufferPointer) -> Int {
+        headBytes += line.count
+        guard headBytes <= UpstreamTransfer.maxResponseHeadBytes else {
+            protocolError = "the origin's response head is over \(UpstreamTransfer.maxResponseHeadBytes / 1024) KiB"
+            return 0
+        }
         do {
             switch try headParser.feed(line) {
             case .none, .interim:
@@ -512,6 +523,11 @@ public final class UpstreamTransfer {
         let afterHead = receivedHead
         if let refusal {
             return UpstreamError(kind: .forbidden, message: refusal, afterHead: false, connected: false)
+        }
+        if code == CURLE_OUT_OF_MEMORY && !receivedHead && protocolError == nil {
+            // What libcurl reports for a header field line over its 100 KiB limit (CURL_MAX_HTTP_HEADER).
+            return UpstreamError(
+                kind: .protocolError, message: "the origin's response head has a field line over 100 KiB", afterHead: false)
         }
         let kind: UpstreamError.Kind
         switch code {

@@ -59,6 +59,20 @@ extension IntegrationTests {
             #expect(origin.count("/cl-te") == 2)
         }
 
+        @Test(arguments: [(1, 1 << 20), (2_000, 200)])
+        func anOversizedResponseHeadGets502SayingSo(fields: Int, size: Int) throws {
+            let origin = try RawOrigin()
+            let larder = try Larder()
+            var head = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n"
+            for index in 0..<fields { head += "X-Big-\(index): " + String(repeating: "a", count: size) + "\r\n" }
+            origin.script("/big-head", .init(head + "\r\nok"))
+            let result = try Curl.viaProxy(larder.proxy, [origin.url("/big-head")])
+            #expect(result.status == 502)
+            #expect(result.text.contains("response head"), "\(result.text)")
+            #expect(!result.text.contains("Out of memory"))
+            #expect(larder.child.stderr.contains("response head"))
+        }
+
         @Test func conflictingContentLengthsGet502() throws {
             let origin = try RawOrigin()
             let larder = try Larder()
