@@ -94,6 +94,9 @@ public struct DiskConfig: Sendable, Equatable {
 public struct UpstreamConfig: Sendable, Equatable {
     public var connectTimeout: Duration = .seconds(5)
     public var timeout: Duration = .seconds(60)
+    /// A response body must average at least this many bytes a second over every
+    /// `timeout`-long window (paused time aside); 0 turns the check off.
+    public var minRate = 64
     /// One parent proxy URL: the same as `parents = [parent]`.
     public var parent = ""
     /// Parent proxies (cache hierarchy); misses go through one of them.
@@ -200,6 +203,7 @@ public struct Route: Sendable, Equatable {
     public var ttl: Duration?
     public var dedup: DedupPolicy?
     public var timeout: Duration?
+    public var minRate: Int?
     public var retry: RetryConfig?
     /// The route's requests may be retried whatever their method (POST that is safe to repeat).
     public var idempotent: Bool?

@@ -22,7 +22,7 @@ struct ConfigDecoder {
         ("admin", ["listen", "token"]),
         ("memory", ["max_bytes", "max_entries", "max_object_bytes"]),
         ("disk", ["path", "max_bytes", "max_object_bytes", "scrub_rate"]),
-        ("upstream", ["connect_timeout", "timeout", "parent", "parents", "parent_selection", "parent_backoff", "direct", "max_connections_per_host"]),
+        ("upstream", ["connect_timeout", "timeout", "min_rate", "parent", "parents", "parent_selection", "parent_backoff", "direct", "max_connections_per_host"]),
         ("retry", retryKeys),
         ("cache", ["default_policy", "stale_if_error", "offline", "range_whole_max"]),
         ("coalesce", ["max_waiters", "wait_timeout", "finish_abandoned_max", "not_shareable_ttl"]),
@@ -40,7 +40,7 @@ struct ConfigDecoder {
     }
 
     static let retryKeys = ["strategy", "max_attempts", "base_delay", "multiplier", "max_delay", "jitter", "retry_on", "budget_ratio", "budget_min"]
-    static let routeKeys = ["match", "methods", "policy", "ttl", "dedup", "timeout", "idempotent", "parent"]
+    static let routeKeys = ["match", "methods", "policy", "ttl", "dedup", "timeout", "min_rate", "idempotent", "parent"]
 
     mutating func decode(_ document: ConfigDocument) -> Config {
         var config = Config()
@@ -183,6 +183,8 @@ struct ConfigDecoder {
 
         case ("upstream", "connect_timeout"):
             if let duration = duration(value, key, minimum: .milliseconds(1)) { config.upstream.connectTimeout = duration }
+        case ("upstream", "min_rate"):
+            if let bytes = size(value, key, range: 0...(1 << 40)) { config.upstream.minRate = Int(bytes) }
         case ("upstream", "timeout"):
             if let duration = duration(value, key, minimum: .milliseconds(1)) { config.upstream.timeout = duration }
         case ("upstream", "parent"):
@@ -337,6 +339,8 @@ struct ConfigDecoder {
                 route.dedup = choice(value, entry.key, DedupPolicy.self)
             case "timeout":
                 route.timeout = duration(value, entry.key, minimum: .milliseconds(1))
+            case "min_rate":
+                route.minRate = size(value, entry.key, range: 0...(1 << 40)).map { Int($0) }
             case "idempotent":
                 route.idempotent = boolean(value, entry.key)
             case "parent":

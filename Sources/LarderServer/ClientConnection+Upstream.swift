@@ -174,6 +174,7 @@ extension ClientConnection: RequestBodySource {
             connectTimeout: runtime.config.upstream.connectTimeout,
             timeout: route?.timeout ?? runtime.config.upstream.timeout)
         request.destinationCheck = destinationCheck(host: url.bareHost, runtime: runtime)
+        request.minRate = route?.minRate ?? runtime.config.upstream.minRate
         return request
     }
 

@@ -266,16 +266,20 @@ public final class UpstreamClient {
     fileprivate func timeoutFired(_ transfer: UpstreamTransfer) {
         guard transfer.key != nil else { return }
         let now = loop.now
-        if let deadline = transfer.nextDeadline(now: now) {
-            transfer.timeoutToken = loop.schedule(afterNanos: deadline - now) { [weak self, weak transfer] in
+        let seconds = transfer.request.timeout.components.seconds
+        let message: String
+        switch transfer.deadline.check(now: now) {
+        case .lookAgain(let deadline):
+            transfer.timeoutToken = loop.schedule(afterNanos: deadline > now ? deadline - now : 0) { [weak self, weak transfer] in
                 guard let self, let transfer else { return }
                 self.timeoutFired(transfer)
             }
             return
+        case .noHead: message = "no response head within \(seconds)s"
+        case .stalled: message = "response body stalled for \(seconds)s"
+        case .tooSlow(let rate):
+            message = "response body arrived at \(rate) B/s over \(seconds)s, under the minimum rate of \(transfer.request.minRate) B/s"
         }
-        let seconds = transfer.request.timeout.components.seconds
-        let message = transfer.receivedHead
-            ? "response body stalled for \(seconds)s" : "no response head within \(seconds)s"
         finish(transfer, error: UpstreamError(kind: .timeout, message: message, afterHead: transfer.receivedHead))
     }
 
@@ -307,8 +311,7 @@ public final class UpstreamTransfer {
     /// Whether the final response head has arrived (the head itself goes to the delegate).
     fileprivate var receivedHead = false
     fileprivate var bodyBytes = 0
-    fileprivate var lastProgress: UInt64 = 0
-    fileprivate var startTime: UInt64 = 0
+    fileprivate var deadline = TransferDeadline(timeout: 0, minRate: 0, now: 0)
     fileprivate var timeoutToken: EventLoop.TimerToken?
     fileprivate var receivePaused = false
     fileprivate var sendPaused = false
@@ -341,7 +344,7 @@ public final class UpstreamTransfer {
     public func resumeReceiving() {
         guard receivePaused, key != nil else { return }
         receivePaused = false
-        lastProgress = client.loopNow
+        deadline.resume(now: client.loopNow)
         client.pause(easy, mask: sendPaused ? CURLPAUSE_SEND : CURLPAUSE_CONT)
     }
 
@@ -370,8 +373,7 @@ public final class UpstreamTransfer {
     // MARK: Timeouts (own timer: curl's CURLOPT_TIMEOUT would also count time paused for a slow client)
 
     fileprivate func armTimeout(now: UInt64) {
-        startTime = now
-        lastProgress = now
+        deadline = TransferDeadline(timeout: request.timeout.totalNanoseconds, minRate: request.minRate, now: now)
         let timeout = request.timeout.totalNanoseconds
         guard timeout > 0 else { return }
         timeoutToken = client.schedule(afterNanos: timeout) { [weak self] in
@@ -383,16 +385,6 @@ public final class UpstreamTransfer {
     fileprivate func disarmTimeout(loop: EventLoop) {
         if let timeoutToken { loop.cancel(timeoutToken) }
         timeoutToken = nil
-    }
-
-    /// The next time to look again, or nil if the timeout has passed.
-    fileprivate func nextDeadline(now: UInt64) -> UInt64? {
-        let timeout = request.timeout.totalNanoseconds
-        // A transfer paused because the client reads slowly is not stalled upstream.
-        if receivePaused { return now + timeout }
-        let reference = receivedHead ? lastProgress : startTime
-        let deadline = reference + timeout
-        return deadline > now ? deadline : nil
     }
 
     // MARK: Setup
@@ -478,7 +470,7 @@ public final class UpstreamTransfer {
                     return 0
                 }
                 receivedHead = true
-                lastProgress = client.loopNow
+                deadline.receivedHead(now: client.loopNow)
                 delegate?.upstreamDidReceiveHead(parsed)
             }
         } catch {
@@ -492,10 +484,11 @@ public final class UpstreamTransfer {
         guard let delegate else { return 0 }
         if delegate.upstreamDidReceiveBody(bytes) {
             bodyBytes += bytes.count
-            lastProgress = client.loopNow
+            deadline.receivedBody(bytes.count, now: client.loopNow)
             return bytes.count
         }
         receivePaused = true
+        deadline.pause()
         return Int(CURL_WRITEFUNC_PAUSE)
     }
 

@@ -12,6 +12,9 @@ public struct UpstreamRequest: Sendable {
     public var connectTimeout: Duration
     /// Time allowed for the response head, and then for any stall of the body.
     public var timeout: Duration
+    /// The body must average at least this many bytes a second over every `timeout`-long
+    /// window (0: no minimum), so a trickling origin is cut too.
+    public var minRate = 0
     /// A parent proxy URL (`http://user:pass@host:port`), or nil for direct.
     public var parentProxy: String?
     /// Decides, for each address a direct transfer is about to connect to or send on (a pooled

@@ -73,6 +73,20 @@ extension IntegrationTests {
             #expect(larder.child.stderr.contains("response head"))
         }
 
+        @Test func aTricklingOriginIsCutAndNothingIsStored() throws {
+            let origin = try RawOrigin()
+            let larder = try Larder(config: "[upstream]\ntimeout = \"1s\"\nmin_rate = \"64B\"\n")
+            // 1 byte every 100 ms: never a stall of 1 s, but 10 B/s.
+            let head = Array("HTTP/1.1 200 OK\r\nCache-Control: max-age=600\r\nContent-Length: 200\r\n\r\n".utf8)
+            origin.script("/trickle", .init(pieces: [head] + Array(repeating: [UInt8(ascii: "x")], count: 200), pause: 0.1))
+            let first = try Curl.viaProxy(larder.proxy, [origin.url("/trickle")], timeout: 10)
+            #expect(first.body.count < 200, "cut short, never completed")
+            _ = try larder.child.waitForOutput { $0.contains("under the minimum rate") }
+            let second = try Curl.viaProxy(larder.proxy, [origin.url("/trickle")], timeout: 10)
+            #expect(second.cacheStatus?.hit != true, "nothing was stored")
+            #expect(origin.count("/trickle") == 2)
+        }
+
         @Test func conflictingContentLengthsGet502() throws {
             let origin = try RawOrigin()
             let larder = try Larder()
