@@ -40,6 +40,8 @@ public struct ProxyConfig: Sendable, Equatable {
     public var authUsers: [ProxyUser] = []
     /// The realm named in `Proxy-Authenticate`.
     public var authRealm = "Larder"
+    /// Request bodies up to this size are read and checked whole before anything goes upstream.
+    public var requestBodyBuffer = 64 * 1024
     /// Whether local clients may reach loopback, link-local and this host's own addresses;
     /// nil means "only when every proxy listener is on loopback" (decided on the sockets bound).
     public var allowLocalDestinations: Bool?

@@ -18,7 +18,7 @@ struct ConfigDecoder {
 
     /// The keys of each section, in the order config/larder.toml documents them.
     static let schema: [(section: String, keys: [String])] = [
-        ("proxy", ["listen", "allow", "connect_ports", "max_connections", "header_timeout", "idle_timeout", "max_header_bytes", "workers", "busy_poll", "drain_timeout", "tunnel_idle_timeout", "auth_users", "auth_realm", "allow_local_destinations", "deny_destinations", "allow_destinations"]),
+        ("proxy", ["listen", "allow", "connect_ports", "max_connections", "header_timeout", "idle_timeout", "max_header_bytes", "workers", "busy_poll", "drain_timeout", "tunnel_idle_timeout", "auth_users", "auth_realm", "request_body_buffer", "allow_local_destinations", "deny_destinations", "allow_destinations"]),
         ("admin", ["listen", "token"]),
         ("memory", ["max_bytes", "max_entries", "max_object_bytes"]),
         ("disk", ["path", "max_bytes", "max_object_bytes", "scrub_rate"]),
@@ -130,6 +130,8 @@ struct ConfigDecoder {
                 }
                 if users.count == list.count { config.proxy.authUsers = users }
             }
+        case ("proxy", "request_body_buffer"):
+            if let bytes = size(value, key, range: 0...(64 << 20)) { config.proxy.requestBodyBuffer = Int(bytes) }
         case ("proxy", "allow_local_destinations"):
             if case .string("auto") = value.kind {
                 config.proxy.allowLocalDestinations = nil

@@ -14,6 +14,28 @@ extension ClientConnection: RequestBodySource {
     /// route's dedup policy allows, or starts a fill (which others may then attach to).
     func forward(_ url: AbsoluteURL, key: CacheKey, exchange: Exchange) {
         let head = exchange.head
+        // Like nginx's request buffering: a body up to proxy.request_body_buffer is read and
+        // checked whole before anything goes upstream, so a body that turns out malformed is
+        // answered 400 with nothing forwarded. A larger one streams; an error in it aborts the
+        // upstream transfer, so the origin sees an incomplete request.
+        if exchange.requestFraming != .none, exchange.bufferedBody == nil, !exchange.requestBodyComplete, head.method != .head {
+            let limit = exchange.runtime.config.proxy.requestBodyBuffer
+            var fits = limit > 0
+            if case .contentLength(let length) = exchange.requestFraming, length > limit { fits = false }
+            if fits {
+                if head.expectsContinue, head.version == .http1_1 {
+                    // RFC 9110 §10.1.1: the body will be read, so tell a waiting client to send it.
+                    output.append(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
+                    exchange.continueSent = true
+                    flushSoon()
+                }
+                exchange.bufferedBody = []
+                exchange.bufferingBody = true
+                exchange.bodyBufferLimit = limit
+                bufferRequestBody(exchange)
+                return
+            }
+        }
         if exchange.cacheStatus.fwd == nil && !exchange.cacheStatus.hit { exchange.cacheStatus = .forwarded("uri-miss") }
         // A GET with Range for something not stored: fetch it whole (to store it) and slice,
         // unless it turns out too large, in which case the range goes upstream (Fill decides).
@@ -34,10 +56,11 @@ extension ClientConnection: RequestBodySource {
                     coalesceKey = FillKey(method: head.method.rawValue, url: key.url, bodyHash: nil)
                 } else if let body = exchange.bufferedBody, exchange.requestBodyComplete {
                     coalesceKey = FillKey(method: head.method.rawValue, url: key.url, bodyHash: BufferedBody.hash(body))
-                } else if exchange.bufferedBody == nil {
+                } else if exchange.bufferedBody == nil || exchange.bodyBufferLimit < ClientConnection.maxDedupBody && !exchange.goAlone {
                     // The key needs the whole body: read it first (process() continues here).
-                    exchange.bufferedBody = []
+                    if exchange.bufferedBody == nil { exchange.bufferedBody = [] }
                     exchange.bufferingBody = true
+                    exchange.bodyBufferLimit = ClientConnection.maxDedupBody
                     bufferRequestBody(exchange)
                     return
                 }
@@ -77,7 +100,7 @@ extension ClientConnection: RequestBodySource {
             stripRange: exchange.rangeStripped)
 
         // RFC 9110 §10.1.1: the body will be read, so tell a waiting client to send it.
-        if body != nil, head.expectsContinue, head.version == .http1_1, !exchange.requestBodyComplete {
+        if body != nil, head.expectsContinue, head.version == .http1_1, !exchange.requestBodyComplete, !exchange.continueSent {
             output.append(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
             flushSoon()
         }
@@ -180,7 +203,8 @@ extension ClientConnection: RequestBodySource {
 
     // MARK: Request bodies
 
-    /// Reads a request body into memory to compute its dedup key (called again as bytes arrive).
+    /// Reads a request body into memory, up to `exchange.bodyBufferLimit`: to check it before
+    /// forwarding, or to compute its dedup key (called again as bytes arrive).
     func bufferRequestBody(_ exchange: Exchange) {
         guard exchange.bufferingBody, var reader = exchange.body else { return }
         var scratch = [UInt8](repeating: 0, count: 16 * 1024)
@@ -199,12 +223,13 @@ extension ClientConnection: RequestBodySource {
                 respondGenerated(status: error.status, message: error.reason, outcome: .error)
                 return
             }
-            if exchange.bufferedBody!.count > ClientConnection.maxDedupBody { break }
+            if exchange.bufferedBody!.count > exchange.bodyBufferLimit { break }
         }
         exchange.body = reader
-        if reader.isComplete || exchange.bufferedBody!.count > ClientConnection.maxDedupBody {
+        if reader.isComplete || exchange.bufferedBody!.count > exchange.bodyBufferLimit {
             exchange.bufferingBody = false
-            if !reader.isComplete { exchange.goAlone = true }  // too large to hash: stream it
+            // Too large to hold: stream it (and, for dedup = "always", without coalescing).
+            if !reader.isComplete && exchange.bodyBufferLimit >= ClientConnection.maxDedupBody { exchange.goAlone = true }
             guard let url = exchange.url else { return }
             forward(url, key: CacheKey(url), exchange: exchange)
         } else if peerClosed {

@@ -61,6 +61,10 @@ final class Exchange {
     var bufferedBody: [UInt8]?
     var bufferedOffset = 0
     var bufferingBody = false
+    /// How much of the body `bufferRequestBody` reads before it gives up and streams.
+    var bodyBufferLimit = 0
+    /// `100 Continue` already went to the client.
+    var continueSent = false
     var headSent = false
     var framing: ResponseFraming = .none
     var cacheStatus = CacheStatus()

@@ -38,6 +38,40 @@ extension IntegrationTests {
             #expect(try origin.total() == 0, "\(name): nothing may reach the origin")
         }
 
+        @Test func aBodyThatTurnsBadAfterAValidChunkReachesNothingUpstream() throws {
+            // RawOrigin counts a request as soon as its head arrives.
+            let origin = try RawOrigin()
+            origin.script("/upload", .init("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))
+            let larder = try Larder()
+            let connection = try RawConnection(port: larder.proxyPort)
+            connection.send(
+                "POST \(origin.url("/upload")) HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                    + "5\r\nhello\r\nzz\r\nbad\r\n0\r\n\r\n")
+            let response = try connection.readResponse()
+            #expect(response.status == 400)
+            Thread.sleep(forTimeInterval: 0.2)
+            #expect(origin.count("/upload") == 0, "neither head nor first chunk went upstream")
+            #expect(larder.child.stderr.contains("chunk") || response.text.contains("chunk"), "\(response.text)")
+        }
+
+        @Test(arguments: [1_000, 300_000])
+        func requestBodiesSmallAndLargeArriveWhole(size: Int) throws {
+            let origin = try Origin()
+            let larder = try Larder()
+            let directory = Paths.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let payload = Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+            try payload.write(to: URL(fileURLWithPath: directory + "/body"))
+            for chunked in [false, true] {
+                let result = try Curl.viaProxy(
+                    larder.proxy,
+                    ["--data-binary", "@" + directory + "/body"] + (chunked ? ["-H", "Transfer-Encoding: chunked"] : [])
+                        + [origin.url("/post-\(size)-\(chunked)?echo=1")])
+                #expect(result.status == 200)
+                #expect(result.body == payload, "\(size) bytes, chunked: \(chunked)")
+            }
+        }
+
         @Test func oversizedHeadGets431() throws {
             let larder = try Larder(config: "[proxy]\nmax_header_bytes = \"4KiB\"\n")
             let connection = try RawConnection(port: larder.proxyPort)
