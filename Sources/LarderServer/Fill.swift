@@ -120,6 +120,9 @@ final class Fill: UpstreamTransferDelegate {
     private var parentIndex = 0
     /// Attempts made so far (1 once started).
     private(set) var attempts = 0
+    /// Attempts that do not count against the retry policy: the one immediate resend after a
+    /// pooled connection turned out dead (``retryOnFreshConnection(after:)``).
+    private var freeAttempts = 0
     /// Each retry: why, and the delay before it (for the access log).
     private(set) var retryLog: [(reason: String, delayMillis: Int)] = []
     private var retryTimer: EventLoop.TimerToken?
@@ -262,16 +265,35 @@ final class Fill: UpstreamTransferDelegate {
 
     // MARK: Retries
 
+    /// An idempotent request that went out only on pooled connections and got nothing back
+    /// (the origin had dropped them while idle, RFC 9112 §9.3.1) is sent again at once on a new
+    /// connection: once, outside the retry policy and its budget. Returns whether it was.
+    private func retryOnFreshConnection(after error: UpstreamError) -> Bool {
+        guard error.kind == .reset, error.reusedConnection, freeAttempts == 0, !request.freshConnection, canResend,
+            RetryPolicy.mayRetry(method: method, routeDeclaresIdempotent: options.idempotentRoute)
+        else { return false }
+        freeAttempts += 1
+        request.freshConnection = true
+        proxy.shared.stats.deadConnectionRetries.add(1)
+        discardAttempt()
+        // Not from inside curl's completion callback: the next transfer starts on the next turn.
+        proxy.loop.enqueueDeferred { [self] in
+            guard outcome == nil else { return }
+            resend()
+        }
+        return true
+    }
+
     /// The delay before retrying after `reason`, or nil when this failure is final: the policy
     /// does not retry it, the attempts are used up, the method may not be repeated, the request
     /// body cannot be sent again, nobody is waiting, a Retry-After is too long, or the retry
     /// budget is spent. The one timer is the fill's: waiting clients hold none.
     private func retryDelay(_ reason: RetryPolicy.Reason, retryAfter: String? = nil) -> Duration? {
         let policy = options.retry
-        guard policy.retries(reason), attempts <= policy.config.maxAttempts, canResend,
+        guard policy.retries(reason), attempts - freeAttempts <= policy.config.maxAttempts, canResend,
             RetryPolicy.mayRetry(method: method, routeDeclaresIdempotent: options.idempotentRoute)
         else { return nil }
-        var delay = policy.delay(forRetry: attempts - 1, random: { Double.random(in: 0..<1) })
+        var delay = policy.delay(forRetry: attempts - freeAttempts - 1, random: { Double.random(in: 0..<1) })
         if let retryAfter, reason == .status429 || reason == .status5xx,
             let wanted = RetryPolicy.retryAfter(retryAfter, now: Clocks.wallSeconds())
         {
@@ -741,6 +763,7 @@ final class Fill: UpstreamTransferDelegate {
             }
         case .failure(let error):
             if head == nil, failOver(after: error) { return }
+            if head == nil, retryOnFreshConnection(after: error) { return }
             if head == nil, let reason = RetryPolicy.reason(for: error), let delay = retryDelay(reason) {
                 scheduleRetry(reason, after: delay)
                 return

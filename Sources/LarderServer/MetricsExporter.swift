@@ -83,6 +83,9 @@ final class MetricsExporter: Sendable {
         counter("larder_connections_rejected_total", "Client connections refused (ACL, max_connections).")
         counter("larder_connections_evicted_total", "Idle client connections closed to admit new ones at max_connections.")
         counter("larder_bad_requests_total", "Requests rejected as malformed.")
+        counter(
+            "larder_upstream_dead_connection_retries_total",
+            "Requests sent again at once on a new connection after a pooled keep-alive connection turned out dead (not policy retries).")
         counter("larder_destinations_refused_total", "Requests and tunnels refused by the destination policy (403).")
         for outcome in ["caught", "expired"] {
             counter(
@@ -140,6 +143,7 @@ final class MetricsExporter: Sendable {
         values[Self.key("larder_connections_evicted_total", [])] = stats.evictedIdleConnections.load()
         values[Self.key("larder_bad_requests_total", [])] = stats.badRequests.load()
         values[Self.key("larder_destinations_refused_total", [])] = stats.destinationsRefused.load()
+        values[Self.key("larder_upstream_dead_connection_retries_total", [])] = stats.deadConnectionRetries.load()
         values[Self.key("larder_busy_polls_total", [("outcome", "caught")])] = stats.busyPollsCaught.load()
         values[Self.key("larder_busy_polls_total", [("outcome", "expired")])] = stats.busyPollsExpired.load()
         values[Self.key("larder_tunnel_bytes_total", [("direction", "client_to_server")])] = stats.tunnelBytesUp.load()

@@ -58,6 +58,8 @@ public final class Statistics: Sendable {
     public let invalidations = AtomicCounter()
     /// CONNECT tunnels opened, and bytes relayed each way.
     public let tunnelsOpened = AtomicCounter()
+    /// Requests sent again at once on a new connection after a pooled one turned out dead.
+    public let deadConnectionRetries = AtomicCounter()
     /// Requests sent to the next parent proxy after one could not be reached.
     public let parentFailovers = AtomicCounter()
     public let tunnelBytesUp = AtomicCounter()

@@ -401,6 +401,10 @@ public final class UpstreamTransfer {
         // An empty proxy string disables curl's reading of http_proxy/HTTP_PROXY: the daemon's
         // own environment must not redirect its upstream traffic.
         larder_easy_set_string(easy, CURLOPT_PROXY, request.parentProxy ?? "")
+        if request.freshConnection {
+            larder_easy_set_long(easy, CURLOPT_FRESH_CONNECT, 1)
+            handle.needsReset = true
+        }
 
         // A HEAD's content has no defined semantics (RFC 9110 §9.3.2) and curl cannot send one:
         // CURLOPT_UPLOAD would clear NOBODY and wait for a response body. It is not forwarded;
@@ -544,7 +548,11 @@ public final class UpstreamTransfer {
         // CURLINFO_CONNECT_TIME_T stays 0 until the TCP connection to the next hop completes.
         var connectTime: curl_off_t = 0
         _ = larder_easy_get_offset(easy, CURLINFO_CONNECT_TIME_T, &connectTime)
-        return UpstreamError(kind: kind, message: protocolError ?? detail, afterHead: afterHead, connected: connectTime > 0)
+        var connects = 0
+        larder_easy_get_long(easy, CURLINFO_NUM_CONNECTS, &connects)
+        return UpstreamError(
+            kind: kind, message: protocolError ?? detail, afterHead: afterHead, connected: connectTime > 0,
+            reusedConnection: connects == 0)
     }
 }
 

@@ -30,12 +30,16 @@ public struct UpstreamError: Error, Sendable, Equatable, CustomStringConvertible
     /// Whether a connection to the next hop (origin or parent proxy) was established: a
     /// timeout before it means the hop is unreachable, after it that the answer is slow.
     public let connected: Bool
+    /// Whether the attempt went out only on pooled keep-alive connections (none was opened
+    /// for it): a reset then usually means the origin had dropped the idle connection.
+    public let reusedConnection: Bool
 
-    public init(kind: Kind, message: String, afterHead: Bool, connected: Bool = true) {
+    public init(kind: Kind, message: String, afterHead: Bool, connected: Bool = true, reusedConnection: Bool = false) {
         self.kind = kind
         self.message = message
         self.afterHead = afterHead
         self.connected = connected
+        self.reusedConnection = reusedConnection
     }
 
     /// The status a client is answered with when nothing was sent yet: 504 for timeouts,

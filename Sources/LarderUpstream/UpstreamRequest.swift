@@ -15,6 +15,8 @@ public struct UpstreamRequest: Sendable {
     /// The body must average at least this many bytes a second over every `timeout`-long
     /// window (0: no minimum), so a trickling origin is cut too.
     public var minRate = 0
+    /// Open a new connection instead of reusing a pooled one.
+    public var freshConnection = false
     /// A parent proxy URL (`http://user:pass@host:port`), or nil for direct.
     public var parentProxy: String?
     /// Decides, for each address a direct transfer is about to connect to or send on (a pooled

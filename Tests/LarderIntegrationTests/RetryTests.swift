@@ -4,6 +4,25 @@ import Testing
 extension IntegrationTests {
     /// Upstream retries against a fault-injecting origin.
     @Suite struct Retries {
+        @Test func aKeptAliveConnectionTheOriginDroppedIsRetriedAtOnce() throws {
+            let origin = try RawOrigin()
+            var script = RawOrigin.Script("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nCache-Control: no-store\r\n\r\nok")
+            script.dropsReusedConnection = true
+            origin.script("/drop", script)
+            // No retries by the policy: only the immediate retry on a fresh connection may save it.
+            let larder = try Larder(config: "[retry]\nstrategy = \"none\"\n")
+            var failures: [String] = []
+            for _ in 0..<20 {
+                let result = try Curl.viaProxy(larder.proxy, [origin.url("/drop")], timeout: 5)
+                if result.status != 200 || result.text != "ok" { failures.append("\(result.status) \(result.text)") }
+            }
+            #expect(failures.isEmpty, "\(failures)")
+            #expect(origin.reusedConnections.withLock { $0 } > 0, "the origin did drop reused connections")
+            let metrics = try Curl.run(["http://127.0.0.1:\(larder.adminPort)/metrics"]).text
+            #expect(metrics.contains("larder_upstream_retries_total"))
+            #expect(metricValue(metrics, "larder_upstream_retries_total{reason=\"reset\"}") == 0, "not counted as a policy retry")
+        }
+
         static let quick = """
             [retry]
             base_delay = "200ms"

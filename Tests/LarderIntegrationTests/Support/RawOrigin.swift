@@ -12,6 +12,9 @@ final class RawOrigin: @unchecked Sendable {
         /// The pieces to write, in order, with a pause before each one after the first.
         var pieces: [[UInt8]]
         var pause: TimeInterval = 0
+        /// Keep the connection after answering, and close it silently (no answer) when a next
+        /// request arrives on it: a keep-alive connection the origin has dropped.
+        var dropsReusedConnection = false
         init(_ text: String) { pieces = [Array(text.utf8)] }
         init(pieces: [[UInt8]], pause: TimeInterval) {
             self.pieces = pieces
@@ -23,9 +26,12 @@ final class RawOrigin: @unchecked Sendable {
     private let fd: Int32
     private let scripts = Mutex<[String: Script]>([:])
     private let counts = Mutex<[String: Int]>([:])
+    /// Requests that arrived on a connection the origin then dropped without answering.
+    let reusedConnections = Mutex(0)
 
     init() throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        // Close-on-exec: curl children of the test must not hold the origin's sockets open.
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         self.fd = fd
         var one: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
@@ -49,6 +55,7 @@ final class RawOrigin: @unchecked Sendable {
             while true {
                 let client = accept(listener, nil, nil)
                 guard client >= 0 else { return }
+                _ = fcntl(client, F_SETFD, FD_CLOEXEC)
                 guard let self else {
                     close(client)
                     return
@@ -84,6 +91,7 @@ final class RawOrigin: @unchecked Sendable {
             guard count > 0 else { return }
             received += buffer[0..<count]
         }
+
         let requestLine = String(decoding: received.prefix { $0 != 13 }, as: UTF8.self)
         let parts = requestLine.split(separator: " ")
         guard parts.count == 3 else { return }
@@ -98,6 +106,12 @@ final class RawOrigin: @unchecked Sendable {
                 guard written > 0 else { return }
                 offset += written
             }
+        }
+        if script.dropsReusedConnection {
+            // Wait for the next request on this connection, then hang up without a word.
+            let count = buffer.withUnsafeMutableBytes { recv(client, $0.baseAddress, $0.count, 0) }
+            if count > 0 { reusedConnections.withLock { $0 += 1 } }
+            return
         }
         shutdown(client, Int32(SHUT_WR))
         // Let the peer read everything before the close.
