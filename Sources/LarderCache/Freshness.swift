@@ -47,17 +47,22 @@ public enum Freshness {
         headers["Date"].flatMap(HTTPDate.parse).map(Double.init)
     }
 
+    /// The `Age` value (RFC 9111 §5.1): the first member of the first field line when there
+    /// are several ("7200, 0" is 7200), nil when that is not delta-seconds (§1.2.2: digits only;
+    /// too large a value is 2^31).
+    public static func age(_ headers: HTTPHeaders) -> Int? {
+        guard let first = headers.values("Age").first else { return nil }
+        let member = ASCII.trimOWS(first.split(separator: ",", maxSplits: 1, omittingEmptySubsequences: false).first ?? "")
+        guard !member.isEmpty, member.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+        return member.utf8.count > 10 ? 1 << 31 : min(Int(member) ?? (1 << 31), 1 << 31)
+    }
+
     /// `corrected_initial_age` (§4.2.3): the age of the response when it was received.
     public static func correctedInitialAge(headers: HTTPHeaders, requestTime: Double, responseTime: Double) -> Double {
         let apparentAge = max(0, responseTime - (dateValue(headers) ?? responseTime))
-        var ageValue = 0.0
-        if let text = headers["Age"], let parsed = Int(text.trimmingASCIISpaces), parsed >= 0 { ageValue = Double(parsed) }
+        let ageValue = Double(age(headers) ?? 0)
         let responseDelay = max(0, responseTime - requestTime)
         let correctedAgeValue = ageValue + responseDelay
         return max(apparentAge, correctedAgeValue)
     }
-}
-
-extension String {
-    var trimmingASCIISpaces: Substring { ASCII.trimOWS(self[...]) }
 }

@@ -15,29 +15,37 @@ public enum HTTPDate {
             + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) GMT"
     }
 
-    /// Parses any of the three formats; nil when the text is not a valid date.
+    /// Parses any of the three formats, exactly as RFC 9110 §5.6.7 spells them (single spaces,
+    /// asctime's space-padded day aside); nil when the text is not a valid date. Extra spaces,
+    /// a missing "GMT" or a lower-case month make an invalid date, which for `Expires` means
+    /// already expired (RFC 9111 §5.3).
     public static func parse(_ text: String) -> Int? {
         // Nearly every date on the wire is an IMF-fixdate (RFC 9110 §5.6.7 makes it the one to
         // send); read it straight from its bytes. Anything else takes the general path.
         if let seconds = parseFixdate(text) { return seconds }
-        let trimmed = ASCII.trimOWS(text[...])
-        let words = trimmed.split(separator: " ", omittingEmptySubsequences: true)
-        // IMF-fixdate: Sun, 06 Nov 1994 08:49:37 GMT
-        if words.count == 6, words[0].hasSuffix(","), words[5] == "GMT" {
-            return build(day: words[1], month: words[2], year: words[3], time: words[4], twoDigitYear: false)
-        }
+        let words = text.split(separator: " ", omittingEmptySubsequences: false)
         // RFC 850: Sunday, 06-Nov-94 08:49:37 GMT
-        if words.count == 4, words[0].hasSuffix(","), words[3] == "GMT" {
-            let dateParts = words[1].split(separator: "-")
-            guard dateParts.count == 3 else { return nil }
+        if words.count == 4, words[0].hasSuffix(","), longDayNames.contains(String(words[0].dropLast())), words[3] == "GMT" {
+            let dateParts = words[1].split(separator: "-", omittingEmptySubsequences: false)
+            guard dateParts.count == 3, dateParts[0].count == 2 else { return nil }
             return build(day: dateParts[0], month: dateParts[1], year: dateParts[2], time: words[2], twoDigitYear: true)
         }
-        // asctime: Sun Nov  6 08:49:37 1994
-        if words.count == 5 {
-            return build(day: words[2], month: words[1], year: words[4], time: words[3], twoDigitYear: false)
+        // asctime: Sun Nov  6 08:49:37 1994 (a one-digit day is padded with a space), or Sun Nov 16 ...
+        if words.count == 5 || words.count == 6, dayNames.contains(String(words[0])) {
+            let day: Substring
+            if words.count == 6 {
+                guard words[2].isEmpty, words[3].count == 1 else { return nil }
+                day = words[3]
+            } else {
+                guard words[2].count == 2 else { return nil }
+                day = words[2]
+            }
+            return build(day: day, month: words[1], year: words[words.count - 1], time: words[words.count - 2], twoDigitYear: false)
         }
         return nil
     }
+
+    private static let longDayNames = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"]
 
     private static func build(day: Substring, month: Substring, year: Substring, time: Substring, twoDigitYear: Bool) -> Int? {
         guard let dayValue = number(day), (1...31).contains(dayValue),

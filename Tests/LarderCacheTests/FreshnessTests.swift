@@ -1,3 +1,4 @@
+import Foundation
 import LarderCache
 import LarderHTTP
 import Testing
@@ -16,6 +17,22 @@ import Testing
     @Test func invalidExpiresMeansAlreadyExpired() {
         #expect(lifetime(["Expires": "0"]) == 0)
         #expect(lifetime(["Expires": "tomorrow"]) == 0)
+        // A date a day ahead, spelled with an extra space: not an HTTP-date, so already expired.
+        let ahead = HTTPDate.format(1_086_400).replacingOccurrences(of: ", ", with: ",  ")
+        #expect(lifetime(["Expires": ahead, "Date": HTTPDate.format(1_000_000)]) == 0)
+    }
+
+    /// RFC 9111 §5.1: the first member of a list counts; an invalid Age is ignored.
+    @Test(arguments: [("7200, 0", 7200), ("7200,0", 7200), (" 15 ", 15), ("-3", nil), ("1e3", nil), ("", nil),
+                      ("99999999999999", 1 << 31)] as [(String, Int?)])
+    func ageUsesTheFirstMember(_ value: String, _ expected: Int?) {
+        #expect(Freshness.age(["Age": value]) == expected, "\(value)")
+    }
+
+    @Test func ageOfSeveralFieldLinesIsTheFirstLines() {
+        #expect(Freshness.age(HTTPHeaders([("Age", "30"), ("Age", "0")])) == 30)
+        let initial = Freshness.correctedInitialAge(headers: ["Age": "7200, 0"], requestTime: 1000, responseTime: 1000)
+        #expect(initial == 7200)
     }
 
     @Test func heuristicIsATenthOfTheLastModifiedAgeCapped() {

@@ -38,6 +38,19 @@ import Testing
         #expect(HTTPDate.parse("Sun, 06 Nov 1994 08:49:37 GMT") == 784_111_777)
         #expect(HTTPDate.parse("Sunday, 06-Nov-94 08:49:37 GMT") == 784_111_777)
         #expect(HTTPDate.parse("Sun Nov  6 08:49:37 1994") == 784_111_777)
+        #expect(HTTPDate.parse("Wed Nov 16 08:49:37 1994") == 784_111_777 + 10 * 86_400)
+    }
+
+    /// RFC 9110 §5.6.7 spells each format with single spaces; anything else is not a date
+    /// (and an Expires that is not one means already expired, RFC 9111 §5.3).
+    @Test(arguments: [
+        "Sun,  06 Nov 1994 08:49:37 GMT", "Sun, 06  Nov 1994 08:49:37 GMT", "Sun, 06 Nov 1994 08:49:37  GMT",
+        "Sun, 06 Nov 1994 08:49:37", "Sun, 6 Nov 1994 08:49:37 GMT", "Sunday,  06-Nov-94 08:49:37 GMT",
+        "Sunday, 6-Nov-94 08:49:37 GMT", "Sun Nov 6 08:49:37 1994", "Sun  Nov  6 08:49:37 1994", "Sun Nov   6 08:49:37 1994",
+        "Sun, 06 nov 1994 08:49:37 GMT",
+    ])
+    func rejectsDatesSpelledLoosely(_ text: String) {
+        #expect(HTTPDate.parse(text) == nil, "\(text)")
     }
 
     @Test func rejectsInvalidDates() {

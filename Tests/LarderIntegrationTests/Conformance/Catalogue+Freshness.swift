@@ -24,6 +24,12 @@ enum FreshnessCases {
             ConformanceCase(
                 section: "5.3", name: "an invalid Expires means already expired", script: [ok(header("Expires", "0"))], steps: notReused()),
             ConformanceCase(
+                section: "5.3", name: "an Expires with an extra space is not an HTTP-date, so already expired",
+                script: [ok(header("Expires", "Thu,  01 Jan 2099 00:00:00 GMT"))], steps: notReused()),
+            ConformanceCase(
+                section: "5.1", name: "an Age list counts by its first member", script: [ok(cc("max-age=60"), header("Age", "120, 0"))],
+                steps: notReused()),
+            ConformanceCase(
                 section: "5.3", name: "Expires equal to Date is already expired",
                 script: [ok(header("Date", "{now}"), header("Expires", "{now}"))], steps: notReused()),
             ConformanceCase(
