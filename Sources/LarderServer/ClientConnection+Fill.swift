@@ -39,6 +39,20 @@ extension ClientConnection: FillReader {
         flushSoon()
     }
 
+    /// Passes an interim response on to an HTTP/1.1 client that has no final head yet (an
+    /// HTTP/1.0 client must not get one, RFC 9110 §15.2); hop-by-hop fields stay behind.
+    func fillDidReceiveInterim(_ fill: Fill, head: ResponseHead) {
+        guard let exchange, exchange.fill === fill, !exchange.headSent, exchange.head.version == .http1_1 else { return }
+        var fields = head.headers
+        HopByHop.strip(&fields)
+        var bytes: [UInt8] = []
+        HeadSerializer.appendStatusLine(head.status, head.reason, to: &bytes)
+        HeadSerializer.appendFields(fields, to: &bytes)
+        bytes.append(contentsOf: HeadSerializer.crlf)
+        output.append(bytes)
+        flushSoon()
+    }
+
     /// Moves what the fill has into the output, bounded by the output high-water mark. Returns
     /// whether anything changed (bytes queued or the exchange ended); the caller flushes.
     @discardableResult

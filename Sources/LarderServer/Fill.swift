@@ -13,6 +13,8 @@ protocol RequestBodySource: AnyObject {
 protocol FillReader: AnyObject {
     /// The fill has a head, more body, or an end; called after the current event batch.
     func fillDidProgress(_ fill: Fill)
+    /// The origin sent an interim (1xx) response before its final head: pass it on, or not.
+    func fillDidReceiveInterim(_ fill: Fill, head: ResponseHead)
     /// The response may not go to this reader; the fill has already forgotten it.
     func fillReleased(_ fill: Fill, reason: FillRelease)
 }
@@ -507,6 +509,14 @@ final class Fill: UpstreamTransferDelegate {
     }
 
     // MARK: UpstreamTransferDelegate
+
+    /// RFC 9110 §15.2: interim responses go to the clients waiting (never stored). 100 Continue
+    /// is Larder's own business with its client (the request's Expect is not forwarded) and 101
+    /// would switch protocols: neither is passed on.
+    func upstreamDidReceiveInterim(_ head: ResponseHead) {
+        guard head.status != 100, head.status != 101, self.head == nil else { return }
+        for reader in readers { reader.reader.fillDidReceiveInterim(self, head: head) }
+    }
 
     func upstreamDidReceiveHead(_ upstreamHead: consuming ResponseHead) {
         if let parent = currentParent { proxy.shared.parentHealth.recordSuccess(parent) }

@@ -462,8 +462,10 @@ public final class UpstreamTransfer {
         }
         do {
             switch try headParser.feed(line) {
-            case .none, .interim:
+            case .none:
                 break
+            case .interim(let interim):
+                delegate?.upstreamDidReceiveInterim(interim)
             case .final(let parsed):
                 // Checked before any of it goes on: curl would deliver the chunked body, or its
                 // own idea of the length, while the head declares another.

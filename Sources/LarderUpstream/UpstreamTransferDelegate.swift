@@ -2,7 +2,10 @@ import LarderHTTP
 
 /// Receives the events of one upstream transfer, on the transfer's event loop.
 public protocol UpstreamTransferDelegate: AnyObject {
-    /// The final response head arrived (interim 1xx heads are not reported). The transfer keeps
+    /// An interim (1xx) response arrived before the final one (RFC 9110 §15.2).
+    func upstreamDidReceiveInterim(_ head: ResponseHead)
+
+    /// The final response head arrived (after any interim heads). The transfer keeps
     /// no copy, so the delegate may change it in place without copying its fields.
     func upstreamDidReceiveHead(_ head: consuming ResponseHead)
 
@@ -15,6 +18,11 @@ public protocol UpstreamTransferDelegate: AnyObject {
 
     /// The transfer ended; called exactly once unless the transfer was cancelled.
     func upstreamDidFinish(_ result: Result<UpstreamSummary, UpstreamError>)
+}
+
+extension UpstreamTransferDelegate {
+    /// Interim responses are dropped unless the delegate wants them.
+    public func upstreamDidReceiveInterim(_ head: ResponseHead) {}
 }
 
 /// An answer to ``UpstreamTransferDelegate/upstreamWantsRequestBody(into:)``.

@@ -87,6 +87,34 @@ extension IntegrationTests {
             #expect(origin.count("/trickle") == 2)
         }
 
+        /// RFC 9110 §15.2: interim responses are forwarded to HTTP/1.1 clients, never to HTTP/1.0
+        /// ones, and never stored.
+        @Test func interimResponsesAreForwardedAndNeverStored() throws {
+            let origin = try RawOrigin()
+            let larder = try Larder()
+            origin.script(
+                "/hints",
+                .init("HTTP/1.1 102 Processing\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n"
+                    + "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nCache-Control: max-age=600\r\n\r\nok"))
+            func fetch(_ version: String) throws -> String {
+                let connection = try RawConnection(port: larder.proxyPort)
+                connection.send("GET \(origin.url("/hints")) HTTP/\(version)\r\nHost: x\r\nConnection: close\r\n\r\n")
+                return String(decoding: connection.readUntilClose(), as: UTF8.self)
+            }
+            let first = try fetch("1.1")
+            #expect(first.hasPrefix("HTTP/1.1 102 Processing\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\nHTTP/1.1 200 OK\r\n"), "\(first)")
+            #expect(first.hasSuffix("\r\n\r\nok"))
+            let hit = try fetch("1.1")
+            #expect(hit.hasPrefix("HTTP/1.1 200 OK\r\n"), "a hit carries no stored interim response: \(hit)")
+            #expect(hit.contains("Cache-Status: larder; hit"))
+            origin.script("/hints10", .init("HTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))
+            let connection = try RawConnection(port: larder.proxyPort)
+            connection.send("GET \(origin.url("/hints10")) HTTP/1.0\r\nHost: x\r\n\r\n")
+            let old = String(decoding: connection.readUntilClose(), as: UTF8.self)
+            #expect(old.hasPrefix("HTTP/1.1 200 OK\r\n"), "no 1xx for an HTTP/1.0 client: \(old)")
+            #expect(origin.count("/hints") == 1)
+        }
+
         @Test func conflictingContentLengthsGet502() throws {
             let origin = try RawOrigin()
             let larder = try Larder()
