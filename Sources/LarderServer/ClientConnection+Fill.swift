@@ -214,6 +214,8 @@ extension ClientConnection: FillReader {
             return
         }
         if error.kind == .forbidden {
+            // As for a refusal by spelling: the connection closes after the 403.
+            exchange.keepAlive = false
             proxy.shared.stats.destinationsRefused.add(1)
             proxy.logger.notice(
                 "refused a destination", metadata: ["client": "\(peer?.description ?? "-")", "url": "\(exchange.head.url?.description ?? "-")", "reason": "\(error.message)"])

@@ -50,6 +50,8 @@ extension IntegrationTests {
                 (Array("%URL".utf8), Array(url.utf8)),
                 (Array("%AUTH".utf8), Array("127.0.0.1:\(origin.port)".utf8)),
                 (Array("%SELF".utf8), Array("127.0.0.1:\(larder.proxyPort)".utf8)),
+                (Array("%ADMINPORT".utf8), Array("\(larder.adminPort)".utf8)),
+                (Array("%PORT".utf8), Array("\(origin.port)".utf8)),
             ]
             var output: [UInt8] = []
             var index = 0
