@@ -1,7 +1,7 @@
 # Shared set-up for run.sh and the comparison scripts (sourced, not run): a scratch directory
 # on a tmpfs when there is one (as in ../shared/bench: file creation on a disk filesystem costs
 # the miss path far more than the proxy itself, and varies run to run), CPU pinning (proxies on CPU 1, load and origin on CPU 0), the local nginx
-# origin serving /obj/1k and /obj/100k, and an EXIT trap that stops every process in `pids`.
+# origin serving /obj/1k, /obj/100k and /obj/10m, and an EXIT trap that stops every process in `pids`.
 #
 #   source Benchmarks/common.sh; bench_setup NAME ORIGIN_PORT
 # Sets: dir, pids, pin_proxy, pin_load, origin_port. Then bench_workload, bench_wait_proxy and
@@ -19,6 +19,7 @@ bench_setup() {
     mkdir -p "$dir/www/obj" "$dir/tmp"
     head -c 1024 /dev/urandom > "$dir/www/obj/1k"
     head -c 102400 /dev/urandom > "$dir/www/obj/100k"
+    head -c 10485760 /dev/urandom > "$dir/www/obj/10m"
     sed -e "s#@DIR@#$dir#g" -e "s#@PORT@#$origin_port#g" Benchmarks/origin-nginx.conf > "$dir/nginx.conf"
     "${pin_load[@]}" nginx -c "$dir/nginx.conf" -e "$dir/nginx-error.log" & pids+=($!)
 }
@@ -35,8 +36,9 @@ bench_workload() {
     case $1 in
         hit-1k) url="http://127.0.0.1:$origin_port/obj/1k"; mode=same ;;
         hit-100k) url="http://127.0.0.1:$origin_port/obj/100k"; mode=same ;;
+        hit-10m) url="http://127.0.0.1:$origin_port/obj/10m"; mode=same ;;   # over memory.max_object_bytes: a disk hit
         miss-1k) url="http://127.0.0.1:$origin_port/obj/1k"; mode=unique ;;
-        *) echo "unknown workload $1 (hit-1k, hit-100k, miss-1k)" >&2; return 2 ;;
+        *) echo "unknown workload $1 (hit-1k, hit-100k, hit-10m, miss-1k)" >&2; return 2 ;;
     esac
 }
 

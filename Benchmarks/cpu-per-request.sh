@@ -5,7 +5,7 @@
 # is the bottleneck (hit-100k), its own CPU per request ("client") is what sets req/s: a proxy
 # changes it through what the client's kernel does with its writes (docs/PERFORMANCE.md, round 12).
 #
-#   Benchmarks/cpu-per-request.sh [-n] [-w miss-1k|hit-1k|hit-100k] [-c CONNECTIONS] [-r REPS] BIN...
+#   Benchmarks/cpu-per-request.sh [-n] [-w miss-1k|hit-1k|hit-100k|hit-10m] [-c CONNECTIONS] [-r REPS] BIN...
 #
 # -n adds nginx configured as in ../shared/bench (its worker's CPU) to the interleave.
 # Same setup as compare.sh: local nginx origin, caches on a tmpfs, proxies pinned to CPU 1 and

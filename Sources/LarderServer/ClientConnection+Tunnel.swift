@@ -82,8 +82,16 @@ extension ClientConnection {
     /// any form, a denied name) or a request that already came through this proxy. Returns
     /// whether it answered. Names are checked again on the address they resolve to.
     func refusesLoop(host: String, port: Int, exchange: Exchange) -> Bool {
-        let policy = proxy.destinationPolicy(exchange.runtime)
-        if let refusal = policy.refusal(host: host, port: port, clientIsLocal: clientIsLocal(policy)) {
+        let generation = proxy.refreshDestinations(exchange.runtime)
+        let refusal: DestinationPolicy.Refusal?
+        if let cached = destinationVerdict, cached.generation == generation, cached.port == port, cached.host == host {
+            refusal = cached.refusal
+        } else {
+            let policy = proxy.destinationPolicy(exchange.runtime)
+            refusal = policy.refusal(host: host, port: port, clientIsLocal: clientIsLocal(policy))
+            destinationVerdict = (host, port, generation, refusal)
+        }
+        if let refusal {
             refuseDestination(refusal, target: "\(host):\(port)", exchange: exchange)
             return true
         }
@@ -100,7 +108,11 @@ extension ClientConnection {
 
     /// Whether this connection's client is on this host (loopback or one of its addresses).
     func clientIsLocal(_ policy: DestinationPolicy) -> Bool {
-        peer.map(policy.isLocal) ?? false
+        let generation = proxy.destinationGeneration
+        if let clientLocality, clientLocality.generation == generation { return clientLocality.local }
+        let local = peer.map(policy.isLocal) ?? false
+        clientLocality = (generation, local)
+        return local
     }
 
     /// The check a fill's transfer runs on each address it connects to or reuses.

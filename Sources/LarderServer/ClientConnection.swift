@@ -49,6 +49,11 @@ final class ClientConnection: IOHandler {
     private var hostSlot: HostCounters.Slot?
     /// Which idle spell this is, matched against the loop's idle queue (see ``ProxyLoop``).
     private(set) var idleStamp: UInt64 = 0
+    /// The destination policy's last verdict on this connection's target as written, and
+    /// whether its client is local, under the policy generation they were reached with: a
+    /// keep-alive connection asking for the same host again costs a string compare.
+    var destinationVerdict: (host: String, port: Int, generation: Int, refusal: DestinationPolicy.Refusal?)?
+    var clientLocality: (generation: Int, local: Bool)?
 
     /// Input buffered beyond this stops reading until requests are consumed.
     private var inputLimit: Int

@@ -236,12 +236,7 @@ final class Fill: UpstreamTransferDelegate {
         parentIndex += 1
         retryLog.append(("parent", 0))
         proxy.shared.stats.parentFailovers.add(1)
-        discardAttempt()
-        // Not from inside curl's completion callback: the next transfer starts on the next turn.
-        proxy.loop.enqueueDeferred { [self] in
-            guard outcome == nil else { return }
-            resend()
-        }
+        resendNextTurn()
         return true
     }
 
@@ -265,6 +260,16 @@ final class Fill: UpstreamTransferDelegate {
         attempt()
     }
 
+    /// Drops the failed attempt and sends the request again on the loop's next turn: not from
+    /// inside curl's completion callback.
+    private func resendNextTurn() {
+        discardAttempt()
+        proxy.loop.enqueueDeferred { [self] in
+            guard outcome == nil else { return }
+            resend()
+        }
+    }
+
     // MARK: Retries
 
     /// An idempotent request that went out only on pooled connections and got nothing back
@@ -277,12 +282,7 @@ final class Fill: UpstreamTransferDelegate {
         freeAttempts += 1
         request.freshConnection = true
         proxy.shared.stats.deadConnectionRetries.add(1)
-        discardAttempt()
-        // Not from inside curl's completion callback: the next transfer starts on the next turn.
-        proxy.loop.enqueueDeferred { [self] in
-            guard outcome == nil else { return }
-            resend()
-        }
+        resendNextTurn()
         return true
     }
 

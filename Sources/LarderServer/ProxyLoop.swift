@@ -52,16 +52,28 @@ final class ProxyLoop {
     private var destinations: (policy: DestinationPolicy, runtime: ObjectIdentifier, built: UInt64)?
     static let hostAddressRefresh: UInt64 = 10_000_000_000
 
+    /// Bumped each time the policy is rebuilt: verdicts cached by connections name it.
+    private(set) var destinationGeneration = 0
+
     /// The policy requests under `runtime` are checked against.
     func destinationPolicy(_ runtime: RuntimeConfig) -> DestinationPolicy {
+        refreshDestinations(runtime)
+        return destinations!.policy
+    }
+
+    /// Rebuilds the policy if `runtime` is not the one it was built for or the host's addresses
+    /// are due to be read again; returns the generation in force.
+    @discardableResult
+    func refreshDestinations(_ runtime: RuntimeConfig) -> Int {
         let now = loop.now
         if let destinations, destinations.runtime == ObjectIdentifier(runtime), now &- destinations.built < ProxyLoop.hostAddressRefresh {
-            return destinations.policy
+            return destinationGeneration
         }
         let policy = DestinationPolicy(
             config: runtime.config.proxy, own: shared.ownAddresses.withLock { $0 }, hostAddresses: HostAddresses.current())
         destinations = (policy, ObjectIdentifier(runtime), now)
-        return policy
+        destinationGeneration += 1
+        return destinationGeneration
     }
 
     init(loop: EventLoop, shared: SharedState, runtime: RuntimeConfig) {
