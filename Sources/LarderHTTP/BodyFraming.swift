@@ -44,9 +44,38 @@ public enum BodyFraming: Sendable, Equatable {
     /// errors, since the length forwarded would not be the length delivered. Returns the
     /// declared length, if any.
     public static func checkResponse(_ headers: HTTPHeaders) throws(HTTPParseError) -> Int? {
-        guard headers.contains("Content-Length") else { return nil }
+        // Every response a miss stores passes here twice: walked in place, no arrays or
+        // substrings (which cost ~6,000 instructions a call).
+        var length: Int?
+        var problem: HTTPParseError?
+        for field in headers.fields where ASCII.equalsIgnoringCase(field.name, "Content-Length") {
+            var value = field.value
+            value.withUTF8 { bytes in
+                var start = 0
+                repeat {
+                    var end = start
+                    while end < bytes.count && bytes[end] != UInt8(ascii: ",") { end += 1 }
+                    var first = start
+                    var last = end
+                    while first < last && (bytes[first] == 0x20 || bytes[first] == 0x09) { first += 1 }
+                    while last > first && (bytes[last - 1] == 0x20 || bytes[last - 1] == 0x09) { last -= 1 }
+                    guard last > first, last - first <= 18 else { return problem = .bad("invalid Content-Length") }
+                    var parsed = 0
+                    for index in first..<last {
+                        let byte = bytes[index]
+                        guard byte >= 0x30 && byte <= 0x39 else { return problem = .bad("invalid Content-Length") }
+                        parsed = parsed * 10 + Int(byte - 0x30)
+                    }
+                    if let length, length != parsed { return problem = .bad("conflicting Content-Length values") }
+                    length = parsed
+                    start = end + 1
+                } while start <= bytes.count
+            }
+            if let problem { throw problem }
+        }
+        guard let length else { return nil }
         if headers.contains("Transfer-Encoding") { throw .bad("both Transfer-Encoding and Content-Length") }
-        return try contentLength(headers.values("Content-Length"))
+        return length
     }
 
     /// The one length a list of Content-Length field values declares. RFC 9110 §8.6: a list of

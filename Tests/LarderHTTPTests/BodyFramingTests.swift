@@ -67,6 +67,10 @@ private func framing(_ headers: [(String, String)], version: HTTPVersion = .http
         [("Content-Length", "3, 5")],
         [("Content-Length", "abc")],
         [("Content-Length", "+5")],
+        [("Content-Length", "5,")],
+        [("Content-Length", "")],
+        [("Content-Length", "5"), ("Content-Length", "")],
+        [("Content-Length", "1234567890123456789")],
     ])
     func ambiguousFramingIsAnError(_ fields: [(String, String)]) {
         #expect(throws: HTTPParseError.self) { try check(fields) }
