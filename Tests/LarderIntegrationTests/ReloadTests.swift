@@ -30,7 +30,7 @@ extension IntegrationTests {
             larder.child.signal(SIGHUP)
             let log = try larder.child.waitForOutput { $0.contains("keeping the running configuration") }
             #expect(log.contains("larder.toml:2:11: expected a duration"))
-            #expect(log.contains("larder.toml:4:1: unknown key 'bogus'"))
+            #expect(log.contains("larder.toml:4:1: unknown key 'bogus' in [proxy]"), "the table the key is under")
             #expect(try Curl.viaProxy(larder.proxy, [origin.url("/still")]).status == 200)
         }
 
