@@ -78,6 +78,7 @@ let package = Package(
         .testTarget(name: "LarderCacheTests", dependencies: ["LarderCache", "LarderHTTP", "LarderConfig", "LarderIO"]),
         .testTarget(name: "LarderConfigTests", dependencies: ["LarderConfig"]),
         .testTarget(name: "LarderUpstreamTests", dependencies: ["LarderUpstream", "LarderConfig", "LarderHTTP"]),
+        .testTarget(name: "LarderServerTests", dependencies: ["LarderServer", "LarderConfig", "LarderIO"]),
         .testTarget(name: "LarderIntegrationTests", exclude: ["Fixtures"]),
     ]
 )

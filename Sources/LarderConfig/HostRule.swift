@@ -56,11 +56,19 @@ public enum HostRule: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    /// Whether a connection to `address` matches: CIDRs only (names are matched by
-    /// ``matches(host:)`` on the name the client asked for).
+    /// Whether a connection to `address` matches: CIDRs, and IP literals as single addresses
+    /// (names are matched by ``matches(host:)`` on the name the client asked for).
     public func matches(address: SocketAddress) -> Bool {
-        guard case .network(let network) = self else { return false }
-        return network.contains(address)
+        switch self {
+        case .network(let network):
+            return network.contains(address)
+        case .host(let name):
+            // An IP literal written without a prefix ("10.1.2.3", "::1") is that one address.
+            guard let bytes = SocketAddress.parseIPv4(name) ?? SocketAddress.parseIPv6(name) else { return false }
+            return CIDR(parsing: name).map { $0.contains(address) } ?? (bytes == address.ipBytes)
+        case .domain:
+            return false
+        }
     }
 
     private static func isLabelByte(_ byte: UInt8) -> Bool {
