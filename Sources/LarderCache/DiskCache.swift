@@ -26,41 +26,41 @@ import Synchronization
 public final class DiskCache: Sendable {
     /// The absolute cache directory.
     public let directory: String
-    private let index = Mutex(DiskIndex())
+    let index = Mutex(DiskIndex())
     let segments: DiskSegments
     /// Segments that existed at start: the start-up scan reads them (later ones are indexed as
     /// they are written).
-    private let startSegments: [UInt32]
-    private let limits: Mutex<Limits>
+    let startSegments: [UInt32]
+    let limits: Mutex<Limits>
     let writer = BlockingWorker(name: "larder-disk-w")
     let reader = BlockingWorker(name: "larder-disk-r")
     /// Runs the start-up scan only, so checksum checks for early hits need not wait for it.
-    private let scanner = BlockingWorker(name: "larder-disk-s")
+    let scanner = BlockingWorker(name: "larder-disk-s")
     /// Checks large entries in the background (`disk.scrub_rate`).
     public let scrubber = DiskScrubber()
     let logger: Logger
-    private let scanComplete = Atomic<Bool>(false)
+    let scanComplete = Atomic<Bool>(false)
     /// Monotonic time until which new writes are refused after a disk error.
-    private let degradedUntil = Atomic<UInt64>(0)
-    private let lastErrorLog = Atomic<UInt64>(0)
-    private let trashCounter = Atomic<Int>(0)
-    private let temporarySequence = Atomic<UInt64>(0)
+    let degradedUntil = Atomic<UInt64>(0)
+    let lastErrorLog = Atomic<UInt64>(0)
+    let trashCounter = Atomic<Int>(0)
+    let temporarySequence = Atomic<UInt64>(0)
     /// `tmp/` and `v1/`, opened once: stores and lookups name files relative to them (see
     /// ``FileSystem/openDirectory(_:)``). ``removeAll()`` points the same descriptor number at
     /// the new `v1/` (dup3 replaces it atomically), so a loop using it that very moment sees
     /// the old directory or the new one, never a closed or reused number, and no descriptor
     /// outlives a clear.
-    private let temporaryDirectoryFD: Int32
-    private let entriesDirectoryFD: Atomic<Int32>
+    let temporaryDirectoryFD: Int32
+    let entriesDirectoryFD: Atomic<Int32>
     /// An inline store whose file calls take longer than this (10 ms) means the disk is not
     /// fast enough to write on an event loop. Well above a scheduler time slice (3-4 ms): a loop
     /// thread preempted in the middle of a write on a busy core is not a slow disk. (A variable
     /// so that tests can make every store "slow".)
     let slowInlineWrite = Atomic<UInt64>(10_000_000)
     /// Monotonic time before which ``storeInline(_:head:)`` declines (after a slow inline write).
-    private let inlineAllowedAfter = Atomic<UInt64>(0)
+    let inlineAllowedAfter = Atomic<UInt64>(0)
     /// Segments whose compaction failed (writer thread): not tried again.
-    private let uncompactable = Mutex<Set<UInt32>>([])
+    let uncompactable = Mutex<Set<UInt32>>([])
 
     public let evictions = AtomicCounter()
     public let corruptions = AtomicCounter()
@@ -208,238 +208,6 @@ public final class DiskCache: Sendable {
         }
     }
 
-    // MARK: Lookup (event loop)
-
-    /// What a lookup found.
-    public enum Lookup: Sendable {
-        case miss
-        /// A usable response; its body is a file range (sendfile it).
-        case hit(StoredResponse)
-        /// An entry whose body must be checked first, off the event loop: one over
-        /// ``verifyEveryReadMax`` not checked since start-up, or a smaller one too large to check
-        /// on the loop. Call ``verify(_:completion:)``.
-        case unverified(String)
-    }
-
-    /// Records up to this size (preamble, head and body) have their body checked on every
-    /// read and are served from the very bytes checked, so damage done while the daemon runs
-    /// is never served. Larger ones are checked on their first read after start-up and by the
-    /// background scrub (`disk.scrub_rate`). 1 MiB: reading and checking one costs about as
-    /// much as serving it (docs/PERFORMANCE.md, "Disk integrity").
-    public static let verifyEveryReadMax: Int64 = 1 << 20
-    /// Records up to this size are read and checked on the event loop itself (a segment
-    /// record's body is at most 64 KiB); larger ones on the reader thread.
-    static let verifyOnLoopMax: Int64 = 80 * 1024
-
-    /// The outcome of ``verify(_:completion:)``.
-    public enum Verification: Sendable {
-        /// Sound. For a record up to ``verifyEveryReadMax``, the response with the checked body
-        /// in memory, to serve as it is; for a larger one nil: it is marked checked, look up again.
-        case sound(StoredResponse?)
-        /// Damaged (deleted, counted) or gone: look up again.
-        case dropped
-    }
-
-    /// Finds a stored response for `key` whose Vary values match `request`. Cheap: an index probe,
-    /// then open and a small pread of the head (page cache). While the start-up scan has not
-    /// reached an entry, it is found by its file name (entries without Vary).
-    public func lookup(_ key: CacheKey, request: HTTPHeaders) -> Lookup {
-        var candidates = index.withLock { $0.lookup(key) }
-        if candidates.isEmpty {
-            guard !isIndexComplete else { return .miss }
-            let name = DiskCache.fileName(key: key, vary: [:])
-            guard let loaded = try? loadHead(name: name), loaded.head.key == key.url, loaded.head.vary.isEmpty else {
-                return .miss
-            }
-            let entry = DiskIndex.Entry(
-                key: key, vary: [:], name: name, size: loaded.recordLength, verified: false)
-            _ = index.withLock { $0.insertIfAbsent(entry) }
-            candidates = [entry]
-        }
-        guard let entry = candidates.first(where: { VaryMatcher.matches(vary: $0.vary, request: request) }) else {
-            return .miss
-        }
-        if entry.size <= DiskCache.verifyEveryReadMax {
-            guard entry.size <= DiskCache.verifyOnLoopMax else { return .unverified(entry.name) }
-            do {
-                let checked = try readChecked(entry)
-                guard checked.head.key == key.url else { throw DiskEntryFormat.Problem.keyMismatch }
-                return .hit(storedResponse(key: key, head: checked.head, body: .inMemory(checked.body)))
-            } catch {
-                discard(entry, after: error)
-                return .miss
-            }
-        }
-        guard entry.verified else { return .unverified(entry.name) }
-        do {
-            let loaded = try loadHead(entry)
-            guard loaded.head.key == key.url else { throw DiskEntryFormat.Problem.keyMismatch }
-            return .hit(storedResponse(key: key, loaded: loaded))
-        } catch {
-            discard(entry, after: error)
-            return .miss
-        }
-    }
-
-    struct LoadedHead {
-        let head: DiskEntryFormat.Head
-        let file: OpenFile
-        let bodyOffset: Int64
-        /// Preamble, head and body: the whole file for an entry file.
-        let recordLength: Int64
-    }
-
-    /// Opens an indexed entry — its file, or its record in a segment — and parses its head.
-    func loadHead(_ entry: DiskIndex.Entry) throws -> LoadedHead {
-        guard entry.segment != 0 else { return try loadHead(name: entry.name) }
-        guard let file = segments.file(entry.segment) else {
-            throw SystemError(call: "open (segment \(entry.segment))", errno: ENOENT)
-        }
-        return try loadRecord(file, at: entry.offset, length: entry.size, inSegment: true)
-    }
-
-    /// Opens an entry file and parses its head; checks the file size against the recorded lengths.
-    func loadHead(name: String) throws -> LoadedHead {
-        let file = try OpenFile.open(at: entriesDirectoryFD.load(ordering: .acquiring), relativePath(forName: name))
-        let fileSize = try FileSystem.size(of: file.fd)
-        return try loadRecord(file, at: 0, length: fileSize, inSegment: false)
-    }
-
-    /// Parses the record at `offset` in `file` (an entry file's only one, or one in a segment)
-    /// whose length is known to be `length`: a record whose lengths say otherwise is corrupt.
-    /// A record freed in its segment since it was indexed is gone (ENOENT), not corrupt.
-    private func loadRecord(_ file: OpenFile, at offset: Int64, length: Int64, inSegment: Bool) throws -> LoadedHead {
-        var prefix = try FileSystem.read(file.fd, at: offset, count: Int(min(length, 4096)))
-        let preamble = try DiskEntryFormat.decodePreamble(prefix[...], acceptingFreed: inSegment)
-        if preamble.freed { throw SystemError(call: "read (record freed)", errno: ENOENT) }
-        guard preamble.recordLength == length else {
-            throw DiskEntryFormat.Problem.truncated(expected: preamble.recordLength, actual: length)
-        }
-        if inSegment {
-            // A segment cut short (by hand, by a full disk, by a crash of another writer) must
-            // not be served: the record has to be whole before its head goes out.
-            let fileSize = try FileSystem.size(of: file.fd)
-            guard fileSize >= offset + length else {
-                throw DiskEntryFormat.Problem.truncated(expected: offset + length, actual: fileSize)
-            }
-        }
-        let headEnd = DiskEntryFormat.preambleLength + preamble.headLength
-        if prefix.count < headEnd {
-            prefix = try FileSystem.read(file.fd, at: offset, count: headEnd)
-        }
-        let head = try DiskEntryFormat.decodeHead(prefix[DiskEntryFormat.preambleLength..<headEnd], preamble: preamble)
-        return LoadedHead(head: head, file: file, bodyOffset: offset + Int64(headEnd), recordLength: length)
-    }
-
-    private func storedResponse(key: CacheKey, loaded: LoadedHead) -> StoredResponse {
-        storedResponse(key: key, head: loaded.head, body: .file(loaded.file, offset: loaded.bodyOffset, length: loaded.head.bodyLength))
-    }
-
-    private func storedResponse(key: CacheKey, head: DiskEntryFormat.Head, body: StoredResponse.Body) -> StoredResponse {
-        StoredResponse(
-            key: key, status: head.status, reason: head.reason, headers: head.headers, body: body,
-            requestTime: head.requestTime, responseTime: head.responseTime, varyValues: head.vary,
-            freshnessLifetime: Freshness.lifetime(
-                status: head.status, headers: head.headers, cacheControl: CacheControl(head.headers),
-                responseTime: head.responseTime),
-            correctedInitialAge: Freshness.correctedInitialAge(
-                headers: head.headers, requestTime: head.requestTime, responseTime: head.responseTime))
-    }
-
-    // MARK: Verification and promotion (reader thread)
-
-    /// Reads a whole record (one read: callers bound its size) and checks its head and body
-    /// against their checksums: what is returned is exactly what was checked.
-    func readChecked(_ entry: DiskIndex.Entry) throws -> (head: DiskEntryFormat.Head, body: [UInt8]) {
-        let loaded = try loadHead(entry)
-        let body = try FileSystem.read(loaded.file.fd, at: loaded.bodyOffset, count: Int(loaded.head.bodyLength))
-        guard body.count == Int(loaded.head.bodyLength) else {
-            throw DiskEntryFormat.Problem.truncated(expected: loaded.head.bodyLength, actual: Int64(body.count))
-        }
-        var checksum = BodyChecksum()
-        checksum.update(body)
-        guard checksum.value == loaded.head.bodyChecksum else { throw DiskEntryFormat.Problem.checksumMismatch }
-        return (loaded.head, body)
-    }
-
-    /// Indexed entries over ``verifyEveryReadMax`` among index slots `start..<start + count`,
-    /// and where the next batch starts (nil after the last): the scrub's walk.
-    func largeEntries(start: Int, count: Int) -> (entries: [DiskIndex.Entry], next: Int?) {
-        index.withLock { $0.entries(largerThan: DiskCache.verifyEveryReadMax, start: start, count: count) }
-    }
-
-    /// The scrub's check of one entry, on its thread: marks it checked and returns true when it
-    /// is sound (or gone), drops it (logged, counted) and returns false when it is damaged.
-    func scrub(_ entry: DiskIndex.Entry) -> Bool {
-        do {
-            try checkBody(entry)
-            index.withLock { $0.markVerified(entry.name) }
-            return true
-        } catch {
-            return !discard(entry, after: error)
-        }
-    }
-
-    /// Streams a large entry's body through its checksum; throws what is wrong with it.
-    func checkBody(_ entry: DiskIndex.Entry) throws {
-        let loaded = try loadHead(entry)
-        var checksum = BodyChecksum()
-        var offset = loaded.bodyOffset
-        let end = loaded.bodyOffset + loaded.head.bodyLength
-        while offset < end {
-            let chunk = try FileSystem.read(loaded.file.fd, at: offset, count: Int(min(1 << 20, end - offset)))
-            if chunk.isEmpty { throw DiskEntryFormat.Problem.truncated(expected: end, actual: offset) }
-            checksum.update(chunk)
-            offset += Int64(chunk.count)
-        }
-        guard checksum.value == loaded.head.bodyChecksum else { throw DiskEntryFormat.Problem.checksumMismatch }
-    }
-
-    /// Checks an entry on the reader thread; `completion` (called there) receives the
-    /// outcome. A bad entry is deleted and counted.
-    public func verify(_ name: String, completion: @escaping @Sendable (Verification) -> Void) {
-        reader.submit { [self] in
-            guard let entry = index.withLock({ $0.entry(named: name) }) else {
-                completion(.dropped)  // removed meanwhile
-                return
-            }
-            do {
-                if entry.size <= DiskCache.verifyEveryReadMax {
-                    let checked = try readChecked(entry)
-                    completion(.sound(storedResponse(key: entry.key, head: checked.head, body: .inMemory(checked.body))))
-                } else {
-                    try checkBody(entry)
-                    index.withLock { $0.markVerified(name) }
-                    completion(.sound(nil))
-                }
-            } catch {
-                discard(entry, after: error)
-                completion(.dropped)
-            }
-        }
-    }
-
-    /// Reads a file-backed response's body into memory on the reader thread, in the memory
-    /// tier's form (``StoredResponse/Body/inMemory(_:budget:)``), checked against its
-    /// checksum: nil (and the entry dropped) if it does not match.
-    public func readIntoMemory(_ stored: StoredResponse, completion: @escaping @Sendable (StoredResponse?) -> Void) {
-        let name = DiskCache.fileName(key: stored.key, vary: stored.varyValues)
-        reader.submit { [self] in
-            guard case .file = stored.body, let entry = index.withLock({ $0.entry(named: name) }) else {
-                completion(nil)
-                return
-            }
-            do {
-                let checked = try readChecked(entry)
-                guard checked.head.key == stored.key.url else { throw DiskEntryFormat.Problem.keyMismatch }
-                completion(stored.withBody(.inMemory(checked.body)))
-            } catch {
-                discard(entry, after: error)
-                completion(nil)
-            }
-        }
-    }
-
     // MARK: Writing
 
     /// Starts storing a response whose head is known; nil when the disk tier is refusing
@@ -524,7 +292,7 @@ public final class DiskCache: Sendable {
     /// else a file. Eviction runs here when `onWriter`; an event loop asks the writer for it
     /// instead. Returns the time the file calls took, or nil when the entry could not be stored.
     @discardableResult
-    private func writeEntry(
+    func writeEntry(
         key: CacheKey, name: String, head: DiskEntryFormat.Head, wireFields: ArraySlice<UInt8>?, body: [UInt8],
         onWriter: Bool
     ) -> UInt64? {
@@ -553,7 +321,7 @@ public final class DiskCache: Sendable {
     /// record it replaces, if any, is freed on the writer thread. Returns the time the file
     /// calls took, nil when the record could not be stored.
     @discardableResult
-    private func appendRecord(_ entry: DiskIndex.Entry, head: [UInt8], body: [UInt8], onWriter: Bool) -> UInt64? {
+    func appendRecord(_ entry: DiskIndex.Entry, head: [UInt8], body: [UInt8], onWriter: Bool) -> UInt64? {
         let replaced: DiskIndex.Entry?
         let fileNanos: UInt64
         do throws(SystemError) {
@@ -579,7 +347,7 @@ public final class DiskCache: Sendable {
     /// the segment and offset it got, before the segment goes back to the pool (so the index's
     /// segment sizes only grow). A segment whose append failed is sealed: a disk that failed
     /// once is not trusted with it. Returns `place`'s result and the time the file calls took.
-    private func appendToSegment<Placed: Sendable>(
+    func appendToSegment<Placed: Sendable>(
         head: [UInt8], body: [UInt8], place: (inout DiskIndex, _ segment: UInt32, _ offset: Int64) -> Placed
     ) throws(SystemError) -> (placed: Placed, fileNanos: UInt64) {
         let start = Clocks.monotonicNanos()
@@ -612,7 +380,7 @@ public final class DiskCache: Sendable {
     /// exists (a replaced response) is written to `tmp/` and renamed over it, so that clients
     /// still sending the old file keep their bytes. Returns the time the file calls took, nil
     /// when the file could not be stored.
-    private func writeFile(_ entry: DiskIndex.Entry, head: [UInt8], body: [UInt8]) -> UInt64? {
+    func writeFile(_ entry: DiskIndex.Entry, head: [UInt8], body: [UInt8]) -> UInt64? {
         let entries = entriesDirectoryFD.load(ordering: .acquiring)
         let relative = relativePath(forName: entry.name)
         let start = Clocks.monotonicNanos()
@@ -647,7 +415,7 @@ public final class DiskCache: Sendable {
     }
 
     /// Creates `relative` (and its directories) for writing; nil when it exists already.
-    private static func createNew(at entries: Int32, _ relative: String) throws(SystemError) -> Int32? {
+    static func createNew(at entries: Int32, _ relative: String) throws(SystemError) -> Int32? {
         do {
             return try FileSystem.createExclusiveCreatingDirectory(at: entries, relative)
         } catch where error.errno == EEXIST {
@@ -679,7 +447,7 @@ public final class DiskCache: Sendable {
         directory + "/tmp/" + temporaryName(name, suffix: suffix)
     }
 
-    private static let processID = getpid()
+    static let processID = getpid()
 
     /// Indexes an entry file once it is in place (writer thread: a finished ``DiskWrite``, or
     /// ``writeFile(_:head:body:)``), and frees the record it replaces.
@@ -710,117 +478,13 @@ public final class DiskCache: Sendable {
         Clocks.monotonicNanos() < degradedUntil.load(ordering: .acquiring)
     }
 
-    /// Keeps the tier under `disk.max_bytes`, with hysteresis: past the limit, down to 90% of
-    /// it. Segments without live records are deleted, and a segment at most half live is
-    /// compacted (its live records copied to an open segment) before any entry is evicted;
-    /// then least recently used entries go. Evicting records only frees space once their
-    /// segment empties or is compacted, so this repeats until the bytes on disk are down.
-    /// Writer thread.
-    private func evictIfNeeded() {
-        let maxBytes = limits.withLock { $0.maxBytes }
-        guard index.withLock({ $0.physicalBytes }) > maxBytes else { return }
-        let target = maxBytes - maxBytes / 10
-        var evictedCount = 0
-        var sealed = false
-        // Each round frees a segment or evicts entries; bounded all the same.
-        for _ in 0..<10_000 {
-            let excess = index.withLock { $0.physicalBytes } - target
-            if excess <= 0 { break }
-            if reclaimEmptySegments() { continue }
-            let skipped = uncompactable.withLock { $0 }
-            if let sparse = index.withLock({ $0.sparsestSegment(atMost: 0.5, excluding: skipped) }), compact(sparse) {
-                continue
-            }
-            if !sealed {
-                // Dead records in segments still being filled can only go once those are
-                // sealed: before evicting anything, seal them (new ones are started as needed).
-                sealed = true
-                let idle = segments.sealIdle()
-                if !idle.isEmpty {
-                    index.withLock { index in for (id, size) in idle { index.recordSegment(id, size: size, sealed: true) } }
-                    continue
-                }
-            }
-            let evicted = index.withLock { index -> [DiskIndex.Entry] in
-                index.evict(downTo: index.totalBytes - excess)
-            }
-            if evicted.isEmpty {
-                // Nothing left to evict: only open segments' dead records remain.
-                break
-            }
-            evictedCount += evicted.count
-            dispose(evicted)
-        }
-        if evictedCount > 0 { evictions.add(evictedCount) }
-    }
-
-    /// Deletes sealed segments that hold no live record; returns whether there were any.
-    @discardableResult
-    private func reclaimEmptySegments() -> Bool {
-        let empty = index.withLock { index in
-            let ids = index.emptySegments()
-            for id in ids { index.dropSegment(id) }
-            return ids
-        }
-        let entries = entriesDirectoryFD.load(ordering: .acquiring)
-        for id in empty { segments.remove(id, entries: entries) }
-        return !empty.isEmpty
-    }
-
-    /// Copies the live records of segment `id` to an open segment and deletes it (writer
-    /// thread). A record removed or replaced while it is copied keeps its new state (the index
-    /// moves an entry only if it still points at the old copy). Returns whether the segment
-    /// went; on a read or write error it stays, and is not picked again (its records leave as
-    /// they are evicted, and the empty segment then goes).
-    private func compact(_ id: UInt32) -> Bool {
-        guard let file = segments.file(id) else {
-            index.withLock { $0.dropSegment(id) }
-            return true
-        }
-        let entries = entriesDirectoryFD.load(ordering: .acquiring)
-        var moved = 0
-        do {
-            var reader = try SegmentReader(file: file)
-            while let record = try reader.next() {
-                guard !record.freed, let head = record.head else { continue }
-                let name = DiskCache.fileName(key: CacheKey(normalized: head.key), vary: head.vary)
-                let live = index.withLock { index in
-                    index.entry(named: name).map { $0.segment == id && $0.offset == record.offset } ?? false
-                }
-                guard live else { continue }
-                // The copy is freed again if the entry changed while it was written.
-                let (unused, _) = try appendToSegment(head: try reader.bytes(of: record), body: []) {
-                    index, segment, offset -> (segment: UInt32, offset: Int64)? in
-                    index.move(name, from: id, at: record.offset, to: segment, at: offset) ? nil : (segment, offset)
-                }
-                if let unused { segments.markFreed(unused.segment, at: unused.offset) } else { moved += 1 }
-            }
-        } catch {
-            logger.error(
-                "cannot compact disk cache segment", metadata: ["segment": "\(id)", "error": "\(error)", "directory": "\(directory)"])
-            if let error = error as? SystemError { writeFailed(error) }
-            uncompactable.withLock { _ = $0.insert(id) }
-            return false
-        }
-        // Records that failed to parse were never indexed; anything still pointing here was
-        // removed or replaced meanwhile, so the segment holds nothing live now.
-        let empty = index.withLock { index in
-            guard index.segments[id]?.live ?? 0 == 0 else { return false }
-            index.dropSegment(id)
-            return true
-        }
-        if empty { segments.remove(id, entries: entries) }
-        logger.debug("compacted disk cache segment", metadata: ["segment": "\(id)", "moved": "\(moved)"])
-        return empty
-    }
-
     // MARK: Removal
 
     /// Deletes what removed index entries stored (writer thread): a record is marked freed in
     /// its segment (and segments left without live records go); a file is unlinked unless its
     /// name holds a newer file by now (written and renamed over it since the removal). Clients
     /// still sending an old body keep their descriptor and bytes either way.
-    private func dispose(_ removed: [DiskIndex.Entry]) {
+    func dispose(_ removed: [DiskIndex.Entry]) {
         let entries = entriesDirectoryFD.load(ordering: .acquiring)
         var freedRecords = false
         for entry in removed {
@@ -970,137 +634,4 @@ public final class DiskCache: Sendable {
         }
     }
 
-    // MARK: Start-up scan (scanner thread)
-
-    /// Indexes every entry by its head: first the records of the segments that existed at
-    /// start (newest segment first), then the entry files under `v1/ab/cd/`. Drops what fails
-    /// its checks.
-    private func scan() {
-        let start = Clocks.monotonicNanos()
-        var found = 0
-        var dropped = 0
-        let entries = entriesDirectoryFD.load(ordering: .acquiring)
-        for id in startSegments.reversed() {
-            let (segmentFound, segmentDropped) = scanSegment(id, entries: entries)
-            found += segmentFound
-            dropped += segmentDropped
-        }
-        var batch: [DiskIndex.Entry] = []
-        let root = directory + "/v1"
-        for first in (try? FileSystem.list(root)) ?? [] where first != DiskSegments.directoryName {
-            for second in (try? FileSystem.list(root + "/" + first)) ?? [] {
-                for name in (try? FileSystem.list(root + "/" + first + "/" + second)) ?? [] {
-                    do {
-                        let loaded = try loadHead(name: name)
-                        batch.append(
-                            DiskIndex.Entry(
-                                key: CacheKey(normalized: loaded.head.key), vary: loaded.head.vary, name: name,
-                                size: loaded.recordLength, verified: false))
-                        found += 1
-                    } catch {
-                        if discard(name, after: error) { dropped += 1 }
-                    }
-                    if batch.count >= 512 {
-                        indexScannedFiles(batch)
-                        batch.removeAll(keepingCapacity: true)
-                    }
-                }
-            }
-        }
-        indexScannedFiles(batch)
-        index.withLock { $0.endScan() }
-        // Queued before the scan is declared complete, so that waiting for completion and then
-        // draining the writer (tests, `drain()`) sees the eviction done.
-        writer.submit { [self] in
-            reclaimEmptySegments()
-            evictIfNeeded()
-        }
-        scanComplete.store(true, ordering: .releasing)
-        let millis = (Clocks.monotonicNanos() - start) / 1_000_000
-        logger.info(
-            "disk cache index rebuilt",
-            metadata: ["entries": "\(found)", "dropped": "\(dropped)", "ms": "\(millis)", "directory": "\(directory)"])
-    }
-
-    /// Indexes entry files the scan read. A file whose name the index holds as a segment
-    /// record is an older version (a crash came between the record's append and the file's
-    /// deletion): it goes.
-    private func indexScannedFiles(_ batch: [DiskIndex.Entry]) {
-        let stale = index.withLock { index in
-            batch.filter { entry in !index.insertIfAbsent(entry) && (index.entry(named: entry.name)?.segment ?? 0) != 0 }
-        }
-        if !stale.isEmpty { writer.submit { [self] in dispose(stale) } }
-    }
-
-    /// Indexes the records of one segment; returns how many were found and dropped. A
-    /// damaged record (a crash cut it short, or its preamble is unreadable) ends the segment:
-    /// the file is cut there. Records are indexed newest first, so that of two records for one
-    /// name (a crash came between a replacement's append and the old record's mark) the later
-    /// wins; the earlier, and any removed while the scan ran, are marked freed.
-    private func scanSegment(_ id: UInt32, entries: Int32) -> (found: Int, dropped: Int) {
-        let path = "\(directory)/v1/\(DiskSegments.relativePath(id))"
-        let file: OpenFile
-        var reader: SegmentReader
-        do {
-            file = try segments.open(id, entries: entries)
-            reader = try SegmentReader(file: file)
-        } catch {
-            logger.error("cannot read disk cache segment", metadata: ["file": "\(path)", "error": "\(error)"])
-            return (0, 0)
-        }
-        var records: [DiskIndex.Entry] = []
-        var unreadable: [Int64] = []
-        var end: Int64 = 0
-        do {
-            while let record = try reader.next() {
-                end = record.offset + record.length
-                if record.freed { continue }
-                guard let head = record.head else {
-                    unreadable.append(record.offset)
-                    continue
-                }
-                let key = CacheKey(normalized: head.key)
-                records.append(
-                    DiskIndex.Entry(
-                        key: key, vary: head.vary, name: DiskCache.fileName(key: key, vary: head.vary),
-                        size: record.length, verified: false, segment: id, offset: record.offset))
-            }
-        } catch {
-            if case .unknownVersion(let version)? = (error as? SegmentReader.Damaged)?.problem, version < DiskEntryFormat.version {
-                logger.notice(
-                    "dropping disk cache records of an older format", metadata: ["file": "\(path)", "version": "\(version)"])
-            } else {
-                corruptions.add(1)
-                logger.warning(
-                    "cutting off the damaged end of a disk cache segment",
-                    metadata: ["file": "\(path)", "offset": "\(end)", "reason": "\(error)"])
-            }
-            do {
-                try FileSystem.truncate(file.fd, to: end)
-            } catch {
-                logger.error("cannot cut a disk cache segment", metadata: ["file": "\(path)", "error": "\(error)"])
-            }
-        }
-        for offset in unreadable {
-            corruptions.add(1)
-            logger.warning(
-                "dropping corrupt disk cache entry", metadata: ["file": "\(path) at \(offset)", "reason": "unreadable head"])
-            segments.markFreed(id, at: offset)
-        }
-        var losers: [Int64] = []
-        var remaining = records[...]
-        while !remaining.isEmpty {
-            let chunk = remaining.suffix(512)
-            remaining = remaining.dropLast(chunk.count)
-            index.withLock { index in
-                for record in chunk.reversed() where !index.insertIfAbsent(record) { losers.append(record.offset) }
-            }
-        }
-        // Sealed only now: until its records are in, the writer must not take the segment for
-        // empty (and delete it) or compact it.
-        index.withLock { $0.recordSegment(id, size: end, sealed: true) }
-        for offset in losers { segments.markFreed(id, at: offset) }
-        let dropped = unreadable.count + (end < reader.size ? 1 : 0)
-        return (records.count - losers.count, dropped)
-    }
 }

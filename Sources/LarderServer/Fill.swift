@@ -48,7 +48,7 @@ struct FillOptions {
     /// How failed attempts are retried (the route's `[route.retry]`, else `[retry]`).
     var retry = FillOptions.defaultRetry
     /// Built once: a `RetryConfig` holds a set, and options are made for every miss.
-    private static let defaultRetry = RetryPolicy(RetryConfig())
+    static let defaultRetry = RetryPolicy(RetryConfig())
     /// The route declares its requests safe to repeat whatever the method.
     var idempotentRoute = false
     /// The parent proxies to go through, best first (empty: direct).
@@ -83,7 +83,7 @@ final class Fill: UpstreamTransferDelegate {
     /// The headers of the request the fill was made for (Vary and Authorization checks).
     let requestHeaders: HTTPHeaders
     let dedupAlways: Bool
-    private(set) var options: FillOptions
+    var options: FillOptions
     /// Strong; the coalescer's reference to the fill goes when the fill ends.
     let proxy: ProxyLoop
     private(set) var transfer: UpstreamTransfer?
@@ -94,68 +94,68 @@ final class Fill: UpstreamTransferDelegate {
     }
 
     /// The response head as it will be forwarded (hop-by-hop fields and framing removed).
-    private(set) var head: ResponseHead?
+    var head: ResponseHead?
     /// The body length that frames this response's body, if the origin gave one.
-    private(set) var contentLength: Int?
+    var contentLength: Int?
     /// The Content-Length the origin sent, even where no body follows (HEAD, 304).
-    private(set) var announcedLength: Int?
+    var announcedLength: Int?
     /// Whether the response goes to a cache tier when complete (decided when the head arrives).
-    private(set) var willStore = false
+    var willStore = false
     /// Whether other clients may receive this response.
-    private(set) var shareable = true
+    var shareable = true
     /// Set once the transfer ended.
     private(set) var outcome: Result<Void, UpstreamError>?
     /// Body bytes received so far.
     private(set) var received = 0
     /// A 304 answered the validation: the stored response, refreshed, is the answer.
-    private(set) var refreshed: StoredResponse?
+    var refreshed: StoredResponse?
     /// The origin failed and a stale stored response answers instead (stale-if-error).
     private(set) var staleAnswer: StoredResponse?
     /// The status the origin answered a validation or failing request with (Cache-Status
     /// fwd-status).
-    private(set) var upstreamStatus: Int?
+    var upstreamStatus: Int?
     let requestTime: Double
     private(set) var responseTime = 0.0
     /// The request, kept to send again on a retry (its parent proxy changes on failover).
-    private var request: UpstreamRequest
+    var request: UpstreamRequest
     /// Which of `options.parents` this attempt goes through.
-    private var parentIndex = 0
+    var parentIndex = 0
     /// Attempts made so far (1 once started).
     private(set) var attempts = 0
     /// Attempts that do not count against the retry policy: the one immediate resend after a
     /// pooled connection turned out dead (``retryOnFreshConnection(after:)``).
-    private var freeAttempts = 0
+    var freeAttempts = 0
     /// Each retry: why, and the delay before it (for the access log).
-    private(set) var retryLog: [(reason: String, delayMillis: Int)] = []
-    private var retryTimer: EventLoop.TimerToken?
+    var retryLog: [(reason: String, delayMillis: Int)] = []
+    var retryTimer: EventLoop.TimerToken?
 
-    private struct Reader {
+    struct Reader {
         let reader: any FillReader
         var position: Int
         let requestHeaders: HTTPHeaders
     }
 
-    private var readers: [Reader] = []
-    private var chunks: [[UInt8]] = []
-    private var chunkStarts: [Int] = []
-    private var retainAll = false
-    private var notifyScheduled = false
-    private var paused = false
-    private let maxMemoryObject: Int
-    private let finishAbandonedMax: Int
-    private let rangeWholeMax: Int
-    private let staleIfErrorWindow: Double
+    var readers: [Reader] = []
+    var chunks: [[UInt8]] = []
+    var chunkStarts: [Int] = []
+    var retainAll = false
+    var notifyScheduled = false
+    var paused = false
+    let maxMemoryObject: Int
+    let finishAbandonedMax: Int
+    let rangeWholeMax: Int
+    let staleIfErrorWindow: Double
     /// The disk entry being written, when the response goes to the disk tier while it streams
     /// (bodies too large for memory, or of unknown length past the memory limit).
-    private(set) var diskWrite: DiskWrite?
+    var diskWrite: DiskWrite?
     /// The disk head to write: a body kept whole in memory is written to disk in one job when
     /// complete (one writer wake-up per miss instead of one per chunk).
-    private var pendingDiskHead: DiskEntryFormat.Head?
+    var pendingDiskHead: DiskEntryFormat.Head?
     /// What `decideStorage` worked out for a response kept whole, reused when it is stored
     /// (parsing Cache-Control and the dates again showed in miss profiles), with the stored
     /// head in wire form (status line, stored fields, Via), serialized once for the memory
     /// entry, its disk entry and, where they match, the clients' heads.
-    private var memoryEntryParts: (
+    var memoryEntryParts: (
         cacheControl: CacheControl, lifetime: Double, vary: [String: String], headers: HTTPHeaders,
         head: StoredResponse.PreparedHead
     )?
@@ -167,7 +167,7 @@ final class Fill: UpstreamTransferDelegate {
     }
     /// A read descriptor on that entry, opened the first time memory chunks are dropped in its
     /// favour.
-    private var spill: OpenFile?
+    var spill: OpenFile?
     /// How far the slowest reader may fall behind before the transfer pauses (no disk file).
     static let highWater = 1 << 20
     static let lowWater = 256 << 10
@@ -176,7 +176,7 @@ final class Fill: UpstreamTransferDelegate {
     static let memoryWindow = 1 << 20
     /// Bytes received but not yet written by the disk thread before the transfer pauses.
     static let maxWriteBacklog = 8 << 20
-    private var backlogTimer: EventLoop.TimerToken?
+    var backlogTimer: EventLoop.TimerToken?
 
     init(
         key: CacheKey, coalesceKey: FillKey?, request: UpstreamRequest, requestHeaders: HTTPHeaders,
@@ -204,7 +204,7 @@ final class Fill: UpstreamTransferDelegate {
         attempt()
     }
 
-    private func attempt() {
+    func attempt() {
         attempts += 1
         proxy.shared.stats.upstreamRequests.add(1)
         if let parent = currentParent {
@@ -218,131 +218,6 @@ final class Fill: UpstreamTransferDelegate {
     var currentParent: ParentPlan.Parent? {
         parentIndex < options.parents.count ? options.parents[parentIndex] : nil
     }
-
-    // MARK: Parent failover
-
-    /// After a failure to reach the current parent: marks it down and, if another parent is
-    /// left in the plan, sends the request there at once (true). Not a retry: the request
-    /// never reached anyone, so neither the retry policy nor its budget applies; but a request
-    /// that may have been forwarded (reset after sending) is only re-sent where a retry could be.
-    private func failOver(after error: UpstreamError) -> Bool {
-        guard let parent = currentParent else { return false }
-        let unreached = error.kind == .dns || error.kind == .connect || (error.kind == .timeout && !error.connected)
-        guard unreached || error.kind == .reset else { return false }
-        proxy.shared.parentUnreachable(parent, backoff: options.parentBackoff, error: "\(error)")
-        guard parentIndex + 1 < options.parents.count, canResend,
-            unreached || RetryPolicy.mayRetry(method: method, routeDeclaresIdempotent: options.idempotentRoute)
-        else { return false }
-        parentIndex += 1
-        retryLog.append(("parent", 0))
-        proxy.shared.stats.parentFailovers.add(1)
-        resendNextTurn()
-        return true
-    }
-
-    /// Whether the request can go out again: its body (if any) is kept, and someone still
-    /// wants the answer.
-    private var canResend: Bool {
-        (request.body == nil || ownedBodySource is BufferedBody) && (!readers.isEmpty || options.background)
-    }
-
-    /// Forgets what a failed attempt received before the next one.
-    private func discardAttempt() {
-        head = nil
-        memoryEntryParts = nil
-        contentLength = nil
-        announcedLength = nil
-        upstreamStatus = nil
-    }
-
-    private func resend() {
-        (ownedBodySource as? BufferedBody)?.rewind()
-        attempt()
-    }
-
-    /// Drops the failed attempt and sends the request again on the loop's next turn: not from
-    /// inside curl's completion callback.
-    private func resendNextTurn() {
-        discardAttempt()
-        proxy.loop.enqueueDeferred { [self] in
-            guard outcome == nil else { return }
-            resend()
-        }
-    }
-
-    // MARK: Retries
-
-    /// An idempotent request that went out only on pooled connections and got nothing back
-    /// (the origin had dropped them while idle, RFC 9112 §9.3.1) is sent again at once on a new
-    /// connection: once, outside the retry policy and its budget. Returns whether it was.
-    private func retryOnFreshConnection(after error: UpstreamError) -> Bool {
-        guard error.kind == .reset, error.reusedConnection, freeAttempts == 0, !request.freshConnection, canResend,
-            RetryPolicy.mayRetry(method: method, routeDeclaresIdempotent: options.idempotentRoute)
-        else { return false }
-        freeAttempts += 1
-        request.freshConnection = true
-        proxy.shared.stats.deadConnectionRetries.add(1)
-        resendNextTurn()
-        return true
-    }
-
-    /// The delay before retrying after `reason`, or nil when this failure is final: the policy
-    /// does not retry it, the attempts are used up, the method may not be repeated, the request
-    /// body cannot be sent again, nobody is waiting, a Retry-After is too long, or the retry
-    /// budget is spent. The one timer is the fill's: waiting clients hold none.
-    private func retryDelay(_ reason: RetryPolicy.Reason, retryAfter: String? = nil) -> Duration? {
-        let policy = options.retry
-        guard policy.retries(reason), attempts - freeAttempts <= policy.config.maxAttempts, canResend,
-            RetryPolicy.mayRetry(method: method, routeDeclaresIdempotent: options.idempotentRoute)
-        else { return nil }
-        var delay = policy.delay(forRetry: attempts - freeAttempts - 1, random: { Double.random(in: 0..<1) })
-        if let retryAfter, reason == .status429 || reason == .status5xx,
-            let wanted = RetryPolicy.retryAfter(retryAfter, now: Clocks.wallSeconds())
-        {
-            // RFC 9110 §10.2.3: the origin says when; wait that long if it is not too long.
-            guard policy.honours(retryAfter: wanted) else { return nil }
-            delay = wanted
-        }
-        let (allowed, firstRefusal) = proxy.shared.retryBudget.tryRetry()
-        guard allowed else {
-            if firstRefusal {
-                proxy.logger.warning(
-                    "retry budget exhausted: failures are final until it recovers",
-                    metadata: ["url": "\(key)", "reason": "\(reason.rawValue)"])
-            }
-            return nil
-        }
-        return delay
-    }
-
-    /// Drops the failed attempt and schedules the next one.
-    private func scheduleRetry(_ reason: RetryPolicy.Reason, after delay: Duration) {
-        retryLog.append((reason.rawValue, Int(delay.totalMilliseconds)))
-        proxy.shared.stats.retries[reason.rawValue]?.add(1)
-        discardAttempt()
-        retryTimer = proxy.loop.schedule(afterNanos: delay.totalNanoseconds) { [weak self] in
-            guard let self else { return }
-            self.retryTimer = nil
-            guard self.outcome == nil else { return }
-            if self.readers.isEmpty && !self.options.background {
-                self.cancel(reason: "every client left while waiting to retry")
-                return
-            }
-            // Start over at the best parent that is up now.
-            self.options.parents = self.proxy.shared.parentHealth.order(self.options.parents)
-            self.parentIndex = 0
-            self.resend()
-        }
-    }
-
-    /// `attempts=N` and the retries with their reasons and delays, for logs and Cache-Status.
-    var attemptSummary: String {
-        guard !retryLog.isEmpty else { return "attempts=\(attempts)" }
-        return "attempts=\(attempts) retries=" + retryLog.map { "\($0.reason):\($0.delayMillis)ms" }.joined(separator: ",")
-    }
-
-    var isFinished: Bool { outcome != nil }
-    var readerCount: Int { readers.count }
 
     // MARK: Readers
 
@@ -377,7 +252,7 @@ final class Fill: UpstreamTransferDelegate {
         }
     }
 
-    private var worthFinishingAlone: Bool {
+    var worthFinishingAlone: Bool {
         guard method == .get, coalesceKey != nil || options.background, shareable else { return false }
         guard let head else { return true }  // decided again when the head arrives
         guard willStore, head.status == 200 || head.status == 203 else { return false }
@@ -385,7 +260,7 @@ final class Fill: UpstreamTransferDelegate {
         return received <= finishAbandonedMax
     }
 
-    private func cancel(reason: String) {
+    func cancel(reason: String) {
         if let retryTimer { proxy.loop.cancel(retryTimer) }
         retryTimer = nil
         transfer?.cancel()
@@ -396,7 +271,7 @@ final class Fill: UpstreamTransferDelegate {
         proxy.coalescer.remove(self)
     }
 
-    private func release(at index: Int, reason: FillRelease) {
+    func release(at index: Int, reason: FillRelease) {
         let entry = readers.remove(at: index)
         proxy.shared.stats.waitersReleased.add(1)
         let reader = entry.reader
@@ -437,14 +312,14 @@ final class Fill: UpstreamTransferDelegate {
         trimAndResume()
     }
 
-    private var slowestPosition: Int {
+    var slowestPosition: Int {
         readers.isEmpty ? received : readers.reduce(Int.max) { min($0, $1.position) }
     }
 
     /// Drops chunks no reader needs from memory, then resumes a paused transfer. With a disk
     /// file, only chunks already durable in it are dropped (so a late reader always finds a
     /// continuous body), keeping the last ``memoryWindow`` bytes for readers that keep up.
-    private func trimAndResume() {
+    func trimAndResume() {
         let slowest = slowestPosition
         if !retainAll {
             var floor = slowest
@@ -465,7 +340,7 @@ final class Fill: UpstreamTransferDelegate {
     }
 
     /// The body bytes readable from the disk file, once a descriptor on it is open.
-    private func spillableBytes() -> Int? {
+    func spillableBytes() -> Int? {
         guard let diskWrite, !diskWrite.hasFailed || spill != nil else { return nil }
         if spill == nil {
             guard diskWrite.durableBytes.load(ordering: .acquiring) > 0, let file = diskWrite.openForReading() else {
@@ -478,7 +353,7 @@ final class Fill: UpstreamTransferDelegate {
 
     /// Whether the transfer must wait: the slowest reader is far behind and there is no file
     /// to fall back on, or the disk thread is far behind the network.
-    private var mustPause: Bool {
+    var mustPause: Bool {
         if retainAll { return false }
         if let diskWrite, !diskWrite.hasFailed {
             return received - diskWrite.durableBytes.load(ordering: .acquiring) >= Fill.maxWriteBacklog
@@ -489,7 +364,7 @@ final class Fill: UpstreamTransferDelegate {
 
     /// While paused for the disk thread, look again every few milliseconds: its progress does
     /// not wake the loop by itself.
-    private func watchWriteBacklog() {
+    func watchWriteBacklog() {
         guard backlogTimer == nil, diskWrite != nil else { return }
         backlogTimer = proxy.loop.schedule(afterNanos: 5_000_000) { [weak self] in
             guard let self else { return }
@@ -499,7 +374,7 @@ final class Fill: UpstreamTransferDelegate {
         }
     }
 
-    private func scheduleNotify() {
+    func scheduleNotify() {
         guard !notifyScheduled else { return }
         notifyScheduled = true
         proxy.loop.enqueueDeferred { [self] in
@@ -592,138 +467,6 @@ final class Fill: UpstreamTransferDelegate {
         return (contentLength ?? Int.max) <= rangeWholeMax
     }
 
-    /// A 304 to a validation request (RFC 9111 §4.3.3, §4.3.4): the stored response, updated
-    /// with the 304's fields and times, goes back into the tiers and answers every reader.
-    private func refresh(_ validating: StoredResponse, with notModified: ResponseHead) {
-        upstreamStatus = 304
-        let updated = validating.freshened(by: notModified.headers, requestTime: requestTime, responseTime: responseTime)
-        let memory = proxy.shared.memory
-        if updated.isInMemory {
-            memory.insert(updated)
-        } else if updated.bodyLength <= maxMemoryObject, let disk = proxy.shared.disk {
-            disk.readIntoMemory(updated) { promoted in if let promoted { memory.insert(promoted) } }
-        }
-        proxy.shared.disk?.refresh(updated)
-        refreshed = updated
-        proxy.shared.stats.revalidated.add(1)
-        var index = 1
-        while index < readers.count {
-            if VaryMatcher.matches(updated, request: readers[index].requestHeaders) {
-                index += 1
-            } else {
-                release(at: index, reason: .otherVariant(notModified.headers.listElements("Vary")))
-            }
-        }
-        proxy.coalescer.remove(self)
-        scheduleNotify()
-    }
-
-    /// RFC 9111 §4.3.5: a HEAD response freshens the stored GET response it matches (same
-    /// validators and length); one that does not match shows the stored copy is outdated.
-    private func freshenFromHead(_ stored: StoredResponse, head: ResponseHead) {
-        guard head.status == 200 else { return }
-        let etagMatches = stored.etag.map { etag in head.headers["ETag"] == etag } ?? true
-        let modifiedMatches = stored.lastModified.map { modified in
-            head.headers["Last-Modified"].flatMap(HTTPDate.parse) == modified
-        } ?? true
-        let lengthMatches = announcedLength.map { $0 == stored.bodyLength } ?? true
-        if stored.hasValidator && etagMatches && modifiedMatches && lengthMatches {
-            let updated = stored.freshened(by: head.headers, requestTime: requestTime, responseTime: responseTime)
-            if updated.isInMemory { proxy.shared.memory.insert(updated) }
-            proxy.shared.disk?.refresh(updated)
-        } else {
-            proxy.shared.memory.remove(stored)
-            proxy.shared.disk?.remove(stored)
-        }
-    }
-
-    /// RFC 9111 §4.4: a successful unsafe request invalidates the target URI and the
-    /// Location and Content-Location URIs of the same origin.
-    private func invalidate(_ response: ResponseHead) {
-        var keys = [key]
-        let base = CacheKey.origin(of: key.url)
-        for name in ["Location", "Content-Location"] {
-            guard let value = response.headers[name] else { continue }
-            if value.hasPrefix("/") {
-                keys.append(CacheKey(normalized: base + value))
-            } else if let url = try? AbsoluteURL(parsing: value), CacheKey.origin(of: CacheKey(url).url) == base {
-                keys.append(CacheKey(url))
-            }
-        }
-        for key in keys { proxy.shared.purge(key) }
-        proxy.shared.stats.invalidations.add(keys.count)
-    }
-
-    private func decideStorage(_ forwarded: ResponseHead, cacheControl: CacheControl) {
-        retainAll = false
-        willStore = false
-        memoryEntryParts = nil
-        guard options.policy != .networkOnly, !options.requestDirectives.noStore else { return }
-        let forced = options.policy == .cacheFirst
-        let decision = Storability.decide(
-            method: method, requestHeaders: requestHeaders, status: forwarded.status, responseHeaders: forwarded.headers,
-            ignoringCacheControl: forced, responseCacheControl: cacheControl)
-        let lifetime = Freshness.lifetime(
-            status: forwarded.status, headers: forwarded.headers, cacheControl: cacheControl, responseTime: responseTime)
-        // Worth keeping: fresh for a while, or revalidatable (ETag/Last-Modified), or kept by
-        // a route policy that serves stored copies on its own terms.
-        let validatable = forwarded.headers.contains("ETag") || forwarded.headers.contains("Last-Modified")
-        let storable = decision.canStore && (lifetime > 0 || validatable || options.policy != .http)
-        retainAll = storable && (contentLength ?? 0) <= maxMemoryObject
-        if storable {
-            var stored = forwarded.headers
-            stored.remove("Age")
-            let vary = VaryMatcher.values(for: forwarded.headers, request: requestHeaders)
-            if retainAll {
-                let prepared = StoredResponse.serializeHead(status: forwarded.status, reason: forwarded.reason, headers: stored)
-                memoryEntryParts = (cacheControl, lifetime, vary, stored, prepared)
-            }
-            if proxy.shared.disk != nil {
-                let diskHead = DiskEntryFormat.Head(
-                    key: key.url, status: forwarded.status, reason: forwarded.reason, requestTime: requestTime,
-                    responseTime: responseTime, vary: vary, headers: stored)
-                if retainAll {
-                    pendingDiskHead = diskHead
-                } else {
-                    startDiskWrite(diskHead)
-                }
-            }
-        }
-        willStore = retainAll || diskWrite != nil
-    }
-
-    /// Starts streaming the body to the disk tier, beginning with what already arrived.
-    private func startDiskWrite(_ diskHead: DiskEntryFormat.Head) {
-        pendingDiskHead = nil
-        guard let disk = proxy.shared.disk,
-            let write = disk.beginWrite(key: key, head: diskHead, expectedLength: contentLength)
-        else { return }
-        for chunk in chunks { write.append(chunk) }
-        diskWrite = write
-    }
-
-    /// Releases the readers that may not receive this response: all but the first when it may
-    /// not be shared at all, or those whose request selects another variant.
-    private func decideSharing(_ forwarded: ResponseHead, cacheControl: CacheControl) {
-        shareable = Shareability.allowsSharing(
-            status: forwarded.status, responseHeaders: forwarded.headers, fillRequest: requestHeaders,
-            dedupAlways: dedupAlways, responseCacheControl: cacheControl)
-        if !shareable {
-            proxy.coalescer.markNotShareable(self, ttl: proxy.runtime.config.coalesce.notShareableTTL.totalNanoseconds)
-            // The reader the fill was made for keeps it; everyone who attached goes on alone.
-            while readers.count > 1 { release(at: 1, reason: .notShareable) }
-            return
-        }
-        var index = 1
-        while index < readers.count {
-            if Shareability.sameVariant(responseHeaders: forwarded.headers, fillRequest: requestHeaders, waiter: readers[index].requestHeaders) {
-                index += 1
-            } else {
-                release(at: index, reason: .otherVariant(forwarded.headers.listElements("Vary")))
-            }
-        }
-    }
-
     func upstreamDidReceiveBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
         if mustPause {
             paused = true
@@ -802,27 +545,4 @@ final class Fill: UpstreamTransferDelegate {
         scheduleNotify()
     }
 
-    /// Puts the complete response into the memory tier; returns it and its body's bytes.
-    @discardableResult
-    private func storeInMemory() -> (response: StoredResponse, body: [UInt8])? {
-        guard retainAll, let head, let parts = memoryEntryParts else { return nil }
-        let body: [UInt8]
-        if chunks.count == 1 {
-            body = chunks[0]
-        } else {
-            var joined: [UInt8] = []
-            joined.reserveCapacity(received)
-            for chunk in chunks { joined.append(contentsOf: chunk) }
-            body = joined
-        }
-        let stored = StoredResponse(
-            key: key, status: head.status, reason: head.reason, headers: parts.headers, body: .inMemory(body),
-            requestTime: requestTime, responseTime: responseTime, varyValues: parts.vary,
-            freshnessLifetime: parts.lifetime,
-            correctedInitialAge: Freshness.correctedInitialAge(
-                headers: head.headers, requestTime: requestTime, responseTime: responseTime),
-            cacheControl: parts.cacheControl, preparedHead: parts.head)
-        proxy.shared.memory.insert(stored)
-        return (stored, body)
-    }
 }

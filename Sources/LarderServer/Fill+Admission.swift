@@ -1,0 +1,166 @@
+import LarderCache
+import LarderConfig
+import LarderHTTP
+import LarderIO
+import LarderUpstream
+
+/// What a response may become once its head is in: a 304 refresh, an invalidation, a stored
+/// entry (memory, disk), a response shared with the other readers (RFC 9111 §3, §4.3.4, §4.4).
+extension Fill {
+    /// A 304 to a validation request (RFC 9111 §4.3.3, §4.3.4): the stored response, updated
+    /// with the 304's fields and times, goes back into the tiers and answers every reader.
+    func refresh(_ validating: StoredResponse, with notModified: ResponseHead) {
+        upstreamStatus = 304
+        let updated = validating.freshened(by: notModified.headers, requestTime: requestTime, responseTime: responseTime)
+        let memory = proxy.shared.memory
+        if updated.isInMemory {
+            memory.insert(updated)
+        } else if updated.bodyLength <= maxMemoryObject, let disk = proxy.shared.disk {
+            disk.readIntoMemory(updated) { promoted in if let promoted { memory.insert(promoted) } }
+        }
+        proxy.shared.disk?.refresh(updated)
+        refreshed = updated
+        proxy.shared.stats.revalidated.add(1)
+        var index = 1
+        while index < readers.count {
+            if VaryMatcher.matches(updated, request: readers[index].requestHeaders) {
+                index += 1
+            } else {
+                release(at: index, reason: .otherVariant(notModified.headers.listElements("Vary")))
+            }
+        }
+        proxy.coalescer.remove(self)
+        scheduleNotify()
+    }
+
+    /// RFC 9111 §4.3.5: a HEAD response freshens the stored GET response it matches (same
+    /// validators and length); one that does not match shows the stored copy is outdated.
+    func freshenFromHead(_ stored: StoredResponse, head: ResponseHead) {
+        guard head.status == 200 else { return }
+        let etagMatches = stored.etag.map { etag in head.headers["ETag"] == etag } ?? true
+        let modifiedMatches = stored.lastModified.map { modified in
+            head.headers["Last-Modified"].flatMap(HTTPDate.parse) == modified
+        } ?? true
+        let lengthMatches = announcedLength.map { $0 == stored.bodyLength } ?? true
+        if stored.hasValidator && etagMatches && modifiedMatches && lengthMatches {
+            let updated = stored.freshened(by: head.headers, requestTime: requestTime, responseTime: responseTime)
+            if updated.isInMemory { proxy.shared.memory.insert(updated) }
+            proxy.shared.disk?.refresh(updated)
+        } else {
+            proxy.shared.memory.remove(stored)
+            proxy.shared.disk?.remove(stored)
+        }
+    }
+
+    /// RFC 9111 §4.4: a successful unsafe request invalidates the target URI and the
+    /// Location and Content-Location URIs of the same origin.
+    func invalidate(_ response: ResponseHead) {
+        var keys = [key]
+        let base = CacheKey.origin(of: key.url)
+        for name in ["Location", "Content-Location"] {
+            guard let value = response.headers[name] else { continue }
+            if value.hasPrefix("/") {
+                keys.append(CacheKey(normalized: base + value))
+            } else if let url = try? AbsoluteURL(parsing: value), CacheKey.origin(of: CacheKey(url).url) == base {
+                keys.append(CacheKey(url))
+            }
+        }
+        for key in keys { proxy.shared.purge(key) }
+        proxy.shared.stats.invalidations.add(keys.count)
+    }
+
+    func decideStorage(_ forwarded: ResponseHead, cacheControl: CacheControl) {
+        retainAll = false
+        willStore = false
+        memoryEntryParts = nil
+        guard options.policy != .networkOnly, !options.requestDirectives.noStore else { return }
+        let forced = options.policy == .cacheFirst
+        let decision = Storability.decide(
+            method: method, requestHeaders: requestHeaders, status: forwarded.status, responseHeaders: forwarded.headers,
+            ignoringCacheControl: forced, responseCacheControl: cacheControl)
+        let lifetime = Freshness.lifetime(
+            status: forwarded.status, headers: forwarded.headers, cacheControl: cacheControl, responseTime: responseTime)
+        // Worth keeping: fresh for a while, or revalidatable (ETag/Last-Modified), or kept by
+        // a route policy that serves stored copies on its own terms.
+        let validatable = forwarded.headers.contains("ETag") || forwarded.headers.contains("Last-Modified")
+        let storable = decision.canStore && (lifetime > 0 || validatable || options.policy != .http)
+        retainAll = storable && (contentLength ?? 0) <= maxMemoryObject
+        if storable {
+            var stored = forwarded.headers
+            stored.remove("Age")
+            let vary = VaryMatcher.values(for: forwarded.headers, request: requestHeaders)
+            if retainAll {
+                let prepared = StoredResponse.serializeHead(status: forwarded.status, reason: forwarded.reason, headers: stored)
+                memoryEntryParts = (cacheControl, lifetime, vary, stored, prepared)
+            }
+            if proxy.shared.disk != nil {
+                let diskHead = DiskEntryFormat.Head(
+                    key: key.url, status: forwarded.status, reason: forwarded.reason, requestTime: requestTime,
+                    responseTime: responseTime, vary: vary, headers: stored)
+                if retainAll {
+                    pendingDiskHead = diskHead
+                } else {
+                    startDiskWrite(diskHead)
+                }
+            }
+        }
+        willStore = retainAll || diskWrite != nil
+    }
+
+    /// Starts streaming the body to the disk tier, beginning with what already arrived.
+    func startDiskWrite(_ diskHead: DiskEntryFormat.Head) {
+        pendingDiskHead = nil
+        guard let disk = proxy.shared.disk,
+            let write = disk.beginWrite(key: key, head: diskHead, expectedLength: contentLength)
+        else { return }
+        for chunk in chunks { write.append(chunk) }
+        diskWrite = write
+    }
+
+    /// Releases the readers that may not receive this response: all but the first when it may
+    /// not be shared at all, or those whose request selects another variant.
+    func decideSharing(_ forwarded: ResponseHead, cacheControl: CacheControl) {
+        shareable = Shareability.allowsSharing(
+            status: forwarded.status, responseHeaders: forwarded.headers, fillRequest: requestHeaders,
+            dedupAlways: dedupAlways, responseCacheControl: cacheControl)
+        if !shareable {
+            proxy.coalescer.markNotShareable(self, ttl: proxy.runtime.config.coalesce.notShareableTTL.totalNanoseconds)
+            // The reader the fill was made for keeps it; everyone who attached goes on alone.
+            while readers.count > 1 { release(at: 1, reason: .notShareable) }
+            return
+        }
+        var index = 1
+        while index < readers.count {
+            if Shareability.sameVariant(responseHeaders: forwarded.headers, fillRequest: requestHeaders, waiter: readers[index].requestHeaders) {
+                index += 1
+            } else {
+                release(at: index, reason: .otherVariant(forwarded.headers.listElements("Vary")))
+            }
+        }
+    }
+
+
+    /// Puts the complete response into the memory tier; returns it and its body's bytes.
+    @discardableResult
+    func storeInMemory() -> (response: StoredResponse, body: [UInt8])? {
+        guard retainAll, let head, let parts = memoryEntryParts else { return nil }
+        let body: [UInt8]
+        if chunks.count == 1 {
+            body = chunks[0]
+        } else {
+            var joined: [UInt8] = []
+            joined.reserveCapacity(received)
+            for chunk in chunks { joined.append(contentsOf: chunk) }
+            body = joined
+        }
+        let stored = StoredResponse(
+            key: key, status: head.status, reason: head.reason, headers: parts.headers, body: .inMemory(body),
+            requestTime: requestTime, responseTime: responseTime, varyValues: parts.vary,
+            freshnessLifetime: parts.lifetime,
+            correctedInitialAge: Freshness.correctedInitialAge(
+                headers: head.headers, requestTime: requestTime, responseTime: responseTime),
+            cacheControl: parts.cacheControl, preparedHead: parts.head)
+        proxy.shared.memory.insert(stored)
+        return (stored, body)
+    }
+}
