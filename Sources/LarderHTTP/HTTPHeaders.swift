@@ -83,22 +83,23 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     }
 
     /// Calls `body` with the bytes of each non-empty, OWS-trimmed element of the field `name`
-    /// (RFC 9110 §5.6.1) until it returns false. Walks the values' bytes in place (no
-    /// `values`/`split` arrays, no Characters): hop-by-hop stripping and keep-alive ask for
-    /// `Connection` on every request and response.
-    private func forEachListElement(_ name: String, _ body: (UnsafeBufferPointer<UInt8>) -> Bool) {
+    /// (RFC 9110 §5.6.1) until it returns false; `keepingEmpty` passes empty elements too (a
+    /// field whose empty elements are errors, such as Content-Length). Walks the values' bytes
+    /// in place (no `values`/`split` arrays, no Characters): hop-by-hop stripping and keep-alive
+    /// ask for `Connection` on every request and response.
+    func forEachListElement(_ name: String, keepingEmpty: Bool = false, _ body: (UnsafeBufferPointer<UInt8>) -> Bool) {
         for field in fields where ASCII.equalsIgnoringCase(field.name, name) {
             var value = field.value
             let more = value.withUTF8 { bytes in
                 var start = 0
-                while start < bytes.count {
+                while start < bytes.count || (keepingEmpty && start == bytes.count) {
                     var end = start
                     while end < bytes.count && bytes[end] != UInt8(ascii: ",") { end += 1 }
                     var first = start
                     var last = end
                     while first < last && (bytes[first] == 0x20 || bytes[first] == 0x09) { first += 1 }
                     while last > first && (bytes[last - 1] == 0x20 || bytes[last - 1] == 0x09) { last -= 1 }
-                    if first < last && !body(UnsafeBufferPointer(rebasing: bytes[first..<last])) { return false }
+                    if (first < last || keepingEmpty) && !body(UnsafeBufferPointer(rebasing: bytes[first..<last])) { return false }
                     start = end + 1
                 }
                 return true

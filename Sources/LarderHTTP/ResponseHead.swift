@@ -4,6 +4,9 @@ public struct ResponseHead: Sendable, Equatable {
     public var reason: String
     public var version: HTTPVersion
     public var headers: HTTPHeaders
+    /// The Content-Length the head declares, once ``ResponseHeadParser`` has checked it is
+    /// unambiguous (``BodyFraming/checkResponse(_:)``); nil when it declares none.
+    public var declaredLength: Int?
 
     public init(status: Int, reason: String? = nil, version: HTTPVersion = .http1_1, headers: HTTPHeaders = HTTPHeaders()) {
         self.status = status

@@ -3,9 +3,14 @@
 ///
 /// Origin responses are parsed tolerantly but safely: obs-fold is replaced by a space
 /// (RFC 9112 §5.2 allows a proxy to do so), a field line without a valid name is dropped, and
-/// values keep their bytes.
+/// values keep their bytes. Heads (interim ones included) over ``maxHeadBytes`` in all, and
+/// final heads whose framing is ambiguous (``BodyFraming/checkResponse(_:)``), are errors:
+/// nothing of them may be forwarded.
 public struct ResponseHeadParser: Sendable {
     private var head: ResponseHead?
+    private var headBytes = 0
+    /// libcurl refuses a single field line over 100 KiB itself; this bounds the whole.
+    public static let maxHeadBytes = 256 * 1024
 
     public init() {}
 
@@ -21,13 +26,19 @@ public struct ResponseHeadParser: Sendable {
 
     /// Feeds one line, with or without its CRLF.
     public mutating func feed(_ line: UnsafeRawBufferPointer) throws(HTTPParseError) -> Event {
+        headBytes += line.count
+        guard headBytes <= ResponseHeadParser.maxHeadBytes else {
+            throw .bad("the response head is over \(ResponseHeadParser.maxHeadBytes / 1024) KiB")
+        }
         var end = line.count
         while end > 0, line[end - 1] == 10 || line[end - 1] == 13 { end -= 1 }
         let content = UnsafeRawBufferPointer(rebasing: line[0..<end])
         if content.isEmpty {
-            guard let finished = head else { return .none }
+            guard var finished = head else { return .none }
             head = nil
-            return (100..<200).contains(finished.status) ? .interim(finished) : .final(finished)
+            if (100..<200).contains(finished.status) { return .interim(finished) }
+            finished.declaredLength = try BodyFraming.checkResponse(finished.headers)
+            return .final(finished)
         }
         if content[0] == UInt8(ascii: "H"), content.starts(with: "HTTP/".utf8) {
             head = try ResponseHeadParser.parseStatusLine(content)

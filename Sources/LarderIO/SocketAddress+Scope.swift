@@ -25,6 +25,12 @@ extension SocketAddress {
         return plain.ipBytes[0] == 0xfe && plain.ipBytes[1] & 0xc0 == 0x80
     }
 
+    /// An IPv4 or IPv6 literal (without brackets) and a port; nil for anything else.
+    public init?(literal: String, port: UInt16) {
+        guard let bytes = SocketAddress.parseIPv4(literal) ?? SocketAddress.parseIPv6(literal) else { return nil }
+        self.init(ipBytes: bytes, port: port)
+    }
+
     /// The address with another port.
     public func with(port: UInt16) -> SocketAddress { SocketAddress(ipBytes: ipBytes, port: port) }
 

@@ -408,12 +408,12 @@ final class Fill: UpstreamTransferDelegate {
             proxy.shared.stats.countFinalFailure(reason == .status429 ? "429" : "5xx")
         }
         // The origin's framing, read before the hop-by-hop strip (a `Connection` naming it).
-        // (UpstreamTransfer refused a head whose Content-Length is ambiguous.)
-        let announced = try? BodyFraming.checkResponse(upstreamHead.headers)
+        // Checked by the parser: a head whose Content-Length is ambiguous never gets here.
+        let announced = upstreamHead.declaredLength
         // Moved, not copied: the transfer keeps no reference, so the fields change in place.
         var forwarded = upstreamHead
         HopByHop.strip(&forwarded.headers)
-        if let length = announced ?? nil {
+        if let length = announced {
             announcedLength = length
             if !forwarded.hasNoBody(for: method) { contentLength = length }
         }

@@ -53,6 +53,18 @@ public struct TransferDeadline: Sendable, Equatable {
         windowBytes = 0
     }
 
+    /// What a verdict that ends the transfer says (nil for ``Verdict/lookAgain(at:)``).
+    public func describe(_ verdict: Verdict) -> String? {
+        let seconds = timeout / 1_000_000_000
+        switch verdict {
+        case .lookAgain: return nil
+        case .noHead: return "no response head within \(seconds)s"
+        case .stalled: return "response body stalled for \(seconds)s"
+        case .tooSlow(let rate):
+            return "response body arrived at \(rate) B/s over \(seconds)s, under the minimum rate of \(minRate) B/s"
+        }
+    }
+
     /// Decides at `now`; a window that ends with its rate met starts the next one.
     public mutating func check(now: UInt64) -> Verdict {
         if paused { return .lookAgain(at: now + timeout) }

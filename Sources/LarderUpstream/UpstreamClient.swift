@@ -175,7 +175,7 @@ public final class UpstreamClient {
     /// (curl makes them non-blocking itself; close-on-exec is ours), and the address about to
     /// be connected to passes the transfer's destination check first.
     fileprivate func openSocket(for transfer: UpstreamTransfer, address: SocketAddress?, family: Int32, type: Int32, protocol: Int32) -> Int32 {
-        if let address, !transfer.mayConnect(to: address) { return CURL_SOCKET_BAD }
+        if !transfer.mayConnect(to: address) { return CURL_SOCKET_BAD }
         let type = type | Int32(SOCK_CLOEXEC.rawValue)
         guard let fd = try? Syscall.call("socket", { socket(family, type, `protocol`) }) else { return CURL_SOCKET_BAD }
         ownSockets.insert(fd)
@@ -266,19 +266,14 @@ public final class UpstreamClient {
     fileprivate func timeoutFired(_ transfer: UpstreamTransfer) {
         guard transfer.key != nil else { return }
         let now = loop.now
-        let seconds = transfer.request.timeout.components.seconds
-        let message: String
-        switch transfer.deadline.check(now: now) {
-        case .lookAgain(let deadline):
+        let verdict = transfer.deadline.check(now: now)
+        guard let message = transfer.deadline.describe(verdict) else {
+            guard case .lookAgain(let deadline) = verdict else { return }
             transfer.timeoutToken = loop.schedule(afterNanos: deadline > now ? deadline - now : 0) { [weak self, weak transfer] in
                 guard let self, let transfer else { return }
                 self.timeoutFired(transfer)
             }
             return
-        case .noHead: message = "no response head within \(seconds)s"
-        case .stalled: message = "response body stalled for \(seconds)s"
-        case .tooSlow(let rate):
-            message = "response body arrived at \(rate) B/s over \(seconds)s, under the minimum rate of \(transfer.request.minRate) B/s"
         }
         finish(transfer, error: UpstreamError(kind: .timeout, message: message, afterHead: transfer.receivedHead))
     }
@@ -318,8 +313,6 @@ public final class UpstreamTransfer {
     fileprivate var protocolError: String?
     /// Why the destination check refused the address curl was about to use.
     fileprivate var refusal: String?
-    /// Bytes of response head lines received (interim heads included).
-    fileprivate var headBytes = 0
 
     fileprivate init(client: UpstreamClient, handle: EasyHandle, request: UpstreamRequest, delegate: any UpstreamTransferDelegate) {
         self.client = client
@@ -442,24 +435,16 @@ public final class UpstreamTransfer {
     // MARK: Callbacks (run inside curl_multi_socket_action or curl_easy_pause)
 
     /// The destination check for a direct transfer (a parent's address is the operator's
-    /// choice); a refusal is remembered for the error.
-    fileprivate func mayConnect(to address: SocketAddress) -> Bool {
+    /// choice); a refusal is remembered for the error. An address curl did not say is refused.
+    fileprivate func mayConnect(to address: SocketAddress?) -> Bool {
         guard request.parentProxy == nil, let check = request.destinationCheck else { return true }
+        guard let address else { return false }
         guard let reason = check(address) else { return true }
         refusal = "\(address): \(reason)"
         return false
     }
 
-    /// A response head larger than this is refused (502), with that said. libcurl refuses a
-    /// single field line over 100 KiB itself (``classify(_:)`` words its error).
-    static let maxResponseHeadBytes = 256 * 1024
-
     fileprivate func receiveHeaderLine(_ line: UnsafeRawBufferPointer) -> Int {
-        headBytes += line.count
-        guard headBytes <= UpstreamTransfer.maxResponseHeadBytes else {
-            protocolError = "the origin's response head is over \(UpstreamTransfer.maxResponseHeadBytes / 1024) KiB"
-            return 0
-        }
         do {
             switch try headParser.feed(line) {
             case .none:
@@ -467,20 +452,14 @@ public final class UpstreamTransfer {
             case .interim(let interim):
                 delegate?.upstreamDidReceiveInterim(interim)
             case .final(let parsed):
-                // Checked before any of it goes on: curl would deliver the chunked body, or its
-                // own idea of the length, while the head declares another.
-                do {
-                    _ = try BodyFraming.checkResponse(parsed.headers)
-                } catch {
-                    protocolError = "the origin's response framing is invalid: \(error.reason)"
-                    return 0
-                }
                 receivedHead = true
                 deadline.receivedHead(now: client.loopNow)
                 delegate?.upstreamDidReceiveHead(parsed)
             }
         } catch {
-            protocolError = error.reason
+            // The head's size and framing are checked before any of it goes on: curl would
+            // deliver a chunked body, or its own idea of the length, while the head says another.
+            protocolError = "the origin's response head is invalid: \(error.reason)"
             return 0
         }
         return line.count
@@ -516,20 +495,15 @@ public final class UpstreamTransfer {
     // MARK: Errors
 
     fileprivate func classify(_ code: CURLcode) -> UpstreamError {
-        let detail = handle.errorBuffer[0] != 0
-            ? String(cString: handle.errorBuffer)
-            : String(cString: curl_easy_strerror(code))
+        if let refusal { return UpstreamError(kind: .forbidden, message: refusal, afterHead: false, connected: false) }
         let afterHead = receivedHead
-        if let refusal {
-            return UpstreamError(kind: .forbidden, message: refusal, afterHead: false, connected: false)
-        }
-        if code == CURLE_OUT_OF_MEMORY && !receivedHead && protocolError == nil {
-            // What libcurl reports for a header field line over its 100 KiB limit (CURL_MAX_HTTP_HEADER).
-            return UpstreamError(
-                kind: .protocolError, message: "the origin's response head has a field line over 100 KiB", afterHead: false)
-        }
+        var detail = handle.errorBuffer[0] != 0 ? String(cString: handle.errorBuffer) : String(cString: curl_easy_strerror(code))
         let kind: UpstreamError.Kind
         switch code {
+        case CURLE_OUT_OF_MEMORY where !afterHead:
+            // What libcurl reports for a header field line over its 100 KiB limit (CURL_MAX_HTTP_HEADER).
+            kind = .protocolError
+            detail = "the origin's response head has a field line over 100 KiB"
         case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY:
             kind = .dns
         case CURLE_COULDNT_CONNECT:
@@ -626,12 +600,7 @@ fileprivate final class EasyHandle {
         // connection was checked for whoever opened it, not for this transfer.
         larder_easy_set_prereq_callback(pointer) { transferp, primaryIP, _, primaryPort, _ in
             let transfer = Unmanaged<UpstreamTransfer>.fromOpaque(transferp!).takeUnretainedValue()
-            guard let primaryIP else { return CURL_PREREQFUNC_ABORT }
-            let text = String(cString: primaryIP)
-            guard let bytes = SocketAddress.parseIPv4(text) ?? SocketAddress.parseIPv6(text) else {
-                return transfer.request.parentProxy != nil || transfer.request.destinationCheck == nil ? CURL_PREREQFUNC_OK : CURL_PREREQFUNC_ABORT
-            }
-            let address = SocketAddress(ipBytes: bytes, port: UInt16(clamping: primaryPort))
+            let address = primaryIP.flatMap { SocketAddress(literal: String(cString: $0), port: UInt16(clamping: primaryPort)) }
             return transfer.mayConnect(to: address) ? CURL_PREREQFUNC_OK : CURL_PREREQFUNC_ABORT
         }
         larder_easy_set_closesocket_callback(pointer) { clientp, fd in
