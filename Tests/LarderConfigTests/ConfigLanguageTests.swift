@@ -47,6 +47,17 @@ private let errorCases: [ErrorCase] = [
     ErrorCase(name: "bad listen address", text: "[proxy]\nlisten = [\"127.0.0.1\"]\n", line: 2, column: 11, message: "not a listen address"),
     ErrorCase(name: "bad admin address", text: "[admin]\nlisten = \"localhost:99999\"\n", line: 2, column: 10, message: "not a listen address"),
     ErrorCase(name: "bad CIDR", text: "[proxy]\nallow = [\"10.0.0.0/33\"]\n", line: 2, column: 10, message: "not a CIDR"),
+    ErrorCase(
+        name: "allow_local_destinations takes true, false or auto", text: "[proxy]\nallow_local_destinations = \"maybe\"\n", line: 2,
+        column: 28, message: "expected true, false or \"auto\" for 'allow_local_destinations'"),
+    ErrorCase(
+        name: "a destination rule that is no host, domain or CIDR", text: "[proxy]\ndeny_destinations = [\"10.0.0.0/33\"]\n", line: 2,
+        column: 22, message: "'10.0.0.0/33' is not a host"),
+    ErrorCase(name: "scrub_rate is a size", text: "[disk]\nscrub_rate = 5\n", line: 2, column: 14, message: "expected a size"),
+    ErrorCase(name: "min_rate is a size", text: "[upstream]\nmin_rate = \"fast\"\n", line: 2, column: 12, message: "expected a size"),
+    ErrorCase(
+        name: "request_body_buffer is bounded", text: "[proxy]\nrequest_body_buffer = \"1GiB\"\n", line: 2, column: 23,
+        message: "request_body_buffer"),
     ErrorCase(name: "unknown policy", text: "[cache]\ndefault_policy = \"cache-first\"\n", line: 2, column: 18, message: "did you mean 'cache_first'?"),
     ErrorCase(name: "unknown retry condition", text: "[retry]\nretry_on = [\"5xx\", \"timout\"]\n", line: 2, column: 20, message: "unknown retry condition \"timout\""),
     ErrorCase(name: "route without match", text: "[[route]]\npolicy = \"http\"\n", line: 1, column: 1, message: "needs a 'match'"),
