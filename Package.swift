@@ -10,7 +10,7 @@ let strict: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
     // Release builds drop the run-time exclusivity checks on class properties (debug builds,
     // and so the tests, keep them, and scripts/fuzz.sh turns them back on): about 20 checks per
-    // request on the hit path, ~11 % of a memory hit's instructions (docs/PERFORMANCE.md, round 10).
+    // request on the hit path, ~11 % of a memory hit's instructions (docs/PERFORMANCE.md, "Design choices").
     .unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release)),
 ]
 
@@ -68,7 +68,7 @@ let package = Package(
             // mimalloc replaces glibc's malloc for the whole process (Swift runtime and libcurl
             // included): ~11 % less CPU per cache miss, because glibc's heap fragments between
             // the memory tier's long-lived entries and each request's short-lived objects.
-            // docs/PERFORMANCE.md, round 7. Package: libmimalloc-dev (scripts/install-deps.sh).
+            // docs/PERFORMANCE.md, "Design choices". Package: libmimalloc-dev (scripts/install-deps.sh).
             linkerSettings: [.linkedLibrary("mimalloc")]),
         .executableTarget(
             name: "LarderFuzz", dependencies: ["CLarderSystem", "LarderHTTP", "LarderConfig"], path: "Fuzz/LarderFuzz",

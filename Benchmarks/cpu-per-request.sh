@@ -3,7 +3,7 @@
 # workload, interleaved in one run. CPU per request (utime + stime of the proxy process over the
 # requests wrk completed) moves far less between runs on a noisy VM than req/s does. Where wrk
 # is the bottleneck (hit-100k), its own CPU per request ("client") is what sets req/s: a proxy
-# changes it through what the client's kernel does with its writes (docs/PERFORMANCE.md, round 12).
+# changes it through what the client's kernel does with its writes (docs/PERFORMANCE.md, "Design choices").
 #
 #   Benchmarks/cpu-per-request.sh [-n] [-w miss-1k|hit-1k|hit-100k|hit-10m] [-c CONNECTIONS] [-r REPS] BIN...
 #

@@ -8,9 +8,9 @@
 # interrupts on the proxy's CPU per request (/proc/interrupts, LOC), TCP pacing-timer expiries
 # (`tcp_pace_kick`, from the timer:hrtimer_expire_entry tracepoint; needs perf, run as root) and
 # the congestion control state of its client connections (`ss -ti`: the algorithm and BBR's
-# pacing gain). Round 11 of docs/PERFORMANCE.md found that the system's default BBR paced about every
+# pacing gain). An earlier measurement found that the system's default BBR paced about every
 # other 100 KiB Larder response on loopback with a high-resolution timer, and no nginx response;
-# round 12 found why (Benchmarks/first-responses.bt) and removed the cause.
+# a later one found why (Benchmarks/first-responses.bt) and removed the cause.
 # Same setup as compare.sh: local nginx origin, caches on a tmpfs, proxy on CPU 1, wrk on CPU 0.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -8,8 +8,8 @@ segment file would). Prints microseconds per file / per record for each 100,000.
 
 On a VM whose free memory goes back to the host (virtio-balloon free page reporting), the
 first write to a page the guest has not used recently faults in the host: once the files
-outgrow the recently freed memory, each file costs about twice as much (docs/PERFORMANCE.md,
-round 8). The second pass over files reuses the pages the first one freed. Python adds a few
+outgrow the recently freed memory, each file costs about twice as much (see this script's
+commit message). The second pass over files reuses the pages the first one freed. Python adds a few
 microseconds per call; compare the rows, not the absolute figures. Needs ~2.5 GiB of /dev/shm
 at the defaults; everything is deleted at the end.
 """

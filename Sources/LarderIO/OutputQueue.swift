@@ -88,7 +88,7 @@ public struct OutputQueue {
     /// The most one `sendfile` call is asked to send; the flush loop calls again until the
     /// socket is full. Measured, not derived: 10 MiB hits over 8 loopback connections went
     /// from 1,246-2,264 to 2,323-2,704 per 5 s with this cap (4 interleaved reps; 512 KiB
-    /// in between, 128 KiB worse again; docs/PERFORMANCE.md, round 6). The likely reason: a
+    /// in between, 128 KiB worse again; docs/PERFORMANCE.md, "Design choices"). The likely reason: a
     /// call holds the socket's lock while it runs, so the receiver's window updates are only
     /// processed between calls, and one call for the whole body sends into a stale window
     /// (TCP segments per response fell from ~450 to ~365).
@@ -99,7 +99,7 @@ public struct OutputQueue {
     /// client's receive window is smaller than twice the response (``pausesBody(of:after:socket:)``).
     /// Otherwise head and body leave together (MSG_MORE): one segment train and one client read.
     ///
-    /// Why, for a Linux client on loopback (docs/PERFORMANCE.md, rounds 12 and 13): its receive
+    /// Why, for a Linux client on loopback (docs/PERFORMANCE.md, "Design choices"): its receive
     /// buffer starts at 128 KiB and grows (`tcp_rcv_space_adjust`) by what its reader copied
     /// since the last measurement *less what still waits unread*, measured at most once per
     /// receive round trip — which it estimates at ~1 ms over loopback from millisecond
