@@ -27,11 +27,12 @@ public struct ProxyConfig: Sendable, Equatable {
     public var headerTimeout: Duration = .seconds(10)
     public var idleTimeout: Duration = .seconds(60)
     public var maxHeaderBytes = 64 * 1024
-    /// Event-loop threads; 0 means one.
-    public var workers = 0
+    /// Event-loop threads; nil ("auto") means one per CPU the process may use
+    /// (`CPUBudget`: affinity and cgroup quota).
+    public var workers: Int?
     /// How long an event loop with nothing to do keeps polling before it sleeps; 0 never polls
-    /// (`EventLoop.busyPollNanos`: lower latency at low load for some CPU).
-    public var busyPoll: Duration = .microseconds(100)
+    /// (`EventLoop.busyPollNanos`: lower latency at low load, for CPU a shared host needs).
+    public var busyPoll: Duration = .zero
     /// On SIGTERM, how long in-flight requests may take to finish before connections are closed.
     public var drainTimeout: Duration = .seconds(10)
     /// A CONNECT tunnel with no bytes either way for this long is closed.

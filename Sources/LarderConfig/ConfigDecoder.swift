@@ -114,7 +114,14 @@ struct ConfigDecoder {
         case ("proxy", "max_header_bytes"):
             if let bytes = size(value, key, range: 1024...(16 << 20)) { config.proxy.maxHeaderBytes = Int(bytes) }
         case ("proxy", "workers"):
-            if let number = integer(value, key, range: 0...256) { config.proxy.workers = number }
+            // 0 meant "the default" before "auto" existed; it still does.
+            if case .string("auto") = value.kind {
+                config.proxy.workers = nil
+            } else if case .integer(let number) = value.kind, (0...256).contains(number) {
+                config.proxy.workers = number == 0 ? nil : number
+            } else {
+                fail("expected \"auto\" or a number of event loops from 1 to 256 for '\(key)', got \(value.summary)", at: value.position)
+            }
         case ("proxy", "busy_poll"):
             // Beyond a few milliseconds polling only burns CPU: no wake-up costs that much.
             if let duration = duration(value, key, minimum: .zero, maximum: .milliseconds(10)) { config.proxy.busyPoll = duration }

@@ -8,14 +8,17 @@ import LarderIO
 extension ClientConnection {
     /// Starts answering a parsed request.
     /// Takes the head (moved, not copied: a copy retains each of its strings and arrays).
-    func begin(_ head: consuming RequestHead) {
+    /// `moved`: the request was picked up on another loop then, its body (if any) read whole
+    /// there (``resume(_:)``).
+    func begin(_ head: consuming RequestHead, moved: (startNanos: UInt64, body: [UInt8]?)? = nil) {
         let runtime = proxy.runtime
         // Framing is checked on the local head, before it moves: passing `exchange.head` would
         // copy it out of the class first.
         let checked = Result { () throws(HTTPParseError) in try BodyFraming.ofRequest(head) }
         // Started when the loop picked up the head's last bytes (its time after the wait), which
         // is also a clock read less per request.
-        let exchange = Exchange(head: consume head, startNanos: proxy.loop.now, runtime: runtime)
+        let exchange = Exchange(head: consume head, startNanos: moved?.startNanos ?? proxy.loop.now, runtime: runtime)
+        exchange.moved = moved != nil
         self.exchange = exchange
 
         let framing: BodyFraming
@@ -28,7 +31,12 @@ extension ClientConnection {
             return
         }
         exchange.requestFraming = framing
-        if framing != .none { exchange.body = RequestBodyReader(framing: framing) }
+        if let body = moved?.body {
+            exchange.bufferedBody = body
+            exchange.body = RequestBodyReader(framing: .none)  // read to its end
+        } else if framing != .none {
+            exchange.body = RequestBodyReader(framing: framing)
+        }
 
         if kind == .admin {
             answerAdmin(exchange)

@@ -256,7 +256,7 @@ extension ClientConnection {
             proxy: proxy, client: socket, peer: peer, server: server, target: exchange.head.targetText,
             leftover: leftover, greeting: ClientConnection.tunnelGreeting + exchange.tunnelServerLeftover,
             startNanos: exchange.startNanos)
-        handedOff()
+        leaveLoop(stillCounted: true)
         proxy.adoptTunnel(tunnel)
     }
 }

@@ -79,6 +79,11 @@ extension ClientConnection: RequestBodySource {
             fill.attach(self, requestHeaders: head.headers)
             return
         }
+        if let coalesceKey, proxy.coalescer.fill(for: coalesceKey) == nil,
+            let owner = proxy.coalescer.claimOrFindOtherLoop(coalesceKey), moveToFill(on: owner, exchange: exchange)
+        {
+            return
+        }
         startFill(url, key: key, exchange: exchange, coalesceKey: coalesceKey)
     }
 

@@ -374,13 +374,32 @@ final class ClientConnection: IOHandler {
     /// Whether it is idle but still writing its last response.
     var isFlushingWhileIdle: Bool { phase == .waitingForRequest && !output.isEmpty }
 
-    /// Leaves the loop's connection table without closing the socket: a tunnel owns it now.
-    func handedOff() {
+    /// Leaves the loop's connection table without closing the socket: a tunnel owns it now
+    /// (and the connection stays counted until the tunnel closes), or another loop does.
+    func leaveLoop(stillCounted: Bool) {
         phase = .closed
         output.removeAll()
         cancelBodyPause()
         proxy.loop.deregister(socket.fd)
-        proxy.connectionHandedOff(self)
+        proxy.connectionLeft(self, stillCounted: stillCounted)
+    }
+
+    /// Continues a connection another loop moved here (``moveToFill(on:exchange:)``): its
+    /// request starts again on this loop, which fetches what it needs.
+    func resume(_ moved: MovedConnection) {
+        start(now: proxy.loop.now)
+        if !moved.pending.isEmpty {
+            let space = inbound.writableSpace(minimum: moved.pending.count, limit: max(inputLimit, moved.pending.count))
+            space.copyBytes(from: moved.pending)
+            inbound.didWrite(moved.pending.count)
+        }
+        phase = .exchanging
+        deadline = .max
+        inProcess = true
+        begin(moved.head, moved: (moved.startNanos, moved.body))
+        inProcess = false
+        if phase == .closed { return }
+        if !output.isEmpty || closeWhenFlushed { flush() } else { updateInterest() }
     }
 
     /// Enforces the timeouts; called by the loop's periodic sweep.

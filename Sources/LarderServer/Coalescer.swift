@@ -3,7 +3,7 @@ import LarderIO
 /// What identifies requests that may share one upstream fetch: the method, the normalized
 /// URL, for `dedup = "always"` routes a hash of the request body, and for clients released from
 /// a fill because their request selects another variant, that variant's request values.
-struct FillKey: Hashable {
+struct FillKey: Hashable, Sendable {
     let method: String
     let url: String
     let bodyHash: UInt64?
@@ -15,15 +15,25 @@ struct FillKey: Hashable {
 /// to carry responses that may not be shared, which are fetched without coalescing for a while
 /// (so a burst does not queue behind a response it cannot use — Varnish's hit-for-pass).
 ///
-/// State: loop-confined. Each worker loop has its own coalescer; with `proxy.workers > 1`
-/// a URL may be fetched once per worker.
+/// State: loop-confined. Each loop has its own coalescer; with several loops, `registry`
+/// says which loop fetches a key, and a request for it moves to that loop
+/// (``ClientConnection/moveToFill(on:exchange:)``).
 final class Coalescer {
     private var fills: [FillKey: Fill] = [:]
     private var notShareableUntil: [FillKey: UInt64] = [:]
     private let loop: EventLoop
+    /// nil with a single loop.
+    private let registry: FillRegistry?
 
-    init(loop: EventLoop) {
+    init(loop: EventLoop, registry: FillRegistry?) {
         self.loop = loop
+        self.registry = registry
+    }
+
+    /// The loop already fetching `key`, when that is another loop; otherwise this loop now
+    /// counts as fetching it (the caller starts the fill).
+    func claimOrFindOtherLoop(_ key: FillKey) -> EventLoopHandle? {
+        registry?.claim(key, loop: loop.handle.index)
     }
 
     var count: Int { fills.count }
@@ -42,12 +52,14 @@ final class Coalescer {
     func register(_ fill: Fill) {
         guard let key = fill.coalesceKey else { return }
         fills[key] = fill
+        registry?.claim(key, loop: loop.handle.index)
     }
 
     /// Forgets `fill` (finished, failed or cancelled) if it is the one registered.
     func remove(_ fill: Fill) {
         guard let key = fill.coalesceKey, fills[key] === fill else { return }
         fills.removeValue(forKey: key)
+        registry?.release(key, loop: loop.handle.index)
     }
 
     /// Forgets `fill` and fetches its key without coalescing for `ttl`.

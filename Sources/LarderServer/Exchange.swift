@@ -50,6 +50,8 @@ final class Exchange {
     var slice: (first: Int, last: Int)?
 
     var fill: Fill?
+    /// The connection moved here from another loop to join this loop's fill; it moves once.
+    var moved = false
     var fillPosition = 0
     /// When it attached (for coalesce.wait_timeout).
     var waitStart: UInt64 = 0

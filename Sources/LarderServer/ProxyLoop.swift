@@ -82,7 +82,7 @@ final class ProxyLoop {
         self.runtime = runtime
         upstream = UpstreamClient(loop: loop, maxConnectionsPerHost: runtime.config.upstream.maxConnectionsPerHost)
         accessLog = AccessLog(loop: loop, enabled: runtime.config.log.access)
-        coalescer = Coalescer(loop: loop)
+        coalescer = Coalescer(loop: loop, registry: shared.fills.isActive ? shared.fills : nil)
         loop.busyPollCounters = (shared.stats.busyPollsCaught, shared.stats.busyPollsExpired)
         loop.busyPollNanos = runtime.config.proxy.busyPoll.totalNanoseconds
         scheduleSweep()
@@ -175,17 +175,28 @@ final class ProxyLoop {
     // MARK: Connections
 
     func adopt(_ socket: Socket, peer: SocketAddress?, kind: Listener.Kind) {
+        guard let connection = watch(socket, peer: peer, kind: kind) else { return }
+        connection.start(now: loop.now)
+    }
+
+    /// Takes over a connection another loop moved here to join this loop's fill.
+    func adopt(_ moved: MovedConnection) {
+        guard let connection = watch(moved.socket, peer: moved.peer, kind: moved.kind) else { return }
+        connection.resume(moved)
+    }
+
+    private func watch(_ socket: Socket, peer: SocketAddress?, kind: Listener.Kind) -> ClientConnection? {
         let connection = ClientConnection(socket: socket, peer: peer, kind: kind, proxy: self)
         do {
             try loop.register(socket.fd, interest: .readable, handler: connection)
         } catch {
             logger.error("cannot watch accepted connection", metadata: ["error": "\(error)"])
             socket.close()
-            return
+            return nil
         }
         connections[ObjectIdentifier(connection)] = connection
         counter(for: kind).add(1)
-        connection.start(now: loop.now)
+        return connection
     }
 
     /// Records that `connection` turned idle; returns the stamp of this idle spell.
@@ -270,10 +281,12 @@ final class ProxyLoop {
         kind == .proxy ? shared.stats.activeConnections : shared.stats.adminConnections
     }
 
-    /// A connection whose socket became a tunnel's: it leaves the table but the connection
-    /// stays counted until the tunnel closes.
-    func connectionHandedOff(_ connection: ClientConnection) {
-        connections.removeValue(forKey: ObjectIdentifier(connection))
+    /// A connection whose socket became a tunnel's (counted until the tunnel closes) or moved
+    /// to another loop (counted there).
+    func connectionLeft(_ connection: ClientConnection, stillCounted: Bool) {
+        if connections.removeValue(forKey: ObjectIdentifier(connection)) != nil, !stillCounted {
+            counter(for: connection.kind).subtract(1)
+        }
     }
 
     func adoptTunnel(_ tunnel: Tunnel) {

@@ -25,6 +25,8 @@ public final class Server: Sendable {
     /// The addresses actually bound (port 0 resolved).
     public var proxyAddresses: [SocketAddress] { shared.ownAddresses.withLock { $0.proxy } }
     public var adminAddress: SocketAddress? { shared.ownAddresses.withLock { $0.admin } }
+    /// How many event loops serve (``start()`` sets it: `proxy.workers`, or ``CPUBudget``).
+    public var workerCount: Int { loops.withLock { $0.count } }
     /// Whether the listeners came from systemd socket activation.
     public var socketActivated: Bool { shared.ownAddresses.withLock { $0.activated } }
 
@@ -76,11 +78,12 @@ public final class Server: Sendable {
         }
         sockets.withLock { $0 = opened }
         shared.disk?.start()
-        let workers = config.proxy.workers > 0 ? config.proxy.workers : 1
+        let workers = config.proxy.workers ?? CPUBudget.current()
         var handles: [EventLoopHandle] = []
         for index in 0..<workers {
             handles.append(try EventLoop.start(name: "larder-loop-\(index)", index: index))
         }
+        shared.fills.setLoops(handles)
         let shared = self.shared
         let listeners = opened
         let ready = DispatchSemaphore(value: 0)

@@ -15,6 +15,8 @@ final class SharedState: Sendable {
     /// The persistent tier; nil when its directory could not be set up (memory-only).
     let disk: DiskCache?
     let stats = Statistics()
+    /// Which loop fetches each key (several loops only).
+    let fills = FillRegistry()
     /// Retries across all loops, capped at a share of upstream requests.
     let retryBudget: RetryBudget
     /// The addresses this daemon listens on, for the destination policy.

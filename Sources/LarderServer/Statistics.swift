@@ -44,6 +44,8 @@ public final class Statistics: Sendable {
     public let fillsStarted = AtomicCounter()
     /// Clients that attached to a fill another client started.
     public let requestsCoalesced = AtomicCounter()
+    /// Connections moved to the loop fetching what their request needs (several loops only).
+    public let connectionsMoved = AtomicCounter()
     /// Clients released from a fill whose response they may not share.
     public let waitersReleased = AtomicCounter()
     /// Clients that waited longer than coalesce.wait_timeout and went on alone.

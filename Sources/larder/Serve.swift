@@ -66,7 +66,7 @@ struct Serve: ParsableCommand {
             metadata: [
                 "proxy": "\(proxies)", "admin": "\(server.adminAddress?.description ?? "off")",
                 "config": "\(selection.origin)", "version": "\(Larder.version)",
-                "sockets": "\(server.socketActivated ? "from systemd" : "bound")",
+                "sockets": "\(server.socketActivated ? "from systemd" : "bound")", "workers": "\(server.workerCount)",
             ])
 
         while true {

@@ -69,6 +69,8 @@ private let errorCases: [ErrorCase] = [
     ErrorCase(name: "route retry without route", text: "[route.retry]\n", line: 1, column: 1, message: "must follow a [[route]]"),
     ErrorCase(name: "route retry unknown key", text: "[[route]]\nmatch = \"http://x/*\"\n[route.retry]\nmax_atempts = 2\n", line: 4, column: 1, message: "did you mean 'max_attempts'?"),
     ErrorCase(name: "busy poll too long", text: "[proxy]\nbusy_poll = \"50ms\"\n", line: 2, column: 13, message: "'busy_poll' must be at most 10ms, got \"50ms\""),
+    ErrorCase(name: "workers not a count", text: "[proxy]\nworkers = \"all\"\n", line: 2, column: 11, message: "expected \"auto\" or a number of event loops from 1 to 256"),
+    ErrorCase(name: "too many workers", text: "[proxy]\nworkers = 257\n", line: 2, column: 11, message: "from 1 to 256 for 'workers', got 257"),
     ErrorCase(name: "leading zero", text: "[proxy]\nworkers = 01\n", line: 2, column: 11, message: "leading zeros"),
     ErrorCase(name: "misplaced underscore", text: "[proxy]\nmax_connections = 1__0\n", line: 2, column: 20, message: "'_' in a number"),
     ErrorCase(name: "plain password", text: "[proxy]\nauth_users = [\"erin:hunter2\"]\n", line: 2, column: 15, message: "plain passwords are not accepted"),
@@ -107,6 +109,15 @@ private let errorCases: [ErrorCase] = [
     @Test func emptyFileGivesExactlyTheDefaults() throws {
         #expect(try config("") == Config())
         #expect(try config("# only a comment\n\n") == Config())
+    }
+
+    /// "auto" and 0 (its meaning before "auto") leave the count to the CPUs at start.
+    @Test func workersAreAutoOrACount() throws {
+        #expect(Config().proxy.workers == nil)
+        #expect(try config("[proxy]\nworkers = \"auto\"\n").proxy.workers == nil)
+        #expect(try config("[proxy]\nworkers = 0\n").proxy.workers == nil)
+        #expect(try config("[proxy]\nworkers = 4\n").proxy.workers == 4)
+        #expect(Config().proxy.busyPoll == .zero)
     }
 
     @Test func documentedDefaultsFileEqualsCompiledDefaults() throws {

@@ -39,9 +39,11 @@ private struct ParallelCurl {
 extension IntegrationTests {
     /// One upstream fill per key, streamed to every waiting client.
     @Suite struct Coalescer {
-        @Test func twoHundredClientsShareOneOriginRequest() throws {
+        /// With several event loops too: a request on another loop moves to the one fetching.
+        @Test(arguments: ["", "[proxy]\nworkers = 1\n", "[proxy]\nworkers = 4\n"])
+        func twoHundredClientsShareOneOriginRequest(config: String) throws {
             let origin = try Origin()
-            let larder = try Larder()
+            let larder = try Larder(config: config)
             let path = "/burst?delay=1&size=20000&cc=max-age=60"
             // Connect all clients first, then send every request at once.
             let connections = try (0..<200).map { _ in try RawConnection(port: larder.proxyPort, receiveTimeout: 10) }
@@ -59,6 +61,14 @@ extension IntegrationTests {
             #expect(bodies.count == 1, "all 200 bodies are byte-identical")
             #expect(bodies.first == (try origin.directBody(path)))
             #expect(try origin.count(path) == 2, "one request through the proxy, one direct")
+            let metrics = try Curl.run(["http://127.0.0.1:\(larder.adminPort)/metrics"]).text
+            let moved = metrics.split(separator: "\n").first { $0.hasPrefix("larder_coalesce_moved_total ") }
+                .flatMap { Int($0.split(separator: " ").last ?? "") }
+            if config.contains("workers = 4") {
+                #expect((moved ?? 0) > 0, "200 connections spread over 4 loops: those off the fetching loop moved to it")
+            } else if config.contains("workers = 1") {
+                #expect(moved == 0)
+            }
         }
 
         @Test func waitersReceiveTheBodyWhileItArrives() throws {

@@ -155,11 +155,27 @@ extension IntegrationTests {
             let sleeping = try Larder(config: "[proxy]\nbusy_poll = \"0\"\n")
             let off = try pollsAfterTraffic(sleeping)
             #expect(off.caught == 0 && off.expired == 0 && off.metric == 0, "\(off)")
+            let defaults = try pollsAfterTraffic(try Larder())
+            #expect(defaults.caught == 0 && defaults.expired == 0, "busy polling is off by default: \(defaults)")
             try sleeping.rewriteConfig("[proxy]\nbusy_poll = \"10ms\"\n")
             sleeping.child.signal(SIGHUP)
             try sleeping.child.waitForOutput { $0.contains("reloaded") }
             let reloaded = try pollsAfterTraffic(sleeping)
             #expect(reloaded.caught >= 1, "after the reload: \(reloaded)")
+        }
+
+        /// `proxy.workers = "auto"` (the default): one event loop per CPU the process may run
+        /// on; a number sets it.
+        @Test func workersFollowTheCPUsTheProcessMayRunOn() throws {
+            func workers(_ larder: Larder) -> String? {
+                larder.child.stderr.split(whereSeparator: \.isWhitespace).first { $0.hasPrefix("workers=") }.map { String($0.dropFirst(8)) }
+            }
+            #expect(workers(try Larder(launcher: ["/usr/bin/taskset", "-c", "0"])) == "1")
+            if sysconf(Int32(_SC_NPROCESSORS_ONLN)) >= 2 {
+                #expect(workers(try Larder(launcher: ["/usr/bin/taskset", "-c", "0,1"])) == "2")
+                #expect(workers(try Larder(config: "[proxy]\nworkers = \"auto\"\n", launcher: ["/usr/bin/taskset", "-c", "0,1"])) == "2")
+            }
+            #expect(workers(try Larder(config: "[proxy]\nworkers = 3\n", launcher: ["/usr/bin/taskset", "-c", "0"])) == "3")
         }
 
         @Test func adminEndpointsAnswer() throws {

@@ -14,10 +14,11 @@ final class Larder {
     private let ownsDirectory: Bool
 
     /// Starts `larder serve` with `config` (TOML text) and `--listen 127.0.0.1:0`. With
-    /// `cacheDirectory`, the disk tier lives there (and survives this object, for restart tests).
+    /// `cacheDirectory`, the disk tier lives there (and survives this object, for restart tests);
+    /// `launcher` runs it under another program (`taskset -c 0`).
     init(
         config: String = "", listen: [String] = ["127.0.0.1:0"], environment: [String: String] = [:],
-        cacheDirectory: String? = nil
+        cacheDirectory: String? = nil, launcher: [String] = []
     ) throws {
         directory = Paths.temporaryDirectory()
         ownsDirectory = cacheDirectory == nil
@@ -28,7 +29,8 @@ final class Larder {
         for address in listen { arguments += ["--listen", address] }
         var env = ["PATH": "/usr/bin:/bin"]
         env.merge(environment) { $1 }
-        child = try ChildProcess(Paths.larder, arguments, environment: env)
+        // A launcher (taskset, ...) execs the binary in its own process: the PID stays the one stopped.
+        child = try ChildProcess(launcher.first ?? Paths.larder, launcher.dropFirst() + (launcher.isEmpty ? [] : [Paths.larder]) + arguments, environment: env)
         let text = try child.waitForOutput { $0.contains("listening") }
         func port(after key: String) -> Int? {
             guard let range = text.range(of: key) else { return nil }
