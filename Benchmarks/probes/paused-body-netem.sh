@@ -16,6 +16,10 @@ DELAY=${DELAY:-5ms}; SIZE=${SIZE:-100k}
 ORIGIN_PORT=18493; PORT_A=18494; PORT_B=18495
 ns=larder-netem-$$; host_ip=10.231.0.1; client_ip=10.231.0.2
 
+if ! tc qdisc add dev lo root netem delay 0ms 2>/dev/null; then
+    echo "this kernel has no netem qdisc (sch_netem): cannot delay packets here" >&2; exit 2
+fi
+tc qdisc del dev lo root
 source Benchmarks/common.sh
 bench_setup netem "$ORIGIN_PORT"
 teardown() { ip link del lnetem0 2>/dev/null || true; ip netns del "$ns" 2>/dev/null || true; bench_cleanup; }

@@ -195,24 +195,11 @@ public final class EventLoop {
         return deadline <= current ? 0 : min(deadline - current, 60_000_000_000)
     }
 
-    /// Whether `epoll_pwait2` works here; cleared on its first failure other than EINTR:
-    /// ENOSYS before Linux 5.11, EPERM under a seccomp filter that does not know the call
-    /// (systemd's `SystemCallFilter=@system-service` before v248, as in larder.service).
-    private var hasPwait2 = true
-
-    /// Waits for events for at most `nanoseconds` (nil: until one arrives). `epoll_pwait2`
-    /// takes the timeout in nanoseconds, so a timer due in 200 µs (a paused body,
-    /// ``OutputQueue/bodyPauseNanos``) fires then, not at the next whole millisecond; without
-    /// it, `epoll_wait` rounds up to milliseconds. -1 (EINTR) goes back to the loop, which
-    /// simply goes round again.
+    /// Waits for events for at most `nanoseconds` (nil: until one arrives), rounded up to whole
+    /// milliseconds (`epoll_wait`; no timer here needs finer). -1 (EINTR) goes back to the
+    /// loop, which simply goes round again.
     private func wait(nanoseconds: UInt64?) -> Int32 {
         guard let nanoseconds else { return epoll_wait(handle.epollFD, events, Int32(maxEvents), -1) }
-        if hasPwait2 {
-            var timeout = timespec(tv_sec: Int(nanoseconds / 1_000_000_000), tv_nsec: Int(nanoseconds % 1_000_000_000))
-            let count = epoll_pwait2(handle.epollFD, events, Int32(maxEvents), &timeout, nil)
-            if count >= 0 || errno == EINTR { return count }
-            hasPwait2 = false
-        }
         return epoll_wait(handle.epollFD, events, Int32(maxEvents), Int32((nanoseconds + 999_999) / 1_000_000))
     }
 

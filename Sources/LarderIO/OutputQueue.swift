@@ -13,9 +13,6 @@ public struct OutputQueue {
     private var head = 0
     /// Bytes queued and not yet written.
     public private(set) var pendingBytes = 0
-    /// How many more heads before a large file body go out alone, their bodies held; see
-    /// ``pausedLeads``.
-    private var pausedLeadsLeft = OutputQueue.pausedLeads
 
     public init() {}
 
@@ -79,51 +76,13 @@ public struct OutputQueue {
         case flushed
         /// The socket's buffer is full; wait for writability.
         case wouldBlock
-        /// A response head went out alone and its body is held (``pausedLeads``): flush again
-        /// after ``bodyPauseNanos``. The socket is still writable; waiting for writability
-        /// would end the pause at once.
-        case paused
     }
 
     /// The most one `sendfile` call is asked to send; the flush loop calls again until the
-    /// socket is full. Measured, not derived: 10 MiB hits over 8 loopback connections went
-    /// from 1,246-2,264 to 2,323-2,704 per 5 s with this cap (4 interleaved reps; 512 KiB
-    /// in between, 128 KiB worse again; docs/PERFORMANCE.md, "Design choices"). The likely reason: a
-    /// call holds the socket's lock while it runs, so the receiver's window updates are only
-    /// processed between calls, and one call for the whole body sends into a stale window
-    /// (TCP segments per response fell from ~450 to ~365).
+    /// socket is full. A call holds the socket's lock while it runs, so the receiver's window
+    /// updates are processed only between calls: one call for a whole large body sends into a
+    /// stale window (docs/PERFORMANCE.md, "Design choices").
     static let sendfileChunk: Int64 = 256 << 10
-
-    /// How many of a new connection's responses with a large file body (``pausedLeadMinimum``)
-    /// may send their head alone and hold the body for ``bodyPauseNanos``: those sent while the
-    /// client's receive window is smaller than twice the response (``pausesBody(of:after:socket:)``).
-    /// Otherwise head and body leave together (MSG_MORE): one segment train and one client read.
-    ///
-    /// Why, for a Linux client on loopback (docs/PERFORMANCE.md, "Design choices"): its receive
-    /// buffer starts at 128 KiB and grows (`tcp_rcv_space_adjust`) by what its reader copied
-    /// since the last measurement *less what still waits unread*, measured at most once per
-    /// receive round trip — which it estimates at ~1 ms over loopback from millisecond
-    /// timestamps, so the measurement lands on the first read of a response. When head and
-    /// body arrive together that read finds the whole body unread and the buffer does not
-    /// grow: a ~100 KiB response then does not fit the window (~95 KiB), its tail waits for a
-    /// window update, and the client acknowledges each response one and a half times or more
-    /// instead of once; on a saturated client that is CPU it does not spend on requests. A
-    /// head read before its body arrives has nothing unread behind it, the whole previous
-    /// response counts, and the buffer grows. Measured with wrk at 50 connections (pure ACKs per
-    /// response over 5 s): heads together 1.30-1.79; eight heads paused for 200 µs 1.01-1.25;
-    /// paused until the window holds two responses 1.00-1.03; nginx 1.01-1.03. The count only
-    /// bounds what a client whose window never grows (a small fixed buffer) is made to wait.
-    public static let pausedLeads = 32
-
-    /// The smallest file body whose head goes alone (``pausedLeads``): a Linux client's initial
-    /// receive window is ~64 KiB; a smaller response fits it and gains nothing from the pause.
-    public static let pausedLeadMinimum: Int64 = 64 << 10
-
-    /// How long a paused body waits after its head: long enough for a client busy with other
-    /// connections to reach this one's head first (with eight paused heads, 50 µs and 100 µs
-    /// left 1.15-1.26 ACKs per response in one of two runs each), short beside the transfer
-    /// of a body this large on anything but loopback.
-    public static let bodyPauseNanos: UInt64 = 200_000
 
     /// Writes as much as the socket takes.
     public mutating func flush(to socket: Socket) throws(SystemError) -> FlushResult {
@@ -139,12 +98,7 @@ public struct OutputQueue {
                     throw SystemError(call: "sendfile", errno: EIO)
                 }
             case .bytes:
-                let (count, paused) = try writeGathered(to: socket)
-                if paused, let count {
-                    advance(by: count)
-                    return .paused
-                }
-                written = count
+                written = try writeGathered(to: socket)
             }
             guard let written else { return .wouldBlock }
             advance(by: written)
@@ -186,55 +140,16 @@ public struct OutputQueue {
     }
 
     /// One sendmsg over the run of in-memory segments at the head (at most 16), marked as
-    /// followed by more when a file range comes next (a head before its sendfile body), except
-    /// before a new connection's first large file bodies (``pausedLeads``): then the run goes
-    /// alone, and once it has left whole (a short write sends the rest alone too) the body is
-    /// paused. Returns the bytes written (nil if the call would block) and whether to pause.
-    private mutating func writeGathered(to socket: Socket) throws(SystemError) -> (written: Int?, paused: Bool) {
+    /// followed by more when a file range comes next (a head before its sendfile body: head and
+    /// body leave as one segment train). Returns the bytes written (nil if the call would block).
+    private func writeGathered(to socket: Socket) throws(SystemError) -> Int? {
         var end = head
         while end < segments.count, end - head < 16, case .bytes = segments[end] { end += 1 }
         var followedByFile = false
-        var pausedRun: Int?  // the run's bytes, when its body is to be paused
-        if end < segments.count, case .file(_, _, let remaining) = segments[end] {
-            followedByFile = true
-            pausedRun = pausesBody(of: remaining, after: head..<end, socket: socket)
-        }
-        let written = try withUnsafeTemporaryAllocation(of: iovec.self, capacity: 16) {
+        if end < segments.count, case .file = segments[end] { followedByFile = true }
+        return try withUnsafeTemporaryAllocation(of: iovec.self, capacity: 16) {
             (vectors) throws(SystemError) -> Int? in
-            try gather(from: head, to: end, into: vectors, count: 0, more: followedByFile && pausedRun == nil, socket: socket)
-        }
-        guard let pausedRun, let written, written == pausedRun else { return (written, false) }
-        pausedLeadsLeft -= 1
-        return (written, true)
-    }
-
-    /// Whether a file body of `bodyBytes` after the in-memory run `run` (its head) waits
-    /// (``pausedLeads``): the run's byte count if so, else nil. It does while pauses are left,
-    /// the body is large, and the client's receive window is still too small for the response
-    /// to be acknowledged once: a Linux receiver acknowledges again when reading has doubled
-    /// the window left after its first ACK, which a window of more than twice the response
-    /// never reaches (`tcp_cleanup_rbuf`); beyond 1 MiB the window counts as large whatever the
-    /// response. Once it is large no later body waits; a kernel that does not report the
-    /// window leaves the pause to the count alone.
-    private mutating func pausesBody(of bodyBytes: Int64, after run: Range<Int>, socket: Socket) -> Int? {
-        guard pausedLeadsLeft > 0, bodyBytes >= OutputQueue.pausedLeadMinimum else { return nil }
-        let runBytes = byteCount(from: run.lowerBound, to: run.upperBound)
-        guard let window = socket.peerReceiveWindow() else { return runBytes }
-        if window >= min(2 * (runBytes + Int(bodyBytes)), OutputQueue.largeClientWindow) {
-            pausedLeadsLeft = 0
-            return nil
-        }
-        return runBytes
-    }
-
-    /// A client window that needs no pause for any response size (``pausesBody(of:after:socket:)``).
-    static let largeClientWindow = 1 << 20
-
-    /// Bytes queued in the in-memory segments `start..<end`.
-    private func byteCount(from start: Int, to end: Int) -> Int {
-        segments[start..<end].reduce(0) { total, segment in
-            guard case .bytes(_, let offset, let segmentEnd) = segment else { return total }
-            return total + segmentEnd - offset
+            try gather(from: head, to: end, into: vectors, count: 0, more: followedByFile, socket: socket)
         }
     }
 

@@ -42,9 +42,6 @@ final class ClientConnection: IOHandler {
     var closeWhenFlushed = false
     private var lingerBytes = 0
     private var inProcess = false
-    /// Set while a response body waits after its head (``OutputQueue/FlushResult/paused``): the
-    /// timer that resumes the flush. Nothing is written meanwhile.
-    private var bodyPause: EventLoop.TimerToken?
     /// The counts of the host this connection last asked for (see ``HostCounters``).
     private var hostSlot: HostCounters.Slot?
     /// Which idle spell this is, matched against the loop's idle queue (see ``ProxyLoop``).
@@ -202,7 +199,6 @@ final class ClientConnection: IOHandler {
     /// Writes queued output; whenever the socket takes everything, pulls more of a streaming
     /// response, and once an exchange is done moves on to pipelined requests.
     func flush() {
-        guard bodyPause == nil else { return }
         while phase != .closed {
             let before = output.pendingBytes
             let result: OutputQueue.FlushResult
@@ -215,13 +211,6 @@ final class ClientConnection: IOHandler {
             if output.pendingBytes != before { lastWriteProgress = proxy.loop.now }
             switch result {
             case .wouldBlock:
-                updateInterest()
-                return
-            case .paused:
-                bodyPause = proxy.loop.schedule(afterNanos: OutputQueue.bodyPauseNanos) { [weak self] in
-                    self?.bodyPause = nil
-                    self?.flush()
-                }
                 updateInterest()
                 return
             case .flushed:
@@ -253,8 +242,7 @@ final class ClientConnection: IOHandler {
         guard phase != .closed else { return }
         var interest: IOEvents = []
         if !peerClosed && inbound.readableCount < inputLimit { interest.insert(.readable) }
-        // Level-triggered: a paused body must not be woken for by a writable socket.
-        if !output.isEmpty && bodyPause == nil { interest.insert(.writable) }
+        if !output.isEmpty { interest.insert(.writable) }
         proxy.loop.setInterest(socket.fd, interest)
     }
 
@@ -353,16 +341,9 @@ final class ClientConnection: IOHandler {
         }
         phase = .closed
         output.removeAll()
-        cancelBodyPause()
         proxy.loop.deregister(socket.fd)
         socket.close()
         proxy.connectionClosed(self)
-    }
-
-    private func cancelBodyPause() {
-        guard let bodyPause else { return }
-        proxy.loop.cancel(bodyPause)
-        self.bodyPause = nil
     }
 
     /// Whether this connection may be closed to make room for a new one: between requests,
@@ -379,7 +360,6 @@ final class ClientConnection: IOHandler {
     func leaveLoop(stillCounted: Bool) {
         phase = .closed
         output.removeAll()
-        cancelBodyPause()
         proxy.loop.deregister(socket.fd)
         proxy.connectionLeft(self, stillCounted: stillCounted)
     }

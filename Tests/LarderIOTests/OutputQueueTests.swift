@@ -6,71 +6,32 @@ import Testing
 /// the kernel's own segment counter (TCP_INFO), not inferred from the bytes received.
 @Suite struct OutputQueueTests {
     /// Given a client whose receive window stays small (a locked 32 KiB buffer), when large
-    /// file responses are written, then each of the first ``OutputQueue/pausedLeads`` sends
-    /// its head alone and holds the body until the next flush, and later ones go out whole.
-    @Test func pausesTheBodiesOfTheFirstLargeResponsesWhileTheClientWindowIsSmall() throws {
+    /// file responses are written, then each head leaves with the start of its body (MSG_MORE:
+    /// one segment train, one client read), and every response arrives whole.
+    @Test func largeFileResponsesLeaveHeadAndBodyTogether() throws {
         let pair = try LoopbackPair()
         defer { pair.close() }
         try pair.client.setOption(SOL_SOCKET, SO_RCVBUF, 32 << 10)
         let response = try LargeResponse()
         var queue = OutputQueue()
-        var paused: [Bool] = []
-        for index in 0..<(OutputQueue.pausedLeads + 2) {
+        for index in 0..<8 {
             response.append(to: &queue)
-            let result = try queue.flush(to: pair.server)
-            paused.append(result == .paused)
-            var received: [UInt8] = []
-            if result == .paused {
-                received = try pair.client.receive(count: response.head.count)
-                #expect(received == response.head, "response \(index)")
-                #expect(!pair.client.hasUnreadBytes(), "response \(index): the body left with its head")
-            }
-            // The whole response arrives intact either way.
-            received += try pair.client.receive(count: response.count - received.count) {
+            _ = try queue.flush(to: pair.server)
+            #expect(pair.client.unreadByteCount() > response.head.count, "response \(index): the head left alone")
+            let received = try pair.client.receive(count: response.count) {
                 if !queue.isEmpty { _ = try queue.flush(to: pair.server) }
             }
             #expect(received == response.bytes, "response \(index)")
         }
-        #expect(paused == [Bool](repeating: true, count: OutputQueue.pausedLeads) + [false, false])
-    }
-
-    /// Given a client whose buffer is large (locked at 4 MiB), when its window has grown past
-    /// twice a response, then no later response is paused, well before the count runs out.
-    @Test func stopsPausingOnceTheClientWindowHoldsTwoResponses() throws {
-        let pair = try LoopbackPair()
-        defer { pair.close() }
-        try pair.client.setOption(SOL_SOCKET, SO_RCVBUF, 4 << 20)
-        let response = try LargeResponse()
-        let paused = try pair.sendWhole(response, times: OutputQueue.pausedLeads)
-        let firstWhole = try #require(paused.firstIndex(of: false), "every response was paused: \(paused)")
-        #expect(firstWhole < OutputQueue.pausedLeads / 2)
-        #expect(!paused[firstWhole...].contains(true), "paused again after the window had grown: \(paused)")
-        #expect(try #require(pair.server.peerReceiveWindow()) >= 2 * response.count)
-    }
-
-    /// Given responses too large for any window to hold two (2 MiB bodies, a client buffer
-    /// locked at 2 MiB), when the client's window has grown past 1 MiB, then pausing stops:
-    /// beyond that the window counts as large whatever the response.
-    @Test func stopsPausingOnceTheClientWindowPassesOneMebibyte() throws {
-        let pair = try LoopbackPair()
-        defer { pair.close() }
-        try pair.client.setOption(SOL_SOCKET, SO_RCVBUF, 2 << 20)
-        let response = try LargeResponse(bodyCount: 2 << 20)
-        let paused = try pair.sendWhole(response, times: OutputQueue.pausedLeads)
-        let window = try #require(pair.server.peerReceiveWindow())
-        #expect(window >= OutputQueue.largeClientWindow && window < 2 * response.count, "window \(window)")
-        let firstWhole = try #require(paused.firstIndex(of: false), "every response was paused: \(paused)")
-        #expect(!paused[firstWhole...].contains(true), "\(paused)")
     }
 
     /// Given a head that cannot leave in one write (a full socket: small buffers and a large
-    /// response queued before it), when it leaves over several short writes, then it pauses
-    /// its body once, and counts as one of the ``OutputQueue/pausedLeads``, not one per write.
-    @Test func aHeadLeavingInShortWritesCountsOnce() throws {
+    /// response queued before it), when it leaves over several short writes, then the bytes
+    /// arrive whole and in order.
+    @Test func aResponseLeavingInShortWritesArrivesWhole() throws {
         let pair = try LoopbackPair()
         defer { pair.close() }
-        // Locked small buffers (the kernel doubles them and stops autotuning) keep writes short
-        // and the client's window small.
+        // Locked small buffers (the kernel doubles them and stops autotuning) keep writes short.
         try pair.server.setOption(SOL_SOCKET, SO_SNDBUF, 16 << 10)
         try pair.client.setOption(SOL_SOCKET, SO_RCVBUF, 16 << 10)
         let large = [UInt8](repeating: 0x61, count: 1 << 20)
@@ -84,22 +45,11 @@ import Testing
         }
         #expect(received == large + response.bytes)
         #expect(results.filter { $0 == .wouldBlock }.count > 1, "the test needs short writes: \(results)")
-        #expect(results.filter { $0 == .paused }.count == 1, "\(results)")
-        var pauses = 0
-        for _ in 0..<OutputQueue.pausedLeads {
-            response.append(to: &queue)
-            if try queue.flush(to: pair.server) == .paused { pauses += 1 }
-            let bytes = try pair.client.receive(count: response.count) {
-                if !queue.isEmpty { _ = try queue.flush(to: pair.server) }
-            }
-            #expect(bytes == response.bytes)
-        }
-        #expect(pauses == OutputQueue.pausedLeads - 1)
+        #expect(results.last == .flushed)
     }
 
     /// Responses without a file body (the memory tier's small hits) and responses with a
-    /// small one go out in one write and one segment, as always: only a large file body
-    /// pauses, and the others do not spend the count.
+    /// small one go out in one write and one segment.
     @Test func writesInMemoryAndSmallFileResponsesWhole() throws {
         let pair = try LoopbackPair()
         defer { pair.close() }
@@ -107,7 +57,7 @@ import Testing
         let body = [UInt8](repeating: 7, count: 1000)
         let file = try #require(OpenFile.anonymous(copying: body))
         var queue = OutputQueue()
-        for _ in 0..<OutputQueue.pausedLeads {
+        for _ in 0..<32 {
             for withFile in [false, true] {
                 let before = try pair.server.dataSegmentsOut()
                 queue.append(response)
@@ -118,13 +68,10 @@ import Testing
                 #expect(try pair.server.dataSegmentsOut() - before == 1)
             }
         }
-        let large = try LargeResponse()
-        large.append(to: &queue)
-        #expect(try queue.flush(to: pair.server) == .paused)
     }
 }
 
-/// A response head and a file body (100 KiB unless told): above ``OutputQueue/pausedLeadMinimum``.
+/// A response head and a file body (100 KiB unless told).
 private struct LargeResponse {
     let head: [UInt8]
     let body: [UInt8]
@@ -169,34 +116,25 @@ private struct LoopbackPair {
         server.close()
         client.close()
     }
-
-    /// Sends `response` `times` times through one queue, each received whole before the next;
-    /// whether each first flush paused its body.
-    fileprivate func sendWhole(_ response: LargeResponse, times: Int) throws -> [Bool] {
-        var queue = OutputQueue()
-        var paused: [Bool] = []
-        for index in 0..<times {
-            response.append(to: &queue)
-            paused.append(try queue.flush(to: server) == .paused)
-            let received = try client.receive(count: response.count) {
-                if !queue.isEmpty { _ = try queue.flush(to: server) }
-            }
-            #expect(received == response.bytes, "response \(index)")
-        }
-        return paused
-    }
 }
 
 extension Socket {
     /// Data segments this socket has sent (`tcpi_data_segs_out`).
+    /// Linux's `struct tcp_info` only grows at the end (include/uapi/linux/tcp.h), so the
+    /// offset holds on every later kernel; glibc's declaration stops before the field.
     fileprivate func dataSegmentsOut() throws -> UInt32 {
-        try #require(tcpInfoField(at: Socket.dataSegmentsOutOffset), "getsockopt(TCP_INFO) failed: errno \(errno)")
+        let offset = 156
+        var info = [UInt8](repeating: 0, count: 232)
+        var length = socklen_t(info.count)
+        let result = getsockopt(fd, Int32(IPPROTO_TCP), Int32(TCP_INFO), &info, &length)
+        try #require(result == 0 && Int(length) >= offset + 4, "getsockopt(TCP_INFO) failed: errno \(errno)")
+        return info.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset, as: UInt32.self) }
     }
 
-    /// Whether bytes have arrived that were not read (a one-byte peek that does not wait).
-    fileprivate func hasUnreadBytes() -> Bool {
-        var byte: UInt8 = 0
-        return Glibc.recv(fd, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) == 1
+    /// Bytes that have arrived and were not read (FIONREAD).
+    fileprivate func unreadByteCount() -> Int {
+        var count: Int32 = 0
+        return ioctl(fd, UInt(FIONREAD), &count) == 0 ? Int(count) : -1
     }
 
     /// Reads exactly `count` bytes, waiting up to 5 s in all; `meanwhile` runs before each

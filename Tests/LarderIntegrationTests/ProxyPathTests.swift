@@ -50,10 +50,8 @@ extension IntegrationTests {
             #expect(try reportedMemoryFiles(larder) == 0)
         }
 
-        /// On a keep-alive connection the first large hits send their head alone and the body
-        /// after a pause, until the client's window has grown, and later ones head and body
-        /// together (`OutputQueue.pausedLeads`, docs/PERFORMANCE.md round 13): every response,
-        /// either way, arrives whole and in order.
+        /// On a keep-alive connection consecutive large hits (sendfile bodies behind in-memory
+        /// heads) arrive whole and in order.
         @Test func consecutiveLargeHitsOnOneConnectionArriveWhole() throws {
             let origin = try Origin()
             let larder = try Larder()
@@ -71,10 +69,9 @@ extension IntegrationTests {
             #expect(try origin.count(large) == 2)  // one through the proxy, one direct
         }
 
-        /// Requests pipelined behind a large hit whose body is paused (`OutputQueue.pausedLeads`)
-        /// are answered after it, not in the pause: three large hits sent in one write come
-        /// back whole and in order, then a small one on the same connection.
-        @Test func pipelinedRequestsWaitForAPausedBody() throws {
+        /// Requests pipelined behind large hits are answered after them: three large hits sent
+        /// in one write come back whole and in order, then a small one on the same connection.
+        @Test func pipelinedRequestsWaitForALargeBody() throws {
             let origin = try Origin()
             let larder = try Larder()
             let large = "/large?cc=max-age=60&size=150000"

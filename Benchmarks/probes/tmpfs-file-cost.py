@@ -4,7 +4,7 @@ COUNT files of SIZE bytes under 256 directories on a tmpfs (as the disk tier doe
 miss), then, in the same directory tree, append COUNT records of SIZE bytes to one file (as a
 segment file would). Prints microseconds per file / per record for each 100,000.
 
-    python3 Benchmarks/tmpfs-file-cost.py [COUNT] [SIZE]        # default 600000 2048
+    python3 Benchmarks/probes/tmpfs-file-cost.py [COUNT] [SIZE]        # default 600000 2048
 
 On a VM whose free memory goes back to the host (virtio-balloon free page reporting), the
 first write to a page the guest has not used recently faults in the host: once the files

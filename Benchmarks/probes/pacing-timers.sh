@@ -2,7 +2,7 @@
 # Timer interrupts and TCP pacing per request on the proxy's core, for Larder and (with -n)
 # nginx configured as in ../shared/bench, on the same workload one after the other.
 #
-#   Benchmarks/pacing-timers.sh [-n] [-w hit-1k|hit-100k|miss-1k] [-d SECONDS] BIN
+#   Benchmarks/probes/pacing-timers.sh [-n] [-w hit-1k|hit-100k|miss-1k] [-d SECONDS] BIN
 #
 # For each proxy: req/s, CPU per request (utime + stime; for nginx its worker's), local timer
 # interrupts on the proxy's CPU per request (/proc/interrupts, LOC), TCP pacing-timer expiries
@@ -10,7 +10,7 @@
 # the congestion control state of its client connections (`ss -ti`: the algorithm and BBR's
 # pacing gain). An earlier measurement found that the system's default BBR paced about every
 # other 100 KiB Larder response on loopback with a high-resolution timer, and no nginx response;
-# a later one found why (Benchmarks/first-responses.bt) and removed the cause.
+# a later one found why (Benchmarks/probes/first-responses.bt) and removed the cause.
 # Same setup as compare.sh: local nginx origin, caches on a tmpfs, proxy on CPU 1, wrk on CPU 0.
 set -euo pipefail
 cd "$(dirname "$0")/.."
