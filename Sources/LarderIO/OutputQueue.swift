@@ -84,21 +84,26 @@ public struct OutputQueue {
     /// stale window (docs/PERFORMANCE.md, "Design choices").
     static let sendfileChunk: Int64 = 256 << 10
 
-    /// Writes as much as the socket takes.
-    public mutating func flush(to socket: Socket) throws(SystemError) -> FlushResult {
+    /// Writes as much as the transport takes.
+    public mutating func flush(to transport: some Transport) throws(SystemError) -> FlushResult {
         while head < segments.count {
             let written: Int?
             switch segments[head] {
             case .file(let file, let offset, let remaining):
-                var position = offset
-                written = try socket.sendfile(from: file.fd, offset: &position, count: Int(min(remaining, OutputQueue.sendfileChunk)))
+                let count = Int(min(remaining, OutputQueue.sendfileChunk))
+                if transport.canSendFile {
+                    var position = offset
+                    written = try transport.sendFile(from: file.fd, offset: &position, count: count)
+                } else {
+                    written = try copy(file, offset: offset, count: min(count, OutputQueue.copyChunk), to: transport)
+                }
                 if let written, written == 0 {
                     // The file is shorter than promised (truncated underneath us): the response
                     // cannot be completed, so fail rather than spin.
                     throw SystemError(call: "sendfile", errno: EIO)
                 }
             case .bytes:
-                written = try writeGathered(to: socket)
+                written = try writeGathered(to: transport)
             }
             guard let written else { return .wouldBlock }
             advance(by: written)
@@ -106,6 +111,23 @@ public struct OutputQueue {
         segments.removeAll(keepingCapacity: segments.count <= 16)
         head = 0
         return .flushed
+    }
+
+    /// The most a transport without `sendfile` gets of a file per write (a TLS record is at most
+    /// 16 KiB; a few records per write keep the calls few).
+    static let copyChunk = 64 << 10
+
+    /// Reads `count` bytes of `file` at `offset` and writes them (a transport that must see
+    /// the bytes): returns what the transport took; the rest is read again next time.
+    private func copy(_ file: OpenFile, offset: Int64, count: Int, to transport: some Transport) throws(SystemError) -> Int? {
+        try withUnsafeTemporaryAllocation(byteCount: count, alignment: 16) { (buffer) throws(SystemError) -> Int? in
+            let got = try Syscall.call("pread") { pread(file.fd, buffer.baseAddress, buffer.count, off_t(offset)) }
+            guard got > 0 else { return 0 }
+            var vector = iovec(iov_base: buffer.baseAddress, iov_len: got)
+            return try withUnsafePointer(to: &vector) { (pointer) throws(SystemError) -> Int? in
+                try transport.write(UnsafeBufferPointer(start: pointer, count: 1), more: false)
+            }
+        }
     }
 
     private mutating func advance(by count: Int) {
@@ -142,33 +164,33 @@ public struct OutputQueue {
     /// One sendmsg over the run of in-memory segments at the head (at most 16), marked as
     /// followed by more when a file range comes next (a head before its sendfile body: head and
     /// body leave as one segment train). Returns the bytes written (nil if the call would block).
-    private func writeGathered(to socket: Socket) throws(SystemError) -> Int? {
+    private func writeGathered(to transport: some Transport) throws(SystemError) -> Int? {
         var end = head
         while end < segments.count, end - head < 16, case .bytes = segments[end] { end += 1 }
         var followedByFile = false
         if end < segments.count, case .file = segments[end] { followedByFile = true }
         return try withUnsafeTemporaryAllocation(of: iovec.self, capacity: 16) {
             (vectors) throws(SystemError) -> Int? in
-            try gather(from: head, to: end, into: vectors, count: 0, more: followedByFile, socket: socket)
+            try gather(from: head, to: end, into: vectors, count: 0, more: followedByFile, transport: transport)
         }
     }
 
     /// Pins each segment's storage with nested closures so the pointers stay valid for the call.
     private func gather(
         from index: Int, to end: Int, into vectors: UnsafeMutableBufferPointer<iovec>, count: Int, more: Bool,
-        socket: Socket
+        transport: some Transport
     ) throws(SystemError) -> Int? {
         if index == end {
-            return try socket.writev(UnsafeBufferPointer(rebasing: vectors[0..<count]), more: more)
+            return try transport.write(UnsafeBufferPointer(rebasing: vectors[0..<count]), more: more)
         }
         guard case .bytes(let bytes, let offset, let segmentEnd) = segments[index] else {
-            return try gather(from: end, to: end, into: vectors, count: count, more: more, socket: socket)
+            return try gather(from: end, to: end, into: vectors, count: count, more: more, transport: transport)
         }
         let result = bytes.withUnsafeBytes { raw in
             vectors[count] = iovec(
                 iov_base: UnsafeMutableRawPointer(mutating: raw.baseAddress! + offset), iov_len: segmentEnd - offset)
             return Result { () throws(SystemError) -> Int? in
-                try gather(from: index + 1, to: end, into: vectors, count: count + 1, more: more, socket: socket)
+                try gather(from: index + 1, to: end, into: vectors, count: count + 1, more: more, transport: transport)
             }
         }
         return try result.get()

@@ -23,6 +23,10 @@ final class ClientConnection: IOHandler {
         case closed
     }
 
+    /// What the connection reads and writes through: the socket itself, or (HTTPS
+    /// interception) a TLS session over it.
+    var transport: any Transport
+    /// The socket under ``transport``.
     let socket: Socket
     let peer: SocketAddress?
     let kind: Listener.Kind
@@ -59,6 +63,7 @@ final class ClientConnection: IOHandler {
 
     init(socket: Socket, peer: SocketAddress?, kind: Listener.Kind, proxy: ProxyLoop) {
         self.socket = socket
+        transport = SocketTransport(socket)
         self.peer = peer
         self.kind = kind
         self.proxy = proxy
@@ -94,7 +99,7 @@ final class ClientConnection: IOHandler {
         }
         let count: Int?
         do {
-            count = try socket.read(into: space)
+            count = try transport.read(into: space)
         } catch {
             close()
             return
@@ -108,6 +113,13 @@ final class ClientConnection: IOHandler {
         inbound.didWrite(count)
         lastReadProgress = proxy.loop.now
         process()
+        // Bytes the transport holds already (decrypted TLS records) raise no epoll event.
+        if phase != .closed, transport.hasBufferedInput {
+            proxy.loop.enqueueDeferred { [weak self] in
+                guard let self, self.phase != .closed else { return }
+                self.readInput()
+            }
+        }
     }
 
     /// Handles the end of the client's input.
@@ -203,7 +215,7 @@ final class ClientConnection: IOHandler {
             let before = output.pendingBytes
             let result: OutputQueue.FlushResult
             do {
-                result = try output.flush(to: socket)
+                result = try output.flush(to: transport)
             } catch {
                 close()
                 return
@@ -318,7 +330,7 @@ final class ClientConnection: IOHandler {
     private func startLingering() {
         guard phase != .closed else { return }
         phase = .lingering
-        socket.shutdownWrite()
+        transport.shutdownWrite()
         if peerClosed {
             close()
             return
@@ -342,7 +354,7 @@ final class ClientConnection: IOHandler {
         phase = .closed
         output.removeAll()
         proxy.loop.deregister(socket.fd)
-        socket.close()
+        transport.close()
         proxy.connectionClosed(self)
     }
 

@@ -16,10 +16,10 @@ import Testing
         var queue = OutputQueue()
         for index in 0..<8 {
             response.append(to: &queue)
-            _ = try queue.flush(to: pair.server)
+            _ = try queue.flush(to: pair.transport)
             #expect(pair.client.unreadByteCount() > response.head.count, "response \(index): the head left alone")
             let received = try pair.client.receive(count: response.count) {
-                if !queue.isEmpty { _ = try queue.flush(to: pair.server) }
+                if !queue.isEmpty { _ = try queue.flush(to: pair.transport) }
             }
             #expect(received == response.bytes, "response \(index)")
         }
@@ -39,9 +39,9 @@ import Testing
         var queue = OutputQueue()
         queue.append(large)
         response.append(to: &queue)
-        var results = [try queue.flush(to: pair.server)]
+        var results = [try queue.flush(to: pair.transport)]
         let received = try pair.client.receive(count: large.count + response.count) {
-            if !queue.isEmpty { results.append(try queue.flush(to: pair.server)) }
+            if !queue.isEmpty { results.append(try queue.flush(to: pair.transport)) }
         }
         #expect(received == large + response.bytes)
         #expect(results.filter { $0 == .wouldBlock }.count > 1, "the test needs short writes: \(results)")
@@ -62,13 +62,57 @@ import Testing
                 let before = try pair.server.dataSegmentsOut()
                 queue.append(response)
                 if withFile { queue.appendFile(file, offset: 0, count: Int64(body.count)) }
-                #expect(try queue.flush(to: pair.server) == .flushed)
+                #expect(try queue.flush(to: pair.transport) == .flushed)
                 let expected = withFile ? response + body : response
                 #expect(try pair.client.receive(count: expected.count) == expected)
                 #expect(try pair.server.dataSegmentsOut() - before == 1)
             }
         }
     }
+}
+
+extension OutputQueueTests {
+    /// Given a transport that must see the bytes (as TLS does: no sendfile), when file
+    /// responses are written through it, including over short writes, then the queue reads
+    /// the file itself and every response arrives whole and in order.
+    @Test func aTransportWithoutSendfileGetsFileBodiesCopied() throws {
+        let pair = try LoopbackPair()
+        defer { pair.close() }
+        try pair.server.setOption(SOL_SOCKET, SO_SNDBUF, 16 << 10)
+        try pair.client.setOption(SOL_SOCKET, SO_RCVBUF, 16 << 10)
+        let copying = CopyingTransport(pair.server)
+        let response = try LargeResponse(bodyCount: 300_000)
+        var queue = OutputQueue()
+        for index in 0..<4 {
+            response.append(to: &queue)
+            _ = try queue.flush(to: copying)
+            let received = try pair.client.receive(count: response.count) {
+                if !queue.isEmpty { _ = try queue.flush(to: copying) }
+            }
+            #expect(received == response.bytes, "response \(index)")
+        }
+        #expect(copying.writes > 4 * 2, "bodies went through write(), in pieces")
+    }
+}
+
+/// A transport over a socket that takes bytes only through `write`, like a TLS session.
+private final class CopyingTransport: Transport {
+    let socket: Socket
+    var writes = 0
+    init(_ socket: Socket) { self.socket = socket }
+    func read(into buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> Int? { try socket.read(into: buffer) }
+    func write(_ vectors: UnsafeBufferPointer<iovec>, more: Bool) throws(SystemError) -> Int? {
+        writes += 1
+        return try socket.writev(vectors, more: more)
+    }
+    var canSendFile: Bool { false }
+    func sendFile(from file: Int32, offset: inout Int64, count: Int) throws(SystemError) -> Int? {
+        Issue.record("sendFile on a transport that cannot")
+        return nil
+    }
+    var hasBufferedInput: Bool { false }
+    func shutdownWrite() { socket.shutdownWrite() }
+    func close() { socket.close() }
 }
 
 /// A response head and a file body (100 KiB unless told).
@@ -97,6 +141,7 @@ private struct LargeResponse {
 private struct LoopbackPair {
     let server: Socket
     let client: Socket
+    let transport: SocketTransport
 
     init() throws {
         let listener = try Socket.listen(on: SocketAddress(ipBytes: [127, 0, 0, 1], port: 0))
@@ -110,6 +155,7 @@ private struct LoopbackPair {
         }
         server = try #require(accepted)
         server.setNoDelay()
+        transport = SocketTransport(server)
     }
 
     func close() {
