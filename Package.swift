@@ -60,7 +60,7 @@ let package = Package(
         .executableTarget(
             name: "larder",
             dependencies: [
-                "LarderServer", "LarderConfig",
+                "LarderServer", "LarderConfig", "LarderHTTP", "LarderIO",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -78,7 +78,7 @@ let package = Package(
         .testTarget(name: "LarderCacheTests", dependencies: ["LarderCache", "LarderHTTP", "LarderConfig", "LarderIO"]),
         .testTarget(name: "LarderConfigTests", dependencies: ["LarderConfig"]),
         .testTarget(name: "LarderUpstreamTests", dependencies: ["LarderUpstream", "LarderConfig", "LarderHTTP"]),
-        .testTarget(name: "LarderServerTests", dependencies: ["LarderServer", "LarderConfig", "LarderIO"]),
+        .testTarget(name: "LarderServerTests", dependencies: ["LarderServer", "LarderConfig", "LarderIO", "LarderUpstream"]),
         .testTarget(name: "LarderIntegrationTests", exclude: ["Fixtures"]),
     ]
 )

@@ -16,8 +16,10 @@ final class FillRegistry: Sendable {
         loops.withLock { $0 = handles }
     }
 
+    /// How many loops serve.
+    var loopCount: Int { loops.withLock { $0.count } }
     /// Whether there is more than one loop to coordinate.
-    var isActive: Bool { loops.withLock { $0.count > 1 } }
+    var isActive: Bool { loopCount > 1 }
 
     /// Records that loop `index` fetches `key`, unless another loop already does: then returns
     /// that loop. One step, so two loops cannot both find the key free and both fetch it.

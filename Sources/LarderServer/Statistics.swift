@@ -74,7 +74,9 @@ public final class Statistics: Sendable {
         uniqueKeysWithValues: RetryPolicy.Reason.allCases.map { ($0.rawValue, AtomicCounter()) })
     /// Requests that failed for good, by reason (the error kind, or the status class).
     public let finalFailures: [String: AtomicCounter] = Dictionary(
-        uniqueKeysWithValues: ["dns", "connect", "timeout", "reset", "truncated", "protocol", "other", "5xx", "429"].map { ($0, AtomicCounter()) })
+        uniqueKeysWithValues: Statistics.failureReasons.map { ($0, AtomicCounter()) })
+    /// Why an upstream exchange failed for good (`larder_upstream_failures_total{reason}`).
+    static let failureReasons = ["dns", "connect", "timeout", "reset", "truncated", "protocol", "other", "5xx", "429"]
 
     public init() {
         outcomes = RequestOutcome.allCases.map { _ in AtomicCounter() }

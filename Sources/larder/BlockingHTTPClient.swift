@@ -1,18 +1,19 @@
 import Glibc
+import LarderHTTP
 import LarderIO
 
 /// A small blocking HTTP/1.1 client for the command line (admin calls, warming through the
-/// proxy). One request per connection; bodies can be streamed to a callback.
+/// proxy). One request per connection; bodies can be streamed to a callback. Responses are read
+/// with the daemon's own strict parsers (``ResponseHeadParser``, ``ChunkedDecoder``): a
+/// malformed answer is an error, not a guess.
 struct BlockingHTTPClient {
     struct Response {
         var status = 0
-        var headers: [(String, String)] = []
+        var headers = HTTPHeaders()
         var body: [UInt8] = []
         var bodyLength = 0
 
-        func header(_ name: String) -> String? {
-            headers.first { $0.0.lowercased() == name.lowercased() }?.1
-        }
+        func header(_ name: String) -> String? { headers[name] }
 
         var text: String { String(decoding: body, as: UTF8.self) }
     }
@@ -71,52 +72,55 @@ struct BlockingHTTPClient {
             buffer.append(contentsOf: chunk[0..<count])
             return true
         }
-        var headEnd: Int?
-        while headEnd == nil {
-            if let index = find(buffer, [13, 10, 13, 10]) { headEnd = index } else if try !fill() {
-                throw Failure(description: "connection closed before a response")
+        var parser = ResponseHeadParser()
+        var head: ResponseHead?
+        while head == nil {
+            guard let lineEnd = find(buffer, [10]) else {
+                if try !fill() { throw Failure(description: "connection closed before a response") }
+                continue
             }
+            let event = try buffer.withUnsafeBytes { raw in
+                do { return try parser.feed(UnsafeRawBufferPointer(rebasing: raw[0...lineEnd])) } catch {
+                    throw Failure(description: "malformed response: \(error)")
+                }
+            }
+            buffer.removeFirst(lineEnd + 1)
+            if case .final(let final) = event { head = final }
         }
-        let headText = String(decoding: buffer[0..<headEnd!], as: UTF8.self)
-        buffer.removeFirst(headEnd! + 4)
-        var lines = headText.split(separator: "\r\n", omittingEmptySubsequences: false).map(String.init)
-        let statusParts = lines.removeFirst().split(separator: " ")
         var response = Response()
-        response.status = statusParts.count > 1 ? Int(statusParts[1]) ?? 0 : 0
-        for line in lines {
-            guard let colon = line.firstIndex(of: ":") else { continue }
-            response.headers.append((String(line[..<colon]), String(line[line.index(after: colon)...]).trimmingSpaces))
-        }
-        func deliver(_ bytes: ArraySlice<UInt8>) {
+        response.status = head!.status
+        response.headers = head!.headers
+        func deliver(_ bytes: UnsafeRawBufferPointer) {
             response.bodyLength += bytes.count
-            if let onBody { bytes.withUnsafeBytes { onBody($0) } } else { response.body.append(contentsOf: bytes) }
+            if let onBody { onBody(bytes) } else { response.body.append(contentsOf: bytes) }
         }
-        if let length = response.header("Content-Length").flatMap({ Int($0) }) {
+        if let length = head!.declaredLength {
             var remaining = length
             while true {
                 let part = buffer.prefix(remaining)
-                deliver(part)
+                part.withUnsafeBytes { deliver($0) }
                 remaining -= part.count
                 buffer.removeAll(keepingCapacity: true)
                 if remaining == 0 { break }
                 if try !fill() { throw Failure(description: "response ended \(remaining) bytes early") }
             }
-        } else if response.header("Transfer-Encoding")?.lowercased().contains("chunked") == true {
+        } else if head!.headers.hasListElement("Transfer-Encoding", "chunked") {
+            var decoder = ChunkedDecoder()
             while true {
-                var lineEnd = find(buffer, [13, 10])
-                while lineEnd == nil { if try !fill() { return response }; lineEnd = find(buffer, [13, 10]) }
-                let size = Int(String(decoding: buffer[0..<lineEnd!], as: UTF8.self).split(separator: ";")[0], radix: 16) ?? 0
-                buffer.removeFirst(lineEnd! + 2)
-                while buffer.count < size + 2 { if try !fill() { break } }
-                deliver(buffer.prefix(size))
-                buffer.removeFirst(min(buffer.count, size + 2))
-                if size == 0 { break }
+                let consumed = try buffer.withUnsafeBytes { raw in
+                    do { return try decoder.decode(raw, deliver) } catch {
+                        throw Failure(description: "malformed chunked body: \(error)")
+                    }
+                }
+                buffer.removeFirst(consumed)
+                if decoder.isComplete { break }
+                if try !fill() { throw Failure(description: "response ended inside its chunked body") }
             }
         } else {
-            deliver(buffer[...])
+            buffer.withUnsafeBytes { deliver($0) }
             buffer.removeAll()
             while try fill() {
-                deliver(buffer[...])
+                buffer.withUnsafeBytes { deliver($0) }
                 buffer.removeAll()
             }
         }
@@ -129,14 +133,5 @@ struct BlockingHTTPClient {
             return index
         }
         return nil
-    }
-}
-
-extension String {
-    var trimmingSpaces: String {
-        var text = Substring(self)
-        while text.first == " " || text.first == "\t" { text = text.dropFirst() }
-        while text.last == " " || text.last == "\t" { text = text.dropLast() }
-        return String(text)
     }
 }

@@ -29,7 +29,7 @@ struct Purge: ParsableCommand {
         var targets: [SocketAddress] = []
         if let cluster {
             for item in cluster.split(separator: ",") {
-                guard let address = SocketAddress(parsing: String(item).trimmingSpaces) else {
+                guard let address = SocketAddress(parsing: String(item).trimmingCharacters(in: .whitespaces)) else {
                     throw ValidationError("--cluster: '\(item)' is not an address like 10.0.0.1:3129")
                 }
                 targets.append(address)
@@ -47,7 +47,7 @@ struct Purge: ParsableCommand {
                 let response = try BlockingHTTPClient(address: target, timeoutSeconds: 10).request("POST", "/purge?url=\(encoded)", headers: headers)
                 guard response.status == 200 else {
                     failed += 1
-                    printError("\(target): \(response.status) \(response.text.trimmingSpaces)")
+                    printError("\(target): \(response.status) \(response.text.trimmingCharacters(in: .whitespacesAndNewlines))")
                     continue
                 }
                 let purged = response.text.contains("\"purged\":true")

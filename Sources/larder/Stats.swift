@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import LarderServer
 
 /// `larder stats`: the daemon's counters as a readable table.
 struct Stats: ParsableCommand {
@@ -26,62 +27,56 @@ struct Stats: ParsableCommand {
             print(response.text, terminator: "")
             return
         }
-        guard let stats = try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any] else {
-            throw ValidationError("GET /stats did not return a JSON object")
+        let stats: StatsDocument
+        do {
+            stats = try StatsDocument.decode(response.body)
+        } catch {
+            throw ValidationError("GET /stats did not return a stats document this larder reads (\(error)); --json prints it as sent")
         }
         print(Self.table(stats, address: address.description))
     }
 
-    static func table(_ stats: [String: Any], address: String) -> String {
-        func dictionary(_ key: String, in source: [String: Any]? = nil) -> [String: Any] {
-            ((source ?? stats)[key] as? [String: Any]) ?? [:]
-        }
-        func int(_ value: Any?) -> Int { (value as? NSNumber)?.intValue ?? 0 }
-        func double(_ value: Any?) -> Double { (value as? NSNumber)?.doubleValue ?? 0 }
+    static func table(_ stats: StatsDocument, address: String) -> String {
         func pad(_ text: String) -> String { text.padding(toLength: 14, withPad: " ", startingAt: 0) }
-        let requests = dictionary("requests")
-        let bytes = dictionary("bytes")
-        let memory = dictionary("memory")
-        let coalescing = dictionary("coalescing")
-        let upstream = dictionary("upstream")
-        let connections = dictionary("connections")
+        func bytes(_ count: Int) -> String { Format.bytes(Double(count)) }
+        let requests = stats.requests
         var lines: [String] = []
-        lines.append("Larder \(stats["version"] as? String ?? "?") at \(address), up \(Format.duration(double(stats["uptime_seconds"])))")
-        lines.append(pad("Requests") + "\(Format.count(int(requests["total"])))   hit ratio \(String(format: "%.1f", double(stats["hit_ratio"]) * 100)) %")
+        lines.append("Larder \(stats.version) at \(address), up \(Format.duration(stats.uptimeSeconds)), \(stats.workers) event loop\(stats.workers == 1 ? "" : "s")")
+        lines.append(pad("Requests") + "\(Format.count(requests["total"] ?? 0))   hit ratio \(String(format: "%.1f", stats.hitRatio * 100)) %")
         let outcomes = ["hit", "disk_hit", "revalidated", "stale", "coalesced", "miss", "pass", "error", "tunnel", "admin"]
-        lines.append(pad("") + outcomes.map { "\($0) \(Format.count(int(requests[$0])))" }.joined(separator: "  "))
-        lines.append(pad("Bytes") + "from cache \(Format.bytes(double(bytes["from_cache"])))   from upstream \(Format.bytes(double(bytes["from_upstream"])))")
+        lines.append(pad("") + outcomes.map { "\($0) \(Format.count(requests[$0] ?? 0))" }.joined(separator: "  "))
+        lines.append(pad("Bytes") + "from cache \(bytes(stats.bytes.fromCache))   from upstream \(bytes(stats.bytes.fromUpstream))")
+        let memory = stats.memory
         lines.append(
-            pad("Memory") + "\(Format.count(int(memory["entries"]))) entries   \(Format.bytes(double(memory["bytes"]))) of "
-                + "\(Format.bytes(double(memory["max_bytes"])))   \(Format.count(int(memory["evictions"]))) evicted")
-        if let disk = stats["disk"] as? [String: Any] {
+            pad("Memory") + "\(Format.count(memory.entries)) entries   \(bytes(memory.bytes)) of \(bytes(memory.maxBytes))   "
+                + "\(Format.count(memory.evictions)) evicted")
+        if let disk = stats.disk {
             lines.append(
-                pad("Disk") + "\(Format.count(int(disk["entries"]))) entries   \(Format.bytes(double(disk["bytes"]))) of "
-                    + "\(Format.bytes(double(disk["max_bytes"])))   \(Format.count(int(disk["evictions"]))) evicted   "
-                    + "\(int(disk["corruptions"])) corrupt   \(int(disk["write_errors"])) write errors"
-                    + ((disk["degraded"] as? Bool) == true ? "   DEGRADED (memory only)" : "")
-                    + ((disk["index_complete"] as? Bool) == false ? "   (index rebuilding)" : ""))
+                pad("Disk") + "\(Format.count(disk.entries)) entries   \(bytes(disk.bytes)) of \(bytes(disk.maxBytes))   "
+                    + "\(Format.count(disk.evictions)) evicted   \(disk.corruptions) corrupt   \(disk.writeErrors) write errors"
+                    + (disk.degraded ? "   DEGRADED (memory only)" : "") + (disk.indexComplete ? "" : "   (index rebuilding)"))
         } else {
             lines.append(pad("Disk") + "off")
         }
+        let coalescing = stats.coalescing
         lines.append(
-            pad("Coalescing") + "\(Format.count(int(coalescing["fills"]))) fetches   \(Format.count(int(coalescing["coalesced"]))) shared   "
-                + "\(int(coalescing["released"])) released   \(int(coalescing["timed_out"])) timed out")
-        let failures = dictionary("failures", in: upstream).values.reduce(0) { $0 + int($1) }
+            pad("Coalescing") + "\(Format.count(coalescing.fills)) fetches   \(Format.count(coalescing.coalesced)) shared   "
+                + "\(coalescing.moved) moved   \(coalescing.released) released   \(coalescing.timedOut) timed out")
+        let upstream = stats.upstream
         lines.append(
-            pad("Upstream") + "\(Format.count(int(upstream["requests"]))) requests   \(Format.count(int(upstream["retries_total"]))) retries   "
-                + "\(Format.count(failures)) failures   \(int(upstream["retry_budget_exhausted"])) over budget")
+            pad("Upstream") + "\(Format.count(upstream.requests)) requests   \(Format.count(upstream.retriesTotal)) retries   "
+                + "\(Format.count(upstream.failures.values.reduce(0, +))) failures   \(upstream.retryBudgetExhausted) over budget")
+        let connections = stats.connections
         lines.append(
-            pad("Connections") + "\(int(connections["active"])) open   \(Format.count(int(connections["accepted"]))) accepted   "
-                + "\(Format.count(int(connections["rejected"]))) refused")
-        if let hosts = stats["top_hosts"] as? [[String: Any]], !hosts.isEmpty {
+            pad("Connections") + "\(connections.active) open   \(Format.count(connections.accepted)) accepted   "
+                + "\(Format.count(connections.rejected)) refused")
+        if !stats.topHosts.isEmpty {
             lines.append(pad("Top hosts") + "requests  from cache  bytes")
-            for host in hosts {
-                let requests = int(host["requests"])
-                let share = requests > 0 ? int(host["hits"]) * 100 / requests : 0
+            for host in stats.topHosts {
+                let share = host.requests > 0 ? host.hits * 100 / host.requests : 0
                 lines.append(
-                    pad("") + "\(Format.count(requests).leftPadded(8))  \(String(share).leftPadded(8)) %  "
-                        + "\(Format.bytes(double(host["bytes"])).leftPadded(10))  \(host["host"] as? String ?? "?")")
+                    pad("") + "\(Format.count(host.requests).leftPadded(8))  \(String(share).leftPadded(8)) %  "
+                        + "\(bytes(host.bytes).leftPadded(10))  \(host.host)")
             }
         }
         return lines.joined(separator: "\n")

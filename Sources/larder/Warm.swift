@@ -90,7 +90,7 @@ struct Warm: ParsableCommand {
                 "GET", url, headers: [("Host", authority), ("User-Agent", "larder-warm/\(Larder.version)")],
                 onBody: { progress.received($0.count) })
             guard (200..<400).contains(response.status) else { return .failed("\(response.status)") }
-            let status = response.headers.last { $0.0.lowercased() == "cache-status" }?.1 ?? ""
+            let status = response.headers.values("Cache-Status").last ?? ""
             if status.contains("; hit") { return .cached(response.bodyLength) }
             if status.contains("stored") { return .stored(response.bodyLength) }
             return .notCacheable(response.bodyLength)

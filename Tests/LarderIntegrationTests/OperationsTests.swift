@@ -178,6 +178,29 @@ extension IntegrationTests {
             #expect(workers(try Larder(config: "[proxy]\nworkers = 3\n", launcher: ["/usr/bin/taskset", "-c", "0"])) == "3")
         }
 
+        /// `larder stats` reads the admin answer with the daemon's strict parsers: ambiguous
+        /// framing, a chunked body cut short or a document of another shape is an error that
+        /// says so, never a half-read table.
+        @Test func cliStatsRefusesMalformedAnswers() throws {
+            let fake = try RawOrigin()
+            let larder = try Larder()
+            let document = try Curl.run(["http://127.0.0.1:\(larder.adminPort)/stats"]).text
+            func stats(_ script: RawOrigin.Script) throws -> (status: Int32, output: String) {
+                fake.script("/stats", script)
+                let child = try ChildProcess(Paths.larder, ["stats", "--admin", "127.0.0.1:\(fake.port)"])
+                child.process.waitUntilExit()
+                return (child.process.terminationStatus, child.stdout + child.stderr)
+            }
+            let good = try stats(.init("HTTP/1.1 200 OK\r\nContent-Length: \(document.utf8.count)\r\n\r\n" + document))
+            #expect(good.status == 0 && good.output.contains("hit ratio"), "\(good.output)")
+            let both = try stats(.init("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n"))
+            #expect(both.status != 0 && both.output.contains("malformed response"), "\(both.output)")
+            let cut = try stats(.init("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n10\r\n{\"version\""))
+            #expect(cut.status != 0 && cut.output.contains("chunked body"), "\(cut.output)")
+            let shape = try stats(.init("HTTP/1.1 200 OK\r\nContent-Length: 13\r\n\r\n{\"version\":1}"))
+            #expect(shape.status != 0 && shape.output.contains("--json"), "\(shape.output)")
+        }
+
         @Test func adminEndpointsAnswer() throws {
             let origin = try Origin()
             let larder = try Larder()

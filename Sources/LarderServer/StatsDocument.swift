@@ -1,0 +1,231 @@
+import FoundationEssentials
+import LarderIO
+import LarderUpstream
+
+/// The `/stats` document: every counter an operator, the dashboard or `larder stats` wants.
+/// The daemon encodes it and `larder stats` decodes it with this same type; `/metrics` reads
+/// its values from it too (``MetricsTable``), so the two views cannot disagree. JSON keys are
+/// the property names in snake case (`uptime_seconds`, `from_cache`).
+public struct StatsDocument: Codable, Sendable, Equatable {
+    public var version: String
+    public var uptimeSeconds: Double
+    /// Event loops serving (`proxy.workers`).
+    public var workers: Int
+    /// `total` and one count per outcome (`hit`, `disk_hit`, `miss`, ...).
+    public var requests: [String: Int]
+    /// Proxied requests answered from the cache (hits, stale, revalidated), 0...1.
+    public var hitRatio: Double
+    public var bytes: Bytes
+    public var memory: Memory
+    /// nil (`null`) when the disk tier could not be set up.
+    public var disk: Disk?
+    public var coalescing: Coalescing
+    public var upstream: Upstream
+    /// Stored URLs invalidated by unsafe requests or purges.
+    public var invalidations: Int
+    public var connections: Connections
+    public var refused: Refused
+    public var busyPoll: BusyPoll
+    public var tunnels: Tunnels
+    public var parents: [Parent]
+    public var parentFailovers: Int
+    public var topHosts: [Host]
+
+    public struct Bytes: Codable, Sendable, Equatable {
+        public var fromCache: Int
+        public var fromUpstream: Int
+    }
+
+    public struct Memory: Codable, Sendable, Equatable {
+        public var entries: Int
+        public var bytes: Int
+        public var maxBytes: Int
+        public var evictions: Int
+        /// Anonymous memory files holding large bodies.
+        public var files: Int
+    }
+
+    public struct Disk: Codable, Sendable, Equatable {
+        public var entries: Int
+        public var bytes: Int
+        public var maxBytes: Int
+        public var evictions: Int
+        public var corruptions: Int
+        public var writeErrors: Int
+        public var degraded: Bool
+        public var indexComplete: Bool
+        public var path: String
+        public var scrubbedBytes: Int
+    }
+
+    public struct Coalescing: Codable, Sendable, Equatable {
+        public var fills: Int
+        public var coalesced: Int
+        /// Requests moved to the loop already fetching their URL.
+        public var moved: Int
+        public var released: Int
+        public var timedOut: Int
+    }
+
+    public struct Upstream: Codable, Sendable, Equatable {
+        public var requests: Int
+        public var retries: [String: Int]
+        public var retriesTotal: Int
+        public var failures: [String: Int]
+        public var retryBudgetExhausted: Int
+        public var revalidated: Int
+        public var staleIfError: Int
+        public var backgroundRefreshes: Int
+        public var deadConnectionRetries: Int
+    }
+
+    public struct Connections: Codable, Sendable, Equatable {
+        public var active: Int
+        public var accepted: Int
+        public var rejected: Int
+        public var evictedIdle: Int
+    }
+
+    /// Requests refused before any cache or upstream work.
+    public struct Refused: Codable, Sendable, Equatable {
+        public var badRequests: Int
+        public var destinations: Int
+        public var proxyAuth: Int
+    }
+
+    public struct BusyPoll: Codable, Sendable, Equatable {
+        public var caught: Int
+        public var expired: Int
+    }
+
+    public struct Tunnels: Codable, Sendable, Equatable {
+        public var opened: Int
+        public var bytesUp: Int
+        public var bytesDown: Int
+    }
+
+    public struct Parent: Codable, Sendable, Equatable {
+        public var parent: String
+        public var requests: Int
+        public var failures: Int
+        public var skipped: Int
+        public var down: Bool
+    }
+
+    public struct Host: Codable, Sendable, Equatable {
+        public var host: String
+        public var requests: Int
+        public var hits: Int
+        public var bytes: Int
+    }
+
+    /// The JSON text (snake-case keys, sorted, `disk: null` when there is no disk tier).
+    public func json() throws -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.keyEncodingStrategy = .convertToSnakeCase
+        encoder.outputFormatting = [.sortedKeys]
+        return Array(try encoder.encode(self)) + [10]
+    }
+
+    /// Reads the JSON text `json()` wrote.
+    public static func decode(_ bytes: [UInt8]) throws -> StatsDocument {
+        let decoder = JSONDecoder()
+        decoder.keyDecodingStrategy = .convertFromSnakeCase
+        return try decoder.decode(StatsDocument.self, from: Data(bytes))
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case version, uptimeSeconds, workers, requests, hitRatio, bytes, memory, disk, coalescing, upstream, invalidations
+        case connections, refused, busyPoll, tunnels, parents, parentFailovers, topHosts
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(version, forKey: .version)
+        try container.encode(uptimeSeconds, forKey: .uptimeSeconds)
+        try container.encode(workers, forKey: .workers)
+        try container.encode(requests, forKey: .requests)
+        try container.encode(hitRatio, forKey: .hitRatio)
+        try container.encode(bytes, forKey: .bytes)
+        try container.encode(memory, forKey: .memory)
+        try container.encode(disk, forKey: .disk)  // null, not absent, without a disk tier
+        try container.encode(coalescing, forKey: .coalescing)
+        try container.encode(upstream, forKey: .upstream)
+        try container.encode(invalidations, forKey: .invalidations)
+        try container.encode(connections, forKey: .connections)
+        try container.encode(refused, forKey: .refused)
+        try container.encode(busyPoll, forKey: .busyPoll)
+        try container.encode(tunnels, forKey: .tunnels)
+        try container.encode(parents, forKey: .parents)
+        try container.encode(parentFailovers, forKey: .parentFailovers)
+        try container.encode(topHosts, forKey: .topHosts)
+    }
+}
+
+extension StatsDocument {
+    /// The document for the running daemon now.
+    init(_ shared: SharedState, workers: Int) {
+        let stats = shared.stats
+        let config = shared.currentRuntime.config
+        var requests: [String: Int] = [:]
+        var proxied = 0
+        for outcome in RequestOutcome.allCases {
+            requests[outcome.rawValue] = stats.value(outcome)
+            if outcome != .admin && outcome != .tunnel { proxied += stats.value(outcome) }
+        }
+        requests["total"] = requests.values.reduce(0, +)
+        let fromCache = stats.value(.memoryHit) + stats.value(.diskHit) + stats.value(.stale) + stats.value(.revalidated)
+        let memory = shared.memory.statistics
+        let disk = shared.disk.map { disk in
+            let figures = disk.statistics
+            return Disk(
+                entries: figures.entries, bytes: Int(figures.bytes), maxBytes: Int(config.disk.maxBytes), evictions: figures.evictions,
+                corruptions: figures.corruptions, writeErrors: figures.writeErrors, degraded: figures.degraded,
+                indexComplete: figures.indexComplete, path: disk.directory, scrubbedBytes: disk.scrubber.checkedBytes.load())
+        }
+        // Every configured parent, plus any a route or an earlier configuration used.
+        let health = shared.parentHealth.snapshot()
+        let now = Clocks.monotonicNanos()
+        let configured = shared.currentRuntime.parents.parents.map(\.label)
+        let labels = configured + health.keys.filter { !configured.contains($0) }.sorted()
+        let retries = stats.retries.mapValues { $0.load() }
+        self.init(
+            version: Version.larder, uptimeSeconds: Clocks.wallSeconds() - shared.startTime, workers: workers,
+            requests: requests, hitRatio: proxied > 0 ? Double(fromCache) / Double(proxied) : 0,
+            bytes: Bytes(fromCache: stats.bytesFromCache.load(), fromUpstream: stats.bytesFromUpstream.load()),
+            memory: Memory(
+                entries: memory.entries, bytes: memory.bytes, maxBytes: config.memory.maxBytes, evictions: memory.evictions,
+                files: MemoryFileBudget.shared.count),
+            disk: disk,
+            coalescing: Coalescing(
+                fills: stats.fillsStarted.load(), coalesced: stats.requestsCoalesced.load(), moved: stats.connectionsMoved.load(),
+                released: stats.waitersReleased.load(), timedOut: stats.waitersTimedOut.load()),
+            upstream: Upstream(
+                requests: stats.upstreamRequests.load(), retries: retries, retriesTotal: retries.values.reduce(0, +),
+                failures: stats.finalFailures.mapValues { $0.load() }, retryBudgetExhausted: shared.retryBudget.exhausted.load(),
+                revalidated: stats.revalidated.load(), staleIfError: stats.staleServedOnError.load(),
+                backgroundRefreshes: stats.backgroundRefreshes.load(), deadConnectionRetries: stats.deadConnectionRetries.load()),
+            invalidations: stats.invalidations.load(),
+            connections: Connections(
+                active: stats.activeConnections.load(), accepted: stats.acceptedConnections.load(),
+                rejected: stats.rejectedConnections.load(), evictedIdle: stats.evictedIdleConnections.load()),
+            refused: Refused(
+                badRequests: stats.badRequests.load(), destinations: stats.destinationsRefused.load(), proxyAuth: stats.authFailures.load()),
+            busyPoll: BusyPoll(caught: stats.busyPollsCaught.load(), expired: stats.busyPollsExpired.load()),
+            tunnels: Tunnels(opened: stats.tunnelsOpened.load(), bytesUp: stats.tunnelBytesUp.load(), bytesDown: stats.tunnelBytesDown.load()),
+            parents: labels.map { label in
+                let entry = health[label] ?? ParentHealth.Counters()
+                return Parent(
+                    parent: label, requests: entry.requests, failures: entry.failures, skipped: entry.skips, down: entry.downUntil > now)
+            },
+            parentFailovers: stats.parentFailovers.load(),
+            topHosts: shared.hosts.top(10).map { entry in
+                Host(host: entry.host, requests: entry.counts.requests, hits: entry.counts.hits, bytes: entry.counts.bytes)
+            })
+    }
+}
+
+/// Build facts.
+public enum Version {
+    public static let larder = "0.1.0"
+}

@@ -1,0 +1,74 @@
+import Foundation
+import LarderUpstream
+import Testing
+
+@testable import LarderServer
+
+/// One declaration per metric: every row reads its own field of the `/stats` document, and
+/// the document `larder stats` decodes is the one the daemon encodes.
+@Suite(.timeLimit(.minutes(1))) struct MetricsTableTests {
+    /// A document whose every number differs, so a row reading the wrong field shows.
+    static func distinctDocument() -> StatsDocument {
+        var next = 0
+        func n() -> Int {
+            next += 1
+            return next
+        }
+        var requests: [String: Int] = [:]
+        for outcome in RequestOutcome.allCases { requests[outcome.rawValue] = n() }
+        requests["total"] = n()
+        return StatsDocument(
+            version: "0.1.0", uptimeSeconds: 12.5, workers: n(), requests: requests, hitRatio: 0.25,
+            bytes: .init(fromCache: n(), fromUpstream: n()),
+            memory: .init(entries: n(), bytes: n(), maxBytes: n(), evictions: n(), files: n()),
+            disk: .init(
+                entries: n(), bytes: n(), maxBytes: n(), evictions: n(), corruptions: n(), writeErrors: n(), degraded: true,
+                indexComplete: false, path: "/var/cache/larder", scrubbedBytes: n()),
+            coalescing: .init(fills: n(), coalesced: n(), moved: n(), released: n(), timedOut: n()),
+            upstream: .init(
+                requests: n(), retries: Dictionary(uniqueKeysWithValues: RetryPolicy.Reason.allCases.map { ($0.rawValue, n()) }),
+                retriesTotal: n(), failures: Dictionary(uniqueKeysWithValues: Statistics.failureReasons.map { ($0, n()) }),
+                retryBudgetExhausted: n(), revalidated: n(), staleIfError: n(), backgroundRefreshes: n(), deadConnectionRetries: n()),
+            invalidations: n(),
+            connections: .init(active: n(), accepted: n(), rejected: n(), evictedIdle: n()),
+            refused: .init(badRequests: n(), destinations: n(), proxyAuth: n()),
+            busyPoll: .init(caught: n(), expired: n()),
+            tunnels: .init(opened: n(), bytesUp: n(), bytesDown: n()),
+            parents: [.init(parent: "http://parent:3128", requests: n(), failures: n(), skipped: n(), down: false)],
+            parentFailovers: n(),
+            topHosts: [.init(host: "deb.example", requests: n(), hits: n(), bytes: n())])
+    }
+
+    @Test func everySeriesIsDeclaredOnceAndReadsAFieldOfItsOwn() {
+        let document = Self.distinctDocument()
+        let rows = MetricsTable.rows
+        let identities = rows.map { row in row.name + row.labels.map { "|\($0.0)=\($0.1)" }.joined() }
+        #expect(Set(identities).count == rows.count, "a series is declared twice")
+        let values = rows.map { $0.value(document) }
+        // The two gauges for degraded (1) aside, every row reads a distinct, non-zero field.
+        let numbered = zip(rows, values).filter { $0.0.name != "larder_disk_degraded" }.map(\.1)
+        #expect(!numbered.contains(0), "a row reads nothing: \(zip(identities, values).filter { $0.1 == 0 }.map(\.0))")
+        #expect(Set(numbered).count == numbered.count, "two rows read the same field")
+        for row in rows {
+            #expect(row.name.hasPrefix("larder_"))
+            #expect((row.kind == .counter) == row.name.hasSuffix("_total"), "\(row.name)")
+        }
+    }
+
+    @Test func theDocumentDecodesAsItWasEncodedWithSnakeCaseKeys() throws {
+        let document = Self.distinctDocument()
+        let json = try document.json()
+        #expect(try StatsDocument.decode(json) == document)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json)) as? [String: Any])
+        for key in ["uptime_seconds", "hit_ratio", "busy_poll", "top_hosts", "parent_failovers", "connections"] {
+            #expect(object[key] != nil, "\(key)")
+        }
+        let connections = try #require(object["connections"] as? [String: Any])
+        #expect(connections["evicted_idle"] as? Int == document.connections.evictedIdle)
+        var memoryOnly = document
+        memoryOnly.disk = nil
+        let text = String(decoding: try memoryOnly.json(), as: UTF8.self)
+        #expect(text.contains("\"disk\":null"), "no disk tier is null, not absent")
+        #expect(try StatsDocument.decode(try memoryOnly.json()) == memoryOnly)
+    }
+}
