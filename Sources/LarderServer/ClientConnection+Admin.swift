@@ -42,14 +42,14 @@ extension ClientConnection {
                 respondAdmin(400, text: "POST /purge?url=http://host/path (URL-encoded) names the URL to purge")
                 return
             }
-            let purged = proxy.shared.purge(CacheKey(url))
+            let purged = proxy.shared.cache.purge(CacheKey(url))
             proxy.shared.stats.invalidations.add(purged ? 1 : 0)
             proxy.logger.notice("purged", metadata: ["url": "\(url)", "found": "\(purged)"])
             respondAdmin(200, contentType: "application/json", body: Array("{\"url\":\(JSON.string(url.description)),\"purged\":\(purged)}\n".utf8))
         case "/cache":
             guard method == .delete else { return methodNotAllowed("DELETE") }
             guard authorized(exchange) else { return }
-            proxy.shared.removeAll()
+            proxy.shared.cache.removeAll()
             proxy.shared.hosts.removeAll()
             proxy.logger.notice("cache cleared through the admin endpoint")
             respondAdmin(200, contentType: "application/json", body: Array("{\"cleared\":true}\n".utf8))

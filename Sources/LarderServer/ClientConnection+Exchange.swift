@@ -163,32 +163,20 @@ extension ClientConnection {
         case pending
     }
 
-    /// The stored variant for this request, from memory, then disk.
+    /// The stored variant for this request, from memory, then disk (``TieredCache``).
     private func lookup(_ key: CacheKey, request: HTTPHeaders, varyMiss: inout Bool) -> LookupResult {
-        if let variants = proxy.shared.memory.lookup(key) {
-            if let stored = variants.first(where: { VaryMatcher.matches($0, request: request) }) { return .found(stored) }
-            varyMiss = true
-        }
-        guard let disk = proxy.shared.disk else { return .none }
-        // An entry the reader thread just checked: served from the bytes it checked.
-        if let checked = exchange?.checkedDiskEntry {
-            exchange?.checkedDiskEntry = nil
-            if checked.key == key, VaryMatcher.matches(checked, request: request) {
-                exchange?.fromDisk = true
-                promoteIntoMemory(checked)
-                return .found(checked)
-            }
-        }
-        switch disk.lookup(key, request: request) {
-        case .miss:
-            return .none
-        case .unverified(let name):
-            waitForVerification(of: name, disk: disk)
-            return .pending
-        case .hit(let stored):
-            exchange?.fromDisk = true
-            promoteIntoMemory(stored)
+        let checked = exchange?.checkedDiskEntry
+        exchange?.checkedDiskEntry = nil
+        switch proxy.shared.cache.lookup(key, request: request, checked: checked) {
+        case .found(let stored, let fromDisk):
+            if fromDisk { exchange?.fromDisk = true }
             return .found(stored)
+        case .miss(let otherVariants):
+            varyMiss = otherVariants
+            return .none
+        case .pending(let name):
+            waitForVerification(of: name)
+            return .pending
         }
     }
 
@@ -229,10 +217,10 @@ extension ClientConnection {
     }
 
     /// Checks a disk entry's body on the reader thread, then resumes this exchange on its loop.
-    private func waitForVerification(of name: String, disk: DiskCache) {
+    private func waitForVerification(of name: String) {
         let token = proxy.park(self)
         let handle = proxy.loop.handle
-        disk.verify(name) { verification in
+        proxy.shared.cache.verify(name) { verification in
             handle.execute { loop in (loop.context as? ProxyLoop)?.unpark(token)?.resumeAfterDiskCheck(verification) }
         }
     }
@@ -242,18 +230,5 @@ extension ClientConnection {
         if case .sound(let checked?) = verification { exchange.checkedDiskEntry = checked }
         proceed(exchange)
         flushSoon()
-    }
-
-    /// Copies a small disk entry into the memory tier in the background.
-    private func promoteIntoMemory(_ stored: StoredResponse) {
-        guard let disk = proxy.shared.disk, stored.bodyLength <= proxy.shared.memory.limits.maxObjectBytes else { return }
-        let memory = proxy.shared.memory
-        if stored.isInMemory {
-            memory.insert(stored)
-            return
-        }
-        disk.readIntoMemory(stored) { promoted in
-            if let promoted { memory.insert(promoted) }
-        }
     }
 }

@@ -12,13 +12,7 @@ extension Fill {
     func refresh(_ validating: StoredResponse, with notModified: ResponseHead) {
         upstreamStatus = 304
         let updated = validating.freshened(by: notModified.headers, requestTime: requestTime, responseTime: responseTime)
-        let memory = proxy.shared.memory
-        if updated.isInMemory {
-            memory.insert(updated)
-        } else if updated.bodyLength <= maxMemoryObject, let disk = proxy.shared.disk {
-            disk.readIntoMemory(updated) { promoted in if let promoted { memory.insert(promoted) } }
-        }
-        proxy.shared.disk?.refresh(updated)
+        proxy.shared.cache.refresh(updated, promoting: true)
         refreshed = updated
         proxy.shared.stats.revalidated.add(1)
         var index = 1
@@ -44,11 +38,9 @@ extension Fill {
         let lengthMatches = announcedLength.map { $0 == stored.bodyLength } ?? true
         if stored.hasValidator && etagMatches && modifiedMatches && lengthMatches {
             let updated = stored.freshened(by: head.headers, requestTime: requestTime, responseTime: responseTime)
-            if updated.isInMemory { proxy.shared.memory.insert(updated) }
-            proxy.shared.disk?.refresh(updated)
+            proxy.shared.cache.refresh(updated, promoting: false)
         } else {
-            proxy.shared.memory.remove(stored)
-            proxy.shared.disk?.remove(stored)
+            proxy.shared.cache.invalidate(stored)
         }
     }
 
@@ -65,7 +57,7 @@ extension Fill {
                 keys.append(CacheKey(url))
             }
         }
-        for key in keys { proxy.shared.purge(key) }
+        for key in keys { proxy.shared.cache.purge(key) }
         proxy.shared.stats.invalidations.add(keys.count)
     }
 
@@ -93,7 +85,7 @@ extension Fill {
                 let prepared = StoredResponse.serializeHead(status: forwarded.status, reason: forwarded.reason, headers: stored)
                 memoryEntryParts = (cacheControl, lifetime, vary, stored, prepared)
             }
-            if proxy.shared.disk != nil {
+            if proxy.shared.cache.disk != nil {
                 let diskHead = DiskEntryFormat.Head(
                     key: key.url, status: forwarded.status, reason: forwarded.reason, requestTime: requestTime,
                     responseTime: responseTime, vary: vary, headers: stored)
@@ -110,9 +102,7 @@ extension Fill {
     /// Starts streaming the body to the disk tier, beginning with what already arrived.
     func startDiskWrite(_ diskHead: DiskEntryFormat.Head) {
         pendingDiskHead = nil
-        guard let disk = proxy.shared.disk,
-            let write = disk.beginWrite(key: key, head: diskHead, expectedLength: contentLength)
-        else { return }
+        guard let write = proxy.shared.cache.beginDiskWrite(key: key, head: diskHead, expectedLength: contentLength) else { return }
         for chunk in chunks { write.append(chunk) }
         diskWrite = write
     }
@@ -160,7 +150,7 @@ extension Fill {
             correctedInitialAge: Freshness.correctedInitialAge(
                 headers: head.headers, requestTime: requestTime, responseTime: responseTime),
             cacheControl: parts.cacheControl, preparedHead: parts.head)
-        proxy.shared.memory.insert(stored)
+        proxy.shared.cache.insertInMemory(stored)
         return (stored, body)
     }
 }

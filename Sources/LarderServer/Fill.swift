@@ -450,8 +450,7 @@ final class Fill: UpstreamTransferDelegate {
         decideSharing(forwarded, cacheControl: cacheControl)
         if let validating = options.validating, !willStore {
             // The origin sent a new response that will not be stored: the old one is outdated.
-            proxy.shared.memory.remove(validating)
-            proxy.shared.disk?.remove(validating)
+            proxy.shared.cache.invalidate(validating)
         }
         if readers.isEmpty && !worthFinishingAlone {
             cancel(reason: "every client left")

@@ -45,7 +45,7 @@ final class ProxyLoop {
     private var cachedDateSecond = -1
     private var cachedDate = ""
     /// Complete responses to store on disk after this epoll batch (`storeOnDisk`).
-    private var pendingDiskStores: [(stored: StoredResponse, body: [UInt8], head: DiskEntryFormat.Head)] = []
+    private var pendingDiskStores: [TieredCache.PendingStore] = []
 
     /// The destination policy for the current configuration, rebuilt on reload and every
     /// ``ProxyLoop/hostAddressRefresh`` so addresses that interfaces gain later count as local.
@@ -96,34 +96,19 @@ final class ProxyLoop {
     /// thread costs more in wake-ups and context switches than the file calls themselves. The
     /// rest go to the disk writer, woken once for the whole batch.
     func storeOnDisk(_ stored: StoredResponse, body: [UInt8], head: DiskEntryFormat.Head) {
-        guard shared.disk != nil else { return }
-        pendingDiskStores.append((stored, body, head))
+        guard shared.cache.disk != nil else { return }
+        pendingDiskStores.append(.init(response: stored, body: body, head: head))
         guard pendingDiskStores.count == 1 else { return }
-        loop.enqueueBeforeWait { [self] in writePendingDiskStores() }
+        loop.enqueueBeforeWait { [self] in
+            let stores = pendingDiskStores
+            pendingDiskStores.removeAll(keepingCapacity: true)
+            shared.cache.storeOnDisk(stores, budgetNanos: ProxyLoop.inlineStoreBudget)
+        }
     }
 
     /// Entries are written on the loop thread until this much time (1 ms) went into it in one
-    /// epoll batch; the rest of the batch goes to the disk writer. At about 15 µs per 1 KiB
-    /// entry on a fast disk, 50 misses of one batch all fit.
+    /// epoll batch; the rest of the batch goes to the disk writer.
     private static let inlineStoreBudget: UInt64 = 1_000_000
-
-    private func writePendingDiskStores() {
-        let stores = pendingDiskStores
-        pendingDiskStores.removeAll(keepingCapacity: true)
-        guard let disk = shared.disk else { return }
-        let deadline = Clocks.monotonicNanos() + ProxyLoop.inlineStoreBudget
-        var inline = true
-        var queued = false
-        for (stored, body, head) in stores {
-            if inline && disk.storeInline(stored, body: body, head: head) {
-                inline = Clocks.monotonicNanos() < deadline
-            } else {
-                disk.store(stored, body: body, head: head, wakeWriter: false)
-                queued = true
-            }
-        }
-        if queued { disk.wakeWriter() }
-    }
 
     func reserveSpareDescriptor() {
         guard spareDescriptor < 0 else { return }

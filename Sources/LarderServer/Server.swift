@@ -38,7 +38,7 @@ public final class Server: Sendable {
         // Each client connection needs a descriptor, a tunnel two, an upstream transfer one more;
         // the disk tier one per segment file.
         let descriptors = ResourceLimits.raiseOpenFiles()
-        let segments = shared.disk == nil ? 0 : DiskCache.segmentDescriptors(maxBytes: config.disk.maxBytes)
+        let segments = shared.cache.disk == nil ? 0 : DiskCache.segmentDescriptors(maxBytes: config.disk.maxBytes)
         if descriptors < config.proxy.maxConnections * 2 + 256 + segments {
             shared.logger.warning(
                 "the open-file limit is low for proxy.max_connections; connections beyond it are refused with 503",
@@ -77,7 +77,7 @@ public final class Server: Sendable {
             $0.activated = !passed.isEmpty
         }
         sockets.withLock { $0 = opened }
-        shared.disk?.start()
+        shared.cache.disk?.start()
         let workers = config.proxy.workers ?? CPUBudget.current()
         var handles: [EventLoopHandle] = []
         for index in 0..<workers {
@@ -133,8 +133,8 @@ public final class Server: Sendable {
         let served = RequestOutcome.allCases.reduce(0) { $0 + stats.value($1) }
         let fromCache = stats.value(.memoryHit) + stats.value(.diskHit) + stats.value(.stale) + stats.value(.revalidated)
         let ratio = served > 0 ? Double(fromCache) * 100 / Double(served) : 0
-        let memory = shared.memory.statistics
-        let disk = shared.disk?.statistics
+        let memory = shared.cache.memory.statistics
+        let disk = shared.cache.disk?.statistics
         return "\(stats.activeConnections.load()) connections, \(served) requests, "
             + "\(Int(ratio.rounded()))% from cache, memory \(Units.format(bytes: Int64(memory.bytes / 1024 * 1024))) "
             + "in \(memory.entries) entries, disk \(disk.map { "\($0.entries) entries" } ?? "off")"
@@ -149,10 +149,10 @@ public final class Server: Sendable {
             return current
         }
         let memory = config.memory
-        shared.memory.setLimits(
+        shared.cache.memory.setLimits(
             .init(maxBytes: memory.maxBytes, maxEntries: memory.maxEntries, maxObjectBytes: memory.maxObjectBytes))
-        shared.disk?.setLimits(.init(maxBytes: config.disk.maxBytes, maxObjectBytes: config.disk.maxObjectBytes))
-        shared.disk?.scrubber.rate.store(config.disk.scrubRate, ordering: .relaxed)
+        shared.cache.disk?.setLimits(.init(maxBytes: config.disk.maxBytes, maxObjectBytes: config.disk.maxObjectBytes))
+        shared.cache.disk?.scrubber.rate.store(config.disk.scrubRate, ordering: .relaxed)
         shared.retryBudget.setLimits(ratio: config.retry.budgetRatio, floor: config.retry.budgetMin)
         let done = DispatchSemaphore(value: 0)
         let handles = loops.withLock { $0 }
@@ -199,19 +199,19 @@ public final class Server: Sendable {
         for (_, socket) in sockets.withLock({ $0 }) { socket.close() }
         // Queued disk writes finish (or fail) before exit, so an orderly stop leaves nothing
         // half-written in tmp/.
-        shared.disk?.stop()
+        shared.cache.disk?.stop()
         shared.stopHelpers()
     }
 
     /// Removes every stored variant of `url` from memory and disk. Returns whether anything
     /// was stored. `url` must be an absolute http(s) URL.
     public func purge(url: String) throws(HTTPParseError) -> Bool {
-        shared.purge(CacheKey(try AbsoluteURL(parsing: url)))
+        shared.cache.purge(CacheKey(try AbsoluteURL(parsing: url)))
     }
 
     /// Empties both cache tiers.
     public func removeAll() {
-        shared.removeAll()
+        shared.cache.removeAll()
     }
 
     /// Counters, for the admin endpoint and tests.

@@ -11,9 +11,8 @@ import Synchronization
 /// State: `memory` and `stats` are thread-safe on their own; `runtime` is guarded by its mutex
 /// and read once per loop on reload, never per request.
 final class SharedState: Sendable {
-    let memory: MemoryCache
-    /// The persistent tier; nil when its directory could not be set up (memory-only).
-    let disk: DiskCache?
+    /// Memory in front of disk (the disk tier is nil when its directory could not be set up).
+    let cache: TieredCache
     let stats = Statistics()
     /// Which loop fetches each key (several loops only).
     let fills = FillRegistry()
@@ -62,7 +61,7 @@ final class SharedState: Sendable {
 
     init(runtime: RuntimeConfig, logger: Logger) {
         let memory = runtime.config.memory
-        self.memory = MemoryCache(
+        let memoryTier = MemoryCache(
             limits: .init(maxBytes: memory.maxBytes, maxEntries: memory.maxEntries, maxObjectBytes: memory.maxObjectBytes))
         self.runtime = Mutex(runtime)
         self.logger = logger
@@ -71,16 +70,17 @@ final class SharedState: Sendable {
         retryBudget = RetryBudget(ratio: runtime.config.retry.budgetRatio, floor: runtime.config.retry.budgetMin)
         metrics = MetricsExporter()
         let diskConfig = runtime.config.disk
+        var diskTier: DiskCache?
         do {
-            disk = try DiskCache(
+            diskTier = try DiskCache(
                 directory: diskConfig.path,
                 limits: .init(maxBytes: diskConfig.maxBytes, maxObjectBytes: diskConfig.maxObjectBytes), logger: logger)
-            disk?.scrubber.rate.store(diskConfig.scrubRate, ordering: .relaxed)
+            diskTier?.scrubber.rate.store(diskConfig.scrubRate, ordering: .relaxed)
         } catch {
             logger.error(
                 "disk cache unavailable; storing in memory only", metadata: ["directory": "\(diskConfig.path)", "error": "\(error)"])
-            disk = nil
         }
+        cache = TieredCache(memory: memoryTier, disk: diskTier)
     }
 
     /// Resolves `host` on a resolver thread; `completion` runs on that thread.
@@ -95,20 +95,6 @@ final class SharedState: Sendable {
     func stopHelpers() {
         authenticator.stop()
         for resolver in resolvers { resolver.stop() }
-    }
-
-    /// Removes every stored variant of `url` from both tiers. Returns whether anything was stored.
-    @discardableResult
-    func purge(_ key: CacheKey) -> Bool {
-        let inMemory = memory.remove(key)
-        let onDisk = disk?.purge(key) ?? false
-        return inMemory || onDisk
-    }
-
-    /// Empties both tiers.
-    func removeAll() {
-        memory.removeAll()
-        disk?.removeAll()
     }
 
     var currentRuntime: RuntimeConfig { runtime.withLock { $0 } }

@@ -175,8 +175,8 @@ extension StatsDocument {
         }
         requests["total"] = requests.values.reduce(0, +)
         let fromCache = stats.value(.memoryHit) + stats.value(.diskHit) + stats.value(.stale) + stats.value(.revalidated)
-        let memory = shared.memory.statistics
-        let disk = shared.disk.map { disk in
+        let memory = shared.cache.memory.statistics
+        let disk = shared.cache.disk.map { disk in
             let figures = disk.statistics
             return Disk(
                 entries: figures.entries, bytes: Int(figures.bytes), maxBytes: Int(config.disk.maxBytes), evictions: figures.evictions,

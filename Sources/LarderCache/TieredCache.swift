@@ -1,0 +1,151 @@
+import LarderHTTP
+import LarderIO
+import Logging
+
+/// The cache's one face: the memory tier in front of the disk tier. Lookups go to memory, then
+/// disk, and a disk hit small enough for memory is promoted; stores, 304 refreshes,
+/// invalidations and purges reach both tiers. It also decides where a complete entry is
+/// written: by the calling event loop while the disk is fast, else by the writer thread.
+///
+/// State: the tiers are thread-safe on their own; this type adds no state of its own.
+public final class TieredCache: Sendable {
+    public let memory: MemoryCache
+    /// nil when the disk directory could not be set up (memory only).
+    public let disk: DiskCache?
+
+    public init(memory: MemoryCache, disk: DiskCache?) {
+        self.memory = memory
+        self.disk = disk
+    }
+
+    /// What a lookup found.
+    public enum Lookup {
+        /// A stored variant for the request; `fromDisk` when the disk tier held it.
+        case found(StoredResponse, fromDisk: Bool)
+        /// Nothing stored for this request; `varyMiss` when other variants of the URL are.
+        case miss(varyMiss: Bool)
+        /// A disk entry that must be checked first (``verify(_:completion:)``), then looked up
+        /// again with the checked entry.
+        case pending(name: String)
+    }
+
+    /// The stored variant for a request with `headers`: memory first, then disk. `checked` is
+    /// an entry ``verify(_:completion:)`` just read and checked for this request: it is served
+    /// from those bytes.
+    public func lookup(_ key: CacheKey, request headers: HTTPHeaders, checked: StoredResponse? = nil) -> Lookup {
+        var varyMiss = false
+        if let variants = memory.lookup(key) {
+            if let stored = variants.first(where: { VaryMatcher.matches($0, request: headers) }) { return .found(stored, fromDisk: false) }
+            varyMiss = true
+        }
+        guard let disk else { return .miss(varyMiss: varyMiss) }
+        if let checked, checked.key == key, VaryMatcher.matches(checked, request: headers) {
+            promote(checked)
+            return .found(checked, fromDisk: true)
+        }
+        switch disk.lookup(key, request: headers) {
+        case .miss:
+            return .miss(varyMiss: varyMiss)
+        case .unverified(let name):
+            return .pending(name: name)
+        case .hit(let stored):
+            promote(stored)
+            return .found(stored, fromDisk: true)
+        }
+    }
+
+    /// Checks a disk entry's body on the reader thread; `completion` runs there.
+    public func verify(_ name: String, completion: @escaping @Sendable (DiskCache.Verification) -> Void) {
+        guard let disk else { return completion(.dropped) }
+        disk.verify(name, completion: completion)
+    }
+
+    /// Puts a disk entry small enough for the memory tier into it: at once when its body is
+    /// already in memory, else read (and checked) on the reader thread.
+    public func promote(_ stored: StoredResponse) {
+        guard stored.bodyLength <= memory.limits.maxObjectBytes else { return }
+        if stored.isInMemory {
+            memory.insert(stored)
+            return
+        }
+        guard let disk else { return }
+        let memory = self.memory
+        disk.readIntoMemory(stored) { promoted in
+            if let promoted { memory.insert(promoted) }
+        }
+    }
+
+    /// Stores a complete response whose body is in memory into the memory tier.
+    public func insertInMemory(_ stored: StoredResponse) {
+        memory.insert(stored)
+    }
+
+    /// Starts streaming a body to the disk tier (nil: no disk, or it refuses the entry).
+    public func beginDiskWrite(key: CacheKey, head: DiskEntryFormat.Head, expectedLength: Int?) -> DiskWrite? {
+        disk?.beginWrite(key: key, head: head, expectedLength: expectedLength)
+    }
+
+    /// A complete response waiting to be written to disk (``storeOnDisk(_:budgetNanos:)``).
+    public struct PendingStore {
+        public let response: StoredResponse
+        public let body: [UInt8]
+        public let head: DiskEntryFormat.Head
+        public init(response: StoredResponse, body: [UInt8], head: DiskEntryFormat.Head) {
+            self.response = response
+            self.body = body
+            self.head = head
+        }
+    }
+
+    /// Writes complete responses to disk: on the calling thread (an event loop, after it sent
+    /// its batch's responses) for at most `budgetNanos` and while the disk stays fast, the rest
+    /// by the writer thread, woken once. On a busy core the hand-off to the writer costs more
+    /// in wake-ups than a small entry's file calls.
+    public func storeOnDisk(_ stores: [PendingStore], budgetNanos: UInt64) {
+        guard let disk, !stores.isEmpty else { return }
+        let deadline = Clocks.monotonicNanos() &+ budgetNanos
+        var inline = true
+        var queued = false
+        for store in stores {
+            if inline && disk.storeInline(store.response, body: store.body, head: store.head) {
+                inline = Clocks.monotonicNanos() < deadline
+            } else {
+                disk.store(store.response, body: store.body, head: store.head, wakeWriter: false)
+                queued = true
+            }
+        }
+        if queued { disk.wakeWriter() }
+    }
+
+    /// A stored response freshened by a 304 or a matching HEAD (RFC 9111 §4.3.4, §4.3.5): the
+    /// new fields and times replace the old in both tiers. `promoting`: a disk entry small
+    /// enough is read into memory too (a 304 answers clients now; a HEAD does not).
+    public func refresh(_ updated: StoredResponse, promoting: Bool) {
+        if promoting {
+            promote(updated)
+        } else if updated.isInMemory {
+            memory.insert(updated)
+        }
+        disk?.refresh(updated)
+    }
+
+    /// Drops one stored variant the origin showed to be outdated.
+    public func invalidate(_ stored: StoredResponse) {
+        memory.remove(stored)
+        disk?.remove(stored)
+    }
+
+    /// Removes every stored variant of `key` from both tiers; whether anything was stored.
+    @discardableResult
+    public func purge(_ key: CacheKey) -> Bool {
+        let inMemory = memory.remove(key)
+        let onDisk = disk?.purge(key) ?? false
+        return inMemory || onDisk
+    }
+
+    /// Empties both tiers.
+    public func removeAll() {
+        memory.removeAll()
+        disk?.removeAll()
+    }
+}

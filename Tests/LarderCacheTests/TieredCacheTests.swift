@@ -1,0 +1,112 @@
+import Foundation
+@testable import LarderCache
+import LarderHTTP
+import Logging
+import Testing
+
+/// The cache's one face over a real memory tier and a real disk tier in a temporary directory.
+@Suite(.timeLimit(.minutes(1))) struct TieredCacheTests {
+    let directory = NSTemporaryDirectory() + "larder-tiered-" + UUID().uuidString
+    let cache: TieredCache
+
+    init() throws {
+        let disk = try DiskCache(directory: directory, limits: .init(maxBytes: 1 << 30, maxObjectBytes: 1 << 30), logger: Logger(label: "test"))
+        disk.start()
+        for _ in 0..<10_000 where !disk.isIndexComplete { usleep(1000) }
+        disk.drain()
+        cache = TieredCache(memory: MemoryCache(limits: Fixtures.limits()), disk: disk)
+    }
+
+    private func diskHead(_ path: String) -> DiskEntryFormat.Head {
+        DiskEntryFormat.Head(
+            key: Fixtures.key(path).url, status: 200, reason: "OK", requestTime: 1000, responseTime: 1000, vary: [:],
+            headers: ["Cache-Control": "max-age=60"])
+    }
+
+    /// Looks `path` up until it is not pending (a disk entry checked on the reader thread).
+    private func lookUp(_ path: String) -> TieredCache.Lookup {
+        var result = cache.lookup(Fixtures.key(path), request: [:])
+        if case .pending(let name) = result {
+            let done = DispatchSemaphore(value: 0)
+            nonisolated(unsafe) var checked: StoredResponse?
+            cache.verify(name) { verification in
+                if case .sound(let entry) = verification { checked = entry }
+                done.signal()
+            }
+            done.wait()
+            result = cache.lookup(Fixtures.key(path), request: [:], checked: checked)
+        }
+        return result
+    }
+
+    private func waitForMemory(_ path: String) -> Bool {
+        for _ in 0..<2000 {
+            if cache.memory.lookup(Fixtures.key(path)) != nil { return true }
+            usleep(1000)
+        }
+        return false
+    }
+
+    @Test func memoryFirstThenDiskAndADiskHitIsPromoted() throws {
+        let inMemory = Fixtures.response("/m")
+        cache.insertInMemory(inMemory)
+        guard case .found(_, let fromDisk) = lookUp("/m") else { Issue.record("memory entry not found"); return }
+        #expect(!fromDisk)
+
+        let onDisk = Fixtures.response("/d", bodySize: 2000)
+        cache.storeOnDisk([.init(response: onDisk, body: [UInt8](repeating: 7, count: 2000), head: diskHead("/d"))], budgetNanos: 1_000_000)
+        cache.disk?.drain()
+        #expect(cache.memory.lookup(Fixtures.key("/d")) == nil)
+        guard case .found(let found, true) = lookUp("/d") else { Issue.record("disk entry not found"); return }
+        #expect(found.bodyLength == 2000)
+        #expect(waitForMemory("/d"), "a disk hit small enough for memory is promoted")
+        guard case .found(_, false) = lookUp("/d") else { Issue.record("promoted entry not served from memory"); return }
+
+        guard case .miss(let varyMiss) = lookUp("/nothing") else { Issue.record("found something never stored"); return }
+        #expect(!varyMiss)
+    }
+
+    /// Past the loop's budget, entries go to the writer thread; all of them land.
+    @Test func storesBeyondTheBudgetGoToTheWriter() throws {
+        let stores = (0..<20).map { index in
+            TieredCache.PendingStore(
+                response: Fixtures.response("/s\(index)", bodySize: 500), body: [UInt8](repeating: 1, count: 500),
+                head: diskHead("/s\(index)"))
+        }
+        cache.storeOnDisk(stores, budgetNanos: 0)
+        cache.disk?.drain()
+        #expect(cache.disk?.statistics.entries == 20)
+        for index in 0..<20 {
+            guard case .found(_, true) = lookUp("/s\(index)") else { Issue.record("/s\(index) not on disk"); continue }
+        }
+    }
+
+    @Test func refreshInvalidateAndPurgeReachBothTiers() throws {
+        let stored = Fixtures.response("/p", bodySize: 300)
+        cache.insertInMemory(stored)
+        cache.storeOnDisk([.init(response: stored, body: [UInt8](repeating: 7, count: 300), head: diskHead("/p"))], budgetNanos: 1_000_000)
+        cache.disk?.drain()
+        let newer = Fixtures.response("/p", bodySize: 300, headers: ["Cache-Control": "max-age=600", "X-Refreshed": "1"], lifetime: 600)
+        cache.refresh(newer, promoting: false)
+        cache.disk?.drain()
+        #expect(cache.memory.lookup(Fixtures.key("/p"))?.first?.headers["X-Refreshed"] == "1")
+        cache.memory.removeAll()
+        guard case .found(let fromDisk, true) = lookUp("/p") else { Issue.record("refreshed entry gone from disk"); return }
+        #expect(fromDisk.headers["X-Refreshed"] == "1", "the disk copy carries the 304's fields")
+        #expect(waitForMemory("/p"))  // the hit's promotion lands before the invalidation
+
+        // The variant a request was served, as the exchange holds it (the promoted copy).
+        let served = try #require(cache.memory.lookup(Fixtures.key("/p"))?.first)
+        cache.invalidate(served)
+        cache.disk?.drain()
+        guard case .miss = lookUp("/p") else { Issue.record("invalidated entry still served"); return }
+
+        cache.insertInMemory(stored)
+        cache.storeOnDisk([.init(response: stored, body: [UInt8](repeating: 7, count: 300), head: diskHead("/p"))], budgetNanos: 1_000_000)
+        cache.disk?.drain()
+        #expect(cache.purge(Fixtures.key("/p")))
+        cache.disk?.drain()
+        guard case .miss = lookUp("/p") else { Issue.record("purged entry still served"); return }
+        #expect(!cache.purge(Fixtures.key("/p")))
+    }
+}
