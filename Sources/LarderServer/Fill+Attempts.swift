@@ -7,24 +7,55 @@ import LarderUpstream
 /// Sending the request again: to the next parent, on a fresh connection after a dead pooled
 /// one, or after a delay under the retry policy and its budget.
 extension Fill {
-    // MARK: Parent failover
+    /// What the planner needs to know about this fill's attempts.
+    var attemptFacts: AttemptPlanner.Facts {
+        AttemptPlanner.Facts(
+            method: method, routeDeclaresIdempotent: options.idempotentRoute, canResend: canResend, attempts: attempts,
+            freeAttempts: freeAttempts, onFreshConnection: request.freshConnection,
+            parent: currentParent == nil ? nil : (parentIndex, options.parents.count))
+    }
 
-    /// After a failure to reach the current parent: marks it down and, if another parent is
-    /// left in the plan, sends the request there at once (true). Not a retry: the request
-    /// never reached anyone, so neither the retry policy nor its budget applies; but a request
-    /// that may have been forwarded (reset after sending) is only re-sent where a retry could be.
-    func failOver(after error: UpstreamError) -> Bool {
-        guard let parent = currentParent else { return false }
-        let unreached = error.kind == .dns || error.kind == .connect || (error.kind == .timeout && !error.connected)
-        guard unreached || error.kind == .reset else { return false }
-        proxy.shared.parentUnreachable(parent, backoff: options.parentBackoff, error: "\(error)")
-        guard parentIndex + 1 < options.parents.count, canResend,
-            unreached || RetryPolicy.mayRetry(method: method, routeDeclaresIdempotent: options.idempotentRoute)
-        else { return false }
-        parentIndex += 1
-        retryLog.append(("parent", 0))
-        proxy.shared.stats.parentFailovers.add(1)
-        resendNextTurn()
+    /// After an attempt failed before any response head: marks an unreachable parent down and
+    /// carries out the planner's next step. Returns whether another attempt follows.
+    func tryAgain(after error: UpstreamError) -> Bool {
+        let (action, parentUnreachable) = AttemptPlanner.afterError(
+            error, facts: attemptFacts, policy: options.retry, random: Double.random(in: 0..<1))
+        if parentUnreachable, let parent = currentParent {
+            proxy.shared.parentUnreachable(parent, backoff: options.parentBackoff, error: "\(error)")
+        }
+        return carryOut(action)
+    }
+
+    /// After a response head with a retryable status: whether it is retried (the caller then
+    /// drops the transfer and its head, no byte having gone to a client).
+    func tryAgain(afterStatus head: ResponseHead) -> Bool {
+        let action = AttemptPlanner.afterStatus(
+            head.status, retryAfter: head.headers["Retry-After"], facts: attemptFacts, policy: options.retry,
+            now: Clocks.wallSeconds(), random: Double.random(in: 0..<1))
+        guard case .retry = action else { return false }
+        return carryOut(action)
+    }
+
+    /// Does what the planner decided; false for ``AttemptPlanner/Action/final`` or a retry the
+    /// budget refuses.
+    private func carryOut(_ action: AttemptPlanner.Action) -> Bool {
+        switch action {
+        case .failOver:
+            parentIndex += 1
+            retryLog.append(("parent", 0))
+            proxy.shared.stats.parentFailovers.add(1)
+            resendNextTurn()
+        case .resendOnFreshConnection:
+            freeAttempts += 1
+            request.freshConnection = true
+            proxy.shared.stats.deadConnectionRetries.add(1)
+            resendNextTurn()
+        case .retry(let reason, let delay):
+            guard spendRetryBudget(reason) else { return false }
+            scheduleRetry(reason, after: delay)
+        case .final:
+            return false
+        }
         return true
     }
 
@@ -60,47 +91,15 @@ extension Fill {
 
     // MARK: Retries
 
-    /// An idempotent request that went out only on pooled connections and got nothing back
-    /// (the origin had dropped them while idle, RFC 9112 §9.3.1) is sent again at once on a new
-    /// connection: once, outside the retry policy and its budget. Returns whether it was.
-    func retryOnFreshConnection(after error: UpstreamError) -> Bool {
-        guard error.kind == .reset, error.reusedConnection, freeAttempts == 0, !request.freshConnection, canResend,
-            RetryPolicy.mayRetry(method: method, routeDeclaresIdempotent: options.idempotentRoute)
-        else { return false }
-        freeAttempts += 1
-        request.freshConnection = true
-        proxy.shared.stats.deadConnectionRetries.add(1)
-        resendNextTurn()
-        return true
-    }
-
-    /// The delay before retrying after `reason`, or nil when this failure is final: the policy
-    /// does not retry it, the attempts are used up, the method may not be repeated, the request
-    /// body cannot be sent again, nobody is waiting, a Retry-After is too long, or the retry
-    /// budget is spent. The one timer is the fill's: waiting clients hold none.
-    func retryDelay(_ reason: RetryPolicy.Reason, retryAfter: String? = nil) -> Duration? {
-        let policy = options.retry
-        guard policy.retries(reason), attempts - freeAttempts <= policy.config.maxAttempts, canResend,
-            RetryPolicy.mayRetry(method: method, routeDeclaresIdempotent: options.idempotentRoute)
-        else { return nil }
-        var delay = policy.delay(forRetry: attempts - freeAttempts - 1, random: { Double.random(in: 0..<1) })
-        if let retryAfter, reason == .status429 || reason == .status5xx,
-            let wanted = RetryPolicy.retryAfter(retryAfter, now: Clocks.wallSeconds())
-        {
-            // RFC 9110 §10.2.3: the origin says when; wait that long if it is not too long.
-            guard policy.honours(retryAfter: wanted) else { return nil }
-            delay = wanted
-        }
+    /// Takes a retry from the budget shared by all loops; the first refusal is logged.
+    private func spendRetryBudget(_ reason: RetryPolicy.Reason) -> Bool {
         let (allowed, firstRefusal) = proxy.shared.retryBudget.tryRetry()
-        guard allowed else {
-            if firstRefusal {
-                proxy.logger.warning(
-                    "retry budget exhausted: failures are final until it recovers",
-                    metadata: ["url": "\(key)", "reason": "\(reason.rawValue)"])
-            }
-            return nil
+        if !allowed, firstRefusal {
+            proxy.logger.warning(
+                "retry budget exhausted: failures are final until it recovers",
+                metadata: ["url": "\(key)", "reason": "\(reason.rawValue)"])
         }
-        return delay
+        return allowed
     }
 
     /// Drops the failed attempt and schedules the next one.

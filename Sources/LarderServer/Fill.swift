@@ -123,7 +123,7 @@ final class Fill: UpstreamTransferDelegate {
     /// Attempts made so far (1 once started).
     private(set) var attempts = 0
     /// Attempts that do not count against the retry policy: the one immediate resend after a
-    /// pooled connection turned out dead (``retryOnFreshConnection(after:)``).
+    /// pooled connection turned out dead (``AttemptPlanner/Action/resendOnFreshConnection``).
     var freeAttempts = 0
     /// Each retry: why, and the delay before it (for the access log).
     var retryLog: [(reason: String, delayMillis: Int)] = []
@@ -396,12 +396,9 @@ final class Fill: UpstreamTransferDelegate {
     func upstreamDidReceiveHead(_ upstreamHead: consuming ResponseHead) {
         if let parent = currentParent { proxy.shared.parentHealth.recordSuccess(parent) }
         // A retryable status is retried before anyone sees it (no byte has gone to a client).
-        if let reason = RetryPolicy.reason(forStatus: upstreamHead.status),
-            let delay = retryDelay(reason, retryAfter: upstreamHead.headers["Retry-After"])
-        {
+        if RetryPolicy.reason(forStatus: upstreamHead.status) != nil, tryAgain(afterStatus: upstreamHead) {
             transfer?.cancel()
             transfer = nil
-            scheduleRetry(reason, after: delay)
             return
         }
         if let reason = RetryPolicy.reason(forStatus: upstreamHead.status), reason != .status500 || !retryLog.isEmpty {
@@ -514,12 +511,7 @@ final class Fill: UpstreamTransferDelegate {
                 }
             }
         case .failure(let error):
-            if head == nil, failOver(after: error) { return }
-            if head == nil, retryOnFreshConnection(after: error) { return }
-            if head == nil, let reason = RetryPolicy.reason(for: error), let delay = retryDelay(reason) {
-                scheduleRetry(reason, after: delay)
-                return
-            }
+            if head == nil, tryAgain(after: error) { return }
             proxy.shared.stats.upstreamFailures.add(1)
             proxy.shared.stats.countFinalFailure(error.kind.rawValue)
             outcome = .failure(error)
