@@ -61,29 +61,27 @@ extension Fill {
         proxy.shared.stats.invalidations.add(keys.count)
     }
 
-    func decideStorage(_ forwarded: ResponseHead, cacheControl: CacheControl) {
-        retainAll = false
+    /// What the admission needs to know about the request this fill sent.
+    var admissionRequest: ResponseAdmission.Request {
+        ResponseAdmission.Request(
+            method: method, headers: requestHeaders, policy: options.policy, directives: options.requestDirectives,
+            validating: options.validating, fallback: options.fallback, staleIfErrorWindow: staleIfErrorWindow,
+            dedupAlways: dedupAlways, maxMemoryObject: maxMemoryObject)
+    }
+
+    /// Prepares what storing needs: the memory entry's parts (its head serialized once) and the
+    /// disk entry's head, written when the body is complete or streamed from now on.
+    func store(_ forwarded: ResponseHead, as admission: ResponseAdmission, cacheControl: CacheControl) {
+        retainAll = admission.storage == .memory
         willStore = false
         memoryEntryParts = nil
-        guard options.policy != .networkOnly, !options.requestDirectives.noStore else { return }
-        let forced = options.policy == .cacheFirst
-        let decision = Storability.decide(
-            method: method, requestHeaders: requestHeaders, status: forwarded.status, responseHeaders: forwarded.headers,
-            ignoringCacheControl: forced, responseCacheControl: cacheControl)
-        let lifetime = Freshness.lifetime(
-            status: forwarded.status, headers: forwarded.headers, cacheControl: cacheControl, responseTime: responseTime)
-        // Worth keeping: fresh for a while, or revalidatable (ETag/Last-Modified), or kept by
-        // a route policy that serves stored copies on its own terms.
-        let validatable = forwarded.headers.contains("ETag") || forwarded.headers.contains("Last-Modified")
-        let storable = decision.canStore && (lifetime > 0 || validatable || options.policy != .http)
-        retainAll = storable && (contentLength ?? 0) <= maxMemoryObject
-        if storable {
+        if admission.storage != .none {
             var stored = forwarded.headers
             stored.remove("Age")
             let vary = VaryMatcher.values(for: forwarded.headers, request: requestHeaders)
             if retainAll {
                 let prepared = StoredResponse.serializeHead(status: forwarded.status, reason: forwarded.reason, headers: stored)
-                memoryEntryParts = (cacheControl, lifetime, vary, stored, prepared)
+                memoryEntryParts = (cacheControl, admission.lifetime, vary, stored, prepared)
             }
             if proxy.shared.cache.disk != nil {
                 let diskHead = DiskEntryFormat.Head(
@@ -109,10 +107,8 @@ extension Fill {
 
     /// Releases the readers that may not receive this response: all but the first when it may
     /// not be shared at all, or those whose request selects another variant.
-    func decideSharing(_ forwarded: ResponseHead, cacheControl: CacheControl) {
-        shareable = Shareability.allowsSharing(
-            status: forwarded.status, responseHeaders: forwarded.headers, fillRequest: requestHeaders,
-            dedupAlways: dedupAlways, responseCacheControl: cacheControl)
+    func share(_ forwarded: ResponseHead, shareable: Bool) {
+        self.shareable = shareable
         if !shareable {
             proxy.coalescer.markNotShareable(self, ttl: proxy.runtime.config.coalesce.notShareableTTL.totalNanoseconds)
             // The reader the fill was made for keeps it; everyone who attached goes on alone.
@@ -128,7 +124,6 @@ extension Fill {
             }
         }
     }
-
 
     /// Puts the complete response into the memory tier; returns it and its body's bytes.
     @discardableResult

@@ -422,29 +422,32 @@ final class Fill: UpstreamTransferDelegate {
         }
         head = forwarded
         memoryEntryParts = nil
-        if !method.isSafe && (200..<400).contains(forwarded.status) { invalidate(forwarded) }
-        if let validating = options.validating, forwarded.status == 304 {
-            refresh(validating, with: forwarded)
+        let cacheControl = CacheControl(forwarded.headers)
+        let admission = ResponseAdmission.decide(
+            admissionRequest, head: forwarded, contentLength: contentLength, cacheControl: cacheControl,
+            diskAvailable: proxy.shared.cache.disk != nil, now: responseTime)
+        if admission.invalidates { invalidate(forwarded) }
+        switch admission.verdict {
+        case .merge:
+            refresh(options.validating!, with: forwarded)
             return
-        }
-        if method == .head, let stored = options.validating ?? options.fallback {
-            freshenFromHead(stored, head: forwarded)
-        }
-        if (500...504).contains(forwarded.status), let fallback = options.fallback,
-            CacheDecision.canServeStaleOnError(fallback, request: options.requestDirectives, window: staleIfErrorWindow, now: responseTime)
-        {
+        case .serveStale:
             // RFC 5861 §4: the origin erred; a stale copy is a better answer than its error.
             upstreamStatus = forwarded.status
-            staleAnswer = fallback
+            staleAnswer = options.fallback
             proxy.shared.stats.staleServedOnError.add(1)
             cancel(reason: "answered from a stale copy")
             outcome = .success(())
             scheduleNotify()
             return
+        case .forward:
+            break
         }
-        let cacheControl = CacheControl(forwarded.headers)
-        decideStorage(forwarded, cacheControl: cacheControl)
-        decideSharing(forwarded, cacheControl: cacheControl)
+        if admission.freshensStoredFromHead, let stored = options.validating ?? options.fallback {
+            freshenFromHead(stored, head: forwarded)
+        }
+        store(forwarded, as: admission, cacheControl: cacheControl)
+        share(forwarded, shareable: admission.shareable)
         if let validating = options.validating, !willStore {
             // The origin sent a new response that will not be stored: the old one is outdated.
             proxy.shared.cache.invalidate(validating)
