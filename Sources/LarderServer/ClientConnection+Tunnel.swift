@@ -34,11 +34,10 @@ extension ClientConnection {
         if refusesLoop(host: bareHost, port: port, exchange: exchange) { return }
         // Through the parents when the configuration has them (and `direct` does not exempt
         // the host): the tunnel is chained with a CONNECT of our own to the parent.
-        exchange.tunnelParents = proxy.shared.parentHealth.order(
+        let parents = proxy.shared.parentHealth.order(
             exchange.runtime.parents.candidates(
                 for: AbsoluteURL(scheme: "https", host: host, port: port, pathAndQuery: "/"), routeParent: nil))
-        exchange.tunnelParentIndex = 0
-        exchange.tunnelTarget = (bareHost, port)
+        exchange.tunnel = TunnelSetup(target: (bareHost, port), parents: parents)
         resolveTunnelHop(exchange)
     }
 
@@ -46,8 +45,8 @@ extension ClientConnection {
     private func resolveTunnelHop(_ exchange: Exchange) {
         let config = exchange.runtime.config
         let (bareHost, port): (String, Int)
-        if exchange.tunnelParentIndex < exchange.tunnelParents.count {
-            let parent = exchange.tunnelParents[exchange.tunnelParentIndex]
+        guard let setup = exchange.tunnel else { return }
+        if let parent = setup.currentParent {
             guard let endpoint = parent.endpoint else {
                 return respondGenerated(
                     status: 502, message: "Larder: CONNECT through the parent \(parent.label) is not supported (only http:// parents)",
@@ -56,7 +55,7 @@ extension ClientConnection {
             (bareHost, port) = (endpoint.host, endpoint.port)
             proxy.shared.parentHealth.recordAttempt(parent)
         } else {
-            (bareHost, port) = exchange.tunnelTarget
+            (bareHost, port) = setup.target
         }
 
         let token = proxy.park(self)
@@ -69,10 +68,10 @@ extension ClientConnection {
         }
         // Resolution has no timeout of its own that Larder controls; the client hears back
         // within connect_timeout either way.
-        exchange.tunnelTimer = proxy.loop.schedule(afterNanos: config.upstream.connectTimeout.totalNanoseconds) {
+        exchange.tunnel?.deadline = proxy.loop.schedule(afterNanos: config.upstream.connectTimeout.totalNanoseconds) {
             [weak self, weak exchange] in
-            guard let self, let exchange, self.exchange === exchange, exchange.tunnelDial == nil else { return }
-            exchange.tunnelTimer = nil
+            guard let self, let exchange, self.exchange === exchange, exchange.tunnel?.dial == nil else { return }
+            exchange.tunnel?.deadline = nil
             self.respondGenerated(
                 status: 504, message: "Larder: resolving \(bareHost) took longer than upstream.connect_timeout", outcome: .error)
         }
@@ -133,13 +132,13 @@ extension ClientConnection {
     }
 
     func tunnelResolved(_ result: Result<[SocketAddress], Resolver.Failure>, port: Int, exchangeID: ObjectIdentifier) {
-        guard phase == .exchanging, let exchange, ObjectIdentifier(exchange) == exchangeID, exchange.tunnelTimer != nil else {
+        guard phase == .exchanging, let exchange, ObjectIdentifier(exchange) == exchangeID, exchange.tunnel?.deadline != nil else {
             return
         }
         switch result {
         case .failure(let failure):
             cancelTunnelTimer(exchange)
-            if currentTunnelParent(exchange) != nil {
+            if exchange.tunnel?.currentParent != nil {
                 // A parent whose name does not resolve is as unreachable as one that refuses.
                 return tunnelConnected(.failure(.unreachable("\(failure)")), exchange: exchange)
             }
@@ -149,23 +148,23 @@ extension ClientConnection {
             // The addresses dialled are exactly the ones checked: a direct tunnel connects only
             // to resolved addresses the destination policy allows (a parent's are the operator's).
             var allowed = addresses
-            if currentTunnelParent(exchange) == nil {
+            if exchange.tunnel?.currentParent == nil {
                 let policy = proxy.destinationPolicy(exchange.runtime)
                 let local = clientIsLocal(policy)
                 var refusals: [DestinationPolicy.Refusal] = []
                 allowed = addresses.filter { address in
-                    guard let refusal = policy.refusal(host: exchange.tunnelTarget.host, address: address, clientIsLocal: local) else {
+                    guard let refusal = policy.refusal(host: exchange.tunnel?.target.host ?? "", address: address, clientIsLocal: local) else {
                         return true
                     }
                     refusals.append(refusal)
                     return false
                 }
                 if allowed.isEmpty, let first = refusals.first {
-                    return refuseDestination(first, target: "\(exchange.tunnelTarget.host):\(port)", exchange: exchange)
+                    return refuseDestination(first, target: "\(exchange.tunnel?.target.host ?? ""):\(port)", exchange: exchange)
                 }
             }
             let dial = TunnelDial(loop: proxy.loop, addresses: allowed, handshake: parentHandshake(exchange))
-            exchange.tunnelDial = dial
+            exchange.tunnel?.dial = dial
             dial.start(timeout: exchange.runtime.config.upstream.connectTimeout.totalNanoseconds) { [weak self, weak exchange] result in
                 guard let self, let exchange else {
                     if case .success(let connected) = result { connected.socket.close() }
@@ -177,19 +176,14 @@ extension ClientConnection {
     }
 
     private func cancelTunnelTimer(_ exchange: Exchange) {
-        if let timer = exchange.tunnelTimer { proxy.loop.cancel(timer) }
-        exchange.tunnelTimer = nil
-    }
-
-    /// The parent being tried for this tunnel, if any.
-    private func currentTunnelParent(_ exchange: Exchange) -> ParentPlan.Parent? {
-        exchange.tunnelParentIndex < exchange.tunnelParents.count ? exchange.tunnelParents[exchange.tunnelParentIndex] : nil
+        if let timer = exchange.tunnel?.deadline { proxy.loop.cancel(timer) }
+        exchange.tunnel?.deadline = nil
     }
 
     /// Our CONNECT to the parent (RFC 9110 §9.3.6), carrying Via so loops are caught and the
     /// parent URL's credentials; nil when the tunnel goes direct.
     private func parentHandshake(_ exchange: Exchange) -> [UInt8]? {
-        guard let parent = currentTunnelParent(exchange) else { return nil }
+        guard let parent = exchange.tunnel?.currentParent else { return nil }
         let target = exchange.head.targetText
         let via = proxy.shared.via(after: exchange.head.headers)
         var text = "CONNECT \(target) HTTP/1.1\r\nHost: \(target)\r\nVia: \(via)\r\n"
@@ -198,12 +192,12 @@ extension ClientConnection {
     }
 
     private func tunnelConnected(_ result: Result<TunnelDial.Connected, TunnelDial.Failure>, exchange: Exchange) {
-        exchange.tunnelDial = nil
+        exchange.tunnel?.dial = nil
         guard phase == .exchanging, self.exchange === exchange else {
             if case .success(let connected) = result { connected.socket.close() }
             return
         }
-        let parent = currentTunnelParent(exchange)
+        let parent = exchange.tunnel?.currentParent
         switch result {
         case .failure(.refused(let status, let statusLine)):
             // The parent is up; it (or something behind it) said no. Its answer stands, but a
@@ -226,8 +220,8 @@ extension ClientConnection {
             // The parent could not be reached (or never answered): skip it for its back-off and
             // try the next one, as a miss does.
             proxy.shared.parentUnreachable(parent, backoff: exchange.runtime.parents.backoff, error: "\(failure)")
-            if exchange.tunnelParentIndex + 1 < exchange.tunnelParents.count {
-                exchange.tunnelParentIndex += 1
+            if let setup = exchange.tunnel, setup.parentIndex + 1 < setup.parents.count {
+                exchange.tunnel?.parentIndex += 1
                 proxy.shared.stats.parentFailovers.add(1)
                 return resolveTunnelHop(exchange)
             }
@@ -237,8 +231,8 @@ extension ClientConnection {
         case .success(let connected):
             if let parent { proxy.shared.parentHealth.recordSuccess(parent) }
             exchange.status = 200
-            exchange.tunnelServer = connected.socket
-            exchange.tunnelServerLeftover = connected.leftover
+            exchange.tunnel?.server = connected.socket
+            exchange.tunnel?.serverLeftover = connected.leftover
             // Responses to requests pipelined before the CONNECT leave first; flush() hands
             // over once they are written.
             if output.isEmpty { handOffToTunnel() } else { flushSoon() }
@@ -247,14 +241,14 @@ extension ClientConnection {
 
     /// Gives the client's socket, and any bytes it sent after the CONNECT head, to a tunnel.
     func handOffToTunnel() {
-        guard let exchange, let server = exchange.tunnelServer else { return }
-        exchange.tunnelServer = nil
+        guard let exchange, let server = exchange.tunnel?.server else { return }
+        exchange.tunnel?.server = nil
         self.exchange = nil
         let leftover = Array(inbound.readable)
         inbound.consume(inbound.readableCount)
         let tunnel = Tunnel(
             proxy: proxy, client: socket, peer: peer, server: server, target: exchange.head.targetText,
-            leftover: leftover, greeting: ClientConnection.tunnelGreeting + exchange.tunnelServerLeftover,
+            leftover: leftover, greeting: ClientConnection.tunnelGreeting + (exchange.tunnel?.serverLeftover ?? []),
             startNanos: exchange.startNanos)
         leaveLoop(stillCounted: true)
         proxy.adoptTunnel(tunnel)

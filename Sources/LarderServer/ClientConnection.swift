@@ -228,7 +228,7 @@ final class ClientConnection: IOHandler {
             case .flushed:
                 break
             }
-            if exchange?.tunnelServer != nil {
+            if exchange?.tunnel?.server != nil {
                 handOffToTunnel()
                 return
             }

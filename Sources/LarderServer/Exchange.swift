@@ -70,18 +70,8 @@ final class Exchange {
     var headSent = false
     var framing: ResponseFraming = .none
     var cacheStatus = CacheStatus()
-    /// CONNECT: the resolve deadline, the connect in progress, and the connected socket
-    /// waiting for earlier responses to be written before the hand-over.
-    var tunnelTimer: EventLoop.TimerToken?
-    var tunnelDial: TunnelDial?
-    var tunnelServer: Socket?
-    /// Bytes the parent proxy sent after its 2xx to our CONNECT (the target's first bytes).
-    var tunnelServerLeftover: [UInt8] = []
-    /// Parent proxies a CONNECT goes through, best first, and which one is being tried.
-    var tunnelParents: [ParentPlan.Parent] = []
-    var tunnelParentIndex = 0
-    /// The CONNECT target (host without IPv6 brackets, port).
-    var tunnelTarget: (host: String, port: Int) = ("", 0)
+    /// CONNECT: the tunnel being set up, until it is handed over.
+    var tunnel: TunnelSetup?
 
     init(head: consuming RequestHead, startNanos: UInt64, runtime: RuntimeConfig) {
         keepAlive = head.keepAlive
@@ -92,12 +82,7 @@ final class Exchange {
 
     /// Stops a CONNECT that had not become a tunnel (its client went away).
     func abandonTunnel(on loop: EventLoop) {
-        if let tunnelTimer { loop.cancel(tunnelTimer) }
-        tunnelTimer = nil
-        tunnelDial?.cancel()
-        tunnelDial = nil
-        tunnelServer?.close()
-        tunnelServer = nil
+        tunnel?.abandon(on: loop)
     }
 
     /// Whether the request body (if any) was read to its end.
