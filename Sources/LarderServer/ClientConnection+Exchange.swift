@@ -89,6 +89,7 @@ extension ClientConnection {
         if exchange.head.headers.contains("Cache-Control") || exchange.head.headers.contains("Pragma") {
             exchange.directives = RequestDirectives(exchange.head.headers)
         }
+        exchange.advance(.routed)
         proceed(exchange)
     }
 
@@ -218,6 +219,7 @@ extension ClientConnection {
 
     /// Checks a disk entry's body on the reader thread, then resumes this exchange on its loop.
     private func waitForVerification(of name: String) {
+        exchange?.advance(.diskCheckStarted)
         let token = proxy.park(self)
         let handle = proxy.loop.handle
         proxy.shared.cache.verify(name) { verification in
@@ -228,6 +230,7 @@ extension ClientConnection {
     func resumeAfterDiskCheck(_ verification: DiskCache.Verification) {
         guard phase == .exchanging, let exchange else { return }
         if case .sound(let checked?) = verification { exchange.checkedDiskEntry = checked }
+        exchange.advance(.diskChecked)
         proceed(exchange)
         flushSoon()
     }

@@ -30,6 +30,7 @@ extension ClientConnection: FillReader {
 
     /// Leaves a shared fill and forwards again: alone, or keyed by the request's variant.
     func leaveFill(_ exchange: Exchange, url: AbsoluteURL, alone: Bool) {
+        exchange.advance(.released)
         exchange.fill = nil
         exchange.fillPosition = 0
         exchange.goAlone = alone
@@ -149,7 +150,7 @@ extension ClientConnection: FillReader {
         if fill.willStore { exchange.cacheStatus.stored = true }
         if Preconditions.notModified(request: request.headers, status: head.status, responseHeaders: head.headers) {
             exchange.status = 304
-            exchange.headSent = true
+            exchange.advance(.headQueued)
             queueNotModified(headers: head.headers, age: nil, exchange: exchange)
             finishExchange()
             flushSoon()
@@ -170,7 +171,7 @@ extension ClientConnection: FillReader {
                     fill.reader(self, advancedTo: first)
                 case .unsatisfiable:
                     exchange.status = 416
-                    exchange.headSent = true
+                    exchange.advance(.headQueued)
                     queueRangeNotSatisfiable(length: length, headers: head.headers, exchange: exchange)
                     finishExchange()
                     flushSoon()
@@ -178,7 +179,7 @@ extension ClientConnection: FillReader {
                 }
             }
         }
-        exchange.headSent = true
+        exchange.advance(.headQueued)
         exchange.status = exchange.slice == nil ? head.status : 206
         if exchange.cacheStatus.fwd == "stale" || exchange.cacheStatus.fwd == "request", fill.options.validating != nil {
             exchange.cacheStatus.fwdStatus = head.status

@@ -38,6 +38,7 @@ extension ClientConnection {
             exchange.runtime.parents.candidates(
                 for: AbsoluteURL(scheme: "https", host: host, port: port, pathAndQuery: "/"), routeParent: nil))
         exchange.tunnel = TunnelSetup(target: (bareHost, port), parents: parents)
+        exchange.advance(.connectAccepted)
         resolveTunnelHop(exchange)
     }
 

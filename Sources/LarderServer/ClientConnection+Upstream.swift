@@ -30,7 +30,7 @@ extension ClientConnection: RequestBodySource {
                     flushSoon()
                 }
                 exchange.bufferedBody = []
-                exchange.bufferingBody = true
+                exchange.advance(.bodyNeeded)
                 exchange.bodyBufferLimit = limit
                 bufferRequestBody(exchange)
                 return
@@ -59,7 +59,7 @@ extension ClientConnection: RequestBodySource {
                 } else if exchange.bufferedBody == nil || exchange.bodyBufferLimit < ClientConnection.maxDedupBody && !exchange.goAlone {
                     // The key needs the whole body: read it first (process() continues here).
                     if exchange.bufferedBody == nil { exchange.bufferedBody = [] }
-                    exchange.bufferingBody = true
+                    exchange.advance(.bodyNeeded)
                     exchange.bodyBufferLimit = ClientConnection.maxDedupBody
                     bufferRequestBody(exchange)
                     return
@@ -72,6 +72,7 @@ extension ClientConnection: RequestBodySource {
             fill.readerCount < exchange.runtime.config.coalesce.maxWaiters
         {
             exchange.fill = fill
+            exchange.advance(.attached)
             exchange.cacheStatus.collapsed = true
             exchange.outcome = .coalesced
             exchange.waitStart = proxy.loop.now
@@ -130,6 +131,7 @@ extension ClientConnection: RequestBodySource {
             fill.bodySource = self
         }
         exchange.fill = fill
+        exchange.advance(.attached)
         exchange.cacheStatus.collapsed = false
         exchange.attempts = 1
         proxy.coalescer.register(fill)
@@ -223,7 +225,6 @@ extension ClientConnection: RequestBodySource {
                 exchange.bufferedBody!.append(contentsOf: scratch[0..<moved.written])
             case .failure(let error):
                 exchange.body = reader
-                exchange.bufferingBody = false
                 exchange.keepAlive = false
                 respondGenerated(status: error.status, message: error.reason, outcome: .error)
                 return
@@ -232,7 +233,7 @@ extension ClientConnection: RequestBodySource {
         }
         exchange.body = reader
         if reader.isComplete || exchange.bufferedBody!.count > exchange.bodyBufferLimit {
-            exchange.bufferingBody = false
+            exchange.advance(.bodyRead)
             // Too large to hold: stream it (and, for dedup = "always", without coalescing).
             if !reader.isComplete && exchange.bodyBufferLimit >= ClientConnection.maxDedupBody { exchange.goAlone = true }
             guard let url = exchange.url else { return }

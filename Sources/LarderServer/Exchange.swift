@@ -62,12 +62,12 @@ final class Exchange {
     /// For `dedup = "always"`: the request body read in full before the fill key is known.
     var bufferedBody: [UInt8]?
     var bufferedOffset = 0
-    var bufferingBody = false
     /// How much of the body `bufferRequestBody` reads before it gives up and streams.
     var bodyBufferLimit = 0
     /// `100 Continue` already went to the client.
     var continueSent = false
-    var headSent = false
+    /// Where the exchange is (``Stage``); moved on only by ``advance(_:)``.
+    private(set) var stage: Stage = .routing
     var framing: ResponseFraming = .none
     var cacheStatus = CacheStatus()
     /// CONNECT: the tunnel being set up, until it is handed over.
@@ -78,6 +78,16 @@ final class Exchange {
         self.head = head
         self.startNanos = startNanos
         self.runtime = runtime
+    }
+
+    /// Takes a step (``Stage``); one the design does not allow is a bug, asserted in debug
+    /// builds and ignored in release.
+    func advance(_ event: Event) {
+        guard let next = Exchange.stage(after: stage, on: event) else {
+            assertionFailure("exchange step \(event) is not allowed in stage \(stage)")
+            return
+        }
+        stage = next
     }
 
     /// Stops a CONNECT that had not become a tunnel (its client went away).
