@@ -4,7 +4,7 @@ CONFIG ?=
 RUN_ARGS ?=
 FUZZ_SECONDS ?= 30
 
-.PHONY: all deps build release run test bench fuzz clean
+.PHONY: all deps build release run test bench fuzz format lint tsan clean
 
 all: build
 
@@ -26,10 +26,23 @@ run: release
 
 ## test: unit and integration tests (builds the binary the integration tests start), then a
 ## short libFuzzer run of every target (FUZZ_SECONDS each, 30 by default)
-test: deps test-deps
+test: deps test-deps lint
 	$(SWIFT) build
 	$(SWIFT) test
 	FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/fuzz.sh
+	scripts/tsan.sh
+
+## format: rewrite the sources in the house style (.swift-format)
+format:
+	$(SWIFT) format format --in-place --configuration .swift-format -r Sources Tests Fuzz Package.swift
+
+## lint: fail on anything `make format` would change or the style rules flag
+lint:
+	$(SWIFT) format lint --strict --configuration .swift-format -r Sources Tests Fuzz Package.swift
+
+## tsan: the concurrent parts (event loops, disk threads, coalescer) under ThreadSanitizer
+tsan: deps test-deps
+	scripts/tsan.sh
 
 ## fuzz: run every libFuzzer target for FUZZ_SECONDS (make fuzz FUZZ_SECONDS=600)
 fuzz: deps

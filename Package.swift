@@ -1,4 +1,5 @@
 // swift-tools-version:6.0
+import Foundation
 import PackageDescription
 
 // Module order (a module may depend only on modules listed before it):
@@ -6,13 +7,19 @@ import PackageDescription
 // LarderIO sits below DESIGN's list: the epoll event loop is shared by the server's sockets
 // and by libcurl's sockets (LarderUpstream drives curl's multi interface on the same loop),
 // so it cannot live in LarderServer. See docs/ARCHITECTURE.md.
-let strict: [SwiftSetting] = [
-    .enableUpcomingFeature("ExistentialAny"),
-    // Release builds drop the run-time exclusivity checks on class properties (debug builds,
-    // and so the tests, keep them, and scripts/fuzz.sh turns them back on): about 20 checks per
-    // request on the hit path, ~11 % of a memory hit's instructions (docs/PERFORMANCE.md, "Design choices").
-    .unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release)),
-]
+// CI builds with LARDER_WERROR=1 (.ci/run): a warning in Larder's own code fails the build
+// there, while a newer toolchain's new warning does not stop someone building from source.
+let warningsAsErrors: [SwiftSetting] =
+    ProcessInfo.processInfo.environment["LARDER_WERROR"] == "1" ? [.unsafeFlags(["-warnings-as-errors"])] : []
+
+let strict: [SwiftSetting] =
+    warningsAsErrors + [
+        .enableUpcomingFeature("ExistentialAny"),
+        // Release builds drop the run-time exclusivity checks on class properties (debug builds,
+        // and so the tests, keep them, and scripts/fuzz.sh turns them back on): about 20 checks per
+        // request on the hit path, ~11 % of a memory hit's instructions (docs/PERFORMANCE.md, "Design choices").
+        .unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release)),
+    ]
 
 let package = Package(
     name: "larder",

@@ -31,11 +31,11 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
 enum Main {
     static func main() {
         #if FUZZING
-        var argc = CommandLine.argc
-        var argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = CommandLine.unsafeArgv
-        exit(LLVMFuzzerRunDriver(&argc, &argv) { data, size in fuzzOneInput(data, size) })
+            var argc = CommandLine.argc
+            var argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = CommandLine.unsafeArgv
+            exit(LLVMFuzzerRunDriver(&argc, &argv) { data, size in fuzzOneInput(data, size) })
         #else
-        replay(CommandLine.arguments.dropFirst())
+            replay(CommandLine.arguments.dropFirst())
         #endif
     }
 

@@ -97,7 +97,10 @@ enum FuzzTarget: String, CaseIterable {
         result.complete = decoder.isComplete
         // Where the message ended does not depend on how it arrived; after an error only the
         // error matters (a call that throws has already handed part of its piece to the sink).
-        if result.error != nil { result.consumed = 0; result.body = [] }
+        if result.error != nil {
+            result.consumed = 0
+            result.body = []
+        }
         precondition(result.body.count <= result.consumed, "more body than input")
         return result
     }

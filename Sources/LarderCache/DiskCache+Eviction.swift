@@ -2,7 +2,6 @@ import Glibc
 import LarderHTTP
 import LarderIO
 import Logging
-import Synchronization
 
 /// Keeping the tier under `disk.max_bytes`, on the writer thread: empty segments deleted,
 /// sparse ones compacted, then least recently used entries evicted (DISK-FORMAT.md, "Space").

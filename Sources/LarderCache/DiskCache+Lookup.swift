@@ -2,7 +2,6 @@ import Glibc
 import LarderHTTP
 import LarderIO
 import Logging
-import Synchronization
 
 /// Lookups on the event loops, and the checks and reads behind them on the reader thread:
 /// heads, lengths and checksums before anything is served (DISK-FORMAT.md, "Life of an entry").

@@ -2,7 +2,6 @@ import Glibc
 import LarderHTTP
 import LarderIO
 import Logging
-import Synchronization
 
 /// The start-up scan, on its own thread: the index rebuilt from the segments and entry files.
 extension DiskCache {

@@ -26,12 +26,12 @@ import Synchronization
 public final class DiskCache: Sendable {
     /// The absolute cache directory.
     public let directory: String
-    let index = Mutex(DiskIndex())
+    let index = Locked(DiskIndex())
     let segments: DiskSegments
     /// Segments that existed at start: the start-up scan reads them (later ones are indexed as
     /// they are written).
     let startSegments: [UInt32]
-    let limits: Mutex<Limits>
+    let limits: Locked<Limits>
     let writer = BlockingWorker(name: "larder-disk-w")
     let reader = BlockingWorker(name: "larder-disk-r")
     /// Runs the start-up scan only, so checksum checks for early hits need not wait for it.
@@ -60,7 +60,7 @@ public final class DiskCache: Sendable {
     /// Monotonic time before which ``storeInline(_:head:)`` declines (after a slow inline write).
     let inlineAllowedAfter = Atomic<UInt64>(0)
     /// Segments whose compaction failed (writer thread): not tried again.
-    let uncompactable = Mutex<Set<UInt32>>([])
+    let uncompactable = Locked<Set<UInt32>>([])
 
     public let evictions = AtomicCounter()
     public let corruptions = AtomicCounter()
@@ -94,12 +94,15 @@ public final class DiskCache: Sendable {
         var absolute = directory
         if !absolute.hasPrefix("/") {
             var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-            let cwd = getcwd(&buffer, buffer.count).map { _ in String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) } ?? "."
+            let cwd =
+                getcwd(&buffer, buffer.count).map { _ in
+                    String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                } ?? "."
             absolute = cwd + "/" + directory
         }
         while absolute.count > 1 && absolute.hasSuffix("/") { absolute.removeLast() }
         self.directory = absolute
-        self.limits = Mutex(limits)
+        self.limits = Locked(limits)
         self.logger = logger
         try FileSystem.makeDirectories(absolute + "/v1")
         try FileSystem.makeDirectories(absolute + "/tmp")
@@ -418,7 +421,7 @@ public final class DiskCache: Sendable {
     static func createNew(at entries: Int32, _ relative: String) throws(SystemError) -> Int32? {
         do {
             return try FileSystem.createExclusiveCreatingDirectory(at: entries, relative)
-        } catch where error.errno == EEXIST {
+        } catch  where error.errno == EEXIST {
             return nil
         }
     }
@@ -519,7 +522,9 @@ public final class DiskCache: Sendable {
             return true
         }
         corruptions.add(1)
-        let place = entry.segment == 0 ? path(forName: entry.name) : "\(directory)/v1/\(DiskSegments.relativePath(entry.segment)) at \(entry.offset)"
+        let place =
+            entry.segment == 0
+            ? path(forName: entry.name) : "\(directory)/v1/\(DiskSegments.relativePath(entry.segment)) at \(entry.offset)"
         logger.warning("dropping corrupt disk cache entry", metadata: ["file": "\(place)", "reason": "\(error)"])
         writer.submit { [self] in dispose([doomed]) }
         return true

@@ -14,7 +14,7 @@ public final class DiskScrubber: Sendable {
     /// Bytes per second; 0 pauses scrubbing.
     public let rate = Atomic<Int64>(0)
     private let stopping = Atomic<Bool>(false)
-    private let thread = Mutex<OSThread?>(nil)
+    private let thread = Locked<OSThread?>(nil)
     /// Entries and bytes checked, and entries dropped, since start.
     public let checkedEntries = AtomicCounter()
     public let checkedBytes = AtomicCounter()

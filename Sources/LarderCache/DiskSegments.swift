@@ -29,8 +29,8 @@ final class DiskSegments: Sendable {
         var idle: [Appender] = []
     }
 
-    private let pool = Mutex(Pool())
-    private let files = Mutex<[UInt32: OpenFile]>([:])
+    private let pool = Locked(Pool())
+    private let files = Locked<[UInt32: OpenFile]>([:])
     private let lastID: Atomic<UInt32>
 
     /// The directory inside `v1/` that holds the segments.

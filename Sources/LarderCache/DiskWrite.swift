@@ -32,7 +32,7 @@ public final class DiskWrite: Sendable {
         var done = false
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(cache: DiskCache, key: CacheKey, name: String, head: DiskEntryFormat.Head, maxBytes: Int64) {
         self.cache = cache

@@ -1,9 +1,9 @@
-import Synchronization
+import LarderIO
 
 /// The memory tier: stored responses by key, bounded by entry count, total bytes and object
 /// size, evicting the least recently used.
 ///
-/// State: everything lives in one `Mutex`; a lookup is a hash probe and two list-link updates
+/// State: everything lives in one `Locked` mutex; a lookup is a hash probe and two list-link updates
 /// under it, so hits from several event loops contend only briefly. Stored responses are
 /// immutable, so a reader keeps using one after the lock is released even if it gets evicted.
 public final class MemoryCache: Sendable {
@@ -45,12 +45,12 @@ public final class MemoryCache: Sendable {
         var limits: Limits
     }
 
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     public init(limits: Limits) {
         var initial = State(limits: limits)
         MemoryCache.reserve(&initial)
-        state = Mutex(initial)
+        state = Locked(initial)
     }
 
     /// Sizes the index and slots for `maxEntries` (up to 2^20) at once: growing them on the
@@ -173,7 +173,7 @@ public final class MemoryCache: Sendable {
     // MARK: List maintenance (callers hold the lock)
 
     private static func evict(_ state: inout State) {
-        while (state.bytes > state.limits.maxBytes || state.index.count > state.limits.maxEntries), state.oldest >= 0 {
+        while state.bytes > state.limits.maxBytes || state.index.count > state.limits.maxEntries, state.oldest >= 0 {
             removeSlot(&state, state.oldest)
             state.evictions += 1
         }

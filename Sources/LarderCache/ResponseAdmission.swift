@@ -91,7 +91,8 @@ public struct ResponseAdmission: Sendable, Equatable {
             admission.verdict = .serveStale
             return admission
         }
-        admission.storage = storage(request, head: head, contentLength: contentLength, cacheControl: cacheControl,
+        admission.storage = storage(
+            request, head: head, contentLength: contentLength, cacheControl: cacheControl,
             diskAvailable: diskAvailable, now: now, lifetime: &admission.lifetime)
         admission.shareable = Shareability.allowsSharing(
             status: head.status, responseHeaders: head.headers, fillRequest: request.headers, dedupAlways: request.dedupAlways,

@@ -11,7 +11,8 @@ public enum StableHash {
             second = (second ^ UInt64(byte)) &* 0xbf58_476d_1ce4_e5b9
             second ^= second >> 31
         }
-        let high = mix(first), low = mix(second ^ first)
+        let high = mix(first)
+        let low = mix(second ^ first)
         return String(unsafeUninitializedCapacity: 32) { buffer in
             writeHex(high, into: UnsafeMutableBufferPointer(rebasing: buffer[0..<16]))
             writeHex(low, into: UnsafeMutableBufferPointer(rebasing: buffer[16..<32]))

@@ -34,7 +34,8 @@ public enum Storability {
         // §5.2.1.5: request no-store forbids storing the response.
         if request.noStore { return .doNotStore("request no-store") }
         // §5.2.2.3: must-understand lets a cache that knows the status ignore no-store.
-        let understood = status == 200 || Freshness.heuristicallyCacheable.contains(status) || [203, 204, 300, 301, 302, 303, 307, 308].contains(status)
+        let understood =
+            status == 200 || Freshness.heuristicallyCacheable.contains(status) || [203, 204, 300, 301, 302, 303, 307, 308].contains(status)
         if response.noStore && !(response.mustUnderstand && understood) { return .doNotStore("no-store") }
         // §5.2.2.7: a shared cache must not store a private response.
         if response.isPrivate { return .doNotStore("private") }
@@ -49,7 +50,8 @@ public enum Storability {
         // A shared cache must not hand one user's cookie to another; Larder does not store them.
         if responseHeaders.contains("Set-Cookie") { return .doNotStore("set-cookie") }
         // §3: something must make it cacheable.
-        let explicit = response.isPublic || response.maxAge != nil || response.sMaxAge != nil
+        let explicit =
+            response.isPublic || response.maxAge != nil || response.sMaxAge != nil
             || responseHeaders.contains("Expires")
         guard explicit || Freshness.heuristicallyCacheable.contains(status) else {
             return .doNotStore("not cacheable")

@@ -131,7 +131,10 @@ public enum ParentSelection: String, Sendable, CaseIterable {
 public struct RetryConfig: Sendable, Equatable {
     public enum Strategy: String, Sendable, CaseIterable { case exponential, linear, none }
     public enum Condition: String, Sendable, CaseIterable, Comparable {
-        case connect, timeout, reset, status5xx = "5xx", status500 = "500", status429 = "429"
+        case connect, timeout, reset
+        case status5xx = "5xx"
+        case status500 = "500"
+        case status429 = "429"
         public static func < (a: Condition, b: Condition) -> Bool { a.rawValue < b.rawValue }
     }
 

@@ -18,11 +18,24 @@ struct ConfigDecoder {
 
     /// The keys of each section, in the order config/larder.toml documents them.
     static let schema: [(section: String, keys: [String])] = [
-        ("proxy", ["listen", "allow", "connect_ports", "max_connections", "header_timeout", "idle_timeout", "max_header_bytes", "workers", "busy_poll", "drain_timeout", "tunnel_idle_timeout", "auth_users", "auth_realm", "request_body_buffer", "allow_local_destinations", "deny_destinations", "allow_destinations"]),
+        (
+            "proxy",
+            [
+                "listen", "allow", "connect_ports", "max_connections", "header_timeout", "idle_timeout", "max_header_bytes", "workers",
+                "busy_poll", "drain_timeout", "tunnel_idle_timeout", "auth_users", "auth_realm", "request_body_buffer",
+                "allow_local_destinations", "deny_destinations", "allow_destinations",
+            ]
+        ),
         ("admin", ["listen", "token"]),
         ("memory", ["max_bytes", "max_entries", "max_object_bytes"]),
         ("disk", ["path", "max_bytes", "max_object_bytes", "scrub_rate"]),
-        ("upstream", ["connect_timeout", "timeout", "min_rate", "parent", "parents", "parent_selection", "parent_backoff", "direct", "max_connections_per_host"]),
+        (
+            "upstream",
+            [
+                "connect_timeout", "timeout", "min_rate", "parent", "parents", "parent_selection", "parent_backoff", "direct",
+                "max_connections_per_host",
+            ]
+        ),
         ("retry", retryKeys),
         ("cache", ["default_policy", "stale_if_error", "offline", "range_whole_max"]),
         ("coalesce", ["max_waiters", "wait_timeout", "finish_abandoned_max", "not_shareable_ttl"]),
@@ -39,7 +52,9 @@ struct ConfigDecoder {
         return ""
     }
 
-    static let retryKeys = ["strategy", "max_attempts", "base_delay", "multiplier", "max_delay", "jitter", "retry_on", "budget_ratio", "budget_min"]
+    static let retryKeys = [
+        "strategy", "max_attempts", "base_delay", "multiplier", "max_delay", "jitter", "retry_on", "budget_ratio", "budget_min",
+    ]
     static let routeKeys = ["match", "methods", "policy", "ttl", "dedup", "timeout", "min_rate", "idempotent", "parent"]
 
     mutating func decode(_ document: ConfigDocument) -> Config {

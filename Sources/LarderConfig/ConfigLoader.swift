@@ -43,7 +43,10 @@ public enum ConfigLoader {
             text = try readFile(path)
         } catch {
             return .failure(
-                ConfigErrors([ConfigError(file: path, position: SourcePosition(line: 1, column: 1), message: "cannot read: \(error.message)", lineText: "")]))
+                ConfigErrors([
+                    ConfigError(
+                        file: path, position: SourcePosition(line: 1, column: 1), message: "cannot read: \(error.message)", lineText: "")
+                ]))
         }
         return parse(text, file: path)
     }

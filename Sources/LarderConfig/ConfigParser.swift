@@ -100,7 +100,9 @@ public struct ConfigParser {
         guard peek == UInt8(ascii: "]") else { throw Failure(message: "expected ']' to close the table header", position: position) }
         index += 1
         if isArray {
-            guard peek == UInt8(ascii: "]") else { throw Failure(message: "expected ']]' to close the array-of-tables header", position: position) }
+            guard peek == UInt8(ascii: "]") else {
+                throw Failure(message: "expected ']]' to close the array-of-tables header", position: position)
+            }
             index += 1
         }
         let name = parts.joined(separator: ".")
@@ -359,7 +361,8 @@ public struct ConfigParser {
                 throw Failure(message: "unterminated string", position: start)
             default:
                 if byte < 0x20 && byte != 9 || byte == 0x7F {
-                    throw Failure(message: "control character in string", position: SourcePosition(line: line, column: column(of: index - 1)))
+                    throw Failure(
+                        message: "control character in string", position: SourcePosition(line: line, column: column(of: index - 1)))
                 }
                 raw.append(byte)
             }

@@ -28,9 +28,11 @@ public enum HostRule: Sendable, Hashable, CustomStringConvertible {
         // RFC 1123 host names: labels of letters, digits and hyphens (IP literals are allowed
         // as exact hosts too, for readability next to CIDRs).
         let labels = name.split(separator: ".", omittingEmptySubsequences: false)
-        let valid = !name.isEmpty && labels.allSatisfy { label in
-            !label.isEmpty && label.count <= 63 && label.utf8.allSatisfy { HostRule.isLabelByte($0) }
-        }
+        let valid =
+            !name.isEmpty
+            && labels.allSatisfy { label in
+                !label.isEmpty && label.count <= 63 && label.utf8.allSatisfy { HostRule.isLabelByte($0) }
+            }
         if !valid {
             // An IPv6 literal as an exact host.
             let bare = name.hasPrefix("[") && name.hasSuffix("]") ? String(name.dropFirst().dropLast()) : name

@@ -62,7 +62,8 @@ public struct URLPattern: Sendable, Hashable, CustomStringConvertible {
         }
         let labels = hostPart.lowercased().split(separator: ".", omittingEmptySubsequences: false).map(String.init)
         for label in labels {
-            let valid = !label.isEmpty && label.allSatisfy { $0.isLetter && $0.isASCII || $0.isNumber && $0.isASCII || "-_*[]:".contains($0) }
+            let valid =
+                !label.isEmpty && label.allSatisfy { $0.isLetter && $0.isASCII || $0.isNumber && $0.isASCII || "-_*[]:".contains($0) }
             guard valid else {
                 throw ParseError(message: "invalid host \"\(hostPart)\" in pattern", offset: authorityOffset)
             }

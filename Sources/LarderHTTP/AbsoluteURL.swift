@@ -238,6 +238,7 @@ public struct AbsoluteURL: Sendable, Hashable, CustomStringConvertible {
 
     @inline(__always)
     static func isHex(_ byte: UInt8) -> Bool {
-        (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || (ASCII.lower(byte) >= UInt8(ascii: "a") && ASCII.lower(byte) <= UInt8(ascii: "f"))
+        (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9"))
+            || (ASCII.lower(byte) >= UInt8(ascii: "a") && ASCII.lower(byte) <= UInt8(ascii: "f"))
     }
 }

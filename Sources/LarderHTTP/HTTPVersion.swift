@@ -8,7 +8,10 @@ public struct HTTPVersion: Sendable, Hashable, CustomStringConvertible {
         self.minor = minor
     }
 
+    // The protocol's own names (HTTP/1.0, HTTP/1.1) read better than camel case here.
+    // swift-format-ignore: AlwaysUseLowerCamelCase
     public static let http1_0 = HTTPVersion(major: 1, minor: 0)
+    // swift-format-ignore: AlwaysUseLowerCamelCase
     public static let http1_1 = HTTPVersion(major: 1, minor: 1)
 
     public var description: String { "HTTP/\(major).\(minor)" }

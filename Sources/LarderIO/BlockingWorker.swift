@@ -1,5 +1,4 @@
 import Glibc
-import Synchronization
 
 /// A dedicated thread that runs blocking jobs (file writes, fsync, unlink, directory scans)
 /// in order, so they never run on an event loop or on Swift's cooperative pool.
@@ -15,7 +14,7 @@ public final class BlockingWorker: Sendable {
     }
 
     private final class Shared: Sendable {
-        let state = Mutex(State())
+        let state = Locked(State())
         let signal = ConditionSignal()
     }
 
@@ -66,7 +65,7 @@ public final class BlockingWorker: Sendable {
     /// Runs `job` after everything queued before it and waits for it (for shutdown and tests).
     public func drain() {
         if shared.state.withLock({ $0.stopping }) { return }
-        let done = Mutex(false)
+        let done = Locked(false)
         let finished = ConditionSignal()
         submit {
             done.withLock { $0 = true }

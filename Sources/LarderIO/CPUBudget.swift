@@ -13,7 +13,8 @@ public enum CPUBudget {
         var quotas: [Double] = []
         for directory in quotaFiles(procSelfCgroup: cgroups) {
             guard let text = try? readText(directory.path) else { continue }
-            if let quota = directory.isV2 ? quota(cpuMax: text) : quota(cfsQuota: text, period: (try? readText(directory.periodPath)) ?? "") {
+            if let quota = directory.isV2 ? quota(cpuMax: text) : quota(cfsQuota: text, period: (try? readText(directory.periodPath)) ?? "")
+            {
                 quotas.append(quota)
             }
         }

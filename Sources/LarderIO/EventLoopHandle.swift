@@ -1,6 +1,5 @@
 import CLarderSystem
 import Glibc
-import Synchronization
 
 /// The thread-safe side of an ``EventLoop``: other threads hand it jobs, which run on the
 /// loop's thread with the loop itself as argument.
@@ -16,7 +15,7 @@ public final class EventLoopHandle: Sendable {
     let wakeFD: Int32
     /// A small number naming the loop in logs and metrics.
     public let index: Int
-    private let jobs = Mutex<[Job]>([])
+    private let jobs = Locked<[Job]>([])
 
     init(index: Int) throws(SystemError) {
         self.index = index

@@ -29,7 +29,7 @@ public enum FileSystem {
         // the parents are walked only when the kernel says one is missing.
         do {
             try makeDirectory(at: directory, path)
-        } catch where error.errno == ENOENT {
+        } catch  where error.errno == ENOENT {
             guard let parent = parent(of: path) else { throw error }
             try makeDirectories(at: directory, parent)
             try makeDirectory(at: directory, path)
@@ -40,7 +40,7 @@ public enum FileSystem {
     private static func makeDirectory(at directory: Int32, _ path: String) throws(SystemError) {
         do {
             _ = try Syscall.call("mkdirat", path: path) { mkdirat(directory, $0, 0o700) }
-        } catch where error.errno == EEXIST {
+        } catch  where error.errno == EEXIST {
             return
         } catch {
             throw SystemError(call: "mkdir \(path)", errno: error.errno)
@@ -61,7 +61,7 @@ public enum FileSystem {
     ) throws(SystemError) {
         do {
             try rename(at: fromDirectory, from, to: toDirectory, to)
-        } catch where error.errno == ENOENT {
+        } catch  where error.errno == ENOENT {
             guard let parent = parent(of: to) else { throw error }
             try makeDirectories(at: toDirectory, parent)
             try rename(at: fromDirectory, from, to: toDirectory, to)
@@ -80,7 +80,8 @@ public enum FileSystem {
     }
 
     /// Opens for writing (and with `readable`, reading) a new file that must not exist yet.
-    public static func createExclusive(at directory: Int32 = AT_FDCWD, _ path: String, readable: Bool = false) throws(SystemError) -> Int32 {
+    public static func createExclusive(at directory: Int32 = AT_FDCWD, _ path: String, readable: Bool = false) throws(SystemError) -> Int32
+    {
         let access = readable ? O_RDWR : O_WRONLY
         return try Syscall.call("open", path: path) { openat(directory, $0, access | O_CREAT | O_EXCL | O_CLOEXEC, 0o600) }
     }
@@ -92,7 +93,7 @@ public enum FileSystem {
     ) throws(SystemError) -> Int32 {
         do {
             return try createExclusive(at: directory, path, readable: readable)
-        } catch where error.errno == ENOENT {
+        } catch  where error.errno == ENOENT {
             guard let parent = parent(of: path) else { throw error }
             try makeDirectories(at: directory, parent)
             return try createExclusive(at: directory, path, readable: readable)
@@ -103,7 +104,7 @@ public enum FileSystem {
     public static func remove(at directory: Int32 = AT_FDCWD, _ path: String) throws(SystemError) {
         do {
             _ = try Syscall.call("unlink", path: path) { unlinkat(directory, $0, 0) }
-        } catch where error.errno == ENOENT {
+        } catch  where error.errno == ENOENT {
             return
         } catch {
             throw SystemError(call: "unlink \(path)", errno: error.errno)
@@ -193,7 +194,8 @@ public enum FileSystem {
                 Result { () throws(SystemError) in
                     var vectors = (
                         iovec(iov_base: UnsafeMutableRawPointer(mutating: a.baseAddress), iov_len: a.count),
-                        iovec(iov_base: UnsafeMutableRawPointer(mutating: b.baseAddress), iov_len: b.count))
+                        iovec(iov_base: UnsafeMutableRawPointer(mutating: b.baseAddress), iov_len: b.count)
+                    )
                     let written = try withUnsafeMutableBytes(of: &vectors) { raw throws(SystemError) in
                         let base = raw.baseAddress!.assumingMemoryBound(to: iovec.self)
                         if let position {

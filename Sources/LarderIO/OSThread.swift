@@ -15,11 +15,13 @@ public struct OSThread: Sendable {
     public static func spawn(name: String, _ body: @escaping @Sendable () -> Void) -> OSThread {
         let entry = Unmanaged.passRetained(Entry(body)).toOpaque()
         var thread = pthread_t()
-        let result = pthread_create(&thread, nil, { argument in
-            let entry = Unmanaged<Entry>.fromOpaque(argument!).takeRetainedValue()
-            entry.body()
-            return nil
-        }, entry)
+        let result = pthread_create(
+            &thread, nil,
+            { argument in
+                let entry = Unmanaged<Entry>.fromOpaque(argument!).takeRetainedValue()
+                entry.body()
+                return nil
+            }, entry)
         precondition(result == 0, "pthread_create failed: \(result)")
         _ = larder_set_thread_name(thread, String(name.prefix(15)))
         return OSThread(thread: thread)

@@ -64,11 +64,12 @@ struct CacheStatus {
 
     /// Appends the member to `bytes`.
     func append(to bytes: inout [UInt8]) {
-        bytes.append(contentsOf: [UInt8](unsafeUninitializedCapacity: renderedCapacity) { buffer, count in
-            var writer = ByteWriter(buffer)
-            append(to: &writer)
-            count = writer.count
-        })
+        bytes.append(
+            contentsOf: [UInt8](unsafeUninitializedCapacity: renderedCapacity) { buffer, count in
+                var writer = ByteWriter(buffer)
+                append(to: &writer)
+                count = writer.count
+            })
     }
 
     /// Appends the `Cache-Status` field line.

@@ -34,9 +34,11 @@ extension ClientConnection {
             respondAdmin(200, contentType: "application/json", body: json)
         case "/metrics":
             guard readOnly else { return methodNotAllowed("GET, HEAD") }
-            respondAdmin(200, contentType: "text/plain; version=0.0.4; charset=utf-8", body: proxy.shared.metrics.render(StatsDocument(proxy.shared, workers: proxy.shared.fills.loopCount), shared: proxy.shared))
+            respondAdmin(
+                200, contentType: "text/plain; version=0.0.4; charset=utf-8",
+                body: proxy.shared.metrics.render(StatsDocument(proxy.shared, workers: proxy.shared.fills.loopCount), shared: proxy.shared))
         case "/purge":
-            guard method == .post || method == .purgeMethod else { return methodNotAllowed("POST") }
+            guard method == .post || method == .purge else { return methodNotAllowed("POST") }
             guard authorized(exchange) else { return }
             guard let text = QueryString.value("url", in: query), let url = try? AbsoluteURL(parsing: text) else {
                 respondAdmin(400, text: "POST /purge?url=http://host/path (URL-encoded) names the URL to purge")
@@ -45,7 +47,8 @@ extension ClientConnection {
             let purged = proxy.shared.cache.purge(CacheKey(url))
             proxy.shared.stats.invalidations.add(purged ? 1 : 0)
             proxy.logger.notice("purged", metadata: ["url": "\(url)", "found": "\(purged)"])
-            respondAdmin(200, contentType: "application/json", body: Array("{\"url\":\(JSON.string(url.description)),\"purged\":\(purged)}\n".utf8))
+            respondAdmin(
+                200, contentType: "application/json", body: Array("{\"url\":\(JSON.string(url.description)),\"purged\":\(purged)}\n".utf8))
         case "/cache":
             guard method == .delete else { return methodNotAllowed("DELETE") }
             guard authorized(exchange) else { return }
@@ -65,7 +68,8 @@ extension ClientConnection {
         let given = exchange.head.headers["Authorization"] ?? ""
         if ConstantTime.equal(given, "Bearer " + token) { return true }
         proxy.logger.warning("admin call refused: missing or wrong bearer token", metadata: ["client": "\(peer?.ipString ?? "-")"])
-        respondAdmin(401, text: "this call needs Authorization: Bearer <admin.token>", extra: [("WWW-Authenticate", "Bearer realm=\"larder\"")])
+        respondAdmin(
+            401, text: "this call needs Authorization: Bearer <admin.token>", extra: [("WWW-Authenticate", "Bearer realm=\"larder\"")])
         return false
     }
 
@@ -105,7 +109,7 @@ extension ClientConnection {
 
 extension HTTPMethod {
     /// Squid's PURGE method, accepted on the admin listener as a synonym of POST /purge.
-    static let purgeMethod = HTTPMethod("PURGE")
+    static let purge = HTTPMethod("PURGE")
 }
 
 /// `application/x-www-form-urlencoded` query values.

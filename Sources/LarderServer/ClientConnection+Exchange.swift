@@ -201,7 +201,9 @@ extension ClientConnection {
             cacheStatus.detail = details.isEmpty ? nil : details.joined(separator: "-")
         }
         exchange.cacheStatus = cacheStatus
-        exchange.outcome = status != nil ? (status?.fwdStatus == 304 ? .revalidated : .stale)
+        exchange.outcome =
+            status != nil
+            ? (status?.fwdStatus == 304 ? .revalidated : .stale)
             : stale ? .stale : (stored.isOnDisk || exchange.fromDisk ? .diskHit : .memoryHit)
         let request = exchange.head.headers
         if Preconditions.notModified(request: request, status: stored.status, responseHeaders: stored.headers) {

@@ -219,7 +219,11 @@ extension ClientConnection: FillReader {
             exchange.keepAlive = false
             proxy.shared.stats.destinationsRefused.add(1)
             proxy.logger.notice(
-                "refused a destination", metadata: ["client": "\(peer?.description ?? "-")", "url": "\(exchange.head.url?.description ?? "-")", "reason": "\(error.message)"])
+                "refused a destination",
+                metadata: [
+                    "client": "\(peer?.description ?? "-")", "url": "\(exchange.head.url?.description ?? "-")",
+                    "reason": "\(error.message)",
+                ])
         } else {
             proxy.logger.notice("upstream failed", metadata: ["url": "\(exchange.head.url?.description ?? "-")", "error": "\(error)"])
         }

@@ -23,7 +23,8 @@ extension ClientConnection {
     /// fill yet, not moved before. Returns false when it cannot move (the request then fetches
     /// on its own).
     func moveToFill(on target: EventLoopHandle, exchange: Exchange) -> Bool {
-        let bodyRead = exchange.requestFraming == .none
+        let bodyRead =
+            exchange.requestFraming == .none
             || (exchange.bufferedBody != nil && exchange.requestBodyComplete && exchange.bufferedOffset == 0)
         guard !exchange.moved, bodyRead, !exchange.continueSent, exchange.fill == nil, output.isEmpty,
             !closeWhenFlushed, phase == .exchanging

@@ -99,8 +99,10 @@ extension ClientConnection {
         if exchange.head.headers.values("Via").contains(where: { $0.contains(proxy.shared.viaIdentity) }) {
             exchange.keepAlive = false
             proxy.logger.warning(
-                "forwarding loop detected", metadata: ["target": "\(host):\(port)", "via": "\(exchange.head.headers.combined("Via") ?? "")"])
-            respondGenerated(status: 508, message: "Larder: forwarding loop (this request already passed through this proxy)", outcome: .error)
+                "forwarding loop detected",
+                metadata: ["target": "\(host):\(port)", "via": "\(exchange.head.headers.combined("Via") ?? "")"])
+            respondGenerated(
+                status: 508, message: "Larder: forwarding loop (this request already passed through this proxy)", outcome: .error)
             return true
         }
         return false
@@ -154,7 +156,8 @@ extension ClientConnection {
                 let local = clientIsLocal(policy)
                 var refusals: [DestinationPolicy.Refusal] = []
                 allowed = addresses.filter { address in
-                    guard let refusal = policy.refusal(host: exchange.tunnel?.target.host ?? "", address: address, clientIsLocal: local) else {
+                    guard let refusal = policy.refusal(host: exchange.tunnel?.target.host ?? "", address: address, clientIsLocal: local)
+                    else {
                         return true
                     }
                     refusals.append(refusal)
@@ -215,8 +218,10 @@ extension ClientConnection {
             guard let parent else {
                 return timedOut
                     ? respondGenerated(
-                        status: 504, message: "Larder: no connection to \(exchange.head.targetText) within upstream.connect_timeout", outcome: .error)
-                    : respondGenerated(status: 502, message: "Larder: cannot connect to \(exchange.head.targetText): \(failure)", outcome: .error)
+                        status: 504, message: "Larder: no connection to \(exchange.head.targetText) within upstream.connect_timeout",
+                        outcome: .error)
+                    : respondGenerated(
+                        status: 502, message: "Larder: cannot connect to \(exchange.head.targetText): \(failure)", outcome: .error)
             }
             // The parent could not be reached (or never answered): skip it for its back-off and
             // try the next one, as a miss does.
@@ -227,7 +232,8 @@ extension ClientConnection {
                 return resolveTunnelHop(exchange)
             }
             timedOut
-                ? respondGenerated(status: 504, message: "Larder: no parent proxy answered CONNECT within upstream.connect_timeout", outcome: .error)
+                ? respondGenerated(
+                    status: 504, message: "Larder: no parent proxy answered CONNECT within upstream.connect_timeout", outcome: .error)
                 : respondGenerated(status: 502, message: "Larder: no parent proxy could open the tunnel: \(failure)", outcome: .error)
         case .success(let connected):
             if let parent { proxy.shared.parentHealth.recordSuccess(parent) }

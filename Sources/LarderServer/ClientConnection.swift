@@ -286,7 +286,8 @@ final class ClientConnection: IOHandler {
         let duration = Clocks.monotonicNanos() &- exchange.startNanos
         proxy.shared.metrics.requestDuration.record(nanoseconds: duration)
         if let url = exchange.head.url {
-            let hit = exchange.outcome == .memoryHit || exchange.outcome == .diskHit || exchange.outcome == .stale
+            let hit =
+                exchange.outcome == .memoryHit || exchange.outcome == .diskHit || exchange.outcome == .stale
                 || exchange.outcome == .revalidated
             let slot: HostCounters.Slot
             if let held = hostSlot, held.holds(host: url.host, port: url.port) {

@@ -32,9 +32,10 @@ extension Fill {
     func freshenFromHead(_ stored: StoredResponse, head: ResponseHead) {
         guard head.status == 200 else { return }
         let etagMatches = stored.etag.map { etag in head.headers["ETag"] == etag } ?? true
-        let modifiedMatches = stored.lastModified.map { modified in
-            head.headers["Last-Modified"].flatMap(HTTPDate.parse) == modified
-        } ?? true
+        let modifiedMatches =
+            stored.lastModified.map { modified in
+                head.headers["Last-Modified"].flatMap(HTTPDate.parse) == modified
+            } ?? true
         let lengthMatches = announcedLength.map { $0 == stored.bodyLength } ?? true
         if stored.hasValidator && etagMatches && modifiedMatches && lengthMatches {
             let updated = stored.freshened(by: head.headers, requestTime: requestTime, responseTime: responseTime)
@@ -117,7 +118,9 @@ extension Fill {
         }
         var index = 1
         while index < readers.count {
-            if Shareability.sameVariant(responseHeaders: forwarded.headers, fillRequest: requestHeaders, waiter: readers[index].requestHeaders) {
+            if Shareability.sameVariant(
+                responseHeaders: forwarded.headers, fillRequest: requestHeaders, waiter: readers[index].requestHeaders)
+            {
                 index += 1
             } else {
                 release(at: index, reason: .otherVariant(forwarded.headers.listElements("Vary")))

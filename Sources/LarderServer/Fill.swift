@@ -155,10 +155,11 @@ final class Fill: UpstreamTransferDelegate {
     /// (parsing Cache-Control and the dates again showed in miss profiles), with the stored
     /// head in wire form (status line, stored fields, Via), serialized once for the memory
     /// entry, its disk entry and, where they match, the clients' heads.
-    var memoryEntryParts: (
-        cacheControl: CacheControl, lifetime: Double, vary: [String: String], headers: HTTPHeaders,
-        head: StoredResponse.PreparedHead
-    )?
+    var memoryEntryParts:
+        (
+            cacheControl: CacheControl, lifetime: Double, vary: [String: String], headers: HTTPHeaders,
+            head: StoredResponse.PreparedHead
+        )?
     /// The stored head, when it is also what clients of this fill are sent before their own
     /// fields: the forwarded fields are the stored ones (no `Age` was dropped).
     var preparedClientHead: StoredResponse.PreparedHead? {
@@ -232,8 +233,9 @@ final class Fill: UpstreamTransferDelegate {
 
     func attach(_ reader: any FillReader, requestHeaders: HTTPHeaders) {
         readers.append(Reader(reader: reader, position: 0, requestHeaders: requestHeaders))
-        if let head, readers.count > 1, !Shareability.sameVariant(
-            responseHeaders: head.headers, fillRequest: self.requestHeaders, waiter: requestHeaders)
+        if let head, readers.count > 1,
+            !Shareability.sameVariant(
+                responseHeaders: head.headers, fillRequest: self.requestHeaders, waiter: requestHeaders)
         {
             release(at: readers.count - 1, reason: .otherVariant(head.headers.listElements("Vary")))
             return
@@ -519,7 +521,8 @@ final class Fill: UpstreamTransferDelegate {
             proxy.shared.stats.countFinalFailure(error.kind.rawValue)
             outcome = .failure(error)
             if head == nil, error.kind != .forbidden, let fallback = options.fallback,
-                CacheDecision.canServeStaleOnError(fallback, request: options.requestDirectives, window: staleIfErrorWindow, now: Clocks.wallSeconds())
+                CacheDecision.canServeStaleOnError(
+                    fallback, request: options.requestDirectives, window: staleIfErrorWindow, now: Clocks.wallSeconds())
             {
                 staleAnswer = fallback
                 proxy.shared.stats.staleServedOnError.add(1)

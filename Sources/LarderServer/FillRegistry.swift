@@ -1,5 +1,4 @@
 import LarderIO
-import Synchronization
 
 /// Which event loop is fetching each key, so that with several loops a request for a key that
 /// another loop is fetching moves there (its connection and all) and joins that fill: one
@@ -8,8 +7,8 @@ import Synchronization
 /// State: shared by the loops; both tables are guarded by their mutexes. `loops` is written
 /// once when the server starts. With one loop the registry is never consulted.
 final class FillRegistry: Sendable {
-    private let owners = Mutex<[FillKey: Int]>([:])
-    private let loops = Mutex<[EventLoopHandle]>([])
+    private let owners = Locked<[FillKey: Int]>([:])
+    private let loops = Locked<[EventLoopHandle]>([])
 
     /// Sets the loops requests may move between (once, at start).
     func setLoops(_ handles: [EventLoopHandle]) {

@@ -7,7 +7,7 @@ import Synchronization
 /// State: the table of slots is behind one mutex, taken when a connection asks for a host it
 /// does not already hold; each slot's counts are relaxed atomics, so a connection that keeps
 /// asking one host (the common case: a keep-alive connection to one origin) counts without a
-/// lock or a hash (~550 instructions per request before). A dropped slot is marked so its
+/// lock or a hash. A dropped slot is marked so its
 /// holders come back for a new one instead of counting into a slot nobody reads.
 final class HostCounters: Sendable {
     /// A snapshot of one host's counts.
@@ -50,7 +50,7 @@ final class HostCounters: Sendable {
         fileprivate var counts: Counts { Counts(requests: requests.load(), hits: hits.load(), bytes: bytes.load()) }
     }
 
-    private let slots = Mutex<[Key: Slot]>([:])
+    private let slots = Locked<[Key: Slot]>([:])
     private let capacity: Int
 
     init(capacity: Int = 1000) {

@@ -70,7 +70,8 @@ final class Listener: IOHandler {
     /// Answers a connection that will not be served and closes it (best effort, never blocks).
     private func refuse(_ client: Socket, status: String, body: String) {
         proxy.shared.stats.rejectedConnections.add(1)
-        let response = "HTTP/1.1 \(status)\r\nContent-Type: text/plain\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)"
+        let response =
+            "HTTP/1.1 \(status)\r\nContent-Type: text/plain\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)"
         var bytes = Array(response.utf8)
         _ = bytes.withUnsafeMutableBytes { try? client.write(UnsafeRawBufferPointer($0)) }
         client.shutdownWrite()

@@ -2,7 +2,6 @@ import LarderCache
 import LarderIO
 import LarderUpstream
 import Prometheus
-import Synchronization
 
 /// The `/metrics` endpoint: every counter and gauge in Prometheus text format, through
 /// swift-prometheus.
@@ -21,9 +20,9 @@ final class MetricsExporter: Sendable {
     /// One Prometheus object per ``MetricsTable/rows`` entry, at the same index.
     private let series: [Series]
     /// Each counter row's value at the last scrape (the registry's counters only add).
-    private let synced = Mutex<[Int]>([])
+    private let synced = Locked<[Int]>([])
     /// Per-parent metrics, made the first time a parent shows up (labels are not known up front).
-    private let parentMetrics = Mutex<[String: ParentMetrics]>([:])
+    private let parentMetrics = Locked<[String: ParentMetrics]>([:])
 
     private enum Series {
         case counter(Prometheus.Counter)
@@ -47,8 +46,10 @@ final class MetricsExporter: Sendable {
             }
         }
         synced.withLock { $0 = Array(repeating: 0, count: MetricsTable.rows.count) }
-        registry.makeGauge(descriptor: Self.descriptor("larder_build_info", "Always 1; the labels name the build."), labels: [("version", version)])
-            .set(1.0)
+        registry.makeGauge(
+            descriptor: Self.descriptor("larder_build_info", "Always 1; the labels name the build."), labels: [("version", version)]
+        )
+        .set(1.0)
         registry.makeGauge(descriptor: Self.descriptor("larder_start_time_seconds", "When the daemon started, in Unix seconds."))
             .set(Clocks.wallSeconds())
     }

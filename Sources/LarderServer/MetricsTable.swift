@@ -17,7 +17,9 @@ struct MetricRow: Sendable {
     let labels: [(String, String)]
     let value: @Sendable (StatsDocument) -> Int
 
-    init(_ kind: Kind, _ name: String, _ help: String, _ labels: [(String, String)] = [], _ value: @escaping @Sendable (StatsDocument) -> Int) {
+    init(
+        _ kind: Kind, _ name: String, _ help: String, _ labels: [(String, String)] = [], _ value: @escaping @Sendable (StatsDocument) -> Int
+    ) {
         self.kind = kind
         self.name = name
         self.help = help
@@ -30,17 +32,26 @@ enum MetricsTable {
     static let rows: [MetricRow] = {
         var rows: [MetricRow] = []
         for outcome in RequestOutcome.allCases {
-            rows.append(.init(.counter, "larder_requests_total", "Requests answered, by how they were answered.",
-                [("outcome", outcome.rawValue)]) { $0.requests[outcome.rawValue] ?? 0 })
+            rows.append(
+                .init(
+                    .counter, "larder_requests_total", "Requests answered, by how they were answered.",
+                    [("outcome", outcome.rawValue)]
+                ) { $0.requests[outcome.rawValue] ?? 0 })
         }
         rows.append(.init(.counter, "larder_upstream_requests_total", "Requests sent upstream (every attempt).") { $0.upstream.requests })
         for reason in RetryPolicy.Reason.allCases.map(\.rawValue) {
-            rows.append(.init(.counter, "larder_upstream_retries_total", "Upstream attempts retried, by reason.",
-                [("reason", reason)]) { $0.upstream.retries[reason] ?? 0 })
+            rows.append(
+                .init(
+                    .counter, "larder_upstream_retries_total", "Upstream attempts retried, by reason.",
+                    [("reason", reason)]
+                ) { $0.upstream.retries[reason] ?? 0 })
         }
         for reason in Statistics.failureReasons {
-            rows.append(.init(.counter, "larder_upstream_failures_total", "Upstream exchanges that failed for good, by reason.",
-                [("reason", reason)]) { $0.upstream.failures[reason] ?? 0 })
+            rows.append(
+                .init(
+                    .counter, "larder_upstream_failures_total", "Upstream exchanges that failed for good, by reason.",
+                    [("reason", reason)]
+                ) { $0.upstream.failures[reason] ?? 0 })
         }
         rows += [
             .init(.counter, "larder_retry_budget_exhausted_total", "Retries refused because the retry budget was spent.") {
@@ -50,7 +61,9 @@ enum MetricsTable {
             .init(.counter, "larder_coalesced_requests_total", "Requests that attached to another request's upstream fetch.") {
                 $0.coalescing.coalesced
             },
-            .init(.counter, "larder_coalesce_moved_total", "Requests moved to the event loop already fetching their URL, to share its fetch.") {
+            .init(
+                .counter, "larder_coalesce_moved_total", "Requests moved to the event loop already fetching their URL, to share its fetch."
+            ) {
                 $0.coalescing.moved
             },
             .init(.counter, "larder_coalesce_released_total", "Waiting requests released from a fetch they may not share.") {
@@ -62,23 +75,31 @@ enum MetricsTable {
             .init(.counter, "larder_revalidations_total", "Stored responses confirmed by the origin (304 or matching HEAD).") {
                 $0.upstream.revalidated
             },
-            .init(.counter, "larder_stale_if_error_total", "Stale responses served because the origin failed.") { $0.upstream.staleIfError },
+            .init(.counter, "larder_stale_if_error_total", "Stale responses served because the origin failed.") {
+                $0.upstream.staleIfError
+            },
             .init(.counter, "larder_background_refreshes_total", "Revalidations started in the background after serving stale.") {
                 $0.upstream.backgroundRefreshes
             },
             .init(.counter, "larder_invalidations_total", "Stored URLs invalidated by unsafe requests or purges.") { $0.invalidations },
-            .init(.counter, "larder_bytes_served_total", "Body bytes sent to clients, by source.", [("source", "cache")]) { $0.bytes.fromCache },
+            .init(.counter, "larder_bytes_served_total", "Body bytes sent to clients, by source.", [("source", "cache")]) {
+                $0.bytes.fromCache
+            },
             .init(.counter, "larder_bytes_served_total", "Body bytes sent to clients, by source.", [("source", "upstream")]) {
                 $0.bytes.fromUpstream
             },
             .init(.gauge, "larder_cache_bytes", "Bytes held by a cache tier.", [("tier", "memory")]) { $0.memory.bytes },
             .init(.gauge, "larder_cache_entries", "Entries held by a cache tier.", [("tier", "memory")]) { $0.memory.entries },
-            .init(.counter, "larder_cache_evictions_total", "Entries evicted from a cache tier to stay within its size.", [("tier", "memory")]) {
+            .init(
+                .counter, "larder_cache_evictions_total", "Entries evicted from a cache tier to stay within its size.", [("tier", "memory")]
+            ) {
                 $0.memory.evictions
             },
             .init(.gauge, "larder_cache_bytes", "Bytes held by a cache tier.", [("tier", "disk")]) { $0.disk?.bytes ?? 0 },
             .init(.gauge, "larder_cache_entries", "Entries held by a cache tier.", [("tier", "disk")]) { $0.disk?.entries ?? 0 },
-            .init(.counter, "larder_cache_evictions_total", "Entries evicted from a cache tier to stay within its size.", [("tier", "disk")]) {
+            .init(
+                .counter, "larder_cache_evictions_total", "Entries evicted from a cache tier to stay within its size.", [("tier", "disk")]
+            ) {
                 $0.disk?.evictions ?? 0
             },
             .init(.gauge, "larder_memory_files", "Anonymous memory files holding large memory-tier bodies (one descriptor each).") {
@@ -90,10 +111,15 @@ enum MetricsTable {
             .init(.counter, "larder_disk_write_errors_total", "Disk writes that failed (ENOSPC, EIO, permissions).") {
                 $0.disk?.writeErrors ?? 0
             },
-            .init(.counter, "larder_disk_scrubbed_bytes_total", "Bytes of disk entries over 1 MiB checked by the background scrub (disk.scrub_rate).") {
+            .init(
+                .counter, "larder_disk_scrubbed_bytes_total",
+                "Bytes of disk entries over 1 MiB checked by the background scrub (disk.scrub_rate)."
+            ) {
                 $0.disk?.scrubbedBytes ?? 0
             },
-            .init(.gauge, "larder_disk_degraded", "1 while the disk tier refuses writes after an error.") { $0.disk?.degraded == true ? 1 : 0 },
+            .init(.gauge, "larder_disk_degraded", "1 while the disk tier refuses writes after an error.") {
+                $0.disk?.degraded == true ? 1 : 0
+            },
             .init(.gauge, "larder_connections_active", "Open client connections.") { $0.connections.active },
             .init(.counter, "larder_connections_accepted_total", "Client connections accepted.") { $0.connections.accepted },
             .init(.counter, "larder_connections_rejected_total", "Client connections refused (ACL, max_connections).") {
@@ -103,17 +129,25 @@ enum MetricsTable {
                 $0.connections.evictedIdle
             },
             .init(.counter, "larder_bad_requests_total", "Requests rejected as malformed.") { $0.refused.badRequests },
-            .init(.counter, "larder_upstream_dead_connection_retries_total",
-                "Requests sent again at once on a new connection after a pooled keep-alive connection turned out dead (not policy retries).") {
+            .init(
+                .counter, "larder_upstream_dead_connection_retries_total",
+                "Requests sent again at once on a new connection after a pooled keep-alive connection turned out dead (not policy retries)."
+            ) {
                 $0.upstream.deadConnectionRetries
             },
             .init(.counter, "larder_destinations_refused_total", "Requests and tunnels refused by the destination policy (403).") {
                 $0.refused.destinations
             },
-            .init(.counter, "larder_busy_polls_total", "Event-loop busy polls (proxy.busy_poll), by whether an event arrived or the loop slept.",
-                [("outcome", "caught")]) { $0.busyPoll.caught },
-            .init(.counter, "larder_busy_polls_total", "Event-loop busy polls (proxy.busy_poll), by whether an event arrived or the loop slept.",
-                [("outcome", "expired")]) { $0.busyPoll.expired },
+            .init(
+                .counter, "larder_busy_polls_total",
+                "Event-loop busy polls (proxy.busy_poll), by whether an event arrived or the loop slept.",
+                [("outcome", "caught")]
+            ) { $0.busyPoll.caught },
+            .init(
+                .counter, "larder_busy_polls_total",
+                "Event-loop busy polls (proxy.busy_poll), by whether an event arrived or the loop slept.",
+                [("outcome", "expired")]
+            ) { $0.busyPoll.expired },
             .init(.counter, "larder_tunnel_bytes_total", "Bytes relayed through CONNECT tunnels.", [("direction", "client_to_server")]) {
                 $0.tunnels.bytesUp
             },

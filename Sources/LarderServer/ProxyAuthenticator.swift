@@ -1,7 +1,6 @@
 import LarderConfig
 import LarderHTTP
 import LarderIO
-import Synchronization
 
 /// Checks `Proxy-Authorization: Basic` (RFC 9110 §11.7.1, RFC 7617) against `proxy.auth_users`.
 ///
@@ -40,7 +39,7 @@ final class ProxyAuthenticator: Sendable {
         let expires: UInt64
     }
 
-    private let verdicts = Mutex<[String: Verdict]>([:])
+    private let verdicts = Locked<[String: Verdict]>([:])
     private let worker = BlockingWorker(name: "larder-auth")
     static let rememberFor: UInt64 = 300_000_000_000
     static let tableLimit = 4096

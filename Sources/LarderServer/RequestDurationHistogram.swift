@@ -5,8 +5,8 @@ import LarderIO
 ///
 /// Recorded on every request, so it is counted with relaxed atomics (one bucket and the sum)
 /// rather than through swift-metrics into swift-prometheus's histogram, which took a mutex
-/// and compared `Duration`s: ~900 instructions, a 25th of a memory hit (measured in the
-/// commit that introduced this type). Rendered in the Prometheus text format next to the registry's metrics.
+/// and compared `Duration`s on every request. Rendered in the Prometheus text format next to
+/// the registry's metrics.
 ///
 /// State: atomics only, written by every event loop, read by scrapes without stopping the
 /// writers. The count is the sum of the buckets read, so `+Inf` always equals `_count` and

@@ -5,7 +5,6 @@ import LarderConfig
 import LarderHTTP
 import LarderIO
 import Logging
-import Synchronization
 
 /// The daemon: binds the listeners (or takes them from systemd), runs the event loops,
 /// reloads, and drains on shutdown, telling the service manager at each step.
@@ -14,8 +13,8 @@ import Synchronization
 /// the main thread in practice, guarded anyway); everything else is immutable or thread-safe.
 public final class Server: Sendable {
     let shared: SharedState
-    private let loops = Mutex<[EventLoopHandle]>([])
-    private let sockets = Mutex<[(Listener.Kind, Socket)]>([])
+    private let loops = Locked<[EventLoopHandle]>([])
+    private let sockets = Locked<[(Listener.Kind, Socket)]>([])
 
     /// Creates a server for `config`; nothing is bound until ``start()``.
     public init(config: Config, logger: Logger) {
@@ -42,8 +41,10 @@ public final class Server: Sendable {
         if descriptors < config.proxy.maxConnections * 2 + 256 + segments {
             shared.logger.warning(
                 "the open-file limit is low for proxy.max_connections; connections beyond it are refused with 503",
-                metadata: ["limit": "\(descriptors)", "max_connections": "\(config.proxy.maxConnections)",
-                           "advice": "raise LimitNOFILE (systemd) or ulimit -n"])
+                metadata: [
+                    "limit": "\(descriptors)", "max_connections": "\(config.proxy.maxConnections)",
+                    "advice": "raise LimitNOFILE (systemd) or ulimit -n",
+                ])
         }
         // Large memory-tier bodies live in anonymous memory files, one descriptor each, up to an
         // eighth of the limit (past that they stay in arrays, which only costs speed).

@@ -19,9 +19,9 @@ final class SharedState: Sendable {
     /// Retries across all loops, capped at a share of upstream requests.
     let retryBudget: RetryBudget
     /// The addresses this daemon listens on, for the destination policy.
-    let ownAddresses = Mutex(OwnAddresses())
+    let ownAddresses = Locked(OwnAddresses())
     /// Each loop's last heartbeat (monotonic ns), for the systemd watchdog.
-    let heartbeats = Mutex<[UInt64]>([])
+    let heartbeats = Locked<[UInt64]>([])
     /// Requests and bytes per origin host, for the dashboard.
     let hosts = HostCounters()
     /// The Prometheus view of the counters.
@@ -46,7 +46,7 @@ final class SharedState: Sendable {
     private let resolvers = (0..<4).map { BlockingWorker(name: "larder-dns-\($0)") }
     private let nextResolver = Atomic<Int>(0)
     let logger: Logger
-    let runtime: Mutex<RuntimeConfig>
+    let runtime: Locked<RuntimeConfig>
     /// Wall-clock start, for uptime.
     let startTime = Clocks.wallSeconds()
 
@@ -63,7 +63,7 @@ final class SharedState: Sendable {
         let memory = runtime.config.memory
         let memoryTier = MemoryCache(
             limits: .init(maxBytes: memory.maxBytes, maxEntries: memory.maxEntries, maxObjectBytes: memory.maxObjectBytes))
-        self.runtime = Mutex(runtime)
+        self.runtime = Locked(runtime)
         self.logger = logger
         viaIdentity = "larder-" + String(UInt32.random(in: 0...UInt32.max), radix: 16)
         viaElement = "1.1 larder (\(viaIdentity))"

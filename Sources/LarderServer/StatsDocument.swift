@@ -212,7 +212,8 @@ extension StatsDocument {
             refused: Refused(
                 badRequests: stats.badRequests.load(), destinations: stats.destinationsRefused.load(), proxyAuth: stats.authFailures.load()),
             busyPoll: BusyPoll(caught: stats.busyPollsCaught.load(), expired: stats.busyPollsExpired.load()),
-            tunnels: Tunnels(opened: stats.tunnelsOpened.load(), bytesUp: stats.tunnelBytesUp.load(), bytesDown: stats.tunnelBytesDown.load()),
+            tunnels: Tunnels(
+                opened: stats.tunnelsOpened.load(), bytesUp: stats.tunnelBytesUp.load(), bytesDown: stats.tunnelBytesDown.load()),
             parents: labels.map { label in
                 let entry = health[label] ?? ParentHealth.Counters()
                 return Parent(

@@ -1,5 +1,4 @@
 import LarderIO
-import Synchronization
 
 /// Which parent proxies are backing off after a failure, and per-parent counters.
 ///
@@ -25,7 +24,7 @@ public final class ParentHealth: Sendable {
         public init() {}
     }
 
-    private let table = Mutex<[String: Counters]>([:])
+    private let table = Locked<[String: Counters]>([:])
 
     public init() {}
 

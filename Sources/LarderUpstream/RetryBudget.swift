@@ -16,7 +16,7 @@ public final class RetryBudget: Sendable {
         var floor: Int
     }
 
-    private let state: Mutex<State>
+    private let state: Locked<State>
     private let window: Int
     private let clock: @Sendable () -> Double
     /// Retries refused because the budget was spent.
@@ -27,7 +27,10 @@ public final class RetryBudget: Sendable {
     public init(ratio: Double, floor: Int, window: Int = 10, clock: @escaping @Sendable () -> Double = { Clocks.monotonicSeconds() }) {
         self.window = max(1, window)
         self.clock = clock
-        state = Mutex(State(requests: Array(repeating: 0, count: max(1, window)), retries: Array(repeating: 0, count: max(1, window)), ratio: ratio, floor: floor))
+        state = Locked(
+            State(
+                requests: Array(repeating: 0, count: max(1, window)), retries: Array(repeating: 0, count: max(1, window)), ratio: ratio,
+                floor: floor))
     }
 
     public func setLimits(ratio: Double, floor: Int) {

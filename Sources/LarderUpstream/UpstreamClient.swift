@@ -174,7 +174,9 @@ public final class UpstreamClient {
     /// CURLOPT_OPENSOCKETFUNCTION: curl's sockets are made here so that their closing is seen
     /// (curl makes them non-blocking itself; close-on-exec is ours), and the address about to
     /// be connected to passes the transfer's destination check first.
-    fileprivate func openSocket(for transfer: UpstreamTransfer, address: SocketAddress?, family: Int32, type: Int32, protocol: Int32) -> Int32 {
+    fileprivate func openSocket(for transfer: UpstreamTransfer, address: SocketAddress?, family: Int32, type: Int32, protocol: Int32)
+        -> Int32
+    {
         if !transfer.mayConnect(to: address) { return CURL_SOCKET_BAD }
         let type = type | Int32(SOCK_CLOEXEC.rawValue)
         guard let fd = try? Syscall.call("socket", { socket(family, type, `protocol`) }) else { return CURL_SOCKET_BAD }
@@ -538,7 +540,7 @@ public final class UpstreamTransfer {
 /// buffer, which curl then mallocs again (64 KiB) for the next transfer.
 ///
 /// State: loop-confined; held by the client while spare, by one transfer while in use.
-fileprivate final class EasyHandle {
+private final class EasyHandle {
     let pointer: UnsafeMutableRawPointer
     /// curl writes the text of a failure here (CURLOPT_ERRORBUFFER); a stable allocation,
     /// because curl keeps the pointer for as long as the handle lives.
@@ -628,7 +630,7 @@ fileprivate final class EasyHandle {
 /// NUL-terminated lines they point at. curl only reads a CURLOPT_HTTPHEADER list (the caller
 /// owns it), so one free releases everything; `curl_slist_append` costs two mallocs per line.
 /// Sized in a first pass and written in place in a second (no intermediate array).
-fileprivate struct HeaderList {
+private struct HeaderList {
     private let storage: UnsafeMutableRawPointer
     /// The list's first node.
     let first: UnsafeMutablePointer<curl_slist>

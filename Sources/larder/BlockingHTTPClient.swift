@@ -66,7 +66,8 @@ struct BlockingHTTPClient {
         func fill() throws -> Bool {
             let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
             if count < 0 {
-                throw Failure(description: errno == EAGAIN ? "timed out after \(timeoutSeconds) s" : "recv: \(String(cString: strerror(errno)))")
+                throw Failure(
+                    description: errno == EAGAIN ? "timed out after \(timeoutSeconds) s" : "recv: \(String(cString: strerror(errno)))")
             }
             if count == 0 { return false }
             buffer.append(contentsOf: chunk[0..<count])

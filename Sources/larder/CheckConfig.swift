@@ -1,5 +1,5 @@
-import Glibc
 import ArgumentParser
+import Glibc
 import LarderConfig
 import LarderIO
 
@@ -47,4 +47,3 @@ func printError(_ text: String) {
     var line = Array((text + "\n").utf8)
     _ = line.withUnsafeMutableBytes { write(2, $0.baseAddress, $0.count) }
 }
-

@@ -44,7 +44,8 @@ struct Purge: ParsableCommand {
             var headers = [("Host", target.description)]
             if !token.isEmpty { headers.append(("Authorization", "Bearer \(token)")) }
             do {
-                let response = try BlockingHTTPClient(address: target, timeoutSeconds: 10).request("POST", "/purge?url=\(encoded)", headers: headers)
+                let response = try BlockingHTTPClient(address: target, timeoutSeconds: 10).request(
+                    "POST", "/purge?url=\(encoded)", headers: headers)
                 guard response.status == 200 else {
                     failed += 1
                     printError("\(target): \(response.status) \(response.text.trimmingCharacters(in: .whitespacesAndNewlines))")

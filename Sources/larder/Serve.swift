@@ -17,7 +17,9 @@ struct Serve: ParsableCommand {
             SIGUSR1 and SIGUSR2 are logged and otherwise ignored.
             """)
 
-    @Option(name: .customLong("config"), help: "Configuration file (default: $LARDER_CONFIG, then /etc/larder/larder.toml if present, else embedded defaults).")
+    @Option(
+        name: .customLong("config"),
+        help: "Configuration file (default: $LARDER_CONFIG, then /etc/larder/larder.toml if present, else embedded defaults).")
     var configPath: String?
 
     @Option(name: .customLong("listen"), help: "Proxy listen address (repeatable), e.g. 127.0.0.1:3128 or [::1]:3128.")

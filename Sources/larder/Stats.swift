@@ -21,7 +21,8 @@ struct Stats: ParsableCommand {
 
     func run() throws {
         let address = try options.adminAddress()
-        let response = try BlockingHTTPClient(address: address, timeoutSeconds: 10).request("GET", "/stats", headers: [("Host", address.description)])
+        let response = try BlockingHTTPClient(address: address, timeoutSeconds: 10).request(
+            "GET", "/stats", headers: [("Host", address.description)])
         guard response.status == 200 else { throw ValidationError("GET /stats answered \(response.status): \(response.text)") }
         if json {
             print(response.text, terminator: "")
@@ -41,8 +42,11 @@ struct Stats: ParsableCommand {
         func bytes(_ count: Int) -> String { Format.bytes(Double(count)) }
         let requests = stats.requests
         var lines: [String] = []
-        lines.append("Larder \(stats.version) at \(address), up \(Format.duration(stats.uptimeSeconds)), \(stats.workers) event loop\(stats.workers == 1 ? "" : "s")")
-        lines.append(pad("Requests") + "\(Format.count(requests["total"] ?? 0))   hit ratio \(String(format: "%.1f", stats.hitRatio * 100)) %")
+        lines.append(
+            "Larder \(stats.version) at \(address), up \(Format.duration(stats.uptimeSeconds)), \(stats.workers) event loop\(stats.workers == 1 ? "" : "s")"
+        )
+        lines.append(
+            pad("Requests") + "\(Format.count(requests["total"] ?? 0))   hit ratio \(String(format: "%.1f", stats.hitRatio * 100)) %")
         let outcomes = ["hit", "disk_hit", "revalidated", "stale", "coalesced", "miss", "pass", "error", "tunnel", "admin"]
         lines.append(pad("") + outcomes.map { "\($0) \(Format.count(requests[$0] ?? 0))" }.joined(separator: "  "))
         lines.append(pad("Bytes") + "from cache \(bytes(stats.bytes.fromCache))   from upstream \(bytes(stats.bytes.fromUpstream))")

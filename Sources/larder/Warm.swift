@@ -32,7 +32,10 @@ struct Warm: ParsableCommand {
     @OptionGroup var options: AdminOptions
 
     enum Result: Sendable {
-        case stored(Int), cached(Int), notCacheable(Int), failed(String)
+        case stored(Int)
+        case cached(Int)
+        case notCacheable(Int)
+        case failed(String)
     }
 
     func run() throws {
@@ -40,7 +43,8 @@ struct Warm: ParsableCommand {
         if let file {
             let text = try String(contentsOfFile: file, encoding: .utf8)
             for line in text.split(separator: "\n") {
-                let entry = line.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)[0].trimmingCharacters(in: .whitespaces)
+                let entry = line.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)[0].trimmingCharacters(
+                    in: .whitespaces)
                 if !entry.isEmpty { list.append(entry) }
             }
         }
@@ -57,7 +61,7 @@ struct Warm: ParsableCommand {
             address = first
         }
         let progress = Progress(total: list.count, interactive: isatty(2) == 1)
-        let results = Mutex<[Int: Result]>([:])
+        let results = Locked<[Int: Result]>([:])
         let next = Atomic<Int>(0)
         let urls = list
         DispatchQueue.concurrentPerform(iterations: max(1, min(parallel, list.count))) { _ in
@@ -70,16 +74,28 @@ struct Warm: ParsableCommand {
             }
         }
         progress.done()
-        var stored = 0, cached = 0, uncacheable = 0, failed = 0, bytes = 0
+        var stored = 0
+        var cached = 0
+        var uncacheable = 0
+        var failed = 0
+        var bytes = 0
         for result in results.withLock({ $0.values }) {
             switch result {
-            case .stored(let size): stored += 1; bytes += size
-            case .cached(let size): cached += 1; bytes += size
-            case .notCacheable(let size): uncacheable += 1; bytes += size
+            case .stored(let size):
+                stored += 1
+                bytes += size
+            case .cached(let size):
+                cached += 1
+                bytes += size
+            case .notCacheable(let size):
+                uncacheable += 1
+                bytes += size
             case .failed: failed += 1
             }
         }
-        print("\(list.count) URL\(list.count == 1 ? "" : "s"): \(stored) stored, \(cached) already cached, \(uncacheable) not cacheable, \(failed) failed; \(Format.bytes(Double(bytes))) fetched")
+        print(
+            "\(list.count) URL\(list.count == 1 ? "" : "s"): \(stored) stored, \(cached) already cached, \(uncacheable) not cacheable, \(failed) failed; \(Format.bytes(Double(bytes))) fetched"
+        )
         if failed > 0 { throw ExitCode(1) }
     }
 
@@ -106,7 +122,7 @@ struct Warm: ParsableCommand {
             var bytes = 0
             var lastDraw = 0.0
         }
-        private let state = Mutex(State())
+        private let state = Locked(State())
         let total: Int
         let interactive: Bool
 

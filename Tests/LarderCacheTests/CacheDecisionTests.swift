@@ -17,7 +17,7 @@ private func decide(
     CacheDecision.decide(stored: entry, request: RequestDirectives(request), policy: policy, ttl: ttl, now: now, offline: offline)
 }
 
-@Suite struct CacheDecisionTests {
+@Suite(.timeLimit(.minutes(1))) struct CacheDecisionTests {
     let fresh60 = stored(["Cache-Control": "max-age=60", "ETag": "\"a\""])
     let plain60 = stored(["Cache-Control": "max-age=60"])
 
@@ -88,7 +88,8 @@ private func decide(
 
     @Test func notModifiedRefreshesHeadersAndAge() {
         let entry = stored(["Cache-Control": "max-age=60", "ETag": "\"a\"", "X-V": "1", "Content-Length": "3"])
-        let updated = entry.freshened(by: ["Cache-Control": "max-age=600", "X-V": "2", "Content-Length": "0"], requestTime: 2000, responseTime: 2000)
+        let updated = entry.freshened(
+            by: ["Cache-Control": "max-age=600", "X-V": "2", "Content-Length": "0"], requestTime: 2000, responseTime: 2000)
         #expect(updated.headers["X-V"] == "2")
         #expect(updated.headers["Content-Length"] == "3", "framing fields are not taken from the 304")
         #expect(updated.freshnessLifetime == 600)
@@ -97,14 +98,18 @@ private func decide(
     }
 }
 
-@Suite struct PreconditionAndRangeTests {
+@Suite(.timeLimit(.minutes(1))) struct PreconditionAndRangeTests {
     let headers: HTTPHeaders = ["ETag": "\"x\"", "Last-Modified": "Sun, 06 Nov 1994 08:49:37 GMT"]
 
     @Test func conditionalRequests() {
         #expect(Preconditions.notModified(request: ["If-None-Match": "W/\"x\""], status: 200, responseHeaders: headers))
         #expect(!Preconditions.notModified(request: ["If-None-Match": "\"y\""], status: 200, responseHeaders: headers))
-        #expect(Preconditions.notModified(request: ["If-Modified-Since": "Sun, 06 Nov 1994 08:49:37 GMT"], status: 200, responseHeaders: headers))
-        #expect(!Preconditions.notModified(request: ["If-Modified-Since": "Sat, 05 Nov 1994 08:49:37 GMT"], status: 200, responseHeaders: headers))
+        #expect(
+            Preconditions.notModified(
+                request: ["If-Modified-Since": "Sun, 06 Nov 1994 08:49:37 GMT"], status: 200, responseHeaders: headers))
+        #expect(
+            !Preconditions.notModified(
+                request: ["If-Modified-Since": "Sat, 05 Nov 1994 08:49:37 GMT"], status: 200, responseHeaders: headers))
         #expect(!Preconditions.notModified(request: ["If-None-Match": "\"x\""], status: 404, responseHeaders: headers))
     }
 

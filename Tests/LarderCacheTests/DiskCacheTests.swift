@@ -1,10 +1,11 @@
 import Foundation
-@testable import LarderCache
 import LarderHTTP
 import LarderIO
 import Logging
 import Synchronization
 import Testing
+
+@testable import LarderCache
 
 /// Waits (at most 10 s) for `cache`'s start-up scan to finish.
 private func waitForIndex(_ cache: DiskCache) {
@@ -130,7 +131,7 @@ private func pattern(_ count: Int, seed: UInt8 = 1) -> [UInt8] {
     (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ Int(seed)) }
 }
 
-@Suite struct DiskCacheTests {
+@Suite(.timeLimit(.minutes(1))) struct DiskCacheTests {
     @Test func storedEntryIsReadBackByteForByte() throws {
         let fixture = try DiskFixture()
         let body = pattern(300_000)
@@ -744,7 +745,7 @@ private func pattern(_ count: Int, seed: UInt8 = 1) -> [UInt8] {
     }
 }
 
-@Suite struct DiskScrubberTests {
+@Suite(.timeLimit(.minutes(1))) struct DiskScrubberTests {
     @Test func pausesKeepTheAverageAtTheRate() {
         #expect(DiskScrubber.pause(afterChecking: 16 << 20, rate: 16 << 20) == .seconds(1))
         #expect(DiskScrubber.pause(afterChecking: 1 << 20, rate: 4 << 20) == .milliseconds(250))
@@ -756,9 +757,10 @@ private func pattern(_ count: Int, seed: UInt8 = 1) -> [UInt8] {
         fixture.store("/sound", body: pattern(2 << 20, seed: 1))
         fixture.store("/damaged", body: pattern(2 << 20, seed: 2))
         fixture.store("/small", body: pattern(10_000, seed: 3))
-        let damaged = try #require(fixture.entryFiles().first { file in
-            (try? Data(contentsOf: URL(fileURLWithPath: file)).range(of: Data("/damaged".utf8))) != nil
-        })
+        let damaged = try #require(
+            fixture.entryFiles().first { file in
+                (try? Data(contentsOf: URL(fileURLWithPath: file)).range(of: Data("/damaged".utf8))) != nil
+            })
         var bytes = try Data(contentsOf: URL(fileURLWithPath: damaged))
         bytes[bytes.count - 10] ^= 0x80
         try bytes.write(to: URL(fileURLWithPath: damaged))

@@ -3,7 +3,7 @@ import LarderCache
 import LarderHTTP
 import Testing
 
-@Suite struct FreshnessTests {
+@Suite(.timeLimit(.minutes(1))) struct FreshnessTests {
     private func lifetime(_ headers: HTTPHeaders, status: Int = 200, responseTime: Double = 1_000_000) -> Double {
         Freshness.lifetime(status: status, headers: headers, cacheControl: CacheControl(headers), responseTime: responseTime)
     }
@@ -23,8 +23,11 @@ import Testing
     }
 
     /// RFC 9111 §5.1: the first member of a list counts; an invalid Age is ignored.
-    @Test(arguments: [("7200, 0", 7200), ("7200,0", 7200), (" 15 ", 15), ("-3", nil), ("1e3", nil), ("", nil),
-                      ("99999999999999", 1 << 31)] as [(String, Int?)])
+    @Test(
+        arguments: [
+            ("7200, 0", 7200), ("7200,0", 7200), (" 15 ", 15), ("-3", nil), ("1e3", nil), ("", nil),
+            ("99999999999999", 1 << 31),
+        ] as [(String, Int?)])
     func ageUsesTheFirstMember(_ value: String, _ expected: Int?) {
         #expect(Freshness.age(["Age": value]) == expected, "\(value)")
     }
@@ -55,7 +58,7 @@ import Testing
     }
 }
 
-@Suite struct StorabilityTests {
+@Suite(.timeLimit(.minutes(1))) struct StorabilityTests {
     private func decide(
         _ response: HTTPHeaders, request: HTTPHeaders = [:], status: Int = 200, method: HTTPMethod = .get
     ) -> Storability.Decision {
@@ -94,7 +97,7 @@ import Testing
     }
 }
 
-@Suite struct VaryMatcherTests {
+@Suite(.timeLimit(.minutes(1))) struct VaryMatcherTests {
     @Test func matchesOnNormalizedValues() {
         let stored = Fixtures.response(
             "/v", headers: ["Vary": "Accept-Encoding"],

@@ -1,8 +1,9 @@
-@testable import LarderCache
 import Testing
 
+@testable import LarderCache
+
 /// The disk index's containers against the standard ones, on the same operations.
-@Suite struct IndexStorageTests {
+@Suite(.timeLimit(.minutes(1))) struct IndexStorageTests {
     @Test func shardedDictionaryAgreesWithDictionary() {
         var sharded = ShardedDictionary<String, Int>()
         var reference: [String: Int] = [:]

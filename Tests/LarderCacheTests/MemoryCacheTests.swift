@@ -3,7 +3,7 @@ import LarderHTTP
 import LarderIO
 import Testing
 
-@Suite struct MemoryCacheTests {
+@Suite(.timeLimit(.minutes(1))) struct MemoryCacheTests {
     @Test func storesAndFindsByKey() {
         let cache = MemoryCache(limits: Fixtures.limits())
         let stored = Fixtures.response("/a")

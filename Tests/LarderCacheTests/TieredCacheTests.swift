@@ -1,8 +1,9 @@
 import Foundation
-@testable import LarderCache
 import LarderHTTP
 import Logging
 import Testing
+
+@testable import LarderCache
 
 /// The cache's one face over a real memory tier and a real disk tier in a temporary directory.
 @Suite(.timeLimit(.minutes(1))) struct TieredCacheTests {
@@ -10,7 +11,8 @@ import Testing
     let cache: TieredCache
 
     init() throws {
-        let disk = try DiskCache(directory: directory, limits: .init(maxBytes: 1 << 30, maxObjectBytes: 1 << 30), logger: Logger(label: "test"))
+        let disk = try DiskCache(
+            directory: directory, limits: .init(maxBytes: 1 << 30, maxObjectBytes: 1 << 30), logger: Logger(label: "test"))
         disk.start()
         for _ in 0..<10_000 where !disk.isIndexComplete { usleep(1000) }
         disk.drain()
@@ -50,19 +52,31 @@ import Testing
     @Test func memoryFirstThenDiskAndADiskHitIsPromoted() throws {
         let inMemory = Fixtures.response("/m")
         cache.insertInMemory(inMemory)
-        guard case .found(_, let fromDisk) = lookUp("/m") else { Issue.record("memory entry not found"); return }
+        guard case .found(_, let fromDisk) = lookUp("/m") else {
+            Issue.record("memory entry not found")
+            return
+        }
         #expect(!fromDisk)
 
         let onDisk = Fixtures.response("/d", bodySize: 2000)
         cache.storeOnDisk([.init(response: onDisk, body: [UInt8](repeating: 7, count: 2000), head: diskHead("/d"))], budgetNanos: 1_000_000)
         cache.disk?.drain()
         #expect(cache.memory.lookup(Fixtures.key("/d")) == nil)
-        guard case .found(let found, true) = lookUp("/d") else { Issue.record("disk entry not found"); return }
+        guard case .found(let found, true) = lookUp("/d") else {
+            Issue.record("disk entry not found")
+            return
+        }
         #expect(found.bodyLength == 2000)
         #expect(waitForMemory("/d"), "a disk hit small enough for memory is promoted")
-        guard case .found(_, false) = lookUp("/d") else { Issue.record("promoted entry not served from memory"); return }
+        guard case .found(_, false) = lookUp("/d") else {
+            Issue.record("promoted entry not served from memory")
+            return
+        }
 
-        guard case .miss(let varyMiss) = lookUp("/nothing") else { Issue.record("found something never stored"); return }
+        guard case .miss(let varyMiss) = lookUp("/nothing") else {
+            Issue.record("found something never stored")
+            return
+        }
         #expect(!varyMiss)
     }
 
@@ -77,7 +91,10 @@ import Testing
         cache.disk?.drain()
         #expect(cache.disk?.statistics.entries == 20)
         for index in 0..<20 {
-            guard case .found(_, true) = lookUp("/s\(index)") else { Issue.record("/s\(index) not on disk"); continue }
+            guard case .found(_, true) = lookUp("/s\(index)") else {
+                Issue.record("/s\(index) not on disk")
+                continue
+            }
         }
     }
 
@@ -91,7 +108,10 @@ import Testing
         cache.disk?.drain()
         #expect(cache.memory.lookup(Fixtures.key("/p"))?.first?.headers["X-Refreshed"] == "1")
         cache.memory.removeAll()
-        guard case .found(let fromDisk, true) = lookUp("/p") else { Issue.record("refreshed entry gone from disk"); return }
+        guard case .found(let fromDisk, true) = lookUp("/p") else {
+            Issue.record("refreshed entry gone from disk")
+            return
+        }
         #expect(fromDisk.headers["X-Refreshed"] == "1", "the disk copy carries the 304's fields")
         #expect(waitForMemory("/p"))  // the hit's promotion lands before the invalidation
 
@@ -99,14 +119,20 @@ import Testing
         let served = try #require(cache.memory.lookup(Fixtures.key("/p"))?.first)
         cache.invalidate(served)
         cache.disk?.drain()
-        guard case .miss = lookUp("/p") else { Issue.record("invalidated entry still served"); return }
+        guard case .miss = lookUp("/p") else {
+            Issue.record("invalidated entry still served")
+            return
+        }
 
         cache.insertInMemory(stored)
         cache.storeOnDisk([.init(response: stored, body: [UInt8](repeating: 7, count: 300), head: diskHead("/p"))], budgetNanos: 1_000_000)
         cache.disk?.drain()
         #expect(cache.purge(Fixtures.key("/p")))
         cache.disk?.drain()
-        guard case .miss = lookUp("/p") else { Issue.record("purged entry still served"); return }
+        guard case .miss = lookUp("/p") else {
+            Issue.record("purged entry still served")
+            return
+        }
         #expect(!cache.purge(Fixtures.key("/p")))
     }
 }

@@ -31,21 +31,35 @@ private let errorCases: [ErrorCase] = [
     ErrorCase(name: "unclosed header", text: "[proxy\n", line: 1, column: 7, message: "expected ']'"),
     ErrorCase(name: "bad escape", text: "[disk]\npath = \"a\\qb\"\n", line: 2, column: 10, message: "unknown escape"),
     ErrorCase(name: "inline table", text: "[proxy]\nx = {a = 1}\n", line: 2, column: 5, message: "inline tables"),
-    ErrorCase(name: "duplicate key", text: "[proxy]\nworkers = 1\nworkers = 2\n", line: 3, column: 1, message: "duplicate key 'workers' (first defined at line 2)"),
+    ErrorCase(
+        name: "duplicate key", text: "[proxy]\nworkers = 1\nworkers = 2\n", line: 3, column: 1,
+        message: "duplicate key 'workers' (first defined at line 2)"),
     ErrorCase(name: "duplicate table", text: "[proxy]\n[memory]\n[proxy]\n", line: 3, column: 1, message: "duplicate table [proxy]"),
-    ErrorCase(name: "duration given as integer", text: "[proxy]\nheader_timeout = 5\n", line: 2, column: 18, message: "expected a duration like \"5s\" for 'header_timeout', got 5"),
-    ErrorCase(name: "duration with bad unit", text: "[proxy]\nidle_timeout = \"5 minutes\"\n", line: 2, column: 16, message: "expected a duration"),
+    ErrorCase(
+        name: "duration given as integer", text: "[proxy]\nheader_timeout = 5\n", line: 2, column: 18,
+        message: "expected a duration like \"5s\" for 'header_timeout', got 5"),
+    ErrorCase(
+        name: "duration with bad unit", text: "[proxy]\nidle_timeout = \"5 minutes\"\n", line: 2, column: 16, message: "expected a duration"
+    ),
     ErrorCase(name: "size with bad unit", text: "[memory]\nmax_bytes = \"12 apples\"\n", line: 2, column: 13, message: "expected a size"),
     ErrorCase(name: "string for integer", text: "[proxy]\nmax_connections = \"10\"\n", line: 2, column: 19, message: "expected an integer"),
     ErrorCase(name: "out of range", text: "[proxy]\nmax_connections = 0\n", line: 2, column: 19, message: "must be between 1 and 1000000"),
     ErrorCase(name: "size out of range", text: "[proxy]\nmax_header_bytes = \"10B\"\n", line: 2, column: 20, message: "must be between"),
     ErrorCase(name: "unknown section", text: "[retyr]\n", line: 1, column: 1, message: "unknown section [retyr] (did you mean 'retry'?)"),
-    ErrorCase(name: "unknown key", text: "[proxy]\nmax_conections = 5\n", line: 2, column: 1, message: "unknown key 'max_conections' in [proxy] (did you mean 'max_connections'?)"),
-    ErrorCase(name: "key under another section", text: "[upstream]\ntimeout = \"5s\"\nmax_conections = 5\n", line: 3, column: 1, message: "unknown key 'max_conections' in [upstream] (did you mean 'max_connections' in [proxy]?)"),
-    ErrorCase(name: "unknown key without suggestion", text: "[cache]\nzzzzzzzz = 1\n", line: 2, column: 1, message: "unknown key 'zzzzzzzz' in [cache]"),
+    ErrorCase(
+        name: "unknown key", text: "[proxy]\nmax_conections = 5\n", line: 2, column: 1,
+        message: "unknown key 'max_conections' in [proxy] (did you mean 'max_connections'?)"),
+    ErrorCase(
+        name: "key under another section", text: "[upstream]\ntimeout = \"5s\"\nmax_conections = 5\n", line: 3, column: 1,
+        message: "unknown key 'max_conections' in [upstream] (did you mean 'max_connections' in [proxy]?)"),
+    ErrorCase(
+        name: "unknown key without suggestion", text: "[cache]\nzzzzzzzz = 1\n", line: 2, column: 1,
+        message: "unknown key 'zzzzzzzz' in [cache]"),
     ErrorCase(name: "key outside a section", text: "workers = 1\n", line: 1, column: 1, message: "must be inside a section"),
-    ErrorCase(name: "bad listen address", text: "[proxy]\nlisten = [\"127.0.0.1\"]\n", line: 2, column: 11, message: "not a listen address"),
-    ErrorCase(name: "bad admin address", text: "[admin]\nlisten = \"localhost:99999\"\n", line: 2, column: 10, message: "not a listen address"),
+    ErrorCase(
+        name: "bad listen address", text: "[proxy]\nlisten = [\"127.0.0.1\"]\n", line: 2, column: 11, message: "not a listen address"),
+    ErrorCase(
+        name: "bad admin address", text: "[admin]\nlisten = \"localhost:99999\"\n", line: 2, column: 10, message: "not a listen address"),
     ErrorCase(name: "bad CIDR", text: "[proxy]\nallow = [\"10.0.0.0/33\"]\n", line: 2, column: 10, message: "not a CIDR"),
     ErrorCase(
         name: "allow_local_destinations takes true, false or auto", text: "[proxy]\nallow_local_destinations = \"maybe\"\n", line: 2,
@@ -58,35 +72,64 @@ private let errorCases: [ErrorCase] = [
     ErrorCase(
         name: "request_body_buffer is bounded", text: "[proxy]\nrequest_body_buffer = \"1GiB\"\n", line: 2, column: 23,
         message: "request_body_buffer"),
-    ErrorCase(name: "unknown policy", text: "[cache]\ndefault_policy = \"cache-first\"\n", line: 2, column: 18, message: "did you mean 'cache_first'?"),
-    ErrorCase(name: "unknown retry condition", text: "[retry]\nretry_on = [\"5xx\", \"timout\"]\n", line: 2, column: 20, message: "unknown retry condition \"timout\""),
+    ErrorCase(
+        name: "unknown policy", text: "[cache]\ndefault_policy = \"cache-first\"\n", line: 2, column: 18,
+        message: "did you mean 'cache_first'?"),
+    ErrorCase(
+        name: "unknown retry condition", text: "[retry]\nretry_on = [\"5xx\", \"timout\"]\n", line: 2, column: 20,
+        message: "unknown retry condition \"timout\""),
     ErrorCase(name: "route without match", text: "[[route]]\npolicy = \"http\"\n", line: 1, column: 1, message: "needs a 'match'"),
-    ErrorCase(name: "malformed route match", text: "[[route]]\nmatch = \"http//x/\"\n", line: 2, column: 10, message: "invalid route match"),
+    ErrorCase(
+        name: "malformed route match", text: "[[route]]\nmatch = \"http//x/\"\n", line: 2, column: 10, message: "invalid route match"),
     ErrorCase(name: "route match bad scheme", text: "[[route]]\nmatch = \"ftp://x/\"\n", line: 2, column: 10, message: "scheme must be"),
     ErrorCase(name: "route match bad port", text: "[[route]]\nmatch = \"http://x:99999/\"\n", line: 2, column: 19, message: "invalid port"),
-    ErrorCase(name: "route unknown key", text: "[[route]]\nmatch = \"http://x/*\"\npolcy = \"http\"\n", line: 3, column: 1, message: "did you mean 'policy'?"),
-    ErrorCase(name: "route bad method", text: "[[route]]\nmatch = \"http://x/*\"\nmethods = [\"get\"]\n", line: 3, column: 12, message: "not an HTTP method"),
+    ErrorCase(
+        name: "route unknown key", text: "[[route]]\nmatch = \"http://x/*\"\npolcy = \"http\"\n", line: 3, column: 1,
+        message: "did you mean 'policy'?"),
+    ErrorCase(
+        name: "route bad method", text: "[[route]]\nmatch = \"http://x/*\"\nmethods = [\"get\"]\n", line: 3, column: 12,
+        message: "not an HTTP method"),
     ErrorCase(name: "route retry without route", text: "[route.retry]\n", line: 1, column: 1, message: "must follow a [[route]]"),
-    ErrorCase(name: "route retry unknown key", text: "[[route]]\nmatch = \"http://x/*\"\n[route.retry]\nmax_atempts = 2\n", line: 4, column: 1, message: "did you mean 'max_attempts'?"),
-    ErrorCase(name: "busy poll too long", text: "[proxy]\nbusy_poll = \"50ms\"\n", line: 2, column: 13, message: "'busy_poll' must be at most 10ms, got \"50ms\""),
-    ErrorCase(name: "workers not a count", text: "[proxy]\nworkers = \"all\"\n", line: 2, column: 11, message: "expected \"auto\" or a number of event loops from 1 to 256"),
-    ErrorCase(name: "too many workers", text: "[proxy]\nworkers = 257\n", line: 2, column: 11, message: "from 1 to 256 for 'workers', got 257"),
+    ErrorCase(
+        name: "route retry unknown key", text: "[[route]]\nmatch = \"http://x/*\"\n[route.retry]\nmax_atempts = 2\n", line: 4, column: 1,
+        message: "did you mean 'max_attempts'?"),
+    ErrorCase(
+        name: "busy poll too long", text: "[proxy]\nbusy_poll = \"50ms\"\n", line: 2, column: 13,
+        message: "'busy_poll' must be at most 10ms, got \"50ms\""),
+    ErrorCase(
+        name: "workers not a count", text: "[proxy]\nworkers = \"all\"\n", line: 2, column: 11,
+        message: "expected \"auto\" or a number of event loops from 1 to 256"),
+    ErrorCase(
+        name: "too many workers", text: "[proxy]\nworkers = 257\n", line: 2, column: 11, message: "from 1 to 256 for 'workers', got 257"),
     ErrorCase(name: "leading zero", text: "[proxy]\nworkers = 01\n", line: 2, column: 11, message: "leading zeros"),
     ErrorCase(name: "misplaced underscore", text: "[proxy]\nmax_connections = 1__0\n", line: 2, column: 20, message: "'_' in a number"),
-    ErrorCase(name: "plain password", text: "[proxy]\nauth_users = [\"erin:hunter2\"]\n", line: 2, column: 15, message: "plain passwords are not accepted"),
-    ErrorCase(name: "auth user without colon", text: "[proxy]\nauth_users = [\"erin\"]\n", line: 2, column: 15, message: "larder hash-password"),
-    ErrorCase(name: "auth user listed twice", text: "[proxy]\nauth_users = [\"a:$6$s$h\", \"a:$6$t$i\"]\n", line: 2, column: 27, message: "listed twice"),
+    ErrorCase(
+        name: "plain password", text: "[proxy]\nauth_users = [\"erin:hunter2\"]\n", line: 2, column: 15,
+        message: "plain passwords are not accepted"),
+    ErrorCase(
+        name: "auth user without colon", text: "[proxy]\nauth_users = [\"erin\"]\n", line: 2, column: 15, message: "larder hash-password"),
+    ErrorCase(
+        name: "auth user listed twice", text: "[proxy]\nauth_users = [\"a:$6$s$h\", \"a:$6$t$i\"]\n", line: 2, column: 27,
+        message: "listed twice"),
     ErrorCase(name: "auth realm with a quote", text: "[proxy]\nauth_realm = \"a\\\"b\"\n", line: 2, column: 14, message: "without quotes"),
-    ErrorCase(name: "parent and parents", text: "[upstream]\nparent = \"http://a:1\"\nparents = [\"http://b:1\"]\n", line: 3, column: 11, message: "not both"),
-    ErrorCase(name: "parent not a URL", text: "[upstream]\nparents = [\"http://a:1\", \"b:3128\"]\n", line: 2, column: 26, message: "proxy URL"),
-    ErrorCase(name: "parent listed twice", text: "[upstream]\nparents = [\"http://a:1\", \"http://a:1\"]\n", line: 2, column: 26, message: "listed twice"),
+    ErrorCase(
+        name: "parent and parents", text: "[upstream]\nparent = \"http://a:1\"\nparents = [\"http://b:1\"]\n", line: 3, column: 11,
+        message: "not both"),
+    ErrorCase(
+        name: "parent not a URL", text: "[upstream]\nparents = [\"http://a:1\", \"b:3128\"]\n", line: 2, column: 26, message: "proxy URL"),
+    ErrorCase(
+        name: "parent listed twice", text: "[upstream]\nparents = [\"http://a:1\", \"http://a:1\"]\n", line: 2, column: 26,
+        message: "listed twice"),
     ErrorCase(name: "unknown parent selection", text: "[upstream]\nparent_selection = \"random\"\n", line: 2, column: 20, message: "hash"),
-    ErrorCase(name: "bad direct entry", text: "[upstream]\ndirect = [\"*.internal\", \"10.0.0.0/33\"]\n", line: 2, column: 25, message: "not a host"),
-    ErrorCase(name: "route parent", text: "[[route]]\nmatch = \"http://x/*\"\nparent = \"none\"\n", line: 3, column: 10, message: "\"direct\""),
+    ErrorCase(
+        name: "bad direct entry", text: "[upstream]\ndirect = [\"*.internal\", \"10.0.0.0/33\"]\n", line: 2, column: 25,
+        message: "not a host"),
+    ErrorCase(
+        name: "route parent", text: "[[route]]\nmatch = \"http://x/*\"\nparent = \"none\"\n", line: 3, column: 10, message: "\"direct\""),
     ErrorCase(name: "column counts characters", text: "[disk]\n# é\npath = 'é' x\n", line: 3, column: 12, message: "unexpected text"),
 ]
 
-@Suite struct ConfigLanguageTests {
+@Suite(.timeLimit(.minutes(1))) struct ConfigLanguageTests {
     @Test(arguments: errorCases)
     fileprivate func reportsErrorAtItsPosition(_ testCase: ErrorCase) throws {
         let found = errors(testCase.text)
@@ -98,7 +141,10 @@ private let errorCases: [ErrorCase] = [
 
     @Test func errorShowsTheLineAndACaret() throws {
         let error = try #require(errors("[proxy]\n  header_timeout = 5\n").first)
-        #expect(error.description == "t.toml:2:20: expected a duration like \"5s\" for 'header_timeout', got 5\n    header_timeout = 5\n                     ^")
+        #expect(
+            error.description
+                == "t.toml:2:20: expected a duration like \"5s\" for 'header_timeout', got 5\n    header_timeout = 5\n                     ^"
+        )
     }
 
     @Test func everyIndependentErrorIsReported() {
@@ -217,12 +263,13 @@ private let errorCases: [ErrorCase] = [
     }()
 }
 
-@Suite struct URLPatternTests {
+@Suite(.timeLimit(.minutes(1))) struct URLPatternTests {
     private func matches(_ pattern: String, _ url: String, port: Int = 80) throws -> Bool {
         let parsed = try URLPattern(parsing: pattern)
         let rest = url.dropFirst("http://".count)
         let slash = rest.firstIndex(of: "/") ?? rest.endIndex
-        return parsed.matches(scheme: "http", host: String(rest[..<slash]), port: port, pathAndQuery: rest[slash...].isEmpty ? "/" : String(rest[slash...]))
+        return parsed.matches(
+            scheme: "http", host: String(rest[..<slash]), port: port, pathAndQuery: rest[slash...].isEmpty ? "/" : String(rest[slash...]))
     }
 
     @Test func hostLabelGlobsMatchOneOrMoreLabels() throws {
@@ -273,7 +320,7 @@ private let errorCases: [ErrorCase] = [
     }
 }
 
-@Suite struct UnitsTests {
+@Suite(.timeLimit(.minutes(1))) struct UnitsTests {
     @Test func parsesDurationsAndSizes() {
         #expect(Units.duration("250ms") == .milliseconds(250))
         #expect(Units.duration("1.5s") == .milliseconds(1500))

@@ -2,7 +2,7 @@ import Testing
 
 @testable import LarderHTTP
 
-@Suite struct BasicCredentialsTests {
+@Suite(.timeLimit(.minutes(1))) struct BasicCredentialsTests {
     @Test func parsesTheRFC7617Example() {
         // RFC 7617 §2: "Aladdin" / "open sesame".
         let credentials = BasicCredentials(header: "Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ==")

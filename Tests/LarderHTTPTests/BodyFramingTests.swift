@@ -7,7 +7,7 @@ private func framing(_ headers: [(String, String)], version: HTTPVersion = .http
     return Result { () throws(HTTPParseError) in try BodyFraming.ofRequest(head) }
 }
 
-@Suite struct BodyFramingTests {
+@Suite(.timeLimit(.minutes(1))) struct BodyFramingTests {
     @Test func noFramingHeadersMeansNoBody() throws {
         #expect(try framing([]).get() == BodyFraming.none)
     }
@@ -48,7 +48,7 @@ private func framing(_ headers: [(String, String)], version: HTTPVersion = .http
 }
 
 /// An origin's framing (RFC 9112 §6.3, RFC 9110 §8.6): what a proxy may forward a length for.
-@Suite struct ResponseFramingTests {
+@Suite(.timeLimit(.minutes(1))) struct ResponseFramingTests {
     private func check(_ fields: [(String, String)]) throws(HTTPParseError) -> Int? {
         try BodyFraming.checkResponse(HTTPHeaders(fields))
     }

@@ -1,7 +1,7 @@
 import LarderHTTP
 import Testing
 
-@Suite struct ByteWriterTests {
+@Suite(.timeLimit(.minutes(1))) struct ByteWriterTests {
     /// Text of every kind, literals, bytes, padded numbers and filled spans land in order.
     @Test func writesEachPieceInOrder() {
         let text = String(unsafeUninitializedCapacity: 64) { buffer in

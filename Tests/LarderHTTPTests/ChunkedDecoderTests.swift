@@ -20,7 +20,7 @@ private func decode(_ text: String, pieces: Int = 1) throws -> (body: String, co
     return (String(decoding: body, as: UTF8.self), decoder.isComplete, consumed)
 }
 
-@Suite struct ChunkedDecoderTests {
+@Suite(.timeLimit(.minutes(1))) struct ChunkedDecoderTests {
     @Test func decodesChunksAndStopsAfterTheLastOne() throws {
         let result = try decode("5\r\nhello\r\n6\r\n world\r\n0\r\n\r\nNEXT")
         #expect(result.body == "hello world")

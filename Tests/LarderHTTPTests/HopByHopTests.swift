@@ -1,7 +1,7 @@
 import LarderHTTP
 import Testing
 
-@Suite struct HopByHopTests {
+@Suite(.timeLimit(.minutes(1))) struct HopByHopTests {
     private static func stripped(_ fields: [(String, String)]) -> [String] {
         var headers = HTTPHeaders(fields)
         HopByHop.strip(&headers)
@@ -12,7 +12,8 @@ import Testing
         let fixed = HopByHop.names.enumerated().map { index, name in
             (index.isMultiple(of: 2) ? name.uppercased() : name, "x")
         }
-        #expect(Self.stripped(fixed + [("Content-Type", "text/plain"), ("Tex", "1"), ("Upgrades", "2")]) == ["Content-Type", "Tex", "Upgrades"])
+        #expect(
+            Self.stripped(fixed + [("Content-Type", "text/plain"), ("Tex", "1"), ("Upgrades", "2")]) == ["Content-Type", "Tex", "Upgrades"])
     }
 
     @Test func removesFieldsNamedInConnection() {

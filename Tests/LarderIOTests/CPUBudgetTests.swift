@@ -15,9 +15,11 @@ import Testing
         let v2 = CPUBudget.quotaFiles(procSelfCgroup: "0::/system.slice/larder.service\n", root: "/cg")
         #expect(v2.map(\.path) == ["/cg/system.slice/larder.service/cpu.max", "/cg/system.slice/cpu.max", "/cg/cpu.max"])
         let v1 = CPUBudget.quotaFiles(procSelfCgroup: "4:memory:/x\n3:cpu,cpuacct:/docker/abc\n0::/\n", root: "/cg")
-        #expect(v1.filter { !$0.isV2 }.map(\.path) == [
-            "/cg/cpu,cpuacct/docker/abc/cpu.cfs_quota_us", "/cg/cpu,cpuacct/docker/cpu.cfs_quota_us", "/cg/cpu,cpuacct/cpu.cfs_quota_us",
-        ])
+        #expect(
+            v1.filter { !$0.isV2 }.map(\.path) == [
+                "/cg/cpu,cpuacct/docker/abc/cpu.cfs_quota_us", "/cg/cpu,cpuacct/docker/cpu.cfs_quota_us",
+                "/cg/cpu,cpuacct/cpu.cfs_quota_us",
+            ])
         #expect(v1.filter { !$0.isV2 }.first?.periodPath == "/cg/cpu,cpuacct/docker/abc/cpu.cfs_period_us")
         #expect(v1.filter(\.isV2).map(\.path) == ["/cg/cpu.max"])
     }

@@ -1,10 +1,11 @@
 import Glibc
-@testable import LarderIO
 import Testing
+
+@testable import LarderIO
 
 /// The output queue against a real loopback TCP connection: what reaches the wire is read from
 /// the kernel's own segment counter (TCP_INFO), not inferred from the bytes received.
-@Suite struct OutputQueueTests {
+@Suite(.timeLimit(.minutes(1))) struct OutputQueueTests {
     /// Given a client whose receive window stays small (a locked 32 KiB buffer), when large
     /// file responses are written, then each head leaves with the start of its body (MSG_MORE:
     /// one segment train, one client read), and every response arrives whole.

@@ -5,7 +5,7 @@ import Testing
 extension IntegrationTests {
     /// Who may use the proxy and for what: the client ACL (IPv4 and IPv6), proxy
     /// authentication, loop and self-target protection, and Host rewriting.
-    @Suite struct AccessControl {
+    @Suite(.timeLimit(.minutes(3))) struct AccessControl {
         @Test func ipv6ClientsAreCheckedAgainstTheAllowList() throws {
             let origin = try Origin()
             let refused = try Larder(config: "[proxy]\nallow = [\"127.0.0.0/8\"]\n", listen: ["[::1]:0"])

@@ -4,7 +4,7 @@ import Testing
 extension IntegrationTests {
     /// What clients that do not speak proper proxy HTTP/1.1 get: clear statuses, closed
     /// connections where the framing cannot be trusted, and nothing forwarded.
-    @Suite struct ClientProtocol {
+    @Suite(.timeLimit(.minutes(3))) struct ClientProtocol {
         @Test func originFormRequestGetsAnExplanation() throws {
             let larder = try Larder()
             let connection = try RawConnection(port: larder.proxyPort)
@@ -16,7 +16,10 @@ extension IntegrationTests {
         }
 
         @Test(arguments: [
-            ("CL and TE together", "POST %URL HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400),
+            (
+                "CL and TE together", "POST %URL HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+                400
+            ),
             ("differing Content-Length", "POST %URL HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!", 400),
             ("bad chunk size", "POST %URL HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n", 400),
             ("bare LF", "GET %URL HTTP/1.1\nHost: x\n\n", 400),

@@ -5,7 +5,7 @@ import Testing
 extension IntegrationTests {
     /// Several real Larder processes on loopback: parent proxies (a cache hierarchy) and a
     /// consistent-hash cluster behind the real HAProxy, with the shipped haproxy.cfg.
-    @Suite struct Cluster {
+    @Suite(.timeLimit(.minutes(3))) struct Cluster {
         // MARK: Parents
 
         @Test func childServesItsMissFromTheParentsCacheWithCredentials() throws {
@@ -48,14 +48,15 @@ extension IntegrationTests {
             let origin = try Origin()
             let live = try Larder()
             let dead = try freePort()
-            let child = try Larder(config: """
-                [upstream]
-                parents = ["http://127.0.0.1:\(dead)", "http://127.0.0.1:\(live.proxyPort)"]
-                parent_selection = "failover"
-                parent_backoff = "1h"
-                [retry]
-                strategy = "none"
-                """)
+            let child = try Larder(
+                config: """
+                    [upstream]
+                    parents = ["http://127.0.0.1:\(dead)", "http://127.0.0.1:\(live.proxyPort)"]
+                    parent_selection = "failover"
+                    parent_backoff = "1h"
+                    [retry]
+                    strategy = "none"
+                    """)
             for index in 0..<3 {
                 let response = try Curl.viaProxy(child.proxy, [origin.url("/f\(index)?cc=max-age=60")])
                 #expect(response.status == 200, "request \(index)")
@@ -102,16 +103,17 @@ extension IntegrationTests {
         @Test func directExceptionsAndRoutesBypassTheParent() throws {
             let origin = try Origin()
             let dead = try freePort()
-            let child = try Larder(config: """
-                [upstream]
-                parent = "http://127.0.0.1:\(dead)"
-                direct = ["localhost", "*.internal", "127.0.0.0/8"]
-                [retry]
-                strategy = "none"
-                [[route]]
-                match = "http://localhost:*/routed/*"
-                parent = "direct"
-                """)
+            let child = try Larder(
+                config: """
+                    [upstream]
+                    parent = "http://127.0.0.1:\(dead)"
+                    direct = ["localhost", "*.internal", "127.0.0.0/8"]
+                    [retry]
+                    strategy = "none"
+                    [[route]]
+                    match = "http://localhost:*/routed/*"
+                    parent = "direct"
+                    """)
             let direct = try Curl.viaProxy(child.proxy, [origin.url("/d?cc=max-age=60")])
             #expect(direct.status == 200)
             let routed = try Curl.viaProxy(child.proxy, ["http://localhost:\(origin.port)/routed/x"])
@@ -146,8 +148,10 @@ extension IntegrationTests {
             defer { try? FileManager.default.removeItem(atPath: directory) }
             let download = try ChildProcess(
                 "/usr/bin/curl",
-                ["-sS", "--max-time", "60", "--proxytunnel", "--proxy", proxy, "--cacert", target.certificate,
-                 "-D", directory + "/headers", "-o", directory + "/body", "https://127.0.0.1:\(target.port)/bytes?size=\(size)"])
+                [
+                    "-sS", "--max-time", "60", "--proxytunnel", "--proxy", proxy, "--cacert", target.certificate,
+                    "-D", directory + "/headers", "-o", directory + "/body", "https://127.0.0.1:\(target.port)/bytes?size=\(size)",
+                ])
             download.waitUntilExit()
             let headers = (try? String(contentsOfFile: directory + "/headers", encoding: .utf8)) ?? ""
             let expected = headers.split(separator: "\r\n").first { $0.lowercased().hasPrefix("x-content-sha256:") }
@@ -160,12 +164,13 @@ extension IntegrationTests {
             let target = try TunnelTarget(.tls)
             let secret = try hashPassword(user: "child", password: "s3cret")
             let parent = try Larder(config: "[proxy]\nconnect_ports = [\(target.port)]\nauth_users = [\"\(secret)\"]\n")
-            let child = try Larder(config: """
-                [proxy]
-                connect_ports = [\(target.port)]
-                [upstream]
-                parent = "http://child:s3cret@127.0.0.1:\(parent.proxyPort)"
-                """)
+            let child = try Larder(
+                config: """
+                    [proxy]
+                    connect_ports = [\(target.port)]
+                    [upstream]
+                    parent = "http://child:s3cret@127.0.0.1:\(parent.proxyPort)"
+                    """)
             let result = try Self.tunnelDownload(child.proxy, target, size: 3 * 1024 * 1024)
             #expect(result.status == 0, "\(result.stderr)")
             #expect(result.ok, "3 MiB arrived intact through child and parent")
@@ -177,12 +182,13 @@ extension IntegrationTests {
 
             // Without the right credentials the parent says 407; the client cannot fix that, so
             // it hears 502 with the parent's answer named.
-            let wrong = try Larder(config: """
-                [proxy]
-                connect_ports = [\(target.port)]
-                [upstream]
-                parent = "http://child:nope@127.0.0.1:\(parent.proxyPort)"
-                """)
+            let wrong = try Larder(
+                config: """
+                    [proxy]
+                    connect_ports = [\(target.port)]
+                    [upstream]
+                    parent = "http://child:nope@127.0.0.1:\(parent.proxyPort)"
+                    """)
             let (connection, response) = try Tunnels.connect(wrong, to: target.port)
             #expect(response.status == 502)
             _ = try wrong.child.waitForOutput { $0.contains("parent proxy refused a CONNECT") && $0.contains("407") }
@@ -193,13 +199,14 @@ extension IntegrationTests {
             let target = try TunnelTarget(.tls)
             let live = try Larder(config: "[proxy]\nconnect_ports = [\(target.port)]\n")
             let dead = try freePort()
-            let child = try Larder(config: """
-                [proxy]
-                connect_ports = [\(target.port)]
-                [upstream]
-                parents = ["http://127.0.0.1:\(dead)", "http://127.0.0.1:\(live.proxyPort)"]
-                parent_selection = "failover"
-                """)
+            let child = try Larder(
+                config: """
+                    [proxy]
+                    connect_ports = [\(target.port)]
+                    [upstream]
+                    parents = ["http://127.0.0.1:\(dead)", "http://127.0.0.1:\(live.proxyPort)"]
+                    parent_selection = "failover"
+                    """)
             let result = try Self.tunnelDownload(child.proxy, target, size: 64 * 1024)
             #expect(result.status == 0, "\(result.stderr)")
             #expect(result.ok)
@@ -232,7 +239,9 @@ extension IntegrationTests {
             }
             let closes = try child(parent: "http://127.0.0.1:\(mute.port)")
             #expect(try Tunnels.connect(closes, to: target.port).1.status == 502)
-            _ = try closes.child.waitForOutput { $0.contains("parent proxy unreachable") && $0.contains("parent=http://127.0.0.1:\(mute.port)") }
+            _ = try closes.child.waitForOutput {
+                $0.contains("parent proxy unreachable") && $0.contains("parent=http://127.0.0.1:\(mute.port)")
+            }
             let metrics = try Curl.run(["http://127.0.0.1:\(closes.adminPort)/metrics"]).text
             #expect(metricValue(metrics, "larder_parent_failures_total{parent=\"http://127.0.0.1:\(mute.port)\"}") == 1)
 

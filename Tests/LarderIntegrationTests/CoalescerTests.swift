@@ -20,8 +20,10 @@ private struct ParallelCurl {
             children.append(
                 try ChildProcess(
                     "/usr/bin/curl",
-                    ["-s", "--max-time", "60", "--proxy", proxy, "-o", "\(directory)/\(index)", "-D", "\(directory)/\(index).h",
-                     "-w", "%{time_starttransfer} %{time_total}"] + extra(index) + [url(index)]))
+                    [
+                        "-s", "--max-time", "60", "--proxy", proxy, "-o", "\(directory)/\(index)", "-D", "\(directory)/\(index).h",
+                        "-w", "%{time_starttransfer} %{time_total}",
+                    ] + extra(index) + [url(index)]))
         }
         return children.enumerated().map { index, child in
             child.process.waitUntilExit()
@@ -38,7 +40,7 @@ private struct ParallelCurl {
 
 extension IntegrationTests {
     /// One upstream fill per key, streamed to every waiting client.
-    @Suite struct Coalescer {
+    @Suite(.timeLimit(.minutes(3))) struct Coalescer {
         /// With several event loops too: a request on another loop moves to the one fetching.
         @Test(arguments: ["", "[proxy]\nworkers = 1\n", "[proxy]\nworkers = 4\n"])
         func twoHundredClientsShareOneOriginRequest(config: String) throws {

@@ -6,7 +6,7 @@ extension IntegrationTests {
     /// The destination policy acts on the address really connected to: every spelling of the
     /// admin listener, local destinations behind a widened listener, deny/allow lists, tunnels,
     /// and a pooled upstream connection that a reload made forbidden.
-    @Suite struct DestinationPolicy {
+    @Suite(.timeLimit(.minutes(3))) struct DestinationPolicy {
         /// Spellings of 127.0.0.1 (and of "this host") that the C resolver accepts.
         static let loopbackSpellings = [
             "127.0.0.1", "127.1", "0.0.0.0", "0", "2130706433", "0x7f000001", "0177.0.0.1", "127.000.000.001",

@@ -4,7 +4,7 @@ import Testing
 
 extension IntegrationTests {
     /// The persistent tier through the real daemon: restarts, crashes, corruption, limits.
-    @Suite struct DiskTier {
+    @Suite(.timeLimit(.minutes(3))) struct DiskTier {
         /// Open descriptors of a process, from /proc.
         static func openDescriptors(_ pid: pid_t) throws -> Int {
             try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count
@@ -180,7 +180,8 @@ extension IntegrationTests {
                 var clients: [ChildProcess] = []
                 for path in paths {
                     clients.append(
-                        try ChildProcess("/usr/bin/curl", ["-s", "--max-time", "60", "--proxy", larder.proxy, "-o", "/dev/null", origin.url(path)]))
+                        try ChildProcess(
+                            "/usr/bin/curl", ["-s", "--max-time", "60", "--proxy", larder.proxy, "-o", "/dev/null", origin.url(path)]))
                 }
                 // Let the fills get going (upstream connections per host are capped at 32, so at
                 // most 32 run at once), then crash in the middle of them.
@@ -312,7 +313,9 @@ extension IntegrationTests {
                 #expect(try Curl.viaProxy(larder.proxy, [origin.url("/e\(index)?size=\(size)&cc=max-age=600")]).status == 200)
             }
             usleep(300_000)
-            let total = larder.cacheFiles("v1").reduce(0) { $0 + ((try? FileManager.default.attributesOfItem(atPath: $1)[.size] as? Int) ?? 0) }
+            let total = larder.cacheFiles("v1").reduce(0) {
+                $0 + ((try? FileManager.default.attributesOfItem(atPath: $1)[.size] as? Int) ?? 0)
+            }
             #expect(total <= 2 * 1024 * 1024)
             #expect(total > 0)
         }

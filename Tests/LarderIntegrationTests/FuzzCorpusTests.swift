@@ -4,7 +4,7 @@ import Testing
 /// Replays the committed fuzz corpus (seeds and every input that once crashed a target)
 /// through the normal debug build of `larder-fuzz`, so a regression shows up in `swift test`
 /// even where libFuzzer is not run.
-@Suite struct FuzzCorpusTests {
+@Suite(.timeLimit(.minutes(3))) struct FuzzCorpusTests {
     static let targets = ["request-parser", "chunked", "cache-control", "config"]
 
     @Test(arguments: targets)

@@ -4,7 +4,7 @@ import Testing
 
 extension IntegrationTests {
     /// Everything an operator touches: systemd, the admin listener, metrics, dashboard, CLI, logs.
-    @Suite struct Operations {
+    @Suite(.timeLimit(.minutes(3))) struct Operations {
         // MARK: systemd
 
         @Test func unitFilesPassSystemdAnalyzeVerify() throws {
@@ -22,7 +22,8 @@ extension IntegrationTests {
                 try FileManager.default.copyItem(atPath: Paths.root + "/systemd/" + unit, toPath: directory + "/" + unit)
             }
             let verify = try ChildProcess(
-                "/usr/bin/systemd-analyze", ["verify", directory + "/larder.service", directory + "/larder.socket", directory + "/larder-admin.socket"])
+                "/usr/bin/systemd-analyze",
+                ["verify", directory + "/larder.service", directory + "/larder.socket", directory + "/larder-admin.socket"])
             verify.process.waitUntilExit()
             #expect(verify.process.terminationStatus == 0, "systemd-analyze verify: \(verify.stderr)")
             #expect(!verify.stderr.contains("larder"), "warnings: \(verify.stderr)")
@@ -62,8 +63,10 @@ extension IntegrationTests {
             defer { try? FileManager.default.removeItem(atPath: cache) }
             let activated = try ChildProcess(
                 "/usr/bin/systemd-socket-activate",
-                ["-l", "127.0.0.1:\(proxyPort)", "-l", "127.0.0.1:\(adminPort)", "--fdname=proxy:admin",
-                 Paths.larder, "serve", "--cache-dir", cache])
+                [
+                    "-l", "127.0.0.1:\(proxyPort)", "-l", "127.0.0.1:\(adminPort)", "--fdname=proxy:admin",
+                    Paths.larder, "serve", "--cache-dir", cache,
+                ])
             defer { activated.stop() }
             try activated.waitForOutput { $0.contains("Listening on 127.0.0.1:\(adminPort)") }
             // The sockets listen before larder runs: the first connection starts it.
@@ -143,7 +146,8 @@ extension IntegrationTests {
                 usleep(50_000)  // well past the polling time: the loop has gone to sleep
                 let busy = try #require(try larder.stats()["busy_poll"] as? [String: Int])
                 let metrics = try Curl.run(["http://127.0.0.1:\(larder.adminPort)/metrics"]).text
-                let line = try #require(metrics.split(separator: "\n").first { $0.hasPrefix("larder_busy_polls_total{outcome=\"caught\"} ") })
+                let line = try #require(
+                    metrics.split(separator: "\n").first { $0.hasPrefix("larder_busy_polls_total{outcome=\"caught\"} ") })
                 let metric = try #require(Int(line.split(separator: " ").last ?? ""))
                 return (busy["caught"] ?? -1, busy["expired"] ?? -1, metric)
             }
@@ -247,8 +251,10 @@ extension IntegrationTests {
 
         @Test func adminAndProxyAddressesAreNotReachableThroughTheProxy() throws {
             let larder = try Larder()
-            for target in ["http://127.0.0.1:\(larder.adminPort)/stats", "http://localhost:\(larder.adminPort)/cache",
-                           "http://127.0.0.1:\(larder.proxyPort)/x"] {
+            for target in [
+                "http://127.0.0.1:\(larder.adminPort)/stats", "http://localhost:\(larder.adminPort)/cache",
+                "http://127.0.0.1:\(larder.proxyPort)/x",
+            ] {
                 let result = try Curl.viaProxy(larder.proxy, [target])
                 #expect(result.status == 403, "\(target)")
             }
@@ -266,7 +272,9 @@ extension IntegrationTests {
             _ = try Curl.viaProxy(larder.proxy, [origin.url("/m?cc=max-age=60&size=1000")])
             _ = try Curl.viaProxy(larder.proxy, [origin.url("/m?cc=max-age=60&size=1000")])
             let after = try Curl.run([admin]).text
-            #expect((value(after, "larder_requests_total{outcome=\"hit\"}") ?? 0) == (value(before, "larder_requests_total{outcome=\"hit\"}") ?? 0) + 1)
+            #expect(
+                (value(after, "larder_requests_total{outcome=\"hit\"}") ?? 0)
+                    == (value(before, "larder_requests_total{outcome=\"hit\"}") ?? 0) + 1)
             #expect((value(after, "larder_upstream_requests_total") ?? 0) == 1)
             #expect((value(after, "larder_bytes_served_total{source=\"cache\"}") ?? 0) == 1000)
             #expect((value(after, "larder_cache_entries{tier=\"memory\"}") ?? 0) == 1)
@@ -285,7 +293,10 @@ extension IntegrationTests {
         }
 
         @Test func dashboardShowsTheSameNumbersAsStats() throws {
-            guard let chromium = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].first(where: { FileManager.default.isExecutableFile(atPath: $0) })
+            guard
+                let chromium = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].first(where: {
+                    FileManager.default.isExecutableFile(atPath: $0)
+                })
             else {
                 print("skipped: no headless Chromium installed")
                 return
@@ -298,8 +309,10 @@ extension IntegrationTests {
             let directory = Paths.temporaryDirectory()
             defer { try? FileManager.default.removeItem(atPath: directory) }
             let page = "http://127.0.0.1:\(larder.adminPort)/"
-            let flags = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--user-data-dir=\(directory)/profile",
-                         "--virtual-time-budget=3000"]
+            let flags = [
+                "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--user-data-dir=\(directory)/profile",
+                "--virtual-time-budget=3000",
+            ]
             let dump = try ChildProcess(chromium, flags + ["--dump-dom", page])
             dump.process.waitUntilExit()
             let shot = try ChildProcess(chromium, flags + ["--window-size=1280,900", "--screenshot=\(directory)/dashboard.png", page])
@@ -332,7 +345,8 @@ extension IntegrationTests {
             defer { try? FileManager.default.removeItem(atPath: directory) }
             let urls = [origin.url("/w1?cc=max-age=60&size=2000"), origin.url("/w2?cc=no-store"), "http://127.0.0.1:1/nothing"]
             try (urls.joined(separator: "\n") + "\n# a comment\n").write(toFile: directory + "/urls.txt", atomically: true, encoding: .utf8)
-            let warm = try ChildProcess(Paths.larder, ["warm", "--proxy", "127.0.0.1:\(larder.proxyPort)", "--file", directory + "/urls.txt"])
+            let warm = try ChildProcess(
+                Paths.larder, ["warm", "--proxy", "127.0.0.1:\(larder.proxyPort)", "--file", directory + "/urls.txt"])
             warm.process.waitUntilExit()
             #expect(warm.process.terminationStatus == 1, "one URL failed")
             #expect(warm.stdout.contains("3 URLs: 1 stored, 0 already cached, 1 not cacheable, 1 failed"), "\(warm.stdout)")

@@ -5,7 +5,7 @@ import Testing
 extension IntegrationTests {
     /// A misbehaving origin's framing never reaches a client: the bytes on the client socket
     /// parse as exactly one response per request, none longer or shorter than it declared.
-    @Suite struct OriginFraming {
+    @Suite(.timeLimit(.minutes(3))) struct OriginFraming {
         static let injected = "HTTP/1.1 200 OK\r\nX-Injected: 1\r\nContent-Length: 0\r\n\r\n"
         static let ok = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nCache-Control: no-store\r\n\r\nok"
 
@@ -36,8 +36,10 @@ extension IntegrationTests {
             var cases: [Case] = []
             for payload in ["hello", injected, "hello" + injected] {
                 let size = payload.utf8.count
-                for lengths in [["0"], ["3"], ["\(size)"], ["\(size + 7)"], ["\(size)", "\(size)"], ["3", "\(size)"], ["3, \(size)"],
-                                ["abc"], ["+\(size)"], ["-1"]] {
+                for lengths in [
+                    ["0"], ["3"], ["\(size)"], ["\(size + 7)"], ["\(size)", "\(size)"], ["3", "\(size)"], ["3, \(size)"],
+                    ["abc"], ["+\(size)"], ["-1"],
+                ] {
                     for chunked in [false, true] { cases.append(Case(lengths: lengths, chunked: chunked, payload: payload)) }
                 }
                 cases.append(Case(lengths: [], chunked: true, payload: payload))
@@ -94,20 +96,25 @@ extension IntegrationTests {
             let larder = try Larder()
             origin.script(
                 "/hints",
-                .init("HTTP/1.1 102 Processing\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n"
-                    + "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nCache-Control: max-age=600\r\n\r\nok"))
+                .init(
+                    "HTTP/1.1 102 Processing\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n"
+                        + "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nCache-Control: max-age=600\r\n\r\nok"))
             func fetch(_ version: String) throws -> String {
                 let connection = try RawConnection(port: larder.proxyPort)
                 connection.send("GET \(origin.url("/hints")) HTTP/\(version)\r\nHost: x\r\nConnection: close\r\n\r\n")
                 return String(decoding: connection.readUntilClose(), as: UTF8.self)
             }
             let first = try fetch("1.1")
-            #expect(first.hasPrefix("HTTP/1.1 102 Processing\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\nHTTP/1.1 200 OK\r\n"), "\(first)")
+            #expect(
+                first.hasPrefix(
+                    "HTTP/1.1 102 Processing\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\nHTTP/1.1 200 OK\r\n"),
+                "\(first)")
             #expect(first.hasSuffix("\r\n\r\nok"))
             let hit = try fetch("1.1")
             #expect(hit.hasPrefix("HTTP/1.1 200 OK\r\n"), "a hit carries no stored interim response: \(hit)")
             #expect(hit.contains("Cache-Status: larder; hit"))
-            origin.script("/hints10", .init("HTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))
+            origin.script(
+                "/hints10", .init("HTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))
             let connection = try RawConnection(port: larder.proxyPort)
             connection.send("GET \(origin.url("/hints10")) HTTP/1.0\r\nHost: x\r\n\r\n")
             let old = String(decoding: connection.readUntilClose(), as: UTF8.self)
@@ -144,9 +151,12 @@ extension IntegrationTests {
                     #expect(position == responses.count - 1, "\(misbehaviour): only the last response may be cut short")
                 }
                 if let first = responses.first, first.complete, first.status == 200 {
-                    let declared = Set(misbehaviour.lengths.flatMap { $0.split(separator: ",") }
-                        .map { $0.trimmingCharacters(in: .whitespaces) })
-                    #expect(declared.count <= 1 && !misbehaviour.chunked || misbehaviour.lengths.isEmpty, "\(misbehaviour): accepted ambiguous framing")
+                    let declared = Set(
+                        misbehaviour.lengths.flatMap { $0.split(separator: ",") }
+                            .map { $0.trimmingCharacters(in: .whitespaces) })
+                    #expect(
+                        declared.count <= 1 && !misbehaviour.chunked || misbehaviour.lengths.isEmpty,
+                        "\(misbehaviour): accepted ambiguous framing")
                 }
                 if responses.count == 2 {
                     #expect(responses[1].complete && responses[1].text == "ok", "\(misbehaviour): \(responses[1].text)")
@@ -169,7 +179,8 @@ extension IntegrationTests {
             var requests = ""
             for (index, path) in paths.enumerated() {
                 let last = index == paths.count - 1
-                requests += "GET \(origin.url(path)) HTTP/1.1\r\nHost: 127.0.0.1:\(origin.port)\r\n\(last ? "Connection: close\r\n" : "")\r\n"
+                requests +=
+                    "GET \(origin.url(path)) HTTP/1.1\r\nHost: 127.0.0.1:\(origin.port)\r\n\(last ? "Connection: close\r\n" : "")\r\n"
             }
             connection.send(requests)
             let bytes = connection.readUntilClose()
@@ -191,7 +202,9 @@ extension IntegrationTests {
                 let status = Int(lines[0].split(separator: " ").dropFirst().first ?? "") ?? 0
                 let fields = lines.dropFirst().map { $0.lowercased() }
                 let injected = fields.contains { $0.hasPrefix("x-injected:") }
-                if let length = fields.first(where: { $0.hasPrefix("content-length:") }).flatMap({ Int($0.dropFirst(15).trimmingCharacters(in: .whitespaces)) }) {
+                if let length = fields.first(where: { $0.hasPrefix("content-length:") }).flatMap({
+                    Int($0.dropFirst(15).trimmingCharacters(in: .whitespaces))
+                }) {
                     let body = Array(rest.prefix(length))
                     rest = rest.dropFirst(body.count)
                     responses.append(Parsed(status: status, injected: injected, body: body, complete: body.count == length))

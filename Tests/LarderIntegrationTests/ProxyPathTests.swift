@@ -3,7 +3,7 @@ import Testing
 
 extension IntegrationTests {
     /// The core proxy path: misses, hits, keep-alive, pipelining, streaming, upstream failures.
-    @Suite struct ProxyPath {
+    @Suite(.timeLimit(.minutes(3))) struct ProxyPath {
         @Test func missThenHitServesTheOriginsBytes() throws {
             let origin = try Origin()
             let larder = try Larder()
@@ -127,7 +127,8 @@ extension IntegrationTests {
         private func memoryFiles(of larder: Larder) throws -> Int {
             let directory = "/proc/\(larder.child.processIdentifier)/fd"
             return try FileManager.default.contentsOfDirectory(atPath: directory).filter { name in
-                (try? FileManager.default.destinationOfSymbolicLink(atPath: directory + "/" + name))?.hasPrefix("/memfd:larder-body") == true
+                (try? FileManager.default.destinationOfSymbolicLink(atPath: directory + "/" + name))?.hasPrefix("/memfd:larder-body")
+                    == true
             }.count
         }
 
@@ -270,7 +271,9 @@ extension IntegrationTests {
             var arguments = ["--parallel", "--parallel-max", "100", "--parallel-immediate", "--proxy", larder.proxy]
             for index in 0..<100 {
                 let cacheable = index % 2 == 0 ? "&cc=max-age=60" : ""
-                arguments += ["-o", "\(directory)/\(index)", origin.url("/c\(index % 10)?size=\(1000 + index % 10)\(cacheable)&delay=0.05")]
+                arguments += [
+                    "-o", "\(directory)/\(index)", origin.url("/c\(index % 10)?size=\(1000 + index % 10)\(cacheable)&delay=0.05"),
+                ]
             }
             let child = try ChildProcess("/usr/bin/curl", ["-s", "-S", "--max-time", "30"] + arguments)
             child.process.waitUntilExit()
@@ -292,8 +295,10 @@ extension IntegrationTests {
             let size = 200 * 1024 * 1024
             let child = try ChildProcess(
                 "/usr/bin/curl",
-                ["-s", "-S", "--max-time", "120", "--proxy", larder.proxy, "-o", "/dev/null", "-w", "%{size_download}",
-                 origin.url("/big?size=\(size)&\(query)")])
+                [
+                    "-s", "-S", "--max-time", "120", "--proxy", larder.proxy, "-o", "/dev/null", "-w", "%{size_download}",
+                    origin.url("/big?size=\(size)&\(query)"),
+                ])
             var peak = idle
             while child.isRunning {
                 peak = max(peak, larder.child.residentKiB())
@@ -358,8 +363,10 @@ extension IntegrationTests {
             let larder = try Larder()
             let result = try Curl.viaProxy(
                 larder.proxy,
-                ["-H", "Connection: X-Private", "-H", "X-Private: secret", "-H", "Proxy-Authorization: Basic Zm9vOmJhcg==",
-                 "-H", "TE: trailers", "-H", "X-Kept: yes", origin.url("/hop?h=Connection:X-Secret&h=X-Secret:1&h=Keep-Alive:timeout=5")])
+                [
+                    "-H", "Connection: X-Private", "-H", "X-Private: secret", "-H", "Proxy-Authorization: Basic Zm9vOmJhcg==",
+                    "-H", "TE: trailers", "-H", "X-Kept: yes", origin.url("/hop?h=Connection:X-Secret&h=X-Secret:1&h=Keep-Alive:timeout=5"),
+                ])
             #expect(result.status == 200)
             #expect(result.header("x-secret") == nil)
             #expect(result.header("keep-alive") == nil)
@@ -382,7 +389,8 @@ extension IntegrationTests {
             let file = directory + "/payload"
             try payload.write(to: URL(fileURLWithPath: file))
             // Content-Length body with Expect: 100-continue (curl sends it for large bodies).
-            let sized = try Curl.viaProxy(larder.proxy, ["--data-binary", "@\(file)", "-H", "Expect: 100-continue", origin.url("/echo?echo=1")])
+            let sized = try Curl.viaProxy(
+                larder.proxy, ["--data-binary", "@\(file)", "-H", "Expect: 100-continue", origin.url("/echo?echo=1")])
             #expect(sized.status == 200)
             #expect(bodyMismatch(sized.body, payload) == nil)
             // Chunked body.

@@ -3,7 +3,7 @@ import Testing
 
 extension IntegrationTests {
     /// SIGHUP re-reads the file: good files apply to new requests, bad ones change nothing.
-    @Suite struct Reload {
+    @Suite(.timeLimit(.minutes(3))) struct Reload {
         @Test func validFileAppliesToNewRequests() throws {
             let origin = try Origin()
             let larder = try Larder()

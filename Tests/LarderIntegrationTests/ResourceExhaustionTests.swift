@@ -5,7 +5,7 @@ import Testing
 extension IntegrationTests {
     /// Clients that try to exhaust the daemon: slow heads, idle floods, readers that stop.
     /// Each test also checks that someone else is still served meanwhile.
-    @Suite struct ResourceExhaustion {
+    @Suite(.timeLimit(.minutes(3))) struct ResourceExhaustion {
         @Test func idleAdminConnectionsNeverLockOutHealthChecks() throws {
             let larder = try Larder()
             // More idle admin connections than the admin budget (64), each having asked once.
@@ -24,7 +24,8 @@ extension IntegrationTests {
             let origin = try Origin()
             let larder = try Larder(config: "[proxy]\nheader_timeout = \"3s\"\n")
             let connection = try RawConnection(port: larder.proxyPort)
-            let head = Array("GET \(origin.url("/slow-head")) HTTP/1.1\r\nHost: x\r\nX-Padding: \(String(repeating: "a", count: 100))\r\n\r\n".utf8)
+            let head = Array(
+                "GET \(origin.url("/slow-head")) HTTP/1.1\r\nHost: x\r\nX-Padding: \(String(repeating: "a", count: 100))\r\n\r\n".utf8)
             var sent = 0
             // One byte a second; every byte arriving must not push the deadline back.
             while sent < 30, !connection.hasInput(within: 0) {

@@ -3,7 +3,7 @@ import Testing
 
 extension IntegrationTests {
     /// Upstream retries against a fault-injecting origin.
-    @Suite struct Retries {
+    @Suite(.timeLimit(.minutes(3))) struct Retries {
         @Test func aKeptAliveConnectionTheOriginDroppedIsRetriedAtOnce() throws {
             let origin = try RawOrigin()
             var script = RawOrigin.Script("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nCache-Control: no-store\r\n\r\nok")
@@ -33,7 +33,8 @@ extension IntegrationTests {
 
         @Test func twoFailuresThenSuccessAreHiddenFromTheClient() throws {
             let origin = try Origin()
-            try origin.script("/flaky", [Scripted(status: 503), Scripted(status: 503), Scripted(headers: [maxAgeHour], body: "ok")], conditional: false)
+            try origin.script(
+                "/flaky", [Scripted(status: 503), Scripted(status: 503), Scripted(headers: [maxAgeHour], body: "ok")], conditional: false)
             let larder = try Larder(config: Self.quick)
             let result = try Curl.viaProxy(larder.proxy, [origin.url("/flaky")])
             #expect(result.status == 200)
@@ -124,7 +125,8 @@ extension IntegrationTests {
 
         @Test func retryAfterOn429IsHonoured() throws {
             let origin = try Origin()
-            try origin.script("/slowdown", [Scripted(status: 429, headers: [("Retry-After", "1")]), Scripted(body: "ok")], conditional: false)
+            try origin.script(
+                "/slowdown", [Scripted(status: 429, headers: [("Retry-After", "1")]), Scripted(body: "ok")], conditional: false)
             let larder = try Larder(config: Self.quick)
             let result = try Curl.viaProxy(larder.proxy, [origin.url("/slowdown")])
             #expect(result.status == 200)
@@ -135,7 +137,8 @@ extension IntegrationTests {
 
         @Test func retryAfterBeyondMaxDelayMakesTheFailureFinal() throws {
             let origin = try Origin()
-            try origin.script("/later", [Scripted(status: 503, headers: [("Retry-After", "3600")]), Scripted(body: "ok")], conditional: false)
+            try origin.script(
+                "/later", [Scripted(status: 503, headers: [("Retry-After", "3600")]), Scripted(body: "ok")], conditional: false)
             let larder = try Larder(config: Self.quick)
             #expect(try Curl.viaProxy(larder.proxy, [origin.url("/later")]).status == 503)
             #expect(try origin.count("/later") == 1)
@@ -150,7 +153,9 @@ extension IntegrationTests {
             let larder = try Larder(config: Self.quick)
             let directory = Paths.temporaryDirectory()
             defer { try? FileManager.default.removeItem(atPath: directory) }
-            var arguments = ["-s", "--max-time", "30", "--parallel", "--parallel-max", "50", "--parallel-immediate", "--proxy", larder.proxy]
+            var arguments = [
+                "-s", "--max-time", "30", "--parallel", "--parallel-max", "50", "--parallel-immediate", "--proxy", larder.proxy,
+            ]
             for index in 0..<50 { arguments += ["-o", "\(directory)/\(index)", origin.url("/shared")] }
             let clients = try ChildProcess("/usr/bin/curl", arguments)
             clients.process.waitUntilExit()

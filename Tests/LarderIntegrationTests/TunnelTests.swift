@@ -5,7 +5,7 @@ import Testing
 extension IntegrationTests {
     /// CONNECT tunnels against real servers: curl through a TLS tunnel, raw sockets for
     /// half-close, backpressure and timeouts.
-    @Suite struct Tunnels {
+    @Suite(.timeLimit(.minutes(3))) struct Tunnels {
         /// A config allowing CONNECT to `ports`.
         static func config(ports: [Int], extra: String = "") -> String {
             "[proxy]\nconnect_ports = [\(ports.map(String.init).joined(separator: ", "))]\n\(extra)"
@@ -26,8 +26,10 @@ extension IntegrationTests {
             let size = 50 * 1024 * 1024
             let download = try ChildProcess(
                 "/usr/bin/curl",
-                ["-sS", "--max-time", "120", "--proxytunnel", "--proxy", larder.proxy, "--cacert", target.certificate,
-                 "-D", directory + "/headers", "-o", directory + "/body", "https://127.0.0.1:\(target.port)/bytes?size=\(size)"])
+                [
+                    "-sS", "--max-time", "120", "--proxytunnel", "--proxy", larder.proxy, "--cacert", target.certificate,
+                    "-D", directory + "/headers", "-o", directory + "/body", "https://127.0.0.1:\(target.port)/bytes?size=\(size)",
+                ])
             download.waitUntilExit()
             #expect(download.terminationStatus == 0, "\(download.stderr)")
             let headers = try String(contentsOfFile: directory + "/headers", encoding: .utf8)
@@ -51,8 +53,10 @@ extension IntegrationTests {
             try handle.close()
             let post = try ChildProcess(
                 "/usr/bin/curl",
-                ["-sS", "--max-time", "120", "--proxytunnel", "--proxy", larder.proxy, "--cacert", target.certificate,
-                 "--data-binary", "@" + upload, "-o", directory + "/digest", "https://127.0.0.1:\(target.port)/digest"])
+                [
+                    "-sS", "--max-time", "120", "--proxytunnel", "--proxy", larder.proxy, "--cacert", target.certificate,
+                    "--data-binary", "@" + upload, "-o", directory + "/digest", "https://127.0.0.1:\(target.port)/digest",
+                ])
             post.waitUntilExit()
             #expect(post.terminationStatus == 0, "\(post.stderr)")
             #expect(try String(contentsOfFile: directory + "/digest", encoding: .utf8) == sha256(of: upload))
@@ -217,7 +221,8 @@ func freePort() throws -> Int {
 
 /// `larder hash-password USER` with the password on stdin: the `auth_users` entry.
 func hashPassword(user: String, password: String) throws -> String {
-    let child = try ChildProcess("/bin/sh", ["-c", "printf '%s\\n' \"$PASSWORD\" | \"$LARDER\" hash-password \"$USER_NAME\""],
+    let child = try ChildProcess(
+        "/bin/sh", ["-c", "printf '%s\\n' \"$PASSWORD\" | \"$LARDER\" hash-password \"$USER_NAME\""],
         environment: ["PASSWORD": password, "LARDER": Paths.larder, "USER_NAME": user, "PATH": "/usr/bin:/bin"])
     child.waitUntilExit()
     guard child.terminationStatus == 0 else { throw TestFailure("hash-password failed: \(child.stderr)") }

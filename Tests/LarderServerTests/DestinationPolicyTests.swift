@@ -1,11 +1,12 @@
 import LarderConfig
 import LarderIO
-@testable import LarderServer
 import Testing
+
+@testable import LarderServer
 
 /// The destination policy as a pure value: listeners, host addresses and configuration in, a
 /// verdict per address out (docs/SECURITY.md, "Destinations").
-@Suite struct DestinationPolicyTests {
+@Suite(.timeLimit(.minutes(1))) struct DestinationPolicyTests {
     static func address(_ text: String) -> SocketAddress { SocketAddress(parsing: text)! }
 
     static func policy(
@@ -56,7 +57,9 @@ import Testing
         let policy = Self.policy(deny: ["10.0.0.0/8", "*.internal"], allow: ["10.1.2.3", "mirror.internal", "127.0.0.1/32"])
         #expect(policy.refusal(host: "x", address: Self.address("10.9.9.9:80"), clientIsLocal: true) == .denied(rule: "10.0.0.0/8"))
         #expect(policy.refusal(host: "x", address: Self.address("10.1.2.3:80"), clientIsLocal: true) == nil)
-        #expect(policy.refusal(host: "db.internal", address: Self.address("198.51.100.7:80"), clientIsLocal: true) == .denied(rule: "*.internal"))
+        #expect(
+            policy.refusal(host: "db.internal", address: Self.address("198.51.100.7:80"), clientIsLocal: true)
+                == .denied(rule: "*.internal"))
         #expect(policy.refusal(host: "mirror.internal", address: Self.address("10.9.9.9:80"), clientIsLocal: true) == nil)
         #expect(policy.refusal(host: "x", address: Self.address("127.0.0.1:3129"), clientIsLocal: true) == .ownListener(.admin))
     }

@@ -22,15 +22,22 @@ import Testing
     let deadPooled = UpstreamError(kind: .reset, message: "reset", afterHead: false, reusedConnection: true)
 
     @Test func retriesBackOffExponentiallyWithJitterUntilTheAttemptsRunOut() {
-        let delays = (1...3).map { attempts in AttemptPlanner.afterError(refused, facts: facts(attempts: attempts), policy: policy, random: 0.5).action }
-        #expect(delays == [.retry(.connect, after: .milliseconds(250)), .retry(.connect, after: .milliseconds(450)), .retry(.connect, after: .milliseconds(850))])
+        let delays = (1...3).map { attempts in
+            AttemptPlanner.afterError(refused, facts: facts(attempts: attempts), policy: policy, random: 0.5).action
+        }
+        #expect(
+            delays == [
+                .retry(.connect, after: .milliseconds(250)), .retry(.connect, after: .milliseconds(450)),
+                .retry(.connect, after: .milliseconds(850)),
+            ])
         #expect(AttemptPlanner.afterError(refused, facts: facts(attempts: 4), policy: policy, random: 0.5).action == .final)
     }
 
     @Test func onlyRepeatableRequestsThatCanBeResentAreRetried() {
         #expect(AttemptPlanner.afterError(refused, facts: facts(method: .post), policy: policy, random: 0).action == .final)
-        #expect(AttemptPlanner.afterError(refused, facts: facts(method: .post, idempotentRoute: true), policy: policy, random: 0).action
-            == .retry(.connect, after: .milliseconds(200)))
+        #expect(
+            AttemptPlanner.afterError(refused, facts: facts(method: .post, idempotentRoute: true), policy: policy, random: 0).action
+                == .retry(.connect, after: .milliseconds(200)))
         #expect(AttemptPlanner.afterError(refused, facts: facts(canResend: false), policy: policy, random: 0).action == .final)
         let truncated = UpstreamError(kind: .truncated, message: "short", afterHead: true)
         #expect(AttemptPlanner.afterError(truncated, facts: facts(), policy: policy, random: 0).action == .final)
@@ -43,7 +50,9 @@ import Testing
     /// the default retry_on).
     @Test func aDeadPooledConnectionIsResentOnceOnAFreshOne() {
         #expect(AttemptPlanner.afterError(deadPooled, facts: facts(), policy: policy, random: 0).action == .resendOnFreshConnection)
-        #expect(AttemptPlanner.afterError(deadPooled, facts: facts(attempts: 2, free: 1, fresh: true), policy: policy, random: 0).action == .final)
+        #expect(
+            AttemptPlanner.afterError(deadPooled, facts: facts(attempts: 2, free: 1, fresh: true), policy: policy, random: 0).action
+                == .final)
         #expect(AttemptPlanner.afterError(deadPooled, facts: facts(method: .post), policy: policy, random: 0).action == .final)
     }
 
@@ -67,12 +76,20 @@ import Testing
     /// in seconds or as a date read against the clock given.
     @Test func retryAfterIsHonouredWhenShortEnough() {
         let now = 1_764_000_000.0
-        #expect(AttemptPlanner.afterStatus(503, retryAfter: "3", facts: facts(), policy: policy, now: now, random: 0) == .retry(.status5xx, after: .seconds(3)))
+        #expect(
+            AttemptPlanner.afterStatus(503, retryAfter: "3", facts: facts(), policy: policy, now: now, random: 0)
+                == .retry(.status5xx, after: .seconds(3)))
         let date = HTTPDate.format(Int(now) + 5)
-        #expect(AttemptPlanner.afterStatus(503, retryAfter: date, facts: facts(), policy: policy, now: now, random: 0) == .retry(.status5xx, after: .seconds(5)))
+        #expect(
+            AttemptPlanner.afterStatus(503, retryAfter: date, facts: facts(), policy: policy, now: now, random: 0)
+                == .retry(.status5xx, after: .seconds(5)))
         #expect(AttemptPlanner.afterStatus(503, retryAfter: "3600", facts: facts(), policy: policy, now: now, random: 0) == .final)
-        #expect(AttemptPlanner.afterStatus(503, retryAfter: nil, facts: facts(), policy: policy, now: now, random: 0) == .retry(.status5xx, after: .milliseconds(200)))
+        #expect(
+            AttemptPlanner.afterStatus(503, retryAfter: nil, facts: facts(), policy: policy, now: now, random: 0)
+                == .retry(.status5xx, after: .milliseconds(200)))
         #expect(AttemptPlanner.afterStatus(404, retryAfter: nil, facts: facts(), policy: policy, now: now, random: 0) == .final)
-        #expect(AttemptPlanner.afterStatus(429, retryAfter: "1", facts: facts(), policy: policy, now: now, random: 0) == .final, "429 is not in the default retry_on")
+        #expect(
+            AttemptPlanner.afterStatus(429, retryAfter: "1", facts: facts(), policy: policy, now: now, random: 0) == .final,
+            "429 is not in the default retry_on")
     }
 }

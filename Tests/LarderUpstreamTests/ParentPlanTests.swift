@@ -3,7 +3,7 @@ import LarderHTTP
 import LarderUpstream
 import Testing
 
-@Suite struct ParentPlanTests {
+@Suite(.timeLimit(.minutes(1))) struct ParentPlanTests {
     static func plan(_ parents: [String], selection: ParentSelection = .hash, direct: [String] = []) -> ParentPlan {
         var upstream = UpstreamConfig()
         upstream.parents = parents
@@ -54,8 +54,10 @@ import Testing
 
     @Test func directRulesAndRoutesBypassParents() {
         let plan = Self.plan(["http://p:1"], direct: ["localhost", "*.internal", "10.0.0.0/8", "fd00::/8"])
-        for target in ["http://localhost:8080/", "http://LOCALHOST/", "http://a.internal/", "http://b.c.internal/x", "http://10.1.2.3/",
-                       "http://[fd00::1]:80/"] {
+        for target in [
+            "http://localhost:8080/", "http://LOCALHOST/", "http://a.internal/", "http://b.c.internal/x", "http://10.1.2.3/",
+            "http://[fd00::1]:80/",
+        ] {
             #expect(plan.candidates(for: Self.url(target), routeParent: nil).isEmpty, "\(target) goes direct")
         }
         for target in ["http://internal/", "http://xinternal/", "http://11.0.0.1/", "http://example.org/", "http://[fe80::1]/"] {

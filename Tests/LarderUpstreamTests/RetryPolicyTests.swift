@@ -10,7 +10,7 @@ private func policy(_ configure: (inout RetryConfig) -> Void = { _ in }) -> Retr
     return RetryPolicy(config)
 }
 
-@Suite struct RetryPolicyTests {
+@Suite(.timeLimit(.minutes(1))) struct RetryPolicyTests {
     @Test func exponentialDelaysDoubleUpToTheCap() {
         let retry = policy {
             $0.baseDelay = .milliseconds(200)
@@ -101,7 +101,7 @@ private func policy(_ configure: (inout RetryConfig) -> Void = { _ in }) -> Retr
     }
 }
 
-@Suite struct RetryBudgetTests {
+@Suite(.timeLimit(.minutes(1))) struct RetryBudgetTests {
     /// A clock the test moves.
     final class TestClock: Sendable {
         let now = Mutex(1000.0)

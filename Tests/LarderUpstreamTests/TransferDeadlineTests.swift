@@ -2,7 +2,7 @@ import LarderUpstream
 import Testing
 
 /// The upstream timeouts as a pure value: the clock is passed in (nanoseconds).
-@Suite struct TransferDeadlineTests {
+@Suite(.timeLimit(.minutes(1))) struct TransferDeadlineTests {
     static let second: UInt64 = 1_000_000_000
 
     @Test func noHeadWithinTheTimeout() {

@@ -42,4 +42,9 @@ int larder_set_thread_name(pthread_t thread, const char *name);
 /// builds linked with -sanitize=fuzzer; referenced only there.
 int LLVMFuzzerRunDriver(int *argc, char ***argv, int (*test_one_input)(const unsigned char *data, size_t size));
 
+/// ThreadSanitizer's annotations (compiler-rt), for locks it cannot see (LarderIO's `Locked`).
+/// Referenced only in builds made with -sanitize=thread and -D LARDER_TSAN.
+void __tsan_acquire(void *address);
+void __tsan_release(void *address);
+
 #endif

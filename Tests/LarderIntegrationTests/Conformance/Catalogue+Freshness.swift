@@ -15,7 +15,8 @@ enum FreshnessCases {
                 section: "4.2.1", name: "max-age wins over a past Expires", script: [ok(maxAgeHour, header("Expires", "{now-100}"))],
                 steps: storedAndHit()),
             ConformanceCase(
-                section: "4.2.1", name: "max-age=0 wins over a future Expires", script: [ok(cc("max-age=0"), header("Expires", "{now+3600}"))],
+                section: "4.2.1", name: "max-age=0 wins over a future Expires",
+                script: [ok(cc("max-age=0"), header("Expires", "{now+3600}"))],
                 steps: notReused()),
             ConformanceCase(
                 section: "5.3", name: "a future Expires makes a hit", script: [ok(header("Expires", "{now+3600}"))], steps: storedAndHit()),
@@ -52,9 +53,12 @@ enum FreshnessCases {
                 script: [ok(cc("max-age=3600"), header("Age", "30"))],
                 steps: [
                     get(origin: 1),
-                    get(origin: 1, hit: true, check: { response in
-                        (Int(response.header("age") ?? "") ?? -1) >= 30 ? nil : "Age \(response.header("age") ?? "none") below the upstream 30"
-                    }),
+                    get(
+                        origin: 1, hit: true,
+                        check: { response in
+                            (Int(response.header("age") ?? "") ?? -1) >= 30
+                                ? nil : "Age \(response.header("age") ?? "none") below the upstream 30"
+                        }),
                 ]),
             ConformanceCase(
                 section: "4.2.3", name: "a Date in the past adds apparent age",
@@ -62,7 +66,10 @@ enum FreshnessCases {
             ConformanceCase(
                 section: "4.2.3", name: "a Date in the future does not make the age negative",
                 script: [ok(cc("max-age=60"), header("Date", "{now+1000}"))],
-                steps: [get(origin: 1), get(origin: 1, hit: true, check: { ($0.header("age") ?? "") == "0" ? nil : "Age \($0.header("age") ?? "none")" })]),
+                steps: [
+                    get(origin: 1),
+                    get(origin: 1, hit: true, check: { ($0.header("age") ?? "") == "0" ? nil : "Age \($0.header("age") ?? "none")" }),
+                ]),
             ConformanceCase(
                 section: "4.2.2", name: "heuristic freshness from Last-Modified makes a hit",
                 script: [ok(header("Last-Modified", "{now-100000}"))], steps: storedAndHit()),
@@ -73,7 +80,9 @@ enum FreshnessCases {
                 script: [ok(cc("max-age=0"), header("Last-Modified", "Sun, 06 Nov 1994 08:49:37 GMT"))], conditional: true,
                 steps: [
                     get(origin: 1),
-                    get(origin: 2, hit: false, fwd: "stale", body: "v1", sent: [("If-Modified-Since", "Sun, 06 Nov 1994 08:49:37 GMT")], fwdStatus: 304),
+                    get(
+                        origin: 2, hit: false, fwd: "stale", body: "v1", sent: [("If-Modified-Since", "Sun, 06 Nov 1994 08:49:37 GMT")],
+                        fwdStatus: 304),
                 ]),
             ConformanceCase(
                 section: "5.2.2.4", name: "no-cache responses are validated before every reuse",
@@ -108,10 +117,12 @@ enum FreshnessCases {
                 section: "4.2", name: "an hour-fresh response says so in Cache-Status ttl", script: [ok(maxAgeHour)],
                 steps: [
                     get(origin: 1),
-                    get(origin: 1, hit: true, check: { response in
-                        let ttl = CacheStatusField(response.header("cache-status"))?.ttl ?? -1
-                        return (3590...3600).contains(ttl) ? nil : "ttl \(ttl)"
-                    }),
+                    get(
+                        origin: 1, hit: true,
+                        check: { response in
+                            let ttl = CacheStatusField(response.header("cache-status"))?.ttl ?? -1
+                            return (3590...3600).contains(ttl) ? nil : "ttl \(ttl)"
+                        }),
                 ]),
         ]
     }

@@ -1,8 +1,12 @@
 /// RFC 9110 §14: ranges served from stored responses.
 enum RangeCases {
     static var all: [ConformanceCase] {
-        let stored = [ok(maxAgeHour, header("ETag", "\"r1\""), header("Last-Modified", "Sun, 06 Nov 1994 08:49:37 GMT"), body: "hello world")]
-        func ranged(_ name: String, _ range: String, status: Int, body: String?, contentRange: String?, extra: [(String, String)] = []) -> ConformanceCase {
+        let stored = [
+            ok(maxAgeHour, header("ETag", "\"r1\""), header("Last-Modified", "Sun, 06 Nov 1994 08:49:37 GMT"), body: "hello world")
+        ]
+        func ranged(_ name: String, _ range: String, status: Int, body: String?, contentRange: String?, extra: [(String, String)] = [])
+            -> ConformanceCase
+        {
             var headers = [header("Range", range)]
             headers += extra
             return ConformanceCase(
@@ -40,16 +44,20 @@ enum RangeCases {
                 steps: [
                     Step(
                         headers: [header("Range", "bytes=0-4")],
-                        expect: Expectation(status: 206, origin: 1, body: "hello", headers: [("Content-Range", "bytes 0-4/11")], sent: [("Range", nil)])),
+                        expect: Expectation(
+                            status: 206, origin: 1, body: "hello", headers: [("Content-Range", "bytes 0-4/11")], sent: [("Range", nil)])),
                     get(origin: 1, hit: true, body: "hello world"),
                 ]),
             ConformanceCase(
                 section: "14", name: "a range miss on an uncacheable object passes the range to the origin",
-                script: [ok(cc("no-store"), body: "hello world"), ok(cc("no-store"), header("Content-Range", "bytes 0-1/11"), body: "he", status: 206)],
+                script: [
+                    ok(cc("no-store"), body: "hello world"),
+                    ok(cc("no-store"), header("Content-Range", "bytes 0-1/11"), body: "he", status: 206),
+                ],
                 steps: [
                     Step(
                         headers: [header("Range", "bytes=0-1")],
-                        expect: Expectation(status: 206, body: "he", sent: [("Range", "bytes=0-1")], originAtLeast: 2)),
+                        expect: Expectation(status: 206, body: "he", sent: [("Range", "bytes=0-1")], originAtLeast: 2))
                 ]),
             ConformanceCase(
                 section: "14", name: "a range miss on an object over range_whole_max passes the range to the origin",
@@ -57,12 +65,14 @@ enum RangeCases {
                 steps: [
                     Step(
                         headers: [header("Range", "bytes=0-1")],
-                        expect: Expectation(status: 206, body: "he", sent: [("Range", "bytes=0-1")], originAtLeast: 2)),
+                        expect: Expectation(status: 206, body: "he", sent: [("Range", "bytes=0-1")], originAtLeast: 2))
                 ],
                 config: "[cache]\nrange_whole_max = \"5B\"\n"),
             ConformanceCase(
                 section: "14", name: "HEAD with Range is answered without a body", script: stored,
-                steps: [get(origin: 1), get(header("Range", "bytes=0-1"), origin: 1, method: "HEAD", check: { $0.body.isEmpty ? nil : "body" })]),
+                steps: [
+                    get(origin: 1), get(header("Range", "bytes=0-1"), origin: 1, method: "HEAD", check: { $0.body.isEmpty ? nil : "body" }),
+                ]),
         ]
     }
 }

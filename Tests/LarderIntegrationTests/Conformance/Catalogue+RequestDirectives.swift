@@ -5,7 +5,12 @@ enum RequestDirectiveCases {
         return [
             ConformanceCase(
                 section: "5.2.1.4", name: "request no-cache validates the stored response", script: validated, conditional: true,
-                steps: [get(origin: 1), get(cc("no-cache"), origin: 2, hit: false, fwd: "request", body: "v1", sent: [("If-None-Match", "\"v1\"")], fwdStatus: 304)]),
+                steps: [
+                    get(origin: 1),
+                    get(
+                        cc("no-cache"), origin: 2, hit: false, fwd: "request", body: "v1", sent: [("If-None-Match", "\"v1\"")],
+                        fwdStatus: 304),
+                ]),
             ConformanceCase(
                 section: "5.2.1.4", name: "request no-cache without a validator fetches again and stores",
                 script: [ok(maxAgeHour)],

@@ -20,23 +20,28 @@ enum StatusCases {
                     get(origin: 1, hit: true, check: { ($0.header("via") ?? "").contains("1.1 larder") ? nil : "no Via" }),
                 ]),
             ConformanceCase(
-                section: "7.6.3", name: "an upstream Via is kept and Larder's added", script: [ok(maxAgeHour, header("Via", "1.1 upstream"))],
+                section: "7.6.3", name: "an upstream Via is kept and Larder's added",
+                script: [ok(maxAgeHour, header("Via", "1.1 upstream"))],
                 steps: [
-                    get(origin: 1, check: { response in
-                        let vias = response.headers.filter { $0.0 == "via" }.map(\.1).joined(separator: ", ")
-                        return vias.contains("1.1 upstream") && vias.contains("1.1 larder") ? nil : "Via: \(vias)"
-                    })
+                    get(
+                        origin: 1,
+                        check: { response in
+                            let vias = response.headers.filter { $0.0 == "via" }.map(\.1).joined(separator: ", ")
+                            return vias.contains("1.1 upstream") && vias.contains("1.1 larder") ? nil : "Via: \(vias)"
+                        })
                 ]),
             ConformanceCase(
                 section: "9211", name: "an upstream Cache-Status is kept and Larder's member comes after it",
                 script: [ok(maxAgeHour, header("Cache-Status", "upstream; hit"))],
                 steps: [
                     get(origin: 1),
-                    get(origin: 1, hit: true, check: { response in
-                        let members = response.headers.filter { $0.0 == "cache-status" }.map(\.1)
-                        return members.first == "upstream; hit" && members.last?.hasPrefix("larder") == true
-                            ? nil : "Cache-Status lines: \(members)"
-                    }),
+                    get(
+                        origin: 1, hit: true,
+                        check: { response in
+                            let members = response.headers.filter { $0.0 == "cache-status" }.map(\.1)
+                            return members.first == "upstream; hit" && members.last?.hasPrefix("larder") == true
+                                ? nil : "Cache-Status lines: \(members)"
+                        }),
                 ]),
             ConformanceCase(
                 section: "7.6.1", name: "the request forwarded upstream carries Via", script: [ok()],

@@ -46,7 +46,8 @@ enum StoringCases {
             ConformanceCase(
                 section: "3", name: "a response with Set-Cookie is not stored", script: [ok(maxAgeHour, header("Set-Cookie", "a=1"))],
                 steps: notReused()),
-            ConformanceCase(section: "4.1", name: "Vary: * is not stored", script: [ok(maxAgeHour, header("Vary", "*"))], steps: notReused()),
+            ConformanceCase(
+                section: "4.1", name: "Vary: * is not stored", script: [ok(maxAgeHour, header("Vary", "*"))], steps: notReused()),
             ConformanceCase(
                 section: "3", name: "a 206 is not stored (ranges are not combined)",
                 script: [ok(maxAgeHour, header("Content-Range", "bytes 0-1/10"), body: "v1", status: 206)],
@@ -85,7 +86,10 @@ enum StoringCases {
             ConformanceCase(
                 section: "3", name: "a response with only an ETag is stored for revalidation",
                 script: [ok(etagV1), ok(etagV1, maxAgeHour)], conditional: true,
-                steps: [get(origin: 1), get(origin: 2, hit: false, fwd: "stale", body: "v1", sent: [("If-None-Match", "\"v1\"")], fwdStatus: 304)]),
+                steps: [
+                    get(origin: 1),
+                    get(origin: 2, hit: false, fwd: "stale", body: "v1", sent: [("If-None-Match", "\"v1\"")], fwdStatus: 304),
+                ]),
             ConformanceCase(
                 section: "3", name: "the stored response keeps end-to-end headers and drops hop-by-hop ones",
                 script: [ok(maxAgeHour, header("X-Kept", "1"), header("Connection", "X-Hop"), header("X-Hop", "2"))],

@@ -6,18 +6,26 @@ enum ValidationCases {
         return [
             ConformanceCase(
                 section: "4.3.1", name: "a stale entry is validated with If-None-Match", script: staleETag, conditional: true,
-                steps: [get(origin: 1), get(origin: 2, hit: false, fwd: "stale", body: "v1", sent: [("If-None-Match", "\"v1\"")], fwdStatus: 304)]),
+                steps: [
+                    get(origin: 1),
+                    get(origin: 2, hit: false, fwd: "stale", body: "v1", sent: [("If-None-Match", "\"v1\"")], fwdStatus: 304),
+                ]),
             ConformanceCase(
                 section: "4.3.1", name: "a stale entry with only Last-Modified is validated with If-Modified-Since",
                 script: [staleOnArrival(header("Last-Modified", "Sun, 06 Nov 1994 08:49:37 GMT"))], conditional: true,
                 steps: [
                     get(origin: 1),
-                    get(origin: 2, body: "v1", sent: [("If-Modified-Since", "Sun, 06 Nov 1994 08:49:37 GMT"), ("If-None-Match", nil)], fwdStatus: 304),
+                    get(
+                        origin: 2, body: "v1", sent: [("If-Modified-Since", "Sun, 06 Nov 1994 08:49:37 GMT"), ("If-None-Match", nil)],
+                        fwdStatus: 304),
                 ]),
             ConformanceCase(
                 section: "4.3.1", name: "both validators are sent when both are stored",
                 script: [staleOnArrival(etagV1, header("Last-Modified", "Sun, 06 Nov 1994 08:49:37 GMT"))], conditional: true,
-                steps: [get(origin: 1), get(origin: 2, sent: [("If-None-Match", "\"v1\""), ("If-Modified-Since", "Sun, 06 Nov 1994 08:49:37 GMT")])]),
+                steps: [
+                    get(origin: 1),
+                    get(origin: 2, sent: [("If-None-Match", "\"v1\""), ("If-Modified-Since", "Sun, 06 Nov 1994 08:49:37 GMT")]),
+                ]),
             ConformanceCase(
                 section: "4.3.4", name: "a 304 updates the stored header fields",
                 script: [staleOnArrival(etagV1, header("X-Version", "1")), ok(etagV1, maxAgeHour, header("X-Version", "2"))],
@@ -43,7 +51,9 @@ enum ValidationCases {
                 section: "13.1.2", name: "a matching If-None-Match is answered 304 from cache", script: freshETag,
                 steps: [
                     get(origin: 1),
-                    get(header("If-None-Match", "\"v1\""), status: 304, origin: 1, hit: true, expectHeaders: [("ETag", "\"v1\""), ("Cache-Control", "max-age=3600")]),
+                    get(
+                        header("If-None-Match", "\"v1\""), status: 304, origin: 1, hit: true,
+                        expectHeaders: [("ETag", "\"v1\""), ("Cache-Control", "max-age=3600")]),
                 ]),
             ConformanceCase(
                 section: "13.1.2", name: "If-None-Match uses weak comparison", script: freshETag,
@@ -62,12 +72,16 @@ enum ValidationCases {
                 steps: [get(origin: 1), get(header("If-Modified-Since", "Sun, 06 Nov 1994 08:49:37 GMT"), status: 304, origin: 1)]),
             ConformanceCase(
                 section: "13.1.3", name: "If-Modified-Since before Last-Modified gets 200", script: freshETag,
-                steps: [get(origin: 1), get(header("If-Modified-Since", "Sat, 05 Nov 1994 08:49:37 GMT"), status: 200, origin: 1, body: "v1")]),
+                steps: [
+                    get(origin: 1), get(header("If-Modified-Since", "Sat, 05 Nov 1994 08:49:37 GMT"), status: 200, origin: 1, body: "v1"),
+                ]),
             ConformanceCase(
                 section: "13.2.2", name: "If-None-Match takes precedence over If-Modified-Since", script: freshETag,
                 steps: [
                     get(origin: 1),
-                    get(header("If-None-Match", "\"other\""), header("If-Modified-Since", "Sun, 06 Nov 1994 08:49:37 GMT"), status: 200, origin: 1),
+                    get(
+                        header("If-None-Match", "\"other\""), header("If-Modified-Since", "Sun, 06 Nov 1994 08:49:37 GMT"), status: 200,
+                        origin: 1),
                 ]),
             ConformanceCase(
                 section: "13.1.3", name: "an invalid If-Modified-Since is ignored", script: freshETag,
@@ -103,13 +117,17 @@ enum ValidationCases {
                 steps: [get(origin: 1), get(origin: 2, method: "HEAD"), get(origin: 2, hit: true, body: "v1")]),
             ConformanceCase(
                 section: "4.3.5", name: "a HEAD response with another ETag makes the stored GET unusable",
-                script: [staleOnArrival(etagV1), ok(maxAgeHour, header("ETag", "\"v2\"")), ok(maxAgeHour, header("ETag", "\"v2\""), body: "v2")],
+                script: [
+                    staleOnArrival(etagV1), ok(maxAgeHour, header("ETag", "\"v2\"")), ok(maxAgeHour, header("ETag", "\"v2\""), body: "v2"),
+                ],
                 steps: [get(origin: 1), get(origin: 2, method: "HEAD"), get(origin: 3, hit: false, body: "v2")]),
             ConformanceCase(
                 section: "4.3.1", name: "a fresh HEAD is answered from the stored GET", script: [ok(maxAgeHour)],
                 steps: [
                     get(origin: 1),
-                    get(origin: 1, hit: true, expectHeaders: [("Content-Length", "2")], method: "HEAD", check: { $0.body.isEmpty ? nil : "HEAD got a body" }),
+                    get(
+                        origin: 1, hit: true, expectHeaders: [("Content-Length", "2")], method: "HEAD",
+                        check: { $0.body.isEmpty ? nil : "HEAD got a body" }),
                 ]),
         ]
     }

@@ -21,10 +21,15 @@ enum VaryCases {
                 steps: [get(origin: 1), get(header("Accept-Encoding", "gzip"), origin: 2, hit: false)]),
             ConformanceCase(
                 section: "4.1", name: "list order does not matter for Accept-Encoding", script: varyAE,
-                steps: [get(header("Accept-Encoding", "gzip, br"), origin: 1), get(header("Accept-Encoding", "br,gzip"), origin: 1, hit: true)]),
+                steps: [
+                    get(header("Accept-Encoding", "gzip, br"), origin: 1), get(header("Accept-Encoding", "br,gzip"), origin: 1, hit: true),
+                ]),
             ConformanceCase(
                 section: "4.1", name: "whitespace around list elements does not matter", script: varyAE,
-                steps: [get(header("Accept-Encoding", "gzip,br"), origin: 1), get(header("Accept-Encoding", "gzip ,   br"), origin: 1, hit: true)]),
+                steps: [
+                    get(header("Accept-Encoding", "gzip,br"), origin: 1),
+                    get(header("Accept-Encoding", "gzip ,   br"), origin: 1, hit: true),
+                ]),
             ConformanceCase(
                 section: "4.1", name: "several line values combine like one", script: varyAE,
                 steps: [

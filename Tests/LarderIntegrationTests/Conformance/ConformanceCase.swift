@@ -1,5 +1,5 @@
-import Testing
 import Foundation
+import Testing
 
 /// One scripted origin response.
 struct Scripted: Sendable {

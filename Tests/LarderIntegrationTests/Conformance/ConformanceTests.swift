@@ -16,7 +16,7 @@ extension Origin {
 extension IntegrationTests {
     /// The RFC 9111 conformance suite: each case scripts an origin resource, sends requests
     /// through a fresh Larder, and checks what the client saw and what reached the origin.
-    @Suite struct Conformance {
+    @Suite(.timeLimit(.minutes(3))) struct Conformance {
         static let cases: [ConformanceCase] =
             StoringCases.all + VaryCases.all + FreshnessCases.all + RequestDirectiveCases.all + ValidationCases.all
             + RangeCases.all + InvalidationCases.all + StaleCases.all + PolicyCases.all + StatusCases.all
@@ -65,7 +65,9 @@ extension IntegrationTests {
                     for (name, value) in expect.sent {
                         let actual = seen?.headers.first { $0.0.lowercased() == name.lowercased() }?.1
                         if let value, value.hasSuffix("*") {
-                            #expect(actual?.hasPrefix(String(value.dropLast())) == true, "\(label): \(name) sent to the origin: \(actual ?? "none")")
+                            #expect(
+                                actual?.hasPrefix(String(value.dropLast())) == true,
+                                "\(label): \(name) sent to the origin: \(actual ?? "none")")
                         } else {
                             #expect(actual == value, "\(label): \(name) sent to the origin")
                         }

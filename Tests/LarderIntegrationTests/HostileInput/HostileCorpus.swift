@@ -38,10 +38,12 @@ enum HostileCorpus {
         HostileCase("TE.CL", "POST %URL HTTP/1.1\r\n\(host)Transfer-Encoding: chunked\r\nContent-Length: 6\r\n\r\n0\r\n\r\nX", 400),
         HostileCase("TE chunked, identity", "POST %URL HTTP/1.1\r\n\(host)Transfer-Encoding: chunked, identity\r\n\r\n0\r\n\r\n", 400),
         HostileCase("TE xchunked", "POST %URL HTTP/1.1\r\n\(host)Transfer-Encoding: xchunked\r\n\r\n0\r\n\r\n", 400),
-        HostileCase("TE chunked then identity on two lines",
+        HostileCase(
+            "TE chunked then identity on two lines",
             "POST %URL HTTP/1.1\r\n\(host)Transfer-Encoding: chunked\r\nTransfer-Encoding: identity\r\n\r\n0\r\n\r\n", 400),
         HostileCase("TE identity", "POST %URL HTTP/1.1\r\n\(host)Transfer-Encoding: identity\r\n\r\nhello", 400),
-        HostileCase("TE gzip, chunked (not implemented)", "POST %URL HTTP/1.1\r\n\(host)Transfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n", 501),
+        HostileCase(
+            "TE gzip, chunked (not implemented)", "POST %URL HTTP/1.1\r\n\(host)Transfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n", 501),
         HostileCase("TE chunked twice", "POST %URL HTTP/1.1\r\n\(host)Transfer-Encoding: chunked, chunked\r\n\r\n0\r\n\r\n", 400),
         HostileCase("TE with space before colon", "POST %URL HTTP/1.1\r\n\(host)Transfer-Encoding : chunked\r\n\r\n0\r\n\r\n", 400),
         HostileCase("TE with a parameter", "POST %URL HTTP/1.1\r\n\(host)Transfer-Encoding: chunked;q=1\r\n\r\n0\r\n\r\n", 400),
@@ -49,11 +51,14 @@ enum HostileCorpus {
         HostileCase("TE empty", "POST %URL HTTP/1.1\r\n\(host)Transfer-Encoding: \r\n\r\n", 400),
         HostileCase("TE empty list element", "POST %URL HTTP/1.1\r\n\(host)Transfer-Encoding: ,chunked\r\n\r\n0\r\n\r\n", 400),
         HostileCase("TE in an HTTP/1.0 request", "POST %URL HTTP/1.0\r\n\(host)Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400),
-        HostileCase("TE upper-case CHUNKED (valid)", "POST %URL HTTP/1.1\r\n\(host)Transfer-Encoding: CHUNKED\r\n\r\n5\r\nhello\r\n0\r\n\r\n", 200,
+        HostileCase(
+            "TE upper-case CHUNKED (valid)", "POST %URL HTTP/1.1\r\n\(host)Transfer-Encoding: CHUNKED\r\n\r\n5\r\nhello\r\n0\r\n\r\n", 200,
             forwarded: true, closes: false),
-        HostileCase("duplicate Content-Length, different", "POST %URL HTTP/1.1\r\n\(host)Content-Length: 5\r\nContent-Length: 6\r\n\r\nhello!", 400),
+        HostileCase(
+            "duplicate Content-Length, different", "POST %URL HTTP/1.1\r\n\(host)Content-Length: 5\r\nContent-Length: 6\r\n\r\nhello!", 400),
         HostileCase("Content-Length list, different", "POST %URL HTTP/1.1\r\n\(host)Content-Length: 5, 6\r\n\r\nhello!", 400),
-        HostileCase("Content-Length list, identical (valid, RFC 9110 §8.6)",
+        HostileCase(
+            "Content-Length list, identical (valid, RFC 9110 §8.6)",
             "POST %URL HTTP/1.1\r\n\(host)Content-Length: 5, 5\r\n\r\nhello", 200, forwarded: true, closes: false),
         HostileCase("signed Content-Length +5", "POST %URL HTTP/1.1\r\n\(host)Content-Length: +5\r\n\r\nhello", 400),
         HostileCase("negative Content-Length", "POST %URL HTTP/1.1\r\n\(host)Content-Length: -5\r\n\r\nhello", 400),
@@ -66,21 +71,37 @@ enum HostileCorpus {
 
     /// The chunked coding (RFC 9112 §7.1).
     static let chunked: [HostileCase] = [
-        HostileCase("chunk size overflow", "POST %URL HTTP/1.1\r\n\(host)Transfer-Encoding: chunked\r\n\r\nFFFFFFFFFFFFFFFFFFFF\r\nhello\r\n0\r\n\r\n", 400),
+        HostileCase(
+            "chunk size overflow",
+            "POST %URL HTTP/1.1\r\n\(host)Transfer-Encoding: chunked\r\n\r\nFFFFFFFFFFFFFFFFFFFF\r\nhello\r\n0\r\n\r\n", 400),
         HostileCase("chunk size negative", "POST %URL HTTP/1.1\r\n\(host)Transfer-Encoding: chunked\r\n\r\n-1\r\nhello\r\n0\r\n\r\n", 400),
-        HostileCase("chunk size with leading space", "POST %URL HTTP/1.1\r\n\(host)Transfer-Encoding: chunked\r\n\r\n 5\r\nhello\r\n0\r\n\r\n", 400),
-        HostileCase("chunk size 0x prefix", "POST %URL HTTP/1.1\r\n\(host)Transfer-Encoding: chunked\r\n\r\n0x5\r\nhello\r\n0\r\n\r\n", 400),
+        HostileCase(
+            "chunk size with leading space", "POST %URL HTTP/1.1\r\n\(host)Transfer-Encoding: chunked\r\n\r\n 5\r\nhello\r\n0\r\n\r\n", 400),
+        HostileCase(
+            "chunk size 0x prefix", "POST %URL HTTP/1.1\r\n\(host)Transfer-Encoding: chunked\r\n\r\n0x5\r\nhello\r\n0\r\n\r\n", 400),
         HostileCase("chunk size not hex", "POST %URL HTTP/1.1\r\n\(host)Transfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n", 400),
-        HostileCase("chunk data longer than its size", "POST %URL HTTP/1.1\r\n\(host)Transfer-Encoding: chunked\r\n\r\n3\r\nhello\r\n0\r\n\r\n", 400),
-        HostileCase("chunk size line ended by bare LF", "POST %URL HTTP/1.1\r\n\(host)Transfer-Encoding: chunked\r\n\r\n5\nhello\r\n0\r\n\r\n", 400),
-        HostileCase("chunk data ended by bare LF", "POST %URL HTTP/1.1\r\n\(host)Transfer-Encoding: chunked\r\n\r\n5\r\nhello\n0\r\n\r\n", 400),
-        HostileCase("chunk extension with bare CR", "POST %URL HTTP/1.1\r\n\(host)Transfer-Encoding: chunked\r\n\r\n5;a\rb\r\nhello\r\n0\r\n\r\n", 400),
-        HostileCase("chunk extension of 70 KB",
-            "POST %URL HTTP/1.1\r\n\(host)Transfer-Encoding: chunked\r\n\r\n5;\(String(repeating: "x", count: 70_000))\r\nhello\r\n0\r\n\r\n", 400),
-        HostileCase("chunk extension (valid, ignored)",
-            "POST %URL HTTP/1.1\r\n\(host)Transfer-Encoding: chunked\r\n\r\n5;name=value\r\nhello\r\n0\r\n\r\n", 200, forwarded: true, closes: false),
-        HostileCase("chunk extension with quoted string (valid)",
-            "POST %URL HTTP/1.1\r\n\(host)Transfer-Encoding: chunked\r\n\r\n5;n=\"a b\"\r\nhello\r\n0\r\n\r\n", 200, forwarded: true, closes: false),
+        HostileCase(
+            "chunk data longer than its size", "POST %URL HTTP/1.1\r\n\(host)Transfer-Encoding: chunked\r\n\r\n3\r\nhello\r\n0\r\n\r\n", 400
+        ),
+        HostileCase(
+            "chunk size line ended by bare LF", "POST %URL HTTP/1.1\r\n\(host)Transfer-Encoding: chunked\r\n\r\n5\nhello\r\n0\r\n\r\n", 400),
+        HostileCase(
+            "chunk data ended by bare LF", "POST %URL HTTP/1.1\r\n\(host)Transfer-Encoding: chunked\r\n\r\n5\r\nhello\n0\r\n\r\n", 400),
+        HostileCase(
+            "chunk extension with bare CR", "POST %URL HTTP/1.1\r\n\(host)Transfer-Encoding: chunked\r\n\r\n5;a\rb\r\nhello\r\n0\r\n\r\n",
+            400),
+        HostileCase(
+            "chunk extension of 70 KB",
+            "POST %URL HTTP/1.1\r\n\(host)Transfer-Encoding: chunked\r\n\r\n5;\(String(repeating: "x", count: 70_000))\r\nhello\r\n0\r\n\r\n",
+            400),
+        HostileCase(
+            "chunk extension (valid, ignored)",
+            "POST %URL HTTP/1.1\r\n\(host)Transfer-Encoding: chunked\r\n\r\n5;name=value\r\nhello\r\n0\r\n\r\n", 200, forwarded: true,
+            closes: false),
+        HostileCase(
+            "chunk extension with quoted string (valid)",
+            "POST %URL HTTP/1.1\r\n\(host)Transfer-Encoding: chunked\r\n\r\n5;n=\"a b\"\r\nhello\r\n0\r\n\r\n", 200, forwarded: true,
+            closes: false),
     ]
 
     /// Bytes that do not belong in a head (RFC 9112 §2.2, §5).
@@ -104,9 +125,11 @@ enum HostileCorpus {
         HostileCase("non-token character in a header name", "GET %URL HTTP/1.1\r\n\(host)X-A(: 1\r\n\r\n", 400),
         HostileCase("TLS ClientHello on the plain-HTTP port", [0x16, 0x03, 0x01, 0x00, 0xA5, 0x01, 0x00, 0x00, 0xA1, 0x03, 0x03], 400),
         HostileCase("binary junk", [0x00, 0xFF, 0xFE, 0x0D, 0x0A, 0x0D, 0x0A], 400),
-        HostileCase("obs-text in a header value (valid)", Array("GET %URL HTTP/1.1\r\n\(host)X-A: ".utf8) + [0x80, 0xFF] + Array("\r\n\r\n".utf8),
+        HostileCase(
+            "obs-text in a header value (valid)", Array("GET %URL HTTP/1.1\r\n\(host)X-A: ".utf8) + [0x80, 0xFF] + Array("\r\n\r\n".utf8),
             200, forwarded: true, closes: false),
-        HostileCase("empty lines before the request line (valid, RFC 9112 §2.2)", "\r\n\r\nGET %URL HTTP/1.1\r\n\(host)\r\n", 200,
+        HostileCase(
+            "empty lines before the request line (valid, RFC 9112 §2.2)", "\r\n\r\nGET %URL HTTP/1.1\r\n\(host)\r\n", 200,
             forwarded: true, closes: false),
     ]
 
@@ -129,7 +152,8 @@ enum HostileCorpus {
         HostileCase("HTTP/2.0 in an HTTP/1 request line", "GET %URL HTTP/2.0\r\n\(host)\r\n", 505),
         HostileCase("HTTP/3.0", "GET %URL HTTP/3.0\r\n\(host)\r\n", 505),
         HostileCase("HTTP/1.2 is answered as 1.1 (RFC 9110 §2.5)", "GET %URL HTTP/1.2\r\n\(host)\r\n", 200, forwarded: true, closes: false),
-        HostileCase("lower-case method is a different method, forwarded (RFC 9110 §9.1)", "get %URL HTTP/1.1\r\n\(host)\r\n", 200,
+        HostileCase(
+            "lower-case method is a different method, forwarded (RFC 9110 §9.1)", "get %URL HTTP/1.1\r\n\(host)\r\n", 200,
             forwarded: true, closes: false),
     ]
 
@@ -148,20 +172,41 @@ enum HostileCorpus {
         HostileCase("origin-form target sent to a proxy", "GET /x HTTP/1.1\r\n\(host)\r\n", 400, closes: false),
         HostileCase("asterisk-form with GET", "GET * HTTP/1.1\r\n\(host)\r\n", 400),
         HostileCase("request aimed at the proxy itself", "GET http://%SELF/x HTTP/1.1\r\nHost: %SELF\r\n\r\n", 403),
-        HostileCase("admin API through the proxy as 127.1", "GET http://127.1:%ADMINPORT/stats HTTP/1.1\r\nHost: 127.1:%ADMINPORT\r\n\r\n", 403),
-        HostileCase("admin API through the proxy as 0.0.0.0", "GET http://0.0.0.0:%ADMINPORT/stats HTTP/1.1\r\nHost: 0.0.0.0:%ADMINPORT\r\n\r\n", 403),
+        HostileCase(
+            "admin API through the proxy as 127.1", "GET http://127.1:%ADMINPORT/stats HTTP/1.1\r\nHost: 127.1:%ADMINPORT\r\n\r\n", 403),
+        HostileCase(
+            "admin API through the proxy as 0.0.0.0", "GET http://0.0.0.0:%ADMINPORT/stats HTTP/1.1\r\nHost: 0.0.0.0:%ADMINPORT\r\n\r\n",
+            403),
         HostileCase("admin API through the proxy as 0", "GET http://0:%ADMINPORT/stats HTTP/1.1\r\nHost: 0:%ADMINPORT\r\n\r\n", 403),
-        HostileCase("admin API through the proxy as 2130706433", "GET http://2130706433:%ADMINPORT/stats HTTP/1.1\r\nHost: 2130706433:%ADMINPORT\r\n\r\n", 403),
-        HostileCase("admin API through the proxy as 0x7f000001", "GET http://0x7f000001:%ADMINPORT/stats HTTP/1.1\r\nHost: 0x7f000001:%ADMINPORT\r\n\r\n", 403),
-        HostileCase("admin API through the proxy as 0177.0.0.1", "GET http://0177.0.0.1:%ADMINPORT/stats HTTP/1.1\r\nHost: 0177.0.0.1:%ADMINPORT\r\n\r\n", 403),
-        HostileCase("admin API through the proxy as 127.000.000.001", "GET http://127.000.000.001:%ADMINPORT/stats HTTP/1.1\r\nHost: 127.000.000.001:%ADMINPORT\r\n\r\n", 403),
-        HostileCase("admin API through the proxy as localhost", "GET http://localhost:%ADMINPORT/stats HTTP/1.1\r\nHost: localhost:%ADMINPORT\r\n\r\n", 403),
-        HostileCase("admin API through the proxy as [::]", "GET http://[::]:%ADMINPORT/stats HTTP/1.1\r\nHost: [::]:%ADMINPORT\r\n\r\n", 403),
-        HostileCase("admin API through the proxy as [::ffff:127.0.0.1]", "GET http://[::ffff:127.0.0.1]:%ADMINPORT/stats HTTP/1.1\r\nHost: [::ffff:127.0.0.1]:%ADMINPORT\r\n\r\n", 403),
-        HostileCase("cache clear through the proxy as 0.0.0.0", "DELETE http://0.0.0.0:%ADMINPORT/cache HTTP/1.1\r\nHost: 0.0.0.0:%ADMINPORT\r\n\r\n", 403),
+        HostileCase(
+            "admin API through the proxy as 2130706433",
+            "GET http://2130706433:%ADMINPORT/stats HTTP/1.1\r\nHost: 2130706433:%ADMINPORT\r\n\r\n", 403),
+        HostileCase(
+            "admin API through the proxy as 0x7f000001",
+            "GET http://0x7f000001:%ADMINPORT/stats HTTP/1.1\r\nHost: 0x7f000001:%ADMINPORT\r\n\r\n", 403),
+        HostileCase(
+            "admin API through the proxy as 0177.0.0.1",
+            "GET http://0177.0.0.1:%ADMINPORT/stats HTTP/1.1\r\nHost: 0177.0.0.1:%ADMINPORT\r\n\r\n", 403),
+        HostileCase(
+            "admin API through the proxy as 127.000.000.001",
+            "GET http://127.000.000.001:%ADMINPORT/stats HTTP/1.1\r\nHost: 127.000.000.001:%ADMINPORT\r\n\r\n", 403),
+        HostileCase(
+            "admin API through the proxy as localhost",
+            "GET http://localhost:%ADMINPORT/stats HTTP/1.1\r\nHost: localhost:%ADMINPORT\r\n\r\n", 403),
+        HostileCase(
+            "admin API through the proxy as [::]", "GET http://[::]:%ADMINPORT/stats HTTP/1.1\r\nHost: [::]:%ADMINPORT\r\n\r\n", 403),
+        HostileCase(
+            "admin API through the proxy as [::ffff:127.0.0.1]",
+            "GET http://[::ffff:127.0.0.1]:%ADMINPORT/stats HTTP/1.1\r\nHost: [::ffff:127.0.0.1]:%ADMINPORT\r\n\r\n", 403),
+        HostileCase(
+            "cache clear through the proxy as 0.0.0.0",
+            "DELETE http://0.0.0.0:%ADMINPORT/cache HTTP/1.1\r\nHost: 0.0.0.0:%ADMINPORT\r\n\r\n", 403),
         HostileCase("the unspecified address as a destination", "GET http://0.0.0.0:%PORT/x HTTP/1.1\r\nHost: 0.0.0.0:%PORT\r\n\r\n", 403),
-        HostileCase("a chunked body that turns bad after a valid chunk", "POST %URL HTTP/1.1\r\n\(host)Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\nzz\r\n", 400),
-        HostileCase("percent-encoded NUL is data, forwarded verbatim", "GET %URL/%00 HTTP/1.1\r\n\(host)\r\n", 200,
+        HostileCase(
+            "a chunked body that turns bad after a valid chunk",
+            "POST %URL HTTP/1.1\r\n\(host)Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\nzz\r\n", 400),
+        HostileCase(
+            "percent-encoded NUL is data, forwarded verbatim", "GET %URL/%00 HTTP/1.1\r\n\(host)\r\n", 200,
             forwarded: true, closes: false),
     ]
 

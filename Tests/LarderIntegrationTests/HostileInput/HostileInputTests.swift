@@ -7,7 +7,7 @@ extension IntegrationTests {
     /// counter proves that nothing invalid was forwarded. Valid cases are followed by a
     /// second request on the same connection, which must be answered normally (the proxy
     /// and the client still agree where each request ends).
-    @Suite struct HostileInput {
+    @Suite(.timeLimit(.minutes(3))) struct HostileInput {
         @Test func corpusHasAtLeastSixtyCases() {
             #expect(HostileCorpus.cases.count >= 60)
             #expect(Set(HostileCorpus.cases.map(\.name)).count == HostileCorpus.cases.count, "case names are unique")

@@ -127,7 +127,9 @@ final class ChildProcess {
 
     /// Waits (bounded) until `predicate` holds for the captured stdout or stderr.
     @discardableResult
-    func waitForOutput(timeout: TimeInterval = 10, stream: KeyPath<ChildProcess, String> = \.stderr, _ predicate: (String) -> Bool) throws -> String {
+    func waitForOutput(timeout: TimeInterval = 10, stream: KeyPath<ChildProcess, String> = \.stderr, _ predicate: (String) -> Bool) throws
+        -> String
+    {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             let text = self[keyPath: stream]

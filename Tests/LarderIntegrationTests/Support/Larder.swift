@@ -30,7 +30,8 @@ final class Larder {
         var env = ["PATH": "/usr/bin:/bin"]
         env.merge(environment) { $1 }
         // A launcher (taskset, ...) execs the binary in its own process: the PID stays the one stopped.
-        child = try ChildProcess(launcher.first ?? Paths.larder, launcher.dropFirst() + (launcher.isEmpty ? [] : [Paths.larder]) + arguments, environment: env)
+        child = try ChildProcess(
+            launcher.first ?? Paths.larder, launcher.dropFirst() + (launcher.isEmpty ? [] : [Paths.larder]) + arguments, environment: env)
         let text = try child.waitForOutput { $0.contains("listening") }
         func port(after key: String) -> Int? {
             guard let range = text.range(of: key) else { return nil }

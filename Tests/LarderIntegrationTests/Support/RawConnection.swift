@@ -123,7 +123,9 @@ final class RawConnection {
         while true {
             var headEnd: Int?
             while headEnd == nil {
-                if let range = findHeadEnd() { headEnd = range } else if !fill() {
+                if let range = findHeadEnd() {
+                    headEnd = range
+                } else if !fill() {
                     throw TestFailure("connection ended before a response head; got \(String(decoding: pending, as: UTF8.self))")
                 }
             }
