@@ -24,7 +24,7 @@ public final class BlockingWorker: Sendable {
 
     public init(name: String) {
         let shared = self.shared
-        _ = OSThread.spawn(name: name) {
+        OSThread.spawnDetached(name: name) {
             while true {
                 let batch: [Job]? = shared.state.withLock { state in
                     if state.jobs.isEmpty { return state.stopping ? nil : [] }

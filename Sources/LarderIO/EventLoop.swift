@@ -45,7 +45,7 @@ public final class EventLoop {
     public static func start(name: String, index: Int = 0) throws(SystemError) -> EventLoopHandle {
         let handle = try EventLoopHandle(index: index)
         let ready = DispatchSemaphore(value: 0)
-        _ = OSThread.spawn(name: name) {
+        OSThread.spawnDetached(name: name) {
             let loop = EventLoop(handle: handle)
             ready.signal()
             loop.run()

@@ -27,6 +27,13 @@ public struct OSThread: Sendable {
         return OSThread(thread: thread)
     }
 
+    /// Starts `body` on a new thread that nobody joins: it is detached, so its stack and
+    /// bookkeeping go back to the system when it ends (BlockingWorker, EventLoop threads).
+    public static func spawnDetached(name: String, _ body: @escaping @Sendable () -> Void) {
+        let started = spawn(name: name, body)
+        _ = pthread_detach(started.thread)
+    }
+
     /// Waits for the thread to finish.
     public func join() {
         _ = pthread_join(thread, nil)

@@ -6,7 +6,7 @@ import Testing
 @testable import LarderCache
 
 /// The cache's one face over a real memory tier and a real disk tier in a temporary directory.
-@Suite(.timeLimit(.minutes(1))) struct TieredCacheTests {
+@Suite(.timeLimit(.minutes(1))) final class TieredCacheTests {
     let directory = NSTemporaryDirectory() + "larder-tiered-" + UUID().uuidString
     let cache: TieredCache
 
@@ -17,6 +17,11 @@ import Testing
         for _ in 0..<10_000 where !disk.isIndexComplete { usleep(1000) }
         disk.drain()
         cache = TieredCache(memory: MemoryCache(limits: Fixtures.limits()), disk: disk)
+    }
+
+    deinit {
+        cache.disk?.stop()
+        try? FileManager.default.removeItem(atPath: directory)
     }
 
     private func diskHead(_ path: String) -> DiskEntryFormat.Head {
