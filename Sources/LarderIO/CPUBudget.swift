@@ -79,20 +79,10 @@ public enum CPUBudget {
         return files
     }
 
-    /// The whole of a small file (a few KiB at most, as in /proc and /sys).
+    /// A small file from /proc or /sys, whole (they are a few bytes to a few KiB).
     static func readText(_ path: String) throws(SystemError) -> String {
         let fd = try Syscall.call("open", path: path) { open($0, O_RDONLY | O_CLOEXEC) }
-        defer { close(fd) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        while bytes.count < 65536 {
-            let result = chunk.withUnsafeMutableBytes { raw in
-                Result { () throws(SystemError) -> Int in try Syscall.call("read") { read(fd, raw.baseAddress, raw.count) } }
-            }
-            let count = try result.get()
-            if count == 0 { break }
-            bytes += chunk[0..<count]
-        }
-        return String(decoding: bytes, as: UTF8.self)
+        defer { Syscall.close(fd) }
+        return String(decoding: try FileSystem.read(fd, at: 0, count: 64 << 10), as: UTF8.self)
     }
 }

@@ -100,7 +100,7 @@ public struct OutputQueue {
                 if let written, written == 0 {
                     // The file is shorter than promised (truncated underneath us): the response
                     // cannot be completed, so fail rather than spin.
-                    throw SystemError(call: "sendfile", errno: EIO)
+                    throw SystemError(call: transport.canSendFile ? "sendfile" : "pread", errno: EIO)
                 }
             case .bytes:
                 written = try writeGathered(to: transport)

@@ -29,14 +29,14 @@ extension ClientConnection {
             }
         case "/stats":
             guard readOnly else { return methodNotAllowed("GET, HEAD") }
-            let document = StatsDocument(proxy.shared, workers: proxy.shared.fills.loopCount)
+            let document = StatsDocument(proxy.shared)
             guard let json = try? document.json() else { return respondAdmin(500, text: "the stats document could not be encoded") }
             respondAdmin(200, contentType: "application/json", body: json)
         case "/metrics":
             guard readOnly else { return methodNotAllowed("GET, HEAD") }
             respondAdmin(
                 200, contentType: "text/plain; version=0.0.4; charset=utf-8",
-                body: proxy.shared.metrics.render(StatsDocument(proxy.shared, workers: proxy.shared.fills.loopCount), shared: proxy.shared))
+                body: proxy.shared.metrics.render(StatsDocument(proxy.shared), shared: proxy.shared))
         case "/purge":
             guard method == .post || method == .purge else { return methodNotAllowed("POST") }
             guard authorized(exchange) else { return }

@@ -159,6 +159,7 @@ extension ClientConnection: RequestBodySource {
         let fill = Fill(
             key: stored.key, coalesceKey: key, request: request, requestHeaders: head.headers, dedupAlways: false,
             options: options, runtime: exchange.runtime, proxy: proxy)
+        _ = proxy.coalescer.claimOrFindOtherLoop(key)  // as before: a refresh runs wherever it started
         proxy.coalescer.register(fill)
         proxy.shared.stats.backgroundRefreshes.add(1)
         fill.start(request)

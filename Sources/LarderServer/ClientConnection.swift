@@ -139,9 +139,15 @@ final class ClientConnection: IOHandler {
     /// Parses and answers whatever complete requests are buffered, then writes the answers
     /// together (pipelined hits leave in one gathering write).
     func process() {
+        processing(parseAndBegin)
+    }
+
+    /// Runs `body` (which begins or continues exchanges) with flushes deferred, then writes
+    /// what it queued together.
+    private func processing(_ body: () -> Void) {
         guard !inProcess else { return }
         inProcess = true
-        parseAndBegin()
+        body()
         inProcess = false
         if phase == .closed { return }
         if !output.isEmpty || closeWhenFlushed { flush() } else { updateInterest() }
@@ -389,11 +395,7 @@ final class ClientConnection: IOHandler {
         }
         phase = .exchanging
         deadline = .max
-        inProcess = true
-        begin(moved.head, moved: (moved.startNanos, moved.body))
-        inProcess = false
-        if phase == .closed { return }
-        if !output.isEmpty || closeWhenFlushed { flush() } else { updateInterest() }
+        processing { begin(moved.head, moved: (moved.startNanos, moved.body)) }
     }
 
     /// Enforces the timeouts; called by the loop's periodic sweep.

@@ -49,10 +49,11 @@ final class Coalescer {
         return false
     }
 
+    /// Makes `fill` the one requests for its key attach to; with several loops the key was
+    /// claimed first (``claimOrFindOtherLoop(_:)``).
     func register(_ fill: Fill) {
         guard let key = fill.coalesceKey else { return }
         fills[key] = fill
-        registry?.claim(key, loop: loop.handle.index)
     }
 
     /// Forgets `fill` (finished, failed or cancelled) if it is the one registered.

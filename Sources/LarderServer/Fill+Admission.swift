@@ -74,7 +74,6 @@ extension Fill {
     /// disk entry's head, written when the body is complete or streamed from now on.
     func store(_ forwarded: ResponseHead, as admission: ResponseAdmission, cacheControl: CacheControl) {
         retainAll = admission.storage == .memory
-        willStore = false
         memoryEntryParts = nil
         if admission.storage != .none {
             var stored = forwarded.headers

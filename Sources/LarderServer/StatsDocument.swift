@@ -164,7 +164,7 @@ public struct StatsDocument: Codable, Sendable, Equatable {
 
 extension StatsDocument {
     /// The document for the running daemon now.
-    init(_ shared: SharedState, workers: Int) {
+    init(_ shared: SharedState) {
         let stats = shared.stats
         let config = shared.currentRuntime.config
         var requests: [String: Int] = [:]
@@ -190,7 +190,7 @@ extension StatsDocument {
         let labels = configured + health.keys.filter { !configured.contains($0) }.sorted()
         let retries = stats.retries.mapValues { $0.load() }
         self.init(
-            version: Version.larder, uptimeSeconds: Clocks.wallSeconds() - shared.startTime, workers: workers,
+            version: Version.larder, uptimeSeconds: Clocks.wallSeconds() - shared.startTime, workers: shared.fills.loopCount,
             requests: requests, hitRatio: proxied > 0 ? Double(fromCache) / Double(proxied) : 0,
             bytes: Bytes(fromCache: stats.bytesFromCache.load(), fromUpstream: stats.bytesFromUpstream.load()),
             memory: Memory(

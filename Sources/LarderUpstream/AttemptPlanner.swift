@@ -6,7 +6,7 @@ import LarderHTTP
 /// test; the fill carries the action out (timers, counters, logs, the retry budget).
 public enum AttemptPlanner {
     /// What the fill knows about its request and the attempts made so far.
-    public struct Facts: Sendable, Equatable {
+    public struct Facts: Sendable {
         public var method: HTTPMethod
         /// The route declares its requests idempotent (`idempotent = true`).
         public var routeDeclaresIdempotent: Bool
@@ -32,13 +32,6 @@ public enum AttemptPlanner {
             self.freeAttempts = freeAttempts
             self.onFreshConnection = onFreshConnection
             self.parent = parent
-        }
-
-        public static func == (left: Facts, right: Facts) -> Bool {
-            left.method == right.method && left.routeDeclaresIdempotent == right.routeDeclaresIdempotent
-                && left.canResend == right.canResend && left.attempts == right.attempts
-                && left.freeAttempts == right.freeAttempts && left.onFreshConnection == right.onFreshConnection
-                && left.parent?.index == right.parent?.index && left.parent?.count == right.parent?.count
         }
 
         /// RFC 9110 §9.2.2: only idempotent requests are repeated, unless the route says so.

@@ -30,6 +30,5 @@ import Testing
         #expect(CPUBudget.budget(affinity: 2, quotas: [8]) == 2)
         #expect(CPUBudget.budget(affinity: 4, quotas: [0.2]) == 1)
         #expect(CPUBudget.budget(affinity: 0, quotas: []) == 1)
-        #expect(CPUBudget.current() >= 1)
     }
 }

@@ -96,6 +96,26 @@ extension OutputQueueTests {
     }
 }
 
+extension OutputQueueTests {
+    /// Given a file shorter than the range queued (truncated underneath a response), when the
+    /// queue reaches its end, then the flush fails naming the call, through either transport,
+    /// rather than spinning on zero-byte writes.
+    @Test(arguments: [false, true])
+    func aFileShorterThanPromisedFailsTheFlush(copying: Bool) throws {
+        let pair = try LoopbackPair()
+        defer { pair.close() }
+        let body = [UInt8](repeating: 5, count: 10_000)
+        let file = try #require(OpenFile.anonymous(copying: body))
+        var queue = OutputQueue()
+        queue.appendFile(file, offset: 0, count: Int64(body.count * 2))
+        let transport: any Transport = copying ? CopyingTransport(pair.server) : pair.transport
+        #expect(throws: SystemError(call: copying ? "pread" : "sendfile", errno: EIO)) {
+            _ = try queue.flush(to: transport)
+        }
+        #expect(try pair.client.receive(count: body.count) == body, "what the file had was sent")
+    }
+}
+
 /// A transport over a socket that takes bytes only through `write`, like a TLS session.
 private final class CopyingTransport: Transport {
     let socket: Socket
