@@ -1,0 +1,164 @@
+import Glibc
+import LarderHTTP
+import LarderIO
+import Logging
+import Synchronization
+
+/// Removal and rewrites: entries dropped, purged, found damaged, or given a revalidated head.
+extension DiskCache {
+    /// Deletes what removed index entries stored (writer thread): a record is marked freed in
+    /// its segment (and segments left without live records go); a file is unlinked unless its
+    /// name holds a newer file by now (written and renamed over it since the removal). Clients
+    /// still sending an old body keep their descriptor and bytes either way.
+    func dispose(_ removed: [DiskIndex.Entry]) {
+        let entries = entriesDirectoryFD.load(ordering: .acquiring)
+        var freedRecords = false
+        for entry in removed {
+            if entry.segment != 0 {
+                segments.markFreed(entry.segment, at: entry.offset)
+                freedRecords = true
+            } else if index.withLock({ $0.entry(named: entry.name)?.segment }) != 0 {
+                try? FileSystem.remove(at: entries, relativePath(forName: entry.name))
+            }
+        }
+        if freedRecords { reclaimEmptySegments() }
+    }
+
+    /// Drops `entry` after reading it failed with `error`, if the index still holds that very
+    /// entry. An entry that is simply gone (deleted by hand, purged or evicted since it was
+    /// listed or indexed) only leaves the index; anything else is corruption: counted, logged
+    /// and deleted. Returns whether it was.
+    @discardableResult
+    func discard(_ entry: DiskIndex.Entry, after error: any Error) -> Bool {
+        let removed = index.withLock { index -> DiskIndex.Entry? in
+            guard let current = index.entry(named: entry.name), current.segment == entry.segment,
+                current.offset == entry.offset
+            else { return nil }
+            return index.remove(named: entry.name)
+        }
+        if let error = error as? SystemError, error.errno == ENOENT { return false }
+        let doomed = removed ?? entry
+        if case .unknownVersion(let version)? = error as? DiskEntryFormat.Problem, version < DiskEntryFormat.version {
+            // Written by an older Larder (DISK-FORMAT.md, "Versions"): not damage, just dropped.
+            logger.debug("dropping a disk cache entry of an older format", metadata: ["version": "\(version)"])
+            writer.submit { [self] in dispose([doomed]) }
+            return true
+        }
+        corruptions.add(1)
+        let place =
+            entry.segment == 0
+            ? path(forName: entry.name) : "\(directory)/v1/\(DiskSegments.relativePath(entry.segment)) at \(entry.offset)"
+        logger.warning("dropping corrupt disk cache entry", metadata: ["file": "\(place)", "reason": "\(error)"])
+        writer.submit { [self] in dispose([doomed]) }
+        return true
+    }
+
+    /// ``discard(_:after:)`` for an entry file the index does not hold (yet): the start-up
+    /// scan's and the by-name lookup's.
+    @discardableResult
+    func discard(_ name: String, after error: any Error) -> Bool {
+        discard(DiskCache.unindexedFile(name), after: error)
+    }
+
+    /// Rewrites the head of the entry `refreshed` replaces (same key and variant) after a
+    /// revalidation (RFC 9111 §4.3.4), on the writer thread: the body is copied into a new
+    /// record (appended to a segment) or a new file (renamed over the old one), and the old
+    /// record is freed. Nothing happens if the entry is gone.
+    public func refresh(_ refreshed: StoredResponse) {
+        let name = DiskCache.fileName(key: refreshed.key, vary: refreshed.varyValues)
+        let path = path(forName: name)
+        var headers = refreshed.headers
+        headers.remove("Age")
+        let head = DiskEntryFormat.Head(
+            key: refreshed.key.url, status: refreshed.status, reason: refreshed.reason,
+            requestTime: refreshed.requestTime, responseTime: refreshed.responseTime, vary: refreshed.varyValues,
+            headers: headers)
+        let temporary = temporaryPath(name, suffix: "refresh")
+        writer.submit { [self] in
+            guard let current = index.withLock({ $0.entry(named: name) }) else { return }
+            do {
+                let old = try loadHead(current)
+                guard old.head.key == refreshed.key.url else { return }
+                let entryHead = DiskEntryFormat.entryHead(
+                    head, bodyLength: old.head.bodyLength, bodyChecksum: old.head.bodyChecksum)
+                let entry = DiskIndex.Entry(
+                    key: refreshed.key, vary: refreshed.varyValues, name: name,
+                    size: Int64(entryHead.count) + old.head.bodyLength, verified: current.verified)
+                if old.head.bodyLength <= DiskCache.inlineLimit {
+                    let body = try FileSystem.read(old.file.fd, at: old.bodyOffset, count: Int(old.head.bodyLength))
+                    guard body.count == Int(old.head.bodyLength) else {
+                        throw DiskEntryFormat.Problem.truncated(expected: old.head.bodyLength, actual: Int64(body.count))
+                    }
+                    appendRecord(entry, head: entryHead, body: body, onWriter: true)
+                    return
+                }
+                let fd = try FileSystem.createExclusive(temporary)
+                defer { Syscall.close(fd) }
+                try FileSystem.writeAll(fd, entryHead)
+                var offset = old.bodyOffset
+                let end = old.bodyOffset + old.head.bodyLength
+                while offset < end {
+                    let chunk = try FileSystem.read(old.file.fd, at: offset, count: Int(min(1 << 20, end - offset)))
+                    if chunk.isEmpty { throw DiskEntryFormat.Problem.truncated(expected: end, actual: offset) }
+                    try FileSystem.writeAll(fd, chunk)
+                    offset += Int64(chunk.count)
+                }
+                try FileSystem.rename(temporary, path)
+                let replaced = index.withLock { $0.insert(entry) }
+                if let replaced { dispose([replaced]) }
+            } catch {
+                try? FileSystem.remove(temporary)
+            }
+        }
+    }
+
+    /// Removes one stored variant.
+    public func remove(_ stored: StoredResponse) {
+        let name = DiskCache.fileName(key: stored.key, vary: stored.varyValues)
+        var removed = index.withLock { $0.remove(named: name) }.map { [$0] } ?? []
+        // While the start-up scan runs, the entry may be a file it has not indexed yet.
+        if removed.isEmpty && !isIndexComplete { removed = [DiskCache.unindexedFile(name)] }
+        let doomed = removed
+        writer.submit { [self] in dispose(doomed) }
+    }
+
+    /// Removes every stored variant of `key`. Returns whether anything was stored.
+    @discardableResult
+    public func purge(_ key: CacheKey) -> Bool {
+        var removed = index.withLock { $0.remove(key: key) }
+        let direct = DiskCache.fileName(key: key, vary: [:])
+        if !isIndexComplete && !removed.contains(where: { $0.name == direct }) && access(path(forName: direct), F_OK) == 0 {
+            removed.append(DiskCache.unindexedFile(direct))
+        }
+        let doomed = removed
+        writer.submit { [self] in dispose(doomed) }
+        return !removed.isEmpty
+    }
+
+    /// An index entry standing for the file `name`, which the index does not hold.
+    static func unindexedFile(_ name: String) -> DiskIndex.Entry {
+        DiskIndex.Entry(key: CacheKey(normalized: ""), vary: [:], name: name, size: 0, verified: false)
+    }
+
+    /// Removes everything: the entry tree is renamed away at once and deleted in the background.
+    public func removeAll() {
+        _ = index.withLock { $0.removeAll() }
+        let trash = "\(directory)/trash-\(getpid())-\(trashCounter.add(1, ordering: .relaxed).newValue)"
+        writer.submit { [self] in
+            do {
+                try FileSystem.rename(directory + "/v1", trash)
+                try FileSystem.makeDirectories(directory + "/v1")
+                let fresh = try FileSystem.openDirectory(directory + "/v1")
+                defer { Syscall.close(fresh) }
+                try FileSystem.replaceDescriptor(entriesDirectoryFD.load(ordering: .acquiring), with: fresh)
+                // A store that took an appender before this keeps writing to a segment that is
+                // now in the trash; its entry then reads as gone.
+                segments.reset()
+            } catch {
+                logger.error("cannot clear the disk cache", metadata: ["error": "\(error)"])
+                return
+            }
+            FileSystem.removeTree(trash)
+        }
+    }
+}

@@ -1,0 +1,277 @@
+import Glibc
+import LarderHTTP
+import LarderIO
+import Logging
+import Synchronization
+
+/// Writing: entries streamed or stored whole, as segment records or files of their own, and
+/// indexed once complete.
+extension DiskCache {
+    /// Starts storing a response whose head is known; nil when the disk tier is refusing
+    /// writes after an error, or the announced length is over `max_object_bytes`.
+    public func beginWrite(key: CacheKey, head: DiskEntryFormat.Head, expectedLength: Int?) -> DiskWrite? {
+        guard !isDegraded else { return nil }
+        let maxObject = limits.withLock { $0.maxObjectBytes }
+        if let expectedLength, Int64(expectedLength) > maxObject { return nil }
+        let name = DiskCache.fileName(key: key, vary: head.vary)
+        return DiskWrite(cache: self, key: key, name: name, head: head, maxBytes: maxObject)
+    }
+
+    /// Stores a complete response whose body is in memory, in one writer job (temporary file,
+    /// then rename), for bodies small enough to have been kept whole. With `wakeWriter` false
+    /// the job waits for the next ``wakeWriter()``: an event loop stores every miss of one
+    /// epoll batch and wakes the writer once (on one core each wake-up is a context switch).
+    /// `body` is the body's bytes when the caller has them at hand (the stored response may keep
+    /// them in an anonymous memory file); by default they are taken from `stored`. `head`
+    /// describes `stored`: the entry's header fields are `stored`'s, copied in wire form.
+    public func store(_ stored: StoredResponse, body: [UInt8]? = nil, head: DiskEntryFormat.Head, wakeWriter: Bool = true) {
+        assert(head.headers == stored.headers, "the entry's fields are taken from stored")
+        guard let body = body ?? stored.memoryBody, !isDegraded,
+            Int64(body.count) <= limits.withLock({ $0.maxObjectBytes })
+        else { return }
+        let name = DiskCache.fileName(key: stored.key, vary: head.vary)
+        let key = stored.key
+        let wireFields = stored.wireFields
+        writer.submit(wake: wakeWriter) { [self] in
+            writeEntry(key: key, name: name, head: head, wireFields: wireFields, body: body, onWriter: true)
+        }
+    }
+
+    /// Stores a small complete response on the calling thread (an event loop, after its batch
+    /// of responses went out), as nginx does: on one core, handing a 1 KiB entry to the writer
+    /// thread costs more in wake-ups and context switches than appending it to a segment.
+    /// Returns false, doing nothing, when the entry must go to ``store(_:head:wakeWriter:)``
+    /// instead: the body is over ``inlineLimit``, or an inline write was slow recently — one
+    /// write over ``slowInlineWrite`` sends every write to the writer for ``inlineBackoff``, so
+    /// a slow or stalled disk costs the loop one stall, not one per miss. (Deletions queued on
+    /// the writer cannot undo an inline store: they name the file or record they remove, and a
+    /// record appended now is neither.) `body` and `head` as for ``store(_:body:head:wakeWriter:)``.
+    public func storeInline(_ stored: StoredResponse, body: [UInt8]? = nil, head: DiskEntryFormat.Head) -> Bool {
+        assert(head.headers == stored.headers, "the entry's fields are taken from stored")
+        guard stored.bodyLength <= DiskCache.inlineLimit, let body = body ?? stored.memoryBody else { return false }
+        guard Clocks.monotonicNanos() >= inlineAllowedAfter.load(ordering: .relaxed), !isDegraded,
+            Int64(body.count) <= limits.withLock({ $0.maxObjectBytes })
+        else { return false }
+        let name = DiskCache.fileName(key: stored.key, vary: head.vary)
+        let fileNanos = writeEntry(
+            key: stored.key, name: name, head: head, wireFields: stored.wireFields, body: body, onWriter: false)
+        // Only the file calls count: indexing is CPU work, and a slow disk is what must not
+        // stall a loop.
+        if let fileNanos, fileNanos > slowInlineWrite.load(ordering: .relaxed) {
+            inlineAllowedAfter.store(Clocks.monotonicNanos() + DiskCache.inlineBackoff, ordering: .relaxed)
+            logger.notice(
+                "slow disk cache write; writing on the disk thread for 30s",
+                metadata: ["milliseconds": "\(fileNanos / 1_000_000)", "directory": "\(directory)"])
+        }
+        return true
+    }
+
+    /// Bodies up to this size are records in segment files, and may be written by
+    /// ``storeInline(_:head:)``; larger ones get a file each.
+    public static let inlineLimit = 64 << 10
+    /// How long writes stay on the writer thread after a slow inline write.
+    static let inlineBackoff: UInt64 = 30_000_000_000
+
+    /// The size at which a segment is sealed and a new one started: 1/64 of `disk.max_bytes`
+    /// (so compaction, which copies at most half a segment, stays a small share of the tier),
+    /// between 256 KiB and 32 MiB (at most a few hundred segment descriptors open).
+    static func segmentLimit(maxBytes: Int64) -> Int64 {
+        min(32 << 20, max(256 << 10, maxBytes / 64))
+    }
+
+    /// About how many segment descriptors a tier of `maxBytes` holds open: a full tier's
+    /// segments (at least half live each, or compaction takes them), plus the open ones.
+    public static func segmentDescriptors(maxBytes: Int64) -> Int {
+        Int(2 * maxBytes / segmentLimit(maxBytes: maxBytes)) + 8
+    }
+
+    /// Writes an entry and indexes it: a record appended to a segment up to ``inlineLimit``,
+    /// else a file. Eviction runs here when `onWriter`; an event loop asks the writer for it
+    /// instead. Returns the time the file calls took, or nil when the entry could not be stored.
+    @discardableResult
+    func writeEntry(
+        key: CacheKey, name: String, head: DiskEntryFormat.Head, wireFields: ArraySlice<UInt8>?, body: [UInt8],
+        onWriter: Bool
+    ) -> UInt64? {
+        var checksum = BodyChecksum()
+        checksum.update(body)
+        let entryHead = DiskEntryFormat.entryHead(
+            head, wireFields: wireFields, bodyLength: Int64(body.count), bodyChecksum: checksum.value)
+        let entry = DiskIndex.Entry(
+            key: key, vary: head.vary, name: name, size: Int64(entryHead.count + body.count), verified: true)
+        let elapsed: UInt64?
+        if body.count <= DiskCache.inlineLimit {
+            elapsed = appendRecord(entry, head: entryHead, body: body, onWriter: onWriter)
+        } else {
+            elapsed = writeFile(entry, head: entryHead, body: body)
+        }
+        guard let elapsed else { return nil }
+        if onWriter {
+            evictIfNeeded()
+        } else if index.withLock({ $0.physicalBytes }) > limits.withLock({ $0.maxBytes }) {
+            writer.submit { [self] in evictIfNeeded() }
+        }
+        return elapsed
+    }
+
+    /// Appends `entry` as a record (``appendToSegment(head:body:place:)``) and indexes it; the
+    /// record it replaces, if any, is freed on the writer thread. Returns the time the file
+    /// calls took, nil when the record could not be stored.
+    @discardableResult
+    func appendRecord(_ entry: DiskIndex.Entry, head: [UInt8], body: [UInt8], onWriter: Bool) -> UInt64? {
+        let replaced: DiskIndex.Entry?
+        let fileNanos: UInt64
+        do throws(SystemError) {
+            (replaced, fileNanos) = try appendToSegment(head: head, body: body) { index, segment, offset in
+                var record = entry
+                record.segment = segment
+                record.offset = offset
+                return index.insert(record)
+            }
+        } catch {
+            writeFailed(error)
+            return nil
+        }
+        writesCompleted.add(1)
+        if let replaced {
+            if onWriter { dispose([replaced]) } else { writer.submit { [self] in dispose([replaced]) } }
+        }
+        return fileNanos
+    }
+
+    /// Appends one record — `head` (preamble and head, or a whole record) then `body` — to a
+    /// segment held for this call alone, and lets `place` index it, under the index lock, at
+    /// the segment and offset it got, before the segment goes back to the pool (so the index's
+    /// segment sizes only grow). A segment whose append failed is sealed: a disk that failed
+    /// once is not trusted with it. Returns `place`'s result and the time the file calls took.
+    func appendToSegment<Placed: Sendable>(
+        head: [UInt8], body: [UInt8], place: (inout DiskIndex, _ segment: UInt32, _ offset: Int64) -> Placed
+    ) throws(SystemError) -> (placed: Placed, fileNanos: UInt64) {
+        let start = Clocks.monotonicNanos()
+        var appender = try segments.take(entries: entriesDirectoryFD.load(ordering: .acquiring))
+        let offset: Int64
+        do {
+            offset = try segments.append(&appender, head: head, body: body)
+        } catch {
+            let failed = appender
+            index.withLock { $0.recordSegment(failed.id, size: failed.size, sealed: true) }
+            throw error
+        }
+        let fileNanos = Clocks.monotonicNanos() - start
+        let sealed = appender.size >= DiskCache.segmentLimit(maxBytes: limits.withLock { $0.maxBytes })
+        let filled = appender
+        let placed = index.withLock { index in
+            index.recordSegment(filled.id, size: filled.size, sealed: sealed)
+            return place(&index, filled.id, offset)
+        }
+        segments.giveBack(appender, sealed: sealed)
+        return (placed, fileNanos)
+    }
+
+    /// Writes `entry` as a file (writer thread). A new name is written in place, with one
+    /// `writev`: create, write, close. A crash in between leaves a file whose size does not
+    /// match its preamble, which the start-up scan deletes (DISK-FORMAT.md), and no lookup reads
+    /// it meanwhile because the index learns of it only once it is complete (while the start-up
+    /// scan runs, lookups also find entries by file name, so until then every entry goes through
+    /// `tmp/`). That saves the rename, the most expensive of the file calls on tmpfs. A name that
+    /// exists (a replaced response) is written to `tmp/` and renamed over it, so that clients
+    /// still sending the old file keep their bytes. Returns the time the file calls took, nil
+    /// when the file could not be stored.
+    func writeFile(_ entry: DiskIndex.Entry, head: [UInt8], body: [UInt8]) -> UInt64? {
+        let entries = entriesDirectoryFD.load(ordering: .acquiring)
+        let relative = relativePath(forName: entry.name)
+        let start = Clocks.monotonicNanos()
+        do throws(SystemError) {
+            if isIndexComplete, let fd = try DiskCache.createNew(at: entries, relative) {
+                defer { Syscall.close(fd) }
+                do {
+                    try FileSystem.writeAll(fd, head, body)
+                } catch {
+                    try? FileSystem.remove(at: entries, relative)
+                    throw error
+                }
+            } else {
+                let temporary = temporaryName(entry.name, suffix: "tmp")
+                do {
+                    let fd = try FileSystem.createExclusive(at: temporaryDirectoryFD, temporary)
+                    defer { Syscall.close(fd) }
+                    try FileSystem.writeAll(fd, head, body)
+                    try FileSystem.renameCreatingDirectory(at: temporaryDirectoryFD, temporary, to: entries, relative)
+                } catch {
+                    try? FileSystem.remove(at: temporaryDirectoryFD, temporary)
+                    throw error
+                }
+            }
+        } catch {
+            writeFailed(error)
+            return nil
+        }
+        let elapsed = Clocks.monotonicNanos() - start
+        didStore(key: entry.key, name: entry.name, vary: entry.vary, size: entry.size, evict: false)
+        return elapsed
+    }
+
+    /// Creates `relative` (and its directories) for writing; nil when it exists already.
+    static func createNew(at entries: Int32, _ relative: String) throws(SystemError) -> Int32? {
+        do {
+            return try FileSystem.createExclusiveCreatingDirectory(at: entries, relative)
+        } catch  where error.errno == EEXIST {
+            return nil
+        }
+    }
+
+    /// Wakes the writer for jobs queued with `wakeWriter: false`.
+    public func wakeWriter() { writer.wake() }
+
+    /// A name in `tmp/` that no other write uses: the entry's name, this process and a counter
+    /// (start-up empties `tmp/`, so names from a crashed run are gone).
+    func temporaryName(_ name: String, suffix: String) -> String {
+        let sequence = temporarySequence.add(1, ordering: .relaxed).newValue
+        var temporary = ""
+        temporary.reserveCapacity(name.utf8.count + suffix.utf8.count + 32)
+        temporary += name
+        temporary += "."
+        temporary += String(DiskCache.processID)
+        temporary += "."
+        temporary += String(sequence)
+        temporary += "."
+        temporary += suffix
+        return temporary
+    }
+
+    /// ``temporaryName(_:suffix:)`` as an absolute path.
+    func temporaryPath(_ name: String, suffix: String) -> String {
+        directory + "/tmp/" + temporaryName(name, suffix: suffix)
+    }
+
+    static let processID = getpid()
+
+    /// Indexes an entry file once it is in place (writer thread: a finished ``DiskWrite``, or
+    /// ``writeFile(_:head:body:)``), and frees the record it replaces.
+    func didStore(key: CacheKey, name: String, vary: [String: String], size: Int64, evict: Bool = true) {
+        let replaced = index.withLock { index in
+            index.insert(DiskIndex.Entry(key: key, vary: vary, name: name, size: size, verified: true))
+        }
+        writesCompleted.add(1)
+        if let replaced { dispose([replaced]) }
+        if evict { evictIfNeeded() }
+    }
+
+    /// Records a failed write: the tier stops taking writes for a while and says so once.
+    func writeFailed(_ error: SystemError) {
+        writeErrors.add(1)
+        let now = Clocks.monotonicNanos()
+        degradedUntil.store(now + 30_000_000_000, ordering: .releasing)
+        let last = lastErrorLog.load(ordering: .relaxed)
+        if last == 0 || now - last > 10_000_000_000 {
+            lastErrorLog.store(now, ordering: .relaxed)
+            logger.error(
+                "disk cache write failed; storing in memory only for 30s",
+                metadata: ["error": "\(error)", "directory": "\(directory)"])
+        }
+    }
+
+    public var isDegraded: Bool {
+        Clocks.monotonicNanos() < degradedUntil.load(ordering: .acquiring)
+    }
+}
