@@ -237,4 +237,32 @@ extension DiskCache {
             }
         }
     }
+
+    /// An indexed entry, as ``list(prefix:limit:)`` reports it.
+    public struct Listing: Sendable {
+        public let key: CacheKey
+        /// The request header values this variant was selected by (RFC 9111 §4.1).
+        public let vary: [String: String]
+        /// What the entry takes on disk, head and body.
+        public let bytes: Int64
+    }
+
+    /// Indexed entries whose URL starts with `prefix`, at most `limit`, in no particular order.
+    /// The index lock is let go every ``listSpan`` slots (an entry indexed or moved meanwhile
+    /// may be missed), so listing a million entries does not stall the loops.
+    public func list(prefix: String, limit: Int) -> [Listing] {
+        var found: [Listing] = []
+        var start: Int? = 0
+        while let from = start, found.count < limit {
+            let (batch, next) = index.withLock {
+                $0.entries(prefix: prefix, from: from, span: DiskCache.listSpan, limit: limit - found.count)
+            }
+            found += batch.map { Listing(key: $0.key, vary: $0.vary, bytes: $0.size) }
+            start = next
+        }
+        return found
+    }
+
+    /// Index slots a listing looks at per hold of the lock.
+    static let listSpan = 4096
 }

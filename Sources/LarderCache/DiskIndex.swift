@@ -62,6 +62,19 @@ struct DiskIndex {
         return indices.compactMap { slots[$0] }
     }
 
+    /// Entries whose URL starts with `prefix` among the slots from `start` on, at most `limit`
+    /// and at most `span` slots looked at; the slot to go on from, nil at the end. Slots, not the
+    /// use order, so a walk can let go of the lock between calls and lose its place to nothing.
+    func entries(prefix: String, from start: Int, span: Int, limit: Int) -> (found: [Entry], next: Int?) {
+        var found: [Entry] = []
+        var index = start
+        while index < slots.count, index < start + span, found.count < limit {
+            if let entry = slots[index], entry.key.url.hasPrefix(prefix) { found.append(entry) }
+            index += 1
+        }
+        return (found, index < slots.count ? index : nil)
+    }
+
     func entry(named name: String) -> Entry? {
         byName[name].flatMap { slots[$0] }
     }

@@ -72,6 +72,31 @@ public final class MemoryCache: Sendable {
         }
     }
 
+    /// Stored variants whose URL starts with `prefix`, at most `limit`, in no particular order;
+    /// listing does not count as use. The lock is let go every ``listSpan`` slots, so a
+    /// listing of a large tier does not stall the loops; an entry stored or moved meanwhile may
+    /// be missed.
+    public func list(prefix: String, limit: Int) -> [StoredResponse] {
+        var found: [StoredResponse] = []
+        var start: Int? = 0
+        while let from = start, found.count < limit {
+            start = state.withLock { state -> Int? in
+                var slot = from
+                while slot < state.slots.count, slot < from + MemoryCache.listSpan, found.count < limit {
+                    if let key = state.slots[slot].key, key.url.hasPrefix(prefix) {
+                        found += state.slots[slot].variants.prefix(limit - found.count)
+                    }
+                    slot += 1
+                }
+                return slot < state.slots.count ? slot : nil
+            }
+        }
+        return found
+    }
+
+    /// Slots a listing looks at per hold of the lock.
+    static let listSpan = 4096
+
     /// Stores `response`, replacing a variant selected by the same request headers. Returns
     /// false when the object is larger than the per-object limit.
     @discardableResult

@@ -143,6 +143,46 @@ public final class TieredCache: Sendable {
         return inMemory || onDisk
     }
 
+    /// A stored variant as ``list(prefix:limit:)`` reports it.
+    public struct Listing: Sendable, Equatable {
+        public let key: CacheKey
+        /// The request header values this variant was selected by (RFC 9111 §4.1).
+        public let vary: [String: String]
+        /// The body's length in memory, else the entry's bytes on disk (head and body).
+        public let bytes: Int64
+        public let inMemory: Bool
+        public let onDisk: Bool
+    }
+
+    /// Stored variants whose URL starts with `prefix`, at most `limit`, sorted by URL: each once,
+    /// with the tiers holding it. Neither tier is stalled for the whole walk (see
+    /// ``MemoryCache/list(prefix:limit:)``), so this is a listing, not a snapshot.
+    public func list(prefix: String, limit: Int) -> [Listing] {
+        guard limit > 0 else { return [] }
+        struct Variant: Hashable {
+            let url: String
+            let vary: [String: String]
+        }
+        var listed: [Variant: Listing] = [:]
+        for stored in memory.list(prefix: prefix, limit: limit) {
+            listed[Variant(url: stored.key.url, vary: stored.varyValues)] = Listing(
+                key: stored.key, vary: stored.varyValues, bytes: Int64(stored.bodyLength), inMemory: true, onDisk: false)
+        }
+        // Twice the limit: entries also in memory leave room for those only on disk.
+        for entry in disk?.list(prefix: prefix, limit: 2 * limit) ?? [] {
+            let variant = Variant(url: entry.key.url, vary: entry.vary)
+            if let inMemory = listed[variant] {
+                listed[variant] = Listing(key: entry.key, vary: entry.vary, bytes: inMemory.bytes, inMemory: true, onDisk: true)
+            } else {
+                listed[variant] = Listing(key: entry.key, vary: entry.vary, bytes: entry.bytes, inMemory: false, onDisk: true)
+            }
+        }
+        let sorted = listed.values.sorted {
+            $0.key.url != $1.key.url ? $0.key.url < $1.key.url : $0.vary.sorted(by: <).description < $1.vary.sorted(by: <).description
+        }
+        return Array(sorted.prefix(limit))
+    }
+
     /// Empties both tiers.
     public func removeAll() {
         memory.removeAll()

@@ -140,4 +140,48 @@ import Testing
         }
         #expect(!cache.purge(Fixtures.key("/p")))
     }
+
+    @Test func listNamesEachVariantOnceWithItsTiersSortedByURL() throws {
+        let body = [UInt8](repeating: 7, count: 300)
+        cache.insertInMemory(Fixtures.response("/pkg/a", bodySize: 300))
+        for path in ["/pkg/b", "/pkg/c", "/other"] {
+            cache.storeOnDisk(
+                [.init(response: Fixtures.response(path, bodySize: 300), body: body, head: diskHead(path))], budgetNanos: 1_000_000)
+        }
+        cache.insertInMemory(Fixtures.response("/pkg/c", bodySize: 300))
+        cache.disk?.drain()
+
+        let prefix = Fixtures.key("/pkg/").url
+        let listed = cache.list(prefix: prefix, limit: 10)
+        #expect(listed.map(\.key.url) == ["/pkg/a", "/pkg/b", "/pkg/c"].map { Fixtures.key($0).url })
+        #expect(listed.map(\.inMemory) == [true, false, true])
+        #expect(listed.map(\.onDisk) == [false, true, true])
+        #expect(listed[0].bytes == 300 && listed[2].bytes == 300, "memory entries report their body")
+        #expect(listed[1].bytes > 300, "a disk-only entry reports its bytes on disk, head included")
+
+        #expect(cache.list(prefix: prefix, limit: 2).map(\.key.url) == ["/pkg/a", "/pkg/b"].map { Fixtures.key($0).url })
+        #expect(cache.list(prefix: Fixtures.key("/none").url, limit: 10).isEmpty)
+        #expect(cache.list(prefix: prefix, limit: 0).isEmpty)
+        #expect(cache.list(prefix: "", limit: 10).count == 4)
+    }
+
+    /// Both tiers let go of their lock between spans of slots; a listing still sees every entry.
+    @Test func listWalksPastOneSpanOfSlots() throws {
+        let count = DiskCache.listSpan + 100
+        let memory = MemoryCache(limits: Fixtures.limits(bytes: 1 << 30, entries: 2 * count))
+        let body = [UInt8](repeating: 1, count: 10)
+        let stores = (0..<count).map { index in
+            memory.insert(Fixtures.response("/many/\(index)", bodySize: 10))
+            return TieredCache.PendingStore(
+                response: Fixtures.response("/many/\(index)", bodySize: 10), body: body, head: diskHead("/many/\(index)"))
+        }
+        cache.storeOnDisk(stores, budgetNanos: 10_000_000_000)
+        cache.disk?.drain()
+        let prefix = Fixtures.key("/many/").url
+        #expect(memory.list(prefix: prefix, limit: 2 * count).count == count)
+        #expect(cache.disk?.list(prefix: prefix, limit: 2 * count).count == count)
+        #expect(cache.disk?.list(prefix: prefix, limit: count - 1).count == count - 1)
+        let both = TieredCache(memory: memory, disk: cache.disk).list(prefix: prefix, limit: 2 * count)
+        #expect(both.count == count && both.allSatisfy { $0.inMemory && $0.onDisk })
+    }
 }
