@@ -22,8 +22,7 @@ extension ClientConnection: FillReader {
             exchange.variant = values
             leaveFill(exchange, url: url, alone: false)
         case .passRange:
-            exchange.passRange = true
-            exchange.rangeStripped = false
+            exchange.range = .passed
             leaveFill(exchange, url: url, alone: true)
         }
     }
@@ -156,7 +155,7 @@ extension ClientConnection: FillReader {
             flushSoon()
             return true
         }
-        if exchange.rangeStripped && head.status == 200 {
+        if exchange.range == .stripped && head.status == 200 {
             guard fill.servesRangesFromWhole else {
                 fill.releaseForRange(self)
                 return true

@@ -39,11 +39,11 @@ extension ClientConnection: RequestBodySource {
         if exchange.cacheStatus.fwd == nil && !exchange.cacheStatus.hit { exchange.cacheStatus = .forwarded("uri-miss") }
         // A GET with Range for something not stored: fetch it whole (to store it) and slice,
         // unless it turns out too large, in which case the range goes upstream (Fill decides).
-        if head.method == .get, head.headers.contains("Range"), !exchange.passRange, exchange.policy != .networkOnly {
-            exchange.rangeStripped = true
+        if head.method == .get, head.headers.contains("Range"), exchange.range != .passed, exchange.policy != .networkOnly {
+            exchange.range = .stripped
         }
         var coalesceKey: FillKey?
-        if !exchange.goAlone, !exchange.passRange, !head.headers.contains("Authorization") {
+        if !exchange.goAlone, exchange.range != .passed, !head.headers.contains("Authorization") {
             switch exchange.route?.dedup ?? .automatic {
             case .never:
                 break
@@ -103,7 +103,7 @@ extension ClientConnection: RequestBodySource {
         }
         let request = upstreamRequest(
             url: url, head: head, runtime: runtime, route: exchange.route, body: body, validating: validating,
-            stripRange: exchange.rangeStripped)
+            stripRange: exchange.range == .stripped)
 
         // RFC 9110 §10.1.1: the body will be read, so tell a waiting client to send it.
         if body != nil, head.expectsContinue, head.version == .http1_1, !exchange.requestBodyComplete, !exchange.continueSent {
@@ -116,7 +116,7 @@ extension ClientConnection: RequestBodySource {
         options.requestDirectives = exchange.directives
         options.policy = exchange.policy
         options.ttl = exchange.route?.ttl?.totalSeconds
-        options.rangeStripped = exchange.rangeStripped
+        options.rangeStripped = exchange.range == .stripped
         options.retry = RetryPolicy(exchange.route?.retry ?? runtime.config.retry)
         options.idempotentRoute = exchange.route?.idempotent ?? false
         setParents(&options, url: url, exchange: exchange)

@@ -42,10 +42,8 @@ final class Exchange {
     /// The stored response the request started from, if any (validated, or the fallback for
     /// stale-if-error).
     var stored: StoredResponse?
-    /// A GET with Range whose range was taken off the upstream request (the whole object is
-    /// fetched and sliced); `passRange` sends it upstream as is instead.
-    var rangeStripped = false
-    var passRange = false
+    /// What becomes of a GET's Range on its way upstream (RFC 9110 §14.2).
+    var range = RangeForwarding.none
     /// The bytes of the body this client gets (a 206), once decided.
     var slice: (first: Int, last: Int)?
 
