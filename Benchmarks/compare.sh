@@ -6,7 +6,8 @@
 #   BEFORE_CONFIG=a.toml AFTER_CONFIG=b.toml Benchmarks/compare.sh BIN BIN hit-100k   # two configurations
 #
 # Prints each rep's req/s for both and the median ratio after/before. Same setup as run.sh:
-# local nginx origin, cache on a tmpfs, proxy pinned to CPU 1 and wrk to CPU 0.
+# local nginx origin, cache on a tmpfs, proxy pinned to CPU 1 and wrk to CPU 0; hit-10m is
+# loaded by bigload.py at 8 connections (CONNECTIONS_10M), as the shared harness does.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BEFORE=$1; AFTER=$2; WORKLOAD=${3:-hit-1k}; REPS=${4:-5}
@@ -19,7 +20,12 @@ bench_setup compare "$ORIGIN_PORT"
 "${pin_proxy[@]}" "$AFTER" serve ${AFTER_CONFIG:+--config "$AFTER_CONFIG"} --listen "127.0.0.1:$PORT_B" --admin-listen 127.0.0.1:0 --cache-dir "$dir/b" >/dev/null 2>"$dir/b.err" & pids+=($!)
 bench_workload "$WORKLOAD" || exit 2
 for port in $PORT_A $PORT_B; do bench_wait_proxy "$port" "$url" || exit 1; done
-rate() { "${pin_load[@]}" wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" -s Benchmarks/absolute-form.lua "http://127.0.0.1:$1/" -- "$url" "$mode" | awk '/Requests\/sec/ {print $2}'; }
+if [[ $WORKLOAD == hit-10m ]]; then
+    # As in ../shared/bench: 8 connections and a client that discards bodies in the kernel.
+    rate() { "${pin_load[@]}" python3 Benchmarks/bigload.py "$1" "$url" "${CONNECTIONS_10M:-8}" "$DURATION" | awk '/Requests\/sec/ {print $2}'; }
+else
+    rate() { "${pin_load[@]}" wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" -s Benchmarks/absolute-form.lua "http://127.0.0.1:$1/" -- "$url" "$mode" | awk '/Requests\/sec/ {print $2}'; }
+fi
 ratios=()
 printf '%-4s %14s %14s %8s\n' rep before after ratio
 for rep in $(seq "$REPS"); do
