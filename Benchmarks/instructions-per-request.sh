@@ -7,7 +7,8 @@
 #   Benchmarks/instructions-per-request.sh [-w miss|hit] [-n REQUESTS] [-b] BIN...
 #
 # -b: requests shaped as the shared harness's wrk sends them (request line and Host only)
-# instead of curl's (Host, User-Agent, Accept, Proxy-Connection).
+# instead of curl's (Host, User-Agent, Accept, Proxy-Connection). CONFIG=FILE runs every
+# binary with that configuration (default Benchmarks/shared-bench.toml, as the harness does).
 #
 # miss: N distinct 1 KiB URLs, the same for every binary (each a miss, stored in memory and
 # on disk, into a fresh cache directory); hit: 200 URLs
@@ -42,7 +43,7 @@ for index in "${!binaries[@]}"; do
     objcopy --strip-debug "$binary" "$copy"
     mkdir -p "$dir/cache$index"
     valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$dir/bin$index.out" \
-        "$copy" serve --config Benchmarks/shared-bench.toml --listen "127.0.0.1:$PROXY_PORT" \
+        "$copy" serve --config "${CONFIG:-Benchmarks/shared-bench.toml}" --listen "127.0.0.1:$PROXY_PORT" \
         --admin-listen 127.0.0.1:0 --cache-dir "$dir/cache$index" >/dev/null 2>"$dir/valgrind$index.err" &
     proxy=$!; pids+=("$proxy")
     proxy_url="http://127.0.0.1:$PROXY_PORT"
