@@ -52,21 +52,6 @@ public enum ConfigLoader {
     }
 
     static func readFile(_ path: String) throws(SystemError) -> String {
-        let fd = try Syscall.call("open") { open(path, O_RDONLY | O_CLOEXEC) }
-        defer { Syscall.close(fd) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let result = chunk.withUnsafeMutableBytes { buffer in
-                Result { () throws(SystemError) -> Int in
-                    try Syscall.call("read") { read(fd, buffer.baseAddress, buffer.count) }
-                }
-            }
-            let count = try result.get()
-            if count == 0 { break }
-            bytes.append(contentsOf: chunk[0..<count])
-            if bytes.count > 16 << 20 { throw SystemError(call: "read", errno: EFBIG) }
-        }
-        return String(decoding: bytes, as: UTF8.self)
+        String(decoding: try FileSystem.readWhole(path, limit: 16 << 20), as: UTF8.self)
     }
 }

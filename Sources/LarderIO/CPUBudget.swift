@@ -81,8 +81,6 @@ public enum CPUBudget {
 
     /// A small file from /proc or /sys, whole (they are a few bytes to a few KiB).
     static func readText(_ path: String) throws(SystemError) -> String {
-        let fd = try Syscall.call("open", path: path) { open($0, O_RDONLY | O_CLOEXEC) }
-        defer { Syscall.close(fd) }
-        return String(decoding: try FileSystem.read(fd, at: 0, count: 64 << 10), as: UTF8.self)
+        String(decoding: try FileSystem.readWhole(path, limit: 64 << 10), as: UTF8.self)
     }
 }

@@ -150,6 +150,20 @@ public enum FileSystem {
         return Int64(info.st_size)
     }
 
+    /// A whole small file (a configuration, a certificate, a /proc entry); fails with EFBIG
+    /// past `limit` bytes.
+    public static func readWhole(_ path: String, limit: Int) throws(SystemError) -> [UInt8] {
+        let fd = try Syscall.call("open", path: path) { open($0, O_RDONLY | O_CLOEXEC) }
+        defer { Syscall.close(fd) }
+        var bytes: [UInt8] = []
+        while true {
+            let chunk = try read(fd, at: Int64(bytes.count), count: 64 << 10)
+            bytes += chunk
+            if bytes.count > limit { throw SystemError(call: "read", errno: EFBIG) }
+            if chunk.isEmpty { return bytes }
+        }
+    }
+
     /// Reads up to `count` bytes at `offset` (fewer at end of file).
     public static func read(_ fd: Int32, at offset: Int64, count: Int) throws(SystemError) -> [UInt8] {
         var bytes = [UInt8](repeating: 0, count: count)
