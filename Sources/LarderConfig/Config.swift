@@ -12,6 +12,7 @@ public struct Config: Sendable, Equatable {
     public var cache = CacheConfig()
     public var coalesce = CoalesceConfig()
     public var log = LogConfig()
+    public var tls = TLSConfig()
     /// `[[route]]` entries, first match wins.
     public var routes: [Route] = []
 
@@ -91,6 +92,31 @@ public struct DiskConfig: Sendable, Equatable {
     /// Bytes per second the background scrub reads to check entries over 1 MiB; 0 turns it off.
     public var scrubRate: Int64 = 16 * 1024 * 1024
     public init() {}
+}
+
+/// `[tls]`: which CONNECT tunnels are decrypted and cached, and the local CA that signs the
+/// certificates their clients are shown (docs/SECURITY.md, "HTTPS interception").
+public struct TLSConfig: Sendable, Equatable {
+    /// Hosts (exact names or `*.` domains) whose tunnels are intercepted; empty turns it off.
+    public var intercept: [HostRule] = []
+    /// Hosts always tunnelled blind, even when `intercept` matches.
+    public var never: [HostRule] = []
+    /// Holds `ca.pem` and `ca.key`; relative paths are from the working directory.
+    public var caDirectory = "larder-ca"
+    /// Lifetime of the certificates minted for clients.
+    public var leafValidity: Duration = .seconds(7 * 86_400)
+    /// Extra trust anchors for origins (PEM); the system store is always used. Empty: none.
+    public var upstreamCAFile = ""
+    /// Consecutive failed client handshakes for a host after which it is tunnelled blind.
+    public var spliceAfterFailures = 3
+    /// How long such a host stays tunnelled blind.
+    public var spliceFor: Duration = .seconds(3600)
+    public init() {}
+
+    /// Whether a CONNECT to `host` is decrypted: listed in `intercept` and not in `never`.
+    public func intercepts(host: String) -> Bool {
+        intercept.contains { $0.matches(host: host) } && !never.contains { $0.matches(host: host) }
+    }
 }
 
 /// `[upstream]`: how origins are reached.

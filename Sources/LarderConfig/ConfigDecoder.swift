@@ -40,6 +40,7 @@ struct ConfigDecoder {
         ("cache", ["default_policy", "stale_if_error", "offline", "range_whole_max"]),
         ("coalesce", ["max_waiters", "wait_timeout", "finish_abandoned_max", "not_shareable_ttl"]),
         ("log", ["level", "access"]),
+        ("tls", ["intercept", "never", "ca_dir", "leaf_validity", "upstream_ca_file", "splice_after_failures", "splice_for"]),
     ]
     /// "Did you mean" for an unknown key: the closest key of its own section, else the closest
     /// key of another section, named with its section (a key put under the wrong header).
@@ -184,6 +185,26 @@ struct ConfigDecoder {
                     config.admin.listen = parsed
                 }
             }
+        case ("tls", "intercept"):
+            if let rules = hostNames(value, key) { config.tls.intercept = rules }
+        case ("tls", "never"):
+            if let rules = hostNames(value, key) { config.tls.never = rules }
+        case ("tls", "ca_dir"):
+            if let text = string(value, key) {
+                if text.isEmpty { fail("tls.ca_dir must not be empty", at: value.position) } else { config.tls.caDirectory = text }
+            }
+        case ("tls", "leaf_validity"):
+            // Browsers refuse leaves valid for more than 398 days; an hour keeps clock skew harmless.
+            if let duration = duration(value, key, minimum: .seconds(3600), maximum: .seconds(398 * 86_400)) {
+                config.tls.leafValidity = duration
+            }
+        case ("tls", "upstream_ca_file"):
+            if let text = string(value, key) { config.tls.upstreamCAFile = text }
+        case ("tls", "splice_after_failures"):
+            if let number = integer(value, key, range: 1...1000) { config.tls.spliceAfterFailures = number }
+        case ("tls", "splice_for"):
+            if let duration = duration(value, key, minimum: .seconds(1)) { config.tls.spliceFor = duration }
+
         case ("admin", "token"):
             if let text = string(value, key) { config.admin.token = text }
 
@@ -467,6 +488,31 @@ struct ConfigDecoder {
             } else {
                 fail(
                     "'\(item.text)' is not a host (\"localhost\"), a domain pattern (\"*.internal\") or a CIDR (\"10.0.0.0/8\")",
+                    at: item.position)
+            }
+        }
+        return rules.count == list.count ? rules : nil
+    }
+
+    /// A list of host names and `*.` domain patterns, for certificates: no addresses, since
+    /// Larder mints certificates for names only; nil (after an error per bad item) unless every
+    /// item parses.
+    private mutating func hostNames(_ value: ConfigValue, _ key: String) -> [HostRule]? {
+        guard let list = stringArray(value, key) else { return nil }
+        var rules: [HostRule] = []
+        for item in list {
+            let rule = HostRule(parsing: item.text)
+            let isName: Bool
+            switch rule {
+            case .host(let name): isName = SocketAddress.parseIPv4(name) == nil && SocketAddress.parseIPv6(name) == nil
+            case .domain: isName = true
+            case .network, nil: isName = false
+            }
+            if let rule, isName {
+                rules.append(rule)
+            } else {
+                fail(
+                    "'\(item.text)' is not a host name (\"registry.example.org\") or a domain pattern (\"*.example.net\")",
                     at: item.position)
             }
         }

@@ -127,6 +127,18 @@ private let errorCases: [ErrorCase] = [
     ErrorCase(
         name: "route parent", text: "[[route]]\nmatch = \"http://x/*\"\nparent = \"none\"\n", line: 3, column: 10, message: "\"direct\""),
     ErrorCase(name: "column counts characters", text: "[disk]\n# é\npath = 'é' x\n", line: 3, column: 12, message: "unexpected text"),
+    ErrorCase(
+        name: "intercept an address", text: "[tls]\nintercept = [\"a.example\", \"10.0.0.1\"]\n", line: 2, column: 27,
+        message: "'10.0.0.1' is not a host name (\"registry.example.org\") or a domain pattern"),
+    ErrorCase(
+        name: "intercept everything", text: "[tls]\nintercept = [\"*\"]\n", line: 2, column: 14, message: "'*' is not a host name"),
+    ErrorCase(name: "never a network", text: "[tls]\nnever = [\"10.0.0.0/8\"]\n", line: 2, column: 10, message: "is not a host name"),
+    ErrorCase(
+        name: "leaf validity too long", text: "[tls]\nleaf_validity = \"400d\"\n", line: 2, column: 17,
+        message: "'leaf_validity' must be at most"),
+    ErrorCase(name: "empty ca_dir", text: "[tls]\nca_dir = \"\"\n", line: 2, column: 10, message: "tls.ca_dir must not be empty"),
+    ErrorCase(
+        name: "tls key misspelt", text: "[tls]\nintercepts = []\n", line: 2, column: 1, message: "did you mean 'intercept'?"),
 ]
 
 @Suite(.timeLimit(.minutes(1))) struct ConfigLanguageTests {
@@ -164,6 +176,26 @@ private let errorCases: [ErrorCase] = [
         #expect(try config("[proxy]\nworkers = 0\n").proxy.workers == nil)
         #expect(try config("[proxy]\nworkers = 4\n").proxy.workers == 4)
         #expect(Config().proxy.busyPoll == .zero)
+    }
+
+    @Test func tlsInterceptsListedHostsButNeverTheNeverList() throws {
+        #expect(Config().tls.intercept.isEmpty && !Config().tls.intercepts(host: "example.org"), "off by default")
+        let tls = try config(
+            """
+            [tls]
+            intercept = ["registry.example.org", "*.files.example.net"]
+            never = ["secret.files.example.net"]
+            leaf_validity = "1d"
+            splice_after_failures = 5
+            splice_for = "10m"
+            """
+        ).tls
+        #expect(tls.intercepts(host: "registry.example.org") && tls.intercepts(host: "REGISTRY.example.org"))
+        #expect(tls.intercepts(host: "a.files.example.net") && tls.intercepts(host: "a.b.files.example.net"))
+        #expect(!tls.intercepts(host: "files.example.net"), "a *. glob is the names under the domain")
+        #expect(!tls.intercepts(host: "secret.files.example.net"), "never wins")
+        #expect(!tls.intercepts(host: "example.org") && !tls.intercepts(host: "evilregistry.example.org"))
+        #expect(tls.leafValidity == .seconds(86_400) && tls.spliceAfterFailures == 5 && tls.spliceFor == .seconds(600))
     }
 
     @Test func documentedDefaultsFileEqualsCompiledDefaults() throws {
