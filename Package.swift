@@ -45,6 +45,12 @@ let package = Package(
         .systemLibrary(
             name: "CCrypt", path: "Sources/CCrypt", pkgConfig: "libxcrypt",
             providers: [.apt(["libcrypt-dev"])]),
+        // OpenSSL 3: the local CA (and the TLS sessions of intercepted tunnels). Its X509 API
+        // rather than swift-certificates: libssl is needed for the record layer anyway, so one
+        // library serves both, and the build compiles no second copy of a crypto library.
+        .systemLibrary(
+            name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"])]),
         .target(name: "CLarderSystem", path: "Sources/CLarderSystem"),
         .target(name: "LarderIO", dependencies: ["CLarderSystem"], swiftSettings: strict),
         .target(name: "LarderHTTP", swiftSettings: strict),
@@ -56,6 +62,7 @@ let package = Package(
         .target(
             name: "LarderUpstream", dependencies: ["CCurl", "LarderIO", "LarderHTTP", "LarderConfig"],
             swiftSettings: strict),
+        .target(name: "LarderTLS", dependencies: ["COpenSSL", "LarderIO", "LarderConfig"], swiftSettings: strict),
         .target(
             name: "LarderServer",
             dependencies: [
@@ -67,7 +74,7 @@ let package = Package(
         .executableTarget(
             name: "larder",
             dependencies: [
-                "LarderServer", "LarderConfig", "LarderHTTP", "LarderIO",
+                "LarderServer", "LarderConfig", "LarderHTTP", "LarderIO", "LarderTLS",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

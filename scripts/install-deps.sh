@@ -3,7 +3,7 @@
 # Debian/Ubuntu only (apt-get); does nothing when everything is present.
 set -euo pipefail
 
-packages=(libcurl4-openssl-dev libsystemd-dev libcrypt-dev libmimalloc-dev pkg-config curl python3)
+packages=(libcurl4-openssl-dev libssl-dev libsystemd-dev libcrypt-dev libmimalloc-dev pkg-config curl python3)
 if [[ "${1:-}" == "--test" ]]; then
     # Tools the integration tests drive: systemd-socket-activate and systemd-analyze (systemd),
     # promtool (prometheus), headless Chromium for the dashboard, HAProxy for the cluster

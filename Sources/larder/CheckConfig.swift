@@ -2,6 +2,7 @@ import ArgumentParser
 import Glibc
 import LarderConfig
 import LarderIO
+import LarderTLS
 
 /// `larder check-config FILE`: validates a configuration file without starting anything.
 struct CheckConfig: ParsableCommand {
@@ -21,6 +22,12 @@ struct CheckConfig: ParsableCommand {
     func run() throws {
         switch ConfigLoader.load(path: file) {
         case .success(let config):
+            let problems = LocalCA.problems(with: config.tls)
+            guard problems.isEmpty else {
+                for problem in problems { printError("\(file): \(problem)") }
+                printError("\(file): \(problems.count) error\(problems.count == 1 ? "" : "s")")
+                throw ExitCode(1)
+            }
             print("\(file): OK: \(ConfigSummary.line(config))")
         case .failure(let errors):
             printError(errors.description)

@@ -3,6 +3,7 @@ import Glibc
 import LarderConfig
 import LarderIO
 import LarderServer
+import LarderTLS
 import Logging
 
 /// `larder serve`: runs the daemon in the foreground until SIGTERM or SIGINT.
@@ -47,6 +48,13 @@ struct Serve: ParsableCommand {
             throw ExitCode(1)
         }
 
+        let tlsProblems = LocalCA.problems(with: config.tls)
+        if !tlsProblems.isEmpty {
+            for problem in tlsProblems { printError("larder: \(problem)") }
+            printError("larder: not started")
+            throw ExitCode(1)
+        }
+
         let level = Logger.Level(rawValue: config.log.level.rawValue) ?? .info
         LoggingSystem.bootstrap { _ in ConsoleLogHandler(level: level) }
         let logger = Logger(label: "larder")
@@ -70,6 +78,10 @@ struct Serve: ParsableCommand {
                 "config": "\(selection.origin)", "version": "\(Larder.version)",
                 "sockets": "\(server.socketActivated ? "from systemd" : "bound")", "workers": "\(server.workerCount)",
             ])
+
+        if !config.tls.intercept.isEmpty {
+            logger.warning("tls.intercept: the CA is ready, but this version does not decrypt tunnels yet; CONNECT stays a blind tunnel")
+        }
 
         while true {
             switch ProcessSignals.wait(signals) {
@@ -102,6 +114,10 @@ struct Serve: ParsableCommand {
                 logger.error("reload rejected: \(error.headline)")
             }
             logger.error("reload rejected: keeping the running configuration (\(errors.errors.count) errors)")
+            server.reloadRejected()
+        case .success(let loaded) where !LocalCA.problems(with: loaded.tls).isEmpty:
+            for problem in LocalCA.problems(with: loaded.tls) { logger.error("reload rejected: \(problem)") }
+            logger.error("reload rejected: keeping the running configuration")
             server.reloadRejected()
         case .success(let loaded):
             let running = server.config

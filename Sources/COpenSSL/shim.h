@@ -1,0 +1,49 @@
+// OpenSSL 3 (libssl, libcrypto): the local CA and, later, the TLS record layer. Only
+// LarderTLS's OpenSSL.swift imports this module. The helpers below stand in for macros
+// and variadic functions Swift cannot call.
+#ifndef LARDER_COPENSSL_SHIM_H
+#define LARDER_COPENSSL_SHIM_H
+
+#include <openssl/bio.h>
+#include <openssl/bn.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+#include <string.h>
+
+/// A new ECDSA P-256 key (EVP_EC_gen is a macro over a variadic function).
+static inline EVP_PKEY *larder_ec_p256(void) { return EVP_EC_gen("P-256"); }
+
+/// XN_FLAG_RFC2253, a macro over other macros.
+static inline unsigned long larder_name_flags_rfc2253(void) { return XN_FLAG_RFC2253; }
+
+/// The `index`th DNS name a certificate's Name Constraints permit (RFC 5280 §4.2.1.10),
+/// copied into `out`: its length; -1 past the last; -2 when the certificate has no Name
+/// Constraints; -3 when the name does not fit `capacity` (the macros over OpenSSL's typed
+/// stacks cannot be called from Swift).
+static inline int larder_permitted_dns(const X509 *cert, int index, char *out, int capacity) {
+    NAME_CONSTRAINTS *constraints = X509_get_ext_d2i(cert, NID_name_constraints, NULL, NULL);
+    if (constraints == NULL) return -2;
+    int result = -1, seen = 0;
+    STACK_OF(GENERAL_SUBTREE) *permitted = constraints->permittedSubtrees;
+    for (int i = 0; permitted != NULL && i < sk_GENERAL_SUBTREE_num(permitted); i++) {
+        GENERAL_SUBTREE *subtree = sk_GENERAL_SUBTREE_value(permitted, i);
+        if (subtree->base->type != GEN_DNS || seen++ != index) continue;
+        int length = ASN1_STRING_length(subtree->base->d.dNSName);
+        if (length < 0 || length >= capacity) {
+            result = -3;
+        } else {
+            memcpy(out, ASN1_STRING_get0_data(subtree->base->d.dNSName), (size_t)length);
+            out[length] = 0;
+            result = length;
+        }
+        break;
+    }
+    NAME_CONSTRAINTS_free(constraints);
+    return result;
+}
+
+#endif

@@ -1,0 +1,164 @@
+import Glibc
+import LarderConfig
+import LarderIO
+
+/// The certificate authority Larder signs intercepted hosts' certificates with: `ca.pem` and
+/// `ca.key` in `tls.ca_dir`. By default its Name Constraints (RFC 5280 §4.2.1.10) permit only
+/// the names `tls.intercept` lists and no IP address, so a leaked key cannot impersonate any
+/// other site to a client that trusts it.
+public enum LocalCA {
+    public static let certificateFile = "ca.pem"
+    public static let keyFile = "ca.key"
+    /// Ten years: the CA is replaced with `--rotate` when the host list grows, not when it expires.
+    public static let validDays = 3650
+
+    /// A CA that cannot be created, read or used, with what to do about it.
+    public struct Failure: Error, CustomStringConvertible {
+        public let description: String
+        init(_ description: String) { self.description = description }
+    }
+
+    /// The DNS subtrees that permit exactly what `rules` match: a host itself, and for a `*.`
+    /// domain the domain (a subtree also permits the names under it).
+    public static func permittedNames(for rules: [HostRule]) -> [String] {
+        var names: [String] = []
+        for rule in rules {
+            let name: String
+            switch rule {
+            case .host(let host): name = host
+            case .domain(let suffix): name = String(suffix.dropFirst())
+            case .network: continue
+            }
+            if !names.contains(name) { names.append(name) }
+        }
+        return names
+    }
+
+    /// The rules a CA with these facts cannot sign for: none when it has no Name Constraints.
+    public static func uncovered(_ rules: [HostRule], by facts: CertificateFacts) -> [HostRule] {
+        guard let permitted = facts.permittedDNS else { return [] }
+        return rules.filter { rule in
+            let name: String
+            switch rule {
+            case .host(let host): name = host
+            case .domain(let suffix): name = String(suffix.dropFirst())
+            case .network: return true
+            }
+            return !permitted.contains { $0.caseInsensitiveEquals(name) || name.lowercased().hasSuffix("." + $0.lowercased()) }
+        }
+    }
+
+    /// Why `tls` cannot be used as configured, one message each: none when interception is off
+    /// or the CA is present, private, sound and permits every listed host.
+    public static func problems(with tls: TLSConfig) -> [String] {
+        guard !tls.intercept.isEmpty else { return [] }
+        let facts: CertificateFacts
+        do {
+            facts = try load(from: tls.caDirectory)
+        } catch {
+            return ["tls.intercept is set, but the CA cannot be used: \(error)"]
+        }
+        let outside = uncovered(tls.intercept, by: facts)
+        guard outside.isEmpty else {
+            let names = outside.map(\.description).joined(separator: ", ")
+            return ["tls.intercept lists \(names), which the CA in \(tls.caDirectory) may not sign for: run larder ca init --rotate"]
+        }
+        if facts.secondsLeft <= 0 { return ["the CA in \(tls.caDirectory) expired \(facts.notAfter): run larder ca init --rotate"] }
+        return []
+    }
+
+    /// Creates a CA in `directory` (made if missing): the key mode 0600, the certificate 0644.
+    /// Refuses when either file exists, unless `rotate`, which replaces both (each renamed into
+    /// place, the key first). `permitting`: the DNS names to constrain it to; nil for none.
+    @discardableResult
+    public static func create(in directory: String, permitting: [String]?, rotate: Bool) throws(Failure) -> CertificateFacts {
+        let certificatePath = directory + "/" + certificateFile
+        let keyPath = directory + "/" + keyFile
+        if !rotate {
+            for path in [certificatePath, keyPath] where access(path, F_OK) == 0 {
+                throw Failure("\(path) exists; pass --rotate to replace the CA (clients must then trust the new one)")
+            }
+        }
+        if permitting?.isEmpty == true {
+            throw Failure("tls.intercept lists no host to constrain the CA to; list them first, or pass --unconstrained")
+        }
+        let made: (certificate: String, key: String)
+        do {
+            made = try OpenSSL.makeAuthority(commonName: "Larder local CA", permittedDNS: permitting, validDays: validDays)
+        } catch {
+            throw Failure("cannot make the CA: \(error)")
+        }
+        do {
+            try FileSystem.makeDirectories(directory)
+            try replace(keyPath, with: made.key, mode: 0o600)
+            try replace(certificatePath, with: made.certificate, mode: 0o644)
+        } catch {
+            throw Failure("cannot write the CA into \(directory): \(error)")
+        }
+        return try facts(ofCertificate: made.certificate, at: certificatePath)
+    }
+
+    /// Reads the CA in `directory` and checks it can be used: both files present, the key
+    /// readable by its owner only (as ssh insists), the key the certificate's, a CA certificate.
+    public static func load(from directory: String) throws(Failure) -> CertificateFacts {
+        let certificatePath = directory + "/" + certificateFile
+        let keyPath = directory + "/" + keyFile
+        let certificate: String
+        let key: String
+        do {
+            certificate = String(decoding: try FileSystem.readWhole(certificatePath, limit: 1 << 20), as: UTF8.self)
+            let fd = try Syscall.call("open", path: keyPath) { open($0, O_RDONLY | O_CLOEXEC) }
+            defer { Syscall.close(fd) }
+            var info = stat()
+            _ = try Syscall.call("fstat") { fstat(fd, &info) }
+            if info.st_mode & 0o077 != 0 {
+                throw Failure(
+                    "\(keyPath) is readable by others (mode \(String(info.st_mode & 0o777, radix: 8))); chmod 600 it")
+            }
+            key = String(decoding: try FileSystem.read(fd, at: 0, count: 1 << 20), as: UTF8.self)
+        } catch let failure as Failure {
+            throw failure
+        } catch {
+            throw Failure("cannot read the CA in \(directory): \(error) (create one with larder ca init)")
+        }
+        let facts = try facts(ofCertificate: certificate, at: certificatePath)
+        guard facts.isCA else { throw Failure("\(certificatePath) is not a CA certificate") }
+        let matches: Bool
+        do {
+            matches = try OpenSSL.key(key, matches: certificate)
+        } catch {
+            throw Failure("\(keyPath): \(error)")
+        }
+        guard matches else { throw Failure("\(keyPath) is not the key of \(certificatePath)") }
+        return facts
+    }
+
+    private static func facts(ofCertificate text: String, at path: String) throws(Failure) -> CertificateFacts {
+        do {
+            return try OpenSSL.facts(ofCertificatePEM: text)
+        } catch {
+            throw Failure("\(path): \(error)")
+        }
+    }
+
+    /// Writes `text` to a new file beside `path` with `mode`, then renames it over `path`.
+    private static func replace(_ path: String, with text: String, mode: mode_t) throws(SystemError) {
+        let temporary = path + ".new"
+        try FileSystem.remove(temporary)
+        let fd = try FileSystem.createExclusive(temporary)
+        do {
+            _ = try Syscall.call("fchmod") { fchmod(fd, mode) }
+            try FileSystem.writeAll(fd, Array(text.utf8))
+            _ = try Syscall.call("fsync") { fsync(fd) }
+            Syscall.close(fd)
+        } catch {
+            Syscall.close(fd)
+            throw error
+        }
+        try FileSystem.rename(temporary, path)
+    }
+}
+
+extension String {
+    fileprivate func caseInsensitiveEquals(_ other: String) -> Bool { lowercased() == other.lowercased() }
+}

@@ -1,0 +1,169 @@
+import COpenSSL
+import Glibc
+
+/// Every call into OpenSSL (libcrypto, libssl) is in this file. Values cross it as Swift types
+/// and PEM text; OpenSSL objects never leave a function that made them.
+enum OpenSSL {
+    /// An OpenSSL call that failed, with the library's own reason when it queued one.
+    struct Failure: Error, CustomStringConvertible {
+        let call: String
+        let reason: String
+        var description: String { reason.isEmpty ? "\(call) failed" : "\(call) failed: \(reason)" }
+
+        /// Takes the reasons OpenSSL queued on this thread (and clears the queue).
+        init(_ call: String) {
+            self.call = call
+            var reasons: [String] = []
+            while case let code = ERR_get_error(), code != 0 {
+                var buffer = [CChar](repeating: 0, count: 256)
+                ERR_error_string_n(code, &buffer, buffer.count)
+                reasons.append(OpenSSL.text(buffer))
+            }
+            reason = reasons.joined(separator: "; ")
+        }
+    }
+
+    /// A self-signed CA certificate and its new ECDSA P-256 key, both PEM. `permittedDNS`:
+    /// the DNS names its Name Constraints permit (RFC 5280 §4.2.1.10; each also permits the
+    /// names under it), with every IP address excluded, so the key can sign for nothing else;
+    /// nil for no constraints.
+    static func makeAuthority(commonName: String, permittedDNS: [String]?, validDays: Int) throws(Failure) -> (
+        certificate: String, key: String
+    ) {
+        guard let key = larder_ec_p256() else { throw Failure("EVP_EC_gen") }
+        defer { EVP_PKEY_free(key) }
+        guard let certificate = X509_new() else { throw Failure("X509_new") }
+        defer { X509_free(certificate) }
+        guard X509_set_version(certificate, 2) == 1 else { throw Failure("X509_set_version") }  // v3
+        // RFC 5280 §4.1.2.2: positive, at most 20 octets; 127 random bits.
+        guard let serial = BN_new() else { throw Failure("BN_new") }
+        defer { BN_free(serial) }
+        guard BN_rand(serial, 127, -1, 0) == 1, BN_to_ASN1_INTEGER(serial, X509_get_serialNumber(certificate)) != nil else {
+            throw Failure("BN_rand")
+        }
+        // An hour back, for clients whose clocks run behind.
+        guard X509_gmtime_adj(X509_getm_notBefore(certificate), -3600) != nil,
+            X509_gmtime_adj(X509_getm_notAfter(certificate), validDays * 86_400) != nil
+        else { throw Failure("X509_gmtime_adj") }
+        let name = X509_get_subject_name(certificate)
+        for (field, value) in [("O", "Larder"), ("CN", commonName)] {
+            guard X509_NAME_add_entry_by_txt(name, field, MBSTRING_UTF8, value, -1, -1, 0) == 1 else {
+                throw Failure("X509_NAME_add_entry_by_txt")
+            }
+        }
+        guard X509_set_issuer_name(certificate, name) == 1, X509_set_pubkey(certificate, key) == 1 else {
+            throw Failure("X509_set_pubkey")
+        }
+        var extensions = [
+            (NID_basic_constraints, "critical,CA:TRUE,pathlen:0"),
+            (NID_key_usage, "critical,keyCertSign,cRLSign"),
+            (NID_subject_key_identifier, "hash"),
+            (NID_authority_key_identifier, "keyid:always"),
+        ]
+        if let permittedDNS {
+            let permitted = permittedDNS.map { "permitted;DNS:\($0)" }
+            let excluded = ["excluded;IP:0.0.0.0/0.0.0.0", "excluded;IP:::/::"]
+            extensions.append((NID_name_constraints, (["critical"] + permitted + excluded).joined(separator: ",")))
+        }
+        var context = X509V3_CTX()
+        X509V3_set_ctx(&context, certificate, certificate, nil, nil, 0)
+        for (nid, value) in extensions {
+            guard let made = X509V3_EXT_nconf_nid(nil, &context, nid, value) else { throw Failure("X509V3_EXT_nconf_nid(\(value))") }
+            defer { X509_EXTENSION_free(made) }
+            guard X509_add_ext(certificate, made, -1) == 1 else { throw Failure("X509_add_ext") }
+        }
+        guard X509_sign(certificate, key, EVP_sha256()) > 0 else { throw Failure("X509_sign") }
+        let certificatePEM = try pem("PEM_write_bio_X509") { PEM_write_bio_X509($0, certificate) }
+        let keyPEM = try pem("PEM_write_bio_PrivateKey") { PEM_write_bio_PrivateKey($0, key, nil, nil, 0, nil, nil) }
+        return (certificatePEM, keyPEM)
+    }
+
+    /// What ``LocalCA`` shows of a certificate.
+    static func facts(ofCertificatePEM text: String) throws(Failure) -> CertificateFacts {
+        let certificate = try readCertificate(text)
+        defer { X509_free(certificate) }
+        let subject = try pem("X509_NAME_print_ex") { bio in
+            X509_NAME_print_ex(bio, X509_get_subject_name(certificate), 0, larder_name_flags_rfc2253()) >= 0 ? 1 : 0
+        }
+        let notAfter = try pem("ASN1_TIME_print") { ASN1_TIME_print($0, X509_get0_notAfter(certificate)) }
+        var secondsLeft: Int32 = 0
+        var daysLeft: Int32 = 0
+        guard ASN1_TIME_diff(&daysLeft, &secondsLeft, nil, X509_get0_notAfter(certificate)) == 1 else {
+            throw Failure("ASN1_TIME_diff")
+        }
+        var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
+        var length: UInt32 = 0
+        guard X509_digest(certificate, EVP_sha256(), &digest, &length) == 1 else { throw Failure("X509_digest") }
+        let fingerprint = digest.prefix(Int(length)).map { byte in
+            let hex = String(byte, radix: 16, uppercase: true)
+            return hex.count == 1 ? "0" + hex : hex
+        }.joined(separator: ":")
+        var permitted: [String]? = []
+        var buffer = [CChar](repeating: 0, count: 256)
+        for index in 0..<1024 {
+            let count = larder_permitted_dns(certificate, Int32(index), &buffer, Int32(buffer.count))
+            if count == -2 { permitted = nil }
+            if count == -3 { throw Failure("a Name Constraints DNS name over 255 bytes") }
+            guard count >= 0 else { break }
+            permitted?.append(OpenSSL.text(buffer))
+        }
+        return CertificateFacts(
+            subject: subject, notAfter: notAfter, secondsLeft: Int(daysLeft) * 86_400 + Int(secondsLeft),
+            sha256Fingerprint: fingerprint, permittedDNS: permitted, isCA: X509_check_ca(certificate) != 0)
+    }
+
+    /// Whether the PEM private key `keyPEM` is the key of the PEM certificate `certificatePEM`.
+    static func key(_ keyPEM: String, matches certificatePEM: String) throws(Failure) -> Bool {
+        let certificate = try readCertificate(certificatePEM)
+        defer { X509_free(certificate) }
+        let key = try readKey(keyPEM)
+        defer { EVP_PKEY_free(key) }
+        return X509_check_private_key(certificate, key) == 1
+    }
+
+    // MARK: Helpers
+
+    /// A NUL-terminated C string in `buffer`, as text.
+    private static func text(_ buffer: [CChar]) -> String {
+        String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    private static func readCertificate(_ text: String) throws(Failure) -> OpaquePointer {
+        let bio = try memoryBIO(holding: text)
+        defer { BIO_free(bio) }
+        guard let certificate = PEM_read_bio_X509(bio, nil, nil, nil) else { throw Failure("PEM_read_bio_X509") }
+        return certificate
+    }
+
+    private static func readKey(_ text: String) throws(Failure) -> OpaquePointer {
+        let bio = try memoryBIO(holding: text)
+        defer { BIO_free(bio) }
+        guard let key = PEM_read_bio_PrivateKey(bio, nil, nil, nil) else { throw Failure("PEM_read_bio_PrivateKey") }
+        return key
+    }
+
+    private static func memoryBIO(holding text: String) throws(Failure) -> OpaquePointer {
+        let bytes = Array(text.utf8)
+        // BIO_new_mem_buf does not copy: a fresh BIO written to does.
+        guard let bio = BIO_new(BIO_s_mem()) else { throw Failure("BIO_new") }
+        guard bytes.isEmpty || BIO_write(bio, bytes, Int32(bytes.count)) == Int32(bytes.count) else {
+            BIO_free(bio)
+            throw Failure("BIO_write")
+        }
+        return bio
+    }
+
+    /// Runs `write` into a memory BIO and returns what it wrote, as text; `write` returns
+    /// OpenSSL's 1 for success.
+    private static func pem(_ call: String, _ write: (OpaquePointer) -> Int32) throws(Failure) -> String {
+        guard let bio = BIO_new(BIO_s_mem()) else { throw Failure("BIO_new") }
+        defer { BIO_free(bio) }
+        guard write(bio) > 0 else { throw Failure(call) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while case let count = BIO_read(bio, &chunk, Int32(chunk.count)), count > 0 {
+            bytes += chunk.prefix(Int(count))
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}

@@ -1,0 +1,124 @@
+import ArgumentParser
+import Glibc
+import LarderConfig
+import LarderTLS
+
+/// `larder ca init|show`: the local CA that signs the certificates of intercepted hosts.
+struct CA: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ca",
+        abstract: "Create or show the local CA used for HTTPS interception (tls.intercept).",
+        subcommands: [Init.self, Show.self])
+
+    /// Where the CA lives: `--dir`, else the configuration's `tls.ca_dir`.
+    struct Location: ParsableArguments {
+        @Option(name: .long, help: "The configuration file (default: the embedded defaults).")
+        var config: String?
+        @Option(name: .long, help: "The CA directory (default: the configuration's tls.ca_dir).")
+        var dir: String?
+
+        func load() throws -> (Config, String) {
+            var loaded = Config()
+            if let config {
+                switch ConfigLoader.load(path: config) {
+                case .success(let parsed): loaded = parsed
+                case .failure(let errors):
+                    printError(errors.description)
+                    throw ExitCode(1)
+                }
+            }
+            return (loaded, dir ?? loaded.tls.caDirectory)
+        }
+    }
+
+    struct Init: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Create ca.pem and ca.key (ECDSA P-256), constrained to the hosts of tls.intercept.",
+            discussion: """
+                The certificate's Name Constraints (RFC 5280 §4.2.1.10) permit exactly the names
+                tls.intercept lists (a host, or the domain of a "*." glob) and no IP address, so a
+                leaked key cannot impersonate any other site. Add hosts later with --rotate (clients
+                must then trust the new certificate). Existing files are never overwritten without it.
+                Example:
+                  larder ca init --config /etc/larder/larder.toml
+                """)
+        @OptionGroup var location: Location
+        @Flag(help: "Replace an existing CA.")
+        var rotate = false
+        @Flag(help: "No Name Constraints: the CA can then sign for any name. Not recommended.")
+        var unconstrained = false
+
+        func run() throws {
+            let (config, directory) = try location.load()
+            let permitted = unconstrained ? nil : LocalCA.permittedNames(for: config.tls.intercept)
+            if unconstrained {
+                printError("warning: an unconstrained CA can impersonate every site to clients that trust it; guard its key")
+            }
+            do {
+                let facts = try LocalCA.create(in: directory, permitting: permitted, rotate: rotate)
+                print("created \(directory)/\(LocalCA.certificateFile) and \(LocalCA.keyFile)")
+                print(Show.describe(facts))
+                print("Next: make clients trust it (larder ca show prints how), then run larder with this configuration.")
+            } catch {
+                printError("larder ca init: \(error)")
+                throw ExitCode(1)
+            }
+        }
+    }
+
+    struct Show: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print the CA's subject, constraints, fingerprint and expiry, and how to trust it.")
+        @OptionGroup var location: Location
+
+        func run() throws {
+            let (config, directory) = try location.load()
+            let facts: CertificateFacts
+            do {
+                facts = try LocalCA.load(from: directory)
+            } catch {
+                printError("larder ca show: \(error)")
+                throw ExitCode(1)
+            }
+            print(Show.describe(facts))
+            let outside = LocalCA.uncovered(config.tls.intercept, by: facts)
+            if !outside.isEmpty {
+                print(
+                    "warning: tls.intercept lists \(outside.map(\.description).joined(separator: ", ")), "
+                        + "which this CA may not sign for: run larder ca init --rotate")
+            }
+            print(Show.trustInstructions(path: absolute(directory) + "/" + LocalCA.certificateFile))
+        }
+
+        static func describe(_ facts: CertificateFacts) -> String {
+            let constraints = facts.permittedDNS.map { $0.joined(separator: ", ") } ?? "none (it can sign for any name)"
+            let days = facts.secondsLeft / 86_400
+            return """
+                subject:      \(facts.subject)
+                permits:      \(constraints)
+                sha256:       \(facts.sha256Fingerprint)
+                expires:      \(facts.notAfter) (\(facts.secondsLeft < 0 ? "expired" : "in \(days) days"))
+                """
+        }
+
+        static func trustInstructions(path: String) -> String {
+            """
+
+            Trust it (each client needs one of these):
+              Debian/Ubuntu system store:  cp \(path) /usr/local/share/ca-certificates/larder.crt && update-ca-certificates
+              curl:                        curl --cacert \(path) ... (or CURL_CA_BUNDLE)
+              Python requests, pip:        REQUESTS_CA_BUNDLE=\(path) / PIP_CERT=\(path)
+                                           (both replace the default bundle: point them at a bundle that has this CA added)
+              Node, npm:                   NODE_EXTRA_CA_CERTS=\(path)
+              apt:                         Acquire::https::CaInfo "\(path)"; in /etc/apt/apt.conf.d/
+              Docker (per registry):       cp \(path) /etc/docker/certs.d/REGISTRY/ca.crt
+            """
+        }
+
+        private func absolute(_ path: String) -> String {
+            guard !path.hasPrefix("/"), let cwd = getcwd(nil, 0) else { return path }
+            defer { free(cwd) }
+            return String(cString: cwd) + "/" + path
+        }
+    }
+}

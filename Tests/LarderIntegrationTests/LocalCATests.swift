@@ -1,0 +1,165 @@
+import Foundation
+import Glibc
+import Testing
+
+extension IntegrationTests {
+    /// `larder ca init|show` and what the CA it makes can and cannot sign, checked with the
+    /// openssl command line: the files, their modes, no silent overwrite, and Name Constraints
+    /// that make a leaf for an unlisted host fail verification.
+    @Suite(.timeLimit(.minutes(3))) struct LocalCA {
+        /// Runs `larder ARGUMENTS` to the end: status, stdout, stderr.
+        private func larder(_ arguments: [String]) throws -> (status: Int32, out: String, err: String) {
+            let child = try ChildProcess(Paths.larder, arguments)
+            child.waitUntilExit()
+            return (child.terminationStatus, child.stdout, child.stderr)
+        }
+
+        private func openssl(_ arguments: [String], in directory: String) throws -> (status: Int32, out: String) {
+            let child = try ChildProcess("/bin/sh", ["-c", "cd \"$0\" && exec openssl \"$@\" 2>&1", directory] + arguments)
+            child.waitUntilExit()
+            return (child.terminationStatus, child.stdout)
+        }
+
+        /// A leaf for `name` signed by the CA in `directory` with openssl itself (Larder mints
+        /// its own leaves for intercepted hosts; this checks what the CA permits any signer).
+        private func signLeaf(_ name: String, alternative: String? = nil, in directory: String) throws -> String {
+            let file = "leaf-\(name)-\(alternative ?? "").pem"
+            let make = try openssl(
+                [
+                    "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "leaf.key",
+                    "-subj", "/CN=\(name)", "-addext", "subjectAltName=\(alternative ?? "DNS:\(name)")", "-CA", "ca.pem", "-CAkey",
+                    "ca.key",
+                    "-days", "1", "-out", file,
+                ], in: directory)
+            #expect(make.status == 0, "\(make.out)")
+            return file
+        }
+
+        @Test func initMakesAConstrainedCAThatCannotSignForOtherHosts() throws {
+            let directory = Paths.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let config = directory + "/larder.toml"
+            try "[tls]\nintercept = [\"registry.example.org\", \"*.files.example.net\"]\nca_dir = \"\(directory)/ca\"\n"
+                .write(toFile: config, atomically: true, encoding: .utf8)
+
+            let made = try larder(["ca", "init", "--config", config])
+            #expect(made.status == 0, "\(made.err)")
+            #expect(made.out.contains("permits:      registry.example.org, files.example.net"), "\(made.out)")
+            var info = stat()
+            #expect(stat(directory + "/ca/ca.key", &info) == 0 && info.st_mode & 0o777 == 0o600, "the key is its owner's only")
+            #expect(stat(directory + "/ca/ca.pem", &info) == 0 && info.st_mode & 0o777 == 0o644)
+
+            let text = try openssl(["x509", "-in", "ca.pem", "-noout", "-text"], in: directory + "/ca")
+            #expect(text.out.contains("X509v3 Name Constraints: critical"), "\(text.out)")
+            #expect(text.out.contains("DNS:registry.example.org") && text.out.contains("DNS:files.example.net"))
+            #expect(text.out.contains("CA:TRUE"))
+
+            let ca = directory + "/ca"
+            for listed in ["registry.example.org", "a.files.example.net"] {
+                let verified = try openssl(["verify", "-CAfile", "ca.pem", try signLeaf(listed, in: ca)], in: ca)
+                #expect(verified.status == 0, "\(listed): \(verified.out)")
+            }
+            for outside in ["example.com", "registry.example.org.evil.test", "files.example.network"] {
+                let refused = try openssl(["verify", "-CAfile", "ca.pem", try signLeaf(outside, in: ca)], in: ca)
+                #expect(refused.status != 0, "\(outside) must fail against the constrained CA")
+                #expect(refused.out.contains("permitted subtree violation"), "\(refused.out)")
+            }
+            // No address either, even beside a listed name.
+            let address = try signLeaf("registry.example.org", alternative: "DNS:registry.example.org,IP:127.0.0.1", in: ca)
+            let refused = try openssl(["verify", "-CAfile", "ca.pem", address], in: ca)
+            #expect(refused.status != 0 && refused.out.contains("excluded subtree violation"), "\(refused.out)")
+        }
+
+        @Test func initNeverOverwritesWithoutRotateAndRotateReplacesBoth() throws {
+            let directory = Paths.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let config = directory + "/larder.toml"
+            try "[tls]\nintercept = [\"a.example\"]\n".write(toFile: config, atomically: true, encoding: .utf8)
+            let ca = directory + "/ca"
+            #expect(try larder(["ca", "init", "--config", config, "--dir", ca]).status == 0)
+            let first = try String(contentsOfFile: ca + "/ca.pem", encoding: .utf8)
+
+            let again = try larder(["ca", "init", "--config", config, "--dir", ca])
+            #expect(again.status == 1)
+            #expect(again.err.contains("exists; pass --rotate"), "\(again.err)")
+            #expect(try String(contentsOfFile: ca + "/ca.pem", encoding: .utf8) == first, "nothing lost")
+
+            try "[tls]\nintercept = [\"a.example\", \"b.example\"]\n".write(toFile: config, atomically: true, encoding: .utf8)
+            let shown = try larder(["ca", "show", "--config", config, "--dir", ca])
+            #expect(shown.status == 0)
+            #expect(shown.out.contains("b.example, which this CA may not sign for: run larder ca init --rotate"), "\(shown.out)")
+
+            let rotated = try larder(["ca", "init", "--config", config, "--dir", ca, "--rotate"])
+            #expect(rotated.status == 0, "\(rotated.err)")
+            #expect(try String(contentsOfFile: ca + "/ca.pem", encoding: .utf8) != first)
+            let after = try larder(["ca", "show", "--config", config, "--dir", ca])
+            #expect(after.out.contains("permits:      a.example, b.example") && !after.out.contains("may not sign"), "\(after.out)")
+            #expect(try openssl(["verify", "-CAfile", "ca.pem", try signLeaf("b.example", in: ca)], in: ca).status == 0)
+        }
+
+        @Test func showPrintsTheFactsAndHowToTrustItAndRefusesAnExposedKey() throws {
+            let directory = Paths.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let ca = directory + "/ca"
+            let none = try larder(["ca", "init", "--dir", ca])
+            #expect(none.status == 1 && none.err.contains("lists no host"), "no hosts, no constrained CA: \(none.err)")
+            let unconstrained = try larder(["ca", "init", "--dir", ca, "--unconstrained"])
+            #expect(unconstrained.status == 0 && unconstrained.err.contains("warning: an unconstrained CA"))
+
+            let shown = try larder(["ca", "show", "--dir", ca])
+            #expect(shown.status == 0, "\(shown.err)")
+            #expect(shown.out.contains("subject:      CN=Larder local CA,O=Larder"), "\(shown.out)")
+            #expect(shown.out.contains("permits:      none (it can sign for any name)"))
+            #expect(
+                shown.out.contains("expires:") && (shown.out.contains("in 3649 days") || shown.out.contains("in 3650 days")), "\(shown.out)"
+            )
+            let fingerprint = try openssl(["x509", "-in", "ca.pem", "-noout", "-fingerprint", "-sha256"], in: ca)
+            let expected = fingerprint.out.split(separator: "=").last.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) } ?? "?"
+            #expect(shown.out.contains("sha256:       \(expected)"), "\(shown.out) vs \(fingerprint.out)")
+            for client in [
+                "update-ca-certificates", "--cacert \(ca)/ca.pem", "PIP_CERT=", "NODE_EXTRA_CA_CERTS=", "Acquire::https::CaInfo",
+                "/etc/docker/certs.d/",
+            ] {
+                #expect(shown.out.contains(client), "trust instructions name \(client)")
+            }
+
+            #expect(chmod(ca + "/ca.key", 0o640) == 0)
+            let exposed = try larder(["ca", "show", "--dir", ca])
+            #expect(exposed.status == 1 && exposed.err.contains("readable by others (mode 640); chmod 600 it"), "\(exposed.err)")
+        }
+
+        @Test func checkConfigAndServeRefuseAMissingExposedOrTooNarrowCA() throws {
+            let directory = Paths.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let config = directory + "/larder.toml"
+            let ca = directory + "/ca"
+            try "[tls]\nintercept = [\"a.example\"]\nca_dir = \"\(ca)\"\n".write(toFile: config, atomically: true, encoding: .utf8)
+            let serve = [
+                "serve", "--config", config, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--cache-dir",
+                directory + "/cache",
+            ]
+
+            let missing = try larder(["check-config", config])
+            #expect(missing.status == 1 && missing.err.contains("tls.intercept is set, but the CA cannot be used"), "\(missing.err)")
+            #expect(missing.err.contains("larder ca init"))
+            let notStarted = try larder(serve)
+            #expect(notStarted.status == 1 && notStarted.err.contains("larder: not started"), "\(notStarted.err)")
+
+            #expect(try larder(["ca", "init", "--config", config]).status == 0)
+            #expect(try larder(["check-config", config]).status == 0)
+
+            try "[tls]\nintercept = [\"a.example\", \"*.b.example\"]\nca_dir = \"\(ca)\"\n".write(
+                toFile: config, atomically: true, encoding: .utf8)
+            let narrow = try larder(["check-config", config])
+            #expect(narrow.status == 1, "\(narrow.err)")
+            #expect(
+                narrow.err.contains("tls.intercept lists *.b.example, which the CA in \(ca) may not sign for: run larder ca init --rotate"))
+            #expect(try larder(["ca", "init", "--config", config, "--rotate"]).status == 0)
+            #expect(try larder(["check-config", config]).status == 0)
+
+            #expect(chmod(ca + "/ca.key", 0o604) == 0)
+            let exposed = try larder(serve)
+            #expect(exposed.status == 1 && exposed.err.contains("readable by others (mode 604)"), "\(exposed.err)")
+        }
+    }
+}
