@@ -88,11 +88,13 @@ public final class Server: Sendable {
         let shared = self.shared
         let listeners = opened
         let ready = DispatchSemaphore(value: 0)
-        for handle in handles {
+        for (index, handle) in handles.enumerated() {
             handle.execute { loop in
                 let proxy = ProxyLoop(loop: loop, shared: shared, runtime: shared.currentRuntime)
                 loop.context = proxy
-                for (kind, socket) in listeners {
+                // Admin connections live on loop 0 only: one budget, one idle queue, so a health
+                // check past the budget always finds an idle admin connection to close.
+                for (kind, socket) in listeners where kind == .proxy || index == 0 {
                     do {
                         try proxy.listen(on: socket, kind: kind)
                     } catch {

@@ -6,8 +6,8 @@ extension IntegrationTests {
     /// Clients that try to exhaust the daemon: slow heads, idle floods, readers that stop.
     /// Each test also checks that someone else is still served meanwhile.
     @Suite(.timeLimit(.minutes(3))) struct ResourceExhaustion {
-        @Test func idleAdminConnectionsNeverLockOutHealthChecks() throws {
-            let larder = try Larder()
+        @Test(arguments: [1, 4]) func idleAdminConnectionsNeverLockOutHealthChecks(workers: Int) throws {
+            let larder = try Larder(config: "[proxy]\nworkers = \(workers)\n")
             // More idle admin connections than the admin budget (64), each having asked once.
             var idle: [RawConnection] = []
             for _ in 0..<80 {
