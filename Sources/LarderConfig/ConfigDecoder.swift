@@ -186,9 +186,9 @@ struct ConfigDecoder {
                 }
             }
         case ("tls", "intercept"):
-            if let rules = hostNames(value, key) { config.tls.intercept = rules }
+            if let rules = hostRules(value, key, namesOnly: true) { config.tls.intercept = rules }
         case ("tls", "never"):
-            if let rules = hostNames(value, key) { config.tls.never = rules }
+            if let rules = hostRules(value, key, namesOnly: true) { config.tls.never = rules }
         case ("tls", "ca_dir"):
             if let text = string(value, key) {
                 if text.isEmpty { fail("tls.ca_dir must not be empty", at: value.position) } else { config.tls.caDirectory = text }
@@ -477,42 +477,22 @@ struct ConfigDecoder {
         return nil
     }
 
-    /// A list of host names, `*.` domain patterns and CIDRs; nil (after an error per bad item)
-    /// unless every item parses.
-    private mutating func hostRules(_ value: ConfigValue, _ key: String) -> [HostRule]? {
+    /// A list of host names, `*.` domain patterns and CIDRs; with `namesOnly` (for
+    /// certificates, which Larder mints for names only) no addresses. nil (after an error per
+    /// bad item) unless every item parses.
+    private mutating func hostRules(_ value: ConfigValue, _ key: String, namesOnly: Bool = false) -> [HostRule]? {
         guard let list = stringArray(value, key) else { return nil }
         var rules: [HostRule] = []
         for item in list {
-            if let rule = HostRule(parsing: item.text) {
+            if let rule = HostRule(parsing: item.text), !namesOnly || rule.isName {
                 rules.append(rule)
+            } else if namesOnly {
+                fail(
+                    "'\(item.text)' is not a host name (\"registry.example.org\") or a domain pattern (\"*.example.net\")",
+                    at: item.position)
             } else {
                 fail(
                     "'\(item.text)' is not a host (\"localhost\"), a domain pattern (\"*.internal\") or a CIDR (\"10.0.0.0/8\")",
-                    at: item.position)
-            }
-        }
-        return rules.count == list.count ? rules : nil
-    }
-
-    /// A list of host names and `*.` domain patterns, for certificates: no addresses, since
-    /// Larder mints certificates for names only; nil (after an error per bad item) unless every
-    /// item parses.
-    private mutating func hostNames(_ value: ConfigValue, _ key: String) -> [HostRule]? {
-        guard let list = stringArray(value, key) else { return nil }
-        var rules: [HostRule] = []
-        for item in list {
-            let rule = HostRule(parsing: item.text)
-            let isName: Bool
-            switch rule {
-            case .host(let name): isName = SocketAddress.parseIPv4(name) == nil && SocketAddress.parseIPv6(name) == nil
-            case .domain: isName = true
-            case .network, nil: isName = false
-            }
-            if let rule, isName {
-                rules.append(rule)
-            } else {
-                fail(
-                    "'\(item.text)' is not a host name (\"registry.example.org\") or a domain pattern (\"*.example.net\")",
                     at: item.position)
             }
         }

@@ -43,6 +43,15 @@ public enum HostRule: Sendable, Hashable, CustomStringConvertible {
         self = lower.hasPrefix("*.") ? .domain("." + name) : .host(name)
     }
 
+    /// Whether this names hosts by DNS name (an exact name or a `*.` domain), not by address.
+    public var isName: Bool {
+        switch self {
+        case .host(let name): SocketAddress.parseIPv4(name) == nil && SocketAddress.parseIPv6(name) == nil
+        case .domain: true
+        case .network: false
+        }
+    }
+
     /// Whether a request for `host` (without IPv6 brackets) goes direct.
     public func matches(host: String) -> Bool {
         switch self {
