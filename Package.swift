@@ -92,6 +92,7 @@ let package = Package(
         .testTarget(name: "LarderCacheTests", dependencies: ["LarderCache", "LarderHTTP", "LarderConfig", "LarderIO"]),
         .testTarget(name: "LarderConfigTests", dependencies: ["LarderConfig"]),
         .testTarget(name: "LarderUpstreamTests", dependencies: ["LarderUpstream", "LarderConfig", "LarderHTTP"]),
+        .testTarget(name: "LarderTLSTests", dependencies: ["LarderTLS", "LarderConfig"]),
         .testTarget(name: "LarderServerTests", dependencies: ["LarderServer", "LarderConfig", "LarderIO", "LarderUpstream"]),
         .testTarget(name: "LarderIntegrationTests", exclude: ["Fixtures"]),
     ]

@@ -12,4 +12,15 @@ public struct CertificateFacts: Sendable, Equatable {
     public let permittedDNS: [String]?
     /// Whether it is a CA certificate (basicConstraints CA:TRUE).
     public let isCA: Bool
+
+    /// Whether the Name Constraints let this CA sign for the DNS name `name`: it is, or is
+    /// under, a permitted name (RFC 5280 §4.2.1.10); any name when there are none.
+    public func permits(_ name: String) -> Bool {
+        guard let permittedDNS else { return true }
+        let lower = name.lowercased()
+        return permittedDNS.contains { permitted in
+            let base = permitted.lowercased()
+            return lower == base || lower.hasSuffix("." + base)
+        }
+    }
 }

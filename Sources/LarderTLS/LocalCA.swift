@@ -36,15 +36,14 @@ public enum LocalCA {
 
     /// The rules a CA with these facts cannot sign for: none when it has no Name Constraints.
     public static func uncovered(_ rules: [HostRule], by facts: CertificateFacts) -> [HostRule] {
-        guard let permitted = facts.permittedDNS else { return [] }
-        return rules.filter { rule in
+        rules.filter { rule in
             let name: String
             switch rule {
             case .host(let host): name = host
             case .domain(let suffix): name = String(suffix.dropFirst())
             case .network: return true
             }
-            return !permitted.contains { $0.caseInsensitiveEquals(name) || name.lowercased().hasSuffix("." + $0.lowercased()) }
+            return !facts.permits(name)
         }
     }
 
@@ -101,6 +100,11 @@ public enum LocalCA {
     /// Reads the CA in `directory` and checks it can be used: both files present, the key
     /// readable by its owner only (as ssh insists), the key the certificate's, a CA certificate.
     public static func load(from directory: String) throws(Failure) -> CertificateFacts {
+        try read(from: directory).facts
+    }
+
+    /// ``load(from:)`` with the two files' text.
+    static func read(from directory: String) throws(Failure) -> (facts: CertificateFacts, certificate: String, key: String) {
         let certificatePath = directory + "/" + certificateFile
         let keyPath = directory + "/" + keyFile
         let certificate: String
@@ -130,7 +134,7 @@ public enum LocalCA {
             throw Failure("\(keyPath): \(error)")
         }
         guard matches else { throw Failure("\(keyPath) is not the key of \(certificatePath)") }
-        return facts
+        return (facts, certificate, key)
     }
 
     private static func facts(ofCertificate text: String, at path: String) throws(Failure) -> CertificateFacts {
@@ -157,8 +161,4 @@ public enum LocalCA {
         }
         try FileSystem.rename(temporary, path)
     }
-}
-
-extension String {
-    fileprivate func caseInsensitiveEquals(_ other: String) -> Bool { lowercased() == other.lowercased() }
 }

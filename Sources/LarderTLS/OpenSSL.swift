@@ -23,6 +23,32 @@ enum OpenSSL {
         }
     }
 
+    /// An OpenSSL certificate (X509) or key (EVP_PKEY) that frees itself.
+    ///
+    /// `@unchecked Sendable`: a thin owner of one C handle. Invariant: the object is complete
+    /// when wrapped and never modified afterwards; OpenSSL allows any number of threads to
+    /// read (and take references to) an unmodified X509 or EVP_PKEY at once.
+    final class Handle: @unchecked Sendable {
+        let pointer: OpaquePointer
+        private let release: (OpaquePointer) -> Void
+
+        fileprivate init(_ pointer: OpaquePointer, release: @escaping (OpaquePointer) -> Void) {
+            self.pointer = pointer
+            self.release = release
+        }
+
+        deinit { release(pointer) }
+
+        static func certificate(_ pointer: OpaquePointer) -> Handle { Handle(pointer) { X509_free($0) } }
+        static func key(_ pointer: OpaquePointer) -> Handle { Handle(pointer) { EVP_PKEY_free($0) } }
+    }
+
+    /// A new ECDSA P-256 key.
+    static func makeKey() throws(Failure) -> Handle {
+        guard let key = larder_ec_p256() else { throw Failure("EVP_EC_gen") }
+        return .key(key)
+    }
+
     /// A self-signed CA certificate and its new ECDSA P-256 key, both PEM. `permittedDNS`:
     /// the DNS names its Name Constraints permit (RFC 5280 §4.2.1.10; each also permits the
     /// names under it), with every IP address excluded, so the key can sign for nothing else;
@@ -30,30 +56,7 @@ enum OpenSSL {
     static func makeAuthority(commonName: String, permittedDNS: [String]?, validDays: Int) throws(Failure) -> (
         certificate: String, key: String
     ) {
-        guard let key = larder_ec_p256() else { throw Failure("EVP_EC_gen") }
-        defer { EVP_PKEY_free(key) }
-        guard let certificate = X509_new() else { throw Failure("X509_new") }
-        defer { X509_free(certificate) }
-        guard X509_set_version(certificate, 2) == 1 else { throw Failure("X509_set_version") }  // v3
-        // RFC 5280 §4.1.2.2: positive, at most 20 octets; 127 random bits.
-        guard let serial = BN_new() else { throw Failure("BN_new") }
-        defer { BN_free(serial) }
-        guard BN_rand(serial, 127, -1, 0) == 1, BN_to_ASN1_INTEGER(serial, X509_get_serialNumber(certificate)) != nil else {
-            throw Failure("BN_rand")
-        }
-        // An hour back, for clients whose clocks run behind.
-        guard X509_gmtime_adj(X509_getm_notBefore(certificate), -3600) != nil,
-            X509_gmtime_adj(X509_getm_notAfter(certificate), validDays * 86_400) != nil
-        else { throw Failure("X509_gmtime_adj") }
-        let name = X509_get_subject_name(certificate)
-        for (field, value) in [("O", "Larder"), ("CN", commonName)] {
-            guard X509_NAME_add_entry_by_txt(name, field, MBSTRING_UTF8, value, -1, -1, 0) == 1 else {
-                throw Failure("X509_NAME_add_entry_by_txt")
-            }
-        }
-        guard X509_set_issuer_name(certificate, name) == 1, X509_set_pubkey(certificate, key) == 1 else {
-            throw Failure("X509_set_pubkey")
-        }
+        let key = try makeKey()
         var extensions = [
             (NID_basic_constraints, "critical,CA:TRUE,pathlen:0"),
             (NID_key_usage, "critical,keyCertSign,cRLSign"),
@@ -65,23 +68,88 @@ enum OpenSSL {
             let excluded = ["excluded;IP:0.0.0.0/0.0.0.0", "excluded;IP:::/::"]
             extensions.append((NID_name_constraints, (["critical"] + permitted + excluded).joined(separator: ",")))
         }
-        var context = X509V3_CTX()
-        X509V3_set_ctx(&context, certificate, certificate, nil, nil, 0)
-        for (nid, value) in extensions {
-            guard let made = X509V3_EXT_nconf_nid(nil, &context, nid, value) else { throw Failure("X509V3_EXT_nconf_nid(\(value))") }
-            defer { X509_EXTENSION_free(made) }
-            guard X509_add_ext(certificate, made, -1) == 1 else { throw Failure("X509_add_ext") }
-        }
-        guard X509_sign(certificate, key, EVP_sha256()) > 0 else { throw Failure("X509_sign") }
-        let certificatePEM = try pem("PEM_write_bio_X509") { PEM_write_bio_X509($0, certificate) }
-        let keyPEM = try pem("PEM_write_bio_PrivateKey") { PEM_write_bio_PrivateKey($0, key, nil, nil, 0, nil, nil) }
-        return (certificatePEM, keyPEM)
+        let certificate = try makeCertificate(
+            subject: [("O", "Larder"), ("CN", commonName)], publicKey: key, issuer: nil, issuerKey: key,
+            seconds: validDays * 86_400, extensions: extensions)
+        return (
+            try pem(of: certificate),
+            try pem("PEM_write_bio_PrivateKey") { PEM_write_bio_PrivateKey($0, key.pointer, nil, nil, 0, nil, nil) }
+        )
     }
+
+    /// A server certificate for the DNS name `name` carrying `key`'s public half, signed by
+    /// `issuer` with `issuerKey`, valid for `seconds` but never past the issuer.
+    static func makeLeaf(name: String, key: Handle, issuer: Handle, issuerKey: Handle, seconds: Int) throws(Failure) -> Handle {
+        try makeCertificate(
+            subject: [("CN", name)], publicKey: key, issuer: issuer, issuerKey: issuerKey, seconds: seconds,
+            extensions: [
+                (NID_basic_constraints, "critical,CA:FALSE"),
+                (NID_key_usage, "critical,digitalSignature"),
+                (NID_ext_key_usage, "serverAuth"),
+                (NID_subject_alt_name, "DNS:\(name)"),
+                (NID_subject_key_identifier, "hash"),
+                (NID_authority_key_identifier, "keyid:always"),
+            ])
+    }
+
+    /// An X.509 v3 certificate: self-signed when `issuer` is nil.
+    private static func makeCertificate(
+        subject: [(String, String)], publicKey: Handle, issuer: Handle?, issuerKey: Handle, seconds: Int,
+        extensions: [(Int32, String)]
+    ) throws(Failure) -> Handle {
+        guard let made = X509_new() else { throw Failure("X509_new") }
+        let certificate = Handle.certificate(made)
+        guard X509_set_version(made, 2) == 1 else { throw Failure("X509_set_version") }  // v3
+        // RFC 5280 §4.1.2.2: positive, at most 20 octets; 127 random bits.
+        guard let serial = BN_new() else { throw Failure("BN_new") }
+        defer { BN_free(serial) }
+        guard BN_rand(serial, 127, -1, 0) == 1, BN_to_ASN1_INTEGER(serial, X509_get_serialNumber(made)) != nil else {
+            throw Failure("BN_rand")
+        }
+        // An hour back, for clients whose clocks run behind.
+        guard X509_gmtime_adj(X509_getm_notBefore(made), -3600) != nil, X509_gmtime_adj(X509_getm_notAfter(made), seconds) != nil
+        else { throw Failure("X509_gmtime_adj") }
+        if let issuer, ASN1_TIME_compare(X509_get0_notAfter(made), X509_get0_notAfter(issuer.pointer)) > 0 {
+            guard X509_set1_notAfter(made, X509_get0_notAfter(issuer.pointer)) == 1 else { throw Failure("X509_set1_notAfter") }
+        }
+        let name = X509_get_subject_name(made)
+        for (field, value) in subject {
+            guard X509_NAME_add_entry_by_txt(name, field, MBSTRING_UTF8, value, -1, -1, 0) == 1 else {
+                throw Failure("X509_NAME_add_entry_by_txt")
+            }
+        }
+        let issuerName = issuer.map { X509_get_subject_name($0.pointer) } ?? name
+        guard X509_set_issuer_name(made, issuerName) == 1, X509_set_pubkey(made, publicKey.pointer) == 1 else {
+            throw Failure("X509_set_pubkey")
+        }
+        var context = X509V3_CTX()
+        X509V3_set_ctx(&context, issuer?.pointer ?? made, made, nil, nil, 0)
+        for (nid, value) in extensions {
+            guard let ext = X509V3_EXT_nconf_nid(nil, &context, nid, value) else { throw Failure("X509V3_EXT_nconf_nid(\(value))") }
+            defer { X509_EXTENSION_free(ext) }
+            guard X509_add_ext(made, ext, -1) == 1 else { throw Failure("X509_add_ext") }
+        }
+        guard X509_sign(made, issuerKey.pointer, EVP_sha256()) > 0 else { throw Failure("X509_sign") }
+        return certificate
+    }
+
+    /// A certificate as PEM.
+    static func pem(of certificate: Handle) throws(Failure) -> String {
+        try pem("PEM_write_bio_X509") { PEM_write_bio_X509($0, certificate.pointer) }
+    }
+
+    /// A PEM certificate or private key, read.
+    static func readCertificate(_ text: String) throws(Failure) -> Handle { .certificate(try readCertificatePointer(text)) }
+    static func readKey(_ text: String) throws(Failure) -> Handle { .key(try readKeyPointer(text)) }
 
     /// What ``LocalCA`` shows of a certificate.
     static func facts(ofCertificatePEM text: String) throws(Failure) -> CertificateFacts {
-        let certificate = try readCertificate(text)
-        defer { X509_free(certificate) }
+        try facts(of: try readCertificate(text))
+    }
+
+    /// What ``LocalCA`` shows of a certificate.
+    static func facts(of handle: Handle) throws(Failure) -> CertificateFacts {
+        let certificate = handle.pointer
         let subject = try pem("X509_NAME_print_ex") { bio in
             X509_NAME_print_ex(bio, X509_get_subject_name(certificate), 0, larder_name_flags_rfc2253()) >= 0 ? 1 : 0
         }
@@ -115,10 +183,9 @@ enum OpenSSL {
     /// Whether the PEM private key `keyPEM` is the key of the PEM certificate `certificatePEM`.
     static func key(_ keyPEM: String, matches certificatePEM: String) throws(Failure) -> Bool {
         let certificate = try readCertificate(certificatePEM)
-        defer { X509_free(certificate) }
         let key = try readKey(keyPEM)
-        defer { EVP_PKEY_free(key) }
-        return X509_check_private_key(certificate, key) == 1
+        // A handle frees its object once unused: keep both until the call returns.
+        return withExtendedLifetime((certificate, key)) { X509_check_private_key(certificate.pointer, key.pointer) == 1 }
     }
 
     // MARK: Helpers
@@ -128,14 +195,14 @@ enum OpenSSL {
         String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
-    private static func readCertificate(_ text: String) throws(Failure) -> OpaquePointer {
+    private static func readCertificatePointer(_ text: String) throws(Failure) -> OpaquePointer {
         let bio = try memoryBIO(holding: text)
         defer { BIO_free(bio) }
         guard let certificate = PEM_read_bio_X509(bio, nil, nil, nil) else { throw Failure("PEM_read_bio_X509") }
         return certificate
     }
 
-    private static func readKey(_ text: String) throws(Failure) -> OpaquePointer {
+    private static func readKeyPointer(_ text: String) throws(Failure) -> OpaquePointer {
         let bio = try memoryBIO(holding: text)
         defer { BIO_free(bio) }
         guard let key = PEM_read_bio_PrivateKey(bio, nil, nil, nil) else { throw Failure("PEM_read_bio_PrivateKey") }
