@@ -46,4 +46,18 @@ static inline int larder_permitted_dns(const X509 *cert, int index, char *out, i
     return result;
 }
 
+/// The SNI callback and its argument (both macros over SSL_CTX_callback_ctrl / SSL_CTX_ctrl).
+static inline void larder_set_servername_callback(SSL_CTX *context, int (*callback)(SSL *, int *, void *), void *argument) {
+    SSL_CTX_set_tlsext_servername_callback(context, callback);
+    SSL_CTX_set_tlsext_servername_arg(context, argument);
+}
+
+/// Server-side settings that are macros: TLS 1.2 at least, partial writes from a moving
+/// buffer (non-blocking writes of what the socket takes).
+static inline int larder_configure_server(SSL_CTX *context) {
+    SSL_CTX_set_mode(context, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    SSL_CTX_set_options(context, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
+    return SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION);
+}
+
 #endif

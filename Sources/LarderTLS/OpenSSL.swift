@@ -188,6 +188,103 @@ enum OpenSSL {
         return withExtendedLifetime((certificate, key)) { X509_check_private_key(certificate.pointer, key.pointer) == 1 }
     }
 
+    // MARK: TLS sessions
+
+    /// The server side of every intercepted session: TLS 1.2 at least, no renegotiation,
+    /// ALPN `http/1.1` only, and the certificate for the client's SNI name from `leaf`.
+    ///
+    /// `@unchecked Sendable`: a thin owner of one SSL_CTX. Invariant: configured in `init`
+    /// and afterwards only passed to SSL_new, which OpenSSL allows from any thread.
+    final class ServerContext: @unchecked Sendable {
+        let pointer: OpaquePointer
+        /// The certificate and key for an SNI name; nil refuses the handshake.
+        let leaf: @Sendable (String) -> (certificate: Handle, key: Handle)?
+
+        init(leaf: @escaping @Sendable (String) -> (certificate: Handle, key: Handle)?) throws(Failure) {
+            guard let context = SSL_CTX_new(TLS_server_method()) else { throw Failure("SSL_CTX_new") }
+            pointer = context
+            self.leaf = leaf
+            guard larder_configure_server(context) == 1 else { throw Failure("SSL_CTX_set_min_proto_version") }
+            SSL_CTX_set_alpn_select_cb(context, selectHTTP11, nil)
+            larder_set_servername_callback(context, chooseCertificate, Unmanaged.passUnretained(self).toOpaque())
+        }
+
+        deinit { SSL_CTX_free(pointer) }
+    }
+
+    /// One TLS session, server side, over a non-blocking socket. Loop-confined.
+    final class Session {
+        let ssl: OpaquePointer
+        /// The name the client must ask for (the CONNECT target): another SNI is refused.
+        let expectedName: String
+        /// The SNI name the client sent.
+        fileprivate(set) var serverName: String?
+        /// Why the handshake was refused, when Larder refused it.
+        fileprivate(set) var refusal: String?
+        /// Kept alive as long as the session: the SNI callback reaches it through the SSL.
+        private let context: ServerContext
+
+        init(context: ServerContext, fd: Int32, expectedName: String) throws(Failure) {
+            guard let ssl = SSL_new(context.pointer) else { throw Failure("SSL_new") }
+            self.ssl = ssl
+            self.context = context
+            self.expectedName = expectedName
+            guard SSL_set_fd(ssl, fd) == 1 else { throw Failure("SSL_set_fd") }
+            SSL_set_accept_state(ssl)
+            // Slot 0 is the "app data" slot (SSL_set_app_data is a macro over it).
+            SSL_set_ex_data(ssl, 0, Unmanaged.passUnretained(self).toOpaque())
+        }
+
+        deinit { SSL_free(ssl) }
+
+        /// What a call on the session came to.
+        enum Outcome: Equatable {
+            case done(Int)
+            /// Nothing until the socket is readable (or writable) again.
+            case wantRead, wantWrite
+            /// The peer closed the session cleanly.
+            case closed
+            case failed(String)
+        }
+
+        func handshake() -> Outcome {
+            outcome(of: "SSL_do_handshake", SSL_do_handshake(ssl), count: 0)
+        }
+
+        func read(into buffer: UnsafeMutableRawBufferPointer) -> Outcome {
+            var count = 0
+            return outcome(of: "SSL_read", SSL_read_ex(ssl, buffer.baseAddress, buffer.count, &count), count: count)
+        }
+
+        func write(_ bytes: UnsafeRawBufferPointer) -> Outcome {
+            var count = 0
+            return outcome(of: "SSL_write", SSL_write_ex(ssl, bytes.baseAddress, bytes.count, &count), count: count)
+        }
+
+        /// Decrypted bytes waiting to be read.
+        var pending: Int { Int(SSL_pending(ssl)) }
+        /// The negotiated protocol version ("TLSv1.3").
+        var version: String { String(cString: SSL_get_version(ssl)) }
+
+        /// Sends close_notify (once; a full socket just skips it).
+        func shutdown() { _ = SSL_shutdown(ssl) }
+
+        private func outcome(of call: String, _ result: Int32, count: Int) -> Outcome {
+            if result == 1 { return .done(count) }
+            let code = SSL_get_error(ssl, result)
+            switch code {
+            case SSL_ERROR_WANT_READ: return .wantRead
+            case SSL_ERROR_WANT_WRITE: return .wantWrite
+            case SSL_ERROR_ZERO_RETURN: return .closed
+            default:
+                let queued = Failure(call)
+                let errnoText = code == SSL_ERROR_SYSCALL && errno != 0 ? String(cString: strerror(errno)) : ""
+                let reason = [refusal, queued.reason, errnoText].compactMap { $0?.isEmpty == false ? $0 : nil }.joined(separator: "; ")
+                return .failed(reason.isEmpty ? "\(call): the peer closed the connection" : "\(call): \(reason)")
+            }
+        }
+    }
+
     // MARK: Helpers
 
     /// A NUL-terminated C string in `buffer`, as text.
@@ -233,4 +330,57 @@ enum OpenSSL {
         }
         return String(decoding: bytes, as: UTF8.self)
     }
+}
+
+/// ALPN (RFC 7301): `http/1.1` if the client offers it, else the handshake fails with
+/// no_application_protocol; a client that offers none gets HTTP/1.1 too.
+private func selectHTTP11(
+    _ ssl: OpaquePointer?, _ out: UnsafeMutablePointer<UnsafePointer<UInt8>?>?, _ outLength: UnsafeMutablePointer<UInt8>?,
+    _ offered: UnsafePointer<UInt8>?, _ offeredLength: UInt32, _ argument: UnsafeMutableRawPointer?
+) -> Int32 {
+    let wanted = Array("http/1.1".utf8)
+    guard let offered else { return 3 }  // SSL_TLSEXT_ERR_NOACK
+    var index = 0
+    while index < Int(offeredLength) {
+        let length = Int(offered[index])
+        let start = index + 1
+        if start + length <= Int(offeredLength), length == wanted.count,
+            (0..<length).allSatisfy({ offered[start + $0] == wanted[$0] })
+        {
+            out?.pointee = offered + start
+            outLength?.pointee = UInt8(length)
+            return 0  // SSL_TLSEXT_ERR_OK
+        }
+        index = start + length
+    }
+    return 2  // SSL_TLSEXT_ERR_ALERT_FATAL: no_application_protocol
+}
+
+/// SNI: the leaf for the name the client asks for, if it is the session's expected name.
+private func chooseCertificate(_ ssl: OpaquePointer?, _ alert: UnsafeMutablePointer<Int32>?, _ argument: UnsafeMutableRawPointer?) -> Int32
+{
+    let unrecognizedName: Int32 = 112  // RFC 6066 §3 unrecognized_name
+    guard let ssl, let argument, let slot = SSL_get_ex_data(ssl, 0) else { return 2 }
+    let context = Unmanaged<OpenSSL.ServerContext>.fromOpaque(argument).takeUnretainedValue()
+    let session = Unmanaged<OpenSSL.Session>.fromOpaque(slot).takeUnretainedValue()
+    guard let raw = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name) else {
+        session.refusal = "the client sent no server name (SNI)"
+        alert?.pointee = unrecognizedName
+        return 2  // SSL_TLSEXT_ERR_ALERT_FATAL
+    }
+    let name = String(cString: raw)
+    session.serverName = name
+    guard name.lowercased() == session.expectedName.lowercased() else {
+        session.refusal = "the client asked for \(name), not \(session.expectedName) it sent CONNECT for"
+        alert?.pointee = unrecognizedName
+        return 2
+    }
+    guard let leaf = context.leaf(name), SSL_use_certificate(ssl, leaf.certificate.pointer) == 1,
+        SSL_use_PrivateKey(ssl, leaf.key.pointer) == 1
+    else {
+        session.refusal = "no certificate for \(name)"
+        alert?.pointee = unrecognizedName
+        return 2
+    }
+    return 0
 }

@@ -1,0 +1,115 @@
+import Glibc
+import LarderIO
+
+/// A client's socket after an intercepted CONNECT: a TLS session, server side, that the
+/// connection reads requests from and writes responses to as from a plain socket. It answers
+/// only for the host the client sent CONNECT for (another SNI name is refused), shows the
+/// mint's certificate for it, and speaks HTTP/1.1 (ALPN). No `sendfile`: the bytes are
+/// encrypted in user space, so ``OutputQueue`` copies file bodies through ``write(_:more:)``.
+///
+/// Stages: handshaking → open → closed; the handshake runs inside the first reads and writes,
+/// non-blocking, on the connection's loop. State: loop-confined.
+public final class TLSTransport: Transport {
+    public enum Stage: Equatable, Sendable {
+        case handshaking, open, closed
+    }
+
+    public let socket: Socket
+    private let session: OpenSSL.Session
+    public private(set) var stage = Stage.handshaking
+    /// Why the session failed (a refused name, the client's alert, a broken record), for the log.
+    public private(set) var failure: String?
+
+    /// A session on `socket` (non-blocking, just after the 200 to CONNECT) for `host`.
+    public init(socket: Socket, interceptor: TLSInterceptor, host: String) throws(LocalCA.Failure) {
+        self.socket = socket
+        do {
+            session = try OpenSSL.Session(context: interceptor.context, fd: socket.fd, expectedName: host)
+        } catch {
+            throw LocalCA.Failure("cannot start a TLS session: \(error)")
+        }
+    }
+
+    /// The SNI name the client sent, once the handshake has read it.
+    public var serverName: String? { session.serverName }
+    /// The protocol version, once open ("TLSv1.3").
+    public var version: String { session.version }
+
+    public func read(into buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> Int? {
+        guard try handshaken() else { return nil }
+        switch session.read(into: buffer) {
+        case .done(let count): return count
+        case .wantRead, .wantWrite: return nil
+        case .closed:
+            stage = .closed
+            return 0
+        case .failed(let reason): throw fail(reason, call: "SSL_read")
+        }
+    }
+
+    public func write(_ vectors: UnsafeBufferPointer<iovec>, more: Bool) throws(SystemError) -> Int? {
+        guard try handshaken() else { return nil }
+        var total = 0
+        for vector in vectors where vector.iov_len > 0 {
+            // After a would-block, OpenSSL wants the same bytes again: the queue offers them,
+            // since it advances only by what was taken.
+            switch session.write(UnsafeRawBufferPointer(start: vector.iov_base, count: vector.iov_len)) {
+            case .done(let count):
+                total += count
+                if count < vector.iov_len { return total }
+            case .wantRead, .wantWrite:
+                return total == 0 ? nil : total
+            case .closed:
+                throw fail("the client closed the session", call: "SSL_write", errno: EPIPE)
+            case .failed(let reason):
+                throw fail(reason, call: "SSL_write")
+            }
+        }
+        return total
+    }
+
+    public var canSendFile: Bool { false }
+
+    public func sendFile(from file: Int32, offset: inout Int64, count: Int) throws(SystemError) -> Int? {
+        throw SystemError(call: "sendfile", errno: EOPNOTSUPP)
+    }
+
+    /// Records decrypted and not yet returned: the socket will not report them as readable.
+    public var hasBufferedInput: Bool { stage == .open && session.pending > 0 }
+
+    public func shutdownWrite() {
+        if stage == .open { session.shutdown() }
+        socket.shutdownWrite()
+    }
+
+    public func close() {
+        stage = .closed
+        socket.close()
+    }
+
+    /// Advances the handshake; whether it is complete.
+    private func handshaken() throws(SystemError) -> Bool {
+        switch stage {
+        case .open: return true
+        case .closed: throw SystemError(call: "SSL_read", errno: EPIPE)
+        case .handshaking: break
+        }
+        switch session.handshake() {
+        case .done:
+            stage = .open
+            return true
+        case .wantRead, .wantWrite:
+            return false
+        case .closed:
+            throw fail("the client closed the connection during the handshake", call: "SSL_do_handshake", errno: ECONNRESET)
+        case .failed(let reason):
+            throw fail(reason, call: "SSL_do_handshake")
+        }
+    }
+
+    private func fail(_ reason: String, call: StaticString, errno code: Int32 = EPROTO) -> SystemError {
+        stage = .closed
+        failure = reason
+        return SystemError(call: call.description, errno: code)
+    }
+}
