@@ -40,7 +40,7 @@ public enum ConfigLoader {
     public static func load(path: String) -> Result<Config, ConfigErrors> {
         let text: String
         do {
-            text = try readFile(path)
+            text = String(decoding: try FileSystem.readWhole(path, limit: 16 << 20), as: UTF8.self)
         } catch {
             return .failure(
                 ConfigErrors([
@@ -49,9 +49,5 @@ public enum ConfigLoader {
                 ]))
         }
         return parse(text, file: path)
-    }
-
-    static func readFile(_ path: String) throws(SystemError) -> String {
-        String(decoding: try FileSystem.readWhole(path, limit: 16 << 20), as: UTF8.self)
     }
 }

@@ -22,28 +22,21 @@ public enum LocalCA {
     /// domain the domain (a subtree also permits the names under it).
     public static func permittedNames(for rules: [HostRule]) -> [String] {
         var names: [String] = []
-        for rule in rules {
-            let name: String
-            switch rule {
-            case .host(let host): name = host
-            case .domain(let suffix): name = String(suffix.dropFirst())
-            case .network: continue
-            }
-            if !names.contains(name) { names.append(name) }
-        }
+        for name in rules.compactMap(subtree(of:)) where !names.contains(name) { names.append(name) }
         return names
     }
 
     /// The rules a CA with these facts cannot sign for: none when it has no Name Constraints.
     public static func uncovered(_ rules: [HostRule], by facts: CertificateFacts) -> [HostRule] {
-        rules.filter { rule in
-            let name: String
-            switch rule {
-            case .host(let host): name = host
-            case .domain(let suffix): name = String(suffix.dropFirst())
-            case .network: return true
-            }
-            return !facts.permits(name)
+        rules.filter { rule in subtree(of: rule).map { !facts.permits($0) } ?? true }
+    }
+
+    /// The DNS subtree a rule needs the CA to permit; nil for a network (never signed for).
+    private static func subtree(of rule: HostRule) -> String? {
+        switch rule {
+        case .host(let host): host
+        case .domain(let suffix): String(suffix.dropFirst())
+        case .network: nil
         }
     }
 
