@@ -115,11 +115,15 @@ struct Serve: ParsableCommand {
             }
             logger.error("reload rejected: keeping the running configuration (\(errors.errors.count) errors)")
             server.reloadRejected()
-        case .success(let loaded) where !LocalCA.problems(with: loaded.tls).isEmpty:
-            for problem in LocalCA.problems(with: loaded.tls) { logger.error("reload rejected: \(problem)") }
-            logger.error("reload rejected: keeping the running configuration")
-            server.reloadRejected()
         case .success(let loaded):
+            // The CA is read once per reload: its files may change between two reads.
+            let problems = LocalCA.problems(with: loaded.tls)
+            guard problems.isEmpty else {
+                for problem in problems { logger.error("reload rejected: \(problem)") }
+                logger.error("reload rejected: keeping the running configuration")
+                server.reloadRejected()
+                return
+            }
             let running = server.config
             for setting in ConfigSelection.restartOnlyChanges(from: running, to: loaded) {
                 logger.warning("reload: \(setting) changed but needs a restart; keeping the running value")

@@ -161,5 +161,25 @@ extension IntegrationTests {
             let exposed = try larder(serve)
             #expect(exposed.status == 1 && exposed.err.contains("readable by others (mode 604)"), "\(exposed.err)")
         }
+
+        @Test func aReloadThatBreaksTheCAIsRejectedAndTheProxyKeepsServing() throws {
+            let origin = try Origin()
+            let directory = Paths.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let ca = directory + "/ca"
+            let config = "[tls]\nintercept = [\"a.example\"]\nca_dir = \"\(ca)\"\n"
+            try config.write(toFile: directory + "/larder.toml", atomically: true, encoding: .utf8)
+            #expect(try larder(["ca", "init", "--config", directory + "/larder.toml"]).status == 0)
+            let running = try Larder(config: config)
+            _ = try running.child.waitForOutput { $0.contains("does not decrypt tunnels yet") }
+
+            #expect(chmod(ca + "/ca.key", 0o644) == 0)
+            try running.rewriteConfig(config + "[log]\nlevel = \"info\"\n")
+            running.child.signal(SIGHUP)
+            let log = try running.child.waitForOutput { $0.contains("keeping the running configuration") }
+            #expect(log.contains("reload rejected: tls.intercept is set, but the CA cannot be used"), "\(log)")
+            #expect(log.contains("readable by others (mode 644)"))
+            #expect(try Curl.viaProxy(running.proxy, [origin.url("/still-served")]).status == 200)
+        }
     }
 }
