@@ -42,4 +42,7 @@ static inline int larder_multi_info_done(CURLMsg *msg, CURL **easy, CURLcode *re
     return 1;
 }
 
+/// The running libcurl's facts (CURLVERSION_NOW is a macro).
+static inline curl_version_info_data *larder_curl_version_info(void) { return curl_version_info(CURLVERSION_NOW); }
+
 #endif

@@ -232,6 +232,7 @@ extension ClientConnection: FillReader {
         case .timeout: message = "Larder: upstream timed out (\(error.message))"
         case .dns: message = "Larder: upstream host not found (\(error.message))"
         case .connect: message = "Larder: cannot connect upstream (\(error.message))"
+        case .tls: message = "Larder: the origin's TLS certificate did not verify, or its TLS handshake failed (\(error.message))"
         default: message = "Larder: upstream failed (\(error.message))"
         }
         exchange.cacheStatus.collapsed = false

@@ -206,6 +206,8 @@ extension ClientConnection: RequestBodySource {
             timeout: route?.timeout ?? runtime.config.upstream.timeout)
         request.destinationCheck = destinationCheck(host: url.bareHost, runtime: runtime)
         request.minRate = route?.minRate ?? runtime.config.upstream.minRate
+        let extraTrust = runtime.config.tls.upstreamCAFile
+        if !extraTrust.isEmpty { request.extraTrustAnchors = extraTrust }
         return request
     }
 

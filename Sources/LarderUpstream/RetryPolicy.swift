@@ -24,7 +24,7 @@ public struct RetryPolicy: Sendable, Equatable {
         case .dns, .connect: return .connect
         case .timeout: return .timeout
         case .reset: return .reset
-        case .truncated, .protocolError, .aborted, .forbidden, .other: return nil
+        case .truncated, .protocolError, .tls, .aborted, .forbidden, .other: return nil
         }
     }
 

@@ -396,6 +396,9 @@ public final class UpstreamTransfer {
         // An empty proxy string disables curl's reading of http_proxy/HTTP_PROXY: the daemon's
         // own environment must not redirect its upstream traffic.
         larder_easy_set_string(easy, CURLOPT_PROXY, request.parentProxy ?? "")
+        if request.url.scheme == "https", handle.trustAnchors != request.extraTrustAnchors {
+            handle.trust(request.extraTrustAnchors)
+        }
         if request.freshConnection {
             larder_easy_set_long(easy, CURLOPT_FRESH_CONNECT, 1)
             handle.needsReset = true
@@ -518,6 +521,9 @@ public final class UpstreamTransfer {
             kind = afterHead ? .truncated : .reset
         case CURLE_WRITE_ERROR, CURLE_ABORTED_BY_CALLBACK, CURLE_READ_ERROR:
             kind = protocolError != nil ? .protocolError : .aborted
+        case CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CONNECT_ERROR, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CACERT_BADFILE,
+            CURLE_SSL_PINNEDPUBKEYNOTMATCH, CURLE_SSL_INVALIDCERTSTATUS:
+            kind = afterHead ? .truncated : .tls
         case CURLE_WEIRD_SERVER_REPLY, CURLE_UNSUPPORTED_PROTOCOL, CURLE_BAD_CONTENT_ENCODING:
             kind = afterHead ? .truncated : .protocolError
         default:
@@ -547,6 +553,8 @@ private final class EasyHandle {
     let errorBuffer: UnsafeMutablePointer<CChar>
     /// Set when a transfer changed an option the next one would inherit (method, upload).
     var needsReset = false
+    /// The extra trust anchors the handle verifies origins with (nil: the system store only).
+    private(set) var trustAnchors: String?
     /// The owning client, unretained (it outlives its handles), for the socket callbacks.
     private let client: UnsafeMutableRawPointer
 
@@ -572,9 +580,28 @@ private final class EasyHandle {
             curl_easy_reset(pointer)
             setConstantOptions()
             needsReset = false
+            trustAnchors = nil
         }
         errorBuffer[0] = 0
     }
+
+    /// Verifies origins against the PEM file `file` and the system store, or (nil) the system
+    /// store alone. curl takes one CA file, so with an extra one the system store comes in
+    /// through its hashed directory (CURLOPT_CAPATH); curl's built-in defaults otherwise.
+    /// Connections verified under other anchors are not reused for these (curl compares them).
+    func trust(_ file: String?) {
+        let defaults = EasyHandle.systemTrust
+        larder_easy_set_string(pointer, CURLOPT_CAINFO, file ?? defaults.file)
+        larder_easy_set_string(pointer, CURLOPT_CAPATH, defaults.directory ?? "/etc/ssl/certs")
+        trustAnchors = file
+    }
+
+    /// curl's compiled-in CA bundle and directory (Debian: /etc/ssl/certs/ca-certificates.crt
+    /// and /etc/ssl/certs).
+    private static let systemTrust: (file: String?, directory: String?) = {
+        guard let info = larder_curl_version_info() else { return (nil, nil) }
+        return (info.pointee.cainfo.map { String(cString: $0) }, info.pointee.capath.map { String(cString: $0) })
+    }()
 
     private func setConstantOptions() {
         larder_easy_set_long(pointer, CURLOPT_NOSIGNAL, 1)

@@ -12,6 +12,9 @@ public struct UpstreamError: Error, Sendable, Equatable, CustomStringConvertible
         case reset
         /// The connection dropped in the middle of the body.
         case truncated
+        /// The TLS connection to the origin failed: its certificate did not verify against the
+        /// trust anchors, or the handshake broke. Never retried, never hidden.
+        case tls
         /// The origin sent something that is not HTTP.
         case protocolError = "protocol"
         /// Larder stopped the transfer (client gone, limit reached).

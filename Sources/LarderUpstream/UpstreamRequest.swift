@@ -23,6 +23,9 @@ public struct UpstreamRequest: Sendable {
     /// connection included), whether it may: nil to go on, or the reason it is refused. Not
     /// asked for a parent's address.
     public var destinationCheck: (@Sendable (SocketAddress) -> String?)?
+    /// A PEM file of trust anchors for an `https` origin, besides the system store
+    /// (`tls.upstream_ca_file`); nil for the system store alone.
+    public var extraTrustAnchors: String?
 
     /// The length of a request body.
     public enum BodyLength: Sendable, Equatable {
