@@ -66,7 +66,7 @@ let package = Package(
         .target(
             name: "LarderServer",
             dependencies: [
-                "CSystemd", "CCrypt", "LarderIO", "LarderHTTP", "LarderConfig", "LarderCache", "LarderUpstream",
+                "CSystemd", "CCrypt", "LarderIO", "LarderHTTP", "LarderConfig", "LarderCache", "LarderUpstream", "LarderTLS",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ],

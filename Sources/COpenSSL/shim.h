@@ -60,4 +60,16 @@ static inline int larder_configure_server(SSL_CTX *context) {
     return SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION);
 }
 
+/// Whether a queued error is an alert the peer sent (OpenSSL files those as reasons from
+/// SSL_AD_REASON_OFFSET up; ERR_GET_REASON is an inline Swift does not see through).
+static inline int larder_error_is_alert(unsigned long code) {
+    return ERR_GET_LIB(code) == ERR_LIB_SSL && ERR_GET_REASON(code) >= SSL_AD_REASON_OFFSET;
+}
+
+/// Whether a queued error says the peer closed the connection in the middle of a record or
+/// a handshake (OpenSSL 3 reports that as an error, not as SSL_ERROR_SYSCALL).
+static inline int larder_error_is_eof(unsigned long code) {
+    return ERR_GET_LIB(code) == ERR_LIB_SSL && ERR_GET_REASON(code) == SSL_R_UNEXPECTED_EOF_WHILE_READING;
+}
+
 #endif

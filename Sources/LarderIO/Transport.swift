@@ -24,6 +24,9 @@ public protocol Transport: AnyObject {
     /// Bytes already read from the socket and decrypted but not yet returned: the loop will not
     /// report them as readable, so the connection reads again while this is true.
     var hasBufferedInput: Bool { get }
+    /// The last read stopped because the transport must write first (a TLS handshake whose
+    /// reply did not fit the socket): the connection asks for writability and reads again then.
+    var wantsWritable: Bool { get }
     /// Ends the sending direction (after the last response: lingering close).
     func shutdownWrite()
     /// Closes the socket.
@@ -58,6 +61,8 @@ public final class SocketTransport: Transport {
     }
 
     public var hasBufferedInput: Bool { false }
+
+    public var wantsWritable: Bool { false }
 
     public func shutdownWrite() { socket.shutdownWrite() }
 

@@ -28,7 +28,7 @@ final class AccessLog {
     /// Appends one line.
     func record(
         client: SocketAddress?, method: String, url: String, status: Int, outcome: String,
-        bytes: Int, durationNanos: UInt64, attempts: Int, retries: String? = nil
+        bytes: Int, durationNanos: UInt64, attempts: Int, retries: String? = nil, tls: String? = nil
     ) {
         guard enabled else { return }
         if journal { buffer.append(contentsOf: "<6>".utf8) }
@@ -58,6 +58,11 @@ final class AccessLog {
         if let retries {
             buffer.append(contentsOf: " retries=".utf8)
             buffer.append(contentsOf: retries.utf8)
+        }
+        // A request that came inside an intercepted TLS session: its protocol version.
+        if let tls {
+            buffer.append(contentsOf: " tls=".utf8)
+            buffer.append(contentsOf: tls.utf8)
         }
         buffer.append(10)
         if buffer.count >= 32 * 1024 {

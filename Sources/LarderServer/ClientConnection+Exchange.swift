@@ -43,8 +43,10 @@ extension ClientConnection {
             return
         }
 
+        // Inside an intercepted session the client already authenticated its CONNECT, and
+        // sends the origin no Proxy-Authorization.
         let users = runtime.config.proxy.authUsers
-        if !users.isEmpty {
+        if !users.isEmpty, interception == nil {
             switch proxy.shared.authenticator.check(
                 exchange.head.headers.values("Proxy-Authorization"), users: users, now: proxy.loop.now)
             {
@@ -64,21 +66,26 @@ extension ClientConnection {
         // `exchange.head` is read in place here and below: a local copy retains its strings.
         let runtime = exchange.runtime
         let url: AbsoluteURL
-        switch exchange.head.target {
-        case .absolute(let absolute):
-            url = absolute
-        case .origin, .asterisk:
-            // RFC 9112 §3.2.2: a proxy is sent absolute-form targets; this client thinks it is
-            // talking to an origin server.
-            respondGenerated(
-                status: 400,
-                message: "Larder is a forward proxy: send requests in absolute form (GET http://host/path), "
-                    + "for example by setting http_proxy=http://\(proxyAddressHint)",
-                outcome: .error)
-            return
-        case .authority(let host, let port):
-            beginTunnel(host: host, port: port, exchange: exchange)
-            return
+        if let interception {
+            guard let inside = interceptedURL(exchange, interception: interception) else { return }
+            url = inside
+        } else {
+            switch exchange.head.target {
+            case .absolute(let absolute):
+                url = absolute
+            case .origin, .asterisk:
+                // RFC 9112 §3.2.2: a proxy is sent absolute-form targets; this client thinks it is
+                // talking to an origin server.
+                respondGenerated(
+                    status: 400,
+                    message: "Larder is a forward proxy: send requests in absolute form (GET http://host/path), "
+                        + "for example by setting http_proxy=http://\(proxyAddressHint)",
+                    outcome: .error)
+                return
+            case .authority(let host, let port):
+                beginTunnel(host: host, port: port, exchange: exchange)
+                return
+            }
         }
         if refusesLoop(host: url.bareHost, port: url.port, exchange: exchange) { return }
 

@@ -1,5 +1,6 @@
 import LarderHTTP
 import LarderIO
+import LarderTLS
 
 /// A client connection on its way to another event loop, with the request it is answering and
 /// the bytes it had read beyond it (pipelined requests).
@@ -14,6 +15,8 @@ struct MovedConnection: Sendable {
     let pending: [UInt8]
     /// When the request was picked up, so its logged duration includes the move.
     let startNanos: UInt64
+    /// An intercepted connection's TLS session and the CONNECT target it answers for.
+    let interception: (session: TLSTransport.Handoff, host: String, port: Int)?
 }
 
 extension ClientConnection {
@@ -29,10 +32,16 @@ extension ClientConnection {
         guard !exchange.moved, bodyRead, !exchange.continueSent, exchange.fill == nil, output.isEmpty,
             !closeWhenFlushed, phase == .exchanging
         else { return false }
+        var session: TLSTransport.Handoff?
+        if let interception {
+            session = interception.tls.handoff()
+            if session == nil { return false }
+        }
         let moved = MovedConnection(
             socket: socket, peer: peer, kind: kind, head: exchange.head,
             body: exchange.requestFraming == .none ? nil : exchange.bufferedBody, pending: Array(inbound.readable),
-            startNanos: exchange.startNanos)
+            startNanos: exchange.startNanos,
+            interception: interception.flatMap { interception in session.map { ($0, interception.host, interception.port) } })
         self.exchange = nil
         leaveLoop(stillCounted: false)
         proxy.shared.stats.connectionsMoved.add(1)

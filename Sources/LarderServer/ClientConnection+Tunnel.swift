@@ -32,6 +32,10 @@ extension ClientConnection {
         }
         let bareHost = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
         if refusesLoop(host: bareHost, port: port, exchange: exchange) { return }
+        // Decrypted and answered here: the origin is reached per request, through the cache.
+        if intercepts(host: bareHost, exchange: exchange) {
+            return beginInterception(host: bareHost, port: port, exchange: exchange)
+        }
         // Through the parents when the configuration has them (and `direct` does not exempt
         // the host): the tunnel is chained with a CONNECT of our own to the parent.
         let parents = proxy.shared.parentHealth.order(

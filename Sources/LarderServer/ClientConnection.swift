@@ -1,6 +1,7 @@
 import Glibc
 import LarderHTTP
 import LarderIO
+import LarderTLS
 
 /// One client connection: reads requests, answers them in order, keeps the connection alive
 /// between them, and enforces the header, idle and write-stall timeouts.
@@ -55,6 +56,10 @@ final class ClientConnection: IOHandler {
     /// keep-alive connection asking for the same host again costs a string compare.
     var destinationVerdict: (host: String, port: Int, generation: Int, refusal: DestinationPolicy.Refusal?)?
     var clientLocality: (generation: Int, local: Bool)?
+    /// Set once an intercepted CONNECT's 200 is queued, until it is written.
+    var pendingInterception: PendingInterception?
+    /// Set while this connection is an intercepted TLS session.
+    var interception: Interception?
 
     /// Input buffered beyond this stops reading until requests are consumed.
     private var inputLimit: Int
@@ -86,12 +91,12 @@ final class ClientConnection: IOHandler {
         if events.contains(.writable) {
             flush()
         }
-        if phase != .closed, events.contains(.readable) || events.contains(.hangup) {
+        if phase != .closed, events.contains(.readable) || events.contains(.hangup) || transport.wantsWritable {
             readInput()
         }
     }
 
-    private func readInput() {
+    func readInput() {
         let space = inbound.writableSpace(minimum: 2048, limit: inputLimit)
         if space.isEmpty {
             updateInterest()
@@ -101,10 +106,15 @@ final class ClientConnection: IOHandler {
         do {
             count = try transport.read(into: space)
         } catch {
+            if interception != nil { interceptionFailed() }
             close()
             return
         }
-        guard let count else { return }
+        if interception?.handshakeDone == false { checkHandshake() }
+        guard let count else {
+            if transport.wantsWritable { updateInterest() }
+            return
+        }
         if count == 0 {
             peerClosed = true
             peerDidClose()
@@ -179,7 +189,7 @@ final class ClientConnection: IOHandler {
                 }
                 return
             case .waitingForRequest, .readingHead:
-                if closeWhenFlushed { return }
+                if closeWhenFlushed || pendingInterception != nil { return }
                 if inbound.isEmpty {
                     inbound.shrinkIfEmpty()
                     return
@@ -208,6 +218,12 @@ final class ClientConnection: IOHandler {
                 begin(head)
             }
         }
+    }
+
+    /// The first request head (or, after an intercepted CONNECT, the TLS handshake and then
+    /// the first head) must arrive within the header timeout.
+    func armHeaderDeadline() {
+        deadline = proxy.loop.now &+ proxy.runtime.headerTimeout
     }
 
     private var exchangeRuntime: RuntimeConfig { exchange?.runtime ?? proxy.runtime }
@@ -242,6 +258,10 @@ final class ClientConnection: IOHandler {
                 startLingering()
                 return
             }
+            if pendingInterception != nil {
+                startInterception()
+                return
+            }
             // Everything written: pull more of a streaming body, if any arrived.
             if exchange?.fill != nil, pumpFill(), !output.isEmpty || closeWhenFlushed {
                 continue
@@ -260,7 +280,7 @@ final class ClientConnection: IOHandler {
         guard phase != .closed else { return }
         var interest: IOEvents = []
         if !peerClosed && inbound.readableCount < inputLimit { interest.insert(.readable) }
-        if !output.isEmpty { interest.insert(.writable) }
+        if !output.isEmpty || transport.wantsWritable { interest.insert(.writable) }
         proxy.loop.setInterest(socket.fd, interest)
     }
 
@@ -289,9 +309,10 @@ final class ClientConnection: IOHandler {
 
     private func logExchange(_ exchange: Exchange) {
         proxy.shared.stats.count(exchange.outcome)
+        if interception != nil { proxy.shared.stats.countIntercepted(exchange.outcome) }
         let duration = Clocks.monotonicNanos() &- exchange.startNanos
         proxy.shared.metrics.requestDuration.record(nanoseconds: duration)
-        if let url = exchange.head.url {
+        if let url = exchange.head.url ?? exchange.url {
             let hit =
                 exchange.outcome == .memoryHit || exchange.outcome == .diskHit || exchange.outcome == .stale
                 || exchange.outcome == .revalidated
@@ -307,9 +328,10 @@ final class ClientConnection: IOHandler {
         // The target's text is built only for a log that is on.
         guard proxy.accessLog.enabled else { return }
         proxy.accessLog.record(
-            client: peer, method: exchange.head.method.rawValue, url: exchange.head.targetText, status: exchange.status,
-            outcome: exchange.outcome.rawValue, bytes: exchange.bodyBytesSent,
-            durationNanos: duration, attempts: exchange.attempts, retries: exchange.retries)
+            client: peer, method: exchange.head.method.rawValue,
+            url: interception == nil ? exchange.head.targetText : exchange.url?.description ?? exchange.head.targetText,
+            status: exchange.status, outcome: exchange.outcome.rawValue, bytes: exchange.bodyBytesSent,
+            durationNanos: duration, attempts: exchange.attempts, retries: exchange.retries, tls: interception?.tls.version)
     }
 
     /// Finishes the current exchange (if any), then closes once the output is written.
@@ -388,6 +410,11 @@ final class ClientConnection: IOHandler {
     /// request starts again on this loop, which fetches what it needs.
     func resume(_ moved: MovedConnection) {
         start(now: proxy.loop.now)
+        if let moving = moved.interception {
+            let tls = TLSTransport(moving.session)
+            transport = tls
+            interception = Interception(host: moving.host, port: moving.port, tls: tls, handshakeDone: true)
+        }
         if !moved.pending.isEmpty {
             let space = inbound.writableSpace(minimum: moved.pending.count, limit: max(inputLimit, moved.pending.count))
             space.copyBytes(from: moved.pending)
@@ -396,13 +423,22 @@ final class ClientConnection: IOHandler {
         phase = .exchanging
         deadline = .max
         processing { begin(moved.head, moved: (moved.startNanos, moved.body)) }
+        // Records the session decrypted before the move raise no event here.
+        if phase != .closed, transport.hasBufferedInput {
+            proxy.loop.enqueueDeferred { [weak self] in
+                guard let self, self.phase != .closed else { return }
+                self.readInput()
+            }
+        }
     }
 
     /// Enforces the timeouts; called by the loop's periodic sweep.
     func checkDeadline(now: UInt64) {
         switch phase {
         case .waitingForRequest:
-            if now >= deadline { close() }
+            guard now >= deadline else { return }
+            if interception != nil { interceptionTimedOut() }
+            close()
         case .readingHead:
             guard now >= deadline else { return }
             // RFC 9110 §15.5.9: 408 tells the client why its request went unanswered.

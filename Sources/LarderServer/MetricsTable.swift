@@ -162,7 +162,38 @@ enum MetricsTable {
                 $0.parentFailovers
             },
             .init(.gauge, "larder_workers", "Event loops serving (proxy.workers).") { $0.workers },
+            .init(.counter, "larder_tls_certificates_minted_total", "Certificates the local CA minted for intercepted hosts.") {
+                $0.tls.certificatesMinted
+            },
+            .init(
+                .counter, "larder_tls_certificate_cache_hits_total", "Intercepted handshakes that reused a certificate minted before."
+            ) {
+                $0.tls.certificateCacheHits
+            },
+            .init(
+                .counter, "larder_tls_spliced_tunnels_total",
+                "CONNECTs to an intercepted host tunnelled blind because its clients kept refusing the handshake."
+            ) {
+                $0.tls.splicedTunnels
+            },
+            .init(.gauge, "larder_tls_spliced_hosts", "Intercepted hosts tunnelled blind now (tls.splice_after_failures).") {
+                $0.tls.splicedHosts
+            },
         ]
+        for outcome in Statistics.HandshakeOutcome.allCases.map(\.rawValue) {
+            rows.append(
+                .init(
+                    .counter, "larder_tls_handshakes_total", "TLS handshakes with intercepted clients, by outcome.",
+                    [("outcome", outcome)]
+                ) { $0.tls.handshakes[outcome] ?? 0 })
+        }
+        for outcome in RequestOutcome.allCases where outcome != .admin && outcome != .tunnel && outcome != .intercept {
+            rows.append(
+                .init(
+                    .counter, "larder_tls_requests_total", "Requests answered inside intercepted TLS sessions, by outcome.",
+                    [("outcome", outcome.rawValue)]
+                ) { $0.tls.requests[outcome.rawValue] ?? 0 })
+        }
         return rows
     }()
 }

@@ -1,4 +1,5 @@
 import LarderConfig
+import LarderTLS
 import LarderUpstream
 
 /// One loaded configuration with what is derived from it (the route index, limits in
@@ -11,11 +12,14 @@ public final class RuntimeConfig: Sendable {
     public let parents: ParentPlan
     /// Increases with every successful reload.
     public let generation: Int
+    /// The CA's mint and TLS settings for intercepted tunnels; nil when `tls.intercept` is empty.
+    public let interceptor: TLSInterceptor?
     let headerTimeout: UInt64
     let idleTimeout: UInt64
 
-    public init(config: Config, generation: Int = 0) {
+    public init(config: Config, generation: Int = 0, interceptor: TLSInterceptor? = nil) {
         self.config = config
+        self.interceptor = interceptor
         routes = RouteTable(config.routes)
         parents = ParentPlan(config.upstream, routes: config.routes)
         self.generation = generation

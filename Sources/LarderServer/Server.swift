@@ -4,6 +4,7 @@ import LarderCache
 import LarderConfig
 import LarderHTTP
 import LarderIO
+import LarderTLS
 import Logging
 
 /// The daemon: binds the listeners (or takes them from systemd), runs the event loops,
@@ -16,9 +17,10 @@ public final class Server: Sendable {
     private let loops = Locked<[EventLoopHandle]>([])
     private let sockets = Locked<[(Listener.Kind, Socket)]>([])
 
-    /// Creates a server for `config`; nothing is bound until ``start()``.
-    public init(config: Config, logger: Logger) {
-        shared = SharedState(runtime: RuntimeConfig(config: config), logger: logger)
+    /// Creates a server for `config` (and the interceptor its `[tls]` asks for, made by
+    /// ``TLSInterceptor/make(for:replacing:)``); nothing is bound until ``start()``.
+    public init(config: Config, interceptor: TLSInterceptor?, logger: Logger) {
+        shared = SharedState(runtime: RuntimeConfig(config: config, interceptor: interceptor), logger: logger)
     }
 
     /// The addresses actually bound (port 0 resolved).
@@ -145,11 +147,19 @@ public final class Server: Sendable {
 
     /// Applies `config` to new requests on every loop; requests in flight keep their config.
     /// Tells systemd it is reloading, then ready again.
-    public func apply(_ config: Config) {
+    public func apply(_ config: Config, interceptor: TLSInterceptor?) {
         Systemd.notifyReloading()
-        let runtime = shared.runtime.withLock { current in
-            current = RuntimeConfig(config: config, generation: current.generation + 1)
-            return current
+        let (runtime, replaced) = shared.runtime.withLock { current in
+            let replaced = current.interceptor
+            current = RuntimeConfig(config: config, generation: current.generation + 1, interceptor: interceptor)
+            return (current, replaced)
+        }
+        if let replaced, replaced !== interceptor {
+            let counted = replaced.mint.statistics
+            shared.retiredMints.withLock { retired in
+                retired.minted += counted.minted
+                retired.hits += counted.hits
+            }
         }
         let memory = config.memory
         shared.cache.memory.setLimits(
@@ -176,6 +186,8 @@ public final class Server: Sendable {
 
     /// The configuration currently applied.
     public var config: Config { shared.currentRuntime.config }
+    /// The interceptor currently applied (a reload keeps it when the CA did not change).
+    public var interceptor: TLSInterceptor? { shared.currentRuntime.interceptor }
 
     /// Stops accepting, lets in-flight exchanges finish for up to `timeout`, then closes the
     /// rest, flushes the disk tier and stops the loops.

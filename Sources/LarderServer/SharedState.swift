@@ -2,6 +2,7 @@ import LarderCache
 import LarderConfig
 import LarderHTTP
 import LarderIO
+import LarderTLS
 import LarderUpstream
 import Logging
 import Synchronization
@@ -39,6 +40,21 @@ final class SharedState: Sendable {
     }
     /// Parent proxies that are backing off, and per-parent counters (kept across reloads).
     let parentHealth = ParentHealth()
+    /// How intercepted hosts' client handshakes went, and which are spliced (tunnelled blind).
+    let interceptedHosts = InterceptedHosts()
+    /// What the mints a reload replaced (a rotated CA) had counted, so the totals only grow.
+    let retiredMints = Locked(CertificateMint.Statistics())
+
+    /// Certificates minted and reused since the daemon started: the running mint's counts and
+    /// those of the mints it replaced.
+    func mintStatistics(current: TLSInterceptor?) -> CertificateMint.Statistics {
+        var total = retiredMints.withLock { $0 }
+        if let running = current?.mint.statistics {
+            total.minted += running.minted
+            total.hits += running.hits
+        }
+        return total
+    }
     /// Proxy authentication: the verdict table and the hashing thread.
     let authenticator = ProxyAuthenticator()
     /// Threads that resolve CONNECT targets (getaddrinfo blocks, so never on a loop). Jobs go

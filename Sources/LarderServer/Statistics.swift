@@ -13,6 +13,9 @@ public enum RequestOutcome: String, Sendable, CaseIterable {
     case pass
     case error
     case tunnel
+    /// A CONNECT answered by decrypting the tunnel (HTTPS interception): the requests inside
+    /// are counted on their own.
+    case intercept
     case admin
 }
 
@@ -68,6 +71,27 @@ public final class Statistics: Sendable {
     public let tunnelBytesDown = AtomicCounter()
     /// Requests refused for missing or wrong Proxy-Authorization.
     public let authFailures = AtomicCounter()
+    /// Requests answered inside intercepted TLS sessions, by outcome (also in the totals).
+    private let interceptedOutcomes: [AtomicCounter]
+    /// Server handshakes with intercepted clients, by ``HandshakeOutcome``.
+    private let handshakes: [AtomicCounter]
+    /// CONNECTs to an intercepted host tunnelled blind because its clients kept rejecting the
+    /// handshake (`tls.splice_after_failures`).
+    public let splicedTunnels = AtomicCounter()
+
+    /// How a server handshake with an intercepted client ended.
+    public enum HandshakeOutcome: String, Sendable, CaseIterable {
+        /// Completed: requests follow.
+        case ok
+        /// The client refused it with an alert (it does not trust the CA, or it pins).
+        case rejected
+        /// The client closed the connection without an alert.
+        case closed
+        /// Bytes that are not TLS, a name other than the CONNECT host, or a protocol error.
+        case failed
+        /// Not complete within `proxy.header_timeout`.
+        case timeout
+    }
 
     /// Retries by reason (connect, timeout, reset, 5xx, 500, 429).
     public let retries: [String: AtomicCounter] = Dictionary(
@@ -76,10 +100,28 @@ public final class Statistics: Sendable {
     public let finalFailures: [String: AtomicCounter] = Dictionary(
         uniqueKeysWithValues: Statistics.failureReasons.map { ($0, AtomicCounter()) })
     /// Why an upstream exchange failed for good (`larder_upstream_failures_total{reason}`).
-    static let failureReasons = ["dns", "connect", "timeout", "reset", "truncated", "protocol", "other", "5xx", "429"]
+    static let failureReasons = ["dns", "connect", "timeout", "reset", "truncated", "protocol", "tls", "other", "5xx", "429"]
 
     public init() {
         outcomes = RequestOutcome.allCases.map { _ in AtomicCounter() }
+        interceptedOutcomes = RequestOutcome.allCases.map { _ in AtomicCounter() }
+        handshakes = HandshakeOutcome.allCases.map { _ in AtomicCounter() }
+    }
+
+    func countIntercepted(_ outcome: RequestOutcome) {
+        interceptedOutcomes[Self.index(outcome)].add(1)
+    }
+
+    public func interceptedValue(_ outcome: RequestOutcome) -> Int {
+        interceptedOutcomes[Self.index(outcome)].load()
+    }
+
+    func count(_ handshake: HandshakeOutcome) {
+        handshakes[HandshakeOutcome.allCases.firstIndex(of: handshake)!].add(1)
+    }
+
+    public func value(_ handshake: HandshakeOutcome) -> Int {
+        handshakes[HandshakeOutcome.allCases.firstIndex(of: handshake)!].load()
     }
 
     func countFinalFailure(_ reason: String) {
@@ -108,6 +150,7 @@ public final class Statistics: Sendable {
         case .error: 7
         case .tunnel: 8
         case .admin: 9
+        case .intercept: 10
         }
     }
 }

@@ -30,6 +30,8 @@ public struct StatsDocument: Codable, Sendable, Equatable {
     public var parents: [Parent]
     public var parentFailovers: Int
     public var topHosts: [Host]
+    /// HTTPS interception (`[tls]`).
+    public var tls: TLS
 
     public struct Bytes: Codable, Sendable, Equatable {
         public var fromCache: Int
@@ -112,6 +114,36 @@ public struct StatsDocument: Codable, Sendable, Equatable {
         public var down: Bool
     }
 
+    public struct TLS: Codable, Sendable, Equatable {
+        /// Whether `tls.intercept` lists any host.
+        public var intercepting: Bool
+        /// Server handshakes with intercepted clients, by outcome (`ok`, `rejected`, `closed`,
+        /// `failed`, `timeout`).
+        public var handshakes: [String: Int]
+        public var certificatesMinted: Int
+        /// Handshakes that reused a certificate minted before.
+        public var certificateCacheHits: Int
+        /// Requests answered inside intercepted sessions, by outcome (also in `requests`).
+        public var requests: [String: Int]
+        /// CONNECTs to an intercepted host tunnelled blind because it is spliced.
+        public var splicedTunnels: Int
+        /// Hosts spliced now (`tls.splice_after_failures`).
+        public var splicedHosts: Int
+        /// How response bodies are encrypted: `copy` (read into user space and written through
+        /// the TLS session; the kernel TLS offload is not used).
+        public var bodyPath: String
+        /// Hosts whose clients failed handshakes, most failures first.
+        public var failingHosts: [TLSHost]
+    }
+
+    public struct TLSHost: Codable, Sendable, Equatable {
+        public var host: String
+        public var failures: Int
+        /// The last failure: its outcome and reason (the client's alert).
+        public var lastFailure: String
+        public var spliced: Bool
+    }
+
     public struct Host: Codable, Sendable, Equatable {
         public var host: String
         public var requests: Int
@@ -136,7 +168,7 @@ public struct StatsDocument: Codable, Sendable, Equatable {
 
     private enum CodingKeys: String, CodingKey {
         case version, uptimeSeconds, workers, requests, hitRatio, bytes, memory, disk, coalescing, upstream, invalidations
-        case connections, refused, busyPoll, tunnels, parents, parentFailovers, topHosts
+        case connections, refused, busyPoll, tunnels, parents, parentFailovers, topHosts, tls
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -159,6 +191,7 @@ public struct StatsDocument: Codable, Sendable, Equatable {
         try container.encode(parents, forKey: .parents)
         try container.encode(parentFailovers, forKey: .parentFailovers)
         try container.encode(topHosts, forKey: .topHosts)
+        try container.encode(tls, forKey: .tls)
     }
 }
 
@@ -171,7 +204,7 @@ extension StatsDocument {
         var proxied = 0
         for outcome in RequestOutcome.allCases {
             requests[outcome.rawValue] = stats.value(outcome)
-            if outcome != .admin && outcome != .tunnel { proxied += stats.value(outcome) }
+            if outcome != .admin && outcome != .tunnel && outcome != .intercept { proxied += stats.value(outcome) }
         }
         requests["total"] = requests.values.reduce(0, +)
         let fromCache = stats.value(.memoryHit) + stats.value(.diskHit) + stats.value(.stale) + stats.value(.revalidated)
@@ -222,6 +255,29 @@ extension StatsDocument {
             parentFailovers: stats.parentFailovers.load(),
             topHosts: shared.hosts.top(10).map { entry in
                 Host(host: entry.host, requests: entry.counts.requests, hits: entry.counts.hits, bytes: entry.counts.bytes)
+            },
+            tls: TLS(shared, now: now))
+    }
+}
+
+extension StatsDocument.TLS {
+    init(_ shared: SharedState, now: UInt64) {
+        let stats = shared.stats
+        let runtime = shared.currentRuntime
+        let mint = shared.mintStatistics(current: runtime.interceptor)
+        var requests: [String: Int] = [:]
+        for outcome in RequestOutcome.allCases where outcome != .admin && outcome != .tunnel && outcome != .intercept {
+            requests[outcome.rawValue] = stats.interceptedValue(outcome)
+        }
+        self.init(
+            intercepting: runtime.interceptor != nil,
+            handshakes: Dictionary(uniqueKeysWithValues: Statistics.HandshakeOutcome.allCases.map { ($0.rawValue, stats.value($0)) }),
+            certificatesMinted: mint.minted, certificateCacheHits: mint.hits, requests: requests,
+            splicedTunnels: stats.splicedTunnels.load(), splicedHosts: shared.interceptedHosts.splicedCount(now: now),
+            bodyPath: "copy",
+            failingHosts: shared.interceptedHosts.failing(10).map { host, entry in
+                let spliced = if case .spliced(let until) = entry.stage { until > now } else { false }
+                return StatsDocument.TLSHost(host: host, failures: entry.failures, lastFailure: entry.lastFailure ?? "", spliced: spliced)
             })
     }
 }

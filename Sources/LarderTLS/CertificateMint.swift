@@ -31,6 +31,11 @@ public final class CertificateMint: Sendable {
     public struct Statistics: Sendable, Equatable {
         public var minted = 0
         public var hits = 0
+
+        public init(minted: Int = 0, hits: Int = 0) {
+            self.minted = minted
+            self.hits = hits
+        }
     }
 
     private struct Cache {

@@ -43,13 +43,24 @@ public enum LocalCA {
     /// Why `tls` cannot be used as configured, one message each: none when interception is off
     /// or the CA is present, private, sound and permits every listed host.
     public static func problems(with tls: TLSConfig) -> [String] {
+        if !tls.upstreamCAFile.isEmpty {
+            do {
+                try TLSInterceptor.checkTrustAnchors(tls.upstreamCAFile)
+            } catch {
+                return [error.description]
+            }
+        }
         guard !tls.intercept.isEmpty else { return [] }
-        let facts: CertificateFacts
         do {
-            facts = try load(from: tls.caDirectory)
+            return problems(with: tls, facts: try load(from: tls.caDirectory))
         } catch {
             return ["tls.intercept is set, but the CA cannot be used: \(error)"]
         }
+    }
+
+    /// Why a CA with these facts cannot serve `tls.intercept`: a listed host it may not sign
+    /// for, or its expiry.
+    static func problems(with tls: TLSConfig, facts: CertificateFacts) -> [String] {
         let outside = uncovered(tls.intercept, by: facts)
         guard outside.isEmpty else {
             let names = outside.map(\.description).joined(separator: ", ")

@@ -139,6 +139,19 @@ enum OpenSSL {
     }
 
     /// A PEM certificate or private key, read.
+    /// How many certificates the PEM text holds (other blocks are skipped).
+    static func certificateCount(inPEM text: String) throws(Failure) -> Int {
+        let bio = try memoryBIO(holding: text)
+        defer { BIO_free(bio) }
+        var count = 0
+        while let certificate = PEM_read_bio_X509(bio, nil, nil, nil) {
+            X509_free(certificate)
+            count += 1
+        }
+        ERR_clear_error()  // the end of the text is queued as an error
+        return count
+    }
+
     static func readCertificate(_ text: String) throws(Failure) -> Handle { .certificate(try readCertificatePointer(text)) }
     static func readKey(_ text: String) throws(Failure) -> Handle { .key(try readKeyPointer(text)) }
 
@@ -212,8 +225,13 @@ enum OpenSSL {
         deinit { SSL_CTX_free(pointer) }
     }
 
-    /// One TLS session, server side, over a non-blocking socket. Loop-confined.
-    final class Session {
+    /// One TLS session, server side, over a non-blocking socket.
+    ///
+    /// `@unchecked Sendable`: a thin owner of one SSL handle. Invariant: one event loop uses it
+    /// at a time; it changes loops only inside ``TLSTransport/Handoff``, passed through the
+    /// loop's task queue (whose lock orders the last use on one loop before the first on the
+    /// next), and OpenSSL ties no SSL object to a thread.
+    final class Session: @unchecked Sendable {
         let ssl: OpaquePointer
         /// The name the client must ask for (the CONNECT target): another SNI is refused.
         let expectedName: String
@@ -221,6 +239,10 @@ enum OpenSSL {
         fileprivate(set) var serverName: String?
         /// Why the handshake was refused, when Larder refused it.
         fileprivate(set) var refusal: String?
+        /// The last failure was an alert from the peer (it refused our certificate, say).
+        private(set) var peerAlerted = false
+        /// The last failure was the peer closing the connection mid-way, without an alert.
+        private(set) var peerVanished = false
         /// Kept alive as long as the session: the SNI callback reaches it through the SSL.
         private let context: ServerContext
 
@@ -277,7 +299,12 @@ enum OpenSSL {
             case SSL_ERROR_WANT_WRITE: return .wantWrite
             case SSL_ERROR_ZERO_RETURN: return .closed
             default:
+                let first = ERR_peek_error()
+                peerAlerted = larder_error_is_alert(first) != 0
                 let queued = Failure(call)
+                peerVanished =
+                    larder_error_is_eof(first) != 0
+                    || (code == SSL_ERROR_SYSCALL && queued.reason.isEmpty && (errno == 0 || errno == ECONNRESET))
                 let errnoText = code == SSL_ERROR_SYSCALL && errno != 0 ? String(cString: strerror(errno)) : ""
                 let reason = [refusal, queued.reason, errnoText].compactMap { $0?.isEmpty == false ? $0 : nil }.joined(separator: "; ")
                 return .failed(reason.isEmpty ? "\(call): the peer closed the connection" : "\(call): \(reason)")

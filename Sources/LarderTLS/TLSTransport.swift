@@ -19,6 +19,19 @@ public final class TLSTransport: Transport {
     public private(set) var stage = Stage.handshaking
     /// Why the session failed (a refused name, the client's alert, a broken record), for the log.
     public private(set) var failure: String?
+    /// How it failed, once it has.
+    public private(set) var ending: Ending?
+
+    /// How a session failed.
+    public enum Ending: Sendable, Equatable {
+        /// The client sent an alert (during the handshake: it rejected the certificate).
+        case alert
+        /// The client closed the connection without one.
+        case closed
+        /// Anything else: bytes that are not TLS, a refused name, a broken record.
+        case error
+    }
+    public private(set) var wantsWritable = false
 
     /// A session on `socket` (non-blocking, just after the 200 to CONNECT) for `host`.
     public init(socket: Socket, interceptor: TLSInterceptor, host: String) throws(LocalCA.Failure) {
@@ -30,6 +43,28 @@ public final class TLSTransport: Transport {
         }
     }
 
+    /// An open session on its way to another event loop (a connection moving to join the fill
+    /// there): the next loop continues it with ``init(_:)``.
+    public struct Handoff: Sendable {
+        let socket: Socket
+        let session: OpenSSL.Session
+    }
+
+    /// Gives the session up for another loop; this transport must not be used afterwards.
+    /// Only an open session moves (the handshake is over, nothing is half-written).
+    public func handoff() -> Handoff? {
+        guard stage == .open else { return nil }
+        stage = .closed
+        return Handoff(socket: socket, session: session)
+    }
+
+    /// Continues a session another loop handed off.
+    public init(_ handoff: Handoff) {
+        socket = handoff.socket
+        session = handoff.session
+        stage = .open
+    }
+
     /// The SNI name the client sent, once the handshake has read it.
     public var serverName: String? { session.serverName }
     /// The protocol version, once open ("TLSv1.3").
@@ -39,7 +74,10 @@ public final class TLSTransport: Transport {
         guard try handshaken() else { return nil }
         switch session.read(into: buffer) {
         case .done(let count): return count
-        case .wantRead, .wantWrite: return nil
+        case .wantRead: return nil
+        case .wantWrite:
+            wantsWritable = true
+            return nil
         case .closed:
             stage = .closed
             return 0
@@ -90,15 +128,21 @@ public final class TLSTransport: Transport {
     /// Advances the handshake; whether it is complete.
     private func handshaken() throws(SystemError) -> Bool {
         switch stage {
-        case .open: return true
+        case .open:
+            wantsWritable = false
+            return true
         case .closed: throw SystemError(call: "SSL_read", errno: EPIPE)
         case .handshaking: break
         }
+        wantsWritable = false
         switch session.handshake() {
         case .done:
             stage = .open
             return true
-        case .wantRead, .wantWrite:
+        case .wantRead:
+            return false
+        case .wantWrite:
+            wantsWritable = true
             return false
         case .closed:
             throw fail("the client closed the connection during the handshake", call: "SSL_do_handshake", errno: ECONNRESET)
@@ -110,6 +154,7 @@ public final class TLSTransport: Transport {
     private func fail(_ reason: String, call: StaticString, errno code: Int32 = EPROTO) -> SystemError {
         stage = .closed
         failure = reason
+        ending = session.peerAlerted ? .alert : code == ECONNRESET || session.peerVanished ? .closed : .error
         return SystemError(call: call.description, errno: code)
     }
 }

@@ -48,9 +48,11 @@ struct Serve: ParsableCommand {
             throw ExitCode(1)
         }
 
-        let tlsProblems = LocalCA.problems(with: config.tls)
-        if !tlsProblems.isEmpty {
-            for problem in tlsProblems { printError("larder: \(problem)") }
+        let interceptor: TLSInterceptor?
+        do {
+            interceptor = try TLSInterceptor.make(for: config.tls, replacing: nil)
+        } catch {
+            for problem in error.description.split(separator: "\n") { printError("larder: \(problem)") }
             printError("larder: not started")
             throw ExitCode(1)
         }
@@ -63,7 +65,7 @@ struct Serve: ParsableCommand {
         // any other thread starts, so every thread inherits the mask. Stray ones are ignored.
         let signals = ProcessSignals.install(handled: [SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2])
 
-        let server = Server(config: config, logger: logger)
+        let server = Server(config: config, interceptor: interceptor, logger: logger)
         do {
             try server.start()
         } catch {
@@ -79,8 +81,11 @@ struct Serve: ParsableCommand {
                 "sockets": "\(server.socketActivated ? "from systemd" : "bound")", "workers": "\(server.workerCount)",
             ])
 
-        if !config.tls.intercept.isEmpty {
-            logger.warning("tls.intercept: the CA is ready, but this version does not decrypt tunnels yet; CONNECT stays a blind tunnel")
+        if let interceptor {
+            let facts = interceptor.mint.facts
+            logger.info(
+                "tls: intercepting CONNECT for \(config.tls.intercept.map(\.description).joined(separator: ", "))",
+                metadata: ["ca": "\(facts.sha256Fingerprint)", "expires": "\(facts.notAfter)"])
         }
 
         while true {
@@ -117,9 +122,11 @@ struct Serve: ParsableCommand {
             server.reloadRejected()
         case .success(let loaded):
             // The CA is read once per reload: its files may change between two reads.
-            let problems = LocalCA.problems(with: loaded.tls)
-            guard problems.isEmpty else {
-                for problem in problems { logger.error("reload rejected: \(problem)") }
+            let interceptor: TLSInterceptor?
+            do {
+                interceptor = try TLSInterceptor.make(for: loaded.tls, replacing: server.interceptor)
+            } catch {
+                for problem in error.description.split(separator: "\n") { logger.error("reload rejected: \(problem)") }
                 logger.error("reload rejected: keeping the running configuration")
                 server.reloadRejected()
                 return
@@ -128,7 +135,7 @@ struct Serve: ParsableCommand {
             for setting in ConfigSelection.restartOnlyChanges(from: running, to: loaded) {
                 logger.warning("reload: \(setting) changed but needs a restart; keeping the running value")
             }
-            server.apply(ConfigSelection.keepingRestartOnly(loaded, from: running))
+            server.apply(ConfigSelection.keepingRestartOnly(loaded, from: running), interceptor: interceptor)
             logger.notice("reloaded \(selection.origin): \(ConfigSummary.line(loaded))")
         }
     }

@@ -132,6 +132,7 @@ private final class CopyingTransport: Transport {
         return nil
     }
     var hasBufferedInput: Bool { false }
+    var wantsWritable: Bool { false }
     func shutdownWrite() { socket.shutdownWrite() }
     func close() { socket.close() }
 }

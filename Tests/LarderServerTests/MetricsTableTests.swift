@@ -36,7 +36,14 @@ import Testing
             tunnels: .init(opened: n(), bytesUp: n(), bytesDown: n()),
             parents: [.init(parent: "http://parent:3128", requests: n(), failures: n(), skipped: n(), down: false)],
             parentFailovers: n(),
-            topHosts: [.init(host: "deb.example", requests: n(), hits: n(), bytes: n())])
+            topHosts: [.init(host: "deb.example", requests: n(), hits: n(), bytes: n())],
+            tls: .init(
+                intercepting: true,
+                handshakes: Dictionary(uniqueKeysWithValues: Statistics.HandshakeOutcome.allCases.map { ($0.rawValue, n()) }),
+                certificatesMinted: n(), certificateCacheHits: n(),
+                requests: Dictionary(uniqueKeysWithValues: RequestOutcome.allCases.map { ($0.rawValue, n()) }),
+                splicedTunnels: n(), splicedHosts: n(), bodyPath: "copy",
+                failingHosts: [.init(host: "pinned.example", failures: n(), lastFailure: "rejected: unknown ca", spliced: true)]))
     }
 
     @Test func everySeriesIsDeclaredOnceAndReadsAFieldOfItsOwn() {
@@ -60,11 +67,14 @@ import Testing
         let json = try document.json()
         #expect(try StatsDocument.decode(json) == document)
         let object = try #require(try JSONSerialization.jsonObject(with: Data(json)) as? [String: Any])
-        for key in ["uptime_seconds", "hit_ratio", "busy_poll", "top_hosts", "parent_failovers", "connections"] {
+        for key in ["uptime_seconds", "hit_ratio", "busy_poll", "top_hosts", "parent_failovers", "connections", "tls"] {
             #expect(object[key] != nil, "\(key)")
         }
         let connections = try #require(object["connections"] as? [String: Any])
         #expect(connections["evicted_idle"] as? Int == document.connections.evictedIdle)
+        let tls = try #require(object["tls"] as? [String: Any])
+        #expect(tls["certificates_minted"] as? Int == document.tls.certificatesMinted)
+        #expect((tls["failing_hosts"] as? [[String: Any]])?.first?["last_failure"] as? String == "rejected: unknown ca")
         var memoryOnly = document
         memoryOnly.disk = nil
         let text = String(decoding: try memoryOnly.json(), as: UTF8.self)

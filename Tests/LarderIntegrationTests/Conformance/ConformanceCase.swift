@@ -13,6 +13,8 @@ struct Scripted: Sendable {
     var truncate: Int?
     /// Send no Date header.
     var noDate = false
+    /// Binary content, base64 (sent in place of `body`).
+    var body64: String?
 
     var json: [String: Any] {
         var object: [String: Any] = [
@@ -20,6 +22,7 @@ struct Scripted: Sendable {
         ]
         if let truncate { object["truncate"] = truncate }
         if noDate { object["no_date"] = true }
+        if let body64 { object["body64"] = body64 }
         return object
     }
 }

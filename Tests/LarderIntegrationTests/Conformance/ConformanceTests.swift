@@ -8,7 +8,7 @@ extension Origin {
         let directory = Paths.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try body.write(to: URL(fileURLWithPath: directory + "/script.json"))
-        let result = try Curl.run(["--data-binary", "@\(directory)/script.json", url("/_script?target=\(target)")])
+        let result = try Curl.run(direct + ["--data-binary", "@\(directory)/script.json", url("/_script?target=\(target)")])
         guard result.status == 200 else { throw TestFailure("cannot script \(target): \(result.status)") }
     }
 }

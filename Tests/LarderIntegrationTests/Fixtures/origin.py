@@ -2,6 +2,8 @@
 """A scriptable origin server for Larder's integration tests (standard library only).
 
 Binds 127.0.0.1 on a free port and prints "PORT <n>" on its first stdout line.
+With `--tls CERT KEY` it speaks HTTPS with that certificate (each handshake runs in the
+connection's own thread).
 
 Every path answers according to its query string:
   status=N            response status (default 200)
@@ -25,6 +27,7 @@ Scripted resources (for the RFC 9111 conformance suite):
   POST /_script?target=/x  with a JSON body {"responses": [R, ...], "conditional": bool}
       Each request for exactly /x (path and query) gets the next R (the last one repeats):
       R = {"status": 200, "headers": [["Name", "value"], ...], "body": "text", "delay": 0.0}
+      ("body64": base64 text in place of "body", for binary content)
       Header values may contain {now}, {now+N} or {now-N}: an HTTP date N seconds from now.
       A response without a Date header gets one (now). With "conditional", a request whose
       If-None-Match matches R's ETag (weak comparison), or whose If-Modified-Since is not
@@ -34,6 +37,7 @@ Control endpoints (never counted):
   /_requests          JSON list of {"method", "target", "headers"} for every counted request
   /_reset             forget the counters
 """
+import base64
 import hashlib
 import json
 import socket
@@ -234,7 +238,7 @@ class Handler(BaseHTTPRequestHandler):
         status = spec.get("status", 200)
         if script.get("conditional") and self.not_modified(headers):
             status = 304
-        body = spec.get("body", "").encode()
+        body = base64.b64decode(spec["body64"]) if "body64" in spec else spec.get("body", "").encode()
         self.send_response_only(status)
         if "date" not in names and not spec.get("no_date"):
             self.send_header("Date", http_date(time.time()))
@@ -309,6 +313,11 @@ class Server(ThreadingHTTPServer):
 
 def main():
     server = Server(("127.0.0.1", 0), Handler)
+    if len(sys.argv) == 4 and sys.argv[1] == "--tls":
+        import ssl
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(sys.argv[2], sys.argv[3])
+        server.socket = context.wrap_socket(server.socket, server_side=True, do_handshake_on_connect=False)
     print(f"PORT {server.server_address[1]}", flush=True)
     server.serve_forever()
 

@@ -1,12 +1,16 @@
 import Foundation
 
-/// The scriptable origin server (Fixtures/origin.py) on 127.0.0.1, port chosen by the kernel.
+/// The scriptable origin server (Fixtures/origin.py) on 127.0.0.1, port chosen by the kernel;
+/// over HTTPS as `localhost` when given a certificate (``TLSFiles``).
 final class Origin {
     let child: ChildProcess
     let port: Int
+    /// The certificate it serves and the anchors that verify it, for an HTTPS origin.
+    let tls: (certificate: String, key: String, anchors: String)?
 
-    init() throws {
-        child = try ChildProcess("/usr/bin/env", ["python3", Paths.originScript])
+    init(tls: (certificate: String, key: String, anchors: String)? = nil) throws {
+        self.tls = tls
+        child = try ChildProcess("/usr/bin/env", ["python3", Paths.originScript] + (tls.map { ["--tls", $0.certificate, $0.key] } ?? []))
         let text = try child.waitForOutput(stream: \.stdout) { $0.contains("PORT ") }
         guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("PORT ") }),
             let port = Int(line.dropFirst(5))
@@ -14,8 +18,11 @@ final class Origin {
         self.port = port
     }
 
-    /// `http://127.0.0.1:PORT` + path.
-    func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
+    /// `http://127.0.0.1:PORT` + path, or `https://localhost:PORT` + path over TLS.
+    func url(_ path: String) -> String { tls == nil ? "http://127.0.0.1:\(port)\(path)" : "https://localhost:\(port)\(path)" }
+
+    /// curl's arguments to reach it directly (its anchors, for an HTTPS origin).
+    var direct: [String] { tls.map { ["--cacert", $0.anchors] } ?? [] }
 
     /// How many requests reached the origin for this exact path and query.
     func count(_ pathAndQuery: String) throws -> Int {
@@ -30,7 +37,7 @@ final class Origin {
 
     /// Every request the origin counted: method, target, headers, arrival time (seconds).
     func requests() throws -> [(method: String, target: String, headers: [(String, String)], time: Double)] {
-        let result = try Curl.run([url("/_requests")])
+        let result = try Curl.run(direct + [url("/_requests")])
         let list = (try JSONSerialization.jsonObject(with: result.body) as? [[String: Any]]) ?? []
         return list.map { entry in
             let headers = (entry["headers"] as? [[String]] ?? []).map { ($0[0], $0[1]) }
@@ -40,11 +47,11 @@ final class Origin {
 
     /// The body the origin sends for `pathAndQuery`, fetched directly.
     func directBody(_ pathAndQuery: String) throws -> Data {
-        try Curl.run([url(pathAndQuery)]).body
+        try Curl.run(direct + [url(pathAndQuery)]).body
     }
 
     private func control(_ path: String) throws -> [String: Any] {
-        let result = try Curl.run([url(path)])
+        let result = try Curl.run(direct + [url(path)])
         return (try JSONSerialization.jsonObject(with: result.body) as? [String: Any]) ?? [:]
     }
 

@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""Clients for Larder's HTTPS interception tests (standard library only). Each mode prints one
+JSON line with what it saw.
+
+  keepalive PROXY_PORT HOST PORT CAFILE PATH N
+      One CONNECT through the proxy, one TLS session trusting CAFILE, then N GETs of PATH on it.
+      {"statuses": [...], "cache": [Cache-Status of each], "bytes": total body bytes}
+  mixed PROXY_PORT HOST PORT CAFILE PATH N
+      N clients through intercepted TLS tunnels and N plain-text clients asking for the same
+      https URL in absolute form, all released at once. {"tls": [statuses], "plain": [statuses],
+      "cache": [Cache-Status values]}
+  wheel NAME VERSION
+      A minimal pure-Python wheel, base64: {"file": name, "body64": ..., "sha256": ...}
+"""
+import base64
+import hashlib
+import http.client
+import io
+import json
+import socket
+import ssl
+import sys
+import threading
+import zipfile
+
+
+def tls_connection(proxy_port, host, port, cafile):
+    context = ssl.create_default_context(cafile=cafile)
+    connection = http.client.HTTPSConnection("127.0.0.1", proxy_port, context=context, timeout=30)
+    connection.set_tunnel(host, port)
+    return connection
+
+
+def keepalive(proxy_port, host, port, cafile, path, count):
+    connection = tls_connection(proxy_port, host, port, cafile)
+    statuses, cache, total = [], [], 0
+    for _ in range(count):
+        connection.request("GET", path)
+        response = connection.getresponse()
+        total += len(response.read())
+        statuses.append(response.status)
+        cache.append(response.getheader("Cache-Status", ""))
+    connection.close()
+    print(json.dumps({"statuses": statuses, "cache": cache, "bytes": total}), flush=True)
+
+
+def mixed(proxy_port, host, port, cafile, path, count):
+    barrier = threading.Barrier(2 * count, timeout=30)
+    results = {"tls": [], "plain": [], "cache": []}
+    lock = threading.Lock()
+
+    def record(kind, status, cache_status):
+        with lock:
+            results[kind].append(status)
+            results["cache"].append(cache_status)
+
+    def over_tls():
+        try:
+            connection = tls_connection(proxy_port, host, port, cafile)
+            connection.connect()  # CONNECT and the handshake happen before the barrier
+            barrier.wait()
+            connection.request("GET", path)
+            response = connection.getresponse()
+            response.read()
+            record("tls", response.status, response.getheader("Cache-Status", ""))
+        except Exception as error:  # reported, not raised: the test counts what succeeded
+            record("tls", repr(error), "")
+
+    def plain():
+        try:
+            connection = http.client.HTTPConnection("127.0.0.1", proxy_port, timeout=30)
+            connection.connect()
+            barrier.wait()
+            connection.request("GET", f"https://{host}:{port}{path}")
+            response = connection.getresponse()
+            response.read()
+            record("plain", response.status, response.getheader("Cache-Status", ""))
+        except Exception as error:
+            record("plain", repr(error), "")
+
+    threads = [threading.Thread(target=over_tls) for _ in range(count)]
+    threads += [threading.Thread(target=plain) for _ in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    print(json.dumps(results), flush=True)
+
+
+def wheel(name, version):
+    buffer = io.BytesIO()
+    info = f"{name}-{version}.dist-info"
+    files = {
+        f"{name}/__init__.py": b"VALUE = 1\n",
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode(),
+        f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: larder-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    record = ""
+    for path, data in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        record += f"{path},sha256={digest},{len(data)}\n"
+    record += f"{info}/RECORD,,\n"
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for path, data in files.items():
+            archive.writestr(path, data)
+        archive.writestr(f"{info}/RECORD", record)
+    data = buffer.getvalue()
+    print(json.dumps({
+        "file": f"{name}-{version}-py3-none-any.whl",
+        "body64": base64.b64encode(data).decode(),
+        "sha256": hashlib.sha256(data).hexdigest(),
+    }), flush=True)
+
+
+if __name__ == "__main__":
+    mode = sys.argv[1]
+    if mode == "wheel":
+        wheel(sys.argv[2], sys.argv[3])
+    else:
+        proxy_port, host, port, cafile, path, count = sys.argv[2:8]
+        {"keepalive": keepalive, "mixed": mixed}[mode](int(proxy_port), host, int(port), cafile, path, int(count))
