@@ -12,14 +12,15 @@ struct CA: ParsableCommand {
 
     /// Where the CA lives: `--dir`, else the configuration's `tls.ca_dir`.
     struct Location: ParsableArguments {
-        @Option(name: .long, help: "The configuration file (default: the embedded defaults).")
+        @Option(
+            name: .long, help: "The configuration file (default: $LARDER_CONFIG, then /etc/larder/larder.toml if present, as serve).")
         var config: String?
         @Option(name: .long, help: "The CA directory (default: the configuration's tls.ca_dir).")
         var dir: String?
 
         func load() throws -> (Config, String) {
             var loaded = Config()
-            if let config {
+            if let config = config ?? ConfigLoader.defaultPath(environment: Environment.variables) {
                 switch ConfigLoader.load(path: config) {
                 case .success(let parsed): loaded = parsed
                 case .failure(let errors):
@@ -47,9 +48,17 @@ struct CA: ParsableCommand {
         var rotate = false
         @Flag(help: "No Name Constraints: the CA can then sign for any name. Not recommended.")
         var unconstrained = false
+        @Flag(
+            name: .customLong("if-missing"),
+            help: "Do nothing when the CA exists or tls.intercept is empty (the systemd unit runs this before serve).")
+        var ifMissing = false
 
         func run() throws {
             let (config, directory) = try location.load()
+            if ifMissing {
+                let present = [LocalCA.certificateFile, LocalCA.keyFile].contains { access(directory + "/" + $0, F_OK) == 0 }
+                if present || (config.tls.intercept.isEmpty && !unconstrained) { return }
+            }
             let permitted = unconstrained ? nil : LocalCA.permittedNames(for: config.tls.intercept)
             if unconstrained {
                 printError("warning: an unconstrained CA can impersonate every site to clients that trust it; guard its key")

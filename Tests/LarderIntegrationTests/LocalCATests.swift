@@ -171,7 +171,7 @@ extension IntegrationTests {
             try config.write(toFile: directory + "/larder.toml", atomically: true, encoding: .utf8)
             #expect(try larder(["ca", "init", "--config", directory + "/larder.toml"]).status == 0)
             let running = try Larder(config: config)
-            _ = try running.child.waitForOutput { $0.contains("does not decrypt tunnels yet") }
+            _ = try running.child.waitForOutput { $0.contains("tls: intercepting CONNECT for a.example") }
 
             #expect(chmod(ca + "/ca.key", 0o644) == 0)
             try running.rewriteConfig(config + "[log]\nlevel = \"info\"\n")
@@ -180,6 +180,30 @@ extension IntegrationTests {
             #expect(log.contains("reload rejected: tls.intercept is set, but the CA cannot be used"), "\(log)")
             #expect(log.contains("readable by others (mode 644)"))
             #expect(try Curl.viaProxy(running.proxy, [origin.url("/still-served")]).status == 200)
+        }
+
+        /// What the systemd unit's ExecStartPre does: in the working directory (the unit's
+        /// StateDirectory), make the CA for the configured hosts once, and never touch it again.
+        @Test func initIfMissingMakesTheCAOnceInTheWorkingDirectoryAndOnlyWhenHostsAreListed() throws {
+            let directory = Paths.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let config = directory + "/larder.toml"
+            func initIfMissing() throws -> Int32 {
+                let child = try ChildProcess(
+                    "/bin/sh", ["-c", "cd \"$0\" && exec \"$1\" ca init --if-missing --config \"$2\"", directory, Paths.larder, config])
+                child.waitUntilExit()
+                return child.terminationStatus
+            }
+            try "[proxy]\nheader_timeout = \"5s\"\n".write(toFile: config, atomically: true, encoding: .utf8)
+            #expect(try initIfMissing() == 0)
+            #expect(!FileManager.default.fileExists(atPath: directory + "/larder-ca"), "nothing to intercept: no CA")
+
+            try "[tls]\nintercept = [\"a.example\"]\n".write(toFile: config, atomically: true, encoding: .utf8)
+            #expect(try initIfMissing() == 0)
+            let made = try String(contentsOfFile: directory + "/larder-ca/ca.pem", encoding: .utf8)
+            #expect(try larder(["ca", "show", "--dir", directory + "/larder-ca"]).out.contains("a.example"))
+            #expect(try initIfMissing() == 0)
+            #expect(try String(contentsOfFile: directory + "/larder-ca/ca.pem", encoding: .utf8) == made, "kept as it was")
         }
     }
 }
