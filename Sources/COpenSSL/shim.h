@@ -53,10 +53,11 @@ static inline void larder_set_servername_callback(SSL_CTX *context, int (*callba
 }
 
 /// Server-side settings that are macros: TLS 1.2 at least, partial writes from a moving
-/// buffer (non-blocking writes of what the socket takes).
+/// buffer (non-blocking writes of what the socket takes), and the kernel's TLS offload where
+/// it exists (OpenSSL falls back to user space when the kernel has none).
 static inline int larder_configure_server(SSL_CTX *context) {
     SSL_CTX_set_mode(context, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-    SSL_CTX_set_options(context, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
+    SSL_CTX_set_options(context, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_ENABLE_KTLS);
     return SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION);
 }
 
@@ -71,5 +72,9 @@ static inline int larder_error_is_alert(unsigned long code) {
 static inline int larder_error_is_eof(unsigned long code) {
     return ERR_GET_LIB(code) == ERR_LIB_SSL && ERR_GET_REASON(code) == SSL_R_UNEXPECTED_EOF_WHILE_READING;
 }
+
+/// Whether the session's sending direction is in the kernel (kTLS), so SSL_sendfile works
+/// (BIO_get_ktls_send is a macro).
+static inline int larder_ktls_send(SSL *ssl) { return BIO_get_ktls_send(SSL_get_wbio(ssl)) == 1; }
 
 #endif

@@ -74,6 +74,7 @@ extension ClientConnection {
         guard let interception, !interception.handshakeDone, interception.tls.stage == .open else { return }
         self.interception?.handshakeDone = true
         proxy.shared.stats.count(.ok)
+        if interception.tls.canSendFile { proxy.shared.stats.kernelSessions.add(1) }
         recordHandshake(failure: nil, countsTowardSplice: true)
     }
 

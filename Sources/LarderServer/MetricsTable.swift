@@ -176,6 +176,12 @@ enum MetricsTable {
             ) {
                 $0.tls.splicedTunnels
             },
+            .init(
+                .counter, "larder_tls_kernel_sessions_total",
+                "Intercepted TLS sessions whose sending the kernel encrypts (kTLS; file bodies zero-copy)."
+            ) {
+                $0.tls.kernelSessions
+            },
             .init(.gauge, "larder_tls_spliced_hosts", "Intercepted hosts tunnelled blind now (tls.splice_after_failures).") {
                 $0.tls.splicedHosts
             },

@@ -78,6 +78,9 @@ public final class Statistics: Sendable {
     /// CONNECTs to an intercepted host tunnelled blind because its clients kept rejecting the
     /// handshake (`tls.splice_after_failures`).
     public let splicedTunnels = AtomicCounter()
+    /// Intercepted sessions whose sending the kernel encrypts (kTLS): their file bodies go out
+    /// zero-copy with SSL_sendfile.
+    public let kernelSessions = AtomicCounter()
 
     /// How a server handshake with an intercepted client ended.
     public enum HandshakeOutcome: String, Sendable, CaseIterable {

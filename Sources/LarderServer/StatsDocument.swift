@@ -129,9 +129,11 @@ public struct StatsDocument: Codable, Sendable, Equatable {
         public var splicedTunnels: Int
         /// Hosts spliced now (`tls.splice_after_failures`).
         public var splicedHosts: Int
-        /// How response bodies are encrypted: `copy` (read into user space and written through
-        /// the TLS session; the kernel TLS offload is not used).
+        /// How file bodies leave intercepted sessions: `ktls` once a session had the kernel's
+        /// TLS offload (SSL_sendfile, zero-copy), else `copy` (read, encrypted in user space).
         public var bodyPath: String
+        /// Sessions that had the kernel's TLS offload.
+        public var kernelSessions: Int
         /// Hosts whose clients failed handshakes, most failures first.
         public var failingHosts: [TLSHost]
     }
@@ -274,7 +276,7 @@ extension StatsDocument.TLS {
             handshakes: Dictionary(uniqueKeysWithValues: Statistics.HandshakeOutcome.allCases.map { ($0.rawValue, stats.value($0)) }),
             certificatesMinted: mint.minted, certificateCacheHits: mint.hits, requests: requests,
             splicedTunnels: stats.splicedTunnels.load(), splicedHosts: shared.interceptedHosts.splicedCount(now: now),
-            bodyPath: "copy",
+            bodyPath: stats.kernelSessions.load() > 0 ? "ktls" : "copy", kernelSessions: stats.kernelSessions.load(),
             failingHosts: shared.interceptedHosts.failing(10).map { host, entry in
                 let spliced = if case .spliced(let until) = entry.stage { until > now } else { false }
                 return StatsDocument.TLSHost(host: host, failures: entry.failures, lastFailure: entry.lastFailure ?? "", spliced: spliced)

@@ -283,6 +283,18 @@ enum OpenSSL {
             return outcome(of: "SSL_write", SSL_write_ex(ssl, bytes.baseAddress, bytes.count, &count), count: count)
         }
 
+        /// Sends `count` bytes of `fd` from `offset` through the kernel's TLS (only once
+        /// ``kernelSends``): the bytes never enter user space.
+        func sendFile(_ fd: Int32, offset: Int64, count: Int) -> Outcome {
+            let result = SSL_sendfile(ssl, fd, off_t(offset), count, 0)
+            if result >= 0 { return .done(result) }
+            return outcome(of: "SSL_sendfile", -1, count: 0)
+        }
+
+        /// Whether the kernel encrypts what this session sends (kTLS): the handshake is over and
+        /// the kernel took the keys.
+        var kernelSends: Bool { larder_ktls_send(ssl) == 1 }
+
         /// Decrypted bytes waiting to be read.
         var pending: Int { Int(SSL_pending(ssl)) }
         /// The negotiated protocol version ("TLSv1.3").

@@ -63,6 +63,7 @@ public final class TLSTransport: Transport {
         socket = handoff.socket
         session = handoff.session
         stage = .open
+        canSendFile = handoff.session.kernelSends
     }
 
     /// The SNI name the client sent, once the handshake has read it.
@@ -106,10 +107,23 @@ public final class TLSTransport: Transport {
         return total
     }
 
-    public var canSendFile: Bool { false }
+    /// True once the handshake is over on a kernel with TLS offload (kTLS): file bodies then
+    /// go out with SSL_sendfile, zero-copy. Otherwise ``OutputQueue`` copies them.
+    public private(set) var canSendFile = false
 
     public func sendFile(from file: Int32, offset: inout Int64, count: Int) throws(SystemError) -> Int? {
-        throw SystemError(call: "sendfile", errno: EOPNOTSUPP)
+        guard canSendFile, try handshaken() else { throw SystemError(call: "sendfile", errno: EOPNOTSUPP) }
+        switch session.sendFile(file, offset: offset, count: count) {
+        case .done(let sent):
+            offset += Int64(sent)
+            return sent
+        case .wantRead, .wantWrite:
+            return nil
+        case .closed:
+            throw fail("the client closed the session", call: "SSL_sendfile", errno: EPIPE)
+        case .failed(let reason):
+            throw fail(reason, call: "SSL_sendfile")
+        }
     }
 
     /// Records decrypted and not yet returned: the socket will not report them as readable.
@@ -138,6 +152,7 @@ public final class TLSTransport: Transport {
         switch session.handshake() {
         case .done:
             stage = .open
+            canSendFile = session.kernelSends
             return true
         case .wantRead:
             return false

@@ -47,7 +47,7 @@ struct Stats: ParsableCommand {
         )
         lines.append(
             pad("Requests") + "\(Format.count(requests["total"] ?? 0))   hit ratio \(String(format: "%.1f", stats.hitRatio * 100)) %")
-        let outcomes = ["hit", "disk_hit", "revalidated", "stale", "coalesced", "miss", "pass", "error", "tunnel", "admin"]
+        let outcomes = ["hit", "disk_hit", "revalidated", "stale", "coalesced", "miss", "pass", "error", "tunnel", "intercept", "admin"]
         lines.append(pad("") + outcomes.map { "\($0) \(Format.count(requests[$0] ?? 0))" }.joined(separator: "  "))
         lines.append(pad("Bytes") + "from cache \(bytes(stats.bytes.fromCache))   from upstream \(bytes(stats.bytes.fromUpstream))")
         let memory = stats.memory
@@ -74,6 +74,23 @@ struct Stats: ParsableCommand {
         lines.append(
             pad("Connections") + "\(connections.active) open   \(Format.count(connections.accepted)) accepted   "
                 + "\(Format.count(connections.rejected)) refused")
+        let tls = stats.tls
+        if tls.intercepting || tls.handshakes.values.contains(where: { $0 > 0 }) {
+            let requestsInside = tls.requests.values.reduce(0, +)
+            let hits = (tls.requests["hit"] ?? 0) + (tls.requests["disk_hit"] ?? 0)
+            lines.append(
+                pad("HTTPS") + "\(Format.count(requestsInside)) requests inside   \(Format.count(hits)) hits   "
+                    + "handshakes "
+                    + Statistics.HandshakeOutcome.allCases.map { "\($0.rawValue) \(Format.count(tls.handshakes[$0.rawValue] ?? 0))" }
+                    .joined(separator: "  "))
+            lines.append(
+                pad("") + "\(Format.count(tls.certificatesMinted)) certificates minted   \(tls.splicedHosts) hosts spliced   "
+                    + "bodies by \(tls.bodyPath)")
+            for host in tls.failingHosts.prefix(5) {
+                lines.append(
+                    pad("") + "\(host.host): \(host.failures) failed handshakes\(host.spliced ? " (spliced)" : ""): \(host.lastFailure)")
+            }
+        }
         if !stats.topHosts.isEmpty {
             lines.append(pad("Top hosts") + "requests  from cache  bytes")
             for host in stats.topHosts {

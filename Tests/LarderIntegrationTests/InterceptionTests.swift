@@ -95,6 +95,10 @@ extension IntegrationTests {
             #expect(tls["certificates_minted"] as? Int == 1 && tls["certificate_cache_hits"] as? Int == 1, "\(tls)")
             let requests = tls["requests"] as? [String: Int] ?? [:]
             #expect(requests["miss"] == 1 && requests["hit"] == 1, "\(requests)")
+            #expect(tls["body_path"] as? String == "copy" || tls["kernel_sessions"] as? Int == 2, "\(tls)")
+            let table = try ChildProcess(Paths.larder, ["stats", "--admin", "127.0.0.1:\(larder.adminPort)"])
+            table.waitUntilExit()
+            #expect(table.stdout.contains("2 requests inside") && table.stdout.contains("handshakes ok 2"), "\(table.stdout)")
             // The access log marks requests that came inside a TLS session, with their URL.
             try larder.child.waitForOutput(stream: \.stdout) {
                 $0.contains("\"GET \(origin.url(path))\" 200 hit") && $0.contains("tls=TLSv1.3")

@@ -42,7 +42,7 @@ import Testing
                 handshakes: Dictionary(uniqueKeysWithValues: Statistics.HandshakeOutcome.allCases.map { ($0.rawValue, n()) }),
                 certificatesMinted: n(), certificateCacheHits: n(),
                 requests: Dictionary(uniqueKeysWithValues: RequestOutcome.allCases.map { ($0.rawValue, n()) }),
-                splicedTunnels: n(), splicedHosts: n(), bodyPath: "copy",
+                splicedTunnels: n(), splicedHosts: n(), bodyPath: "copy", kernelSessions: n(),
                 failingHosts: [.init(host: "pinned.example", failures: n(), lastFailure: "rejected: unknown ca", spliced: true)]))
     }
 
