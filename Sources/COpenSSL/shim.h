@@ -53,9 +53,12 @@ static inline void larder_set_servername_callback(SSL_CTX *context, int (*callba
 }
 
 /// Server-side settings that are macros: TLS 1.2 at least, partial writes from a moving
-/// buffer (non-blocking writes of what the socket takes), and the kernel's TLS offload where
-/// it exists (OpenSSL falls back to user space when the kernel has none).
+/// buffer (non-blocking writes of what the socket takes), the kernel's TLS offload where it
+/// exists (OpenSSL falls back to user space when the kernel has none), and read-ahead (one
+/// read(2) takes what the socket holds, rather than one for a record's header and one for
+/// its body).
 static inline int larder_configure_server(SSL_CTX *context) {
+    SSL_CTX_set_read_ahead(context, 1);
     SSL_CTX_set_mode(context, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
     SSL_CTX_set_options(context, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_ENABLE_KTLS);
     return SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION);

@@ -295,8 +295,9 @@ enum OpenSSL {
         /// the kernel took the keys.
         var kernelSends: Bool { larder_ktls_send(ssl) == 1 }
 
-        /// Decrypted bytes waiting to be read.
-        var pending: Int { Int(SSL_pending(ssl)) }
+        /// Whether bytes are buffered in the session, decrypted or not (with read-ahead a
+        /// whole record can wait there, and the socket will not say so).
+        var hasPending: Bool { SSL_has_pending(ssl) == 1 }
         /// The negotiated protocol version ("TLSv1.3").
         var version: String { String(cString: SSL_get_version(ssl)) }
 

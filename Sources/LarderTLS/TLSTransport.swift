@@ -88,24 +88,57 @@ public final class TLSTransport: Transport {
 
     public func write(_ vectors: UnsafeBufferPointer<iovec>, more: Bool) throws(SystemError) -> Int? {
         guard try handshaken() else { return nil }
+        // Small pieces (a head, a small body, pipelined answers) are gathered into one record:
+        // each SSL_write is a record and a write(2) of its own, so a head and its body written
+        // apart would cost two of each.
+        if vectors.count > 1, vectors[0].iov_len < TLSTransport.recordSize {
+            let bytes = gathered(vectors)
+            return bytes.isEmpty ? 0 : try writeOnce(bytes)
+        }
         var total = 0
         for vector in vectors where vector.iov_len > 0 {
             // After a would-block, OpenSSL wants the same bytes again: the queue offers them,
             // since it advances only by what was taken.
-            switch session.write(UnsafeRawBufferPointer(start: vector.iov_base, count: vector.iov_len)) {
-            case .done(let count):
-                total += count
-                if count < vector.iov_len { return total }
-            case .wantRead, .wantWrite:
+            guard let count = try writeOnce(UnsafeRawBufferPointer(start: vector.iov_base, count: vector.iov_len)) else {
                 return total == 0 ? nil : total
-            case .closed:
-                throw fail("the client closed the session", call: "SSL_write", errno: EPIPE)
-            case .failed(let reason):
-                throw fail(reason, call: "SSL_write")
             }
+            total += count
+            if count < vector.iov_len { return total }
         }
         return total
     }
+
+    /// The largest TLS record's plain text (RFC 8446 §5.1).
+    static let recordSize = 16 * 1024
+    /// Where small pieces are gathered into one record; made on first use.
+    private var scratch: UnsafeMutableRawBufferPointer?
+
+    /// The first bytes of `vectors`, up to one record, copied into the scratch buffer. The
+    /// queue offers the same bytes first again after a would-block, so a retry gathers the
+    /// same prefix (or a longer one), as OpenSSL requires.
+    private func gathered(_ vectors: UnsafeBufferPointer<iovec>) -> UnsafeRawBufferPointer {
+        let buffer = scratch ?? .allocate(byteCount: TLSTransport.recordSize, alignment: 16)
+        scratch = buffer
+        var filled = 0
+        for vector in vectors where vector.iov_len > 0 && filled < buffer.count {
+            let count = min(vector.iov_len, buffer.count - filled)
+            (buffer.baseAddress! + filled).copyMemory(from: vector.iov_base!, byteCount: count)
+            filled += count
+        }
+        return UnsafeRawBufferPointer(rebasing: buffer[0..<filled])
+    }
+
+    /// One SSL_write: the bytes taken, nil when none fit.
+    private func writeOnce(_ bytes: UnsafeRawBufferPointer) throws(SystemError) -> Int? {
+        switch session.write(bytes) {
+        case .done(let count): return count
+        case .wantRead, .wantWrite: return nil
+        case .closed: throw fail("the client closed the session", call: "SSL_write", errno: EPIPE)
+        case .failed(let reason): throw fail(reason, call: "SSL_write")
+        }
+    }
+
+    deinit { scratch?.deallocate() }
 
     /// True once the handshake is over on a kernel with TLS offload (kTLS): file bodies then
     /// go out with SSL_sendfile, zero-copy. Otherwise ``OutputQueue`` copies them.
@@ -126,8 +159,8 @@ public final class TLSTransport: Transport {
         }
     }
 
-    /// Records decrypted and not yet returned: the socket will not report them as readable.
-    public var hasBufferedInput: Bool { stage == .open && session.pending > 0 }
+    /// Bytes buffered in the session, decrypted or read ahead: the socket will not report them.
+    public var hasBufferedInput: Bool { stage == .open && session.hasPending }
 
     public func shutdownWrite() {
         if stage == .open { session.shutdown() }
