@@ -110,6 +110,38 @@ extension IntegrationTests {
             #expect(plain.status == 502 && plain.header("cache-status")?.contains("hit") == false, "\(plain.headers)")
         }
 
+        /// Routes apply inside a session: one matching `https://` overrides the origin's
+        /// no-store, as it would for plain HTTP.
+        @Test func anHTTPSRouteAppliesToInterceptedRequests() throws {
+            let setup = try InterceptionSetup()
+            defer { setup.remove() }
+            let origin = try setup.origin()
+            let route = "[[route]]\nmatch = \"https://localhost:*/immutable/*\"\npolicy = \"cache_first\"\nttl = \"1h\"\n"
+            let larder = try Larder(config: setup.config(ports: [origin.port]) + "\n" + route)
+            for path in ["/immutable/a.whl?cc=no-store", "/other/a.whl?cc=no-store"] {
+                for _ in 1...2 { #expect(try setup.curl(larder, origin.url(path)).status == 200) }
+            }
+            #expect(try origin.count("/immutable/a.whl?cc=no-store") == 1, "the route's cache_first kept it")
+            #expect(try origin.count("/other/a.whl?cc=no-store") == 2, "without the route, no-store is obeyed")
+        }
+
+        /// With proxy authentication, the CONNECT carries the credentials; the requests inside
+        /// the session (sent as to the origin) need none, and the origin never sees them.
+        @Test func proxyCredentialsOnTheConnectCoverTheRequestsInside() throws {
+            let setup = try InterceptionSetup()
+            defer { setup.remove() }
+            let origin = try setup.origin()
+            let alice = try hashPassword(user: "alice", password: "correct horse")
+            let larder = try Larder(config: setup.config(ports: [origin.port], proxy: "auth_users = [\"\(alice)\"]"))
+            let refused = try setup.curl(larder, origin.url("/private"))
+            #expect(refused.exitCode != 0, "no credentials: the CONNECT gets 407 \(refused.stderr)")
+            #expect(try larder.handshakes("ok") == 0)
+            let allowed = try setup.curl(larder, origin.url("/private"), ["--proxy-user", "alice:correct horse"])
+            #expect(allowed.status == 200, "\(allowed.stderr)")
+            #expect(
+                try origin.requests().allSatisfy { request in !request.headers.contains { $0.0.lowercased() == "proxy-authorization" } })
+        }
+
         @Test func pythonAndPipDownloadFromATLSIndexTheSecondRunFromTheCache() throws {
             let setup = try InterceptionSetup()
             defer { setup.remove() }
