@@ -245,6 +245,24 @@ extension DiskCache {
         public let vary: [String: String]
         /// What the entry takes on disk, head and body.
         public let bytes: Int64
+        /// Lookups that found it since this process started.
+        public let hits: Int
+        let name: String
+    }
+
+    /// Counts a lookup that found the stored variant `stored` on disk.
+    public func countHit(_ stored: StoredResponse) {
+        let name = DiskCache.fileName(key: stored.key, vary: stored.varyValues)
+        index.withLock { $0.countHit(named: name) }
+    }
+
+    /// The stored response a listed entry holds, its head read (no body): for its age and
+    /// freshness. Nil when it is gone or unreadable (the listing then leaves those out).
+    public func head(of listing: Listing) -> StoredResponse? {
+        guard let entry = index.withLock({ $0.entry(named: listing.name) }), let loaded = try? loadHead(entry),
+            loaded.head.key == listing.key.url
+        else { return nil }
+        return storedResponse(key: listing.key, loaded: loaded)
     }
 
     /// Indexed entries whose URL starts with `prefix`, at most `limit`, in no particular order.
@@ -257,7 +275,7 @@ extension DiskCache {
             let (batch, next) = index.withLock {
                 $0.entries(prefix: prefix, from: from, span: DiskCache.listSpan, limit: limit - found.count)
             }
-            found += batch.map { Listing(key: $0.key, vary: $0.vary, bytes: $0.size) }
+            found += batch.map { Listing(key: $0.key, vary: $0.vary, bytes: $0.size, hits: $0.hits, name: $0.name) }
             start = next
         }
         return found

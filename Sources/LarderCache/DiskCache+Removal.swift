@@ -135,6 +135,23 @@ extension DiskCache {
         return !removed.isEmpty
     }
 
+    /// Removes every indexed entry whose key `matches` (a ban), walking the index in spans so
+    /// the loops are not stalled; the files and records go on the writer thread. Returns the
+    /// keys removed. Entries the start-up scan has not indexed yet are not seen
+    /// (``isIndexComplete``).
+    public func remove(matching matches: @Sendable (CacheKey) -> Bool) -> [CacheKey] {
+        var removed: [DiskIndex.Entry] = []
+        var start: Int? = 0
+        while let from = start {
+            let (batch, next) = index.withLock { $0.remove(matching: matches, from: from, span: DiskCache.listSpan) }
+            removed += batch
+            start = next
+        }
+        let doomed = removed
+        if !doomed.isEmpty { writer.submit { [self] in dispose(doomed) } }
+        return removed.map(\.key)
+    }
+
     /// An index entry standing for the file `name`, which the index does not hold.
     static func unindexedFile(_ name: String) -> DiskIndex.Entry {
         DiskIndex.Entry(key: CacheKey(normalized: ""), vary: [:], name: name, size: 0, verified: false)

@@ -18,6 +18,8 @@ struct DiskIndex {
         var offset: Int64 = 0
         var previous = -1
         var next = -1
+        /// Lookups that found the entry since this process started (not kept across restarts).
+        var hits = 0
     }
 
     // Paged and sharded rather than plain Array and Dictionary: those grow all at once, which
@@ -56,6 +58,12 @@ struct DiskIndex {
     var count: Int { byName.count }
 
     /// The entries stored for `key`, marked as used.
+    /// Counts a lookup that found the entry `name`.
+    mutating func countHit(named name: String) {
+        guard let index = byName[name] else { return }
+        slots[index]?.hits += 1
+    }
+
     mutating func lookup(_ key: CacheKey) -> [Entry] {
         guard let indices = byKey[key] else { return [] }
         for index in indices { touch(index) }
@@ -73,6 +81,22 @@ struct DiskIndex {
             index += 1
         }
         return (found, index < slots.count ? index : nil)
+    }
+
+    /// Removes the entries whose key `matches` among the slots from `start` on, at most `span`
+    /// slots looked at; returns them and the slot to go on from (nil at the end).
+    mutating func remove(matching matches: (CacheKey) -> Bool, from start: Int, span: Int) -> (removed: [Entry], next: Int?) {
+        var removed: [Entry] = []
+        var index = start
+        while index < slots.count, index < start + span {
+            if let entry = slots[index], matches(entry.key) {
+                tombstones?.insert(entry.name)
+                removeSlot(index)
+                removed.append(entry)
+            }
+            index += 1
+        }
+        return (removed, index < slots.count ? index : nil)
     }
 
     func entry(named name: String) -> Entry? {

@@ -97,6 +97,28 @@ public final class MemoryCache: Sendable {
     /// Slots a listing looks at per hold of the lock.
     static let listSpan = 4096
 
+    /// Removes every entry whose key `matches` (a ban); returns their keys. Walks the slots as
+    /// ``list(prefix:limit:)`` does, letting go of the lock between spans: an entry stored
+    /// meanwhile in a slot already passed stays (it was stored after the ban began).
+    public func remove(matching matches: @Sendable (CacheKey) -> Bool) -> [CacheKey] {
+        var removed: [CacheKey] = []
+        var start: Int? = 0
+        while let from = start {
+            start = state.withLock { state -> Int? in
+                var slot = from
+                while slot < state.slots.count, slot < from + MemoryCache.listSpan {
+                    if let key = state.slots[slot].key, matches(key) {
+                        MemoryCache.removeSlot(&state, slot)
+                        removed.append(key)
+                    }
+                    slot += 1
+                }
+                return slot < state.slots.count ? slot : nil
+            }
+        }
+        return removed
+    }
+
     /// Stores `response`, replacing a variant selected by the same request headers. Returns
     /// false when the object is larger than the per-object limit.
     @discardableResult

@@ -1,5 +1,6 @@
 import LarderHTTP
 import LarderIO
+import Synchronization
 
 /// A response held by a cache tier. Immutable and shared by reference: a hit hands the same
 /// object to every client, and an update (a 304 freshening the headers) replaces it.
@@ -33,6 +34,9 @@ public final class StoredResponse: Sendable {
     public let key: CacheKey
     public let status: Int
     public let reason: String
+    /// Lookups that found this response in the memory tier (for the listing; relaxed: a count
+    /// for operators, never a decision). A 304 that replaces it starts a new count.
+    public let hits = Atomic<Int>(0)
     /// End-to-end headers as received (hop-by-hop fields and framing removed).
     public let headers: HTTPHeaders
     public let body: Body

@@ -35,11 +35,15 @@ public final class TieredCache: Sendable {
     public func lookup(_ key: CacheKey, request headers: HTTPHeaders, checked: StoredResponse? = nil) -> Lookup {
         var varyMiss = false
         if let variants = memory.lookup(key) {
-            if let stored = variants.first(where: { VaryMatcher.matches($0, request: headers) }) { return .found(stored, fromDisk: false) }
+            if let stored = variants.first(where: { VaryMatcher.matches($0, request: headers) }) {
+                stored.hits.add(1, ordering: .relaxed)
+                return .found(stored, fromDisk: false)
+            }
             varyMiss = true
         }
         guard let disk else { return .miss(varyMiss: varyMiss) }
         if let checked, checked.key == key, VaryMatcher.matches(checked, request: headers) {
+            disk.countHit(checked)
             promote(checked)
             return .found(checked, fromDisk: true)
         }
@@ -49,6 +53,7 @@ public final class TieredCache: Sendable {
         case .unverified(let name):
             return .pending(name: name)
         case .hit(let stored):
+            disk.countHit(stored)
             promote(stored)
             return .found(stored, fromDisk: true)
         }
@@ -143,7 +148,16 @@ public final class TieredCache: Sendable {
         return inMemory || onDisk
     }
 
-    /// A stored variant as ``list(prefix:limit:)`` reports it.
+    /// Removes, from both tiers, every stored response whose key `matches` (a ban: eager, done
+    /// when this returns, apart from the disk files the writer thread deletes after). Returns how
+    /// many distinct keys were stored.
+    public func remove(matching matches: @Sendable (CacheKey) -> Bool) -> Int {
+        var keys = Set(memory.remove(matching: matches))
+        for key in disk?.remove(matching: matches) ?? [] { keys.insert(key) }
+        return keys.count
+    }
+
+    /// A stored variant as ``list(prefix:limit:now:)`` reports it.
     public struct Listing: Sendable, Equatable {
         public let key: CacheKey
         /// The request header values this variant was selected by (RFC 9111 §4.1).
@@ -152,30 +166,56 @@ public final class TieredCache: Sendable {
         public let bytes: Int64
         public let inMemory: Bool
         public let onDisk: Bool
+        /// Its current age and what is left of its freshness lifetime (RFC 9111 §4.2), in
+        /// seconds; nil when its head could not be read.
+        public let age: Double?
+        public let ttl: Double?
+        /// Lookups that found it, in either tier, since this process started.
+        public let hits: Int
     }
 
     /// Stored variants whose URL starts with `prefix`, at most `limit`, sorted by URL: each once,
-    /// with the tiers holding it. Neither tier is stalled for the whole walk (see
-    /// ``MemoryCache/list(prefix:limit:)``), so this is a listing, not a snapshot.
-    public func list(prefix: String, limit: Int) -> [Listing] {
+    /// with the tiers holding it, its age and freshness at wall time `now`, and its hits. Neither
+    /// tier is stalled for the whole walk (see ``MemoryCache/list(prefix:limit:)``), so this is a
+    /// listing, not a snapshot. A variant only on disk has its head read for its age (one small
+    /// read each, as a disk hit does): call this off the event loops.
+    public func list(prefix: String, limit: Int, now: Double) -> [Listing] {
         guard limit > 0 else { return [] }
         struct Variant: Hashable {
             let url: String
             let vary: [String: String]
         }
-        var listed: [Variant: Listing] = [:]
+        var inMemory: [Variant: StoredResponse] = [:]
         for stored in memory.list(prefix: prefix, limit: limit) {
-            listed[Variant(url: stored.key.url, vary: stored.varyValues)] = Listing(
-                key: stored.key, vary: stored.varyValues, bytes: Int64(stored.bodyLength), inMemory: true, onDisk: false)
+            inMemory[Variant(url: stored.key.url, vary: stored.varyValues)] = stored
         }
+        // `stored`: the variant in memory, or its head read from disk.
+        func listing(
+            _ stored: StoredResponse?, entry: (key: CacheKey, vary: [String: String], bytes: Int64), inMemory: Bool, onDisk: Bool,
+            diskHits: Int
+        ) -> Listing {
+            let age = stored.map { $0.currentAge(now: now) }
+            let memoryHits = inMemory ? stored?.hits.load(ordering: .relaxed) ?? 0 : 0
+            return Listing(
+                key: entry.key, vary: entry.vary, bytes: entry.bytes, inMemory: inMemory, onDisk: onDisk, age: age,
+                ttl: stored.flatMap { stored in age.map { stored.freshnessLifetime - $0 } }, hits: memoryHits + diskHits)
+        }
+        var listed: [Variant: Listing] = [:]
         // Twice the limit: entries also in memory leave room for those only on disk.
         for entry in disk?.list(prefix: prefix, limit: 2 * limit) ?? [] {
             let variant = Variant(url: entry.key.url, vary: entry.vary)
-            if let inMemory = listed[variant] {
-                listed[variant] = Listing(key: entry.key, vary: entry.vary, bytes: inMemory.bytes, inMemory: true, onDisk: true)
+            if let stored = inMemory[variant] {
+                listed[variant] = listing(
+                    stored, entry: (entry.key, entry.vary, Int64(stored.bodyLength)), inMemory: true, onDisk: true, diskHits: entry.hits)
             } else {
-                listed[variant] = Listing(key: entry.key, vary: entry.vary, bytes: entry.bytes, inMemory: false, onDisk: true)
+                listed[variant] = listing(
+                    disk?.head(of: entry), entry: (entry.key, entry.vary, entry.bytes), inMemory: false, onDisk: true,
+                    diskHits: entry.hits)
             }
+        }
+        for (variant, stored) in inMemory where listed[variant] == nil {
+            listed[variant] = listing(
+                stored, entry: (stored.key, stored.varyValues, Int64(stored.bodyLength)), inMemory: true, onDisk: false, diskHits: 0)
         }
         let sorted = listed.values.sorted {
             $0.key.url != $1.key.url ? $0.key.url < $1.key.url : $0.vary.sorted(by: <).description < $1.vary.sorted(by: <).description

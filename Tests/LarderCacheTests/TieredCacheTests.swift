@@ -152,17 +152,38 @@ import Testing
         cache.disk?.drain()
 
         let prefix = Fixtures.key("/pkg/").url
-        let listed = cache.list(prefix: prefix, limit: 10)
+        let listed = cache.list(prefix: prefix, limit: 10, now: 0)
         #expect(listed.map(\.key.url) == ["/pkg/a", "/pkg/b", "/pkg/c"].map { Fixtures.key($0).url })
         #expect(listed.map(\.inMemory) == [true, false, true])
         #expect(listed.map(\.onDisk) == [false, true, true])
         #expect(listed[0].bytes == 300 && listed[2].bytes == 300, "memory entries report their body")
         #expect(listed[1].bytes > 300, "a disk-only entry reports its bytes on disk, head included")
 
-        #expect(cache.list(prefix: prefix, limit: 2).map(\.key.url) == ["/pkg/a", "/pkg/b"].map { Fixtures.key($0).url })
-        #expect(cache.list(prefix: Fixtures.key("/none").url, limit: 10).isEmpty)
-        #expect(cache.list(prefix: prefix, limit: 0).isEmpty)
-        #expect(cache.list(prefix: "", limit: 10).count == 4)
+        #expect(cache.list(prefix: prefix, limit: 2, now: 0).map(\.key.url) == ["/pkg/a", "/pkg/b"].map { Fixtures.key($0).url })
+        #expect(cache.list(prefix: Fixtures.key("/none").url, limit: 10, now: 0).isEmpty)
+        #expect(cache.list(prefix: prefix, limit: 0, now: 0).isEmpty)
+        #expect(cache.list(prefix: "", limit: 10, now: 0).count == 4)
+    }
+
+    /// The listing's age, remaining freshness and hits, from memory and from a disk head.
+    @Test func listReportsAgeFreshnessAndHitsFromEitherTier() throws {
+        cache.insertInMemory(Fixtures.response("/pkg/a", bodySize: 300))  // max-age 60, received at 1000
+        cache.storeOnDisk(
+            [
+                .init(
+                    response: Fixtures.response("/pkg/b", bodySize: 300), body: [UInt8](repeating: 7, count: 300), head: diskHead("/pkg/b"))
+            ],
+            budgetNanos: 1_000_000)
+        cache.disk?.drain()
+        for _ in 1...3 { _ = lookUp("/pkg/a") }
+        let before = cache.list(prefix: Fixtures.key("/pkg/").url, limit: 10, now: 1010)
+        #expect(before.map(\.hits) == [3, 0])
+        #expect(before.map(\.age) == [10, 10], "age from the memory variant and from the disk head alike")
+        #expect(before.map(\.ttl) == [50, 50])
+        _ = lookUp("/pkg/b")
+        let after = cache.list(prefix: Fixtures.key("/pkg/b").url, limit: 10, now: 1070)
+        #expect(after.first?.hits == 1, "a disk hit counts")
+        #expect(after.first?.ttl == -10, "stale by ten seconds")
     }
 
     /// Both tiers let go of their lock between spans of slots; a listing still sees every entry.
@@ -181,7 +202,7 @@ import Testing
         #expect(memory.list(prefix: prefix, limit: 2 * count).count == count)
         #expect(cache.disk?.list(prefix: prefix, limit: 2 * count).count == count)
         #expect(cache.disk?.list(prefix: prefix, limit: count - 1).count == count - 1)
-        let both = TieredCache(memory: memory, disk: cache.disk).list(prefix: prefix, limit: 2 * count)
+        let both = TieredCache(memory: memory, disk: cache.disk).list(prefix: prefix, limit: 2 * count, now: 0)
         #expect(both.count == count && both.allSatisfy { $0.inMemory && $0.onDisk })
     }
 }
