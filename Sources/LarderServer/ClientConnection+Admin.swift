@@ -49,15 +49,26 @@ extension ClientConnection {
             proxy.logger.notice("purged", metadata: ["url": "\(url)", "found": "\(purged)"])
             respondAdmin(
                 200, contentType: "application/json", body: Array("{\"url\":\(JSON.string(url.description)),\"purged\":\(purged)}\n".utf8))
+        case "/cache" where readOnly:
+            // URLs can carry credentials (signed query strings): listed only with the token.
+            guard authorized(exchange) else { return }
+            answerCacheListing(query: query)
+        case "/ban":
+            guard method == .post else { return methodNotAllowed("POST") }
+            guard authorized(exchange) else { return }
+            answerBan(query: query)
         case "/cache":
-            guard method == .delete else { return methodNotAllowed("DELETE") }
+            guard method == .delete else { return methodNotAllowed("GET, HEAD, DELETE") }
             guard authorized(exchange) else { return }
             proxy.shared.cache.removeAll()
             proxy.shared.hosts.removeAll()
             proxy.logger.notice("cache cleared through the admin endpoint")
             respondAdmin(200, contentType: "application/json", body: Array("{\"cleared\":true}\n".utf8))
         default:
-            respondAdmin(404, text: "no admin endpoint \(path); try /, /healthz, /stats, /metrics, POST /purge?url=, DELETE /cache")
+            respondAdmin(
+                404,
+                text: "no admin endpoint \(path); try /, /healthz, /stats, /metrics, GET /cache?prefix=, POST /purge?url=, "
+                    + "POST /ban?prefix= or ?glob=, DELETE /cache")
         }
     }
 
@@ -77,12 +88,12 @@ extension ClientConnection {
         respondAdmin(405, text: "method not allowed here", extra: [("Allow", allowed)])
     }
 
-    private func respondAdmin(_ status: Int, text: String, extra: [(String, String)] = []) {
+    func respondAdmin(_ status: Int, text: String, extra: [(String, String)] = []) {
         respondAdmin(status, contentType: "text/plain; charset=utf-8", body: Array((text + "\n").utf8), extra: extra)
     }
 
     /// Queues an admin response (no caching by intermediaries) and finishes the exchange.
-    private func respondAdmin(_ status: Int, contentType: String, body: [UInt8], extra: [(String, String)] = []) {
+    func respondAdmin(_ status: Int, contentType: String, body: [UInt8], extra: [(String, String)] = []) {
         guard let exchange else { return }
         exchange.status = status
         let close = !exchange.keepAlive || !exchange.requestBodyComplete || proxy.isDraining

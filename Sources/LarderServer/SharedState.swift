@@ -60,6 +60,9 @@ final class SharedState: Sendable {
     /// Threads that resolve CONNECT targets (getaddrinfo blocks, so never on a loop). Jobs go
     /// round-robin, so one slow DNS answer holds up only the lookups queued behind it.
     private let resolvers = (0..<4).map { BlockingWorker(name: "larder-dns-\($0)") }
+    /// The thread that walks the cache for admin listings and bans (disk heads are read, and a
+    /// ban of a million entries takes a while: neither belongs on an event loop).
+    let adminWorker = BlockingWorker(name: "larder-admin")
     private let nextResolver = Atomic<Int>(0)
     let logger: Logger
     let runtime: Locked<RuntimeConfig>
@@ -111,6 +114,7 @@ final class SharedState: Sendable {
     func stopHelpers() {
         authenticator.stop()
         for resolver in resolvers { resolver.stop() }
+        adminWorker.stop()
     }
 
     var currentRuntime: RuntimeConfig { runtime.withLock { $0 } }

@@ -39,6 +39,18 @@ struct AdminOptions: ParsableArguments {
         return address
     }
 
+    /// The daemons to ask: every node of `cluster` (comma-separated admin addresses), else the
+    /// one ``adminAddress()`` names.
+    func targets(cluster: String?) throws -> [SocketAddress] {
+        guard let cluster else { return [try adminAddress()] }
+        return try cluster.split(separator: ",").map { item in
+            guard let address = SocketAddress(parsing: String(item).trimmingCharacters(in: .whitespaces)) else {
+                throw ValidationError("--cluster: '\(item)' is not an address like 10.0.0.1:3129")
+            }
+            return address
+        }
+    }
+
     func bearerToken() throws -> String {
         if let token { return token }
         return try loadConfig().admin.token

@@ -22,6 +22,6 @@ struct Larder: ParsableCommand {
               larder hash-password alice                    # a proxy.auth_users entry
             """,
         version: "larder \(version)",
-        subcommands: [Serve.self, CheckConfig.self, Stats.self, Purge.self, Warm.self, HashPassword.self, CA.self],
+        subcommands: [Serve.self, CheckConfig.self, Stats.self, List.self, Purge.self, Warm.self, HashPassword.self, CA.self],
         defaultSubcommand: Serve.self)
 }

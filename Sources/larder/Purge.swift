@@ -2,14 +2,19 @@ import ArgumentParser
 import Foundation
 import LarderIO
 
-/// `larder purge URL`: removes a URL from the cache of one daemon, or of every node of a cluster.
+/// `larder purge URL | --prefix P | --glob G`: removes one URL, or every stored URL under a
+/// prefix or matching a glob (a ban), from one daemon or every node of a cluster.
 struct Purge: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Remove a URL from the cache (memory and disk).",
+        abstract: "Remove a URL, or every URL under a prefix or matching a glob, from the cache (memory and disk).",
         discussion: """
-            Sends POST /purge?url=… to the admin listener (with the bearer token when one is configured).
+            A URL is sent as POST /purge?url=…; --prefix and --glob as POST /ban?prefix=… or ?glob=…
+            (`*` stands for any run of characters), which removes every match before it answers.
+            The bearer token is sent when one is configured.
             Examples:
               larder purge http://deb.debian.org/debian/dists/bookworm/Release
+              larder purge --prefix https://files.pythonhosted.org/packages/
+              larder purge --glob 'https://registry.example.org/*/-/*.tgz'
               larder purge --cluster 10.0.0.1:3129,10.0.0.2:3129,10.0.0.3:3129 http://example.org/a
             """)
 
@@ -18,48 +23,74 @@ struct Purge: ParsableCommand {
     @Option(name: .customLong("cluster"), help: "Comma-separated admin addresses of every cluster node: purge on all of them.")
     var cluster: String?
 
+    @Option(name: .customLong("prefix"), help: "Remove every stored URL that starts with this (absolute, normalized: lower-case host).")
+    var prefix: String?
+
+    @Option(name: .customLong("glob"), help: "Remove every stored URL this glob matches (* for any run of characters).")
+    var glob: String?
+
     @Argument(help: "The absolute URL to purge.")
-    var url: String
+    var url: String?
+
+    func validate() throws {
+        guard [url, prefix, glob].compactMap({ $0 }).count == 1 else {
+            throw ValidationError("give one of: a URL, --prefix PREFIX, --glob GLOB")
+        }
+        for text in [url, prefix, glob].compactMap({ $0 }) where !(text.hasPrefix("http://") || text.hasPrefix("https://")) {
+            throw ValidationError("'\(text)' does not start with http:// or https://")
+        }
+    }
 
     func run() throws {
-        guard url.hasPrefix("http://") || url.hasPrefix("https://") else {
-            throw ValidationError("'\(url)' is not an absolute http(s) URL")
-        }
         let token = try options.bearerToken()
-        var targets: [SocketAddress] = []
-        if let cluster {
-            for item in cluster.split(separator: ",") {
-                guard let address = SocketAddress(parsing: String(item).trimmingCharacters(in: .whitespaces)) else {
-                    throw ValidationError("--cluster: '\(item)' is not an address like 10.0.0.1:3129")
-                }
-                targets.append(address)
-            }
+        let targets = try options.targets(cluster: cluster)
+        let (path, what): (String, String)
+        if let url {
+            (path, what) = ("/purge?url=\(Self.encode(url))", url)
+        } else if let prefix {
+            (path, what) = ("/ban?prefix=\(Self.encode(prefix))", "under \(prefix)")
         } else {
-            targets = [try options.adminAddress()]
+            (path, what) = ("/ban?glob=\(Self.encode(glob ?? ""))", "matching \(glob ?? "")")
         }
-        let encoded = url.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(.init(charactersIn: "-._~"))) ?? url
         var failed = 0
         var found = 0
         for target in targets {
             var headers = [("Host", target.description)]
             if !token.isEmpty { headers.append(("Authorization", "Bearer \(token)")) }
             do {
-                let response = try BlockingHTTPClient(address: target, timeoutSeconds: 10).request(
-                    "POST", "/purge?url=\(encoded)", headers: headers)
+                let response = try BlockingHTTPClient(address: target, timeoutSeconds: 120).request("POST", path, headers: headers)
                 guard response.status == 200 else {
                     failed += 1
                     printError("\(target): \(response.status) \(response.text.trimmingCharacters(in: .whitespacesAndNewlines))")
                     continue
                 }
-                let purged = response.text.contains("\"purged\":true")
-                if purged { found += 1 }
-                print("\(target): \(purged ? "purged" : "not cached") \(url)")
+                if url != nil {
+                    let purged = response.text.contains("\"purged\":true")
+                    if purged { found += 1 }
+                    print("\(target): \(purged ? "purged" : "not cached") \(what)")
+                } else {
+                    let object = try? JSONSerialization.jsonObject(with: Data(response.text.utf8)) as? [String: Any]
+                    guard let count = object?["banned"] as? Int else {
+                        failed += 1
+                        printError("\(target): an answer without a count: \(response.text)")
+                        continue
+                    }
+                    found += count
+                    let partial = object?["index_complete"] as? Bool == false ? " (its disk index was still being rebuilt)" : ""
+                    print("\(target): removed \(count) URL\(count == 1 ? "" : "s") \(what)\(partial)")
+                }
             } catch {
                 failed += 1
                 printError("\(target): \(error)")
             }
         }
-        if targets.count > 1 { print("\(found) of \(targets.count) nodes held \(url)") }
+        if targets.count > 1 {
+            print(url != nil ? "\(found) of \(targets.count) nodes held \(what)" : "\(found) URLs removed on \(targets.count) nodes")
+        }
         if failed > 0 { throw ExitCode(1) }
+    }
+
+    static func encode(_ text: String) -> String {
+        text.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(.init(charactersIn: "-._~"))) ?? text
     }
 }

@@ -1,0 +1,83 @@
+import ArgumentParser
+import Foundation
+import LarderIO
+import LarderServer
+
+/// `larder ls [PREFIX]`: what the cache holds under a prefix, from one daemon or every node
+/// of a cluster.
+struct List: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ls",
+        abstract: "List cached entries under a URL prefix: size, tier, age, freshness left, hits.",
+        discussion: """
+            Sends GET /cache?prefix=…&limit=… to the admin listener (with the bearer token when one is
+            configured: URLs can carry credentials). Sizes are body bytes in memory, else
+            bytes on disk; age and ttl in seconds (a negative ttl is stale); hits since the daemon started.
+            Examples:
+              larder ls https://files.pythonhosted.org/packages/
+              larder ls --limit 1000 --cluster 10.0.0.1:3129,10.0.0.2:3129 http://deb.debian.org/
+            """)
+
+    @OptionGroup var options: AdminOptions
+
+    @Option(name: .customLong("cluster"), help: "Comma-separated admin addresses of every cluster node: list each.")
+    var cluster: String?
+
+    @Option(name: .customLong("limit"), help: "At most this many entries per daemon (1-10000).")
+    var limit = 100
+
+    @Flag(name: .customLong("json"), help: "Print each daemon's answer as it came.")
+    var json = false
+
+    @Argument(help: "A URL prefix (default: everything).")
+    var prefix = ""
+
+    func validate() throws {
+        guard (1...10_000).contains(limit) else { throw ValidationError("--limit must be from 1 to 10000") }
+    }
+
+    func run() throws {
+        var failed = 0
+        let targets = try options.targets(cluster: cluster)
+        let token = try options.bearerToken()
+        for target in targets {
+            var headers = [("Host", target.description)]
+            if !token.isEmpty { headers.append(("Authorization", "Bearer \(token)")) }
+            do {
+                let response = try BlockingHTTPClient(address: target, timeoutSeconds: 60).request(
+                    "GET", "/cache?prefix=\(Purge.encode(prefix))&limit=\(limit)", headers: headers)
+                guard response.status == 200 else {
+                    failed += 1
+                    printError("\(target): \(response.status) \(response.text.trimmingCharacters(in: .whitespacesAndNewlines))")
+                    continue
+                }
+                if json {
+                    print(response.text, terminator: "")
+                    continue
+                }
+                let listing = try CacheListing.decode(Array(response.text.utf8))
+                if targets.count > 1 { print("\(target):") }
+                print(Self.table(listing))
+            } catch {
+                failed += 1
+                printError("\(target): \(error)")
+            }
+        }
+        if failed > 0 { throw ExitCode(1) }
+    }
+
+    static func table(_ listing: CacheListing) -> String {
+        var lines = ["      size  tier           age       ttl    hits  key"]
+        for entry in listing.entries {
+            let vary =
+                entry.vary.isEmpty ? "" : "  (" + entry.vary.sorted(by: <).map { "\($0.key)=\($0.value)" }.joined(separator: ", ") + ")"
+            lines.append(
+                Format.bytes(Double(entry.bytes)).leftPadded(10) + "  " + entry.tier.padding(toLength: 11, withPad: " ", startingAt: 0)
+                    + (entry.ageSeconds.map(String.init) ?? "-").leftPadded(7) + (entry.ttlSeconds.map(String.init) ?? "-").leftPadded(10)
+                    + String(entry.hits).leftPadded(8) + "  " + entry.key + vary)
+        }
+        let more = listing.truncated ? " (more match: raise --limit or narrow the prefix)" : ""
+        lines.append("\(listing.entries.count) entr\(listing.entries.count == 1 ? "y" : "ies")\(more)")
+        return lines.joined(separator: "\n")
+    }
+}
