@@ -114,8 +114,9 @@ public struct URLPattern: Sendable, Hashable, CustomStringConvertible {
         return matchLabels(pattern.dropFirst(), labels.dropFirst())
     }
 
-    /// Glob with `*` only; linear in practice (backtracks to the last star).
-    static func glob(_ pattern: [UInt8], _ text: [UInt8]) -> Bool {
+    /// Glob with `*` only (any run of bytes, `/` included; every other byte stands for itself);
+    /// linear in practice (backtracks to the last star).
+    public static func glob(_ pattern: [UInt8], _ text: [UInt8]) -> Bool {
         var p = 0
         var t = 0
         var star = -1
