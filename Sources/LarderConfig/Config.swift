@@ -241,6 +241,17 @@ public struct Route: Sendable, Equatable {
     public var idempotent: Bool?
     /// The route's parent proxy URL, or "direct" to bypass `upstream` parents.
     public var parent: String?
+    /// How the cache key is built (nil: the normalized URL).
+    public var key: KeyTemplate?
+    /// Query parameters left out of the key (globs on their names, compared without case): the
+    /// signatures of short-lived CDN URLs, so the next signed URL for an object is a hit.
+    public var ignoreQuery: [String] = []
+    /// The route's objects never change under one URL (package files, content-addressed
+    /// blobs): kept whatever their headers say (`cache_first`, a ten-year `ttl`, unless set),
+    /// and a `key` or `ignore_query` that leaves out part of the URL is allowed.
+    public var immutable = false
+    /// Whether the key is not simply the URL.
+    public var hasCustomKey: Bool { key != nil || !ignoreQuery.isEmpty }
 
     public init(match: URLPattern) { self.match = match }
 }

@@ -56,7 +56,9 @@ struct ConfigDecoder {
     static let retryKeys = [
         "strategy", "max_attempts", "base_delay", "multiplier", "max_delay", "jitter", "retry_on", "budget_ratio", "budget_min",
     ]
-    static let routeKeys = ["match", "methods", "policy", "ttl", "dedup", "timeout", "min_rate", "idempotent", "parent"]
+    static let routeKeys = [
+        "match", "methods", "policy", "ttl", "dedup", "timeout", "min_rate", "idempotent", "parent", "key", "ignore_query", "immutable",
+    ]
 
     mutating func decode(_ document: ConfigDocument) -> Config {
         var config = Config()
@@ -398,11 +400,42 @@ struct ConfigDecoder {
                             at: value.position)
                     }
                 }
+            case "key":
+                if let text = string(value, entry.key) {
+                    do {
+                        route.key = try KeyTemplate(parsing: text)
+                    } catch {
+                        let position = SourcePosition(line: value.position.line, column: value.position.column + 1 + error.offset)
+                        fail("invalid route key: \(error.message)", at: position)
+                    }
+                }
+            case "ignore_query":
+                if let list = stringArray(value, entry.key) {
+                    for item in list where item.text.isEmpty || item.text.contains(where: { "&=?# ".contains($0) }) {
+                        fail("ignore_query lists query parameter names (globs like \"X-Amz-*\"), got \"\(item.text)\"", at: item.position)
+                    }
+                    route.ignoreQuery = list.map(\.text)
+                }
+            case "immutable":
+                route.immutable = boolean(value, entry.key) ?? false
             default:
                 fail(
                     "unknown key '\(entry.key)' in [[route]]\(Suggestions.hint(for: entry.key, in: ConfigDecoder.routeKeys + ["match"]))",
                     at: entry.keyPosition)
             }
+        }
+        // A key that leaves out part of the URL lets two URLs share an entry: only objects that
+        // never change under a URL may.
+        if !route.immutable, route.key?.leavesOutPartOfURL == true || !route.ignoreQuery.isEmpty {
+            let entry = table.entries.first { $0.key == "key" } ?? table.entries.first { $0.key == "ignore_query" }
+            fail(
+                "this route's key leaves out part of the URL, so two different objects could share an entry; "
+                    + "allowed only with immutable = true (objects that never change under one URL)",
+                at: entry?.keyPosition ?? table.position)
+        }
+        if route.immutable {
+            route.policy = route.policy ?? .cacheFirst
+            route.ttl = route.ttl ?? .seconds(10 * 365 * 86_400)
         }
         for subtable in table.subtables {
             guard subtable.name == "retry" else {

@@ -28,7 +28,7 @@ final class AccessLog {
     /// Appends one line.
     func record(
         client: SocketAddress?, method: String, url: String, status: Int, outcome: String,
-        bytes: Int, durationNanos: UInt64, attempts: Int, retries: String? = nil, tls: String? = nil
+        bytes: Int, durationNanos: UInt64, attempts: Int, retries: String? = nil, tls: String? = nil, key: String? = nil
     ) {
         guard enabled else { return }
         if journal { buffer.append(contentsOf: "<6>".utf8) }
@@ -63,6 +63,12 @@ final class AccessLog {
         if let tls {
             buffer.append(contentsOf: " tls=".utf8)
             buffer.append(contentsOf: tls.utf8)
+        }
+        // The key a route built otherwise than from the URL (quoted: it is the operator's text).
+        if let key {
+            buffer.append(contentsOf: " key=\"".utf8)
+            for byte in key.utf8 { buffer.append(byte == UInt8(ascii: "\"") ? UInt8(ascii: "'") : byte) }
+            buffer.append(UInt8(ascii: "\""))
         }
         buffer.append(10)
         if buffer.count >= 32 * 1024 {

@@ -18,6 +18,8 @@ struct CacheStatus {
     var ttl: Int?
     /// Extra detail: disk, stale, stale-while-revalidate, stale-if-error, offline, or an error.
     var detail: String?
+    /// The cache key, when a route builds it otherwise than from the URL (RFC 9211 §2.7).
+    var key: String?
 
     static func forwarded(_ reason: String) -> CacheStatus {
         var status = CacheStatus()
@@ -33,7 +35,7 @@ struct CacheStatus {
 
     /// The most bytes ``append(to:)-(ByteWriter)`` writes, for a buffer sized once: the fixed
     /// parts (108 bytes with the longest integers and quotes) and the two strings.
-    var renderedCapacity: Int { 112 + (fwd?.utf8.count ?? 0) + (detail?.utf8.count ?? 0) }
+    var renderedCapacity: Int { 120 + (fwd?.utf8.count ?? 0) + (detail?.utf8.count ?? 0) + (key?.utf8.count ?? 0) }
 
     /// Writes the member, `larder; hit; ttl=3600` and so on, into a buffer of at least
     /// ``renderedCapacity`` bytes: every response carries one.
@@ -54,6 +56,11 @@ struct CacheStatus {
         }
         if stored { writer.append("; stored" as StaticString) }
         if collapsed { writer.append("; collapsed" as StaticString) }
+        if let key {
+            writer.append("; key=\"" as StaticString)
+            writer.append(key.replacingQuotes())
+            writer.append(UInt8(ascii: "\""))
+        }
         if let detail {
             let token = detail.utf8.allSatisfy { ($0 >= 97 && $0 <= 122) || ($0 >= 48 && $0 <= 57) || $0 == 45 }
             writer.append("; detail=" as StaticString)

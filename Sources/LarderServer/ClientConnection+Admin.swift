@@ -44,7 +44,7 @@ extension ClientConnection {
                 respondAdmin(400, text: "POST /purge?url=http://host/path (URL-encoded) names the URL to purge")
                 return
             }
-            let purged = proxy.shared.cache.purge(CacheKey(url))
+            let purged = proxy.shared.cache.purge(exchange.runtime.key(for: url))
             proxy.shared.stats.invalidations.add(purged ? 1 : 0)
             proxy.logger.notice("purged", metadata: ["url": "\(url)", "found": "\(purged)"])
             respondAdmin(

@@ -92,6 +92,9 @@ extension ClientConnection {
         exchange.route = runtime.routes.match(
             method: exchange.head.method.rawValue, scheme: url.scheme, host: url.host, port: url.port, pathAndQuery: url.pathAndQuery)
         exchange.url = url
+        let key = CacheKey(url, route: exchange.route)
+        exchange.key = key
+        if exchange.route?.hasCustomKey == true { exchange.customKey = key.url }
         exchange.policy = exchange.route?.policy ?? runtime.config.cache.defaultPolicy
         if exchange.head.headers.contains("Cache-Control") || exchange.head.headers.contains("Pragma") {
             exchange.directives = RequestDirectives(exchange.head.headers)
@@ -103,9 +106,8 @@ extension ClientConnection {
     /// Decides between the cache and the origin. Called again after a disk entry's checksum was
     /// checked in the background.
     func proceed(_ exchange: Exchange) {
-        guard let url = exchange.url else { return }
+        guard let url = exchange.url, let key = exchange.key else { return }
         let config = exchange.runtime.config
-        let key = CacheKey(url)
         let offline = config.cache.offline
         let method = exchange.head.method
         guard method == .get || method == .head else {

@@ -35,7 +35,7 @@ extension ClientConnection: FillReader {
         exchange.goAlone = alone
         exchange.cacheStatus.collapsed = false
         exchange.outcome = .miss
-        forward(url, key: CacheKey(url), exchange: exchange)
+        forward(url, key: exchange.key ?? CacheKey(url), exchange: exchange)
         flushSoon()
     }
 

@@ -240,7 +240,7 @@ extension ClientConnection: RequestBodySource {
             // Too large to hold: stream it (and, for dedup = "always", without coalescing).
             if !reader.isComplete && exchange.bodyBufferLimit >= ClientConnection.maxDedupBody { exchange.goAlone = true }
             guard let url = exchange.url else { return }
-            forward(url, key: CacheKey(url), exchange: exchange)
+            forward(url, key: exchange.key ?? CacheKey(url), exchange: exchange)
         } else if peerClosed {
             close()
         }

@@ -331,7 +331,8 @@ final class ClientConnection: IOHandler {
             client: peer, method: exchange.head.method.rawValue,
             url: interception == nil ? exchange.head.targetText : exchange.url?.description ?? exchange.head.targetText,
             status: exchange.status, outcome: exchange.outcome.rawValue, bytes: exchange.bodyBytesSent,
-            durationNanos: duration, attempts: exchange.attempts, retries: exchange.retries, tls: interception?.tls.version)
+            durationNanos: duration, attempts: exchange.attempts, retries: exchange.retries, tls: interception?.tls.version,
+            key: exchange.customKey)
     }
 
     /// Finishes the current exchange (if any), then closes once the output is written.

@@ -16,6 +16,8 @@ final class Exchange {
     var route: Route?
     /// The absolute target, once checked.
     var url: AbsoluteURL?
+    /// The cache key `url` is stored under (the route may build it otherwise than from the URL).
+    var key: CacheKey?
     var requestFraming: BodyFraming = .none
     var body: RequestBodyReader?
     /// A malformed request body found while streaming it upstream.
@@ -67,7 +69,13 @@ final class Exchange {
     /// Where the exchange is (``Stage``); moved on only by ``advance(_:)``.
     private(set) var stage: Stage = .routing
     var framing: ResponseFraming = .none
-    var cacheStatus = CacheStatus()
+    var cacheStatus = CacheStatus() {
+        // Every Cache-Status of a request whose route keys it otherwise than by URL names the
+        // key (RFC 9211 §2.7), however the status was built.
+        didSet { if let customKey, cacheStatus.key == nil { cacheStatus.key = customKey } }
+    }
+    /// The key, when the route builds it otherwise than from the URL (set by routing).
+    var customKey: String?
     /// CONNECT: the tunnel being set up, until it is handed over.
     var tunnel: TunnelSetup?
 

@@ -1,4 +1,6 @@
+import LarderCache
 import LarderConfig
+import LarderHTTP
 import LarderTLS
 import LarderUpstream
 
@@ -16,6 +18,13 @@ public final class RuntimeConfig: Sendable {
     public let interceptor: TLSInterceptor?
     let headerTimeout: UInt64
     let idleTimeout: UInt64
+
+    /// The key a GET for `url` is stored under: its route's (purges find an entry a route keyed
+    /// its own way).
+    func key(for url: AbsoluteURL) -> CacheKey {
+        CacheKey(
+            url, route: routes.match(method: "GET", scheme: url.scheme, host: url.host, port: url.port, pathAndQuery: url.pathAndQuery))
+    }
 
     public init(config: Config, generation: Int = 0, interceptor: TLSInterceptor? = nil) {
         self.config = config

@@ -221,7 +221,7 @@ public final class Server: Sendable {
     /// Removes every stored variant of `url` from memory and disk. Returns whether anything
     /// was stored. `url` must be an absolute http(s) URL.
     public func purge(url: String) throws(HTTPParseError) -> Bool {
-        shared.cache.purge(CacheKey(try AbsoluteURL(parsing: url)))
+        shared.cache.purge(shared.currentRuntime.key(for: try AbsoluteURL(parsing: url)))
     }
 
     /// Empties both cache tiers.

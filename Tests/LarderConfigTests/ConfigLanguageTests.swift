@@ -23,6 +23,19 @@ private struct ErrorCase: CustomTestStringConvertible, Sendable {
 }
 
 private let errorCases: [ErrorCase] = [
+    ErrorCase(
+        name: "key leaves out part of a mutable route's URL",
+        text: "[[route]]\nmatch = \"http://*/debian/*\"\nkey = \"debian:{path}\"\n", line: 3, column: 1,
+        message: "allowed only with immutable = true"),
+    ErrorCase(
+        name: "ignore_query on a mutable route", text: "[[route]]\nmatch = \"http://a/*\"\nignore_query = [\"sig\"]\n", line: 3,
+        column: 1, message: "leaves out part of the URL"),
+    ErrorCase(
+        name: "unknown key placeholder", text: "[[route]]\nmatch = \"http://a/*\"\nimmutable = true\nkey = \"a:{file}\"\n", line: 4,
+        column: 10, message: "unknown placeholder {file}"),
+    ErrorCase(
+        name: "key without a placeholder", text: "[[route]]\nmatch = \"http://a/*\"\nimmutable = true\nkey = \"a\"\n", line: 4,
+        column: 8, message: "needs at least one placeholder"),
     ErrorCase(name: "missing equals", text: "[proxy]\nlisten [\"a\"]\n", line: 2, column: 8, message: "expected '='"),
     ErrorCase(name: "unterminated string", text: "[disk]\npath = \"abc\n", line: 2, column: 8, message: "unterminated string"),
     ErrorCase(name: "unterminated array", text: "[proxy]\nconnect_ports = [1, 2\n", line: 2, column: 17, message: "unterminated array"),
@@ -368,5 +381,18 @@ private let errorCases: [ErrorCase] = [
         #expect(Units.size("10GiB") == 10_737_418_240)
         #expect(Units.size("1MB") == 1_000_000)
         #expect(Units.size("1mb") == nil)
+    }
+}
+
+@Suite struct RouteKeyTests {
+    @Test func anImmutableRouteKeysByItsTemplateAndKeepsObjectsForLong() throws {
+        let parsed = try config(
+            "[[route]]\nmatch = \"http://*/debian/*\"\nimmutable = true\nkey = \"debian:{path}\"\nignore_query = [\"X-Amz-*\", \"sig\"]\n")
+        let route = try #require(parsed.routes.first)
+        #expect(route.policy == .cacheFirst && route.ttl == .seconds(10 * 365 * 86_400), "immutable: kept whatever the headers say")
+        #expect(route.key?.parts == [.literal("debian:"), .path])
+        #expect(route.key?.leavesOutPartOfURL == true && route.hasCustomKey)
+        let whole = try KeyTemplate(parsing: "{scheme}://{host}:{port}{path}?{query}")
+        #expect(!whole.leavesOutPartOfURL)
     }
 }
