@@ -26,6 +26,8 @@ public enum CacheDecision: Sendable, Equatable {
     ///   refreshed in the background.
     /// - `stale_while_revalidate`: fresh copies are served; stale ones (younger than `ttl`, if
     ///   set) are served at once and refreshed in the background.
+    /// - `revalidate`: a stored copy is validated with the origin before every use (a fresh one
+    ///   too); only-if-cached gets a fresh copy as it is.
     /// - `offline`: anything stored is served, however stale.
     public static func decide(
         stored: StoredResponse?, request: RequestDirectives, policy: CachePolicy, ttl: Double?, now: Double,
@@ -48,6 +50,9 @@ public enum CacheDecision: Sendable, Equatable {
             if stored.isFresh(now: now) { return .serve }
             if let ttl, age >= ttl { return request.onlyIfCached ? .unsatisfiable : refreshOrForward }
             return .serveStale(refresh: true)
+        case .revalidate:
+            if request.onlyIfCached { return stored.isFresh(now: now) ? .serve : .unsatisfiable }
+            return refreshOrForward
         case .http:
             break
         }

@@ -112,7 +112,10 @@ public struct ResponseAdmission: Sendable, Equatable {
             ignoringCacheControl: request.policy == .cacheFirst, responseCacheControl: cacheControl)
         lifetime = Freshness.lifetime(status: head.status, headers: head.headers, cacheControl: cacheControl, responseTime: now)
         let validatable = head.headers.contains("ETag") || head.headers.contains("Last-Modified")
-        guard decision.canStore, lifetime > 0 || validatable || request.policy != .http else { return .none }
+        // http and revalidate keep only what can be reused fresh or validated; the other
+        // policies keep responses on their own terms.
+        let ownTerms = request.policy != .http && request.policy != .revalidate
+        guard decision.canStore, lifetime > 0 || validatable || ownTerms else { return .none }
         if (contentLength ?? 0) <= request.maxMemoryObject { return .memory }
         return diskAvailable ? .disk : .none
     }

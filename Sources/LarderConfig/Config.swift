@@ -185,6 +185,9 @@ public enum CachePolicy: String, Sendable, CaseIterable {
     case cacheFirst = "cache_first"
     case cacheThenNetwork = "cache_then_network"
     case staleWhileRevalidate = "stale_while_revalidate"
+    /// Stored by the HTTP rules, but revalidated with the origin before every use (package
+    /// indexes); served stale only under stale-if-error.
+    case revalidate
 }
 
 /// `[cache]`: global cache behaviour.
@@ -196,6 +199,8 @@ public struct CacheConfig: Sendable, Equatable {
     /// A Range request for an object not yet stored fetches the whole object (to store it) when
     /// it is cacheable and at most this large; larger or uncacheable ones pass the range through.
     public var rangeWholeMax = 16 * 1024 * 1024
+    /// Ecosystems whose routes are added after the file's own (``Preset``).
+    public var presets: [Preset] = []
     public init() {}
 }
 
@@ -252,6 +257,8 @@ public struct Route: Sendable, Equatable {
     public var immutable = false
     /// Whether the key is not simply the URL.
     public var hasCustomKey: Bool { key != nil || !ignoreQuery.isEmpty }
+    /// Where the route came from: nil for the file, `preset NAME` for a preset's.
+    public var source: String?
 
     public init(match: URLPattern) { self.match = match }
 }

@@ -37,7 +37,7 @@ struct ConfigDecoder {
             ]
         ),
         ("retry", retryKeys),
-        ("cache", ["default_policy", "stale_if_error", "offline", "range_whole_max"]),
+        ("cache", ["default_policy", "stale_if_error", "offline", "range_whole_max", "presets"]),
         ("coalesce", ["max_waiters", "wait_timeout", "finish_abandoned_max", "not_shareable_ttl"]),
         ("log", ["level", "access"]),
         ("tls", ["intercept", "never", "ca_dir", "leaf_validity", "upstream_ca_file", "splice_after_failures", "splice_for"]),
@@ -92,6 +92,15 @@ struct ConfigDecoder {
             for element in array.elements {
                 if let route = decodeRoute(element, defaults: config.retry) { config.routes.append(route) }
             }
+        }
+        // Presets come after the file's routes, so the operator's win; their routes for named
+        // hosts before those for any host (ubuntu.com's pool merges mirrors, which debian's
+        // pool route for any host would otherwise shadow); a pattern two presets share (debian
+        // and ubuntu have the same layout) is added once.
+        let presetRoutes = config.cache.presets.flatMap(\.routes)
+        for route in presetRoutes.filter({ !$0.match.anyHost }) + presetRoutes.filter(\.match.anyHost)
+        where !config.routes.contains(where: { $0.match == route.match }) {
+            config.routes.append(route)
         }
         crossCheck(&config)
         return config
@@ -276,6 +285,21 @@ struct ConfigDecoder {
             if let policy = choice(value, key, CachePolicy.self) { config.cache.defaultPolicy = policy }
         case ("cache", "stale_if_error"):
             if let duration = duration(value, key, minimum: .zero) { config.cache.staleIfError = duration }
+        case ("cache", "presets"):
+            if let list = stringArray(value, key) {
+                var presets: [Preset] = []
+                for item in list {
+                    guard let preset = Preset(rawValue: item.text) else {
+                        fail(
+                            "unknown preset \"\(item.text)\"\(Suggestions.hint(for: item.text, in: Preset.allCases.map(\.rawValue))); "
+                                + "presets are " + Preset.allCases.map(\.rawValue).joined(separator: ", "),
+                            at: item.position)
+                        continue
+                    }
+                    if !presets.contains(preset) { presets.append(preset) }
+                }
+                config.cache.presets = presets
+            }
         case ("cache", "offline"):
             if let flag = boolean(value, key) { config.cache.offline = flag }
         case ("cache", "range_whole_max"):

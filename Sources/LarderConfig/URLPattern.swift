@@ -23,6 +23,9 @@ public struct URLPattern: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String { text }
 
+    /// Whether the host part is `*` (any host).
+    public var anyHost: Bool { hostLabels == ["*"] }
+
     /// The host if it has no glob (an index key for fast route lookup).
     public var exactHost: String? {
         hostLabels.contains { $0.contains("*") } ? nil : hostLabels.joined(separator: ".")

@@ -11,10 +11,14 @@ struct CheckConfig: ParsableCommand {
         abstract: "Check a configuration file and print every error with its position.",
         discussion: """
             Exit status 0 and a one-line summary when the file is valid; 1 and every error
-            (FILE:LINE:COLUMN: message, the line, a caret) when it is not.
+            (FILE:LINE:COLUMN: message, the line, a caret) when it is not. With --explain, the
+            effective route table too: the file's routes, then the presets' ([cache] presets).
             Example:
-              larder check-config /etc/larder/larder.toml
+              larder check-config --explain /etc/larder/larder.toml
             """)
+
+    @Flag(name: .customLong("explain"), help: "Also print the effective route table: each route, its settings and where it came from.")
+    var explain = false
 
     @Argument(help: "The configuration file.")
     var file: String
@@ -29,11 +33,43 @@ struct CheckConfig: ParsableCommand {
                 throw ExitCode(1)
             }
             print("\(file): OK: \(ConfigSummary.line(config))")
+            for note in Self.interceptionNotes(config) { print("\(file): note: \(note)") }
+            if explain { print(Self.routeTable(config)) }
         case .failure(let errors):
             printError(errors.description)
             printError("\(file): \(errors.errors.count) error\(errors.errors.count == 1 ? "" : "s")")
             throw ExitCode(1)
         }
+    }
+
+    /// For each preset, the HTTPS hosts it needs intercepted that `tls.intercept` does not list.
+    static func interceptionNotes(_ config: Config) -> [String] {
+        config.cache.presets.compactMap { preset in
+            let missing = preset.tlsHosts.filter { !config.tls.intercepts(host: $0) }
+            guard !missing.isEmpty else { return nil }
+            return "preset \(preset.rawValue) caches HTTPS from \(missing.joined(separator: ", ")) only once tls.intercept lists "
+                + (missing.count == 1 ? "it" : "them") + " (then larder ca init --rotate)"
+        }
+    }
+
+    /// The effective routes, first match wins, with their settings and origin.
+    static func routeTable(_ config: Config) -> String {
+        guard !config.routes.isEmpty else { return "routes: none (every request uses [cache] default_policy)" }
+        var lines = ["routes, in the order they are tried (first match wins):"]
+        for (index, route) in config.routes.enumerated() {
+            var settings: [String] = []
+            if let methods = route.methods { settings.append("methods=\(methods.joined(separator: ","))") }
+            settings.append("policy=\((route.policy ?? config.cache.defaultPolicy).rawValue)")
+            if route.immutable { settings.append("immutable") }
+            if let ttl = route.ttl { settings.append("ttl=\(Units.format(ttl))") }
+            if let key = route.key { settings.append("key=\"\(key)\"") }
+            if !route.ignoreQuery.isEmpty { settings.append("ignore_query=\(route.ignoreQuery.count) names") }
+            if let parent = route.parent { settings.append("parent=\(parent)") }
+            if let dedup = route.dedup { settings.append("dedup=\(dedup.rawValue)") }
+            lines.append(
+                "\(String(index + 1).leftPadded(4))  \(route.match.text)  \(settings.joined(separator: " "))  [\(route.source ?? "file")]")
+        }
+        return lines.joined(separator: "\n")
     }
 }
 

@@ -396,3 +396,90 @@ private let errorCases: [ErrorCase] = [
         #expect(!whole.leavesOutPartOfURL)
     }
 }
+
+@Suite struct PresetTests {
+    /// What each preset's routes make of its ecosystem's URLs: artefacts immutable, indexes
+    /// revalidated, everything else left to the defaults.
+    @Test func everyPresetClassifiesItsArtefactsAndIndexes() throws {
+        let all = Preset.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")
+        let parsed = try config("[cache]\npresets = [\(all)]\n")
+        let table = RouteTable(parsed.routes)
+        func kind(_ text: String) throws -> String {
+            let url = try #require(URLParts(text))
+            guard let route = table.match(method: "GET", scheme: url.scheme, host: url.host, port: url.port, pathAndQuery: url.path) else {
+                return "default"
+            }
+            return route.immutable ? "artefact" : route.policy == .revalidate ? "index" : "other"
+        }
+        let expected: [(String, String)] = [
+            ("http://deb.debian.org/debian/pool/main/c/curl/curl_7.88.1-10_amd64.deb", "artefact"),
+            ("http://deb.debian.org/debian/dists/bookworm/main/binary-amd64/by-hash/SHA256/0123abcd", "artefact"),
+            ("http://deb.debian.org/debian/dists/bookworm/InRelease", "index"),
+            ("http://deb.debian.org/debian/dists/bookworm/main/binary-amd64/Packages.xz", "index"),
+            ("https://archive.ubuntu.com/ubuntu/pool/main/c/curl/curl_8.5.0_amd64.deb", "artefact"),
+            ("http://apt.example.org:8080/debian/pool/main/x/x_1.0_all.deb", "artefact"),
+            ("https://files.pythonhosted.org/packages/ab/cd/ef0123/requests-2.31.0-py3-none-any.whl", "artefact"),
+            ("https://pypi.org/simple/requests/", "index"),
+            ("https://pypi.org/pypi/requests/json", "index"),
+            ("https://registry.npmjs.org/left-pad/-/left-pad-1.3.0.tgz", "artefact"),
+            ("https://registry.npmjs.org/@scope/pkg/-/pkg-1.0.0.tgz", "artefact"),
+            ("https://registry.npmjs.org/left-pad", "index"),
+            ("https://static.crates.io/crates/serde/serde-1.0.0.crate", "artefact"),
+            ("https://crates.io/api/v1/crates/serde/1.0.0/download", "artefact"),
+            ("https://index.crates.io/se/rd/serde", "index"),
+            ("https://proxy.golang.org/golang.org/x/text/@v/v0.14.0.zip", "artefact"),
+            ("https://proxy.golang.org/golang.org/x/text/@v/v0.14.0.mod", "artefact"),
+            ("https://proxy.golang.org/golang.org/x/text/@v/list", "index"),
+            ("https://proxy.golang.org/golang.org/x/text/@latest", "index"),
+            ("https://registry-1.docker.io/v2/library/debian/blobs/sha256:0123abcd", "artefact"),
+            ("https://registry-1.docker.io/v2/library/debian/manifests/sha256:0123abcd", "artefact"),
+            ("https://registry-1.docker.io/v2/library/debian/manifests/bookworm", "index"),
+            (
+                "https://production.cloudflare.docker.com/registry-v2/docker/registry/v2/blobs/sha256/01/0123/data?X-Amz-Signature=1",
+                "artefact"
+            ),
+            ("https://objects.githubusercontent.com/github-production-release-asset-2e65be/123/456?X-Amz-Signature=1", "artefact"),
+            ("https://mirror.example.org/fedora/39/x86_64/os/Packages/c/curl-8.2.1-1.fc39.x86_64.rpm", "artefact"),
+            ("https://mirror.example.org/fedora/39/x86_64/os/repodata/repomd.xml", "index"),
+            ("https://mirror.example.org/fedora/39/x86_64/os/repodata/0123abcd-primary.xml.zst", "artefact"),
+            ("https://example.org/index.html", "default"),
+        ]
+        for (url, want) in expected {
+            #expect(try kind(url) == want, "\(url)")
+        }
+    }
+
+    @Test func operatorRoutesWinAndPresetsDeduplicateAndUnknownNamesAreRefused() throws {
+        let parsed = try config(
+            "[cache]\npresets = [\"debian\", \"ubuntu\", \"debian\"]\n[[route]]\nmatch = \"http://deb.debian.org/*\"\npolicy = \"network_only\"\n"
+        )
+        #expect(parsed.routes.first?.source == nil && parsed.routes.first?.policy == .networkOnly)
+        #expect(Set(parsed.routes.map(\.match.text)).count == parsed.routes.count, "no pattern twice")
+        #expect(parsed.routes.dropFirst().allSatisfy { $0.source?.hasPrefix("preset ") == true })
+        #expect(errors("[cache]\npresets = [\"debain\"]\n").first?.message.contains("did you mean 'debian'") == true)
+    }
+}
+
+/// Scheme, host, port and path-and-query of an absolute URL, for route matching in tests.
+private struct URLParts {
+    let scheme: String
+    let host: String
+    let port: Int
+    let path: String
+
+    init?(_ text: String) {
+        guard let colon = text.firstIndex(of: ":"), text[colon...].hasPrefix("://") else { return nil }
+        scheme = String(text[..<colon])
+        let rest = text[text.index(colon, offsetBy: 3)...]
+        let slash = rest.firstIndex(of: "/") ?? rest.endIndex
+        let authority = rest[..<slash]
+        path = slash == rest.endIndex ? "/" : String(rest[slash...])
+        if let colon = authority.lastIndex(of: ":") {
+            host = String(authority[..<colon])
+            port = Int(authority[authority.index(after: colon)...]) ?? 0
+        } else {
+            host = String(authority)
+            port = scheme == "https" ? 443 : 80
+        }
+    }
+}
