@@ -50,3 +50,71 @@ extension IntegrationTests {
         }
     }
 }
+
+extension IntegrationTests.Presets {
+    /// Real apt, with its own Dir:: options so the host's apt state is not touched, against a
+    /// local Debian repository (Fixtures/apt_repo.py) through Larder with preset debian: the
+    /// second machine's run takes no pool byte from the origin, and the indexes are revalidated.
+    @Test func aptUpdateAndDownloadTwiceTheSecondFromTheCache() throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/apt-get"),
+            FileManager.default.isExecutableFile(atPath: "/usr/bin/dpkg-deb")
+        else {
+            print("skipped: apt-get or dpkg-deb is not installed")
+            return
+        }
+        let directory = Paths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let repository = try ChildProcess(
+            "/usr/bin/env", ["python3", Paths.root + "/Tests/LarderIntegrationTests/Fixtures/apt_repo.py", directory + "/repo", "3"])
+        defer { repository.kill() }
+        let text = try repository.waitForOutput(timeout: 30, stream: \.stdout) { $0.contains("PORT ") }
+        let port = try #require(text.split(separator: "\n").first { $0.hasPrefix("PORT ") }.flatMap { Int($0.dropFirst(5)) })
+        let larder = try Larder(config: "[cache]\npresets = [\"debian\"]\n")
+        let packages = ["larder-demo-0", "larder-demo-1", "larder-demo-2"]
+
+        func apt(machine: String) throws {
+            let state = directory + "/" + machine
+            for sub in ["lists/partial", "cache/archives/partial", "download"] {
+                try FileManager.default.createDirectory(atPath: state + "/" + sub, withIntermediateDirectories: true)
+            }
+            try "".write(toFile: state + "/status", atomically: true, encoding: .utf8)
+            try "deb [trusted=yes] http://127.0.0.1:\(port)/debian stable main\n".write(
+                toFile: state + "/sources.list", atomically: true, encoding: .utf8)
+            let options = [
+                "-o", "Dir::State=\(state)", "-o", "Dir::State::status=\(state)/status", "-o", "Dir::Cache=\(state)/cache",
+                "-o", "Dir::Etc::SourceList=\(state)/sources.list", "-o", "Dir::Etc::SourceParts=\(state)/none",
+                "-o", "Debug::NoLocking=1", "-o", "APT::Sandbox::User=root", "-o", "Acquire::Languages=none",
+                "-o", "APT::Architectures::=all", "-o", "Acquire::http::Proxy=\(larder.proxy)",
+            ]
+            let update = try ChildProcess("/usr/bin/apt-get", options + ["update"])
+            update.waitUntilExit()
+            #expect(update.terminationStatus == 0, "\(machine) update: \(update.stdout) \(update.stderr)")
+            let download = try ChildProcess(
+                "/bin/sh", ["-c", "cd \"$0\" && exec /usr/bin/apt-get \"$@\"", state + "/download"] + options + ["download"] + packages)
+            download.waitUntilExit()
+            #expect(download.terminationStatus == 0, "\(machine) download: \(download.stdout) \(download.stderr)")
+            for package in packages {
+                #expect(FileManager.default.fileExists(atPath: "\(state)/download/\(package)_1.0_all.deb"), "\(machine): \(package)")
+            }
+        }
+        func originStats() throws -> (requests: [String: [Int]], bytes: [String: Int]) {
+            let answer = try Curl.run(["http://127.0.0.1:\(port)/_stats"])
+            let object = try JSONSerialization.jsonObject(with: answer.body) as? [String: Any]
+            return (object?["requests"] as? [String: [Int]] ?? [:], object?["bytes"] as? [String: Int] ?? [:])
+        }
+
+        try apt(machine: "first")
+        let afterFirst = try originStats()
+        try apt(machine: "second")
+        let afterSecond = try originStats()
+        for package in packages {
+            let path = "/debian/pool/main/l/\(package)_1.0_all.deb"
+            #expect(afterFirst.requests[path] == [200])
+            #expect(afterSecond.requests[path] == [200], "the second machine's \(package) came from the cache")
+            #expect(afterSecond.bytes[path] == afterFirst.bytes[path])
+        }
+        for index in ["/debian/dists/stable/Release", "/debian/dists/stable/main/binary-all/Packages"] {
+            #expect(afterSecond.requests[index] == [200, 304], "\(index) revalidated: \(afterSecond.requests[index] ?? [])")
+        }
+    }
+}
