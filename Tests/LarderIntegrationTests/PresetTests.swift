@@ -118,3 +118,33 @@ extension IntegrationTests.Presets {
         }
     }
 }
+
+extension IntegrationTests.Presets {
+    /// A registry that redirects blob downloads to signed storage URLs (as Docker Hub and
+    /// GHCR do): with preset oci, the second pull's new signature is still a hit.
+    @Test func ociBlobRedirectsToReSignedStorageURLsHit() throws {
+        let origin = try Origin()
+        let larder = try Larder(config: "[cache]\npresets = [\"oci\"]\n")
+        let digest = "sha256:" + String(repeating: "ab", count: 32)
+        let storage = "/registry-v2/docker/registry/v2/blobs/sha256/ab/\(String(repeating: "ab", count: 32))/data"
+        try origin.script(
+            "/v2/library/app/blobs/\(digest)",
+            ["one", "two"].map { signature in
+                .init(
+                    status: 307, headers: [("Location", origin.url("\(storage)?X-Amz-Signature=\(signature)&X-Amz-Expires=60"))], body: "")
+            }, conditional: false)
+        for signature in ["one", "two"] {
+            try origin.script(
+                "\(storage)?X-Amz-Signature=\(signature)&X-Amz-Expires=60",
+                [.init(status: 200, headers: [("Content-Type", "application/octet-stream")], body: "layer-bytes")], conditional: false)
+        }
+        for pull in 1...2 {
+            let blob = try Curl.viaProxy(larder.proxy, ["-L", origin.url("/v2/library/app/blobs/\(digest)")])
+            #expect(blob.status == 200 && blob.text == "layer-bytes", "pull \(pull)")
+            if pull == 2 { #expect(blob.header("cache-status")?.hasPrefix("larder; hit") == true, "\(blob.headers)") }
+        }
+        #expect(try origin.count("\(storage)?X-Amz-Signature=one&X-Amz-Expires=60") == 1)
+        #expect(try origin.count("\(storage)?X-Amz-Signature=two&X-Amz-Expires=60") == 0, "re-signed: served from the cache")
+        #expect(try origin.count("/v2/library/app/blobs/\(digest)") == 2, "each pull asks the registry where the blob is")
+    }
+}

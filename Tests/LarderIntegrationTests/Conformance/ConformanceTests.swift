@@ -8,7 +8,9 @@ extension Origin {
         let directory = Paths.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try body.write(to: URL(fileURLWithPath: directory + "/script.json"))
-        let result = try Curl.run(direct + ["--data-binary", "@\(directory)/script.json", url("/_script?target=\(target)")])
+        // The target may have a query of its own: encoded, so its & and = stay in it.
+        let encoded = target.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(.init(charactersIn: "/-._~"))) ?? target
+        let result = try Curl.run(direct + ["--data-binary", "@\(directory)/script.json", url("/_script?target=\(encoded)")])
         guard result.status == 200 else { throw TestFailure("cannot script \(target): \(result.status)") }
     }
 }
