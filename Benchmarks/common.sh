@@ -5,17 +5,22 @@
 #
 #   source Benchmarks/common.sh; bench_setup NAME ORIGIN_PORT
 # Sets: dir, pids, pin_proxy, pin_load, origin_port. Then bench_workload, bench_wait_proxy and
-# bench_cpu_ticks below.
+# bench_cpu_ticks below. bench_scratch NAME alone: the scratch directory, the EXIT trap and the
+# pinning, for scripts with an origin of their own.
 
-bench_setup() {
+bench_scratch() {
     local name=$1 base=/tmp
-    origin_port=$2
     [[ -d /dev/shm && -w /dev/shm ]] && base=/dev/shm
-    dir=$(mktemp -d "$base/larder-$name.XXXXXX"); chmod 755 "$dir"   # nginx workers run as another user
+    dir=$(mktemp -d "$base/larder-$name.XXXXXX"); chmod 755 "$dir"   # nginx and squid workers run as other users
     pids=()
     trap bench_cleanup EXIT
     pin_proxy=(); pin_load=()
     if [[ $(nproc) -ge 2 ]] && command -v taskset >/dev/null; then pin_proxy=(taskset -c 1); pin_load=(taskset -c 0); fi
+}
+
+bench_setup() {
+    bench_scratch "$1"
+    origin_port=$2
     mkdir -p "$dir/www/obj" "$dir/tmp"
     head -c 1024 /dev/urandom > "$dir/www/obj/1k"
     head -c 102400 /dev/urandom > "$dir/www/obj/100k"

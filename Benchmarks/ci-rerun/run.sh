@@ -15,19 +15,8 @@ ORIGIN_PORT=18490; LARDER_PORT=18491; SQUID_PORT=18492
 [[ -x $LARDER ]] || { echo "no larder binary at $LARDER (make release)" >&2; exit 2; }
 command -v squid >/dev/null || { echo "needs squid (../shared/bench/setup.sh installs it)" >&2; exit 2; }
 
-base=/tmp
-[[ -d /dev/shm && -w /dev/shm ]] && base=/dev/shm
-dir=$(mktemp -d "$base/larder-ci-rerun.XXXXXX")
-chmod 755 "$dir"
-pids=()
-cleanup() {
-    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$dir"
-}
-trap cleanup EXIT
-pin_proxy=(); pin_load=()
-if [[ $(nproc) -ge 2 ]] && command -v taskset >/dev/null; then pin_proxy=(taskset -c 1); pin_load=(taskset -c 0); fi
+source Benchmarks/common.sh
+bench_scratch ci-rerun
 
 "${pin_load[@]}" python3 Benchmarks/ci-rerun/origin.py "$ORIGIN_PORT" "$dir/urls" >"$dir/origin.out" 2>&1 &
 pids+=($!)

@@ -32,19 +32,8 @@ for tool in cc openssl python3 curl apt-get dpkg-deb; do
     command -v "$tool" >/dev/null || { echo "needs $tool" >&2; exit 2; }
 done
 
-base=/tmp
-[[ -d /dev/shm && -w /dev/shm ]] && base=/dev/shm
-dir=$(mktemp -d "$base/larder-tls.XXXXXX")
-chmod 755 "$dir"
-pids=()
-cleanup() {
-    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$dir"
-}
-trap cleanup EXIT
-pin_proxy=(); pin_load=()
-if [[ $(nproc) -ge 2 ]] && command -v taskset >/dev/null; then pin_proxy=(taskset -c 1); pin_load=(taskset -c 0); fi
+source Benchmarks/common.sh
+bench_scratch tls
 
 # The load client, the certificates, the CA both proxies sign with.
 cc -O2 -o "$dir/tlsload" Benchmarks/tls/tlsload.c -lssl -lcrypto -lpthread

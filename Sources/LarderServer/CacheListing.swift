@@ -1,5 +1,3 @@
-import FoundationEssentials
-
 /// The admin listener's `GET /cache?prefix=…&limit=…` answer, which `larder ls` decodes with
 /// this same type. JSON keys are the property names in snake case.
 public struct CacheListing: Codable, Sendable, Equatable {
@@ -26,16 +24,7 @@ public struct CacheListing: Codable, Sendable, Equatable {
         public var hits: Int
     }
 
-    public func json() throws -> [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.keyEncodingStrategy = .convertToSnakeCase
-        encoder.outputFormatting = [.sortedKeys]
-        return Array(try encoder.encode(self)) + [10]
-    }
+    public func json() throws -> [UInt8] { try SnakeCaseJSON.encode(self) }
 
-    public static func decode(_ bytes: [UInt8]) throws -> CacheListing {
-        let decoder = JSONDecoder()
-        decoder.keyDecodingStrategy = .convertFromSnakeCase
-        return try decoder.decode(CacheListing.self, from: Data(bytes))
-    }
+    public static func decode(_ bytes: [UInt8]) throws -> CacheListing { try SnakeCaseJSON.decode(CacheListing.self, from: bytes) }
 }

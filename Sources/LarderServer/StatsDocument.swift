@@ -154,19 +154,10 @@ public struct StatsDocument: Codable, Sendable, Equatable {
     }
 
     /// The JSON text (snake-case keys, sorted, `disk: null` when there is no disk tier).
-    public func json() throws -> [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.keyEncodingStrategy = .convertToSnakeCase
-        encoder.outputFormatting = [.sortedKeys]
-        return Array(try encoder.encode(self)) + [10]
-    }
+    public func json() throws -> [UInt8] { try SnakeCaseJSON.encode(self) }
 
     /// Reads the JSON text `json()` wrote.
-    public static func decode(_ bytes: [UInt8]) throws -> StatsDocument {
-        let decoder = JSONDecoder()
-        decoder.keyDecodingStrategy = .convertFromSnakeCase
-        return try decoder.decode(StatsDocument.self, from: Data(bytes))
-    }
+    public static func decode(_ bytes: [UInt8]) throws -> StatsDocument { try SnakeCaseJSON.decode(StatsDocument.self, from: bytes) }
 
     private enum CodingKeys: String, CodingKey {
         case version, uptimeSeconds, workers, requests, hitRatio, bytes, memory, disk, coalescing, upstream, invalidations
