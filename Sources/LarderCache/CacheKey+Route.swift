@@ -19,6 +19,7 @@ extension CacheKey {
         }
         let text: String
         if let template = route.key {
+            let captures = route.match.captures(in: pathAndQuery)
             text = template.parts.map { part in
                 switch part {
                 case .literal(let literal): literal
@@ -27,6 +28,7 @@ extension CacheKey {
                 case .port: String(url.port)
                 case .path: String(path)
                 case .query: query ?? ""
+                case .capture(let name): captures[name] ?? ""
                 }
             }.joined()
         } else {

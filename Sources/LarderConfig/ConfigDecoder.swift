@@ -426,8 +426,18 @@ struct ConfigDecoder {
                 }
             case "key":
                 if let text = string(value, entry.key) {
-                    do {
-                        route.key = try KeyTemplate(parsing: text)
+                    do throws(KeyTemplate.ParseError) {
+                        let template = try KeyTemplate(parsing: text)
+                        for case .capture(let name) in template.parts where !pattern.captureNames.contains(name) {
+                            let offset = text.distance(
+                                from: text.startIndex, to: text.firstRange(of: "{\(name)}")?.lowerBound ?? text.startIndex)
+                            throw KeyTemplate.ParseError(
+                                message: "unknown placeholder {\(name)}; a key uses {scheme} {host} {port} {path} {query} "
+                                    + "and the match's captures ("
+                                    + pattern.captureNames.compactMap { $0.map { "{\($0)}" } }.joined(separator: " ")
+                                    + ")", offset: offset)
+                        }
+                        route.key = template
                     } catch {
                         let position = SourcePosition(line: value.position.line, column: value.position.column + 1 + error.offset)
                         fail("invalid route key: \(error.message)", at: position)

@@ -1,11 +1,15 @@
 /// A route's `key`: how its cache key is built from the request URL (Squid's Store-ID), so that
-/// copies of one object under several URLs (mirrors) are stored once. Literal text and the
+/// copies of one object under several URLs (mirrors) are stored once. Literal text, the
 /// placeholders `{scheme}`, `{host}`, `{port}`, `{path}` (without the query) and `{query}`
-/// (after `ignore_query`, without the `?`): `"debian:{path}"` merges every Debian mirror.
+/// (after `ignore_query`, without the `?`), and the route's `match` captures (`{name}`):
+/// `"debian:{path}"` merges mirrors laid out alike, `"debian:{file}"` with
+/// `match = "http://*/{base}/pool/{file}"` those that are not.
 public struct KeyTemplate: Sendable, Hashable, CustomStringConvertible {
     public enum Part: Sendable, Hashable {
         case literal(String)
         case scheme, host, port, path, query
+        /// What the route's `match` captured under this name.
+        case capture(String)
     }
 
     public let text: String
@@ -38,9 +42,13 @@ public struct KeyTemplate: Sendable, Hashable, CustomStringConvertible {
             case "path": part = .path
             case "query": part = .query
             default:
-                throw ParseError(
-                    message: "unknown placeholder {\(name)}; a key uses {scheme} {host} {port} {path} {query}",
-                    offset: text.distance(from: text.startIndex, to: open))
+                guard !name.isEmpty, name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }) else {
+                    throw ParseError(
+                        message:
+                            "unknown placeholder {\(name)}; a key uses {scheme} {host} {port} {path} {query} and the match's {captures}",
+                        offset: text.distance(from: text.startIndex, to: open))
+                }
+                part = .capture(String(name))
             }
             if !literal.isEmpty { parts.append(.literal(literal)) }
             literal = ""

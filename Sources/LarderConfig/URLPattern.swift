@@ -6,7 +6,8 @@
 ///   a `*` inside a label matches characters within that label (`mirror*.example.org`).
 /// - port: omitted means the scheme's default port; `:*` means any port.
 /// - path: a glob over path and query where `*` matches any run of characters, `/` included;
-///   omitted means `/*` (everything on that host).
+///   omitted means `/*` (everything on that host). `{name}` matches as `*` does and names what
+///   it matched, for the route's `key` (`"http://*/{dist}/pool/{file}"`).
 public struct URLPattern: Sendable, Hashable, CustomStringConvertible {
     public let text: String
     let scheme: String?
@@ -14,6 +15,8 @@ public struct URLPattern: Sendable, Hashable, CustomStringConvertible {
     /// nil: any port.
     let port: Int?
     let path: [UInt8]
+    /// For each `*` of `path`, in order, the capture name it was written as (`{name}`), or nil.
+    public let captureNames: [String?]
 
     /// Why a pattern was rejected, and at which character offset of the text.
     public struct ParseError: Error, Equatable {
@@ -84,7 +87,80 @@ public struct URLPattern: Sendable, Hashable, CustomStringConvertible {
                 message: "invalid character in pattern path",
                 offset: text.distance(from: text.startIndex, to: authorityEnd))
         }
-        path = pathText.isEmpty ? Array("/*".utf8) : Array(pathText.utf8)
+        var globbed: [UInt8] = []
+        var names: [String?] = []
+        var rest = pathText.isEmpty ? Substring("/*") : pathText
+        while let first = rest.first {
+            if first == "*" {
+                names.append(nil)
+                globbed.append(UInt8(ascii: "*"))
+                rest = rest.dropFirst()
+            } else if first == "{" {
+                let offset = text.distance(from: text.startIndex, to: rest.startIndex)
+                guard let close = rest.firstIndex(of: "}") else { throw ParseError(message: "'{' without a closing '}'", offset: offset) }
+                let name = String(rest[rest.index(after: rest.startIndex)..<close])
+                guard !name.isEmpty, name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }),
+                    !["scheme", "host", "port", "path", "query"].contains(name), !names.contains(name)
+                else {
+                    throw ParseError(
+                        message: "a capture is {name} with letters, digits and _, not a key placeholder, once per pattern; got {\(name)}",
+                        offset: offset)
+                }
+                names.append(name)
+                globbed.append(UInt8(ascii: "*"))
+                rest = rest[rest.index(after: close)...]
+            } else {
+                globbed.append(contentsOf: String(first).utf8)
+                rest = rest.dropFirst()
+            }
+        }
+        path = globbed
+        captureNames = names
+    }
+
+    /// What the named captures of the path matched in `pathAndQuery` (empty without captures
+    /// or when it does not match). The leftmost stars match as little as they can, as
+    /// ``glob(_:_:)`` decides.
+    public func captures(in pathAndQuery: String) -> [String: String] {
+        guard captureNames.contains(where: { $0 != nil }) else { return [:] }
+        let text = Array(pathAndQuery.utf8)
+        guard let spans = URLPattern.starSpans(path, text) else { return [:] }
+        var captured: [String: String] = [:]
+        for (name, span) in zip(captureNames, spans) {
+            if let name { captured[name] = String(decoding: text[span], as: UTF8.self) }
+        }
+        return captured
+    }
+
+    /// ``glob(_:_:)`` recording what each `*` matched: nil when it does not match.
+    static func starSpans(_ pattern: [UInt8], _ text: [UInt8]) -> [Range<Int>]? {
+        var p = 0
+        var t = 0
+        var star = -1
+        var spans: [Range<Int>] = []
+        while t < text.count {
+            if p < pattern.count, pattern[p] == UInt8(ascii: "*") {
+                star = p
+                spans.append(t..<t)
+                p += 1
+            } else if p < pattern.count, pattern[p] == text[t] {
+                p += 1
+                t += 1
+            } else if star >= 0 {
+                // The last star takes one more byte; earlier ones keep what they matched.
+                p = star + 1
+                let span = spans[spans.count - 1]
+                spans[spans.count - 1] = span.lowerBound..<(span.upperBound + 1)
+                t = span.upperBound + 1
+            } else {
+                return nil
+            }
+        }
+        while p < pattern.count, pattern[p] == UInt8(ascii: "*") {
+            spans.append(t..<t)
+            p += 1
+        }
+        return p == pattern.count ? spans : nil
     }
 
     /// Whether the URL (scheme, lower-cased host, port, path and query) matches.

@@ -34,6 +34,13 @@ private let errorCases: [ErrorCase] = [
         name: "unknown key placeholder", text: "[[route]]\nmatch = \"http://a/*\"\nimmutable = true\nkey = \"a:{file}\"\n", line: 4,
         column: 10, message: "unknown placeholder {file}"),
     ErrorCase(
+        name: "key names a capture the match lacks",
+        text: "[[route]]\nmatch = \"http://a/{dir}/*\"\nimmutable = true\nkey = \"a:{file}\"\n", line: 4, column: 10,
+        message: "the match's captures ({dir})"),
+    ErrorCase(
+        name: "capture named like a placeholder", text: "[[route]]\nmatch = \"http://a/{path}\"\n", line: 2, column: 19,
+        message: "not a key placeholder"),
+    ErrorCase(
         name: "key without a placeholder", text: "[[route]]\nmatch = \"http://a/*\"\nimmutable = true\nkey = \"a\"\n", line: 4,
         column: 8, message: "needs at least one placeholder"),
     ErrorCase(name: "missing equals", text: "[proxy]\nlisten [\"a\"]\n", line: 2, column: 8, message: "expected '='"),
