@@ -64,7 +64,7 @@ public enum Preset: String, Sendable, CaseIterable {
         case .cargo:
             return [
                 Rule(match: "*://static.crates.io/crates/*", kind: .artefact),
-                Rule(match: "*://*:*/api/v1/crates/*/download", kind: .artefact),
+                Rule(match: "*://*:*/api/v1/crates/*/download*", kind: .artefact),
                 Rule(match: "*://*:*/crates/*.crate*", kind: .artefact),
                 Rule(match: "*://index.crates.io/*", kind: .index),
             ]

@@ -148,3 +148,31 @@ extension IntegrationTests.Presets {
         #expect(try origin.count("/v2/library/app/blobs/\(digest)") == 2, "each pull asks the registry where the blob is")
     }
 }
+
+extension IntegrationTests.Presets {
+    /// npm, Go module proxy and crates artefacts served end to end with their presets: kept
+    /// although the origin says no-cache.
+    @Test(arguments: [
+        ("npm", "/demo/-/demo-1.0.0.tgz"), ("go", "/example.org/mod/@v/v1.0.0.zip"), ("cargo", "/api/v1/crates/demo/1.0.0/download"),
+    ])
+    func ecosystemArtefactsStay(_ preset: String, _ artefact: String) throws {
+        let origin = try Origin()
+        let larder = try Larder(config: "[cache]\npresets = [\"\(preset)\"]\n")
+        let path = artefact + "?size=4000&cc=no-cache"
+        for _ in 1...2 { #expect(try Curl.viaProxy(larder.proxy, [origin.url(path)]).status == 200) }
+        #expect(try origin.count(path) == 1, "\(preset): the artefact came from the cache the second time")
+    }
+
+    /// The Go module proxy's version list is revalidated before every use, fresh or not.
+    @Test func goVersionListsAreRevalidated() throws {
+        let origin = try Origin()
+        let larder = try Larder(config: "[cache]\npresets = [\"go\"]\n")
+        let index = "/example.org/mod/@v/list"
+        try origin.script(
+            index, [.init(status: 200, headers: [("ETag", "\"l1\""), ("Cache-Control", "max-age=60")], body: "v1.0.0\n")], conditional: true
+        )
+        for _ in 1...2 { #expect(try Curl.viaProxy(larder.proxy, [origin.url(index)]).text == "v1.0.0\n") }
+        let asked = try origin.requests().filter { $0.target == index }
+        #expect(asked.count == 2 && asked[1].headers.contains { $0.0.lowercased() == "if-none-match" }, "revalidated although fresh")
+    }
+}
