@@ -284,7 +284,7 @@ public final class UpstreamClient {
         curl_easy_pause(easy, mask)
     }
 
-    fileprivate var loopNow: UInt64 { loop.now }
+    var loopNow: UInt64 { loop.now }
 
     fileprivate func schedule(afterNanos: UInt64, _ body: @escaping () -> Void) -> EventLoop.TimerToken {
         loop.schedule(afterNanos: afterNanos, body)
@@ -295,26 +295,26 @@ public final class UpstreamClient {
 ///
 /// State: loop-confined, like the client.
 public final class UpstreamTransfer {
-    fileprivate let client: UpstreamClient
+    let client: UpstreamClient
     fileprivate let handle: EasyHandle
     fileprivate var easy: UnsafeMutableRawPointer { handle.pointer }
-    fileprivate let request: UpstreamRequest
+    let request: UpstreamRequest
     /// Strong while the transfer runs; set to nil when it ends or is cancelled, which breaks the
     /// delegate → transfer → delegate cycle.
-    fileprivate var delegate: (any UpstreamTransferDelegate)?
+    var delegate: (any UpstreamTransferDelegate)?
     fileprivate var key: UnsafeMutableRawPointer?
     fileprivate var headerList: HeaderList?
-    fileprivate var headParser = ResponseHeadParser()
+    var headParser = ResponseHeadParser()
     /// Whether the final response head has arrived (the head itself goes to the delegate).
-    fileprivate var receivedHead = false
+    var receivedHead = false
     fileprivate var bodyBytes = 0
-    fileprivate var deadline = TransferDeadline(timeout: 0, minRate: 0, now: 0)
+    var deadline = TransferDeadline(timeout: 0, minRate: 0, now: 0)
     fileprivate var timeoutToken: EventLoop.TimerToken?
     fileprivate var receivePaused = false
     fileprivate var sendPaused = false
-    fileprivate var protocolError: String?
+    var protocolError: String?
     /// Why the destination check refused the address curl was about to use.
-    fileprivate var refusal: String?
+    var refusal: String?
 
     fileprivate init(client: UpstreamClient, handle: EasyHandle, request: UpstreamRequest, delegate: any UpstreamTransferDelegate) {
         self.client = client
@@ -438,37 +438,6 @@ public final class UpstreamTransfer {
     }
 
     // MARK: Callbacks (run inside curl_multi_socket_action or curl_easy_pause)
-
-    /// The destination check for a direct transfer (a parent's address is the operator's
-    /// choice); a refusal is remembered for the error. An address curl did not say is refused.
-    fileprivate func mayConnect(to address: SocketAddress?) -> Bool {
-        guard request.parentProxy == nil, let check = request.destinationCheck else { return true }
-        guard let address else { return false }
-        guard let reason = check(address) else { return true }
-        refusal = "\(address): \(reason)"
-        return false
-    }
-
-    fileprivate func receiveHeaderLine(_ line: UnsafeRawBufferPointer) -> Int {
-        do {
-            switch try headParser.feed(line) {
-            case .none:
-                break
-            case .interim(let interim):
-                delegate?.upstreamDidReceiveInterim(interim)
-            case .final(let parsed):
-                receivedHead = true
-                deadline.receivedHead(now: client.loopNow)
-                delegate?.upstreamDidReceiveHead(parsed)
-            }
-        } catch {
-            // The head's size and framing are checked before any of it goes on: curl would
-            // deliver a chunked body, or its own idea of the length, while the head says another.
-            protocolError = "the origin's response head is invalid: \(error.reason)"
-            return 0
-        }
-        return line.count
-    }
 
     fileprivate func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Int {
         guard let delegate else { return 0 }
