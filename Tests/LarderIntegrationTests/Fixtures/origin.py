@@ -19,6 +19,9 @@ Every path answers according to its query string:
   hang=1              never answer (until the client gives up)
   noclen=1            no Content-Length: HTTP/1.0-style body ended by close
   echo=1              answer with the request body (and X-Method, X-Body-Length)
+  ranges=1            honour one Range (206 with Content-Range, 416 past the end), with a strong
+                      ETag and Last-Modified naming the body's version (see /_bump); an
+                      If-None-Match of that ETag is answered 304
   idle=S              keep the connection open after answering, but close it when no next
                       request arrives within S seconds (an origin's keep-alive timeout)
 Every answer carries X-Request-Number: how many requests the origin had counted when it
@@ -36,6 +39,8 @@ Control endpoints (never counted):
   /_count             JSON {"total": n, "paths": {path+query: n}}
   /_requests          JSON list of {"method", "target", "headers"} for every counted request
   /_reset             forget the counters
+  /_bump?path=/x      a new version of /x: other bytes and another ETag (with ranges=1)
+/_count also has "bytes": body bytes sent per path+query.
 """
 import base64
 import hashlib
@@ -51,6 +56,27 @@ LOCK = threading.Lock()
 COUNTS = {}
 REQUESTS = []
 SCRIPTS = {}
+BYTES = {}
+VERSIONS = {}
+
+
+def byte_range(header, length):
+    """One `bytes=` range of a body of `length` bytes: (first, last), "unsatisfiable", or None
+    (no range, or one this fixture ignores, as RFC 9110 §14.2 allows)."""
+    if not header or not header.startswith("bytes=") or "," in header:
+        return None
+    first, _, last = header[6:].strip().partition("-")
+    try:
+        if not first:
+            suffix = int(last)
+            return (max(0, length - suffix), length - 1) if suffix > 0 and length > 0 else "unsatisfiable"
+        start = int(first)
+        end = min(int(last), length - 1) if last else length - 1
+    except ValueError:
+        return None
+    if start >= length:
+        return "unsatisfiable"
+    return (start, end) if end >= start else None
 
 
 def http_date(timestamp):
@@ -167,8 +193,27 @@ class Handler(BaseHTTPRequestHandler):
         if one("echo"):
             body = body_in
         else:
-            body = pattern(url.path + "|" + (one("id") or ""), int(one("size", "64")))
+            version = VERSIONS.get(url.path, 0) if one("ranges") else 0
+            body = pattern(url.path + "|" + (one("id") or "") + ("|%d" % version if version else ""), int(one("size", "64")))
+        content_range = None
+        etag = '"v%d-%s"' % (VERSIONS.get(url.path, 0), hashlib.sha256(url.path.encode()).hexdigest()[:12])
+        if one("ranges"):
+            wanted = byte_range(self.headers.get("Range"), len(body))
+            if self.headers.get("If-None-Match") == etag and status == 200:
+                status, body = 304, b""
+            elif wanted == "unsatisfiable":
+                status, content_range, body = 416, "bytes */%d" % len(body), b""
+            elif wanted is not None and status == 200:
+                first, last = wanted
+                status, content_range = 206, "bytes %d-%d/%d" % (first, last, len(body))
+                body = body[first:last + 1]
         self.send_response(status)
+        if one("ranges"):
+            self.send_header("Accept-Ranges", "bytes")
+            self.send_header("ETag", etag)
+            self.send_header("Last-Modified", http_date(1700000000 + VERSIONS.get(url.path, 0)))
+            if content_range:
+                self.send_header("Content-Range", content_range)
         if one("cc"):
             self.send_header("Cache-Control", one("cc"))
         for header in query.get("h", []):
@@ -203,6 +248,8 @@ class Handler(BaseHTTPRequestHandler):
                 else:
                     self.wfile.write(part)
                 sent += len(part)
+                with LOCK:
+                    BYTES[self.path] = BYTES.get(self.path, 0) + len(part)
                 if slow:
                     self.wfile.flush()
                     time.sleep(slow)
@@ -289,12 +336,17 @@ class Handler(BaseHTTPRequestHandler):
             return
         with LOCK:
             if path == "/_count":
-                payload = {"total": sum(COUNTS.values()), "paths": COUNTS}
+                payload = {"total": sum(COUNTS.values()), "paths": COUNTS, "bytes": BYTES}
+            elif path == "/_bump":
+                target = parse_qs(query)["path"][0]
+                VERSIONS[target] = VERSIONS.get(target, 0) + 1
+                payload = {"version": VERSIONS[target]}
             elif path == "/_requests":
                 payload = REQUESTS
             elif path == "/_reset":
                 COUNTS.clear()
                 REQUESTS.clear()
+                BYTES.clear()
                 payload = {"ok": True}
             else:
                 payload = {"error": "unknown"}

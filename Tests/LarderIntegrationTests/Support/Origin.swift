@@ -30,6 +30,17 @@ final class Origin {
         return ((counts["paths"] as? [String: Int]) ?? [:])[pathAndQuery] ?? 0
     }
 
+    /// How many body bytes the origin sent for this exact path and query.
+    func bytes(_ pathAndQuery: String) throws -> Int {
+        let counts = try control("/_count")
+        return ((counts["bytes"] as? [String: Int]) ?? [:])[pathAndQuery] ?? 0
+    }
+
+    /// A new version of `path` (other bytes, another ETag) for `ranges=1` resources.
+    func bump(_ path: String) throws {
+        _ = try control("/_bump?path=\(path)")
+    }
+
     /// How many requests reached the origin in all.
     func total() throws -> Int {
         (try control("/_count")["total"] as? Int) ?? 0
