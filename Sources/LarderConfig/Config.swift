@@ -199,6 +199,10 @@ public struct CacheConfig: Sendable, Equatable {
     /// A Range request for an object not yet stored fetches the whole object (to store it) when
     /// it is cacheable and at most this large; larger or uncacheable ones pass the range through.
     public var rangeWholeMax = 16 * 1024 * 1024
+    /// Objects larger than this are fetched and stored as fixed slices of this size, with Range
+    /// requests upstream (as nginx's slice module); 0 stores every object whole. Slices live in
+    /// the disk tier, so without one nothing is sliced.
+    public var sliceSize = 8 * 1024 * 1024
     /// Ecosystems whose routes are added after the file's own (``Preset``).
     public var presets: [Preset] = []
     public init() {}

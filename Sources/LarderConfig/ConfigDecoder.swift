@@ -37,7 +37,7 @@ struct ConfigDecoder {
             ]
         ),
         ("retry", retryKeys),
-        ("cache", ["default_policy", "stale_if_error", "offline", "range_whole_max", "presets"]),
+        ("cache", ["default_policy", "stale_if_error", "offline", "range_whole_max", "slice_size", "presets"]),
         ("coalesce", ["max_waiters", "wait_timeout", "finish_abandoned_max", "not_shareable_ttl"]),
         ("log", ["level", "access"]),
         ("tls", ["intercept", "never", "ca_dir", "leaf_validity", "upstream_ca_file", "splice_after_failures", "splice_for"]),
@@ -304,6 +304,18 @@ struct ConfigDecoder {
             if let flag = boolean(value, key) { config.cache.offline = flag }
         case ("cache", "range_whole_max"):
             if let bytes = size(value, key, range: 0...(1 << 50)) { config.cache.rangeWholeMax = Int(bytes) }
+        case ("cache", "slice_size"):
+            // 0 turns slicing off; below 64 KiB the per-slice entries and requests cost more
+            // than they save.
+            if case .string("0") = value.kind {
+                config.cache.sliceSize = 0
+            } else if let bytes = size(value, key, range: 0...(1 << 32)) {
+                if bytes != 0 && bytes < 64 << 10 {
+                    fail("'\(key)' must be \"0\" (off) or at least 64KiB, got \(value.summary)", at: value.position)
+                } else {
+                    config.cache.sliceSize = Int(bytes)
+                }
+            }
 
         case ("coalesce", "max_waiters"):
             if let number = integer(value, key, range: 1...1_000_000) { config.coalesce.maxWaiters = number }

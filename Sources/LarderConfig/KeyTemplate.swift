@@ -25,6 +25,11 @@ public struct KeyTemplate: Sendable, Hashable, CustomStringConvertible {
 
     public init(parsing text: String) throws(ParseError) {
         self.text = text
+        if let hash = text.firstIndex(of: "#") {
+            // Reserved: an object's slices are stored under its key + "#slice=N".
+            throw ParseError(
+                message: "a key may not contain '#' (it marks an object's slices)", offset: text.distance(from: text.startIndex, to: hash))
+        }
         var parts: [Part] = []
         var literal = ""
         var rest = Substring(text)

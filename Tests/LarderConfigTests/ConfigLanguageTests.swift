@@ -41,6 +41,10 @@ private let errorCases: [ErrorCase] = [
         name: "capture named like a placeholder", text: "[[route]]\nmatch = \"http://a/{path}\"\n", line: 2, column: 19,
         message: "not a key placeholder"),
     ErrorCase(
+        name: "key with the slice marker's '#'",
+        text: "[[route]]\nmatch = \"http://a/*\"\nimmutable = true\nkey = \"a:{path}#slice=0\"\n", line: 4, column: 16,
+        message: "may not contain '#'"),
+    ErrorCase(
         name: "key without a placeholder", text: "[[route]]\nmatch = \"http://a/*\"\nimmutable = true\nkey = \"a\"\n", line: 4,
         column: 8, message: "needs at least one placeholder"),
     ErrorCase(name: "missing equals", text: "[proxy]\nlisten [\"a\"]\n", line: 2, column: 8, message: "expected '='"),
@@ -190,6 +194,15 @@ private let errorCases: [ErrorCase] = [
     }
 
     /// "auto" and 0 (its meaning before "auto") leave the count to the CPUs at start.
+    @Test func sliceSizeIsOffOrAtLeast64KiB() throws {
+        #expect(Config().cache.sliceSize == 8 << 20)
+        #expect(try config("[cache]\nslice_size = \"0\"\n").cache.sliceSize == 0)
+        #expect(try config("[cache]\nslice_size = \"4MiB\"\n").cache.sliceSize == 4 << 20)
+        let tooSmall = errors("[cache]\nslice_size = \"1KiB\"\n")
+        #expect(tooSmall.count == 1 && tooSmall.first?.description.contains("t.toml:2:14") == true, "\(tooSmall)")
+        #expect(tooSmall.first?.description.contains("at least 64KiB") == true)
+    }
+
     @Test func workersAreAutoOrACount() throws {
         #expect(Config().proxy.workers == nil)
         #expect(try config("[proxy]\nworkers = \"auto\"\n").proxy.workers == nil)
