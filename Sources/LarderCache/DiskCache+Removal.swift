@@ -122,6 +122,11 @@ extension DiskCache {
         writer.submit { [self] in dispose(doomed) }
     }
 
+    /// Whether the index holds an entry for `key` (any variant); no file is touched.
+    public func isIndexed(_ key: CacheKey) -> Bool {
+        !index.withLock { $0.lookup(key) }.isEmpty
+    }
+
     /// Removes every stored variant of `key`. Returns whether anything was stored.
     @discardableResult
     public func purge(_ key: CacheKey) -> Bool {

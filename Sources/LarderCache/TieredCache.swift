@@ -67,8 +67,10 @@ public final class TieredCache: Sendable {
 
     /// Puts a disk entry small enough for the memory tier into it: at once when its body is
     /// already in memory, else read (and checked) on the reader thread.
+    /// Slices stay on disk: they are parts of objects too large for the memory tier, and
+    /// would crowd it out slice by slice.
     public func promote(_ stored: StoredResponse) {
-        guard stored.bodyLength <= memory.limits.maxObjectBytes else { return }
+        guard stored.bodyLength <= memory.limits.maxObjectBytes, !stored.key.isSlice else { return }
         if stored.isInMemory {
             memory.insert(stored)
             return
@@ -84,6 +86,10 @@ public final class TieredCache: Sendable {
     public func insertInMemory(_ stored: StoredResponse) {
         memory.insert(stored)
     }
+
+    /// The largest object the disk tier takes (`disk.max_object_bytes`); nil without one. A
+    /// sliced object counts whole: its slices are not a way around the limit.
+    public var maxDiskObjectBytes: Int64? { disk?.currentLimits.maxObjectBytes }
 
     /// Starts streaming a body to the disk tier (nil: no disk, or it refuses the entry).
     public func beginDiskWrite(key: CacheKey, head: DiskEntryFormat.Head, expectedLength: Int?) -> DiskWrite? {
@@ -138,6 +144,12 @@ public final class TieredCache: Sendable {
     public func invalidate(_ stored: StoredResponse) {
         memory.remove(stored)
         disk?.remove(stored)
+    }
+
+    /// Whether either tier holds something for `key` (a probe: no file is read, nothing is
+    /// checked for freshness).
+    public func holds(_ key: CacheKey) -> Bool {
+        memory.lookup(key) != nil || disk?.isIndexed(key) == true
     }
 
     /// Removes every stored variant of `key` from both tiers; whether anything was stored.

@@ -150,14 +150,23 @@ extension ClientConnection {
         case .forward(let reason):
             exchange.stored = stored  // kept as the stale-if-error fallback
             exchange.cacheStatus = .forwarded(varyMiss && stored == nil ? "vary-miss" : reason)
+            // Nothing whole stored: the object may be kept (or fetched) as slices.
+            if stored == nil && beginsSlices(exchange) { return }
             forward(url, key: key, exchange: exchange)
         case .unsatisfiable:
-            if offline { return respondOffline(exchange) }
-            // RFC 9111 §5.2.1.7: only-if-cached and nothing suitable stored.
-            exchange.cacheStatus = .forwarded("miss")
-            exchange.cacheStatus.detail = "only-if-cached"
-            respondGenerated(status: 504, message: "Larder: not in the cache (only-if-cached)", outcome: .miss)
+            // Offline or only-if-cached: slices stored may still answer.
+            if stored == nil && beginsSlices(exchange, cachedOnly: true) { return }
+            respondNotCached(exchange)
         }
+    }
+
+    /// 504 for a request that may only be answered from the cache, with nothing suitable
+    /// stored (offline, or RFC 9111 §5.2.1.7 only-if-cached).
+    func respondNotCached(_ exchange: Exchange) {
+        if exchange.runtime.config.cache.offline { return respondOffline(exchange) }
+        exchange.cacheStatus = .forwarded("miss")
+        exchange.cacheStatus.detail = "only-if-cached"
+        respondGenerated(status: 504, message: "Larder: not in the cache (only-if-cached)", outcome: .miss)
     }
 
     private func respondOffline(_ exchange: Exchange) {
@@ -229,8 +238,8 @@ extension ClientConnection {
     }
 
     /// Checks a disk entry's body on the reader thread, then resumes this exchange on its loop.
-    private func waitForVerification(of name: String) {
-        exchange?.advance(.diskCheckStarted)
+    func waitForVerification(of name: String) {
+        if exchange?.slices == nil { exchange?.advance(.diskCheckStarted) }
         let token = proxy.park(self)
         let handle = proxy.loop.handle
         proxy.shared.cache.verify(name) { verification in
@@ -241,6 +250,10 @@ extension ClientConnection {
     func resumeAfterDiskCheck(_ verification: DiskCache.Verification) {
         guard phase == .exchanging, let exchange else { return }
         if case .sound(let checked?) = verification { exchange.checkedDiskEntry = checked }
+        if exchange.slices != nil {
+            if pumpFill() { flushSoon() }
+            return
+        }
         exchange.advance(.diskChecked)
         proceed(exchange)
         flushSoon()

@@ -12,6 +12,13 @@ extension ClientConnection: FillReader {
 
     func fillReleased(_ fill: Fill, reason: FillRelease) {
         guard let exchange, exchange.fill === fill, let url = exchange.url else { return }
+        if exchange.slices != nil {
+            // A slice fill that may not serve this client: fetch the slice alone.
+            exchange.fill = nil
+            exchange.goAlone = true
+            if pumpSlices(exchange) { flush() }
+            return
+        }
         switch reason {
         case .notShareable:
             leaveFill(exchange, url: url, alone: true)
@@ -57,6 +64,7 @@ extension ClientConnection: FillReader {
     /// whether anything changed (bytes queued or the exchange ended); the caller flushes.
     @discardableResult
     func pumpFill() -> Bool {
+        if let exchange, exchange.slices != nil { return pumpSlices(exchange) }
         guard let exchange, let fill = exchange.fill else { return false }
         var progressed = false
         exchange.attempts = fill.attempts
@@ -83,22 +91,8 @@ extension ClientConnection: FillReader {
                 return false
             }
         }
-        var position = exchange.fillPosition
         let end = exchange.slice.map { $0.last + 1 } ?? Int.max
-        while output.pendingBytes < ClientConnection.outputHighWater, position < min(fill.received, end),
-            let data = fill.data(at: position)
-        {
-            switch data {
-            case .memory(let bytes, let offset):
-                let count = min(bytes.count - offset, end - position)
-                queueBody(bytes, from: offset, count: count, exchange: exchange)
-                position += count
-            case .file(let file, let offset, let available):
-                let count = min(available, end - position)
-                queueBody(file: file, offset: offset, count: count, exchange: exchange)
-                position += count
-            }
-        }
+        let position = queueFillBody(fill, from: exchange.fillPosition, to: end, exchange: exchange)
         if position != exchange.fillPosition {
             progressed = true
             exchange.fillPosition = position
@@ -139,6 +133,27 @@ extension ClientConnection: FillReader {
             }
         }
         return progressed
+    }
+
+    /// Queues the body bytes `fill` holds from `position` on, up to `end`, while the output has
+    /// room; returns the position reached.
+    func queueFillBody(_ fill: Fill, from position: Int, to end: Int, exchange: Exchange) -> Int {
+        var position = position
+        while output.pendingBytes < ClientConnection.outputHighWater, position < min(fill.received, end),
+            let data = fill.data(at: position)
+        {
+            switch data {
+            case .memory(let bytes, let offset):
+                let count = min(bytes.count - offset, end - position)
+                queueBody(bytes, from: offset, count: count, exchange: exchange)
+                position += count
+            case .file(let file, let offset, let available):
+                let count = min(available, end - position)
+                queueBody(file: file, offset: offset, count: count, exchange: exchange)
+                position += count
+            }
+        }
+        return position
     }
 
     /// Sends the head of a fill's response, or instead a 304 for a matching conditional
@@ -199,7 +214,7 @@ extension ClientConnection: FillReader {
         serveFromCache(stored, exchange: exchange, stale: detail != nil, now: Clocks.wallSeconds(), status: status)
     }
 
-    private func logTruncated(_ exchange: Exchange) {
+    func logTruncated(_ exchange: Exchange) {
         proxy.shared.stats.count(.error)
         proxy.accessLog.record(
             client: peer, method: exchange.head.method.rawValue, url: exchange.head.url?.description ?? "-",

@@ -29,7 +29,7 @@ extension ClientConnection {
         let bodyRead =
             exchange.requestFraming == .none
             || (exchange.bufferedBody != nil && exchange.requestBodyComplete && exchange.bufferedOffset == 0)
-        guard !exchange.moved, bodyRead, !exchange.continueSent, exchange.fill == nil, output.isEmpty,
+        guard !exchange.moved, !exchange.headSent, bodyRead, !exchange.continueSent, exchange.fill == nil, output.isEmpty,
             !closeWhenFlushed, phase == .exchanging
         else { return false }
         var session: TLSTransport.Handoff?

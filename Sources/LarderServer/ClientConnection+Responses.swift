@@ -8,7 +8,7 @@ extension ClientConnection {
 
     /// Whether the connection closes after the current response; decided before its head is
     /// written so the head can say so.
-    private func closesAfter(_ exchange: Exchange) -> Bool {
+    func closesAfter(_ exchange: Exchange) -> Bool {
         if !exchange.keepAlive || !exchange.requestBodyComplete || isDraining {
             exchange.keepAlive = false
             return true
@@ -19,7 +19,7 @@ extension ClientConnection {
     private var isDraining: Bool { proxy.isDraining }
 
     /// Appends the connection-management field the client needs, if any (RFC 9112 §9.3).
-    private func appendConnectionField(_ exchange: Exchange, to bytes: inout [UInt8]) {
+    func appendConnectionField(_ exchange: Exchange, to bytes: inout [UInt8]) {
         if closesAfter(exchange) {
             bytes.append(contentsOf: "Connection: close\r\n".utf8)
         } else if exchange.head.version == .http1_0 {

@@ -166,7 +166,7 @@ extension ClientConnection: RequestBodySource {
     }
 
     /// The parents a fill goes through (none: direct), the ones backing off last.
-    private func setParents(_ options: inout FillOptions, url: AbsoluteURL, exchange: Exchange) {
+    func setParents(_ options: inout FillOptions, url: AbsoluteURL, exchange: Exchange) {
         let plan = exchange.runtime.parents
         options.parents = proxy.shared.parentHealth.order(plan.candidates(for: url, routeParent: exchange.route?.parent))
         options.parentBackoff = plan.backoff
@@ -176,7 +176,7 @@ extension ClientConnection: RequestBodySource {
     /// added (RFC 9110 §7.6); the client's conditionals replaced by Larder's own when it
     /// validates a stored response (the client's are then answered locally); Range removed when
     /// the whole object is fetched.
-    private func upstreamRequest(
+    func upstreamRequest(
         url: AbsoluteURL, head: RequestHead, runtime: RuntimeConfig, route: Route?, body: UpstreamRequest.BodyLength?,
         validating: StoredResponse?, stripRange: Bool
     ) -> UpstreamRequest {

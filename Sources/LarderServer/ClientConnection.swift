@@ -263,7 +263,7 @@ final class ClientConnection: IOHandler {
                 return
             }
             // Everything written: pull more of a streaming body, if any arrived.
-            if exchange?.fill != nil, pumpFill(), !output.isEmpty || closeWhenFlushed {
+            if exchange?.fill != nil || exchange?.slices != nil, pumpFill(), !output.isEmpty || closeWhenFlushed {
                 continue
             }
             break
@@ -456,6 +456,14 @@ final class ClientConnection: IOHandler {
             {
                 exchange.fill?.detach(self)
                 proxy.shared.stats.waitersTimedOut.add(1)
+                if exchange.slices != nil {
+                    // The slice is fetched alone.
+                    exchange.fill = nil
+                    exchange.goAlone = true
+                    exchange.cacheStatus.collapsed = false
+                    if pumpSlices(exchange) { flush() }
+                    return
+                }
                 leaveFill(exchange, url: url, alone: true)
                 return
             }

@@ -17,6 +17,9 @@ extension Exchange {
         case readingFill
         /// The response head is queued; the body follows (from a fill).
         case responding
+        /// Answered from an object's slices (`cache.slice_size`), one at a time, each from the
+        /// tiers or a slice fill (``SlicePlan`` says where it is within).
+        case slicing
         /// A CONNECT being set up (resolving, dialling, waiting for the hand-over).
         case tunnelling
         /// Every byte of the response queued, or the connection closed.
@@ -39,6 +42,8 @@ extension Exchange {
         case diskChecked
         /// Attached to a fill.
         case attached
+        /// The object turned out to be stored (or fetched) in slices.
+        case slicesBegun
         /// Released from a fill before its head (another variant, timed out, a range): the
         /// request is forwarded again.
         case released
@@ -60,6 +65,10 @@ extension Exchange {
         case (.lookingUp, .diskCheckStarted): .awaitingDisk
         case (.awaitingDisk, .diskChecked): .lookingUp
         case (.lookingUp, .attached): .readingFill
+        case (.lookingUp, .slicesBegun): .slicing
+        // No slice stored after all, or the origin answered a slice request whole: an
+        // ordinary fill's response from here.
+        case (.slicing, .attached): .readingFill
         case (.readingFill, .released): .lookingUp
         case (.readingFill, .headQueued): .responding
         default: nil
@@ -67,7 +76,7 @@ extension Exchange {
     }
 
     /// The response head is queued (a fill's response is streaming).
-    var headSent: Bool { stage == .responding }
+    var headSent: Bool { stage == .responding || sliceHeadQueued }
     /// The request body is being read whole before the exchange goes on.
     var bufferingBody: Bool { stage == .awaitingRequestBody }
 }

@@ -78,6 +78,13 @@ final class Exchange {
     var customKey: String?
     /// CONNECT: the tunnel being set up, until it is handed over.
     var tunnel: TunnelSetup?
+    /// An answer assembled from slices, and where it is.
+    var slices: SlicePlan?
+    /// The head of a sliced answer is queued.
+    var sliceHeadQueued = false
+    /// Within the slice fill being read: where the client's bytes end (nil until its head
+    /// was checked).
+    var sliceFillEnd: Int?
 
     init(head: consuming RequestHead, startNanos: UInt64, runtime: RuntimeConfig) {
         keepAlive = head.keepAlive

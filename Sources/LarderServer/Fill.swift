@@ -55,6 +55,8 @@ struct FillOptions {
     var parents: [ParentPlan.Parent] = []
     /// How long a parent that failed is skipped.
     var parentBackoff: Duration = .seconds(30)
+    /// A slice fill: which slice its request's Range asks for, of slices this large.
+    var slice: (index: Int, size: Int)?
 }
 
 /// Where a reader finds the body bytes at its position.
@@ -144,10 +146,14 @@ final class Fill: UpstreamTransferDelegate {
     let maxMemoryObject: Int
     let finishAbandonedMax: Int
     let rangeWholeMax: Int
+    /// `cache.slice_size`: a whole response larger than this is stored as slices (0: never).
+    let sliceSize: Int
     let staleIfErrorWindow: Double
     /// The disk entry being written, when the response goes to the disk tier while it streams
     /// (bodies too large for memory, or of unknown length past the memory limit).
     var diskWrite: DiskWrite?
+    /// The slices being written instead, for a response larger than a slice.
+    var slicedWrite: SlicedDiskWrite?
     /// The disk head to write: a body kept whole in memory is written to disk in one job when
     /// complete (one writer wake-up per miss instead of one per chunk).
     var pendingDiskHead: DiskEntryFormat.Head?
@@ -195,6 +201,7 @@ final class Fill: UpstreamTransferDelegate {
         maxMemoryObject = runtime.config.memory.maxObjectBytes
         finishAbandonedMax = runtime.config.coalesce.finishAbandonedMax
         rangeWholeMax = runtime.config.cache.rangeWholeMax
+        sliceSize = proxy.shared.cache.maxDiskObjectBytes == nil ? 0 : runtime.config.cache.sliceSize
         staleIfErrorWindow = runtime.config.cache.staleIfError.totalSeconds
     }
 
@@ -257,7 +264,7 @@ final class Fill: UpstreamTransferDelegate {
     var worthFinishingAlone: Bool {
         guard method == .get, coalesceKey != nil || options.background, shareable else { return false }
         guard let head else { return true }  // decided again when the head arrives
-        guard willStore, head.status == 200 || head.status == 203 else { return false }
+        guard willStore, head.status == 200 || head.status == 203 || (head.status == 206 && options.slice != nil) else { return false }
         if let contentLength { return contentLength - received <= finishAbandonedMax }
         return received <= finishAbandonedMax
     }
@@ -270,6 +277,7 @@ final class Fill: UpstreamTransferDelegate {
         outcome = .failure(UpstreamError(kind: .aborted, message: reason, afterHead: head != nil))
         diskWrite?.abort()
         diskWrite = nil
+        slicedWrite?.abortUnfinished()
         proxy.coalescer.remove(self)
     }
 
@@ -300,6 +308,7 @@ final class Fill: UpstreamTransferDelegate {
             return .memory(chunks[low], offset: position - chunkStarts[low])
         }
         // Dropped from memory: only ever after being made durable in the spill file.
+        if let slicedWrite { return slicedWrite.data(at: position, limit: chunkStarts.first ?? received) }
         guard let spill, let diskWrite else { return nil }
         let end = min(chunkStarts.first ?? received, diskWrite.durableBytes.load(ordering: .acquiring))
         guard position < end else { return nil }
@@ -327,6 +336,9 @@ final class Fill: UpstreamTransferDelegate {
             var floor = slowest
             if let diskWrite, !diskWrite.hasFailed || spill != nil {
                 floor = min(spillableBytes() ?? 0, max(slowest, received - Fill.memoryWindow))
+            } else if let slicedWrite, !slicedWrite.hasFailed {
+                floor = min(slicedWrite.durableBytes, max(slowest, received - Fill.memoryWindow))
+                slicedWrite.release(before: slowest)
             }
             var drop = 0
             while drop < chunks.count, chunkStarts[drop] + chunks[drop].count <= floor { drop += 1 }
@@ -343,6 +355,7 @@ final class Fill: UpstreamTransferDelegate {
 
     /// The body bytes readable from the disk file, once a descriptor on it is open.
     func spillableBytes() -> Int? {
+        if let slicedWrite { return slicedWrite.hasFailed ? nil : slicedWrite.durableBytes }
         guard let diskWrite, !diskWrite.hasFailed || spill != nil else { return nil }
         if spill == nil {
             guard diskWrite.durableBytes.load(ordering: .acquiring) > 0, let file = diskWrite.openForReading() else {
@@ -360,6 +373,7 @@ final class Fill: UpstreamTransferDelegate {
         if let diskWrite, !diskWrite.hasFailed {
             return received - diskWrite.durableBytes.load(ordering: .acquiring) >= Fill.maxWriteBacklog
         }
+        if let slicedWrite, !slicedWrite.hasFailed { return received - slicedWrite.durableBytes >= Fill.maxWriteBacklog }
         guard !readers.isEmpty else { return false }
         return received - slowestPosition >= (paused ? Fill.lowWater : Fill.highWater)
     }
@@ -367,7 +381,7 @@ final class Fill: UpstreamTransferDelegate {
     /// While paused for the disk thread, look again every few milliseconds: its progress does
     /// not wake the loop by itself.
     func watchWriteBacklog() {
-        guard backlogTimer == nil, diskWrite != nil else { return }
+        guard backlogTimer == nil, diskWrite != nil || slicedWrite != nil else { return }
         backlogTimer = proxy.loop.schedule(afterNanos: 5_000_000) { [weak self] in
             guard let self else { return }
             self.backlogTimer = nil
@@ -417,6 +431,7 @@ final class Fill: UpstreamTransferDelegate {
             if !forwarded.hasNoBody(for: method) { contentLength = length }
         }
         forwarded.headers.remove("Content-Length")
+        let sliceRange = sliceOfResponse(&forwarded)
         responseTime = Clocks.wallSeconds()
         if !forwarded.headers.contains("Date") {
             // RFC 9110 §6.6.1: a recipient with a clock may add Date when the origin did not.
@@ -425,9 +440,17 @@ final class Fill: UpstreamTransferDelegate {
         head = forwarded
         memoryEntryParts = nil
         let cacheControl = CacheControl(forwarded.headers)
-        let admission = ResponseAdmission.decide(
-            admissionRequest, head: forwarded, contentLength: contentLength, cacheControl: cacheControl,
+        // A slice is judged as the whole response it is part of would be.
+        var judged = copy forwarded
+        if sliceRange != nil { judged.status = 200 }
+        var admission = ResponseAdmission.decide(
+            admissionRequest, head: judged, contentLength: contentLength, cacheControl: cacheControl,
             diskAvailable: proxy.shared.cache.disk != nil, now: responseTime)
+        if options.slice != nil, sliceRange == nil, forwarded.status != 200 {
+            // A slice request's other answers (416, a range the origin chose) describe that
+            // request, not the object: never stored under its key.
+            admission.storage = .none
+        }
         if admission.invalidates { invalidate(forwarded) }
         switch admission.verdict {
         case .merge:
@@ -448,7 +471,13 @@ final class Fill: UpstreamTransferDelegate {
         if admission.freshensStoredFromHead, let stored = options.validating ?? options.fallback {
             freshenFromHead(stored, head: forwarded)
         }
-        store(forwarded, as: admission, cacheControl: cacheControl)
+        if let sliceRange {
+            storeSlice(forwarded, range: sliceRange, as: admission)
+        } else if storesAsSlices(forwarded, admission: admission) {
+            startSlicedWrite(forwarded)
+        } else {
+            store(forwarded, as: admission, cacheControl: cacheControl)
+        }
         share(forwarded, shareable: admission.shareable)
         if let validating = options.validating, !willStore {
             // The origin sent a new response that will not be stored: the old one is outdated.
@@ -480,6 +509,7 @@ final class Fill: UpstreamTransferDelegate {
         received += bytes.count
         proxy.shared.stats.bytesFromUpstream.add(bytes.count)
         diskWrite?.append(chunk)
+        slicedWrite?.append(chunk)
         if retainAll, received > maxMemoryObject {
             // Unknown length that outgrew the memory tier: stream it to disk from here on.
             retainAll = false
@@ -533,6 +563,7 @@ final class Fill: UpstreamTransferDelegate {
         if case .failure? = outcome {
             diskWrite?.abort()
             diskWrite = nil
+            slicedWrite?.abortUnfinished()
         } else if staleAnswer != nil {
             diskWrite?.abort()
             diskWrite = nil

@@ -17,12 +17,15 @@ import Testing
     @Test func everyStepTheDesignAllowsAndNoOther() {
         let allowed: [Stage: [Exchange.Event: Stage]] = [
             .routing: [.routed: .lookingUp, .connectAccepted: .tunnelling],
-            .lookingUp: [.bodyNeeded: .awaitingRequestBody, .diskCheckStarted: .awaitingDisk, .attached: .readingFill],
+            .lookingUp: [
+                .bodyNeeded: .awaitingRequestBody, .diskCheckStarted: .awaitingDisk, .attached: .readingFill, .slicesBegun: .slicing,
+            ],
             .awaitingRequestBody: [.bodyRead: .lookingUp],
             .awaitingDisk: [.diskChecked: .lookingUp],
             .readingFill: [.released: .lookingUp, .headQueued: .responding],
             .responding: [:],
             .tunnelling: [:],
+            .slicing: [.attached: .readingFill],
         ]
         for stage in Stage.allCases {
             for event in Exchange.Event.allCases {
@@ -46,5 +49,14 @@ import Testing
             #expect(stage == expected, "after \(event)")
         }
         #expect(Exchange.stage(after: .finished, on: .finished) == nil, "nothing follows the end")
+    }
+
+    /// A sliced answer stays in one stage while its slices come and go; an object that turns out
+    /// not to be sliced reads an ordinary fill.
+    @Test func aSlicedAnswerMayBecomeAnOrdinaryFill() {
+        #expect(Exchange.stage(after: .lookingUp, on: .slicesBegun) == .slicing)
+        #expect(Exchange.stage(after: .slicing, on: .attached) == .readingFill)
+        #expect(Exchange.stage(after: .slicing, on: .headQueued) == nil, "a sliced head is the plan's business")
+        #expect(Exchange.stage(after: .slicing, on: .finished) == .finished)
     }
 }

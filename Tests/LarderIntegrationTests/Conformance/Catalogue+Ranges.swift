@@ -40,12 +40,37 @@ enum RangeCases {
                 "If-Range with the Last-Modified date gets the range", "bytes=0-1", status: 206, body: "he", contentRange: "bytes 0-1/11",
                 extra: [header("If-Range", "Sun, 06 Nov 1994 08:49:37 GMT")]),
             ConformanceCase(
-                section: "14", name: "a range miss fetches the whole object, answers the range, and stores it", script: stored,
+                // cache.slice_size: a range miss asks for the slice holding it; this origin ignores
+                // Range and answers whole, which is stored and the range cut from it.
+                section: "14", name: "a range miss asks for its slice, answers the range, and stores the whole answer", script: stored,
+                steps: [
+                    Step(
+                        headers: [header("Range", "bytes=0-4")],
+                        expect: Expectation(
+                            status: 206, origin: 1, body: "hello", headers: [("Content-Range", "bytes 0-4/11")],
+                            sent: [("Range", "bytes=0-8388607")])),
+                    get(origin: 1, hit: true, body: "hello world"),
+                ]),
+            ConformanceCase(
+                section: "14", name: "slicing off: a range miss fetches the whole object, answers the range, and stores it",
+                script: stored,
                 steps: [
                     Step(
                         headers: [header("Range", "bytes=0-4")],
                         expect: Expectation(
                             status: 206, origin: 1, body: "hello", headers: [("Content-Range", "bytes 0-4/11")], sent: [("Range", nil)])),
+                    get(origin: 1, hit: true, body: "hello world"),
+                ],
+                config: "[cache]\nslice_size = \"0\"\n"),
+            ConformanceCase(
+                section: "3.4", name: "a 206 holding the whole object is stored as the complete response",
+                script: [
+                    ok(maxAgeHour, header("ETag", "\"r1\""), header("Content-Range", "bytes 0-10/11"), body: "hello world", status: 206)
+                ],
+                steps: [
+                    Step(
+                        headers: [header("Range", "bytes=0-4")],
+                        expect: Expectation(status: 206, origin: 1, body: "hello", headers: [("Content-Range", "bytes 0-4/11")])),
                     get(origin: 1, hit: true, body: "hello world"),
                 ]),
             ConformanceCase(
@@ -67,7 +92,7 @@ enum RangeCases {
                         headers: [header("Range", "bytes=0-1")],
                         expect: Expectation(status: 206, body: "he", sent: [("Range", "bytes=0-1")], originAtLeast: 2))
                 ],
-                config: "[cache]\nrange_whole_max = \"5B\"\n"),
+                config: "[cache]\nrange_whole_max = \"5B\"\nslice_size = \"0\"\n"),
             ConformanceCase(
                 section: "14", name: "HEAD with Range is answered without a body", script: stored,
                 steps: [

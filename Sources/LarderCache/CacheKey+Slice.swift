@@ -1,0 +1,50 @@
+import LarderHTTP
+
+/// The keys of an object stored as fixed slices (`cache.slice_size`, as nginx's slice module).
+extension CacheKey {
+    /// The marker between an object's key and a slice number. A fragment never reaches a proxy
+    /// in a request target (RFC 9110 §7.1), so no request's key can end like a slice's.
+    public static let sliceMarker = "#slice="
+
+    /// The key slice `index` of this object is stored under.
+    public func slice(_ index: Int) -> CacheKey {
+        CacheKey(normalized: url + CacheKey.sliceMarker + String(index))
+    }
+
+    /// Whether this is a slice's key: request URLs carry no `#` (``AbsoluteURL`` refuses a
+    /// fragment, and key templates may not write one), so any `#` is the marker's.
+    public var isSlice: Bool { url.utf8.contains(UInt8(ascii: "#")) }
+}
+
+/// A `Content-Range` field of a 206 (RFC 9110 §14.4): `bytes first-last/complete`.
+public struct ContentRange: Sendable, Equatable {
+    public let first: Int
+    public let last: Int
+    /// The complete representation's length.
+    public let length: Int
+
+    public init(first: Int, last: Int, length: Int) {
+        self.first = first
+        self.last = last
+        self.length = length
+    }
+
+    /// Parses `bytes a-b/n`; nil for anything else (an unknown length `*` included: a slice
+    /// needs the whole length).
+    public init?(_ text: String) {
+        let trimmed = ASCII.trimOWS(text[...])
+        guard trimmed.lowercased().hasPrefix("bytes ") else { return nil }
+        let spec = trimmed.dropFirst(6)
+        guard let dash = spec.firstIndex(of: "-"), let slash = spec.firstIndex(of: "/"), dash < slash else { return nil }
+        func number(_ digits: Substring) -> Int? {
+            guard !digits.isEmpty, digits.count <= 18, digits.allSatisfy({ $0.isASCII && $0.isNumber }) else { return nil }
+            return Int(digits)
+        }
+        guard let first = number(spec[..<dash]), let last = number(spec[spec.index(after: dash)..<slash]),
+            let length = number(spec[spec.index(after: slash)...]), first <= last, last < length
+        else { return nil }
+        self.init(first: first, last: last, length: length)
+    }
+
+    public var fieldValue: String { "bytes \(first)-\(last)/\(length)" }
+}

@@ -1,0 +1,440 @@
+import LarderCache
+import LarderConfig
+import LarderHTTP
+import LarderIO
+import LarderUpstream
+
+/// Answers from an object kept as fixed slices (`cache.slice_size`, as nginx's slice module):
+/// each slice comes from the tiers when stored and fresh, else from a slice fill (a Range
+/// request upstream, coalesced by slice), one slice at a time, so a partly stored object
+/// fetches only what it lacks. Every slice must carry the validator of the first one used
+/// (RFC 9111 §3.4: only parts of one representation combine); one that does not shows the
+/// object changed, and every slice of it is dropped.
+extension ClientConnection {
+    /// Starts a sliced answer when nothing whole is stored: for a GET with Range (the slice
+    /// holding it is fetched with a Range upstream), or a request without one whose first
+    /// slice may be stored (if it is not, ``pumpSlices(_:)`` forwards the request as usual).
+    /// Returns false when the request is forwarded as usual.
+    /// `cachedOnly`: offline or only-if-cached, so no slice may be fetched.
+    func beginsSlices(_ exchange: Exchange, cachedOnly: Bool = false) -> Bool {
+        let method = exchange.head.method
+        let headers = exchange.head.headers
+        let size = exchange.runtime.config.cache.sliceSize
+        guard size > 0, proxy.shared.cache.maxDiskObjectBytes != nil, method == .get || method == .head, let key = exchange.key,
+            !exchange.goAlone, exchange.range != .passed, exchange.variant == nil, !exchange.directives.noStore,
+            !exchange.directives.noCache, !headers.contains("Authorization")
+        else { return false }
+        if !isRanged(exchange) && !cachedOnly {
+            // A fill of the whole object in flight here is joined instead (it writes the slices).
+            guard proxy.coalescer.fill(for: FillKey(method: "GET", url: key.url, bodyHash: nil)) == nil else { return false }
+        }
+        exchange.slices = SlicePlan(
+            size: size, firstByte: isRanged(exchange) ? SlicePlan.firstByte(ofRange: headers["Range"]) : 0, cachedOnly: cachedOnly)
+        exchange.advance(.slicesBegun)
+        exchange.outcome = .diskHit
+        if pumpSlices(exchange) { flushSoon() }
+        return true
+    }
+
+    private func isRanged(_ exchange: Exchange) -> Bool {
+        exchange.head.method == .get && exchange.head.headers.contains("Range")
+    }
+
+    /// Moves a sliced answer on: reads the slice fill it is attached to, else queues stored
+    /// slices while the output has room, else starts the next slice's fill. Returns whether
+    /// anything changed (the caller flushes).
+    @discardableResult
+    func pumpSlices(_ exchange: Exchange) -> Bool {
+        if let fill = exchange.fill { return readSliceFill(fill, exchange: exchange) }
+        var progressed = false
+        while self.exchange === exchange, exchange.fill == nil, let plan = exchange.slices, let key = exchange.key {
+            if plan.stage == .complete {
+                endSlices(exchange)
+                return true
+            }
+            guard output.pendingBytes < ClientConnection.outputHighWater else { return progressed }
+            let index = plan.sliceIndex
+            let checked = exchange.checkedDiskEntry
+            exchange.checkedDiskEntry = nil
+            switch proxy.shared.cache.lookup(key.slice(index), request: exchange.head.headers, checked: checked) {
+            case .pending(let name):
+                waitForVerification(of: name)
+                return progressed
+            case .miss:
+                if plan.stage == .locating, index != 0, proxy.shared.cache.holds(key.slice(0)) {
+                    // The first slice tells the length: the range may be past the end, or
+                    // a suffix; no fetch before that is known.
+                    exchange.slices?.look(at: 0)
+                    continue
+                }
+                if plan.cachedOnly {
+                    if plan.stage == .locating {
+                        exchange.slices = nil
+                        respondNotCached(exchange)
+                    } else {
+                        failSlices(exchange, status: 504, reason: "slice \(index) is not in the cache, and it may not be fetched")
+                    }
+                } else if plan.stage == .locating && !isRanged(exchange) {
+                    forwardWhole(exchange)
+                } else {
+                    fetchSlice(index, validating: nil, exchange: exchange)
+                }
+                return true
+            case .found(let stored, _):
+                progressed = true
+                guard stored.status == 206, let range = stored.headers["Content-Range"].flatMap(ContentRange.init) else {
+                    // Not a slice after all: never combined; forgotten, so the next look misses.
+                    proxy.shared.cache.purge(key.slice(index))
+                    continue
+                }
+                let now = Clocks.wallSeconds()
+                let decision = CacheDecision.decide(
+                    stored: stored, request: exchange.directives, policy: exchange.policy, ttl: exchange.route?.ttl?.totalSeconds,
+                    now: now, offline: exchange.runtime.config.cache.offline)
+                switch decision {
+                case .serve, .serveStale:
+                    break
+                case .revalidate, .forward:
+                    if plan.cachedOnly {
+                        failSlices(exchange, status: 504, reason: "slice \(index) is not fresh, and it may not be fetched")
+                    } else if exchange.head.method == .head {
+                        forwardWhole(exchange)
+                    } else {
+                        fetchSlice(index, validating: stored.hasValidator ? stored : nil, exchange: exchange)
+                    }
+                    return true
+                case .unsatisfiable:
+                    failSlices(exchange, status: 504, reason: "slice \(index) is not in the cache (only-if-cached)")
+                    return true
+                }
+                if plan.stage == .locating {
+                    var status = CacheStatus()
+                    status.hit = true
+                    status.ttl = Int((stored.freshnessLifetime - stored.currentAge(now: now)).rounded(.down))
+                    status.detail = "disk-slices"
+                    exchange.cacheStatus = status
+                }
+                guard let needed = useSlice(range, headers: stored.headers, age: stored.currentAge(now: now), exchange: exchange)
+                else { continue }
+                queueSlicePart(stored, offset: needed.offset, count: needed.count, exchange: exchange)
+                exchange.slices?.sent(needed.count)
+            }
+        }
+        return progressed
+    }
+
+    /// Takes a slice (stored or arriving) into the answer: the first one decides the head;
+    /// later ones must belong to the same object. Returns the part of it the client needs, or
+    /// nil when none (the answer ended, or it needs another slice first).
+    private func useSlice(_ range: ContentRange, headers: HTTPHeaders, age: Double?, exchange: Exchange) -> (offset: Int, count: Int)? {
+        guard var plan = exchange.slices else { return nil }
+        let validator = SlicePlan.validator(of: headers)
+        let index = range.first / plan.size
+        if plan.stage == .locating {
+            guard range.first == index * plan.size, range.last == min(range.first + plan.size - 1, range.length - 1) else {
+                failSlices(exchange, status: 502, reason: "the origin answered a slice request with bytes \(range.first)-\(range.last)")
+                return nil
+            }
+            var fields = headers
+            fields.remove("Content-Range")
+            let request = exchange.head.headers
+            let resolution =
+                exchange.head.method == .get
+                ? RangeRequest.resolve(request: request, length: range.length, responseHeaders: fields) : .full
+            let answer = plan.locate(length: range.length, validator: validator, resolution: resolution)
+            exchange.slices = plan
+            if Preconditions.notModified(request: request, status: 200, responseHeaders: fields) {
+                exchange.status = 304
+                queueNotModified(headers: fields, age: age, exchange: exchange)
+                exchange.sliceHeadQueued = true
+                endSlices(exchange)
+                return nil
+            }
+            if !noteSlicesHeld(plan, anchor: index, exchange: exchange), plan.cachedOnly {
+                // Better a 504 now than a head followed by a body cut short.
+                exchange.slices = nil
+                respondNotCached(exchange)
+                return nil
+            }
+            queueSliceHead(answer, headers: fields, age: age, exchange: exchange)
+            if exchange.head.method == .head || plan.stage == .complete {
+                endSlices(exchange)
+                return nil
+            }
+        } else {
+            switch plan.check(range, validator: validator) {
+            case .consistent:
+                break
+            case .changed:
+                dropSlices(of: exchange, length: max(plan.length, range.length), keeping: nil)
+                failSlices(exchange, status: 502, reason: "the object changed between its slices (validator or length)")
+                return nil
+            case .misplaced:
+                failSlices(exchange, status: 502, reason: "the origin answered a slice request with bytes \(range.first)-\(range.last)")
+                return nil
+            }
+        }
+        return plan.sliceIndex == index ? plan.needed : nil
+    }
+
+    /// Reads the slice fill the answer is attached to: checks its head once, then streams the
+    /// client's part of it; at the part's end the fill is left and the next slice follows.
+    @discardableResult
+    private func readSliceFill(_ fill: Fill, exchange: Exchange) -> Bool {
+        exchange.attempts = fill.attempts
+        guard let end = exchange.sliceFillEnd else { return checkSliceFill(fill, exchange: exchange) }
+        let position = queueFillBody(fill, from: exchange.fillPosition, to: end, exchange: exchange)
+        let progressed = position > exchange.fillPosition
+        if progressed {
+            exchange.slices?.sent(position - exchange.fillPosition)
+            exchange.fillPosition = position
+            fill.reader(self, advancedTo: position)
+        }
+        if position >= end {
+            leaveSliceFill(fill, exchange: exchange)
+            pumpSlices(exchange)
+            return true
+        }
+        if position == fill.received, let outcome = fill.outcome {
+            let reason: String
+            if case .failure(let error) = outcome { reason = "\(error)" } else { reason = "the slice ended after \(position) bytes" }
+            failSlices(exchange, status: 502, reason: reason)
+            return true
+        }
+        return progressed
+    }
+
+    /// A slice fill's first news: a stored response standing in (304-refreshed, or stale on an
+    /// error), a failure, or its head.
+    private func checkSliceFill(_ fill: Fill, exchange: Exchange) -> Bool {
+        if let stored = fill.refreshed ?? fill.staleAnswer {
+            leaveSliceFill(fill, exchange: exchange)
+            if let range = stored.headers["Content-Range"].flatMap(ContentRange.init),
+                let needed = useSlice(range, headers: stored.headers, age: stored.currentAge(now: Clocks.wallSeconds()), exchange: exchange)
+            {
+                queueSlicePart(stored, offset: needed.offset, count: needed.count, exchange: exchange)
+                exchange.slices?.sent(needed.count)
+            }
+            pumpSlices(exchange)
+            return true
+        }
+        guard let head = fill.head else {
+            guard case .failure(let error)? = fill.outcome else { return false }
+            leaveSliceFill(fill, exchange: exchange)
+            if exchange.headSent {
+                failSlices(exchange, status: 502, reason: "\(error)")
+            } else {
+                exchange.slices = nil
+                respondUpstreamFailure(error, exchange: exchange)
+            }
+            return true
+        }
+        guard head.status == 206, let range = head.headers["Content-Range"].flatMap(ContentRange.init) else {
+            guard !exchange.headSent else {
+                if let plan = exchange.slices { dropSlices(of: exchange, length: plan.length, keeping: nil) }
+                failSlices(exchange, status: 502, reason: "the origin answered a slice request with \(head.status)")
+                return true
+            }
+            // The whole object (an origin that ignores ranges, or one that fits a slice), or an
+            // error: an ordinary fill's response from here, the client's Range cut from it.
+            exchange.slices = nil
+            exchange.range = isRanged(exchange) ? .stripped : .none
+            exchange.advance(.attached)
+            return pumpFill()
+        }
+        if fill.willStore && !exchange.headSent { exchange.cacheStatus.stored = true }
+        if let plan = exchange.slices, plan.stage == .locating, let old = fill.options.validating,
+            SlicePlan.validator(of: old.headers) != SlicePlan.validator(of: head.headers)
+        {
+            // A stale slice came back as another object: the other slices are of the old one.
+            let oldLength = old.headers["Content-Range"].flatMap(ContentRange.init)?.length ?? 0
+            dropSlices(of: exchange, length: max(oldLength, range.length), keeping: range.first / plan.size)
+        }
+        guard let needed = useSlice(range, headers: head.headers, age: nil, exchange: exchange) else {
+            if self.exchange === exchange {
+                leaveSliceFill(fill, exchange: exchange)
+                pumpSlices(exchange)
+            }
+            return true
+        }
+        exchange.fillPosition = needed.offset
+        exchange.sliceFillEnd = needed.offset + needed.count
+        fill.reader(self, advancedTo: needed.offset)
+        readSliceFill(fill, exchange: exchange)
+        return true
+    }
+
+    private func leaveSliceFill(_ fill: Fill, exchange: Exchange) {
+        exchange.fill = nil
+        exchange.goAlone = false
+        exchange.sliceFillEnd = nil
+        exchange.fillPosition = 0
+        fill.detach(self)
+    }
+
+    /// Starts (or joins) the fill of slice `index`: a GET with the slice's Range, conditional
+    /// on a stale copy's validators when there is one.
+    private func fetchSlice(_ index: Int, validating: StoredResponse?, exchange: Exchange) {
+        guard let url = exchange.url, let key = exchange.key, let plan = exchange.slices else { return }
+        exchange.outcome = .miss
+        if !exchange.headSent, validating != nil || exchange.cacheStatus.hit {
+            exchange.cacheStatus = .forwarded(validating != nil ? "stale" : "uri-miss")
+        }
+        var coalesceKey: FillKey? = exchange.goAlone ? nil : FillKey(method: "GET", url: key.slice(index).url, bodyHash: nil)
+        if let candidate = coalesceKey, proxy.coalescer.isNotShareable(candidate) { coalesceKey = nil }
+        if let coalesceKey, let fill = proxy.coalescer.fill(for: coalesceKey), fill.acceptsLateReaders,
+            fill.readerCount < exchange.runtime.config.coalesce.maxWaiters
+        {
+            exchange.fill = fill
+            if !exchange.headSent { exchange.cacheStatus.collapsed = true }
+            exchange.waitStart = proxy.loop.now
+            proxy.shared.stats.requestsCoalesced.add(1)
+            fill.attach(self, requestHeaders: exchange.head.headers)
+            return
+        }
+        if let candidate = coalesceKey, proxy.coalescer.fill(for: candidate) == nil,
+            let owner = proxy.coalescer.claimOrFindOtherLoop(candidate)
+        {
+            // Another loop fetches this slice: join it there while nothing is sent, else alone.
+            if moveToFill(on: owner, exchange: exchange) { return }
+            coalesceKey = nil
+        }
+        var head = exchange.head
+        for name in ["Range", "If-Range", "If-None-Match", "If-Modified-Since"] { head.headers.remove(name) }
+        head.headers.add("Range", plan.rangeField(for: index))
+        let runtime = exchange.runtime
+        let request = upstreamRequest(
+            url: url, head: head, runtime: runtime, route: exchange.route, body: nil, validating: validating, stripRange: false)
+        var options = FillOptions()
+        options.validating = validating
+        options.fallback = validating
+        options.requestDirectives = exchange.directives
+        options.policy = exchange.policy
+        options.ttl = exchange.route?.ttl?.totalSeconds
+        options.retry = RetryPolicy(exchange.route?.retry ?? runtime.config.retry)
+        options.idempotentRoute = exchange.route?.idempotent ?? false
+        options.slice = (index, plan.size)
+        setParents(&options, url: url, exchange: exchange)
+        let registeredKey = coalesceKey.flatMap { proxy.coalescer.fill(for: $0) == nil ? $0 : nil }
+        let fill = Fill(
+            key: key, coalesceKey: registeredKey, request: request, requestHeaders: exchange.head.headers, dedupAlways: false,
+            options: options, runtime: runtime, proxy: proxy)
+        exchange.fill = fill
+        proxy.coalescer.register(fill)
+        fill.attach(self, requestHeaders: exchange.head.headers)
+        fill.start(request)
+    }
+
+    /// No slice stored for a request without Range: an ordinary miss.
+    private func forwardWhole(_ exchange: Exchange) {
+        guard let url = exchange.url, let key = exchange.key else { return }
+        exchange.slices = nil
+        exchange.outcome = .miss
+        if exchange.cacheStatus.hit { exchange.cacheStatus = .forwarded("uri-miss") }
+        forward(url, key: key, exchange: exchange)
+    }
+
+    /// Cache-Status for the answer's head (RFC 9211): a hit only when every slice it needs is
+    /// stored; `fwd=partial` when some are and others are fetched.
+    /// Returns whether every slice the answer needs is stored.
+    private func noteSlicesHeld(_ plan: SlicePlan, anchor: Int, exchange: Exchange) -> Bool {
+        guard plan.stage == .sending, let key = exchange.key else { return true }
+        let needed = plan.sliceIndex...(plan.last / plan.size)
+        let held = needed.filter { $0 == anchor ? exchange.cacheStatus.hit : proxy.shared.cache.holds(key.slice($0)) }.count
+        if held == needed.count { return true }
+        if held > 0 || exchange.cacheStatus.hit {
+            let stored = exchange.cacheStatus.stored
+            exchange.cacheStatus = .forwarded("partial")
+            exchange.cacheStatus.stored = stored
+        }
+        return false
+    }
+
+    /// Queues the head of a sliced answer (fields of the first slice used, less its
+    /// Content-Range): 200 with the whole length, 206 with the client's range, or 416.
+    private func queueSliceHead(_ answer: SlicePlan.Answer, headers: HTTPHeaders, age: Double?, exchange: Exchange) {
+        exchange.sliceHeadQueued = true
+        let status: Int
+        let count: Int
+        var contentRange: String?
+        switch answer {
+        case .unsatisfiable(let length):
+            exchange.status = 416
+            queueRangeNotSatisfiable(length: length, headers: headers, exchange: exchange)
+            return
+        case .whole(let length):
+            status = 200
+            count = length
+        case .partial(let first, let last, let length):
+            status = 206
+            count = last - first + 1
+            contentRange = ContentRange(first: first, last: last, length: length).fieldValue
+        }
+        if !exchange.cacheStatus.hit { exchange.cacheStatus.detail = "slices" }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(512)
+        HeadSerializer.appendStatusLine(status, HTTPStatus.reason(status), to: &bytes)
+        HeadSerializer.appendFields(headers, to: &bytes)
+        if let contentRange { HeadSerializer.appendField("Content-Range", contentRange, to: &bytes) }
+        bytes.append(contentsOf: StoredResponse.viaLine)
+        if let age { HeadSerializer.appendField("Age", String(max(0, Int(age))), to: &bytes) }
+        exchange.cacheStatus.appendField(to: &bytes)
+        HeadSerializer.append("Content-Length: ", to: &bytes)
+        HeadSerializer.appendDecimal(count, to: &bytes)
+        bytes.append(contentsOf: HeadSerializer.crlf)
+        appendConnectionField(exchange, to: &bytes)
+        bytes.append(contentsOf: HeadSerializer.crlf)
+        output.append(bytes)
+        exchange.status = status
+        exchange.framing = exchange.head.method == .head ? .none : .length(count)
+    }
+
+    private func queueSlicePart(_ stored: StoredResponse, offset: Int, count: Int, exchange: Exchange) {
+        switch stored.body {
+        case .memory(let bytes):
+            queueBody(bytes, from: offset, count: count, exchange: exchange)
+        case .file(let file, let base, _):
+            queueBody(file: file, offset: base + Int64(offset), count: count, exchange: exchange)
+        case .memoryFile(let file, _):
+            queueBody(file: file, offset: Int64(offset), count: count, exchange: exchange)
+        }
+        proxy.shared.stats.bytesFromCache.add(count)
+    }
+
+    /// Every byte of the answer is queued.
+    private func endSlices(_ exchange: Exchange) {
+        exchange.slices = nil
+        finishExchange()
+        flushSoon()
+    }
+
+    /// The answer cannot go on: before its head, a generated error; after it, the connection
+    /// closes with the body incomplete (RFC 9112 §8), the only honest signal left.
+    private func failSlices(_ exchange: Exchange, status: Int, reason: String) {
+        proxy.logger.warning("sliced answer failed", metadata: ["url": "\(exchange.key?.url ?? "-")", "reason": "\(reason)"])
+        if let fill = exchange.fill { leaveSliceFill(fill, exchange: exchange) }
+        exchange.slices = nil
+        guard exchange.headSent else {
+            exchange.cacheStatus.detail = reason
+            respondGenerated(status: status, message: "Larder: \(reason)", outcome: .error)
+            return
+        }
+        exchange.keepAlive = false
+        exchange.outcome = .error
+        closeWhenFlushed = true
+        self.exchange = nil
+        logTruncated(exchange)
+        flushSoon()
+    }
+
+    /// Forgets every slice of the object (and any whole copy), but `keeping`: the object
+    /// changed, so no two of them may be combined again.
+    private func dropSlices(of exchange: Exchange, length: Int, keeping: Int?) {
+        guard let key = exchange.key, let size = exchange.slices?.size else { return }
+        let count = (length + size - 1) / size
+        for index in 0..<count where index != keeping { proxy.shared.cache.purge(key.slice(index)) }
+        proxy.shared.cache.purge(key)
+        proxy.shared.stats.invalidations.add(count)
+        proxy.logger.notice("dropped the slices of a changed object", metadata: ["key": "\(key.url)", "slices": "\(count)"])
+    }
+}

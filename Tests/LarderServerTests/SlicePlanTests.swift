@@ -1,0 +1,97 @@
+import LarderCache
+import LarderHTTP
+import Testing
+
+@testable import LarderServer
+
+/// The slice plan: which slice comes next, which of its bytes, and whether a slice belongs to
+/// the object the answer began with.
+@Suite(.timeLimit(.minutes(1))) struct SlicePlanTests {
+    let size = 100
+
+    @Test func aRangeStartsAtTheSliceHoldingItsFirstByte() {
+        #expect(SlicePlan.firstByte(ofRange: "bytes=250-") == 250)
+        #expect(SlicePlan.firstByte(ofRange: "bytes=250-300") == 250)
+        #expect(SlicePlan.firstByte(ofRange: "bytes=-20") == 0, "a suffix needs the length first")
+        #expect(SlicePlan.firstByte(ofRange: "bytes=0-1,5-6") == 0, "several ranges: the whole object")
+        #expect(SlicePlan.firstByte(ofRange: "items=5-") == 0)
+        #expect(SlicePlan.firstByte(ofRange: nil) == 0)
+        let plan = SlicePlan(size: size, firstByte: 250)
+        #expect(plan.sliceIndex == 2)
+        #expect(plan.rangeField(for: 2) == "bytes=200-299", "before the length is known a slice is asked for whole")
+    }
+
+    @Test func aWholeAnswerWalksEverySliceAndClipsTheLast() {
+        var plan = SlicePlan(size: size, firstByte: 0)
+        #expect(plan.locate(length: 250, validator: "etag \"a\"", resolution: .full) == .whole(length: 250))
+        var parts: [Int: (Int, Int)] = [:]
+        while plan.stage == .sending {
+            parts[plan.sliceIndex] = plan.needed
+            plan.sent(plan.needed.count)
+        }
+        #expect(parts.count == 3)
+        #expect(parts[0]! == (0, 100) && parts[1]! == (0, 100) && parts[2]! == (0, 50))
+        #expect(plan.rangeField(for: 2) == "bytes=200-249")
+        #expect(plan.stage == .complete)
+    }
+
+    @Test func aPartialAnswerTakesOnlyTheBytesAskedFor() {
+        var plan = SlicePlan(size: size, firstByte: 150)
+        #expect(plan.sliceIndex == 1)
+        let answer = plan.locate(length: 1000, validator: nil, resolution: .partial(first: 150, last: 320))
+        #expect(answer == .partial(first: 150, last: 320, length: 1000))
+        #expect(plan.needed == (50, 50))
+        plan.sent(50)
+        #expect(plan.sliceIndex == 2 && plan.needed == (0, 100))
+        plan.sent(100)
+        #expect(plan.sliceIndex == 3 && plan.needed == (0, 21))
+        plan.sent(21)
+        #expect(plan.stage == .complete)
+    }
+
+    @Test func aSuffixRangeMovesToTheSliceItNeeds() {
+        var plan = SlicePlan(size: size, firstByte: 0)
+        _ = plan.locate(length: 1000, validator: nil, resolution: .partial(first: 980, last: 999))
+        #expect(plan.sliceIndex == 9 && plan.needed == (80, 20))
+    }
+
+    @Test func aRangePastTheEndNeedsNoSlice() {
+        var plan = SlicePlan(size: size, firstByte: 5000)
+        plan.look(at: 0)
+        #expect(plan.sliceIndex == 0)
+        #expect(plan.locate(length: 1000, validator: nil, resolution: .unsatisfiable) == .unsatisfiable(length: 1000))
+        #expect(plan.stage == .complete)
+    }
+
+    @Test func laterSlicesMustBeOfTheSameObjectAndInPlace() {
+        var plan = SlicePlan(size: size, firstByte: 0)
+        _ = plan.locate(length: 250, validator: "etag \"a\"", resolution: .full)
+        plan.sent(100)
+        #expect(plan.check(ContentRange(first: 100, last: 199, length: 250), validator: "etag \"a\"") == .consistent)
+        #expect(plan.check(ContentRange(first: 100, last: 199, length: 250), validator: "etag \"b\"") == .changed)
+        #expect(plan.check(ContentRange(first: 100, last: 199, length: 300), validator: "etag \"a\"") == .changed, "another length")
+        #expect(plan.check(ContentRange(first: 100, last: 150, length: 250), validator: "etag \"a\"") == .misplaced)
+        #expect(plan.check(ContentRange(first: 200, last: 249, length: 250), validator: "etag \"a\"") == .misplaced, "not the next")
+    }
+
+    @Test func validatorsAreStrongETagsElseDates() {
+        var headers = HTTPHeaders()
+        #expect(SlicePlan.validator(of: headers) == nil)
+        headers.add("Last-Modified", "Sun, 06 Nov 1994 08:49:37 GMT")
+        #expect(SlicePlan.validator(of: headers) == "date Sun, 06 Nov 1994 08:49:37 GMT")
+        headers.add("ETag", "W/\"weak\"")
+        #expect(SlicePlan.validator(of: headers) == "date Sun, 06 Nov 1994 08:49:37 GMT", "a weak tag says nothing of the bytes")
+        headers.remove("ETag")
+        headers.add("ETag", "\"strong\"")
+        #expect(SlicePlan.validator(of: headers) == "etag \"strong\"")
+    }
+
+    @Test func contentRangeParsing() {
+        #expect(ContentRange("bytes 0-99/1000") == ContentRange(first: 0, last: 99, length: 1000))
+        #expect(ContentRange("bytes 0-99/*") == nil, "a slice needs the length")
+        #expect(ContentRange("bytes 100-99/1000") == nil)
+        #expect(ContentRange("bytes 0-1000/1000") == nil)
+        #expect(ContentRange("items 0-1/2") == nil)
+        #expect(ContentRange("bytes */1000") == nil)
+    }
+}
