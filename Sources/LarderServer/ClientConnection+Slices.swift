@@ -24,9 +24,12 @@ extension ClientConnection {
             !exchange.goAlone, exchange.range != .passed, exchange.variant == nil, !exchange.directives.noStore,
             !exchange.directives.noCache, !headers.contains("Authorization")
         else { return false }
-        if !isRanged(exchange) && !cachedOnly {
-            // A fill of the whole object in flight here is joined instead (it writes the slices).
-            guard proxy.coalescer.fill(for: FillKey(method: "GET", url: key.url, bodyHash: nil)) == nil else { return false }
+        if !isRanged(exchange) {
+            // Only an object whose first slice is stored (an index probe: a plain miss costs no
+            // more), and not while a fill of the whole object is in flight on any loop: that
+            // one is joined (it writes the slices).
+            guard proxy.shared.cache.holds(key.slice(0)) else { return false }
+            guard cachedOnly || !proxy.coalescer.isFetched(FillKey(method: "GET", url: key.url, bodyHash: nil)) else { return false }
         }
         exchange.slices = SlicePlan(
             size: size, firstByte: isRanged(exchange) ? SlicePlan.firstByte(ofRange: headers["Range"]) : 0, cachedOnly: cachedOnly)

@@ -36,6 +36,11 @@ final class Coalescer {
         registry?.claim(key, loop: loop.handle.index)
     }
 
+    /// Whether some loop, this one or another, is fetching `key` (nothing is claimed).
+    func isFetched(_ key: FillKey) -> Bool {
+        fills[key] != nil || registry?.owner(of: key, besides: loop.handle.index) != nil
+    }
+
     var count: Int { fills.count }
 
     /// The fill in flight for `key`.

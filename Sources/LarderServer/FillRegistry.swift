@@ -33,6 +33,12 @@ final class FillRegistry: Sendable {
         return loops.withLock { owner < $0.count ? $0[owner] : nil }
     }
 
+    /// The loop fetching `key`, when it is not loop `index` (nothing is claimed).
+    func owner(of key: FillKey, besides index: Int) -> EventLoopHandle? {
+        guard let owner = owners.withLock({ $0[key] }), owner != index else { return nil }
+        return loops.withLock { owner < $0.count ? $0[owner] : nil }
+    }
+
     /// Forgets that loop `index` fetches `key` (its fill ended).
     func release(_ key: FillKey, loop index: Int) {
         owners.withLock { table in

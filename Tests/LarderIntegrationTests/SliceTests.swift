@@ -197,6 +197,31 @@ extension IntegrationTests {
             #expect(whole.status == 200 && whole.body.count == Self.size / 8)
         }
 
+        /// Clients that ask for the whole object while its one transfer is writing the slices
+        /// join that transfer (on whichever loop runs it), rather than fetching the slices the
+        /// transfer has not written yet.
+        @Test func wholeDownloadsDuringTheFirstShareItsTransfer() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: "[proxy]\nworkers = 2\n")
+            let target = "/big?size=\(Self.size / 2)&ranges=1&cc=max-age=3600&slow=0.004"
+            let url = origin.url(target)
+            let clients = try (0..<6).map { index in
+                // Later clients arrive once the first slices are stored, on either loop.
+                usleep(index == 0 ? 0 : 250_000)
+                return try ChildProcess(
+                    "/usr/bin/curl",
+                    [
+                        "-s", "-S", "--max-time", "60", "--proxy", larder.proxy, "-o", "/dev/null", "-w", "%{http_code} %{size_download}",
+                        url,
+                    ])
+            }
+            for client in clients {
+                client.waitUntilExit()
+                #expect(client.stdout == "200 \(Self.size / 2)", "\(client.stderr)")
+            }
+            #expect(try Self.rangesAsked(origin, target) == ["-"], "one transfer, no slice requests")
+        }
+
         /// A client sharing a slice fill whose head is slow goes on alone after
         /// `coalesce.wait_timeout`, as for any fill, and both answers are whole.
         @Test func aSliceWaiterThatTimesOutFetchesAlone() throws {
