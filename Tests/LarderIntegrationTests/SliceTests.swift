@@ -13,8 +13,8 @@ extension IntegrationTests {
 
         /// The origin's body for `/big` (its pattern: a 32-byte SHA-256 block repeated), cut to
         /// `range`.
-        static func expected(_ path: String, version: Int = 0, range: ClosedRange<Int>? = nil) throws -> Data {
-            let seed = path + "|" + (version == 0 ? "" : "|\(version)")
+        static func expected(_ path: String, id: String = "", version: Int = 0, range: ClosedRange<Int>? = nil) throws -> Data {
+            let seed = path + "|" + id + (version == 0 ? "" : "|\(version)")
             let child = try ChildProcess(
                 "/usr/bin/env", ["python3", "-c", "import hashlib,sys; print(hashlib.sha256(sys.argv[1].encode()).hexdigest())", seed])
             child.waitUntilExit()
@@ -115,6 +115,31 @@ extension IntegrationTests {
             let again = try Curl.viaProxy(larder.proxy, [url], timeout: 60)
             #expect(again.header("cache-status")?.contains("hit") == true)
             #expect(try origin.bytes(target) == Self.size)
+        }
+
+        /// Slices are disk entries like any other: a restart finds them, a prefix ban takes them
+        /// with their object.
+        @Test func slicesSurviveARestartAndGoWithABan() throws {
+            let origin = try Origin()
+            let cache = Paths.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: cache) }
+            let target = "/big?size=\(Self.size / 4)&ranges=1&cc=max-age=3600&id=restart"
+            let url = origin.url(target)
+            do {
+                let larder = try Larder(cacheDirectory: cache)
+                #expect(try Curl.viaProxy(larder.proxy, ["-r", "0-\(Self.size / 4 - 1)", url]).status == 206)
+                #expect(larder.stop() == 0)
+            }
+            let restarted = try Larder(cacheDirectory: cache)
+            let range = try Curl.viaProxy(restarted.proxy, ["-r", "9000000-9999999", url])
+            #expect(range.status == 206 && range.header("cache-status")?.contains("hit") == true)
+            #expect(bodyMismatch(range.body, try Self.expected("/big", id: "restart", range: 9_000_000...9_999_999)) == nil)
+            #expect(try origin.bytes(target) == Self.size / 4)
+            let ban = try Curl.run(["-X", "POST", "http://127.0.0.1:\(restarted.adminPort)/ban?prefix=\(url)"])
+            let object = try JSONSerialization.jsonObject(with: ban.body) as? [String: Any]
+            #expect(object?["banned"] as? Int == 2, "both slices: \(ban.text)")
+            #expect(try Curl.viaProxy(restarted.proxy, ["-r", "9000000-9999999", url]).status == 206)
+            #expect(try origin.bytes(target) == Self.size / 4 + Self.slice, "the slice came from the origin again")
         }
 
         @Test func aChangedETagDropsEverySlice() throws {
