@@ -251,6 +251,7 @@ extension ClientConnection {
         guard phase == .exchanging, let exchange else { return }
         if case .sound(let checked?) = verification { exchange.checkedDiskEntry = checked }
         if exchange.slices != nil {
+            exchange.sliceCheckPending = false
             if pumpFill() { flushSoon() }
             return
         }

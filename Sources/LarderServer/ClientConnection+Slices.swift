@@ -49,6 +49,8 @@ extension ClientConnection {
     @discardableResult
     func pumpSlices(_ exchange: Exchange) -> Bool {
         if let fill = exchange.fill { return readSliceFill(fill, exchange: exchange) }
+        // A slice being checked on the reader thread: its answer resumes the walk.
+        guard !exchange.sliceCheckPending else { return false }
         var progressed = false
         while self.exchange === exchange, exchange.fill == nil, let plan = exchange.slices, let key = exchange.key {
             if plan.stage == .complete {
@@ -61,6 +63,7 @@ extension ClientConnection {
             exchange.checkedDiskEntry = nil
             switch proxy.shared.cache.lookup(key.slice(index), request: exchange.head.headers, checked: checked) {
             case .pending(let name):
+                exchange.sliceCheckPending = true
                 waitForVerification(of: name)
                 return progressed
             case .miss:

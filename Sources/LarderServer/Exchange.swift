@@ -82,6 +82,8 @@ final class Exchange {
     var slices: SlicePlan?
     /// The head of a sliced answer is queued.
     var sliceHeadQueued = false
+    /// A slice is being checked on the reader thread (the walk waits for its answer).
+    var sliceCheckPending = false
     /// Within the slice fill being read: where the client's bytes end (nil until its head
     /// was checked).
     var sliceFillEnd: Int?
