@@ -91,6 +91,10 @@ public struct DiskConfig: Sendable, Equatable {
     public var maxObjectBytes: Int64 = 2 * 1024 * 1024 * 1024
     /// Bytes per second the background scrub reads to check entries over 1 MiB; 0 turns it off.
     public var scrubRate: Int64 = 16 * 1024 * 1024
+    /// Whether `serve` refuses to start without its disk tier (an unusable directory) rather
+    /// than run memory-only. nil ("auto"): required when started by systemd (`$INVOCATION_ID`
+    /// set), where a unit that starts but does not cache is worse than one that fails visibly.
+    public var required: Bool?
     public init() {}
 }
 

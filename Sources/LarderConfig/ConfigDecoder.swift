@@ -28,7 +28,7 @@ struct ConfigDecoder {
         ),
         ("admin", ["listen", "token"]),
         ("memory", ["max_bytes", "max_entries", "max_object_bytes"]),
-        ("disk", ["path", "max_bytes", "max_object_bytes", "scrub_rate"]),
+        ("disk", ["path", "max_bytes", "max_object_bytes", "scrub_rate", "required"]),
         (
             "upstream",
             [
@@ -236,6 +236,12 @@ struct ConfigDecoder {
             if let bytes = size(value, key, range: 0...(1 << 50)) { config.disk.maxObjectBytes = bytes }
         case ("disk", "scrub_rate"):
             if let bytes = size(value, key, range: 0...(1 << 40)) { config.disk.scrubRate = bytes }
+        case ("disk", "required"):
+            switch value.kind {
+            case .boolean(let flag): config.disk.required = flag
+            case .string("auto"): config.disk.required = nil
+            default: fail("expected true, false or \"auto\" for 'required', got \(value.summary)", at: value.position)
+            }
 
         case ("upstream", "connect_timeout"):
             if let duration = duration(value, key, minimum: .milliseconds(1)) { config.upstream.connectTimeout = duration }

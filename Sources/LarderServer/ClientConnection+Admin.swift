@@ -22,8 +22,13 @@ extension ClientConnection {
             respondAdmin(200, contentType: "text/html; charset=utf-8", body: Array(Dashboard.html.utf8))
         case "/healthz":
             guard readOnly else { return methodNotAllowed("GET, HEAD") }
+            // A tier the configuration asks for that is not working is unhealthy, not "ok":
+            // a load balancer or orchestrator should know the cache is not caching.
+            let problems = proxy.shared.healthProblems
             if proxy.isDraining {
                 respondAdmin(503, text: "draining")
+            } else if !problems.isEmpty {
+                respondAdmin(503, text: "unhealthy: " + problems.joined(separator: "; "))
             } else {
                 respondAdmin(200, text: "ok")
             }

@@ -74,6 +74,7 @@ final class MetricsExporter: Sendable {
         syncParents(shared)
         var text = registry.emitToBuffer()
         requestDuration.render(into: &text)
+        ProcessMetrics.current()?.render(into: &text)
         return text
     }
 

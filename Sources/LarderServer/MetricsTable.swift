@@ -117,8 +117,8 @@ enum MetricsTable {
             ) {
                 $0.disk?.scrubbedBytes ?? 0
             },
-            .init(.gauge, "larder_disk_degraded", "1 while the disk tier refuses writes after an error.") {
-                $0.disk?.degraded == true ? 1 : 0
+            .init(.gauge, "larder_disk_degraded", "1 while the disk tier refuses writes after an error, or could not be set up.") {
+                $0.disk?.degraded ?? true ? 1 : 0
             },
             .init(.gauge, "larder_connections_active", "Open client connections.") { $0.connections.active },
             .init(.counter, "larder_connections_accepted_total", "Client connections accepted.") { $0.connections.accepted },

@@ -23,6 +23,10 @@ public final class Server: Sendable {
         shared = SharedState(runtime: RuntimeConfig(config: config, interceptor: interceptor), logger: logger)
     }
 
+    /// Why the disk tier could not be set up (nil: it was); the daemon runs memory-only then,
+    /// unless `disk.required` says it must not.
+    public var diskProblem: String? { shared.diskProblem }
+
     /// The addresses actually bound (port 0 resolved).
     public var proxyAddresses: [SocketAddress] { shared.ownAddresses.withLock { $0.proxy } }
     public var adminAddress: SocketAddress? { shared.ownAddresses.withLock { $0.admin } }
@@ -61,16 +65,18 @@ public final class Server: Sendable {
                 opened.append((kind, adopted))
             }
         } else {
-            do {
-                for address in config.proxy.listen {
-                    opened.append((.proxy, try Socket.listen(on: address)))
+            // The failing call names the address and the key it came from: "bind 0.0.0.0:80
+            // (proxy.listen): Address already in use".
+            let wanted =
+                config.proxy.listen.map { ($0, Listener.Kind.proxy, "proxy.listen") }
+                + (config.admin.listen.map { [($0, .admin, "admin.listen")] } ?? [])
+            for (address, kind, key) in wanted {
+                do {
+                    opened.append((kind, try Socket.listen(on: address)))
+                } catch {
+                    for (_, socket) in opened { socket.close() }
+                    throw SystemError(call: "\(error.call) \(address) (\(key))", errno: error.errno)
                 }
-                if let admin = config.admin.listen {
-                    opened.append((.admin, try Socket.listen(on: admin)))
-                }
-            } catch {
-                for (_, socket) in opened { socket.close() }
-                throw error
             }
         }
         let addresses = opened.compactMap { kind, socket in (try? socket.localAddress()).flatMap { $0 }.map { (kind, $0) } }

@@ -14,6 +14,8 @@ import Synchronization
 final class SharedState: Sendable {
     /// Memory in front of disk (the disk tier is nil when its directory could not be set up).
     let cache: TieredCache
+    /// Why the disk tier the configuration asks for could not be set up (nil: it was).
+    let diskProblem: String?
     let stats = Statistics()
     /// Which loop fetches each key (several loops only).
     let fills = FillRegistry()
@@ -90,6 +92,7 @@ final class SharedState: Sendable {
         metrics = MetricsExporter()
         let diskConfig = runtime.config.disk
         var diskTier: DiskCache?
+        var problem: String?
         do {
             diskTier = try DiskCache(
                 directory: diskConfig.path,
@@ -98,8 +101,20 @@ final class SharedState: Sendable {
         } catch {
             logger.error(
                 "disk cache unavailable; storing in memory only", metadata: ["directory": "\(diskConfig.path)", "error": "\(error)"])
+            problem = "disk tier unavailable (\(diskConfig.path)): \(error)"
         }
+        diskProblem = problem
         cache = TieredCache(memory: memoryTier, disk: diskTier)
+    }
+
+    /// What keeps the cache from working as configured, for `/healthz`, `/stats` and
+    /// `larder_disk_degraded`: the disk tier missing, or refusing writes after an error.
+    var healthProblems: [String] {
+        if let diskProblem { return [diskProblem] }
+        if let disk = cache.disk, disk.isDegraded {
+            return ["disk tier refusing writes after an error (\(disk.directory)); storing in memory only for now"]
+        }
+        return []
     }
 
     /// Resolves `host` on a resolver thread; `completion` runs on that thread.

@@ -32,6 +32,14 @@ public struct StatsDocument: Codable, Sendable, Equatable {
     public var topHosts: [Host]
     /// HTTPS interception (`[tls]`).
     public var tls: TLS
+    /// What `/healthz` says (nil from a daemon older than the field).
+    public var health: Health?
+
+    /// `status` is "ok", "draining" or "unhealthy"; `problems` says why when it is not ok.
+    public struct Health: Codable, Sendable, Equatable {
+        public var status: String
+        public var problems: [String]
+    }
 
     public struct Bytes: Codable, Sendable, Equatable {
         public var fromCache: Int
@@ -161,7 +169,7 @@ public struct StatsDocument: Codable, Sendable, Equatable {
 
     private enum CodingKeys: String, CodingKey {
         case version, uptimeSeconds, workers, requests, hitRatio, bytes, memory, disk, coalescing, upstream, invalidations
-        case connections, refused, busyPoll, tunnels, parents, parentFailovers, topHosts, tls
+        case connections, refused, busyPoll, tunnels, parents, parentFailovers, topHosts, tls, health
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -185,6 +193,7 @@ public struct StatsDocument: Codable, Sendable, Equatable {
         try container.encode(parentFailovers, forKey: .parentFailovers)
         try container.encode(topHosts, forKey: .topHosts)
         try container.encode(tls, forKey: .tls)
+        try container.encodeIfPresent(health, forKey: .health)
     }
 }
 
@@ -249,7 +258,8 @@ extension StatsDocument {
             topHosts: shared.hosts.top(10).map { entry in
                 Host(host: entry.host, requests: entry.counts.requests, hits: entry.counts.hits, bytes: entry.counts.bytes)
             },
-            tls: TLS(shared, now: now))
+            tls: TLS(shared, now: now),
+            health: Health(status: shared.healthProblems.isEmpty ? "ok" : "unhealthy", problems: shared.healthProblems))
     }
 }
 

@@ -66,6 +66,13 @@ struct Serve: ParsableCommand {
         let signals = ProcessSignals.install(handled: [SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2])
 
         let server = Server(config: config, interceptor: interceptor, logger: logger)
+        if let problem = server.diskProblem, config.disk.required ?? (Environment.variables["INVOCATION_ID"] != nil) {
+            // A daemon that runs but does not cache is worse than one that fails visibly.
+            logger.critical(
+                "cannot start: \(problem)",
+                metadata: ["advice": "make disk.path writable by the service, or set disk.required = false to run memory-only"])
+            throw ExitCode(1)
+        }
         do {
             try server.start()
         } catch {
