@@ -21,10 +21,12 @@ public struct RetryPolicy: Sendable, Equatable {
     public static func reason(for error: UpstreamError) -> Reason? {
         guard !error.afterHead else { return nil }
         switch error.kind {
-        case .dns, .connect: return .connect
+        case .connect: return .connect
         case .timeout: return .timeout
         case .reset: return .reset
-        case .truncated, .protocolError, .tls, .aborted, .forbidden, .other: return nil
+        // A name that does not resolve will not resolve 200 ms later: asking again only delays
+        // the 502 (a parent whose name fails is still failed over).
+        case .dns, .truncated, .protocolError, .tls, .aborted, .forbidden, .other: return nil
         }
     }
 

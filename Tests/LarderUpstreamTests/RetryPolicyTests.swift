@@ -72,7 +72,7 @@ private func policy(_ configure: (inout RetryConfig) -> Void = { _ in }) -> Retr
 
     @Test func errorsMapToClassesAndNeverAfterTheHead() {
         #expect(RetryPolicy.reason(for: UpstreamError(kind: .connect, message: "", afterHead: false)) == .connect)
-        #expect(RetryPolicy.reason(for: UpstreamError(kind: .dns, message: "", afterHead: false)) == .connect)
+        #expect(RetryPolicy.reason(for: UpstreamError(kind: .dns, message: "", afterHead: false)) == nil, "host not found is final")
         #expect(RetryPolicy.reason(for: UpstreamError(kind: .timeout, message: "", afterHead: false)) == .timeout)
         #expect(RetryPolicy.reason(for: UpstreamError(kind: .reset, message: "", afterHead: false)) == .reset)
         #expect(RetryPolicy.reason(for: UpstreamError(kind: .timeout, message: "", afterHead: true)) == nil)
