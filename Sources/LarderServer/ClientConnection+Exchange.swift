@@ -208,7 +208,11 @@ extension ClientConnection {
         var cacheStatus = status ?? CacheStatus()
         if status == nil {
             cacheStatus.hit = true
-            cacheStatus.ttl = Int((stored.freshnessLifetime - stored.currentAge(now: now)).rounded(.down))
+            // RFC 9211 §2.2: the remaining freshness as this cache judges it; under cache_first
+            // that is the route's ttl, not the origin's (a negative ttl would say "stale").
+            var lifetime = stored.freshnessLifetime
+            if exchange.policy == .cacheFirst, let ttl = exchange.route?.ttl?.totalSeconds { lifetime = ttl }
+            cacheStatus.ttl = Int((lifetime - stored.currentAge(now: now)).rounded(.down))
             var details: [String] = []
             if stored.isOnDisk || exchange.fromDisk { details.append("disk") }
             if exchange.runtime.config.cache.offline && stale {

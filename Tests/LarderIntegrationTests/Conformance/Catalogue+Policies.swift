@@ -13,6 +13,19 @@ enum PolicyCases {
                 section: "policy", name: "cache_first ignores max-age=0", script: [ok(cc("max-age=0"))], steps: storedAndHit(),
                 config: route("cache_first", ttl: "1h")),
             ConformanceCase(
+                section: "policy", name: "cache_first hits report the route's remaining ttl, not the origin's",
+                script: [ok(cc("max-age=0"), header("Age", "300"))],
+                steps: [
+                    get(origin: 1),
+                    get(
+                        origin: 1, hit: true,
+                        check: { response in
+                            let ttl = response.header("cache-status")?.split(separator: ";").first { $0.contains("ttl=") }
+                                .flatMap { Int($0.split(separator: "=")[1]) }
+                            return (ttl ?? -1) > 3000 ? nil : "ttl \(ttl.map(String.init) ?? "absent"), expected about 3300"
+                        }),
+                ], config: route("cache_first", ttl: "1h")),
+            ConformanceCase(
                 section: "policy", name: "cache_first ignores the client's no-cache", script: [ok(cc("no-store"))],
                 steps: [get(origin: 1), get(cc("no-cache"), origin: 1, hit: true)], config: route("cache_first", ttl: "1h")),
             ConformanceCase(
