@@ -1,7 +1,7 @@
-/// "Did you mean" hints by edit distance.
-enum Suggestions {
+/// "Did you mean" hints by edit distance (config keys, and the command line's subcommands).
+public enum Suggestions {
     /// The closest candidate within a distance that still looks like a typo.
-    static func closest(to word: String, in candidates: [String]) -> String? {
+    public static func closest(to word: String, in candidates: [String]) -> String? {
         let limit = max(1, min(3, word.count / 3 + 1))
         var best: (String, Int)?
         for candidate in candidates {

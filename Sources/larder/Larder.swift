@@ -1,4 +1,6 @@
 import ArgumentParser
+import Glibc
+import LarderConfig
 import LarderServer
 
 /// The `larder` command line.
@@ -24,4 +26,17 @@ struct Larder: ParsableCommand {
         version: "larder \(version)",
         subcommands: [Serve.self, CheckConfig.self, Stats.self, List.self, Purge.self, Warm.self, HashPassword.self, CA.self],
         defaultSubcommand: Serve.self)
+
+    /// `serve` is the default subcommand, so a mistyped one ("larder stat") would otherwise be
+    /// taken as an argument to `serve` and answered with its usage. A first word that names no
+    /// subcommand and is no option is refused here, with the nearest name.
+    static func main() {
+        let names = configuration.subcommands.map { $0._commandName } + ["help"]
+        if let first = CommandLine.arguments.dropFirst().first, !first.hasPrefix("-"), !names.contains(first) {
+            let hint = Suggestions.closest(to: first, in: names).map { " Did you mean '\($0)'?" } ?? ""
+            printError("larder: unknown command '\(first)'.\(hint) Commands: \(names.dropLast().joined(separator: ", ")).")
+            Glibc.exit(64)  // EX_USAGE, as the argument parser's own usage errors
+        }
+        main(nil)
+    }
 }
