@@ -235,8 +235,13 @@ public struct CoalesceConfig: Sendable, Equatable {
 public struct LogConfig: Sendable, Equatable {
     public enum Level: String, Sendable, CaseIterable { case trace, debug, info, notice, warning, error, critical }
     public var level: Level = .info
-    /// One access-log line per request on stdout.
+    /// One access-log line per request.
     public var access = true
+    /// Where access lines go: a file (appended to, reopened on SIGUSR1 for log rotation), or
+    /// stdout when empty.
+    public var accessFile = ""
+    /// Whether requests to the admin listener (a dashboard polls every second) are logged too.
+    public var adminRequests = false
     public init() {}
 }
 

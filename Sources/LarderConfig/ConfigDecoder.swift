@@ -39,7 +39,7 @@ struct ConfigDecoder {
         ("retry", retryKeys),
         ("cache", ["default_policy", "stale_if_error", "offline", "range_whole_max", "slice_size", "presets"]),
         ("coalesce", ["max_waiters", "wait_timeout", "finish_abandoned_max", "not_shareable_ttl"]),
-        ("log", ["level", "access"]),
+        ("log", ["level", "access", "access_file", "admin_requests"]),
         ("tls", ["intercept", "never", "ca_dir", "leaf_validity", "upstream_ca_file", "splice_after_failures", "splice_for"]),
     ]
     /// "Did you mean" for an unknown key: the closest key of its own section, else the closest
@@ -336,6 +336,10 @@ struct ConfigDecoder {
             if let level = choice(value, key, LogConfig.Level.self) { config.log.level = level }
         case ("log", "access"):
             if let flag = boolean(value, key) { config.log.access = flag }
+        case ("log", "access_file"):
+            if let text = string(value, key) { config.log.accessFile = text }
+        case ("log", "admin_requests"):
+            if let flag = boolean(value, key) { config.log.adminRequests = flag }
 
         default:
             fail("key '\(key)' is not handled in [\(section)]", at: value.position)

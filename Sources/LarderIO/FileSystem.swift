@@ -79,6 +79,11 @@ public enum FileSystem {
         try Syscall.call("open", path: path) { openat(directory, $0, O_RDWR | O_CLOEXEC) }
     }
 
+    /// Opens `path` for appending, creating it (mode 0640) if missing: a log file.
+    public static func openForAppending(_ path: String) throws(SystemError) -> Int32 {
+        try Syscall.call("open", path: path) { open($0, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o640) }
+    }
+
     /// Opens for writing (and with `readable`, reading) a new file that must not exist yet.
     public static func createExclusive(at directory: Int32 = AT_FDCWD, _ path: String, readable: Bool = false) throws(SystemError) -> Int32
     {

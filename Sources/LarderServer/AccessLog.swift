@@ -28,7 +28,8 @@ final class AccessLog {
     /// Appends one line.
     func record(
         client: SocketAddress?, method: String, url: String, status: Int, outcome: String,
-        bytes: Int, durationNanos: UInt64, attempts: Int, retries: String? = nil, tls: String? = nil, key: String? = nil
+        bytes: Int, durationNanos: UInt64, attempts: Int, retries: String? = nil, tls: String? = nil, key: String? = nil,
+        user: String? = nil, agent: String? = nil
     ) {
         guard enabled else { return }
         if journal { buffer.append(contentsOf: "<6>".utf8) }
@@ -66,10 +67,11 @@ final class AccessLog {
         }
         // The key a route built otherwise than from the URL (quoted: it is the operator's text).
         if let key {
-            buffer.append(contentsOf: " key=\"".utf8)
-            for byte in key.utf8 { buffer.append(byte == UInt8(ascii: "\"") ? UInt8(ascii: "'") : byte) }
-            buffer.append(UInt8(ascii: "\""))
+            appendQuoted(" key=", key)
         }
+        // The proxy user (proxy.auth_users) and the client's User-Agent, quoted: client text.
+        if let user { appendQuoted(" user=", user) }
+        if let agent { appendQuoted(" ua=", agent) }
         buffer.append(10)
         if buffer.count >= 32 * 1024 {
             flush()
@@ -117,6 +119,18 @@ final class AccessLog {
         buffer.append(UInt8(48 + (millis / 10) % 10))
         buffer.append(UInt8(48 + millis % 10))
         buffer.append(UInt8(ascii: "Z"))
+    }
+
+    /// ` name="value"`, with quotes and control bytes replaced so a value cannot end the field
+    /// or the line.
+    private func appendQuoted(_ name: StaticString, _ value: String) {
+        buffer.append(contentsOf: UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
+        buffer.append(UInt8(ascii: "\""))
+        for byte in value.utf8 {
+            buffer.append(
+                byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 || byte == 0x7F ? UInt8(ascii: "'") : byte)
+        }
+        buffer.append(UInt8(ascii: "\""))
     }
 
     private func appendDecimal(_ value: Int) {

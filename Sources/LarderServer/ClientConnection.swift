@@ -325,14 +325,19 @@ final class ClientConnection: IOHandler {
             }
             slot.record(hit: hit, bytes: exchange.bodyBytesSent)
         }
-        // The target's text is built only for a log that is on.
-        guard proxy.accessLog.enabled else { return }
+        // The target's text is built only for a log that is on; the admin listener's requests
+        // (a dashboard polls every second) only when asked for.
+        guard proxy.accessLog.enabled, exchange.outcome != .admin || exchange.runtime.config.log.adminRequests else { return }
+        let headers = exchange.head.headers
+        let user =
+            exchange.runtime.config.proxy.authUsers.isEmpty || interception != nil
+            ? nil : headers["Proxy-Authorization"].flatMap(BasicCredentials.init(header:))?.user
         proxy.accessLog.record(
             client: peer, method: exchange.head.method.rawValue,
             url: interception == nil ? exchange.head.targetText : exchange.url?.description ?? exchange.head.targetText,
             status: exchange.status, outcome: exchange.outcome.rawValue, bytes: exchange.bodyBytesSent,
             durationNanos: duration, attempts: exchange.attempts, retries: exchange.retries, tls: interception?.tls.version,
-            key: exchange.customKey)
+            key: exchange.customKey, user: user, agent: headers["User-Agent"])
     }
 
     /// Finishes the current exchange (if any), then closes once the output is written.
@@ -353,6 +358,10 @@ final class ClientConnection: IOHandler {
             exchange.keepAlive = false
             finishExchange()
         } else {
+            // No exchange (the head itself was malformed): still one access line, with its status.
+            proxy.accessLog.record(
+                client: peer, method: "-", url: "-", status: error.status, outcome: RequestOutcome.error.rawValue, bytes: 0,
+                durationNanos: 0, attempts: 0)
             closeWhenFlushed = true
             flushSoon()
         }

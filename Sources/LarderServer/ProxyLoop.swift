@@ -81,7 +81,7 @@ final class ProxyLoop {
         self.shared = shared
         self.runtime = runtime
         upstream = UpstreamClient(loop: loop, maxConnectionsPerHost: runtime.config.upstream.maxConnectionsPerHost)
-        accessLog = AccessLog(loop: loop, enabled: runtime.config.log.access)
+        accessLog = AccessLog(loop: loop, fd: shared.accessLogFile.fd, enabled: runtime.config.log.access)
         coalescer = Coalescer(loop: loop, registry: shared.fills.isActive ? shared.fills : nil)
         loop.busyPollCounters = (shared.stats.busyPollsCaught, shared.stats.busyPollsExpired)
         loop.busyPollNanos = runtime.config.proxy.busyPoll.totalNanoseconds

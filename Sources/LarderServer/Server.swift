@@ -86,6 +86,12 @@ public final class Server: Sendable {
             $0.activated = !passed.isEmpty
         }
         sockets.withLock { $0 = opened }
+        do {
+            try shared.accessLogFile.open()
+        } catch {
+            for (_, socket) in opened { socket.close() }
+            throw SystemError(call: "\(error.call) \(config.log.accessFile) (log.access_file)", errno: error.errno)
+        }
         shared.cache.disk?.start()
         let workers = config.proxy.workers ?? CPUBudget.current()
         var handles: [EventLoopHandle] = []
@@ -186,6 +192,12 @@ public final class Server: Sendable {
     }
 
     /// Tells systemd that a reload was attempted but the file was rejected (still READY).
+    /// SIGUSR1: reopens `log.access_file` (after logrotate moved it); returns its path, or nil
+    /// when access lines go to stdout.
+    public func reopenAccessLog() throws(SystemError) -> String? {
+        try shared.accessLogFile.reopen() ? shared.accessLogFile.path : nil
+    }
+
     public func reloadRejected() {
         Systemd.notify("READY=1\nSTATUS=reload rejected: configuration errors; running the previous configuration")
     }

@@ -16,6 +16,8 @@ final class SharedState: Sendable {
     let cache: TieredCache
     /// Why the disk tier the configuration asks for could not be set up (nil: it was).
     let diskProblem: String?
+    /// Where the loops write access lines (`log.access_file`, restart-only).
+    let accessLogFile: AccessLogFile
     let stats = Statistics()
     /// Which loop fetches each key (several loops only).
     let fills = FillRegistry()
@@ -104,6 +106,7 @@ final class SharedState: Sendable {
             problem = "disk tier unavailable (\(diskConfig.path)): \(error)"
         }
         diskProblem = problem
+        accessLogFile = AccessLogFile(path: runtime.config.log.accessFile)
         cache = TieredCache(memory: memoryTier, disk: diskTier)
     }
 

@@ -33,6 +33,7 @@ struct ConfigSelection {
         if old.admin.listen != new.admin.listen { changed.append("admin.listen") }
         if old.proxy.workers != new.proxy.workers { changed.append("proxy.workers") }
         if old.disk.path != new.disk.path { changed.append("disk.path") }
+        if old.log.accessFile != new.log.accessFile { changed.append("log.access_file") }
         return changed
     }
 
@@ -43,6 +44,7 @@ struct ConfigSelection {
         config.admin.listen = running.admin.listen
         config.proxy.workers = running.proxy.workers
         config.disk.path = running.disk.path
+        config.log.accessFile = running.log.accessFile
         return config
     }
 }

@@ -100,9 +100,17 @@ struct Serve: ParsableCommand {
             case SIGHUP:
                 reload(server, selection: selection, logger: logger)
             case SIGUSR1:
-                // The log-rotation signal of many daemons: Larder writes to stdout and stderr
-                // (the journal under systemd), so there is no file to reopen.
-                logger.notice("SIGUSR1: logs go to stdout and stderr; nothing to reopen")
+                // The log-rotation signal of many daemons: log.access_file is opened again (the
+                // rest goes to stdout and stderr, the journal under systemd).
+                do {
+                    if let path = try server.reopenAccessLog() {
+                        logger.notice("SIGUSR1: reopened the access log", metadata: ["file": "\(path)"])
+                    } else {
+                        logger.notice("SIGUSR1: access lines go to stdout; nothing to reopen")
+                    }
+                } catch {
+                    logger.error("SIGUSR1: cannot reopen the access log; still writing to the old file", metadata: ["error": "\(error)"])
+                }
             case SIGUSR2:
                 logger.notice("SIGUSR2 ignored")
             default:
