@@ -242,6 +242,10 @@ public struct LogConfig: Sendable, Equatable {
     public var accessFile = ""
     /// Whether requests to the admin listener (a dashboard polls every second) are logged too.
     public var adminRequests = false
+    /// The access lines' format: Larder's own, Squid's native (calamaris, SARG, GoAccess),
+    /// NCSA combined, or one JSON object per line.
+    public var accessFormat = AccessFormat.larder
+    public enum AccessFormat: String, Sendable, CaseIterable { case larder, squid, combined, json }
     public init() {}
 }
 

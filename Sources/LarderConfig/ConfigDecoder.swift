@@ -39,7 +39,7 @@ struct ConfigDecoder {
         ("retry", retryKeys),
         ("cache", ["default_policy", "stale_if_error", "offline", "range_whole_max", "slice_size", "presets"]),
         ("coalesce", ["max_waiters", "wait_timeout", "finish_abandoned_max", "not_shareable_ttl"]),
-        ("log", ["level", "access", "access_file", "admin_requests"]),
+        ("log", ["level", "access", "access_file", "admin_requests", "access_format"]),
         ("tls", ["intercept", "never", "ca_dir", "leaf_validity", "upstream_ca_file", "splice_after_failures", "splice_for"]),
     ]
     /// "Did you mean" for an unknown key: the closest key of its own section, else the closest
@@ -338,6 +338,8 @@ struct ConfigDecoder {
             if let flag = boolean(value, key) { config.log.access = flag }
         case ("log", "access_file"):
             if let text = string(value, key) { config.log.accessFile = text }
+        case ("log", "access_format"):
+            if let format = choice(value, key, LogConfig.AccessFormat.self) { config.log.accessFormat = format }
         case ("log", "admin_requests"):
             if let flag = boolean(value, key) { config.log.adminRequests = flag }
 

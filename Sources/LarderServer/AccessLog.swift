@@ -1,4 +1,5 @@
 import Glibc
+import LarderConfig
 import LarderHTTP
 import LarderIO
 
@@ -7,9 +8,10 @@ import LarderIO
 ///
 /// State: loop-confined.
 final class AccessLog {
-    private var buffer: [UInt8] = []
+    var buffer: [UInt8] = []
     private let fd: Int32
     var enabled: Bool
+    var format = LogConfig.AccessFormat.larder
     private var flushScheduled = false
     private let loop: EventLoop
     private var stampSecond = -1
@@ -25,7 +27,7 @@ final class AccessLog {
         buffer.reserveCapacity(32 * 1024)
     }
 
-    /// Appends one line.
+    /// Appends one line, in `format`.
     func record(
         client: SocketAddress?, method: String, url: String, status: Int, outcome: String,
         bytes: Int, durationNanos: UInt64, attempts: Int, retries: String? = nil, tls: String? = nil, key: String? = nil,
@@ -33,45 +35,15 @@ final class AccessLog {
     ) {
         guard enabled else { return }
         if journal { buffer.append(contentsOf: "<6>".utf8) }
-        appendTimestamp()
-        buffer.append(32)
-        if let client { buffer.append(contentsOf: client.ipString.utf8) } else { buffer.append(45) }
-        buffer.append(contentsOf: " \"".utf8)
-        buffer.append(contentsOf: method.utf8)
-        buffer.append(32)
-        for byte in url.utf8 { buffer.append(byte == UInt8(ascii: "\"") ? UInt8(ascii: "'") : byte) }
-        buffer.append(contentsOf: "\" ".utf8)
-        appendDecimal(status)
-        buffer.append(32)
-        buffer.append(contentsOf: outcome.utf8)
-        buffer.append(32)
-        appendDecimal(bytes)
-        buffer.append(32)
-        let micros = Int(durationNanos / 1000)
-        appendDecimal(micros / 1000)
-        buffer.append(46)
-        let fraction = micros % 1000
-        if fraction < 100 { buffer.append(48) }
-        if fraction < 10 { buffer.append(48) }
-        appendDecimal(fraction)
-        buffer.append(contentsOf: "ms attempts=".utf8)
-        appendDecimal(attempts)
-        if let retries {
-            buffer.append(contentsOf: " retries=".utf8)
-            buffer.append(contentsOf: retries.utf8)
+        let entry = Entry(
+            client: client, method: method, url: url, status: status, outcome: outcome, bytes: bytes, durationNanos: durationNanos,
+            attempts: attempts, retries: retries, tls: tls, key: key, user: user, agent: agent)
+        switch format {
+        case .larder: appendLarder(entry)
+        case .squid: appendSquid(entry)
+        case .combined: appendCombined(entry)
+        case .json: appendJSON(entry)
         }
-        // A request that came inside an intercepted TLS session: its protocol version.
-        if let tls {
-            buffer.append(contentsOf: " tls=".utf8)
-            buffer.append(contentsOf: tls.utf8)
-        }
-        // The key a route built otherwise than from the URL (quoted: it is the operator's text).
-        if let key {
-            appendQuoted(" key=", key)
-        }
-        // The proxy user (proxy.auth_users) and the client's User-Agent, quoted: client text.
-        if let user { appendQuoted(" user=", user) }
-        if let agent { appendQuoted(" ua=", agent) }
         buffer.append(10)
         if buffer.count >= 32 * 1024 {
             flush()
@@ -99,7 +71,7 @@ final class AccessLog {
         buffer.removeAll(keepingCapacity: true)
     }
 
-    private func appendTimestamp() {
+    func appendTimestamp() {
         var ts = timespec()
         clock_gettime(CLOCK_REALTIME, &ts)
         let second = Int(ts.tv_sec)
@@ -123,7 +95,7 @@ final class AccessLog {
 
     /// ` name="value"`, with quotes and control bytes replaced so a value cannot end the field
     /// or the line.
-    private func appendQuoted(_ name: StaticString, _ value: String) {
+    func appendQuoted(_ name: StaticString, _ value: String) {
         buffer.append(contentsOf: UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
         buffer.append(UInt8(ascii: "\""))
         for byte in value.utf8 {
@@ -133,7 +105,7 @@ final class AccessLog {
         buffer.append(UInt8(ascii: "\""))
     }
 
-    private func appendDecimal(_ value: Int) {
+    func appendDecimal(_ value: Int) {
         HeadSerializer.appendDecimal(value, to: &buffer)
     }
 }

@@ -82,6 +82,7 @@ final class ProxyLoop {
         self.runtime = runtime
         upstream = UpstreamClient(loop: loop, maxConnectionsPerHost: runtime.config.upstream.maxConnectionsPerHost)
         accessLog = AccessLog(loop: loop, fd: shared.accessLogFile.fd, enabled: runtime.config.log.access)
+        accessLog.format = runtime.config.log.accessFormat
         coalescer = Coalescer(loop: loop, registry: shared.fills.isActive ? shared.fills : nil)
         loop.busyPollCounters = (shared.stats.busyPollsCaught, shared.stats.busyPollsExpired)
         loop.busyPollNanos = runtime.config.proxy.busyPoll.totalNanoseconds
@@ -139,6 +140,7 @@ final class ProxyLoop {
         runtime = newRuntime
         upstream.setMaxConnectionsPerHost(newRuntime.config.upstream.maxConnectionsPerHost)
         accessLog.enabled = newRuntime.config.log.access
+        accessLog.format = newRuntime.config.log.accessFormat
         loop.busyPollNanos = newRuntime.config.proxy.busyPoll.totalNanoseconds
     }
 

@@ -41,6 +41,77 @@ extension IntegrationTests {
             #expect(!larder.child.stdout.contains("/rot/"), "nothing on stdout")
         }
 
+        /// Serves `count` requests (misses, then hits of the same URLs, and 404s) with the log in
+        /// `format` to a file; returns the file's lines once all are written.
+        static func logged(format: String, misses: Int, hits: Int, notFound: Int) throws -> (lines: [String], file: String) {
+            let directory = Paths.temporaryDirectory()
+            let file = directory + "/access.log"
+            let origin = try Origin()
+            let larder = try Larder(config: "[log]\naccess_file = \"\(file)\"\naccess_format = \"\(format)\"\n")
+            let connection = try RawConnection(port: larder.proxyPort)
+            for index in 0..<(misses + hits + notFound) {
+                let path =
+                    index < misses + hits
+                    ? "/fmt/\(index % misses)?cc=max-age=600&size=2000" : "/fmt/missing\(index)?status=404"
+                connection.send("GET \(origin.url(path)) HTTP/1.1\r\nHost: x\r\nUser-Agent: Tools \"Test\"/1\r\n\r\n")
+                _ = try connection.readResponse()
+            }
+            var lines: [String] = []
+            _ = waitUntil(seconds: 5) {
+                lines = Self.lines(file)
+                return lines.count >= misses + hits + notFound
+            }
+            return (lines, file)
+        }
+
+        /// calamaris and GoAccess read the squid format and count what was served.
+        @Test func squidFormatIsReadByCalamarisAndGoAccess() throws {
+            let (lines, file) = try Self.logged(format: "squid", misses: 6, hits: 6, notFound: 3)
+            #expect(lines.count == 15, "\(lines)")
+            let calamaris = try ChildProcess("/bin/sh", ["-c", "calamaris -a < \"$0\"", file], environment: ["PATH": "/usr/bin:/bin"])
+            calamaris.waitUntilExit()
+            let report = calamaris.stdout
+            func figure(_ label: String) -> Int? {
+                report.split(separator: "\n").first { $0.hasPrefix(label) }.flatMap { $0.split(separator: " ").last }.flatMap { Int($0) }
+            }
+            #expect(figure("lines parsed:") == 15, "\(report)")
+            #expect(figure("invalid lines:") == 0)
+            #expect(figure("Total amount cached:") == 6, "the six hits")
+            // GoAccess's SQUID preset expects syslog-prefixed lines; the native format spelled out:
+            let json = file + ".json"
+            let goaccess = try ChildProcess(
+                "/usr/bin/goaccess",
+                [file, "--log-format=%x.%^ %~%L %h %^/%s %b %m %U", "--date-format=%s", "--time-format=%s", "-o", json],
+                environment: ["PATH": "/usr/bin:/bin"])
+            goaccess.waitUntilExit()
+            let general =
+                (try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: json))) as? [String: Any])?["general"]
+                as? [String: Any]
+            #expect(general?["total_requests"] as? Int == 15, "\(goaccess.stderr)")
+            #expect(general?["failed_requests"] as? Int == 0)
+        }
+
+        @Test func combinedFormatIsReadByGoAccessAndJSONLinesParse() throws {
+            let (combined, file) = try Self.logged(format: "combined", misses: 4, hits: 4, notFound: 2)
+            #expect(combined.count == 10)
+            #expect(combined.first?.contains("\"Tools 'Test'/1\"") == true, "\(combined.first ?? "")")
+            let json = file + ".json"
+            let goaccess = try ChildProcess(
+                "/usr/bin/goaccess", [file, "--log-format=COMBINED", "-o", json], environment: ["PATH": "/usr/bin:/bin"])
+            goaccess.waitUntilExit()
+            let general =
+                (try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: json))) as? [String: Any])?["general"]
+                as? [String: Any]
+            #expect(general?["total_requests"] as? Int == 10, "\(goaccess.stderr)")
+            #expect(general?["failed_requests"] as? Int == 0)
+
+            let (objects, _) = try Self.logged(format: "json", misses: 2, hits: 2, notFound: 1)
+            let parsed = try objects.map { try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+            #expect(parsed.count == 5)
+            #expect(parsed.compactMap { $0?["outcome"] as? String }.filter { $0 == "hit" }.count == 2)
+            #expect(parsed.first??["user_agent"] as? String == "Tools \"Test\"/1", "JSON keeps the quotes, escaped")
+        }
+
         @Test func adminPollsStayOutMalformedRequestsGetALineUsersAndAgentsAreNamed() throws {
             let origin = try Origin()
             let alice = try hashPassword(user: "alice", password: "correct horse")
