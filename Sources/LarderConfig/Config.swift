@@ -40,6 +40,8 @@ public struct ProxyConfig: Sendable, Equatable {
     public var tunnelIdleTimeout: Duration = .seconds(300)
     /// Users allowed through when proxy authentication is on; empty means no authentication.
     public var authUsers: [ProxyUser] = []
+    /// Where more `authUsers` were read from (`proxy.auth_users_file`); empty when none.
+    public var authUsersFile = ""
     /// The realm named in `Proxy-Authenticate`.
     public var authRealm = "Larder"
     /// Request bodies up to this size are read and checked whole before anything goes upstream.
@@ -73,6 +75,9 @@ public struct ProxyUser: Sendable, Equatable {
 public struct AdminConfig: Sendable, Equatable {
     public var listen: SocketAddress? = SocketAddress(parsing: "127.0.0.1:3129")
     public var token = ""
+    /// Where `token` was read from (`admin.token_file`), for the check that warns when others
+    /// may read it; empty when the token is inline or absent.
+    public var tokenFile = ""
     public init() {}
 }
 

@@ -6,10 +6,13 @@ import LarderIO
 struct ConfigDecoder {
     let file: String
     let source: [UInt8]
-    private(set) var errors: [ConfigError] = []
+    var errors: [ConfigError] = []
     /// Where `upstream.parent` and `upstream.parents` were set, for the check that only one is.
     private var parentPosition: SourcePosition?
     private var parentsPosition: SourcePosition?
+    /// Where `admin.token_file` was set, for the check that `admin.token` is not set too.
+    var tokenFilePosition: SourcePosition?
+    var tokenPosition: SourcePosition?
 
     init(file: String, source: [UInt8]) {
         self.file = file
@@ -22,11 +25,11 @@ struct ConfigDecoder {
             "proxy",
             [
                 "listen", "allow", "connect_ports", "max_connections", "header_timeout", "idle_timeout", "max_header_bytes", "workers",
-                "busy_poll", "drain_timeout", "tunnel_idle_timeout", "auth_users", "auth_realm", "request_body_buffer",
+                "busy_poll", "drain_timeout", "tunnel_idle_timeout", "auth_users", "auth_users_file", "auth_realm", "request_body_buffer",
                 "allow_local_destinations", "deny_destinations", "allow_destinations",
             ]
         ),
-        ("admin", ["listen", "token"]),
+        ("admin", ["listen", "token", "token_file"]),
         ("memory", ["max_bytes", "max_entries", "max_object_bytes"]),
         ("disk", ["path", "max_bytes", "max_object_bytes", "scrub_rate", "required"]),
         (
@@ -164,6 +167,8 @@ struct ConfigDecoder {
                 }
                 if users.count == list.count { config.proxy.authUsers = users }
             }
+        case ("proxy", "auth_users_file"):
+            if let text = string(value, key), !text.isEmpty { readUsersFile(text, at: value.position, into: &config) }
         case ("proxy", "request_body_buffer"):
             if let bytes = size(value, key, range: 0...(64 << 20)) { config.proxy.requestBodyBuffer = Int(bytes) }
         case ("proxy", "allow_local_destinations"):
@@ -217,7 +222,10 @@ struct ConfigDecoder {
             if let duration = duration(value, key, minimum: .seconds(1)) { config.tls.spliceFor = duration }
 
         case ("admin", "token"):
+            tokenPosition = value.position
             if let text = string(value, key) { config.admin.token = text }
+        case ("admin", "token_file"):
+            if let text = string(value, key), !text.isEmpty { readTokenFile(text, at: value.position, into: &config) }
 
         case ("memory", "max_bytes"):
             if let bytes = size(value, key, range: 0...(1 << 50)) { config.memory.maxBytes = Int(bytes) }
@@ -519,40 +527,13 @@ struct ConfigDecoder {
         return route
     }
 
-    /// `name:hash` from `proxy.auth_users`. A plain password is refused: the file must never
-    /// hold one.
-    private mutating func proxyUser(_ text: String, at position: SourcePosition, seen: [ProxyUser]) -> ProxyUser? {
-        guard let colon = text.firstIndex(of: ":") else {
-            fail("auth_users entries look like \"name:$y$...\" (make one with `larder hash-password NAME`), got \"\(text)\"", at: position)
-            return nil
-        }
-        let name = String(text[..<colon])
-        let hash = String(text[text.index(after: colon)...])
-        // RFC 7617 §2: the user-id cannot contain a colon; control characters are refused too.
-        guard !name.isEmpty, !name.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) else {
-            fail("auth_users: the user name before ':' must be non-empty printable text", at: position)
-            return nil
-        }
-        guard ProxyUser.hashPrefixes.contains(where: { hash.hasPrefix($0) }),
-            !hash.utf8.contains(where: { $0 <= 0x20 || $0 >= 0x7F })
-        else {
-            fail(
-                "auth_users: the password of '\(name)' must be a crypt(3) hash starting with one of "
-                    + ProxyUser.hashPrefixes.joined(separator: " ") + " (make one with `larder hash-password \(name)`); "
-                    + "plain passwords are not accepted", at: position)
-            return nil
-        }
-        if seen.contains(where: { $0.name == name }) {
-            fail("auth_users: user '\(name)' is listed twice", at: position)
-            return nil
-        }
-        return ProxyUser(name: name, passwordHash: hash)
-    }
-
     /// Checks that need more than one key.
     private mutating func crossCheck(_ config: inout Config) {
         if !config.upstream.parent.isEmpty && !config.upstream.parents.isEmpty, let position = parentsPosition ?? parentPosition {
             fail("set either upstream.parent (one parent) or upstream.parents (several), not both", at: position)
+        }
+        if let tokenFilePosition, tokenPosition != nil {
+            fail("set either admin.token or admin.token_file, not both", at: tokenFilePosition)
         }
         if config.retry.baseDelay > config.retry.maxDelay {
             // Reported without a position of its own: point at the [retry] table's first key.
@@ -562,7 +543,7 @@ struct ConfigDecoder {
 
     // MARK: Typed readers
 
-    private mutating func string(_ value: ConfigValue, _ key: String) -> String? {
+    mutating func string(_ value: ConfigValue, _ key: String) -> String? {
         if case .string(let text) = value.kind { return text }
         fail("expected a string for '\(key)', got \(value.summary)", at: value.position)
         return nil
@@ -700,7 +681,7 @@ struct ConfigDecoder {
         return ["http", "https", "socks5", "socks5h"].contains(scheme) && !rest.isEmpty && !rest.contains(" ")
     }
 
-    private mutating func fail(_ message: String, at position: SourcePosition) {
+    mutating func fail(_ message: String, at position: SourcePosition) {
         errors.append(ConfigError(file: file, bytePosition: position, message: message, source: source))
     }
 }

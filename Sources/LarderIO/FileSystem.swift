@@ -148,6 +148,13 @@ public enum FileSystem {
         _ = rmdir(path)
     }
 
+    /// The permission bits of `path` (following symbolic links).
+    public static func permissions(of path: String) throws(SystemError) -> UInt32 {
+        var info = stat()
+        _ = try Syscall.call("stat", path: path) { stat($0, &info) }
+        return UInt32(info.st_mode) & 0o7777
+    }
+
     /// Size of an open file.
     public static func size(of fd: Int32) throws(SystemError) -> Int64 {
         var info = stat()

@@ -33,6 +33,7 @@ struct CheckConfig: ParsableCommand {
                 throw ExitCode(1)
             }
             print("\(file): OK: \(ConfigSummary.line(config))")
+            for warning in Self.secretWarnings(config, file: file) { printError("\(file): warning: \(warning)") }
             for note in Self.interceptionNotes(config) { print("\(file): note: \(note)") }
             if explain { print(Self.routeTable(config)) }
         case .failure(let errors):
@@ -40,6 +41,31 @@ struct CheckConfig: ParsableCommand {
             printError("\(file): \(errors.errors.count) error\(errors.errors.count == 1 ? "" : "s")")
             throw ExitCode(1)
         }
+    }
+
+    /// Secrets others may read: a token or password-hash file readable by every user, or the
+    /// configuration file itself when it holds them inline and is.
+    static func secretWarnings(_ config: Config, file: String) -> [String] {
+        var warnings: [String] = []
+        func readableByOthers(_ path: String) -> UInt32? {
+            guard let mode = try? FileSystem.permissions(of: path), mode & 0o004 != 0 else { return nil }
+            return mode
+        }
+        for (key, path) in [("admin.token_file", config.admin.tokenFile), ("proxy.auth_users_file", config.proxy.authUsersFile)]
+        where !path.isEmpty {
+            if let mode = readableByOthers(path) {
+                warnings.append("\(key) '\(path)' is readable by every user (mode \(String(mode, radix: 8))); chmod 0640 or 0600 it")
+            }
+        }
+        let inline =
+            (!config.admin.token.isEmpty && config.admin.tokenFile.isEmpty)
+            || (!config.proxy.authUsers.isEmpty && config.proxy.authUsersFile.isEmpty)
+        if inline, let mode = readableByOthers(file) {
+            warnings.append(
+                "this file holds admin.token or proxy.auth_users and is readable by every user (mode \(String(mode, radix: 8))); "
+                    + "move them to admin.token_file / proxy.auth_users_file (systemd: LoadCredential=) or chmod 0640 it")
+        }
+        return warnings
     }
 
     /// For each preset, the HTTPS hosts it needs intercepted that `tls.intercept` does not list.
