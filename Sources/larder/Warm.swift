@@ -38,19 +38,41 @@ struct Warm: ParsableCommand {
         case failed(String)
     }
 
-    func run() throws {
-        var list = urls
-        if let file {
-            let text = try String(contentsOfFile: file, encoding: .utf8)
-            for line in text.split(separator: "\n") {
-                let entry = line.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)[0].trimmingCharacters(
-                    in: .whitespaces)
-                if !entry.isEmpty { list.append(entry) }
+    /// The URLs of a list file, with every line that is not one named by number (it is skipped;
+    /// the rest are still fetched).
+    static func parseList(_ text: String, file: String) -> (urls: [String], problems: [String]) {
+        var urls: [String] = []
+        var problems: [String] = []
+        for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let entry = line.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)[0].trimmingCharacters(
+                in: .whitespaces)
+            if entry.isEmpty { continue }
+            if isAbsolute(entry) {
+                urls.append(entry)
+            } else {
+                problems.append("\(file):\(number + 1): '\(entry)' is not an absolute http(s) URL; skipped")
             }
         }
-        guard !list.isEmpty else { throw ValidationError("no URLs: give them as arguments or with --file") }
-        for url in list where !(url.hasPrefix("http://") || url.hasPrefix("https://")) {
+        return (urls, problems)
+    }
+
+    static func isAbsolute(_ url: String) -> Bool { url.hasPrefix("http://") || url.hasPrefix("https://") }
+
+    func run() throws {
+        for url in urls where !Warm.isAbsolute(url) {
             throw ValidationError("'\(url)' is not an absolute http(s) URL")
+        }
+        var list = urls
+        var skipped = 0
+        if let file {
+            let text = try String(contentsOfFile: file, encoding: .utf8)
+            let parsed = Warm.parseList(text, file: file)
+            for problem in parsed.problems { printError(problem) }
+            skipped = parsed.problems.count
+            list += parsed.urls
+        }
+        guard !list.isEmpty else {
+            throw ValidationError(skipped > 0 ? "no valid URLs in \(file ?? "the list")" : "no URLs: give them as arguments or with --file")
         }
         let address: SocketAddress
         if let proxy {
@@ -77,7 +99,7 @@ struct Warm: ParsableCommand {
         var stored = 0
         var cached = 0
         var uncacheable = 0
-        var failed = 0
+        var failed = skipped
         var bytes = 0
         for result in results.withLock({ $0.values }) {
             switch result {
@@ -94,7 +116,7 @@ struct Warm: ParsableCommand {
             }
         }
         print(
-            "\(list.count) URL\(list.count == 1 ? "" : "s"): \(stored) stored, \(cached) already cached, \(uncacheable) not cacheable, \(failed) failed; \(Format.bytes(Double(bytes))) fetched"
+            "\(list.count + skipped) URL\(list.count + skipped == 1 ? "" : "s"): \(stored) stored, \(cached) already cached, \(uncacheable) not cacheable, \(failed) failed\(skipped > 0 ? " (\(skipped) bad list line\(skipped == 1 ? "" : "s"))" : ""); \(Format.bytes(Double(bytes))) fetched"
         )
         if failed > 0 { throw ExitCode(1) }
     }
@@ -105,7 +127,15 @@ struct Warm: ParsableCommand {
             let response = try BlockingHTTPClient(address: address, timeoutSeconds: 300).request(
                 "GET", url, headers: [("Host", authority), ("User-Agent", "larder-warm/\(Larder.version)")],
                 onBody: { progress.received($0.count) })
-            guard (200..<400).contains(response.status) else { return .failed("\(response.status)") }
+            guard (200..<400).contains(response.status) else {
+                // The status, and Larder's own reason when it made the error (Cache-Status detail).
+                let detail = response.headers.values("Cache-Status").last.flatMap { status in
+                    status.range(of: "detail=").map {
+                        String(status[$0.upperBound...]).trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+                    }
+                }
+                return .failed("HTTP \(response.status)" + (detail.map { ": \($0)" } ?? ""))
+            }
             let status = response.headers.values("Cache-Status").last ?? ""
             if status.contains("; hit") { return .cached(response.bodyLength) }
             if status.contains("stored") { return .stored(response.bodyLength) }
@@ -145,6 +175,8 @@ struct Warm: ParsableCommand {
         func finished(_ url: String, _ result: Result) {
             state.withLock { $0.done += 1 }
             if interactive {
+                // A failure is printed above the bar (cleared first), which is drawn again below.
+                if case .failed(let why) = result { printError("\r\u{1B}[K\(url): FAILED (\(why))") }
                 redraw()
             } else {
                 let text: String

@@ -344,12 +344,20 @@ extension IntegrationTests {
             let directory = Paths.temporaryDirectory()
             defer { try? FileManager.default.removeItem(atPath: directory) }
             let urls = [origin.url("/w1?cc=max-age=60&size=2000"), origin.url("/w2?cc=no-store"), "http://127.0.0.1:1/nothing"]
-            try (urls.joined(separator: "\n") + "\n# a comment\n").write(toFile: directory + "/urls.txt", atomically: true, encoding: .utf8)
+            // A bad line in the middle is named by number and skipped; the rest is still fetched.
+            let list = [urls[0], "ftp://not-http/x", urls[1], urls[2], origin.url("/w404?status=404")]
+            try (list.joined(separator: "\n") + "\n# a comment\n").write(toFile: directory + "/urls.txt", atomically: true, encoding: .utf8)
             let warm = try ChildProcess(
                 Paths.larder, ["warm", "--proxy", "127.0.0.1:\(larder.proxyPort)", "--file", directory + "/urls.txt"])
             warm.process.waitUntilExit()
-            #expect(warm.process.terminationStatus == 1, "one URL failed")
-            #expect(warm.stdout.contains("3 URLs: 1 stored, 0 already cached, 1 not cacheable, 1 failed"), "\(warm.stdout)")
+            #expect(warm.process.terminationStatus == 1, "failures")
+            #expect(
+                warm.stdout.contains("5 URLs: 1 stored, 0 already cached, 1 not cacheable, 3 failed (1 bad list line)"), "\(warm.stdout)")
+            #expect(warm.stderr.contains("urls.txt:2: 'ftp://not-http/x' is not an absolute http(s) URL; skipped"), "\(warm.stderr)")
+            #expect(warm.stderr.contains("/w404?status=404: FAILED (HTTP 404)"), "each failure's reason: \(warm.stderr)")
+            #expect(
+                warm.stderr.contains("/nothing: FAILED (HTTP 502: \"connect:")
+                    || warm.stderr.contains("/nothing: FAILED (HTTP 502: connect:"), "\(warm.stderr)")
             #expect(try Curl.viaProxy(larder.proxy, [urls[0]]).cacheStatus?.hit == true)
             let stats = try ChildProcess(Paths.larder, ["stats", "--admin", admin])
             stats.process.waitUntilExit()
