@@ -311,16 +311,9 @@ extension ClientConnection {
         let runtime = exchange.runtime
         let request = upstreamRequest(
             url: url, head: head, runtime: runtime, route: exchange.route, body: nil, validating: validating, stripRange: false)
-        var options = FillOptions()
-        options.validating = validating
+        var options = fillOptions(for: exchange, url: url, validating: validating)
         options.fallback = validating
-        options.requestDirectives = exchange.directives
-        options.policy = exchange.policy
-        options.ttl = exchange.route?.ttl?.totalSeconds
-        options.retry = RetryPolicy(exchange.route?.retry ?? runtime.config.retry)
-        options.idempotentRoute = exchange.route?.idempotent ?? false
         options.slice = (index, plan.size)
-        setParents(&options, url: url, exchange: exchange)
         let registeredKey = coalesceKey.flatMap { proxy.coalescer.fill(for: $0) == nil ? $0 : nil }
         let fill = Fill(
             key: key, coalesceKey: registeredKey, request: request, requestHeaders: exchange.head.headers, dedupAlways: false,

@@ -110,16 +110,9 @@ extension ClientConnection: RequestBodySource {
             output.append(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
             flushSoon()
         }
-        var options = FillOptions()
-        options.validating = validating
+        var options = fillOptions(for: exchange, url: url, validating: validating)
         options.fallback = exchange.stored
-        options.requestDirectives = exchange.directives
-        options.policy = exchange.policy
-        options.ttl = exchange.route?.ttl?.totalSeconds
         options.rangeStripped = exchange.range == .stripped
-        options.retry = RetryPolicy(exchange.route?.retry ?? runtime.config.retry)
-        options.idempotentRoute = exchange.route?.idempotent ?? false
-        setParents(&options, url: url, exchange: exchange)
         // A registered key must not be taken over by a second fill (too many waiters).
         let registeredKey = coalesceKey.flatMap { proxy.coalescer.fill(for: $0) == nil ? $0 : nil }
         let fill = Fill(
@@ -163,6 +156,20 @@ extension ClientConnection: RequestBodySource {
         proxy.coalescer.register(fill)
         proxy.shared.stats.backgroundRefreshes.add(1)
         fill.start(request)
+    }
+
+    /// What a fill for a client's request starts with: the route's policy, ttl, retry and
+    /// parents, the request's directives, the stored response it validates.
+    func fillOptions(for exchange: Exchange, url: AbsoluteURL, validating: StoredResponse?) -> FillOptions {
+        var options = FillOptions()
+        options.validating = validating
+        options.requestDirectives = exchange.directives
+        options.policy = exchange.policy
+        options.ttl = exchange.route?.ttl?.totalSeconds
+        options.retry = RetryPolicy(exchange.route?.retry ?? exchange.runtime.config.retry)
+        options.idempotentRoute = exchange.route?.idempotent ?? false
+        setParents(&options, url: url, exchange: exchange)
+        return options
     }
 
     /// The parents a fill goes through (none: direct), the ones backing off last.
