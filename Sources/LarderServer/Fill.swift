@@ -201,7 +201,8 @@ final class Fill: UpstreamTransferDelegate {
         maxMemoryObject = runtime.config.memory.maxObjectBytes
         finishAbandonedMax = runtime.config.coalesce.finishAbandonedMax
         rangeWholeMax = runtime.config.cache.rangeWholeMax
-        sliceSize = proxy.shared.cache.maxDiskObjectBytes == nil ? 0 : runtime.config.cache.sliceSize
+        // Slices live on disk (no lock taken here: this runs for every miss).
+        sliceSize = proxy.shared.cache.disk == nil ? 0 : runtime.config.cache.sliceSize
         staleIfErrorWindow = runtime.config.cache.staleIfError.totalSeconds
     }
 

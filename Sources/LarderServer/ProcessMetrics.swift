@@ -15,9 +15,7 @@ struct ProcessMetrics: Equatable {
 
     /// This process now; nil where /proc is not mounted.
     static func current() -> ProcessMetrics? {
-        guard let stat = try? FileSystem.readWhole("/proc/self/stat", limit: 4096),
-            let boot = try? FileSystem.readWhole("/proc/stat", limit: 1 << 20),
-            let bootTime = bootTime(String(decoding: boot, as: UTF8.self)),
+        guard let stat = try? FileSystem.readWhole("/proc/self/stat", limit: 4096), let bootTime = systemBootTime,
             let fds = try? FileSystem.list("/proc/self/fd")
         else { return nil }
         let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
@@ -41,6 +39,11 @@ struct ProcessMetrics: Equatable {
         return ProcessMetrics(
             cpuSeconds: (user + system) / ticksPerSecond, residentBytes: Int(resident) * pageSize, virtualBytes: Int(virtual),
             openFiles: openFiles, maxFiles: maxFiles, startTime: bootTime + start / ticksPerSecond)
+    }
+
+    /// Read once: /proc/stat is one line per CPU and interrupt, and the boot time never changes.
+    static let systemBootTime: Double? = (try? FileSystem.readWhole("/proc/stat", limit: 1 << 20)).flatMap {
+        bootTime(String(decoding: $0, as: UTF8.self))
     }
 
     /// `btime` of /proc/stat: the boot time, in seconds since the epoch.
