@@ -45,6 +45,9 @@ private let errorCases: [ErrorCase] = [
         text: "[[route]]\nmatch = \"http://a/*\"\nimmutable = true\nkey = \"a:{path}#slice=0\"\n", line: 4, column: 16,
         message: "may not contain '#'"),
     ErrorCase(
+        name: "disk.required neither boolean nor auto", text: "[disk]\nrequired = \"yes\"\n", line: 2, column: 12,
+        message: "expected true, false or \"auto\""),
+    ErrorCase(
         name: "key without a placeholder", text: "[[route]]\nmatch = \"http://a/*\"\nimmutable = true\nkey = \"a\"\n", line: 4,
         column: 8, message: "needs at least one placeholder"),
     ErrorCase(name: "missing equals", text: "[proxy]\nlisten [\"a\"]\n", line: 2, column: 8, message: "expected '='"),

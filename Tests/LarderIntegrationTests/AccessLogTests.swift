@@ -112,6 +112,22 @@ extension IntegrationTests {
             #expect(parsed.first??["user_agent"] as? String == "Tools \"Test\"/1", "JSON keeps the quotes, escaped")
         }
 
+        @Test func anAccessFileThatCannotBeOpenedStopsTheStartNamingIt() throws {
+            let directory = Paths.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let file = directory + "/no-such-directory/access.log"
+            try "[log]\naccess_file = \"\(file)\"\n".write(toFile: directory + "/larder.toml", atomically: true, encoding: .utf8)
+            let child = try ChildProcess(
+                Paths.larder,
+                [
+                    "serve", "--config", directory + "/larder.toml", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0",
+                    "--cache-dir", directory + "/cache",
+                ], environment: ["PATH": "/usr/bin:/bin"])
+            child.waitUntilExit()
+            #expect(child.terminationStatus == 1)
+            #expect(child.stderr.contains("open \(file) (log.access_file)"), "\(child.stderr)")
+        }
+
         @Test func adminPollsStayOutMalformedRequestsGetALineUsersAndAgentsAreNamed() throws {
             let origin = try Origin()
             let alice = try hashPassword(user: "alice", password: "correct horse")

@@ -349,6 +349,10 @@ extension IntegrationTests {
             // Memory still stores what the disk could not.
             #expect(try Curl.viaProxy(larder.proxy, [origin.url("/full5?size=400000&cc=max-age=600")]).cacheStatus?.isMemoryHit == true)
             try larder.child.waitForOutput { $0.contains("disk cache write failed; storing in memory only") }
+            // Health says so while the tier refuses writes, as /stats and the gauge do.
+            let health = try Curl.run(["http://127.0.0.1:\(larder.adminPort)/healthz"])
+            #expect(health.status == 503 && health.text.contains("refusing writes"), "\(health.text)")
+            #expect(try Curl.run(["http://127.0.0.1:\(larder.adminPort)/metrics"]).text.contains("\nlarder_disk_degraded 1"))
         }
 
         @Test func manyEntriesOnDiskServeHitsWhileTheIndexRebuilds() throws {
