@@ -309,6 +309,7 @@ final class ClientConnection: IOHandler {
 
     private func logExchange(_ exchange: Exchange) {
         proxy.shared.stats.count(exchange.outcome)
+        if exchange.outcome != .admin { proxy.shared.stats.countStatus(exchange.status) }
         if interception != nil { proxy.shared.stats.countIntercepted(exchange.outcome) }
         let duration = Clocks.monotonicNanos() &- exchange.startNanos
         proxy.shared.metrics.requestDuration.record(nanoseconds: duration)
@@ -359,6 +360,7 @@ final class ClientConnection: IOHandler {
             finishExchange()
         } else {
             // No exchange (the head itself was malformed): still one access line, with its status.
+            proxy.shared.stats.countStatus(error.status)
             proxy.accessLog.record(
                 client: peer, method: "-", url: "-", status: error.status, outcome: RequestOutcome.error.rawValue, bytes: 0,
                 durationNanos: 0, attempts: 0)

@@ -1,6 +1,7 @@
 /// The admin listener's `GET /` page: one self-contained HTML document (no external assets)
 /// that polls `/stats` every second and draws what it reads. Every number shown also carries its
 /// raw value in a `data-value` attribute, which is what the browser test compares with `/stats`.
+/// Its own polls are admin requests, so the request counts and rates it shows leave `admin` out.
 enum Dashboard {
     static let html = """
         <!doctype html>
@@ -32,13 +33,19 @@ enum Dashboard {
           th, td { text-align:left; padding:.35rem .4rem; border-bottom:1px solid #edf0f4; }
           th { color:var(--muted); font-weight:600; font-size:.8rem; }
           td.num, th.num { text-align:right; font-variant-numeric:tabular-nums; }
+          .axis { position:relative; height:1.1rem; color:var(--muted); font-size:.75rem; margin-top:.2rem; }
+          .axis span { position:absolute; transform:translateX(-50%); }
+          .badge { display:inline-block; padding:.1rem .5rem; border-radius:999px; font-size:.8rem; font-weight:600; background:var(--bad); color:#fff; }
+          #badges { display:flex; gap:.4rem; }
+          .classes { display:flex; height:10px; border-radius:5px; overflow:hidden; background:#e3e7ee; margin:.4rem 0; }
+          .classes > div { height:100%; }
         </style>
         </head>
         <body>
-        <header><h1>Larder</h1><span id="version"></span><span id="uptime"></span><span id="state">connecting…</span></header>
+        <header><h1>Larder</h1><span id="version"></span><span id="uptime" data-value="0"></span><span id="badges"></span><span id="state">connecting…</span></header>
         <main>
           <section class="card"><h2>Hit ratio</h2><div class="big" id="hit-ratio" data-value="0">–</div><div class="sub">answered from cache</div></section>
-          <section class="card"><h2>Requests</h2><div class="big" id="requests-total" data-value="0">–</div><div class="sub" id="request-rate">– /s</div></section>
+          <section class="card"><h2>Requests</h2><div class="big" id="requests-total" data-value="0">–</div><div class="sub"><span id="request-rate" data-value="0">– /s</span></div></section>
           <section class="card"><h2>Bandwidth saved</h2><div class="big" id="bytes-cache" data-value="0">–</div><div class="sub">served from cache</div></section>
           <section class="card"><h2>From upstream</h2><div class="big" id="bytes-upstream" data-value="0">–</div><div class="sub">fetched from origins</div></section>
           <section class="card"><h2>Memory</h2><div class="bar"><div id="memory-fill"></div></div>
@@ -47,8 +54,14 @@ enum Dashboard {
             <div class="sub"><span id="disk-bytes" data-value="0">–</span> of <span id="disk-max">–</span> · <span id="disk-entries" data-value="0">–</span> entries</div></section>
           <section class="card"><h2>Coalescing</h2><div class="big" id="coalesced" data-value="0">–</div><div class="sub">requests shared a fetch · <span id="fills" data-value="0">–</span> fetches</div></section>
           <section class="card"><h2>Retries</h2><div class="big" id="retries" data-value="0">–</div><div class="sub"><span id="failures" data-value="0">–</span> final failures · <span id="stale-if-error" data-value="0">–</span> stale answers</div></section>
+          <section class="card"><h2>Responses</h2><div class="classes" id="classes-bar"></div>
+            <div class="sub"><span id="status-2xx" data-value="0">–</span> 2xx · <span id="status-3xx" data-value="0">–</span> 3xx ·
+            <span id="status-4xx" data-value="0">–</span> 4xx · <span id="status-5xx" data-value="0">–</span> 5xx</div></section>
           <section class="card"><h2>Connections</h2><div class="big" id="connections" data-value="0">–</div><div class="sub"><span id="accepted" data-value="0">–</span> accepted</div></section>
-          <section class="card wide"><h2>Requests per second by outcome</h2><canvas id="chart" width="1200" height="220"></canvas><div class="legend" id="legend"></div></section>
+          <section class="card wide"><h2>Requests per second by outcome</h2><canvas id="chart" width="1200" height="220"></canvas>
+            <div class="axis" id="time-axis"><span style="left:0;transform:none">2 min ago</span><span style="left:25%">90 s ago</span>
+              <span style="left:50%">60 s ago</span><span style="left:75%">30 s ago</span><span style="right:0;transform:none">now</span></div>
+            <div class="legend" id="legend"></div></section>
           <section class="card wide"><h2>Top hosts</h2>
             <table><thead><tr><th>Host</th><th class="num">Requests</th><th class="num">From cache</th><th class="num">Bytes</th></tr></thead>
             <tbody id="top-hosts"></tbody></table></section>
@@ -57,6 +70,8 @@ enum Dashboard {
         "use strict";
         const outcomes = [["hit","#1a9e5f"],["disk_hit","#3bb37a"],["revalidated","#7fc8a0"],["stale","#c7861a"],
           ["coalesced","#7a5cd6"],["miss","#2f6fde"],["pass","#8aa6d8"],["error","#c9364b"],["tunnel","#6b7385"]];
+        const classes = [["2xx","#1a9e5f"],["3xx","#2f6fde"],["4xx","#c7861a"],["5xx","#c9364b"]];
+        const window_seconds = 120;
         const history = [];
         let previous = null;
         const $ = (id) => document.getElementById(id);
@@ -67,18 +82,32 @@ enum Dashboard {
         }
         function set(id, value, text) { const el = $(id); el.dataset.value = value; el.textContent = text === undefined ? value.toLocaleString("en") : text; }
         function sum(obj) { return Object.values(obj || {}).reduce((a, b) => a + b, 0); }
+        // Requests the proxy answered: the total without the admin listener's, this page's polls among them.
+        function proxied(s) { return s.requests.total - (s.requests.admin || 0); }
+        function duration(seconds) {
+          const d = Math.floor(seconds / 86400), h = Math.floor(seconds % 86400 / 3600), m = Math.floor(seconds % 3600 / 60);
+          if (d) return d + " d " + h + " h";
+          if (h) return h + " h " + m + " min";
+          if (m) return m + " min " + Math.floor(seconds % 60) + " s";
+          return Math.floor(seconds) + " s";
+        }
+        function escape(text) { return String(text).replace(/[&<>"]/g, c => ({"&":"&amp;","<":"&lt;",">":"&gt;",'"':"&quot;"})[c]); }
         $("legend").innerHTML = outcomes.map(([name, color]) => `<span><i style="background:${color}"></i>${name}</span>`).join("");
         function draw() {
           const canvas = $("chart"), ctx = canvas.getContext("2d"), w = canvas.width, h = canvas.height;
           ctx.clearRect(0, 0, w, h);
+          // The time axis: a grid line every 30 s under the labels of #time-axis; points sit at their time.
+          ctx.strokeStyle = "#e3e7ee";
+          for (let t = 0; t <= window_seconds; t += 30) { const x = w - t / window_seconds * w; ctx.beginPath(); ctx.moveTo(x, 0); ctx.lineTo(x, h); ctx.stroke(); }
           if (history.length < 2) return;
+          const now = history[history.length - 1].t;
+          const xOf = (p) => w - (now - p.t) / window_seconds * w;
           const max = Math.max(1, ...history.map(p => outcomes.reduce((a, [n]) => a + (p[n] || 0), 0)));
-          const step = w / 119;
           const base = new Array(history.length).fill(0);
           for (const [name, color] of outcomes) {
             ctx.beginPath();
-            history.forEach((p, i) => { const x = w - (history.length - 1 - i) * step; const y = h - (base[i] + (p[name] || 0)) / max * (h - 10); i ? ctx.lineTo(x, y) : ctx.moveTo(x, y); });
-            for (let i = history.length - 1; i >= 0; i--) { const x = w - (history.length - 1 - i) * step; ctx.lineTo(x, h - base[i] / max * (h - 10)); }
+            history.forEach((p, i) => { const y = h - (base[i] + (p[name] || 0)) / max * (h - 10); i ? ctx.lineTo(xOf(p), y) : ctx.moveTo(xOf(p), y); });
+            for (let i = history.length - 1; i >= 0; i--) { ctx.lineTo(xOf(history[i]), h - base[i] / max * (h - 10)); }
             ctx.closePath(); ctx.fillStyle = color; ctx.fill();
             history.forEach((p, i) => { base[i] += p[name] || 0; });
           }
@@ -86,9 +115,20 @@ enum Dashboard {
         }
         function render(s) {
           $("version").textContent = "v" + s.version;
-          $("uptime").textContent = "up " + Math.floor(s.uptime_seconds) + " s";
+          set("uptime", s.uptime_seconds, "up " + duration(s.uptime_seconds));
+          const badges = [];
+          if (!s.disk) badges.push("no disk tier");
+          else if (s.disk.degraded) badges.push("disk degraded");
+          if (s.health && s.health.status === "unhealthy" && !badges.length) badges.push("unhealthy");
+          for (const p of s.parents || []) if (p.down) badges.push("parent " + p.parent + " down");
+          $("badges").innerHTML = badges.map(b => `<span class="badge">${escape(b)}</span>`).join("");
+          if (s.health && s.health.problems.length) $("badges").title = s.health.problems.join("; ");
           set("hit-ratio", s.hit_ratio, (s.hit_ratio * 100).toFixed(1) + " %");
-          set("requests-total", s.requests.total);
+          set("requests-total", proxied(s));
+          const responses = s.responses || {}, answered = Math.max(1, sum(responses));
+          for (const [name] of classes) set("status-" + name, responses[name] || 0);
+          $("classes-bar").innerHTML = classes.map(([name, color]) =>
+            `<div title="${name}" style="width:${(responses[name] || 0) / answered * 100}%;background:${color}"></div>`).join("");
           set("bytes-cache", s.bytes.from_cache, bytes(s.bytes.from_cache));
           set("bytes-upstream", s.bytes.from_upstream, bytes(s.bytes.from_upstream));
           set("memory-bytes", s.memory.bytes, bytes(s.memory.bytes)); $("memory-max").textContent = bytes(s.memory.max_bytes);
@@ -103,14 +143,15 @@ enum Dashboard {
           set("retries", s.upstream.retries_total); set("failures", sum(s.upstream.failures)); set("stale-if-error", s.upstream.stale_if_error);
           set("connections", s.connections.active); set("accepted", s.connections.accepted);
           $("top-hosts").innerHTML = s.top_hosts.map(h =>
-            `<tr data-host="${h.host}"><td>${h.host}</td><td class="num" data-value="${h.requests}">${h.requests.toLocaleString("en")}</td>` +
+            `<tr data-host="${escape(h.host)}"><td>${escape(h.host)}</td><td class="num" data-value="${h.requests}">${h.requests.toLocaleString("en")}</td>` +
             `<td class="num">${h.requests ? (h.hits / h.requests * 100).toFixed(0) : 0} %</td><td class="num">${bytes(h.bytes)}</td></tr>`).join("");
           if (previous) {
-            const dt = Math.max(0.001, s.uptime_seconds - previous.uptime_seconds), point = {};
+            const dt = Math.max(0.001, s.uptime_seconds - previous.uptime_seconds), point = { t: s.uptime_seconds };
             for (const [name] of outcomes) point[name] = Math.max(0, (s.requests[name] - previous.requests[name]) / dt);
-            history.push(point); if (history.length > 120) history.shift();
-            $("request-rate").textContent = (s.requests.total - previous.requests.total) / dt >= 0
-              ? ((s.requests.total - previous.requests.total) / dt).toFixed(1) + " /s" : "– /s";
+            history.push(point);
+            while (history.length && history[0].t < s.uptime_seconds - window_seconds) history.shift();
+            const rate = (proxied(s) - proxied(previous)) / dt;
+            set("request-rate", rate, rate >= 0 ? rate.toFixed(1) + " /s" : "– /s");
           }
           previous = s; draw();
         }

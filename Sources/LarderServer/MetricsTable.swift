@@ -38,6 +38,13 @@ enum MetricsTable {
                     [("outcome", outcome.rawValue)]
                 ) { $0.requests[outcome.rawValue] ?? 0 })
         }
+        for name in Statistics.statusClassNames {
+            rows.append(
+                .init(
+                    .counter, "larder_responses_total", "Proxied responses, by status class (admin requests not counted).",
+                    [("class", name)]
+                ) { $0.responses?[name] ?? 0 })
+        }
         rows.append(.init(.counter, "larder_upstream_requests_total", "Requests sent upstream (every attempt).") { $0.upstream.requests })
         for reason in RetryPolicy.Reason.allCases.map(\.rawValue) {
             rows.append(

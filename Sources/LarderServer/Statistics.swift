@@ -75,6 +75,10 @@ public final class Statistics: Sendable {
     private let interceptedOutcomes: [AtomicCounter]
     /// Server handshakes with intercepted clients, by ``HandshakeOutcome``.
     private let handshakes: [AtomicCounter]
+    /// Proxied responses by status class, 1xx...5xx (admin requests are not counted).
+    private let statusClasses: [AtomicCounter]
+    /// The labels of ``statusClasses``, as `/stats` and `/metrics` show them.
+    public static let statusClassNames = ["1xx", "2xx", "3xx", "4xx", "5xx"]
     /// CONNECTs to an intercepted host tunnelled blind because its clients kept rejecting the
     /// handshake (`tls.splice_after_failures`).
     public let splicedTunnels = AtomicCounter()
@@ -109,6 +113,18 @@ public final class Statistics: Sendable {
         outcomes = RequestOutcome.allCases.map { _ in AtomicCounter() }
         interceptedOutcomes = RequestOutcome.allCases.map { _ in AtomicCounter() }
         handshakes = HandshakeOutcome.allCases.map { _ in AtomicCounter() }
+        statusClasses = Self.statusClassNames.map { _ in AtomicCounter() }
+    }
+
+    /// Counts a response's status under its class; a status outside 100...599 is not counted.
+    func countStatus(_ status: Int) {
+        let index = status / 100 - 1
+        if statusClasses.indices.contains(index) { statusClasses[index].add(1) }
+    }
+
+    /// Responses counted under `name` ("2xx"), 0 for an unknown name.
+    public func responses(_ name: String) -> Int {
+        Self.statusClassNames.firstIndex(of: name).map { statusClasses[$0].load() } ?? 0
     }
 
     func countIntercepted(_ outcome: RequestOutcome) {

@@ -34,6 +34,8 @@ public struct StatsDocument: Codable, Sendable, Equatable {
     public var tls: TLS
     /// What `/healthz` says (nil from a daemon older than the field).
     public var health: Health?
+    /// Proxied responses by status class: "1xx" ... "5xx" (nil from a daemon older than the field).
+    public var responses: [String: Int]?
 
     /// `status` is "ok", "draining" or "unhealthy"; `problems` says why when it is not ok.
     public struct Health: Codable, Sendable, Equatable {
@@ -169,7 +171,7 @@ public struct StatsDocument: Codable, Sendable, Equatable {
 
     private enum CodingKeys: String, CodingKey {
         case version, uptimeSeconds, workers, requests, hitRatio, bytes, memory, disk, coalescing, upstream, invalidations
-        case connections, refused, busyPoll, tunnels, parents, parentFailovers, topHosts, tls, health
+        case connections, refused, busyPoll, tunnels, parents, parentFailovers, topHosts, tls, health, responses
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -194,6 +196,7 @@ public struct StatsDocument: Codable, Sendable, Equatable {
         try container.encode(topHosts, forKey: .topHosts)
         try container.encode(tls, forKey: .tls)
         try container.encodeIfPresent(health, forKey: .health)
+        try container.encodeIfPresent(responses, forKey: .responses)
     }
 }
 
@@ -259,7 +262,8 @@ extension StatsDocument {
                 Host(host: entry.host, requests: entry.counts.requests, hits: entry.counts.hits, bytes: entry.counts.bytes)
             },
             tls: TLS(shared, now: now),
-            health: Health(status: shared.healthProblems.isEmpty ? "ok" : "unhealthy", problems: shared.healthProblems))
+            health: Health(status: shared.healthProblems.isEmpty ? "ok" : "unhealthy", problems: shared.healthProblems),
+            responses: Dictionary(uniqueKeysWithValues: Statistics.statusClassNames.map { ($0, stats.responses($0)) }))
     }
 }
 

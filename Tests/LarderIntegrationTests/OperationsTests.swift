@@ -292,19 +292,16 @@ extension IntegrationTests {
             #expect(check.process.terminationStatus == 0, "promtool: \(check.stdout)\(check.stderr)")
         }
 
-        @Test func dashboardShowsTheSameNumbersAsStats() throws {
+        /// The dashboard's DOM after headless Chromium ran it for three (virtual) seconds, and a
+        /// screenshot's PNG bytes; nil where no Chromium is installed.
+        static func renderDashboard(_ larder: Larder) throws -> (dom: String, screenshot: Data)? {
             guard
                 let chromium = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].first(where: {
                     FileManager.default.isExecutableFile(atPath: $0)
                 })
             else {
                 print("skipped: no headless Chromium installed")
-                return
-            }
-            let origin = try Origin()
-            let larder = try Larder()
-            for path in ["/d1?cc=max-age=60&size=3000", "/d1?cc=max-age=60&size=3000", "/d2?cc=no-store&size=500"] {
-                _ = try Curl.viaProxy(larder.proxy, [origin.url(path)])
+                return nil
             }
             let directory = Paths.temporaryDirectory()
             defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -317,22 +314,62 @@ extension IntegrationTests {
             dump.process.waitUntilExit()
             let shot = try ChildProcess(chromium, flags + ["--window-size=1280,900", "--screenshot=\(directory)/dashboard.png", page])
             shot.process.waitUntilExit()
-            let screenshot = try Data(contentsOf: URL(fileURLWithPath: directory + "/dashboard.png"))
+            return (dump.stdout, try Data(contentsOf: URL(fileURLWithPath: directory + "/dashboard.png")))
+        }
+
+        /// The number an element of the dashboard carries in its `data-value`.
+        static func shown(_ id: String, in dom: String) -> Double? {
+            guard let range = dom.range(of: "id=\"\(id)\" data-value=\"") else { return nil }
+            return Double(dom[range.upperBound...].prefix { $0 != "\"" })
+        }
+
+        @Test func dashboardShowsTheSameNumbersAsStats() throws {
+            let origin = try Origin()
+            let larder = try Larder()
+            for path in ["/d1?cc=max-age=60&size=3000", "/d1?cc=max-age=60&size=3000", "/d2?cc=no-store&size=500", "/d3?status=404"] {
+                _ = try Curl.viaProxy(larder.proxy, [origin.url(path)])
+            }
+            guard let (dom, screenshot) = try Self.renderDashboard(larder) else { return }
             #expect(screenshot.count > 10_000, "a rendered screenshot")
             #expect(screenshot.prefix(4) == Data([0x89, 0x50, 0x4E, 0x47]))
-            let stats = try #require(try JSONSerialization.jsonObject(with: try Curl.run([page + "stats"]).body) as? [String: Any])
-            func shown(_ id: String) -> Double? {
-                guard let range = dump.stdout.range(of: "id=\"\(id)\" data-value=\"") else { return nil }
-                return Double(dump.stdout[range.upperBound...].prefix { $0 != "\"" })
-            }
+            let stats = try larder.stats()
+            func shown(_ id: String) -> Double? { Self.shown(id, in: dom) }
             let bytes = stats["bytes"] as? [String: Double] ?? [:]
             let memory = stats["memory"] as? [String: Double] ?? [:]
+            let requests = stats["requests"] as? [String: Double] ?? [:]
+            let responses = stats["responses"] as? [String: Double] ?? [:]
             #expect(shown("hit-ratio") == stats["hit_ratio"] as? Double)
             #expect(shown("bytes-cache") == bytes["from_cache"])
             #expect(shown("bytes-upstream") == bytes["from_upstream"])
             #expect(shown("memory-entries") == memory["entries"])
             #expect(shown("coalesced") == (stats["coalescing"] as? [String: Double])?["coalesced"])
-            #expect(dump.stdout.contains("data-host=\"127.0.0.1:\(origin.port)\""), "top hosts lists the origin")
+            #expect(dom.contains("data-host=\"127.0.0.1:\(origin.port)\""), "top hosts lists the origin")
+            // Its own polls are admin requests: neither counted nor a rate while the proxy idles.
+            #expect(shown("requests-total") == 4, "the four proxied requests, not the page's polls")
+            #expect((requests["admin"] ?? 0) >= 2, "the page did poll")
+            #expect(shown("request-rate") == 0, "idle proxy, idle rate")
+            #expect(responses["2xx"] == 3 && responses["4xx"] == 1, "\(responses)")
+            #expect(shown("status-2xx") == 3 && shown("status-4xx") == 1 && shown("status-5xx") == 0)
+            #expect(dom.contains("id=\"time-axis\"") && dom.contains(">now</span>"), "a time axis under the chart")
+            #expect(dom.range(of: #"id="uptime" data-value="[0-9.]+">up [0-9]+ s<"#, options: .regularExpression) != nil, "uptime in words")
+            #expect(dom.contains("id=\"badges\"></span>"), "no badge while all is well")
+        }
+
+        @Test func dashboardBadgesAMissingDiskTierAndADownParent() throws {
+            let dead = try freePort()
+            let blocker = Paths.temporaryDirectory() + "/file"
+            try FileManager.default.createDirectory(
+                atPath: (blocker as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try "not a folder".write(toFile: blocker, atomically: true, encoding: .utf8)
+            defer { try? FileManager.default.removeItem(atPath: (blocker as NSString).deletingLastPathComponent) }
+            let larder = try Larder(
+                config: "[upstream]\nparent = \"http://127.0.0.1:\(dead)\"\n[retry]\nstrategy = \"none\"\n",
+                cacheDirectory: blocker + "/cache")
+            #expect(try Curl.viaProxy(larder.proxy, ["http://127.0.0.1:9/x"]).status == 502)
+            guard let (dom, _) = try Self.renderDashboard(larder) else { return }
+            #expect(dom.contains("<span class=\"badge\">no disk tier</span>"), "\(dom.prefix(2000))")
+            #expect(dom.contains("<span class=\"badge\">parent http://127.0.0.1:\(dead) down</span>"))
+            #expect(try Curl.run(["http://127.0.0.1:\(larder.adminPort)/healthz"]).status == 503)
         }
 
         // MARK: CLI and logs
