@@ -8,8 +8,8 @@ if [[ "${1:-}" == "--test" ]]; then
     # Tools the integration tests drive: systemd-socket-activate and systemd-analyze (systemd),
     # promtool (prometheus), headless Chromium for the dashboard, HAProxy for the cluster
     # test, openssl for the CONNECT test's throwaway certificate, calamaris and goaccess to
-    # read the squid and combined access logs.
-    packages+=(systemd prometheus chromium fonts-dejavu-core haproxy openssl calamaris goaccess)
+    # read the squid and combined access logs, logrotate for the shipped snippet.
+    packages+=(systemd prometheus chromium fonts-dejavu-core haproxy openssl calamaris goaccess logrotate)
 fi
 
 missing=()

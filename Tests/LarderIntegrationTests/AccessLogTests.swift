@@ -10,33 +10,50 @@ extension IntegrationTests {
             ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
         }
 
-        @Test func aRotatedFileLosesNoLineAcrossSigusr1() throws {
+        /// The shipped logrotate snippet, run by logrotate itself while requests keep coming:
+        /// its postrotate SIGUSR1 makes Larder reopen the file, and every line is in one of the two.
+        @Test func logrotateWithTheShippedSnippetLosesNoLine() throws {
             let directory = Paths.temporaryDirectory()
             defer { try? FileManager.default.removeItem(atPath: directory) }
             let file = directory + "/access.log"
             let origin = try Origin()
             let larder = try Larder(config: "[log]\naccess_file = \"\(file)\"\n")
+            // The snippet as installed, pointed at this test's folder and daemon.
+            let shipped = try String(contentsOfFile: Paths.root + "/packaging/logrotate", encoding: .utf8)
+            let snippet = shipped.replacingOccurrences(of: "/var/log/larder/*.log", with: directory + "/*.log")
+                .split(separator: "\n", omittingEmptySubsequences: false)
+                .map { $0.contains("systemctl kill") ? "        kill -USR1 \(larder.child.processIdentifier)" : String($0) }
+                .joined(separator: "\n")
+            #expect(snippet.contains(directory) && snippet.contains("kill -USR1"), "the snippet's path or postrotate moved")
+            try snippet.write(toFile: directory + "/logrotate.conf", atomically: true, encoding: .utf8)
+
             let connection = try RawConnection(port: larder.proxyPort)
             func fetch(_ index: Int) throws {
                 connection.send("GET \(origin.url("/rot/\(index)?cc=max-age=60")) HTTP/1.1\r\nHost: x\r\n\r\n")
                 #expect(try connection.readResponse().status == 200)
             }
-            for index in 0..<20 { try fetch(index) }
-            // logrotate: move the file away, then the postrotate signal.
-            try FileManager.default.moveItem(atPath: file, toPath: file + ".1")
-            larder.child.signal(SIGUSR1)
+            for index in 0..<40 { try fetch(index) }
+            _ = waitUntil(seconds: 5) { Self.lines(file).count >= 40 }
+            let logrotate = try ChildProcess(
+                "/usr/sbin/logrotate", ["--force", "--state", directory + "/logrotate.state", directory + "/logrotate.conf"],
+                environment: ["PATH": "/usr/sbin:/usr/bin:/bin"])
+            // Requests go on while logrotate moves the file and signals.
+            for index in 40..<200 { try fetch(index) }
+            #expect(logrotate.terminationStatus == 0, "\(logrotate.stderr)")
             try larder.child.waitForOutput { $0.contains("reopened the access log") }
-            for index in 20..<50 { try fetch(index) }
+            for index in 200..<230 { try fetch(index) }
+
             var old: [String] = []
             var new: [String] = []
             _ = waitUntil(seconds: 5) {
                 old = Self.lines(file + ".1")
                 new = Self.lines(file)
-                return old.count + new.count >= 50
+                return old.count + new.count >= 230
             }
             let seen = (old + new).compactMap { line in line.split(separator: "/rot/").last?.split(separator: "?").first.map(String.init) }
-            #expect(Set(seen) == Set((0..<50).map(String.init)), "every request once: \(old.count) + \(new.count) lines")
-            #expect(old.count + new.count == 50)
+            #expect(Set(seen) == Set((0..<230).map(String.init)), "every request once: \(old.count) + \(new.count) lines")
+            #expect(old.count + new.count == 230)
+            #expect(old.count >= 40, "the rotated file keeps what was written before")
             #expect(new.count >= 30, "lines after the reopen go to the new file")
             #expect(!larder.child.stdout.contains("/rot/"), "nothing on stdout")
         }
