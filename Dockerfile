@@ -1,40 +1,49 @@
-# Larder in a container: build with the official Swift image, run on slim Debian.
+# Larder in a container: built with the Swift toolchain the project builds with, run on slim
+# Debian with only the libraries the binary links (ldd lists Debian's, nothing of Swift's).
 #   docker build -t larder .
-#   docker run -d --name larder -p 3128:3128 -p 3129:3129 -v larder-cache:/var/cache/larder \
-#       -v $PWD/larder.toml:/etc/larder/larder.toml:ro larder
-# The configuration must listen on 0.0.0.0 (or [::]) and allow the clients' networks to be
-# reachable from outside the container, for example:
-#   [proxy]
-#   listen = ["0.0.0.0:3128"]
-#   allow = ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "127.0.0.0/8"]
-#   [admin]
-#   listen = "0.0.0.0:3129"
-#   token = "change-me"
+#   docker run -d --name larder -p 3128:3128 -p 127.0.0.1:3129:3129 -v larder-cache:/var/cache/larder \
+#       -v $PWD/config/container.toml:/etc/larder/larder.toml:ro larder
+# config/container.toml listens on all addresses inside the container and explains its ACL.
+# Every file the build needs is named by a COPY line below; CI builds the binary from a folder
+# made of exactly those (scripts/docker-context.sh), so a missing COPY fails CI.
+#
+# Base images are named by tag. Pin them by digest where a registry is reachable:
+#   docker build --build-arg SWIFT_IMAGE=swift:6.3.1-bookworm@sha256:<digest> \
+#       --build-arg RUNTIME_IMAGE=debian:bookworm-slim@sha256:<digest> -t larder .
+# (`docker buildx imagetools inspect swift:6.3.1-bookworm` prints the digest.)
+ARG SWIFT_IMAGE=swift:6.3.1-bookworm
+ARG RUNTIME_IMAGE=debian:bookworm-slim
 
-FROM swift:6.0-bookworm AS build
+FROM ${SWIFT_IMAGE} AS build
 RUN apt-get update \
-    && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libcurl4-openssl-dev libsystemd-dev libmimalloc-dev pkg-config \
+    && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+        make pkg-config libcurl4-openssl-dev libssl-dev libsystemd-dev libcrypt-dev libmimalloc-dev curl python3 \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
-COPY Package.swift ./
+COPY Makefile Package.swift ./
+COPY scripts ./scripts
 COPY Sources ./Sources
 COPY Tests ./Tests
-RUN swift build -c release --product larder --static-swift-stdlib \
-    && install -D .build/release/larder /out/larder
+COPY Fuzz ./Fuzz
+RUN make release && install -D -m 0755 .build/release/larder /out/larder
 
-FROM debian:bookworm-slim
+FROM ${RUNTIME_IMAGE}
 RUN apt-get update \
-    && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libcurl4 libsystemd0 libmimalloc2.0 ca-certificates curl \
+    && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+        libcurl4 libssl3 libsystemd0 libcrypt1 libmimalloc2.0 libstdc++6 ca-certificates curl \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --system --uid 10001 --home-dir /var/cache/larder --shell /usr/sbin/nologin larder \
-    && install -d -o larder -g larder -m 0700 /var/cache/larder \
+    && install -d -o larder -g larder -m 0700 /var/cache/larder /var/lib/larder \
     && install -d -m 0755 /etc/larder
 COPY --from=build /out/larder /usr/local/bin/larder
+COPY config/container.toml /usr/share/doc/larder/container.toml
 COPY config/larder.toml /usr/share/doc/larder/larder.toml
 USER larder
+WORKDIR /var/lib/larder
 VOLUME ["/var/cache/larder"]
 EXPOSE 3128 3129
-# /etc/larder/larder.toml is used when mounted; otherwise the embedded defaults (loopback only).
+# /etc/larder/larder.toml is used when mounted (config/container.toml is the example); without
+# it, the embedded defaults listen on the container's loopback only and nothing outside reaches it.
 ENTRYPOINT ["/usr/local/bin/larder"]
 CMD ["serve", "--cache-dir", "/var/cache/larder"]
 HEALTHCHECK --interval=30s --timeout=3s --start-period=5s \
