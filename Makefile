@@ -4,7 +4,18 @@ CONFIG ?=
 RUN_ARGS ?=
 FUZZ_SECONDS ?= 30
 
-.PHONY: all deps build release run test bench fuzz format lint tsan clean
+.PHONY: all deps build release run test bench fuzz format lint tsan clean install deb release-test
+
+# make install: where the files go (DESTDIR stages them into a folder, as make deb does).
+PREFIX ?= /usr/local
+DESTDIR ?=
+SYSCONFDIR ?= /etc
+BINARY ?= .build/release/larder
+# The Swift runtime is linked in (--static-swift-stdlib) and no RUNPATH points into the build
+# folder or the toolchain: the binary needs only Debian's libraries (scripts/release-test.sh).
+# Full RELRO (-z relro -z now): the GOT is read-only once the process has started.
+RELEASE_FLAGS = -c release --product larder --static-swift-stdlib --disable-local-rpath \
+    -Xlinker -z -Xlinker relro -Xlinker -z -Xlinker now
 
 all: build
 
@@ -17,8 +28,18 @@ test-deps:
 build: deps
 	$(SWIFT) build
 
+## release: the self-contained binary, .build/release/larder
 release: deps
-	$(SWIFT) build -c release
+	$(SWIFT) build $(RELEASE_FLAGS)
+
+## install: binary, systemd units, configuration (kept if present), logrotate snippet, man page
+## and docs under $(DESTDIR)$(PREFIX); run after make release (sudo make install)
+install:
+	BINARY=$(BINARY) PREFIX=$(PREFIX) DESTDIR=$(DESTDIR) SYSCONFDIR=$(SYSCONFDIR) scripts/install.sh
+
+## deb: a Debian package of the release binary in .build/deb/ (dpkg-deb; see docs/OPERATIONS.md)
+deb: release
+	scripts/make-deb.sh $(BINARY)
 
 ## run: build release and serve on 127.0.0.1:3128 (admin 127.0.0.1:3129) until Ctrl-C
 run: release
@@ -31,6 +52,12 @@ test: deps test-deps lint
 	$(SWIFT) test
 	FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/fuzz.sh
 	scripts/tsan.sh
+	scripts/release-test.sh
+
+## release-test: build the release binary from the Dockerfile's COPY files, check it needs no
+## toolchain, package it, install the package into a scratch root and run lintian on it
+release-test: deps test-deps
+	scripts/release-test.sh
 
 ## format: rewrite the sources in the house style (.swift-format)
 format:

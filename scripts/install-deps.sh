@@ -8,8 +8,11 @@ if [[ "${1:-}" == "--test" ]]; then
     # Tools the integration tests drive: systemd-socket-activate and systemd-analyze (systemd),
     # promtool (prometheus), headless Chromium for the dashboard, HAProxy for the cluster
     # test, openssl for the CONNECT test's throwaway certificate, calamaris and goaccess to
-    # read the squid and combined access logs, logrotate for the shipped snippet.
-    packages+=(systemd prometheus chromium fonts-dejavu-core haproxy openssl calamaris goaccess logrotate)
+    # read the squid and combined access logs, logrotate for the shipped snippet; for the
+    # release test (scripts/release-test.sh): dpkg-dev (dpkg-shlibdeps), binutils (strip,
+    # readelf) and lintian.
+    packages+=(systemd prometheus chromium fonts-dejavu-core haproxy openssl calamaris goaccess logrotate
+        dpkg-dev binutils lintian)
 fi
 
 missing=()
