@@ -5,9 +5,10 @@
 #  2. ldd lists only libraries Debian packages own: nothing from the toolchain, no RUNPATH;
 #  3. it serves, and caches, with /opt/swift hidden (a mount namespace) and LD_LIBRARY_PATH
 #     empty; the debug build, which needs the toolchain, must fail the same way (a control);
-#  4. make deb packages it; the package installs into a scratch root with its files and
+#  4. make install honours PREFIX and DESTDIR and keeps an existing configuration;
+#  5. make deb packages it; the package installs into a scratch root with its files and
 #     conffiles, its binary runs from there, remove keeps the conffiles and purge drops them;
-#  5. lintian finds nothing beyond packaging/lintian-allow.
+#  6. lintian finds nothing beyond packaging/lintian-allow.
 # Everything stays on 127.0.0.1; every process started is stopped by PID.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -82,7 +83,16 @@ for round in miss hit; do
 done
 step "   served and cached (${status#*: })"
 
-step "4. make deb, install into a scratch root"
+step "4. make install PREFIX=/opt/larder DESTDIR=..., twice"
+stage="$work/stage"
+make --no-print-directory install PREFIX=/opt/larder DESTDIR="$stage" BINARY="$binary" >/dev/null
+grep -q '^ExecStart=/opt/larder/bin/larder serve' "$stage/opt/larder/lib/systemd/system/larder.service" || fail "make install's unit does not name \$PREFIX/bin/larder"
+[[ -x $stage/opt/larder/bin/larder && -f $stage/etc/larder/larder.toml && -f $stage/etc/logrotate.d/larder ]] || fail "make install left out files: $(cd "$stage" && find . -type f)"
+echo '# edited by the operator' >> "$stage/etc/larder/larder.toml"
+make --no-print-directory install PREFIX=/opt/larder DESTDIR="$stage" BINARY="$binary" >/dev/null
+grep -q 'edited by the operator' "$stage/etc/larder/larder.toml" || fail "a second make install overwrote the configuration"
+
+step "5. make deb, install into a scratch root"
 deb=$(DEB_OUT="$work/deb" scripts/make-deb.sh "$binary" | tail -1)
 [[ -f $deb ]] || fail "make deb made no package"
 root="$work/root"
@@ -113,7 +123,7 @@ dpkg_root -P larder >>"$work/dpkg.log" 2>&1 || { cat "$work/dpkg.log"; fail "dpk
 [[ ! -e $root/etc/larder/larder.toml ]] || fail "purge left the configuration"
 step "   $(grep -c . "$work/files") paths installed, conffiles kept on remove, dropped on purge"
 
-step "5. lintian"
+step "6. lintian"
 allowed=$(grep -v '^#' packaging/lintian-allow | awk 'NF { print $1 }')
 lintian --no-cfg --info --display-level '>=pedantic' "$deb" 2>/dev/null | grep -E '^[EWIPX]: ' > "$work/lintian" || true
 unexpected=$(awk '{ print $3 }' "$work/lintian" | sort -u | grep -vxF "$allowed" || true)
