@@ -35,6 +35,13 @@ if [[ -e $config ]]; then
 else
     install -D -m 0644 config/larder.toml "$config"
 fi
+# The admin token the unit hands the service as a credential (LoadCredential=admin-token:...):
+# random, root's alone, never replaced. Packages make it in postinst instead, so that no two
+# installations share one (MAKE_TOKEN=no).
+token="$destdir$sysconfdir/larder/admin.token"
+if [[ ${MAKE_TOKEN:-yes} == yes && ! -e $token ]]; then
+    (umask 077 && od -An -N32 -tx1 /dev/urandom | tr -d ' \n' > "$token")
+fi
 install -D -m 0644 packaging/logrotate "$destdir$sysconfdir/logrotate.d/larder"
 install -D -m 0644 packaging/larder.1 "$destdir$mandir/man1/larder.1"
 

@@ -18,7 +18,7 @@ root="$(realpath "$out")/root"
 rm -rf "$root" && mkdir -p "$root"
 
 # Debian bookworm keeps units in /lib/systemd/system (usrmerge is not finished there).
-DESTDIR="$root" PREFIX=/usr SYSCONFDIR=/etc UNITDIR=/lib/systemd/system BINARY="$binary" \
+DESTDIR="$root" MAKE_TOKEN=no PREFIX=/usr SYSCONFDIR=/etc UNITDIR=/lib/systemd/system BINARY="$binary" \
     scripts/install.sh >/dev/null
 # Debug information stays in the build folder; Debian ships stripped binaries.
 strip --strip-unneeded --remove-section=.comment --remove-section=.note "$root/usr/bin/larder"

@@ -88,9 +88,16 @@ stage="$work/stage"
 make --no-print-directory install PREFIX=/opt/larder DESTDIR="$stage" BINARY="$binary" >/dev/null
 grep -q '^ExecStart=/opt/larder/bin/larder serve' "$stage/opt/larder/lib/systemd/system/larder.service" || fail "make install's unit does not name \$PREFIX/bin/larder"
 [[ -x $stage/opt/larder/bin/larder && -f $stage/etc/larder/larder.toml && -f $stage/etc/logrotate.d/larder ]] || fail "make install left out files: $(cd "$stage" && find . -type f)"
+check_token() { # path: a random 256-bit hex token only root can read
+    [[ $(stat -c '%a %U' "$1") == "600 root" ]] || fail "$1 is $(stat -c '%a %U' "$1"), not 600 root"
+    grep -Eqx '[0-9a-f]{64}' "$1" || fail "$1 does not hold a 64-digit hex token"
+}
+check_token "$stage/etc/larder/admin.token"
+first_token=$(cat "$stage/etc/larder/admin.token")
 echo '# edited by the operator' >> "$stage/etc/larder/larder.toml"
 make --no-print-directory install PREFIX=/opt/larder DESTDIR="$stage" BINARY="$binary" >/dev/null
 grep -q 'edited by the operator' "$stage/etc/larder/larder.toml" || fail "a second make install overwrote the configuration"
+[[ $(cat "$stage/etc/larder/admin.token") == "$first_token" ]] || fail "a second make install replaced the admin token"
 
 step "5. make deb, install into a scratch root"
 deb=$(DEB_OUT="$work/deb" scripts/make-deb.sh "$binary" | tail -1)
@@ -114,6 +121,9 @@ done
 conffiles=$(dpkg-query --root="$root" -W -f='${Conffiles}' larder | awk 'NF { print $1 }' | sort | tr '\n' ' ')
 [[ $conffiles == "/etc/larder/larder.toml /etc/logrotate.d/larder " ]] || fail "conffiles are: $conffiles"
 grep -q '^ExecStart=/usr/bin/larder serve' "$root/lib/systemd/system/larder.service" || fail "the unit does not start /usr/bin/larder"
+grep -qx 'LoadCredential=admin-token:/etc/larder/admin.token' "$root/lib/systemd/system/larder.service" || fail "the unit does not load the admin token"
+check_token "$root/etc/larder/admin.token"
+grep -q 'admin.token' "$work/files" && fail "the package ships an admin token: every installation would share it"
 hidden "$root/usr/bin/larder" check-config "$root/etc/larder/larder.toml" >/dev/null || fail "the installed binary rejects the installed configuration"
 echo '# edited by the operator' >> "$root/etc/larder/larder.toml"
 dpkg_root -r larder >>"$work/dpkg.log" 2>&1 || { cat "$work/dpkg.log"; fail "dpkg -r failed"; }
@@ -121,6 +131,7 @@ dpkg_root -r larder >>"$work/dpkg.log" 2>&1 || { cat "$work/dpkg.log"; fail "dpk
 grep -q 'edited by the operator' "$root/etc/larder/larder.toml" || fail "remove did not keep the edited configuration"
 dpkg_root -P larder >>"$work/dpkg.log" 2>&1 || { cat "$work/dpkg.log"; fail "dpkg -P failed"; }
 [[ ! -e $root/etc/larder/larder.toml ]] || fail "purge left the configuration"
+[[ ! -e $root/etc/larder/admin.token ]] || fail "purge left the admin token"
 step "   $(grep -c . "$work/files") paths installed, conffiles kept on remove, dropped on purge"
 
 step "6. lintian"

@@ -18,6 +18,28 @@ extension ConfigDecoder {
         return directory + text.dropFirst(variable.count)
     }
 
+    /// The credential names Larder looks for in `$CREDENTIALS_DIRECTORY` (systemd's
+    /// `LoadCredential=admin-token:...`): each applies when the configuration names no file of
+    /// its own, so the shipped unit guards the admin calls without an edit to the configuration.
+    public static let adminTokenCredential = "admin-token"
+    public static let proxyUsersCredential = "proxy-users"
+
+    /// Reads the credentials systemd passed (see ``adminTokenCredential``) that the configuration
+    /// leaves to them: an inline `admin.token` or a `*_file` key wins.
+    mutating func applyCredentials(_ config: inout Config) {
+        guard let directory = getenv("CREDENTIALS_DIRECTORY").map({ String(cString: $0) }), !directory.isEmpty else { return }
+        let start = SourcePosition(line: 1, column: 1)
+        let token = directory + "/" + Self.adminTokenCredential
+        if tokenPosition == nil, tokenFilePosition == nil, access(token, F_OK) == 0 {
+            readTokenFile(token, at: start, into: &config)
+            tokenFilePosition = nil
+        }
+        let users = directory + "/" + Self.proxyUsersCredential
+        if config.proxy.authUsersFile.isEmpty, access(users, F_OK) == 0 {
+            readUsersFile(users, at: start, into: &config)
+        }
+    }
+
     /// `text` without surrounding ASCII white space (space, tab, CR, LF).
     static func trimmed(_ text: Substring) -> String {
         let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\r" || $0 == "\n" || $0 == "\r\n" }

@@ -105,6 +105,7 @@ struct ConfigDecoder {
         where !config.routes.contains(where: { $0.match == route.match }) {
             config.routes.append(route)
         }
+        applyCredentials(&config)
         crossCheck(&config)
         return config
     }

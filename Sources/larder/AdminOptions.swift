@@ -12,17 +12,35 @@ struct AdminOptions: ParsableArguments {
     @Option(name: .customLong("config"), help: "Configuration file to read the admin address and token from.")
     var configPath: String?
 
-    @Option(name: .customLong("token"), help: "Bearer token for mutating calls (default: admin.token from the configuration).")
+    @Option(
+        name: .customLong("token"),
+        help: "Bearer token for mutating calls (default: the configuration's admin token, as the daemon reads it).")
     var token: String?
+
+    @Option(name: .customLong("token-file"), help: "Read the bearer token from this file instead.")
+    var tokenFile: String?
+
+    /// Where systemd keeps the running service's credentials (root only): the command line reads
+    /// the token the daemon got from `LoadCredential=` there, so `${CREDENTIALS_DIRECTORY}` in
+    /// the configuration means the same to `larder purge` as to the service.
+    static let serviceCredentials = "/run/credentials/larder.service"
 
     /// The configuration, when a file applies.
     func loadConfig() throws -> Config {
         guard let path = configPath ?? ConfigLoader.defaultPath(environment: ProcessInfo.processInfo.environment) else {
             return Config()
         }
+        if ProcessInfo.processInfo.environment["CREDENTIALS_DIRECTORY"] == nil, access(Self.serviceCredentials, F_OK) == 0 {
+            setenv("CREDENTIALS_DIRECTORY", Self.serviceCredentials, 1)
+        }
         switch ConfigLoader.load(path: path) {
         case .success(let config): return config
-        case .failure(let errors): throw ValidationError("cannot read \(path):\n\(errors)")
+        case .failure(let errors):
+            let hint =
+                "\(errors)".contains("CREDENTIALS_DIRECTORY")
+                ? "\n(the service's credentials are in \(Self.serviceCredentials) while it runs, for root; or pass --token or --token-file)"
+                : ""
+            throw ValidationError("cannot read \(path):\n\(errors)\(hint)")
         }
     }
 
@@ -53,6 +71,14 @@ struct AdminOptions: ParsableArguments {
 
     func bearerToken() throws -> String {
         if let token { return token }
+        if let tokenFile {
+            do {
+                let text = String(decoding: try FileSystem.readWhole(tokenFile, limit: 1 << 20), as: UTF8.self)
+                return text.trimmingCharacters(in: .whitespacesAndNewlines)
+            } catch {
+                throw ValidationError("--token-file: cannot read '\(tokenFile)': \(error.message)")
+            }
+        }
         return try loadConfig().admin.token
     }
 }

@@ -31,6 +31,60 @@ extension IntegrationTests {
             #expect(try Curl.run(["-X", "POST", "-H", "Authorization: Bearer rotated", admin]).status != 401)
         }
 
+        /// The shipped unit's LoadCredential=admin-token (and an optional proxy-users) guard
+        /// the daemon with no key in the configuration; a key in the configuration wins.
+        @Test func credentialsApplyWhenTheConfigurationNamesNoSecret() throws {
+            let credentials = Paths.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: credentials) }
+            try Self.write("from-the-unit\n", to: credentials + "/admin-token", mode: 0o400)
+            let alice = try hashPassword(user: "alice", password: "pw")
+            try Self.write("\(alice)\n", to: credentials + "/proxy-users", mode: 0o400)
+            let origin = try Origin()
+            let larder = try Larder(environment: ["CREDENTIALS_DIRECTORY": credentials])
+            let admin = "http://127.0.0.1:\(larder.adminPort)/purge?url=http%3A%2F%2Fexample.org%2F"
+            #expect(try Curl.run(["-X", "POST", admin]).status == 401)
+            #expect(try Curl.run(["-X", "POST", "-H", "Authorization: Bearer from-the-unit", admin]).status == 200)
+            let url = origin.url("/credential-users")
+            #expect(try Curl.viaProxy(larder.proxy, [url]).status == 407)
+            #expect(try Curl.viaProxy(larder.proxy, ["--proxy-user", "alice:pw", url]).status == 200)
+
+            let inline = try Larder(config: "[admin]\ntoken = \"inline\"\n", environment: ["CREDENTIALS_DIRECTORY": credentials])
+            let inlineAdmin = "http://127.0.0.1:\(inline.adminPort)/purge?url=http%3A%2F%2Fexample.org%2F"
+            #expect(try Curl.run(["-X", "POST", "-H", "Authorization: Bearer from-the-unit", inlineAdmin]).status == 401)
+            #expect(try Curl.run(["-X", "POST", "-H", "Authorization: Bearer inline", inlineAdmin]).status == 200)
+        }
+
+        /// `larder purge` finds the token the way the daemon does, or from --token-file, and says
+        /// where to look when it cannot.
+        @Test func theCommandLineReadsTheDaemonsToken() throws {
+            let credentials = Paths.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: credentials) }
+            try Self.write("cli-secret\n", to: credentials + "/admin-token", mode: 0o400)
+            let larder = try Larder(
+                config: "[admin]\ntoken_file = \"${CREDENTIALS_DIRECTORY}/admin-token\"\n",
+                environment: ["CREDENTIALS_DIRECTORY": credentials])
+            func purge(_ arguments: [String], environment: [String: String] = [:]) throws -> ChildProcess {
+                let child = try ChildProcess(
+                    Paths.larder, ["purge", "http://example.org/x"] + arguments,
+                    environment: ["PATH": "/usr/bin:/bin"].merging(environment) { $1 })
+                child.waitUntilExit()
+                return child
+            }
+            let address = "127.0.0.1:\(larder.adminPort)"
+            let viaConfig = try purge(
+                ["--config", larder.configPath, "--admin", address], environment: ["CREDENTIALS_DIRECTORY": credentials])
+            #expect(viaConfig.terminationStatus == 0, "\(viaConfig.stderr)")
+            let viaFile = try purge(["--admin", address, "--token-file", credentials + "/admin-token"])
+            #expect(viaFile.terminationStatus == 0, "\(viaFile.stderr)")
+            let wrong = try purge(["--admin", address, "--token", "nope"])
+            #expect(wrong.terminationStatus != 0)
+            let unset = try purge(["--config", larder.configPath, "--admin", address])
+            #expect(unset.terminationStatus != 0)
+            #expect(unset.stderr.contains("/run/credentials/larder.service") && unset.stderr.contains("--token-file"), "\(unset.stderr)")
+            let missing = try purge(["--admin", address, "--token-file", credentials + "/absent"])
+            #expect(missing.terminationStatus != 0 && missing.stderr.contains("cannot read"), "\(missing.stderr)")
+        }
+
         @Test func proxyUsersFromAFile() throws {
             let directory = Paths.temporaryDirectory()
             defer { try? FileManager.default.removeItem(atPath: directory) }
