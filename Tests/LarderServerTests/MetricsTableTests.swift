@@ -43,7 +43,8 @@ import Testing
                 certificatesMinted: n(), certificateCacheHits: n(),
                 requests: Dictionary(uniqueKeysWithValues: RequestOutcome.allCases.map { ($0.rawValue, n()) }),
                 splicedTunnels: n(), splicedHosts: n(), bodyPath: "copy", kernelSessions: n(),
-                failingHosts: [.init(host: "pinned.example", failures: n(), lastFailure: "rejected: unknown ca", spliced: true)]))
+                failingHosts: [.init(host: "pinned.example", failures: n(), lastFailure: "rejected: unknown ca", spliced: true)]),
+            responses: Dictionary(uniqueKeysWithValues: Statistics.statusClassNames.map { ($0, n()) }))
     }
 
     @Test func everySeriesIsDeclaredOnceAndReadsAFieldOfItsOwn() {
