@@ -8,15 +8,19 @@ import Synchronization
 /// acquires and leaving it releases; other builds compile to the plain mutex.
 ///
 /// State: the value is reached only inside ``withLock(_:)``.
+///
+/// `withLock` is inlinable so each caller's module specializes it for its `Value`: called as an
+/// unspecialized generic across the module boundary, every call looked up `Mutex<Value>`'s type
+/// metadata at run time (~500 instructions, 16 times per miss).
 public final class Locked<Value>: Sendable {
-    private let mutex: Mutex<Value>
+    @usableFromInline let mutex: Mutex<Value>
 
     public init(_ value: sending Value) {
         mutex = Mutex(value)
     }
 
     /// Runs `body` with the value, holding the lock.
-    @inline(__always)
+    @inlinable @inline(__always)
     public func withLock<Result, E: Error>(_ body: (inout sending Value) throws(E) -> sending Result) throws(E) -> sending Result {
         #if LARDER_TSAN
             let token = Unmanaged.passUnretained(self).toOpaque()
