@@ -30,7 +30,9 @@ import Synchronization
 public final class DiskCache: Sendable {
     /// The absolute cache directory.
     public let directory: String
-    let index = Locked(DiskIndex())
+    let index: Locked<DiskIndex>
+    /// Slice entries ever indexed (``DiskIndex/slicesInserted``).
+    let slicesInserted = AtomicCounter()
     let segments: DiskSegments
     /// Segments that existed at start: the start-up scan reads them (later ones are indexed as
     /// they are written).
@@ -106,6 +108,7 @@ public final class DiskCache: Sendable {
         }
         while absolute.count > 1 && absolute.hasSuffix("/") { absolute.removeLast() }
         self.directory = absolute
+        index = Locked(DiskIndex(slicesInserted: slicesInserted))
         self.limits = Locked(limits)
         self.logger = logger
         try FileSystem.makeDirectories(absolute + "/v1")

@@ -1,3 +1,5 @@
+import LarderIO
+
 /// The disk tier's own record of what is stored: entries by key (with their Vary values) and
 /// by file name, in least-recently-used order, and how full each segment file is (live bytes
 /// against its size: the dead rest is reclaimed by compaction, DISK-FORMAT.md). Access times on the filesystem are not used
@@ -20,6 +22,14 @@ struct DiskIndex {
         var next = -1
         /// Lookups that found the entry since this process started (not kept across restarts).
         var hits = 0
+    }
+
+    /// Slice entries ever inserted, shared with ``DiskCache`` and never decremented: while it is
+    /// 0 no slice can be indexed, so a plain miss skips the slice probe without the lock.
+    let slicesInserted: AtomicCounter
+
+    init(slicesInserted: AtomicCounter = AtomicCounter()) {
+        self.slicesInserted = slicesInserted
     }
 
     // Paged and sharded rather than plain Array and Dictionary: those grow all at once, which
@@ -121,6 +131,7 @@ struct DiskIndex {
         }
         byName[entry.name] = index
         byKey[entry.key, default: []].append(index)
+        if entry.key.isSlice { slicesInserted.add(1) }
         linkNewest(index)
         totalBytes += entry.size
         if entry.segment != 0 {
@@ -235,7 +246,7 @@ struct DiskIndex {
 
     mutating func removeAll() -> [String] {
         let names = byName.keys
-        self = DiskIndex()
+        self = DiskIndex(slicesInserted: slicesInserted)
         return names
     }
 

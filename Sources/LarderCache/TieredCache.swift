@@ -146,6 +146,10 @@ public final class TieredCache: Sendable {
         disk?.remove(stored)
     }
 
+    /// Whether any slice may be stored: false until the disk tier indexes its first slice
+    /// entry (slices are disk-only), a lock-free check that lets plain misses skip the probe.
+    public var mayHoldSlices: Bool { (disk?.slicesInserted.load() ?? 0) > 0 }
+
     /// Whether either tier holds something for `key` (a probe: no file is read, nothing is
     /// checked for freshness).
     public func holds(_ key: CacheKey) -> Bool {

@@ -28,7 +28,7 @@ extension ClientConnection {
             // Only an object whose first slice is stored (an index probe: a plain miss costs no
             // more), and not while a fill of the whole object is in flight on any loop: that
             // one is joined (it writes the slices).
-            guard proxy.shared.cache.holds(key.slice(0)) else { return false }
+            guard proxy.shared.cache.mayHoldSlices, proxy.shared.cache.holds(key.slice(0)) else { return false }
             guard cachedOnly || !proxy.coalescer.isFetched(FillKey(method: "GET", url: key.url, bodyHash: nil)) else { return false }
         }
         exchange.slices = SlicePlan(
