@@ -7,7 +7,10 @@
 /// final heads whose framing is ambiguous (``BodyFraming/checkResponse(_:)``), are errors:
 /// nothing of them may be forwarded.
 public struct ResponseHeadParser: Sendable {
-    private var head: ResponseHead?
+    /// The head being built, valid while `started`. Not an Optional: each field line then
+    /// mutates it in place, where `head!.headers.add` copied the whole head out and back.
+    private var head = ResponseHead(status: 0)
+    private var started = false
     private var headBytes = 0
     /// libcurl refuses a single field line over 100 KiB itself; this bounds the whole.
     public static let maxHeadBytes = 256 * 1024
@@ -34,22 +37,25 @@ public struct ResponseHeadParser: Sendable {
         while end > 0, line[end - 1] == 10 || line[end - 1] == 13 { end -= 1 }
         let content = UnsafeRawBufferPointer(rebasing: line[0..<end])
         if content.isEmpty {
-            guard var finished = head else { return .none }
-            head = nil
+            guard started else { return .none }
+            started = false
+            var finished = ResponseHead(status: 0)
+            swap(&finished, &head)
             if (100..<200).contains(finished.status) { return .interim(finished) }
             finished.declaredLength = try BodyFraming.checkResponse(finished.headers)
             return .final(finished)
         }
         if content[0] == UInt8(ascii: "H"), content.starts(with: "HTTP/".utf8) {
             head = try ResponseHeadParser.parseStatusLine(content)
+            started = true
             return .none
         }
-        guard head != nil else { throw .bad("header line before status line") }
+        guard started else { throw .bad("header line before status line") }
         let first = content[0]
         if first == 32 || first == 9 {
             // obs-fold: join to the previous value with one space.
             let folded = ASCII.trimOWS(ASCII.string(content)[...])
-            head!.headers.extendLastValue(with: " " + folded)
+            head.headers.extendLastValue(with: " " + folded)
             return .none
         }
         guard let colon = content.firstIndex(of: UInt8(ascii: ":")), colon > 0,
@@ -62,7 +68,7 @@ public struct ResponseHeadParser: Sendable {
         let valueBytes = UnsafeRawBufferPointer(rebasing: content[valueStart..<valueEnd])
         // A NUL or bare CR inside a value could split the header downstream: drop the field.
         guard valueBytes.allSatisfy(ASCII.isFieldValueChar) else { return .none }
-        head!.headers.add(
+        head.headers.add(
             String(decoding: UnsafeRawBufferPointer(rebasing: content[0..<colon]), as: UTF8.self),
             ASCII.string(valueBytes))
         return .none
