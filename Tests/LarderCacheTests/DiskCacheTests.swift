@@ -745,6 +745,21 @@ private func pattern(_ count: Int, seed: UInt8 = 1) -> [UInt8] {
     }
 }
 
+/// Times in an entry's head: written to the microsecond, read back by `Double(_:)`.
+@Suite struct DiskEntryTimeTests {
+    @Test(arguments: [
+        (0.0, "0.000000"), (1000.5, "1000.500000"), (1_764_139_200.123456, "1764139200.123456"),
+        (1_764_139_200.9999996, "1764139201.000000"), (7.000001, "7.000001"),
+    ])
+    func secondsAreWrittenToTheMicrosecond(_ seconds: Double, _ text: String) throws {
+        var bytes: [UInt8] = []
+        DiskEntryFormat.appendSeconds(seconds, to: &bytes)
+        #expect(String(decoding: bytes, as: UTF8.self) == text)
+        let back = try #require(Double(text))
+        #expect(abs(back - seconds) <= 0.000001)
+    }
+}
+
 @Suite(.timeLimit(.minutes(1))) struct DiskScrubberTests {
     @Test func pausesKeepTheAverageAtTheRate() {
         #expect(DiskScrubber.pause(afterChecking: 16 << 20, rate: 16 << 20) == .seconds(1))
