@@ -1,3 +1,4 @@
+import Glibc
 import LarderHTTP
 
 /// The keys of an object stored as fixed slices (`cache.slice_size`, as nginx's slice module).
@@ -13,7 +14,13 @@ extension CacheKey {
 
     /// Whether this is a slice's key: request URLs carry no `#` (``AbsoluteURL`` refuses a
     /// fragment, and key templates may not write one), so any `#` is the marker's.
-    public var isSlice: Bool { url.utf8.contains(UInt8(ascii: "#")) }
+    public var isSlice: Bool {
+        var url = url
+        return url.withUTF8 { bytes in
+            guard let base = bytes.baseAddress else { return false }
+            return memchr(base, Int32(UInt8(ascii: "#")), bytes.count) != nil
+        }
+    }
 }
 
 /// A `Content-Range` field of a 206 (RFC 9110 §14.4): `bytes first-last/complete`.

@@ -66,7 +66,7 @@ extension ClientConnection: RequestBodySource {
                 }
             }
         }
-        if let variant = exchange.variant { coalesceKey?.variant = variant }
+        if let variant = exchange.variant { coalesceKey = coalesceKey?.with(variant: variant) }
         if let key = coalesceKey, proxy.coalescer.isNotShareable(key) { coalesceKey = nil }
         if let coalesceKey, let fill = proxy.coalescer.fill(for: coalesceKey), fill.acceptsLateReaders,
             fill.readerCount < exchange.runtime.config.coalesce.maxWaiters
