@@ -1,5 +1,6 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+import Glibc
 import LarderConfig
 import LarderIO
 
@@ -62,7 +63,7 @@ struct AdminOptions: ParsableArguments {
     func targets(cluster: String?) throws -> [SocketAddress] {
         guard let cluster else { return [try adminAddress()] }
         return try cluster.split(separator: ",").map { item in
-            guard let address = SocketAddress(parsing: String(item).trimmingCharacters(in: .whitespaces)) else {
+            guard let address = SocketAddress(parsing: Text.trimmed(item)) else {
                 throw ValidationError("--cluster: '\(item)' is not an address like 10.0.0.1:3129")
             }
             return address
@@ -74,7 +75,7 @@ struct AdminOptions: ParsableArguments {
         if let tokenFile {
             do {
                 let text = String(decoding: try FileSystem.readWhole(tokenFile, limit: 1 << 20), as: UTF8.self)
-                return text.trimmingCharacters(in: .whitespacesAndNewlines)
+                return Text.trimmed(text)
             } catch {
                 throw ValidationError("--token-file: cannot read '\(tokenFile)': \(error.message)")
             }
@@ -93,14 +94,11 @@ enum Format {
             number /= 1024
             unit += 1
         }
-        return unit == 0 ? "\(Int(number)) B" : String(format: "%.1f %@", number, units[unit])
+        return unit == 0 ? "\(Int(number)) B" : "\(Text.oneDecimal(number)) \(units[unit])"
     }
 
     static func count(_ value: Int) -> String {
-        let formatter = NumberFormatter()
-        formatter.numberStyle = .decimal
-        formatter.locale = Locale(identifier: "en_US")
-        return formatter.string(from: NSNumber(value: value)) ?? String(value)
+        Text.grouped(value)
     }
 
     static func duration(_ seconds: Double) -> String {

@@ -1,5 +1,5 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import LarderIO
 import LarderServer
 
@@ -48,7 +48,7 @@ struct List: ParsableCommand {
                     "GET", "/cache?prefix=\(Purge.encode(prefix))&limit=\(limit)", headers: headers)
                 guard response.status == 200 else {
                     failed += 1
-                    printError("\(target): \(response.status) \(response.text.trimmingCharacters(in: .whitespacesAndNewlines))")
+                    printError("\(target): \(response.status) \(Text.trimmed(response.text))")
                     continue
                 }
                 if json {
@@ -72,7 +72,7 @@ struct List: ParsableCommand {
             let vary =
                 entry.vary.isEmpty ? "" : "  (" + entry.vary.sorted(by: <).map { "\($0.key)=\($0.value)" }.joined(separator: ", ") + ")"
             lines.append(
-                Format.bytes(Double(entry.bytes)).leftPadded(10) + "  " + entry.tier.padding(toLength: 11, withPad: " ", startingAt: 0)
+                Format.bytes(Double(entry.bytes)).leftPadded(10) + "  " + Text.padded(entry.tier, to: 11)
                     + (entry.ageSeconds.map(String.init) ?? "-").leftPadded(7) + (entry.ttlSeconds.map(String.init) ?? "-").leftPadded(10)
                     + String(entry.hits).leftPadded(8) + "  " + entry.key + vary)
         }

@@ -1,5 +1,5 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import LarderIO
 
 /// `larder purge URL | --prefix P | --glob G`: removes one URL, or every stored URL under a
@@ -61,7 +61,7 @@ struct Purge: ParsableCommand {
                 let response = try BlockingHTTPClient(address: target, timeoutSeconds: 120).request("POST", path, headers: headers)
                 guard response.status == 200 else {
                     failed += 1
-                    printError("\(target): \(response.status) \(response.text.trimmingCharacters(in: .whitespacesAndNewlines))")
+                    printError("\(target): \(response.status) \(Text.trimmed(response.text))")
                     continue
                 }
                 if url != nil {
@@ -69,14 +69,14 @@ struct Purge: ParsableCommand {
                     if purged { found += 1 }
                     print("\(target): \(purged ? "purged" : "not cached") \(what)")
                 } else {
-                    let object = try? JSONSerialization.jsonObject(with: Data(response.text.utf8)) as? [String: Any]
-                    guard let count = object?["banned"] as? Int else {
+                    let answer = try? JSONDecoder().decode(BanAnswer.self, from: Data(response.text.utf8))
+                    guard let count = answer?.banned else {
                         failed += 1
                         printError("\(target): an answer without a count: \(response.text)")
                         continue
                     }
                     found += count
-                    let partial = object?["index_complete"] as? Bool == false ? " (its disk index was still being rebuilt)" : ""
+                    let partial = answer?.indexComplete == false ? " (its disk index was still being rebuilt)" : ""
                     print("\(target): removed \(count) URL\(count == 1 ? "" : "s") \(what)\(partial)")
                 }
             } catch {
@@ -90,7 +90,31 @@ struct Purge: ParsableCommand {
         if failed > 0 { throw ExitCode(1) }
     }
 
+    /// `text` as a query parameter value: every byte but RFC 3986's unreserved characters
+    /// percent-encoded (§2.1, §2.3).
     static func encode(_ text: String) -> String {
-        text.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(.init(charactersIn: "-._~"))) ?? text
+        let hex = Array("0123456789ABCDEF".utf8)
+        var out: [UInt8] = []
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+                out.append(byte)
+            default:
+                out += [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 15)]]
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}
+
+/// What `POST /ban` answers (docs: README, "Listing, purging and warming").
+private struct BanAnswer: Decodable {
+    let banned: Int
+    let indexComplete: Bool?
+
+    enum CodingKeys: String, CodingKey {
+        case banned
+        case indexComplete = "index_complete"
     }
 }

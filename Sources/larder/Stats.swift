@@ -1,5 +1,5 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import LarderServer
 
 /// `larder stats`: the daemon's counters as a readable table.
@@ -38,7 +38,7 @@ struct Stats: ParsableCommand {
     }
 
     static func table(_ stats: StatsDocument, address: String) -> String {
-        func pad(_ text: String) -> String { text.padding(toLength: 14, withPad: " ", startingAt: 0) }
+        func pad(_ text: String) -> String { Text.padded(text, to: 14) }
         func bytes(_ count: Int) -> String { Format.bytes(Double(count)) }
         let requests = stats.requests
         var lines: [String] = []
@@ -46,7 +46,7 @@ struct Stats: ParsableCommand {
             "Larder \(stats.version) at \(address), up \(Format.duration(stats.uptimeSeconds)), \(stats.workers) event loop\(stats.workers == 1 ? "" : "s")"
         )
         lines.append(
-            pad("Requests") + "\(Format.count(requests["total"] ?? 0))   hit ratio \(String(format: "%.1f", stats.hitRatio * 100)) %")
+            pad("Requests") + "\(Format.count(requests["total"] ?? 0))   hit ratio \(Text.oneDecimal(stats.hitRatio * 100)) %")
         let outcomes = ["hit", "disk_hit", "revalidated", "stale", "coalesced", "miss", "pass", "error", "tunnel", "intercept", "admin"]
         lines.append(pad("") + outcomes.map { "\($0) \(Format.count(requests[$0] ?? 0))" }.joined(separator: "  "))
         lines.append(pad("Bytes") + "from cache \(bytes(stats.bytes.fromCache))   from upstream \(bytes(stats.bytes.fromUpstream))")

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 import LarderIO
 import Synchronization
 
@@ -44,8 +45,7 @@ struct Warm: ParsableCommand {
         var urls: [String] = []
         var problems: [String] = []
         for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            let entry = line.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)[0].trimmingCharacters(
-                in: .whitespaces)
+            let entry = Text.trimmed(line.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)[0])
             if entry.isEmpty { continue }
             if isAbsolute(entry) {
                 urls.append(entry)
@@ -130,8 +130,8 @@ struct Warm: ParsableCommand {
             guard (200..<400).contains(response.status) else {
                 // The status, and Larder's own reason when it made the error (Cache-Status detail).
                 let detail = response.headers.values("Cache-Status").last.flatMap { status in
-                    status.range(of: "detail=").map {
-                        String(status[$0.upperBound...]).trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+                    status.firstRange(of: "detail=").map {
+                        Text.trimmed(status[$0.upperBound...], also: ["\""])
                     }
                 }
                 return .failed("HTTP \(response.status)" + (detail.map { ": \($0)" } ?? ""))

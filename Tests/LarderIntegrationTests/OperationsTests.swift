@@ -400,6 +400,11 @@ extension IntegrationTests {
             stats.process.waitUntilExit()
             #expect(stats.process.terminationStatus == 0)
             #expect(stats.stdout.contains("hit ratio"))
+            // Numbers as the table writes them: one decimal, sizes with a binary unit.
+            #expect(stats.stdout.range(of: #"hit ratio [0-9]+\.[0-9] %"#, options: .regularExpression) != nil, "\(stats.stdout)")
+            #expect(
+                stats.stdout.range(of: #"from upstream [0-9]+(\.[0-9] [KMGT]iB| B)"#, options: .regularExpression) != nil, "\(stats.stdout)"
+            )
             #expect(stats.stdout.contains("127.0.0.1:\(origin.port)"))
             let purge = try ChildProcess(Paths.larder, ["purge", "--admin", admin, urls[0]])
             purge.process.waitUntilExit()
