@@ -6,21 +6,30 @@ public enum HopByHop {
         "upgrade", "proxy-authorization", "proxy-authenticate",
     ]
 
-    /// Removes the fixed hop-by-hop fields and every field named in `Connection`.
+    /// Removes the fixed hop-by-hop fields, every field named in `Connection`, and `alsoRemoving`
+    /// (a response's `Content-Length`, which Larder frames itself) in the same pass.
     ///
     /// Runs on every request and response, so the common cases cost no allocation: a message
-    /// without any fixed hop-by-hop field has no `Connection` field either, so nothing it
-    /// lists, and is left as it is.
-    public static func strip(_ headers: inout HTTPHeaders) {
-        guard headers.fields.contains(where: { isAlwaysHopByHop($0.name) }) else { return }
-        let listed = headers.listElements("Connection")
-        if listed.isEmpty {
-            headers.removeAll { isAlwaysHopByHop($0.name) }
-        } else {
-            headers.removeAll { field in
-                isAlwaysHopByHop(field.name) || listed.contains { ASCII.equalsIgnoringCase($0, field.name) }
-            }
+    /// without any of those fields is left as it is, and `Connection: keep-alive` names only a
+    /// fixed field, so only other listed names are collected (`close` is one: a field named so
+    /// goes too, RFC 9110 §7.6.1).
+    public static func strip(_ headers: inout HTTPHeaders, alsoRemoving extra: String? = nil) {
+        let isExtra: (String) -> Bool = { name in extra.map { ASCII.equalsIgnoringCase(name, $0) } ?? false }
+        guard headers.fields.contains(where: { isAlwaysHopByHop($0.name) || isExtra($0.name) }) else { return }
+        var listed: [String] = []
+        headers.forEachListElement("Connection") { element in
+            if !isKeepAlive(element) { listed.append(ASCII.lowercasedString(element)) }
+            return true
         }
+        headers.removeAll { field in
+            isAlwaysHopByHop(field.name) || isExtra(field.name) || listed.contains { ASCII.equalsIgnoringCase($0, field.name) }
+        }
+    }
+
+    /// Whether a `Connection` element is `keep-alive` (ASCII, case-insensitive).
+    static func isKeepAlive(_ element: UnsafeBufferPointer<UInt8>) -> Bool {
+        element.count == 10
+            && ("keep-alive" as StaticString).withUTF8Buffer { token in zip(element, token).allSatisfy { ASCII.lower($0) == $1 } }
     }
 
     /// Whether `name` is one of ``names``, compared only with the names of its length.

@@ -426,12 +426,12 @@ final class Fill: UpstreamTransferDelegate {
         let announced = upstreamHead.declaredLength
         // Moved, not copied: the transfer keeps no reference, so the fields change in place.
         var forwarded = upstreamHead
-        HopByHop.strip(&forwarded.headers)
+        // Larder frames the body itself: Content-Length goes in the same pass.
+        HopByHop.strip(&forwarded.headers, alsoRemoving: "Content-Length")
         if let length = announced {
             announcedLength = length
             if !forwarded.hasNoBody(for: method) { contentLength = length }
         }
-        forwarded.headers.remove("Content-Length")
         let sliceRange = sliceOfResponse(&forwarded)
         responseTime = Clocks.wallSeconds()
         if !forwarded.headers.contains("Date") {
