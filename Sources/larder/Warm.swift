@@ -196,8 +196,9 @@ struct Warm: ParsableCommand {
             let filled = total > 0 ? done * width / total : width
             let bar = String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled)
             let line = "\r[\(bar)] \(done)/\(total)  \(Format.bytes(Double(bytes)))   "
-            var bytesOut = Array(line.utf8)
-            _ = bytesOut.withUnsafeMutableBytes { write(2, $0.baseAddress, $0.count) }
+            // Through the syscall helper (EINTR retried, short writes finished); a terminal that
+            // went away only loses the bar.
+            try? FileSystem.writeAll(2, Array(line.utf8))
         }
 
         func done() {
