@@ -64,11 +64,13 @@ python3 -m http.server "$origin_port" --bind 127.0.0.1 --directory "$work/origin
 pids+=($!)
 wait_http "http://127.0.0.1:$origin_port/blob" 10 || fail "the origin did not start"
 hidden() { # runs "$@" in a mount namespace where /opt/swift is an empty tmpfs
-    unshare --mount --propagation private sh -c 'mount -t tmpfs none /opt/swift && exec env LD_LIBRARY_PATH= "$@"' hide "$@"
+    # exec all the way down: started in the background, the PID in $! is the program's own,
+    # which cleanup stops.
+    exec unshare --mount --propagation private sh -c 'mount -t tmpfs none /opt/swift && exec env LD_LIBRARY_PATH= "$@"' hide "$@"
 }
 [[ -d /opt/swift ]] || mkdir -p /opt/swift
-hidden sh -c '! ls /opt/swift/usr/lib/swift >/dev/null 2>&1' || fail "the namespace does not hide the toolchain"
-if [[ -x .build/debug/larder ]] && hidden .build/debug/larder --version >/dev/null 2>&1; then
+(hidden sh -c '! ls /opt/swift/usr/lib/swift >/dev/null 2>&1') || fail "the namespace does not hide the toolchain"
+if [[ -x .build/debug/larder ]] && (hidden .build/debug/larder --version >/dev/null 2>&1); then
     fail "the debug build ran with the toolchain hidden: the check cannot tell"
 fi
 proxy_port=$(free_port); admin_port=$(free_port)
@@ -124,7 +126,7 @@ grep -q '^ExecStart=/usr/bin/larder serve' "$root/lib/systemd/system/larder.serv
 grep -qx 'LoadCredential=admin-token:/etc/larder/admin.token' "$root/lib/systemd/system/larder.service" || fail "the unit does not load the admin token"
 check_token "$root/etc/larder/admin.token"
 grep -q 'admin.token' "$work/files" && fail "the package ships an admin token: every installation would share it"
-hidden "$root/usr/bin/larder" check-config "$root/etc/larder/larder.toml" >/dev/null || fail "the installed binary rejects the installed configuration"
+(hidden "$root/usr/bin/larder" check-config "$root/etc/larder/larder.toml" >/dev/null) || fail "the installed binary rejects the installed configuration"
 echo '# edited by the operator' >> "$root/etc/larder/larder.toml"
 dpkg_root -r larder >>"$work/dpkg.log" 2>&1 || { cat "$work/dpkg.log"; fail "dpkg -r failed"; }
 [[ ! -e $root/usr/bin/larder ]] || fail "remove left the binary"
