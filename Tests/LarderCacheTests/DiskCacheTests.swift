@@ -750,6 +750,8 @@ private func pattern(_ count: Int, seed: UInt8 = 1) -> [UInt8] {
     @Test(arguments: [
         (0.0, "0.000000"), (1000.5, "1000.500000"), (1_764_139_200.123456, "1764139200.123456"),
         (1_764_139_200.9999996, "1764139201.000000"), (7.000001, "7.000001"),
+        // Outside 0..<1e12 (a clock far off): written as Double.description, still read back.
+        (-1.5, "-1.5"), (2e12, "2000000000000.0"),
     ])
     func secondsAreWrittenToTheMicrosecond(_ seconds: Double, _ text: String) throws {
         var bytes: [UInt8] = []
