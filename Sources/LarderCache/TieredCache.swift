@@ -1,3 +1,4 @@
+import LarderConfig
 import LarderHTTP
 import LarderIO
 import Logging
@@ -7,11 +8,15 @@ import Logging
 /// invalidations and purges reach both tiers. It also decides where a complete entry is
 /// written: by the calling event loop while the disk is fast, else by the writer thread.
 ///
-/// State: the tiers are thread-safe on their own; this type adds no state of its own.
+/// State: the tiers are thread-safe on their own; the doorkeeper is behind its own lock.
 public final class TieredCache: Sendable {
     public let memory: MemoryCache
     /// nil when the disk directory could not be set up (memory only).
     public let disk: DiskCache?
+    /// Keys that missed once, for `cache.admission = "second_request"`.
+    let doorkeeper = Locked(Doorkeeper())
+    /// Responses the doorkeeper kept out (stored on a later request, if any).
+    public let admissionsDeferred = AtomicCounter()
 
     public init(memory: MemoryCache, disk: DiskCache?) {
         self.memory = memory
@@ -80,6 +85,27 @@ public final class TieredCache: Sendable {
         disk.readIntoMemory(stored) { promoted in
             if let promoted { memory.insert(promoted) }
         }
+    }
+
+    /// Whether a storable response for `key`, of `length` bytes (nil: not declared), is stored
+    /// on this request. Under ``AdmissionPolicy/secondRequest`` a response over `minBytes` waits
+    /// for its second miss within the doorkeeper's window, but only once the tier that keeps
+    /// everything has had to evict: while there is room, storing evicts nothing.
+    public func admits(_ key: CacheKey, length: Int?, policy: AdmissionPolicy, minBytes: Int) -> Bool {
+        guard policy == .secondRequest, length.map({ $0 > minBytes }) ?? true, isFull else { return true }
+        let disk = self.disk
+        let memory = self.memory
+        let admitted = doorkeeper.withLock { doorkeeper in
+            doorkeeper.admit(key.hashValue) { disk?.statistics.entries ?? memory.statistics.entries }
+        }
+        if !admitted { admissionsDeferred.add(1) }
+        return admitted
+    }
+
+    /// Whether the tier that keeps every entry (disk, else memory) has evicted to make room.
+    var isFull: Bool {
+        if let disk { return disk.evictions.load() > 0 }
+        return memory.statistics.evictions > 0
     }
 
     /// Stores a complete response whose body is in memory into the memory tier.

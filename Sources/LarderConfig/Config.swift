@@ -199,6 +199,15 @@ public enum CachePolicy: String, Sendable, CaseIterable {
     case revalidate
 }
 
+/// `cache.admission`: which storable responses are stored once the cache is full.
+public enum AdmissionPolicy: String, Sendable, CaseIterable {
+    /// Every storable response (plain least-recently-used replacement).
+    case always
+    /// A response over `cache.admission_min_bytes` is stored on the second request for it within
+    /// a window (TinyLFU's doorkeeper), so one-off large downloads do not evict what is reused.
+    case secondRequest = "second_request"
+}
+
 /// `[cache]`: global cache behaviour.
 public struct CacheConfig: Sendable, Equatable {
     public var defaultPolicy: CachePolicy = .http
@@ -214,6 +223,11 @@ public struct CacheConfig: Sendable, Equatable {
     public var sliceSize = 8 * 1024 * 1024
     /// Ecosystems whose routes are added after the file's own (``Preset``).
     public var presets: [Preset] = []
+    /// Which responses are stored once the tier that keeps them is full (evicting to make room).
+    public var admission: AdmissionPolicy = .secondRequest
+    /// Responses of at most this many bytes are stored on their first request under
+    /// ``AdmissionPolicy/secondRequest``.
+    public var admissionMinBytes = 8 * 1024
     public init() {}
 }
 

@@ -40,7 +40,10 @@ struct ConfigDecoder {
             ]
         ),
         ("retry", retryKeys),
-        ("cache", ["default_policy", "stale_if_error", "offline", "range_whole_max", "slice_size", "presets"]),
+        (
+            "cache",
+            ["default_policy", "stale_if_error", "offline", "range_whole_max", "slice_size", "presets", "admission", "admission_min_bytes"]
+        ),
         ("coalesce", ["max_waiters", "wait_timeout", "finish_abandoned_max", "not_shareable_ttl"]),
         ("log", ["level", "access", "access_file", "admin_requests", "access_format"]),
         ("tls", ["intercept", "never", "ca_dir", "leaf_validity", "upstream_ca_file", "splice_after_failures", "splice_for"]),
@@ -317,6 +320,10 @@ struct ConfigDecoder {
             }
         case ("cache", "offline"):
             if let flag = boolean(value, key) { config.cache.offline = flag }
+        case ("cache", "admission"):
+            if let policy = choice(value, key, AdmissionPolicy.self) { config.cache.admission = policy }
+        case ("cache", "admission_min_bytes"):
+            if let bytes = size(value, key, range: 0...(1 << 50)) { config.cache.admissionMinBytes = Int(bytes) }
         case ("cache", "range_whole_max"):
             if let bytes = size(value, key, range: 0...(1 << 50)) { config.cache.rangeWholeMax = Int(bytes) }
         case ("cache", "slice_size"):

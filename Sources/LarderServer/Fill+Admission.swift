@@ -7,6 +7,15 @@ import LarderUpstream
 /// What a response may become once its head is in: a 304 refresh, an invalidation, a stored
 /// entry (memory, disk), a response shared with the other readers (RFC 9111 §3, §4.3.4, §4.4).
 extension Fill {
+    /// `cache.admission`: whether a response the HTTP rules let us store becomes a new entry on
+    /// this request. Only new GET entries wait for a second request: a response that replaces a
+    /// stored one (validation, stale fallback) already earned its place, and slice fills follow
+    /// the slice rules alone: a doorkeeper per slice would store objects in pieces.
+    func admitsNewEntry() -> Bool {
+        guard method == .get, options.validating == nil, options.fallback == nil, options.slice == nil else { return true }
+        return proxy.shared.cache.admits(key, length: contentLength, policy: admissionPolicy, minBytes: admissionMinBytes)
+    }
+
     /// A 304 to a validation request (RFC 9111 §4.3.3, §4.3.4): the stored response, updated
     /// with the 304's fields and times, goes back into the tiers and answers every reader.
     func refresh(_ validating: StoredResponse, with notModified: ResponseHead) {

@@ -148,6 +148,9 @@ final class Fill: UpstreamTransferDelegate {
     let rangeWholeMax: Int
     /// `cache.slice_size`: a whole response larger than this is stored as slices (0: never).
     let sliceSize: Int
+    /// `cache.admission` and `cache.admission_min_bytes`.
+    let admissionPolicy: AdmissionPolicy
+    let admissionMinBytes: Int
     let staleIfErrorWindow: Double
     /// The disk entry being written, when the response goes to the disk tier while it streams
     /// (bodies too large for memory, or of unknown length past the memory limit).
@@ -203,6 +206,8 @@ final class Fill: UpstreamTransferDelegate {
         rangeWholeMax = runtime.config.cache.rangeWholeMax
         // Slices live on disk (no lock taken here: this runs for every miss).
         sliceSize = proxy.shared.cache.disk == nil ? 0 : runtime.config.cache.sliceSize
+        admissionPolicy = runtime.config.cache.admission
+        admissionMinBytes = runtime.config.cache.admissionMinBytes
         staleIfErrorWindow = runtime.config.cache.staleIfError.totalSeconds
     }
 
@@ -452,6 +457,7 @@ final class Fill: UpstreamTransferDelegate {
             // request, not the object: never stored under its key.
             admission.storage = .none
         }
+        if admission.storage != .none, !admitsNewEntry() { admission.storage = .none }
         if admission.invalidates { invalidate(forwarded) }
         switch admission.verdict {
         case .merge:

@@ -109,6 +109,12 @@ enum MetricsTable {
             ) {
                 $0.disk?.evictions ?? 0
             },
+            .init(
+                .counter, "larder_cache_admissions_deferred_total",
+                "Storable responses not stored until a second request (cache.admission = \"second_request\")."
+            ) {
+                $0.admissionsDeferred ?? 0
+            },
             .init(.gauge, "larder_memory_files", "Anonymous memory files holding large memory-tier bodies (one descriptor each).") {
                 $0.memory.files
             },

@@ -36,6 +36,9 @@ public struct StatsDocument: Codable, Sendable, Equatable {
     public var health: Health?
     /// Proxied responses by status class: "1xx" ... "5xx" (nil from a daemon older than the field).
     public var responses: [String: Int]?
+    /// Storable responses not stored because `cache.admission` waits for a second request (nil
+    /// from a daemon older than the field).
+    public var admissionsDeferred: Int?
 
     /// `status` is "ok", "draining" or "unhealthy"; `problems` says why when it is not ok.
     public struct Health: Codable, Sendable, Equatable {
@@ -172,6 +175,7 @@ public struct StatsDocument: Codable, Sendable, Equatable {
     private enum CodingKeys: String, CodingKey {
         case version, uptimeSeconds, workers, requests, hitRatio, bytes, memory, disk, coalescing, upstream, invalidations
         case connections, refused, busyPoll, tunnels, parents, parentFailovers, topHosts, tls, health, responses
+        case admissionsDeferred
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -197,6 +201,7 @@ public struct StatsDocument: Codable, Sendable, Equatable {
         try container.encode(tls, forKey: .tls)
         try container.encodeIfPresent(health, forKey: .health)
         try container.encodeIfPresent(responses, forKey: .responses)
+        try container.encodeIfPresent(admissionsDeferred, forKey: .admissionsDeferred)
     }
 }
 
@@ -263,7 +268,8 @@ extension StatsDocument {
             },
             tls: TLS(shared, now: now),
             health: Health(status: shared.healthProblems.isEmpty ? "ok" : "unhealthy", problems: shared.healthProblems),
-            responses: Dictionary(uniqueKeysWithValues: Statistics.statusClassNames.map { ($0, stats.responses($0)) }))
+            responses: Dictionary(uniqueKeysWithValues: Statistics.statusClassNames.map { ($0, stats.responses($0)) }),
+            admissionsDeferred: shared.cache.admissionsDeferred.load())
     }
 }
 

@@ -206,6 +206,18 @@ private let errorCases: [ErrorCase] = [
         #expect(tooSmall.first?.description.contains("at least 64KiB") == true)
     }
 
+    @Test func admissionIsAPolicyAndASize() throws {
+        #expect(Config().cache.admission == .secondRequest)
+        #expect(Config().cache.admissionMinBytes == 8 << 10)
+        let parsed = try config("[cache]\nadmission = \"always\"\nadmission_min_bytes = \"64KiB\"\n")
+        #expect(parsed.cache.admission == .always && parsed.cache.admissionMinBytes == 64 << 10)
+        let unknown = errors("[cache]\nadmission = \"second-request\"\n")
+        #expect(unknown.count == 1 && unknown.first?.description.contains("t.toml:2:13") == true, "\(unknown)")
+        #expect(unknown.first?.description.contains("second_request") == true, "\(unknown)")
+        let negative = errors("[cache]\nadmission_min_bytes = \"-1\"\n")
+        #expect(negative.count == 1 && negative.first?.description.contains("t.toml:2:") == true, "\(negative)")
+    }
+
     @Test func workersAreAutoOrACount() throws {
         #expect(Config().proxy.workers == nil)
         #expect(try config("[proxy]\nworkers = \"auto\"\n").proxy.workers == nil)

@@ -44,7 +44,8 @@ import Testing
                 requests: Dictionary(uniqueKeysWithValues: RequestOutcome.allCases.map { ($0.rawValue, n()) }),
                 splicedTunnels: n(), splicedHosts: n(), bodyPath: "copy", kernelSessions: n(),
                 failingHosts: [.init(host: "pinned.example", failures: n(), lastFailure: "rejected: unknown ca", spliced: true)]),
-            responses: Dictionary(uniqueKeysWithValues: Statistics.statusClassNames.map { ($0, n()) }))
+            responses: Dictionary(uniqueKeysWithValues: Statistics.statusClassNames.map { ($0, n()) }),
+            admissionsDeferred: n())
     }
 
     @Test func everySeriesIsDeclaredOnceAndReadsAFieldOfItsOwn() {
