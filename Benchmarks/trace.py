@@ -340,12 +340,13 @@ def simulate(args):
     """Least-recently-used replacement over the trace at a byte budget, optionally behind the
     doorkeeper Larder's `cache.admission = "second_request"` uses (Doorkeeper.swift: two
     generations of keys, a window of a twentieth of the entries held, at least 1,000 keys,
-    engaged once the cache has evicted). Counts every request, cold start included."""
+    engaged from 90 % of the budget). Eviction, as Larder's disk tier does it, runs past the
+    budget and goes down to 90 % of it. Counts every request, cold start included."""
     sizes = load_u32(os.path.join(args.dir, "sizes.u32"))
     trace = load_u32(os.path.join(args.dir, "trace.u32"))
     for capacity in args.cache_bytes:
         for min_bytes in [None] + args.min_bytes:
-            lru, used, evicted = collections.OrderedDict(), 0, False
+            lru, used = collections.OrderedDict(), 0
             current, previous, window = set(), set(), 1000
             hits = hit_bytes = total_bytes = 0
             for object_id in trace:
@@ -358,7 +359,7 @@ def simulate(args):
                     continue
                 if size > capacity:
                     continue
-                if min_bytes is not None and size > min_bytes and evicted:
+                if min_bytes is not None and size > min_bytes and used >= capacity - capacity // 10:
                     if object_id not in current and object_id not in previous:
                         current.add(object_id)
                         if len(current) >= window:
@@ -367,9 +368,9 @@ def simulate(args):
                         continue
                 lru[object_id] = size
                 used += size
-                while used > capacity:
-                    used -= lru.popitem(last=False)[1]
-                    evicted = True
+                if used > capacity:
+                    while used > capacity - capacity // 10:
+                        used -= lru.popitem(last=False)[1]
             print(json.dumps({"cache_bytes": capacity, "admission": "always" if min_bytes is None else "second_request",
                               "min_bytes": min_bytes, "object_hit_ratio": round(hits / len(trace), 4),
                               "byte_hit_ratio": round(hit_bytes / total_bytes, 4)}), flush=True)

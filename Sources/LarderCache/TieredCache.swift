@@ -89,8 +89,8 @@ public final class TieredCache: Sendable {
 
     /// Whether a storable response for `key`, of `length` bytes (nil: not declared), is stored
     /// on this request. Under ``AdmissionPolicy/secondRequest`` a response over `minBytes` waits
-    /// for its second miss within the doorkeeper's window, but only once the tier that keeps
-    /// everything has had to evict: while there is room, storing evicts nothing.
+    /// for its second miss within the doorkeeper's window, but only while the tier that keeps
+    /// everything is full: while there is room, storing evicts nothing.
     public func admits(_ key: CacheKey, length: Int?, policy: AdmissionPolicy, minBytes: Int) -> Bool {
         guard policy == .secondRequest, length.map({ $0 > minBytes }) ?? true, isFull else { return true }
         let disk = self.disk
@@ -102,10 +102,13 @@ public final class TieredCache: Sendable {
         return admitted
     }
 
-    /// Whether the tier that keeps every entry (disk, else memory) has evicted to make room.
+    /// Whether the tier that keeps every entry (disk, else memory) is full (at 90 % of its size
+    /// or more): storing more means evicting.
     var isFull: Bool {
-        if let disk { return disk.evictions.load() > 0 }
-        return memory.statistics.evictions > 0
+        if let disk { return disk.isFull }
+        let memory = memory.statistics
+        let maxBytes = self.memory.limits.maxBytes
+        return memory.bytes >= maxBytes - maxBytes / 10
     }
 
     /// Stores a complete response whose body is in memory into the memory tier.
