@@ -213,25 +213,26 @@ class Replayer:
             first += bytes(prefix[:PREFIX_CHECK])
         return rest
 
+    @staticmethod
+    def read_line(sock, rest, where):
+        """Returns (one CRLF-terminated line without its CRLF, leftover)."""
+        while b"\r\n" not in rest:
+            chunk = sock.recv(65536)
+            if not chunk:
+                raise ConnectionError(f"closed inside {where}")
+            rest += chunk
+        line, _, rest = rest.partition(b"\r\n")
+        return line, rest
+
     def read_chunked(self, sock, rest, first):
         """Reads a chunked body; returns (decoded length, leftover)."""
         total = 0
         while True:
-            while b"\r\n" not in rest:
-                chunk = sock.recv(65536)
-                if not chunk:
-                    raise ConnectionError("closed inside a chunk size")
-                rest += chunk
-            line, _, rest = rest.partition(b"\r\n")
+            line, rest = self.read_line(sock, rest, "a chunk size")
             size = int(line.split(b";")[0], 16)
             if size == 0:  # then trailer fields, up to an empty line (RFC 9112 section 7.1)
                 while True:
-                    while b"\r\n" not in rest:
-                        chunk = sock.recv(65536)
-                        if not chunk:
-                            raise ConnectionError("closed inside the trailer")
-                        rest += chunk
-                    line, _, rest = rest.partition(b"\r\n")
+                    line, rest = self.read_line(sock, rest, "the trailer")
                     if not line:
                         return total, rest
             rest = self.read_body(sock, rest, size, first if len(first) < PREFIX_CHECK else None)

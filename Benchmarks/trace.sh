@@ -7,13 +7,15 @@
 #   object hit ratio = 1 - origin requests / requests, byte hit ratio = 1 - origin bytes / bytes.
 #
 #   Benchmarks/trace.sh [--only larder,squid,nginx,nginx-tight,varnish,trafficserver] [--seed N]
-#                       [--objects N] [--requests N] [--larder BIN] [--out FILE]
+#                       [--objects N] [--requests N] [--larder BIN] [--larder-config FILE]
+#                       [--out FILE]
 #
 # The peers are started by ../shared/bench/peers/*/start.sh, from a copy whose budget lines are
 # changed to the ones above (peer_budget below); a peer whose script is missing is skipped.
 # nginx and Varnish have no memory tier of their own (nginx keeps bodies in files, Varnish's
 # file storage is a mapped file): they get the 1 GiB disk budget and the kernel's page cache.
-# Larder runs with Benchmarks/trace.toml (the defaults but the budget and the access log).
+# Larder runs with Benchmarks/trace.toml (the defaults but the budget and the access log), or
+# --larder-config.
 # "peak GiB on disk" is the largest size of the proxy's state directory, sampled every 5 s (a
 # file storage that is created at its full size, as Varnish's and Traffic Server's, shows that).
 # About 2-6 minutes per proxy on 2 cores; the state lives on /dev/shm.
@@ -21,7 +23,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 only=larder,squid,nginx,nginx-tight,varnish,trafficserver
-seed=1 objects=200000 requests=1000000 out="" larder=.build/release/larder
+seed=1 objects=200000 requests=1000000 out="" larder=.build/release/larder larder_config=Benchmarks/trace.toml
 while [[ $# -gt 0 ]]; do
     case $1 in
         --only) only=$2; shift 2 ;;
@@ -29,6 +31,7 @@ while [[ $# -gt 0 ]]; do
         --objects) objects=$2; shift 2 ;;
         --requests) requests=$2; shift 2 ;;
         --larder) larder=$2; shift 2 ;;
+        --larder-config) larder_config=$2; shift 2 ;;
         --out) out=$2; shift 2 ;;
         -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
         *) echo "trace: unknown option $1 (--help)" >&2; exit 2 ;;
@@ -85,7 +88,7 @@ for name in ${only//,/ }; do
     state="$dir/state-$name"
     mkdir -p "$state"
     if [[ $name == larder ]]; then
-        "$larder" serve --config Benchmarks/trace.toml --listen "127.0.0.1:$proxy_port" \
+        "$larder" serve --config "$larder_config" --listen "127.0.0.1:$proxy_port" \
             --admin-listen 127.0.0.1:0 --cache-dir "$state" > "$dir/$name.log" 2>&1 &
     else
         peer=${name%%-*}   # nginx-tight: nginx, with its own budget lines
