@@ -16,7 +16,8 @@ struct CacheStatus {
     var collapsed = false
     /// Remaining freshness in seconds (negative when stale).
     var ttl: Int?
-    /// Extra detail: disk, stale, stale-while-revalidate, stale-if-error, offline, or an error.
+    /// Extra detail: disk, stale, stale-while-revalidate, stale-if-error, offline,
+    /// admission-deferred (`cache.admission` kept a storable response out), or an error.
     var detail: String?
     /// The cache key, when a route builds it otherwise than from the URL (RFC 9211 §2.7).
     var key: String?

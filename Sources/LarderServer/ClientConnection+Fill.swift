@@ -161,7 +161,11 @@ extension ClientConnection: FillReader {
     /// to pass a range upstream, or answered with a 304).
     private func startResponse(_ head: ResponseHead, fill: Fill, exchange: Exchange) -> Bool {
         let request = exchange.head
-        if fill.willStore { exchange.cacheStatus.stored = true }
+        if fill.willStore {
+            exchange.cacheStatus.stored = true
+        } else if fill.admissionDeferred, exchange.cacheStatus.detail == nil {
+            exchange.cacheStatus.detail = "admission-deferred"
+        }
         if Preconditions.notModified(request: request.headers, status: head.status, responseHeaders: head.headers) {
             exchange.status = 304
             exchange.advance(.headQueued)

@@ -151,6 +151,8 @@ final class Fill: UpstreamTransferDelegate {
     /// `cache.admission` and `cache.admission_min_bytes`.
     let admissionPolicy: AdmissionPolicy
     let admissionMinBytes: Int
+    /// The doorkeeper kept this storable response out (`Cache-Status: ...; detail=admission-deferred`).
+    var admissionDeferred = false
     let staleIfErrorWindow: Double
     /// The disk entry being written, when the response goes to the disk tier while it streams
     /// (bodies too large for memory, or of unknown length past the memory limit).
@@ -457,7 +459,10 @@ final class Fill: UpstreamTransferDelegate {
             // request, not the object: never stored under its key.
             admission.storage = .none
         }
-        if admission.storage != .none, !admitsNewEntry() { admission.storage = .none }
+        if admission.storage != .none, !admitsNewEntry() {
+            admission.storage = .none
+            admissionDeferred = true
+        }
         if admission.invalidates { invalidate(forwarded) }
         switch admission.verdict {
         case .merge:
