@@ -15,7 +15,7 @@ extension DiskCache {
     func evictIfNeeded() {
         let maxBytes = limits.withLock { $0.maxBytes }
         guard index.withLock({ $0.physicalBytes }) > maxBytes else { return }
-        let target = maxBytes - maxBytes / 10
+        let target = DiskCache.evictionTarget(maxBytes)
         var evictedCount = 0
         var sealed = false
         // Each round frees a segment or evicts entries; bounded all the same.
@@ -49,6 +49,10 @@ extension DiskCache {
         }
         if evictedCount > 0 { evictions.add(evictedCount) }
     }
+
+    /// What eviction brings a tier past `maxBytes` back down to: 90 % of it. A tier at or above
+    /// it is full (``isFull``).
+    static func evictionTarget(_ maxBytes: Int64) -> Int64 { maxBytes - maxBytes / 10 }
 
     /// Deletes sealed segments that hold no live record; returns whether there were any.
     @discardableResult

@@ -173,12 +173,12 @@ public final class DiskCache: Sendable {
 
     public var currentLimits: Limits { limits.withLock { $0 } }
 
-    /// Whether the tier is full: it holds at least the 90 % of `maxBytes` that eviction brings it
-    /// back to (``evictIfNeeded()``), so a full tier stays between the two and storing more
-    /// means evicting. Read from what it holds now: a restart or a purge is seen at once.
+    /// Whether the tier is full: it holds at least what eviction brings it back to
+    /// (``evictionTarget(_:)``), so a full tier stays between that and `maxBytes` and storing
+    /// more means evicting. Read from what it holds now: a restart or a purge is seen at once.
     public var isFull: Bool {
         let maxBytes = limits.withLock { $0.maxBytes }
-        return index.withLock { $0.physicalBytes } >= maxBytes - maxBytes / 10
+        return index.withLock { $0.physicalBytes } >= DiskCache.evictionTarget(maxBytes)
     }
 
     /// Applies new limits, evicting down to a smaller size in the background.

@@ -217,6 +217,14 @@ public final class MemoryCache: Sendable {
         state.withLock { Statistics(entries: $0.index.count, bytes: $0.bytes, evictions: $0.evictions) }
     }
 
+    /// Whether storing more means evicting: at the entry limit, or within a tenth of the byte
+    /// limit (the disk tier's idea of full, ``DiskCache/isFull``; this tier evicts to the limit).
+    public var isFull: Bool {
+        state.withLock { state in
+            state.index.count >= state.limits.maxEntries || state.bytes >= state.limits.maxBytes - state.limits.maxBytes / 10
+        }
+    }
+
     // MARK: List maintenance (callers hold the lock)
 
     private static func evict(_ state: inout State) {

@@ -102,14 +102,9 @@ public final class TieredCache: Sendable {
         return admitted
     }
 
-    /// Whether the tier that keeps every entry (disk, else memory) is full (at 90 % of its size
-    /// or more): storing more means evicting.
-    var isFull: Bool {
-        if let disk { return disk.isFull }
-        let memory = memory.statistics
-        let maxBytes = self.memory.limits.maxBytes
-        return memory.bytes >= maxBytes - maxBytes / 10
-    }
+    /// Whether the tier that keeps every entry (disk, else memory) is full: storing more means
+    /// evicting.
+    var isFull: Bool { disk?.isFull ?? memory.isFull }
 
     /// Stores a complete response whose body is in memory into the memory tier.
     public func insertInMemory(_ stored: StoredResponse) {

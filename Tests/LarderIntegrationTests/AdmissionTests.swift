@@ -58,6 +58,26 @@ extension IntegrationTests {
             #expect(metrics.contains("\nlarder_cache_admissions_deferred_total \(deferred)\n"))
         }
 
+        /// Without a disk tier the memory tier is the one whose fullness counts: its entry limit
+        /// as well as its bytes.
+        @Test func withoutADiskTierTheMemoryTierDecides() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: "[memory]\nmax_entries = 3\n", cacheDirectory: "/dev/null/no-disk-tier")
+            #expect(try larder.stats()["disk"] is NSNull, "the disk tier must be missing for this test")
+            for index in 0..<3 {
+                let path = "/m\(index)?size=20000&cc=max-age=600"
+                #expect(try Curl.viaProxy(larder.proxy, [origin.url(path)]).cacheStatus?.stored == true, "room: \(path)")
+            }
+            let large = "/large?size=20000&cc=max-age=600"
+            let first = try Curl.viaProxy(larder.proxy, [origin.url(large)])
+            #expect(first.cacheStatus?.stored == false && first.cacheStatus?.detail == "admission-deferred")
+            #expect(try Curl.viaProxy(larder.proxy, [origin.url(large)]).cacheStatus?.stored == true)
+            #expect(try Curl.viaProxy(larder.proxy, [origin.url(large)]).cacheStatus?.isMemoryHit == true)
+            // Not over admission_min_bytes: stored at once, full or not.
+            let small = "/small?size=4000&cc=max-age=600"
+            #expect(try Curl.viaProxy(larder.proxy, [origin.url(small)]).cacheStatus?.stored == true)
+        }
+
         @Test func admissionAlwaysStoresEveryResponseOnItsFirstRequest() throws {
             let origin = try Origin()
             let larder = try Larder(config: Self.budget + "[cache]\nadmission = \"always\"\n")
