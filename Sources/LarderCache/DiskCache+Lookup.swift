@@ -23,7 +23,7 @@ extension DiskCache {
     /// read and are served from the very bytes checked, so damage done while the daemon runs
     /// is never served. Larger ones are checked on their first read after start-up and by the
     /// background scrub (`disk.scrub_rate`). 1 MiB: reading and checking one costs about as
-    /// much as serving it (docs/PERFORMANCE.md, "Disk integrity").
+    /// much as serving it (docs/PERFORMANCE.md, "Design choices").
     public static let verifyEveryReadMax: Int64 = 1 << 20
     /// Records up to this size are read and checked on the event loop itself (a segment
     /// record's body is at most 64 KiB); larger ones on the reader thread.

@@ -110,7 +110,7 @@ extension IntegrationTests {
 
         // MARK: Admin listener
 
-        /// The daemon is linked with mimalloc (Package.swift, docs/PERFORMANCE.md round 7): a
+        /// The daemon is linked with mimalloc (Package.swift, docs/PERFORMANCE.md "Design choices"): a
         /// linker that dropped the unreferenced library would silently bring back glibc's malloc.
         @Test func daemonRunsOnMimalloc() throws {
             let larder = try Larder()
