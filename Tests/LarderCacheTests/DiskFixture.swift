@@ -1,0 +1,160 @@
+import Foundation
+import LarderHTTP
+import LarderIO
+import Logging
+import Synchronization
+import Testing
+
+@testable import LarderCache
+
+/// Waits (at most 10 s) for `cache`'s start-up scan to finish.
+func waitForIndex(_ cache: DiskCache) {
+    for _ in 0..<10_000 where !cache.isIndexComplete { usleep(1000) }
+    #expect(cache.isIndexComplete, "start-up scan finished within 10 s")
+}
+
+/// A disk cache in a fresh directory, removed when the test ends.
+final class DiskFixture {
+    let directory: String
+    let cache: DiskCache
+
+    init(maxBytes: Int64 = 1 << 30, maxObjectBytes: Int64 = 1 << 30) throws {
+        directory = NSTemporaryDirectory() + "larder-disk-" + UUID().uuidString
+        cache = try DiskCache(
+            directory: directory, limits: .init(maxBytes: maxBytes, maxObjectBytes: maxObjectBytes),
+            logger: Logger(label: "test"))
+        cache.start()
+        waitForIndex(cache)
+        cache.drain()  // start-up's clean-up and eviction jobs, which inline stores wait behind
+    }
+
+    /// Stores `body` under `path` and waits until it is on disk.
+    @discardableResult
+    func store(_ path: String, body: [UInt8], vary: [String: String] = [:], chunk: Int = 7000) -> Bool {
+        let key = Fixtures.key(path)
+        guard
+            let write = cache.beginWrite(
+                key: key,
+                head: DiskEntryFormat.Head(
+                    key: key.url, status: 200, reason: "OK", requestTime: 100, responseTime: 101, vary: vary,
+                    headers: ["Cache-Control": "max-age=60", "Content-Type": "application/octet-stream"]),
+                expectedLength: body.count)
+        else { return false }
+        var offset = 0
+        while offset < body.count {
+            write.append(Array(body[offset..<min(body.count, offset + chunk)]))
+            offset += chunk
+        }
+        write.finish(expectedLength: body.count)
+        cache.drain()
+        return !write.hasFailed
+    }
+
+    /// Reads a hit's body through its open file; verifies unverified entries first.
+    func read(_ path: String, request: HTTPHeaders = [:]) -> [UInt8]? {
+        LarderCacheTests.read(cache, path, request: request)
+    }
+
+    /// Holds the writer thread until the returned semaphore is signalled: jobs queue behind.
+    func holdWriter() -> DispatchSemaphore {
+        let gate = DispatchSemaphore(value: 0)
+        cache.writer.submit { gate.wait() }
+        return gate
+    }
+
+    /// The segment files under v1/seg/.
+    func segmentFiles() -> [String] {
+        entryFiles().filter { $0.contains("/v1/\(DiskSegments.directoryName)/") }.sorted()
+    }
+
+    /// All entry files under v1/.
+    func entryFiles() -> [String] {
+        let enumerator = FileManager.default.enumerator(atPath: directory + "/v1")
+        var files: [String] = []
+        while let next = enumerator?.nextObject() as? String {
+            var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: directory + "/v1/" + next, isDirectory: &isDirectory), !isDirectory.boolValue {
+                files.append(directory + "/v1/" + next)
+            }
+        }
+        return files
+    }
+
+    func reopen() throws -> DiskCache {
+        cache.stop()
+        let fresh = try DiskCache(directory: directory, limits: cache.currentLimits, logger: Logger(label: "test"))
+        fresh.start()
+        return fresh
+    }
+
+    deinit {
+        cache.stop()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+}
+
+/// Reads a hit's body from `cache` through its open file; verifies unverified entries first.
+func read(_ cache: DiskCache, _ path: String, request: HTTPHeaders = [:]) -> [UInt8]? {
+    for _ in 0..<2 {
+        switch cache.lookup(Fixtures.key(path), request: request) {
+        case .miss:
+            return nil
+        case .hit(let stored):
+            return body(of: stored)
+        case .unverified(let name):
+            let done = DispatchSemaphore(value: 0)
+            let result = Mutex<DiskCache.Verification?>(nil)
+            cache.verify(name) { verification in
+                result.withLock { $0 = verification }
+                done.signal()
+            }
+            done.wait()
+            if case .sound(let checked?) = result.withLock({ $0 }) { return body(of: checked) }
+        }
+    }
+    return nil
+}
+
+/// A stored response's body, wherever it lives.
+func body(of stored: StoredResponse) -> [UInt8]? {
+    if case .file(let file, let offset, let length) = stored.body {
+        return try? FileSystem.read(file.fd, at: offset, count: Int(length))
+    }
+    return stored.memoryBody
+}
+
+func fileSize(_ path: String) -> Int {
+    ((try? FileManager.default.attributesOfItem(atPath: path)[.size]) as? Int) ?? -1
+}
+
+func pattern(_ count: Int, seed: UInt8 = 1) -> [UInt8] {
+    (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ Int(seed)) }
+}
+
+/// A complete in-memory response for `path` with `body`.
+func complete(_ path: String, body: [UInt8]) -> (StoredResponse, DiskEntryFormat.Head) {
+    let stored = Fixtures.response(path).withBody(.memory(body))
+    let head = DiskEntryFormat.Head(
+        key: stored.key.url, status: 200, reason: "OK", requestTime: 100, responseTime: 101, vary: [:],
+        headers: ["Cache-Control": "max-age=60"])
+    return (stored, head)
+}
+
+/// Rewrites the fixture's first segment file through `edit` (damage, as a crash or a bad
+/// disk would leave it); returns its path.
+@discardableResult
+func editFirstSegment(_ fixture: DiskFixture, _ edit: (inout Data) throws -> Void) throws -> String {
+    let segment = try #require(fixture.segmentFiles().first)
+    var bytes = try Data(contentsOf: URL(fileURLWithPath: segment))
+    try edit(&bytes)
+    try bytes.write(to: URL(fileURLWithPath: segment))
+    return segment
+}
+
+/// Stores each path inline, in order, with a body of `size` bytes from its seed.
+func storeInline(_ fixture: DiskFixture, _ entries: [(path: String, seed: UInt8)], size: Int) {
+    for (path, seed) in entries {
+        let (stored, head) = complete(path, body: pattern(size, seed: seed))
+        #expect(fixture.cache.storeInline(stored, head: head), "\(path) stored")
+    }
+}

@@ -1,0 +1,182 @@
+import Foundation
+import LarderHTTP
+import LarderIO
+import Logging
+import Synchronization
+import Testing
+
+@testable import LarderCache
+
+/// Segment files: records appended back to back.
+@Suite(.timeLimit(.minutes(1))) struct DiskSegmentTests {
+    // MARK: Segment files
+
+    @Test func segmentRecordsSurviveARestartWithTheirPurgesAndReplacements() throws {
+        let fixture = try DiskFixture()
+        storeInline(fixture, [("/keep", 1), ("/purged", 2), ("/replaced", 3)], size: 2000)
+        let (newer, head) = complete("/replaced", body: pattern(3000, seed: 4))
+        #expect(fixture.cache.storeInline(newer, head: head))
+        #expect(fixture.cache.purge(Fixtures.key("/purged")))
+        fixture.cache.drain()
+        #expect(fixture.segmentFiles().count == 1, "small entries share a segment")
+        #expect(fixture.entryFiles().count == 1, "and have no files of their own")
+        let reopened = try fixture.reopen()
+        waitForIndex(reopened)
+        reopened.drain()
+        #expect(read(reopened, "/keep") == pattern(2000, seed: 1))
+        #expect(read(reopened, "/purged") == nil, "a purge is kept in the segment")
+        #expect(read(reopened, "/replaced") == pattern(3000, seed: 4), "the newer record wins")
+        #expect(reopened.statistics.entries == 2)
+        #expect(reopened.statistics.corruptions == 0)
+        reopened.stop()
+    }
+
+    @Test func replacementCutShortByACrashKeepsTheNewerRecord() throws {
+        let fixture = try DiskFixture()
+        let (old, head) = complete("/r", body: pattern(3000, seed: 1))
+        #expect(fixture.cache.storeInline(old, head: head))
+        // The old record is freed on the writer thread; hold it there and take the directory
+        // as a crash would leave it: both records live.
+        let gate = fixture.holdWriter()
+        let (new, _) = complete("/r", body: pattern(3000, seed: 2))
+        #expect(fixture.cache.storeInline(new, head: head))
+        let crashed = fixture.directory + "-crashed"
+        try FileManager.default.copyItem(atPath: fixture.directory, toPath: crashed)
+        defer { try? FileManager.default.removeItem(atPath: crashed) }
+        gate.signal()
+        let recovered = try DiskCache(directory: crashed, limits: fixture.cache.currentLimits, logger: Logger(label: "test"))
+        recovered.start()
+        waitForIndex(recovered)
+        recovered.drain()
+        #expect(read(recovered, "/r") == pattern(3000, seed: 2), "the later record wins")
+        #expect(recovered.statistics.entries == 1)
+        recovered.stop()
+        let segment = crashed + "/v1/" + DiskSegments.relativePath(1)
+        let text = String(decoding: try #require(FileManager.default.contents(atPath: segment)), as: UTF8.self)
+        #expect(text.hasPrefix(DiskEntryFormat.freedMagic), "the scan marked the earlier record freed")
+    }
+
+    @Test func recordCutShortByACrashIsCutOffAndTheOthersKept() throws {
+        let fixture = try DiskFixture()
+        // Paths of one length: records of one length.
+        storeInline(fixture, [("/rec1", 1), ("/rec2", 2), ("/torn", 3)], size: 5000)
+        let segment = try #require(fixture.segmentFiles().first)
+        let whole = fileSize(segment)
+        let recordLength = whole / 3
+        truncate(segment, off_t(whole - 2000))  // what a crash in the middle of the last append leaves
+        let reopened = try fixture.reopen()
+        waitForIndex(reopened)
+        reopened.drain()
+        #expect(fileSize(segment) == 2 * recordLength, "cut at the end of the last whole record")
+        #expect(read(reopened, "/rec1") == pattern(5000, seed: 1))
+        #expect(read(reopened, "/rec2") == pattern(5000, seed: 2))
+        #expect(read(reopened, "/torn") == nil)
+        #expect(reopened.statistics.entries == 2)
+        let (after, head) = complete("/after", body: pattern(100))
+        #expect(reopened.storeInline(after, head: head))
+        #expect(read(reopened, "/after") == pattern(100), "new records go to a new segment")
+        reopened.stop()
+    }
+
+    @Test func damagedRecordIsDroppedAndItsNeighboursServed() throws {
+        let fixture = try DiskFixture()
+        storeInline(fixture, [("/a", 1), ("/b", 2), ("/c", 3)], size: 4000)
+        try editFirstSegment(fixture) { bytes in bytes[bytes.count / 2] ^= 0x01 }  // inside /b's body
+        let reopened = try fixture.reopen()
+        waitForIndex(reopened)
+        #expect(read(reopened, "/b") == nil, "a body that fails its checksum is never served")
+        #expect(read(reopened, "/a") == pattern(4000, seed: 1))
+        #expect(read(reopened, "/c") == pattern(4000, seed: 3))
+        #expect(reopened.statistics.corruptions == 1)
+        reopened.drain()
+        let again = try DiskCache(directory: fixture.directory, limits: reopened.currentLimits, logger: Logger(label: "test"))
+        reopened.stop()
+        again.start()
+        waitForIndex(again)
+        #expect(again.statistics.entries == 2, "the damaged record stays dropped")
+        #expect(read(again, "/c") == pattern(4000, seed: 3))
+        again.stop()
+    }
+
+    @Test func refreshRewritesARecordAndKeepsItsBody() throws {
+        let fixture = try DiskFixture()
+        storeInline(fixture, [("/r", 1)], size: 3000)
+        let refreshed = Fixtures.response(
+            "/r", headers: ["Cache-Control": "max-age=60", "ETag": "\"v2\""], responseTime: 2000)
+        fixture.cache.refresh(refreshed)
+        fixture.cache.drain()
+        guard case .hit(let stored) = fixture.cache.lookup(Fixtures.key("/r"), request: [:]) else {
+            Issue.record("no hit after the refresh")
+            return
+        }
+        #expect(stored.headers["ETag"] == "\"v2\"")
+        #expect(stored.responseTime == 2000)
+        #expect(fixture.read("/r") == pattern(3000, seed: 1), "the body is copied, not taken from the refresh")
+        #expect(fixture.cache.statistics.entries == 1)
+        let reopened = try fixture.reopen()
+        waitForIndex(reopened)
+        #expect(read(reopened, "/r") == pattern(3000, seed: 1))
+        #expect(reopened.statistics.entries == 1, "the record the refresh replaced stays freed")
+        guard case .hit(let after) = reopened.lookup(Fixtures.key("/r"), request: [:]) else {
+            Issue.record("no hit after the restart")
+            return
+        }
+        #expect(after.headers["ETag"] == "\"v2\"")
+        reopened.stop()
+    }
+
+    @Test func recordWithAnUnreadableHeadIsDroppedAndTheSegmentReadOn() throws {
+        let fixture = try DiskFixture()
+        storeInline(fixture, [("/a", 1), ("/b", 2), ("/c", 3)], size: 1000)
+        let segment = try editFirstSegment(fixture) { bytes in
+            // Same length, so the preamble still says where the next record starts.
+            let status = try #require(bytes.range(of: Data("key http://example.org/b\nstatus 200".utf8)))
+            bytes.replaceSubrange(status.upperBound - 3..<status.upperBound, with: Data("2x0".utf8))
+        }
+        let reopened = try fixture.reopen()
+        waitForIndex(reopened)
+        reopened.drain()
+        #expect(read(reopened, "/b") == nil)
+        #expect(read(reopened, "/a") == pattern(1000, seed: 1))
+        #expect(read(reopened, "/c") == pattern(1000, seed: 3), "records after it are still found")
+        #expect(reopened.statistics.corruptions == 1)
+        let text = String(decoding: try #require(FileManager.default.contents(atPath: segment)), as: UTF8.self)
+        #expect(text.contains(DiskEntryFormat.freedMagic + "\(DiskEntryFormat.version)\n"), "the record is marked freed")
+        reopened.stop()
+    }
+
+    @Test func compactionKeepsSegmentsUnderTheLimitAndEntriesIntact() throws {
+        // 1 MiB: 256 KiB segments. Rewriting a working set of 100 keys leaves dead records
+        // behind; new keys push the total past the limit.
+        let limit: Int64 = 1 << 20
+        let fixture = try DiskFixture(maxBytes: limit)
+        var latest: [String: UInt8] = [:]
+        for round in 0..<12 {
+            for index in 0..<100 {
+                let path = index < 50 ? "/hot\(index)" : "/cold\(round)-\(index)"
+                let seed = UInt8(truncatingIfNeeded: round * 7 + index)
+                let (stored, head) = complete(path, body: pattern(1500 + index * 10, seed: seed))
+                #expect(fixture.cache.storeInline(stored, head: head))
+                latest[path] = seed
+            }
+            fixture.cache.drain()
+            let onDisk = fixture.entryFiles().reduce(0) { $0 + fileSize($1) }
+            #expect(onDisk <= Int(limit), "round \(round): \(onDisk) bytes on disk")
+            #expect(Int64(onDisk) == fixture.cache.statistics.bytes, "the tier counts what is on disk")
+        }
+        #expect(fixture.cache.statistics.evictions > 0)
+        for index in 0..<50 {
+            let path = "/hot\(index)"
+            #expect(fixture.read(path) == pattern(1500 + index * 10, seed: latest[path]!), "\(path) after compactions")
+        }
+        let reopened = try fixture.reopen()
+        waitForIndex(reopened)
+        reopened.drain()
+        #expect(reopened.statistics.entries == fixture.cache.statistics.entries)
+        for index in 0..<50 {
+            let path = "/hot\(index)"
+            #expect(read(reopened, path) == pattern(1500 + index * 10, seed: latest[path]!), "\(path) after a restart")
+        }
+        reopened.stop()
+    }
+}
