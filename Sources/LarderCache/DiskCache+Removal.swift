@@ -89,7 +89,7 @@ extension DiskCache {
                     guard body.count == Int(old.head.bodyLength) else {
                         throw DiskEntryFormat.Problem.truncated(expected: old.head.bodyLength, actual: Int64(body.count))
                     }
-                    appendRecord(entry, head: entryHead, body: body, onWriter: true)
+                    appendRecord(entry, head: entryHead, body: body)
                     return
                 }
                 let fd = try FileSystem.createExclusive(temporary)

@@ -33,37 +33,164 @@ extension DiskCache {
         let key = stored.key
         let wireFields = stored.wireFields
         writer.submit(wake: wakeWriter) { [self] in
-            writeEntry(key: key, name: name, head: head, wireFields: wireFields, body: body, onWriter: true)
+            writeEntry(key: key, name: name, head: head, wireFields: wireFields, body: body)
         }
     }
 
-    /// Stores a small complete response on the calling thread (an event loop, after its batch
-    /// of responses went out), as nginx does: on one core, handing a 1 KiB entry to the writer
-    /// thread costs more in wake-ups and context switches than appending it to a segment.
-    /// Returns false, doing nothing, when the entry must go to ``store(_:head:wakeWriter:)``
-    /// instead: the body is over ``inlineLimit``, or an inline write was slow recently — one
-    /// write over ``slowInlineWrite`` sends every write to the writer for ``inlineBackoff``, so
-    /// a slow or stalled disk costs the loop one stall, not one per miss. (Deletions queued on
-    /// the writer cannot undo an inline store: they name the file or record they remove, and a
-    /// record appended now is neither.) `body` and `head` as for ``store(_:body:head:wakeWriter:)``.
+    /// Stores a small complete response on the calling thread: ``storeInline(_:budgetNanos:)``
+    /// for one response. Returns false, doing nothing, when the entry must go to
+    /// ``store(_:body:head:wakeWriter:)`` instead. `body` and `head` as for that method.
     public func storeInline(_ stored: StoredResponse, body: [UInt8]? = nil, head: DiskEntryFormat.Head) -> Bool {
         assert(head.headers == stored.headers, "the entry's fields are taken from stored")
-        guard stored.bodyLength <= DiskCache.inlineLimit, let body = body ?? stored.memoryBody else { return false }
-        guard Clocks.monotonicNanos() >= inlineAllowedAfter.load(ordering: .relaxed), !isDegraded,
-            Int64(body.count) <= limits.withLock({ $0.maxObjectBytes })
-        else { return false }
-        let name = DiskCache.fileName(key: stored.key, vary: head.vary)
-        let fileNanos = writeEntry(
-            key: stored.key, name: name, head: head, wireFields: stored.wireFields, body: body, onWriter: false)
-        // Only the file calls count: indexing is CPU work, and a slow disk is what must not
-        // stall a loop.
-        if let fileNanos, fileNanos > slowInlineWrite.load(ordering: .relaxed) {
-            inlineAllowedAfter.store(Clocks.monotonicNanos() + DiskCache.inlineBackoff, ordering: .relaxed)
-            logger.notice(
-                "slow disk cache write; writing on the disk thread for 30s",
-                metadata: ["milliseconds": "\(fileNanos / 1_000_000)", "directory": "\(directory)"])
+        guard let body = body ?? stored.memoryBody else { return false }
+        return storeInline([TieredCache.PendingStore(response: stored, body: body, head: head)], budgetNanos: .max).isEmpty
+    }
+
+    /// Stores small complete responses on the calling thread (an event loop, after its batch
+    /// of responses went out), as nginx does: on one core, handing a 1 KiB entry to the writer
+    /// thread costs more in wake-ups and context switches than appending it to a segment. The
+    /// records of a batch go to one segment in one `pwrite` (up to ``inlineChunkBytes``), so a
+    /// loop makes one file call per epoll batch, not one per miss.
+    ///
+    /// Returns the stores left for ``store(_:body:head:wakeWriter:)``: bodies over
+    /// ``inlineLimit``; every store while an inline write was slow recently (one write over
+    /// ``slowInlineWrite`` sends every write to the writer for ``inlineBackoff``, so a slow or
+    /// stalled disk costs the loop one stall, not one per miss); and what remains once
+    /// `budgetNanos` have passed. (Deletions queued on the writer cannot undo an
+    /// inline store: they name the file or record they remove, and a record appended now is
+    /// neither.) A failed write is dropped with the rest of its batch: the tier then refuses
+    /// writes for a while (``writeFailed(_:)``).
+    public func storeInline(_ stores: [TieredCache.PendingStore], budgetNanos: UInt64) -> [TieredCache.PendingStore] {
+        guard Clocks.monotonicNanos() >= inlineAllowedAfter.load(ordering: .relaxed), !isDegraded else { return stores }
+        let maxObject = limits.withLock { $0.maxObjectBytes }
+        var left: [TieredCache.PendingStore] = []
+        var records: [InlineRecord] = []
+        records.reserveCapacity(stores.count)
+        for (position, store) in stores.enumerated() {
+            assert(store.head.headers == store.response.headers, "the entry's fields are taken from stored")
+            guard store.body.count <= DiskCache.inlineLimit, Int64(store.body.count) <= maxObject else {
+                left.append(store)
+                continue
+            }
+            records.append(InlineRecord(store, source: position))
         }
-        return true
+        let started = Clocks.monotonicNanos()
+        var next = records.startIndex
+        while next < records.endIndex {
+            guard let (written, nanos) = appendRecords(records[next...]) else { break }
+            next += written
+            // Only the file calls count: indexing is CPU work, and a slow disk is what must not
+            // stall a loop.
+            if nanos > slowInlineWrite.load(ordering: .relaxed) {
+                inlineAllowedAfter.store(Clocks.monotonicNanos() + DiskCache.inlineBackoff, ordering: .relaxed)
+                logger.notice(
+                    "slow disk cache write; writing on the disk thread for 30s",
+                    metadata: ["milliseconds": "\(nanos / 1_000_000)", "directory": "\(directory)"])
+                break
+            }
+            if Clocks.monotonicNanos() &- started >= budgetNanos { break }
+        }
+        if !isDegraded {
+            left.append(contentsOf: records[next...].map { stores[$0.source] })
+        }
+        if index.withLock({ $0.physicalBytes }) > limits.withLock({ $0.maxBytes }) {
+            writer.submit { [self] in evictIfNeeded() }
+        }
+        return left
+    }
+
+    /// A response's record, ready to append: its index entry (segment and offset to come), its
+    /// preamble and head, and its body.
+    struct InlineRecord {
+        var entry: DiskIndex.Entry
+        let head: [UInt8]
+        let body: [UInt8]
+        /// Its position in the batch it came from.
+        let source: Int
+
+        init(_ store: TieredCache.PendingStore, source: Int) {
+            var checksum = BodyChecksum()
+            checksum.update(store.body)
+            head = DiskEntryFormat.entryHead(
+                store.head, wireFields: store.response.wireFields, bodyLength: Int64(store.body.count),
+                bodyChecksum: checksum.value)
+            body = store.body
+            entry = DiskIndex.Entry(
+                key: store.response.key, vary: store.head.vary,
+                name: DiskCache.fileName(key: store.response.key, vary: store.head.vary),
+                size: Int64(head.count + store.body.count), verified: true)
+            self.source = source
+        }
+    }
+
+    /// At most this many bytes of records go to a segment in one write.
+    static let inlineChunkBytes = 1 << 20
+
+    /// Appends the first records of `records` to one segment with one write — as many as fit
+    /// under the segment's limit and ``inlineChunkBytes``, at least one — and indexes them under
+    /// one lock; the records they replace are freed on the writer thread. Returns how many were
+    /// written and the time the file calls took; nil when the write failed.
+    func appendRecords(_ records: ArraySlice<InlineRecord>) -> (count: Int, fileNanos: UInt64)? {
+        let start = Clocks.monotonicNanos()
+        let limit = DiskCache.segmentLimit(maxBytes: limits.withLock { $0.maxBytes })
+        var appender: DiskSegments.Appender
+        do throws(SystemError) {
+            appender = try segments.take(entries: entriesDirectoryFD.load(ordering: .acquiring))
+        } catch {
+            writeFailed(error)
+            return nil
+        }
+        // A record goes in while the segment is under its limit: the same rule as one append
+        // at a time (a segment is sealed once an append takes it to the limit).
+        let base = appender.size
+        var length = 0
+        var end = records.startIndex
+        while end < records.endIndex, base + Int64(length) < limit {
+            let size = records[end].head.count + records[end].body.count
+            guard length == 0 || length + size <= DiskCache.inlineChunkBytes else { break }
+            length += size
+            end += 1
+        }
+        do throws(SystemError) {
+            if end - records.startIndex == 1 {
+                let record = records[records.startIndex]
+                _ = try segments.append(&appender, head: record.head, body: record.body)
+            } else {
+                var bytes: [UInt8] = []
+                bytes.reserveCapacity(length)
+                for record in records[..<end] {
+                    bytes.append(contentsOf: record.head)
+                    bytes.append(contentsOf: record.body)
+                }
+                _ = try segments.append(&appender, bytes: bytes)
+            }
+        } catch {
+            let failed = appender
+            index.withLock { $0.recordSegment(failed.id, size: failed.size, sealed: true) }
+            writeFailed(error)
+            return nil
+        }
+        let fileNanos = Clocks.monotonicNanos() - start
+        let sealed = appender.size >= limit
+        let filled = appender
+        let replaced = index.withLock { index in
+            index.recordSegment(filled.id, size: filled.size, sealed: sealed)
+            var offset = base
+            var replaced: [DiskIndex.Entry] = []
+            for record in records[..<end] {
+                var entry = record.entry
+                entry.segment = filled.id
+                entry.offset = offset
+                offset += entry.size
+                if let old = index.insert(entry) { replaced.append(old) }
+            }
+            return replaced
+        }
+        segments.giveBack(appender, sealed: sealed)
+        let count = end - records.startIndex
+        writesCompleted.add(count)
+        if !replaced.isEmpty { writer.submit { [self] in dispose(replaced) } }
+        return (count, fileNanos)
     }
 
     /// Bodies up to this size are records in segment files, and may be written by
@@ -85,13 +212,12 @@ extension DiskCache {
         Int(2 * maxBytes / segmentLimit(maxBytes: maxBytes)) + 8
     }
 
-    /// Writes an entry and indexes it: a record appended to a segment up to ``inlineLimit``,
-    /// else a file. Eviction runs here when `onWriter`; an event loop asks the writer for it
-    /// instead. Returns the time the file calls took, or nil when the entry could not be stored.
+    /// Writes an entry and indexes it, on the writer thread: a record appended to a segment up
+    /// to ``inlineLimit``, else a file; then evicts if the tier is over its limit. Returns the
+    /// time the file calls took, or nil when the entry could not be stored.
     @discardableResult
     func writeEntry(
-        key: CacheKey, name: String, head: DiskEntryFormat.Head, wireFields: ArraySlice<UInt8>?, body: [UInt8],
-        onWriter: Bool
+        key: CacheKey, name: String, head: DiskEntryFormat.Head, wireFields: ArraySlice<UInt8>?, body: [UInt8]
     ) -> UInt64? {
         var checksum = BodyChecksum()
         checksum.update(body)
@@ -101,24 +227,20 @@ extension DiskCache {
             key: key, vary: head.vary, name: name, size: Int64(entryHead.count + body.count), verified: true)
         let elapsed: UInt64?
         if body.count <= DiskCache.inlineLimit {
-            elapsed = appendRecord(entry, head: entryHead, body: body, onWriter: onWriter)
+            elapsed = appendRecord(entry, head: entryHead, body: body)
         } else {
             elapsed = writeFile(entry, head: entryHead, body: body)
         }
         guard let elapsed else { return nil }
-        if onWriter {
-            evictIfNeeded()
-        } else if index.withLock({ $0.physicalBytes }) > limits.withLock({ $0.maxBytes }) {
-            writer.submit { [self] in evictIfNeeded() }
-        }
+        evictIfNeeded()
         return elapsed
     }
 
-    /// Appends `entry` as a record (``appendToSegment(head:body:place:)``) and indexes it; the
-    /// record it replaces, if any, is freed on the writer thread. Returns the time the file
-    /// calls took, nil when the record could not be stored.
+    /// Appends `entry` as a record (``appendToSegment(head:body:place:)``) and indexes it, on the
+    /// writer thread; the record it replaces, if any, is freed. Returns the time the file calls
+    /// took, nil when the record could not be stored.
     @discardableResult
-    func appendRecord(_ entry: DiskIndex.Entry, head: [UInt8], body: [UInt8], onWriter: Bool) -> UInt64? {
+    func appendRecord(_ entry: DiskIndex.Entry, head: [UInt8], body: [UInt8]) -> UInt64? {
         let replaced: DiskIndex.Entry?
         let fileNanos: UInt64
         do throws(SystemError) {
@@ -133,9 +255,7 @@ extension DiskCache {
             return nil
         }
         writesCompleted.add(1)
-        if let replaced {
-            if onWriter { dispose([replaced]) } else { writer.submit { [self] in dispose([replaced]) } }
-        }
+        if let replaced { dispose([replaced]) }
         return fileNanos
     }
 

@@ -97,6 +97,20 @@ final class DiskSegments: Sendable {
         return offset
     }
 
+    /// Appends records already laid out back to back in `bytes`, with one write; returns their
+    /// offset. A failed write is cut off again, as in ``append(_:head:body:)``.
+    func append(_ appender: inout Appender, bytes: [UInt8]) throws(SystemError) -> Int64 {
+        let offset = appender.size
+        do {
+            try FileSystem.writeAll(appender.file.fd, bytes, at: offset)
+        } catch {
+            try? FileSystem.truncate(appender.file.fd, to: offset)
+            throw error
+        }
+        appender.size = offset + Int64(bytes.count)
+        return offset
+    }
+
     /// The shared descriptor of segment `id`, nil when it is gone.
     func file(_ id: UInt32) -> OpenFile? {
         files.withLock { $0[id] }

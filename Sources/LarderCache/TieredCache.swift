@@ -138,18 +138,11 @@ public final class TieredCache: Sendable {
     /// in wake-ups than a small entry's file calls.
     public func storeOnDisk(_ stores: [PendingStore], budgetNanos: UInt64) {
         guard let disk, !stores.isEmpty else { return }
-        let deadline = Clocks.monotonicNanos() &+ budgetNanos
-        var inline = true
-        var queued = false
-        for store in stores {
-            if inline && disk.storeInline(store.response, body: store.body, head: store.head) {
-                inline = Clocks.monotonicNanos() < deadline
-            } else {
-                disk.store(store.response, body: store.body, head: store.head, wakeWriter: false)
-                queued = true
-            }
+        let left = disk.storeInline(stores, budgetNanos: budgetNanos)
+        for store in left {
+            disk.store(store.response, body: store.body, head: store.head, wakeWriter: false)
         }
-        if queued { disk.wakeWriter() }
+        if !left.isEmpty { disk.wakeWriter() }
     }
 
     /// A stored response freshened by a 304 or a matching HEAD (RFC 9111 §4.3.4, §4.3.5): the

@@ -7,8 +7,82 @@ import Testing
 
 @testable import LarderCache
 
-/// Segment files: records appended back to back.
+/// Segment files: records appended back to back, one write per batch of inline stores.
 @Suite(.timeLimit(.minutes(1))) struct DiskSegmentTests {
+    // MARK: Batches of inline stores
+
+    /// Pending stores of `count` bodies of `size` bytes, paths `/<prefix><n>`.
+    private func batch(_ prefix: String, count: Int, size: Int) -> [TieredCache.PendingStore] {
+        (0..<count).map { index in
+            let (stored, head) = complete("/\(prefix)\(index)", body: pattern(size, seed: UInt8(index % 200)))
+            return TieredCache.PendingStore(response: stored, body: stored.memoryBody ?? [], head: head)
+        }
+    }
+
+    /// An epoll batch's misses go to disk in one write: even with no time budget left after the
+    /// first write, the whole batch is stored, back to back in one segment, and read back, also
+    /// after a restart.
+    @Test func aBatchOfInlineStoresIsOneWrite() throws {
+        let fixture = try DiskFixture()
+        let stores = batch("b", count: 40, size: 1024)
+        #expect(fixture.cache.storeInline(stores, budgetNanos: 0).isEmpty, "nothing left for the writer")
+        let segments = fixture.segmentFiles()
+        #expect(segments.count == 1)
+        let recordBytes = fixture.cache.index.withLock { index in
+            (0..<40).compactMap { index.lookup(Fixtures.key("/b\($0)")).first?.size }.reduce(0, +)
+        }
+        #expect(Int64(fileSize(segments[0])) == recordBytes, "the records and nothing else")
+        for index in 0..<40 {
+            #expect(fixture.read("/b\(index)") == pattern(1024, seed: UInt8(index)), "/b\(index)")
+        }
+        let reopened = try fixture.reopen()
+        waitForIndex(reopened)
+        for index in 0..<40 {
+            #expect(read(reopened, "/b\(index)") == pattern(1024, seed: UInt8(index)), "/b\(index) after a restart")
+        }
+        reopened.stop()
+    }
+
+    /// A write holds at most `inlineChunkBytes`; once the budget is spent, the rest of the batch
+    /// is handed back for the writer thread, and bodies over the inline limit are handed back
+    /// untouched.
+    @Test func aLargeBatchIsWrittenInChunksWithinItsBudget() throws {
+        let fixture = try DiskFixture()
+        let size = 60 << 10
+        var stores = batch("c", count: 40, size: size)
+        let (large, largeHead) = complete("/large", body: pattern(DiskCache.inlineLimit + 1))
+        stores.insert(TieredCache.PendingStore(response: large, body: large.memoryBody ?? [], head: largeHead), at: 3)
+        let left = fixture.cache.storeInline(stores, budgetNanos: 0)
+        let leftPaths = Set(left.map(\.response.key.url))
+        #expect(leftPaths.contains(Fixtures.key("/large").url))
+        let written = 41 - left.count
+        #expect(written >= 1 && written <= DiskCache.inlineChunkBytes / size, "one chunk: \(written) records")
+        for index in 0..<40 {
+            let path = "/c\(index)"
+            let expected = leftPaths.contains(Fixtures.key(path).url) ? nil : pattern(size, seed: UInt8(index))
+            #expect(fixture.read(path) == expected, "\(path)")
+        }
+        #expect(fixture.cache.storeInline(left, budgetNanos: .max).map(\.response.key.url) == [Fixtures.key("/large").url])
+        for index in 0..<40 {
+            #expect(fixture.read("/c\(index)") == pattern(size, seed: UInt8(index)), "/c\(index) with a budget")
+        }
+    }
+
+    /// A batch fills a segment up to its limit as single appends do (a record goes in while
+    /// the segment is under it), then goes on in a new one.
+    @Test func aBatchGoesOnInANewSegmentAtTheSegmentLimit() throws {
+        let maxBytes: Int64 = 16 << 20
+        let fixture = try DiskFixture(maxBytes: maxBytes)
+        let limit = DiskCache.segmentLimit(maxBytes: maxBytes)
+        #expect(fixture.cache.storeInline(batch("s", count: 10, size: 60 << 10), budgetNanos: .max).isEmpty)
+        let sizes = fixture.segmentFiles().map(fileSize)
+        #expect(sizes.count == 2, "\(sizes)")
+        #expect(Int64(sizes[0]) >= limit && Int64(sizes[0]) < limit + (62 << 10), "sealed just past the limit: \(sizes)")
+        for index in 0..<10 {
+            #expect(fixture.read("/s\(index)") == pattern(60 << 10, seed: UInt8(index)), "/s\(index)")
+        }
+    }
+
     // MARK: Segment files
 
     @Test func segmentRecordsSurviveARestartWithTheirPurgesAndReplacements() throws {
