@@ -120,7 +120,9 @@ extension ClientConnection: RequestBodySource {
             dedupAlways: exchange.route?.dedup == .always, options: options, runtime: runtime, proxy: proxy)
         if let buffered = exchange.bufferedBody, exchange.requestBodyComplete {
             fill.ownedBodySource = BufferedBody(buffered)
-        } else {
+        } else if body != nil {
+            // Only a request with a body: the first weak reference to a connection gives it a
+            // side table, and every retain and release of it takes the slow path from then on.
             fill.bodySource = self
         }
         exchange.fill = fill
