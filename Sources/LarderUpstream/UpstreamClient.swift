@@ -271,9 +271,11 @@ public final class UpstreamClient {
         let verdict = transfer.deadline.check(now: now)
         guard let message = transfer.deadline.describe(verdict) else {
             guard case .lookAgain(let deadline) = verdict else { return }
-            transfer.timeoutToken = loop.schedule(afterNanos: deadline > now ? deadline - now : 0) { [weak self, weak transfer] in
-                guard let self, let transfer else { return }
-                self.timeoutFired(transfer)
+            // Strong captures: the timer is cancelled when the transfer is released, and a
+            // released transfer's timer does nothing (`key` is nil). A weak reference would give
+            // the transfer a side table, and every retain and release of it the slow path.
+            transfer.timeoutToken = loop.schedule(afterNanos: deadline > now ? deadline - now : 0) { [self] in
+                timeoutFired(transfer)
             }
             return
         }
@@ -371,9 +373,9 @@ public final class UpstreamTransfer {
         deadline = TransferDeadline(timeout: request.timeout.totalNanoseconds, minRate: request.minRate, now: now)
         let timeout = request.timeout.totalNanoseconds
         guard timeout > 0 else { return }
-        timeoutToken = client.schedule(afterNanos: timeout) { [weak self] in
-            guard let self else { return }
-            self.client.timeoutFired(self)
+        // A strong capture, as in `UpstreamClient.timeoutFired(_:)`: `disarmTimeout` drops it.
+        timeoutToken = client.schedule(afterNanos: timeout) { [self] in
+            client.timeoutFired(self)
         }
     }
 
