@@ -2,7 +2,9 @@
 # User-space instructions per request (callgrind's Ir) for one or more Larder binaries, over N
 # sequential requests on one curl connection through the local nginx origin. Unlike timings,
 # instruction counts repeat to within a few per cent on a noisy VM (hits: to 0.1 %), so small
-# changes on the request path can be measured. Kernel time is not counted.
+# changes on the request path can be measured. Kernel time is not counted. Swift's hashing is
+# made deterministic (SWIFT_DETERMINISTIC_HASHING), but a miss's count still moves by up to
+# 2.5 % between runs of one binary: name a binary more than once and compare the lowest.
 #
 #   Benchmarks/instructions-per-request.sh [-w miss|hit] [-n REQUESTS] [-b] BIN...
 #
@@ -42,7 +44,7 @@ for index in "${!binaries[@]}"; do
     copy="$dir/bin$index"
     objcopy --strip-debug "$binary" "$copy"
     mkdir -p "$dir/cache$index"
-    valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$dir/bin$index.out" \
+    SWIFT_DETERMINISTIC_HASHING=1 valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$dir/bin$index.out" \
         "$copy" serve --config "${CONFIG:-Benchmarks/shared-bench.toml}" --listen "127.0.0.1:$PROXY_PORT" \
         --admin-listen 127.0.0.1:0 --cache-dir "$dir/cache$index" >/dev/null 2>"$dir/valgrind$index.err" &
     proxy=$!; pids+=("$proxy")
