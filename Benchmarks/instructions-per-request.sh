@@ -4,7 +4,8 @@
 # instruction counts repeat to within a few per cent on a noisy VM (hits: to 0.1 %), so small
 # changes on the request path can be measured. Kernel time is not counted. Swift's hashing is
 # made deterministic (SWIFT_DETERMINISTIC_HASHING), but a miss's count still moves by up to
-# 2.5 % between runs of one binary: name a binary more than once and compare the lowest.
+# 2.5 % between runs of one binary (lower when the origin's answer is already there at curl's
+# first readiness check): name a binary more than once and compare the lowest.
 #
 #   Benchmarks/instructions-per-request.sh [-w miss|hit] [-n REQUESTS] [-b] BIN...
 #
