@@ -116,11 +116,6 @@ struct DiskIndex {
     /// Adds or replaces (same file name) an entry; returns the entry it replaced.
     @discardableResult
     mutating func insert(_ entry: Entry) -> Entry? {
-        var replaced: Entry?
-        if let existing = byName[entry.name] {
-            replaced = slots[existing]
-            removeSlot(existing)
-        }
         let index: Int
         if let reused = free.popLast() {
             index = reused
@@ -129,7 +124,12 @@ struct DiskIndex {
             index = slots.count
             slots.append(entry)
         }
-        byName[entry.name] = index
+        // One probe of the name: the entry it replaces, if any, comes back from the store.
+        var replaced: Entry?
+        if let existing = byName.updateValue(index, forKey: entry.name) {
+            replaced = slots[existing]
+            removeSlot(existing, keepingName: true)
+        }
         byKey[entry.key, default: []].append(index)
         if entry.key.isSlice { slicesInserted.add(1) }
         linkNewest(index)
@@ -252,10 +252,11 @@ struct DiskIndex {
 
     // MARK: List maintenance
 
-    private mutating func removeSlot(_ index: Int) {
+    /// Drops slot `index`; `keepingName` when its name already points at the entry replacing it.
+    private mutating func removeSlot(_ index: Int, keepingName: Bool = false) {
         guard let entry = slots[index] else { return }
         unlink(index)
-        byName.removeValue(forKey: entry.name)
+        if !keepingName { byName.removeValue(forKey: entry.name) }
         if var siblings = byKey[entry.key] {
             siblings.removeAll { $0 == index }
             byKey[entry.key] = siblings.isEmpty ? nil : siblings

@@ -31,10 +31,21 @@ struct ShardedDictionary<Key: Hashable, Value> {
     subscript(key: Key, default defaultValue: @autoclosure () -> Value) -> Value {
         get { shards[Self.shard(key)][key] ?? defaultValue() }
         _modify {
+            // Counted from the shard's size rather than by looking the key up first: one probe.
             let shard = Self.shard(key)
-            if shards[shard][key] == nil { count += 1 }
+            let before = shards[shard].count
+            defer { count += shards[shard].count - before }
             yield &shards[shard][key, default: defaultValue()]
         }
+    }
+
+    /// Sets the value for `key`; returns the value it replaces (one probe, where a lookup and
+    /// then a store are two, each hashing the key twice).
+    @discardableResult
+    mutating func updateValue(_ value: Value, forKey key: Key) -> Value? {
+        let old = shards[Self.shard(key)].updateValue(value, forKey: key)
+        if old == nil { count += 1 }
+        return old
     }
 
     @discardableResult

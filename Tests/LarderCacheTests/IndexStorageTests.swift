@@ -10,17 +10,20 @@ import Testing
         var generator = SystemRandomNumberGenerator()
         for step in 0..<20_000 {
             let key = "k\(Int.random(in: 0..<3_000, using: &generator))"
-            switch step % 4 {
+            switch step % 5 {
             case 0, 1:
                 sharded[key] = step
                 reference[key] = step
             case 2:
                 #expect(sharded.removeValue(forKey: key) == reference.removeValue(forKey: key))
+            case 3:
+                #expect(sharded.updateValue(step, forKey: key) == reference.updateValue(step, forKey: key))
             default:
                 sharded[key, default: 0] += 1
                 reference[key, default: 0] += 1
             }
             #expect(sharded[key] == reference[key])
+            #expect(sharded.count == reference.count, "after step \(step)")
         }
         #expect(sharded.count == reference.count)
         #expect(Set(sharded.keys) == Set(reference.keys))
