@@ -6,10 +6,18 @@ public enum StableHash {
     public static func hex(_ text: String) -> String {
         var first: UInt64 = 0xcbf2_9ce4_8422_2325  // FNV-1a offset basis
         var second: UInt64 = 0x9e37_79b9_7f4a_7c15
-        for byte in text.utf8 {
+        func add(_ byte: UInt8) {
             first = (first ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
             second = (second ^ UInt64(byte)) &* 0xbf58_476d_1ce4_e5b9
             second ^= second >> 31
+        }
+        // The bytes in place when the string has them contiguous (native strings do): walking
+        // the UTF-8 view index by index cost as much as the hashing.
+        let inPlace: Void? = text.utf8.withContiguousStorageIfAvailable { bytes in
+            for byte in bytes { add(byte) }
+        }
+        if inPlace == nil {
+            for byte in text.utf8 { add(byte) }
         }
         let high = mix(first)
         let low = mix(second ^ first)
