@@ -195,14 +195,14 @@ extension IntegrationTests {
             let larder = try Larder(cacheDirectory: cache)
             usleep(300_000)
             #expect(larder.cacheFiles("tmp").isEmpty, "leftover temporary files are removed at start")
-            let fromDisk = try refetchAfterCrash(paths, through: larder, origin: origin, parallel: 50) { _ in size }
+            let fromDisk = try refetch(paths, through: larder, origin: origin, parallel: 50) { _ in size }
             print("after kill -9: \(fromDisk) of 50 entries were complete on disk and served from it")
         }
 
-        /// Fetches every path again through `larder` and straight from `origin`, `parallel` at a
-        /// time and both at once; expects identical bodies of `size(index)` bytes. Returns how
+        /// Fetches every path again through `larder` (after fills, a crash or a restart) and
+        /// straight from `origin`, `parallel` at a time and both at once; expects identical bodies of `size(index)` bytes. Returns how
         /// many came from disk (the origin saw only the direct request for them).
-        private func refetchAfterCrash(
+        private func refetch(
             _ paths: [String], through larder: Larder, origin: Origin, parallel: Int, size: (Int) -> Int
         ) throws -> Int {
             let before = try paths.map { try origin.count($0) }
@@ -230,6 +230,31 @@ extension IntegrationTests {
             return fromDisk
         }
 
+        /// 50 clients at once: a loop appends the records of each epoll batch with one write.
+        /// Every entry is then a disk hit with the origin's bytes, in the same process (whose
+        /// index placed each record) and after a restart (whose scan read them back).
+        @Test func concurrentSmallMissesAreAllOnDiskAndAfterARestart() throws {
+            let origin = try Origin()
+            let cache = Paths.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: cache) }
+            let paths = (0..<300).map { "/batch\($0)?size=\(200 + $0 * 37)&cc=max-age=600&delay=0.05" }
+            do {
+                let larder = try Larder(config: Self.diskOnly, cacheDirectory: cache)
+                var arguments = ["-s", "--max-time", "60", "--parallel", "--parallel-max", "50", "--proxy", larder.proxy]
+                for path in paths { arguments += ["-o", "/dev/null", origin.url(path)] }
+                let client = try ChildProcess("/usr/bin/curl", arguments)
+                client.process.waitUntilExit()
+                #expect(client.process.terminationStatus == 0)
+                let fromDisk = try refetch(paths, through: larder, origin: origin, parallel: 50) { 200 + $0 * 37 }
+                #expect(fromDisk == paths.count, "every entry is served from disk")
+                #expect(larder.stop() == 0)
+            }
+            let larder = try Larder(config: Self.diskOnly, cacheDirectory: cache)
+            let fromDisk = try refetch(paths, through: larder, origin: origin, parallel: 50) { 200 + $0 * 37 }
+            #expect(fromDisk == paths.count, "every entry stored before the stop is served from disk")
+            #expect(try Self.corruptions(larder) == 0)
+        }
+
         @Test func killNineDuringSmallFillsLeavesWholeRecords() throws {
             let origin = try Origin()
             let cache = Paths.temporaryDirectory()
@@ -253,7 +278,7 @@ extension IntegrationTests {
                 #expect(onDisk() >= 1_000_000, "the crash should come in the middle of the fills")
             }
             let larder = try Larder(cacheDirectory: cache)
-            let fromDisk = try refetchAfterCrash(paths, through: larder, origin: origin, parallel: 20) { 500 + $0 * 97 }
+            let fromDisk = try refetch(paths, through: larder, origin: origin, parallel: 20) { 500 + $0 * 97 }
             #expect(fromDisk >= 50, "the records appended before the crash are served from disk")
             #expect(!larder.child.stderr.contains("checksum mismatch"), "no record was served or kept half-written")
             print("after kill -9 during small fills: \(fromDisk) of \(paths.count) entries served from disk")
