@@ -194,7 +194,7 @@ extension DiskCache {
     }
 
     /// Bodies up to this size are records in segment files, and may be written by
-    /// ``storeInline(_:head:)``; larger ones get a file each.
+    /// ``storeInline(_:budgetNanos:)``; larger ones get a file each.
     public static let inlineLimit = 64 << 10
     /// How long writes stay on the writer thread after a slow inline write.
     static let inlineBackoff: UInt64 = 30_000_000_000

@@ -11,7 +11,7 @@ import Synchronization
 /// the entry layout and DISK-FORMAT.md for both).
 ///
 /// Threads: lookups run on event loops (a mutex-guarded index probe, then open + pread of the
-/// head from the page cache), and so do ``storeInline(_:head:)``'s small writes while the disk
+/// head from the page cache), and so do ``storeInline(_:budgetNanos:)``'s small writes while the disk
 /// is fast. Everything else that blocks — streamed writes, unlinking, evicting, verifying
 /// checksums, the start-up scan — runs on ``BlockingWorker``s: `writer` (writes, renames,
 /// deletions, eviction, in order), `reader` (checksum verification, reads for promotion into
@@ -63,7 +63,7 @@ public final class DiskCache: Sendable {
     /// thread preempted in the middle of a write on a busy core is not a slow disk. (A variable
     /// so that tests can make every store "slow".)
     let slowInlineWrite = Atomic<UInt64>(10_000_000)
-    /// Monotonic time before which ``storeInline(_:head:)`` declines (after a slow inline write).
+    /// Monotonic time before which ``storeInline(_:budgetNanos:)`` declines (after a slow inline write).
     let inlineAllowedAfter = Atomic<UInt64>(0)
     /// Segments whose compaction failed (writer thread): not tried again.
     let uncompactable = Locked<Set<UInt32>>([])

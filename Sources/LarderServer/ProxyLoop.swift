@@ -92,7 +92,7 @@ final class ProxyLoop {
 
     /// Stores a complete in-memory response on disk once this epoll batch has queued and
     /// flushed its responses, so the clients' bytes never wait for the file system. Small
-    /// entries are written right here while the disk is fast (``DiskCache/storeInline(_:head:)``),
+    /// entries are written right here while the disk is fast (``DiskCache/storeInline(_:budgetNanos:)``),
     /// for at most `inlineStoreBudget` per batch: on a busy core, handing them to the writer
     /// thread costs more in wake-ups and context switches than the file calls themselves. The
     /// rest go to the disk writer, woken once for the whole batch.
