@@ -230,6 +230,14 @@ extension IntegrationTests {
             return fromDisk
         }
 
+        /// Starts one curl fetching every path through `larder`, `parallel` at a time, bodies
+        /// discarded; the caller waits for it or kills it.
+        private func fetchInParallel(_ paths: [String], through larder: Larder, origin: Origin, parallel: Int) throws -> ChildProcess {
+            var arguments = ["-s", "--max-time", "60", "--parallel", "--parallel-max", "\(parallel)", "--proxy", larder.proxy]
+            for path in paths { arguments += ["-o", "/dev/null", origin.url(path)] }
+            return try ChildProcess("/usr/bin/curl", arguments)
+        }
+
         /// 50 clients at once: a loop appends the records of each epoll batch with one write.
         /// Every entry is then a disk hit with the origin's bytes, in the same process (whose
         /// index placed each record) and after a restart (whose scan read them back).
@@ -240,9 +248,7 @@ extension IntegrationTests {
             let paths = (0..<300).map { "/batch\($0)?size=\(200 + $0 * 37)&cc=max-age=600&delay=0.05" }
             do {
                 let larder = try Larder(config: Self.diskOnly, cacheDirectory: cache)
-                var arguments = ["-s", "--max-time", "60", "--parallel", "--parallel-max", "50", "--proxy", larder.proxy]
-                for path in paths { arguments += ["-o", "/dev/null", origin.url(path)] }
-                let client = try ChildProcess("/usr/bin/curl", arguments)
+                let client = try fetchInParallel(paths, through: larder, origin: origin, parallel: 50)
                 client.process.waitUntilExit()
                 #expect(client.process.terminationStatus == 0)
                 let fromDisk = try refetch(paths, through: larder, origin: origin, parallel: 50) { 200 + $0 * 37 }
@@ -264,9 +270,7 @@ extension IntegrationTests {
             let paths = (0..<400).map { "/small\($0)?size=\(500 + $0 * 97)&cc=max-age=600&delay=0.02" }
             do {
                 let larder = try Larder(cacheDirectory: cache)
-                var arguments = ["-s", "--max-time", "60", "--parallel", "--parallel-max", "20", "--proxy", larder.proxy]
-                for path in paths { arguments += ["-o", "/dev/null", origin.url(path)] }
-                let client = try ChildProcess("/usr/bin/curl", arguments)
+                let client = try fetchInParallel(paths, through: larder, origin: origin, parallel: 20)
                 // Crash once about 1 MB of records is in, while appends go on.
                 let deadline = Date().addingTimeInterval(20)
                 func onDisk() -> Int {
