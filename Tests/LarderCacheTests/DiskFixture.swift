@@ -18,10 +18,11 @@ final class DiskFixture {
     let directory: String
     let cache: DiskCache
 
-    init(maxBytes: Int64 = 1 << 30, maxObjectBytes: Int64 = 1 << 30) throws {
-        directory = NSTemporaryDirectory() + "larder-disk-" + UUID().uuidString
+    /// `directory`: where the cache lives (default: a new one under the temporary directory).
+    init(maxBytes: Int64 = 1 << 30, maxObjectBytes: Int64 = 1 << 30, directory: String? = nil) throws {
+        self.directory = directory ?? NSTemporaryDirectory() + "larder-disk-" + UUID().uuidString
         cache = try DiskCache(
-            directory: directory, limits: .init(maxBytes: maxBytes, maxObjectBytes: maxObjectBytes),
+            directory: self.directory, limits: .init(maxBytes: maxBytes, maxObjectBytes: maxObjectBytes),
             logger: Logger(label: "test"))
         // No write counts as slow: on a loaded machine one descheduled write (over 10 ms) would
         // send every inline store to the writer for 30 s, and the tests expecting them to be

@@ -83,6 +83,61 @@ import Testing
         }
     }
 
+    /// A write found slow ends the batch there: the records after it are handed back, in
+    /// order, for the writer thread, which stores them; until the back-off ends, later batches
+    /// are handed back whole.
+    @Test func aSlowWriteHandsTheRestOfItsBatchToTheWriter() throws {
+        let fixture = try DiskFixture()
+        fixture.cache.slowInlineWrite.store(0, ordering: .relaxed)  // every write counts as slow
+        let size = 60 << 10
+        let stores = batch("w", count: 40, size: size)
+        let left = fixture.cache.storeInline(stores, budgetNanos: .max)
+        let written = 40 - left.count
+        #expect(written >= 1 && written <= DiskCache.inlineChunkBytes / size, "one write: \(written) records")
+        #expect(left.map(\.response.key.url) == stores[written...].map(\.response.key.url), "the rest, in order")
+        #expect(fixture.cache.storeInline(batch("x", count: 3, size: 100), budgetNanos: .max).count == 3, "backing off")
+        for store in left {
+            fixture.cache.store(store.response, body: store.body, head: store.head)
+        }
+        fixture.cache.drain()
+        for index in 0..<40 {
+            #expect(fixture.read("/w\(index)") == pattern(size, seed: UInt8(index)), "/w\(index)")
+        }
+    }
+
+    /// A batch whose write fails part-way (the filesystem fills up) leaves no trace: the
+    /// segment is cut back to the records before it, none of its records is indexed or handed
+    /// on, the tier refuses writes, and what was stored before is still served, also after a
+    /// restart.
+    @Test func aBatchWhoseWriteFailsIsCutOffAndIndexesNothing() throws {
+        guard let tmpfs = SmallTmpfs(bytes: 256 << 10, test: "aBatchWhoseWriteFailsIsCutOffAndIndexesNothing") else { return }
+        let fixture = try DiskFixture(directory: tmpfs.path + "/cache")
+        #expect(fixture.cache.storeInline(batch("ok", count: 4, size: 1024), budgetNanos: .max).isEmpty)
+        let segment = try #require(fixture.segmentFiles().first)
+        let before = fileSize(segment)
+        let left = fixture.cache.storeInline(batch("full", count: 40, size: 8 << 10), budgetNanos: .max)
+        #expect(left.isEmpty, "dropped, not handed to the writer: the tier refuses writes")
+        let statistics = fixture.cache.statistics
+        #expect(statistics.writeErrors == 1)
+        #expect(statistics.degraded)
+        #expect(statistics.entries == 4)
+        #expect(fileSize(segment) == before, "cut back to the records before the batch")
+        for index in 0..<40 {
+            #expect(fixture.read("/full\(index)") == nil, "/full\(index)")
+        }
+        for index in 0..<4 {
+            #expect(fixture.read("/ok\(index)") == pattern(1024, seed: UInt8(index)), "/ok\(index)")
+        }
+        let reopened = try fixture.reopen()
+        waitForIndex(reopened)
+        #expect(reopened.statistics.entries == 4)
+        for index in 0..<4 {
+            #expect(read(reopened, "/ok\(index)") == pattern(1024, seed: UInt8(index)), "/ok\(index) after a restart")
+        }
+        reopened.stop()
+        withExtendedLifetime(tmpfs) {}
+    }
+
     // MARK: Segment files
 
     @Test func segmentRecordsSurviveARestartWithTheirPurgesAndReplacements() throws {
