@@ -275,12 +275,16 @@ public enum DiskEntryFormat {
             var end = index
             while end + 1 < bytes.count, !(bytes[end] == 13 && bytes[end + 1] == 10) { end += 1 }
             guard end + 1 < bytes.count else { throw .unreadableHead("header line not ended") }
-            let line = Array(bytes[index..<end])
-            guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { throw .unreadableHead("header without colon") }
+            guard let colon = bytes[index..<end].firstIndex(of: UInt8(ascii: ":")) else {
+                throw .unreadableHead("header without colon")
+            }
             var valueStart = colon + 1
-            while valueStart < line.count, line[valueStart] == 32 { valueStart += 1 }
-            let value = line[valueStart...].withUnsafeBytes { ASCII.string($0) }
-            headers.add(String(decoding: line[0..<colon], as: UTF8.self), value)
+            while valueStart < end, bytes[valueStart] == 32 { valueStart += 1 }
+            bytes.withUnsafeBytes { raw in
+                headers.append(
+                    name: UnsafeRawBufferPointer(rebasing: raw[index..<colon]),
+                    value: UnsafeRawBufferPointer(rebasing: raw[valueStart..<end]))
+            }
             index = end + 2
         }
         return Head(

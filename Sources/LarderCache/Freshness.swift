@@ -29,7 +29,7 @@ public enum Freshness {
         // §4.2.2: heuristics only when nothing explicit is given, and not past "public" alone for
         // statuses that are not heuristically cacheable.
         guard heuristicallyCacheable.contains(status) || cacheControl.isPublic,
-            let lastModifiedText = headers["Last-Modified"], let lastModified = HTTPDate.parse(lastModifiedText)
+            let lastModified = headers.date("Last-Modified")
         else { return 0 }
         let date = dateValue(headers) ?? responseTime
         let age = date - Double(lastModified)
@@ -44,7 +44,7 @@ public enum Freshness {
 
     /// The Date header as seconds, when valid.
     public static func dateValue(_ headers: HTTPHeaders) -> Double? {
-        headers["Date"].flatMap(HTTPDate.parse).map(Double.init)
+        headers.date("Date").map(Double.init)
     }
 
     /// The `Age` value (RFC 9111 §5.1): the first member of the first field line when there

@@ -54,7 +54,7 @@ public enum RangeRequest {
             guard let etag = responseHeaders["ETag"] else { return false }
             return EntityTag.strongMatch(trimmed, etag)
         }
-        guard let date = HTTPDate.parse(trimmed), let modified = responseHeaders["Last-Modified"].flatMap(HTTPDate.parse) else {
+        guard let date = HTTPDate.parse(trimmed), let modified = responseHeaders.date("Last-Modified") else {
             return false
         }
         return date == modified

@@ -91,7 +91,7 @@ public final class StoredResponse: Sendable {
         fieldsRange = prepared.fields
         directives = ResponseDirectives(cacheControl ?? CacheControl(headers))
         etag = headers["ETag"]
-        lastModified = headers["Last-Modified"].flatMap(HTTPDate.parse)
+        lastModified = headers.date("Last-Modified")
     }
 
     /// A stored response whose lifetime and initial age are computed from its headers

@@ -64,6 +64,15 @@ public enum ASCII {
         return a8.elementsEqual(b8) { lower($0) == lower($1) }
     }
 
+    /// Case-insensitive comparison of raw bytes (a header name in wire form) with a literal.
+    @inline(__always)
+    public static func equalsIgnoringCase(_ bytes: UnsafeRawBufferPointer, _ literal: StaticString) -> Bool {
+        guard bytes.count == literal.utf8CodeUnitCount else { return false }
+        let other = literal.utf8Start
+        for i in 0..<bytes.count where lower(bytes[i]) != lower(other[i]) { return false }
+        return true
+    }
+
     /// `bytes` as a string with A-Z lowered and every other byte kept: tokens, schemes and host
     /// names compare case-insensitively in ASCII only (RFC 9110 §5.6.2, RFC 3986 §6.2.2.1).
     /// Invalid UTF-8 is repaired (U+FFFD), as `String(decoding:as:)` does.
@@ -98,10 +107,25 @@ public enum ASCII {
     /// above 0x7F (obs-text, or UTF-8 sent by a client) every byte becomes one scalar U+0000-U+00FF
     /// (ISO-8859-1), so ``appendBytes(of:to:)`` writes back exactly the bytes received.
     public static func string(_ bytes: UnsafeRawBufferPointer) -> String {
-        for byte in bytes where byte >= 0x80 {
-            return String(bytes.lazy.map { Character(Unicode.Scalar($0)) })
+        let typed = bytes.assumingMemoryBound(to: UInt8.self)
+        guard isASCII(typed) else { return String(bytes.lazy.map { Character(Unicode.Scalar($0)) }) }
+        return String(decoding: typed, as: UTF8.self)
+    }
+
+    /// Whether every byte is below 0x80, eight at a time.
+    @inline(__always)
+    static func isASCII(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let base = bytes.baseAddress else { return true }
+        var index = 0
+        while index + 8 <= bytes.count {
+            if UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self) & 0x8080_8080_8080_8080 != 0 { return false }
+            index += 8
         }
-        return String(decoding: bytes, as: UTF8.self)
+        while index < bytes.count {
+            if base[index] >= 0x80 { return false }
+            index += 1
+        }
+        return true
     }
 
     /// Appends the bytes of a string produced by ``string(_:)`` (or any ASCII string).

@@ -15,7 +15,7 @@ public struct CacheControl: Sendable, Equatable {
 
     /// Parses every `Cache-Control` field of `headers`.
     public init(_ headers: HTTPHeaders) {
-        for field in headers where ASCII.equalsIgnoringCase(field.name, "Cache-Control") { parse(field.value) }
+        for value in headers.values("Cache-Control") { parse(value) }
     }
 
     /// Parses one field value.

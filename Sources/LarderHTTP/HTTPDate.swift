@@ -77,27 +77,35 @@ public enum HTTPDate {
     /// `Sun, 06 Nov 1994 08:49:37 GMT`, exactly 29 bytes; nil for any other shape.
     static func parseFixdate(_ text: String) -> Int? {
         var text = text
-        return text.withUTF8 { bytes -> Int? in
-            guard bytes.count == 29, bytes[3] == 0x2C, bytes[4] == 0x20, bytes[7] == 0x20, bytes[11] == 0x20,
-                bytes[16] == 0x20, bytes[19] == 0x3A, bytes[22] == 0x3A, bytes[25] == 0x20,
-                bytes[26] == 0x47, bytes[27] == 0x4D, bytes[28] == 0x54
-            else { return nil }
-            func digits(_ start: Int, _ count: Int) -> Int? {
-                var value = 0
-                for index in start..<(start + count) {
-                    let byte = bytes[index]
-                    guard byte >= 0x30 && byte <= 0x39 else { return nil }
-                    value = value * 10 + Int(byte - 0x30)
-                }
-                return value
+        return text.withUTF8 { parseFixdate($0) }
+    }
+
+    /// Parses a date from a field value's bytes, as ``parse(_:)-(String)`` does its text: an
+    /// IMF-fixdate without making a string.
+    public static func parse(_ bytes: UnsafeRawBufferPointer) -> Int? {
+        parseFixdate(bytes.assumingMemoryBound(to: UInt8.self)) ?? parse(ASCII.string(bytes))
+    }
+
+    static func parseFixdate(_ bytes: UnsafeBufferPointer<UInt8>) -> Int? {
+        guard bytes.count == 29, bytes[3] == 0x2C, bytes[4] == 0x20, bytes[7] == 0x20, bytes[11] == 0x20,
+            bytes[16] == 0x20, bytes[19] == 0x3A, bytes[22] == 0x3A, bytes[25] == 0x20,
+            bytes[26] == 0x47, bytes[27] == 0x4D, bytes[28] == 0x54
+        else { return nil }
+        func digits(_ start: Int, _ count: Int) -> Int? {
+            var value = 0
+            for index in start..<(start + count) {
+                let byte = bytes[index]
+                guard byte >= 0x30 && byte <= 0x39 else { return nil }
+                value = value * 10 + Int(byte - 0x30)
             }
-            let monthKey = (UInt32(bytes[8]) << 16) | (UInt32(bytes[9]) << 8) | UInt32(bytes[10])
-            guard let day = digits(5, 2), let year = digits(12, 4), let hour = digits(17, 2), let minute = digits(20, 2),
-                let second = digits(23, 2), let month = fixdateMonths.firstIndex(of: monthKey),
-                (1...31).contains(day), hour < 24, minute < 60, second <= 60
-            else { return nil }
-            return daysFromCivil(year: year, month: month + 1, day: day) * 86_400 + hour * 3_600 + minute * 60 + second
+            return value
         }
+        let monthKey = (UInt32(bytes[8]) << 16) | (UInt32(bytes[9]) << 8) | UInt32(bytes[10])
+        guard let day = digits(5, 2), let year = digits(12, 4), let hour = digits(17, 2), let minute = digits(20, 2),
+            let second = digits(23, 2), let month = fixdateMonths.firstIndex(of: monthKey),
+            (1...31).contains(day), hour < 24, minute < 60, second <= 60
+        else { return nil }
+        return daysFromCivil(year: year, month: month + 1, day: day) * 86_400 + hour * 3_600 + minute * 60 + second
     }
 
     /// "Jan".."Dec" as three bytes in a word each.

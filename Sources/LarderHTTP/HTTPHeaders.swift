@@ -11,46 +11,167 @@ public struct HTTPField: Sendable, Equatable {
 
 /// An ordered list of header fields (RFC 9110 §5). Duplicates are kept in order; lookups are
 /// case-insensitive.
+///
+/// The fields are kept in wire form, `Name: value\r\n` each, back to back in one array, with
+/// the position of each: a parser appends the bytes it read, a serializer copies them out in
+/// one piece, and lookups compare bytes in place. Strings are made only for what is asked for
+/// (`subscript`, `values`, iteration). A value's bytes are what went on or came off the wire;
+/// as a `String` each byte is one scalar (``ASCII/string(_:)``), so text added as a `String`
+/// reads back as it was when it is Latin-1, which everything on the wire is.
 public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionaryLiteral {
-    public private(set) var fields: [HTTPField]
+    /// Every field as `Name: value\r\n`, in order: the fields of a head in wire form.
+    public private(set) var wire: [UInt8]
+    private var spans: [Span]
 
-    public init() { fields = [] }
+    /// A field's line in `wire`: the name at `start`, then `: `, the value, CRLF.
+    private struct Span: Sendable, Equatable {
+        var start: Int
+        var nameCount: Int
+        var valueCount: Int
+        var valueStart: Int { start + nameCount + 2 }
+        var lineCount: Int { nameCount + valueCount + 4 }
+    }
+
+    public init() {
+        wire = []
+        spans = []
+    }
 
     /// An empty list with room for `capacity` fields: parsers reserve it once instead of growing
-    /// the array five times for a typical head.
+    /// the arrays five times for a typical head.
     public init(capacity: Int) {
-        fields = []
-        fields.reserveCapacity(capacity)
+        wire = []
+        spans = []
+        wire.reserveCapacity(capacity * 40)
+        spans.reserveCapacity(capacity)
     }
 
     public init(_ pairs: [(String, String)]) {
-        fields = pairs.map { HTTPField(name: $0.0, value: $0.1) }
+        self.init()
+        for (name, value) in pairs { add(name, value) }
     }
 
     public init(dictionaryLiteral elements: (String, String)...) {
         self.init(elements)
     }
 
-    public var count: Int { fields.count }
-    public var isEmpty: Bool { fields.isEmpty }
+    public var count: Int { spans.count }
+    public var isEmpty: Bool { spans.isEmpty }
 
-    public func makeIterator() -> IndexingIterator<[HTTPField]> { fields.makeIterator() }
+    /// The fields as name and value strings (made on each call).
+    public var fields: [HTTPField] { map { $0 } }
+
+    /// Iterates the fields, making each one's strings as it is reached.
+    public struct Iterator: IteratorProtocol {
+        fileprivate let headers: HTTPHeaders
+        fileprivate var index = 0
+
+        public mutating func next() -> HTTPField? {
+            guard index < headers.spans.count else { return nil }
+            defer { index += 1 }
+            return headers.field(at: index)
+        }
+    }
+
+    public func makeIterator() -> Iterator { Iterator(headers: self) }
+
+    private func field(at index: Int) -> HTTPField {
+        let span = spans[index]
+        return wire.withUnsafeBytes { bytes in
+            HTTPField(
+                name: String(decoding: UnsafeRawBufferPointer(rebasing: bytes[span.start..<(span.start + span.nameCount)]), as: UTF8.self),
+                value: ASCII.string(UnsafeRawBufferPointer(rebasing: bytes[span.valueStart..<(span.valueStart + span.valueCount)])))
+        }
+    }
+
+    /// Calls `body` with the name and value bytes of each field, in order.
+    public func forEachField(_ body: (_ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> Void) rethrows {
+        try wire.withUnsafeBytes { bytes in
+            for span in spans {
+                try body(
+                    UnsafeRawBufferPointer(rebasing: bytes[span.start..<(span.start + span.nameCount)]),
+                    UnsafeRawBufferPointer(rebasing: bytes[span.valueStart..<(span.valueStart + span.valueCount)]))
+            }
+        }
+    }
+
+    /// Calls `body` with the index and the value bytes of each field named `name` (ASCII,
+    /// case-insensitive) until it returns false. Names of another length cost one comparison.
+    private func forEachIndex(named name: String, _ body: (Int, UnsafeRawBufferPointer) -> Bool) {
+        var name = name
+        name.withUTF8 { target in
+            wire.withUnsafeBytes { bytes in
+                for index in spans.indices {
+                    let span = spans[index]
+                    guard span.nameCount == target.count else { continue }
+                    var equal = true
+                    for offset in 0..<target.count where ASCII.lower(bytes[span.start + offset]) != ASCII.lower(target[offset]) {
+                        equal = false
+                        break
+                    }
+                    if equal && !body(index, UnsafeRawBufferPointer(rebasing: bytes[span.valueStart..<(span.valueStart + span.valueCount)]))
+                    {
+                        return
+                    }
+                }
+            }
+        }
+    }
+
+    /// The index of the first field named `name`.
+    private func firstIndex(of name: String) -> Int? {
+        var found: Int?
+        forEachIndex(named: name) { index, _ in
+            found = index
+            return false
+        }
+        return found
+    }
 
     /// The first value of `name`.
     public subscript(name: String) -> String? {
-        // By index: `for field in fields` copies every field it passes (two retains, two releases).
-        for index in fields.indices where ASCII.equalsIgnoringCase(fields[index].name, name) {
-            return fields[index].value
+        var value: String?
+        forEachIndex(named: name) { _, bytes in
+            value = ASCII.string(bytes)
+            return false
         }
-        return nil
+        return value
+    }
+
+    /// The first value of `name` read as an HTTP date (``HTTPDate/parse(_:)-(UnsafeRawBufferPointer)``),
+    /// without making a string for it: freshness reads `Date` and `Last-Modified` on every
+    /// stored response.
+    public func date(_ name: String) -> Int? {
+        var seconds: Int?
+        forEachIndex(named: name) { _, bytes in
+            seconds = HTTPDate.parse(bytes)
+            return false
+        }
+        return seconds
+    }
+
+    /// A copy with room for `extraFields` more fields, so that the fields a proxy adds to a
+    /// forwarded head go in without growing (or copying) its arrays again.
+    public func copy(reservingFields extraFields: Int) -> HTTPHeaders {
+        var copy = HTTPHeaders()
+        copy.wire.reserveCapacity(wire.count + extraFields * 40)
+        copy.wire.append(contentsOf: wire)
+        copy.spans.reserveCapacity(spans.count + extraFields)
+        copy.spans.append(contentsOf: spans)
+        return copy
     }
 
     /// Every value of `name`, in order.
     public func values(_ name: String) -> [String] {
-        fields.lazy.filter { ASCII.equalsIgnoringCase($0.name, name) }.map(\.value)
+        var values: [String] = []
+        forEachIndex(named: name) { _, bytes in
+            values.append(ASCII.string(bytes))
+            return true
+        }
+        return values
     }
 
-    public func contains(_ name: String) -> Bool { self[name] != nil }
+    public func contains(_ name: String) -> Bool { firstIndex(of: name) != nil }
 
     /// All values of a list-valued field joined with ", " (RFC 9110 §5.3), or nil when absent.
     public func combined(_ name: String) -> String? {
@@ -63,7 +184,12 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     public func listElements(_ name: String) -> [String] {
         var result: [String] = []
         forEachListElement(name) { element in
-            result.append(ASCII.lowercasedString(element))
+            // Bytes above 0x7F are ISO-8859-1 (see ``ASCII/string(_:)``); tokens are ASCII.
+            if element.allSatisfy({ $0 < 0x80 }) {
+                result.append(ASCII.lowercasedString(element))
+            } else {
+                result.append(element.map(ASCII.lower).withUnsafeBytes { ASCII.string($0) })
+            }
             return true
         }
         return result
@@ -85,65 +211,151 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     /// Calls `body` with the bytes of each non-empty, OWS-trimmed element of the field `name`
     /// (RFC 9110 §5.6.1) until it returns false; `keepingEmpty` passes empty elements too (a
     /// field whose empty elements are errors, such as Content-Length). Walks the values' bytes
-    /// in place (no `values`/`split` arrays, no Characters): hop-by-hop stripping and keep-alive
-    /// ask for `Connection` on every request and response.
+    /// in place: hop-by-hop stripping and keep-alive ask for `Connection` on every request and
+    /// response.
     func forEachListElement(_ name: String, keepingEmpty: Bool = false, _ body: (UnsafeBufferPointer<UInt8>) -> Bool) {
-        for field in fields where ASCII.equalsIgnoringCase(field.name, name) {
-            var value = field.value
-            let more = value.withUTF8 { bytes in
-                var start = 0
-                while start < bytes.count || (keepingEmpty && start == bytes.count) {
-                    var end = start
-                    while end < bytes.count && bytes[end] != UInt8(ascii: ",") { end += 1 }
-                    var first = start
-                    var last = end
-                    while first < last && (bytes[first] == 0x20 || bytes[first] == 0x09) { first += 1 }
-                    while last > first && (bytes[last - 1] == 0x20 || bytes[last - 1] == 0x09) { last -= 1 }
-                    if (first < last || keepingEmpty) && !body(UnsafeBufferPointer(rebasing: bytes[first..<last])) { return false }
-                    start = end + 1
-                }
-                return true
+        forEachIndex(named: name) { _, raw in
+            let bytes = raw.assumingMemoryBound(to: UInt8.self)
+            var start = 0
+            while start < bytes.count || (keepingEmpty && start == bytes.count) {
+                var end = start
+                while end < bytes.count && bytes[end] != UInt8(ascii: ",") { end += 1 }
+                var first = start
+                var last = end
+                while first < last && (bytes[first] == 0x20 || bytes[first] == 0x09) { first += 1 }
+                while last > first && (bytes[last - 1] == 0x20 || bytes[last - 1] == 0x09) { last -= 1 }
+                if (first < last || keepingEmpty) && !body(UnsafeBufferPointer(rebasing: bytes[first..<last])) { return false }
+                start = end + 1
             }
-            if !more { return }
+            return true
         }
     }
 
     public mutating func add(_ name: String, _ value: String) {
-        fields.append(HTTPField(name: name, value: value))
+        let start = wire.count
+        var name = name
+        name.withUTF8 { wire.append(contentsOf: $0) }
+        let nameCount = wire.count - start
+        wire.append(58)
+        wire.append(32)
+        ASCII.appendBytes(of: value, to: &wire)
+        let valueCount = wire.count - start - nameCount - 2
+        wire.append(13)
+        wire.append(10)
+        spans.append(Span(start: start, nameCount: nameCount, valueCount: valueCount))
     }
 
-    /// Replaces every `name` field by one with `value`.
-    public mutating func set(_ name: String, _ value: String) {
-        if let index = fields.firstIndex(where: { ASCII.equalsIgnoringCase($0.name, name) }) {
-            fields[index].value = value
-            var next = index + 1
-            while next < fields.count {
-                if ASCII.equalsIgnoringCase(fields[next].name, name) { fields.remove(at: next) } else { next += 1 }
-            }
+    /// Appends a field from bytes read off the wire, as they are: the parsers have checked the
+    /// name is a token and the value has no CR, LF or NUL.
+    public mutating func append(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
+        let start = wire.count
+        // Typed buffers: appending a raw buffer goes byte by byte through the generic path.
+        wire.append(contentsOf: name.assumingMemoryBound(to: UInt8.self))
+        wire.append(58)
+        wire.append(32)
+        wire.append(contentsOf: value.assumingMemoryBound(to: UInt8.self))
+        wire.append(13)
+        wire.append(10)
+        spans.append(Span(start: start, nameCount: name.count, valueCount: value.count))
+    }
+
+    /// Appends a field from a line read off the wire: `line` is the whole line with its CRLF,
+    /// the name its first `nameCount` bytes and `value` the part of it that is the value (OWS
+    /// trimmed), checked as for ``append(name:value:)``. A line already in the form
+    /// `Name: value\r\n`, as nearly all are, is copied in one piece.
+    public mutating func append(line: UnsafeRawBufferPointer, nameCount: Int, value: UnsafeRawBufferPointer) {
+        let valueStart = value.baseAddress.map { line.baseAddress!.distance(to: $0) } ?? -1
+        if valueStart == nameCount + 2, line[nameCount + 1] == 32, valueStart + value.count + 2 == line.count,
+            line[line.count - 2] == 13, line[line.count - 1] == 10
+        {
+            spans.append(Span(start: wire.count, nameCount: nameCount, valueCount: value.count))
+            wire.append(contentsOf: line.assumingMemoryBound(to: UInt8.self))
         } else {
+            append(name: UnsafeRawBufferPointer(rebasing: line[0..<nameCount]), value: value)
+        }
+    }
+
+    /// Replaces every `name` field by one with `value`, where the first one was.
+    public mutating func set(_ name: String, _ value: String) {
+        guard let index = firstIndex(of: name) else {
             add(name, value)
+            return
+        }
+        var bytes: [UInt8] = []
+        ASCII.appendBytes(of: value, to: &bytes)
+        let span = spans[index]
+        wire.replaceSubrange(span.valueStart..<(span.valueStart + span.valueCount), with: bytes)
+        let delta = bytes.count - span.valueCount
+        spans[index].valueCount = bytes.count
+        for later in (index + 1)..<spans.count { spans[later].start += delta }
+        var first = true
+        removeFields(named: name) {
+            defer { first = false }
+            return !first
         }
     }
 
     public mutating func remove(_ name: String) {
-        removeAll { ASCII.equalsIgnoringCase($0.name, name) }
+        removeFields(named: name) { true }
     }
 
     /// Appends text to the last field's value (for folded lines).
     public mutating func extendLastValue(with text: String) {
-        guard !fields.isEmpty else { return }
-        fields[fields.count - 1].value += text
+        guard let last = spans.last else { return }
+        var bytes: [UInt8] = []
+        ASCII.appendBytes(of: text, to: &bytes)
+        wire.insert(contentsOf: bytes, at: last.valueStart + last.valueCount)
+        spans[spans.count - 1].valueCount += bytes.count
     }
 
     public mutating func removeAll(where predicate: (HTTPField) -> Bool) {
-        // Array.removeAll(where:) makes the array unique (a copy when the head is shared) and
-        // rewrites it even when nothing matches, the common case for most callers.
-        guard let first = fields.firstIndex(where: predicate) else { return }
-        var kept = first
-        for index in first..<fields.count where !predicate(fields[index]) {
-            fields.swapAt(kept, index)
-            kept += 1
+        let doomed = spans.indices.map { predicate(field(at: $0)) }
+        var index = 0
+        removeFields(whereName: { _ in
+            defer { index += 1 }
+            return doomed[index]
+        })
+    }
+
+    /// Removes the fields named `name` (ASCII, case-insensitive) for which `predicate`, called
+    /// with each in order, returns true.
+    private mutating func removeFields(named name: String, _ predicate: () -> Bool) {
+        var name = name
+        name.withUTF8 { target in
+            removeFields(whereName: { candidate in
+                guard candidate.count == target.count else { return false }
+                for offset in 0..<target.count where ASCII.lower(candidate[offset]) != ASCII.lower(target[offset]) { return false }
+                return predicate()
+            })
         }
-        fields.removeSubrange(kept...)
+    }
+
+    /// Removes the fields whose name bytes satisfy `predicate` (called once for each field, in
+    /// order), moving the kept lines down in one pass; nothing is copied or rewritten when none
+    /// matches, the common case.
+    public mutating func removeFields(whereName predicate: (UnsafeRawBufferPointer) -> Bool) {
+        var spans = self.spans
+        let first: Int? = wire.withUnsafeBytes { bytes in
+            spans.firstIndex { predicate(UnsafeRawBufferPointer(rebasing: bytes[$0.start..<($0.start + $0.nameCount)])) }
+        }
+        guard let first else { return }
+        var kept = first
+        var end = spans[first].start
+        self.spans = []  // `spans` is then the only reference: no copy when it changes
+        wire.withUnsafeMutableBytes { bytes in
+            for index in (first + 1)..<spans.count {
+                let span = spans[index]
+                if predicate(UnsafeRawBufferPointer(rebasing: bytes[span.start..<(span.start + span.nameCount)])) { continue }
+                if span.start != end {
+                    (bytes.baseAddress! + end).copyMemory(from: bytes.baseAddress! + span.start, byteCount: span.lineCount)
+                }
+                spans[kept] = Span(start: end, nameCount: span.nameCount, valueCount: span.valueCount)
+                end += span.lineCount
+                kept += 1
+            }
+        }
+        spans.removeSubrange(kept...)
+        self.spans = spans
+        wire.removeSubrange(end...)
     }
 }

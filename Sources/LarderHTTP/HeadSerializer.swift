@@ -28,9 +28,10 @@ public enum HeadSerializer {
         output.append(10)
     }
 
-    /// Appends every field.
+    /// Appends every field: the list is kept in wire form, so one copy.
+    @inline(__always)
     public static func appendFields(_ headers: HTTPHeaders, to output: inout [UInt8]) {
-        for field in headers.fields { appendField(field.name, field.value, to: &output) }
+        output.append(contentsOf: headers.wire)
     }
 
     /// Appends a non-negative integer in decimal without going through String.

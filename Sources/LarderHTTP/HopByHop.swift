@@ -13,17 +13,20 @@ public enum HopByHop {
     /// without any of those fields is left as it is, and `Connection: keep-alive` names only a
     /// fixed field, so only other listed names are collected (`close` is one: a field named so
     /// goes too, RFC 9110 §7.6.1).
-    public static func strip(_ headers: inout HTTPHeaders, alsoRemoving extra: String? = nil) {
-        let isExtra: (String) -> Bool = { name in extra.map { ASCII.equalsIgnoringCase(name, $0) } ?? false }
-        guard headers.fields.contains(where: { isAlwaysHopByHop($0.name) || isExtra($0.name) }) else { return }
-        var listed: [String] = []
+    public static func strip(_ headers: inout HTTPHeaders, alsoRemoving extra: StaticString? = nil) {
+        let isExtra: (UnsafeRawBufferPointer) -> Bool = { name in extra.map { ASCII.equalsIgnoringCase(name, $0) } ?? false }
+        var any = false
+        headers.forEachField { name, _ in any = any || isAlwaysHopByHop(name) || isExtra(name) }
+        guard any else { return }
+        var listed: [[UInt8]] = []
         headers.forEachListElement("Connection") { element in
-            if !isKeepAlive(element) { listed.append(ASCII.lowercasedString(element)) }
+            if !isKeepAlive(element) { listed.append(element.map(ASCII.lower)) }
             return true
         }
-        headers.removeAll { field in
-            isAlwaysHopByHop(field.name) || isExtra(field.name) || listed.contains { ASCII.equalsIgnoringCase($0, field.name) }
-        }
+        headers.removeFields(whereName: { name in
+            isAlwaysHopByHop(name) || isExtra(name)
+                || listed.contains { $0.count == name.count && zip($0, name).allSatisfy { $0 == ASCII.lower($1) } }
+        })
     }
 
     /// Whether a `Connection` element is `keep-alive` (ASCII, case-insensitive).
@@ -34,8 +37,8 @@ public enum HopByHop {
 
     /// Whether `name` is one of ``names``, compared only with the names of its length.
     @inline(__always)
-    static func isAlwaysHopByHop(_ name: String) -> Bool {
-        switch name.utf8.count {
+    static func isAlwaysHopByHop(_ name: UnsafeRawBufferPointer) -> Bool {
+        switch name.count {
         case 2: ASCII.equalsIgnoringCase(name, "te")
         case 7: ASCII.equalsIgnoringCase(name, "trailer") || ASCII.equalsIgnoringCase(name, "upgrade")
         case 10: ASCII.equalsIgnoringCase(name, "connection") || ASCII.equalsIgnoringCase(name, "keep-alive")

@@ -121,7 +121,7 @@ public struct RequestHeadParser: Sendable {
                     }
                 }
             }
-            headers.add(String(decoding: name, as: UTF8.self), ASCII.string(value))
+            headers.append(line: UnsafeRawBufferPointer(rebasing: bytes[lineStart..<(lineEnd + 2)]), nameCount: colon, value: value)
             lineStart = lineEnd + 2
         }
         // RFC 9112 §3.2: an HTTP/1.1 request without Host is rejected.

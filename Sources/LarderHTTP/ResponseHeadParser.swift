@@ -68,9 +68,7 @@ public struct ResponseHeadParser: Sendable {
         let valueBytes = UnsafeRawBufferPointer(rebasing: content[valueStart..<valueEnd])
         // A NUL or bare CR inside a value could split the header downstream: drop the field.
         guard valueBytes.allSatisfy(ASCII.isFieldValueChar) else { return .none }
-        head.headers.add(
-            String(decoding: UnsafeRawBufferPointer(rebasing: content[0..<colon]), as: UTF8.self),
-            ASCII.string(valueBytes))
+        head.headers.append(line: line, nameCount: colon, value: valueBytes)
         return .none
     }
 

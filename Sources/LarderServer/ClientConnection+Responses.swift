@@ -100,7 +100,7 @@ extension ClientConnection {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(256)
         HeadSerializer.appendStatusLine(304, HTTPStatus.reason(304), to: &bytes)
-        for field in headers.fields where Preconditions.notModifiedFields.contains(where: { ASCII.equalsIgnoringCase($0, field.name) }) {
+        for field in headers where Preconditions.notModifiedFields.contains(where: { ASCII.equalsIgnoringCase($0, field.name) }) {
             HeadSerializer.appendField(field.name, field.value, to: &bytes)
         }
         bytes.append(contentsOf: StoredResponse.viaLine)

@@ -189,7 +189,8 @@ extension ClientConnection: RequestBodySource {
         url: AbsoluteURL, head: RequestHead, runtime: RuntimeConfig, route: Route?, body: UpstreamRequest.BodyLength?,
         validating: StoredResponse?, stripRange: Bool
     ) -> UpstreamRequest {
-        var headers = head.headers
+        // Unshared, with room for the fields added below: no copy-on-write, no growing.
+        var headers = head.headers.copy(reservingFields: 4)
         HopByHop.strip(&headers)
         headers.remove("Host")
         let via = proxy.shared.via(after: headers)

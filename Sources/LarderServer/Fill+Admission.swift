@@ -43,7 +43,7 @@ extension Fill {
         let etagMatches = stored.etag.map { etag in head.headers["ETag"] == etag } ?? true
         let modifiedMatches =
             stored.lastModified.map { modified in
-                head.headers["Last-Modified"].flatMap(HTTPDate.parse) == modified
+                head.headers.date("Last-Modified") == modified
             } ?? true
         let lengthMatches = announcedLength.map { $0 == stored.bodyLength } ?? true
         if stored.hasValidator && etagMatches && modifiedMatches && lengthMatches {

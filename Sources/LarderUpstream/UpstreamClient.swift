@@ -634,15 +634,15 @@ private struct HeaderList {
     let first: UnsafeMutablePointer<curl_slist>
 
     init(_ headers: HTTPHeaders) {
-        // Pass 1: lines and an upper bound on their bytes (a value's UTF-8 is at least as long
-        // as the bytes `ASCII.appendBytes` writes for it).
+        // Pass 1: lines and their bytes.
         var lines = 1  // "Expect:"
         var textBytes = 8
         var sawAccept = false
-        for field in headers where Self.isForwarded(field.name) {
-            if ASCII.equalsIgnoringCase(field.name, "Accept") { sawAccept = true }
+        headers.forEachField { name, value in
+            guard Self.isForwarded(name) else { return }
+            if ASCII.equalsIgnoringCase(name, "Accept") { sawAccept = true }
             lines += 1
-            textBytes += field.name.utf8.count + 3 + field.value.utf8.count
+            textBytes += name.count + 3 + value.count
         }
         if !sawAccept {
             lines += 1
@@ -656,14 +656,15 @@ private struct HeaderList {
         var writer = ByteWriter(UnsafeMutableBufferPointer(start: text, count: textBytes))
         var line = 0
         // Pass 2: each line, then its node (linked to the next, nil after the last).
-        for field in headers where Self.isForwarded(field.name) {
+        headers.forEachField { name, value in
+            guard Self.isForwarded(name) else { return }
             let start = writer.count
-            writer.append(field.name)
-            if field.value.isEmpty {
+            writer.append(contentsOf: name.assumingMemoryBound(to: UInt8.self))
+            if value.isEmpty {
                 writer.append(UInt8(ascii: ";"))  // "Name;" is curl's spelling for an empty value
             } else {
                 writer.append(": " as StaticString)
-                ASCII.appendBytes(of: field.value, to: &writer)
+                writer.append(contentsOf: value.assumingMemoryBound(to: UInt8.self))
             }
             writer.append(0)
             Self.link(nodes, line, of: lines, to: text + start)
@@ -683,7 +684,7 @@ private struct HeaderList {
     }
 
     /// curl frames the body itself; 100-continue is handled on the client side.
-    private static func isForwarded(_ name: String) -> Bool {
+    private static func isForwarded(_ name: UnsafeRawBufferPointer) -> Bool {
         !ASCII.equalsIgnoringCase(name, "Content-Length") && !ASCII.equalsIgnoringCase(name, "Expect")
     }
 

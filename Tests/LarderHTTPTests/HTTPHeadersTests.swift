@@ -50,4 +50,75 @@ import Testing
         headers.removeAll { $0.name == "Vary" || $0.name == "Date" }
         #expect(headers.fields.map(\.name) == ["ETag"])
     }
+
+    /// The list is kept in wire form: what is added as strings, or read as lines, is there as
+    /// `Name: value\r\n`, and removing or replacing fields keeps the lines and lookups in step.
+    @Test func fieldsAreKeptInWireFormThroughEveryChange() {
+        var headers = HTTPHeaders([("Date", "d"), ("X-A", "1"), ("Vary", "v"), ("x-a", "2")])
+        #expect(String(decoding: headers.wire, as: UTF8.self) == "Date: d\r\nX-A: 1\r\nVary: v\r\nx-a: 2\r\n")
+        headers.set("X-A", "three")
+        #expect(String(decoding: headers.wire, as: UTF8.self) == "Date: d\r\nX-A: three\r\nVary: v\r\n", "in place of the first")
+        #expect(headers["vary"] == "v" && headers["x-a"] == "three" && headers.count == 3)
+        headers.removeFields(whereName: { ASCII.equalsIgnoringCase($0, "Date") })
+        headers.extendLastValue(with: " w")
+        headers.add("ETag", "\"e\"")
+        #expect(String(decoding: headers.wire, as: UTF8.self) == "X-A: three\r\nVary: v w\r\nETag: \"e\"\r\n")
+        #expect(
+            headers.fields == [
+                HTTPField(name: "X-A", value: "three"), HTTPField(name: "Vary", value: "v w"), HTTPField(name: "ETag", value: "\"e\""),
+            ])
+        headers.remove("x-a")
+        headers.remove("ETAG")
+        #expect(String(decoding: headers.wire, as: UTF8.self) == "Vary: v w\r\n")
+        #expect(headers == HTTPHeaders([("Vary", "v w")]))
+    }
+
+    /// Lines read off the wire go in as they are when already `Name: value`, and otherwise
+    /// with their OWS dropped; either way the value reads back the same.
+    @Test func linesGoInWithTheirValuesTrimmed() {
+        var headers = HTTPHeaders()
+        for (line, valueRange) in [
+            ("A: 1\r\n", 3..<4), ("B:2\r\n", 2..<3), ("C: \t 3 \t\r\n", 5..<6), ("D: \r\n", 3..<3), ("E: 5 \r\n", 3..<4),
+        ] {
+            let bytes = Array(line.utf8)
+            bytes.withUnsafeBytes { raw in
+                headers.append(line: raw, nameCount: 1, value: UnsafeRawBufferPointer(rebasing: raw[valueRange]))
+            }
+        }
+        #expect(String(decoding: headers.wire, as: UTF8.self) == "A: 1\r\nB: 2\r\nC: 3\r\nD: \r\nE: 5\r\n")
+        #expect(headers.fields.map(\.value) == ["1", "2", "3", "", "5"])
+    }
+
+    /// Bytes above 0x7F are kept as they came (each one a Latin-1 scalar as a string), and a
+    /// string of Latin-1 text goes out as those bytes.
+    @Test func valueBytesRoundTripAsLatin1() {
+        var headers = HTTPHeaders()
+        let raw: [UInt8] = [0x58, 0x3A, 0x20, 0xC3, 0xA9, 0xFF, 0x0D, 0x0A]
+        raw.withUnsafeBytes { headers.append(line: $0, nameCount: 1, value: UnsafeRawBufferPointer(rebasing: $0[3..<6])) }
+        #expect(headers["x"] == "\u{C3}\u{A9}\u{FF}")
+        #expect(headers.wire == raw)
+        var added = HTTPHeaders()
+        added.add("X", "\u{C3}\u{A9}\u{FF}")
+        #expect(added == headers)
+    }
+
+    @Test func datesAreReadFromTheValueBytes() {
+        let headers = HTTPHeaders([
+            ("Date", "Sun, 06 Nov 1994 08:49:37 GMT"), ("Last-Modified", "Sunday, 06-Nov-94 08:49:37 GMT"), ("Expires", "0"),
+        ])
+        #expect(headers.date("date") == 784_111_777)
+        #expect(headers.date("Last-Modified") == 784_111_777, "the other formats through the general parser")
+        #expect(headers.date("Expires") == nil)
+        #expect(headers.date("Age") == nil)
+    }
+
+    @Test func aCopyWithRoomIsEqualAndIndependent() {
+        let original = HTTPHeaders([("Host", "a"), ("Accept", "*/*")])
+        var copy = original.copy(reservingFields: 4)
+        #expect(copy == original)
+        copy.add("Via", "1.1 larder")
+        copy.remove("Host")
+        #expect(original.fields.map(\.name) == ["Host", "Accept"])
+        #expect(copy.fields.map(\.name) == ["Accept", "Via"])
+    }
 }
