@@ -58,17 +58,22 @@ public struct ResponseHeadParser: Sendable {
             head.headers.extendLastValue(with: " " + folded)
             return .none
         }
-        guard let colon = content.firstIndex(of: UInt8(ascii: ":")), colon > 0,
-            content[0..<colon].allSatisfy(ASCII.isTokenChar)
-        else { return .none }
+        // One pass over the bytes through a typed pointer: every field of every response
+        // comes through here.
+        let bytes = content.assumingMemoryBound(to: UInt8.self)
+        var colon = 0
+        while colon < bytes.count, bytes[colon] != UInt8(ascii: ":") {
+            guard ASCII.isTokenChar(bytes[colon]) else { return .none }  // not a field name: dropped
+            colon += 1
+        }
+        guard colon > 0, colon < bytes.count else { return .none }
         var valueStart = colon + 1
-        var valueEnd = content.count
-        while valueStart < valueEnd, content[valueStart] == 32 || content[valueStart] == 9 { valueStart += 1 }
-        while valueEnd > valueStart, content[valueEnd - 1] == 32 || content[valueEnd - 1] == 9 { valueEnd -= 1 }
-        let valueBytes = UnsafeRawBufferPointer(rebasing: content[valueStart..<valueEnd])
+        var valueEnd = bytes.count
+        while valueStart < valueEnd, bytes[valueStart] == 32 || bytes[valueStart] == 9 { valueStart += 1 }
+        while valueEnd > valueStart, bytes[valueEnd - 1] == 32 || bytes[valueEnd - 1] == 9 { valueEnd -= 1 }
         // A NUL or bare CR inside a value could split the header downstream: drop the field.
-        guard valueBytes.allSatisfy(ASCII.isFieldValueChar) else { return .none }
-        head.headers.append(line: line, nameCount: colon, value: valueBytes)
+        for index in valueStart..<valueEnd where !ASCII.isFieldValueChar(bytes[index]) { return .none }
+        head.headers.append(line: line, nameCount: colon, value: UnsafeRawBufferPointer(rebasing: content[valueStart..<valueEnd]))
         return .none
     }
 
