@@ -139,7 +139,8 @@ extension Fill {
     /// Puts the complete response into the memory tier; returns it and its body's bytes.
     @discardableResult
     func storeInMemory() -> (response: StoredResponse, body: [UInt8])? {
-        guard retainAll, let head, let parts = memoryEntryParts else { return nil }
+        // The head's fields are read in place (`let head` would copy it whole).
+        guard retainAll, let status = head?.status, let parts = memoryEntryParts else { return nil }
         let body: [UInt8]
         if chunks.count == 1 {
             body = chunks[0]
@@ -150,11 +151,12 @@ extension Fill {
             body = joined
         }
         let stored = StoredResponse(
-            key: key, status: head.status, reason: head.reason, headers: parts.headers, body: .inMemory(body),
+            key: key, status: status, reason: head?.reason ?? "", headers: parts.headers, body: .inMemory(body),
             requestTime: requestTime, responseTime: responseTime, varyValues: parts.vary,
             freshnessLifetime: parts.lifetime,
+            // The origin's fields, Age included (the stored ones drop it).
             correctedInitialAge: Freshness.correctedInitialAge(
-                headers: head.headers, requestTime: requestTime, responseTime: responseTime),
+                headers: head?.headers ?? HTTPHeaders(), requestTime: requestTime, responseTime: responseTime),
             cacheControl: parts.cacheControl, preparedHead: parts.head)
         proxy.shared.cache.insertInMemory(stored)
         return (stored, body)

@@ -174,8 +174,10 @@ final class Fill: UpstreamTransferDelegate {
     /// The stored head, when it is also what clients of this fill are sent before their own
     /// fields: the forwarded fields are the stored ones (no `Age` was dropped).
     var preparedClientHead: StoredResponse.PreparedHead? {
-        guard let parts = memoryEntryParts, let head, parts.headers.count == head.headers.count else { return nil }
-        return parts.head
+        // Counts read in place: `let parts = memoryEntryParts, let head` would copy both (a
+        // retain and release of every array and string in them), and this runs for every client.
+        guard let fields = memoryEntryParts?.headers.count, fields == head?.headers.count else { return nil }
+        return memoryEntryParts?.head
     }
     /// A read descriptor on that entry, opened the first time memory chunks are dropped in its
     /// favour.
