@@ -68,6 +68,15 @@ bench_start_nginx_peer() {
     nginx_master=$!
 }
 
+# bench_start_haproxy_peer PORT: starts HAProxy configured as in ../shared/bench (its
+# peers/haproxy/start.sh, one process) on PORT, pinned as a proxy; sets `haproxy_pid`.
+bench_start_haproxy_peer() {
+    local start=../shared/bench/peers/haproxy/start.sh
+    [[ -x $start ]] || { echo "HAProxy as a peer needs $start" >&2; return 2; }
+    "${pin_proxy[@]}" "$start" "$dir/haproxy-peer" "$1" "$origin_port" >/dev/null 2>&1 & pids+=($!)
+    haproxy_pid=$!
+}
+
 # bench_nginx_worker MASTER_PID: the PID of that nginx's worker process (its master also has
 # cache manager and loader children; the worker does the proxying), once it answers.
 bench_nginx_worker() {
@@ -79,3 +88,5 @@ bench_nginx_worker() {
 
 # bench_cpu_ticks PID: CPU time (utime + stime) of a process, in clock ticks (getconf CLK_TCK).
 bench_cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# bench_system_ticks PID: its system (kernel) time alone, in clock ticks.
+bench_system_ticks() { awk '{print $15}' "/proc/$1/stat"; }

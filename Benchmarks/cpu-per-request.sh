@@ -1,27 +1,28 @@
 #!/usr/bin/env bash
-# Proxy CPU time per request and wrk's p50 latency, for one or more Larder binaries on the same
+# Proxy CPU time per request (and the kernel's part of it) and wrk's p50 latency, for one or more Larder binaries on the same
 # workload, interleaved in one run. CPU per request (utime + stime of the proxy process over the
 # requests wrk completed) moves far less between runs on a noisy VM than req/s does. Where wrk
 # is the bottleneck (hit-100k), its own CPU per request ("client") is what sets req/s: a proxy
 # changes it through what the client's kernel does with its writes (docs/PERFORMANCE.md, "Design choices").
 #
-#   Benchmarks/cpu-per-request.sh [-n] [-w miss-1k|hit-1k|hit-100k|hit-10m] [-c CONNECTIONS] [-r REPS] BIN...
+#   Benchmarks/cpu-per-request.sh [-n] [-a] [-w miss-1k|hit-1k|hit-100k|hit-10m] [-c CONNECTIONS] [-r REPS] BIN...
 #
-# -n adds nginx configured as in ../shared/bench (its worker's CPU) to the interleave.
+# -n adds nginx configured as in ../shared/bench (its worker's CPU) to the interleave, -a
+# HAProxy configured as there.
 # Same setup as compare.sh: local nginx origin, caches on a tmpfs, proxies pinned to CPU 1 and
 # wrk and the origin to CPU 0. Prints each rep and the medians per binary. CONFIG=FILE runs
 # every binary with that configuration (Benchmarks/shared-bench.toml: as the shared harness).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-WORKLOAD=miss-1k; CONNECTIONS=50; REPS=5; DURATION=${DURATION:-3}; WITH_NGINX=0
-while getopts "nw:c:r:" option; do
+WORKLOAD=miss-1k; CONNECTIONS=50; REPS=5; DURATION=${DURATION:-3}; WITH_NGINX=0; WITH_HAPROXY=0
+while getopts "naw:c:r:" option; do
     case $option in
-        n) WITH_NGINX=1 ;; w) WORKLOAD=$OPTARG ;; c) CONNECTIONS=$OPTARG ;; r) REPS=$OPTARG ;;
-        *) echo "usage: $0 [-n] [-w workload] [-c connections] [-r reps] BIN..." >&2; exit 2 ;;
+        n) WITH_NGINX=1 ;; a) WITH_HAPROXY=1 ;; w) WORKLOAD=$OPTARG ;; c) CONNECTIONS=$OPTARG ;; r) REPS=$OPTARG ;;
+        *) echo "usage: $0 [-n] [-a] [-w workload] [-c connections] [-r reps] BIN..." >&2; exit 2 ;;
     esac
 done
 shift $((OPTIND - 1))
-[[ $# -ge 1 ]] || { echo "usage: $0 [-n] [-w workload] [-c connections] [-r reps] BIN..." >&2; exit 2; }
+[[ $# -ge 1 ]] || { echo "usage: $0 [-n] [-a] [-w workload] [-c connections] [-r reps] BIN..." >&2; exit 2; }
 ORIGIN_PORT=${ORIGIN_PORT:-18493}; FIRST_PORT=18494
 
 source Benchmarks/common.sh
@@ -39,43 +40,50 @@ if [[ $WITH_NGINX == 1 ]]; then
     bench_start_nginx_peer $((FIRST_PORT + ${#binaries[@]})) || exit 2
     binaries+=(nginx); proxies+=("$nginx_master")
 fi
+if [[ $WITH_HAPROXY == 1 ]]; then
+    bench_start_haproxy_peer $((FIRST_PORT + ${#binaries[@]})) || exit 2
+    binaries+=(haproxy); proxies+=("$haproxy_pid")
+fi
 for index in "${!proxies[@]}"; do
     bench_wait_proxy $((FIRST_PORT + index)) "$url" || exit 1
 done
 # Measure nginx's worker, not its master.
 if [[ $WITH_NGINX == 1 ]]; then
-    last=$((${#proxies[@]} - 1))
-    proxies[$last]=$(bench_nginx_worker "${proxies[$last]}") || exit 1
+    nginx_index=$((${#binaries[@]} - 1 - WITH_HAPROXY))
+    proxies[$nginx_index]=$(bench_nginx_worker "${proxies[$nginx_index]}") || exit 1
 fi
 
 hertz=$(getconf CLK_TCK)
 # seconds_of "XmY.ZZZs": the seconds in one field of bash's `times`.
 seconds_of() { awk -v t="$1" 'BEGIN { split(t, p, "m"); sub("s", "", p[2]); print p[1] * 60 + p[2] }'; }
-declare -A cpu client latency rates
+declare -A cpu system client latency rates
 for rep in $(seq "$REPS"); do
     line="rep $rep:"
     for index in "${!proxies[@]}"; do
         pid=${proxies[$index]}; port=$((FIRST_PORT + index))
-        before=$(bench_cpu_ticks "$pid")
+        before=$(bench_cpu_ticks "$pid"); system_before=$(bench_system_ticks "$pid")
         # wrk runs in a subshell whose `times` then reports its children's user and system time.
         out=$( ("${pin_load[@]}" wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" --latency -s Benchmarks/absolute-form.lua \
             "http://127.0.0.1:$port/" -- "$url" "$mode"; times >"$dir/times") )
-        after=$(bench_cpu_ticks "$pid")
+        after=$(bench_cpu_ticks "$pid"); system_after=$(bench_system_ticks "$pid")
         requests=$(awk '/requests in/ {print $1}' <<<"$out")
         p50=$(awk '$1 == "50%" {print $2}' <<<"$out")
         rate=$(awk '/^Requests\/sec:/ {printf "%d", $2}' <<<"$out")
         micros=$(echo "($after - $before) * 1000000 / $hertz / $requests" | bc -l)
+        system_micros=$(echo "($system_after - $system_before) * 1000000 / $hertz / $requests" | bc -l)
         read -r client_user client_system < <(sed -n 2p "$dir/times")
         client_micros=$(echo "($(seconds_of "$client_user") + $(seconds_of "$client_system")) * 1000000 / $requests" | bc -l)
-        cpu[$index]="${cpu[$index]:-} $micros"; latency[$index]="${latency[$index]:-} $p50"
+        cpu[$index]="${cpu[$index]:-} $micros"; system[$index]="${system[$index]:-} $system_micros"
+        latency[$index]="${latency[$index]:-} $p50"
         client[$index]="${client[$index]:-} $client_micros"; rates[$index]="${rates[$index]:-} $rate"
-        line+=$(printf '  #%d %6.1f µs CPU/req (client %5.1f) %6d req/s p50 %s' "$index" "$micros" "$client_micros" "$rate" "$p50")
+        line+=$(printf '  #%d %6.1f µs CPU/req (system %5.1f, client %5.1f) %6d req/s p50 %s' \
+            "$index" "$micros" "$system_micros" "$client_micros" "$rate" "$p50")
     done
     echo "$line"
 done
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 for index in "${!proxies[@]}"; do
-    printf '#%d %s: median %.1f µs CPU per request (client %.1f), median %d req/s, p50 latencies:%s (%s, %s connections)\n' \
-        "$index" "${binaries[$index]}" "$(median <<<"${cpu[$index]}")" "$(median <<<"${client[$index]}")" \
+    printf '#%d %s: median %.1f µs CPU per request (system %.1f, client %.1f), median %d req/s, p50 latencies:%s (%s, %s connections)\n' \
+        "$index" "${binaries[$index]}" "$(median <<<"${cpu[$index]}")" "$(median <<<"${system[$index]}")" "$(median <<<"${client[$index]}")" \
         "$(median <<<"${rates[$index]}")" "${latency[$index]}" "$WORKLOAD" "$CONNECTIONS"
 done
