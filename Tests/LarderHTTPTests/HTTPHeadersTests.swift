@@ -121,4 +121,78 @@ import Testing
         #expect(original.fields.map(\.name) == ["Host", "Accept"])
         #expect(copy.fields.map(\.name) == ["Accept", "Via"])
     }
+
+    /// Random edits, the same on the list and on a plain array of pairs (the model): after each
+    /// one the fields, the wire form and every lookup agree with the model. Seeded, bounded.
+    @Test func randomEditsAgreeWithAListOfPairs() {
+        var random = SplitMix64(seed: 0x1A2D_E120)
+        let names = ["A", "a", "Via", "VIA", "x-y", "Host"]
+        let alphabet = Array("ab ,;=\"\u{E9}")  // a Latin-1 letter among them
+        func word() -> String { String((0..<Int(random.next() % 5)).map { _ in alphabet[Int(random.next() % UInt64(alphabet.count))] }) }
+        func same(_ a: String, _ b: String) -> Bool { a.lowercased() == b.lowercased() }
+        var headers = HTTPHeaders()
+        var model: [(name: String, value: String)] = []
+        for step in 0..<3000 {
+            let name = names[Int(random.next() % UInt64(names.count))]
+            let value = word()
+            switch random.next() % 7 {
+            case 0, 1:
+                headers.add(name, value)
+                model.append((name, value))
+            case 2:
+                headers.set(name, value)
+                if let first = model.firstIndex(where: { same($0.name, name) }) {
+                    model[first].value = value
+                    model = model.enumerated().filter { $0.offset == first || !same($0.element.name, name) }.map(\.element)
+                } else {
+                    model.append((name, value))
+                }
+            case 3:
+                headers.remove(name)
+                model.removeAll { same($0.name, name) }
+            case 4:
+                headers.extendLastValue(with: value)
+                if !model.isEmpty { model[model.count - 1].value += value }
+            case 5:
+                headers.removeAll { same($0.name, name) || $0.value == value }
+                model.removeAll { same($0.name, name) || $0.value == value }
+            default:
+                // A line as a parser hands it over: already `Name: value`, value without OWS.
+                let trimmed = String(value.drop { $0 == " " }.reversed().drop { $0 == " " }.reversed())
+                var line: [UInt8] = Array(name.utf8) + [58, 32]
+                ASCII.appendBytes(of: trimmed, to: &line)
+                line += [13, 10]
+                line.withUnsafeBytes { raw in
+                    headers.append(
+                        line: raw, nameCount: name.utf8.count,
+                        value: UnsafeRawBufferPointer(rebasing: raw[(name.utf8.count + 2)..<(raw.count - 2)]))
+                }
+                model.append((name, trimmed))
+            }
+            var wire: [UInt8] = []
+            for field in model { HeadSerializer.appendField(field.name, field.value, to: &wire) }
+            guard headers.wire == wire, headers.fields == model.map({ HTTPField(name: $0.name, value: $0.value) }) else {
+                Issue.record("step \(step): \(headers.fields) against \(model)")
+                return
+            }
+            for probe in names {
+                #expect(headers[probe] == model.first(where: { same($0.name, probe) })?.value, "step \(step): \(probe)")
+                #expect(headers.values(probe) == model.filter { same($0.name, probe) }.map(\.value), "step \(step): \(probe)")
+            }
+            #expect(headers.count == model.count)
+        }
+    }
+}
+
+/// A small seeded generator (SplitMix64): the same edits on every run.
+private struct SplitMix64 {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
 }
