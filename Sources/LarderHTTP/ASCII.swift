@@ -64,13 +64,18 @@ public enum ASCII {
         return a8.elementsEqual(b8) { lower($0) == lower($1) }
     }
 
-    /// Case-insensitive comparison of raw bytes (a header name in wire form) with a literal.
+    /// Case-insensitive comparison of raw bytes (a header name in wire form) with other bytes.
     @inline(__always)
-    public static func equalsIgnoringCase(_ bytes: UnsafeRawBufferPointer, _ literal: StaticString) -> Bool {
-        guard bytes.count == literal.utf8CodeUnitCount else { return false }
-        let other = literal.utf8Start
+    public static func equalsIgnoringCase(_ bytes: UnsafeRawBufferPointer, _ other: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard bytes.count == other.count else { return false }
         for i in 0..<bytes.count where lower(bytes[i]) != lower(other[i]) { return false }
         return true
+    }
+
+    /// ``equalsIgnoringCase(_:_:)-(UnsafeRawBufferPointer,UnsafeBufferPointer<UInt8>)`` with a literal.
+    @inline(__always)
+    public static func equalsIgnoringCase(_ bytes: UnsafeRawBufferPointer, _ literal: StaticString) -> Bool {
+        literal.withUTF8Buffer { equalsIgnoringCase(bytes, $0) }
     }
 
     /// `bytes` as a string with A-Z lowered and every other byte kept: tokens, schemes and host

@@ -103,14 +103,11 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
             wire.withUnsafeBytes { bytes in
                 for index in spans.indices {
                     let span = spans[index]
-                    guard span.nameCount == target.count else { continue }
-                    var equal = true
-                    for offset in 0..<target.count where ASCII.lower(bytes[span.start + offset]) != ASCII.lower(target[offset]) {
-                        equal = false
-                        break
-                    }
-                    if equal && !body(index, UnsafeRawBufferPointer(rebasing: bytes[span.valueStart..<(span.valueStart + span.valueCount)]))
-                    {
+                    guard span.nameCount == target.count,
+                        ASCII.equalsIgnoringCase(
+                            UnsafeRawBufferPointer(rebasing: bytes[span.start..<(span.start + span.nameCount)]), target)
+                    else { continue }
+                    if !body(index, UnsafeRawBufferPointer(rebasing: bytes[span.valueStart..<(span.valueStart + span.valueCount)])) {
                         return
                     }
                 }
@@ -199,11 +196,9 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     /// without building the list: keep-alive asks on every request.
     public func hasListElement(_ name: String, _ token: StaticString) -> Bool {
         var found = false
-        token.withUTF8Buffer { token in
-            forEachListElement(name) { element in
-                found = element.count == token.count && zip(element, token).allSatisfy { ASCII.lower($0) == ASCII.lower($1) }
-                return !found
-            }
+        forEachListElement(name) { element in
+            found = ASCII.equalsIgnoringCase(UnsafeRawBufferPointer(element), token)
+            return !found
         }
         return found
     }
@@ -322,11 +317,7 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     private mutating func removeFields(named name: String, _ predicate: () -> Bool) {
         var name = name
         name.withUTF8 { target in
-            removeFields(whereName: { candidate in
-                guard candidate.count == target.count else { return false }
-                for offset in 0..<target.count where ASCII.lower(candidate[offset]) != ASCII.lower(target[offset]) { return false }
-                return predicate()
-            })
+            removeFields(whereName: { ASCII.equalsIgnoringCase($0, target) && predicate() })
         }
     }
 

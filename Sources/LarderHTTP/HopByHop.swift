@@ -20,19 +20,18 @@ public enum HopByHop {
         guard any else { return }
         var listed: [[UInt8]] = []
         headers.forEachListElement("Connection") { element in
-            if !isKeepAlive(element) { listed.append(element.map(ASCII.lower)) }
+            if !isKeepAlive(element) { listed.append(Array(element)) }
             return true
         }
         headers.removeFields(whereName: { name in
             isAlwaysHopByHop(name) || isExtra(name)
-                || listed.contains { $0.count == name.count && zip($0, name).allSatisfy { $0 == ASCII.lower($1) } }
+                || listed.contains { listedName in listedName.withUnsafeBufferPointer { ASCII.equalsIgnoringCase(name, $0) } }
         })
     }
 
     /// Whether a `Connection` element is `keep-alive` (ASCII, case-insensitive).
     static func isKeepAlive(_ element: UnsafeBufferPointer<UInt8>) -> Bool {
-        element.count == 10
-            && ("keep-alive" as StaticString).withUTF8Buffer { token in zip(element, token).allSatisfy { ASCII.lower($0) == $1 } }
+        ASCII.equalsIgnoringCase(UnsafeRawBufferPointer(element), "keep-alive")
     }
 
     /// Whether `name` is one of ``names``, compared only with the names of its length.
