@@ -90,7 +90,11 @@ extension Fill {
             let vary = VaryMatcher.values(for: forwarded.headers, request: requestHeaders)
             if retainAll {
                 let prepared = StoredResponse.serializeHead(status: forwarded.status, reason: forwarded.reason, headers: stored)
-                memoryEntryParts = (cacheControl, admission.lifetime, vary, stored, prepared)
+                memoryEntryParts = MemoryEntryParts(
+                    status: forwarded.status, reason: forwarded.reason, cacheControl: cacheControl, lifetime: admission.lifetime,
+                    initialAge: Freshness.correctedInitialAge(
+                        headers: forwarded.headers, requestTime: requestTime, responseTime: responseTime),
+                    vary: vary, headers: stored, head: prepared, isClientHead: stored.count == forwarded.headers.count)
             }
             if proxy.shared.cache.disk != nil {
                 let diskHead = DiskEntryFormat.Head(
@@ -139,8 +143,7 @@ extension Fill {
     /// Puts the complete response into the memory tier; returns it and its body's bytes.
     @discardableResult
     func storeInMemory() -> (response: StoredResponse, body: [UInt8])? {
-        // The head's fields are read in place (`let head` would copy it whole).
-        guard retainAll, let status = head?.status, let parts = memoryEntryParts else { return nil }
+        guard retainAll, let parts = memoryEntryParts else { return nil }
         let body: [UInt8]
         if chunks.count == 1 {
             body = chunks[0]
@@ -151,12 +154,10 @@ extension Fill {
             body = joined
         }
         let stored = StoredResponse(
-            key: key, status: status, reason: head?.reason ?? "", headers: parts.headers, body: .inMemory(body),
+            key: key, status: parts.status, reason: parts.reason, headers: parts.headers, body: .inMemory(body),
             requestTime: requestTime, responseTime: responseTime, varyValues: parts.vary,
             freshnessLifetime: parts.lifetime,
-            // The origin's fields, Age included (the stored ones drop it).
-            correctedInitialAge: Freshness.correctedInitialAge(
-                headers: head?.headers ?? HTTPHeaders(), requestTime: requestTime, responseTime: responseTime),
+            correctedInitialAge: parts.initialAge,
             cacheControl: parts.cacheControl, preparedHead: parts.head)
         proxy.shared.cache.insertInMemory(stored)
         return (stored, body)

@@ -166,18 +166,24 @@ final class Fill: UpstreamTransferDelegate {
     /// (parsing Cache-Control and the dates again showed in miss profiles), with the stored
     /// head in wire form (status line, stored fields, Via), serialized once for the memory
     /// entry, its disk entry and, where they match, the clients' heads.
-    var memoryEntryParts:
-        (
-            cacheControl: CacheControl, lifetime: Double, vary: [String: String], headers: HTTPHeaders,
-            head: StoredResponse.PreparedHead
-        )?
-    /// The stored head, when it is also what clients of this fill are sent before their own
-    /// fields: the forwarded fields are the stored ones (no `Age` was dropped).
+    var memoryEntryParts: MemoryEntryParts?
+    struct MemoryEntryParts {
+        let status: Int
+        let reason: String
+        let cacheControl: CacheControl
+        let lifetime: Double
+        /// RFC 9111 §4.2.3, from the origin's fields (Age included; the stored ones drop it).
+        let initialAge: Double
+        let vary: [String: String]
+        let headers: HTTPHeaders
+        let head: StoredResponse.PreparedHead
+        /// Whether `head` is also what clients are sent before their own fields: the forwarded
+        /// fields are the stored ones (no `Age` was dropped).
+        let isClientHead: Bool
+    }
+    /// The stored head, when clients of this fill are sent it too.
     var preparedClientHead: StoredResponse.PreparedHead? {
-        // Counts read in place: `let parts = memoryEntryParts, let head` would copy both (a
-        // retain and release of every array and string in them), and this runs for every client.
-        guard let fields = memoryEntryParts?.headers.count, fields == head?.headers.count else { return nil }
-        return memoryEntryParts?.head
+        memoryEntryParts?.isClientHead == true ? memoryEntryParts?.head : nil
     }
     /// A read descriptor on that entry, opened the first time memory chunks are dropped in its
     /// favour.
