@@ -58,23 +58,14 @@ bench_wait_proxy() {
     return 1
 }
 
-# bench_start_nginx_peer PORT: starts nginx configured as in ../shared/bench (its
-# peers/nginx/start.sh) on PORT, pinned as a proxy, in front of the origin; sets `nginx_master`.
-# Fails with a message if the harness is not there.
-bench_start_nginx_peer() {
-    local start=../shared/bench/peers/nginx/start.sh
-    [[ -x $start ]] || { echo "nginx as a peer needs $start" >&2; return 2; }
-    "${pin_proxy[@]}" "$start" "$dir/nginx-peer" "$1" "$origin_port" >/dev/null 2>&1 & pids+=($!)
-    nginx_master=$!
-}
-
-# bench_start_haproxy_peer PORT: starts HAProxy configured as in ../shared/bench (its
-# peers/haproxy/start.sh, one process) on PORT, pinned as a proxy; sets `haproxy_pid`.
-bench_start_haproxy_peer() {
-    local start=../shared/bench/peers/haproxy/start.sh
-    [[ -x $start ]] || { echo "HAProxy as a peer needs $start" >&2; return 2; }
-    "${pin_proxy[@]}" "$start" "$dir/haproxy-peer" "$1" "$origin_port" >/dev/null 2>&1 & pids+=($!)
-    haproxy_pid=$!
+# bench_start_peer NAME PORT: starts a peer configured as in ../shared/bench (its
+# peers/NAME/start.sh: nginx, haproxy) on PORT, pinned as a proxy, in front of the origin;
+# sets `peer_pid`. Fails with a message if the harness is not there.
+bench_start_peer() {
+    local start=../shared/bench/peers/$1/start.sh
+    [[ -x $start ]] || { echo "$1 as a peer needs $start" >&2; return 2; }
+    "${pin_proxy[@]}" "$start" "$dir/$1-peer" "$2" "$origin_port" >/dev/null 2>&1 & pids+=($!)
+    peer_pid=$!
 }
 
 # bench_nginx_worker MASTER_PID: the PID of that nginx's worker process (its master also has

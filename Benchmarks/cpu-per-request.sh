@@ -37,12 +37,12 @@ for index in "${!binaries[@]}"; do
     proxies+=($!)
 done
 if [[ $WITH_NGINX == 1 ]]; then
-    bench_start_nginx_peer $((FIRST_PORT + ${#binaries[@]})) || exit 2
-    binaries+=(nginx); proxies+=("$nginx_master")
+    bench_start_peer nginx $((FIRST_PORT + ${#binaries[@]})) || exit 2
+    binaries+=(nginx); proxies+=("$peer_pid")
 fi
 if [[ $WITH_HAPROXY == 1 ]]; then
-    bench_start_haproxy_peer $((FIRST_PORT + ${#binaries[@]})) || exit 2
-    binaries+=(haproxy); proxies+=("$haproxy_pid")
+    bench_start_peer haproxy $((FIRST_PORT + ${#binaries[@]})) || exit 2
+    binaries+=(haproxy); proxies+=("$peer_pid")
 fi
 for index in "${!proxies[@]}"; do
     bench_wait_proxy $((FIRST_PORT + index)) "$url" || exit 1

@@ -36,8 +36,8 @@ bench_workload "$WORKLOAD" || exit 2
     --admin-listen 127.0.0.1:0 --cache-dir "$dir/cache" >/dev/null 2>"$dir/larder.err" & pids+=($!)
 targets=("larder $! $LARDER_PORT")
 if [[ $WITH_NGINX == 1 ]]; then
-    bench_start_nginx_peer "$NGINX_PORT" || exit 2
-    targets+=("nginx $nginx_master $NGINX_PORT")
+    bench_start_peer nginx "$NGINX_PORT" || exit 2
+    targets+=("nginx $peer_pid $NGINX_PORT")
 fi
 for target in "${targets[@]}"; do
     read -r _ _ port <<<"$target"
