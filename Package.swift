@@ -91,7 +91,7 @@ let package = Package(
         .testTarget(name: "LarderHTTPTests", dependencies: ["LarderHTTP"]),
         .testTarget(name: "LarderCacheTests", dependencies: ["LarderCache", "LarderHTTP", "LarderConfig", "LarderIO"]),
         .testTarget(name: "LarderConfigTests", dependencies: ["LarderConfig"]),
-        .testTarget(name: "LarderUpstreamTests", dependencies: ["LarderUpstream", "LarderConfig", "LarderHTTP"]),
+        .testTarget(name: "LarderUpstreamTests", dependencies: ["LarderUpstream", "LarderConfig", "LarderHTTP", "LarderIO"]),
         .testTarget(name: "LarderTLSTests", dependencies: ["LarderTLS", "LarderConfig"]),
         .testTarget(name: "LarderServerTests", dependencies: ["LarderServer", "LarderConfig", "LarderIO", "LarderUpstream"]),
         .testTarget(name: "LarderIntegrationTests", exclude: ["Fixtures"]),

@@ -103,6 +103,12 @@ extension ClientConnection: FillReader {
             finishExchange()
             return true
         }
+        if fill.outcome == nil, case .length(let declared) = exchange.framing, exchange.bodyBytesSent == declared {
+            // Every byte the head declared is queued: the response is complete for this client
+            // (RFC 9112 §6.3), whatever the transfer's end still does for the cache.
+            finishExchange()
+            return true
+        }
         if position == fill.received, let outcome = fill.outcome {
             progressed = true
             var result = outcome

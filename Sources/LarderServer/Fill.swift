@@ -267,14 +267,22 @@ final class Fill: UpstreamTransferDelegate {
     }
 
     /// Removes a reader. When the last one leaves an unfinished fill, it is completed anyway if
-    /// it is cacheable and small enough to be worth it, and cancelled otherwise.
+    /// it is cacheable and small enough to be worth it, or has its whole body already, and
+    /// cancelled otherwise.
     func detach(_ reader: any FillReader) {
         readers.removeAll { $0.reader === reader }
-        if readers.isEmpty, outcome == nil, !worthFinishingAlone {
+        if readers.isEmpty, outcome == nil, !hasWholeBody, !worthFinishingAlone {
             cancel(reason: "every client left")
         } else {
             trimAndResume()
         }
+    }
+
+    /// Every byte of a declared length has arrived and only the transfer's end is to come:
+    /// where the response is stored. The last client leaving then cancels nothing.
+    var hasWholeBody: Bool {
+        guard let contentLength else { return false }
+        return received >= contentLength
     }
 
     var worthFinishingAlone: Bool {

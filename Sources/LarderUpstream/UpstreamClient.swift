@@ -32,6 +32,16 @@ public final class UpstreamClient {
         timeoutNowRequested = false
         socketAction(CURL_SOCKET_TIMEOUT, 0)
     }
+    /// Completed transfers are read from curl in the loop's deferred pass rather than as soon
+    /// as `curl_multi_socket_action` returns: the clients' work that the transfer's callbacks
+    /// queued runs first, so the bytes a transfer delivered reach its clients before its end is
+    /// processed (the memory-tier insert, the coalescer, the handle recycled).
+    private var drainQueued = false
+    private lazy var drainLater: () -> Void = { [weak self] in
+        guard let self else { return }
+        drainQueued = false
+        drainMessages()
+    }
     private lazy var timerFired: () -> Void = { [weak self] in
         guard let self else { return }
         timer = nil
@@ -214,7 +224,10 @@ public final class UpstreamClient {
         inCallback += 1
         _ = curl_multi_socket_action(multi, fd, mask, &running)
         inCallback -= 1
-        drainMessages()
+        if !drainQueued {
+            drainQueued = true
+            loop.enqueueDeferred(drainLater)
+        }
     }
 
     private func drainMessages() {
