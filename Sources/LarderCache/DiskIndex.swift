@@ -36,8 +36,8 @@ struct DiskIndex {
     // inside the index's lock stalled every loop for tens of milliseconds at 10^5 entries.
     private var slots = PagedArray<Entry?>()
     private var free: [Int] = []
-    private var byName = ShardedDictionary<String, Int>()
-    private var byKey = ShardedDictionary<CacheKey, [Int]>()
+    private var byName = ShardedDictionary<NameKey, Int>()
+    private var byKey = ShardedDictionary<CacheKey, Variants>()
     private var newest = -1
     private var oldest = -1
     /// Bytes of the entries (files and live records).
@@ -70,14 +70,21 @@ struct DiskIndex {
     /// The entries stored for `key`, marked as used.
     /// Counts a lookup that found the entry `name`.
     mutating func countHit(named name: String) {
-        guard let index = byName[name] else { return }
+        guard let index = byName[NameKey(name)] else { return }
         slots[index]?.hits += 1
     }
 
     mutating func lookup(_ key: CacheKey) -> [Entry] {
-        guard let indices = byKey[key] else { return [] }
-        for index in indices { touch(index) }
-        return indices.compactMap { slots[$0] }
+        switch byKey[key] {
+        case nil:
+            return []
+        case .one(let index)?:
+            touch(index)
+            return slots[index].map { [$0] } ?? []
+        case .many(let indices)?:
+            for index in indices { touch(index) }
+            return indices.compactMap { slots[$0] }
+        }
     }
 
     /// Entries whose URL starts with `prefix` among the slots from `start` on, at most `limit`
@@ -110,7 +117,7 @@ struct DiskIndex {
     }
 
     func entry(named name: String) -> Entry? {
-        byName[name].flatMap { slots[$0] }
+        byName[NameKey(name)].flatMap { slots[$0] }
     }
 
     /// Adds or replaces (same file name) an entry; returns the entry it replaced.
@@ -126,11 +133,12 @@ struct DiskIndex {
         }
         // One probe of the name: the entry it replaces, if any, comes back from the store.
         var replaced: Entry?
-        if let existing = byName.updateValue(index, forKey: entry.name) {
+        if let existing = byName.updateValue(index, forKey: NameKey(entry.name)) {
             replaced = slots[existing]
             removeSlot(existing, keepingName: true)
         }
-        byKey[entry.key, default: []].append(index)
+        // One probe for a new key; a second one only for another variant of a stored key.
+        if let others = byKey.updateValue(.one(index), forKey: entry.key) { byKey[entry.key] = others.adding(index) }
         if entry.key.isSlice { slicesInserted.add(1) }
         linkNewest(index)
         totalBytes += entry.size
@@ -145,10 +153,11 @@ struct DiskIndex {
     /// was removed since the scan began; returns whether it was added.
     @discardableResult
     mutating func insertIfAbsent(_ entry: Entry) -> Bool {
-        guard byName[entry.name] == nil, tombstones?.contains(entry.name) != true else { return false }
+        let name = NameKey(entry.name)
+        guard byName[name] == nil, tombstones?.contains(entry.name) != true else { return false }
         insert(entry)
         // Scanned entries are older than anything used since start-up.
-        if let index = byName[entry.name] {
+        if let index = byName[name] {
             unlink(index)
             linkOldest(index)
         }
@@ -193,7 +202,7 @@ struct DiskIndex {
     /// Points the entry `name` at a copy of its record, if it is still the record at
     /// (`segment`, `offset`) — compaction copies records without holding the lock throughout.
     mutating func move(_ name: String, from segment: UInt32, at offset: Int64, to newSegment: UInt32, at newOffset: Int64) -> Bool {
-        guard let index = byName[name], var entry = slots[index], entry.segment == segment, entry.offset == offset else {
+        guard let index = byName[NameKey(name)], var entry = slots[index], entry.segment == segment, entry.offset == offset else {
             return false
         }
         segments[segment]?.live -= entry.size
@@ -216,21 +225,21 @@ struct DiskIndex {
     }
 
     mutating func markVerified(_ name: String) {
-        if let index = byName[name] { slots[index]?.verified = true }
+        if let index = byName[NameKey(name)] { slots[index]?.verified = true }
     }
 
     /// Removes one entry; returns it.
     @discardableResult
     mutating func remove(named name: String) -> Entry? {
         tombstones?.insert(name)
-        guard let index = byName[name], let entry = slots[index] else { return nil }
+        guard let index = byName[NameKey(name)], let entry = slots[index] else { return nil }
         removeSlot(index)
         return entry
     }
 
     /// Removes every entry for `key`; returns them.
     mutating func remove(key: CacheKey) -> [Entry] {
-        let names = (byKey[key] ?? []).compactMap { slots[$0]?.name }
+        let names = (byKey[key]?.indices ?? []).compactMap { slots[$0]?.name }
         return names.compactMap { remove(named: $0) }
     }
 
@@ -245,7 +254,7 @@ struct DiskIndex {
     }
 
     mutating func removeAll() -> [String] {
-        let names = byName.keys
+        let names = byName.keys.map(\.name)
         self = DiskIndex(slicesInserted: slicesInserted)
         return names
     }
@@ -256,11 +265,8 @@ struct DiskIndex {
     private mutating func removeSlot(_ index: Int, keepingName: Bool = false) {
         guard let entry = slots[index] else { return }
         unlink(index)
-        if !keepingName { byName.removeValue(forKey: entry.name) }
-        if var siblings = byKey[entry.key] {
-            siblings.removeAll { $0 == index }
-            byKey[entry.key] = siblings.isEmpty ? nil : siblings
-        }
+        if !keepingName { byName.removeValue(forKey: NameKey(entry.name)) }
+        if let variants = byKey.removeValue(forKey: entry.key), let rest = variants.removing(index) { byKey[entry.key] = rest }
         totalBytes -= entry.size
         if entry.segment != 0 {
             segments[entry.segment]?.live -= entry.size
@@ -290,6 +296,57 @@ struct DiskIndex {
         if oldest >= 0 { slots[oldest]!.next = index }
         oldest = index
         if newest < 0 { newest = index }
+    }
+
+    // MARK: Keys
+
+    /// A file name with its hash worked out once: the sharded table hashes a key to pick the
+    /// shard and again to place it, and a name is ~40 bytes to hash each time.
+    private struct NameKey: Hashable {
+        let name: String
+        private let hash: Int
+
+        init(_ name: String) {
+            self.name = name
+            hash = name.hashValue
+        }
+
+        static func == (left: NameKey, right: NameKey) -> Bool {
+            left.hash == right.hash && left.name == right.name
+        }
+
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(hash)
+        }
+    }
+
+    /// The slots of one key's entries: nearly always one (a Vary'd URL has one per variant),
+    /// held without an array of its own.
+    private enum Variants {
+        case one(Int)
+        case many([Int])
+
+        var indices: [Int] {
+            switch self {
+            case .one(let index): [index]
+            case .many(let indices): indices
+            }
+        }
+
+        func adding(_ index: Int) -> Variants {
+            .many(indices + [index])
+        }
+
+        /// Without `index`; nil when none is left.
+        func removing(_ index: Int) -> Variants? {
+            switch self {
+            case .one(let only): return only == index ? nil : self
+            case .many(let indices):
+                let rest = indices.filter { $0 != index }
+                if rest.count > 1 { return .many(rest) }
+                return rest.first.map { .one($0) }
+            }
+        }
     }
 
     private mutating func unlink(_ index: Int) {

@@ -33,6 +33,39 @@ import Testing
         #expect(sharded.count == reference.count)
     }
 
+    /// The index against a plain table of entries: names replace, keys gather their variants
+    /// (one, then several, then one again), and removals by name and by key.
+    @Test func diskIndexAgreesWithATableOfEntries() {
+        var index = DiskIndex()
+        var reference: [String: CacheKey] = [:]
+        var generator = SystemRandomNumberGenerator()
+        let keys = (0..<40).map { CacheKey(normalized: "http://origin.test/\($0)") }
+        func namesFor(_ key: CacheKey) -> Set<String> { Set(reference.filter { $0.value == key }.keys) }
+        for step in 0..<20_000 {
+            let key = keys[Int.random(in: 0..<keys.count, using: &generator)]
+            // Names per key from a small pool, so a key often holds several variants.
+            let name = "\(key.url.split(separator: "/").last!)-\(Int.random(in: 0..<3, using: &generator))"
+            switch step % 6 {
+            case 0, 1, 2:
+                let replaced = index.insert(DiskIndex.Entry(key: key, vary: [:], name: name, size: 10, verified: true))
+                #expect(replaced?.name == (reference[name] != nil ? name : nil), "step \(step)")
+                reference[name] = key
+            case 3:
+                #expect(index.remove(named: name)?.name == (reference.removeValue(forKey: name) != nil ? name : nil))
+            case 4:
+                let removed = Set(index.remove(key: key).map(\.name))
+                #expect(removed == namesFor(key), "step \(step)")
+                for name in removed { reference[name] = nil }
+            default:
+                #expect(Set(index.lookup(key).map(\.name)) == namesFor(key), "step \(step)")
+            }
+            #expect(index.count == reference.count, "step \(step)")
+            #expect(index.totalBytes == Int64(reference.count * 10))
+        }
+        for key in keys { #expect(Set(index.lookup(key).map(\.name)) == namesFor(key)) }
+        for (name, key) in reference { #expect(index.entry(named: name)?.key == key) }
+    }
+
     @Test func pagedArrayKeepsElementsAcrossPages() {
         var paged = PagedArray<Int?>()
         for index in 0..<10_000 { paged.append(index) }
