@@ -1,9 +1,28 @@
-import LarderCache
 import LarderHTTP
 import LarderIO
 import Testing
 
+@testable import LarderCache
+
 @Suite(.timeLimit(.minutes(1))) struct MemoryCacheTests {
+    /// `memory.max_bytes` counts what an entry holds: its fields twice (the serialized head
+    /// sent on hits and the parsed list), each array as the allocator rounds it.
+    @Test func anEntryCountsWhatItHolds() {
+        let value = String(repeating: "v", count: 500)
+        let plain = Fixtures.response("/a", bodySize: 1000)
+        var more = HTTPHeaders([("Cache-Control", "max-age=60")])
+        more.add("X-Extra", value)
+        let larger = Fixtures.response("/a", bodySize: 1000, headers: more)
+        let line = "X-Extra: \(value)\r\n".utf8.count
+        #expect(larger.memoryCost - plain.memoryCost >= 2 * line, "the field is held in the head and in the parsed list")
+        // mimalloc's classes: 64 bytes apart up to 1 KiB, then four per power of two.
+        #expect(StoredResponse.allocated(100) == 192)
+        #expect(StoredResponse.allocated(1024) == 1280)
+        #expect(StoredResponse.allocated(8192) == 10240)
+        #expect(StoredResponse.allocated(20000) == 20480)
+        #expect(plain.memoryCost >= StoredResponse.allocated(1000) + StoredResponse.memoryOverhead)
+    }
+
     @Test func storesAndFindsByKey() {
         let cache = MemoryCache(limits: Fixtures.limits())
         let stored = Fixtures.response("/a")
