@@ -249,7 +249,7 @@ public final class UpstreamClient {
 
     // MARK: Ending transfers
 
-    fileprivate func finish(_ transfer: UpstreamTransfer, error: UpstreamError?) {
+    func finish(_ transfer: UpstreamTransfer, error: UpstreamError?) {
         // Read from the handle before it is recycled for another transfer.
         let result: Result<UpstreamSummary, UpstreamError> = error.map { .failure($0) } ?? .success(transfer.summary)
         guard release(transfer) else { return }
@@ -278,30 +278,13 @@ public final class UpstreamClient {
         }
     }
 
-    fileprivate func timeoutFired(_ transfer: UpstreamTransfer) {
-        guard transfer.key != nil else { return }
-        let now = loop.now
-        let verdict = transfer.deadline.check(now: now)
-        guard let message = transfer.deadline.describe(verdict) else {
-            guard case .lookAgain(let deadline) = verdict else { return }
-            // Strong captures: the timer is cancelled when the transfer is released, and a
-            // released transfer's timer does nothing (`key` is nil). A weak reference would give
-            // the transfer a side table, and every retain and release of it the slow path.
-            transfer.timeoutToken = loop.schedule(afterNanos: deadline > now ? deadline - now : 0) { [self] in
-                timeoutFired(transfer)
-            }
-            return
-        }
-        finish(transfer, error: UpstreamError(kind: .timeout, message: message, afterHead: transfer.receivedHead))
-    }
-
     fileprivate func pause(_ easy: UnsafeMutableRawPointer, mask: Int32) {
         curl_easy_pause(easy, mask)
     }
 
     var loopNow: UInt64 { loop.now }
 
-    fileprivate func schedule(afterNanos: UInt64, _ body: @escaping () -> Void) -> EventLoop.TimerToken {
+    func schedule(afterNanos: UInt64, _ body: @escaping () -> Void) -> EventLoop.TimerToken {
         loop.schedule(afterNanos: afterNanos, body)
     }
 }
@@ -317,14 +300,14 @@ public final class UpstreamTransfer {
     /// Strong while the transfer runs; set to nil when it ends or is cancelled, which breaks the
     /// delegate → transfer → delegate cycle.
     var delegate: (any UpstreamTransferDelegate)?
-    fileprivate var key: UnsafeMutableRawPointer?
+    fileprivate(set) var key: UnsafeMutableRawPointer?
     fileprivate var headerList: HeaderList?
     var headParser = ResponseHeadParser()
     /// Whether the final response head has arrived (the head itself goes to the delegate).
     var receivedHead = false
     fileprivate var bodyBytes = 0
     var deadline = TransferDeadline(timeout: 0, minRate: 0, now: 0)
-    fileprivate var timeoutToken: EventLoop.TimerToken?
+    var timeoutToken: EventLoop.TimerToken?
     fileprivate var receivePaused = false
     fileprivate var sendPaused = false
     var protocolError: String?
@@ -378,23 +361,6 @@ public final class UpstreamTransfer {
             headerList.free()
             self.headerList = nil
         }
-    }
-
-    // MARK: Timeouts (own timer: curl's CURLOPT_TIMEOUT would also count time paused for a slow client)
-
-    fileprivate func armTimeout(now: UInt64) {
-        deadline = TransferDeadline(timeout: request.timeout.totalNanoseconds, minRate: request.minRate, now: now)
-        let timeout = request.timeout.totalNanoseconds
-        guard timeout > 0 else { return }
-        // A strong capture, as in `UpstreamClient.timeoutFired(_:)`: `disarmTimeout` drops it.
-        timeoutToken = client.schedule(afterNanos: timeout) { [self] in
-            client.timeoutFired(self)
-        }
-    }
-
-    fileprivate func disarmTimeout(loop: EventLoop) {
-        if let timeoutToken { loop.cancel(timeoutToken) }
-        timeoutToken = nil
     }
 
     // MARK: Setup
