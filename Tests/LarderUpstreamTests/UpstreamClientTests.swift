@@ -1,6 +1,4 @@
 import Dispatch
-import Foundation
-import Glibc
 import LarderHTTP
 import LarderIO
 import LarderUpstream
@@ -8,24 +6,37 @@ import Synchronization
 import Testing
 
 /// The client driving real libcurl transfers on a real event loop, against an origin on
-/// 127.0.0.1.
+/// 127.0.0.1 served by the same loop.
 @Suite(.timeLimit(.minutes(1))) struct UpstreamClientTests {
     /// A transfer's end is processed in the loop's deferred pass, after the work its body
     /// callback queued there: the clients get the bytes before the cache stores them.
     @Test func aTransfersEndComesAfterTheWorkItsBodyQueued() throws {
         let body = "hello"
-        let origin = try OneConnectionOrigin(response: "HTTP/1.1 200 OK\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
-        defer { origin.stop() }
+        let response = Array("HTTP/1.1 200 OK\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)".utf8)
+        let listener = try Socket.listen(on: #require(SocketAddress(parsing: "127.0.0.1:0")))
+        let port = try #require(try listener.localAddress()).port
+        let url = try AbsoluteURL(parsing: "http://127.0.0.1:\(port)/x")
         let log = EventLog()
         let loopHandle = try EventLoop.start(name: "upstream-test")
-        let url = try AbsoluteURL(parsing: "http://127.0.0.1:\(origin.port)/x")
         loopHandle.execute { loop in
+            let origin = Origin(loop: loop, listener: listener, response: response)
+            do {
+                try loop.register(listener.fd, interest: .readable, handler: origin)
+            } catch {
+                log.append("origin: \(error)")
+                log.done.signal()
+                return
+            }
             let client = UpstreamClient(loop: loop, maxConnectionsPerHost: 1)
             let recorder = Recorder(loop: loop, log: log, client: client)
             _ = client.start(UpstreamRequest(method: .get, url: url, headers: HTTPHeaders()), delegate: recorder)
         }
         let finished = log.done.wait(timeout: .now() + 10) == .success
-        loopHandle.execute { loop in loop.stop() }
+        loopHandle.execute { loop in
+            loop.deregister(listener.fd)
+            listener.close()
+            loop.stop()
+        }
         #expect(finished, "the transfer did not end: \(log.events)")
         #expect(log.events == ["head", "body \(body.utf8.count)", "deferred", "finish \(body.utf8.count)"])
     }
@@ -72,68 +83,73 @@ private final class Recorder: UpstreamTransferDelegate {
     }
 }
 
-/// An origin on 127.0.0.1 that takes one connection and answers every request on it with the
-/// same response. Its thread gives up after 10 s without a connection or a request.
-private final class OneConnectionOrigin: Sendable {
-    let port: UInt16
-    private let listener: Int32
+/// The origin, on the loop: accepts connections and answers every request head read on them
+/// with `response` (the requests carry no body). Loop-confined.
+private final class Origin: IOHandler {
+    let loop: EventLoop
+    let listener: Socket
+    let response: [UInt8]
+    private var connections: [Int32: Connection] = [:]
 
-    init(response: String) throws {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard listener >= 0 else { throw OriginError.socket("socket") }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(listener, pointer, length) == 0 && listen(listener, 4) == 0 && getsockname(listener, pointer, &length) == 0
-            }
-        }
-        guard bound else {
-            close(listener)
-            throw OriginError.socket("bind")
-        }
+    init(loop: EventLoop, listener: Socket, response: [UInt8]) {
+        self.loop = loop
         self.listener = listener
-        port = UInt16(bigEndian: address.sin_port)
-        var timeout = timeval(tv_sec: 10, tv_usec: 0)
-        setsockopt(listener, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        let answer = Array(response.utf8)
-        Thread.detachNewThread {
-            let connection = accept(listener, nil, nil)
-            guard connection >= 0 else { return }
-            defer { close(connection) }
-            var wait = timeval(tv_sec: 10, tv_usec: 0)
-            setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
-            var received: [UInt8] = []
+        self.response = response
+    }
+
+    func handleIO(_ events: IOEvents) {
+        while let (socket, _) = try? listener.accept() {
+            let connection = Connection(origin: self, socket: socket)
+            connections[socket.fd] = connection
+            try? loop.register(socket.fd, interest: .readable, handler: connection)
+        }
+    }
+
+    func close(_ connection: Connection) {
+        loop.deregister(connection.socket.fd)
+        connections[connection.socket.fd] = nil
+        connection.socket.close()
+    }
+
+    final class Connection: IOHandler {
+        unowned let origin: Origin
+        let socket: Socket
+        private var received: [UInt8] = []
+
+        init(origin: Origin, socket: Socket) {
+            self.origin = origin
+            self.socket = socket
+        }
+
+        func handleIO(_ events: IOEvents) {
             var buffer = [UInt8](repeating: 0, count: 4096)
             while true {
-                let count = read(connection, &buffer, buffer.count)
-                guard count > 0 else { return }
+                let read: Int?
+                do {
+                    read = try buffer.withUnsafeMutableBytes { (bytes) throws(SystemError) in try socket.read(into: bytes) }
+                } catch {
+                    origin.close(self)
+                    return
+                }
+                guard let count = read else { return }  // nothing more for now
+                guard count > 0 else {
+                    origin.close(self)
+                    return
+                }
                 received += buffer[0..<count]
-                // One answer per complete head (the requests carry no body).
-                while let end = Self.headEnd(received) {
+                while let end = headEnd() {
                     received.removeFirst(end)
-                    guard write(connection, answer, answer.count) == answer.count else { return }
+                    _ = origin.response.withUnsafeBytes { try? socket.write($0) }
                 }
             }
         }
-    }
 
-    func stop() {
-        shutdown(listener, Int32(SHUT_RDWR))
-        close(listener)
-    }
-
-    private static func headEnd(_ bytes: [UInt8]) -> Int? {
-        guard bytes.count >= 4 else { return nil }
-        for index in 0...(bytes.count - 4) where bytes[index..<(index + 4)].elementsEqual([13, 10, 13, 10]) {
-            return index + 4
+        private func headEnd() -> Int? {
+            guard received.count >= 4 else { return nil }
+            for index in 0...(received.count - 4) where received[index..<(index + 4)].elementsEqual([13, 10, 13, 10]) {
+                return index + 4
+            }
+            return nil
         }
-        return nil
-    }
-
-    enum OriginError: Error {
-        case socket(String)
     }
 }
