@@ -12,6 +12,7 @@
 # Same setup as compare.sh: local nginx origin, caches on a tmpfs, proxies pinned to CPU 1 and
 # wrk and the origin to CPU 0. Prints each rep and the medians per binary. CONFIG=FILE runs
 # every binary with that configuration (Benchmarks/shared-bench.toml: as the shared harness).
+# PERF=DIR writes DIR/INDEX.data, `perf record -g` of the proxies' CPU during each first rep.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 WORKLOAD=miss-1k; CONNECTIONS=50; REPS=5; DURATION=${DURATION:-3}; WITH_NGINX=0; WITH_HAPROXY=0
@@ -62,10 +63,16 @@ for rep in $(seq "$REPS"); do
     for index in "${!proxies[@]}"; do
         pid=${proxies[$index]}; port=$((FIRST_PORT + index))
         before=$(bench_cpu_ticks "$pid"); system_before=$(bench_system_ticks "$pid")
+        # PERF=DIR: the first rep of each proxy also samples CPU 1 (the proxy's) with call graphs.
+        recorder=()
+        if [[ -n ${PERF:-} && $rep == 1 ]]; then
+            mkdir -p "$PERF"; perf record -q -C 1 -g -o "$PERF/$index.data" >/dev/null 2>&1 & recorder=($!); sleep 0.5
+        fi
         # wrk runs in a subshell whose `times` then reports its children's user and system time.
         out=$( ("${pin_load[@]}" wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" --latency -s Benchmarks/absolute-form.lua \
             "http://127.0.0.1:$port/" -- "$url" "$mode"; times >"$dir/times") )
         after=$(bench_cpu_ticks "$pid"); system_after=$(bench_system_ticks "$pid")
+        if [[ ${#recorder[@]} -gt 0 ]]; then kill -INT "${recorder[0]}"; wait "${recorder[0]}" || true; fi
         requests=$(awk '/requests in/ {print $1}' <<<"$out")
         p50=$(awk '$1 == "50%" {print $2}' <<<"$out")
         rate=$(awk '/^Requests\/sec:/ {printf "%d", $2}' <<<"$out")
