@@ -1,12 +1,20 @@
-// The floor libcurl sets for a miss: sequential GETs on one keep-alive connection through the
-// multi interface, with the options Larder sets on every transfer (header and body callbacks
-// that keep nothing, a one-line header list, path as is, no decoding, TCP_NODELAY, 64 KiB
-// buffer). Run by bare-libcurl.sh, which counts its instructions per transfer.
+// The floor libcurl sets for a miss: GETs on keep-alive connections through the multi socket
+// interface on an epoll loop, as Larder drives it (one handle per connection, removed and added
+// again for each transfer), with the options Larder sets on every transfer (header and body
+// callbacks that keep nothing, the request fields Larder sends for wrk's request, path as is,
+// no decoding, TCP_NODELAY, 64 KiB buffer). Run by bare-libcurl.sh.
 //
-//   bare-libcurl URL COUNT
+//   bare-libcurl URL COUNT [CONCURRENCY]
 #include <curl/curl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/epoll.h>
+
+static int epoll_fd;
+static long timeout_ms = -1;
+static long started;
+static const char *base;
+static CURLM *multi;
 
 static size_t discard(char *data, size_t size, size_t count, void *context) {
     (void)data;
@@ -14,20 +22,57 @@ static size_t discard(char *data, size_t size, size_t count, void *context) {
     return size * count;
 }
 
+// CURLMOPT_SOCKETFUNCTION: curl's interest in a socket, kept in the epoll set.
+static int on_socket(CURL *easy, curl_socket_t socket, int what, void *context, void *assigned) {
+    (void)easy;
+    (void)context;
+    if (what == CURL_POLL_REMOVE) {
+        epoll_ctl(epoll_fd, EPOLL_CTL_DEL, socket, NULL);
+        return 0;
+    }
+    struct epoll_event event = {.data.fd = socket};
+    event.events = (what & CURL_POLL_IN ? EPOLLIN : 0) | (what & CURL_POLL_OUT ? EPOLLOUT : 0);
+    if (!assigned) {
+        curl_multi_assign(multi, socket, (void *)1);
+        if (epoll_ctl(epoll_fd, EPOLL_CTL_ADD, socket, &event) == 0) return 0;
+    }
+    return epoll_ctl(epoll_fd, EPOLL_CTL_MOD, socket, &event) == 0 ? 0 : -1;
+}
+
+// CURLMOPT_TIMERFUNCTION: when curl next wants CURL_SOCKET_TIMEOUT.
+static int on_timer(CURLM *unused, long milliseconds, void *context) {
+    (void)unused;
+    (void)context;
+    timeout_ms = milliseconds;
+    return 0;
+}
+
+static void start(CURL *easy) {
+    char url[2048];
+    snprintf(url, sizeof url, "%s?r=%ld", base, started++);
+    curl_easy_setopt(easy, CURLOPT_URL, url);
+    curl_multi_add_handle(multi, easy);
+}
+
 int main(int argc, char **argv) {
-    if (argc != 3) {
-        fprintf(stderr, "usage: %s URL COUNT\n", argv[0]);
+    if (argc < 3 || argc > 4) {
+        fprintf(stderr, "usage: %s URL COUNT [CONCURRENCY]\n", argv[0]);
         return 2;
     }
-    int count = atoi(argv[2]);
+    base = argv[1];
+    long count = atol(argv[2]);
+    int concurrency = argc == 4 ? atoi(argv[3]) : 1;
+    if (count < 1 || concurrency < 1) return 2;
     curl_global_init(CURL_GLOBAL_ALL);
-    CURLM *multi = curl_multi_init();
-    CURL *easy = curl_easy_init();
-    struct curl_slist *headers = curl_slist_append(NULL, "Via: 1.1 larder (larder-00000000)");
-    char url[2048];
-    for (int index = 0; index < count; index++) {
-        snprintf(url, sizeof url, "%s?r=%d", argv[1], index);
-        curl_easy_setopt(easy, CURLOPT_URL, url);
+    multi = curl_multi_init();
+    epoll_fd = epoll_create1(0);
+    curl_multi_setopt(multi, CURLMOPT_SOCKETFUNCTION, on_socket);
+    curl_multi_setopt(multi, CURLMOPT_TIMERFUNCTION, on_timer);
+    struct curl_slist *headers = curl_slist_append(NULL, "Accept: */*");
+    headers = curl_slist_append(headers, "User-Agent: wrk");
+    headers = curl_slist_append(headers, "Via: 1.1 larder (larder-00000000)");
+    for (int index = 0; index < concurrency && index < count; index++) {
+        CURL *easy = curl_easy_init();
         curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, discard);
         curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, discard);
         curl_easy_setopt(easy, CURLOPT_HTTPHEADER, headers);
@@ -36,24 +81,46 @@ int main(int argc, char **argv) {
         curl_easy_setopt(easy, CURLOPT_HTTP_CONTENT_DECODING, 0L);
         curl_easy_setopt(easy, CURLOPT_TCP_NODELAY, 1L);
         curl_easy_setopt(easy, CURLOPT_BUFFERSIZE, 65536L);
-        curl_multi_add_handle(multi, easy);
-        int running = 1;
-        while (running) {
-            if (curl_multi_perform(multi, &running) != CURLM_OK) return 1;
-            if (running) curl_multi_poll(multi, NULL, 0, 1000, NULL);
+        start(easy);
+    }
+    long done = 0;
+    int running;
+    struct epoll_event events[64];
+    while (done < count) {
+        int ready = epoll_wait(epoll_fd, events, 64, timeout_ms < 0 ? 10000 : (int)timeout_ms);
+        if (ready < 0) {
+            perror("epoll_wait");
+            return 1;
+        }
+        if (ready == 0 && timeout_ms < 0) {
+            fprintf(stderr, "no progress for 10 s after %ld transfers\n", done);
+            return 1;
+        }
+        for (int index = 0; index < ready; index++) {
+            int mask = (events[index].events & EPOLLIN ? CURL_CSELECT_IN : 0) |
+                       (events[index].events & EPOLLOUT ? CURL_CSELECT_OUT : 0) |
+                       (events[index].events & (EPOLLERR | EPOLLHUP) ? CURL_CSELECT_ERR : 0);
+            curl_multi_socket_action(multi, events[index].data.fd, mask, &running);
+        }
+        if (ready == 0 || timeout_ms == 0) {
+            timeout_ms = -1;
+            curl_multi_socket_action(multi, CURL_SOCKET_TIMEOUT, 0, &running);
         }
         int queued;
         CURLMsg *message;
         while ((message = curl_multi_info_read(multi, &queued))) {
-            if (message->msg == CURLMSG_DONE && message->data.result != CURLE_OK) {
-                fprintf(stderr, "transfer %d: %s\n", index, curl_easy_strerror(message->data.result));
+            if (message->msg != CURLMSG_DONE) continue;
+            if (message->data.result != CURLE_OK) {
+                fprintf(stderr, "transfer %ld: %s\n", done, curl_easy_strerror(message->data.result));
                 return 1;
             }
+            CURL *easy = message->easy_handle;
+            curl_multi_remove_handle(multi, easy);
+            done++;
+            if (started < count) start(easy);
         }
-        curl_multi_remove_handle(multi, easy);
     }
     curl_slist_free_all(headers);
-    curl_easy_cleanup(easy);
     curl_multi_cleanup(multi);
     return 0;
 }
