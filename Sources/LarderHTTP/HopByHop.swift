@@ -14,19 +14,51 @@ public enum HopByHop {
     /// fixed field, so only other listed names are collected (`close` is one: a field named so
     /// goes too, RFC 9110 §7.6.1).
     public static func strip(_ headers: inout HTTPHeaders, alsoRemoving extra: StaticString? = nil) {
-        let isExtra: (UnsafeRawBufferPointer) -> Bool = { name in extra.map { ASCII.equalsIgnoringCase(name, $0) } ?? false }
-        var any = false
-        headers.forEachField { name, _ in any = any || isAlwaysHopByHop(name) || isExtra(name) }
-        guard any else { return }
+        // One pass finds whether anything goes and whether `Connection` names more than
+        // keep-alive; a response's usual `Connection: keep-alive` and `Content-Length` then go
+        // in a second pass with nothing collected.
+        var removing = false
+        var namesOthers = false
+        headers.forEachField { name, value in
+            if isAlwaysHopByHop(name) {
+                removing = true
+                if !namesOthers, name.count == 10, ASCII.equalsIgnoringCase(name, "connection") {
+                    namesOthers = !listsOnlyKeepAlive(value)
+                }
+            } else if let extra, ASCII.equalsIgnoringCase(name, extra) {
+                removing = true
+            }
+        }
+        guard removing else { return }
         var listed: [[UInt8]] = []
-        headers.forEachListElement("Connection") { element in
-            if !isKeepAlive(element) { listed.append(Array(element)) }
-            return true
+        if namesOthers {
+            headers.forEachListElement("Connection") { element in
+                if !isKeepAlive(element) { listed.append(Array(element)) }
+                return true
+            }
         }
         headers.removeFields(whereName: { name in
-            isAlwaysHopByHop(name) || isExtra(name)
-                || listed.contains { listedName in listedName.withUnsafeBufferPointer { ASCII.equalsIgnoringCase(name, $0) } }
+            if isAlwaysHopByHop(name) { return true }
+            if let extra, ASCII.equalsIgnoringCase(name, extra) { return true }
+            return listed.contains { listedName in listedName.withUnsafeBufferPointer { ASCII.equalsIgnoringCase(name, $0) } }
         })
+    }
+
+    /// Whether a `Connection` value's elements are all `keep-alive` (or empty).
+    static func listsOnlyKeepAlive(_ value: UnsafeRawBufferPointer) -> Bool {
+        let bytes = value.assumingMemoryBound(to: UInt8.self)
+        var start = 0
+        while start < bytes.count {
+            var end = start
+            while end < bytes.count, bytes[end] != UInt8(ascii: ",") { end += 1 }
+            var first = start
+            var last = end
+            while first < last, bytes[first] == 0x20 || bytes[first] == 0x09 { first += 1 }
+            while last > first, bytes[last - 1] == 0x20 || bytes[last - 1] == 0x09 { last -= 1 }
+            if first < last, !isKeepAlive(UnsafeBufferPointer(rebasing: bytes[first..<last])) { return false }
+            start = end + 1
+        }
+        return true
     }
 
     /// Whether a `Connection` element is `keep-alive` (ASCII, case-insensitive).

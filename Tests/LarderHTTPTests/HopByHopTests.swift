@@ -50,6 +50,11 @@ import Testing
         #expect(names == ["X-Traced", "Connection-Id"])
     }
 
+    @Test func emptyElementsAroundKeepAliveNameNothingButALaterElementDoes() {
+        #expect(Self.stripped([("Connection", " , keep-alive,,"), ("X-A", "kept"), ("Date", "now")]) == ["X-A", "Date"])
+        #expect(Self.stripped([("Connection", "keep-alive,,X-A"), ("X-A", "named"), ("Date", "now")]) == ["Date"])
+    }
+
     @Test func leavesAMessageWithoutHopByHopFieldsAsItIs() {
         let fields = [("Server", "origin"), ("Content-Length", "3"), ("ETag", "\"a\""), ("Cache-Control", "max-age=60")]
         #expect(Self.stripped(fields) == fields.map(\.0))
