@@ -127,6 +127,24 @@ extension IntegrationTests {
             #expect(try origin.total() == 2, "without an exception nothing goes around the dead parent")
         }
 
+        @Test func theParentsAddressIsTheOperatorsChoiceNotCheckedAsADestination() throws {
+            let origin = try Origin()
+            let parent = try Larder()
+            let deny = "[proxy]\ndeny_destinations = [\"127.0.0.0/8\", \"::1/128\"]\n"
+            let child = try Larder(config: deny + "[upstream]\nparent = \"http://127.0.0.1:\(parent.proxyPort)\"\n")
+            // A name no rule matches: only an address connected to can be refused. The child
+            // connects to its parent's loopback address; the origin's is the parent's to check.
+            let url = "http://localhost:\(origin.port)/via-parent"
+            let viaParent = try Curl.viaProxy(child.proxy, [url])
+            #expect(viaParent.status == 200, "\(viaParent.text)")
+            #expect(try origin.count("/via-parent") == 1)
+            // Without the parent the same destination is refused where it is connected to.
+            let direct = try Larder(config: deny)
+            let refused = try Curl.viaProxy(direct.proxy, ["http://localhost:\(origin.port)/direct"])
+            #expect(refused.status == 403, "\(refused.text)")
+            #expect(try origin.count("/direct") == 0)
+        }
+
         @Test func proxiesNamingEachOtherAsParentsStopTheLoopWith508() throws {
             let origin = try Origin()
             let portA = try freePort()
