@@ -321,7 +321,7 @@ extension ClientConnection {
         exchange.fill = fill
         proxy.coalescer.register(fill)
         fill.attach(self, requestHeaders: exchange.head.headers)
-        fill.start(request)
+        fill.start()
     }
 
     /// No slice stored for a request without Range: an ordinary miss.

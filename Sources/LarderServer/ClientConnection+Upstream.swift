@@ -131,7 +131,7 @@ extension ClientConnection: RequestBodySource {
         exchange.attempts = 1
         proxy.coalescer.register(fill)
         fill.attach(self, requestHeaders: head.headers)
-        fill.start(request)
+        fill.start()
     }
 
     /// Revalidates (or refetches) a stored response that was just served stale, with no client
@@ -157,7 +157,7 @@ extension ClientConnection: RequestBodySource {
         _ = proxy.coalescer.claimOrFindOtherLoop(key)  // as before: a refresh runs wherever it started
         proxy.coalescer.register(fill)
         proxy.shared.stats.backgroundRefreshes.add(1)
-        fill.start(request)
+        fill.start()
     }
 
     /// What a fill for a client's request starts with: the route's policy, ttl, retry and

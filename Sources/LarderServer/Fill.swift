@@ -222,7 +222,7 @@ final class Fill: UpstreamTransferDelegate {
     }
 
     /// Starts the upstream transfer.
-    func start(_ request: UpstreamRequest) {
+    func start() {
         proxy.shared.stats.fillsStarted.add(1)
         proxy.shared.retryBudget.recordRequest()
         attempt()

@@ -101,7 +101,7 @@ public final class UpstreamClient {
         let transfer = UpstreamTransfer(client: self, handle: handle, request: request, delegate: delegate)
         let key = Unmanaged.passUnretained(transfer).toOpaque()
         active[key] = transfer
-        transfer.configure(key: key)
+        transfer.configure(key: key, request: request)
         let code = curl_multi_add_handle(multi, handle.pointer)
         if code != CURLM_OK {
             let message = String(cString: curl_multi_strerror(code))
@@ -296,7 +296,12 @@ public final class UpstreamTransfer {
     let client: UpstreamClient
     fileprivate let handle: EasyHandle
     fileprivate var easy: UnsafeMutableRawPointer { handle.pointer }
-    let request: UpstreamRequest
+    /// What the transfer keeps of its request once curl has it (the request itself stays with
+    /// the caller, who retries with it): the destination check of a direct transfer, and the
+    /// timeout's terms.
+    let destinationCheck: (@Sendable (SocketAddress) -> String?)?
+    let timeoutNanos: UInt64
+    let minRate: Int
     /// Strong while the transfer runs; set to nil when it ends or is cancelled, which breaks the
     /// delegate → transfer → delegate cycle.
     var delegate: (any UpstreamTransferDelegate)?
@@ -317,7 +322,10 @@ public final class UpstreamTransfer {
     fileprivate init(client: UpstreamClient, handle: EasyHandle, request: UpstreamRequest, delegate: any UpstreamTransferDelegate) {
         self.client = client
         self.handle = handle
-        self.request = request
+        // A parent's address is the operator's choice: only a direct transfer is checked.
+        destinationCheck = request.parentProxy == nil ? request.destinationCheck : nil
+        timeoutNanos = request.timeout.totalNanoseconds
+        minRate = request.minRate
         self.delegate = delegate
     }
 
@@ -365,7 +373,7 @@ public final class UpstreamTransfer {
 
     // MARK: Setup
 
-    fileprivate func configure(key: UnsafeMutableRawPointer) {
+    fileprivate func configure(key: UnsafeMutableRawPointer, request: UpstreamRequest) {
         self.key = key
         handle.prepareForTransfer()
         // curl copies string options (CURLOPT_URL, _PROXY, _CUSTOMREQUEST) when they are set.

@@ -7,7 +7,7 @@ extension UpstreamTransfer {
     /// The destination check for a direct transfer (a parent's address is the operator's
     /// choice); a refusal is remembered for the error. An address curl did not say is refused.
     func mayConnect(to address: SocketAddress?) -> Bool {
-        guard request.parentProxy == nil, let check = request.destinationCheck else { return true }
+        guard let check = destinationCheck else { return true }
         guard let address else { return false }
         guard let reason = check(address) else { return true }
         refusal = "\(address): \(reason)"

@@ -6,10 +6,9 @@ import LarderIO
 extension UpstreamTransfer {
     /// Starts the deadline at `now` and its timer.
     func armTimeout(now: UInt64) {
-        deadline = TransferDeadline(timeout: request.timeout.totalNanoseconds, minRate: request.minRate, now: now)
-        let timeout = request.timeout.totalNanoseconds
-        guard timeout > 0 else { return }
-        scheduleTimeoutCheck(afterNanos: timeout)
+        deadline = TransferDeadline(timeout: timeoutNanos, minRate: minRate, now: now)
+        guard timeoutNanos > 0 else { return }
+        scheduleTimeoutCheck(afterNanos: timeoutNanos)
     }
 
     func disarmTimeout(loop: EventLoop) {
