@@ -565,6 +565,10 @@ private final class EasyHandle {
         larder_easy_set_long(pointer, CURLOPT_NOSIGNAL, 1)
         larder_easy_set_long(pointer, CURLOPT_FOLLOWLOCATION, 0)
         larder_easy_set_long(pointer, CURLOPT_PATH_AS_IS, 1)
+        // As for CURLOPT_PROXY: without a list of its own, curl reads no_proxy/NO_PROXY for
+        // every transfer and goes around the parent for the hosts named there. Exceptions to
+        // the parent are `upstream.direct`'s, not the service environment's.
+        larder_easy_set_string(pointer, CURLOPT_NOPROXY, "")
         larder_easy_set_long(pointer, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_1_1))
         larder_easy_set_long(pointer, CURLOPT_HTTP_CONTENT_DECODING, 0)
         larder_easy_set_long(pointer, CURLOPT_HTTP_TRANSFER_DECODING, 1)

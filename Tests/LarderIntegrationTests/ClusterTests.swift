@@ -145,6 +145,23 @@ extension IntegrationTests {
             #expect(try origin.count("/direct") == 0)
         }
 
+        @Test func theDaemonsNoProxyEnvironmentDoesNotRouteAroundTheParent() throws {
+            let origin = try Origin()
+            let parent = try Larder()
+            // curl reads no_proxy/NO_PROXY for every transfer unless told otherwise; exceptions
+            // to the parent are `upstream.direct`'s, not the service environment's.
+            let child = try Larder(
+                config: "[upstream]\nparent = \"http://127.0.0.1:\(parent.proxyPort)\"\n",
+                environment: ["no_proxy": "*", "NO_PROXY": "*"])
+            let response = try Curl.viaProxy(child.proxy, [origin.url("/through-parent")])
+            #expect(response.status == 200)
+            let parents = try #require(try child.stats()["parents"] as? [[String: Any]])
+            #expect(parents.first?["requests"] as? Int == 1, "\(parents)")
+            let parentRequests = try parent.stats()["requests"] as? [String: Any]
+            #expect(parentRequests?["miss"] as? Int == 1, "the parent fetched it: \(parentRequests ?? [:])")
+            #expect(try origin.count("/through-parent") == 1)
+        }
+
         @Test func proxiesNamingEachOtherAsParentsStopTheLoopWith508() throws {
             let origin = try Origin()
             let portA = try freePort()
