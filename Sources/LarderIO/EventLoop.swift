@@ -22,6 +22,10 @@ public final class EventLoop {
     private var timers = TimerHeap()
     private var deferred: [() -> Void] = []
     private var beforeWait: [() -> Void] = []
+    /// The batch being run, swapped with `deferred` (or `beforeWait`) so that work queued while
+    /// it runs goes to the other array: taking a batch by copy made the emptied queue allocate a
+    /// new buffer on every pass.
+    private var batch: [() -> Void] = []
     private var running = true
     private var events: UnsafeMutablePointer<epoll_event>
     private let maxEvents = 512
@@ -177,9 +181,8 @@ public final class EventLoop {
             }
             runDeferred()
             if !beforeWait.isEmpty {
-                let batch = beforeWait
-                beforeWait.removeAll(keepingCapacity: true)
-                for body in batch { body() }
+                swap(&beforeWait, &batch)
+                runBatch()
             }
         }
         Syscall.close(handle.wakeFD)
@@ -252,10 +255,15 @@ public final class EventLoop {
         // Deferred work may defer more; bound the passes so one busy object cannot starve I/O.
         var passes = 0
         while !deferred.isEmpty && passes < 8 {
-            let batch = deferred
-            deferred.removeAll(keepingCapacity: true)
-            for body in batch { body() }
+            swap(&deferred, &batch)
+            runBatch()
             passes += 1
         }
+    }
+
+    /// Runs and empties `batch`, keeping its buffer for the next one.
+    private func runBatch() {
+        for body in batch { body() }
+        batch.removeAll(keepingCapacity: true)
     }
 }
