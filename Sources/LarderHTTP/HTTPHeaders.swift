@@ -209,21 +209,28 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     /// in place: hop-by-hop stripping and keep-alive ask for `Connection` on every request and
     /// response.
     func forEachListElement(_ name: String, keepingEmpty: Bool = false, _ body: (UnsafeBufferPointer<UInt8>) -> Bool) {
-        forEachIndex(named: name) { _, raw in
-            let bytes = raw.assumingMemoryBound(to: UInt8.self)
-            var start = 0
-            while start < bytes.count || (keepingEmpty && start == bytes.count) {
-                var end = start
-                while end < bytes.count && bytes[end] != UInt8(ascii: ",") { end += 1 }
-                var first = start
-                var last = end
-                while first < last && (bytes[first] == 0x20 || bytes[first] == 0x09) { first += 1 }
-                while last > first && (bytes[last - 1] == 0x20 || bytes[last - 1] == 0x09) { last -= 1 }
-                if (first < last || keepingEmpty) && !body(UnsafeBufferPointer(rebasing: bytes[first..<last])) { return false }
-                start = end + 1
-            }
-            return true
+        forEachIndex(named: name) { _, raw in HTTPHeaders.forEachElement(ofList: raw, keepingEmpty: keepingEmpty, body) }
+    }
+
+    /// ``forEachListElement(_:keepingEmpty:_:)`` over one field value already in hand. Returns
+    /// false when `body` stopped the walk.
+    @discardableResult
+    static func forEachElement(
+        ofList raw: UnsafeRawBufferPointer, keepingEmpty: Bool = false, _ body: (UnsafeBufferPointer<UInt8>) -> Bool
+    ) -> Bool {
+        let bytes = raw.assumingMemoryBound(to: UInt8.self)
+        var start = 0
+        while start < bytes.count || (keepingEmpty && start == bytes.count) {
+            var end = start
+            while end < bytes.count && bytes[end] != UInt8(ascii: ",") { end += 1 }
+            var first = start
+            var last = end
+            while first < last && (bytes[first] == 0x20 || bytes[first] == 0x09) { first += 1 }
+            while last > first && (bytes[last - 1] == 0x20 || bytes[last - 1] == 0x09) { last -= 1 }
+            if (first < last || keepingEmpty) && !body(UnsafeBufferPointer(rebasing: bytes[first..<last])) { return false }
+            start = end + 1
         }
+        return true
     }
 
     public mutating func add(_ name: String, _ value: String) {

@@ -46,19 +46,7 @@ public enum HopByHop {
 
     /// Whether a `Connection` value's elements are all `keep-alive` (or empty).
     static func listsOnlyKeepAlive(_ value: UnsafeRawBufferPointer) -> Bool {
-        let bytes = value.assumingMemoryBound(to: UInt8.self)
-        var start = 0
-        while start < bytes.count {
-            var end = start
-            while end < bytes.count, bytes[end] != UInt8(ascii: ",") { end += 1 }
-            var first = start
-            var last = end
-            while first < last, bytes[first] == 0x20 || bytes[first] == 0x09 { first += 1 }
-            while last > first, bytes[last - 1] == 0x20 || bytes[last - 1] == 0x09 { last -= 1 }
-            if first < last, !isKeepAlive(UnsafeBufferPointer(rebasing: bytes[first..<last])) { return false }
-            start = end + 1
-        }
-        return true
+        HTTPHeaders.forEachElement(ofList: value) { isKeepAlive($0) }
     }
 
     /// Whether a `Connection` element is `keep-alive` (ASCII, case-insensitive).
