@@ -81,3 +81,5 @@ bench_nginx_worker() {
 bench_cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 # bench_system_ticks PID: its system (kernel) time alone, in clock ticks.
 bench_system_ticks() { awk '{print $15}' "/proc/$1/stat"; }
+# bench_seconds "XmY.ZZZs": the seconds in one field of bash's `times` (a subshell's children).
+bench_seconds() { awk -v t="$1" 'BEGIN { split(t, p, "m"); sub("s", "", p[2]); print p[1] * 60 + p[2] }'; }

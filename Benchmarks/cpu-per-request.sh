@@ -12,7 +12,8 @@
 # Same setup as compare.sh: local nginx origin, caches on a tmpfs, proxies pinned to CPU 1 and
 # wrk and the origin to CPU 0. Prints each rep and the medians per binary. CONFIG=FILE runs
 # every binary with that configuration (Benchmarks/shared-bench.toml: as the shared harness).
-# PERF=DIR writes DIR/INDEX.data, `perf record -g` of the proxies' CPU during each first rep.
+# PERF=DIR writes DIR/INDEX.data, `perf record -g` of the proxies' CPU under the same load, in
+# a run of its own before the reps.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 WORKLOAD=miss-1k; CONNECTIONS=50; REPS=5; DURATION=${DURATION:-3}; WITH_NGINX=0; WITH_HAPROXY=0
@@ -25,6 +26,7 @@ done
 shift $((OPTIND - 1))
 [[ $# -ge 1 ]] || { echo "usage: $0 [-n] [-a] [-w workload] [-c connections] [-r reps] BIN..." >&2; exit 2; }
 ORIGIN_PORT=${ORIGIN_PORT:-18493}; FIRST_PORT=18494
+if [[ -n ${PERF:-} ]] && ! command -v perf >/dev/null; then echo "PERF= needs perf (apt-get install linux-perf)" >&2; exit 2; fi
 
 source Benchmarks/common.sh
 bench_setup cpu "$ORIGIN_PORT"
@@ -54,32 +56,37 @@ if [[ $WITH_NGINX == 1 ]]; then
     proxies[$nginx_index]=$(bench_nginx_worker "${proxies[$nginx_index]}") || exit 1
 fi
 
+# PERF=DIR: before the reps, one run of the same load per proxy with `perf record -g` on CPU 1
+# (the proxy's), kept out of the figures, which sampling would inflate.
+if [[ -n ${PERF:-} ]]; then
+    mkdir -p "$PERF"
+    for index in "${!proxies[@]}"; do
+        perf record -q -C 1 -g -o "$PERF/$index.data" >/dev/null 2>&1 & recorder=$!
+        sleep 0.5
+        "${pin_load[@]}" wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" -s Benchmarks/absolute-form.lua \
+            "http://127.0.0.1:$((FIRST_PORT + index))/" -- "$url" "$mode" >/dev/null
+        kill -INT "$recorder" 2>/dev/null || true; wait "$recorder" || true
+    done
+fi
+
 hertz=$(getconf CLK_TCK)
-# seconds_of "XmY.ZZZs": the seconds in one field of bash's `times`.
-seconds_of() { awk -v t="$1" 'BEGIN { split(t, p, "m"); sub("s", "", p[2]); print p[1] * 60 + p[2] }'; }
 declare -A cpu system client latency rates
 for rep in $(seq "$REPS"); do
     line="rep $rep:"
     for index in "${!proxies[@]}"; do
         pid=${proxies[$index]}; port=$((FIRST_PORT + index))
         before=$(bench_cpu_ticks "$pid"); system_before=$(bench_system_ticks "$pid")
-        # PERF=DIR: the first rep of each proxy also samples CPU 1 (the proxy's) with call graphs.
-        recorder=()
-        if [[ -n ${PERF:-} && $rep == 1 ]]; then
-            mkdir -p "$PERF"; perf record -q -C 1 -g -o "$PERF/$index.data" >/dev/null 2>&1 & recorder=($!); sleep 0.5
-        fi
         # wrk runs in a subshell whose `times` then reports its children's user and system time.
         out=$( ("${pin_load[@]}" wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" --latency -s Benchmarks/absolute-form.lua \
             "http://127.0.0.1:$port/" -- "$url" "$mode"; times >"$dir/times") )
         after=$(bench_cpu_ticks "$pid"); system_after=$(bench_system_ticks "$pid")
-        if [[ ${#recorder[@]} -gt 0 ]]; then kill -INT "${recorder[0]}"; wait "${recorder[0]}" || true; fi
         requests=$(awk '/requests in/ {print $1}' <<<"$out")
         p50=$(awk '$1 == "50%" {print $2}' <<<"$out")
         rate=$(awk '/^Requests\/sec:/ {printf "%d", $2}' <<<"$out")
         micros=$(echo "($after - $before) * 1000000 / $hertz / $requests" | bc -l)
         system_micros=$(echo "($system_after - $system_before) * 1000000 / $hertz / $requests" | bc -l)
         read -r client_user client_system < <(sed -n 2p "$dir/times")
-        client_micros=$(echo "($(seconds_of "$client_user") + $(seconds_of "$client_system")) * 1000000 / $requests" | bc -l)
+        client_micros=$(echo "($(bench_seconds "$client_user") + $(bench_seconds "$client_system")) * 1000000 / $requests" | bc -l)
         cpu[$index]="${cpu[$index]:-} $micros"; system[$index]="${system[$index]:-} $system_micros"
         latency[$index]="${latency[$index]:-} $p50"
         client[$index]="${client[$index]:-} $client_micros"; rates[$index]="${rates[$index]:-} $rate"

@@ -25,8 +25,6 @@ instructions() {
     valgrind --tool=callgrind --callgrind-out-file=/dev/null "$dir/bare-libcurl" "$origin" "$1" "$2" 2>&1 |
         awk '/refs:/ {gsub(",", "", $NF); print $NF}'
 }
-# seconds "XmY.ZZZs": the seconds in one field of bash's `times`.
-seconds() { awk -v t="$1" 'BEGIN { split(t, p, "m"); sub("s", "", p[2]); print p[1] * 60 + p[2] }'; }
 for connections in 1 "$CONCURRENCY"; do
     base=$(instructions 500 "$connections")
     total=$(instructions $((500 + COUNT)) "$connections")
@@ -34,7 +32,7 @@ for connections in 1 "$CONCURRENCY"; do
     read -r user system < <( ("${pin_proxy[@]}" "$dir/bare-libcurl" "$origin" "$TIMED" "$connections"; times) | sed -n 2p)
     printf 'bare libcurl, %d connection(s): %d instructions per transfer (%d transfers of 1 KiB); %.1f µs CPU per transfer (user %.1f, system %.1f; %d transfers)\n' \
         "$connections" $(((total - base) / COUNT)) "$COUNT" \
-        "$(echo "($(seconds "$user") + $(seconds "$system")) * 1000000 / $TIMED" | bc -l)" \
-        "$(echo "$(seconds "$user") * 1000000 / $TIMED" | bc -l)" "$(echo "$(seconds "$system") * 1000000 / $TIMED" | bc -l)" \
+        "$(echo "($(bench_seconds "$user") + $(bench_seconds "$system")) * 1000000 / $TIMED" | bc -l)" \
+        "$(echo "$(bench_seconds "$user") * 1000000 / $TIMED" | bc -l)" "$(echo "$(bench_seconds "$system") * 1000000 / $TIMED" | bc -l)" \
         "$TIMED"
 done
