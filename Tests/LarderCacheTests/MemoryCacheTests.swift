@@ -23,6 +23,18 @@ import Testing
         #expect(plain.memoryCost >= StoredResponse.allocated(1000) + StoredResponse.memoryOverhead)
     }
 
+    /// A body in a memory file costs whole pages: one byte over a page takes another.
+    @Test func aMemoryFileBodyCountsWholePages() throws {
+        let budget = MemoryFileBudget(limit: 2)
+        func cost(_ length: Int) throws -> Int {
+            let file = try #require(OpenFile.anonymous(copying: [UInt8](repeating: 1, count: length), budget: budget))
+            return Fixtures.response("/f", body: .memoryFile(file, length: length)).memoryCost
+        }
+        let onePage = 9 * 4096
+        #expect(try cost(onePage + 1) - cost(onePage) == 4096)
+        #expect(try cost(onePage) >= onePage + StoredResponse.memoryOverhead)
+    }
+
     @Test func storesAndFindsByKey() {
         let cache = MemoryCache(limits: Fixtures.limits())
         let stored = Fixtures.response("/a")
