@@ -15,17 +15,17 @@ import LarderIO
 /// from curl's callbacks, which curl invokes only from inside `curl_multi_socket_action`.
 public final class UpstreamClient {
     private let multi: UnsafeMutableRawPointer
-    private let loop: EventLoop
+    let loop: EventLoop
     private var watches: [Int32: SocketWatch] = [:]
-    private var timer: EventLoop.TimerToken?
+    var timer: EventLoop.TimerToken?
     /// curl asked for its timeout to run now (in this iteration's deferred pass); cleared when
     /// it replaces that timeout, so a superseded "run now" does nothing.
-    private var timeoutNowRequested = false
+    var timeoutNowRequested = false
     /// `runTimeoutNow` is queued in the loop's deferred pass.
-    private var timeoutNowQueued = false
+    var timeoutNowQueued = false
     /// The timer callbacks, built once: curl resets its timeout several times per transfer, and
     /// a fresh closure each time is an allocation each time.
-    private lazy var runTimeoutNow: () -> Void = { [weak self] in
+    lazy var runTimeoutNow: () -> Void = { [weak self] in
         guard let self else { return }
         timeoutNowQueued = false
         guard timeoutNowRequested else { return }
@@ -42,7 +42,7 @@ public final class UpstreamClient {
         drainQueued = false
         drainMessages()
     }
-    private lazy var timerFired: () -> Void = { [weak self] in
+    lazy var timerFired: () -> Void = { [weak self] in
         guard let self else { return }
         timer = nil
         socketAction(CURL_SOCKET_TIMEOUT, 0)
@@ -199,24 +199,6 @@ public final class UpstreamClient {
         unwatch(fd)
         ownSockets.remove(fd)
         Syscall.close(fd)
-    }
-
-    private func setTimer(milliseconds: Int) {
-        if let timer { loop.cancel(timer) }
-        timer = nil
-        timeoutNowRequested = false
-        guard milliseconds >= 0 else { return }
-        if milliseconds == 0 {
-            // "Now" (curl asks for it whenever a transfer is added): run in this loop iteration's
-            // deferred pass, not through a timer that costs another epoll_wait to fire.
-            timeoutNowRequested = true
-            if !timeoutNowQueued {
-                timeoutNowQueued = true
-                loop.enqueueDeferred(runTimeoutNow)
-            }
-            return
-        }
-        timer = loop.schedule(afterNanos: UInt64(milliseconds) * 1_000_000, timerFired)
     }
 
     private func socketAction(_ fd: Int32, _ mask: Int32) {
