@@ -172,6 +172,31 @@ extension IntegrationTests {
             #expect(seen.map(\.target) == steps.map(\.path))
         }
 
+        /// An upstream handle keeps its origin as curl's URL handle, set only when it changes, and
+        /// the request target apart: misses alternating between origins (IPv4 and IPv6) on
+        /// recycled handles reach the origin each asked for, path and query byte for byte
+        /// (percent-escapes in upper case stay so; curl's URL setters lower-case them).
+        @Test func recycledUpstreamHandlesFollowEachRequestsOrigin() throws {
+            var origins = [try Origin(), try Origin()]
+            if (try? RawConnectionProbe.ipv6Available()) == true { origins.append(try Origin(ipv6: true)) }
+            let larder = try Larder()
+            let paths = [
+                "/u1?size=11&cc=no-store", "/u2/../u3?size=12&cc=no-store", "/u4/./?size=13&cc=no-store&q=a?b",
+                "/u5:x@y;z,(!)%2F%7E?size=14&cc=no-store&e=%7E%20", "/u6?size=15&cc=no-store&",
+            ]
+            for path in paths {
+                for origin in origins {
+                    let result = try Curl.viaProxy(larder.proxy, ["--path-as-is", origin.url(path)])
+                    #expect(result.status == 200, "\(origin.url(path))")
+                    #expect(result.header("cache-status") == "larder; fwd=uri-miss", "\(origin.url(path))")
+                }
+            }
+            for origin in origins {
+                let seen = try origin.requests().map(\.target).filter { $0.hasPrefix("/u") }
+                #expect(seen == paths, "\(origin.url(""))")
+            }
+        }
+
         /// A HEAD's content is not forwarded (curl would turn the request into a PUT to send
         /// it); the HEAD is, and the unread body ends the client's connection.
         @Test func headWithABodyStaysAHeadWithoutItsBody() throws {

@@ -23,6 +23,27 @@ extension IntegrationTests {
             #expect(metricValue(metrics, "larder_upstream_retries_total{reason=\"reset\"}") == 0, "not counted as a policy retry")
         }
 
+        /// curl resends a request whose pooled connection died before any answer on a fresh one
+        /// itself, from the URL handle it was given: each request gets its own resource, not the
+        /// one the connection carried before.
+        @Test func aRequestResentOnAFreshConnectionKeepsItsURL() throws {
+            let origin = try RawOrigin()
+            let paths = (1...8).map { "/resend\($0)" }
+            for path in paths {
+                var script = RawOrigin.Script(
+                    "HTTP/1.1 200 OK\r\nContent-Length: \(path.utf8.count)\r\nCache-Control: no-store\r\n\r\n\(path)")
+                script.dropsReusedConnection = true
+                origin.script(path, script)
+            }
+            let larder = try Larder(config: "[retry]\nstrategy = \"none\"\n")
+            for path in paths {
+                let result = try Curl.viaProxy(larder.proxy, [origin.url(path)], timeout: 5)
+                #expect(result.status == 200 && result.text == path, "\(path): \(result.status) \(result.text)")
+            }
+            #expect(origin.reusedConnections.withLock { $0 } > 0, "the origin did drop reused connections")
+            #expect(paths.map { origin.count($0) } == paths.map { _ in 1 })
+        }
+
         static let quick = """
             [retry]
             base_delay = "200ms"

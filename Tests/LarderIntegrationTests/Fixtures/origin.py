@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """A scriptable origin server for Larder's integration tests (standard library only).
 
-Binds 127.0.0.1 on a free port and prints "PORT <n>" on its first stdout line.
+Binds 127.0.0.1 (::1 with `--ipv6`) on a free port and prints "PORT <n>" on its first stdout
+line.
 With `--tls CERT KEY` it speaks HTTPS with that certificate (each handshake runs in the
 connection's own thread).
 
@@ -363,12 +364,18 @@ class Server(ThreadingHTTPServer):
     request_queue_size = 512
 
 
+class Server6(Server):
+    address_family = socket.AF_INET6
+
+
 def main():
-    server = Server(("127.0.0.1", 0), Handler)
-    if len(sys.argv) == 4 and sys.argv[1] == "--tls":
+    arguments = sys.argv[1:]
+    server = Server6(("::1", 0), Handler) if "--ipv6" in arguments else Server(("127.0.0.1", 0), Handler)
+    if "--tls" in arguments:
         import ssl
+        at = arguments.index("--tls")
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        context.load_cert_chain(sys.argv[2], sys.argv[3])
+        context.load_cert_chain(arguments[at + 1], arguments[at + 2])
         server.socket = context.wrap_socket(server.socket, server_side=True, do_handshake_on_connect=False)
     print(f"PORT {server.server_address[1]}", flush=True)
     server.serve_forever()

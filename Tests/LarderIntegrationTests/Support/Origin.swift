@@ -8,9 +8,15 @@ final class Origin {
     /// The certificate it serves and the anchors that verify it, for an HTTPS origin.
     let tls: (certificate: String, key: String, anchors: String)?
 
-    init(tls: (certificate: String, key: String, anchors: String)? = nil) throws {
+    /// Listening on ::1 rather than 127.0.0.1 (plain HTTP only).
+    let ipv6: Bool
+
+    init(tls: (certificate: String, key: String, anchors: String)? = nil, ipv6: Bool = false) throws {
         self.tls = tls
-        child = try ChildProcess("/usr/bin/env", ["python3", Paths.originScript] + (tls.map { ["--tls", $0.certificate, $0.key] } ?? []))
+        self.ipv6 = ipv6
+        child = try ChildProcess(
+            "/usr/bin/env",
+            ["python3", Paths.originScript] + (tls.map { ["--tls", $0.certificate, $0.key] } ?? []) + (ipv6 ? ["--ipv6"] : []))
         let text = try child.waitForOutput(stream: \.stdout) { $0.contains("PORT ") }
         guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("PORT ") }),
             let port = Int(line.dropFirst(5))
@@ -18,8 +24,11 @@ final class Origin {
         self.port = port
     }
 
-    /// `http://127.0.0.1:PORT` + path, or `https://localhost:PORT` + path over TLS.
-    func url(_ path: String) -> String { tls == nil ? "http://127.0.0.1:\(port)\(path)" : "https://localhost:\(port)\(path)" }
+    /// `http://127.0.0.1:PORT` (`http://[::1]:PORT`) + path, or `https://localhost:PORT` + path
+    /// over TLS.
+    func url(_ path: String) -> String {
+        tls != nil ? "https://localhost:\(port)\(path)" : ipv6 ? "http://[::1]:\(port)\(path)" : "http://127.0.0.1:\(port)\(path)"
+    }
 
     /// curl's arguments to reach it directly (its anchors, for an HTTPS origin).
     var direct: [String] { tls.map { ["--cacert", $0.anchors] } ?? [] }
