@@ -25,6 +25,14 @@ static inline CURLcode larder_easy_set_opensocket_callback(CURL *h, larder_curl_
 static inline CURLcode larder_easy_set_prereq_callback(CURL *h, larder_curl_prereq_callback v) { return curl_easy_setopt(h, CURLOPT_PREREQFUNCTION, v); }
 static inline CURLcode larder_easy_set_closesocket_callback(CURL *h, larder_curl_closesocket_callback v) { return curl_easy_setopt(h, CURLOPT_CLOSESOCKETFUNCTION, v); }
 
+// Points a URL handle at scheme://host[:port] (a NULL port: the scheme's default).
+static inline CURLUcode larder_url_set_origin(CURLU *url, const char *scheme, const char *host, const char *port) {
+    CURLUcode code = curl_url_set(url, CURLUPART_SCHEME, scheme, 0);
+    if (code == CURLUE_OK) code = curl_url_set(url, CURLUPART_HOST, host, 0);
+    if (code == CURLUE_OK) code = curl_url_set(url, CURLUPART_PORT, port, 0);
+    return code;
+}
+
 static inline CURLcode larder_easy_get_long(CURL *h, CURLINFO i, long *v) { return curl_easy_getinfo(h, i, v); }
 static inline CURLcode larder_easy_get_pointer(CURL *h, CURLINFO i, void **v) { return curl_easy_getinfo(h, i, v); }
 static inline CURLcode larder_easy_get_offset(CURL *h, CURLINFO i, curl_off_t *v) { return curl_easy_getinfo(h, i, v); }

@@ -45,6 +45,14 @@ public struct AbsoluteURL: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// Whether the host and path can go into a request line and a `Host` field as they are
+    /// (RFC 9112 §3, §3.2): no space, control byte or DEL in either, only host characters in
+    /// the host. What ``parse(_:)`` accepts always is; a URL put together from parts may not be.
+    public var isPlainOnTheWire: Bool {
+        let hostByte = { (byte: UInt8) in AbsoluteURL.isRegNameChar(byte) || byte == 0x3A || byte == 0x5B || byte == 0x5D }  // : [ ]
+        return host.utf8.allSatisfy(hostByte) && pathAndQuery.utf8.allSatisfy { $0 > 0x20 && $0 != 0x7F }
+    }
+
     /// The host without IPv6 brackets, for resolving and matching.
     public var bareHost: String {
         host.utf8.first == UInt8(ascii: "[") ? String(host.dropFirst().dropLast()) : host

@@ -101,10 +101,11 @@ public final class UpstreamClient {
         let transfer = UpstreamTransfer(client: self, handle: handle, request: request, delegate: delegate)
         let key = Unmanaged.passUnretained(transfer).toOpaque()
         active[key] = transfer
-        transfer.configure(key: key, request: request)
-        let code = curl_multi_add_handle(multi, handle.pointer)
+        let code = transfer.configure(key: key, request: request) ? curl_multi_add_handle(multi, handle.pointer) : nil
         if code != CURLM_OK {
-            let message = String(cString: curl_multi_strerror(code))
+            let message =
+                code.map { String(cString: curl_multi_strerror($0)) }
+                ?? "curl refused the URL (a byte in its host or path cannot go out as it is)"
             loop.enqueueDeferred { [weak self] in
                 self?.finish(transfer, error: UpstreamError(kind: .other, message: message, afterHead: false))
             }
@@ -355,11 +356,12 @@ public final class UpstreamTransfer {
 
     // MARK: Setup
 
-    fileprivate func configure(key: UnsafeMutableRawPointer, request: UpstreamRequest) {
+    /// Sets the handle up for `request`; false when its URL cannot be handed to curl.
+    fileprivate func configure(key: UnsafeMutableRawPointer, request: UpstreamRequest) -> Bool {
         self.key = key
         handle.prepareForTransfer()
-        // curl copies string options (CURLOPT_URL, _PROXY, _CUSTOMREQUEST) when they are set.
-        larder_easy_set_string(easy, CURLOPT_URL, request.url.description)
+        guard handle.target(request.url, viaParent: request.parentProxy != nil) else { return false }
+        // curl copies string options (CURLOPT_PROXY, _CUSTOMREQUEST) when they are set.
         larder_easy_set_pointer(easy, CURLOPT_PRIVATE, key)
         larder_easy_set_pointer(easy, CURLOPT_OPENSOCKETDATA, key)
         larder_easy_set_pointer(easy, CURLOPT_PREREQDATA, key)
@@ -406,6 +408,7 @@ public final class UpstreamTransfer {
         larder_easy_set_slist(easy, CURLOPT_HTTPHEADER, list.first)
         larder_easy_set_pointer(easy, CURLOPT_HEADERDATA, key)
         larder_easy_set_pointer(easy, CURLOPT_WRITEDATA, key)
+        return true
     }
 
     // MARK: Callbacks (run inside curl_multi_socket_action or curl_easy_pause)
@@ -497,6 +500,10 @@ private final class EasyHandle {
     private(set) var trustAnchors: String?
     /// The owning client, unretained (it outlives its handles), for the socket callbacks.
     private let client: UnsafeMutableRawPointer
+    /// The transfer's origin as curl's URL handle (CURLOPT_CURLU), copied by curl when a
+    /// transfer starts (a CURLOPT_URL string it would parse and print back), and that origin.
+    private let url: OpaquePointer
+    private var urlOrigin: (scheme: String, host: String, port: Int)?
 
     init(client: UpstreamClient) {
         guard let pointer = curl_easy_init() else { fatalError("curl_easy_init failed") }
@@ -504,6 +511,8 @@ private final class EasyHandle {
         self.client = Unmanaged.passUnretained(client).toOpaque()
         errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+        guard let url = curl_url() else { fatalError("curl_url failed") }
+        self.url = url
         setConstantOptions()
     }
 
@@ -511,7 +520,27 @@ private final class EasyHandle {
     // client let it go; the last reference frees it.
     deinit {
         curl_easy_cleanup(pointer)
+        curl_url_cleanup(url)
         errorBuffer.deallocate()
+    }
+
+    /// Points the handle at `target`: its origin as curl's URL handle, set when it changes; its
+    /// path and query as the request target, which curl writes as it is (its URL setters
+    /// would lower-case percent-escapes), or the whole URL for an http request through a
+    /// parent (RFC 9112 §3.2.2; https goes through a CONNECT tunnel). No parser checks these
+    /// bytes after this one: any that could split the request refuse the URL.
+    func target(_ target: AbsoluteURL, viaParent: Bool) -> Bool {
+        guard target.isPlainOnTheWire else { return false }
+        if let origin = urlOrigin, origin != (target.scheme, target.host, target.port) { urlOrigin = nil }
+        if urlOrigin == nil {
+            let port = target.port == target.defaultPort ? nil : String(target.port)
+            guard larder_url_set_origin(url, target.scheme, target.host, port) == CURLUE_OK else { return false }
+            urlOrigin = (target.scheme, target.host, target.port)
+        }
+        let requestTarget = viaParent && target.scheme == "http" ? target.description : target.pathAndQuery
+        larder_easy_set_string(pointer, CURLOPT_REQUEST_TARGET, requestTarget)
+        larder_easy_set_pointer(pointer, CURLOPT_CURLU, UnsafeMutableRawPointer(url))
+        return true
     }
 
     /// Brings the handle back to its constant options if the last transfer changed others.

@@ -13,13 +13,35 @@ import Testing
     @Test func aTransfersEndComesAfterTheWorkItsBodyQueued() throws {
         let body = "hello"
         let response = Array("HTTP/1.1 200 OK\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)".utf8)
+        let log = try Self.transfer(response: response) { port in try AbsoluteURL(parsing: "http://127.0.0.1:\(port)/x") }
+        #expect(log.events == ["head", "body \(body.utf8.count)", "deferred", "finish \(body.utf8.count)"])
+    }
+
+    /// curl writes the request line and `Host` from the URL's parts as they are (a URL handle,
+    /// not a string its parser checks): a URL put together with bytes that would split them is
+    /// refused before curl has it, and nothing reaches the origin.
+    @Test(arguments: [
+        ("127.0.0.1", "/x HTTP/1.1\r\nX-Injected: 1\r\nY: /"), ("127.0.0.1", "/x\ty"), ("127.0.0.1", "/\u{7F}"),
+        ("127.0.0.1\r\nX-Injected: 1", "/x"), ("127.0.0.1/y", "/x"),
+    ])
+    func aURLThatWouldSplitTheRequestIsRefused(host: String, path: String) throws {
+        let response = Array("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n".utf8)
+        let log = try Self.transfer(response: response) { port in
+            AbsoluteURL(scheme: "http", host: host, port: Int(port), pathAndQuery: path)
+        }
+        #expect(log.events.count == 1)
+        #expect(log.events.first?.hasPrefix("failed: other: curl refused the URL") == true, "\(log.events)")
+        #expect(log.accepted.withLock { $0 } == 0, "nothing reached the origin")
+    }
+
+    /// One transfer of `url(port)` against an origin on the loop answering `response`.
+    private static func transfer(response: [UInt8], url: (UInt16) throws -> AbsoluteURL) throws -> EventLog {
         let listener = try Socket.listen(on: #require(SocketAddress(parsing: "127.0.0.1:0")))
-        let port = try #require(try listener.localAddress()).port
-        let url = try AbsoluteURL(parsing: "http://127.0.0.1:\(port)/x")
+        let url = try url(try #require(try listener.localAddress()).port)
         let log = EventLog()
         let loopHandle = try EventLoop.start(name: "upstream-test")
         loopHandle.execute { loop in
-            let origin = Origin(loop: loop, listener: listener, response: response)
+            let origin = Origin(loop: loop, listener: listener, response: response, log: log)
             do {
                 try loop.register(listener.fd, interest: .readable, handler: origin)
             } catch {
@@ -38,7 +60,7 @@ import Testing
             loop.stop()
         }
         #expect(finished, "the transfer did not end: \(log.events)")
-        #expect(log.events == ["head", "body \(body.utf8.count)", "deferred", "finish \(body.utf8.count)"])
+        return log
     }
 }
 
@@ -46,6 +68,8 @@ import Testing
 private final class EventLog: Sendable {
     private let entries = Mutex<[String]>([])
     let done = DispatchSemaphore(value: 0)
+    /// Connections the origin accepted.
+    let accepted = Mutex(0)
     var events: [String] { entries.withLock { $0 } }
     func append(_ event: String) { entries.withLock { $0.append(event) } }
 }
@@ -89,16 +113,19 @@ private final class Origin: IOHandler {
     let loop: EventLoop
     let listener: Socket
     let response: [UInt8]
+    let log: EventLog
     private var connections: [Int32: Connection] = [:]
 
-    init(loop: EventLoop, listener: Socket, response: [UInt8]) {
+    init(loop: EventLoop, listener: Socket, response: [UInt8], log: EventLog) {
         self.loop = loop
         self.listener = listener
         self.response = response
+        self.log = log
     }
 
     func handleIO(_ events: IOEvents) {
         while let (socket, _) = try? listener.accept() {
+            log.accepted.withLock { $0 += 1 }
             let connection = Connection(origin: self, socket: socket)
             connections[socket.fd] = connection
             try? loop.register(socket.fd, interest: .readable, handler: connection)
