@@ -87,18 +87,25 @@ public enum DiskEntryFormat {
     public static func entryHead(
         _ head: Head, wireFields: ArraySlice<UInt8>? = nil, bodyLength: Int64, bodyChecksum: UInt64
     ) -> [UInt8] {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(preambleLength + 512)
-        bytes.append(contentsOf: repeatElement(0, count: preambleLength))
-        appendHead(head, wireFields: wireFields, to: &bytes)
-        let headLength = bytes.count - preambleLength
-        let headChecksum = self.headChecksum(of: bytes[preambleLength...])
-        bytes.withUnsafeMutableBufferPointer { buffer in
+        let vary = head.vary.sorted { $0.key < $1.key }
+        var varyBytes = 0
+        for (name, value) in vary { varyBytes += 8 + name.utf8.count + value.utf8.count }
+        // Room for every text at its UTF-8 length (a Latin-1 reason or value takes a byte a
+        // scalar: no more), 20 digits for the status and 24 characters for each time.
+        let capacity =
+            preambleLength + 64 + 20 + 48 + head.key.utf8.count + head.reason.utf8.count + varyBytes
+            + (wireFields?.count ?? head.headers.wire.count)
+        return [UInt8](unsafeUninitializedCapacity: capacity) { buffer, count in
+            var writer = ByteWriter(UnsafeMutableBufferPointer(rebasing: buffer[preambleLength...]))
+            writeHead(head, vary: vary, wireFields: wireFields, into: &writer)
+            var checksum = BodyChecksum()
+            let section = UnsafeMutableBufferPointer(rebasing: buffer[preambleLength..<(preambleLength + writer.count)])
+            checksum.update(UnsafeRawBufferPointer(section))
             writePreamble(
-                bodyLength: bodyLength, bodyChecksum: bodyChecksum, headChecksum: headChecksum, headLength: headLength,
+                bodyLength: bodyLength, bodyChecksum: bodyChecksum, headChecksum: checksum.value, headLength: writer.count,
                 into: UnsafeMutableBufferPointer(rebasing: buffer[0..<preambleLength]))
+            count = preambleLength + writer.count
         }
-        return bytes
     }
 
     /// The checksum of a head section (what follows the preamble, up to the body).
@@ -110,50 +117,43 @@ public enum DiskEntryFormat {
 
     /// A time in seconds to the microsecond (`1764139200.123456`), which `Double(_:)` reads
     /// back: `Double.description`'s shortest round-trip digits cost ~800 instructions a call.
-    static func appendSeconds(_ seconds: Double, to bytes: inout [UInt8]) {
+    /// At most 24 bytes.
+    static func appendSeconds(_ seconds: Double, to writer: inout ByteWriter) {
         guard seconds.isFinite, seconds >= 0, seconds < 1e12 else {
-            bytes.append(contentsOf: seconds.description.utf8)
+            writer.append(seconds.description)
             return
         }
         let micros = Int((seconds * 1_000_000).rounded())
-        HeadSerializer.appendDecimal(micros / 1_000_000, to: &bytes)
-        bytes.append(UInt8(ascii: "."))
-        let fraction = micros % 1_000_000
-        var divisor = 100_000
-        while divisor > 0 {
-            bytes.append(UInt8(48 + fraction / divisor % 10))
-            divisor /= 10
-        }
+        writer.append(decimal: micros / 1_000_000)
+        writer.append(UInt8(ascii: "."))
+        writer.append(micros % 1_000_000, zeroPaddedTo: 6)
     }
 
-    /// Appends the head section, without string interpolation (each one is an allocation).
-    private static func appendHead(_ head: Head, wireFields: ArraySlice<UInt8>?, to bytes: inout [UInt8]) {
-        bytes.append(contentsOf: "key ".utf8)
-        bytes.append(contentsOf: head.key.utf8)
-        bytes.append(contentsOf: "\nstatus ".utf8)
-        HeadSerializer.appendDecimal(head.status, to: &bytes)
-        bytes.append(32)
-        ASCII.appendBytes(of: head.reason, to: &bytes)
-        bytes.append(contentsOf: "\nrequest-time ".utf8)
-        appendSeconds(head.requestTime, to: &bytes)
-        bytes.append(contentsOf: "\nresponse-time ".utf8)
-        appendSeconds(head.responseTime, to: &bytes)
-        bytes.append(10)
-        if !head.vary.isEmpty {
-            for (name, value) in head.vary.sorted(by: { $0.key < $1.key }) {
-                bytes.append(contentsOf: "vary ".utf8)
-                bytes.append(contentsOf: name.utf8)
-                bytes.append(contentsOf: ": ".utf8)
-                ASCII.appendBytes(of: value, to: &bytes)
-                bytes.append(10)
-            }
+    /// The head section: key, status, times, the Vary values in name order, a blank line, and
+    /// the fields in wire form.
+    private static func writeHead(
+        _ head: Head, vary: [(key: String, value: String)], wireFields: ArraySlice<UInt8>?, into writer: inout ByteWriter
+    ) {
+        writer.append("key " as StaticString)
+        writer.append(head.key)
+        writer.append("\nstatus " as StaticString)
+        writer.append(decimal: head.status)
+        writer.append(32)
+        ASCII.appendBytes(of: head.reason, to: &writer)
+        writer.append("\nrequest-time " as StaticString)
+        appendSeconds(head.requestTime, to: &writer)
+        writer.append("\nresponse-time " as StaticString)
+        appendSeconds(head.responseTime, to: &writer)
+        writer.append(10)
+        for (name, value) in vary {
+            writer.append("vary " as StaticString)
+            writer.append(name)
+            writer.append(": " as StaticString)
+            ASCII.appendBytes(of: value, to: &writer)
+            writer.append(10)
         }
-        bytes.append(10)
-        if let wireFields {
-            bytes.append(contentsOf: wireFields)
-        } else {
-            HeadSerializer.appendFields(head.headers, to: &bytes)
-        }
+        writer.append(10)
+        (wireFields ?? head.headers.wire[...]).withUnsafeBufferPointer { writer.append(contentsOf: $0) }
     }
 
     /// The fixed-width preamble.

@@ -432,8 +432,11 @@ import Testing
         (-1.5, "-1.5"), (2e12, "2000000000000.0"),
     ])
     func secondsAreWrittenToTheMicrosecond(_ seconds: Double, _ text: String) throws {
-        var bytes: [UInt8] = []
-        DiskEntryFormat.appendSeconds(seconds, to: &bytes)
+        let bytes = [UInt8](unsafeUninitializedCapacity: 24) { buffer, count in
+            var writer = ByteWriter(buffer)
+            DiskEntryFormat.appendSeconds(seconds, to: &writer)
+            count = writer.count
+        }
         #expect(String(decoding: bytes, as: UTF8.self) == text)
         let back = try #require(Double(text))
         #expect(abs(back - seconds) <= 0.000001)
