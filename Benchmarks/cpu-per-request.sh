@@ -5,13 +5,14 @@
 # is the bottleneck (hit-100k), its own CPU per request ("client") is what sets req/s: a proxy
 # changes it through what the client's kernel does with its writes (docs/PERFORMANCE.md, "Design choices").
 #
-#   Benchmarks/cpu-per-request.sh [-n] [-a] [-w miss-1k|hit-1k|hit-100k|hit-10m] [-c CONNECTIONS] [-r REPS] BIN...
+#   Benchmarks/cpu-per-request.sh [-n] [-a] [-w miss-1k|hit-1k|hit-100k|hit-10m] [-c CONNECTIONS] [-r REPS] BIN[@CONFIG]...
 #
 # -n adds nginx configured as in ../shared/bench (its worker's CPU) to the interleave, -a
 # HAProxy configured as there.
 # Same setup as compare.sh: local nginx origin, caches on a tmpfs, proxies pinned to CPU 1 and
 # wrk and the origin to CPU 0. Prints each rep and the medians per binary. CONFIG=FILE runs
-# every binary with that configuration (Benchmarks/shared-bench.toml: as the shared harness).
+# every binary with that configuration (Benchmarks/shared-bench.toml: as the shared harness);
+# BIN@FILE runs that one with FILE instead (the same binary can come more than once).
 # PERF=DIR writes DIR/INDEX.data, `perf record -g` of the proxies' CPU under the same load, in
 # a run of its own before the reps.
 set -euo pipefail
@@ -20,11 +21,11 @@ WORKLOAD=miss-1k; CONNECTIONS=50; REPS=5; DURATION=${DURATION:-3}; WITH_NGINX=0;
 while getopts "naw:c:r:" option; do
     case $option in
         n) WITH_NGINX=1 ;; a) WITH_HAPROXY=1 ;; w) WORKLOAD=$OPTARG ;; c) CONNECTIONS=$OPTARG ;; r) REPS=$OPTARG ;;
-        *) echo "usage: $0 [-n] [-a] [-w workload] [-c connections] [-r reps] BIN..." >&2; exit 2 ;;
+        *) echo "usage: $0 [-n] [-a] [-w workload] [-c connections] [-r reps] BIN[@CONFIG]..." >&2; exit 2 ;;
     esac
 done
 shift $((OPTIND - 1))
-[[ $# -ge 1 ]] || { echo "usage: $0 [-n] [-a] [-w workload] [-c connections] [-r reps] BIN..." >&2; exit 2; }
+[[ $# -ge 1 ]] || { echo "usage: $0 [-n] [-a] [-w workload] [-c connections] [-r reps] BIN[@CONFIG]..." >&2; exit 2; }
 ORIGIN_PORT=${ORIGIN_PORT:-18493}; FIRST_PORT=18494
 if [[ -n ${PERF:-} ]] && ! command -v perf >/dev/null; then echo "PERF= needs perf (apt-get install linux-perf)" >&2; exit 2; fi
 
@@ -33,9 +34,10 @@ bench_setup cpu "$ORIGIN_PORT"
 bench_workload "$WORKLOAD" || exit 2
 binaries=("$@"); proxies=()
 for index in "${!binaries[@]}"; do
-    binary=${binaries[$index]}
+    binary=${binaries[$index]%%@*}; config=${CONFIG:-}
+    [[ ${binaries[$index]} == *@* ]] && config=${binaries[$index]#*@}
     port=$((FIRST_PORT + index))
-    "${pin_proxy[@]}" "$binary" serve ${CONFIG:+--config "$CONFIG"} --listen "127.0.0.1:$port" --admin-listen 127.0.0.1:0 \
+    "${pin_proxy[@]}" "$binary" serve ${config:+--config "$config"} --listen "127.0.0.1:$port" --admin-listen 127.0.0.1:0 \
         --cache-dir "$dir/cache$index" >/dev/null 2>"$dir/proxy$index.err" & pids+=($!)
     proxies+=($!)
 done
