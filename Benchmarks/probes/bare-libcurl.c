@@ -2,7 +2,8 @@
 // interface on an epoll loop, as Larder drives it (one handle per connection, removed and added
 // again for each transfer), with the options Larder sets on every transfer (header and body
 // callbacks that keep nothing, the request fields Larder sends for wrk's request, path as is,
-// no decoding, TCP_NODELAY, 64 KiB buffer). Run by bare-libcurl.sh.
+// no decoding, TCP_NODELAY, 64 KiB buffer), and the URL given as Larder gives it: the origin as
+// a URL handle, the path and query as the request target. Run by bare-libcurl.sh.
 //
 //   bare-libcurl URL COUNT [CONCURRENCY]
 #include <curl/curl.h>
@@ -13,7 +14,7 @@
 static int epoll_fd;
 static long timeout_ms = -1;
 static long started;
-static const char *base;
+static char path[1024];
 static CURLM *multi;
 
 static size_t discard(char *data, size_t size, size_t count, void *context) {
@@ -48,9 +49,9 @@ static int on_timer(CURLM *unused, long milliseconds, void *context) {
 }
 
 static void start(CURL *easy) {
-    char url[2048];
-    snprintf(url, sizeof url, "%s?r=%ld", base, started++);
-    curl_easy_setopt(easy, CURLOPT_URL, url);
+    char target[2048];
+    snprintf(target, sizeof target, "%s?r=%ld", path, started++);
+    curl_easy_setopt(easy, CURLOPT_REQUEST_TARGET, target);
     curl_multi_add_handle(multi, easy);
 }
 
@@ -59,7 +60,16 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: %s URL COUNT [CONCURRENCY]\n", argv[0]);
         return 2;
     }
-    base = argv[1];
+    CURLU *origin = curl_url();
+    char *given = NULL;
+    if (curl_url_set(origin, CURLUPART_URL, argv[1], 0) != CURLUE_OK ||
+        curl_url_get(origin, CURLUPART_PATH, &given, 0) != CURLUE_OK) {
+        fprintf(stderr, "bad URL %s\n", argv[1]);
+        return 2;
+    }
+    snprintf(path, sizeof path, "%s", given);
+    curl_free(given);
+    curl_url_set(origin, CURLUPART_PATH, NULL, 0);
     long count = atol(argv[2]);
     int concurrency = argc == 4 ? atoi(argv[3]) : 1;
     if (count < 1 || concurrency < 1) return 2;
@@ -75,6 +85,7 @@ int main(int argc, char **argv) {
         CURL *easy = curl_easy_init();
         curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, discard);
         curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, discard);
+        curl_easy_setopt(easy, CURLOPT_CURLU, origin);
         curl_easy_setopt(easy, CURLOPT_HTTPHEADER, headers);
         curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
         curl_easy_setopt(easy, CURLOPT_PATH_AS_IS, 1L);
