@@ -197,6 +197,26 @@ extension IntegrationTests {
             }
         }
 
+        /// The request target reaches the origin as the client sent it: doubled slashes (an
+        /// object store's key may start with one), dot segments and upper-case escapes are not
+        /// normalized away, through a handle that carried another path just before.
+        @Test func theRequestTargetReachesTheOriginAsSent() throws {
+            let origin = try RawOrigin()
+            let paths = ["//double//slash", "/a/./b/../c", "/%7E/%2F?q=%7E&&r=/x/../y", "/plain?"]
+            for path in paths {
+                origin.script(path, RawOrigin.Script("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nCache-Control: no-store\r\n\r\nok"))
+            }
+            let larder = try Larder()
+            // Raw requests: curl's own client would drop the empty query of "/plain?".
+            let connection = try RawConnection(port: larder.proxyPort)
+            for path in paths {
+                connection.send("GET \(origin.url(path)) HTTP/1.1\r\nHost: 127.0.0.1:\(origin.port)\r\n\r\n")
+                let response = try connection.readResponse()
+                #expect(response.status == 200 && response.body == Array("ok".utf8), "\(path): \(response.status)")
+                #expect(origin.count(path) == 1, "\(path) reached the origin as sent")
+            }
+        }
+
         /// A HEAD's content is not forwarded (curl would turn the request into a PUT to send
         /// it); the HEAD is, and the unread body ends the client's connection.
         @Test func headWithABodyStaysAHeadWithoutItsBody() throws {
