@@ -251,7 +251,7 @@ public final class UpstreamClient {
         return true
     }
 
-    fileprivate func cancel(_ transfer: UpstreamTransfer) {
+    func cancel(_ transfer: UpstreamTransfer) {
         if inCallback > 0 {
             transfer.delegate = nil
             loop.enqueueDeferred { [weak self] in _ = self?.release(transfer) }
@@ -261,8 +261,10 @@ public final class UpstreamClient {
         }
     }
 
-    fileprivate func pause(_ easy: UnsafeMutableRawPointer, mask: Int32) {
-        curl_easy_pause(easy, mask)
+    /// Tells curl which directions of `transfer` are paused now (its body callbacks pause
+    /// them; ``UpstreamTransfer/resumeReceiving()`` and `resumeSending()` lift them).
+    func updatePause(_ transfer: UpstreamTransfer) {
+        curl_easy_pause(transfer.easy, (transfer.receivePaused ? CURLPAUSE_RECV : 0) | (transfer.sendPaused ? CURLPAUSE_SEND : 0))
     }
 
     var loopNow: UInt64 { loop.now }
@@ -296,8 +298,8 @@ public final class UpstreamTransfer {
     fileprivate var bodyBytes = 0
     var deadline = TransferDeadline(timeout: 0, minRate: 0, now: 0)
     var timeoutToken: EventLoop.TimerToken?
-    fileprivate var receivePaused = false
-    fileprivate var sendPaused = false
+    var receivePaused = false
+    var sendPaused = false
     var protocolError: String?
     /// Why the destination check refused the address curl was about to use.
     var refusal: String?
@@ -314,29 +316,6 @@ public final class UpstreamTransfer {
 
     deinit {
         headerList?.free()
-    }
-
-    /// Whether the response head has arrived.
-    public var hasHead: Bool { receivedHead }
-
-    /// Stops the transfer; the delegate hears nothing more.
-    public func cancel() {
-        client.cancel(self)
-    }
-
-    /// Resumes delivery after the delegate refused body bytes.
-    public func resumeReceiving() {
-        guard receivePaused, key != nil else { return }
-        receivePaused = false
-        deadline.resume(now: client.loopNow)
-        client.pause(easy, mask: sendPaused ? CURLPAUSE_SEND : CURLPAUSE_CONT)
-    }
-
-    /// Resumes sending after the delegate had no request body bytes to give.
-    public func resumeSending() {
-        guard sendPaused, key != nil else { return }
-        sendPaused = false
-        client.pause(easy, mask: receivePaused ? CURLPAUSE_RECV : CURLPAUSE_CONT)
     }
 
     fileprivate var summary: UpstreamSummary {
