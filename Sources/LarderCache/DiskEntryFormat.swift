@@ -98,11 +98,10 @@ public enum DiskEntryFormat {
         return [UInt8](unsafeUninitializedCapacity: capacity) { buffer, count in
             var writer = ByteWriter(UnsafeMutableBufferPointer(rebasing: buffer[preambleLength...]))
             writeHead(head, vary: vary, wireFields: wireFields, into: &writer)
-            var checksum = BodyChecksum()
             let section = UnsafeMutableBufferPointer(rebasing: buffer[preambleLength..<(preambleLength + writer.count)])
-            checksum.update(UnsafeRawBufferPointer(section))
             writePreamble(
-                bodyLength: bodyLength, bodyChecksum: bodyChecksum, headChecksum: checksum.value, headLength: writer.count,
+                bodyLength: bodyLength, bodyChecksum: bodyChecksum, headChecksum: headChecksum(of: UnsafeRawBufferPointer(section)),
+                headLength: writer.count,
                 into: UnsafeMutableBufferPointer(rebasing: buffer[0..<preambleLength]))
             count = preambleLength + writer.count
         }
@@ -110,8 +109,12 @@ public enum DiskEntryFormat {
 
     /// The checksum of a head section (what follows the preamble, up to the body).
     public static func headChecksum(of head: ArraySlice<UInt8>) -> UInt64 {
+        head.withUnsafeBytes { headChecksum(of: $0) }
+    }
+
+    static func headChecksum(of head: UnsafeRawBufferPointer) -> UInt64 {
         var checksum = BodyChecksum()
-        head.withUnsafeBytes { checksum.update($0) }
+        checksum.update(head)
         return checksum.value
     }
 

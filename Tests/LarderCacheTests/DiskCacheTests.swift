@@ -430,6 +430,8 @@ import Testing
         (1_764_139_200.9999996, "1764139201.000000"), (7.000001, "7.000001"),
         // Outside 0..<1e12 (a clock far off): written as Double.description, still read back.
         (-1.5, "-1.5"), (2e12, "2000000000000.0"),
+        // The longest spelling: the entry head reserves 24 bytes a time (the writer traps past them).
+        (-2.2250738585072014e-308, "-2.2250738585072014e-308"),
     ])
     func secondsAreWrittenToTheMicrosecond(_ seconds: Double, _ text: String) throws {
         let bytes = [UInt8](unsafeUninitializedCapacity: 24) { buffer, count in
