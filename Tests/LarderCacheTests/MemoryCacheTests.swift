@@ -23,6 +23,31 @@ import Testing
         #expect(plain.memoryCost >= StoredResponse.allocated(1000) + StoredResponse.memoryOverhead)
     }
 
+    /// An entry lives for hours: its head and fields are kept in blocks of their size, not in the
+    /// room a parser reserves for a typical head (which left ~700 bytes unused in every entry).
+    @Test func anEntryKeepsItsHeadInBlocksOfItsSize() throws {
+        var parser = ResponseHeadParser()
+        var parsed: ResponseHead?
+        let lines = [
+            "HTTP/1.1 200 OK", "Server: nginx", "Date: Sun, 06 Nov 1994 08:49:37 GMT", "Content-Type: text/plain",
+            "Content-Length: 100", "Last-Modified: Sun, 06 Nov 1994 08:00:00 GMT", "ETag: \"6745e3a1-400\"",
+            "Cache-Control: max-age=3600", "Link: <https://example.com/static/site.css>; rel=preload; as=style",
+            "Accept-Ranges: bytes", "",
+        ]
+        for line in lines {
+            let bytes = Array((line + "\r\n").utf8)
+            if case .final(let head) = try bytes.withUnsafeBytes({ try parser.feed($0) }) { parsed = head }
+        }
+        let head = try #require(parsed)
+        #expect(head.headers.wire.capacity > head.headers.wire.count + 200, "the parser reserves room for more fields")
+        let stored = Fixtures.response("/a", headers: head.headers)
+        #expect(stored.headers == head.headers)
+        // What the allocator rounds a block to (mimalloc: 64 bytes apart at these sizes), no more.
+        #expect(stored.headers.wire.capacity < stored.headers.wire.count + 64)
+        #expect(stored.headBytes.capacity < stored.headBytes.count + 64)
+        #expect(stored.headBytes == StoredResponse.serializeHead(status: 200, reason: "OK", headers: head.headers).bytes)
+    }
+
     /// A body in a memory file costs whole pages: one byte over a page takes another.
     @Test func aMemoryFileBodyCountsWholePages() throws {
         let budget = MemoryFileBudget(limit: 2)
