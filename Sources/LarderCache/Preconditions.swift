@@ -18,18 +18,25 @@ public enum Preconditions {
     /// True when a 304 Not Modified should be sent instead of the 200 `response`.
     /// If-None-Match uses weak comparison and wins over If-Modified-Since (§13.2.2).
     public static func notModified(request: HTTPHeaders, status: Int, responseHeaders: HTTPHeaders) -> Bool {
+        // The validators are read only for a conditional request: most are not.
+        guard status == 200, request.contains("If-None-Match") || request.contains("If-Modified-Since") else { return false }
+        return notModified(
+            request: request, status: status, etag: responseHeaders["ETag"], lastModified: responseHeaders.date("Last-Modified"))
+    }
+
+    /// The same, with the response's validators already read (a stored response keeps them
+    /// apart: a hit reads no field).
+    public static func notModified(request: HTTPHeaders, status: Int, etag: String?, lastModified: Int?) -> Bool {
         guard status == 200 else { return false }
         if let condition = request.combined("If-None-Match") {
-            guard let etag = responseHeaders["ETag"] else { return false }
+            guard let etag else { return false }
             if ASCII.trimOWS(condition[...]) == "*" { return true }
             return EntityTag.list(condition).contains { EntityTag.weakMatch($0, etag) }
         }
         if let condition = request["If-Modified-Since"], let since = HTTPDate.parse(condition) {
             // §13.1.3: only with a Last-Modified to compare, and not for a date in the future.
-            guard let modifiedText = responseHeaders["Last-Modified"], let modified = HTTPDate.parse(modifiedText) else {
-                return false
-            }
-            return modified <= since
+            guard let lastModified else { return false }
+            return lastModified <= since
         }
         return false
     }

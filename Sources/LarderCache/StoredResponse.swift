@@ -37,8 +37,10 @@ public final class StoredResponse: Sendable {
     /// Lookups that found this response in the memory tier (for the listing; relaxed: a count
     /// for operators, never a decision). A 304 that replaces it starts a new count.
     public let hits = Atomic<Int>(0)
-    /// End-to-end headers as received (hop-by-hop fields and framing removed).
-    public let headers: HTTPHeaders
+    /// End-to-end headers as received (hop-by-hop fields and framing removed), read back from
+    /// ``headBytes`` on each call: an entry keeps its fields once, in wire form. Hits send those
+    /// bytes and read the validators kept apart (``etag``, ``lastModified``).
+    public var headers: HTTPHeaders { HTTPHeaders(wireLines: wireFields) }
     public let body: Body
     /// When the request that produced this response was sent (wall seconds, RFC 9111 §4.2.3).
     public let requestTime: Double
@@ -76,7 +78,6 @@ public final class StoredResponse: Sendable {
         self.key = key
         self.status = status
         self.reason = reason
-        self.headers = headers.compacted()
         self.body = body
         self.requestTime = requestTime
         self.responseTime = responseTime
@@ -171,7 +172,8 @@ public final class StoredResponse: Sendable {
         StoredResponse(
             key: key, status: status, reason: reason, headers: headers, body: newBody, requestTime: requestTime,
             responseTime: responseTime, varyValues: varyValues, freshnessLifetime: freshnessLifetime,
-            correctedInitialAge: correctedInitialAge)
+            correctedInitialAge: correctedInitialAge,
+            preparedHead: PreparedHead(bytes: headBytes, fields: fieldsRange))
     }
 
     /// Whether the body lives in a disk file.
@@ -217,8 +219,8 @@ public final class StoredResponse: Sendable {
         case .memoryFile(_, let length): body = (length + 4095) / 4096 * 4096 + 1024
         case .file: body = 0
         }
-        return body + StoredResponse.allocated(headBytes.count) + StoredResponse.allocated(headers.wire.count)
-            + headers.count * 24 + key.url.utf8.count + (etag?.utf8.count ?? 0) + StoredResponse.memoryOverhead
+        return body + StoredResponse.allocated(headBytes.count) + key.url.utf8.count + (etag?.utf8.count ?? 0)
+            + StoredResponse.memoryOverhead
     }
 
     /// What an entry holds besides those: this object, the tier's slot and index entry, small

@@ -46,6 +46,27 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
         spans.reserveCapacity(capacity)
     }
 
+    /// Fields read back from their wire form as ``wire`` holds it (`Name: value\r\n` each, as
+    /// this type writes them), in a block of exactly their size: a stored head's fields.
+    /// Reading stops at the first line not in that form.
+    public init(wireLines lines: ArraySlice<UInt8>) {
+        wire = Array(lines)
+        spans = []
+        var end = 0
+        wire.withUnsafeBytes { bytes in
+            while end < bytes.count {
+                var lineEnd = end
+                while lineEnd + 1 < bytes.count, !(bytes[lineEnd] == 13 && bytes[lineEnd + 1] == 10) { lineEnd += 1 }
+                var colon = end
+                while colon < lineEnd, bytes[colon] != UInt8(ascii: ":") { colon += 1 }
+                guard colon > end, lineEnd + 1 < bytes.count, lineEnd >= colon + 2, bytes[colon + 1] == 32 else { break }
+                spans.append(Span(start: end, nameCount: colon - end, valueCount: lineEnd - colon - 2))
+                end = lineEnd + 2
+            }
+        }
+        if end < wire.count { wire.removeSubrange(end...) }
+    }
+
     public init(_ pairs: [(String, String)]) {
         self.init()
         for (name, value) in pairs { add(name, value) }
@@ -295,16 +316,6 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
             defer { first = false }
             return !first
         }
-    }
-
-    /// The same fields in blocks of their exact size. A parser reserves room for a typical head
-    /// (``init(capacity:)``); what a cache keeps for as long as the entry lives should not
-    /// carry that room (about 500 bytes an entry).
-    public func compacted() -> HTTPHeaders {
-        var copy = HTTPHeaders()
-        copy.wire = wire.withUnsafeBufferPointer { Array($0) }
-        copy.spans = spans.withUnsafeBufferPointer { Array($0) }
-        return copy
     }
 
     public mutating func remove(_ name: String) {

@@ -228,7 +228,7 @@ extension ClientConnection {
             ? (status?.fwdStatus == 304 ? .revalidated : .stale)
             : stale ? .stale : (stored.isOnDisk || exchange.fromDisk ? .diskHit : .memoryHit)
         let request = exchange.head.headers
-        if Preconditions.notModified(request: request, status: stored.status, responseHeaders: stored.headers) {
+        if Preconditions.notModified(request: request, status: stored.status, etag: stored.etag, lastModified: stored.lastModified) {
             exchange.status = 304
             queueNotModified(headers: stored.headers, age: stored.currentAge(now: now), exchange: exchange)
         } else if exchange.head.method == .get, stored.status == 200, request.contains("Range") {

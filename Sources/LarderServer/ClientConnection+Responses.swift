@@ -45,7 +45,7 @@ extension ClientConnection {
             var bytes: [UInt8] = []
             bytes.reserveCapacity(512)
             HeadSerializer.appendStatusLine(206, HTTPStatus.reason(206), to: &bytes)
-            HeadSerializer.appendFields(stored.headers, to: &bytes)
+            bytes.append(contentsOf: stored.wireFields)
             bytes.append(contentsOf: StoredResponse.viaLine)
             bytes.append(contentsOf: "Content-Range: bytes \(start)-\(last)/\(stored.bodyLength)\r\n".utf8)
             output.append(bytes)

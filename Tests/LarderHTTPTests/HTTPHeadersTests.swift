@@ -17,6 +17,23 @@ import Testing
         #expect(headers.listElements("x-list") == ["Àb", "tok\u{FF}"])
     }
 
+    /// A stored head's fields read back from their wire form: names, values (empty, with a
+    /// colon, with inner spaces) and order as written; a line not in that form ends the list.
+    @Test func fieldsReadBackFromTheirWireForm() {
+        var written = HTTPHeaders()
+        written.add("Date", "Sun, 06 Nov 1994 08:49:37 GMT")
+        written.add("X-Empty", "")
+        written.add("Link", "<http://a/b:c>; rel=x")
+        written.add("x-lower", "a  b")
+        let text = Array(("HEAD\r\n").utf8) + written.wire + Array("tail".utf8)
+        let read = HTTPHeaders(wireLines: text[6..<(6 + written.wire.count)])
+        #expect(read == written)
+        #expect(read["link"] == "<http://a/b:c>; rel=x" && read["X-Empty"] == "" && read.count == 4)
+        #expect(read.wire.capacity < read.wire.count + 64, "a block of the fields' size")
+        let cut = HTTPHeaders(wireLines: (written.wire + Array("Broken line\r\nX-After: 1\r\n".utf8))[...])
+        #expect(cut == written, "reading stops at the first line without a name and ': '")
+    }
+
     @Test func lookupIgnoresCaseAndLength() {
         let headers = HTTPHeaders([("Content-Length", "3"), ("content-type", "a"), ("ETag", "\"e\"")])
         #expect(headers["CONTENT-TYPE"] == "a")
