@@ -20,12 +20,19 @@ public final class EventLoop {
 
     private var slots: [Slot] = []
     private var timers = TimerHeap()
-    private var deferred: [() -> Void] = []
-    private var beforeWait: [() -> Void] = []
+    private var deferred: [Work] = []
+    private var beforeWait: [Work] = []
     /// The batch being run, swapped with `deferred` (or `beforeWait`) so that work queued while
     /// it runs goes to the other array: taking a batch by copy made the emptied queue allocate a
     /// new buffer on every pass.
-    private var batch: [() -> Void] = []
+    private var batch: [Work] = []
+
+    /// A closure as an array element. An array of bare closures stores each one in the most
+    /// general calling convention, which wraps it in an allocated thunk on every append; a
+    /// struct's field keeps the closure as it was made.
+    private struct Work {
+        let body: () -> Void
+    }
     private var running = true
     private var events: UnsafeMutablePointer<epoll_event>
     private let maxEvents = 512
@@ -149,14 +156,14 @@ public final class EventLoop {
     /// Runs `body` after the current batch of events, before the loop waits again. Used to
     /// avoid re-entering an object from inside one of its own callbacks.
     public func enqueueDeferred(_ body: @escaping () -> Void) {
-        deferred.append(body)
+        deferred.append(Work(body: body))
     }
 
     /// Runs `body` once this iteration's deferred work is done (responses queued and flushed),
     /// just before the loop waits again: for waking other threads, which on a busy core may
     /// preempt this one, only after the clients of this batch have their bytes.
     public func enqueueBeforeWait(_ body: @escaping () -> Void) {
-        beforeWait.append(body)
+        beforeWait.append(Work(body: body))
     }
 
     /// Stops the loop after the current iteration.
@@ -177,7 +184,7 @@ public final class EventLoop {
                 }
             }
             if !timers.isEmpty {
-                for body in timers.popDue(now: now) { body() }
+                for due in timers.popDue(now: now) { due.body() }
             }
             runDeferred()
             if !beforeWait.isEmpty {
@@ -263,7 +270,7 @@ public final class EventLoop {
 
     /// Runs and empties `batch`, keeping its buffer for the next one.
     private func runBatch() {
-        for body in batch { body() }
+        for work in batch { work.body() }
         batch.removeAll(keepingCapacity: true)
     }
 }

@@ -6,8 +6,14 @@ struct TimerHeap {
         var id: UInt64
     }
 
+    /// A callback as a table value: a bare closure there is stored in the most general calling
+    /// convention, wrapped in an allocated thunk each time one is scheduled.
+    struct Callback {
+        let body: () -> Void
+    }
+
     private var heap: [Entry] = []
-    private var callbacks: [UInt64: () -> Void] = [:]
+    private var callbacks: [UInt64: Callback] = [:]
     private var nextID: UInt64 = 1
 
     var isEmpty: Bool { callbacks.isEmpty }
@@ -15,7 +21,7 @@ struct TimerHeap {
     mutating func schedule(at deadline: UInt64, _ body: @escaping () -> Void) -> UInt64 {
         let id = nextID
         nextID += 1
-        callbacks[id] = body
+        callbacks[id] = Callback(body: body)
         heap.append(Entry(deadline: deadline, id: id))
         siftUp(heap.count - 1)
         return id
@@ -40,8 +46,8 @@ struct TimerHeap {
     }
 
     /// Removes and returns the callbacks due at `now`.
-    mutating func popDue(now: UInt64) -> [() -> Void] {
-        var due: [() -> Void] = []
+    mutating func popDue(now: UInt64) -> [Callback] {
+        var due: [Callback] = []
         while let top = heap.first, top.deadline <= now {
             popTop()
             if let body = callbacks.removeValue(forKey: top.id) { due.append(body) }
