@@ -419,7 +419,15 @@ final class Fill: UpstreamTransferDelegate {
         notifyScheduled = true
         proxy.loop.enqueueDeferred { [self] in
             notifyScheduled = false
-            for entry in readers { entry.reader.fillDidProgress(self) }
+            // Readers move their positions in `readers` from inside the call: iterating the
+            // array itself would copy it on the first such change. One reader, the usual case,
+            // is called without holding the array; several, each from a snapshot.
+            if readers.count == 1 {
+                let only = readers[0].reader
+                only.fillDidProgress(self)
+            } else {
+                for entry in readers { entry.reader.fillDidProgress(self) }
+            }
         }
     }
 
