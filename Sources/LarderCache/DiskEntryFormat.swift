@@ -244,7 +244,9 @@ public enum DiskEntryFormat {
     ) throws(Problem) -> Head {
         let bytes = Array(bytes)
         guard let blank = findBlankLine(bytes) else { throw .unreadableHead("no end of metadata") }
-        let meta = String(decoding: bytes[0..<blank], as: UTF8.self)
+        // One scalar a byte: the reason and Vary values were written as the bytes they came in
+        // with (obs-text included); the key is ASCII.
+        let meta = bytes.withUnsafeBytes { ASCII.string(UnsafeRawBufferPointer(rebasing: $0[0..<blank])) }
         var key: String?
         var status: Int?
         var reason = ""

@@ -1,12 +1,14 @@
 /// Writes heads in HTTP/1.1 wire form into a byte array.
 public enum HeadSerializer {
-    /// Appends `HTTP/1.1 <status> <reason>\r\n`.
+    /// Appends `HTTP/1.1 <status> <reason>\r\n`, the reason as the bytes it was read from
+    /// (``ASCII/string(_:)``: obs-text, RFC 9112 §4, goes back out as the same byte).
     public static func appendStatusLine(_ status: Int, _ reason: String, to output: inout [UInt8]) {
-        output.append(contentsOf: "HTTP/1.1 ".utf8)
+        append("HTTP/1.1 ", to: &output)
         appendDecimal(status, to: &output)
         output.append(32)
-        output.append(contentsOf: reason.utf8)
-        output.append(contentsOf: crlf)
+        ASCII.appendBytes(of: reason, to: &output)
+        output.append(13)
+        output.append(10)
     }
 
     /// Appends a literal's bytes. `append(contentsOf: "…".utf8)` goes through the generic

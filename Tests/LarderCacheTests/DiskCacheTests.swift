@@ -445,6 +445,24 @@ import Testing
     }
 }
 
+/// Texts from the wire in an entry's head: obs-text (RFC 9112 §4: a reason phrase may carry
+/// bytes over 0x7F) is read as one scalar a byte, written back as that byte and read again
+/// as the same text, so a response served from disk carries the bytes its origin sent.
+@Suite struct DiskEntryTextTests {
+    @Test func aLatin1ReasonAndVaryValueSurviveTheDiskHead() throws {
+        let reason = ([0x43, 0x61, 0x66, 0xE9, 0x20, 0x4F, 0x4B] as [UInt8]).withUnsafeBytes { ASCII.string($0) }  // "Caf\xE9 OK"
+        let language = ([0x66, 0x72, 0x2D, 0xE9] as [UInt8]).withUnsafeBytes { ASCII.string($0) }
+        let head = DiskEntryFormat.Head(
+            key: "http://example.com/a", status: 200, reason: reason, requestTime: 100, responseTime: 101,
+            vary: ["accept-language": language], headers: ["Cache-Control": "max-age=60"])
+        let bytes = DiskEntryFormat.entryHead(head, bodyLength: 0, bodyChecksum: 0)
+        let back = try DiskEntryFormat.decodeHead(bytes[DiskEntryFormat.preambleLength...], bodyLength: 0, bodyChecksum: 0)
+        #expect(back.reason == reason)
+        #expect(back.vary == ["accept-language": language])
+        #expect(back.key == head.key && back.headers == head.headers)
+    }
+}
+
 @Suite(.timeLimit(.minutes(1))) struct DiskScrubberTests {
     @Test func pausesKeepTheAverageAtTheRate() {
         #expect(DiskScrubber.pause(afterChecking: 16 << 20, rate: 16 << 20) == .seconds(1))

@@ -34,6 +34,16 @@ import Testing
         #expect(cut == written, "reading stops at the first line without a name and ': '")
     }
 
+    /// A reason phrase goes out with the bytes it came in with: obs-text (RFC 9112 §4) was read
+    /// as one scalar a byte and is written back as that byte, not re-encoded as UTF-8.
+    @Test func aStatusLineKeepsTheReasonsBytes() {
+        let raw: [UInt8] = [0x43, 0x61, 0x66, 0xE9]
+        let reason = raw.withUnsafeBytes { ASCII.string($0) }
+        var line: [UInt8] = []
+        HeadSerializer.appendStatusLine(203, reason, to: &line)
+        #expect(line == Array("HTTP/1.1 203 ".utf8) + raw + [13, 10])
+    }
+
     @Test func lookupIgnoresCaseAndLength() {
         let headers = HTTPHeaders([("Content-Length", "3"), ("content-type", "a"), ("ETag", "\"e\"")])
         #expect(headers["CONTENT-TYPE"] == "a")
