@@ -117,6 +117,55 @@ public enum ASCII {
         return String(decoding: typed, as: UTF8.self)
     }
 
+    /// Whether every byte may be in a field value (``isFieldValueChar(_:)``), eight at a time:
+    /// a word with no byte below 0x20 and no DEL needs no look at its bytes.
+    public static func allFieldValueChars(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let base = bytes.baseAddress else { return true }
+        var index = 0
+        while index + 8 <= bytes.count {
+            let word = UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self)
+            if hasByte(in: word, below: 0x20) || hasByte(in: word, equalTo: 0x7F) {
+                for offset in index..<(index + 8) where !isFieldValueChar(base[offset]) { return false }  // a tab, or not
+            }
+            index += 8
+        }
+        while index < bytes.count {
+            if !isFieldValueChar(base[index]) { return false }
+            index += 1
+        }
+        return true
+    }
+
+    /// Whether every byte is above 0x20 and not DEL: no space or control byte (a request
+    /// target on the wire, RFC 9112 §3.2), eight at a time. Bytes over 0x7F pass.
+    public static func allVisibleOrHigh(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let base = bytes.baseAddress else { return true }
+        var index = 0
+        while index + 8 <= bytes.count {
+            let word = UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self)
+            if hasByte(in: word, below: 0x21) || hasByte(in: word, equalTo: 0x7F) { return false }
+            index += 8
+        }
+        while index < bytes.count {
+            if base[index] <= 0x20 || base[index] == 0x7F { return false }
+            index += 1
+        }
+        return true
+    }
+
+    /// Whether a byte of `word` is below `limit` (at most 0x80): exact as a yes or no, since a
+    /// borrow only starts at a byte that is below it.
+    @inline(__always)
+    static func hasByte(in word: UInt64, below limit: UInt8) -> Bool {
+        (word &- 0x0101_0101_0101_0101 &* UInt64(limit)) & ~word & 0x8080_8080_8080_8080 != 0
+    }
+
+    /// Whether a byte of `word` is `value`.
+    @inline(__always)
+    static func hasByte(in word: UInt64, equalTo value: UInt8) -> Bool {
+        hasByte(in: word ^ (0x0101_0101_0101_0101 &* UInt64(value)), below: 1)
+    }
+
     /// Whether every byte is below 0x80, eight at a time.
     @inline(__always)
     static func isASCII(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {

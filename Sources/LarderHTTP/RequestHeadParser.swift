@@ -227,9 +227,8 @@ public struct RequestHeadParser: Sendable {
         var valueEnd = line.count
         while valueStart < valueEnd, line[valueStart] == 32 || line[valueStart] == 9 { valueStart += 1 }
         while valueEnd > valueStart, line[valueEnd - 1] == 32 || line[valueEnd - 1] == 9 { valueEnd -= 1 }
-        for index in valueStart..<valueEnd where !ASCII.isFieldValueChar(line[index]) {
-            throw .bad("invalid character in header value")
-        }
+        guard ASCII.allFieldValueChars(UnsafeRawBufferPointer(rebasing: line[valueStart..<valueEnd]).assumingMemoryBound(to: UInt8.self))
+        else { throw .bad("invalid character in header value") }
         return (colon, UnsafeRawBufferPointer(rebasing: line[valueStart..<valueEnd]))
     }
 }

@@ -72,7 +72,7 @@ public struct ResponseHeadParser: Sendable {
         while valueStart < valueEnd, bytes[valueStart] == 32 || bytes[valueStart] == 9 { valueStart += 1 }
         while valueEnd > valueStart, bytes[valueEnd - 1] == 32 || bytes[valueEnd - 1] == 9 { valueEnd -= 1 }
         // A NUL or bare CR inside a value could split the header downstream: drop the field.
-        for index in valueStart..<valueEnd where !ASCII.isFieldValueChar(bytes[index]) { return .none }
+        guard ASCII.allFieldValueChars(UnsafeBufferPointer(rebasing: bytes[valueStart..<valueEnd])) else { return .none }
         head.headers.append(line: line, nameCount: colon, value: UnsafeRawBufferPointer(rebasing: content[valueStart..<valueEnd]))
         return .none
     }
