@@ -347,7 +347,12 @@ public final class UpstreamTransfer {
         larder_easy_set_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(request.connectTimeout.totalMilliseconds))
         // An empty proxy string disables curl's reading of http_proxy/HTTP_PROXY: the daemon's
         // own environment must not redirect its upstream traffic.
-        larder_easy_set_string(easy, CURLOPT_PROXY, request.parentProxy ?? "")
+        // A literal goes to C as it is (a String made here would be copied into a new array).
+        if let parent = request.parentProxy {
+            larder_easy_set_string(easy, CURLOPT_PROXY, parent)
+        } else {
+            larder_easy_set_string(easy, CURLOPT_PROXY, "")
+        }
         if request.url.scheme == "https", handle.trustAnchors != request.extraTrustAnchors {
             handle.trust(request.extraTrustAnchors)
         }
@@ -517,7 +522,8 @@ private final class EasyHandle {
             urlOrigin = (target.scheme, target.host, target.port)
         }
         let requestTarget = viaParent && target.scheme == "http" ? target.description : target.pathAndQuery
-        larder_easy_set_string(pointer, CURLOPT_REQUEST_TARGET, requestTarget)
+        // curl copies it; withCString lends a short target from the stack, not a new array.
+        _ = requestTarget.withCString { larder_easy_set_string(pointer, CURLOPT_REQUEST_TARGET, $0) }
         larder_easy_set_pointer(pointer, CURLOPT_CURLU, UnsafeMutableRawPointer(url))
         return true
     }
