@@ -4,11 +4,29 @@ import LarderIO
 /// A request to send upstream: already rewritten for forwarding (hop-by-hop fields removed,
 /// `Host` from the URL, `Via` appended).
 public struct UpstreamRequest: Sendable {
-    public var method: HTTPMethod
-    public var url: AbsoluteURL
-    public var headers: HTTPHeaders
+    /// What stays the same from attempt to attempt, held once: a request is copied into its
+    /// fill, into each transfer and through each attempt, and each copy of these fields would
+    /// retain and release a dozen strings and arrays.
+    private final class Message: Sendable {
+        let method: HTTPMethod
+        let url: AbsoluteURL
+        let headers: HTTPHeaders
+        let body: BodyLength?
+
+        init(method: HTTPMethod, url: AbsoluteURL, headers: HTTPHeaders, body: BodyLength?) {
+            self.method = method
+            self.url = url
+            self.headers = headers
+            self.body = body
+        }
+    }
+
+    private let message: Message
+    public var method: HTTPMethod { _read { yield message.method } }
+    public var url: AbsoluteURL { _read { yield message.url } }
+    public var headers: HTTPHeaders { _read { yield message.headers } }
     /// The request body: nil for none, otherwise its length (nil inside for unknown, sent chunked).
-    public var body: BodyLength?
+    public var body: BodyLength? { message.body }
     public var connectTimeout: Duration
     /// Time allowed for the response head, and then for any stall of the body.
     public var timeout: Duration
@@ -37,10 +55,7 @@ public struct UpstreamRequest: Sendable {
         method: HTTPMethod, url: AbsoluteURL, headers: HTTPHeaders, body: BodyLength? = nil,
         connectTimeout: Duration = .seconds(5), timeout: Duration = .seconds(60), parentProxy: String? = nil
     ) {
-        self.method = method
-        self.url = url
-        self.headers = headers
-        self.body = body
+        message = Message(method: method, url: url, headers: headers, body: body)
         self.connectTimeout = connectTimeout
         self.timeout = timeout
         self.parentProxy = parentProxy
