@@ -93,11 +93,20 @@ public enum ASCII {
         lowercasedString(bytes.assumingMemoryBound(to: UInt8.self))
     }
 
+    /// Calls `body` with `text`'s UTF-8 where it is (every native string has it contiguous): a
+    /// copy made to call `withUTF8` on costs a retain and a release, and field names and
+    /// values are looked at this way dozens of times a request.
+    @inline(__always)
+    public static func withUTF8<Result>(of text: String, _ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
+        if let result = text.utf8.withContiguousStorageIfAvailable(body) { return result }
+        var copy = text
+        return copy.withUTF8(body)
+    }
+
     /// Whether `text`'s UTF-8 contains `byte`, over its contiguous bytes (`text.utf8.contains`
     /// walks the view through the generic sequence path, ~15 instructions a byte).
     public static func contains(_ byte: UInt8, in text: String) -> Bool {
-        var text = text
-        return text.withUTF8 { bytes in
+        withUTF8(of: text) { bytes in
             for index in 0..<bytes.count where bytes[index] == byte { return true }
             return false
         }
@@ -204,8 +213,7 @@ public enum ASCII {
     /// are) and returns true; returns false without calling it otherwise.
     @inline(__always)
     private static func withASCII(_ text: String, _ body: (UnsafeBufferPointer<UInt8>) -> Void) -> Bool {
-        var copy = text
-        return copy.withUTF8 { utf8 in
+        withUTF8(of: text) { utf8 in
             for byte in utf8 where byte >= 0x80 { return false }
             body(utf8)
             return true

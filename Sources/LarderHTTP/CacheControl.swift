@@ -83,8 +83,7 @@ public struct CacheControl: Sendable, Equatable {
 
     // Parses in place over the string's UTF-8 (no copy): this runs several times per response.
     private mutating func parse(_ text: String) {
-        var text = text
-        text.withUTF8 { bytes in
+        ASCII.withUTF8(of: text) { bytes in
             let count = bytes.count
             var index = 0
             func skipWhitespace() {

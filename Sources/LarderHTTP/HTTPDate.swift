@@ -76,8 +76,7 @@ public enum HTTPDate {
 
     /// `Sun, 06 Nov 1994 08:49:37 GMT`, exactly 29 bytes; nil for any other shape.
     static func parseFixdate(_ text: String) -> Int? {
-        var text = text
-        return text.withUTF8 { parseFixdate($0) }
+        ASCII.withUTF8(of: text) { parseFixdate($0) }
     }
 
     /// Parses a date from a field value's bytes, as ``parse(_:)-(String)`` does its text: an

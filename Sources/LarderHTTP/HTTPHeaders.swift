@@ -119,18 +119,19 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     /// Calls `body` with the index and the value bytes of each field named `name` (ASCII,
     /// case-insensitive) until it returns false. Names of another length cost one comparison.
     private func forEachIndex(named name: String, _ body: (Int, UnsafeRawBufferPointer) -> Bool) {
-        var name = name
-        name.withUTF8 { target in
-            wire.withUnsafeBytes { bytes in
-                for index in spans.indices {
-                    let span = spans[index]
-                    guard span.nameCount == target.count,
-                        ASCII.equalsIgnoringCase(
-                            UnsafeRawBufferPointer(rebasing: bytes[span.start..<(span.start + span.nameCount)]), target)
-                    else { continue }
-                    if !body(index, UnsafeRawBufferPointer(rebasing: bytes[span.valueStart..<(span.valueStart + span.valueCount)])) {
-                        return
-                    }
+        ASCII.withUTF8(of: name) { forEachIndex(nameBytes: $0, body) }
+    }
+
+    private func forEachIndex(nameBytes target: UnsafeBufferPointer<UInt8>, _ body: (Int, UnsafeRawBufferPointer) -> Bool) {
+        wire.withUnsafeBytes { bytes in
+            for index in spans.indices {
+                let span = spans[index]
+                guard span.nameCount == target.count,
+                    ASCII.equalsIgnoringCase(
+                        UnsafeRawBufferPointer(rebasing: bytes[span.start..<(span.start + span.nameCount)]), target)
+                else { continue }
+                if !body(index, UnsafeRawBufferPointer(rebasing: bytes[span.valueStart..<(span.valueStart + span.valueCount)])) {
+                    return
                 }
             }
         }
@@ -256,8 +257,7 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
 
     public mutating func add(_ name: String, _ value: String) {
         let start = wire.count
-        var name = name
-        name.withUTF8 { wire.append(contentsOf: $0) }
+        ASCII.withUTF8(of: name) { wire.append(contentsOf: $0) }
         let nameCount = wire.count - start
         wire.append(58)
         wire.append(32)
@@ -343,8 +343,7 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     /// Removes the fields named `name` (ASCII, case-insensitive) for which `predicate`, called
     /// with each in order, returns true.
     private mutating func removeFields(named name: String, _ predicate: () -> Bool) {
-        var name = name
-        name.withUTF8 { target in
+        ASCII.withUTF8(of: name) { target in
             removeFields(whereName: { ASCII.equalsIgnoringCase($0, target) && predicate() })
         }
     }

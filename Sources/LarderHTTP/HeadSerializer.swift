@@ -21,8 +21,7 @@ public enum HeadSerializer {
     /// Appends `Name: value\r\n`, preserving the value's bytes.
     @inline(__always)
     public static func appendField(_ name: String, _ value: String, to output: inout [UInt8]) {
-        var name = name
-        name.withUTF8 { output.append(contentsOf: $0) }
+        ASCII.withUTF8(of: name) { output.append(contentsOf: $0) }
         output.append(58)
         output.append(32)
         ASCII.appendBytes(of: value, to: &output)
