@@ -20,19 +20,12 @@ public final class EventLoop {
 
     private var slots: [Slot] = []
     private var timers = TimerHeap()
-    private var deferred: [Work] = []
-    private var beforeWait: [Work] = []
+    private var deferred: [LoopWork] = []
+    private var beforeWait: [LoopWork] = []
     /// The batch being run, swapped with `deferred` (or `beforeWait`) so that work queued while
     /// it runs goes to the other array: taking a batch by copy made the emptied queue allocate a
     /// new buffer on every pass.
-    private var batch: [Work] = []
-
-    /// A closure as an array element. An array of bare closures stores each one in the most
-    /// general calling convention, which wraps it in an allocated thunk on every append; a
-    /// struct's field keeps the closure as it was made.
-    private struct Work {
-        let body: () -> Void
-    }
+    private var batch: [LoopWork] = []
     private var running = true
     private var events: UnsafeMutablePointer<epoll_event>
     private let maxEvents = 512
@@ -156,14 +149,14 @@ public final class EventLoop {
     /// Runs `body` after the current batch of events, before the loop waits again. Used to
     /// avoid re-entering an object from inside one of its own callbacks.
     public func enqueueDeferred(_ body: @escaping () -> Void) {
-        deferred.append(Work(body: body))
+        deferred.append(LoopWork(body: body))
     }
 
     /// Runs `body` once this iteration's deferred work is done (responses queued and flushed),
     /// just before the loop waits again: for waking other threads, which on a busy core may
     /// preempt this one, only after the clients of this batch have their bytes.
     public func enqueueBeforeWait(_ body: @escaping () -> Void) {
-        beforeWait.append(Work(body: body))
+        beforeWait.append(LoopWork(body: body))
     }
 
     /// Stops the loop after the current iteration.

@@ -6,14 +6,8 @@ struct TimerHeap {
         var id: UInt64
     }
 
-    /// A callback as a table value: a bare closure there is stored in the most general calling
-    /// convention, wrapped in an allocated thunk each time one is scheduled.
-    struct Callback {
-        let body: () -> Void
-    }
-
     private var heap: [Entry] = []
-    private var callbacks: [UInt64: Callback] = [:]
+    private var callbacks: [UInt64: LoopWork] = [:]
     private var nextID: UInt64 = 1
 
     var isEmpty: Bool { callbacks.isEmpty }
@@ -21,7 +15,7 @@ struct TimerHeap {
     mutating func schedule(at deadline: UInt64, _ body: @escaping () -> Void) -> UInt64 {
         let id = nextID
         nextID += 1
-        callbacks[id] = Callback(body: body)
+        callbacks[id] = LoopWork(body: body)
         heap.append(Entry(deadline: deadline, id: id))
         siftUp(heap.count - 1)
         return id
@@ -46,8 +40,8 @@ struct TimerHeap {
     }
 
     /// Removes and returns the callbacks due at `now`.
-    mutating func popDue(now: UInt64) -> [Callback] {
-        var due: [Callback] = []
+    mutating func popDue(now: UInt64) -> [LoopWork] {
+        var due: [LoopWork] = []
         while let top = heap.first, top.deadline <= now {
             popTop()
             if let body = callbacks.removeValue(forKey: top.id) { due.append(body) }
