@@ -50,8 +50,7 @@ public struct AbsoluteURL: Sendable, Hashable, CustomStringConvertible {
     /// the host. What ``parse(_:)`` accepts always is; a URL put together from parts may not be.
     public var isPlainOnTheWire: Bool {
         let hostByte = { (byte: UInt8) in AbsoluteURL.isRegNameChar(byte) || byte == 0x3A || byte == 0x5B || byte == 0x5D }  // : [ ]
-        var target = pathAndQuery
-        return host.utf8.allSatisfy(hostByte) && target.withUTF8 { ASCII.allVisibleOrHigh($0) }
+        return host.utf8.allSatisfy(hostByte) && ASCII.withUTF8(of: pathAndQuery) { ASCII.allVisibleOrHigh($0) }
     }
 
     /// The host without IPv6 brackets, for resolving and matching.

@@ -227,8 +227,8 @@ public struct RequestHeadParser: Sendable {
         var valueEnd = line.count
         while valueStart < valueEnd, line[valueStart] == 32 || line[valueStart] == 9 { valueStart += 1 }
         while valueEnd > valueStart, line[valueEnd - 1] == 32 || line[valueEnd - 1] == 9 { valueEnd -= 1 }
-        guard ASCII.allFieldValueChars(UnsafeRawBufferPointer(rebasing: line[valueStart..<valueEnd]).assumingMemoryBound(to: UInt8.self))
-        else { throw .bad("invalid character in header value") }
-        return (colon, UnsafeRawBufferPointer(rebasing: line[valueStart..<valueEnd]))
+        let value = UnsafeRawBufferPointer(rebasing: line[valueStart..<valueEnd])
+        guard ASCII.allFieldValueChars(value.assumingMemoryBound(to: UInt8.self)) else { throw .bad("invalid character in header value") }
+        return (colon, value)
     }
 }
