@@ -32,6 +32,9 @@ import Testing
         #expect(read.wire.capacity < read.wire.count + 64, "a block of the fields' size")
         let cut = HTTPHeaders(wireLines: (written.wire + Array("Broken line\r\nX-After: 1\r\n".utf8))[...])
         #expect(cut == written, "reading stops at the first line without a name and ': '")
+        let unended = HTTPHeaders(wireLines: (written.wire + Array("X-Tail: 1".utf8))[...])
+        #expect(unended == written && unended.wire == written.wire, "a last line without its CRLF is not a field")
+        #expect(HTTPHeaders(wireLines: []).isEmpty)
     }
 
     /// A reason phrase goes out with the bytes it came in with: obs-text (RFC 9112 §4) was read
