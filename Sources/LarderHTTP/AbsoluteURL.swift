@@ -21,8 +21,18 @@ public struct AbsoluteURL: Sendable, Hashable, CustomStringConvertible {
 
     public var defaultPort: Int { scheme == "https" ? 443 : 80 }
 
-    /// `host` or `host:port` when the port is not the default: the value for `Host`.
-    public var authority: String { port == defaultPort ? host : "\(host):\(port)" }
+    /// `host` or `host:port` when the port is not the default: the value for `Host`. Built
+    /// byte-wise: it is the upstream `Host` of every miss to an origin on another port.
+    public var authority: String {
+        guard port != defaultPort else { return host }
+        return String(unsafeUninitializedCapacity: host.utf8.count + 21) { buffer in
+            var writer = ByteWriter(buffer)
+            writer.append(host)
+            writer.append(UInt8(ascii: ":"))
+            writer.append(decimal: port)
+            return writer.count
+        }
+    }
 
     /// `scheme://authority/path?query`.
     public var description: String { withPath(pathAndQuery) }

@@ -69,6 +69,9 @@ import Testing
         #expect(url.withPath("/b") == "http://example.org:8080/b")
         #expect(try AbsoluteURL(parsing: "https://h/").description == "https://h/")
         #expect(try AbsoluteURL(parsing: "http://[::1]:80/x").description == "http://[::1]/x")
+        #expect(url.authority == "example.org:8080")
+        #expect(try AbsoluteURL(parsing: "https://h:443/").authority == "h")
+        #expect(try AbsoluteURL(parsing: "https://[::1]:65535/").authority == "[::1]:65535")
     }
 
     @Test func removingAFieldKeepsTheOthersInOrder() {
