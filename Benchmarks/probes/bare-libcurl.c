@@ -92,6 +92,8 @@ int main(int argc, char **argv) {
         curl_easy_setopt(easy, CURLOPT_HTTP_CONTENT_DECODING, 0L);
         curl_easy_setopt(easy, CURLOPT_TCP_NODELAY, 1L);
         curl_easy_setopt(easy, CURLOPT_BUFFERSIZE, 65536L);
+        // As Larder: no proxy from the environment (curl reads it with getenv on every transfer).
+        curl_easy_setopt(easy, CURLOPT_PROXY, "");
         start(easy);
     }
     long done = 0;

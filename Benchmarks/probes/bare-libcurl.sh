@@ -7,7 +7,9 @@
 # not counted), and CPU time per transfer over TIMED transfers with the client pinned to CPU 1
 # and the origin to CPU 0, as cpu-per-request.sh pins a proxy. Compare with
 # `Benchmarks/instructions-per-request.sh -w miss -b BIN` and `cpu-per-request.sh -a BIN`.
-# Needs gcc, libcurl's headers (libcurl4-openssl-dev), valgrind and nginx.
+# Needs gcc, libcurl's headers (libcurl4-openssl-dev), valgrind and nginx. CURL_PREFIX=DIR
+# builds against the libcurl installed under DIR instead (DIR/include, DIR/lib), to compare
+# versions.
 #
 #   Benchmarks/probes/bare-libcurl.sh [COUNT] [CONCURRENCY] [TIMED]
 set -euo pipefail
@@ -18,7 +20,13 @@ TIMED=${3:-100000}
 ORIGIN_PORT=${ORIGIN_PORT:-18695}
 source Benchmarks/common.sh
 bench_setup bare-libcurl "$ORIGIN_PORT"
-gcc -O2 -Wall -o "$dir/bare-libcurl" Benchmarks/probes/bare-libcurl.c -lcurl
+if [[ -n ${CURL_PREFIX:-} ]]; then
+    gcc -O2 -Wall -I"$CURL_PREFIX/include" -o "$dir/bare-libcurl" Benchmarks/probes/bare-libcurl.c \
+        -L"$CURL_PREFIX/lib" -Wl,-rpath,"$CURL_PREFIX/lib" -lcurl
+else
+    gcc -O2 -Wall -o "$dir/bare-libcurl" Benchmarks/probes/bare-libcurl.c -lcurl
+fi
+echo "libcurl: $(ldd "$dir/bare-libcurl" | awk '/libcurl/ {print $3}')"
 origin="http://127.0.0.1:$ORIGIN_PORT/obj/1k"
 for _ in $(seq 50); do curl -s -o /dev/null "$origin" && break; sleep 0.1; done
 instructions() {
