@@ -274,24 +274,11 @@ public enum DiskEntryFormat {
         guard let key, let status, (100...999).contains(status), let requestTime, let responseTime else {
             throw .unreadableHead("missing field")
         }
-        var headers = HTTPHeaders()
-        var index = blank + 1
-        while index < bytes.count {
-            var end = index
-            while end + 1 < bytes.count, !(bytes[end] == 13 && bytes[end + 1] == 10) { end += 1 }
-            guard end + 1 < bytes.count else { throw .unreadableHead("header line not ended") }
-            guard let colon = bytes[index..<end].firstIndex(of: UInt8(ascii: ":")) else {
-                throw .unreadableHead("header without colon")
-            }
-            var valueStart = colon + 1
-            while valueStart < end, bytes[valueStart] == 32 { valueStart += 1 }
-            bytes.withUnsafeBytes { raw in
-                headers.append(
-                    name: UnsafeRawBufferPointer(rebasing: raw[index..<colon]),
-                    value: UnsafeRawBufferPointer(rebasing: raw[valueStart..<end]))
-            }
-            index = end + 2
-        }
+        // The fields as the writer left them (`Name: value\r\n` each, DISK-FORMAT.md): a line in
+        // another form, or one without its CRLF, leaves bytes unread.
+        let fields = bytes[(blank + 1)...]
+        let headers = HTTPHeaders(wireLines: fields)
+        guard headers.wire.count == fields.count else { throw .unreadableHead("malformed header line") }
         return Head(
             key: key, status: status, reason: reason, requestTime: requestTime, responseTime: responseTime,
             vary: vary, headers: headers, bodyLength: bodyLength, bodyChecksum: bodyChecksum)

@@ -461,6 +461,21 @@ import Testing
         #expect(back.vary == ["accept-language": language])
         #expect(back.key == head.key && back.headers == head.headers)
     }
+
+    /// The fields section must be whole `Name: value\r\n` lines: a line without a name and
+    /// ": ", or a last line without its CRLF, makes the head unreadable rather than dropped.
+    @Test func aFieldSectionWithAMalformedLineIsUnreadable() throws {
+        let head = DiskEntryFormat.Head(
+            key: "http://example.com/a", status: 200, reason: "OK", requestTime: 100, responseTime: 101, vary: [:],
+            headers: ["Cache-Control": "max-age=60", "ETag": "\"e\""])
+        let section = Array(DiskEntryFormat.entryHead(head, bodyLength: 0, bodyChecksum: 0)[DiskEntryFormat.preambleLength...])
+        #expect(try DiskEntryFormat.decodeHead(section[...], bodyLength: 0, bodyChecksum: 0).headers == head.headers)
+        for damaged in [section + Array("Broken\r\n".utf8), section + Array("X-Tail: 1".utf8), Array(section.dropLast(2))] {
+            #expect(throws: DiskEntryFormat.Problem.self) {
+                try DiskEntryFormat.decodeHead(damaged[...], bodyLength: 0, bodyChecksum: 0)
+            }
+        }
+    }
 }
 
 @Suite(.timeLimit(.minutes(1))) struct DiskScrubberTests {
