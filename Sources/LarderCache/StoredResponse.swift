@@ -167,13 +167,27 @@ public final class StoredResponse: Sendable {
         currentAge(now: now) - freshnessLifetime
     }
 
-    /// The same response with another body (a disk entry promoted into memory).
+    /// The same response with another body (a disk entry promoted into memory): every part
+    /// taken as it is, nothing read back from the head again; the hit count starts anew.
     public func withBody(_ newBody: Body) -> StoredResponse {
-        StoredResponse(
-            key: key, status: status, reason: reason, headers: headers, body: newBody, requestTime: requestTime,
-            responseTime: responseTime, varyValues: varyValues, freshnessLifetime: freshnessLifetime,
-            correctedInitialAge: correctedInitialAge,
-            preparedHead: PreparedHead(bytes: headBytes, fields: fieldsRange))
+        StoredResponse(copying: self, body: newBody)
+    }
+
+    private init(copying other: StoredResponse, body: Body) {
+        key = other.key
+        status = other.status
+        reason = other.reason
+        self.body = body
+        requestTime = other.requestTime
+        responseTime = other.responseTime
+        varyValues = other.varyValues
+        freshnessLifetime = other.freshnessLifetime
+        correctedInitialAge = other.correctedInitialAge
+        headBytes = other.headBytes
+        fieldsRange = other.fieldsRange
+        directives = other.directives
+        etag = other.etag
+        lastModified = other.lastModified
     }
 
     /// Whether the body lives in a disk file.

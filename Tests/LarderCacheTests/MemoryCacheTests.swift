@@ -24,6 +24,27 @@ import Testing
         #expect(plain.memoryCost >= StoredResponse.allocated(1000) + StoredResponse.memoryOverhead)
     }
 
+    /// A disk entry promoted into memory is the same response with its body in memory: head,
+    /// validators, directives, lifetimes and variant as they were, the hit count from zero.
+    @Test func aPromotedEntryKeepsEveryPartButItsBody() {
+        let headers: HTTPHeaders = [
+            "Cache-Control": "max-age=60, must-revalidate", "ETag": "\"e1\"", "Last-Modified": "Sun, 06 Nov 1994 08:49:37 GMT",
+        ]
+        let original = Fixtures.response("/p", bodySize: 10, headers: headers, lifetime: 60, age: 5, vary: ["accept": "a"])
+        _ = original.hits.add(3, ordering: .relaxed)
+        let promoted = original.withBody(.memory([1, 2, 3]))
+        #expect(promoted.memoryBody == [1, 2, 3])
+        #expect(promoted.headBytes == original.headBytes && promoted.wireFields == original.wireFields)
+        #expect(promoted.headers == headers)
+        #expect(promoted.etag == "\"e1\"" && promoted.lastModified == 784_111_777)
+        #expect(promoted.directives == original.directives && promoted.directives.mustRevalidate)
+        #expect(promoted.key == original.key && promoted.status == 200 && promoted.reason == "OK")
+        #expect(promoted.varyValues == ["accept": "a"])
+        #expect(promoted.freshnessLifetime == 60 && promoted.correctedInitialAge == 5)
+        #expect(promoted.requestTime == original.requestTime && promoted.responseTime == original.responseTime)
+        #expect(promoted.hits.load(ordering: .relaxed) == 0)
+    }
+
     /// An entry lives for hours: its fields are kept once, in its serialized head, in a block of
     /// its size (not in the room a parser reserves for a typical head), and read back from it.
     @Test func anEntryKeepsItsFieldsOnceInABlockOfTheirSize() throws {
