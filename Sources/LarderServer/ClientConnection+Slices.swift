@@ -88,7 +88,9 @@ extension ClientConnection {
                 return true
             case .found(let stored, _):
                 progressed = true
-                guard stored.status == 206, let range = stored.headers["Content-Range"].flatMap(ContentRange.init) else {
+                // Read back from the stored head once: the range here, the validator in useSlice.
+                let headers = stored.headers
+                guard stored.status == 206, let range = headers["Content-Range"].flatMap(ContentRange.init) else {
                     // Not a slice after all: never combined; forgotten, so the next look misses.
                     proxy.shared.cache.purge(key.slice(index))
                     continue
@@ -120,7 +122,7 @@ extension ClientConnection {
                     status.detail = "disk-slices"
                     exchange.cacheStatus = status
                 }
-                guard let needed = useSlice(range, headers: stored.headers, age: stored.currentAge(now: now), exchange: exchange)
+                guard let needed = useSlice(range, headers: headers, age: stored.currentAge(now: now), exchange: exchange)
                 else { continue }
                 queueSlicePart(stored, offset: needed.offset, count: needed.count, exchange: exchange)
                 exchange.slices?.sent(needed.count)
@@ -215,8 +217,9 @@ extension ClientConnection {
     private func checkSliceFill(_ fill: Fill, exchange: Exchange) -> Bool {
         if let stored = fill.refreshed ?? fill.staleAnswer {
             leaveSliceFill(fill, exchange: exchange)
-            if let range = stored.headers["Content-Range"].flatMap(ContentRange.init),
-                let needed = useSlice(range, headers: stored.headers, age: stored.currentAge(now: Clocks.wallSeconds()), exchange: exchange)
+            let headers = stored.headers
+            if let range = headers["Content-Range"].flatMap(ContentRange.init),
+                let needed = useSlice(range, headers: headers, age: stored.currentAge(now: Clocks.wallSeconds()), exchange: exchange)
             {
                 queueSlicePart(stored, offset: needed.offset, count: needed.count, exchange: exchange)
                 exchange.slices?.sent(needed.count)
