@@ -27,10 +27,17 @@ public struct AbsoluteURL: Sendable, Hashable, CustomStringConvertible {
         guard port != defaultPort else { return host }
         return String(unsafeUninitializedCapacity: host.utf8.count + 21) { buffer in
             var writer = ByteWriter(buffer)
-            writer.append(host)
+            appendAuthority(to: &writer)
+            return writer.count
+        }
+    }
+
+    /// `host`, then `:port` when the port is not the default.
+    private func appendAuthority(to writer: inout ByteWriter) {
+        writer.append(host)
+        if port != defaultPort {
             writer.append(UInt8(ascii: ":"))
             writer.append(decimal: port)
-            return writer.count
         }
     }
 
@@ -45,11 +52,7 @@ public struct AbsoluteURL: Sendable, Hashable, CustomStringConvertible {
             var writer = ByteWriter(buffer)
             writer.append(scheme)
             writer.append("://" as StaticString)
-            writer.append(host)
-            if port != defaultPort {
-                writer.append(UInt8(ascii: ":"))
-                writer.append(decimal: port)
-            }
+            appendAuthority(to: &writer)
             writer.append(path)
             return writer.count
         }
