@@ -11,8 +11,6 @@ import Testing
         #expect(first == second)
         #expect(first.hashValue == second.hashValue)
         #expect(Set([first, second, first]).count == 1)
-        let copy = first
-        #expect(copy == first)
     }
 
     @Test func everyPartTellsKeysApart() {
