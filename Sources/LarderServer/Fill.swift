@@ -140,6 +140,7 @@ final class Fill: UpstreamTransferDelegate {
     var readers: [Reader] = []
     var chunks: [[UInt8]] = []
     var chunkStarts: [Int] = []
+    /// The whole body stays in `chunks` until the fill ends, to be stored in one piece.
     var retainAll = false
     var notifyScheduled = false
     var paused = false
@@ -155,7 +156,7 @@ final class Fill: UpstreamTransferDelegate {
     var admissionDeferred = false
     let staleIfErrorWindow: Double
     /// The disk entry being written, when the response goes to the disk tier while it streams
-    /// (bodies too large for memory, or of unknown length past the memory limit).
+    /// (bodies larger than a fill keeps whole, ``wholeLimit``, declared or once past it).
     var diskWrite: DiskWrite?
     /// The slices being written instead, for a response larger than a slice.
     var slicedWrite: SlicedDiskWrite?
@@ -546,8 +547,8 @@ final class Fill: UpstreamTransferDelegate {
         proxy.shared.stats.bytesFromUpstream.add(bytes.count)
         diskWrite?.append(chunk)
         slicedWrite?.append(chunk)
-        if retainAll, received > maxMemoryObject {
-            // Unknown length that outgrew the memory tier: stream it to disk from here on.
+        if retainAll, received > wholeLimit {
+            // Unknown length that outgrew what is kept whole: stream it to disk from here on.
             retainAll = false
             if let pendingDiskHead { startDiskWrite(pendingDiskHead) }
             willStore = diskWrite != nil
@@ -575,7 +576,7 @@ final class Fill: UpstreamTransferDelegate {
                     UpstreamError(kind: .truncated, message: "body ended after \(received) of \(contentLength) bytes", afterHead: true))
             } else {
                 outcome = .success(())
-                let stored = storeInMemory()
+                let stored = storeWhole()
                 diskWrite?.finish(expectedLength: received)
                 if let stored, let pendingDiskHead {
                     proxy.storeOnDisk(stored.response, body: stored.body, head: pendingDiskHead)

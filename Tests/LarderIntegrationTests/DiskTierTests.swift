@@ -52,6 +52,27 @@ extension IntegrationTests {
             #expect(try Self.corruptions(larder) == 1)
         }
 
+        /// A body over `memory.max_object_bytes` but small enough to be a segment record, declared
+        /// or not, is kept whole and appended as one, not streamed to a file of its own on the
+        /// writer thread (twice the CPU per miss); the memory tier does not take it, not even within
+        /// the slack its admission check allows for the entry's head.
+        @Test func aSmallBodyTooLargeForTheMemoryTierBecomesASegmentRecord() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: "[memory]\nmax_object_bytes = \"1KiB\"\n")
+            // Declared lengths, and a chunked body of unknown length.
+            for path in ["/whole?size=3000", "/whole?size=20000", "/whole?size=20000&chunked=1"].map({ $0 + "&cc=max-age=600" }) {
+                #expect(try Curl.viaProxy(larder.proxy, [origin.url(path)]).cacheStatus?.stored == true)
+                for _ in 0..<2 {
+                    let hit = try Curl.viaProxy(larder.proxy, [origin.url(path)])
+                    #expect(hit.body == (try origin.directBody(path)))
+                    #expect(hit.cacheStatus?.detail == "disk", "\(path): served from the disk tier, not promoted")
+                }
+                #expect(try origin.count(path) == 3, "the fill, then one direct request per hit")
+            }
+            let files = larder.cacheFiles("v1")
+            #expect(!files.isEmpty && files.allSatisfy { $0.contains("/v1/seg/") }, "records, not entry files: \(files)")
+        }
+
         @Test func aFlippedByteInAnEntryThisProcessWroteIsNotServed() throws {
             let origin = try Origin()
             let larder = try Larder(config: Self.diskOnly)
