@@ -61,45 +61,52 @@ extension AccessLog {
         }
     }
 
-    /// `TIME CLIENT "METHOD URL" STATUS OUTCOME BYTES DURATION attempts=N [...]`.
+    /// `TIME CLIENT "METHOD URL" STATUS OUTCOME BYTES DURATION attempts=N [...]`, written in
+    /// place (``AccessLog/appendLine(bound:_:)``): the default format, one line per request.
     func appendLarder(_ entry: Entry) {
-        appendTimestamp()
-        buffer.append(32)
-        appendClient(entry)
-        buffer.append(contentsOf: " \"".utf8)
-        buffer.append(contentsOf: entry.method.utf8)
-        buffer.append(32)
-        appendSanitized(entry.url)
-        buffer.append(contentsOf: "\" ".utf8)
-        appendDecimal(entry.status)
-        buffer.append(32)
-        buffer.append(contentsOf: entry.outcome.utf8)
-        buffer.append(32)
-        appendDecimal(entry.bytes)
-        buffer.append(32)
-        let micros = Int(entry.durationNanos / 1000)
-        appendDecimal(micros / 1000)
-        buffer.append(46)
-        let fraction = micros % 1000
-        if fraction < 100 { buffer.append(48) }
-        if fraction < 10 { buffer.append(48) }
-        appendDecimal(fraction)
-        buffer.append(contentsOf: "ms attempts=".utf8)
-        appendDecimal(entry.attempts)
-        if let retries = entry.retries {
-            buffer.append(contentsOf: " retries=".utf8)
-            buffer.append(contentsOf: retries.utf8)
+        let client = clientText(entry.client)
+        // Every field at its longest: texts are copied byte for byte (sanitizing replaces, never
+        // adds), numbers take at most 20 digits, the fixed text well under 128 bytes.
+        var bound = 128 + 5 * 20 + AccessLog.timestampBound + client.count + entry.method.utf8.count
+        bound += entry.url.utf8.count + entry.outcome.utf8.count
+        bound += (entry.retries?.utf8.count ?? 0) + (entry.tls?.utf8.count ?? 0) + (entry.key?.utf8.count ?? 0)
+        bound += (entry.user?.utf8.count ?? 0) + (entry.agent?.utf8.count ?? 0)
+        appendLine(bound: bound) { writer in
+            writeTimestamp(to: &writer)
+            writer.append(32)
+            client.withUnsafeBufferPointer { writer.append(contentsOf: $0) }
+            writer.append(" \"" as StaticString)
+            writer.append(entry.method)
+            writer.append(32)
+            AccessLog.writeSanitized(entry.url, space: 32, to: &writer)
+            writer.append("\" " as StaticString)
+            writer.append(decimal: entry.status)
+            writer.append(32)
+            writer.append(entry.outcome)
+            writer.append(32)
+            writer.append(decimal: entry.bytes)
+            writer.append(32)
+            let micros = Int(entry.durationNanos / 1000)
+            writer.append(decimal: micros / 1000)
+            writer.append(46)
+            writer.append(micros % 1000, zeroPaddedTo: 3)
+            writer.append("ms attempts=" as StaticString)
+            writer.append(decimal: entry.attempts)
+            if let retries = entry.retries {
+                writer.append(" retries=" as StaticString)
+                writer.append(retries)
+            }
+            // A request that came inside an intercepted TLS session: its protocol version.
+            if let tls = entry.tls {
+                writer.append(" tls=" as StaticString)
+                writer.append(tls)
+            }
+            // The key a route built otherwise than from the URL (quoted: it is the operator's text).
+            if let key = entry.key { AccessLog.writeQuoted(" key=", key, to: &writer) }
+            // The proxy user (proxy.auth_users) and the client's User-Agent, quoted: client text.
+            if let user = entry.user { AccessLog.writeQuoted(" user=", user, to: &writer) }
+            if let agent = entry.agent { AccessLog.writeQuoted(" ua=", agent, to: &writer) }
         }
-        // A request that came inside an intercepted TLS session: its protocol version.
-        if let tls = entry.tls {
-            buffer.append(contentsOf: " tls=".utf8)
-            buffer.append(contentsOf: tls.utf8)
-        }
-        // The key a route built otherwise than from the URL (quoted: it is the operator's text).
-        if let key = entry.key { appendQuoted(" key=", key) }
-        // The proxy user (proxy.auth_users) and the client's User-Agent, quoted: client text.
-        if let user = entry.user { appendQuoted(" user=", user) }
-        if let agent = entry.agent { appendQuoted(" ua=", agent) }
     }
 
     /// Squid's native format (`logformat squid`):
@@ -196,17 +203,24 @@ extension AccessLog {
     }
 
     private func appendClient(_ entry: Entry) {
-        if let client = entry.client { buffer.append(contentsOf: client.ipString.utf8) } else { buffer.append(45) }
+        buffer.append(contentsOf: clientText(entry.client))
     }
 
     /// Client text outside quotes: quotes become `'`, spaces (where a field may not hold one)
     /// `space`, control bytes `'`.
     private func appendSanitized(_ text: String, space: UInt8 = 32) {
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""), 0..<0x20, 0x7F: buffer.append(UInt8(ascii: "'"))
-            case 32: buffer.append(space)
-            default: buffer.append(byte)
+        appendLine(bound: text.utf8.count) { AccessLog.writeSanitized(text, space: space, to: &$0) }
+    }
+
+    /// ``appendSanitized(_:space:)`` through a writer: one byte out for each byte in.
+    static func writeSanitized(_ text: String, space: UInt8, to writer: inout ByteWriter) {
+        ASCII.withUTF8(of: text) { bytes in
+            writer.append(length: bytes.count) { out in
+                for index in 0..<bytes.count {
+                    let byte = bytes[index]
+                    out[index] =
+                        byte == 32 ? space : byte < 0x20 || byte == UInt8(ascii: "\"") || byte == 0x7F ? UInt8(ascii: "'") : byte
+                }
             }
         }
     }

@@ -1,0 +1,112 @@
+import Dispatch
+import Glibc
+import LarderConfig
+import LarderIO
+import Synchronization
+import Testing
+
+@testable import LarderServer
+
+/// Access lines as written on a real loop into a pipe: the fields, what client text may not
+/// do to a line, and lines far longer than usual.
+@Suite(.timeLimit(.minutes(1))) struct AccessLogTests {
+    /// The lines `record` writes for `entries` in `format`, without the timestamp where the
+    /// format starts with one (checked for its shape instead).
+    static func lines(_ format: LogConfig.AccessFormat, _ entries: [AccessLog.Entry]) throws -> [String] {
+        // A file, not a pipe: the loop writes every line before the test reads any.
+        var template = Array("/tmp/larder-access-log-XXXXXX".utf8CString)
+        let writeEnd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        #expect(writeEnd >= 0)
+        let path = String(cString: template)
+        defer { unlink(path) }
+        let handle = try EventLoop.start(name: "access-log-test")
+        defer { handle.execute { $0.stop() } }
+        let done = DispatchSemaphore(value: 0)
+        handle.execute { loop in
+            let log = AccessLog(loop: loop, fd: writeEnd, enabled: true)
+            log.format = format
+            for entry in entries {
+                log.record(
+                    client: entry.client, method: entry.method, url: entry.url, status: entry.status, outcome: entry.outcome,
+                    bytes: entry.bytes, durationNanos: entry.durationNanos, attempts: entry.attempts, retries: entry.retries,
+                    tls: entry.tls, key: entry.key, user: entry.user, agent: entry.agent)
+            }
+            log.flush()
+            close(writeEnd)
+            done.signal()
+        }
+        #expect(done.wait(timeout: .now() + 10) == .success)
+        let readEnd = open(path, O_RDONLY)
+        defer { close(readEnd) }
+        var text: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = read(readEnd, &chunk, chunk.count)
+            guard count > 0 else { break }
+            text += chunk[0..<count]
+        }
+        return String(decoding: text, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).dropLast().map {
+            guard format == .larder else { return String($0) }
+            let stamp = $0.prefix(24)
+            #expect(
+                stamp.count == 24
+                    && stamp.enumerated().allSatisfy { index, character in
+                        switch index {
+                        case 4, 7: character == "-"
+                        case 10: character == "T"
+                        case 13, 16: character == ":"
+                        case 19: character == "."
+                        case 23: character == "Z"
+                        default: character.isASCII && character.isNumber
+                        }
+                    }, "\(stamp)")
+            return String($0.dropFirst(24))
+        }
+    }
+
+    static func entry(
+        client: String? = "10.1.2.3:50000", url: String = "http://example.test/a", durationNanos: UInt64 = 1_234_567,
+        retries: String? = nil, tls: String? = nil, key: String? = nil, user: String? = nil, agent: String? = nil
+    ) -> AccessLog.Entry {
+        AccessLog.Entry(
+            client: client.flatMap(SocketAddress.init(parsing:)), method: "GET", url: url, status: 200, outcome: "hit", bytes: 1234,
+            durationNanos: durationNanos, attempts: 1, retries: retries, tls: tls, key: key, user: user, agent: agent)
+    }
+
+    @Test func larderLinesCarryEveryFieldAndClientTextCannotBreakThem() throws {
+        let lines = try Self.lines(
+            .larder,
+            [
+                Self.entry(),
+                Self.entry(
+                    client: "[::1]:50001", url: "http://example.test/a b\"c\u{1}d\u{7F}", durationNanos: 1_005_000, retries: "1:502",
+                    tls: "TLSv1.3", key: "k\"ey", user: "alice", agent: "curl \"x\"\\y\u{7}"),
+                Self.entry(client: "10.1.2.3:50002", durationNanos: 999),
+                Self.entry(client: nil, durationNanos: 12_000_000_000),
+            ])
+        #expect(
+            lines == [
+                " 10.1.2.3 \"GET http://example.test/a\" 200 hit 1234 1.234ms attempts=1",
+                " ::1 \"GET http://example.test/a b'c'd'\" 200 hit 1234 1.005ms attempts=1 retries=1:502 tls=TLSv1.3"
+                    + " key=\"k'ey\" user=\"alice\" ua=\"curl 'x''y'\"",
+                " 10.1.2.3 \"GET http://example.test/a\" 200 hit 1234 0.000ms attempts=1",
+                " - \"GET http://example.test/a\" 200 hit 1234 12000.000ms attempts=1",
+            ])
+    }
+
+    /// A target and a User-Agent of tens of kilobytes (the head limit allows them) are written
+    /// whole, as one line.
+    @Test func aLongTargetAndAgentAreWrittenWhole() throws {
+        let path = String(repeating: "p", count: 40_000)
+        let agent = String(repeating: "a", count: 30_000)
+        let lines = try Self.lines(.larder, [Self.entry(url: "http://example.test/" + path, agent: agent), Self.entry()])
+        #expect(lines.count == 2)
+        #expect(lines.first == " 10.1.2.3 \"GET http://example.test/\(path)\" 200 hit 1234 1.234ms attempts=1 ua=\"\(agent)\"")
+    }
+
+    @Test func squidLinesReplaceSpacesInTheTarget() throws {
+        let lines = try Self.lines(.squid, [Self.entry(url: "http://example.test/a b")])
+        #expect(lines.count == 1)
+        #expect(lines.first?.hasSuffix(" 10.1.2.3 TCP_MEM_HIT/200 1234 GET http://example.test/a+b - HIER_NONE/- -") == true, "\(lines)")
+    }
+}
