@@ -50,12 +50,25 @@ public struct AbsoluteURL: Sendable, Hashable, CustomStringConvertible {
         let capacity = scheme.utf8.count + 3 + host.utf8.count + 21 + path.utf8.count
         return String(unsafeUninitializedCapacity: capacity) { buffer in
             var writer = ByteWriter(buffer)
-            writer.append(scheme)
-            writer.append("://" as StaticString)
-            appendAuthority(to: &writer)
-            writer.append(path)
+            write(path: path, to: &writer)
             return writer.count
         }
+    }
+
+    /// The most bytes ``write(to:)`` writes.
+    public var textBound: Int { scheme.utf8.count + 3 + host.utf8.count + 21 + pathAndQuery.utf8.count }
+
+    /// Writes ``description``'s bytes, at most ``textBound``, without building the string (the
+    /// access log writes every request's target this way).
+    public func write(to writer: inout ByteWriter) {
+        write(path: pathAndQuery, to: &writer)
+    }
+
+    private func write<Path: StringProtocol>(path: Path, to writer: inout ByteWriter) {
+        writer.append(scheme)
+        writer.append("://" as StaticString)
+        appendAuthority(to: &writer)
+        writer.append(path)
     }
 
     /// Whether the host and path can go into a request line and a `Host` field as they are

@@ -32,14 +32,14 @@ final class AccessLog {
 
     /// Appends one line, in `format`.
     func record(
-        client: SocketAddress?, method: String, url: String, status: Int, outcome: String,
+        client: SocketAddress?, method: String, url: Target, status: Int, outcome: String,
         bytes: Int, durationNanos: UInt64, attempts: Int, retries: String? = nil, tls: String? = nil, key: String? = nil,
         user: String? = nil, agent: String? = nil
     ) {
         guard enabled else { return }
         if journal { buffer.append(contentsOf: "<6>".utf8) }
         let entry = Entry(
-            client: client, method: method, url: url, status: status, outcome: outcome, bytes: bytes, durationNanos: durationNanos,
+            client: client, method: method, target: url, status: status, outcome: outcome, bytes: bytes, durationNanos: durationNanos,
             attempts: attempts, retries: retries, tls: tls, key: key, user: user, agent: agent)
         switch format {
         case .larder: appendLarder(entry)

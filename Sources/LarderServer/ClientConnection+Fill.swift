@@ -227,7 +227,7 @@ extension ClientConnection: FillReader {
     func logTruncated(_ exchange: Exchange) {
         proxy.shared.stats.count(.error)
         proxy.accessLog.record(
-            client: peer, method: exchange.head.method.rawValue, url: exchange.head.url?.description ?? "-",
+            client: peer, method: exchange.head.method.rawValue, url: exchange.head.url.map { .absolute($0) } ?? .text("-"),
             status: exchange.status, outcome: "truncated", bytes: exchange.bodyBytesSent,
             durationNanos: Clocks.monotonicNanos() &- exchange.startNanos, attempts: exchange.attempts, retries: exchange.retries)
     }

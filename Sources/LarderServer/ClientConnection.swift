@@ -335,10 +335,16 @@ final class ClientConnection: IOHandler {
             ? nil : headers["Proxy-Authorization"].flatMap(BasicCredentials.init(header:))?.user
         proxy.accessLog.record(
             client: peer, method: exchange.head.method.rawValue,
-            url: interception == nil ? exchange.head.targetText : exchange.url?.description ?? exchange.head.targetText,
+            url: interception == nil ? Self.logTarget(exchange.head) : .text(exchange.url?.description ?? exchange.head.targetText),
             status: exchange.status, outcome: exchange.outcome.rawValue, bytes: exchange.bodyBytesSent,
             durationNanos: duration, attempts: exchange.attempts, retries: exchange.retries, tls: interception?.tls.version,
             key: exchange.customKey, user: user, agent: headers["User-Agent"])
+    }
+
+    /// What the access log names as `head`'s target: an absolute URL is written from its parts.
+    static func logTarget(_ head: RequestHead) -> AccessLog.Target {
+        if case .absolute(let url) = head.target { return .absolute(url) }
+        return .text(head.targetText)
     }
 
     /// Finishes the current exchange (if any), then closes once the output is written.
@@ -362,7 +368,7 @@ final class ClientConnection: IOHandler {
             // No exchange (the head itself was malformed): still one access line, with its status.
             proxy.shared.stats.countStatus(error.status)
             proxy.accessLog.record(
-                client: peer, method: "-", url: "-", status: error.status, outcome: RequestOutcome.error.rawValue, bytes: 0,
+                client: peer, method: "-", url: .text("-"), status: error.status, outcome: RequestOutcome.error.rawValue, bytes: 0,
                 durationNanos: 0, attempts: 0)
             closeWhenFlushed = true
             flushSoon()

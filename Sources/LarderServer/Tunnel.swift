@@ -188,7 +188,7 @@ final class Tunnel {
         proxy.shared.stats.tunnelBytesDown.add(bytesDown)
         proxy.tunnelClosed(self)
         proxy.accessLog.record(
-            client: peer, method: "CONNECT", url: target, status: 200, outcome: reason.map { "tunnel-\($0)" } ?? "tunnel",
+            client: peer, method: "CONNECT", url: .text(target), status: 200, outcome: reason.map { "tunnel-\($0)" } ?? "tunnel",
             bytes: bytesUp + bytesDown, durationNanos: Clocks.monotonicNanos() &- started, attempts: 1)
     }
 }

@@ -1,6 +1,7 @@
 import Dispatch
 import Glibc
 import LarderConfig
+import LarderHTTP
 import LarderIO
 import Synchronization
 import Testing
@@ -27,7 +28,7 @@ import Testing
             log.format = format
             for entry in entries {
                 log.record(
-                    client: entry.client, method: entry.method, url: entry.url, status: entry.status, outcome: entry.outcome,
+                    client: entry.client, method: entry.method, url: entry.target, status: entry.status, outcome: entry.outcome,
                     bytes: entry.bytes, durationNanos: entry.durationNanos, attempts: entry.attempts, retries: entry.retries,
                     tls: entry.tls, key: entry.key, user: entry.user, agent: entry.agent)
             }
@@ -65,11 +66,11 @@ import Testing
     }
 
     static func entry(
-        client: String? = "10.1.2.3:50000", url: String = "http://example.test/a", durationNanos: UInt64 = 1_234_567,
+        client: String? = "10.1.2.3:50000", url: AccessLog.Target = .text("http://example.test/a"), durationNanos: UInt64 = 1_234_567,
         retries: String? = nil, tls: String? = nil, key: String? = nil, user: String? = nil, agent: String? = nil
     ) -> AccessLog.Entry {
         AccessLog.Entry(
-            client: client.flatMap(SocketAddress.init(parsing:)), method: "GET", url: url, status: 200, outcome: "hit", bytes: 1234,
+            client: client.flatMap(SocketAddress.init(parsing:)), method: "GET", target: url, status: 200, outcome: "hit", bytes: 1234,
             durationNanos: durationNanos, attempts: 1, retries: retries, tls: tls, key: key, user: user, agent: agent)
     }
 
@@ -79,7 +80,7 @@ import Testing
             [
                 Self.entry(),
                 Self.entry(
-                    client: "[::1]:50001", url: "http://example.test/a b\"c\u{1}d\u{7F}", durationNanos: 1_005_000, retries: "1:502",
+                    client: "[::1]:50001", url: .text("http://example.test/a b\"c\u{1}d\u{7F}"), durationNanos: 1_005_000, retries: "1:502",
                     tls: "TLSv1.3", key: "k\"ey", user: "alice", agent: "curl \"x\"\\y\u{7}"),
                 Self.entry(client: "10.1.2.3:50002", durationNanos: 999),
                 Self.entry(client: nil, durationNanos: 12_000_000_000),
@@ -94,18 +95,33 @@ import Testing
             ])
     }
 
+    /// A request's absolute URL is written from its parts: as its text would be, the port only
+    /// when it is not the scheme's, sanitized the same way.
+    @Test func anAbsoluteTargetIsWrittenAsItsText() throws {
+        let urls = [
+            AbsoluteURL(scheme: "http", host: "example.test", port: 80, pathAndQuery: "/a?b=1"),
+            AbsoluteURL(scheme: "https", host: "[::1]", port: 8443, pathAndQuery: "/a b\"c\u{1}"),
+            AbsoluteURL(scheme: "http", host: "example.test", port: 8080, pathAndQuery: "/" + String(repeating: "p", count: 20_000)),
+        ]
+        let absolute = try Self.lines(.larder, urls.map { Self.entry(url: .absolute($0)) })
+        let text = try Self.lines(.larder, urls.map { Self.entry(url: .text($0.description)) })
+        #expect(absolute == text)
+        #expect(absolute.first == " 10.1.2.3 \"GET http://example.test/a?b=1\" 200 hit 1234 1.234ms attempts=1")
+        #expect(absolute.dropFirst().first?.contains("\"GET https://[::1]:8443/a b'c'\" ") == true, "\(absolute)")
+    }
+
     /// A target and a User-Agent of tens of kilobytes (the head limit allows them) are written
     /// whole, as one line.
     @Test func aLongTargetAndAgentAreWrittenWhole() throws {
         let path = String(repeating: "p", count: 40_000)
         let agent = String(repeating: "a", count: 30_000)
-        let lines = try Self.lines(.larder, [Self.entry(url: "http://example.test/" + path, agent: agent), Self.entry()])
+        let lines = try Self.lines(.larder, [Self.entry(url: .text("http://example.test/" + path), agent: agent), Self.entry()])
         #expect(lines.count == 2)
         #expect(lines.first == " 10.1.2.3 \"GET http://example.test/\(path)\" 200 hit 1234 1.234ms attempts=1 ua=\"\(agent)\"")
     }
 
     @Test func squidLinesReplaceSpacesInTheTarget() throws {
-        let lines = try Self.lines(.squid, [Self.entry(url: "http://example.test/a b")])
+        let lines = try Self.lines(.squid, [Self.entry(url: .text("http://example.test/a b"))])
         #expect(lines.count == 1)
         #expect(lines.first?.hasSuffix(" 10.1.2.3 TCP_MEM_HIT/200 1234 GET http://example.test/a+b - HIER_NONE/- -") == true, "\(lines)")
     }
