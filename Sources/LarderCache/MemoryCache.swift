@@ -125,7 +125,11 @@ public final class MemoryCache: Sendable {
     public func insert(_ response: StoredResponse) -> Bool {
         let cost = response.memoryCost
         return state.withLock { state in
-            guard cost <= state.limits.maxObjectBytes + 4096, cost <= state.limits.maxBytes else { return false }
+            // `memory.max_object_bytes` bounds the body; the entry's head and bookkeeping get
+            // 4 KiB of room on top.
+            guard response.bodyLength <= state.limits.maxObjectBytes, cost <= state.limits.maxObjectBytes + 4096,
+                cost <= state.limits.maxBytes
+            else { return false }
             if let slot = state.index[response.key] {
                 var variants = state.slots[slot].variants
                 variants.removeAll { $0.varyValues == response.varyValues }

@@ -157,8 +157,9 @@ extension Fill {
         return Int64(contentLength) <= disk.currentLimits.maxObjectBytes
     }
 
-    /// Builds the stored response of a body kept whole and puts it into the memory tier when
-    /// the tier takes bodies of its size; returns it and its body's bytes (for the disk tier).
+    /// Builds the stored response of a body kept whole and offers it to the memory tier (which
+    /// refuses bodies over `memory.max_object_bytes`); returns it and its body's bytes (for the
+    /// disk tier).
     @discardableResult
     func storeWhole() -> (response: StoredResponse, body: [UInt8])? {
         guard retainAll, let parts = memoryEntryParts else { return nil }
@@ -177,7 +178,7 @@ extension Fill {
             freshnessLifetime: parts.lifetime,
             correctedInitialAge: parts.initialAge,
             cacheControl: parts.cacheControl, preparedHead: parts.head)
-        if body.count <= maxMemoryObject { proxy.shared.cache.insertInMemory(stored) }
+        proxy.shared.cache.insertInMemory(stored)
         return (stored, body)
     }
 }

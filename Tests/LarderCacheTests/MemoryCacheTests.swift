@@ -118,6 +118,15 @@ import Testing
         #expect(cache.lookup(Fixtures.key("/big")) == nil)
     }
 
+    /// The limit is on the body: the room the entry's cost has above it (for its head) does not
+    /// let a body a few KiB over the limit in.
+    @Test func refusesABodyJustOverThePerObjectLimit() {
+        let cache = MemoryCache(limits: Fixtures.limits(object: 1024))
+        #expect(cache.insert(Fixtures.response("/at", bodySize: 1024)))
+        #expect(!cache.insert(Fixtures.response("/over", bodySize: 3000)))
+        #expect(cache.lookup(Fixtures.key("/over")) == nil)
+    }
+
     @Test func replacesTheVariantSelectedByTheSameRequestHeaders() {
         let cache = MemoryCache(limits: Fixtures.limits())
         let gzip = Fixtures.response("/v", vary: ["accept-encoding": "gzip"])
