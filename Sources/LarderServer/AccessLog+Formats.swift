@@ -203,7 +203,10 @@ extension AccessLog {
         buffer.append(contentsOf: "{\"time\":\"".utf8)
         appendTimestamp()
         buffer.append(contentsOf: "\",\"client\":".utf8)
-        appendJSONString(entry.client?.ipString ?? "-")
+        // An address's text needs no escaping.
+        buffer.append(UInt8(ascii: "\""))
+        appendClient(entry)
+        buffer.append(UInt8(ascii: "\""))
         buffer.append(contentsOf: ",\"method\":".utf8)
         appendJSONString(entry.method)
         buffer.append(contentsOf: ",\"url\":".utf8)

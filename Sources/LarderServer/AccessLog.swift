@@ -18,7 +18,8 @@ final class AccessLog {
     private var stampPrefix: [UInt8] = []
     /// The last client address written and its text (a local proxy's clients are mostly one).
     private var lastClient: [UInt8] = []
-    private var lastClientText: [UInt8] = Array("-".utf8)
+    private var lastClientText: [UInt8] = []
+    private static let noClient = Array("-".utf8)
 
     /// Under journald each line starts with `<6>` (info), which journald turns into the priority.
     private let journal = Systemd.underJournal
@@ -38,8 +39,11 @@ final class AccessLog {
     ) {
         guard enabled else { return }
         if journal { buffer.append(contentsOf: "<6>".utf8) }
+        // Only the default format writes an absolute target from its parts; the others read its
+        // text, some more than once (Squid's target and hierarchy fields).
         let entry = Entry(
-            client: client, method: method, target: url, status: status, outcome: outcome, bytes: bytes, durationNanos: durationNanos,
+            client: client, method: method, target: format == .larder ? url : .text(url.text), status: status, outcome: outcome,
+            bytes: bytes, durationNanos: durationNanos,
             attempts: attempts, retries: retries, tls: tls, key: key, user: user, agent: agent)
         switch format {
         case .larder: appendLarder(entry)
@@ -106,7 +110,7 @@ final class AccessLog {
     /// The client's address as text (`-` without one), remembered for the next line from the
     /// same address: formatting it cost ~2,000 instructions a line.
     func clientText(_ client: SocketAddress?) -> [UInt8] {
-        guard let client else { return Array("-".utf8) }
+        guard let client else { return AccessLog.noClient }
         if client.ipBytes != lastClient {
             lastClient = client.ipBytes
             lastClientText = Array(client.ipString.utf8)

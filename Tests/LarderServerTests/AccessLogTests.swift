@@ -120,6 +120,17 @@ import Testing
         #expect(lines.first == " 10.1.2.3 \"GET http://example.test/\(path)\" 200 hit 1234 1.234ms attempts=1 ua=\"\(agent)\"")
     }
 
+    /// The other formats name an absolute target by its text, and the client as the default
+    /// format does.
+    @Test func squidAndJSONLinesNameAnAbsoluteTargetAndTheClient() throws {
+        let url = AbsoluteURL(scheme: "http", host: "example.test", port: 8080, pathAndQuery: "/a")
+        let squid = try Self.lines(.squid, [Self.entry(url: .absolute(url))])
+        #expect(squid.first?.hasSuffix(" GET http://example.test:8080/a - HIER_NONE/- -") == true, "\(squid)")
+        let json = try Self.lines(.json, [Self.entry(url: .absolute(url)), Self.entry(client: nil)])
+        #expect(json.first?.contains(#""client":"10.1.2.3","method":"GET","url":"http://example.test:8080/a""#) == true, "\(json)")
+        #expect(json.last?.contains(#""client":"-","#) == true, "\(json)")
+    }
+
     @Test func squidLinesReplaceSpacesInTheTarget() throws {
         let lines = try Self.lines(.squid, [Self.entry(url: .text("http://example.test/a b"))])
         #expect(lines.count == 1)
