@@ -47,8 +47,7 @@ public struct AbsoluteURL: Sendable, Hashable, CustomStringConvertible {
     /// `scheme://authority` followed by `path`, built in one allocation and copied byte-wise
     /// (every miss builds its upstream URL and its cache key this way, every hit its key).
     public func withPath<Path: StringProtocol>(_ path: Path) -> String {
-        let capacity = scheme.utf8.count + 3 + host.utf8.count + 21 + path.utf8.count
-        return String(unsafeUninitializedCapacity: capacity) { buffer in
+        String(unsafeUninitializedCapacity: textBound(pathBytes: path.utf8.count)) { buffer in
             var writer = ByteWriter(buffer)
             write(path: path, to: &writer)
             return writer.count
@@ -56,7 +55,10 @@ public struct AbsoluteURL: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The most bytes ``write(to:)`` writes.
-    public var textBound: Int { scheme.utf8.count + 3 + host.utf8.count + 21 + pathAndQuery.utf8.count }
+    public var textBound: Int { textBound(pathBytes: pathAndQuery.utf8.count) }
+
+    /// `scheme://`, the host, `:` and a port of up to 20 digits, then the path.
+    private func textBound(pathBytes: Int) -> Int { scheme.utf8.count + 3 + host.utf8.count + 21 + pathBytes }
 
     /// Writes ``description``'s bytes, at most ``textBound``, without building the string (the
     /// access log writes every request's target this way).
