@@ -73,6 +73,23 @@ extension IntegrationTests {
             #expect(!files.isEmpty && files.allSatisfy { $0.contains("/v1/seg/") }, "records, not entry files: \(files)")
         }
 
+        /// Kept whole or not, a body over `disk.max_object_bytes` that the memory tier does not
+        /// take either is stored nowhere, and the response says so.
+        @Test func aSmallBodyNeitherTierTakesIsNotStoredAndNotSaidToBe() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: "[memory]\nmax_object_bytes = \"1KiB\"\n[disk]\nmax_object_bytes = \"2KiB\"\n")
+            let path = "/neither?size=3000&cc=max-age=600"
+            let expected = try origin.directBody(path)
+            for _ in 0..<2 {
+                let result = try Curl.viaProxy(larder.proxy, [origin.url(path)])
+                #expect(result.body == expected)
+                #expect(
+                    result.cacheStatus?.hit == false && result.cacheStatus?.stored == false, "\(String(describing: result.cacheStatus))")
+            }
+            #expect(try origin.count(path) == 3, "one direct request, then both through the proxy")
+            #expect(larder.cacheFiles("v1").isEmpty)
+        }
+
         @Test func aFlippedByteInAnEntryThisProcessWroteIsNotServed() throws {
             let origin = try Origin()
             let larder = try Larder(config: Self.diskOnly)
