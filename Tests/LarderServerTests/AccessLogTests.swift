@@ -18,7 +18,7 @@ import Testing
         var template = Array("/tmp/larder-access-log-XXXXXX".utf8CString)
         let writeEnd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
         #expect(writeEnd >= 0)
-        let path = String(cString: template)
+        let path = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
         defer { unlink(path) }
         let handle = try EventLoop.start(name: "access-log-test")
         defer { handle.execute { $0.stop() } }
