@@ -83,7 +83,7 @@ extension DiskCache {
             var reader = try SegmentReader(file: file)
             while let record = try reader.next() {
                 guard !record.freed, let head = record.head else { continue }
-                let name = DiskCache.fileName(key: CacheKey(normalized: head.key), vary: head.vary)
+                let name = DiskCache.entryName(key: CacheKey(normalized: head.key), vary: head.vary)
                 let live = index.withLock { index in
                     index.entry(named: name).map { $0.segment == id && $0.offset == record.offset } ?? false
                 }

@@ -16,7 +16,7 @@ extension DiskCache {
         /// An entry whose body must be checked first, off the event loop: one over
         /// ``verifyEveryReadMax`` not checked since start-up, or a smaller one too large to check
         /// on the loop. Call ``verify(_:completion:)``.
-        case unverified(String)
+        case unverified(EntryName)
     }
 
     /// Records up to this size (preamble, head and body) have their body checked on every
@@ -45,7 +45,7 @@ extension DiskCache {
         var candidates = index.withLock { $0.lookup(key) }
         if candidates.isEmpty {
             guard !isIndexComplete else { return .miss }
-            let name = DiskCache.fileName(key: key, vary: [:])
+            let name = DiskCache.entryName(key: key, vary: [:])
             guard let loaded = try? loadHead(name: name), loaded.head.key == key.url, loaded.head.vary.isEmpty else {
                 return .miss
             }
@@ -97,7 +97,7 @@ extension DiskCache {
     }
 
     /// Opens an entry file and parses its head; checks the file size against the recorded lengths.
-    func loadHead(name: String) throws -> LoadedHead {
+    func loadHead(name: EntryName) throws -> LoadedHead {
         let file = try OpenFile.open(at: entriesDirectoryFD.load(ordering: .acquiring), relativePath(forName: name))
         let fileSize = try FileSystem.size(of: file.fd)
         return try loadRecord(file, at: 0, length: fileSize, inSegment: false)
@@ -195,7 +195,7 @@ extension DiskCache {
 
     /// Checks an entry on the reader thread; `completion` (called there) receives the
     /// outcome. A bad entry is deleted and counted.
-    public func verify(_ name: String, completion: @escaping @Sendable (Verification) -> Void) {
+    public func verify(_ name: EntryName, completion: @escaping @Sendable (Verification) -> Void) {
         reader.submit { [self] in
             guard let entry = index.withLock({ $0.entry(named: name) }) else {
                 completion(.dropped)  // removed meanwhile
@@ -221,7 +221,7 @@ extension DiskCache {
     /// tier's form (``StoredResponse/Body/inMemory(_:budget:)``), checked against its
     /// checksum: nil (and the entry dropped) if it does not match.
     public func readIntoMemory(_ stored: StoredResponse, completion: @escaping @Sendable (StoredResponse?) -> Void) {
-        let name = DiskCache.fileName(key: stored.key, vary: stored.varyValues)
+        let name = DiskCache.entryName(key: stored.key, vary: stored.varyValues)
         reader.submit { [self] in
             guard case .file = stored.body, let entry = index.withLock({ $0.entry(named: name) }) else {
                 completion(nil)
@@ -247,12 +247,12 @@ extension DiskCache {
         public let bytes: Int64
         /// Lookups that found it since this process started.
         public let hits: Int
-        let name: String
+        let name: EntryName
     }
 
     /// Counts a lookup that found the stored variant `stored` on disk.
     public func countHit(_ stored: StoredResponse) {
-        let name = DiskCache.fileName(key: stored.key, vary: stored.varyValues)
+        let name = DiskCache.entryName(key: stored.key, vary: stored.varyValues)
         index.withLock { $0.countHit(named: name) }
     }
 

@@ -56,7 +56,7 @@ extension DiskCache {
     /// ``discard(_:after:)`` for an entry file the index does not hold (yet): the start-up
     /// scan's and the by-name lookup's.
     @discardableResult
-    func discard(_ name: String, after error: any Error) -> Bool {
+    func discard(_ name: EntryName, after error: any Error) -> Bool {
         discard(DiskCache.unindexedFile(name), after: error)
     }
 
@@ -65,7 +65,7 @@ extension DiskCache {
     /// record (appended to a segment) or a new file (renamed over the old one), and the old
     /// record is freed. Nothing happens if the entry is gone.
     public func refresh(_ refreshed: StoredResponse) {
-        let name = DiskCache.fileName(key: refreshed.key, vary: refreshed.varyValues)
+        let name = DiskCache.entryName(key: refreshed.key, vary: refreshed.varyValues)
         let path = path(forName: name)
         var headers = refreshed.headers
         headers.remove("Age")
@@ -114,7 +114,7 @@ extension DiskCache {
 
     /// Removes one stored variant.
     public func remove(_ stored: StoredResponse) {
-        let name = DiskCache.fileName(key: stored.key, vary: stored.varyValues)
+        let name = DiskCache.entryName(key: stored.key, vary: stored.varyValues)
         var removed = index.withLock { $0.remove(named: name) }.map { [$0] } ?? []
         // While the start-up scan runs, the entry may be a file it has not indexed yet.
         if removed.isEmpty && !isIndexComplete { removed = [DiskCache.unindexedFile(name)] }
@@ -131,7 +131,7 @@ extension DiskCache {
     @discardableResult
     public func purge(_ key: CacheKey) -> Bool {
         var removed = index.withLock { $0.remove(key: key) }
-        let direct = DiskCache.fileName(key: key, vary: [:])
+        let direct = DiskCache.entryName(key: key, vary: [:])
         if !isIndexComplete && !removed.contains(where: { $0.name == direct }) && access(path(forName: direct), F_OK) == 0 {
             removed.append(DiskCache.unindexedFile(direct))
         }
@@ -158,7 +158,7 @@ extension DiskCache {
     }
 
     /// An index entry standing for the file `name`, which the index does not hold.
-    static func unindexedFile(_ name: String) -> DiskIndex.Entry {
+    static func unindexedFile(_ name: EntryName) -> DiskIndex.Entry {
         DiskIndex.Entry(key: CacheKey(normalized: ""), vary: [:], name: name, size: 0, verified: false)
     }
 

@@ -14,6 +14,7 @@ extension DiskCache {
         let start = Clocks.monotonicNanos()
         var found = 0
         var dropped = 0
+        var ignored = 0
         let entries = entriesDirectoryFD.load(ordering: .acquiring)
         for id in startSegments.reversed() {
             let (segmentFound, segmentDropped) = scanSegment(id, entries: entries)
@@ -24,7 +25,19 @@ extension DiskCache {
         let root = directory + "/v1"
         for first in (try? FileSystem.list(root)) ?? [] where first != DiskSegments.directoryName {
             for second in (try? FileSystem.list(root + "/" + first)) ?? [] {
-                for name in (try? FileSystem.list(root + "/" + first + "/" + second)) ?? [] {
+                for file in (try? FileSystem.list(root + "/" + first + "/" + second)) ?? [] {
+                    // Larder names entry files by their key's hash, in `ab/cd/` of its first
+                    // digits; anything else there is not an entry it wrote: left alone.
+                    guard let name = EntryName(fileName: file), relativePath(forName: name) == "\(first)/\(second)/\(file)"
+                    else {
+                        if ignored == 0 {
+                            logger.notice(
+                                "ignoring a file in the disk cache that is not an entry",
+                                metadata: ["file": "\(root)/\(first)/\(second)/\(file)"])
+                        }
+                        ignored += 1
+                        continue
+                    }
                     do {
                         let loaded = try loadHead(name: name)
                         batch.append(
@@ -54,7 +67,10 @@ extension DiskCache {
         let millis = (Clocks.monotonicNanos() - start) / 1_000_000
         logger.info(
             "disk cache index rebuilt",
-            metadata: ["entries": "\(found)", "dropped": "\(dropped)", "ms": "\(millis)", "directory": "\(directory)"])
+            metadata: [
+                "entries": "\(found)", "dropped": "\(dropped)", "ignored": "\(ignored)", "ms": "\(millis)",
+                "directory": "\(directory)",
+            ])
     }
 
     /// Indexes entry files the scan read. A file whose name the index holds as a segment
@@ -97,7 +113,7 @@ extension DiskCache {
                 let key = CacheKey(normalized: head.key)
                 records.append(
                     DiskIndex.Entry(
-                        key: key, vary: head.vary, name: DiskCache.fileName(key: key, vary: head.vary),
+                        key: key, vary: head.vary, name: DiskCache.entryName(key: key, vary: head.vary),
                         size: record.length, verified: false, segment: id, offset: record.offset))
             }
         } catch {

@@ -13,7 +13,7 @@ extension DiskCache {
         guard !isDegraded else { return nil }
         let maxObject = limits.withLock { $0.maxObjectBytes }
         if let expectedLength, Int64(expectedLength) > maxObject { return nil }
-        let name = DiskCache.fileName(key: key, vary: head.vary)
+        let name = DiskCache.entryName(key: key, vary: head.vary)
         return DiskWrite(cache: self, key: key, name: name, head: head, maxBytes: maxObject)
     }
 
@@ -29,7 +29,7 @@ extension DiskCache {
         guard let body = body ?? stored.memoryBody, !isDegraded,
             Int64(body.count) <= limits.withLock({ $0.maxObjectBytes })
         else { return }
-        let name = DiskCache.fileName(key: stored.key, vary: head.vary)
+        let name = DiskCache.entryName(key: stored.key, vary: head.vary)
         let key = stored.key
         let wireFields = stored.wireFields
         writer.submit(wake: wakeWriter) { [self] in
@@ -117,7 +117,7 @@ extension DiskCache {
             body = store.body
             entry = DiskIndex.Entry(
                 key: store.response.key, vary: store.head.vary,
-                name: DiskCache.fileName(key: store.response.key, vary: store.head.vary),
+                name: DiskCache.entryName(key: store.response.key, vary: store.head.vary),
                 size: Int64(head.count + store.body.count), verified: true)
             self.source = source
         }
@@ -217,7 +217,7 @@ extension DiskCache {
     /// time the file calls took, or nil when the entry could not be stored.
     @discardableResult
     func writeEntry(
-        key: CacheKey, name: String, head: DiskEntryFormat.Head, wireFields: ArraySlice<UInt8>?, body: [UInt8]
+        key: CacheKey, name: EntryName, head: DiskEntryFormat.Head, wireFields: ArraySlice<UInt8>?, body: [UInt8]
     ) -> UInt64? {
         var checksum = BodyChecksum()
         checksum.update(body)
@@ -345,11 +345,11 @@ extension DiskCache {
 
     /// A name in `tmp/` that no other write uses: the entry's name, this process and a counter
     /// (start-up empties `tmp/`, so names from a crashed run are gone).
-    func temporaryName(_ name: String, suffix: String) -> String {
+    func temporaryName(_ name: EntryName, suffix: String) -> String {
         let sequence = temporarySequence.add(1, ordering: .relaxed).newValue
         var temporary = ""
-        temporary.reserveCapacity(name.utf8.count + suffix.utf8.count + 32)
-        temporary += name
+        temporary.reserveCapacity(32 + suffix.utf8.count + 32)
+        temporary += name.description
         temporary += "."
         temporary += String(DiskCache.processID)
         temporary += "."
@@ -360,7 +360,7 @@ extension DiskCache {
     }
 
     /// ``temporaryName(_:suffix:)`` as an absolute path.
-    func temporaryPath(_ name: String, suffix: String) -> String {
+    func temporaryPath(_ name: EntryName, suffix: String) -> String {
         directory + "/tmp/" + temporaryName(name, suffix: suffix)
     }
 
@@ -368,7 +368,7 @@ extension DiskCache {
 
     /// Indexes an entry file once it is in place (writer thread: a finished ``DiskWrite``, or
     /// ``writeFile(_:head:body:)``), and frees the record it replaces.
-    func didStore(key: CacheKey, name: String, vary: [String: String], size: Int64, evict: Bool = true) {
+    func didStore(key: CacheKey, name: EntryName, vary: [String: String], size: Int64, evict: Bool = true) {
         let replaced = index.withLock { index in
             index.insert(DiskIndex.Entry(key: key, vary: vary, name: name, size: size, verified: true))
         }

@@ -189,40 +189,31 @@ public final class DiskCache: Sendable {
 
     // MARK: Names
 
-    /// The file name for a key and its Vary values.
-    static func fileName(key: CacheKey, vary: [String: String]) -> String {
-        if vary.isEmpty { return StableHash.hex(key.url) }
+    /// The name of the entry for a key and its Vary values.
+    static func entryName(key: CacheKey, vary: [String: String]) -> EntryName {
+        if vary.isEmpty { return EntryName(hashing: key.url) }
         let secondary = vary.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: "\n")
-        return StableHash.hex(key.url + "\n" + secondary)
+        return EntryName(hashing: key.url + "\n" + secondary)
     }
 
     /// `directory/v1/ab/cd/name` for a name `abcd…`.
-    func path(forName name: String) -> String {
+    func path(forName name: EntryName) -> String {
         directory + "/v1/" + relativePath(forName: name)
     }
 
     /// `ab/cd/name` (inside `v1/`) for a name `abcd…`, built in one allocation: every disk lookup
     /// and store needs one.
-    func relativePath(forName name: String) -> String {
-        let count = name.utf8.count
-        // Entry names are 32 hex digits; a shorter name (none is made) keeps the plain spelling.
-        guard count >= 4 else {
-            return String(name.prefix(2)) + "/" + String(name.dropFirst(2).prefix(2)) + "/" + name
-        }
-        return String(unsafeUninitializedCapacity: count + 6) { path in
+    func relativePath(forName name: EntryName) -> String {
+        String(unsafeUninitializedCapacity: 38) { path in
             // The name goes in after the six bytes of `ab/cd/`, which are then copied from it.
-            var end = 6
-            for byte in name.utf8 {
-                path[end] = byte
-                end += 1
-            }
+            name.write(into: UnsafeMutableBufferPointer(rebasing: path[6..<38]))
             path[0] = path[6]
             path[1] = path[7]
             path[2] = UInt8(ascii: "/")
             path[3] = path[8]
             path[4] = path[9]
             path[5] = UInt8(ascii: "/")
-            return end
+            return 38
         }
     }
 }

@@ -9,7 +9,7 @@ struct DiskIndex {
     struct Entry {
         var key: CacheKey
         var vary: [String: String]
-        var name: String
+        var name: EntryName
         var size: Int64
         /// Body checksum checked since this process started (written here, or verified).
         var verified: Bool
@@ -36,7 +36,7 @@ struct DiskIndex {
     // inside the index's lock stalled every loop for tens of milliseconds at 10^5 entries.
     private var slots = PagedArray<Entry?>()
     private var free: [Int] = []
-    private var byName = ShardedDictionary<NameKey, Int>()
+    private var byName = ShardedDictionary<EntryName, Int>()
     private var byKey = ShardedDictionary<CacheKey, Variants>()
     private var newest = -1
     private var oldest = -1
@@ -60,7 +60,7 @@ struct DiskIndex {
     var physicalBytes: Int64 { totalBytes - segmentLiveBytes + segmentBytes }
     /// While the start-up scan runs: names removed since it started, which it must not add
     /// back from a head it read before the removal.
-    private var tombstones: Set<String>?
+    private var tombstones: Set<EntryName>?
 
     mutating func beginScan() { tombstones = [] }
     mutating func endScan() { tombstones = nil }
@@ -69,8 +69,8 @@ struct DiskIndex {
 
     /// The entries stored for `key`, marked as used.
     /// Counts a lookup that found the entry `name`.
-    mutating func countHit(named name: String) {
-        guard let index = byName[NameKey(name)] else { return }
+    mutating func countHit(named name: EntryName) {
+        guard let index = byName[name] else { return }
         slots[index]?.hits += 1
     }
 
@@ -116,8 +116,8 @@ struct DiskIndex {
         return (removed, index < slots.count ? index : nil)
     }
 
-    func entry(named name: String) -> Entry? {
-        byName[NameKey(name)].flatMap { slots[$0] }
+    func entry(named name: EntryName) -> Entry? {
+        byName[name].flatMap { slots[$0] }
     }
 
     /// Adds or replaces (same file name) an entry; returns the entry it replaced.
@@ -133,7 +133,7 @@ struct DiskIndex {
         }
         // One probe of the name: the entry it replaces, if any, comes back from the store.
         var replaced: Entry?
-        if let existing = byName.updateValue(index, forKey: NameKey(entry.name)) {
+        if let existing = byName.updateValue(index, forKey: entry.name) {
             replaced = slots[existing]
             removeSlot(existing, keepingName: true)
         }
@@ -153,8 +153,8 @@ struct DiskIndex {
     /// was removed since the scan began; returns whether it was added.
     @discardableResult
     mutating func insertIfAbsent(_ entry: Entry) -> Bool {
-        let name = NameKey(entry.name)
-        guard byName[name] == nil, tombstones?.contains(entry.name) != true else { return false }
+        let name = entry.name
+        guard byName[name] == nil, tombstones?.contains(name) != true else { return false }
         insert(entry)
         // Scanned entries are older than anything used since start-up.
         if let index = byName[name] {
@@ -201,8 +201,8 @@ struct DiskIndex {
 
     /// Points the entry `name` at a copy of its record, if it is still the record at
     /// (`segment`, `offset`) — compaction copies records without holding the lock throughout.
-    mutating func move(_ name: String, from segment: UInt32, at offset: Int64, to newSegment: UInt32, at newOffset: Int64) -> Bool {
-        guard let index = byName[NameKey(name)], var entry = slots[index], entry.segment == segment, entry.offset == offset else {
+    mutating func move(_ name: EntryName, from segment: UInt32, at offset: Int64, to newSegment: UInt32, at newOffset: Int64) -> Bool {
+        guard let index = byName[name], var entry = slots[index], entry.segment == segment, entry.offset == offset else {
             return false
         }
         segments[segment]?.live -= entry.size
@@ -224,15 +224,15 @@ struct DiskIndex {
         return (found, end < slots.count ? end : nil)
     }
 
-    mutating func markVerified(_ name: String) {
-        if let index = byName[NameKey(name)] { slots[index]?.verified = true }
+    mutating func markVerified(_ name: EntryName) {
+        if let index = byName[name] { slots[index]?.verified = true }
     }
 
     /// Removes one entry; returns it.
     @discardableResult
-    mutating func remove(named name: String) -> Entry? {
+    mutating func remove(named name: EntryName) -> Entry? {
         tombstones?.insert(name)
-        guard let index = byName[NameKey(name)], let entry = slots[index] else { return nil }
+        guard let index = byName[name], let entry = slots[index] else { return nil }
         removeSlot(index)
         return entry
     }
@@ -253,8 +253,8 @@ struct DiskIndex {
         return evicted
     }
 
-    mutating func removeAll() -> [String] {
-        let names = byName.keys.map(\.name)
+    mutating func removeAll() -> [EntryName] {
+        let names = byName.keys
         self = DiskIndex(slicesInserted: slicesInserted)
         return names
     }
@@ -265,7 +265,7 @@ struct DiskIndex {
     private mutating func removeSlot(_ index: Int, keepingName: Bool = false) {
         guard let entry = slots[index] else { return }
         unlink(index)
-        if !keepingName { byName.removeValue(forKey: NameKey(entry.name)) }
+        if !keepingName { byName.removeValue(forKey: entry.name) }
         if let variants = byKey.removeValue(forKey: entry.key), let rest = variants.removing(index) { byKey[entry.key] = rest }
         totalBytes -= entry.size
         if entry.segment != 0 {
@@ -299,26 +299,6 @@ struct DiskIndex {
     }
 
     // MARK: Keys
-
-    /// A file name with its hash worked out once: the sharded table hashes a key to pick the
-    /// shard and again to place it, and a name is ~40 bytes to hash each time.
-    private struct NameKey: Hashable {
-        let name: String
-        private let hash: Int
-
-        init(_ name: String) {
-            self.name = name
-            hash = name.hashValue
-        }
-
-        static func == (left: NameKey, right: NameKey) -> Bool {
-            left.hash == right.hash && left.name == right.name
-        }
-
-        func hash(into hasher: inout Hasher) {
-            hasher.combine(hash)
-        }
-    }
 
     /// The slots of one key's entries: nearly always one (a Vary'd URL has one per variant),
     /// held without an array of its own.

@@ -12,7 +12,7 @@ import Synchronization
 public final class DiskWrite: Sendable {
     let cache: DiskCache
     let key: CacheKey
-    let name: String
+    let name: EntryName
     let vary: [String: String]
     private let maxBytes: Int64
     /// The temporary file while the body streams.
@@ -34,7 +34,7 @@ public final class DiskWrite: Sendable {
 
     private let state = Locked(State())
 
-    init(cache: DiskCache, key: CacheKey, name: String, head: DiskEntryFormat.Head, maxBytes: Int64) {
+    init(cache: DiskCache, key: CacheKey, name: EntryName, head: DiskEntryFormat.Head, maxBytes: Int64) {
         self.cache = cache
         self.key = key
         self.name = name

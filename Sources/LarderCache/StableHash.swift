@@ -4,6 +4,11 @@
 public enum StableHash {
     /// 32 lower-case hex digits.
     public static func hex(_ text: String) -> String {
+        EntryName(hashing: text).description
+    }
+
+    /// The hash's two words, high first.
+    static func words(_ text: String) -> (high: UInt64, low: UInt64) {
         var first: UInt64 = 0xcbf2_9ce4_8422_2325  // FNV-1a offset basis
         var second: UInt64 = 0x9e37_79b9_7f4a_7c15
         func add(_ byte: UInt8) {
@@ -19,13 +24,7 @@ public enum StableHash {
         if inPlace == nil {
             for byte in text.utf8 { add(byte) }
         }
-        let high = mix(first)
-        let low = mix(second ^ first)
-        return String(unsafeUninitializedCapacity: 32) { buffer in
-            writeHex(high, into: UnsafeMutableBufferPointer(rebasing: buffer[0..<16]))
-            writeHex(low, into: UnsafeMutableBufferPointer(rebasing: buffer[16..<32]))
-            return 32
-        }
+        return (mix(first), mix(second ^ first))
     }
 
     static func mix(_ value: UInt64) -> UInt64 {

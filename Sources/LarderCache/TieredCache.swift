@@ -31,7 +31,7 @@ public final class TieredCache: Sendable {
         case miss(varyMiss: Bool)
         /// A disk entry that must be checked first (``verify(_:completion:)``), then looked up
         /// again with the checked entry.
-        case pending(name: String)
+        case pending(name: EntryName)
     }
 
     /// The stored variant for a request with `headers`: memory first, then disk. `checked` is
@@ -65,7 +65,7 @@ public final class TieredCache: Sendable {
     }
 
     /// Checks a disk entry's body on the reader thread; `completion` runs there.
-    public func verify(_ name: String, completion: @escaping @Sendable (DiskCache.Verification) -> Void) {
+    public func verify(_ name: EntryName, completion: @escaping @Sendable (DiskCache.Verification) -> Void) {
         guard let disk else { return completion(.dropped) }
         disk.verify(name, completion: completion)
     }

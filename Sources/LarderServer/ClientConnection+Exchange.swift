@@ -242,7 +242,7 @@ extension ClientConnection {
     }
 
     /// Checks a disk entry's body on the reader thread, then resumes this exchange on its loop.
-    func waitForVerification(of name: String) {
+    func waitForVerification(of name: EntryName) {
         if exchange?.slices == nil { exchange?.advance(.diskCheckStarted) }
         let token = proxy.park(self)
         let handle = proxy.loop.handle

@@ -370,6 +370,35 @@ import Testing
         reopened.stop()
     }
 
+    /// Files in the entry tree that are not named as Larder names entries (another name, or an
+    /// entry's name under the wrong directory) are neither indexed nor deleted nor counted.
+    @Test func filesThatAreNotEntriesAreLeftAloneAtStart() throws {
+        let fixture = try DiskFixture()
+        let body = pattern(100_000)
+        fixture.store("/a", body: body)
+        let file = try #require(fixture.entryFiles().first)
+        let name = URL(fileURLWithPath: file).lastPathComponent
+        let directory = URL(fileURLWithPath: file).deletingLastPathComponent().path
+        let strangers = [
+            directory + "/not-an-entry", directory + "/" + name.uppercased(), directory + "/" + name + ".copy",
+            fixture.directory + "/v1/ff/ff/" + name,
+        ]
+        try FileManager.default.createDirectory(atPath: fixture.directory + "/v1/ff/ff", withIntermediateDirectories: true)
+        for stranger in strangers { try FileManager.default.copyItem(atPath: file, toPath: stranger) }
+        let reopened = try fixture.reopen()
+        waitForIndex(reopened)
+        reopened.drain()
+        #expect(reopened.statistics.entries == 1)
+        #expect(reopened.statistics.corruptions == 0)
+        for stranger in strangers { #expect(FileManager.default.fileExists(atPath: stranger), "\(stranger) kept") }
+        guard case .unverified(let found) = reopened.lookup(Fixtures.key("/a"), request: [:]) else {
+            Issue.record("the entry itself is indexed")
+            return
+        }
+        #expect(found.description == name)
+        reopened.stop()
+    }
+
     @Test func slowInlineStoreSendsLaterStoresToTheWriter() throws {
         let fixture = try DiskFixture()
         fixture.cache.slowInlineWrite.store(0, ordering: .relaxed)  // every store counts as slow

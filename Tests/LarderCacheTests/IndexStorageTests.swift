@@ -37,14 +37,14 @@ import Testing
     /// (one, then several, then one again), and removals by name and by key.
     @Test func diskIndexAgreesWithATableOfEntries() {
         var index = DiskIndex()
-        var reference: [String: CacheKey] = [:]
+        var reference: [EntryName: CacheKey] = [:]
         var generator = SystemRandomNumberGenerator()
         let keys = (0..<40).map { CacheKey(normalized: "http://origin.test/\($0)") }
-        func namesFor(_ key: CacheKey) -> Set<String> { Set(reference.filter { $0.value == key }.keys) }
+        func namesFor(_ key: CacheKey) -> Set<EntryName> { Set(reference.filter { $0.value == key }.keys) }
         for step in 0..<20_000 {
             let key = keys[Int.random(in: 0..<keys.count, using: &generator)]
             // Names per key from a small pool, so a key often holds several variants.
-            let name = "\(key.url.split(separator: "/").last!)-\(Int.random(in: 0..<3, using: &generator))"
+            let name = EntryName(hashing: "\(key.url.split(separator: "/").last!)-\(Int.random(in: 0..<3, using: &generator))")
             switch step % 6 {
             case 0, 1, 2:
                 let replaced = index.insert(DiskIndex.Entry(key: key, vary: [:], name: name, size: 10, verified: true))

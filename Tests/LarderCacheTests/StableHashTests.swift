@@ -15,5 +15,26 @@ import Testing
         #expect(StableHash.hex(text) == name)
         // A string whose bytes are not contiguous to begin with (a substring's copy is).
         #expect(StableHash.hex(String(Substring(text))) == name)
+        // The index keeps the name as its two words; a file's name reads back to them.
+        #expect(EntryName(hashing: text).description == name)
+        #expect(EntryName(fileName: name) == EntryName(hashing: text))
+    }
+
+    /// Only a name Larder could have written reads as one: anything else in the entry tree is
+    /// left alone by the start-up scan.
+    @Test(arguments: [
+        "", "42504961764fec742583927b2ff3a62", "42504961764fec742583927b2ff3a6200",
+        "42504961764FEC742583927B2FF3A620", "42504961764fec742583927b2ff3a62g", "42504961764fec742583927b2ff3a620.tmp",
+        "not-an-entry", "\u{e9}2504961764fec742583927b2ff3a620",
+    ])
+    func otherFileNamesAreNotEntryNames(_ file: String) {
+        #expect(EntryName(fileName: file) == nil)
+    }
+
+    @Test func anEntryFileLivesUnderItsFirstFourDigits() throws {
+        let fixture = try DiskFixture()
+        let name = try #require(EntryName(fileName: "0123456789abcdeffedcba9876543210"))
+        #expect(fixture.cache.relativePath(forName: name) == "01/23/0123456789abcdeffedcba9876543210")
+        #expect(fixture.cache.path(forName: name) == fixture.directory + "/v1/01/23/0123456789abcdeffedcba9876543210")
     }
 }
