@@ -1,10 +1,11 @@
 import LarderIO
 
-/// The disk tier's own record of what is stored: entries by key (with their Vary values) and
-/// by file name, in least-recently-used order, and how full each segment file is (live bytes
-/// against its size: the dead rest is reclaimed by compaction, DISK-FORMAT.md). Access times on the filesystem are not used
-/// (relatime/noatime mounts make them unreliable). Not thread-safe: ``DiskCache`` keeps it in a
-/// mutex.
+/// The disk tier's own record of what is stored: entries by name (the hash of key and Vary
+/// values; a key without Vary values is found by its name, the keys with variants also by key),
+/// in least-recently-used order, and how full each segment file is (live bytes against its
+/// size: the dead rest is reclaimed by compaction, DISK-FORMAT.md). Access times on the
+/// filesystem are not used (relatime/noatime mounts make them unreliable). Not thread-safe:
+/// ``DiskCache`` keeps it in a mutex.
 struct DiskIndex {
     struct Entry {
         var key: CacheKey
@@ -37,7 +38,10 @@ struct DiskIndex {
     private var slots = PagedArray<Entry?>()
     private var free: [Int] = []
     private var byName = ShardedDictionary<EntryName, Int>()
-    private var byKey = ShardedDictionary<CacheKey, Variants>()
+    /// The keys that have an entry with Vary values, each with the slots of all its entries (one
+    /// without Vary values too, if it has one). A key with one entry and no Vary values, the
+    /// usual case, is found by its name alone: a table of every key cost ~70 bytes an entry.
+    private var varied = ShardedDictionary<CacheKey, Variants>()
     private var newest = -1
     private var oldest = -1
     /// Bytes of the entries (files and live records).
@@ -75,16 +79,16 @@ struct DiskIndex {
     }
 
     mutating func lookup(_ key: CacheKey) -> [Entry] {
-        switch byKey[key] {
-        case nil:
-            return []
-        case .one(let index)?:
-            touch(index)
-            return slots[index].map { [$0] } ?? []
-        case .many(let indices)?:
-            for index in indices { touch(index) }
-            return indices.compactMap { slots[$0] }
-        }
+        let indices = slots(of: key)
+        for index in indices { touch(index) }
+        return indices.compactMap { slots[$0] }
+    }
+
+    /// The slots of `key`'s entries.
+    private func slots(of key: CacheKey) -> [Int] {
+        if let variants = varied[key] { return variants.indices }
+        guard let index = byName[DiskCache.entryName(key: key, vary: [:])], slots[index]?.key == key else { return [] }
+        return [index]
     }
 
     /// Entries whose URL starts with `prefix` among the slots from `start` on, at most `limit`
@@ -137,8 +141,13 @@ struct DiskIndex {
             replaced = slots[existing]
             removeSlot(existing, keepingName: true)
         }
-        // One probe for a new key; a second one only for another variant of a stored key.
-        if let others = byKey.updateValue(.one(index), forKey: entry.key) { byKey[entry.key] = others.adding(index) }
+        if let others = varied[entry.key] {
+            varied[entry.key] = others.adding(index)
+        } else if !entry.vary.isEmpty {
+            // The key's first entry with Vary values: it joins its entry without them, if any.
+            let plain = byName[DiskCache.entryName(key: entry.key, vary: [:])].flatMap { slots[$0]?.key == entry.key ? $0 : nil }
+            varied[entry.key] = plain.map { .many([$0, index]) } ?? .one(index)
+        }
         if entry.key.isSlice { slicesInserted.add(1) }
         linkNewest(index)
         totalBytes += entry.size
@@ -239,7 +248,7 @@ struct DiskIndex {
 
     /// Removes every entry for `key`; returns them.
     mutating func remove(key: CacheKey) -> [Entry] {
-        let names = (byKey[key]?.indices ?? []).compactMap { slots[$0]?.name }
+        let names = slots(of: key).compactMap { slots[$0]?.name }
         return names.compactMap { remove(named: $0) }
     }
 
@@ -266,7 +275,11 @@ struct DiskIndex {
         guard let entry = slots[index] else { return }
         unlink(index)
         if !keepingName { byName.removeValue(forKey: entry.name) }
-        if let variants = byKey.removeValue(forKey: entry.key), let rest = variants.removing(index) { byKey[entry.key] = rest }
+        if let variants = varied.removeValue(forKey: entry.key), let rest = variants.removing(index),
+            rest.indices.contains(where: { slots[$0]?.vary.isEmpty == false })
+        {
+            varied[entry.key] = rest
+        }
         totalBytes -= entry.size
         if entry.segment != 0 {
             segments[entry.segment]?.live -= entry.size

@@ -34,20 +34,24 @@ import Testing
     }
 
     /// The index against a plain table of entries: names replace, keys gather their variants
-    /// (one, then several, then one again), and removals by name and by key.
+    /// (one, then several, then one again; with and without Vary values), and removals by name
+    /// and by key.
     @Test func diskIndexAgreesWithATableOfEntries() {
         var index = DiskIndex()
         var reference: [EntryName: CacheKey] = [:]
         var generator = SystemRandomNumberGenerator()
         let keys = (0..<40).map { CacheKey(normalized: "http://origin.test/\($0)") }
+        // Variants per key from a small pool, so a key often holds several, and often one
+        // without Vary values beside others.
+        let varies: [[String: String]] = [[:], ["accept-encoding": "gzip"], ["accept-encoding": "br"]]
         func namesFor(_ key: CacheKey) -> Set<EntryName> { Set(reference.filter { $0.value == key }.keys) }
         for step in 0..<20_000 {
             let key = keys[Int.random(in: 0..<keys.count, using: &generator)]
-            // Names per key from a small pool, so a key often holds several variants.
-            let name = EntryName(hashing: "\(key.url.split(separator: "/").last!)-\(Int.random(in: 0..<3, using: &generator))")
+            let vary = varies[Int.random(in: 0..<varies.count, using: &generator)]
+            let name = DiskCache.entryName(key: key, vary: vary)
             switch step % 6 {
             case 0, 1, 2:
-                let replaced = index.insert(DiskIndex.Entry(key: key, vary: [:], name: name, size: 10, verified: true))
+                let replaced = index.insert(DiskIndex.Entry(key: key, vary: vary, name: name, size: 10, verified: true))
                 #expect(replaced?.name == (reference[name] != nil ? name : nil), "step \(step)")
                 reference[name] = key
             case 3:
@@ -64,6 +68,22 @@ import Testing
         }
         for key in keys { #expect(Set(index.lookup(key).map(\.name)) == namesFor(key)) }
         for (name, key) in reference { #expect(index.entry(named: name)?.key == key) }
+    }
+
+    /// Two keys whose names collide: the later entry replaces the earlier (as one name can
+    /// hold one file), and the earlier key then finds nothing rather than the other's entry.
+    @Test func aKeyFindsOnlyItsOwnEntryUnderItsName() {
+        var index = DiskIndex()
+        let first = CacheKey(normalized: "http://origin.test/first")
+        let second = CacheKey(normalized: "http://origin.test/second")
+        let name = DiskCache.entryName(key: first, vary: [:])
+        index.insert(DiskIndex.Entry(key: first, vary: [:], name: name, size: 10, verified: true))
+        #expect(index.lookup(first).map(\.key) == [first])
+        index.insert(DiskIndex.Entry(key: second, vary: [:], name: name, size: 10, verified: true))
+        #expect(index.lookup(first).isEmpty)
+        #expect(index.count == 1)
+        #expect(index.remove(key: first).isEmpty)
+        #expect(index.count == 1)
     }
 
     @Test func pagedArrayKeepsElementsAcrossPages() {
