@@ -422,6 +422,42 @@ extension IntegrationTests {
             #expect(try Curl.run(["http://127.0.0.1:\(larder.adminPort)/metrics"]).text.contains("\nlarder_disk_degraded 1"))
         }
 
+        /// While the disk refuses writes, a body too large for the memory tier is stored nowhere:
+        /// not kept whole for a disk append that cannot happen, and not said to be stored.
+        @Test func aSmallBodyIsNotSaidToBeStoredWhileTheDiskRefusesWrites() throws {
+            guard getuid() == 0 else {
+                print("skipped aSmallBodyIsNotSaidToBeStoredWhileTheDiskRefusesWrites: needs root to mount a small tmpfs")
+                return
+            }
+            let mountPoint = Paths.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: mountPoint) }
+            let mount = try ChildProcess("/bin/mount", ["-t", "tmpfs", "-o", "size=1m", "tmpfs", mountPoint])
+            mount.process.waitUntilExit()
+            guard mount.process.terminationStatus == 0 else {
+                print("skipped aSmallBodyIsNotSaidToBeStoredWhileTheDiskRefusesWrites: mount failed: \(mount.stderr)")
+                return
+            }
+            defer {
+                let umount = try? ChildProcess("/bin/umount", ["-l", mountPoint])
+                umount?.process.waitUntilExit()
+            }
+            let origin = try Origin()
+            let larder = try Larder(config: "[memory]\nmax_object_bytes = \"1KiB\"\n", cacheDirectory: mountPoint + "/cache")
+            for index in 0..<4 {
+                #expect(try Curl.viaProxy(larder.proxy, [origin.url("/fill\(index)?size=400000&cc=max-age=600")]).status == 200)
+            }
+            try larder.child.waitForOutput { $0.contains("disk cache write failed; storing in memory only") }
+            let path = "/small?size=3000&cc=max-age=600"
+            let expected = try origin.directBody(path)
+            for _ in 0..<2 {
+                let result = try Curl.viaProxy(larder.proxy, [origin.url(path)])
+                #expect(result.body == expected)
+                #expect(
+                    result.cacheStatus?.hit == false && result.cacheStatus?.stored == false, "\(String(describing: result.cacheStatus))")
+            }
+            #expect(try origin.count(path) == 3, "one direct request, then both through the proxy")
+        }
+
         @Test func manyEntriesOnDiskServeHitsWhileTheIndexRebuilds() throws {
             let cache = Paths.temporaryDirectory()
             defer { try? FileManager.default.removeItem(atPath: cache) }
