@@ -20,7 +20,7 @@ public struct ResponseAdmission: Sendable, Equatable {
         public var staleIfErrorWindow: Double
         /// `dedup = "always"` on the route (waiters share by request body).
         public var dedupAlways: Bool
-        /// Bodies up to this size are kept whole in memory.
+        /// `memory.max_object_bytes`: the memory tier takes bodies up to this size.
         public var maxMemoryObject: Int
 
         public init(
@@ -50,13 +50,37 @@ public struct ResponseAdmission: Sendable, Equatable {
         case forward
     }
 
-    /// Where the body is kept.
+    /// What the disk tier takes at the moment of the decision.
+    public struct DiskTier: Sendable {
+        /// `disk.max_object_bytes`.
+        public var maxObjectBytes: Int64
+        /// False while the tier refuses writes (after a write error).
+        public var acceptingWrites: Bool
+
+        public init(maxObjectBytes: Int64, acceptingWrites: Bool) {
+            self.maxObjectBytes = maxObjectBytes
+            self.acceptingWrites = acceptingWrites
+        }
+    }
+
+    /// How the body is stored.
     public enum Storage: Sendable, Equatable {
         case none
-        /// Whole in memory (and written to disk once complete).
-        case memory
-        /// Too large (or of unknown length beyond memory's limit): streamed to disk as it comes.
-        case disk
+        /// Kept whole by the fill and stored once complete: in the memory tier up to
+        /// `memory.max_object_bytes`, and appended to the disk tier as a segment record. A body
+        /// of unknown length starts so and is streamed once it outgrows ``wholeLimit(maxMemoryObject:disk:)``.
+        case whole
+        /// Too large to keep whole: streamed to a disk file of its own as it comes.
+        case streamed
+    }
+
+    /// The most a fill keeps whole: what the memory tier takes, or what the disk tier would
+    /// append as a segment record now (up to ``DiskCache/inlineLimit``, within its object limit,
+    /// while it takes writes). Streaming a small body to a file of its own on the writer thread
+    /// instead cost about as much CPU again as the whole miss.
+    public static func wholeLimit(maxMemoryObject: Int, disk: DiskTier?) -> Int {
+        guard let disk, disk.acceptingWrites else { return maxMemoryObject }
+        return max(maxMemoryObject, Int(min(Int64(DiskCache.inlineLimit), disk.maxObjectBytes)))
     }
 
     public var verdict: Verdict
@@ -71,9 +95,9 @@ public struct ResponseAdmission: Sendable, Equatable {
     public var lifetime: Double
 
     /// Decides for `head` (hop-by-hop fields already removed), with the body's declared
-    /// length (nil: unknown), at `now` (wall-clock seconds).
+    /// length (nil: unknown) and the disk tier as it is (nil: none), at `now` (wall-clock seconds).
     public static func decide(
-        _ request: Request, head: ResponseHead, contentLength: Int?, cacheControl: CacheControl, diskAvailable: Bool,
+        _ request: Request, head: ResponseHead, contentLength: Int?, cacheControl: CacheControl, disk: DiskTier?,
         now: Double
     ) -> ResponseAdmission {
         var admission = ResponseAdmission(
@@ -93,7 +117,7 @@ public struct ResponseAdmission: Sendable, Equatable {
         }
         admission.storage = storage(
             request, head: head, contentLength: contentLength, cacheControl: cacheControl,
-            diskAvailable: diskAvailable, now: now, lifetime: &admission.lifetime)
+            disk: disk, now: now, lifetime: &admission.lifetime)
         admission.shareable = Shareability.allowsSharing(
             status: head.status, responseHeaders: head.headers, fillRequest: request.headers, dedupAlways: request.dedupAlways,
             responseCacheControl: cacheControl)
@@ -103,7 +127,7 @@ public struct ResponseAdmission: Sendable, Equatable {
     /// Worth keeping: storable (RFC 9111 §3, or forced by `cache_first`) and fresh for a while,
     /// or revalidatable (ETag/Last-Modified), or kept by a route policy on its own terms.
     private static func storage(
-        _ request: Request, head: ResponseHead, contentLength: Int?, cacheControl: CacheControl, diskAvailable: Bool,
+        _ request: Request, head: ResponseHead, contentLength: Int?, cacheControl: CacheControl, disk: DiskTier?,
         now: Double, lifetime: inout Double
     ) -> Storage {
         guard request.policy != .networkOnly, !request.directives.noStore else { return .none }
@@ -116,7 +140,7 @@ public struct ResponseAdmission: Sendable, Equatable {
         // policies keep responses on their own terms.
         let ownTerms = request.policy != .http && request.policy != .revalidate
         guard decision.canStore, lifetime > 0 || validatable || ownTerms else { return .none }
-        if (contentLength ?? 0) <= request.maxMemoryObject { return .memory }
-        return diskAvailable ? .disk : .none
+        if (contentLength ?? 0) <= wholeLimit(maxMemoryObject: request.maxMemoryObject, disk: disk) { return .whole }
+        return disk != nil ? .streamed : .none
     }
 }

@@ -82,7 +82,7 @@ extension Fill {
     /// Prepares what storing needs: the memory entry's parts (its head serialized once) and the
     /// disk entry's head, written when the body is complete or streamed from now on.
     func store(_ forwarded: ResponseHead, as admission: ResponseAdmission, cacheControl: CacheControl) {
-        retainAll = admission.storage == .memory || (admission.storage == .disk && diskTakesWhole)
+        retainAll = admission.storage == .whole
         memoryEntryParts = nil
         if admission.storage != .none {
             var stored = forwarded.headers
@@ -140,21 +140,11 @@ extension Fill {
         }
     }
 
-    /// The most a fill keeps whole, to store in one piece when complete: what the memory tier
-    /// takes, or, with a disk tier, at least what the disk tier appends as a segment record on
-    /// the loop (``DiskCache/inlineLimit``). Streaming a small body to a file of its own on the
-    /// writer thread instead cost about as much CPU again as the whole miss.
-    var wholeLimit: Int {
-        proxy.shared.cache.disk == nil ? maxMemoryObject : max(maxMemoryObject, DiskCache.inlineLimit)
-    }
-
-    /// A body too large for the memory tier but small enough to be a disk segment record (a
-    /// declared length within ``wholeLimit``), which the disk tier would take now.
-    private var diskTakesWhole: Bool {
-        guard let contentLength, contentLength <= wholeLimit, let disk = proxy.shared.cache.disk, !disk.isDegraded else {
-            return false
+    /// The disk tier as the admission sees it now (nil: none).
+    var diskTier: ResponseAdmission.DiskTier? {
+        proxy.shared.cache.disk.map {
+            ResponseAdmission.DiskTier(maxObjectBytes: $0.currentLimits.maxObjectBytes, acceptingWrites: !$0.isDegraded)
         }
-        return Int64(contentLength) <= disk.currentLimits.maxObjectBytes
     }
 
     /// Builds the stored response of a body kept whole and offers it to the memory tier (which

@@ -142,6 +142,9 @@ final class Fill: UpstreamTransferDelegate {
     var chunkStarts: [Int] = []
     /// The whole body stays in `chunks` until the fill ends, to be stored in one piece.
     var retainAll = false
+    /// A body of unknown length kept whole is streamed to disk once past this
+    /// (``ResponseAdmission/wholeLimit(maxMemoryObject:disk:)`` when the head came).
+    var keptWholeUpTo = 0
     var notifyScheduled = false
     var paused = false
     let maxMemoryObject: Int
@@ -156,7 +159,7 @@ final class Fill: UpstreamTransferDelegate {
     var admissionDeferred = false
     let staleIfErrorWindow: Double
     /// The disk entry being written, when the response goes to the disk tier while it streams
-    /// (bodies larger than a fill keeps whole, ``wholeLimit``, declared or once past it).
+    /// (bodies larger than a fill keeps whole, ``keptWholeUpTo``, declared or once past it).
     var diskWrite: DiskWrite?
     /// The slices being written instead, for a response larger than a slice.
     var slicedWrite: SlicedDiskWrite?
@@ -476,9 +479,11 @@ final class Fill: UpstreamTransferDelegate {
         // A slice is judged as the whole response it is part of would be.
         var judged = copy forwarded
         if sliceRange != nil { judged.status = 200 }
+        let disk = diskTier
+        keptWholeUpTo = ResponseAdmission.wholeLimit(maxMemoryObject: maxMemoryObject, disk: disk)
         var admission = ResponseAdmission.decide(
-            admissionRequest, head: judged, contentLength: contentLength, cacheControl: cacheControl,
-            diskAvailable: proxy.shared.cache.disk != nil, now: responseTime)
+            admissionRequest, head: judged, contentLength: contentLength, cacheControl: cacheControl, disk: disk,
+            now: responseTime)
         if options.slice != nil, sliceRange == nil, forwarded.status != 200 {
             // A slice request's other answers (416, a range the origin chose) describe that
             // request, not the object: never stored under its key.
@@ -547,7 +552,7 @@ final class Fill: UpstreamTransferDelegate {
         proxy.shared.stats.bytesFromUpstream.add(bytes.count)
         diskWrite?.append(chunk)
         slicedWrite?.append(chunk)
-        if retainAll, received > wholeLimit {
+        if retainAll, received > keptWholeUpTo {
             // Unknown length that outgrew what is kept whole: stream it to disk from here on.
             retainAll = false
             if let pendingDiskHead { startDiskWrite(pendingDiskHead) }
