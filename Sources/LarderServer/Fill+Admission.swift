@@ -83,14 +83,14 @@ extension Fill {
     /// disk entry's head, written when the body is complete or streamed from now on.
     func store(_ forwarded: ResponseHead, as admission: ResponseAdmission, cacheControl: CacheControl) {
         retainAll = admission.storage == .whole
-        memoryEntryParts = nil
+        wholeEntryParts = nil
         if admission.storage != .none {
             var stored = forwarded.headers
             stored.remove("Age")
             let vary = VaryMatcher.values(for: forwarded.headers, request: requestHeaders)
             if retainAll {
                 let prepared = StoredResponse.serializeHead(status: forwarded.status, reason: forwarded.reason, headers: stored)
-                memoryEntryParts = MemoryEntryParts(
+                wholeEntryParts = WholeEntryParts(
                     status: forwarded.status, reason: forwarded.reason, cacheControl: cacheControl, lifetime: admission.lifetime,
                     initialAge: Freshness.correctedInitialAge(
                         headers: forwarded.headers, requestTime: requestTime, responseTime: responseTime),
@@ -152,7 +152,7 @@ extension Fill {
     /// disk tier).
     @discardableResult
     func storeWhole() -> (response: StoredResponse, body: [UInt8])? {
-        guard retainAll, let parts = memoryEntryParts else { return nil }
+        guard retainAll, let parts = wholeEntryParts else { return nil }
         let body: [UInt8]
         if chunks.count == 1 {
             body = chunks[0]

@@ -28,7 +28,7 @@ extension Fill {
     /// are only ever combined when they share one).
     func storeSlice(_ forwarded: ResponseHead, range: ContentRange, as admission: ResponseAdmission) {
         retainAll = false
-        memoryEntryParts = nil
+        wholeEntryParts = nil
         willStore = false
         guard let slice = options.slice, admission.storage != .none, SlicePlan.validator(of: forwarded.headers) != nil,
             let maxObject = proxy.shared.cache.maxDiskObjectBytes, Int64(range.length) <= maxObject
@@ -61,7 +61,7 @@ extension Fill {
     /// Starts storing the body as slices, beginning with what already arrived.
     func startSlicedWrite(_ forwarded: ResponseHead) {
         retainAll = false
-        memoryEntryParts = nil
+        wholeEntryParts = nil
         pendingDiskHead = nil
         var stored = forwarded.headers
         stored.remove("Age")

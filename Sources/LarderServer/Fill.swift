@@ -163,15 +163,16 @@ final class Fill: UpstreamTransferDelegate {
     var diskWrite: DiskWrite?
     /// The slices being written instead, for a response larger than a slice.
     var slicedWrite: SlicedDiskWrite?
-    /// The disk head to write: a body kept whole in memory is written to disk in one job when
-    /// complete (one writer wake-up per miss instead of one per chunk).
+    /// The disk head to write: a body kept whole is written to disk in one piece when complete
+    /// (one append per miss instead of a write per chunk).
     var pendingDiskHead: DiskEntryFormat.Head?
-    /// What `decideStorage` worked out for a response kept whole, reused when it is stored
-    /// (parsing Cache-Control and the dates again showed in miss profiles), with the stored
-    /// head in wire form (status line, stored fields, Via), serialized once for the memory
-    /// entry, its disk entry and, where they match, the clients' heads.
-    var memoryEntryParts: MemoryEntryParts?
-    struct MemoryEntryParts {
+    /// What the admission worked out for a response kept whole (``ResponseAdmission/Storage/whole``),
+    /// reused when it is stored (parsing Cache-Control and the dates again showed in miss
+    /// profiles), with the stored head in wire form (status line, stored fields, Via),
+    /// serialized once for the memory entry, its disk entry and, where they match, the
+    /// clients' heads.
+    var wholeEntryParts: WholeEntryParts?
+    struct WholeEntryParts {
         let status: Int
         let reason: String
         let cacheControl: CacheControl
@@ -187,7 +188,7 @@ final class Fill: UpstreamTransferDelegate {
     }
     /// The stored head, when clients of this fill are sent it too.
     var preparedClientHead: StoredResponse.PreparedHead? {
-        memoryEntryParts?.isClientHead == true ? memoryEntryParts?.head : nil
+        wholeEntryParts?.isClientHead == true ? wholeEntryParts?.head : nil
     }
     /// A read descriptor on that entry, opened the first time memory chunks are dropped in its
     /// favour.
@@ -474,7 +475,7 @@ final class Fill: UpstreamTransferDelegate {
             forwarded.headers.add("Date", HTTPDate.format(Int(responseTime)))
         }
         head = forwarded
-        memoryEntryParts = nil
+        wholeEntryParts = nil
         let cacheControl = CacheControl(forwarded.headers)
         // A slice is judged as the whole response it is part of would be.
         var judged = copy forwarded
