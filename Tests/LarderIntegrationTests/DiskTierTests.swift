@@ -387,9 +387,11 @@ extension IntegrationTests {
             #expect(total > 0)
         }
 
-        @Test func fullFilesystemDegradesToMemoryWithoutClientErrors() throws {
+        /// Runs `body` with a 1 MiB tmpfs mounted for it (a filesystem that fills up), then
+        /// unmounts it. Root only: otherwise, or if the mount fails, `test` is skipped, saying why.
+        static func withSmallTmpfs(_ test: String = #function, _ body: (String) throws -> Void) throws {
             guard getuid() == 0 else {
-                print("skipped fullFilesystemDegradesToMemoryWithoutClientErrors: needs root to mount a small tmpfs")
+                print("skipped \(test): needs root to mount a small tmpfs")
                 return
             }
             let mountPoint = Paths.temporaryDirectory()
@@ -397,68 +399,60 @@ extension IntegrationTests {
             let mount = try ChildProcess("/bin/mount", ["-t", "tmpfs", "-o", "size=1m", "tmpfs", mountPoint])
             mount.process.waitUntilExit()
             guard mount.process.terminationStatus == 0 else {
-                print("skipped fullFilesystemDegradesToMemoryWithoutClientErrors: mount failed: \(mount.stderr)")
+                print("skipped \(test): mount failed: \(mount.stderr)")
                 return
             }
             defer {
                 let umount = try? ChildProcess("/bin/umount", ["-l", mountPoint])
                 umount?.process.waitUntilExit()
             }
-            let origin = try Origin()
-            let larder = try Larder(cacheDirectory: mountPoint + "/cache")
-            for index in 0..<6 {
-                let path = "/full\(index)?size=400000&cc=max-age=600"
-                let result = try Curl.viaProxy(larder.proxy, [origin.url(path)])
-                #expect(result.status == 200)
-                #expect(result.exitCode == 0)
-                #expect(try bodyMismatch(result.body, origin.directBody(path)) == nil)
+            try body(mountPoint)
+        }
+
+        @Test func fullFilesystemDegradesToMemoryWithoutClientErrors() throws {
+            try Self.withSmallTmpfs { mountPoint in
+                let origin = try Origin()
+                let larder = try Larder(cacheDirectory: mountPoint + "/cache")
+                for index in 0..<6 {
+                    let path = "/full\(index)?size=400000&cc=max-age=600"
+                    let result = try Curl.viaProxy(larder.proxy, [origin.url(path)])
+                    #expect(result.status == 200)
+                    #expect(result.exitCode == 0)
+                    #expect(try bodyMismatch(result.body, origin.directBody(path)) == nil)
+                }
+                // Memory still stores what the disk could not.
+                #expect(try Curl.viaProxy(larder.proxy, [origin.url("/full5?size=400000&cc=max-age=600")]).cacheStatus?.isMemoryHit == true)
+                try larder.child.waitForOutput { $0.contains("disk cache write failed; storing in memory only") }
+                // Health says so while the tier refuses writes, as /stats and the gauge do.
+                let health = try Curl.run(["http://127.0.0.1:\(larder.adminPort)/healthz"])
+                #expect(health.status == 503 && health.text.contains("refusing writes"), "\(health.text)")
+                #expect(try Curl.run(["http://127.0.0.1:\(larder.adminPort)/metrics"]).text.contains("\nlarder_disk_degraded 1"))
             }
-            // Memory still stores what the disk could not.
-            #expect(try Curl.viaProxy(larder.proxy, [origin.url("/full5?size=400000&cc=max-age=600")]).cacheStatus?.isMemoryHit == true)
-            try larder.child.waitForOutput { $0.contains("disk cache write failed; storing in memory only") }
-            // Health says so while the tier refuses writes, as /stats and the gauge do.
-            let health = try Curl.run(["http://127.0.0.1:\(larder.adminPort)/healthz"])
-            #expect(health.status == 503 && health.text.contains("refusing writes"), "\(health.text)")
-            #expect(try Curl.run(["http://127.0.0.1:\(larder.adminPort)/metrics"]).text.contains("\nlarder_disk_degraded 1"))
         }
 
         /// While the disk refuses writes, a body too large for the memory tier is stored nowhere:
         /// not kept whole for a disk append that cannot happen, and not said to be stored.
         @Test func aSmallBodyIsNotSaidToBeStoredWhileTheDiskRefusesWrites() throws {
-            guard getuid() == 0 else {
-                print("skipped aSmallBodyIsNotSaidToBeStoredWhileTheDiskRefusesWrites: needs root to mount a small tmpfs")
-                return
-            }
-            let mountPoint = Paths.temporaryDirectory()
-            defer { try? FileManager.default.removeItem(atPath: mountPoint) }
-            let mount = try ChildProcess("/bin/mount", ["-t", "tmpfs", "-o", "size=1m", "tmpfs", mountPoint])
-            mount.process.waitUntilExit()
-            guard mount.process.terminationStatus == 0 else {
-                print("skipped aSmallBodyIsNotSaidToBeStoredWhileTheDiskRefusesWrites: mount failed: \(mount.stderr)")
-                return
-            }
-            defer {
-                let umount = try? ChildProcess("/bin/umount", ["-l", mountPoint])
-                umount?.process.waitUntilExit()
-            }
-            let origin = try Origin()
-            let larder = try Larder(config: "[memory]\nmax_object_bytes = \"1KiB\"\n", cacheDirectory: mountPoint + "/cache")
-            for index in 0..<4 {
-                #expect(try Curl.viaProxy(larder.proxy, [origin.url("/fill\(index)?size=400000&cc=max-age=600")]).status == 200)
-            }
-            try larder.child.waitForOutput { $0.contains("disk cache write failed; storing in memory only") }
-            // Declared, and chunked: of unknown length when the head goes to the client, so
-            // `stored` there is a forecast (the body might have fitted the memory tier); either
-            // way it is not stored.
-            for (path, declared) in [("/small?size=3000&cc=max-age=600", true), ("/small?size=3000&chunked=1&cc=max-age=600", false)] {
-                let expected = try origin.directBody(path)
-                for _ in 0..<2 {
-                    let result = try Curl.viaProxy(larder.proxy, [origin.url(path)])
-                    #expect(result.body == expected)
-                    #expect(result.cacheStatus?.hit == false, "\(path): \(String(describing: result.cacheStatus))")
-                    if declared { #expect(result.cacheStatus?.stored == false, "\(String(describing: result.cacheStatus))") }
+            try Self.withSmallTmpfs { mountPoint in
+                let origin = try Origin()
+                let larder = try Larder(config: "[memory]\nmax_object_bytes = \"1KiB\"\n", cacheDirectory: mountPoint + "/cache")
+                for index in 0..<4 {
+                    #expect(try Curl.viaProxy(larder.proxy, [origin.url("/fill\(index)?size=400000&cc=max-age=600")]).status == 200)
                 }
-                #expect(try origin.count(path) == 3, "one direct request, then both through the proxy")
+                try larder.child.waitForOutput { $0.contains("disk cache write failed; storing in memory only") }
+                // Declared, and chunked: of unknown length when the head goes to the client, so
+                // `stored` there is a forecast (the body might have fitted the memory tier); either
+                // way it is not stored.
+                for (path, declared) in [("/small?size=3000&cc=max-age=600", true), ("/small?size=3000&chunked=1&cc=max-age=600", false)] {
+                    let expected = try origin.directBody(path)
+                    for _ in 0..<2 {
+                        let result = try Curl.viaProxy(larder.proxy, [origin.url(path)])
+                        #expect(result.body == expected)
+                        #expect(result.cacheStatus?.hit == false, "\(path): \(String(describing: result.cacheStatus))")
+                        if declared { #expect(result.cacheStatus?.stored == false, "\(String(describing: result.cacheStatus))") }
+                    }
+                    #expect(try origin.count(path) == 3, "one direct request, then both through the proxy")
+                }
             }
         }
 
