@@ -33,17 +33,39 @@ import Testing
     }
 
     /// Both decoders' answers for `bytes` (a preamble, then a head section), as text: NaN
-    /// times compare equal that way, and a problem's detail is part of the answer.
+    /// times compare equal that way, a problem's detail is part of the answer, and Vary values
+    /// are listed in name order (two equal dictionaries may iterate in different orders).
     static func answers(_ bytes: [UInt8], acceptingFreed: Bool) -> (new: String, reference: String) {
         let preamble = bytes[...]
         let section = bytes.count > DiskEntryFormat.preambleLength ? bytes[DiskEntryFormat.preambleLength...] : []
         let new =
-            "\(Result { () throws(DiskEntryFormat.Problem) in try DiskEntryFormat.decodePreamble(preamble, acceptingFreed: acceptingFreed) }) "
-            + "\(Result { () throws(DiskEntryFormat.Problem) in try DiskEntryFormat.decodeHead(section, bodyLength: 7, bodyChecksum: 9) })"
+            text(
+                Result { () throws(DiskEntryFormat.Problem) in try DiskEntryFormat.decodePreamble(preamble, acceptingFreed: acceptingFreed)
+                })
+            + " "
+            + text(Result { () throws(DiskEntryFormat.Problem) in try DiskEntryFormat.decodeHead(section, bodyLength: 7, bodyChecksum: 9) })
         let reference =
-            "\(Result { () throws(DiskEntryFormat.Problem) in try ReferenceEntryDecoder.decodePreamble(preamble, acceptingFreed: acceptingFreed) }) "
-            + "\(Result { () throws(DiskEntryFormat.Problem) in try ReferenceEntryDecoder.decodeHead(section, bodyLength: 7, bodyChecksum: 9) })"
+            text(
+                Result { () throws(DiskEntryFormat.Problem) in
+                    try ReferenceEntryDecoder.decodePreamble(preamble, acceptingFreed: acceptingFreed)
+                })
+            + " "
+            + text(
+                Result { () throws(DiskEntryFormat.Problem) in try ReferenceEntryDecoder.decodeHead(section, bodyLength: 7, bodyChecksum: 9)
+                })
         return (new, reference)
+    }
+
+    static func text(_ result: Result<DiskEntryFormat.Preamble, DiskEntryFormat.Problem>) -> String { "\(result)" }
+
+    static func text(_ result: Result<DiskEntryFormat.Head, DiskEntryFormat.Problem>) -> String {
+        switch result {
+        case .failure(let problem): return "\(problem)"
+        case .success(let head):
+            let vary = head.vary.sorted { $0.key < $1.key }.map { "\($0.key.debugDescription)=\($0.value.debugDescription)" }
+            return "\(head.key.debugDescription) \(head.status) \(head.reason.debugDescription) \(head.requestTime) "
+                + "\(head.responseTime) \(vary) \(head.headers.wire) \(head.bodyLength) \(head.bodyChecksum)"
+        }
     }
 
     @Test func whatLarderWritesReadsBackAsItWasWritten() throws {
@@ -92,6 +114,22 @@ import Testing
                 let answers = Self.answers(bytes, acceptingFreed: acceptingFreed)
                 #expect(answers.new == answers.reference, "\(from.debugDescription) -> \(to.debugDescription)")
             }
+        }
+    }
+
+    /// Times spelled every way the writer spells them, and a few it does not (no fraction, an
+    /// empty one, more digits than a double holds), read to the same value as before.
+    @Test func timesReadAsBefore() {
+        var random = SplitMix64(seed: 0x7e11)
+        let text = String(decoding: Self.record(Self.heads[0]), as: UTF8.self)
+        let original = "request-time 1764000000.123456"
+        for round in 0..<5_000 {
+            let whole = String(random.next() % [1, 10, 1_000, 1_000_000_000, 100_000_000_000, 1 << 62][round % 6])
+            let fraction = String(String(random.next()).prefix(Int(random.next() % 8)))
+            let spelled = round % 7 == 0 ? whole : whole + "." + fraction
+            let bytes = Array(text.replacingOccurrences(of: original, with: "request-time " + spelled).utf8)
+            let answers = Self.answers(bytes, acceptingFreed: false)
+            #expect(answers.new == answers.reference, "\(spelled)")
         }
     }
 
