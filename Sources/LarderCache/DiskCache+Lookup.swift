@@ -134,14 +134,9 @@ extension DiskCache {
     }
 
     func storedResponse(key: CacheKey, head: DiskEntryFormat.Head, body: StoredResponse.Body) -> StoredResponse {
-        StoredResponse(
+        StoredResponse.make(
             key: key, status: head.status, reason: head.reason, headers: head.headers, body: body,
-            requestTime: head.requestTime, responseTime: head.responseTime, varyValues: head.vary,
-            freshnessLifetime: Freshness.lifetime(
-                status: head.status, headers: head.headers, cacheControl: CacheControl(head.headers),
-                responseTime: head.responseTime),
-            correctedInitialAge: Freshness.correctedInitialAge(
-                headers: head.headers, requestTime: head.requestTime, responseTime: head.responseTime))
+            requestTime: head.requestTime, responseTime: head.responseTime, varyValues: head.vary)
     }
 
     // MARK: Verification and promotion (reader thread)

@@ -96,17 +96,19 @@ public final class StoredResponse: Sendable {
     }
 
     /// A stored response whose lifetime and initial age are computed from its headers
-    /// (RFC 9111 §4.2.1, §4.2.3).
+    /// (RFC 9111 §4.2.1, §4.2.3), their Cache-Control parsed once for both.
     public static func make(
         key: CacheKey, status: Int, reason: String, headers: HTTPHeaders, body: Body,
         requestTime: Double, responseTime: Double, varyValues: [String: String]
     ) -> StoredResponse {
-        StoredResponse(
+        let cacheControl = CacheControl(headers)
+        return StoredResponse(
             key: key, status: status, reason: reason, headers: headers, body: body,
             requestTime: requestTime, responseTime: responseTime, varyValues: varyValues,
             freshnessLifetime: Freshness.lifetime(
-                status: status, headers: headers, cacheControl: CacheControl(headers), responseTime: responseTime),
-            correctedInitialAge: Freshness.correctedInitialAge(headers: headers, requestTime: requestTime, responseTime: responseTime))
+                status: status, headers: headers, cacheControl: cacheControl, responseTime: responseTime),
+            correctedInitialAge: Freshness.correctedInitialAge(headers: headers, requestTime: requestTime, responseTime: responseTime),
+            cacheControl: cacheControl)
     }
 
     /// A stored head in wire form: status line, fields, `Via`.
@@ -154,12 +156,13 @@ public final class StoredResponse: Sendable {
         // The 304's Age (if any) counts for the new initial age; the stored one does not.
         var timing = merged
         if let age = update["Age"] { timing.set("Age", age) }
+        let cacheControl = CacheControl(merged)
         return StoredResponse(
             key: key, status: status, reason: reason, headers: merged, body: body,
             requestTime: requestTime, responseTime: responseTime, varyValues: varyValues,
-            freshnessLifetime: Freshness.lifetime(
-                status: status, headers: merged, cacheControl: CacheControl(merged), responseTime: responseTime),
-            correctedInitialAge: Freshness.correctedInitialAge(headers: timing, requestTime: requestTime, responseTime: responseTime))
+            freshnessLifetime: Freshness.lifetime(status: status, headers: merged, cacheControl: cacheControl, responseTime: responseTime),
+            correctedInitialAge: Freshness.correctedInitialAge(headers: timing, requestTime: requestTime, responseTime: responseTime),
+            cacheControl: cacheControl)
     }
 
     /// Seconds past its freshness lifetime at `now` (negative while fresh).
