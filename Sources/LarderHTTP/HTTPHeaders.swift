@@ -1,3 +1,5 @@
+import Glibc
+
 /// One header field as received: the name keeps its case, comparisons ignore it.
 public struct HTTPField: Sendable, Equatable {
     public var name: String
@@ -52,13 +54,24 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     public init(wireLines lines: ArraySlice<UInt8>) {
         wire = Array(lines)
         spans = []
+        spans.reserveCapacity(HTTPHeaders.expectedStoredFields)
         var end = 0
         wire.withUnsafeBytes { bytes in
+            guard let base = bytes.baseAddress else { return }
             while end < bytes.count {
+                // The line's CR LF, found with memchr: this reads every stored head a disk hit serves.
                 var lineEnd = end
-                while lineEnd + 1 < bytes.count, !(bytes[lineEnd] == 13 && bytes[lineEnd + 1] == 10) { lineEnd += 1 }
-                var colon = end
-                while colon < lineEnd, bytes[colon] != UInt8(ascii: ":") { colon += 1 }
+                while true {
+                    guard let cr = memchr(base + lineEnd, 13, bytes.count - lineEnd) else {
+                        lineEnd = bytes.count
+                        break
+                    }
+                    lineEnd = base.distance(to: UnsafeRawPointer(cr))
+                    if lineEnd + 1 >= bytes.count || bytes[lineEnd + 1] == 10 { break }
+                    lineEnd += 1
+                }
+                guard let colonPointer = memchr(base + end, Int32(UInt8(ascii: ":")), lineEnd - end) else { break }
+                let colon = base.distance(to: UnsafeRawPointer(colonPointer))
                 guard colon > end, lineEnd + 1 < bytes.count, lineEnd >= colon + 2, bytes[colon + 1] == 32 else { break }
                 spans.append(Span(start: end, nameCount: colon - end, valueCount: lineEnd - colon - 2))
                 end = lineEnd + 2
@@ -66,6 +79,9 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
         }
         if end < wire.count { wire.removeSubrange(end...) }
     }
+
+    /// Room reserved for the fields read back from a stored head.
+    static let expectedStoredFields = 12
 
     public init(_ pairs: [(String, String)]) {
         self.init()

@@ -37,6 +37,53 @@ import Testing
         #expect(HTTPHeaders(wireLines: []).isEmpty)
     }
 
+    /// Fields read back from wire form against the byte loop that first read them: the same
+    /// fields and the same bytes kept, for 20,000 seeded damages (bytes that end lines and split
+    /// names from values replaced, inserted, removed).
+    @Test func wireLinesAreReadAsTheFirstReaderDid() {
+        var written = HTTPHeaders()
+        written.add("Date", "Sun, 06 Nov 1994 08:49:37 GMT")
+        written.add("X-Empty", "")
+        written.add("Link", "<http://a/b:c>; rel=x")
+        written.add("Cache-Control", "max-age=60")
+        var random = SplitMix64(seed: 0x3117)
+        let bytes: [UInt8] = [13, 10, 13, 10, 58, 32, 65, 9, 0x7F]
+        for round in 0..<20_000 {
+            var wire = written.wire
+            for _ in 0...(random.next() % 3) {
+                let position = Int(random.next() % UInt64(wire.count))
+                let byte = bytes[Int(random.next() % UInt64(bytes.count))]
+                switch random.next() % 3 {
+                case 0: wire[position] = byte
+                case 1: wire.insert(byte, at: position)
+                default: wire.remove(at: position)
+                }
+            }
+            let read = HTTPHeaders(wireLines: wire[...])
+            let (kept, fields) = Self.firstReading(wire)
+            #expect(read.wire == Array(wire[..<kept]), "round \(round)")
+            #expect(read.fields.map { [$0.name, $0.value] } == fields, "round \(round)")
+        }
+    }
+
+    /// How `HTTPHeaders(wireLines:)` first read fields: bytes kept, and each field's name and value.
+    static func firstReading(_ wire: [UInt8]) -> (kept: Int, fields: [[String]]) {
+        var fields: [[String]] = []
+        var end = 0
+        while end < wire.count {
+            var lineEnd = end
+            while lineEnd + 1 < wire.count, !(wire[lineEnd] == 13 && wire[lineEnd + 1] == 10) { lineEnd += 1 }
+            var colon = end
+            while colon < lineEnd, wire[colon] != UInt8(ascii: ":") { colon += 1 }
+            guard colon > end, lineEnd + 1 < wire.count, lineEnd >= colon + 2, wire[colon + 1] == 32 else { break }
+            fields.append([
+                String(decoding: wire[end..<colon], as: UTF8.self), String(decoding: wire[(colon + 2)..<lineEnd], as: UTF8.self),
+            ])
+            end = lineEnd + 2
+        }
+        return (end, fields)
+    }
+
     /// A reason phrase goes out with the bytes it came in with: obs-text (RFC 9112 §4) was read
     /// as one scalar a byte and is written back as that byte, not re-encoded as UTF-8.
     @Test func aStatusLineKeepsTheReasonsBytes() {
