@@ -7,10 +7,11 @@
 # 2.5 % between runs of one binary (lower when the origin's answer is already there at curl's
 # first readiness check): name a binary more than once and compare the lowest.
 #
-#   Benchmarks/instructions-per-request.sh [-w miss|hit] [-n REQUESTS] [-b] BIN...
+#   Benchmarks/instructions-per-request.sh [-w miss|hit] [-n REQUESTS] [-b] [-v] BIN...
 #
 # -b: requests shaped as the shared harness's wrk sends them (request line and Host only)
-# instead of curl's (Host, User-Agent, Accept, Proxy-Connection). CONFIG=FILE runs every
+# instead of curl's (Host, User-Agent, Accept, Proxy-Connection). -v: responses that carry
+# `Vary: Accept-Encoding`, asked for with `Accept-Encoding: gzip, deflate, br`. CONFIG=FILE runs every
 # binary with that configuration (default Benchmarks/shared-bench.toml, as the harness does).
 #
 # miss: N distinct 1 KiB URLs, the same for every binary (each a miss, stored in memory and
@@ -21,15 +22,16 @@
 # `callgrind_annotate --inclusive=yes $dir/BIN.out` on a kept profile (KEEP=1) shows where.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-WORKLOAD=miss; REQUESTS=1000; SHAPE=()
-while getopts "w:n:b" option; do
+WORKLOAD=miss; REQUESTS=1000; SHAPE=(); VARY=()
+while getopts "w:n:bv" option; do
     case $option in
         w) WORKLOAD=$OPTARG ;; n) REQUESTS=$OPTARG ;; b) SHAPE=(-H "User-Agent:" -H "Accept:" -H "Proxy-Connection:") ;;
-        *) echo "usage: $0 [-w miss|hit] [-n requests] [-b] BIN..." >&2; exit 2 ;;
+        v) VARY=(-H "Accept-Encoding: gzip, deflate, br") ;;
+        *) echo "usage: $0 [-w miss|hit] [-n requests] [-b] [-v] BIN..." >&2; exit 2 ;;
     esac
 done
 shift $((OPTIND - 1))
-[[ $# -ge 1 ]] || { echo "usage: $0 [-w miss|hit] [-n requests] [-b] BIN..." >&2; exit 2; }
+[[ $# -ge 1 ]] || { echo "usage: $0 [-w miss|hit] [-n requests] [-b] [-v] BIN..." >&2; exit 2; }
 [[ $WORKLOAD == miss || $WORKLOAD == hit ]] || { echo "unknown workload $WORKLOAD" >&2; exit 2; }
 command -v valgrind >/dev/null || { echo "needs valgrind (apt-get install valgrind)" >&2; exit 2; }
 ORIGIN_PORT=${ORIGIN_PORT:-18693}; PROXY_PORT=18694
@@ -37,6 +39,7 @@ ORIGIN_PORT=${ORIGIN_PORT:-18693}; PROXY_PORT=18694
 source Benchmarks/common.sh
 bench_setup instructions "$ORIGIN_PORT"
 origin="http://127.0.0.1:$ORIGIN_PORT/obj/1k"
+[[ ${#VARY[@]} -gt 0 ]] && origin="http://127.0.0.1:$ORIGIN_PORT/vary/1k"
 for _ in $(seq 50); do curl -s -o /dev/null "$origin" && break; sleep 0.1; done
 
 binaries=("$@")
@@ -50,7 +53,7 @@ for index in "${!binaries[@]}"; do
         --admin-listen 127.0.0.1:0 --cache-dir "$dir/cache$index" >/dev/null 2>"$dir/valgrind$index.err" &
     proxy=$!; pids+=("$proxy")
     proxy_url="http://127.0.0.1:$PROXY_PORT"
-    fetch() { curl -s ${SHAPE[@]+"${SHAPE[@]}"} -x "$proxy_url" "$@"; }
+    fetch() { curl -s ${SHAPE[@]+"${SHAPE[@]}"} ${VARY[@]+"${VARY[@]}"} -x "$proxy_url" "$@"; }
     for _ in $(seq 300); do fetch -o /dev/null "$origin?warm=start" && break; sleep 0.2; done
     # Warm-up: connections, the curl handle pool, the first leaf directories, the hit set.
     fetch "$origin?warm=[1-200]" >/dev/null

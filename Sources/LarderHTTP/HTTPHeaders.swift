@@ -246,7 +246,7 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     /// field whose empty elements are errors, such as Content-Length). Walks the values' bytes
     /// in place: hop-by-hop stripping and keep-alive ask for `Connection` on every request and
     /// response.
-    func forEachListElement(_ name: String, keepingEmpty: Bool = false, _ body: (UnsafeBufferPointer<UInt8>) -> Bool) {
+    public func forEachListElement(_ name: String, keepingEmpty: Bool = false, _ body: (UnsafeBufferPointer<UInt8>) -> Bool) {
         forEachIndex(named: name) { _, raw in HTTPHeaders.forEachElement(ofList: raw, keepingEmpty: keepingEmpty, body) }
     }
 
