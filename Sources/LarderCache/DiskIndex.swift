@@ -71,13 +71,13 @@ struct DiskIndex {
 
     var count: Int { byName.count }
 
-    /// The entries stored for `key`, marked as used.
     /// Counts a lookup that found the entry `name`.
     mutating func countHit(named name: EntryName) {
         guard let index = byName[name] else { return }
         slots[index]?.hits += 1
     }
 
+    /// The entries stored for `key`, marked as used.
     mutating func lookup(_ key: CacheKey) -> [Entry] {
         let indices = slots(of: key)
         for index in indices { touch(index) }
