@@ -85,7 +85,7 @@ let package = Package(
             // docs/PERFORMANCE.md, "Design choices". Package: libmimalloc-dev (scripts/install-deps.sh).
             linkerSettings: [.linkedLibrary("mimalloc")]),
         .executableTarget(
-            name: "LarderFuzz", dependencies: ["CLarderSystem", "LarderHTTP", "LarderConfig"], path: "Fuzz/LarderFuzz",
+            name: "LarderFuzz", dependencies: ["CLarderSystem", "LarderHTTP", "LarderConfig", "LarderCache"], path: "Fuzz/LarderFuzz",
             swiftSettings: strict),
         .testTarget(name: "LarderIOTests", dependencies: ["LarderIO"]),
         .testTarget(name: "LarderHTTPTests", dependencies: ["LarderHTTP"]),

@@ -1,3 +1,4 @@
+import LarderCache
 import LarderConfig
 import LarderHTTP
 
@@ -9,6 +10,7 @@ enum FuzzTarget: String, CaseIterable {
     case chunked
     case cacheControl = "cache-control"
     case config
+    case diskEntry = "disk-entry"
 
     func run(_ input: UnsafeRawBufferPointer) {
         switch self {
@@ -16,6 +18,7 @@ enum FuzzTarget: String, CaseIterable {
         case .chunked: FuzzTarget.chunked(input)
         case .cacheControl: FuzzTarget.cacheControl(input)
         case .config: FuzzTarget.config(input)
+        case .diskEntry: FuzzTarget.diskEntry(input)
         }
     }
 
@@ -146,5 +149,39 @@ enum FuzzTarget: String, CaseIterable {
                 _ = error.description
             }
         }
+    }
+
+    /// A disk record's preamble and head (what a damaged or tampered cache file holds): the
+    /// preamble's lengths are in range when it reads, and a head that reads, of the kind Larder
+    /// writes (an ASCII key and Vary names, no CR or LF in its texts), is written and read back
+    /// to the same head (times to the microsecond the writer keeps).
+    static func diskEntry(_ input: UnsafeRawBufferPointer) {
+        let bytes = Array(input)
+        if let preamble = try? DiskEntryFormat.decodePreamble(bytes[...], acceptingFreed: bytes.first.map { $0 & 1 == 1 } ?? false) {
+            precondition(preamble.bodyLength >= 0 && preamble.headLength >= 0 && preamble.headLength < 1 << 20)
+        }
+        guard let head = try? DiskEntryFormat.decodeHead(bytes[...], bodyLength: 0, bodyChecksum: 0) else { return }
+        precondition((100...999).contains(head.status))
+        func writable(_ text: String, ascii: Bool) -> Bool {
+            text.unicodeScalars.allSatisfy { $0 != "\r" && $0 != "\n" && (!ascii || $0.isASCII) }
+        }
+        guard writable(head.key, ascii: true), writable(head.reason, ascii: false),
+            head.vary.allSatisfy({ writable($0.key, ascii: true) && writable($0.value, ascii: false) })
+        else { return }
+        let written = DiskEntryFormat.entryHead(head, bodyLength: 0, bodyChecksum: 0)
+        let again: DiskEntryFormat.Head
+        do {
+            again = try DiskEntryFormat.decodeHead(written[DiskEntryFormat.preambleLength...], bodyLength: 0, bodyChecksum: 0)
+        } catch {
+            preconditionFailure("a head read from \(bytes) was written as \(written) and does not read back: \(error)")
+        }
+        func close(_ first: Double, _ second: Double) -> Bool {
+            first == second || (first.isNaN && second.isNaN) || abs(first - second) <= 1e-6 * max(1, abs(first))
+        }
+        precondition(
+            again.key == head.key && again.status == head.status && again.reason == head.reason && again.vary == head.vary
+                && again.headers == head.headers && close(again.requestTime, head.requestTime)
+                && close(again.responseTime, head.responseTime),
+            "a head read from \(bytes) reads back differently: \(head) then \(again)")
     }
 }
