@@ -23,11 +23,9 @@ extension DiskEntryFormat {
         guard let first = lines.next(), let second = lines.next(), let third = lines.next(), let fourth = lines.next(),
             let fifth = lines.next()
         else { throw .unknownFormat }
-        // The magic spelled as literals (``magic``, ``freedMagic``): a String's UTF-8 view costs
-        // ~30 instructions a byte.
-        let freed = acceptingFreed && starts(first, with: "LARDER-FREED ")
-        guard freed || starts(first, with: "LARDER-ENTRY ") else { throw .unknownFormat }
-        guard let version = integer(after: 13, in: first, as: Int.self) else { throw .unknownFormat }
+        let freed = acceptingFreed && starts(first, with: freedMagicLiteral)
+        guard freed || starts(first, with: magicLiteral) else { throw .unknownFormat }
+        guard let version = integer(after: magicLiteral.utf8CodeUnitCount, in: first, as: Int.self) else { throw .unknownFormat }
         guard version == self.version else { throw .unknownVersion(version) }
         guard starts(second, with: "body-length "), let bodyLength = integer(after: 12, in: second, as: Int64.self),
             starts(third, with: "body-checksum "), let checksum = hex(after: 14, in: third),

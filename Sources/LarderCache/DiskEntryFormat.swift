@@ -27,7 +27,10 @@ import LarderHTTP
 /// dropped at start-up (DISK-FORMAT.md).
 public enum DiskEntryFormat {
     public static let version = 2
-    public static let magic = "LARDER-ENTRY "
+    public static let magic = magicLiteral.description
+    /// ``magic`` as a literal, for the preamble's writer and reader (a String's UTF-8 view costs
+    /// ~30 instructions a byte).
+    static let magicLiteral: StaticString = "LARDER-ENTRY "
     public static let preambleLength = 133
 
     /// What the head of an entry file says.
@@ -178,8 +181,7 @@ public enum DiskEntryFormat {
         // Literals as StaticStrings, copied as bytes (a String's UTF-8 view costs ~30
         // instructions a byte).
         var writer = ByteWriter(buffer)
-        assert(magic == "LARDER-ENTRY ")
-        writer.append("LARDER-ENTRY " as StaticString)  // `magic`, as a literal
+        writer.append(magicLiteral)
         writer.append(version, zeroPaddedTo: 1)
         writer.append("\nbody-length " as StaticString)
         writer.append(Int(bodyLength), zeroPaddedTo: 20)
@@ -208,5 +210,6 @@ public enum DiskEntryFormat {
     /// Written over ``magic`` when a record in a segment file is removed (evicted, purged,
     /// replaced): same length, so its lengths still say where the next record starts, and the
     /// start-up scan skips it (DISK-FORMAT.md).
-    public static let freedMagic = "LARDER-FREED "
+    public static let freedMagic = freedMagicLiteral.description
+    static let freedMagicLiteral: StaticString = "LARDER-FREED "
 }
