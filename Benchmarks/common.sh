@@ -43,7 +43,9 @@ bench_workload() {
         hit-100k) url="http://127.0.0.1:$origin_port/obj/100k"; mode=same ;;
         hit-10m) url="http://127.0.0.1:$origin_port/obj/10m"; mode=same ;;   # over memory.max_object_bytes: a disk hit
         miss-1k) url="http://127.0.0.1:$origin_port/obj/1k"; mode=unique ;;
-        *) echo "unknown workload $1 (hit-1k, hit-100k, hit-10m, miss-1k)" >&2; return 2 ;;
+        miss-100k) url="http://127.0.0.1:$origin_port/obj/100k"; mode=unique ;;
+        miss-10m) url="http://127.0.0.1:$origin_port/obj/10m"; mode=unique ;;   # streamed to the client and the disk writer
+        *) echo "unknown workload $1 (hit-1k, hit-100k, hit-10m, miss-1k, miss-100k, miss-10m)" >&2; return 2 ;;
     esac
 }
 
