@@ -13,8 +13,8 @@ public final class StoredResponse: Sendable {
         /// body starts at `offset` and has `length` bytes.
         case file(OpenFile, offset: Int64, length: Int64)
         /// In memory, in an anonymous memory file of exactly `length` bytes: the memory tier's
-        /// form for large bodies, which hits send with sendfile(2) instead of copying them into
-        /// the socket (see ``inMemory(_:budget:)``).
+        /// form for large bodies that were hit (or promoted from disk), which hits send with
+        /// sendfile(2) instead of copying them into the socket (see ``inMemory(_:budget:)``).
         case memoryFile(OpenFile, length: Int)
 
         /// Bodies from this size on are kept in an anonymous memory file by the memory tier.
@@ -34,8 +34,9 @@ public final class StoredResponse: Sendable {
     public let key: CacheKey
     public let status: Int
     public let reason: String
-    /// Lookups that found this response in the memory tier (for the listing; relaxed: a count
-    /// for operators, never a decision). A 304 that replaces it starts a new count.
+    /// Lookups that found this response in the memory tier (for the listing; the first one
+    /// moves a large body into a memory file, ``TieredCache``). A 304 that replaces it starts
+    /// a new count.
     public let hits = Atomic<Int>(0)
     /// End-to-end headers as received (hop-by-hop fields and framing removed), read back from
     /// ``headBytes`` on each call: an entry keeps its fields once, in wire form. Hits send those

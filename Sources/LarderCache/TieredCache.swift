@@ -41,7 +41,9 @@ public final class TieredCache: Sendable {
         var varyMiss = false
         if let variants = memory.lookup(key) {
             if let stored = variants.first(where: { VaryMatcher.matches($0, request: headers) }) {
-                stored.hits.add(1, ordering: .relaxed)
+                if stored.hits.add(1, ordering: .relaxed).newValue == 1, let moved = movingBodyToFile(stored) {
+                    return .found(moved, fromDisk: false)
+                }
                 return .found(stored, fromDisk: false)
             }
             varyMiss = true
@@ -62,6 +64,22 @@ public final class TieredCache: Sendable {
             promote(stored)
             return .found(stored, fromDisk: true)
         }
+    }
+
+    /// On its first hit, a large body stored as the array it arrived in moves to an anonymous
+    /// memory file, which this and later hits send with `sendfile` instead of copying it into
+    /// the socket each time (``StoredResponse/Body/memoryFileMinimum``). Storing it that way
+    /// on the miss cost as much CPU as the rest of the miss for 100 KiB, and most large
+    /// responses a cache stores are never asked for again. Only the first hit's lookup (one
+    /// thread) moves it; the copy replaces the entry only if nothing replaced it meanwhile.
+    private func movingBodyToFile(_ stored: StoredResponse) -> StoredResponse? {
+        guard case .memory(let bytes) = stored.body, bytes.count >= StoredResponse.Body.memoryFileMinimum else { return nil }
+        let body = StoredResponse.Body.inMemory(bytes)
+        guard case .memoryFile = body else { return nil }  // no place left for another file
+        let moved = stored.withBody(body)
+        moved.hits.store(1, ordering: .relaxed)
+        memory.replace(stored, with: moved)
+        return moved
     }
 
     /// Checks a disk entry's body on the reader thread; `completion` runs there.

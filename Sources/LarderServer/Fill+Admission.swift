@@ -162,8 +162,10 @@ extension Fill {
             for chunk in chunks { joined.append(contentsOf: chunk) }
             body = joined
         }
+        // The body stays in the array it arrived in: a large one moves to a memory file on its
+        // first hit (TieredCache.lookup), so a response asked for once never pays for one.
         let stored = StoredResponse(
-            key: key, status: parts.status, reason: parts.reason, headers: parts.headers, body: .inMemory(body),
+            key: key, status: parts.status, reason: parts.reason, headers: parts.headers, body: .memory(body),
             requestTime: requestTime, responseTime: responseTime, varyValues: parts.vary,
             freshnessLifetime: parts.lifetime,
             correctedInitialAge: parts.initialAge,

@@ -1,5 +1,6 @@
 import Foundation
 import LarderHTTP
+import LarderIO
 import Logging
 import Testing
 
@@ -52,6 +53,36 @@ import Testing
             usleep(1000)
         }
         return false
+    }
+
+    /// A large body stored on a miss stays the array it arrived in; its first hit moves it to a
+    /// memory file, in the tier too, and later hits find that. A small body is never moved.
+    @Test func aLargeBodyMovesToAMemoryFileOnItsFirstHit() throws {
+        let bytes = (0..<(StoredResponse.Body.memoryFileMinimum + 5)).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        let large = Fixtures.response("/large", body: .memory(bytes))
+        cache.insertInMemory(large)
+        cache.insertInMemory(Fixtures.response("/small", bodySize: StoredResponse.Body.memoryFileMinimum - 1))
+        guard case .found(let first, false) = lookUp("/large") else {
+            Issue.record("no memory hit")
+            return
+        }
+        guard case .memoryFile(let file, let length) = first.body else {
+            Issue.record("not moved: \(first.body)")
+            return
+        }
+        #expect(length == bytes.count)
+        #expect(try FileSystem.read(file.fd, at: 0, count: length + 1) == bytes, "exactly the body")
+        #expect(cache.memory.lookup(Fixtures.key("/large"))?.first === first, "the tier holds the moved entry")
+        guard case .found(let second, false) = lookUp("/large") else {
+            Issue.record("no memory hit")
+            return
+        }
+        #expect(second === first, "moved once")
+        #expect(second.hits.load(ordering: .relaxed) == 2)
+        guard case .found(let small, false) = lookUp("/small"), case .memory = small.body else {
+            Issue.record("a small body moved")
+            return
+        }
     }
 
     @Test func memoryFirstThenDiskAndADiskHitIsPromoted() throws {
