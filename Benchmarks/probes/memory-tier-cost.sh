@@ -7,8 +7,10 @@
 #   Benchmarks/probes/memory-tier-cost.sh BIN [SIZE...]     SIZE in bytes (default 100 1024 8192 20000)
 #
 # Same setup as compare.sh: local nginx origin (files of each size), proxy on CPU 1, wrk and
-# the origin on CPU 0. Bodies of 32 KiB and more live in memory files, outside VmRSS: sizes
-# under that are the ones this measures.
+# the origin on CPU 0. Every response is asked for once, so every body stays the array it
+# arrived in (a body of 32 KiB or more moves to a memory file, outside VmRSS, on its first
+# hit). Past ~64 KiB the allocator gives back the pages of the received chunks during the run,
+# and the resident growth understates what an entry holds.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 [[ $# -ge 1 ]] || { echo "usage: $0 BIN [SIZE...]" >&2; exit 2; }
@@ -27,7 +29,7 @@ memory() {   # entries and bytes of the memory tier
     curl -s "http://127.0.0.1:$ADMIN_PORT/stats" |
         python3 -c 'import json, sys; m = json.load(sys.stdin)["memory"]; print(m["entries"], m["bytes"])'
 }
-resident() { awk '/^VmRSS:/ {print $2 * 1024}' "/proc/$1/status"; }
+resident() { awk '/^VmRSS:/ {printf "%d\n", $2 * 1024}' "/proc/$1/status"; }
 load() { "${pin_load[@]}" wrk -t1 -c20 -d"$2"s -s Benchmarks/absolute-form.lua "http://127.0.0.1:$PROXY_PORT/" -- "$1" unique >/dev/null; }
 
 for size in "${SIZES[@]}"; do
