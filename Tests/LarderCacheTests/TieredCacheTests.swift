@@ -2,6 +2,7 @@ import Foundation
 import LarderHTTP
 import LarderIO
 import Logging
+import Synchronization
 import Testing
 
 @testable import LarderCache
@@ -83,6 +84,30 @@ import Testing
             Issue.record("a small body moved")
             return
         }
+    }
+
+    /// First hits on several threads at once: one of them moves the body, every one gets the
+    /// whole body, and the tier ends up holding the moved entry.
+    @Test func concurrentFirstHitsMoveTheBodyOnce() throws {
+        let bytes = (0..<(StoredResponse.Body.memoryFileMinimum * 2)).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        cache.insertInMemory(Fixtures.response("/shared", body: .memory(bytes)))
+        let found = Mutex<[StoredResponse]>([])
+        let cache = self.cache
+        DispatchQueue.concurrentPerform(iterations: 8) { _ in
+            if case .found(let stored, false) = cache.lookup(Fixtures.key("/shared"), request: [:]) {
+                found.withLock { $0.append(stored) }
+            }
+        }
+        let all = found.withLock { $0 }
+        #expect(all.count == 8)
+        var files: [ObjectIdentifier] = []
+        for stored in all {
+            #expect(stored.memoryBody == bytes)
+            if case .memoryFile = stored.body, !files.contains(ObjectIdentifier(stored)) { files.append(ObjectIdentifier(stored)) }
+        }
+        #expect(files.count == 1, "moved by one lookup only")
+        let held = try #require(cache.memory.lookup(Fixtures.key("/shared"))?.first)
+        #expect(files.first == ObjectIdentifier(held))
     }
 
     @Test func memoryFirstThenDiskAndADiskHitIsPromoted() throws {
