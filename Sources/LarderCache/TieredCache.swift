@@ -17,10 +17,13 @@ public final class TieredCache: Sendable {
     let doorkeeper = Locked(Doorkeeper())
     /// Responses the doorkeeper kept out (stored on a later request, if any).
     public let admissionsDeferred = AtomicCounter()
+    /// Where bodies moved to memory files on their first hit take their place.
+    let memoryFiles: MemoryFileBudget
 
-    public init(memory: MemoryCache, disk: DiskCache?) {
+    public init(memory: MemoryCache, disk: DiskCache?, memoryFiles: MemoryFileBudget = .shared) {
         self.memory = memory
         self.disk = disk
+        self.memoryFiles = memoryFiles
     }
 
     /// What a lookup found.
@@ -41,9 +44,7 @@ public final class TieredCache: Sendable {
         var varyMiss = false
         if let variants = memory.lookup(key) {
             if let stored = variants.first(where: { VaryMatcher.matches($0, request: headers) }) {
-                if stored.hits.add(1, ordering: .relaxed).newValue == 1, let moved = movingBodyToFile(stored) {
-                    return .found(moved, fromDisk: false)
-                }
+                if stored.hits.add(1, ordering: .relaxed).newValue == 1 { moveBodyToFile(stored) }
                 return .found(stored, fromDisk: false)
             }
             varyMiss = true
@@ -67,19 +68,25 @@ public final class TieredCache: Sendable {
     }
 
     /// On its first hit, a large body stored as the array it arrived in moves to an anonymous
-    /// memory file, which this and later hits send with `sendfile` instead of copying it into
-    /// the socket each time (``StoredResponse/Body/memoryFileMinimum``). Storing it that way
-    /// on the miss cost as much CPU as the rest of the miss for 100 KiB, and most large
-    /// responses a cache stores are never asked for again. Only the first hit's lookup (one
-    /// thread) moves it; the copy replaces the entry only if nothing replaced it meanwhile.
-    private func movingBodyToFile(_ stored: StoredResponse) -> StoredResponse? {
-        guard case .memory(let bytes) = stored.body, bytes.count >= StoredResponse.Body.memoryFileMinimum else { return nil }
-        let body = StoredResponse.Body.inMemory(bytes)
-        guard case .memoryFile = body else { return nil }  // no place left for another file
-        let moved = stored.withBody(body)
-        moved.hits.store(1, ordering: .relaxed)
-        memory.replace(stored, with: moved)
-        return moved
+    /// memory file, which later hits send with `sendfile` instead of copying it into the socket
+    /// each time (``StoredResponse/Body/memoryFileMinimum``). Doing that on the miss cost a
+    /// quarter of a 100 KiB miss's CPU, and most large responses a cache stores are never asked
+    /// for again. Only the lookup that takes the count to 1 (one thread) moves it, on the disk
+    /// tier's reader thread so that no event loop waits for the file's pages (inline without a
+    /// disk tier); hits until then send the array. The copy replaces the entry only if nothing
+    /// replaced it meanwhile.
+    private func moveBodyToFile(_ stored: StoredResponse) {
+        guard case .memory(let bytes) = stored.body, bytes.count >= StoredResponse.Body.memoryFileMinimum else { return }
+        let memory = self.memory
+        let budget = memoryFiles
+        let move: @Sendable () -> Void = {
+            let body = StoredResponse.Body.inMemory(bytes, budget: budget)
+            guard case .memoryFile = body else { return }  // no place left for another file
+            let moved = stored.withBody(body)
+            moved.hits.store(stored.hits.load(ordering: .relaxed), ordering: .relaxed)
+            memory.replace(stored, with: moved)
+        }
+        if let disk { disk.reader.submit(move) } else { move() }
     }
 
     /// Checks a disk entry's body on the reader thread; `completion` runs there.

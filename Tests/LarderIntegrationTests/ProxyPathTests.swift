@@ -38,6 +38,8 @@ extension IntegrationTests {
             #expect(hit.cacheStatus?.isMemoryHit == true)
             #expect(bodyMismatch(hit.body, expected) == nil)
             #expect(try Curl.viaProxy(larder.proxy, [origin.url(small)]).cacheStatus?.isMemoryHit == true)
+            // The move runs on the disk reader thread, after the hit.
+            for _ in 0..<100 where try memoryFiles(of: larder) == 0 { usleep(20_000) }
             #expect(try memoryFiles(of: larder) == 1, "one memory file, for the large body only, once hit")
             #expect(try reportedMemoryFiles(larder) == 1)
             let metrics = try Curl.run(["http://127.0.0.1:\(larder.adminPort)/metrics"]).text
