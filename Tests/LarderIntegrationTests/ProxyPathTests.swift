@@ -34,6 +34,12 @@ extension IntegrationTests {
             #expect(try Curl.viaProxy(larder.proxy, [origin.url(small)]).status == 200)
             #expect(try memoryFiles(of: larder) == 0, "a miss makes no memory file")
             #expect(try reportedMemoryFiles(larder) == 0)
+            // The first hit, a range, is sent from the array; the full hit right after it from
+            // the array or the file, whichever holds it by then.
+            let firstRange = try Curl.viaProxy(larder.proxy, ["-r", "1000-69999", origin.url(large)])
+            #expect(firstRange.status == 206)
+            #expect(firstRange.cacheStatus?.isMemoryHit == true)
+            #expect(bodyMismatch(firstRange.body, expected.subdata(in: 1000..<70000)) == nil)
             let hit = try Curl.viaProxy(larder.proxy, [origin.url(large)])
             #expect(hit.cacheStatus?.isMemoryHit == true)
             #expect(bodyMismatch(hit.body, expected) == nil)
