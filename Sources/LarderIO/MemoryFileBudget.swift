@@ -1,10 +1,11 @@
 import Synchronization
 
 /// How many anonymous memory files (``OpenFile/anonymous(copying:budget:)``) may be open at
-/// once, and how many are. Each holds a descriptor, so the process keeps their number under a
-/// limit set at start-up from the descriptor limit; past it, callers keep their bytes in arrays.
+/// once, how many are, and how many were made. Each holds a descriptor, so the process keeps
+/// their number under a limit set at start-up from the descriptor limit; past it, callers keep
+/// their bytes in arrays.
 ///
-/// State: two atomics. A file takes its place before it is created and gives it back from its
+/// State: atomics. A file takes its place before it is created and gives it back from its
 /// deinit, so concurrent takers cannot overshoot the limit between check and add.
 public final class MemoryFileBudget: Sendable {
     /// The process's budget: what the memory tier uses and the statistics report.
@@ -12,6 +13,7 @@ public final class MemoryFileBudget: Sendable {
 
     private let open = Atomic<Int>(0)
     private let maximum: Atomic<Int>
+    private let made = Atomic<Int>(0)
 
     public init(limit: Int) {
         maximum = Atomic(max(0, limit))
@@ -25,6 +27,13 @@ public final class MemoryFileBudget: Sendable {
 
     /// Files open now.
     public var count: Int { open.load(ordering: .relaxed) }
+
+    /// Files made so far (each filled once: a count of the copies into memory files).
+    public var filesMade: Int { made.load(ordering: .relaxed) }
+
+    func countMade() {
+        made.add(1, ordering: .relaxed)
+    }
 
     /// Takes a place; false (taking nothing) when the limit is reached.
     func take() -> Bool {

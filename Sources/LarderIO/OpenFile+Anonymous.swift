@@ -17,6 +17,7 @@ extension OpenFile {
         // From here the file holds the place: its deinit gives it back.
         let file = OpenFile(fd: fd, budget: budget)
         guard (try? FileSystem.writeAll(fd, bytes)) != nil else { return nil }
+        budget.countMade()
         return file
     }
 }
