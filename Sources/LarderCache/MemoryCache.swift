@@ -125,9 +125,11 @@ public final class MemoryCache: Sendable {
     public func insert(_ response: StoredResponse) -> Bool {
         let cost = response.memoryCost
         return state.withLock { state in
-            // `memory.max_object_bytes` bounds the body; the entry's head and bookkeeping get
-            // 4 KiB of room on top.
-            guard response.bodyLength <= state.limits.maxObjectBytes, cost <= state.limits.maxObjectBytes + 4096,
+            // `memory.max_object_bytes` bounds the body as received (how the allocator rounds
+            // its array is not held against it); the entry's head and bookkeeping get 4 KiB of
+            // room on top.
+            guard response.bodyLength <= state.limits.maxObjectBytes,
+                cost - response.bodyMemoryCost + response.bodyLength <= state.limits.maxObjectBytes + 4096,
                 cost <= state.limits.maxBytes
             else { return false }
             if let slot = state.index[response.key] {

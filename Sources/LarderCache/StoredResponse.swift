@@ -231,14 +231,18 @@ public final class StoredResponse: Sendable {
     /// fields (their bytes and offsets), key and validators, each array as the allocator rounds
     /// it, and ``memoryOverhead``.
     public var memoryCost: Int {
-        let body: Int
-        switch self.body {
-        case .memory(let bytes): body = StoredResponse.allocated(bytes.count)
-        case .memoryFile(_, let length): body = (length + 4095) / 4096 * 4096 + 1024
-        case .file: body = 0
-        }
-        return body + StoredResponse.allocated(headBytes.count) + key.url.utf8.count + (etag?.utf8.count ?? 0)
+        bodyMemoryCost + StoredResponse.allocated(headBytes.count) + key.url.utf8.count + (etag?.utf8.count ?? 0)
             + StoredResponse.memoryOverhead
+    }
+
+    /// The body's part of ``memoryCost``: its bytes as the allocator (an array) or the page size
+    /// (a memory file) rounds them.
+    var bodyMemoryCost: Int {
+        switch body {
+        case .memory(let bytes): StoredResponse.allocated(bytes.count)
+        case .memoryFile(_, let length): (length + 4095) / 4096 * 4096 + 1024
+        case .file: 0
+        }
     }
 
     /// What an entry holds besides those: this object, the tier's slot and index entry, small

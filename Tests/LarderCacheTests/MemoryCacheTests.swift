@@ -82,6 +82,20 @@ import Testing
         #expect(try cost(onePage) >= onePage + StoredResponse.memoryOverhead)
     }
 
+    /// `memory.max_object_bytes` bounds the body as received: a body of exactly the limit, kept
+    /// as the array it arrived in (which the allocator rounds up by as much as a quarter), is
+    /// taken, and so is a small body behind a head of several KiB.
+    @Test func theObjectLimitCountsTheBodyNotItsRounding() {
+        let cache = MemoryCache(limits: Fixtures.limits(bytes: 1 << 20, entries: 100, object: 65_536))
+        let atTheLimit = Fixtures.response("/limit", bodySize: 65_536)
+        #expect(atTheLimit.memoryCost > 65_536 + 4096, "the array's block is larger than the limit allows")
+        #expect(cache.insert(atTheLimit))
+        #expect(!cache.insert(Fixtures.response("/over", bodySize: 65_537)))
+        var headers: HTTPHeaders = ["Cache-Control": "max-age=60"]
+        headers.add("Content-Security-Policy", String(repeating: "a", count: 6000))
+        #expect(cache.insert(Fixtures.response("/long-head", bodySize: 100, headers: headers)))
+    }
+
     @Test func storesAndFindsByKey() {
         let cache = MemoryCache(limits: Fixtures.limits())
         let stored = Fixtures.response("/a")
