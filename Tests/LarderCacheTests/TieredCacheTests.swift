@@ -97,6 +97,35 @@ import Testing
         #expect(budget.filesMade == 1)
     }
 
+    /// Without a disk tier the first hit moves the body itself; with no memory-file place left
+    /// the body stays an array and the next hits are served from it.
+    @Test func withoutADiskTierOrAPlaceLeftTheMoveIsInlineOrNone() throws {
+        let bytes = [UInt8](repeating: 9, count: StoredResponse.Body.memoryFileMinimum)
+        let budget = MemoryFileBudget(limit: 8)
+        let memoryOnly = TieredCache(memory: MemoryCache(limits: Fixtures.limits()), disk: nil, memoryFiles: budget)
+        memoryOnly.insertInMemory(Fixtures.response("/inline", body: .memory(bytes)))
+        _ = memoryOnly.lookup(Fixtures.key("/inline"), request: [:])
+        let moved = try #require(memoryOnly.memory.lookup(Fixtures.key("/inline"))?.first)
+        guard case .memoryFile = moved.body else {
+            Issue.record("not moved inline: \(moved.body)")
+            return
+        }
+        #expect(budget.filesMade == 1 && moved.memoryBody == bytes)
+
+        let full = MemoryFileBudget(limit: 0)
+        let noPlace = TieredCache(memory: MemoryCache(limits: Fixtures.limits()), disk: nil, memoryFiles: full)
+        let array = Fixtures.response("/array", body: .memory(bytes))
+        noPlace.insertInMemory(array)
+        for _ in 0..<2 {
+            guard case .found(let stored, false) = noPlace.lookup(Fixtures.key("/array"), request: [:]) else {
+                Issue.record("no memory hit")
+                return
+            }
+            #expect(stored === array)
+        }
+        #expect(full.filesMade == 0)
+    }
+
     /// First hits on several threads at once (under ThreadSanitizer in `make test`): every one
     /// gets the whole body, one memory file is made, and the tier holds it.
     @Test func concurrentFirstHitsMoveTheBodyOnce() throws {
