@@ -21,7 +21,8 @@ public final class StoredResponse: Sendable {
         /// Below it, one `sendmsg` of head and body costs less than the copy it would save.
         public static let memoryFileMinimum = 32 * 1024
 
-        /// `bytes` in the form the memory tier keeps: an anonymous memory file from
+        /// `bytes` in the form the memory tier keeps for a body that has been hit (a miss keeps
+        /// the array until then, ``TieredCache``): an anonymous memory file from
         /// ``memoryFileMinimum`` on while `budget` has places left, the array otherwise.
         public static func inMemory(_ bytes: [UInt8], budget: MemoryFileBudget = .shared) -> Body {
             if bytes.count >= memoryFileMinimum, let file = OpenFile.anonymous(copying: bytes, budget: budget) {
