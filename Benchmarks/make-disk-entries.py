@@ -2,12 +2,13 @@
 """Writes N disk-cache entries in Larder's documented format (docs/DISK-FORMAT.md), without
 going through the daemon, to measure start-up with a large cache.
 
-    make-disk-entries.py [--segments] DIRECTORY COUNT URL_PREFIX [BODY_SIZE]
+    make-disk-entries.py [--segments] [--format 2|3] DIRECTORY COUNT URL_PREFIX [BODY_SIZE]
 
 Entry i has key URL_PREFIX + str(i), a body of BODY_SIZE bytes (default 1024) derived from i,
 and Cache-Control: max-age=86400. Prints the key of the last entry. Each entry is a file of its
 own (v1/ab/cd/<name>), or with --segments a record in a segment file (v1/seg/<id>, 32 MiB
-each), the form Larder stores bodies up to 64 KiB in.
+each), the form Larder stores bodies up to 64 KiB in. --format 2 writes the entries an older
+Larder wrote (one checksum chain instead of four lanes); the default is the current format, 3.
 """
 import os
 import sys
@@ -34,28 +35,45 @@ def stable_hash(text):
     return "%016x%016x" % (mix(first), mix(second ^ first))
 
 
-def checksum(body):
-    state = 0x243F6A8885A308D3
+def absorb(state, word):
+    product = (state ^ word) * 0xA0761D6478BD642F
+    return (product >> 64) ^ (product & M)
 
-    def absorb(state, word):
-        product = (state ^ word) * 0xA0761D6478BD642F
-        return (product >> 64) ^ (product & M)
 
+def words(data):
+    return [int.from_bytes(data[offset:offset + 8], "little") for offset in range(0, len(data) // 8 * 8, 8)]
+
+
+def checksum(body, version=3):
+    """BodyChecksum (docs/DISK-FORMAT.md, "Checksums") of entry format `version`."""
+    seed, step = 0x243F6A8885A308D3, 0x9E3779B97F4A7C15
     whole = len(body) // 8 * 8
-    for offset in range(0, whole, 8):
-        state = absorb(state, int.from_bytes(body[offset:offset + 8], "little"))
+    if version == 2:
+        state = seed
+        for word in words(body):
+            state = absorb(state, word)
+    else:
+        lanes = [(seed + lane * step) & M for lane in range(4)]
+        blocks = len(body) // 32 * 32
+        for index, word in enumerate(words(body[:blocks])):
+            lanes[index % 4] = absorb(lanes[index % 4], word)
+        state = lanes[0]
+        for lane in lanes[1:]:
+            state = absorb(state, lane)
+        for word in words(body[blocks:whole]):
+            state = absorb(state, word)
     if whole < len(body):
         state = absorb(state, int.from_bytes(body[whole:], "little") ^ 0xE7037ED1A0B428DB)
     state = absorb(state, len(body))
     return mix(state)
 
 
-def entry(key, body, now):
+def entry(key, body, now, version):
     head = (f"key {key}\nstatus 200 OK\nrequest-time {now}\nresponse-time {now}\n\n"
             f"Date: {time.strftime('%a, %d %b %Y %H:%M:%S GMT', time.gmtime(now))}\r\n"
             "Cache-Control: max-age=86400\r\nContent-Type: application/octet-stream\r\n").encode()
-    preamble = (f"LARDER-ENTRY 2\nbody-length {len(body):020d}\nbody-checksum {checksum(body):016x}\n"
-                f"head-checksum {checksum(head):016x}\nhead-length {len(head):010d}\n").encode()
+    preamble = (f"LARDER-ENTRY {version}\nbody-length {len(body):020d}\nbody-checksum {checksum(body, version):016x}\n"
+                f"head-checksum {checksum(head, version):016x}\nhead-length {len(head):010d}\n").encode()
     assert len(preamble) == 133
     return preamble + head + body
 
@@ -64,6 +82,13 @@ def main():
     arguments = sys.argv[1:]
     segments = "--segments" in arguments
     arguments = [argument for argument in arguments if argument != "--segments"]
+    version = 3
+    if "--format" in arguments:
+        at = arguments.index("--format")
+        version = int(arguments[at + 1])
+        if version not in (2, 3):
+            sys.exit(f"make-disk-entries.py: no format {version} (2 or 3)")
+        del arguments[at:at + 2]
     directory, count, prefix = arguments[0], int(arguments[1]), arguments[2]
     size = int(arguments[3]) if len(arguments) > 3 else 1024
     now = time.time()
@@ -72,7 +97,7 @@ def main():
     for index in range(count):
         key = prefix + str(index)
         body = (str(index).encode() * (size // len(str(index)) + 1))[:size]
-        record = entry(key, body, now)
+        record = entry(key, body, now, version)
         if segments:
             if segment is None or segment.tell() + len(record) > 32 << 20:
                 if segment is not None:

@@ -149,7 +149,7 @@ extension DiskCache {
         guard body.count == Int(loaded.head.bodyLength) else {
             throw DiskEntryFormat.Problem.truncated(expected: loaded.head.bodyLength, actual: Int64(body.count))
         }
-        var checksum = BodyChecksum()
+        var checksum = BodyChecksum(entryVersion: loaded.head.version)
         checksum.update(body)
         guard checksum.value == loaded.head.bodyChecksum else { throw DiskEntryFormat.Problem.checksumMismatch }
         return (loaded.head, body)
@@ -176,7 +176,7 @@ extension DiskCache {
     /// Streams a large entry's body through its checksum; throws what is wrong with it.
     func checkBody(_ entry: DiskIndex.Entry) throws {
         let loaded = try loadHead(entry)
-        var checksum = BodyChecksum()
+        var checksum = BodyChecksum(entryVersion: loaded.head.version)
         var offset = loaded.bodyOffset
         let end = loaded.bodyOffset + loaded.head.bodyLength
         while offset < end {

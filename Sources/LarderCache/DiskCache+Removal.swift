@@ -38,7 +38,7 @@ extension DiskCache {
         }
         if let error = error as? SystemError, error.errno == ENOENT { return false }
         let doomed = removed ?? entry
-        if case .unknownVersion(let version)? = error as? DiskEntryFormat.Problem, version < DiskEntryFormat.version {
+        if case .unknownVersion(let version)? = error as? DiskEntryFormat.Problem, version < DiskEntryFormat.readableVersions.lowerBound {
             // Written by an older Larder (DISK-FORMAT.md, "Versions"): not damage, just dropped.
             logger.debug("dropping a disk cache entry of an older format", metadata: ["version": "\(version)"])
             writer.submit { [self] in dispose([doomed]) }
@@ -79,6 +79,9 @@ extension DiskCache {
             do {
                 let old = try loadHead(current)
                 guard old.head.key == refreshed.key.url else { return }
+                // The body stays, and so does the format its checksum was computed in.
+                var head = head
+                head.version = old.head.version
                 let entryHead = DiskEntryFormat.entryHead(
                     head, bodyLength: old.head.bodyLength, bodyChecksum: old.head.bodyChecksum)
                 let entry = DiskIndex.Entry(

@@ -117,7 +117,9 @@ extension DiskCache {
                         size: record.length, verified: false, segment: id, offset: record.offset))
             }
         } catch {
-            if case .unknownVersion(let version)? = (error as? SegmentReader.Damaged)?.problem, version < DiskEntryFormat.version {
+            if case .unknownVersion(let version)? = (error as? SegmentReader.Damaged)?.problem,
+                version < DiskEntryFormat.readableVersions.lowerBound
+            {
                 logger.notice(
                     "dropping disk cache records of an older format", metadata: ["file": "\(path)", "version": "\(version)"])
             } else {

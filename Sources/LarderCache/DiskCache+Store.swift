@@ -109,7 +109,7 @@ extension DiskCache {
         let source: Int
 
         init(_ store: TieredCache.PendingStore, source: Int) {
-            var checksum = BodyChecksum()
+            var checksum = BodyChecksum(entryVersion: store.head.version)
             checksum.update(store.body)
             head = DiskEntryFormat.entryHead(
                 store.head, wireFields: store.response.wireFields, bodyLength: Int64(store.body.count),
@@ -219,7 +219,7 @@ extension DiskCache {
     func writeEntry(
         key: CacheKey, name: EntryName, head: DiskEntryFormat.Head, wireFields: ArraySlice<UInt8>?, body: [UInt8]
     ) -> UInt64? {
-        var checksum = BodyChecksum()
+        var checksum = BodyChecksum(entryVersion: head.version)
         checksum.update(body)
         let entryHead = DiskEntryFormat.entryHead(
             head, wireFields: wireFields, bodyLength: Int64(body.count), bodyChecksum: checksum.value)

@@ -26,7 +26,7 @@ extension DiskEntryFormat {
         let freed = acceptingFreed && starts(first, with: freedMagicLiteral)
         guard freed || starts(first, with: magicLiteral) else { throw .unknownFormat }
         guard let version = integer(after: magicLiteral.utf8CodeUnitCount, in: first, as: Int.self) else { throw .unknownFormat }
-        guard version == self.version else { throw .unknownVersion(version) }
+        guard readableVersions.contains(version) else { throw .unknownVersion(version) }
         guard starts(second, with: "body-length "), let bodyLength = integer(after: 12, in: second, as: Int64.self),
             starts(third, with: "body-checksum "), let checksum = hex(after: 14, in: third),
             starts(fourth, with: "head-checksum "), let headChecksum = hex(after: 14, in: fourth),
@@ -34,18 +34,19 @@ extension DiskEntryFormat {
             bodyLength >= 0, headLength >= 0, headLength < 1 << 20
         else { throw .unreadableHead("malformed preamble") }
         return Preamble(
-            bodyLength: bodyLength, bodyChecksum: checksum, headChecksum: headChecksum, headLength: headLength, freed: freed)
+            bodyLength: bodyLength, bodyChecksum: checksum, headChecksum: headChecksum, headLength: headLength, freed: freed,
+            version: version)
     }
 
     /// Parses a head section after checking it against the preamble's head checksum.
     public static func decodeHead(_ bytes: ArraySlice<UInt8>, preamble: Preamble) throws(Problem) -> Head {
-        guard headChecksum(of: bytes) == preamble.headChecksum else { throw .headChecksumMismatch }
-        return try decodeHead(bytes, bodyLength: preamble.bodyLength, bodyChecksum: preamble.bodyChecksum)
+        guard headChecksum(of: bytes, version: preamble.version) == preamble.headChecksum else { throw .headChecksumMismatch }
+        return try decodeHead(bytes, bodyLength: preamble.bodyLength, bodyChecksum: preamble.bodyChecksum, version: preamble.version)
     }
 
-    /// Parses the head section.
+    /// Parses the head section of an entry in format `version`.
     public static func decodeHead(
-        _ bytes: ArraySlice<UInt8>, bodyLength: Int64, bodyChecksum: UInt64
+        _ bytes: ArraySlice<UInt8>, bodyLength: Int64, bodyChecksum: UInt64, version: Int = DiskEntryFormat.version
     ) throws(Problem) -> Head {
         let outcome = bytes.withUnsafeBytes { raw in
             Result { () throws(Problem) -> (Meta, Int) in
@@ -64,7 +65,7 @@ extension DiskEntryFormat {
         guard headers.wire.count == fields.count else { throw .unreadableHead("malformed header line") }
         return Head(
             key: key, status: status, reason: meta.reason, requestTime: requestTime, responseTime: responseTime,
-            vary: meta.vary, headers: headers, bodyLength: bodyLength, bodyChecksum: bodyChecksum)
+            vary: meta.vary, headers: headers, bodyLength: bodyLength, bodyChecksum: bodyChecksum, version: version)
     }
 
     /// The metadata lines of a head section (before its blank line). Text is one scalar a byte

@@ -1,10 +1,10 @@
 import LarderHTTP
 
-/// The on-disk form of one stored response (format version 2). Text up to the body, so an
+/// The on-disk form of one stored response (format version 3). Text up to the body, so an
 /// operator can read an entry with `head -c 2000 FILE`:
 ///
 /// ```
-/// LARDER-ENTRY 2\n                              preamble: 133 bytes, fixed width
+/// LARDER-ENTRY 3\n                              preamble: 133 bytes, fixed width
 /// body-length 00000000000000012345\n            (rewritten in place when the body is complete)
 /// body-checksum 0123456789abcdef\n
 /// head-checksum 0123456789abcdef\n             of the head section below
@@ -20,13 +20,17 @@ import LarderHTTP
 /// <body: body-length bytes>
 /// ```
 ///
-/// Both checksums are ``BodyChecksum`` (64-bit). A file whose size is not
+/// Both checksums are ``BodyChecksum`` (64-bit) of the entry's version. A file whose size is not
 /// `133 + head-length + body-length`, whose magic or version is unknown, whose head does not
 /// parse or match its checksum, or whose body does not match its checksum is corrupt: it is
-/// deleted, never served. Version 1 (before 2026-11-25) had no head checksum; its entries are
-/// dropped at start-up (DISK-FORMAT.md).
+/// deleted, never served. Version 2 differs only in its checksums (one chain instead of four
+/// lanes) and is still read; version 1 had no head checksum, and its entries are dropped at
+/// start-up (DISK-FORMAT.md, "Versions").
 public enum DiskEntryFormat {
-    public static let version = 2
+    /// The version written.
+    public static let version = 3
+    /// The versions read: an entry keeps the version it was written in.
+    public static let readableVersions = 2...3
     public static let magic = magicLiteral.description
     /// ``magic`` as a literal, for the preamble's writer and reader (a String's UTF-8 view costs
     /// ~30 instructions a byte).
@@ -44,10 +48,14 @@ public enum DiskEntryFormat {
         public var headers: HTTPHeaders
         public var bodyLength: Int64
         public var bodyChecksum: UInt64
+        /// The format version the entry was written in, which chose its checksums: a head
+        /// rewritten over an old body keeps it.
+        public var version: Int
 
         public init(
             key: String, status: Int, reason: String, requestTime: Double, responseTime: Double,
-            vary: [String: String], headers: HTTPHeaders, bodyLength: Int64 = 0, bodyChecksum: UInt64 = 0
+            vary: [String: String], headers: HTTPHeaders, bodyLength: Int64 = 0, bodyChecksum: UInt64 = 0,
+            version: Int = DiskEntryFormat.version
         ) {
             self.key = key
             self.status = status
@@ -58,6 +66,7 @@ public enum DiskEntryFormat {
             self.headers = headers
             self.bodyLength = bodyLength
             self.bodyChecksum = bodyChecksum
+            self.version = version
         }
     }
 
@@ -85,8 +94,9 @@ public enum DiskEntryFormat {
     }
 
     /// Preamble and head of an entry in one buffer, ready to be written before the body (one
-    /// allocation: the disk tier builds this for every miss it stores). `wireFields`, when
-    /// given, are `head.headers` already in wire form (a stored response's), copied as they are.
+    /// allocation: the disk tier builds this for every miss it stores), in `head.version`, whose
+    /// checksum `bodyChecksum` must be. `wireFields`, when given, are `head.headers` already in
+    /// wire form (a stored response's), copied as they are.
     public static func entryHead(
         _ head: Head, wireFields: ArraySlice<UInt8>? = nil, bodyLength: Int64, bodyChecksum: UInt64
     ) -> [UInt8] {
@@ -103,20 +113,21 @@ public enum DiskEntryFormat {
             writeHead(head, vary: vary, wireFields: wireFields, into: &writer)
             let section = UnsafeMutableBufferPointer(rebasing: buffer[preambleLength..<(preambleLength + writer.count)])
             writePreamble(
-                bodyLength: bodyLength, bodyChecksum: bodyChecksum, headChecksum: headChecksum(of: UnsafeRawBufferPointer(section)),
-                headLength: writer.count,
+                version: head.version, bodyLength: bodyLength, bodyChecksum: bodyChecksum,
+                headChecksum: headChecksum(of: UnsafeRawBufferPointer(section), version: head.version), headLength: writer.count,
                 into: UnsafeMutableBufferPointer(rebasing: buffer[0..<preambleLength]))
             count = preambleLength + writer.count
         }
     }
 
-    /// The checksum of a head section (what follows the preamble, up to the body).
-    public static func headChecksum(of head: ArraySlice<UInt8>) -> UInt64 {
-        head.withUnsafeBytes { headChecksum(of: $0) }
+    /// The checksum of a head section (what follows the preamble, up to the body) in format
+    /// `version`.
+    public static func headChecksum(of head: ArraySlice<UInt8>, version: Int = DiskEntryFormat.version) -> UInt64 {
+        head.withUnsafeBytes { headChecksum(of: $0, version: version) }
     }
 
-    static func headChecksum(of head: UnsafeRawBufferPointer) -> UInt64 {
-        var checksum = BodyChecksum()
+    static func headChecksum(of head: UnsafeRawBufferPointer, version: Int) -> UInt64 {
+        var checksum = BodyChecksum(entryVersion: version)
         checksum.update(head)
         return checksum.value
     }
@@ -162,11 +173,11 @@ public enum DiskEntryFormat {
         (wireFields ?? head.headers.wire[...]).withUnsafeBufferPointer { writer.append(contentsOf: $0) }
     }
 
-    /// The fixed-width preamble.
+    /// The fixed-width preamble of an entry in the current ``version``.
     public static func preamble(bodyLength: Int64, bodyChecksum: UInt64, headChecksum: UInt64, headLength: Int) -> [UInt8] {
         [UInt8](unsafeUninitializedCapacity: preambleLength) { buffer, count in
             writePreamble(
-                bodyLength: bodyLength, bodyChecksum: bodyChecksum, headChecksum: headChecksum, headLength: headLength,
+                version: version, bodyLength: bodyLength, bodyChecksum: bodyChecksum, headChecksum: headChecksum, headLength: headLength,
                 into: buffer)
             count = preambleLength
         }
@@ -174,7 +185,7 @@ public enum DiskEntryFormat {
 
     /// Writes the preamble's `preambleLength` bytes into `buffer`.
     private static func writePreamble(
-        bodyLength: Int64, bodyChecksum: UInt64, headChecksum: UInt64, headLength: Int,
+        version: Int, bodyLength: Int64, bodyChecksum: UInt64, headChecksum: UInt64, headLength: Int,
         into buffer: UnsafeMutableBufferPointer<UInt8>
     ) {
         precondition(buffer.count >= preambleLength)
@@ -203,6 +214,8 @@ public enum DiskEntryFormat {
         public var headLength: Int
         /// The record was removed from a segment file (its magic is ``freedMagic``).
         public var freed: Bool
+        /// The format version, which says how the checksums were computed.
+        public var version: Int = DiskEntryFormat.version
         /// Preamble, head and body.
         public var recordLength: Int64 { Int64(preambleLength + headLength) + bodyLength }
     }

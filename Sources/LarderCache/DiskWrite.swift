@@ -41,7 +41,10 @@ public final class DiskWrite: Sendable {
         vary = head.vary
         self.maxBytes = maxBytes
         temporaryPath = cache.temporaryPath(name, suffix: "tmp")
-        // Lengths zero until `finish` rewrites the preamble in place.
+        // Lengths zero until `finish` rewrites the preamble in place; a body streamed now is
+        // checksummed in the current format, whatever head it came with.
+        var head = head
+        head.version = DiskEntryFormat.version
         let entryHead = DiskEntryFormat.entryHead(head, bodyLength: 0, bodyChecksum: 0)
         bodyOffset = Int64(entryHead.count)
         headChecksum = DiskEntryFormat.headChecksum(of: entryHead[DiskEntryFormat.preambleLength...])

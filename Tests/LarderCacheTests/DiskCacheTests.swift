@@ -260,27 +260,6 @@ import Testing
         reopened.stop()
     }
 
-    @Test func checksumDoesNotDependOnChunking() {
-        let body = pattern(100_003)
-        var whole = BodyChecksum()
-        whole.update(body)
-        var pieces = BodyChecksum()
-        var offset = 0
-        var size = 1
-        while offset < body.count {
-            let end = min(body.count, offset + size)
-            pieces.update(Array(body[offset..<end]))
-            offset = end
-            size = size % 13 + 1
-        }
-        #expect(whole.value == pieces.value)
-        var flipped = body
-        flipped[5000] ^= 0x80
-        var other = BodyChecksum()
-        other.update(flipped)
-        #expect(other.value != whole.value)
-    }
-
     // MARK: Stores on the calling thread (an event loop's)
 
     @Test func inlineStoreIsOnDiskWhenItReturns() throws {

@@ -254,6 +254,47 @@ import Testing
         reopened.stop()
     }
 
+    /// Records an older Larder wrote (format 2: one checksum chain) are read and checked in
+    /// their format, and a refresh over one keeps that format, since its body's checksum stays.
+    @Test func formatTwoRecordsAreReadAndRefreshedInTheirFormat() throws {
+        let fixture = try DiskFixture()
+        for (path, seed) in [("/old", UInt8(1)), ("/damaged", 2)] {
+            var (stored, head) = complete(path, body: pattern(3000, seed: seed))
+            head.version = 2
+            #expect(fixture.cache.storeInline(stored, head: head))
+        }
+        storeInline(fixture, [("/new", 3)], size: 3000)
+        let segment = try editFirstSegment(fixture) { bytes in
+            let text = String(decoding: bytes, as: UTF8.self)
+            #expect(text.components(separatedBy: "LARDER-ENTRY 2\n").count == 3, "two records of format 2")
+            #expect(text.components(separatedBy: "LARDER-ENTRY 3\n").count == 2, "one of format 3")
+            // A flipped byte in the second record's body, which only its checksum can catch.
+            let second = try #require(bytes.range(of: Data("key http://example.org/damaged".utf8)))
+            bytes[second.lowerBound + 400] ^= 0x01
+        }
+        #expect(fileSize(segment) > 9000)
+        let reopened = try fixture.reopen()
+        waitForIndex(reopened)
+        #expect(read(reopened, "/old") == pattern(3000, seed: 1))
+        #expect(read(reopened, "/new") == pattern(3000, seed: 3))
+        #expect(read(reopened, "/damaged") == nil, "checked with format 2's checksum, and dropped")
+        #expect(reopened.statistics.corruptions == 1)
+        reopened.refresh(Fixtures.response("/old", headers: ["Cache-Control": "max-age=60", "ETag": "\"r\""], responseTime: 2000))
+        reopened.drain()
+        let again = try DiskCache(directory: fixture.directory, limits: reopened.currentLimits, logger: Logger(label: "test"))
+        reopened.stop()
+        again.start()
+        waitForIndex(again)
+        #expect(read(again, "/old") == pattern(3000, seed: 1), "the refreshed record reads after a restart")
+        guard case .hit(let refreshed) = again.lookup(Fixtures.key("/old"), request: [:]) else {
+            Issue.record("no hit after the refresh and a restart")
+            return
+        }
+        #expect(refreshed.headers["ETag"] == "\"r\"")
+        #expect(again.statistics.corruptions == 0)
+        again.stop()
+    }
+
     @Test func recordWithAnUnreadableHeadIsDroppedAndTheSegmentReadOn() throws {
         let fixture = try DiskFixture()
         storeInline(fixture, [("/a", 1), ("/b", 2), ("/c", 3)], size: 1000)

@@ -11,7 +11,6 @@ enum ReferenceEntryDecoder {
     static let preambleLength = DiskEntryFormat.preambleLength
     static let magic = DiskEntryFormat.magic
     static let freedMagic = DiskEntryFormat.freedMagic
-    static let version = DiskEntryFormat.version
 
     static func decodePreamble(_ bytes: ArraySlice<UInt8>, acceptingFreed: Bool = false) throws(Problem) -> Preamble {
         guard bytes.count >= preambleLength else { throw .unknownFormat }
@@ -22,7 +21,7 @@ enum ReferenceEntryDecoder {
         let freed = acceptingFreed && lines[0].hasPrefix(freedMagic)
         guard freed || lines[0].hasPrefix(magic) else { throw .unknownFormat }
         guard let version = Int(lines[0].dropFirst(magic.count)) else { throw .unknownFormat }
-        guard version == self.version else { throw .unknownVersion(version) }
+        guard DiskEntryFormat.readableVersions.contains(version) else { throw .unknownVersion(version) }
         guard lines[1].hasPrefix("body-length "), let bodyLength = Int64(lines[1].dropFirst(12)),
             lines[2].hasPrefix("body-checksum "), let checksum = UInt64(lines[2].dropFirst(14), radix: 16),
             lines[3].hasPrefix("head-checksum "), let headChecksum = UInt64(lines[3].dropFirst(14), radix: 16),
@@ -30,7 +29,8 @@ enum ReferenceEntryDecoder {
             bodyLength >= 0, headLength >= 0, headLength < 1 << 20
         else { throw .unreadableHead("malformed preamble") }
         return Preamble(
-            bodyLength: bodyLength, bodyChecksum: checksum, headChecksum: headChecksum, headLength: headLength, freed: freed)
+            bodyLength: bodyLength, bodyChecksum: checksum, headChecksum: headChecksum, headLength: headLength, freed: freed,
+            version: version)
     }
 
     /// Parses the head section.

@@ -456,22 +456,36 @@ extension IntegrationTests {
             }
         }
 
+        /// Entries written by a second implementation of the format (Benchmarks/make-disk-entries.py):
+        /// 5,000 small files of the current format, 200 records of format 2 (an older Larder's)
+        /// in a segment, and a large entry of each format, checked in full on its first read.
         @Test func manyEntriesOnDiskServeHitsWhileTheIndexRebuilds() throws {
             let cache = Paths.temporaryDirectory()
             defer { try? FileManager.default.removeItem(atPath: cache) }
-            let generator = try ChildProcess(
-                "/usr/bin/env", ["python3", Paths.root + "/Benchmarks/make-disk-entries.py", cache, "5000", "http://127.0.0.1:9/gen/"])
-            generator.process.waitUntilExit()
-            #expect(generator.process.terminationStatus == 0)
-            let larder = try Larder(cacheDirectory: cache)
-            for index in [4999, 0, 2500] {
-                let result = try Curl.viaProxy(larder.proxy, ["http://127.0.0.1:9/gen/\(index)"])
-                #expect(result.status == 200, "port 9 has no origin: only the disk can answer")
-                #expect(result.cacheStatus?.isDiskHit == true)
-                #expect(result.body.count == 1024)
-                #expect(result.body.prefix(String(index).count) == Data(String(index).utf8))
+            let runs: [[String]] = [
+                [cache, "5000", "http://127.0.0.1:9/gen/"], ["--segments", "--format", "2", cache, "200", "http://127.0.0.1:9/old/"],
+                ["--format", "2", cache, "1", "http://127.0.0.1:9/big2/", "1500000"],
+                ["--format", "3", cache, "1", "http://127.0.0.1:9/big3/", "1500000"],
+            ]
+            for arguments in runs {
+                let generator = try ChildProcess("/usr/bin/env", ["python3", Paths.root + "/Benchmarks/make-disk-entries.py"] + arguments)
+                generator.process.waitUntilExit()
+                #expect(generator.process.terminationStatus == 0, "\(arguments)")
             }
-            try larder.child.waitForOutput { $0.contains("disk cache index rebuilt") && $0.contains("entries=5000") }
+            let larder = try Larder(cacheDirectory: cache)
+            for (path, size) in [
+                ("gen/4999", 1024), ("gen/0", 1024), ("old/199", 1024), ("gen/2500", 1024), ("old/0", 1024), ("big2/0", 1_500_000),
+                ("big3/0", 1_500_000),
+            ] {
+                let result = try Curl.viaProxy(larder.proxy, ["http://127.0.0.1:9/" + path])
+                #expect(result.status == 200, "\(path): port 9 has no origin, only the disk can answer")
+                #expect(result.cacheStatus?.isDiskHit == true, "\(path)")
+                #expect(result.body.count == size, "\(path)")
+                let index = String(path.split(separator: "/")[1])
+                #expect(result.body.prefix(index.count) == Data(index.utf8), "\(path)")
+            }
+            try larder.child.waitForOutput { $0.contains("disk cache index rebuilt") && $0.contains("entries=5202") }
+            #expect(try Self.corruptions(larder) == 0, "nothing read as damaged")
         }
     }
 }
