@@ -21,9 +21,12 @@ extension DiskCache {
 
     /// Records up to this size (preamble, head and body) have their body checked on every
     /// read and are served from the very bytes checked, so damage done while the daemon runs
-    /// is never served. Larger ones are checked on their first read after start-up and by the
-    /// background scrub (`disk.scrub_rate`). 1 MiB: reading and checking one costs about as
-    /// much as serving it (docs/PERFORMANCE.md, "Design choices").
+    /// is never served. Those bytes stay the array they were read into: copying them into a
+    /// memory file to send them once would cost more than the send (the memory tier moves
+    /// them into one if it keeps them and they are hit again, ``TieredCache``). Larger ones
+    /// are checked on their first read after start-up and by the background scrub
+    /// (`disk.scrub_rate`). 1 MiB: reading and checking one costs about as much as serving it
+    /// (docs/PERFORMANCE.md, "Design choices").
     public static let verifyEveryReadMax: Int64 = 1 << 20
     /// Records up to this size are read and checked on the event loop itself (a segment
     /// record's body is at most 64 KiB); larger ones on the reader thread.
@@ -62,7 +65,7 @@ extension DiskCache {
             do {
                 let checked = try readChecked(entry)
                 guard checked.head.key == key.url else { throw DiskEntryFormat.Problem.keyMismatch }
-                return .hit(storedResponse(key: key, head: checked.head, body: .inMemory(checked.body)))
+                return .hit(storedResponse(key: key, head: checked.head, body: .memory(checked.body)))
             } catch {
                 discard(entry, after: error)
                 return .miss
@@ -199,7 +202,7 @@ extension DiskCache {
             do {
                 if entry.size <= DiskCache.verifyEveryReadMax {
                     let checked = try readChecked(entry)
-                    completion(.sound(storedResponse(key: entry.key, head: checked.head, body: .inMemory(checked.body))))
+                    completion(.sound(storedResponse(key: entry.key, head: checked.head, body: .memory(checked.body))))
                 } else {
                     try checkBody(entry)
                     index.withLock { $0.markVerified(name) }

@@ -183,6 +183,34 @@ import Testing
         #expect(!varyMiss)
     }
 
+    /// A disk hit of a record up to 1 MiB, checked on every read, is served from the array it
+    /// was read into, checked on the loop or on the reader thread: a memory file made to send
+    /// it once cost more than the send. Promoted, it stays that array in the memory tier until
+    /// its first memory hit moves it.
+    @Test func aCheckedDiskHitIsServedFromTheArrayItWasReadInto() throws {
+        for (path, size) in [("/checked-on-loop", 40_000), ("/checked-on-reader", 100_000)] {
+            let bytes = pattern(size, seed: 5)
+            cache.storeOnDisk(
+                [.init(response: Fixtures.response(path, bodySize: size), body: bytes, head: diskHead(path))], budgetNanos: 1_000_000)
+            cache.disk?.drain()
+            guard case .found(let found, true) = lookUp(path) else {
+                Issue.record("\(path): no disk hit")
+                continue
+            }
+            guard case .memory(let served) = found.body else {
+                Issue.record("\(path): served from \(found.body), not the array checked")
+                continue
+            }
+            #expect(served == bytes, "\(path)")
+            #expect(waitForMemory(path), "\(path) promoted")
+            let promoted = try #require(cache.memory.lookup(Fixtures.key(path))?.first)
+            guard case .memory = promoted.body else {
+                Issue.record("\(path): promoted as \(promoted.body)")
+                continue
+            }
+        }
+    }
+
     /// Past the loop's budget, entries go to the writer thread; all of them land.
     @Test func storesBeyondTheBudgetGoToTheWriter() throws {
         let stores = (0..<20).map { index in
