@@ -215,9 +215,9 @@ extension DiskCache {
         }
     }
 
-    /// Reads a file-backed response's body into memory on the reader thread, in the memory
-    /// tier's form (``StoredResponse/Body/inMemory(_:budget:)``), checked against its
-    /// checksum: nil (and the entry dropped) if it does not match.
+    /// Reads a file-backed response's body into memory on the reader thread, checked against
+    /// its checksum, as the array it was read into (the memory tier moves it into a memory file
+    /// on its first hit there): nil (and the entry dropped) if it does not match.
     public func readIntoMemory(_ stored: StoredResponse, completion: @escaping @Sendable (StoredResponse?) -> Void) {
         let name = DiskCache.entryName(key: stored.key, vary: stored.varyValues)
         reader.submit { [self] in
@@ -228,7 +228,7 @@ extension DiskCache {
             do {
                 let checked = try readChecked(entry)
                 guard checked.head.key == stored.key.url else { throw DiskEntryFormat.Problem.keyMismatch }
-                completion(stored.withBody(.inMemory(checked.body)))
+                completion(stored.withBody(.memory(checked.body)))
             } catch {
                 discard(entry, after: error)
                 completion(nil)

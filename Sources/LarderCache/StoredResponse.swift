@@ -13,18 +13,19 @@ public final class StoredResponse: Sendable {
         /// body starts at `offset` and has `length` bytes.
         case file(OpenFile, offset: Int64, length: Int64)
         /// In memory, in an anonymous memory file of exactly `length` bytes: the memory tier's
-        /// form for large bodies that were hit (or promoted from disk), which hits send with
-        /// sendfile(2) instead of copying them into the socket (see ``inMemory(_:budget:)``).
+        /// form for large bodies once hit there, which later hits send with sendfile(2) instead
+        /// of copying them into the socket (see ``inMemory(_:budget:)``).
         case memoryFile(OpenFile, length: Int)
 
         /// Bodies from this size on are kept in an anonymous memory file by the memory tier.
         /// Below it, one `sendmsg` of head and body costs less than the copy it would save.
         public static let memoryFileMinimum = 32 * 1024
 
-        /// `bytes` in the form the memory tier keeps for a body that has been hit (a miss keeps
-        /// the array until then, ``TieredCache``): an anonymous memory file from
+        /// `bytes` in the form the memory tier keeps for a body that has been hit there (until
+        /// then, from a miss or a disk read, it keeps the array, ``TieredCache``): an anonymous
+        /// memory file from
         /// ``memoryFileMinimum`` on while `budget` has places left, the array otherwise.
-        public static func inMemory(_ bytes: [UInt8], budget: MemoryFileBudget = .shared) -> Body {
+        public static func inMemory(_ bytes: [UInt8], budget: MemoryFileBudget) -> Body {
             if bytes.count >= memoryFileMinimum, let file = OpenFile.anonymous(copying: bytes, budget: budget) {
                 return .memoryFile(file, length: bytes.count)
             }

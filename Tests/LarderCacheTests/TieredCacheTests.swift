@@ -211,6 +211,43 @@ import Testing
         }
     }
 
+    /// A disk entry over 1 MiB is served from its file and promoted by a read on the reader
+    /// thread: the memory tier gets the array read, and its first memory hit moves it into a
+    /// memory file, as for every other body.
+    @Test func aPromotedFileBodyMovesToAMemoryFileOnlyOnItsFirstMemoryHit() throws {
+        let budget = MemoryFileBudget(limit: 8)
+        let tiers = TieredCache(
+            memory: MemoryCache(limits: Fixtures.limits(bytes: 16 << 20, object: 4 << 20)), disk: cache.disk, memoryFiles: budget)
+        let bytes = pattern(1_500_000, seed: 9)
+        tiers.storeOnDisk(
+            [.init(response: Fixtures.response("/large-file", bodySize: bytes.count), body: bytes, head: diskHead("/large-file"))],
+            budgetNanos: 1_000_000)
+        tiers.disk?.drain()
+        guard case .found(let found, true) = tiers.lookup(Fixtures.key("/large-file"), request: [:]), case .file = found.body else {
+            Issue.record("not served from its disk file")
+            return
+        }
+        tiers.disk?.reader.drain()
+        let promoted = try #require(tiers.memory.lookup(Fixtures.key("/large-file"))?.first, "promoted")
+        guard case .memory(let held) = promoted.body else {
+            Issue.record("promoted as \(promoted.body)")
+            return
+        }
+        #expect(held == bytes && budget.filesMade == 0)
+        guard case .found(let hit, false) = tiers.lookup(Fixtures.key("/large-file"), request: [:]) else {
+            Issue.record("no memory hit")
+            return
+        }
+        #expect(hit === promoted)
+        tiers.disk?.reader.drain()
+        let moved = try #require(tiers.memory.lookup(Fixtures.key("/large-file"))?.first)
+        guard case .memoryFile = moved.body else {
+            Issue.record("not moved on the first memory hit: \(moved.body)")
+            return
+        }
+        #expect(budget.filesMade == 1 && moved.memoryBody == bytes)
+    }
+
     /// Past the loop's budget, entries go to the writer thread; all of them land.
     @Test func storesBeyondTheBudgetGoToTheWriter() throws {
         let stores = (0..<20).map { index in
