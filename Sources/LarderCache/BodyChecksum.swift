@@ -77,8 +77,10 @@ public struct BodyChecksum: Sendable {
     private mutating func updateLanes(_ bytes: UnsafeRawBufferPointer) {
         var index = fillPending(from: bytes, upTo: 32)
         if pendingCount == 32 {
-            let block = pending
-            absorbBlock(block.0, block.1, block.2, block.3)
+            state = Self.absorb(state, pending.0)
+            lane1 = Self.absorb(lane1, pending.1)
+            lane2 = Self.absorb(lane2, pending.2)
+            lane3 = Self.absorb(lane3, pending.3)
             pending = (0, 0, 0, 0)
             pendingCount = 0
         } else if pendingCount > 0 {
@@ -96,14 +98,6 @@ public struct BodyChecksum: Sendable {
         (state, lane1, lane2, lane3) = (s0, s1, s2, s3)
         index = fillPending(from: bytes, at: index, upTo: 32)
         precondition(index == count)
-    }
-
-    @inline(__always)
-    private mutating func absorbBlock(_ w0: UInt64, _ w1: UInt64, _ w2: UInt64, _ w3: UInt64) {
-        state = Self.absorb(state, w0)
-        lane1 = Self.absorb(lane1, w1)
-        lane2 = Self.absorb(lane2, w2)
-        lane3 = Self.absorb(lane3, w3)
     }
 
     /// Format 2: one chain, a word at a time.

@@ -28,8 +28,8 @@ public final class MemoryFileBudget: Sendable {
     /// Files open now.
     public var count: Int { open.load(ordering: .relaxed) }
 
-    /// Files made so far (each filled once: a count of the copies into memory files).
-    public var filesMade: Int { made.load(ordering: .relaxed) }
+    /// Files made so far (each filled once: a count of the copies into memory files), for tests.
+    package var filesMade: Int { made.load(ordering: .relaxed) }
 
     func countMade() {
         made.add(1, ordering: .relaxed)
