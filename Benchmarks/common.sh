@@ -49,14 +49,15 @@ bench_workload() {
     esac
 }
 
-# bench_wait_proxy PORT URL: waits (up to 5 s) until the proxy on PORT answers URL, which also
-# puts URL in its cache; fails with a message if it never does.
+# bench_wait_proxy PORT URL [SECONDS]: waits (up to SECONDS, default 5) until the proxy on PORT
+# answers URL, which also puts URL in its cache; fails with a message if it never does.
 bench_wait_proxy() {
-    for _ in $(seq 50); do
+    local seconds=${3:-5}
+    for _ in $(seq $((seconds * 10))); do
         curl -s -o /dev/null -x "http://127.0.0.1:$1" "$2" && return 0
         sleep 0.1
     done
-    echo "the proxy on port $1 did not answer $2 within 5 s" >&2
+    echo "the proxy on port $1 did not answer $2 within $seconds s" >&2
     return 1
 }
 
@@ -83,5 +84,7 @@ bench_nginx_worker() {
 bench_cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 # bench_system_ticks PID: its system (kernel) time alone, in clock ticks.
 bench_system_ticks() { awk '{print $15}' "/proc/$1/stat"; }
+# bench_minor_faults PID: the page faults a process took that needed no I/O (its new pages).
+bench_minor_faults() { awk '{print $10}' "/proc/$1/stat"; }
 # bench_seconds "XmY.ZZZs": the seconds in one field of bash's `times` (a subshell's children).
 bench_seconds() { awk -v t="$1" 'BEGIN { split(t, p, "m"); sub("s", "", p[2]); print p[1] * 60 + p[2] }'; }
