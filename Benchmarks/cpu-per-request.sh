@@ -52,6 +52,7 @@ done
 for index in "${!proxies[@]}"; do
     bench_wait_proxy $((FIRST_PORT + index)) "$url" || exit 1
 done
+first_peer=${#proxies[@]}
 if [[ $WITH_NGINX == 1 ]]; then
     bench_start_peer nginx $((FIRST_PORT + ${#binaries[@]})) || exit 2
     binaries+=(nginx); proxies+=("$peer_pid")
@@ -60,7 +61,7 @@ if [[ $WITH_HAPROXY == 1 ]]; then
     bench_start_peer haproxy $((FIRST_PORT + ${#binaries[@]})) || exit 2
     binaries+=(haproxy); proxies+=("$peer_pid")
 fi
-for ((index = ${#binaries[@]} - WITH_NGINX - WITH_HAPROXY; index < ${#proxies[@]}; index++)); do
+for ((index = first_peer; index < ${#proxies[@]}; index++)); do
     bench_wait_proxy $((FIRST_PORT + index)) "$url" 30 || exit 1
 done
 # Measure nginx's worker, not its master.

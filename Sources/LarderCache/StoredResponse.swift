@@ -23,8 +23,8 @@ public final class StoredResponse: Sendable {
 
         /// `bytes` in the form the memory tier keeps for a body that has been hit there (until
         /// then, from a miss or a disk read, it keeps the array, ``TieredCache``): an anonymous
-        /// memory file from
-        /// ``memoryFileMinimum`` on while `budget` has places left, the array otherwise.
+        /// memory file from ``memoryFileMinimum`` on while `budget` has places left, the array
+        /// otherwise.
         public static func inMemory(_ bytes: [UInt8], budget: MemoryFileBudget) -> Body {
             if bytes.count >= memoryFileMinimum, let file = OpenFile.anonymous(copying: bytes, budget: budget) {
                 return .memoryFile(file, length: bytes.count)
