@@ -171,26 +171,37 @@ public struct OutputQueue {
         if end < segments.count, case .file = segments[end] { followedByFile = true }
         return try withUnsafeTemporaryAllocation(of: iovec.self, capacity: 16) {
             (vectors) throws(SystemError) -> Int? in
-            try gather(from: head, to: end, into: vectors, count: 0, more: followedByFile, transport: transport)
+            try gather(
+                from: head, to: end, into: vectors, count: 0, budget: OutputQueue.writeChunk, more: followedByFile,
+                transport: transport)
         }
     }
 
+    /// The most one gathering write is asked to send, for the reason of ``sendfileChunk``: a
+    /// large in-memory body goes out in calls of this size, each taking the window as the
+    /// receiver's acknowledgements left it.
+    static let writeChunk = 4 << 20
+
     /// Pins each segment's storage with nested closures so the pointers stay valid for the call.
+    /// `budget`: the bytes this call may still take (``writeChunk``); what is past it is left
+    /// for the next call.
     private func gather(
-        from index: Int, to end: Int, into vectors: UnsafeMutableBufferPointer<iovec>, count: Int, more: Bool,
-        transport: some Transport
+        from index: Int, to end: Int, into vectors: UnsafeMutableBufferPointer<iovec>, count: Int, budget: Int,
+        more: Bool, transport: some Transport
     ) throws(SystemError) -> Int? {
-        if index == end {
+        if index == end || budget == 0 {
             return try transport.write(UnsafeBufferPointer(rebasing: vectors[0..<count]), more: more)
         }
         guard case .bytes(let bytes, let offset, let segmentEnd) = segments[index] else {
-            return try gather(from: end, to: end, into: vectors, count: count, more: more, transport: transport)
+            return try gather(from: end, to: end, into: vectors, count: count, budget: budget, more: more, transport: transport)
         }
+        let length = min(segmentEnd - offset, budget)
         let result = bytes.withUnsafeBytes { raw in
-            vectors[count] = iovec(
-                iov_base: UnsafeMutableRawPointer(mutating: raw.baseAddress! + offset), iov_len: segmentEnd - offset)
+            vectors[count] = iovec(iov_base: UnsafeMutableRawPointer(mutating: raw.baseAddress! + offset), iov_len: length)
             return Result { () throws(SystemError) -> Int? in
-                try gather(from: index + 1, to: end, into: vectors, count: count + 1, more: more, transport: transport)
+                try gather(
+                    from: index + 1, to: end, into: vectors, count: count + 1, budget: budget - length, more: more,
+                    transport: transport)
             }
         }
         return try result.get()

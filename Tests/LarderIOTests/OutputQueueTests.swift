@@ -116,14 +116,47 @@ extension OutputQueueTests {
     }
 }
 
+extension OutputQueueTests {
+    /// Given a large in-memory body (the memory tier's form past its memory-file sizes), when
+    /// it is flushed, then no call is asked for more than ``OutputQueue/writeChunk`` bytes, and
+    /// head and body arrive whole.
+    @Test func aLargeInMemoryBodyIsWrittenInBoundedCalls() throws {
+        let pair = try LoopbackPair()
+        defer { pair.close() }
+        let copying = CopyingTransport(pair.server)
+        let head = [UInt8]("HTTP/1.1 200 OK\r\nContent-Length: 10485760\r\n\r\n".utf8)
+        // 256-byte blocks, each starting with its own number: built by copying (a byte-by-byte
+        // map of 10 MiB takes seconds in a debug build), and a block out of place shows.
+        var body: [UInt8] = []
+        body.reserveCapacity(10 << 20)
+        let ramp = [UInt8](0...255)
+        for block in 0..<((10 << 20) / 256) {
+            body.append(UInt8(truncatingIfNeeded: block))
+            body.append(contentsOf: ramp[1...])
+        }
+        var queue = OutputQueue()
+        queue.append(head)
+        queue.append(body, from: 0, count: body.count)
+        _ = try queue.flush(to: copying)
+        let received = try pair.client.receive(count: head.count + body.count) {
+            if !queue.isEmpty { _ = try queue.flush(to: copying) }
+        }
+        #expect(received == head + body)
+        #expect(copying.largestAsked == OutputQueue.writeChunk, "each call asked for at most \(OutputQueue.writeChunk) bytes")
+    }
+}
+
 /// A transport over a socket that takes bytes only through `write`, like a TLS session.
 private final class CopyingTransport: Transport {
     let socket: Socket
     var writes = 0
+    /// The most bytes one write was asked to take.
+    var largestAsked = 0
     init(_ socket: Socket) { self.socket = socket }
     func read(into buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> Int? { try socket.read(into: buffer) }
     func write(_ vectors: UnsafeBufferPointer<iovec>, more: Bool) throws(SystemError) -> Int? {
         writes += 1
+        largestAsked = max(largestAsked, vectors.reduce(0) { $0 + $1.iov_len })
         return try socket.writev(vectors, more: more)
     }
     var canSendFile: Bool { false }
