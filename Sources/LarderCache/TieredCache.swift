@@ -69,13 +69,13 @@ public final class TieredCache: Sendable {
 
     /// On its first hit, a large body stored as the array it arrived in moves to an anonymous
     /// memory file, which later hits send with `sendfile` instead of copying it into the socket
-    /// each time (``StoredResponse/Body/memoryFileMinimum``); a response never asked for again
+    /// each time (``StoredResponse/Body/memoryFileSizes``); a response never asked for again
     /// never pays for the file. Only the lookup that takes the count to 1 (one thread) moves it,
     /// on the disk tier's reader thread so that no event loop waits for the file's pages (inline
     /// without a disk tier); hits until then send the array. The copy replaces the entry only if
     /// nothing replaced it meanwhile.
     private func moveBodyToFile(_ stored: StoredResponse) {
-        guard case .memory(let bytes) = stored.body, bytes.count >= StoredResponse.Body.memoryFileMinimum else { return }
+        guard case .memory(let bytes) = stored.body, StoredResponse.Body.memoryFileSizes.contains(bytes.count) else { return }
         let memory = self.memory
         let budget = memoryFiles
         let move: @Sendable () -> Void = {
@@ -96,10 +96,8 @@ public final class TieredCache: Sendable {
 
     /// Puts a disk entry small enough for the memory tier into it: at once when its body is
     /// already in memory, else read (and checked) on the reader thread.
-    /// Slices stay on disk: they are parts of objects too large for the memory tier, and
-    /// would crowd it out slice by slice.
     public func promote(_ stored: StoredResponse) {
-        guard stored.bodyLength <= memory.limits.maxObjectBytes, !stored.key.isSlice else { return }
+        guard fitsInMemory(stored) else { return }
         if stored.isInMemory {
             memory.insert(stored)
             return
@@ -109,6 +107,17 @@ public final class TieredCache: Sendable {
         disk.readIntoMemory(stored) { promoted in
             if let promoted { memory.insert(promoted) }
         }
+    }
+
+    /// Whether `stored` may enter the memory tier: within `memory.max_object_bytes`, a slice
+    /// counted as its whole object (from its Content-Range), so that a large file's slices stay
+    /// on disk rather than crowd out the tier slice by slice.
+    func fitsInMemory(_ stored: StoredResponse) -> Bool {
+        let limit = memory.limits.maxObjectBytes
+        guard stored.bodyLength <= limit else { return false }
+        guard stored.key.isSlice else { return true }
+        guard let range = stored.headers["Content-Range"].flatMap(ContentRange.init) else { return false }
+        return range.length <= limit
     }
 
     /// Whether a storable response for `key`, of `length` bytes (nil: not declared), is stored

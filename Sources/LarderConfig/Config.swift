@@ -85,7 +85,7 @@ public struct AdminConfig: Sendable, Equatable {
 public struct MemoryConfig: Sendable, Equatable {
     public var maxBytes = 256 * 1024 * 1024
     public var maxEntries = 100_000
-    public var maxObjectBytes = 8 * 1024 * 1024
+    public var maxObjectBytes = 16 * 1024 * 1024
     public init() {}
 }
 

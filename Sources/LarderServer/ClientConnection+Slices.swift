@@ -86,7 +86,7 @@ extension ClientConnection {
                     fetchSlice(index, validating: nil, exchange: exchange)
                 }
                 return true
-            case .found(let stored, _):
+            case .found(let stored, let fromDisk):
                 progressed = true
                 // Read back from the stored head once: the range here, the validator in useSlice.
                 let headers = stored.headers
@@ -119,7 +119,8 @@ extension ClientConnection {
                     var status = CacheStatus()
                     status.hit = true
                     status.ttl = Int((stored.freshnessLifetime - stored.currentAge(now: now)).rounded(.down))
-                    status.detail = "disk-slices"
+                    // As a whole object's hit says `disk` when that tier held it.
+                    status.detail = fromDisk ? "disk-slices" : "slices"
                     exchange.cacheStatus = status
                 }
                 guard let needed = useSlice(range, headers: headers, age: stored.currentAge(now: now), exchange: exchange)

@@ -63,10 +63,10 @@ import Testing
     @Test func aLargeBodyMovesToAMemoryFileOnItsFirstHit() throws {
         let budget = MemoryFileBudget(limit: 8)
         let tiers = TieredCache(memory: MemoryCache(limits: Fixtures.limits()), disk: cache.disk, memoryFiles: budget)
-        let bytes = (0..<(StoredResponse.Body.memoryFileMinimum + 5)).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        let bytes = (0..<(StoredResponse.Body.memoryFileSizes.lowerBound + 5)).map { UInt8(truncatingIfNeeded: $0 &* 31) }
         let large = Fixtures.response("/large", body: .memory(bytes))
         tiers.insertInMemory(large)
-        tiers.insertInMemory(Fixtures.response("/small", bodySize: StoredResponse.Body.memoryFileMinimum - 1))
+        tiers.insertInMemory(Fixtures.response("/small", bodySize: StoredResponse.Body.memoryFileSizes.lowerBound - 1))
         func hit(_ path: String) -> StoredResponse? {
             guard case .found(let stored, false) = tiers.lookup(Fixtures.key(path), request: [:]) else { return nil }
             return stored
@@ -100,7 +100,7 @@ import Testing
     /// Without a disk tier the first hit moves the body itself; with no memory-file place left
     /// the body stays an array and the next hits are served from it.
     @Test func withoutADiskTierOrAPlaceLeftTheMoveIsInlineOrNone() throws {
-        let bytes = [UInt8](repeating: 9, count: StoredResponse.Body.memoryFileMinimum)
+        let bytes = [UInt8](repeating: 9, count: StoredResponse.Body.memoryFileSizes.lowerBound)
         let budget = MemoryFileBudget(limit: 8)
         let memoryOnly = TieredCache(memory: MemoryCache(limits: Fixtures.limits()), disk: nil, memoryFiles: budget)
         memoryOnly.insertInMemory(Fixtures.response("/inline", body: .memory(bytes)))
@@ -131,7 +131,7 @@ import Testing
     @Test func concurrentFirstHitsMoveTheBodyOnce() throws {
         let budget = MemoryFileBudget(limit: 8)
         let tiers = TieredCache(memory: MemoryCache(limits: Fixtures.limits()), disk: cache.disk, memoryFiles: budget)
-        let bytes = (0..<(StoredResponse.Body.memoryFileMinimum * 2)).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        let bytes = (0..<(StoredResponse.Body.memoryFileSizes.lowerBound * 2)).map { UInt8(truncatingIfNeeded: $0 &* 7) }
         tiers.insertInMemory(Fixtures.response("/shared", body: .memory(bytes)))
         let bodies = Mutex<[[UInt8]?]>([])
         DispatchQueue.concurrentPerform(iterations: 8) { _ in
@@ -212,9 +212,10 @@ import Testing
     }
 
     /// A disk entry over 1 MiB is served from its file and promoted by a read on the reader
-    /// thread: the memory tier gets the array read, and its first memory hit moves it into a
-    /// memory file, as for every other body.
-    @Test func aPromotedFileBodyMovesToAMemoryFileOnlyOnItsFirstMemoryHit() throws {
+    /// thread: the memory tier gets the array read and keeps it, since bodies past
+    /// ``StoredResponse/Body/memoryFileSizes`` are written from the array rather than sent from
+    /// a memory file.
+    @Test func aPromotedFileBodyOver1MiBStaysTheArrayItWasReadInto() throws {
         let budget = MemoryFileBudget(limit: 8)
         let tiers = TieredCache(
             memory: MemoryCache(limits: Fixtures.limits(bytes: 16 << 20, object: 4 << 20)), disk: cache.disk, memoryFiles: budget)
@@ -233,19 +234,44 @@ import Testing
             Issue.record("promoted as \(promoted.body)")
             return
         }
-        #expect(held == bytes && budget.filesMade == 0)
-        guard case .found(let hit, false) = tiers.lookup(Fixtures.key("/large-file"), request: [:]) else {
-            Issue.record("no memory hit")
+        #expect(held == bytes)
+        for _ in 0..<2 {
+            guard case .found(let hit, false) = tiers.lookup(Fixtures.key("/large-file"), request: [:]) else {
+                Issue.record("no memory hit")
+                return
+            }
+            #expect(hit === promoted)
+            tiers.disk?.reader.drain()
+        }
+        let kept = try #require(tiers.memory.lookup(Fixtures.key("/large-file"))?.first)
+        guard case .memory = kept.body else {
+            Issue.record("moved on a memory hit: \(kept.body)")
             return
         }
-        #expect(hit === promoted)
-        tiers.disk?.reader.drain()
-        let moved = try #require(tiers.memory.lookup(Fixtures.key("/large-file"))?.first)
-        guard case .memoryFile = moved.body else {
-            Issue.record("not moved on the first memory hit: \(moved.body)")
-            return
+        #expect(kept === promoted && budget.filesMade == 0)
+    }
+
+    /// A slice enters the memory tier only when its whole object, the length its Content-Range
+    /// gives, is within `memory.max_object_bytes`: a large file's slices stay on disk.
+    @Test func aSliceIsPromotedOnlyWhenItsWholeObjectFits() throws {
+        let limit = 64 << 10
+        let tiers = TieredCache(memory: MemoryCache(limits: Fixtures.limits(bytes: 1 << 20, object: limit)), disk: cache.disk)
+        func slice(_ path: String, objectLength: Int?) -> StoredResponse {
+            var headers: HTTPHeaders = ["Cache-Control": "max-age=60"]
+            if let objectLength { headers.add("Content-Range", ContentRange(first: 0, last: 999, length: objectLength).fieldValue) }
+            return StoredResponse(
+                key: Fixtures.key(path).slice(0), status: 206, reason: "Partial Content", headers: headers,
+                body: .memory(pattern(1000, seed: 3)), requestTime: 1000, responseTime: 1000, varyValues: [:],
+                freshnessLifetime: 60, correctedInitialAge: 0)
         }
-        #expect(budget.filesMade == 1 && moved.memoryBody == bytes)
+        tiers.promote(slice("/fits", objectLength: limit))
+        tiers.promote(slice("/too-large", objectLength: limit + 1))
+        tiers.promote(slice("/no-range", objectLength: nil))
+        tiers.promote(Fixtures.response("/whole", bodySize: 1000))
+        #expect(tiers.memory.lookup(Fixtures.key("/fits").slice(0)) != nil, "its object fits")
+        #expect(tiers.memory.lookup(Fixtures.key("/too-large").slice(0)) == nil, "its object is over the limit")
+        #expect(tiers.memory.lookup(Fixtures.key("/no-range").slice(0)) == nil, "no length to judge by")
+        #expect(tiers.memory.lookup(Fixtures.key("/whole")) != nil)
     }
 
     /// Past the loop's budget, entries go to the writer thread; all of them land.

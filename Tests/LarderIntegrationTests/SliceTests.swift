@@ -117,6 +117,57 @@ extension IntegrationTests {
             #expect(try origin.bytes(target) == Self.size)
         }
 
+        /// The tiers of each slice of `url` as `GET /cache` lists them, once `accept` takes them
+        /// (polled for up to 5 s: promotions are read on the disk tier's reader thread).
+        static func sliceTiers(_ larder: Larder, _ url: String, until accept: ([String]) -> Bool) throws -> [String] {
+            var tiers: [String] = []
+            for _ in 0..<100 {
+                let answer = try Curl.run(["http://127.0.0.1:\(larder.adminPort)/cache?prefix=\(url)"])
+                let entries = (try JSONSerialization.jsonObject(with: answer.body) as? [String: Any])?["entries"] as? [[String: Any]] ?? []
+                tiers = entries.compactMap { $0["tier"] as? String }
+                if accept(tiers) { break }
+                usleep(50_000)
+            }
+            return tiers
+        }
+
+        /// `memory.max_object_bytes` (16 MiB by default) bounds a sliced object as a whole: the
+        /// slices of a 12 MiB object are promoted on their disk hits and later hits come from
+        /// memory (`detail=slices`); those of a 20 MiB object stay on disk only.
+        @Test func slicesOfAnObjectWithinTheMemoryLimitArePromoted() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: "")
+            let small = 12 << 20
+            let target = "/big?size=\(small)&ranges=1&cc=max-age=3600&id=memory"
+            let url = origin.url(target)
+            #expect(try Curl.viaProxy(larder.proxy, [url], timeout: 60).status == 200)
+            #expect(try Self.sliceTiers(larder, url) { $0.count == 2 } == ["disk", "disk"])
+            let fromDisk = try Curl.viaProxy(larder.proxy, [url], timeout: 60)
+            #expect(fromDisk.header("cache-status")?.contains("detail=disk-slices") == true, "\(fromDisk.header("cache-status") ?? "-")")
+            #expect(try Self.sliceTiers(larder, url) { $0 == ["memory+disk", "memory+disk"] } == ["memory+disk", "memory+disk"])
+            let fromMemory = try Curl.viaProxy(larder.proxy, [url], timeout: 60)
+            #expect(fromMemory.status == 200 && fromMemory.header("content-length") == "\(small)")
+            #expect(fromMemory.header("cache-status")?.contains("detail=slices") == true, "\(fromMemory.header("cache-status") ?? "-")")
+            #expect(bodyMismatch(fromMemory.body, try Self.expected("/big", id: "memory", range: 0...(small - 1))) == nil)
+            let part = try Curl.viaProxy(larder.proxy, ["-r", "8000000-9000000", url])
+            #expect(part.status == 206)
+            #expect(bodyMismatch(part.body, try Self.expected("/big", id: "memory", range: 8_000_000...9_000_000)) == nil)
+            #expect(try origin.bytes(target) == small)
+
+            let large = 20 << 20
+            let largeTarget = "/big?size=\(large)&ranges=1&cc=max-age=3600&id=disk"
+            let largeURL = origin.url(largeTarget)
+            #expect(try Curl.viaProxy(larder.proxy, [largeURL], timeout: 60).status == 200)
+            #expect(try Self.sliceTiers(larder, largeURL) { $0.count == 3 }.count == 3)
+            for _ in 0..<2 {
+                let hit = try Curl.viaProxy(larder.proxy, [largeURL], timeout: 60)
+                #expect(hit.header("cache-status")?.contains("detail=disk-slices") == true, "\(hit.header("cache-status") ?? "-")")
+                #expect(bodyMismatch(hit.body, try Self.expected("/big", id: "disk", range: 0...(large - 1))) == nil)
+            }
+            #expect(try Self.sliceTiers(larder, largeURL) { $0.contains { $0 != "disk" } } == ["disk", "disk", "disk"])
+            #expect(try origin.bytes(largeTarget) == large)
+        }
+
         /// Slices are disk entries like any other: a restart finds them, a prefix ban takes them
         /// with their object.
         @Test func slicesSurviveARestartAndGoWithABan() throws {
