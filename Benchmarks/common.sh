@@ -24,6 +24,9 @@ bench_setup() {
     mkdir -p "$dir/www/obj" "$dir/tmp"
     head -c 1024 /dev/urandom > "$dir/www/obj/1k"
     head -c 102400 /dev/urandom > "$dir/www/obj/100k"
+    head -c 524288 /dev/urandom > "$dir/www/obj/512k"
+    head -c 1048576 /dev/urandom > "$dir/www/obj/1m"
+    head -c 2097152 /dev/urandom > "$dir/www/obj/2m"
     head -c 10485760 /dev/urandom > "$dir/www/obj/10m"
     sed -e "s#@DIR@#$dir#g" -e "s#@PORT@#$origin_port#g" Benchmarks/origin-nginx.conf > "$dir/nginx.conf"
     "${pin_load[@]}" nginx -c "$dir/nginx.conf" -e "$dir/nginx-error.log" & pids+=($!)
@@ -41,11 +44,14 @@ bench_workload() {
     case $1 in
         hit-1k) url="http://127.0.0.1:$origin_port/obj/1k"; mode=same ;;
         hit-100k) url="http://127.0.0.1:$origin_port/obj/100k"; mode=same ;;
-        hit-10m) url="http://127.0.0.1:$origin_port/obj/10m"; mode=same ;;   # over memory.max_object_bytes: a disk hit
+        hit-512k) url="http://127.0.0.1:$origin_port/obj/512k"; mode=same ;;   # a memory file, sent with sendfile
+        hit-1m) url="http://127.0.0.1:$origin_port/obj/1m"; mode=same ;;   # the first size kept as an array
+        hit-2m) url="http://127.0.0.1:$origin_port/obj/2m"; mode=same ;;   # an array, written in 4 MiB calls
+        hit-10m) url="http://127.0.0.1:$origin_port/obj/10m"; mode=same ;;   # two slices, promoted on their disk hit
         miss-1k) url="http://127.0.0.1:$origin_port/obj/1k"; mode=unique ;;
         miss-100k) url="http://127.0.0.1:$origin_port/obj/100k"; mode=unique ;;
         miss-10m) url="http://127.0.0.1:$origin_port/obj/10m"; mode=unique ;;   # streamed to the client and the disk writer
-        *) echo "unknown workload $1 (hit-1k, hit-100k, hit-10m, miss-1k, miss-100k, miss-10m)" >&2; return 2 ;;
+        *) echo "unknown workload $1 (hit-1k, hit-100k, hit-512k, hit-1m, hit-2m, hit-10m, miss-1k, miss-100k, miss-10m)" >&2; return 2 ;;
     esac
 }
 

@@ -5,7 +5,7 @@
 # is the bottleneck (hit-100k), its own CPU per request ("client") is what sets req/s: a proxy
 # changes it through what the client's kernel does with its writes (docs/PERFORMANCE.md, "Design choices").
 #
-#   Benchmarks/cpu-per-request.sh [-n] [-a] [-m MIB] [-w miss-1k|miss-100k|miss-10m|hit-1k|hit-100k|hit-10m] [-c CONNECTIONS] [-r REPS] BIN[@CONFIG]...
+#   Benchmarks/cpu-per-request.sh [-n] [-a] [-m MIB] [-w miss-1k|miss-100k|miss-10m|hit-1k|hit-100k|hit-512k|hit-1m|hit-2m|hit-10m] [-c CONNECTIONS] [-r REPS] BIN[@CONFIG]...
 #
 # -n adds nginx configured as in ../shared/bench (its worker's CPU) to the interleave, -a
 # HAProxy configured as there. -m MIB keeps that much memory touched by another process during
