@@ -216,12 +216,17 @@ extension DiskCache {
     }
 
     /// Reads a file-backed response's body into memory on the reader thread, checked against
-    /// its checksum, as the array it was read into (the memory tier moves it into a memory file
-    /// on its first hit there): nil (and the entry dropped) if it does not match.
-    public func readIntoMemory(_ stored: StoredResponse, completion: @escaping @Sendable (StoredResponse?) -> Void) {
+    /// its checksum, as the array it was read into (the memory tier moves one of
+    /// ``StoredResponse/Body/memoryFileSizes`` into a memory file on its first hit there): nil (and the entry dropped) if it does not match. Nothing is read,
+    /// and nil returned, when `alreadyHeld` says so as the read would start (a promotion queued
+    /// by another hit before this one has landed).
+    public func readIntoMemory(
+        _ stored: StoredResponse, unless alreadyHeld: @escaping @Sendable () -> Bool = { false },
+        completion: @escaping @Sendable (StoredResponse?) -> Void
+    ) {
         let name = DiskCache.entryName(key: stored.key, vary: stored.varyValues)
         reader.submit { [self] in
-            guard case .file = stored.body, let entry = index.withLock({ $0.entry(named: name) }) else {
+            guard case .file = stored.body, !alreadyHeld(), let entry = index.withLock({ $0.entry(named: name) }) else {
                 completion(nil)
                 return
             }

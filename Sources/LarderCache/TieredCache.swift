@@ -95,7 +95,8 @@ public final class TieredCache: Sendable {
     }
 
     /// Puts a disk entry small enough for the memory tier into it: at once when its body is
-    /// already in memory, else read (and checked) on the reader thread.
+    /// already in memory, else read (and checked) on the reader thread, unless that version is
+    /// in memory by then.
     public func promote(_ stored: StoredResponse) {
         guard fitsInMemory(stored) else { return }
         if stored.isInMemory {
@@ -104,7 +105,13 @@ public final class TieredCache: Sendable {
         }
         guard let disk else { return }
         let memory = self.memory
-        disk.readIntoMemory(stored) { promoted in
+        // Concurrent disk hits each ask for the promotion; the version read first is enough (a
+        // slice is 8 MiB to read and check).
+        let held: @Sendable () -> Bool = {
+            memory.lookup(stored.key)?.contains { $0.varyValues == stored.varyValues && $0.responseTime == stored.responseTime }
+                ?? false
+        }
+        disk.readIntoMemory(stored, unless: held) { promoted in
             if let promoted { memory.insert(promoted) }
         }
     }

@@ -251,6 +251,35 @@ import Testing
         #expect(kept === promoted && budget.filesMade == 0)
     }
 
+    /// Disk hits that come before the first one's promotion has landed each ask for it; once
+    /// that version is in memory, the later ones read nothing and replace nothing.
+    @Test func aPromotionQueuedTwiceReadsTheEntryOnce() throws {
+        let tiers = TieredCache(memory: MemoryCache(limits: Fixtures.limits(bytes: 16 << 20, object: 4 << 20)), disk: cache.disk)
+        let bytes = pattern(1_500_000, seed: 4)
+        tiers.storeOnDisk(
+            [.init(response: Fixtures.response("/twice", bodySize: bytes.count), body: bytes, head: diskHead("/twice"))],
+            budgetNanos: 1_000_000)
+        tiers.disk?.drain()
+        let gate = DispatchSemaphore(value: 0)
+        tiers.disk?.reader.submit { gate.wait() }
+        // The reader runs, in order: the first hit's promotion, this probe (what that put in
+        // memory), the second hit's promotion.
+        let first = Mutex<StoredResponse?>(nil)
+        let memory = tiers.memory
+        for hit in 0..<2 {
+            guard case .found(let found, true) = tiers.lookup(Fixtures.key("/twice"), request: [:]), case .file = found.body else {
+                Issue.record("not a disk hit from its file")
+                return
+            }
+            if hit == 0 { tiers.disk?.reader.submit { first.withLock { $0 = memory.lookup(Fixtures.key("/twice"))?.first } } }
+        }
+        gate.signal()
+        tiers.disk?.reader.drain()
+        let promoted = try #require(first.withLock { $0 }, "promoted by the first read")
+        #expect(tiers.memory.lookup(Fixtures.key("/twice"))?.first === promoted, "the second read replaced it")
+        #expect(promoted.memoryBody == bytes)
+    }
+
     /// A slice enters the memory tier only when its whole object, the length its Content-Range
     /// gives, is within `memory.max_object_bytes`: a large file's slices stay on disk.
     @Test func aSliceIsPromotedOnlyWhenItsWholeObjectFits() throws {
