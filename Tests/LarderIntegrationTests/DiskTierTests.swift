@@ -186,7 +186,7 @@ extension IntegrationTests {
             let origin = try Origin()
             let cache = Paths.temporaryDirectory()
             defer { try? FileManager.default.removeItem(atPath: cache) }
-            let paths = ["/small?size=3000&cc=max-age=600", "/large?size=12000000&cc=max-age=600"]
+            let paths = ["/small?size=3000&cc=max-age=600", "/large?size=20000000&cc=max-age=600"]
             var first: [Data] = []
             do {
                 let larder = try Larder(cacheDirectory: cache)
@@ -203,7 +203,7 @@ extension IntegrationTests {
             // The small one was promoted into memory by its disk hit.
             usleep(200_000)
             #expect(try Curl.viaProxy(larder.proxy, [origin.url(paths[0])]).cacheStatus?.isMemoryHit == true)
-            // The large one (over memory.max_object_bytes) stays disk-only.
+            // The large one (over memory.max_object_bytes, 16 MiB) stays disk-only.
             #expect(try Curl.viaProxy(larder.proxy, [origin.url(paths[1])]).cacheStatus?.isDiskHit == true)
         }
 
