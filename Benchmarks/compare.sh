@@ -2,7 +2,7 @@
 # Two Larder binaries on the same workload, in one run, interleaved: the before/after ratio of a
 # change (for example with and without a feature on the hit path).
 #
-#   Benchmarks/compare.sh BEFORE_BINARY AFTER_BINARY [hit-1k|hit-100k|hit-10m|miss-1k] [REPS]
+#   Benchmarks/compare.sh BEFORE_BINARY AFTER_BINARY [hit-1k|hit-100k|hit-512k|hit-1m|hit-2m|hit-10m|miss-1k] [REPS]
 #   BEFORE_CONFIG=a.toml AFTER_CONFIG=b.toml Benchmarks/compare.sh BIN BIN hit-100k   # two configurations
 #
 # Prints each rep's req/s for both and the median ratio after/before. Same setup as run.sh:

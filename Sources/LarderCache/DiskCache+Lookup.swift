@@ -216,12 +216,13 @@ extension DiskCache {
     }
 
     /// Reads a file-backed response's body into memory on the reader thread, checked against
-    /// its checksum, as the array it was read into (the memory tier moves one of
-    /// ``StoredResponse/Body/memoryFileSizes`` into a memory file on its first hit there): nil (and the entry dropped) if it does not match. Nothing is read,
-    /// and nil returned, when `alreadyHeld` says so as the read would start (a promotion queued
-    /// by another hit before this one has landed).
+    /// its checksum, as the array it was read into (the memory tier moves a body of
+    /// ``StoredResponse/Body/memoryFileSizes`` into a memory file on its first hit there): nil
+    /// (and the entry dropped) if it does not match. Nothing is read, and nil returned, when
+    /// `alreadyHeld` says so as the read would start (a promotion queued by another hit before
+    /// this one has landed).
     public func readIntoMemory(
-        _ stored: StoredResponse, unless alreadyHeld: @escaping @Sendable () -> Bool = { false },
+        _ stored: StoredResponse, unless alreadyHeld: @escaping @Sendable () -> Bool,
         completion: @escaping @Sendable (StoredResponse?) -> Void
     ) {
         let name = DiskCache.entryName(key: stored.key, vary: stored.varyValues)

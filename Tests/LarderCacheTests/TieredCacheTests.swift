@@ -280,6 +280,30 @@ import Testing
         #expect(promoted.memoryBody == bytes)
     }
 
+    /// The check is by version: a disk entry other than the variant memory holds by the time
+    /// its read would start is still read, and replaces it.
+    @Test func aPromotionReplacesAnotherVersionInMemory() throws {
+        let tiers = TieredCache(memory: MemoryCache(limits: Fixtures.limits(bytes: 16 << 20, object: 4 << 20)), disk: cache.disk)
+        let bytes = pattern(1_500_000, seed: 6)
+        tiers.storeOnDisk(
+            [.init(response: Fixtures.response("/version", bodySize: bytes.count), body: bytes, head: diskHead("/version"))],
+            budgetNanos: 1_000_000)
+        tiers.disk?.drain()
+        let gate = DispatchSemaphore(value: 0)
+        tiers.disk?.reader.submit { gate.wait() }
+        guard case .found(let found, true) = tiers.lookup(Fixtures.key("/version"), request: [:]), case .file = found.body else {
+            Issue.record("not a disk hit from its file")
+            return
+        }
+        let other = Fixtures.response("/version", bodySize: 10, responseTime: found.responseTime - 100)
+        tiers.insertInMemory(other)
+        gate.signal()
+        tiers.disk?.reader.drain()
+        let held = try #require(tiers.memory.lookup(Fixtures.key("/version"))?.first)
+        #expect(held !== other, "the other version kept the promotion out")
+        #expect(held.responseTime == found.responseTime && held.memoryBody == bytes)
+    }
+
     /// A slice enters the memory tier only when its whole object, the length its Content-Range
     /// gives, is within `memory.max_object_bytes`: a large file's slices stay on disk.
     @Test func aSliceIsPromotedOnlyWhenItsWholeObjectFits() throws {

@@ -117,9 +117,10 @@ extension OutputQueueTests {
 }
 
 extension OutputQueueTests {
-    /// Given a large in-memory body (the memory tier's form past its memory-file sizes), when
-    /// it is flushed, then no call is asked for more than ``OutputQueue/writeChunk`` bytes, and
-    /// head and body arrive whole.
+    /// Given a large in-memory body (the memory tier's form past its memory-file sizes) with a
+    /// pipelined response queued after it, when they are flushed, then no call is asked for more
+    /// than ``OutputQueue/writeChunk`` bytes (the call that fills it leaves the rest for the
+    /// next), and everything arrives whole and in order.
     @Test func aLargeInMemoryBodyIsWrittenInBoundedCalls() throws {
         let pair = try LoopbackPair()
         defer { pair.close() }
@@ -134,14 +135,16 @@ extension OutputQueueTests {
             body.append(UInt8(truncatingIfNeeded: block))
             body.append(contentsOf: ramp[1...])
         }
+        let next = [UInt8]("HTTP/1.1 204 No Content\r\n\r\n".utf8)
         var queue = OutputQueue()
         queue.append(head)
         queue.append(body, from: 0, count: body.count)
+        queue.append(next)
         _ = try queue.flush(to: copying)
-        let received = try pair.client.receive(count: head.count + body.count) {
+        let received = try pair.client.receive(count: head.count + body.count + next.count) {
             if !queue.isEmpty { _ = try queue.flush(to: copying) }
         }
-        #expect(received == head + body)
+        #expect(received == head + body + next)
         #expect(copying.largestAsked == OutputQueue.writeChunk, "each call asked for at most \(OutputQueue.writeChunk) bytes")
     }
 }
