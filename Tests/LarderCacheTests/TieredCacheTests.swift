@@ -56,6 +56,31 @@ import Testing
         return false
     }
 
+    /// Tiers over this suite's disk with a memory tier that takes 1.5 MB bodies, and such a body
+    /// (`pattern(_, seed:)`) stored on disk under `path`: larger than what is read on the loop,
+    /// so its disk hits are served from the file and promoted by a read on the reader thread.
+    private func tiersWithLargeDiskEntry(
+        _ path: String, seed: UInt8, memoryFiles: MemoryFileBudget = .shared
+    ) -> (tiers: TieredCache, body: [UInt8]) {
+        let tiers = TieredCache(
+            memory: MemoryCache(limits: Fixtures.limits(bytes: 16 << 20, object: 4 << 20)), disk: cache.disk,
+            memoryFiles: memoryFiles)
+        let body = pattern(1_500_000, seed: seed)
+        tiers.storeOnDisk(
+            [.init(response: Fixtures.response(path, bodySize: body.count), body: body, head: diskHead(path))],
+            budgetNanos: 1_000_000)
+        tiers.disk?.drain()
+        return (tiers, body)
+    }
+
+    /// `path` looked up in `tiers`, when that is a disk hit served from its file.
+    private func diskHitFromFile(_ tiers: TieredCache, _ path: String) -> StoredResponse? {
+        guard case .found(let found, true) = tiers.lookup(Fixtures.key(path), request: [:]), case .file = found.body else {
+            return nil
+        }
+        return found
+    }
+
     /// A large body stored on a miss stays the array it arrived in; its first hit sends that
     /// and has it moved to a memory file (on the reader thread), which the tier then holds and
     /// later hits find. A second hit before the move is done sends the array too and moves
@@ -217,17 +242,8 @@ import Testing
     /// a memory file.
     @Test func aPromotedFileBodyOver1MiBStaysTheArrayItWasReadInto() throws {
         let budget = MemoryFileBudget(limit: 8)
-        let tiers = TieredCache(
-            memory: MemoryCache(limits: Fixtures.limits(bytes: 16 << 20, object: 4 << 20)), disk: cache.disk, memoryFiles: budget)
-        let bytes = pattern(1_500_000, seed: 9)
-        tiers.storeOnDisk(
-            [.init(response: Fixtures.response("/large-file", bodySize: bytes.count), body: bytes, head: diskHead("/large-file"))],
-            budgetNanos: 1_000_000)
-        tiers.disk?.drain()
-        guard case .found(let found, true) = tiers.lookup(Fixtures.key("/large-file"), request: [:]), case .file = found.body else {
-            Issue.record("not served from its disk file")
-            return
-        }
+        let (tiers, bytes) = tiersWithLargeDiskEntry("/large-file", seed: 9, memoryFiles: budget)
+        #expect(diskHitFromFile(tiers, "/large-file") != nil, "not served from its disk file")
         tiers.disk?.reader.drain()
         let promoted = try #require(tiers.memory.lookup(Fixtures.key("/large-file"))?.first, "promoted")
         guard case .memory(let held) = promoted.body else {
@@ -254,12 +270,7 @@ import Testing
     /// Disk hits that come before the first one's promotion has landed each ask for it; once
     /// that version is in memory, the later ones read nothing and replace nothing.
     @Test func aPromotionQueuedTwiceReadsTheEntryOnce() throws {
-        let tiers = TieredCache(memory: MemoryCache(limits: Fixtures.limits(bytes: 16 << 20, object: 4 << 20)), disk: cache.disk)
-        let bytes = pattern(1_500_000, seed: 4)
-        tiers.storeOnDisk(
-            [.init(response: Fixtures.response("/twice", bodySize: bytes.count), body: bytes, head: diskHead("/twice"))],
-            budgetNanos: 1_000_000)
-        tiers.disk?.drain()
+        let (tiers, bytes) = tiersWithLargeDiskEntry("/twice", seed: 4)
         let gate = DispatchSemaphore(value: 0)
         tiers.disk?.reader.submit { gate.wait() }
         // The reader runs, in order: the first hit's promotion, this probe (what that put in
@@ -267,10 +278,7 @@ import Testing
         let first = Mutex<StoredResponse?>(nil)
         let memory = tiers.memory
         for hit in 0..<2 {
-            guard case .found(let found, true) = tiers.lookup(Fixtures.key("/twice"), request: [:]), case .file = found.body else {
-                Issue.record("not a disk hit from its file")
-                return
-            }
+            #expect(diskHitFromFile(tiers, "/twice") != nil, "hit \(hit): not a disk hit from its file")
             if hit == 0 { tiers.disk?.reader.submit { first.withLock { $0 = memory.lookup(Fixtures.key("/twice"))?.first } } }
         }
         gate.signal()
@@ -283,18 +291,10 @@ import Testing
     /// The check is by version: a disk entry other than the variant memory holds by the time
     /// its read would start is still read, and replaces it.
     @Test func aPromotionReplacesAnotherVersionInMemory() throws {
-        let tiers = TieredCache(memory: MemoryCache(limits: Fixtures.limits(bytes: 16 << 20, object: 4 << 20)), disk: cache.disk)
-        let bytes = pattern(1_500_000, seed: 6)
-        tiers.storeOnDisk(
-            [.init(response: Fixtures.response("/version", bodySize: bytes.count), body: bytes, head: diskHead("/version"))],
-            budgetNanos: 1_000_000)
-        tiers.disk?.drain()
+        let (tiers, bytes) = tiersWithLargeDiskEntry("/version", seed: 6)
         let gate = DispatchSemaphore(value: 0)
         tiers.disk?.reader.submit { gate.wait() }
-        guard case .found(let found, true) = tiers.lookup(Fixtures.key("/version"), request: [:]), case .file = found.body else {
-            Issue.record("not a disk hit from its file")
-            return
-        }
+        let found = try #require(diskHitFromFile(tiers, "/version"), "not a disk hit from its file")
         let other = Fixtures.response("/version", bodySize: 10, responseTime: found.responseTime - 100)
         tiers.insertInMemory(other)
         gate.signal()
