@@ -42,30 +42,37 @@ extension IntegrationTests {
     /// One upstream fill per key, streamed to every waiting client.
     @Suite(.timeLimit(.minutes(3))) struct Coalescer {
         /// With several event loops too: a request on another loop moves to the one fetching.
+        /// Which loop accepts each connection is the kernel's choice (one listener, exclusive
+        /// wake-ups): a burst can land on one loop alone, so with 4 loops the burst is repeated,
+        /// on a new URL, until some request had to move (3 bursts at most).
         @Test(arguments: ["", "[proxy]\nworkers = 1\n", "[proxy]\nworkers = 4\n"])
         func twoHundredClientsShareOneOriginRequest(config: String) throws {
             let origin = try Origin()
             let larder = try Larder(config: config)
-            let path = "/burst?delay=1&size=20000&cc=max-age=60"
-            // Connect all clients first, then send every request at once.
-            let connections = try (0..<200).map { _ in try RawConnection(port: larder.proxyPort, receiveTimeout: 10) }
-            let request = "GET \(origin.url(path)) HTTP/1.1\r\nHost: 127.0.0.1:\(origin.port)\r\n\r\n"
-            let start = Date()
-            for connection in connections { connection.send(request) }
-            var bodies = Set<Data>()
-            for connection in connections {
-                let response = try connection.readResponse()
-                #expect(response.status == 200)
-                bodies.insert(Data(response.body))
+            var moved: Int?
+            for burst in 0..<(config.contains("workers = 4") ? 3 : 1) {
+                let path = "/burst?delay=1&size=20000&cc=max-age=60&id=\(burst)"
+                // Connect all clients first, then send every request at once.
+                let connections = try (0..<200).map { _ in try RawConnection(port: larder.proxyPort, receiveTimeout: 10) }
+                let request = "GET \(origin.url(path)) HTTP/1.1\r\nHost: 127.0.0.1:\(origin.port)\r\n\r\n"
+                let start = Date()
+                for connection in connections { connection.send(request) }
+                var bodies = Set<Data>()
+                for connection in connections {
+                    let response = try connection.readResponse()
+                    #expect(response.status == 200)
+                    bodies.insert(Data(response.body))
+                }
+                let wall = Date().timeIntervalSince(start)
+                print("200 coalesced clients done \(String(format: "%.3f", wall)) s after the burst (origin waits 1 s)")
+                #expect(bodies.count == 1, "all 200 bodies are byte-identical")
+                #expect(bodies.first == (try origin.directBody(path)))
+                #expect(try origin.count(path) == 2, "one request through the proxy, one direct")
+                let metrics = try Curl.run(["http://127.0.0.1:\(larder.adminPort)/metrics"]).text
+                moved = metrics.split(separator: "\n").first { $0.hasPrefix("larder_coalesce_moved_total ") }
+                    .flatMap { Int($0.split(separator: " ").last ?? "") }
+                if (moved ?? 0) > 0 { break }
             }
-            let wall = Date().timeIntervalSince(start)
-            print("200 coalesced clients done \(String(format: "%.3f", wall)) s after the burst (origin waits 1 s)")
-            #expect(bodies.count == 1, "all 200 bodies are byte-identical")
-            #expect(bodies.first == (try origin.directBody(path)))
-            #expect(try origin.count(path) == 2, "one request through the proxy, one direct")
-            let metrics = try Curl.run(["http://127.0.0.1:\(larder.adminPort)/metrics"]).text
-            let moved = metrics.split(separator: "\n").first { $0.hasPrefix("larder_coalesce_moved_total ") }
-                .flatMap { Int($0.split(separator: " ").last ?? "") }
             if config.contains("workers = 4") {
                 #expect((moved ?? 0) > 0, "200 connections spread over 4 loops: those off the fetching loop moved to it")
             } else if config.contains("workers = 1") {
