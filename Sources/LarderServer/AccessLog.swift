@@ -23,12 +23,19 @@ final class AccessLog {
 
     /// Under journald each line starts with `<6>` (info), which journald turns into the priority.
     private let journal = Systemd.underJournal
+    /// How the flush timer reaches the log: a weak reference would slow every retain of it, one
+    /// a request (``LoopWeak``).
+    private lazy var weakSelf = LoopWeak(self)
 
     init(loop: EventLoop, fd: Int32 = 1, enabled: Bool) {
         self.loop = loop
         self.fd = fd
         self.enabled = enabled
         buffer.reserveCapacity(32 * 1024)
+    }
+
+    deinit {
+        weakSelf.clear()
     }
 
     /// Appends one line, in `format`.
@@ -56,9 +63,10 @@ final class AccessLog {
             flush()
         } else if !flushScheduled {
             flushScheduled = true
-            loop.schedule(afterNanos: 200_000_000) { [weak self] in
-                self?.flushScheduled = false
-                self?.flush()
+            loop.schedule(afterNanos: 200_000_000) { [weakSelf] in
+                guard let log = weakSelf.object else { return }
+                log.flushScheduled = false
+                log.flush()
             }
         }
     }

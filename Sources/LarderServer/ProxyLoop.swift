@@ -46,6 +46,9 @@ final class ProxyLoop {
     private var cachedDate = ""
     /// Complete responses to store on disk after this epoll batch (`storeOnDisk`).
     private var pendingDiskStores: [TieredCache.PendingStore] = []
+    /// How this loop's timers reach it: a weak reference would slow every retain of the loop on
+    /// the request path (``LoopWeak``).
+    private lazy var weakSelf = LoopWeak(self)
 
     /// The destination policy for the current configuration, rebuilt on reload and every
     /// ``ProxyLoop/hostAddressRefresh`` so addresses that interfaces gain later count as local.
@@ -88,6 +91,10 @@ final class ProxyLoop {
         loop.busyPollNanos = runtime.config.proxy.busyPoll.totalNanoseconds
         scheduleSweep()
         reserveSpareDescriptor()
+    }
+
+    deinit {
+        weakSelf.clear()
     }
 
     /// Stores a complete in-memory response on disk once this epoll batch has queued and
@@ -297,12 +304,12 @@ final class ProxyLoop {
     /// Stamps this loop's heartbeat every `interval` (from the loop itself: a wedged loop stops
     /// stamping).
     func startHeartbeat(every interval: UInt64, slot: Int) {
-        loop.schedule(afterNanos: interval) { [weak self] in
-            guard let self, !self.draining else { return }
-            self.shared.heartbeats.withLock { beats in
-                if slot < beats.count { beats[slot] = self.loop.now }
+        loop.schedule(afterNanos: interval) { [weakSelf] in
+            guard let proxy = weakSelf.object, !proxy.draining else { return }
+            proxy.shared.heartbeats.withLock { beats in
+                if slot < beats.count { beats[slot] = proxy.loop.now }
             }
-            self.startHeartbeat(every: interval, slot: slot)
+            proxy.startHeartbeat(every: interval, slot: slot)
         }
     }
 
@@ -312,11 +319,11 @@ final class ProxyLoop {
         let period = watchdog.map { max($0 / 2, 10_000_000) } ?? 5_000_000_000
         var sinceStatus: UInt64 = 0
         func tick() {
-            loop.schedule(afterNanos: period) { [weak self] in
-                guard let self, !self.draining else { return }
+            loop.schedule(afterNanos: period) { [weakSelf] in
+                guard let proxy = weakSelf.object, !proxy.draining else { return }
                 if let watchdog {
                     let now = Clocks.monotonicNanos()
-                    let healthy = self.shared.heartbeats.withLock { beats in beats.allSatisfy { now &- $0 < watchdog } }
+                    let healthy = proxy.shared.heartbeats.withLock { beats in beats.allSatisfy { now &- $0 < watchdog } }
                     if healthy { Systemd.notify("WATCHDOG=1") }
                 }
                 sinceStatus += period
@@ -348,17 +355,17 @@ final class ProxyLoop {
             config.proxy.headerTimeout.totalNanoseconds, config.proxy.idleTimeout.totalNanoseconds,
             config.coalesce.waitTimeout.totalNanoseconds)
         sweepInterval = max(50_000_000, min(1_000_000_000, shortest / 4))
-        loop.schedule(afterNanos: sweepInterval) { [weak self] in
-            guard let self else { return }
-            let now = self.loop.now
-            for connection in Array(self.connections.values) { connection.checkDeadline(now: now) }
-            if !self.tunnels.isEmpty {
-                let idle = self.runtime.config.proxy.tunnelIdleTimeout.totalNanoseconds
-                for tunnel in Array(self.tunnels.values) { tunnel.checkIdle(now: now, timeout: idle) }
+        loop.schedule(afterNanos: sweepInterval) { [weakSelf] in
+            guard let proxy = weakSelf.object else { return }
+            let now = proxy.loop.now
+            for connection in Array(proxy.connections.values) { connection.checkDeadline(now: now) }
+            if !proxy.tunnels.isEmpty {
+                let idle = proxy.runtime.config.proxy.tunnelIdleTimeout.totalNanoseconds
+                for tunnel in Array(proxy.tunnels.values) { tunnel.checkIdle(now: now, timeout: idle) }
             }
-            self.coalescer.sweep()
-            self.compactIdleQueue()
-            self.scheduleSweep()
+            proxy.coalescer.sweep()
+            proxy.compactIdleQueue()
+            proxy.scheduleSweep()
         }
     }
 

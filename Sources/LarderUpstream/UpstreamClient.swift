@@ -23,29 +23,32 @@ public final class UpstreamClient {
     var timeoutNowRequested = false
     /// `runTimeoutNow` is queued in the loop's deferred pass.
     var timeoutNowQueued = false
+    /// How the closures this client queues on its loop reach it: not a weak reference, which
+    /// would slow every retain of the client on the request path (``LoopWeak``).
+    private lazy var weakSelf = LoopWeak(self)
     /// The timer callbacks, built once: curl resets its timeout several times per transfer, and
     /// a fresh closure each time is an allocation each time.
-    lazy var runTimeoutNow: () -> Void = { [weak self] in
-        guard let self else { return }
-        timeoutNowQueued = false
-        guard timeoutNowRequested else { return }
-        timeoutNowRequested = false
-        socketAction(CURL_SOCKET_TIMEOUT, 0)
+    lazy var runTimeoutNow: () -> Void = { [weakSelf] in
+        guard let client = weakSelf.object else { return }
+        client.timeoutNowQueued = false
+        guard client.timeoutNowRequested else { return }
+        client.timeoutNowRequested = false
+        client.socketAction(CURL_SOCKET_TIMEOUT, 0)
     }
     /// Completed transfers are read from curl in the loop's deferred pass rather than as soon
     /// as `curl_multi_socket_action` returns: the clients' work that the transfer's callbacks
     /// queued runs first, so the bytes a transfer delivered reach its clients before its end is
     /// processed (the memory-tier insert, the coalescer, the handle recycled).
     private var drainQueued = false
-    private lazy var drainLater: () -> Void = { [weak self] in
-        guard let self else { return }
-        drainQueued = false
-        drainMessages()
+    private lazy var drainLater: () -> Void = { [weakSelf] in
+        guard let client = weakSelf.object else { return }
+        client.drainQueued = false
+        client.drainMessages()
     }
-    lazy var timerFired: () -> Void = { [weak self] in
-        guard let self else { return }
-        timer = nil
-        socketAction(CURL_SOCKET_TIMEOUT, 0)
+    lazy var timerFired: () -> Void = { [weakSelf] in
+        guard let client = weakSelf.object else { return }
+        client.timer = nil
+        client.socketAction(CURL_SOCKET_TIMEOUT, 0)
     }
     private var active: [UnsafeMutableRawPointer: UpstreamTransfer] = [:]
     private var spareHandles: [EasyHandle] = []
@@ -86,6 +89,7 @@ public final class UpstreamClient {
     }
 
     deinit {
+        weakSelf.clear()
         for (_, transfer) in active { transfer.detachFromCurl() }
         curl_multi_cleanup(multi)
     }
@@ -106,8 +110,8 @@ public final class UpstreamClient {
             let message =
                 code.map { String(cString: curl_multi_strerror($0)) }
                 ?? "curl refused the URL (a byte in its host or path cannot go out as it is)"
-            loop.enqueueDeferred { [weak self] in
-                self?.finish(transfer, error: UpstreamError(kind: .other, message: message, afterHead: false))
+            loop.enqueueDeferred { [weakSelf] in
+                weakSelf.object?.finish(transfer, error: UpstreamError(kind: .other, message: message, afterHead: false))
             }
         }
         transfer.armTimeout(now: loop.now)
@@ -254,7 +258,7 @@ public final class UpstreamClient {
     func cancel(_ transfer: UpstreamTransfer) {
         if inCallback > 0 {
             transfer.delegate = nil
-            loop.enqueueDeferred { [weak self] in _ = self?.release(transfer) }
+            loop.enqueueDeferred { [weakSelf] in _ = weakSelf.object?.release(transfer) }
         } else {
             transfer.delegate = nil
             _ = release(transfer)

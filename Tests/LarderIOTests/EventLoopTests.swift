@@ -50,6 +50,40 @@ import Testing
         let nextIteration: [String] = (8..<12).map { String($0) }
         #expect(log.entries == firstPasses + ["x"] + nextIteration)
     }
+
+    /// A closure queued through a ``LoopWeak`` neither keeps its object alive nor gives it a
+    /// weak reference; run after the object's `deinit`, it finds nil.
+    @Test func aLoopWeakReferenceReadsNilOnceItsObjectIsGone() throws {
+        let handle = try EventLoop.start(name: "loop-weak-test")
+        defer { handle.execute { $0.stop() } }
+        let log = Log()
+        handle.execute { loop in
+            var owner: Owner? = Owner(log: log)
+            owner!.queueTimer(on: loop) { found in
+                log.append(found ? "found" : "gone")
+                log.done.signal()
+            }
+            // The runtime counts one weak reference for an object that has none.
+            log.append("weak references \(_getWeakRetainCount(owner!))")
+            owner = nil
+        }
+        #expect(log.done.wait(timeout: .now() + 5) == .success)
+        #expect(log.entries == ["weak references 1", "deinit", "gone"])
+    }
+}
+
+/// Queues a timer that reaches it through a ``LoopWeak``. Loop-confined.
+private final class Owner {
+    let log: Log
+    private lazy var weakSelf = LoopWeak(self)
+    init(log: Log) { self.log = log }
+    deinit {
+        weakSelf.clear()
+        log.append("deinit")
+    }
+    func queueTimer(on loop: EventLoop, _ report: @escaping (Bool) -> Void) {
+        _ = loop.schedule(afterNanos: 1_000_000) { [weakSelf] in report(weakSelf.object != nil) }
+    }
 }
 
 /// Entries appended on the loop thread, read by the test's.

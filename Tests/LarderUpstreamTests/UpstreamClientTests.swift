@@ -17,6 +17,17 @@ import Testing
         #expect(log.events == ["head", "body \(body.utf8.count)", "deferred", "finish \(body.utf8.count)"])
     }
 
+    /// The closures the client queues on its loop (curl's timeout, the deferred drain) reach it
+    /// without a weak reference: the first one would give the client a side table, and every
+    /// retain and release of it on the request path would take the runtime's slow path.
+    @Test func theClientTakesNoWeakReferences() throws {
+        let response = Array("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".utf8)
+        let log = try Self.transfer(response: response) { port in try AbsoluteURL(parsing: "http://127.0.0.1:\(port)/x") }
+        #expect(log.events.last == "finish 2")
+        // The runtime counts one weak reference for an object that has none.
+        #expect(log.clientWeakReferences.withLock { $0 } == 1)
+    }
+
     /// curl writes the request line and `Host` from the URL's parts as they are (a URL handle,
     /// not a string its parser checks): a URL put together with bytes that would split them is
     /// refused before curl has it, and nothing reaches the origin.
@@ -70,6 +81,8 @@ private final class EventLog: Sendable {
     let done = DispatchSemaphore(value: 0)
     /// Connections the origin accepted.
     let accepted = Mutex(0)
+    /// The runtime's weak reference count of the client when its transfer ended.
+    let clientWeakReferences = Mutex(0)
     var events: [String] { entries.withLock { $0 } }
     func append(_ event: String) { entries.withLock { $0.append(event) } }
 }
@@ -102,6 +115,7 @@ private final class Recorder: UpstreamTransferDelegate {
         case .success(let summary): log.append("finish \(summary.bodyBytes)")
         case .failure(let error): log.append("failed: \(error)")
         }
+        if let client { log.clientWeakReferences.withLock { $0 = Int(_getWeakRetainCount(client)) } }
         client = nil
         log.done.signal()
     }
