@@ -74,6 +74,28 @@ import Testing
             durationNanos: durationNanos, attempts: 1, retries: retries, tls: tls, key: key, user: user, agent: agent)
     }
 
+    /// A line schedules the log's flush timer; the timer reaches the log without a weak
+    /// reference, which would slow every later retain of the log (one a request).
+    @Test func theFlushTimerTakesNoWeakReferenceToTheLog() throws {
+        let handle = try EventLoop.start(name: "access-log-weak-test")
+        defer { handle.execute { $0.stop() } }
+        let weakReferences = Mutex(0)
+        let done = DispatchSemaphore(value: 0)
+        handle.execute { loop in
+            let log = AccessLog(loop: loop, fd: -1, enabled: true)
+            let entry = Self.entry()
+            log.record(
+                client: entry.client, method: entry.method, url: entry.target, status: entry.status, outcome: entry.outcome,
+                bytes: entry.bytes, durationNanos: entry.durationNanos, attempts: entry.attempts)
+            // The runtime counts one weak reference for an object that has none.
+            weakReferences.withLock { $0 = Int(_getWeakRetainCount(log)) }
+            log.buffer.removeAll()
+            done.signal()
+        }
+        #expect(done.wait(timeout: .now() + 5) == .success)
+        #expect(weakReferences.withLock { $0 } == 1)
+    }
+
     @Test func larderLinesCarryEveryFieldAndClientTextCannotBreakThem() throws {
         let lines = try Self.lines(
             .larder,
