@@ -318,8 +318,11 @@ final class ProxyLoop {
     func startSupervisor(watchdog: UInt64?, status: @escaping () -> String) {
         let period = watchdog.map { max($0 / 2, 10_000_000) } ?? 5_000_000_000
         var sinceStatus: UInt64 = 0
+        // `tick` reschedules itself: it captures the loop and the weak reference, never self.
+        let loop = self.loop
+        let weakSelf = self.weakSelf
         func tick() {
-            loop.schedule(afterNanos: period) { [weakSelf] in
+            loop.schedule(afterNanos: period) {
                 guard let proxy = weakSelf.object, !proxy.draining else { return }
                 if let watchdog {
                     let now = Clocks.monotonicNanos()
