@@ -48,7 +48,9 @@ for index in "${!binaries[@]}"; do
     copy="$dir/bin$index"
     objcopy --strip-debug "$binary" "$copy"
     mkdir -p "$dir/cache$index"
-    SWIFT_DETERMINISTIC_HASHING=1 valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$dir/bin$index.out" \
+    # Pinned to one CPU as the shared harness pins a proxy: `workers = "auto"` then starts one
+    # loop, as there (two loops add the fill registry's work to every miss).
+    SWIFT_DETERMINISTIC_HASHING=1 ${pin_proxy[@]+"${pin_proxy[@]}"} valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$dir/bin$index.out" \
         "$copy" serve --config "${CONFIG:-Benchmarks/shared-bench.toml}" --listen "127.0.0.1:$PROXY_PORT" \
         --admin-listen 127.0.0.1:0 --cache-dir "$dir/cache$index" >/dev/null 2>"$dir/valgrind$index.err" &
     proxy=$!; pids+=("$proxy")
