@@ -132,18 +132,18 @@ public final class EventLoop {
 
     /// A scheduled callback, cancellable with ``cancel(_:)``.
     public struct TimerToken: Hashable, Sendable {
-        let id: UInt64
+        let token: TimerHeap.Token
     }
 
     /// Runs `body` after `nanoseconds` (on this loop).
     @discardableResult
     public func schedule(afterNanos nanoseconds: UInt64, _ body: @escaping () -> Void) -> TimerToken {
-        TimerToken(id: timers.schedule(at: Clocks.monotonicNanos() &+ nanoseconds, body))
+        TimerToken(token: timers.schedule(at: Clocks.monotonicNanos() &+ nanoseconds, body))
     }
 
     /// Cancels a timer that has not fired.
     public func cancel(_ token: TimerToken) {
-        timers.cancel(token.id)
+        timers.cancel(token.token)
     }
 
     /// Runs `body` after the current batch of events, before the loop waits again. Used to

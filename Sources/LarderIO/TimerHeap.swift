@@ -1,31 +1,65 @@
-/// Deadlines for one event loop: a binary min-heap of (deadline, id) with the callbacks in a
-/// table, so cancelling is a table removal and a cancelled entry is skipped when it surfaces.
+/// Deadlines for one event loop: a binary min-heap of (deadline, slot, id), with the callbacks
+/// in a slab of reusable slots. A timer's token names its slot and its id (unique for the
+/// loop's life), so scheduling, cancelling and firing index an array and compare an id: no
+/// hashing, where a table keyed by id hashed on every one of them, several times a miss. A
+/// cancelled timer's heap entry stays until it surfaces (or a compaction), and is skipped
+/// then because its slot holds another id or none.
 struct TimerHeap {
+    /// What ``schedule(at:_:)`` returns and ``cancel(_:)`` takes.
+    struct Token: Hashable, Sendable {
+        let slot: UInt32
+        let id: UInt64
+    }
+
     private struct Entry {
         var deadline: UInt64
+        var slot: UInt32
         var id: UInt64
     }
 
-    private var heap: [Entry] = []
-    private var callbacks: [UInt64: LoopWork] = [:]
-    private var nextID: UInt64 = 1
-
-    var isEmpty: Bool { callbacks.isEmpty }
-
-    mutating func schedule(at deadline: UInt64, _ body: @escaping () -> Void) -> UInt64 {
-        let id = nextID
-        nextID += 1
-        callbacks[id] = LoopWork(body: body)
-        heap.append(Entry(deadline: deadline, id: id))
-        siftUp(heap.count - 1)
-        return id
+    private struct Slot {
+        /// The live timer's id; 0 while the slot is free.
+        var id: UInt64 = 0
+        var work: LoopWork?
     }
 
-    mutating func cancel(_ id: UInt64) {
-        callbacks.removeValue(forKey: id)
+    private var heap: [Entry] = []
+    private var slots: [Slot] = []
+    private var freeSlots: [UInt32] = []
+    private var nextID: UInt64 = 1
+    /// Timers scheduled and neither cancelled nor fired.
+    private(set) var count = 0
+
+    var isEmpty: Bool { count == 0 }
+    /// Heap entries, live and cancelled ones not yet dropped.
+    var entryCount: Int { heap.count }
+
+    mutating func schedule(at deadline: UInt64, _ body: @escaping () -> Void) -> Token {
+        let id = nextID
+        nextID += 1
+        let slot: UInt32
+        if let reused = freeSlots.popLast() {
+            slot = reused
+        } else {
+            slot = UInt32(slots.count)
+            slots.append(Slot())
+        }
+        slots[Int(slot)] = Slot(id: id, work: LoopWork(body: body))
+        count += 1
+        heap.append(Entry(deadline: deadline, slot: slot, id: id))
+        siftUp(heap.count - 1)
+        return Token(slot: slot, id: id)
+    }
+
+    /// Cancels a timer that has not fired; a token of a timer that fired or was cancelled
+    /// (whose slot may hold another timer by now) does nothing.
+    mutating func cancel(_ token: Token) {
+        guard isLive(slot: token.slot, id: token.id) else { return }
+        release(token.slot)
         // Keep the heap from filling with dead entries when timers are rescheduled often.
-        if heap.count > 64 && heap.count > callbacks.count * 4 {
-            heap.removeAll { callbacks[$0.id] == nil }
+        if heap.count > 64 && heap.count > count * 4 {
+            let slots = slots
+            heap.removeAll { Int($0.slot) >= slots.count || slots[Int($0.slot)].id != $0.id }
             heap.sort { $0.deadline < $1.deadline }
         }
     }
@@ -33,20 +67,33 @@ struct TimerHeap {
     /// The earliest live deadline.
     mutating func nextDeadline() -> UInt64? {
         while let top = heap.first {
-            if callbacks[top.id] != nil { return top.deadline }
+            if isLive(slot: top.slot, id: top.id) { return top.deadline }
             popTop()
         }
         return nil
     }
 
-    /// Removes and returns the callbacks due at `now`.
+    /// Removes and returns the callbacks due at `now`, earliest first.
     mutating func popDue(now: UInt64) -> [LoopWork] {
         var due: [LoopWork] = []
         while let top = heap.first, top.deadline <= now {
             popTop()
-            if let body = callbacks.removeValue(forKey: top.id) { due.append(body) }
+            guard isLive(slot: top.slot, id: top.id), let work = slots[Int(top.slot)].work else { continue }
+            release(top.slot)
+            due.append(work)
         }
         return due
+    }
+
+    @inline(__always)
+    private func isLive(slot: UInt32, id: UInt64) -> Bool {
+        Int(slot) < slots.count && slots[Int(slot)].id == id
+    }
+
+    private mutating func release(_ slot: UInt32) {
+        slots[Int(slot)] = Slot()
+        freeSlots.append(slot)
+        count -= 1
     }
 
     private mutating func popTop() {
