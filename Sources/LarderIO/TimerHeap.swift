@@ -17,18 +17,14 @@ struct TimerHeap {
         var id: UInt64
     }
 
-    private struct Slot {
-        /// The live timer's id; 0 while the slot is free.
-        var id: UInt64 = 0
-        var work: LoopWork?
-    }
-
     private var heap: [Entry] = []
-    private var slots: [Slot] = []
-    private var freeSlots: [UInt32] = []
+    private var slots = Slots<LoopWork>()
+    /// The live timer's id in each slot (0: free), apart from the callbacks: checking a heap
+    /// entry then copies no closure.
+    private var ids: [UInt64] = []
     private var nextID: UInt64 = 1
     /// Timers scheduled and neither cancelled nor fired.
-    private(set) var count = 0
+    var count: Int { slots.count }
 
     var isEmpty: Bool { count == 0 }
     /// Heap entries, live and cancelled ones not yet dropped.
@@ -37,29 +33,23 @@ struct TimerHeap {
     mutating func schedule(at deadline: UInt64, _ body: @escaping () -> Void) -> Token {
         let id = nextID
         nextID += 1
-        let slot: UInt32
-        if let reused = freeSlots.popLast() {
-            slot = reused
-        } else {
-            slot = UInt32(slots.count)
-            slots.append(Slot())
-        }
-        slots[Int(slot)] = Slot(id: id, work: LoopWork(body: body))
-        count += 1
-        heap.append(Entry(deadline: deadline, slot: slot, id: id))
+        let slot = slots.insert(LoopWork(body: body))
+        if slot == ids.count { ids.append(id) } else { ids[slot] = id }
+        heap.append(Entry(deadline: deadline, slot: UInt32(slot), id: id))
         siftUp(heap.count - 1)
-        return Token(slot: slot, id: id)
+        return Token(slot: UInt32(slot), id: id)
     }
 
     /// Cancels a timer that has not fired; a token of a timer that fired or was cancelled
     /// (whose slot may hold another timer by now) does nothing.
     mutating func cancel(_ token: Token) {
         guard isLive(slot: token.slot, id: token.id) else { return }
-        release(token.slot)
+        ids[Int(token.slot)] = 0
+        slots.remove(at: Int(token.slot))
         // Keep the heap from filling with dead entries when timers are rescheduled often.
         if heap.count > 64 && heap.count > count * 4 {
-            let slots = slots
-            heap.removeAll { Int($0.slot) >= slots.count || slots[Int($0.slot)].id != $0.id }
+            let ids = ids
+            heap.removeAll { ids[Int($0.slot)] != $0.id }
             heap.sort { $0.deadline < $1.deadline }
         }
     }
@@ -78,22 +68,16 @@ struct TimerHeap {
         var due: [LoopWork] = []
         while let top = heap.first, top.deadline <= now {
             popTop()
-            guard isLive(slot: top.slot, id: top.id), let work = slots[Int(top.slot)].work else { continue }
-            release(top.slot)
-            due.append(work)
+            guard isLive(slot: top.slot, id: top.id) else { continue }
+            ids[Int(top.slot)] = 0
+            if let work = slots.remove(at: Int(top.slot)) { due.append(work) }
         }
         return due
     }
 
     @inline(__always)
     private func isLive(slot: UInt32, id: UInt64) -> Bool {
-        Int(slot) < slots.count && slots[Int(slot)].id == id
-    }
-
-    private mutating func release(_ slot: UInt32) {
-        slots[Int(slot)] = Slot()
-        freeSlots.append(slot)
-        count -= 1
+        Int(slot) < ids.count && ids[Int(slot)] == id
     }
 
     private mutating func popTop() {

@@ -20,4 +20,11 @@ extension UpstreamClient {
         }
         timer = loop.schedule(afterNanos: UInt64(milliseconds) * 1_000_000, timerFired)
     }
+
+    /// The loop's clock and timers, for transfers' deadlines.
+    var loopNow: UInt64 { loop.now }
+
+    func schedule(afterNanos: UInt64, _ body: @escaping () -> Void) -> EventLoop.TimerToken {
+        loop.schedule(afterNanos: afterNanos, body)
+    }
 }

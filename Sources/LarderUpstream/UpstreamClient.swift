@@ -16,7 +16,8 @@ import LarderIO
 public final class UpstreamClient {
     private let multi: UnsafeMutableRawPointer
     let loop: EventLoop
-    private var watches: [Int32: SocketWatch] = [:]
+    /// curl's sockets, indexed by descriptor (no hashing on every socket callback).
+    private var sockets: [SocketEntry] = []
     var timer: EventLoop.TimerToken?
     /// curl asked for its timeout to run now (in this iteration's deferred pass); cleared when
     /// it replaces that timeout, so a superseded "run now" does nothing.
@@ -35,9 +36,8 @@ public final class UpstreamClient {
         client.timeoutNowRequested = false
         client.socketAction(CURL_SOCKET_TIMEOUT, 0)
     }
-    /// Completed transfers are read from curl in the loop's deferred pass rather than as soon
-    /// as `curl_multi_socket_action` returns: the clients' work that the transfer's callbacks
-    /// queued runs first, so the bytes a transfer delivered reach its clients before its end is
+    /// Completed transfers are read from curl in the loop's deferred pass, after the clients'
+    /// work their callbacks queued: a transfer's bytes reach its clients before its end is
     /// processed (the memory-tier insert, the coalescer, the handle recycled).
     private var drainQueued = false
     private lazy var drainLater: () -> Void = { [weakSelf] in
@@ -50,7 +50,9 @@ public final class UpstreamClient {
         client.timer = nil
         client.socketAction(CURL_SOCKET_TIMEOUT, 0)
     }
-    private var active: [UnsafeMutableRawPointer: UpstreamTransfer] = [:]
+    /// Transfers in flight, each in its ``UpstreamTransfer/slot``, which its handle's
+    /// CURLOPT_PRIVATE names: a finished transfer is found by index, then checked.
+    private var active = Slots<UpstreamTransfer>()
     private var spareHandles: [EasyHandle] = []
     /// Set while curl is running one of our callbacks; removing a handle then is not allowed.
     fileprivate var inCallback = 0
@@ -90,7 +92,7 @@ public final class UpstreamClient {
 
     deinit {
         weakSelf.clear()
-        for (_, transfer) in active { transfer.detachFromCurl() }
+        for transfer in active.values { transfer.detachFromCurl() }
         curl_multi_cleanup(multi)
     }
 
@@ -104,8 +106,9 @@ public final class UpstreamClient {
         let handle = spareHandles.popLast() ?? EasyHandle(client: self)
         let transfer = UpstreamTransfer(client: self, handle: handle, request: request, delegate: delegate)
         let key = Unmanaged.passUnretained(transfer).toOpaque()
-        active[key] = transfer
-        let code = transfer.configure(key: key, request: request) ? curl_multi_add_handle(multi, handle.pointer) : nil
+        let slot = active.insert(transfer)
+        transfer.slot = slot
+        let code = transfer.configure(key: key, slot: slot, request: request) ? curl_multi_add_handle(multi, handle.pointer) : nil
         if code != CURLM_OK {
             let message =
                 code.map { String(cString: curl_multi_strerror($0)) }
@@ -119,6 +122,9 @@ public final class UpstreamClient {
     }
 
     // MARK: curl → loop
+
+    /// `own`: opened by ``openSocket``, so its close is seen and it may stay registered idle.
+    private struct SocketEntry { var watch: SocketWatch?, own = false }
 
     private final class SocketWatch: IOHandler {
         let fd: Int32
@@ -145,19 +151,15 @@ public final class UpstreamClient {
         }
     }
 
-    /// Sockets curl opened through ``openSocket``: for these we hear of the close, so they may
-    /// stay registered while their connection sits idle in curl's pool.
-    private var ownSockets = Set<Int32>()
-
-    // RFC 9112 §9.3 keep-alive makes the same upstream socket carry transfer after transfer.
-    // curl says "remove" when a transfer ends and "watch" when the next one starts; following
-    // that literally cost two epoll_ctl calls per miss. A socket of ours is instead parked
-    // (kept registered for reading) and reused as is; it is deregistered when curl closes it
-    // (``closeSocket``) or when it turns readable while parked (the origin hung up).
+    // RFC 9112 §9.3 keep-alive: one upstream socket carries transfer after transfer. curl says
+    // "remove" when a transfer ends and "watch" when the next starts (two epoll_ctl calls a
+    // miss, taken literally); a socket of ours is instead parked (registered for reading) and
+    // reused, and deregistered when curl closes it or it turns readable while parked.
     private func watch(fd: Int32, what: Int32) {
+        let index = socketIndex(fd)
         if what == CURL_POLL_REMOVE {
-            guard let watch = watches[fd] else { return }
-            if ownSockets.contains(fd) {
+            guard let watch = sockets[index].watch else { return }
+            if sockets[index].own {
                 watch.parked = true
                 loop.setInterest(fd, .readable)
             } else {
@@ -168,14 +170,14 @@ public final class UpstreamClient {
         var interest: IOEvents = []
         if what == CURL_POLL_IN || what == CURL_POLL_INOUT { interest.insert(.readable) }
         if what == CURL_POLL_OUT || what == CURL_POLL_INOUT { interest.insert(.writable) }
-        if let watch = watches[fd] {
+        if let watch = sockets[index].watch {
             watch.parked = false
             loop.setInterest(fd, interest)
         } else {
             let watch = SocketWatch(fd: fd, client: self)
             do {
                 try loop.register(fd, interest: interest, handler: watch)
-                watches[fd] = watch
+                sockets[index].watch = watch
             } catch {
                 // Registration failing leaves curl's own timeout to end the transfer.
             }
@@ -183,7 +185,15 @@ public final class UpstreamClient {
     }
 
     fileprivate func unwatch(_ fd: Int32) {
-        if watches.removeValue(forKey: fd) != nil { loop.deregister(fd) }
+        guard Int(fd) < sockets.count, sockets[Int(fd)].watch != nil else { return }
+        sockets[Int(fd)].watch = nil
+        loop.deregister(fd)
+    }
+
+    /// `fd`'s entry in ``sockets``, which grows to hold it (curl passes only open sockets).
+    private func socketIndex(_ fd: Int32) -> Int {
+        if Int(fd) >= sockets.count { sockets += repeatElement(SocketEntry(), count: Int(fd) + 1 - sockets.count) }
+        return Int(fd)
     }
 
     /// CURLOPT_OPENSOCKETFUNCTION: curl's sockets are made here so that their closing is seen
@@ -195,14 +205,14 @@ public final class UpstreamClient {
         if !transfer.mayConnect(to: address) { return CURL_SOCKET_BAD }
         let type = type | Int32(SOCK_CLOEXEC.rawValue)
         guard let fd = try? Syscall.call("socket", { socket(family, type, `protocol`) }) else { return CURL_SOCKET_BAD }
-        ownSockets.insert(fd)
+        sockets[socketIndex(fd)].own = true
         return fd
     }
 
     /// CURLOPT_CLOSESOCKETFUNCTION: deregister before the number can be reused.
     fileprivate func closeSocket(_ fd: Int32) {
         unwatch(fd)
-        ownSockets.remove(fd)
+        if Int(fd) < sockets.count { sockets[Int(fd)].own = false }
         Syscall.close(fd)
     }
 
@@ -225,7 +235,8 @@ public final class UpstreamClient {
             guard larder_multi_info_done(message, &easy, &result) != 0, let easy else { continue }
             var pointer: UnsafeMutableRawPointer?
             larder_easy_get_pointer(easy, CURLINFO_PRIVATE, &pointer)
-            guard let pointer, let transfer = active[pointer] else { continue }
+            let slot = Int(bitPattern: pointer) - 1
+            guard let transfer = active[slot], transfer.easy == easy else { continue }
             if result == CURLE_OK {
                 finish(transfer, error: nil)
             } else {
@@ -246,12 +257,13 @@ public final class UpstreamClient {
 
     /// Takes the transfer out of curl and recycles its handle; false if already released.
     fileprivate func release(_ transfer: UpstreamTransfer) -> Bool {
-        guard let key = transfer.key, active.removeValue(forKey: key) != nil else { return false }
+        guard let slot = transfer.slot, active[slot] === transfer else { return false }
+        active.remove(at: slot)
         transfer.disarmTimeout(loop: loop)
         curl_multi_remove_handle(multi, transfer.easy)
         transfer.detachFromCurl()
         if spareHandles.count < 64 { spareHandles.append(transfer.handle) }
-        transfer.key = nil
+        transfer.slot = nil
         return true
     }
 
@@ -269,12 +281,6 @@ public final class UpstreamClient {
     /// them; ``UpstreamTransfer/resumeReceiving()`` and `resumeSending()` lift them).
     func updatePause(_ transfer: UpstreamTransfer) {
         curl_easy_pause(transfer.easy, (transfer.receivePaused ? CURLPAUSE_RECV : 0) | (transfer.sendPaused ? CURLPAUSE_SEND : 0))
-    }
-
-    var loopNow: UInt64 { loop.now }
-
-    func schedule(afterNanos: UInt64, _ body: @escaping () -> Void) -> EventLoop.TimerToken {
-        loop.schedule(afterNanos: afterNanos, body)
     }
 }
 
@@ -294,7 +300,8 @@ public final class UpstreamTransfer {
     /// Strong while the transfer runs; set to nil when it ends or is cancelled, which breaks the
     /// delegate → transfer → delegate cycle.
     var delegate: (any UpstreamTransferDelegate)?
-    fileprivate(set) var key: UnsafeMutableRawPointer?
+    /// Its place in the client's table while in flight.
+    fileprivate(set) var slot: Int?
     fileprivate var headerList: HeaderList?
     var headParser = ResponseHeadParser()
     /// Whether the final response head has arrived (the head itself goes to the delegate).
@@ -340,12 +347,11 @@ public final class UpstreamTransfer {
     // MARK: Setup
 
     /// Sets the handle up for `request`; false when its URL cannot be handed to curl.
-    fileprivate func configure(key: UnsafeMutableRawPointer, request: UpstreamRequest) -> Bool {
-        self.key = key
+    fileprivate func configure(key: UnsafeMutableRawPointer, slot: Int, request: UpstreamRequest) -> Bool {
         handle.prepareForTransfer()
         guard handle.target(request.url, viaParent: request.parentProxy != nil) else { return false }
         // curl copies string options (CURLOPT_PROXY, _CUSTOMREQUEST) when they are set.
-        larder_easy_set_pointer(easy, CURLOPT_PRIVATE, key)
+        larder_easy_set_pointer(easy, CURLOPT_PRIVATE, UnsafeMutableRawPointer(bitPattern: slot + 1))
         larder_easy_set_pointer(easy, CURLOPT_OPENSOCKETDATA, key)
         larder_easy_set_pointer(easy, CURLOPT_PREREQDATA, key)
         larder_easy_set_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(request.connectTimeout.totalMilliseconds))

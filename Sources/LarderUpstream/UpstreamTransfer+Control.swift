@@ -11,7 +11,7 @@ extension UpstreamTransfer {
 
     /// Resumes delivery after the delegate refused body bytes.
     public func resumeReceiving() {
-        guard receivePaused, key != nil else { return }
+        guard receivePaused, slot != nil else { return }
         receivePaused = false
         deadline.resume(now: client.loopNow)
         client.updatePause(self)
@@ -19,7 +19,7 @@ extension UpstreamTransfer {
 
     /// Resumes sending after the delegate had no request body bytes to give.
     public func resumeSending() {
-        guard sendPaused, key != nil else { return }
+        guard sendPaused, slot != nil else { return }
         sendPaused = false
         client.updatePause(self)
     }

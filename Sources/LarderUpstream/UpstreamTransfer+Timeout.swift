@@ -19,7 +19,7 @@ extension UpstreamTransfer {
     /// The timer fired: the transfer ends as timed out, or is checked again at the deadline
     /// its progress moved to.
     private func timeoutFired() {
-        guard key != nil else { return }
+        guard slot != nil else { return }
         let now = client.loopNow
         let verdict = deadline.check(now: now)
         guard let message = deadline.describe(verdict) else {

@@ -1,0 +1,46 @@
+/// Values kept in numbered slots, a freed slot taken again by the next insert: a value is found
+/// by its slot number, an array index, where a table keyed by an id hashes the id on every
+/// lookup. For loop-confined tables touched several times a request (timers, transfers in
+/// flight). Whoever keeps a slot number past the value's removal must check what the slot
+/// holds now (an id, an identity) before using it.
+///
+/// `@inlinable` throughout: specialized in the module that uses it, where a generic call across
+/// modules looks its type's metadata up at run time on every call.
+public struct Slots<Element> {
+    @usableFromInline var storage: [Element?] = []
+    @usableFromInline var free: [Int] = []
+    @usableFromInline var held = 0
+    /// Values held.
+    @inlinable public var count: Int { held }
+
+    @inlinable public init() {}
+
+    /// Stores `value` and returns its slot.
+    @inlinable public mutating func insert(_ value: Element) -> Int {
+        held += 1
+        if let slot = free.popLast() {
+            storage[slot] = value
+            return slot
+        }
+        storage.append(value)
+        return storage.count - 1
+    }
+
+    /// The value in `slot`, or nil when the slot is free or was never handed out.
+    @inlinable public subscript(slot: Int) -> Element? {
+        slot >= 0 && slot < storage.count ? storage[slot] : nil
+    }
+
+    /// Frees `slot` and returns what it held (nil, changing nothing, when it was free).
+    @inlinable @discardableResult
+    public mutating func remove(at slot: Int) -> Element? {
+        guard slot >= 0, slot < storage.count, let value = storage[slot] else { return nil }
+        storage[slot] = nil
+        free.append(slot)
+        held -= 1
+        return value
+    }
+
+    /// Every value held, in slot order.
+    @inlinable public var values: [Element] { storage.compactMap { $0 } }
+}
