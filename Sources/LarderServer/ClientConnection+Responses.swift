@@ -27,6 +27,25 @@ extension ClientConnection {
         }
     }
 
+    /// A head's last lines, written in place: the framing field (`Content-Length`, or
+    /// `Transfer-Encoding: chunked`), `Connection` as ``appendConnectionField(_:to:)`` writes it
+    /// (RFC 9112 §9.3), and the blank line.
+    static func writeHeadEnd(length: Int?, chunked: Bool, closes: Bool, http10: Bool, into writer: inout ByteWriter) {
+        if let length {
+            writer.append("Content-Length: " as StaticString)
+            writer.append(decimal: length)
+            writer.append("\r\n" as StaticString)
+        } else if chunked {
+            writer.append("Transfer-Encoding: chunked\r\n" as StaticString)
+        }
+        if closes {
+            writer.append("Connection: close\r\n" as StaticString)
+        } else if http10 {
+            writer.append("Connection: keep-alive\r\n" as StaticString)
+        }
+        writer.append("\r\n" as StaticString)
+    }
+
     /// Queues a stored response: its prepared head, the per-hit fields, and the body by
     /// reference; or a 206 slice of it, or a 416.
     func queueStored(_ stored: StoredResponse, exchange: Exchange, range: RangeRequest.Resolution, now: Double) {
@@ -66,18 +85,7 @@ extension ClientConnection {
             writer.append("\r\nCache-Status: " as StaticString)
             cacheStatus.append(to: &writer)
             writer.append("\r\n" as StaticString)
-            if hasBody {
-                writer.append("Content-Length: " as StaticString)
-                writer.append(decimal: count)
-                writer.append("\r\n" as StaticString)
-            }
-            // RFC 9112 §9.3, as appendConnectionField.
-            if closes {
-                writer.append("Connection: close\r\n" as StaticString)
-            } else if http10 {
-                writer.append("Connection: keep-alive\r\n" as StaticString)
-            }
-            writer.append("\r\n" as StaticString)
+            Self.writeHeadEnd(length: hasBody ? count : nil, chunked: false, closes: closes, http10: http10, into: &writer)
             return writer.count
         }
         if hasBody && exchange.head.method != .head && count > 0 {
@@ -128,51 +136,59 @@ extension ClientConnection {
 
     /// Queues the head of a response coming from upstream and picks its framing.
     func queueFillHead(_ head: ResponseHead, fill: Fill, exchange: Exchange) {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(512)
         if let slice = exchange.slice, let length = fill.contentLength {
+            var bytes: [UInt8] = []
+            bytes.reserveCapacity(512)
             HeadSerializer.appendStatusLine(206, HTTPStatus.reason(206), to: &bytes)
             HeadSerializer.appendFields(head.headers, to: &bytes)
             HeadSerializer.appendField("Content-Range", "bytes \(slice.first)-\(slice.last)/\(length)", to: &bytes)
             bytes.append(contentsOf: StoredResponse.viaLine)
+            output.append(bytes)
         } else if let prepared = fill.preparedClientHead {
-            // Status line, fields and Via, serialized once for the memory and disk entries too.
-            bytes.append(contentsOf: prepared.bytes)
+            // Status line, fields and Via, serialized once for the memory and disk entries
+            // too: queued by reference, as a hit's head is.
+            output.append(prepared.bytes)
         } else {
+            var bytes: [UInt8] = []
+            bytes.reserveCapacity(512)
             HeadSerializer.appendStatusLine(head.status, head.reason, to: &bytes)
             HeadSerializer.appendFields(head.headers, to: &bytes)
             bytes.append(contentsOf: StoredResponse.viaLine)
+            output.append(bytes)
         }
-        exchange.cacheStatus.appendField(to: &bytes)
+        // The framing this response goes out with, then the per-response fields written in
+        // place into the loop's scratch buffer (no array of their own).
+        var length: Int?
+        var chunked = false
         if let slice = exchange.slice {
             exchange.framing = .length(slice.last - slice.first + 1)
-            HeadSerializer.append("Content-Length: ", to: &bytes)
-            HeadSerializer.appendDecimal(slice.last - slice.first + 1, to: &bytes)
-            bytes.append(contentsOf: HeadSerializer.crlf)
+            length = slice.last - slice.first + 1
         } else if head.hasNoBody(for: exchange.head.method) {
             exchange.framing = .none
-            if let announced = fill.announcedLength, head.status != 204 {
-                // HEAD and 304 may carry the length of the representation (RFC 9110 §8.6).
-                HeadSerializer.append("Content-Length: ", to: &bytes)
-                HeadSerializer.appendDecimal(announced, to: &bytes)
-                bytes.append(contentsOf: HeadSerializer.crlf)
-            }
-        } else if let length = fill.contentLength {
-            exchange.framing = .length(length)
-            HeadSerializer.append("Content-Length: ", to: &bytes)
-            HeadSerializer.appendDecimal(length, to: &bytes)
-            bytes.append(contentsOf: HeadSerializer.crlf)
+            // HEAD and 304 may carry the length of the representation (RFC 9110 §8.6).
+            if head.status != 204 { length = fill.announcedLength }
+        } else if let contentLength = fill.contentLength {
+            exchange.framing = .length(contentLength)
+            length = contentLength
         } else if exchange.head.version == .http1_1 {
             exchange.framing = .chunked
-            bytes.append(contentsOf: "Transfer-Encoding: chunked\r\n".utf8)
+            chunked = true
         } else {
             // An HTTP/1.0 client with no length to tell: the end of the body is the close.
             exchange.framing = .close
             exchange.keepAlive = false
         }
-        appendConnectionField(exchange, to: &bytes)
-        bytes.append(contentsOf: HeadSerializer.crlf)
-        output.append(bytes)
+        let cacheStatus = exchange.cacheStatus
+        let closes = closesAfter(exchange)
+        let http10 = exchange.head.version == .http1_0
+        output.append(using: &proxy.scratch, capacity: 128 + cacheStatus.renderedCapacity) { buffer in
+            var writer = ByteWriter(buffer)
+            writer.append("Cache-Status: " as StaticString)
+            cacheStatus.append(to: &writer)
+            writer.append("\r\n" as StaticString)
+            Self.writeHeadEnd(length: length, chunked: chunked, closes: closes, http10: http10, into: &writer)
+            return writer.count
+        }
     }
 
     /// Queues body bytes from a fill chunk (by reference), framed as the head announced.
