@@ -15,7 +15,7 @@ public struct CacheControl: Sendable, Equatable {
 
     /// Parses every `Cache-Control` field of `headers`.
     public init(_ headers: HTTPHeaders) {
-        for value in headers.values("Cache-Control") { parse(value) }
+        headers.forEachValue(of: "Cache-Control") { parse($0.assumingMemoryBound(to: UInt8.self)) }
     }
 
     /// Parses one field value.
@@ -81,66 +81,69 @@ public struct CacheControl: Sendable, Equatable {
         return deltaSeconds("max-stale")
     }
 
-    // Parses in place over the string's UTF-8 (no copy): this runs several times per response.
     private mutating func parse(_ text: String) {
-        ASCII.withUTF8(of: text) { bytes in
-            let count = bytes.count
-            var index = 0
-            func skipWhitespace() {
-                while index < count, bytes[index] == 32 || bytes[index] == 9 { index += 1 }
+        ASCII.withUTF8(of: text) { parse($0) }
+    }
+
+    // Parses in place over the field's bytes (no string made of them): this runs on every
+    // response and on every request that carries the field.
+    private mutating func parse(_ bytes: UnsafeBufferPointer<UInt8>) {
+        let count = bytes.count
+        var index = 0
+        func skipWhitespace() {
+            while index < count, bytes[index] == 32 || bytes[index] == 9 { index += 1 }
+        }
+        while index < count {
+            // Skip separators and whitespace.
+            while index < count, bytes[index] == 32 || bytes[index] == 9 || bytes[index] == UInt8(ascii: ",") { index += 1 }
+            guard index < count else { break }
+            let nameStart = index
+            var upper = false
+            while index < count, ASCII.isTokenChar(bytes[index]) {
+                upper = upper || (bytes[index] >= 65 && bytes[index] <= 90)
+                index += 1
             }
-            while index < count {
-                // Skip separators and whitespace.
-                while index < count, bytes[index] == 32 || bytes[index] == 9 || bytes[index] == UInt8(ascii: ",") { index += 1 }
-                guard index < count else { break }
-                let nameStart = index
-                var upper = false
-                while index < count, ASCII.isTokenChar(bytes[index]) {
-                    upper = upper || (bytes[index] >= 65 && bytes[index] <= 90)
-                    index += 1
-                }
-                let rawName = String(decoding: UnsafeBufferPointer(rebasing: bytes[nameStart..<index]), as: UTF8.self)
-                let name = upper ? rawName.lowercased() : rawName
+            let rawName = String(decoding: UnsafeBufferPointer(rebasing: bytes[nameStart..<index]), as: UTF8.self)
+            let name = upper ? rawName.lowercased() : rawName
+            skipWhitespace()
+            var value: String?
+            var valid = !name.isEmpty
+            if index < count, bytes[index] == UInt8(ascii: "=") {
+                index += 1
                 skipWhitespace()
-                var value: String?
-                var valid = !name.isEmpty
-                if index < count, bytes[index] == UInt8(ascii: "=") {
+                if index < count, bytes[index] == UInt8(ascii: "\"") {
                     index += 1
-                    skipWhitespace()
-                    if index < count, bytes[index] == UInt8(ascii: "\"") {
-                        index += 1
-                        var unescaped: [UInt8] = []
-                        var closed = false
-                        while index < count {
-                            let byte = bytes[index]
-                            if byte == UInt8(ascii: "\\"), index + 1 < count {
-                                unescaped.append(bytes[index + 1])
-                                index += 2
-                                continue
-                            }
-                            index += 1
-                            if byte == UInt8(ascii: "\"") {
-                                closed = true
-                                break
-                            }
-                            unescaped.append(byte)
+                    var unescaped: [UInt8] = []
+                    var closed = false
+                    while index < count {
+                        let byte = bytes[index]
+                        if byte == UInt8(ascii: "\\"), index + 1 < count {
+                            unescaped.append(bytes[index + 1])
+                            index += 2
+                            continue
                         }
-                        valid = valid && closed
-                        value = String(decoding: unescaped, as: UTF8.self)
-                    } else {
-                        let valueStart = index
-                        while index < count, ASCII.isTokenChar(bytes[index]) { index += 1 }
-                        value = String(decoding: UnsafeBufferPointer(rebasing: bytes[valueStart..<index]), as: UTF8.self)
+                        index += 1
+                        if byte == UInt8(ascii: "\"") {
+                            closed = true
+                            break
+                        }
+                        unescaped.append(byte)
                     }
+                    valid = valid && closed
+                    value = String(decoding: unescaped, as: UTF8.self)
+                } else {
+                    let valueStart = index
+                    while index < count, ASCII.isTokenChar(bytes[index]) { index += 1 }
+                    value = String(decoding: UnsafeBufferPointer(rebasing: bytes[valueStart..<index]), as: UTF8.self)
                 }
-                skipWhitespace()
-                if index < count, bytes[index] != UInt8(ascii: ",") {
-                    // Junk after a member: skip to the next comma and drop the member.
-                    valid = false
-                    while index < count, bytes[index] != UInt8(ascii: ",") { index += 1 }
-                }
-                if valid { directives.append(Directive(name: name, value: value)) }
             }
+            skipWhitespace()
+            if index < count, bytes[index] != UInt8(ascii: ",") {
+                // Junk after a member: skip to the next comma and drop the member.
+                valid = false
+                while index < count, bytes[index] != UInt8(ascii: ",") { index += 1 }
+            }
+            if valid { directives.append(Directive(name: name, value: value)) }
         }
     }
 }

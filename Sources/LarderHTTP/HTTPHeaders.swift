@@ -206,6 +206,15 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
         return values
     }
 
+    /// Calls `body` with the value bytes of each field named `name`, in order: a list field
+    /// read in place, without a string per value.
+    public func forEachValue(of name: String, _ body: (UnsafeRawBufferPointer) -> Void) {
+        forEachIndex(named: name) { _, bytes in
+            body(bytes)
+            return true
+        }
+    }
+
     public func contains(_ name: String) -> Bool { firstIndex(of: name) != nil }
 
     /// All values of a list-valued field joined with ", " (RFC 9110 §5.3), or nil when absent.
