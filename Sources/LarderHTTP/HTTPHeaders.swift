@@ -199,10 +199,7 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     /// Every value of `name`, in order.
     public func values(_ name: String) -> [String] {
         var values: [String] = []
-        forEachIndex(named: name) { _, bytes in
-            values.append(ASCII.string(bytes))
-            return true
-        }
+        forEachValue(of: name) { values.append(ASCII.string($0)) }
         return values
     }
 

@@ -9,15 +9,13 @@
 public struct Slots<Element> {
     @usableFromInline var storage: [Element?] = []
     @usableFromInline var free: [Int] = []
-    @usableFromInline var held = 0
     /// Values held.
-    @inlinable public var count: Int { held }
+    @inlinable public var count: Int { storage.count - free.count }
 
     @inlinable public init() {}
 
     /// Stores `value` and returns its slot.
     @inlinable public mutating func insert(_ value: Element) -> Int {
-        held += 1
         if let slot = free.popLast() {
             storage[slot] = value
             return slot
@@ -37,7 +35,6 @@ public struct Slots<Element> {
         guard slot >= 0, slot < storage.count, let value = storage[slot] else { return nil }
         storage[slot] = nil
         free.append(slot)
-        held -= 1
         return value
     }
 

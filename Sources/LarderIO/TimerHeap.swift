@@ -44,8 +44,7 @@ struct TimerHeap {
     /// (whose slot may hold another timer by now) does nothing.
     mutating func cancel(_ token: Token) {
         guard isLive(slot: token.slot, id: token.id) else { return }
-        ids[Int(token.slot)] = 0
-        slots.remove(at: Int(token.slot))
+        release(token.slot)
         // Keep the heap from filling with dead entries when timers are rescheduled often.
         if heap.count > 64 && heap.count > count * 4 {
             let ids = ids
@@ -68,11 +67,17 @@ struct TimerHeap {
         var due: [LoopWork] = []
         while let top = heap.first, top.deadline <= now {
             popTop()
-            guard isLive(slot: top.slot, id: top.id) else { continue }
-            ids[Int(top.slot)] = 0
-            if let work = slots.remove(at: Int(top.slot)) { due.append(work) }
+            guard isLive(slot: top.slot, id: top.id), let work = release(top.slot) else { continue }
+            due.append(work)
         }
         return due
+    }
+
+    /// Frees a live timer's slot and returns its callback.
+    @discardableResult
+    private mutating func release(_ slot: UInt32) -> LoopWork? {
+        ids[Int(slot)] = 0
+        return slots.remove(at: Int(slot))
     }
 
     @inline(__always)

@@ -138,7 +138,7 @@ final class AccessLog {
             scratch.deallocate()
             scratch = .allocate(capacity: bound)
         }
-        var writer = ByteWriter(scratch)
+        var writer = ByteWriter(UnsafeMutableBufferPointer(rebasing: scratch[..<bound]))
         write(&writer)
         precondition(writer.count <= bound, "access line longer than its bound")
         buffer.append(contentsOf: UnsafeBufferPointer(rebasing: scratch[..<writer.count]))

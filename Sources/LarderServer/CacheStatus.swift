@@ -87,6 +87,13 @@ struct CacheStatus {
         bytes.append(contentsOf: HeadSerializer.crlf)
     }
 
+    /// Writes the `Cache-Status` field line in place.
+    func appendField(to writer: inout ByteWriter) {
+        writer.append("Cache-Status: " as StaticString)
+        append(to: &writer)
+        writer.append("\r\n" as StaticString)
+    }
+
     private static func appendInteger(_ value: Int, to writer: inout ByteWriter) {
         if value < 0 { writer.append(UInt8(ascii: "-")) }
         writer.append(decimal: Int(clamping: value.magnitude))

@@ -82,9 +82,8 @@ extension ClientConnection {
             var writer = ByteWriter(buffer)
             writer.append("Age: " as StaticString)
             writer.append(decimal: max(0, age))
-            writer.append("\r\nCache-Status: " as StaticString)
-            cacheStatus.append(to: &writer)
             writer.append("\r\n" as StaticString)
+            cacheStatus.appendField(to: &writer)
             Self.writeHeadEnd(length: hasBody ? count : nil, chunked: false, closes: closes, http10: http10, into: &writer)
             return writer.count
         }
@@ -183,9 +182,7 @@ extension ClientConnection {
         let http10 = exchange.head.version == .http1_0
         output.append(using: &proxy.scratch, capacity: 128 + cacheStatus.renderedCapacity) { buffer in
             var writer = ByteWriter(buffer)
-            writer.append("Cache-Status: " as StaticString)
-            cacheStatus.append(to: &writer)
-            writer.append("\r\n" as StaticString)
+            cacheStatus.appendField(to: &writer)
             Self.writeHeadEnd(length: length, chunked: chunked, closes: closes, http10: http10, into: &writer)
             return writer.count
         }
