@@ -77,6 +77,24 @@ extension IntegrationTests {
             #expect(try Self.idleClosed(larder, "data") == 0 && (try Self.idleClosed(larder, "closed")) == 0)
         }
 
+        /// A slow client pauses its upstream transfer, and curl stops watching the socket while
+        /// the origin keeps sending: that connection is in use, not idle, and is left alone.
+        @Test func aPausedTransferIsNotMistakenForAnIdleConnection() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: Self.config)
+            let size = 24 * 1024 * 1024
+            let child = try ChildProcess(
+                "/usr/bin/curl",
+                [
+                    "-s", "-S", "--max-time", "60", "--limit-rate", "8M", "--proxy", larder.proxy, "-o", "/dev/null", "-w",
+                    "%{size_download}", origin.url("/paused?size=\(size)&cc=no-store"),
+                ])
+            child.process.waitUntilExit()
+            #expect(child.process.terminationStatus == 0, "curl: \(child.stderr)")
+            #expect(child.stdout == "\(size)")
+            #expect(try Self.idleClosed(larder, "data") == 0 && (try Self.idleClosed(larder, "closed")) == 0)
+        }
+
         /// A TLS 1.3 origin sends session tickets after its handshake: they must not count as
         /// bytes on an idle connection, or no HTTPS connection would ever be reused.
         @Test func anHTTPSOriginKeepsOneConnectionAcrossClients() throws {
