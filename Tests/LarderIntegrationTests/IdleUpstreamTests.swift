@@ -95,6 +95,22 @@ extension IntegrationTests {
             #expect(try Self.idleClosed(larder, "data") == 0 && (try Self.idleClosed(larder, "closed")) == 0)
         }
 
+        /// The same over TLS: curl's liveness check of a TLS connection peeks at the socket too.
+        @Test func aLateResponseOverTLSAnswersNoOtherURL() throws {
+            let setup = try InterceptionSetup()
+            defer { setup.remove() }
+            let origin = try setup.origin()
+            let larder = try Larder(config: setup.config(ports: [origin.port], proxy: "workers = 1"))
+            let first = try setup.curl(larder, origin.url("/tls-first?late=0.3&cc=no-store"))
+            #expect(first.status == 200, "\(first.stderr)")
+            Thread.sleep(forTimeInterval: 0.8)
+            let path = "/tls-second?cc=max-age=600"
+            let second = try setup.curl(larder, origin.url(path))
+            #expect(second.status == 200 && second.text != "late", "the late response answered another URL")
+            #expect(second.body == (try origin.directBody(path)), "the origin's own answer for that URL")
+            #expect(try Self.idleClosed(larder, "data") == 1)
+        }
+
         /// A TLS 1.3 origin sends session tickets after its handshake: they must not count as
         /// bytes on an idle connection, or no HTTPS connection would ever be reused.
         @Test func anHTTPSOriginKeepsOneConnectionAcrossClients() throws {

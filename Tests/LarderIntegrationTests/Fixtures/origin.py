@@ -25,6 +25,8 @@ Every path answers according to its query string:
                       If-None-Match of that ETag is answered 304
   idle=S              keep the connection open after answering, but close it when no next
                       request arrives within S seconds (an origin's keep-alive timeout)
+  late=S              S seconds after answering, send a second response nobody asked for
+                      (body "late") on the same connection, then keep it
 Every answer carries X-Request-Number: how many requests the origin had counted when it
 answered, so a test can tell one origin response from another.
 Scripted resources (for the RFC 9111 conformance suite):
@@ -266,6 +268,10 @@ class Handler(BaseHTTPRequestHandler):
                 return
             if chunked:
                 self.wfile.write(b"0\r\n\r\n")
+            if one("late"):
+                self.wfile.flush()
+                time.sleep(float(one("late")))
+                self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\nCache-Control: max-age=600\r\n\r\nlate")
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
 
