@@ -43,6 +43,20 @@ extension IntegrationTests {
             #expect(larder.child.stderr.contains("bytes arrived that no request asked for"), "logged with its origin")
         }
 
+        /// The second response in the same write as the first: curl reads it with the first
+        /// response's bytes, past its end, and the connection is not kept.
+        @Test func aSecondResponseRightBehindTheFirstAnswersNoOtherURL() throws {
+            let origin = try RawOrigin()
+            origin.script("/first", Self.keptAlive(Self.response("first") + Self.response("late")))
+            origin.script("/second", Self.keptAlive(Self.response("second")))
+            let larder = try Larder(config: Self.config)
+            #expect(try Curl.viaProxy(larder.proxy, [origin.url("/first")]).text == "first")
+            Thread.sleep(forTimeInterval: 0.2)
+            let second = try Curl.viaProxy(larder.proxy, [origin.url("/second")])
+            #expect(second.status == 200 && second.text == "second", "\(second.text)")
+            #expect(origin.connections.withLock { $0 } == 2)
+        }
+
         @Test func aLate408ReachesNoClientThreeTimesInThree() throws {
             let origin = try RawOrigin()
             let timeout = "HTTP/1.1 408 Request Timeout\r\nContent-Length: 7\r\nConnection: close\r\n\r\ntimeout"
