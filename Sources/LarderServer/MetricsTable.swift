@@ -66,7 +66,7 @@ enum MetricsTable {
                     .counter, "larder_upstream_idle_closed_total",
                     "Pooled upstream connections closed unused because bytes arrived (data) or the origin closed them (closed) while idle.",
                     [("reason", reason)]
-                ) { $0.upstream.idleConnectionsClosed[reason] ?? 0 })
+                ) { $0.upstream.idleConnectionsClosed?[reason] ?? 0 })
         }
         rows += [
             .init(.counter, "larder_retry_budget_exhausted_total", "Retries refused because the retry budget was spent.") {

@@ -92,8 +92,9 @@ public struct StatsDocument: Codable, Sendable, Equatable {
         public var staleIfError: Int
         public var backgroundRefreshes: Int
         public var deadConnectionRetries: Int
-        /// Pooled connections closed unused while idle, by why (``IdleConnectionClose``).
-        public var idleConnectionsClosed: [String: Int] = [:]
+        /// Pooled connections closed unused while idle, by why (``IdleConnectionClose``; nil from
+        /// a daemon older than the field).
+        public var idleConnectionsClosed: [String: Int]? = nil
     }
 
     public struct Connections: Codable, Sendable, Equatable {
