@@ -43,9 +43,28 @@ public enum BodyFraming: Sendable, Equatable {
     /// errors, since the length forwarded would not be the length delivered. Returns the
     /// declared length, if any.
     public static func checkResponse(_ headers: HTTPHeaders) throws(HTTPParseError) -> Int? {
+        try checkResponseCodings(headers)
         guard let length = try declaredLength(headers) else { return nil }
         if headers.contains("Transfer-Encoding") { throw .bad("both Transfer-Encoding and Content-Length") }
         return length
+    }
+
+    /// A response's transfer codings must be `chunked` alone. Larder sends no `TE` (RFC 9110
+    /// §10.1.4), so any other coding is one it never accepted (RFC 9112 §7.4); curl would
+    /// remove only the chunked framing and deliver the still-coded bytes as if they were the
+    /// content, to be stored and served as such. Refused (502) like the framing faults above,
+    /// whether chunked follows it (RFC 9112 §6.1) or the close ends the body (§6.3 ¶4).
+    static func checkResponseCodings(_ headers: HTTPHeaders) throws(HTTPParseError) {
+        guard headers.contains("Transfer-Encoding") else { return }
+        var codings = 0
+        var chunked = 0
+        headers.forEachListElement("Transfer-Encoding", keepingEmpty: true) { element in
+            codings += 1
+            if ASCII.equalsIgnoringCase(UnsafeRawBufferPointer(element), "chunked") { chunked += 1 }
+            return true
+        }
+        guard codings != 1 || chunked != 1 else { return }
+        throw .bad("Transfer-Encoding names a coding other than chunked, which Larder never asks for")
     }
 
     /// The one length the Content-Length field lines declare, walked in place (no arrays or

@@ -60,6 +60,14 @@ enum MetricsTable {
                     [("reason", reason)]
                 ) { $0.upstream.failures[reason] ?? 0 })
         }
+        for reason in IdleConnectionClose.allCases.map(\.rawValue) {
+            rows.append(
+                .init(
+                    .counter, "larder_upstream_idle_closed_total",
+                    "Pooled upstream connections closed unused because bytes arrived (data) or the origin closed them (closed) while idle.",
+                    [("reason", reason)]
+                ) { $0.upstream.idleConnectionsClosed?[reason] ?? 0 })
+        }
         rows += [
             .init(.counter, "larder_retry_budget_exhausted_total", "Retries refused because the retry budget was spent.") {
                 $0.upstream.retryBudgetExhausted

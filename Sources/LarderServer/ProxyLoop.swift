@@ -89,6 +89,17 @@ final class ProxyLoop {
         coalescer = Coalescer(loop: loop, registry: shared.fills.isActive ? shared.fills : nil)
         loop.busyPollCounters = (shared.stats.busyPollsCaught, shared.stats.busyPollsExpired)
         loop.busyPollNanos = runtime.config.proxy.busyPoll.totalNanoseconds
+        upstream.idleConnectionClosed = { [shared] reason, origin in
+            shared.stats.idleUpstreamClosed[reason.rawValue]?.add(1)
+            // Bytes on an idle plain-HTTP connection are the origin's fault; a close, or a TLS
+            // record (usually close_notify), is routine.
+            let message: Logger.Message =
+                reason == .data
+                ? "closed an idle upstream connection: bytes arrived that no request asked for (discarded unread)"
+                : "closed an idle upstream connection the origin had closed"
+            let level: Logger.Level = reason == .data && origin.hasPrefix("http:") ? .info : .debug
+            shared.logger.log(level: level, message, metadata: ["origin": "\(origin)"])
+        }
         scheduleSweep()
         reserveSpareDescriptor()
     }

@@ -65,6 +65,10 @@ public final class Statistics: Sendable {
     public let tunnelsOpened = AtomicCounter()
     /// Requests sent again at once on a new connection after a pooled one turned out dead.
     public let deadConnectionRetries = AtomicCounter()
+    /// Pooled upstream connections closed because bytes arrived, or the origin closed them,
+    /// while they were idle, by ``IdleConnectionClose``.
+    public let idleUpstreamClosed: [String: AtomicCounter] = Dictionary(
+        uniqueKeysWithValues: IdleConnectionClose.allCases.map { ($0.rawValue, AtomicCounter()) })
     /// Requests sent to the next parent proxy after one could not be reached.
     public let parentFailovers = AtomicCounter()
     public let tunnelBytesUp = AtomicCounter()

@@ -92,6 +92,9 @@ public struct StatsDocument: Codable, Sendable, Equatable {
         public var staleIfError: Int
         public var backgroundRefreshes: Int
         public var deadConnectionRetries: Int
+        /// Pooled connections closed unused while idle, by why (``IdleConnectionClose``; nil from
+        /// a daemon older than the field).
+        public var idleConnectionsClosed: [String: Int]? = nil
     }
 
     public struct Connections: Codable, Sendable, Equatable {
@@ -247,7 +250,8 @@ extension StatsDocument {
                 requests: stats.upstreamRequests.load(), retries: retries, retriesTotal: retries.values.reduce(0, +),
                 failures: stats.finalFailures.mapValues { $0.load() }, retryBudgetExhausted: shared.retryBudget.exhausted.load(),
                 revalidated: stats.revalidated.load(), staleIfError: stats.staleServedOnError.load(),
-                backgroundRefreshes: stats.backgroundRefreshes.load(), deadConnectionRetries: stats.deadConnectionRetries.load()),
+                backgroundRefreshes: stats.backgroundRefreshes.load(), deadConnectionRetries: stats.deadConnectionRetries.load(),
+                idleConnectionsClosed: stats.idleUpstreamClosed.mapValues { $0.load() }),
             invalidations: stats.invalidations.load(),
             connections: Connections(
                 active: stats.activeConnections.load(), accepted: stats.acceptedConnections.load(),

@@ -56,6 +56,13 @@ public final class UpstreamClient {
     private var spareHandles: [EasyHandle] = []
     /// Set while curl is running one of our callbacks; removing a handle then is not allowed.
     fileprivate var inCallback = 0
+    /// One end of a socket pair whose other end is closed: what an idle connection's
+    /// descriptor becomes when it is closed (``closeIdleConnection``). Made on first use.
+    private var deadSocket: Int32 = -1
+
+    /// Called (on the loop) for each pooled connection closed because it turned readable or
+    /// closed while idle, with why and the origin it was opened for.
+    public var idleConnectionClosed: ((IdleConnectionClose, String) -> Void)?
 
     /// Transfers in flight.
     public var activeCount: Int { active.count }
@@ -74,9 +81,9 @@ public final class UpstreamClient {
         multi = handle
         self.loop = loop
         let me = Unmanaged.passUnretained(self).toOpaque()
-        larder_multi_set_socket_callback(multi) { _, fd, what, userp, _ in
+        larder_multi_set_socket_callback(multi) { easy, fd, what, userp, _ in
             let client = Unmanaged<UpstreamClient>.fromOpaque(userp!).takeUnretainedValue()
-            client.watch(fd: fd, what: what)
+            client.watch(fd: fd, what: what, easy: easy)
             return 0
         }
         larder_multi_set_pointer(multi, CURLMOPT_SOCKETDATA, me)
@@ -94,6 +101,7 @@ public final class UpstreamClient {
         weakSelf.clear()
         for transfer in active.values { transfer.detachFromCurl() }
         curl_multi_cleanup(multi)
+        if deadSocket >= 0 { Syscall.close(deadSocket) }
     }
 
     /// Limits concurrent connections to one origin; further transfers queue inside curl.
@@ -123,25 +131,44 @@ public final class UpstreamClient {
 
     // MARK: curl → loop
 
-    /// `own`: opened by ``openSocket``, so its close is seen and it may stay registered idle.
-    private struct SocketEntry { var watch: SocketWatch?, own = false }
+    /// `own`: opened by ``openSocket``, so its close is seen and it may stay registered idle;
+    /// `origin`: the origin (`scheme://host:port`) it was opened for, for the log (a connection
+    /// to a parent proxy may serve other origins later).
+    private struct SocketEntry {
+        var watch: SocketWatch?
+        var own = false
+        var origin = ""
+    }
+
+    /// Why curl stopped watching a socket that stays registered: see ``watch(fd:what:easy:)``.
+    private enum Parked {
+        /// Watched by curl.
+        case no
+        /// Its connection is back in curl's pool, idle.
+        case idle
+        /// Its transfer is paused (Larder's callbacks refused bytes): still in use.
+        case paused
+    }
 
     private final class SocketWatch: IOHandler {
         let fd: Int32
         let client: UpstreamClient
-        /// curl no longer watches this socket (its connection went back to the pool), but it
-        /// stays registered: see ``watch(fd:what:)``.
-        var parked = false
+        var parked = Parked.no
         init(fd: Int32, client: UpstreamClient) {
             self.fd = fd
             self.client = client
         }
         func handleIO(_ events: IOEvents) {
-            if parked {
-                // A pooled connection became readable: the origin closed it (or sent junk).
-                // Stop watching; curl finds it dead when it next considers reusing it.
+            switch parked {
+            case .idle:
+                client.closeIdleConnection(fd)
+                return
+            case .paused:
+                // Its transfer reads the bytes when it resumes (curl watches the socket again).
                 client.unwatch(fd)
                 return
+            case .no:
+                break
             }
             var mask: Int32 = 0
             if events.contains(.readable) { mask |= CURL_CSELECT_IN }
@@ -154,13 +181,16 @@ public final class UpstreamClient {
     // RFC 9112 §9.3 keep-alive: one upstream socket carries transfer after transfer. curl says
     // "remove" when a transfer ends and "watch" when the next starts (two epoll_ctl calls a
     // miss, taken literally); a socket of ours is instead parked (registered for reading) and
-    // reused, and deregistered when curl closes it or it turns readable while parked.
-    private func watch(fd: Int32, what: Int32) {
+    // reused, and deregistered when curl closes it or it turns readable while parked. curl
+    // also says "remove" for a transfer it paused: that socket is still in use. `easy` is the
+    // transfer curl says it for.
+    private func watch(fd: Int32, what: Int32, easy: UnsafeMutableRawPointer?) {
         let index = socketIndex(fd)
         if what == CURL_POLL_REMOVE {
             guard let watch = sockets[index].watch else { return }
             if sockets[index].own {
-                watch.parked = true
+                let transfer = easy.flatMap { activeTransfer($0) }
+                watch.parked = transfer.map { $0.receivePaused || $0.sendPaused } == true ? .paused : .idle
                 loop.setInterest(fd, .readable)
             } else {
                 unwatch(fd)
@@ -171,7 +201,7 @@ public final class UpstreamClient {
         if what == CURL_POLL_IN || what == CURL_POLL_INOUT { interest.insert(.readable) }
         if what == CURL_POLL_OUT || what == CURL_POLL_INOUT { interest.insert(.writable) }
         if let watch = sockets[index].watch {
-            watch.parked = false
+            watch.parked = .no
             loop.setInterest(fd, interest)
         } else {
             let watch = SocketWatch(fd: fd, client: self)
@@ -206,13 +236,45 @@ public final class UpstreamClient {
         let type = type | Int32(SOCK_CLOEXEC.rawValue)
         guard let fd = try? Syscall.call("socket", { socket(family, type, `protocol`) }) else { return CURL_SOCKET_BAD }
         sockets[socketIndex(fd)].own = true
+        sockets[socketIndex(fd)].origin = transfer.handle.origin + (transfer.viaParent ? " (a connection to the parent proxy)" : "")
         return fd
+    }
+
+    /// A pooled connection that turned readable, or closed, while idle (RFC 9112 §9.3: a
+    /// response belongs to the request it follows, and no request was outstanding): whatever
+    /// it carries is no answer to any request. libcurl 7.88 judges a pooled connection alive
+    /// when it has unread bytes, and would take them as the response to the next request it
+    /// sends there. The descriptor is replaced in place by one end of a socket pair whose other
+    /// end is closed, which shuts the origin's connection and leaves curl a socket at EOF: its
+    /// liveness check then finds the connection dead and closes it (through ``closeSocket``),
+    /// and the next transfer connects afresh. If curl picked the connection anyway, its first
+    /// write fails on a reused connection, which curl sends again on a new one.
+    fileprivate func closeIdleConnection(_ fd: Int32) {
+        unwatch(fd)
+        // Bytes, rather than a plain close, are the origin's fault (or TLS records on https).
+        var byte: UInt8 = 0
+        let peeked = (try? Syscall.nonBlocking("recv") { recv(fd, &byte, 1, Int32(MSG_PEEK)) }) ?? nil
+        let reason: IdleConnectionClose = (peeked ?? 0) > 0 ? .data : .closed
+        if deadSocket < 0 {
+            var pair: [Int32] = [-1, -1]
+            let type = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
+            if (try? Syscall.call("socketpair") { socketpair(AF_UNIX, type, 0, &pair) }) != nil {
+                Syscall.close(pair[1])
+                deadSocket = pair[0]
+            }
+        }
+        // dup3 closes the origin's socket and reuses its number: curl's descriptor stays valid.
+        if deadSocket < 0 || (try? FileSystem.replaceDescriptor(fd, with: deadSocket)) == nil {
+            // Without a dead socket, it is left for curl's own check, as before.
+            return
+        }
+        idleConnectionClosed?(reason, sockets[Int(fd)].origin)
     }
 
     /// CURLOPT_CLOSESOCKETFUNCTION: deregister before the number can be reused.
     fileprivate func closeSocket(_ fd: Int32) {
         unwatch(fd)
-        if Int(fd) < sockets.count { sockets[Int(fd)].own = false }
+        if Int(fd) < sockets.count { sockets[Int(fd)] = SocketEntry() }
         Syscall.close(fd)
     }
 
@@ -227,16 +289,22 @@ public final class UpstreamClient {
         }
     }
 
+    /// The transfer in flight on `easy`, if any (its CURLOPT_PRIVATE names its slot).
+    private func activeTransfer(_ easy: UnsafeMutableRawPointer) -> UpstreamTransfer? {
+        var pointer: UnsafeMutableRawPointer?
+        larder_easy_get_pointer(easy, CURLINFO_PRIVATE, &pointer)
+        let slot = Int(bitPattern: pointer) - 1
+        guard let transfer = active[slot], transfer.easy == easy else { return nil }
+        return transfer
+    }
+
     private func drainMessages() {
         var remaining: Int32 = 0
         while let message = curl_multi_info_read(multi, &remaining) {
             var easy: UnsafeMutableRawPointer?
             var result = CURLE_OK
             guard larder_multi_info_done(message, &easy, &result) != 0, let easy else { continue }
-            var pointer: UnsafeMutableRawPointer?
-            larder_easy_get_pointer(easy, CURLINFO_PRIVATE, &pointer)
-            let slot = Int(bitPattern: pointer) - 1
-            guard let transfer = active[slot], transfer.easy == easy else { continue }
+            guard let transfer = activeTransfer(easy) else { continue }
             if result == CURLE_OK {
                 finish(transfer, error: nil)
             } else {
@@ -297,6 +365,8 @@ public final class UpstreamTransfer {
     let destinationCheck: (@Sendable (SocketAddress) -> String?)?
     let timeoutNanos: UInt64
     let minRate: Int
+    /// Sent through a parent proxy: its connection is the parent's.
+    let viaParent: Bool
     /// Strong while the transfer runs; set to nil when it ends or is cancelled, which breaks the
     /// delegate → transfer → delegate cycle.
     var delegate: (any UpstreamTransferDelegate)?
@@ -322,6 +392,7 @@ public final class UpstreamTransfer {
         destinationCheck = request.parentProxy == nil ? request.destinationCheck : nil
         timeoutNanos = request.timeout.totalNanoseconds
         minRate = request.minRate
+        viaParent = request.parentProxy != nil
         self.delegate = delegate
     }
 
@@ -498,6 +569,12 @@ private final class EasyHandle {
     /// transfer starts (a CURLOPT_URL string it would parse and print back), and that origin.
     private let url: OpaquePointer
     private var urlOrigin: (scheme: String, host: String, port: Int)?
+
+    /// The origin the handle points at, `scheme://host:port`, for logs.
+    var origin: String {
+        guard let urlOrigin else { return "" }
+        return "\(urlOrigin.scheme)://\(urlOrigin.host):\(urlOrigin.port)"
+    }
 
     init(client: UpstreamClient) {
         guard let pointer = curl_easy_init() else { fatalError("curl_easy_init failed") }

@@ -75,4 +75,20 @@ private func framing(_ headers: [(String, String)], version: HTTPVersion = .http
     func ambiguousFramingIsAnError(_ fields: [(String, String)]) {
         #expect(throws: HTTPParseError.self) { try check(fields) }
     }
+
+    @Test func chunkedAloneInAnyCaseIsTheOneTransferCodingAccepted() throws {
+        #expect(try check([("Transfer-Encoding", "Chunked")]) == nil)
+        #expect(try check([("Transfer-Encoding", " chunked ")]) == nil)
+    }
+
+    /// Larder sends no TE: any other coding was never asked for, and curl would pass its bytes
+    /// on still coded (RFC 9112 §7.4).
+    @Test(arguments: [
+        [("Transfer-Encoding", "gzip, chunked")], [("Transfer-Encoding", "gzip")], [("Transfer-Encoding", "x-unknown, chunked")],
+        [("Transfer-Encoding", "chunked, chunked")], [("Transfer-Encoding", "gzip"), ("Transfer-Encoding", "chunked")],
+        [("Transfer-Encoding", "chunked,")], [("Transfer-Encoding", "")], [("Transfer-Encoding", "identity")],
+    ])
+    func aTransferCodingOtherThanChunkedIsAnError(_ fields: [(String, String)]) {
+        #expect(throws: HTTPParseError.self) { try check(fields) }
+    }
 }

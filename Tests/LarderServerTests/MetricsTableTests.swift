@@ -28,7 +28,8 @@ import Testing
             upstream: .init(
                 requests: n(), retries: Dictionary(uniqueKeysWithValues: RetryPolicy.Reason.allCases.map { ($0.rawValue, n()) }),
                 retriesTotal: n(), failures: Dictionary(uniqueKeysWithValues: Statistics.failureReasons.map { ($0, n()) }),
-                retryBudgetExhausted: n(), revalidated: n(), staleIfError: n(), backgroundRefreshes: n(), deadConnectionRetries: n()),
+                retryBudgetExhausted: n(), revalidated: n(), staleIfError: n(), backgroundRefreshes: n(), deadConnectionRetries: n(),
+                idleConnectionsClosed: Dictionary(uniqueKeysWithValues: IdleConnectionClose.allCases.map { ($0.rawValue, n()) })),
             invalidations: n(),
             connections: .init(active: n(), accepted: n(), rejected: n(), evictedIdle: n()),
             refused: .init(badRequests: n(), destinations: n(), proxyAuth: n()),

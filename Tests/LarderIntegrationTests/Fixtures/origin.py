@@ -25,6 +25,8 @@ Every path answers according to its query string:
                       If-None-Match of that ETag is answered 304
   idle=S              keep the connection open after answering, but close it when no next
                       request arrives within S seconds (an origin's keep-alive timeout)
+  late=S              S seconds after answering, send a second response nobody asked for
+                      (body "late") on the same connection, then keep it
 Every answer carries X-Request-Number: how many requests the origin had counted when it
 answered, so a test can tell one origin response from another.
 Scripted resources (for the RFC 9111 conformance suite):
@@ -41,7 +43,8 @@ Control endpoints (never counted):
   /_requests          JSON list of {"method", "target", "headers"} for every counted request
   /_reset             forget the counters
   /_bump?path=/x      a new version of /x: other bytes and another ETag (with ranges=1)
-/_count also has "bytes": body bytes sent per path+query.
+/_count also has "bytes": body bytes sent per path+query, and "connections": how many
+connections carried counted requests (keep-alive reuse shows as fewer connections).
 """
 import base64
 import hashlib
@@ -58,6 +61,7 @@ COUNTS = {}
 REQUESTS = []
 SCRIPTS = {}
 BYTES = {}
+CONNECTIONS = [0]
 VERSIONS = {}
 
 
@@ -173,6 +177,9 @@ class Handler(BaseHTTPRequestHandler):
         one = lambda name, default=None: query.get(name, [default])[0]
         with LOCK:
             COUNTS[self.path] = COUNTS.get(self.path, 0) + 1
+            if not getattr(self, "counted", False):
+                self.counted = True
+                CONNECTIONS[0] += 1
             number = sum(COUNTS.values())
             REQUESTS.append({"method": self.command, "target": self.path,
                              "headers": [[k, v] for k, v in self.headers.items()],
@@ -261,12 +268,19 @@ class Handler(BaseHTTPRequestHandler):
                 return
             if chunked:
                 self.wfile.write(b"0\r\n\r\n")
+            if one("late"):
+                self.wfile.flush()
+                time.sleep(float(one("late")))
+                self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\nCache-Control: max-age=600\r\n\r\nlate")
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
 
     def scripted(self, script, body_in):
         with LOCK:
             COUNTS[self.path] = COUNTS.get(self.path, 0) + 1
+            if not getattr(self, "counted", False):
+                self.counted = True
+                CONNECTIONS[0] += 1
             REQUESTS.append({"method": self.command, "target": self.path,
                              "headers": [[k, v] for k, v in self.headers.items()],
                              "body_length": len(body_in), "time": time.time()})
@@ -337,7 +351,8 @@ class Handler(BaseHTTPRequestHandler):
             return
         with LOCK:
             if path == "/_count":
-                payload = {"total": sum(COUNTS.values()), "paths": COUNTS, "bytes": BYTES}
+                payload = {"total": sum(COUNTS.values()), "paths": COUNTS, "bytes": BYTES,
+                           "connections": CONNECTIONS[0]}
             elif path == "/_bump":
                 target = parse_qs(query)["path"][0]
                 VERSIONS[target] = VERSIONS.get(target, 0) + 1
@@ -348,6 +363,7 @@ class Handler(BaseHTTPRequestHandler):
                 COUNTS.clear()
                 REQUESTS.clear()
                 BYTES.clear()
+                CONNECTIONS[0] = 0
                 payload = {"ok": True}
             else:
                 payload = {"error": "unknown"}

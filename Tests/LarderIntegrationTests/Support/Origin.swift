@@ -50,6 +50,11 @@ final class Origin {
         _ = try control("/_bump?path=\(path)")
     }
 
+    /// How many connections carried the requests it counted.
+    func connections() throws -> Int {
+        (try control("/_count")["connections"] as? Int) ?? 0
+    }
+
     /// How many requests reached the origin in all.
     func total() throws -> Int {
         (try control("/_count")["total"] as? Int) ?? 0

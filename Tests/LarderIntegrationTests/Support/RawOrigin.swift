@@ -15,6 +15,12 @@ final class RawOrigin: @unchecked Sendable {
         /// Keep the connection after answering, and close it silently (no answer) when a next
         /// request arrives on it: a keep-alive connection the origin has dropped.
         var dropsReusedConnection = false
+        /// Keep the connection after answering, and answer the next request on it (for its own
+        /// path): a well-behaved keep-alive origin.
+        var keepsConnection = false
+        /// After answering, wait this long and write these bytes unasked (a second response,
+        /// a `408`), then keep the connection as ``keepsConnection`` says, or close it.
+        var late: (delay: TimeInterval, bytes: [UInt8])?
         init(_ text: String) { pieces = [Array(text.utf8)] }
         init(pieces: [[UInt8]], pause: TimeInterval) {
             self.pieces = pieces
@@ -28,6 +34,8 @@ final class RawOrigin: @unchecked Sendable {
     private let counts = Mutex<[String: Int]>([:])
     /// Requests that arrived on a connection the origin then dropped without answering.
     let reusedConnections = Mutex(0)
+    /// Connections accepted.
+    let connections = Mutex(0)
 
     init() throws {
         // Close-on-exec: curl children of the test must not hold the origin's sockets open.
@@ -82,49 +90,65 @@ final class RawOrigin: @unchecked Sendable {
 
     private func serve(_ client: Int32) {
         defer { close(client) }
+        connections.withLock { $0 += 1 }
         var timeout = timeval(tv_sec: 10, tv_usec: 0)
         setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var received: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
-        while !received.containsHeadEnd {
-            let count = buffer.withUnsafeMutableBytes { recv(client, $0.baseAddress, $0.count, 0) }
-            guard count > 0 else { return }
-            received += buffer[0..<count]
-        }
-
-        let requestLine = String(decoding: received.prefix { $0 != 13 }, as: UTF8.self)
-        let parts = requestLine.split(separator: " ")
-        guard parts.count == 3 else { return }
-        let path = String(parts[1])
-        counts.withLock { $0[path, default: 0] += 1 }
-        let script = scripts.withLock { $0[path] } ?? Script("HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-        for (index, piece) in script.pieces.enumerated() {
-            if index > 0, script.pause > 0 { Thread.sleep(forTimeInterval: script.pause) }
-            var offset = 0
-            while offset < piece.count {
-                let written = piece[offset...].withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-                guard written > 0 else { return }
-                offset += written
+        while true {
+            while received.headEnd == nil {
+                let count = buffer.withUnsafeMutableBytes { recv(client, $0.baseAddress, $0.count, 0) }
+                guard count > 0 else { return }
+                received += buffer[0..<count]
             }
-        }
-        if script.dropsReusedConnection {
-            // Wait for the next request on this connection, then hang up without a word.
-            let count = buffer.withUnsafeMutableBytes { recv(client, $0.baseAddress, $0.count, 0) }
-            if count > 0 { reusedConnections.withLock { $0 += 1 } }
-            return
+            // Requests without bodies: the next one starts after this head.
+            let requestLine = String(decoding: received.prefix { $0 != 13 }, as: UTF8.self)
+            received.removeFirst(received.headEnd!)
+            let parts = requestLine.split(separator: " ")
+            guard parts.count == 3 else { return }
+            let path = String(parts[1])
+            counts.withLock { $0[path, default: 0] += 1 }
+            let script =
+                scripts.withLock { $0[path] } ?? Script("HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            for (index, piece) in script.pieces.enumerated() {
+                if index > 0, script.pause > 0 { Thread.sleep(forTimeInterval: script.pause) }
+                guard Self.write(piece, to: client) else { return }
+            }
+            if let late = script.late {
+                Thread.sleep(forTimeInterval: late.delay)
+                guard Self.write(late.bytes, to: client) else { return }
+            }
+            if script.dropsReusedConnection {
+                // Wait for the next request on this connection, then hang up without a word.
+                let count = buffer.withUnsafeMutableBytes { recv(client, $0.baseAddress, $0.count, 0) }
+                if count > 0 { reusedConnections.withLock { $0 += 1 } }
+                return
+            }
+            if !script.keepsConnection { break }
         }
         shutdown(client, Int32(SHUT_WR))
         // Let the peer read everything before the close.
         while buffer.withUnsafeMutableBytes({ recv(client, $0.baseAddress, $0.count, 0) }) > 0 {}
     }
+
+    private static func write(_ bytes: [UInt8], to client: Int32) -> Bool {
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes[offset...].withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            guard written > 0 else { return false }
+            offset += written
+        }
+        return true
+    }
 }
 
 extension [UInt8] {
-    fileprivate var containsHeadEnd: Bool {
-        guard count >= 4 else { return false }
+    /// Where the first head ends (just past its CRLFCRLF), if it has.
+    fileprivate var headEnd: Int? {
+        guard count >= 4 else { return nil }
         for index in 0...(count - 4) where self[index] == 13 && self[index + 1] == 10 && self[index + 2] == 13 && self[index + 3] == 10 {
-            return true
+            return index + 4
         }
-        return false
+        return nil
     }
 }
