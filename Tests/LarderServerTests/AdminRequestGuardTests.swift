@@ -1,0 +1,45 @@
+import LarderHTTP
+import LarderIO
+import Testing
+
+@testable import LarderServer
+
+/// What the admin listener refuses from a web page: another name in `Host` (DNS rebinding) and
+/// a changing call from another site.
+@Suite struct AdminRequestGuardTests {
+    let loopback = AdminRequestGuard(local: SocketAddress(parsing: "127.0.0.1:3129"), allowHosts: [])
+    let lan = AdminRequestGuard(local: SocketAddress(parsing: "10.1.2.3:3129"), allowHosts: ["larder.internal", "gw:8080"])
+
+    @Test func hostMustNameTheListenerOrLocalhostWithItsPort() {
+        for host in ["127.0.0.1:3129", "localhost:3129", "LOCALHOST:3129", "[::1]:3129", "127.0.0.2:3129", "0.0.0.0:3129"] {
+            #expect(loopback.refusal(method: .get, host: host, origin: nil, fetchSite: nil) == nil, "\(host)")
+        }
+        for host in [nil, "", "evil.example:3129", "evil.example", "127.0.0.1:80", "127.0.0.1", "localhost:1", "10.1.2.3:3129", "[::1]:x"] {
+            #expect(loopback.refusal(method: .get, host: host, origin: nil, fetchSite: nil)?.status == 421, "\(host ?? "none")")
+        }
+        // A wildcard listener: the address the connection reached is its name; so are allow_hosts.
+        for host in ["10.1.2.3:3129", "larder.internal", "Larder.Internal:9999", "gw:8080"] {
+            #expect(lan.refusal(method: .get, host: host, origin: nil, fetchSite: nil) == nil, "\(host)")
+        }
+        for host in ["10.1.2.4:3129", "gw:8081", "evil.larder.internal:3129"] {
+            #expect(lan.refusal(method: .get, host: host, origin: nil, fetchSite: nil)?.status == 421, "\(host)")
+        }
+    }
+
+    @Test func changingCallsRefuseOtherSitesAndReadsDoNot() {
+        let host = "127.0.0.1:3129"
+        #expect(loopback.refusal(method: .post, host: host, origin: "http://evil.example", fetchSite: nil)?.status == 403)
+        #expect(loopback.refusal(method: .delete, host: host, origin: "null", fetchSite: nil)?.status == 403)
+        #expect(loopback.refusal(method: .post, host: host, origin: "http://127.0.0.1:3130", fetchSite: nil)?.status == 403)
+        #expect(loopback.refusal(method: .post, host: host, origin: "https://127.0.0.1:3129", fetchSite: nil)?.status == 403)
+        #expect(loopback.refusal(method: .post, host: host, origin: nil, fetchSite: "cross-site")?.status == 403)
+        #expect(loopback.refusal(method: .post, host: host, origin: nil, fetchSite: "same-site")?.status == 403)
+        #expect(loopback.refusal(method: HTTPMethod("PURGE"), host: host, origin: "http://evil.example", fetchSite: nil)?.status == 403)
+        // The dashboard's own calls, a command-line client, and reads from anywhere.
+        #expect(loopback.refusal(method: .post, host: host, origin: "http://127.0.0.1:3129", fetchSite: "same-origin") == nil)
+        #expect(loopback.refusal(method: .post, host: "localhost:3129", origin: "http://LOCALHOST:3129", fetchSite: nil) == nil)
+        #expect(loopback.refusal(method: .delete, host: host, origin: nil, fetchSite: "none") == nil)
+        #expect(loopback.refusal(method: .post, host: host, origin: nil, fetchSite: nil) == nil)
+        #expect(loopback.refusal(method: .get, host: host, origin: "http://evil.example", fetchSite: "cross-site") == nil)
+    }
+}
