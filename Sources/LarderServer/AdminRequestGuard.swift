@@ -7,9 +7,10 @@ import LarderIO
 /// - DNS rebinding: a page at `http://evil.example:3129/` whose name is made to resolve to
 ///   127.0.0.1 reads the admin API as its own origin. The browser still sends its own name in
 ///   `Host` (RFC 9110 §7.2), so a request must name the listener it reached: the address the
-///   connection came in on (which covers a `0.0.0.0` listener and sockets systemd passed),
-///   `localhost` or a loopback or wildcard literal, with the listener's port, or an `admin.allow_hosts`
-///   name. Anything else gets 421 Misdirected Request (RFC 9110 §15.5.20).
+///   connection came in on, with its port (which covers a `0.0.0.0` listener and sockets
+///   systemd passed); `localhost` or a loopback literal, which no DNS answer can stand for;
+///   or an `admin.allow_hosts` name. Anything else gets 421 Misdirected Request
+///   (RFC 9110 §15.5.20). A request with no `Host` (HTTP/1.0 health checks) is no browser's.
 /// - Cross-site requests: any page may send a "simple" POST without reading its answer. A
 ///   call that changes something refuses an `Origin` (RFC 6454 §7) other than the listener's
 ///   own, and `Sec-Fetch-Site` other than `same-origin` or `none` (Fetch Metadata), token or no
@@ -42,10 +43,15 @@ struct AdminRequestGuard {
 
     /// Why the request must be refused, or nil to answer it.
     func refusal(method: HTTPMethod, host: String?, origin: String?, fetchSite: String?) -> Refusal? {
-        guard let host, let named = Self.split(host), accepts(named, text: host) else {
-            return .misdirected(
-                "the admin listener answers requests for its own address or localhost; Host \(host.map { "'\($0)'" } ?? "is missing")"
-                    + " is neither (admin.allow_hosts adds names)")
+        // No Host at all is no browser's (HAProxy's `option httpchk` sends HTTP/1.0 without one).
+        var named: (name: String, port: Int)?
+        if let host {
+            guard let split = Self.split(host), accepts(split, text: host) else {
+                return .misdirected(
+                    "the admin listener answers requests for its own address or localhost; Host '\(host)' is neither"
+                        + " (admin.allow_hosts adds names)")
+            }
+            named = split
         }
         guard method != .get && method != .head else { return nil }
         if let fetchSite, !["same-origin", "none"].contains(fetchSite.lowercased()) {
@@ -54,7 +60,7 @@ struct AdminRequestGuard {
         if let origin {
             // The listener's own origin is http://<the Host it was reached by>.
             let lowered = origin.lowercased()
-            guard lowered.hasPrefix("http://"), let from = Self.split(String(lowered.dropFirst(7))), from == named else {
+            guard lowered.hasPrefix("http://"), let from = Self.split(String(lowered.dropFirst(7))), let named, from == named else {
                 return .crossSite("this call changes the cache and is refused from another site (Origin: \(origin))")
             }
         }
@@ -65,13 +71,15 @@ struct AdminRequestGuard {
     private func accepts(_ named: (name: String, port: Int), text: String) -> Bool {
         let lowered = text.lowercased()
         if allowHosts.contains(where: { $0 == named.name || $0 == lowered }) { return true }
-        guard let local else { return false }
-        guard named.port == Int(local.port) else { return false }
+        // A loopback name involves no DNS, so it cannot be rebound: any port (an `ssh -L`
+        // tunnel or a container's port map may differ from the listener's). 0.0.0.0 and ::
+        // reach this host too.
         if named.name == "localhost" || named.name == "localhost." { return true }
         let bare = named.name.hasPrefix("[") ? String(named.name.dropFirst().dropLast()) : named.name
-        guard let address = SocketAddress(literal: bare, port: local.port)?.unmapped else { return false }
-        // 0.0.0.0 and :: reach this host too (a client given the listener's wildcard address).
-        return address.isLoopback || address.isUnspecified || address.ipBytes == local.unmapped.ipBytes
+        guard let address = SocketAddress(literal: bare, port: 0)?.unmapped else { return false }
+        if address.isLoopback || address.isUnspecified { return true }
+        guard let local else { return false }
+        return named.port == Int(local.port) && address.ipBytes == local.unmapped.ipBytes
     }
 
     /// `name[:port]` (IPv6 literals in brackets) as a lower-cased name and a port (80 when
