@@ -48,20 +48,20 @@ struct AdminRequestGuard {
         if let host {
             guard let split = Self.split(host), accepts(split, text: host) else {
                 return .misdirected(
-                    "the admin listener answers requests for its own address or localhost; Host '\(host)' is neither"
+                    "the admin listener answers requests for its own address or localhost; Host '\(Self.shown(host))' is neither"
                         + " (admin.allow_hosts adds names)")
             }
             named = split
         }
         guard method != .get && method != .head else { return nil }
         if let fetchSite, !["same-origin", "none"].contains(fetchSite.lowercased()) {
-            return .crossSite("this call changes the cache and is refused from another site (Sec-Fetch-Site: \(fetchSite))")
+            return .crossSite("this call changes the cache and is refused from another site (Sec-Fetch-Site: \(Self.shown(fetchSite)))")
         }
         if let origin {
             // The listener's own origin is http://<the Host it was reached by>.
             let lowered = origin.lowercased()
             guard lowered.hasPrefix("http://"), let from = Self.split(String(lowered.dropFirst(7))), let named, from == named else {
-                return .crossSite("this call changes the cache and is refused from another site (Origin: \(origin))")
+                return .crossSite("this call changes the cache and is refused from another site (Origin: \(Self.shown(origin)))")
             }
         }
         return nil
@@ -80,6 +80,11 @@ struct AdminRequestGuard {
         if address.isLoopback || address.isUnspecified { return true }
         guard let local else { return false }
         return named.port == Int(local.port) && address.ipBytes == local.unmapped.ipBytes
+    }
+
+    /// A client's value as the answer and the log line quote it: at most 200 characters.
+    static func shown(_ value: String) -> String {
+        value.count <= 200 ? value : String(value.prefix(200)) + "..."
     }
 
     /// `name[:port]` (IPv6 literals in brackets) as a lower-cased name and a port (80 when

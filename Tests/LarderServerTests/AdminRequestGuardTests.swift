@@ -21,6 +21,9 @@ import Testing
         for host in ["", "evil.example:3129", "evil.example", "localhost.evil.example:3129", "10.1.2.3:3129", "[::1]:x", "[::1]:0"] {
             #expect(loopback.refusal(method: .get, host: host, origin: nil, fetchSite: nil)?.status == 421, "\(host)")
         }
+        // The answer and the log line quote a client's value, bounded.
+        let long = loopback.refusal(method: .get, host: String(repeating: "a", count: 10_000) + ":3129", origin: nil, fetchSite: nil)
+        #expect(long?.status == 421 && (long?.message.count ?? .max) < 400)
         // A wildcard listener: the address the connection reached is its name; so are allow_hosts.
         for host in ["10.1.2.3:3129", "larder.internal", "Larder.Internal:9999", "gw:8080"] {
             #expect(lan.refusal(method: .get, host: host, origin: nil, fetchSite: nil) == nil, "\(host)")
