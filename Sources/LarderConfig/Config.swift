@@ -78,6 +78,9 @@ public struct AdminConfig: Sendable, Equatable {
     /// Where `token` was read from (`admin.token_file`), for the check that warns when others
     /// may read it; empty when the token is inline or absent.
     public var tokenFile = ""
+    /// Names besides the listener's own address and localhost that requests may carry in
+    /// `Host` (`name` for any port, `name:port` for one): a reverse proxy's or a container's.
+    public var allowHosts: [String] = []
     public init() {}
 }
 
@@ -265,6 +268,9 @@ public struct LogConfig: Sendable, Equatable {
     /// NCSA combined, or one JSON object per line.
     public var accessFormat = AccessFormat.larder
     public enum AccessFormat: String, Sendable, CaseIterable { case larder, squid, combined, json }
+    /// Query parameters whose values access lines and cache listings replace (signatures and
+    /// tokens: whoever reads them could fetch what the URL grants).
+    public var redactQuery = QueryRedaction(names: QueryRedaction.defaultNames)
     public init() {}
 }
 

@@ -29,7 +29,7 @@ struct ConfigDecoder {
                 "allow_local_destinations", "deny_destinations", "allow_destinations",
             ]
         ),
-        ("admin", ["listen", "token", "token_file"]),
+        ("admin", ["listen", "token", "token_file", "allow_hosts"]),
         ("memory", ["max_bytes", "max_entries", "max_object_bytes"]),
         ("disk", ["path", "max_bytes", "max_object_bytes", "scrub_rate", "required"]),
         (
@@ -45,7 +45,7 @@ struct ConfigDecoder {
             ["default_policy", "stale_if_error", "offline", "range_whole_max", "slice_size", "presets", "admission", "admission_min_bytes"]
         ),
         ("coalesce", ["max_waiters", "wait_timeout", "finish_abandoned_max", "not_shareable_ttl"]),
-        ("log", ["level", "access", "access_file", "admin_requests", "access_format"]),
+        ("log", ["level", "access", "access_file", "admin_requests", "access_format", "redact_query"]),
         ("tls", ["intercept", "never", "ca_dir", "leaf_validity", "upstream_ca_file", "splice_after_failures", "splice_for"]),
     ]
     /// "Did you mean" for an unknown key: the closest key of its own section, else the closest
@@ -226,10 +226,23 @@ struct ConfigDecoder {
             if let duration = duration(value, key, minimum: .seconds(1)) { config.tls.spliceFor = duration }
 
         case ("admin", "token"):
-            tokenPosition = value.position
-            if let text = string(value, key) { config.admin.token = text }
+            // An empty token is no token: the shipped file says `token = ""`, and the systemd
+            // credential must still apply then.
+            if let text = string(value, key), !text.isEmpty {
+                tokenPosition = value.position
+                config.admin.token = text
+            }
         case ("admin", "token_file"):
             if let text = string(value, key), !text.isEmpty { readTokenFile(text, at: value.position, into: &config) }
+        case ("admin", "allow_hosts"):
+            if let list = stringArray(value, key) {
+                for item in list where item.text.isEmpty || item.text.utf8.contains(where: { $0 <= 0x20 || $0 >= 0x7F || $0 == 0x2F }) {
+                    fail(
+                        "allow_hosts lists names as Host carries them (\"larder.internal\" or \"larder.internal:3129\"), got \"\(item.text)\"",
+                        at: item.position)
+                }
+                config.admin.allowHosts = list.map { $0.text.lowercased() }
+            }
 
         case ("memory", "max_bytes"):
             if let bytes = size(value, key, range: 0...(1 << 50)) { config.memory.maxBytes = Int(bytes) }
@@ -358,6 +371,13 @@ struct ConfigDecoder {
             if let format = choice(value, key, LogConfig.AccessFormat.self) { config.log.accessFormat = format }
         case ("log", "admin_requests"):
             if let flag = boolean(value, key) { config.log.adminRequests = flag }
+        case ("log", "redact_query"):
+            if let list = stringArray(value, key) {
+                for item in list where item.text.isEmpty || item.text.contains(where: { "&=?# ".contains($0) }) {
+                    fail("redact_query lists query parameter names (globs like \"X-Amz-*\"), got \"\(item.text)\"", at: item.position)
+                }
+                config.log.redactQuery = QueryRedaction(names: list.map(\.text))
+            }
 
         default:
             fail("key '\(key)' is not handled in [\(section)]", at: value.position)

@@ -12,6 +12,8 @@ final class AccessLog {
     private let fd: Int32
     var enabled: Bool
     var format = LogConfig.AccessFormat.larder
+    /// `log.redact_query`; nil when it lists nothing.
+    var redaction: QueryRedaction?
     private var flushScheduled = false
     private let loop: EventLoop
     private var stampSecond = -1
@@ -51,8 +53,20 @@ final class AccessLog {
         if journal { buffer.append(contentsOf: "<6>".utf8) }
         // Only the default format writes an absolute target from its parts; the others read its
         // text, some more than once (Squid's target and hierarchy fields).
+        var target = format == .larder ? url : .text(url.text)
+        var key = key
+        if let redaction {
+            // A target without `?` costs a scan for it; one with a covered parameter a copy.
+            let query: Bool
+            switch target {
+            case .absolute(let absolute): query = absolute.pathAndQuery.utf8.contains(UInt8(ascii: "?"))
+            case .text(let text): query = text.utf8.contains(UInt8(ascii: "?"))
+            }
+            if query, let hidden = redaction.redacted(target.text) { target = .text(hidden) }
+            if let text = key, let hidden = redaction.redacted(text) { key = hidden }
+        }
         let entry = Entry(
-            client: client, method: method, target: format == .larder ? url : .text(url.text), status: status, outcome: outcome,
+            client: client, method: method, target: target, status: status, outcome: outcome,
             bytes: bytes, durationNanos: durationNanos,
             attempts: attempts, retries: retries, tls: tls, key: key, user: user, agent: agent)
         switch format {

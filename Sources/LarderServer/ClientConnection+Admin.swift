@@ -2,11 +2,15 @@ import LarderCache
 import LarderHTTP
 import LarderIO
 
-/// The admin listener: dashboard, health, counters, metrics, purge. Mutating calls need
-/// `Authorization: Bearer <admin.token>` when a token is configured.
+/// The admin listener: dashboard, health, counters, metrics, purge. Every request must name
+/// the listener in `Host`, and mutating calls must not come from another site
+/// (``AdminRequestGuard``); mutating calls need `Authorization: Bearer <admin.token>` when a
+/// token is configured.
 extension ClientConnection {
     func answerAdmin(_ exchange: Exchange) {
         exchange.outcome = .admin
+        // First, before any endpoint (those added later included) sees the request.
+        guard admitAdmin(exchange) else { return }
         guard case .origin(let target) = exchange.head.target else {
             respondAdmin(400, text: "the admin listener takes origin-form requests, for example GET /stats")
             return
@@ -55,7 +59,8 @@ extension ClientConnection {
             respondAdmin(
                 200, contentType: "application/json", body: Array("{\"url\":\(JSON.string(url.description)),\"purged\":\(purged)}\n".utf8))
         case "/cache" where readOnly:
-            // URLs can carry credentials (signed query strings): listed only with the token.
+            // URLs can carry credentials (signed query strings): listed only with the token,
+            // and with log.redact_query's values hidden.
             guard authorized(exchange) else { return }
             answerCacheListing(query: query)
         case "/ban":
@@ -75,6 +80,25 @@ extension ClientConnection {
                 text: "no admin endpoint \(path); try /, /healthz, /stats, /metrics, GET /cache?prefix=, POST /purge?url=, "
                     + "POST /ban?prefix= or ?glob=, DELETE /cache")
         }
+    }
+
+    /// Refuses (421 or 403, and a log line) what a web page could have sent: see
+    /// ``AdminRequestGuard``. A system call per admin request reads the address it reached.
+    private func admitAdmin(_ exchange: Exchange) -> Bool {
+        let headers = exchange.head.headers
+        let guardian = AdminRequestGuard(
+            local: (try? socket.localAddress()) ?? nil, allowHosts: exchange.runtime.config.admin.allowHosts)
+        guard
+            let refusal = guardian.refusal(
+                method: exchange.head.method, host: headers["Host"], origin: headers["Origin"], fetchSite: headers["Sec-Fetch-Site"])
+        else { return true }
+        proxy.logger.warning(
+            "admin request refused: \(refusal.message)",
+            metadata: ["client": "\(peer?.ipString ?? "-")", "method": "\(exchange.head.method.rawValue)", "status": "\(refusal.status)"])
+        // The connection closes: a client that names the wrong server is not worth keeping.
+        exchange.keepAlive = false
+        respondAdmin(refusal.status, text: refusal.message)
+        return false
     }
 
     /// Checks the bearer token for a mutating call; answers 401 itself when it fails.

@@ -1,4 +1,5 @@
 import LarderCache
+import LarderConfig
 import LarderHTTP
 import LarderIO
 
@@ -28,10 +29,11 @@ extension ClientConnection {
         }
         let cache = proxy.shared.cache
         let asked = limit
+        let redaction = exchange?.runtime.config.log.redactQuery ?? QueryRedaction(names: QueryRedaction.defaultNames)
         offLoop {
             // One more than asked, to say whether there are more.
             let found = cache.list(prefix: prefix, limit: asked + 1, now: Clocks.wallSeconds())
-            return .listing(ClientConnection.listing(found, prefix: prefix, limit: asked))
+            return .listing(ClientConnection.listing(found, prefix: prefix, limit: asked, redaction: redaction))
         }
     }
 
@@ -77,12 +79,13 @@ extension ClientConnection {
         flushSoon()
     }
 
-    private static func listing(_ found: [TieredCache.Listing], prefix: String, limit: Int) -> CacheListing {
+    /// The listing's entries; keys with `redaction`'s query values hidden (log.redact_query).
+    private static func listing(_ found: [TieredCache.Listing], prefix: String, limit: Int, redaction: QueryRedaction) -> CacheListing {
         CacheListing(
             prefix: prefix, limit: limit, truncated: found.count > limit,
             entries: found.prefix(limit).map { entry in
                 CacheListing.Entry(
-                    key: entry.key.url, vary: entry.vary, bytes: Int(entry.bytes),
+                    key: redaction.redacted(entry.key.url) ?? entry.key.url, vary: entry.vary, bytes: Int(entry.bytes),
                     tier: entry.inMemory && entry.onDisk ? "memory+disk" : entry.inMemory ? "memory" : "disk",
                     ageSeconds: entry.age.map { Int($0.rounded(.down)) }, ttlSeconds: entry.ttl.map { Int($0.rounded(.down)) },
                     hits: entry.hits)

@@ -44,6 +44,8 @@ struct BlockingHTTPClient {
             throw Failure(description: "cannot connect to \(address): \(error.message)")
         }
         var head = "\(method) \(target) HTTP/1.1\r\nConnection: close\r\n"
+        // RFC 9112 §3.2: every request names its server; the admin listener checks it.
+        if !headers.contains(where: { $0.0.lowercased() == "host" }) { head += "Host: \(address)\r\n" }
         for (name, value) in headers { head += "\(name): \(value)\r\n" }
         if !body.isEmpty || method == "POST" { head += "Content-Length: \(body.count)\r\n" }
         head += "\r\n"

@@ -34,6 +34,8 @@ struct CheckConfig: ParsableCommand {
             }
             print("\(file): OK: \(ConfigSummary.line(config))")
             for warning in Self.secretWarnings(config, file: file) { printError("\(file): warning: \(warning)") }
+            let dangers = DangerousSettings.warnings(config, proxyListeners: config.proxy.listen, adminListener: config.admin.listen)
+            for warning in dangers { printError("\(file): warning: \(warning)") }
             for note in Self.interceptionNotes(config) { print("\(file): note: \(note)") }
             if explain { print(Self.routeTable(config)) }
         case .failure(let errors):

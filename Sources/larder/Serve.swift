@@ -88,6 +88,8 @@ struct Serve: ParsableCommand {
                 "sockets": "\(server.socketActivated ? "from systemd" : "bound")", "workers": "\(server.workerCount)",
             ])
 
+        warnAboutDangers(server, logger: logger)
+
         if let interceptor {
             let facts = interceptor.mint.facts
             logger.info(
@@ -152,7 +154,15 @@ struct Serve: ParsableCommand {
             }
             server.apply(ConfigSelection.keepingRestartOnly(loaded, from: running), interceptor: interceptor)
             logger.notice("reloaded \(selection.origin): \(ConfigSummary.line(loaded))")
+            warnAboutDangers(server, logger: logger)
         }
+    }
+
+    /// Logs each ``DangerousSettings`` warning about the running configuration and listeners.
+    private func warnAboutDangers(_ server: Server, logger: Logger) {
+        let warnings = DangerousSettings.warnings(
+            server.config, proxyListeners: server.proxyAddresses, adminListener: server.adminAddress)
+        for warning in warnings { logger.warning("\(warning)") }
     }
 
     static func address(_ text: String, flag: String) throws -> SocketAddress {

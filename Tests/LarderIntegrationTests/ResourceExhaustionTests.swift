@@ -12,7 +12,7 @@ extension IntegrationTests {
             var idle: [RawConnection] = []
             for _ in 0..<80 {
                 let connection = try RawConnection(port: larder.adminPort)
-                connection.send("GET /healthz HTTP/1.1\r\nHost: admin\r\n\r\n")
+                connection.send("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:\(larder.adminPort)\r\n\r\n")
                 idle.append(connection)
             }
             let health = try Curl.run(["--max-time", "5", "http://127.0.0.1:\(larder.adminPort)/healthz"])

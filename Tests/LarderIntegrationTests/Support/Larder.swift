@@ -15,17 +15,18 @@ final class Larder {
 
     /// Starts `larder serve` with `config` (TOML text) and `--listen 127.0.0.1:0`. With
     /// `cacheDirectory`, the disk tier lives there (and survives this object, for restart tests);
-    /// `launcher` runs it under another program (`taskset -c 0`).
+    /// `launcher` runs it under another program (`taskset -c 0`); `adminListen` replaces the
+    /// admin listener's address.
     init(
         config: String = "", listen: [String] = ["127.0.0.1:0"], environment: [String: String] = [:],
-        cacheDirectory: String? = nil, launcher: [String] = []
+        cacheDirectory: String? = nil, launcher: [String] = [], adminListen: String = "127.0.0.1:0"
     ) throws {
         directory = Paths.temporaryDirectory()
         ownsDirectory = cacheDirectory == nil
         self.cacheDirectory = cacheDirectory ?? directory + "/cache"
         configPath = directory + "/larder.toml"
         try config.write(toFile: configPath, atomically: true, encoding: .utf8)
-        var arguments = ["serve", "--config", configPath, "--admin-listen", "127.0.0.1:0", "--cache-dir", self.cacheDirectory]
+        var arguments = ["serve", "--config", configPath, "--admin-listen", adminListen, "--cache-dir", self.cacheDirectory]
         for address in listen { arguments += ["--listen", address] }
         var env = ["PATH": "/usr/bin:/bin"]
         env.merge(environment) { $1 }

@@ -1,0 +1,80 @@
+import Foundation
+import LarderConfig
+import LarderIO
+import Testing
+
+/// The configuration side of a safe admin API: empty secrets are unset, query redaction, and
+/// the warnings about settings that let strangers in.
+@Suite struct AdminSafetyConfigTests {
+    private func parse(_ text: String) -> Result<Config, ConfigErrors> { ConfigLoader.parse(text, file: "t.toml") }
+
+    @Test func emptyTokenAndTokenFileMeanUnsetSoAFileNextToAnEmptyTokenIsNoConflict() throws {
+        let stock = try parse("[admin]\ntoken = \"\"\ntoken_file = \"\"\n").get()
+        #expect(stock.admin.token.isEmpty && stock.admin.tokenFile.isEmpty)
+        let directory = NSTemporaryDirectory() + "larder-token-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try "from-file\n".write(toFile: directory + "/token", atomically: true, encoding: .utf8)
+        let withFile = try parse("[admin]\ntoken = \"\"\ntoken_file = \"\(directory)/token\"\n").get()
+        #expect(withFile.admin.token == "from-file")
+        guard case .failure(let errors) = parse("[admin]\ntoken = \"x\"\ntoken_file = \"\(directory)/token\"\n") else {
+            Issue.record("a token and a token file together must still be refused")
+            return
+        }
+        #expect(errors.description.contains("not both"))
+    }
+
+    @Test func redactionHidesCoveredValuesCaseInsensitivelyAndKeepsTheRest() {
+        let redaction = QueryRedaction(names: QueryRedaction.defaultNames)
+        #expect(redaction.redacted("http://h/p") == nil, "no query: nothing to do")
+        #expect(redaction.redacted("http://h/p?page=2&sort=a") == nil, "nothing covered: no copy")
+        #expect(
+            redaction.redacted("https://b.s3.example/k?X-Amz-Credential=AKIA%2F1&x-amz-signature=abc&versionId=3")
+                == "https://b.s3.example/k?X-Amz-Credential=REDACTED&x-amz-signature=REDACTED&versionId=3")
+        #expect(redaction.redacted("http://h/f?sv=1&SIG=s3cr3t&se=2030") == "http://h/f?sv=1&SIG=REDACTED&se=REDACTED")
+        #expect(
+            redaction.redacted("http://h/a?access_token=t&client_secret=c&TOKEN=u")
+                == "http://h/a?access_token=REDACTED&client_secret=REDACTED&TOKEN=REDACTED")
+        #expect(redaction.redacted("http://h/a?token=&token") == nil, "no value, nothing to hide")
+        #expect(redaction.redacted("debian:pool/x.deb?sig=1") == "debian:pool/x.deb?sig=REDACTED", "keys a route built too")
+        #expect(QueryRedaction(names: []).redacted("http://h/?sig=1") == nil)
+    }
+
+    @Test func redactQueryIsDecodedAndCheckedAndAllowHostsToo() throws {
+        let parsed = try parse(
+            "[log]\nredact_query = [\"mysig\", \"Auth-*\"]\n[admin]\nallow_hosts = [\"Larder.Internal\", \"proxy:8080\"]\n"
+        )
+        .get()
+        #expect(parsed.log.redactQuery.names == ["mysig", "Auth-*"])
+        #expect(parsed.log.redactQuery.redacted("http://h/?auth-x=1&sig=2") == "http://h/?auth-x=REDACTED&sig=2")
+        #expect(parsed.admin.allowHosts == ["larder.internal", "proxy:8080"])
+        #expect(Config().log.redactQuery.names == QueryRedaction.defaultNames)
+        for bad in ["[log]\nredact_query = [\"a=b\"]\n", "[admin]\nallow_hosts = [\"http://x/\"]\n", "[admin]\nallow_hosts = [\"\"]\n"] {
+            guard case .failure(let errors) = parse(bad) else {
+                Issue.record("\(bad) must be refused")
+                continue
+            }
+            #expect(errors.description.contains("t.toml:"), "\(errors)")
+        }
+    }
+
+    @Test func warnsAboutAnOpenProxyAndATokenlessExposedAdminOnly() throws {
+        let any = SocketAddress(parsing: "0.0.0.0:3128")!
+        let loopback = SocketAddress(parsing: "127.0.0.1:3128")!
+        let publicAdmin = SocketAddress(parsing: "[::]:3129")!
+        var open = Config()
+        open.proxy.allow = [CIDR(parsing: "10.0.0.0/8")!, CIDR(parsing: "::/0")!]
+        let warnings = DangerousSettings.warnings(open, proxyListeners: [loopback, any], adminListener: publicAdmin)
+        #expect(warnings.count == 2, "\(warnings)")
+        #expect(warnings.first?.contains("open proxy") == true && warnings.first?.contains("0.0.0.0:3128") == true)
+        #expect(warnings.last?.contains("admin listener [::]:3129") == true)
+
+        // Each condition alone is harmless: loopback only, a narrower allow, users, a token.
+        #expect(DangerousSettings.warnings(open, proxyListeners: [loopback], adminListener: loopback).isEmpty)
+        #expect(DangerousSettings.warnings(Config(), proxyListeners: [any], adminListener: nil).isEmpty)
+        var users = open
+        users.proxy.authUsers = [ProxyUser(name: "a", passwordHash: "$y$x")]
+        users.admin.token = "t"
+        #expect(DangerousSettings.warnings(users, proxyListeners: [any], adminListener: publicAdmin).isEmpty)
+    }
+}
