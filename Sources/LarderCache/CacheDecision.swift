@@ -108,12 +108,13 @@ public enum CacheDecision: Sendable, Equatable {
 
     /// Whether a stale `stored` may answer when the origin failed or answered 5xx
     /// (RFC 5861 §4, RFC 9111 §4.2.4): within the largest of the response's and request's
-    /// stale-if-error and the configured window, and never past must-revalidate & co.
+    /// stale-if-error and the configured window, and never past must-revalidate & co. A stored
+    /// failure is stale once past `negativeTTL`, as ``decide(stored:request:policy:ttl:negativeTTL:now:offline:)`` judges it.
     public static func canServeStaleOnError(
-        _ stored: StoredResponse, request: RequestDirectives, window: Double, now: Double
+        _ stored: StoredResponse, request: RequestDirectives, window: Double, negativeTTL: Double, now: Double
     ) -> Bool {
         if stored.directives.forbidsStale { return false }
         let allowed = max(Double(stored.directives.staleIfError ?? 0), Double(request.staleIfError ?? 0), window)
-        return stored.staleness(now: now) <= allowed
+        return stored.currentAge(now: now) - lifetime(of: stored, negativeTTL: negativeTTL) <= allowed
     }
 }

@@ -131,7 +131,8 @@ public struct ResponseAdmission: Sendable, Equatable {
         }
         admission.freshensStoredFromHead = request.method == .head && (request.validating ?? request.fallback) != nil
         if (500...504).contains(head.status), let fallback = request.fallback,
-            CacheDecision.canServeStaleOnError(fallback, request: request.directives, window: request.staleIfErrorWindow, now: now)
+            CacheDecision.canServeStaleOnError(
+                fallback, request: request.directives, window: request.staleIfErrorWindow, negativeTTL: request.negativeTTL, now: now)
         {
             admission.verdict = .serveStale
             return admission
@@ -142,7 +143,7 @@ public struct ResponseAdmission: Sendable, Equatable {
         admission.shareable = Shareability.allowsSharing(
             status: head.status, responseHeaders: head.headers, fillRequest: request.headers, dedupAlways: request.dedupAlways,
             responseCacheControl: cacheControl)
-        if !CacheDecision.isSuccess(head.status), request.method == .get, request.sharedKey || request.keepsStoredSuccess {
+        if !CacheDecision.isSuccess(head.status), request.sharedKey || request.keepsStoredSuccess {
             // The failure answers the request that met it, never the readers that joined it:
             // they may carry the signature this one lacked, or expect the stored success.
             admission.storage = .none

@@ -600,7 +600,8 @@ final class Fill: UpstreamTransferDelegate {
             outcome = .failure(error)
             if head == nil, error.kind != .forbidden, let fallback = options.fallback,
                 CacheDecision.canServeStaleOnError(
-                    fallback, request: options.requestDirectives, window: staleIfErrorWindow, now: Clocks.wallSeconds())
+                    fallback, request: options.requestDirectives, window: staleIfErrorWindow, negativeTTL: negativeTTL,
+                    now: Clocks.wallSeconds())
             {
                 staleAnswer = fallback
                 proxy.shared.stats.staleServedOnError.add(1)

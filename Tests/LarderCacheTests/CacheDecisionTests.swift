@@ -44,7 +44,7 @@ private func decide(
         for directive in ["must-revalidate", "proxy-revalidate", "s-maxage=60"] {
             let entry = stored(["Cache-Control": "max-age=60, \(directive)", "ETag": "\"a\""])
             #expect(decide(entry, at: 1090, request: ["Cache-Control": "max-stale"]) == .revalidate, "\(directive)")
-            #expect(!CacheDecision.canServeStaleOnError(entry, request: .none, window: 3600, now: 1090), "\(directive)")
+            #expect(!CacheDecision.canServeStaleOnError(entry, request: .none, window: 3600, negativeTTL: 30, now: 1090), "\(directive)")
         }
     }
 
@@ -69,11 +69,11 @@ private func decide(
 
     @Test func staleIfErrorWindows() {
         let entry = stored(["Cache-Control": "max-age=60, stale-if-error=100"])
-        #expect(CacheDecision.canServeStaleOnError(entry, request: .none, window: 0, now: 1150))
-        #expect(!CacheDecision.canServeStaleOnError(entry, request: .none, window: 0, now: 1200))
-        #expect(CacheDecision.canServeStaleOnError(entry, request: .none, window: 3600, now: 1200))
+        #expect(CacheDecision.canServeStaleOnError(entry, request: .none, window: 0, negativeTTL: 30, now: 1150))
+        #expect(!CacheDecision.canServeStaleOnError(entry, request: .none, window: 0, negativeTTL: 30, now: 1200))
+        #expect(CacheDecision.canServeStaleOnError(entry, request: .none, window: 3600, negativeTTL: 30, now: 1200))
         let request = RequestDirectives(["Cache-Control": "stale-if-error=500"])
-        #expect(CacheDecision.canServeStaleOnError(plain60, request: request, window: 0, now: 1500))
+        #expect(CacheDecision.canServeStaleOnError(plain60, request: request, window: 0, negativeTTL: 30, now: 1500))
     }
 
     /// The route policies serve only successes on their own terms: any other stored answer is
@@ -99,6 +99,11 @@ private func decide(
                 decide(short, at: 1001, request: ["Cache-Control": "no-cache"], policy: .cacheFirst, ttl: tenYears) == .revalidate,
                 "and the client's no-cache")
         }
+        let year = failure(404, ["Cache-Control": "max-age=31536000"])
+        #expect(CacheDecision.canServeStaleOnError(year, request: .none, window: 60, negativeTTL: 30, now: 1090))
+        #expect(
+            !CacheDecision.canServeStaleOnError(year, request: .none, window: 60, negativeTTL: 30, now: 1100),
+            "a stored failure is stale past negative_ttl, and stale-if-error counts from there")
         let success = stored(["Cache-Control": "max-age=0"])
         #expect(decide(success, at: 1000 + tenYears - 1, policy: .cacheFirst, ttl: tenYears) == .serve, "a success is pinned")
         #expect(CacheDecision.lifetime(of: success, negativeTTL: 30) == 0)
