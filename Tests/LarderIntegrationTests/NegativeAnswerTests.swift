@@ -50,7 +50,7 @@ extension IntegrationTests {
         /// merged key), then the next request reaches the origin again.
         @Test func aFailureOnEveryPresetArtefactRouteIsRefetchedAfterTheNegativeTTL() throws {
             let origin = try Origin()
-            let larder = try Larder(config: Self.config(origin: origin, "negative_ttl = \"3s\"\n"))
+            let larder = try Larder(config: Self.config(origin: origin, "negative_ttl = \"5s\"\n"))
             var asked: [(url: String, merged: Bool, status: Int)] = []
             for (url, merged) in Self.artefacts {
                 for status in [404, 410] {
@@ -64,7 +64,7 @@ extension IntegrationTests {
                     asked.append((target, merged, status))
                 }
             }
-            Thread.sleep(forTimeInterval: 3.5)
+            Thread.sleep(forTimeInterval: 5.5)
             for (target, merged, status) in asked {
                 let answer = try Curl.viaProxy(larder.proxy, [target])
                 #expect(answer.status == status && answer.header("cache-status")?.contains("hit") == false, "\(target)")
@@ -151,6 +151,37 @@ extension IntegrationTests {
                 #expect(later.header("cache-status")?.hasPrefix("larder; hit") == true)
             }
             #expect(try origin.count(target) == 2)
+        }
+
+        /// The same for an artefact kept as slices: a client's no-cache goes to the origin
+        /// (slices answer only requests that accept stored copies) and meets a 404 that says it
+        /// is fresh for an hour; that 404 must not become a whole entry in front of the slices.
+        @Test func aClientsNoCacheFailureDoesNotHideAStoredSlicedArtefact() throws {
+            let origin = try RawOrigin()
+            let path = "/pkg/big-1.0.tar.gz"
+            let text = String(repeating: "abcdefghijklmnop", count: (300 << 10) / 16)
+            origin.script(
+                path, .init("HTTP/1.1 200 OK\r\nContent-Length: \(text.utf8.count)\r\nETag: \"v1\"\r\nConnection: close\r\n\r\n" + text))
+            let larder = try Larder(
+                config: "[cache]\nslice_size = \"64KiB\"\n[[route]]\nmatch = \"http://127.0.0.1:*/pkg/*\"\nimmutable = true\n")
+            #expect(try Curl.viaProxy(larder.proxy, [origin.url(path)]).text == text)
+            // The slices are written by the disk thread: wait (bounded) until they answer alone.
+            var sliced = false
+            for _ in 1...50 where !sliced {
+                sliced = try Curl.viaProxy(larder.proxy, ["-H", "Cache-Control: only-if-cached", origin.url(path)]).text == text
+                if !sliced { Thread.sleep(forTimeInterval: 0.1) }
+            }
+            #expect(sliced && origin.count(path) == 1, "kept as slices")
+            origin.script(
+                path,
+                .init("HTTP/1.1 404 Not Found\r\nCache-Control: max-age=3600\r\nContent-Length: 4\r\nConnection: close\r\n\r\ngone"))
+            let noCache = try Curl.viaProxy(larder.proxy, ["-H", "Cache-Control: no-cache", origin.url(path)])
+            #expect(noCache.status == 404 && origin.count(path) == 2, "no-cache went to the origin")
+            for attempt in 1...2 {
+                let later = try Curl.viaProxy(larder.proxy, [origin.url(path)])
+                #expect(later.status == 200 && later.text == text, "#\(attempt): \(later.status) \(later.headers)")
+            }
+            #expect(origin.count(path) == 2, "the slices answered")
         }
     }
 }
