@@ -29,29 +29,39 @@ public enum CacheDecision: Sendable, Equatable {
     /// - `revalidate`: a stored copy is validated with the origin before every use (a fresh one
     ///   too); only-if-cached gets a fresh copy as it is.
     /// - `offline`: anything stored is served, however stale.
+    ///
+    /// The route policies that serve on their own terms do so for successes only
+    /// (``isSuccess(_:)``): any other stored answer follows `http`, fresh for at most
+    /// `negativeTTL` (`cache.negative_ttl`), so no answer that failed is pinned.
     public static func decide(
-        stored: StoredResponse?, request: RequestDirectives, policy: CachePolicy, ttl: Double?, now: Double,
-        offline: Bool = false
+        stored: StoredResponse?, request: RequestDirectives, policy routePolicy: CachePolicy, ttl: Double?,
+        negativeTTL: Double, now: Double, offline: Bool = false
     ) -> CacheDecision {
         guard let stored else { return request.onlyIfCached || offline ? .unsatisfiable : .forward(reason: "uri-miss") }
         let age = stored.currentAge(now: now)
-        if offline { return stored.isFresh(now: now) ? .serve : .serveStale(refresh: false) }
+        let lifetime = self.lifetime(of: stored, negativeTTL: negativeTTL)
+        let isFresh = lifetime > age
+        if offline { return isFresh ? .serve : .serveStale(refresh: false) }
         let refreshOrForward: CacheDecision = stored.hasValidator ? .revalidate : .forward(reason: "stale")
+        var policy = routePolicy
+        if !isSuccess(stored.status), policy == .cacheFirst || policy == .cacheThenNetwork || policy == .staleWhileRevalidate {
+            policy = .http
+        }
         switch policy {
         case .networkOnly:
             return .forward(reason: "bypass")
         case .cacheFirst:
-            if age < (ttl ?? stored.freshnessLifetime) { return .serve }
+            if age < (ttl ?? lifetime) { return .serve }
             return request.onlyIfCached ? .unsatisfiable : refreshOrForward
         case .cacheThenNetwork:
             if let ttl, age >= ttl { return request.onlyIfCached ? .unsatisfiable : refreshOrForward }
             return .serveStale(refresh: true)
         case .staleWhileRevalidate:
-            if stored.isFresh(now: now) { return .serve }
+            if isFresh { return .serve }
             if let ttl, age >= ttl { return request.onlyIfCached ? .unsatisfiable : refreshOrForward }
             return .serveStale(refresh: true)
         case .revalidate:
-            if request.onlyIfCached { return stored.isFresh(now: now) ? .serve : .unsatisfiable }
+            if request.onlyIfCached { return isFresh ? .serve : .unsatisfiable }
             return refreshOrForward
         case .http:
             break
@@ -60,7 +70,6 @@ public enum CacheDecision: Sendable, Equatable {
         if request.noCache { return stored.hasValidator ? .revalidate : .forward(reason: "request") }
         // §5.2.2.4: a no-cache response is validated before every reuse.
         if stored.directives.noCache { return refreshOrForward }
-        let lifetime = stored.freshnessLifetime
         var fresh = lifetime > age
         var clientForbidsThisAge = false
         if let maxAge = request.maxAge, age > Double(maxAge) {
@@ -85,14 +94,27 @@ public enum CacheDecision: Sendable, Equatable {
         return refreshOrForward
     }
 
+    /// Whether `status` is a success, the only answer the route policies keep on their own
+    /// terms: 200, and 206 for a slice of one (every other 206 is never stored).
+    @inline(__always)
+    public static func isSuccess(_ status: Int) -> Bool { status == 200 || status == 206 }
+
+    /// How long `stored` is fresh (RFC 9111 §4.2.1): its own lifetime, capped at `negativeTTL`
+    /// unless it is a success (§4.2.1 lets a cache shorten it).
+    @inline(__always)
+    public static func lifetime(of stored: StoredResponse, negativeTTL: Double) -> Double {
+        isSuccess(stored.status) ? stored.freshnessLifetime : min(stored.freshnessLifetime, negativeTTL)
+    }
+
     /// Whether a stale `stored` may answer when the origin failed or answered 5xx
     /// (RFC 5861 §4, RFC 9111 §4.2.4): within the largest of the response's and request's
-    /// stale-if-error and the configured window, and never past must-revalidate & co.
+    /// stale-if-error and the configured window, and never past must-revalidate & co. A stored
+    /// failure is stale once past `negativeTTL`, as ``decide(stored:request:policy:ttl:negativeTTL:now:offline:)`` judges it.
     public static func canServeStaleOnError(
-        _ stored: StoredResponse, request: RequestDirectives, window: Double, now: Double
+        _ stored: StoredResponse, request: RequestDirectives, window: Double, negativeTTL: Double, now: Double
     ) -> Bool {
         if stored.directives.forbidsStale { return false }
         let allowed = max(Double(stored.directives.staleIfError ?? 0), Double(request.staleIfError ?? 0), window)
-        return stored.staleness(now: now) <= allowed
+        return stored.currentAge(now: now) - lifetime(of: stored, negativeTTL: negativeTTL) <= allowed
     }
 }

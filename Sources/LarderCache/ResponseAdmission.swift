@@ -22,11 +22,20 @@ public struct ResponseAdmission: Sendable, Equatable {
         public var dedupAlways: Bool
         /// `memory.max_object_bytes`: the memory tier takes bodies up to this size.
         public var maxMemoryObject: Int
+        /// `cache.negative_ttl`: the longest an answer other than a success is stored fresh.
+        public var negativeTTL: Double
+        /// The key is not the URL (`key`, `ignore_query`): other URLs share the entry, so only a
+        /// success may be stored there (an unsigned request's 404 must not answer signed ones).
+        public var sharedKey: Bool
+        /// A success is stored under the key (whole or as slices): the stored response the
+        /// request validates or falls back on is one, or, when there is none, the tiers hold
+        /// something for the key. Worked out for failures on `cache_first` only.
+        public var holdsSuccess: Bool
 
         public init(
             method: HTTPMethod, headers: HTTPHeaders, policy: CachePolicy, directives: RequestDirectives,
             validating: StoredResponse?, fallback: StoredResponse?, staleIfErrorWindow: Double, dedupAlways: Bool,
-            maxMemoryObject: Int
+            maxMemoryObject: Int, negativeTTL: Double, sharedKey: Bool, holdsSuccess: Bool
         ) {
             self.method = method
             self.headers = headers
@@ -37,6 +46,15 @@ public struct ResponseAdmission: Sendable, Equatable {
             self.staleIfErrorWindow = staleIfErrorWindow
             self.dedupAlways = dedupAlways
             self.maxMemoryObject = maxMemoryObject
+            self.negativeTTL = negativeTTL
+            self.sharedKey = sharedKey
+            self.holdsSuccess = holdsSuccess
+        }
+
+        /// What a failure must not displace: on `cache_first` (immutable objects) a stored
+        /// success outlives any later answer that is not one.
+        var keepsStoredSuccess: Bool {
+            policy == .cacheFirst && holdsSuccess
         }
     }
 
@@ -93,6 +111,9 @@ public struct ResponseAdmission: Sendable, Equatable {
     public var shareable: Bool
     /// The freshness lifetime (seconds) the response is stored with.
     public var lifetime: Double
+    /// A failure answered while a success is kept (``Request/keepsStoredSuccess``): the stored
+    /// response stays, neither replaced nor outdated.
+    public var keepsStored = false
 
     /// Decides for `head` (hop-by-hop fields already removed), with the body's declared
     /// length (nil: unknown) and the disk tier as it is (nil: none), at `now` (wall-clock seconds).
@@ -110,7 +131,8 @@ public struct ResponseAdmission: Sendable, Equatable {
         }
         admission.freshensStoredFromHead = request.method == .head && (request.validating ?? request.fallback) != nil
         if (500...504).contains(head.status), let fallback = request.fallback,
-            CacheDecision.canServeStaleOnError(fallback, request: request.directives, window: request.staleIfErrorWindow, now: now)
+            CacheDecision.canServeStaleOnError(
+                fallback, request: request.directives, window: request.staleIfErrorWindow, negativeTTL: request.negativeTTL, now: now)
         {
             admission.verdict = .serveStale
             return admission
@@ -121,11 +143,19 @@ public struct ResponseAdmission: Sendable, Equatable {
         admission.shareable = Shareability.allowsSharing(
             status: head.status, responseHeaders: head.headers, fillRequest: request.headers, dedupAlways: request.dedupAlways,
             responseCacheControl: cacheControl)
+        if !CacheDecision.isSuccess(head.status), request.sharedKey || request.keepsStoredSuccess {
+            // The failure answers the request that met it, never the readers that joined it:
+            // they may carry the signature this one lacked, or expect the stored success.
+            admission.storage = .none
+            admission.shareable = false
+            admission.keepsStored = request.keepsStoredSuccess
+        }
         return admission
     }
 
-    /// Worth keeping: storable (RFC 9111 §3, or forced by `cache_first`) and fresh for a while,
-    /// or revalidatable (ETag/Last-Modified), or kept by a route policy on its own terms.
+    /// Worth keeping: storable (RFC 9111 §3, or a success forced by `cache_first`) and fresh for
+    /// a while, or revalidatable (ETag/Last-Modified), or a success kept by a route policy on its
+    /// own terms. Any other answer is fresh for at most `negative_ttl`.
     private static func storage(
         _ request: Request, head: ResponseHead, contentLength: Int?, cacheControl: CacheControl, disk: DiskTier?,
         now: Double, lifetime: inout Double
@@ -134,12 +164,14 @@ public struct ResponseAdmission: Sendable, Equatable {
         let decision = Storability.decide(
             method: request.method, requestHeaders: request.headers, status: head.status, responseHeaders: head.headers,
             ignoringCacheControl: request.policy == .cacheFirst, responseCacheControl: cacheControl)
+        let success = CacheDecision.isSuccess(head.status)
         lifetime = Freshness.lifetime(status: head.status, headers: head.headers, cacheControl: cacheControl, responseTime: now)
+        if !success { lifetime = min(lifetime, request.negativeTTL) }
         let validatable = head.headers.contains("ETag") || head.headers.contains("Last-Modified")
         // http and revalidate keep only what can be reused fresh or validated; the other
-        // policies keep responses on their own terms.
-        let ownTerms = request.policy != .http && request.policy != .revalidate
-        guard decision.canStore, lifetime > 0 || validatable || ownTerms else { return .none }
+        // policies keep successes on their own terms.
+        let ownTerms = success && request.policy != .http && request.policy != .revalidate
+        guard decision.canStore, lifetime > 0 || validatable && success || ownTerms else { return .none }
         if (contentLength ?? 0) <= wholeLimit(maxMemoryObject: request.maxMemoryObject, disk: disk) { return .whole }
         return disk != nil ? .streamed : .none
     }

@@ -11,22 +11,16 @@ public enum Storability {
     }
 
     /// Applies §3 for a shared cache to a response to a `GET`. With `ignoringCacheControl`
-    /// (the `cache_first` policy, for immutable content) Cache-Control and Expires do not matter;
-    /// the safety rules (Authorization, Set-Cookie, Vary: *) and the status rules still do.
+    /// (the `cache_first` policy, for immutable content) a 200 needs nothing to make it
+    /// cacheable: its lifetime does not matter. Every other status follows §3 as on any route
+    /// (a 404 kept as long as a package would pin a failure), and `no-store`, `private` and the
+    /// safety rules (Authorization, Set-Cookie, Vary: *) hold whatever the policy.
     /// `responseCacheControl`, when given, is `responseHeaders`' Cache-Control already parsed.
     public static func decide(
         method: HTTPMethod, requestHeaders: HTTPHeaders, status: Int, responseHeaders: HTTPHeaders,
         ignoringCacheControl: Bool = false, responseCacheControl: CacheControl? = nil
     ) -> Decision {
         guard method == .get else { return .doNotStore("method") }
-        if ignoringCacheControl {
-            guard status >= 200, status != 206, status != 304 else { return .doNotStore("status") }
-            guard status == 200 || Freshness.heuristicallyCacheable.contains(status) else { return .doNotStore("status") }
-            if requestHeaders.contains("Authorization") { return .doNotStore("authorization") }
-            if responseHeaders.listElements("Vary").contains("*") { return .doNotStore("vary *") }
-            if responseHeaders.contains("Set-Cookie") { return .doNotStore("set-cookie") }
-            return .store
-        }
         let response = responseCacheControl ?? CacheControl(responseHeaders)
         let request = CacheControl(requestHeaders)
         // §3: the status is final; 206 and 304 only if understood (we do not combine ranges).
@@ -39,9 +33,11 @@ public enum Storability {
         if response.noStore && !(response.mustUnderstand && understood) { return .doNotStore("no-store") }
         // §5.2.2.7: a shared cache must not store a private response.
         if response.isPrivate { return .doNotStore("private") }
-        // §3.5: Authorization only with public, s-maxage or must-revalidate.
+        // §3.5: Authorization only with public, s-maxage or must-revalidate; never on cache_first's
+        // own terms, which read none of them.
+        let ownTerms = ignoringCacheControl && status == 200
         if requestHeaders.contains("Authorization")
-            && !(response.isPublic || response.sMaxAge != nil || response.mustRevalidate)
+            && (ownTerms || !(response.isPublic || response.sMaxAge != nil || response.mustRevalidate))
         {
             return .doNotStore("authorization")
         }
@@ -49,6 +45,8 @@ public enum Storability {
         if responseHeaders.listElements("Vary").contains("*") { return .doNotStore("vary *") }
         // A shared cache must not hand one user's cookie to another; Larder does not store them.
         if responseHeaders.contains("Set-Cookie") { return .doNotStore("set-cookie") }
+        // cache_first keeps a success on its own terms.
+        if ownTerms { return .store }
         // §3: something must make it cacheable.
         let explicit =
             response.isPublic || response.maxAge != nil || response.sMaxAge != nil

@@ -215,6 +215,11 @@ public enum AdmissionPolicy: String, Sendable, CaseIterable {
 public struct CacheConfig: Sendable, Equatable {
     public var defaultPolicy: CachePolicy = .http
     public var staleIfError: Duration = .seconds(3600)
+    /// The longest any answer other than a success (200, or 206 for a slice) stays fresh,
+    /// whatever its headers or the route say: one client asking for a version not yet published
+    /// must not make it fail for every other client for longer (RFC 9111 §4.2.1 lets a cache
+    /// shorten a lifetime). 0 stores none.
+    public var negativeTTL: Duration = .seconds(30)
     /// Serve everything stored, however stale, and never contact upstream.
     public var offline = false
     /// A Range request for an object not yet stored fetches the whole object (to store it) when

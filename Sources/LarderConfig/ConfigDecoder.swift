@@ -42,7 +42,11 @@ struct ConfigDecoder {
         ("retry", retryKeys),
         (
             "cache",
-            ["default_policy", "stale_if_error", "offline", "range_whole_max", "slice_size", "presets", "admission", "admission_min_bytes"]
+            [
+                "default_policy", "stale_if_error", "offline", "range_whole_max", "slice_size", "presets", "admission",
+                "admission_min_bytes",
+                "negative_ttl",
+            ]
         ),
         ("coalesce", ["max_waiters", "wait_timeout", "finish_abandoned_max", "not_shareable_ttl"]),
         ("log", ["level", "access", "access_file", "admin_requests", "access_format", "redact_query"]),
@@ -316,6 +320,8 @@ struct ConfigDecoder {
             if let policy = choice(value, key, CachePolicy.self) { config.cache.defaultPolicy = policy }
         case ("cache", "stale_if_error"):
             if let duration = duration(value, key, minimum: .zero) { config.cache.staleIfError = duration }
+        case ("cache", "negative_ttl"):
+            if let duration = duration(value, key, minimum: .zero) { config.cache.negativeTTL = duration }
         case ("cache", "presets"):
             if let list = stringArray(value, key) {
                 var presets: [Preset] = []

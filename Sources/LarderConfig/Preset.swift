@@ -11,8 +11,9 @@
 ///   named by version or digest, Larder is never the cause of a hash mismatch.
 ///
 /// Every route matches both `http://` and `https://` (HTTPS needs ``tlsHosts`` in
-/// `tls.intercept`). A route's pattern covers the path and the query, so artefact suffixes end
-/// in `*` (`*.whl*`): a query string does not hide a package file.
+/// `tls.intercept`). Artefact suffixes end the path, with any query after (`*.whl?*`): a query
+/// string does not hide a package file, and a URL that only mentions one (`/search?q=a.whl`,
+/// `/a.whl.html`, `/a.rpmnew/x`) is not taken for it.
 public enum Preset: String, Sendable, CaseIterable {
     case debian, ubuntu, pypi, npm, cargo, go, oci
     case githubReleases = "github-releases"
@@ -41,17 +42,21 @@ public enum Preset: String, Sendable, CaseIterable {
             return [
                 Rule(match: "*://*.\(domain)/*/by-hash/*", kind: .artefact, key: "\(rawValue):{path}"),
                 Rule(match: "*://*.\(domain)/*/pool/*", kind: .artefact, key: "\(rawValue):{path}"),
-                Rule(match: "*://*:*/*/by-hash/*", kind: .artefact),
-                Rule(match: "*://*:*/*/pool/*.deb*", kind: .artefact),
-                Rule(match: "*://*:*/*/pool/*.udeb*", kind: .artefact),
-                Rule(match: "*://*:*/*/pool/*.dsc*", kind: .artefact),
-                Rule(match: "*://*:*/*/pool/*.tar.*", kind: .artefact),
+                Rule(match: "*://*:*/*/by-hash/*?*", kind: .artefact),
+                Rule(match: "*://*:*/*/pool/*.deb?*", kind: .artefact),
+                Rule(match: "*://*:*/*/pool/*.udeb?*", kind: .artefact),
+                Rule(match: "*://*:*/*/pool/*.dsc?*", kind: .artefact),
+                Rule(match: "*://*:*/*/pool/*.tar.gz?*", kind: .artefact),
+                Rule(match: "*://*:*/*/pool/*.tar.xz?*", kind: .artefact),
+                Rule(match: "*://*:*/*/pool/*.tar.bz2?*", kind: .artefact),
+                Rule(match: "*://*:*/*/pool/*.tar.lzma?*", kind: .artefact),
+                Rule(match: "*://*:*/*/pool/*.tar.zst?*", kind: .artefact),
                 Rule(match: "*://*:*/*/dists/*", kind: .index),
             ]
         case .pypi:
             return [
                 Rule(match: "*://files.pythonhosted.org/packages/*", kind: .artefact),
-                Rule(match: "*://*:*/packages/*/*/*/*.whl*", kind: .artefact),
+                Rule(match: "*://*:*/packages/*/*/*/*.whl?*", kind: .artefact),
                 Rule(match: "*://*:*/simple/*", kind: .index),
                 Rule(match: "*://*:*/pypi/*/json", kind: .index),
             ]
@@ -59,29 +64,29 @@ public enum Preset: String, Sendable, CaseIterable {
             // Named-host routes go before any-host ones (ConfigDecoder): each registry's
             // tarballs are listed before its documents.
             return ["registry.npmjs.org", "registry.yarnpkg.com"].flatMap { host in
-                [Rule(match: "*://\(host)/*/-/*.tgz*", kind: .artefact), Rule(match: "*://\(host)/*", kind: .index)]
-            } + [Rule(match: "*://*:*/*/-/*.tgz*", kind: .artefact)]
+                [Rule(match: "*://\(host)/*/-/*.tgz?*", kind: .artefact), Rule(match: "*://\(host)/*", kind: .index)]
+            } + [Rule(match: "*://*:*/*/-/*.tgz?*", kind: .artefact)]
         case .cargo:
             return [
                 Rule(match: "*://static.crates.io/crates/*", kind: .artefact),
-                Rule(match: "*://*:*/api/v1/crates/*/download*", kind: .artefact),
-                Rule(match: "*://*:*/crates/*.crate*", kind: .artefact),
+                Rule(match: "*://*:*/api/v1/crates/*/download?*", kind: .artefact),
+                Rule(match: "*://*:*/crates/*.crate?*", kind: .artefact),
                 Rule(match: "*://index.crates.io/*", kind: .index),
             ]
         case .go:
             return [
-                Rule(match: "*://*:*/*/@v/*.zip*", kind: .artefact),
-                Rule(match: "*://*:*/*/@v/*.mod*", kind: .artefact),
-                Rule(match: "*://*:*/*/@v/*.info*", kind: .artefact),
+                Rule(match: "*://*:*/*/@v/*.zip?*", kind: .artefact),
+                Rule(match: "*://*:*/*/@v/*.mod?*", kind: .artefact),
+                Rule(match: "*://*:*/*/@v/*.info?*", kind: .artefact),
                 Rule(match: "*://*:*/*/@v/list", kind: .index),
                 Rule(match: "*://*:*/*/@latest", kind: .index),
             ]
         case .oci:
             return [
-                Rule(match: "*://*:*/v2/*/blobs/sha256:*", kind: .artefact),
-                Rule(match: "*://*:*/v2/*/manifests/sha256:*", kind: .artefact),
+                Rule(match: "*://*:*/v2/*/blobs/sha256:*?*", kind: .artefact),
+                Rule(match: "*://*:*/v2/*/manifests/sha256:*?*", kind: .artefact),
                 // Registries redirect blob downloads to signed storage URLs named by digest.
-                Rule(match: "*://*:*/*/blobs/sha256/*", kind: .artefact, ignoreQuery: Preset.signatureParameters),
+                Rule(match: "*://*:*/*/blobs/sha256/*?*", kind: .artefact, ignoreQuery: Preset.signatureParameters),
                 Rule(match: "*://*:*/v2/*/manifests/*", kind: .index),
                 Rule(match: "*://*:*/v2/*/tags/list", kind: .index),
             ]
@@ -94,10 +99,10 @@ public enum Preset: String, Sendable, CaseIterable {
             ]
         case .rpm:
             return [
-                Rule(match: "*://*:*/*.rpm*", kind: .artefact),
+                Rule(match: "*://*:*/*.rpm?*", kind: .artefact),
                 Rule(match: "*://*:*/*/repodata/repomd.xml*", kind: .index),
                 // Every other repodata file is named by its checksum (repomd.xml names them).
-                Rule(match: "*://*:*/*/repodata/*", kind: .artefact),
+                Rule(match: "*://*:*/*/repodata/*?*", kind: .artefact),
             ]
         }
     }

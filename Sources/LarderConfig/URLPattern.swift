@@ -8,6 +8,9 @@
 /// - path: a glob over path and query where `*` matches any run of characters, `/` included;
 ///   omitted means `/*` (everything on that host). `{name}` matches as `*` does and names what
 ///   it matched, for the route's `key` (`"http://*/{dist}/pool/{file}"`).
+/// - a path ending in `?*` (and holding no other `?`) ends the path there: what comes before
+///   matches the path alone, and any query, or none, may follow (`/*.rpm?*` matches
+///   `/a/b.rpm` and `/a/b.rpm?x=1`, not `/search?q=b.rpm` or `/b.rpm.html`).
 public struct URLPattern: Sendable, Hashable, CustomStringConvertible {
     public let text: String
     let scheme: String?
@@ -15,6 +18,8 @@ public struct URLPattern: Sendable, Hashable, CustomStringConvertible {
     /// nil: any port.
     let port: Int?
     let path: [UInt8]
+    /// The pattern ended in `?*`: `path` (without it) matches the path before any query.
+    let endsPath: Bool
     /// For each `*` of `path`, in order, the capture name it was written as (`{name}`), or nil.
     public let captureNames: [String?]
 
@@ -114,7 +119,11 @@ public struct URLPattern: Sendable, Hashable, CustomStringConvertible {
                 rest = rest.dropFirst()
             }
         }
-        path = globbed
+        // `?*` at the end: the path stops before the query (RFC 3986 §3.4: the first `?`).
+        endsPath =
+            globbed.count >= 2 && globbed.suffix(2).elementsEqual("?*".utf8) && names.last == .some(nil)
+            && globbed.dropLast(2).firstIndex(of: UInt8(ascii: "?")) == nil
+        path = endsPath ? Array(globbed.dropLast(2)) : globbed
         captureNames = names
     }
 
@@ -123,8 +132,17 @@ public struct URLPattern: Sendable, Hashable, CustomStringConvertible {
     /// ``glob(_:_:)`` decides.
     public func captures(in pathAndQuery: String) -> [String: String] {
         guard captureNames.contains(where: { $0 != nil }) else { return [:] }
-        let text = Array(pathAndQuery.utf8)
-        guard let spans = URLPattern.starSpans(path, text) else { return [:] }
+        var text = Array(pathAndQuery.utf8)
+        var query: Range<Int>?
+        if endsPath, let mark = text.firstIndex(of: UInt8(ascii: "?")) {
+            query = (mark + 1)..<text.count
+            text.removeSubrange(mark...)
+        }
+        guard var spans = URLPattern.starSpans(path, text) else { return [:] }
+        if endsPath {
+            text = Array(pathAndQuery.utf8)
+            spans.append(query ?? text.count..<text.count)
+        }
         var captured: [String: String] = [:]
         for (name, span) in zip(captureNames, spans) {
             if let name { captured[name] = String(decoding: text[span], as: UTF8.self) }
@@ -168,7 +186,9 @@ public struct URLPattern: Sendable, Hashable, CustomStringConvertible {
         if let scheme, scheme != requestScheme { return false }
         if let port, port != requestPort { return false }
         guard matchHost(host) else { return false }
-        return URLPattern.glob(path, Array(pathAndQuery.utf8))
+        let text = Array(pathAndQuery.utf8)
+        guard endsPath, let mark = text.firstIndex(of: UInt8(ascii: "?")) else { return URLPattern.glob(path, text) }
+        return URLPattern.glob(path, text[..<mark])
     }
 
     private func matchHost(_ host: String) -> Bool {
@@ -196,6 +216,11 @@ public struct URLPattern: Sendable, Hashable, CustomStringConvertible {
     /// Glob with `*` only (any run of bytes, `/` included; every other byte stands for itself);
     /// linear in practice (backtracks to the last star).
     public static func glob(_ pattern: [UInt8], _ text: [UInt8]) -> Bool {
+        glob(pattern, text[...])
+    }
+
+    /// ``glob(_:_:)`` over a slice that starts at index 0 (a prefix of the text).
+    static func glob(_ pattern: [UInt8], _ text: ArraySlice<UInt8>) -> Bool {
         var p = 0
         var t = 0
         var star = -1

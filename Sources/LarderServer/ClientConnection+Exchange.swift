@@ -136,7 +136,7 @@ extension ClientConnection {
         let now = Clocks.wallSeconds()
         let decision = CacheDecision.decide(
             stored: stored, request: exchange.directives, policy: exchange.policy,
-            ttl: exchange.route?.ttl?.totalSeconds, now: now, offline: offline)
+            ttl: exchange.route?.ttl?.totalSeconds, negativeTTL: config.cache.negativeTTL.totalSeconds, now: now, offline: offline)
         switch decision {
         case .serve:
             serveFromCache(stored!, exchange: exchange, stale: false, now: now)
@@ -209,9 +209,12 @@ extension ClientConnection {
         if status == nil {
             cacheStatus.hit = true
             // RFC 9211 §2.2: the remaining freshness as this cache judges it; under cache_first
-            // that is the route's ttl, not the origin's (a negative ttl would say "stale").
-            var lifetime = stored.freshnessLifetime
-            if exchange.policy == .cacheFirst, let ttl = exchange.route?.ttl?.totalSeconds { lifetime = ttl }
+            // that is the route's ttl for a success, not the origin's (a negative ttl would say
+            // "stale"), and at most cache.negative_ttl for anything else.
+            var lifetime = CacheDecision.lifetime(of: stored, negativeTTL: exchange.runtime.config.cache.negativeTTL.totalSeconds)
+            if exchange.policy == .cacheFirst, CacheDecision.isSuccess(stored.status), let ttl = exchange.route?.ttl?.totalSeconds {
+                lifetime = ttl
+            }
             cacheStatus.ttl = Int((lifetime - stored.currentAge(now: now)).rounded(.down))
             var details: [String] = []
             if stored.isOnDisk || exchange.fromDisk { details.append("disk") }

@@ -98,7 +98,8 @@ extension ClientConnection {
                 let now = Clocks.wallSeconds()
                 let decision = CacheDecision.decide(
                     stored: stored, request: exchange.directives, policy: exchange.policy, ttl: exchange.route?.ttl?.totalSeconds,
-                    now: now, offline: exchange.runtime.config.cache.offline)
+                    negativeTTL: exchange.runtime.config.cache.negativeTTL.totalSeconds, now: now,
+                    offline: exchange.runtime.config.cache.offline)
                 switch decision {
                 case .serve, .serveStale:
                     break

@@ -144,6 +144,7 @@ extension ClientConnection: RequestBodySource {
         options.policy = exchange.policy
         options.ttl = exchange.route?.ttl?.totalSeconds
         options.background = true
+        options.sharedKey = exchange.route?.hasCustomKey ?? false
         options.retry = RetryPolicy(exchange.route?.retry ?? exchange.runtime.config.retry)
         setParents(&options, url: url, exchange: exchange)
         var head = exchange.head
@@ -170,6 +171,7 @@ extension ClientConnection: RequestBodySource {
         options.ttl = exchange.route?.ttl?.totalSeconds
         options.retry = RetryPolicy(exchange.route?.retry ?? exchange.runtime.config.retry)
         options.idempotentRoute = exchange.route?.idempotent ?? false
+        options.sharedKey = exchange.route?.hasCustomKey ?? false
         setParents(&options, url: url, exchange: exchange)
         return options
     }

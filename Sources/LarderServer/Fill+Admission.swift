@@ -71,12 +71,22 @@ extension Fill {
         proxy.shared.stats.invalidations.add(keys.count)
     }
 
-    /// What the admission needs to know about the request this fill sent.
-    var admissionRequest: ResponseAdmission.Request {
+    /// What the admission needs to know about the request this fill sent, answered `status`.
+    func admissionRequest(for status: Int) -> ResponseAdmission.Request {
         ResponseAdmission.Request(
             method: method, headers: requestHeaders, policy: options.policy, directives: options.requestDirectives,
             validating: options.validating, fallback: options.fallback, staleIfErrorWindow: staleIfErrorWindow,
-            dedupAlways: dedupAlways, maxMemoryObject: maxMemoryObject)
+            dedupAlways: dedupAlways, maxMemoryObject: maxMemoryObject, negativeTTL: negativeTTL, sharedKey: options.sharedKey,
+            holdsSuccess: options.policy == .cacheFirst && !CacheDecision.isSuccess(status) && holdsSuccess())
+    }
+
+    /// Whether a success is stored for the key: the stored response this fill validates or
+    /// falls back on, else anything the tiers hold whole or as slices (a probe, on a failure
+    /// only; a stale failure stored is known through the fallback and may be replaced).
+    private func holdsSuccess() -> Bool {
+        if let known = options.validating ?? options.fallback { return CacheDecision.isSuccess(known.status) }
+        let cache = proxy.shared.cache
+        return cache.holds(key) || cache.mayHoldSlices && cache.holds(key.slice(0))
     }
 
     /// Prepares what storing needs: the memory entry's parts (its head serialized once) and the

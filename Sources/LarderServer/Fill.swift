@@ -57,6 +57,8 @@ struct FillOptions {
     var parentBackoff: Duration = .seconds(30)
     /// A slice fill: which slice its request's Range asks for, of slices this large.
     var slice: (index: Int, size: Int)?
+    /// The route's key is not the URL (`key`, `ignore_query`): only a success is stored.
+    var sharedKey = false
 }
 
 /// Where a reader finds the body bytes at its position.
@@ -158,6 +160,8 @@ final class Fill: UpstreamTransferDelegate {
     /// The doorkeeper kept this storable response out (`Cache-Status: ...; detail=admission-deferred`).
     var admissionDeferred = false
     let staleIfErrorWindow: Double
+    /// `cache.negative_ttl`, in seconds.
+    let negativeTTL: Double
     /// The disk entry being written, when the response goes to the disk tier while it streams
     /// (bodies larger than a fill keeps whole, ``keptWholeUpTo``, declared or once past it).
     var diskWrite: DiskWrite?
@@ -224,6 +228,7 @@ final class Fill: UpstreamTransferDelegate {
         admissionPolicy = runtime.config.cache.admission
         admissionMinBytes = runtime.config.cache.admissionMinBytes
         staleIfErrorWindow = runtime.config.cache.staleIfError.totalSeconds
+        negativeTTL = runtime.config.cache.negativeTTL.totalSeconds
     }
 
     /// Starts the upstream transfer.
@@ -483,7 +488,7 @@ final class Fill: UpstreamTransferDelegate {
         let disk = diskTier
         keptWholeUpTo = ResponseAdmission.wholeLimit(maxMemoryObject: maxMemoryObject, disk: disk)
         var admission = ResponseAdmission.decide(
-            admissionRequest, head: judged, contentLength: contentLength, cacheControl: cacheControl, disk: disk,
+            admissionRequest(for: judged.status), head: judged, contentLength: contentLength, cacheControl: cacheControl, disk: disk,
             now: responseTime)
         if options.slice != nil, sliceRange == nil, forwarded.status != 200 {
             // A slice request's other answers (416, a range the origin chose) describe that
@@ -522,7 +527,7 @@ final class Fill: UpstreamTransferDelegate {
             store(forwarded, as: admission, cacheControl: cacheControl)
         }
         share(forwarded, shareable: admission.shareable)
-        if let validating = options.validating, !willStore {
+        if let validating = options.validating, !willStore, !admission.keepsStored {
             // The origin sent a new response that will not be stored: the old one is outdated.
             proxy.shared.cache.invalidate(validating)
         }
@@ -595,7 +600,8 @@ final class Fill: UpstreamTransferDelegate {
             outcome = .failure(error)
             if head == nil, error.kind != .forbidden, let fallback = options.fallback,
                 CacheDecision.canServeStaleOnError(
-                    fallback, request: options.requestDirectives, window: staleIfErrorWindow, now: Clocks.wallSeconds())
+                    fallback, request: options.requestDirectives, window: staleIfErrorWindow, negativeTTL: negativeTTL,
+                    now: Clocks.wallSeconds())
             {
                 staleAnswer = fallback
                 proxy.shared.stats.staleServedOnError.add(1)

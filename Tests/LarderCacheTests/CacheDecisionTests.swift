@@ -12,9 +12,11 @@ private func stored(_ headers: HTTPHeaders, at time: Double = 1000) -> StoredRes
 
 private func decide(
     _ entry: StoredResponse?, at now: Double, request: HTTPHeaders = [:], policy: CachePolicy = .http, ttl: Double? = nil,
-    offline: Bool = false
+    negativeTTL: Double = 30, offline: Bool = false
 ) -> CacheDecision {
-    CacheDecision.decide(stored: entry, request: RequestDirectives(request), policy: policy, ttl: ttl, now: now, offline: offline)
+    CacheDecision.decide(
+        stored: entry, request: RequestDirectives(request), policy: policy, ttl: ttl, negativeTTL: negativeTTL, now: now,
+        offline: offline)
 }
 
 @Suite(.timeLimit(.minutes(1))) struct CacheDecisionTests {
@@ -42,7 +44,7 @@ private func decide(
         for directive in ["must-revalidate", "proxy-revalidate", "s-maxage=60"] {
             let entry = stored(["Cache-Control": "max-age=60, \(directive)", "ETag": "\"a\""])
             #expect(decide(entry, at: 1090, request: ["Cache-Control": "max-stale"]) == .revalidate, "\(directive)")
-            #expect(!CacheDecision.canServeStaleOnError(entry, request: .none, window: 3600, now: 1090), "\(directive)")
+            #expect(!CacheDecision.canServeStaleOnError(entry, request: .none, window: 3600, negativeTTL: 30, now: 1090), "\(directive)")
         }
     }
 
@@ -67,11 +69,45 @@ private func decide(
 
     @Test func staleIfErrorWindows() {
         let entry = stored(["Cache-Control": "max-age=60, stale-if-error=100"])
-        #expect(CacheDecision.canServeStaleOnError(entry, request: .none, window: 0, now: 1150))
-        #expect(!CacheDecision.canServeStaleOnError(entry, request: .none, window: 0, now: 1200))
-        #expect(CacheDecision.canServeStaleOnError(entry, request: .none, window: 3600, now: 1200))
+        #expect(CacheDecision.canServeStaleOnError(entry, request: .none, window: 0, negativeTTL: 30, now: 1150))
+        #expect(!CacheDecision.canServeStaleOnError(entry, request: .none, window: 0, negativeTTL: 30, now: 1200))
+        #expect(CacheDecision.canServeStaleOnError(entry, request: .none, window: 3600, negativeTTL: 30, now: 1200))
         let request = RequestDirectives(["Cache-Control": "stale-if-error=500"])
-        #expect(CacheDecision.canServeStaleOnError(plain60, request: request, window: 0, now: 1500))
+        #expect(CacheDecision.canServeStaleOnError(plain60, request: request, window: 0, negativeTTL: 30, now: 1500))
+    }
+
+    /// The route policies serve only successes on their own terms: any other stored answer is
+    /// judged by §4.2, fresh for at most `negative_ttl`, whatever the route's ttl.
+    @Test func storedFailuresFollowHTTPWithinTheNegativeTTLOnEveryPolicy() {
+        func failure(_ status: Int, _ headers: HTTPHeaders) -> StoredResponse {
+            StoredResponse.make(
+                key: Fixtures.key("/d"), status: status, reason: "", headers: headers, body: .memory([]), requestTime: 1000,
+                responseTime: 1000, varyValues: [:])
+        }
+        let tenYears = 10 * 365 * 86_400.0
+        for status in [404, 410, 301] {
+            let long = failure(status, ["Cache-Control": "max-age=31536000"])
+            #expect(decide(long, at: 1029, policy: .cacheFirst, ttl: tenYears) == .serve, "\(status)")
+            #expect(decide(long, at: 1031, policy: .cacheFirst, ttl: tenYears) == .forward(reason: "stale"), "\(status)")
+            #expect(decide(long, at: 1031, policy: .http) == .forward(reason: "stale"))
+            #expect(decide(long, at: 1031, policy: .cacheThenNetwork) == .forward(reason: "stale"))
+            #expect(decide(long, at: 1031, policy: .staleWhileRevalidate, ttl: tenYears) == .forward(reason: "stale"))
+            #expect(decide(long, at: 1005, policy: .cacheFirst, ttl: 2, negativeTTL: 10) == .serve, "the route ttl is not its")
+            let short = failure(status, ["Cache-Control": "max-age=5", "ETag": "\"a\""])
+            #expect(decide(short, at: 1006, policy: .cacheFirst, ttl: tenYears) == .revalidate, "its own lifetime if shorter")
+            #expect(
+                decide(short, at: 1001, request: ["Cache-Control": "no-cache"], policy: .cacheFirst, ttl: tenYears) == .revalidate,
+                "and the client's no-cache")
+        }
+        let year = failure(404, ["Cache-Control": "max-age=31536000"])
+        #expect(CacheDecision.canServeStaleOnError(year, request: .none, window: 60, negativeTTL: 30, now: 1090))
+        #expect(
+            !CacheDecision.canServeStaleOnError(year, request: .none, window: 60, negativeTTL: 30, now: 1100),
+            "a stored failure is stale past negative_ttl, and stale-if-error counts from there")
+        let success = stored(["Cache-Control": "max-age=0"])
+        #expect(decide(success, at: 1000 + tenYears - 1, policy: .cacheFirst, ttl: tenYears) == .serve, "a success is pinned")
+        #expect(CacheDecision.lifetime(of: success, negativeTTL: 30) == 0)
+        #expect(CacheDecision.lifetime(of: stored(["Cache-Control": "max-age=600"]), negativeTTL: 30) == 600)
     }
 
     @Test func routePolicies() {

@@ -11,11 +11,13 @@ import Testing
 
     func request(
         _ method: HTTPMethod = .get, headers: HTTPHeaders = [:], policy: CachePolicy = .http,
-        directives: RequestDirectives = .none, validating: StoredResponse? = nil, fallback: StoredResponse? = nil
+        directives: RequestDirectives = .none, validating: StoredResponse? = nil, fallback: StoredResponse? = nil,
+        sharedKey: Bool = false, holdsSuccess: Bool = false
     ) -> ResponseAdmission.Request {
         ResponseAdmission.Request(
             method: method, headers: headers, policy: policy, directives: directives, validating: validating,
-            fallback: fallback, staleIfErrorWindow: 3600, dedupAlways: false, maxMemoryObject: 1 << 20)
+            fallback: fallback, staleIfErrorWindow: 3600, dedupAlways: false, maxMemoryObject: 1 << 20, negativeTTL: 30,
+            sharedKey: sharedKey, holdsSuccess: holdsSuccess)
     }
 
     static let disk = ResponseAdmission.DiskTier(maxObjectBytes: 1 << 30, acceptingWrites: true)
@@ -70,7 +72,7 @@ import Testing
         #expect(decide(request(directives: noStore), 200, ["Cache-Control": "max-age=60"]).storage == .none)
         #expect(decide(request(), 200, [:]).storage == .none, "no lifetime, no validator")
         #expect(decide(request(), 200, ["ETag": "\"a\""]).storage == .whole, "revalidatable")
-        #expect(decide(request(policy: .cacheFirst), 200, ["Cache-Control": "no-store"]).storage == .whole, "cache_first keeps it")
+        #expect(decide(request(policy: .cacheFirst), 200, ["Cache-Control": "max-age=0"]).storage == .whole, "cache_first keeps it")
         let mine = decide(request(), 200, ["Cache-Control": "private, max-age=60"])
         #expect(!mine.shareable)
     }
@@ -92,5 +94,60 @@ import Testing
         let stored = Fixtures.response("/x")
         #expect(decide(request(.head, fallback: stored), 200, [:]).freshensStoredFromHead)
         #expect(!decide(request(.head), 200, [:]).freshensStoredFromHead)
+    }
+
+    /// Immutable routes (cache_first) keep successes on their own terms; a 404 or 410 follows
+    /// RFC 9111 §3 and §4.2 as on any route, fresh for at most `negative_ttl`, so a client asking
+    /// for a version not yet published does not pin its failure.
+    @Test func cacheFirstKeepsOnlySuccessesOnItsOwnTermsAndCapsFailuresAtTheNegativeTTL() {
+        let immutable = request(policy: .cacheFirst)
+        #expect(decide(immutable, 200, [:]).storage == .whole, "a success needs nothing to be kept")
+        for status in [404, 410] {
+            #expect(decide(immutable, status, [:]).storage == .none, "\(status) with no lifetime is not kept")
+            #expect(decide(immutable, status, ["ETag": "\"a\""]).storage == .none, "nor kept to revalidate")
+            let long = decide(immutable, status, ["Cache-Control": "max-age=31536000"])
+            #expect(long.storage == .whole && long.lifetime == 30, "\(status) fresh for negative_ttl at most")
+            #expect(decide(immutable, status, ["Cache-Control": "max-age=10"]).lifetime == 10, "or less, if it says so")
+            #expect(decide(request(), status, ["Cache-Control": "max-age=31536000"]).lifetime == 30, "on every route")
+            #expect(decide(request(policy: .cacheThenNetwork), status, [:]).storage == .none, "no route's own terms")
+        }
+        #expect(decide(immutable, 301, ["Cache-Control": "max-age=31536000"]).lifetime == 30, "a redirect is no success")
+        #expect(decide(immutable, 500, [:]).storage == .none)
+        #expect(decide(request(), 200, ["Cache-Control": "max-age=31536000"]).lifetime == 31_536_000, "successes uncapped")
+        var none = immutable
+        none.negativeTTL = 0
+        #expect(decide(none, 404, ["Cache-Control": "max-age=60", "ETag": "\"a\""]).storage == .none, "0 keeps no failure")
+    }
+
+    /// RFC 9111 §5.2.2.5, §5.2.2.7: no route stores what the origin marked no-store or private.
+    @Test func privateAndNoStoreAreNeverStoredOnAnyRoute() {
+        for policy in CachePolicy.allCases {
+            #expect(decide(request(policy: policy), 200, ["Cache-Control": "no-store"]).storage == .none, "\(policy)")
+            #expect(decide(request(policy: policy), 200, ["Cache-Control": "private"]).storage == .none, "\(policy)")
+            #expect(decide(request(policy: policy), 200, ["Cache-Control": "private, max-age=60"]).storage == .none, "\(policy)")
+        }
+    }
+
+    /// Under `ignore_query` or a `key`, other URLs share the entry: an unsigned request's 404
+    /// is neither stored nor handed to the readers that joined it (they may hold the signature).
+    @Test func aFailureUnderASharedKeyIsNeitherStoredNorShared() {
+        let shared = request(policy: .cacheFirst, sharedKey: true)
+        let failed = decide(shared, 404, ["Cache-Control": "max-age=60"])
+        #expect(failed.storage == .none && !failed.shareable && !failed.keepsStored)
+        #expect(decide(shared, 403, [:]).storage == .none)
+        let success = decide(shared, 200, [:])
+        #expect(success.storage == .whole && success.shareable)
+    }
+
+    /// A stored immutable success outlives any later failure for its URL: neither replaced
+    /// (not stored) nor outdated (``ResponseAdmission/keepsStored``).
+    @Test func aFailureNeverDisplacesAStoredImmutableSuccess() {
+        let kept = decide(request(policy: .cacheFirst, holdsSuccess: true), 404, ["Cache-Control": "max-age=60"])
+        #expect(kept.storage == .none && kept.keepsStored && !kept.shareable)
+        let stale = decide(request(policy: .cacheFirst), 404, ["Cache-Control": "max-age=60"])
+        #expect(stale.storage == .whole && !stale.keepsStored, "nothing good stored: the failure may be kept a while")
+        let http = decide(request(holdsSuccess: true), 404, ["Cache-Control": "max-age=60"])
+        #expect(http.storage == .whole && !http.keepsStored, "on an http route the origin's answer replaces it")
+        #expect(!decide(request(policy: .cacheFirst, holdsSuccess: true), 200, [:]).keepsStored)
     }
 }

@@ -369,6 +369,24 @@ private let errorCases: [ErrorCase] = [
         #expect(try matches("http://h", "http://h/any/thing?q=1"))
     }
 
+    /// `?*` at the end of a pattern ends the path: no `*` before it reaches into the query,
+    /// and the query may be absent.
+    @Test func aTrailingQuestionStarEndsThePathWithAnyQuery() throws {
+        let rpm = "http://*:*/*.rpm?*"
+        #expect(try matches(rpm, "http://m/os/a-1.0.rpm"))
+        #expect(try matches(rpm, "http://m/os/a-1.0.rpm?"))
+        #expect(try matches(rpm, "http://m/os/a-1.0.rpm?token=x.rpm&b=1"))
+        #expect(try !matches(rpm, "http://m/search?q=foo.rpm"), "the suffix is in the query")
+        #expect(try !matches(rpm, "http://m/etc/x.rpmnew/y"), "the suffix is not the end of the path")
+        #expect(try !matches(rpm, "http://m/a.rpm.html"))
+        #expect(try matches("http://*:*/*.rpm*", "http://m/search?q=foo.rpm"), "a plain * still crosses into the query")
+        #expect(try matches("http://h/a?b=*", "http://h/a?b=1") && !matches("http://h/a?b=*", "http://h/a"), "elsewhere ? is literal")
+        let captured = try URLPattern(parsing: "http://h/{dir}/{file}.deb?*")
+        #expect(captured.captures(in: "/pool/a_1.deb?sig=1") == ["dir": "pool", "file": "a_1"])
+        #expect(captured.captures(in: "/pool/a_1.deb") == ["dir": "pool", "file": "a_1"])
+        #expect(captured.captures(in: "/x?q=/pool/a_1.deb").isEmpty)
+    }
+
     @Test func portsDefaultToTheSchemesUnlessGiven() throws {
         #expect(try !matches("http://h/*", "http://h/x", port: 8080))
         #expect(try matches("http://h:8080/*", "http://h/x", port: 8080))
@@ -481,6 +499,92 @@ private let errorCases: [ErrorCase] = [
         ]
         for (url, want) in expected {
             #expect(try kind(url) == want, "\(url)")
+        }
+    }
+
+    /// Every artefact route of every preset takes its packages, with or without a query, and no
+    /// URL that only looks like one: a search, a name with more after the suffix, a suffix in
+    /// the query. Those would otherwise be pinned as immutable.
+    @Test func everyArtefactRouteTakesPackagesAndNothingThatOnlyLooksLikeOne() throws {
+        let all = Preset.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")
+        let parsed = try config("[cache]\npresets = [\(all)]\n")
+        let table = RouteTable(parsed.routes)
+        func route(_ text: String) throws -> Route? {
+            let url = try #require(URLParts(text))
+            return table.match(method: "GET", scheme: url.scheme, host: url.host, port: url.port, pathAndQuery: url.path)
+        }
+        let packages = [
+            "http://deb.debian.org/debian/pool/main/c/curl/curl_7.88.1-10_amd64.deb",
+            "http://deb.debian.org/debian/dists/bookworm/main/binary-amd64/by-hash/SHA256/0123abcd",
+            "http://archive.ubuntu.com/ubuntu/dists/noble/main/binary-amd64/by-hash/SHA256/0123abcd",
+            "http://archive.ubuntu.com/ubuntu/pool/main/c/curl/curl_8.5.0_amd64.deb",
+            "http://apt.example.org/debian/dists/bookworm/main/by-hash/SHA256/0123abcd?x=1",
+            "http://apt.example.org/debian/pool/main/x/x_1.0_all.deb?x=1",
+            "http://apt.example.org/debian/pool/main/x/x_1.0_all.udeb",
+            "http://apt.example.org/debian/pool/main/x/x_1.0.dsc",
+            "http://apt.example.org/debian/pool/main/x/x_1.0.orig.tar.gz",
+            "http://apt.example.org/debian/pool/main/x/x_1.0.orig.tar.xz",
+            "http://apt.example.org/debian/pool/main/x/x_1.0.orig.tar.bz2",
+            "http://apt.example.org/debian/pool/main/x/x_1.0.orig.tar.lzma",
+            "http://apt.example.org/debian/pool/main/x/x_1.0.orig.tar.zst",
+            "https://files.pythonhosted.org/packages/ab/cd/ef0123/requests-2.31.0.tar.gz",
+            "http://pypi.example.org/packages/ab/cd/ef0123/requests-2.31.0-py3-none-any.whl?sig=1",
+            "https://registry.npmjs.org/left-pad/-/left-pad-1.3.0.tgz",
+            "https://registry.yarnpkg.com/left-pad/-/left-pad-1.3.0.tgz",
+            "http://npm.example.org/@scope/pkg/-/pkg-1.0.0.tgz?x=1",
+            "https://static.crates.io/crates/serde/serde-1.0.0.crate",
+            "https://crates.io/api/v1/crates/serde/1.0.0/download",
+            "http://crates.example.org/crates/serde/serde-1.0.0.crate?x=1",
+            "https://proxy.golang.org/golang.org/x/text/@v/v0.14.0.zip",
+            "https://proxy.golang.org/golang.org/x/text/@v/v0.14.0.mod?x=1",
+            "https://proxy.golang.org/golang.org/x/text/@v/v0.14.0.info",
+            "https://registry-1.docker.io/v2/library/debian/blobs/sha256:0123abcd",
+            "https://registry-1.docker.io/v2/library/debian/manifests/sha256:0123abcd",
+            "https://production.cloudflare.docker.com/registry-v2/docker/registry/v2/blobs/sha256/01/0123/data?X-Amz-Signature=1",
+            "https://objects.githubusercontent.com/github-production-release-asset-2e65be/123/456?X-Amz-Signature=1",
+            "https://release-assets.githubusercontent.com/github-production-release-asset/123/456?sig=1",
+            "https://mirror.example.org/fedora/39/Packages/c/curl-8.2.1-1.fc39.x86_64.rpm",
+            "https://mirror.example.org/fedora/39/Packages/c/curl-8.2.1-1.fc39.x86_64.rpm?mirror=1",
+            "https://mirror.example.org/fedora/39/repodata/0123abcd-primary.xml.zst",
+        ]
+        var taken = Set<String>()
+        for url in packages {
+            let found = try route(url)
+            #expect(found?.immutable == true, "\(url) is an artefact")
+            if let found { taken.insert(found.match.text) }
+        }
+        let artefactRoutes = Set(parsed.routes.filter(\.immutable).map(\.match.text))
+        #expect(artefactRoutes.subtracting(taken).isEmpty, "every artefact route is tried: \(artefactRoutes.subtracting(taken))")
+        let lookAlikes = [
+            "http://apt.example.org/search?q=/pool/x_1.0_all.deb",
+            "http://apt.example.org/debian/pool/main/x/x_1.0_all.deb.html",
+            "http://apt.example.org/debian/pool/main/x/x_1.0_all.debx/y",
+            "http://apt.example.org/debian/pool/main/x/x.udeb.sig",
+            "http://apt.example.org/debian/pool/main/x/x.dsc.asc",
+            "http://apt.example.org/debian/pool/main/x/x.tar.gz.asc",
+            "http://apt.example.org/debian/pool/main/x/x.tar.xz/readme",
+            "http://apt.example.org/find?q=/dists/a/by-hash/SHA256/0",
+            "http://pypi.example.org/packages/ab/cd/ef/a.whl.html",
+            "http://pypi.example.org/search?q=/packages/a/b/c/d.whl",
+            "http://npm.example.org/-/v1/search?text=a/-/b.tgz",
+            "http://npm.example.org/a/-/b.tgz.sig",
+            "https://registry.npmjs.org/-/v1/search?text=a/-/b.tgz",
+            "http://crates.example.org/search?q=/crates/a.crate",
+            "http://crates.example.org/crates/a.crate.sha256",
+            "http://crates.example.org/api/v1/crates/a/1.0/downloads",
+            "http://go.example.org/x/@v/v1.zip.sig",
+            "http://go.example.org/x/@v/v1.info/extra",
+            "http://go.example.org/search?q=x/@v/v1.mod",
+            "http://registry.example.org/v2/search?q=/blobs/sha256:0",
+            "http://registry.example.org/v2/search?q=/manifests/sha256:0",
+            "http://storage.example.org/search?q=/blobs/sha256/0",
+            "http://mirror.example.org/search?q=foo.rpm",
+            "http://mirror.example.org/etc/x.rpmnew/y",
+            "http://mirror.example.org/a.rpm.html",
+            "http://mirror.example.org/search?q=/repodata/x",
+        ]
+        for url in lookAlikes {
+            #expect(try route(url)?.immutable != true, "\(url) is not an artefact")
         }
     }
 

@@ -111,18 +111,18 @@ extension IntegrationTests {
         }
 
         /// Routes apply inside a session: one matching `https://` overrides the origin's
-        /// no-store, as it would for plain HTTP.
+        /// no-cache, as it would for plain HTTP.
         @Test func anHTTPSRouteAppliesToInterceptedRequests() throws {
             let setup = try InterceptionSetup()
             defer { setup.remove() }
             let origin = try setup.origin()
             let route = "[[route]]\nmatch = \"https://localhost:*/immutable/*\"\npolicy = \"cache_first\"\nttl = \"1h\"\n"
             let larder = try Larder(config: setup.config(ports: [origin.port]) + "\n" + route)
-            for path in ["/immutable/a.whl?cc=no-store", "/other/a.whl?cc=no-store"] {
+            for path in ["/immutable/a.whl?cc=no-cache", "/other/a.whl?cc=no-cache"] {
                 for _ in 1...2 { #expect(try setup.curl(larder, origin.url(path)).status == 200) }
             }
-            #expect(try origin.count("/immutable/a.whl?cc=no-store") == 1, "the route's cache_first kept it")
-            #expect(try origin.count("/other/a.whl?cc=no-store") == 2, "without the route, no-store is obeyed")
+            #expect(try origin.count("/immutable/a.whl?cc=no-cache") == 1, "the route's cache_first kept it")
+            #expect(try origin.count("/other/a.whl?cc=no-cache") == 2, "without the route, no-cache is obeyed")
         }
 
         /// With proxy authentication, the CONNECT carries the credentials; the requests inside

@@ -7,8 +7,11 @@ enum PolicyCases {
     static var all: [ConformanceCase] {
         [
             ConformanceCase(
-                section: "policy", name: "cache_first stores and serves a no-store response within its ttl",
-                script: [ok(cc("no-store"))], steps: storedAndHit(), config: route("cache_first", ttl: "1h")),
+                section: "policy", name: "cache_first never stores a no-store response", script: [ok(cc("no-store"))],
+                steps: notReused(), config: route("cache_first", ttl: "1h")),
+            ConformanceCase(
+                section: "policy", name: "cache_first never stores a private response", script: [ok(cc("private"))],
+                steps: notReused(), config: route("cache_first", ttl: "1h")),
             ConformanceCase(
                 section: "policy", name: "cache_first ignores max-age=0", script: [ok(cc("max-age=0"))], steps: storedAndHit(),
                 config: route("cache_first", ttl: "1h")),
@@ -26,10 +29,10 @@ enum PolicyCases {
                         }),
                 ], config: route("cache_first", ttl: "1h")),
             ConformanceCase(
-                section: "policy", name: "cache_first ignores the client's no-cache", script: [ok(cc("no-store"))],
+                section: "policy", name: "cache_first ignores the client's no-cache", script: [ok(cc("no-cache"))],
                 steps: [get(origin: 1), get(cc("no-cache"), origin: 1, hit: true)], config: route("cache_first", ttl: "1h")),
             ConformanceCase(
-                section: "policy", name: "cache_first refetches past its ttl", script: [ok(cc("no-store"))],
+                section: "policy", name: "cache_first refetches past its ttl", script: [ok(cc("no-cache"))],
                 steps: [get(origin: 1), get(origin: 2, hit: false, wait: 1.2)], config: route("cache_first", ttl: "1s")),
             ConformanceCase(
                 section: "policy", name: "cache_first still refuses Set-Cookie responses", script: [ok(header("Set-Cookie", "a=1"))],
