@@ -243,6 +243,9 @@ enum OpenSSL {
         private(set) var peerAlerted = false
         /// The last failure was the peer closing the connection mid-way, without an alert.
         private(set) var peerVanished = false
+        /// Larder's Certificate message went out: the client has been shown the certificate,
+        /// so an alert or a close from now on can be its verdict on it.
+        fileprivate(set) var certificateSent = false
         /// Kept alive as long as the session: the SNI callback reaches it through the SSL.
         private let context: ServerContext
 
@@ -255,6 +258,8 @@ enum OpenSSL {
             SSL_set_accept_state(ssl)
             // Slot 0 is the "app data" slot (SSL_set_app_data is a macro over it).
             SSL_set_ex_data(ssl, 0, Unmanaged.passUnretained(self).toOpaque())
+            // Watches the handshake messages sent, until the handshake is over.
+            SSL_set_msg_callback(ssl, watchHandshake)
         }
 
         deinit { SSL_free(ssl) }
@@ -270,7 +275,10 @@ enum OpenSSL {
         }
 
         func handshake() -> Outcome {
-            outcome(of: "SSL_do_handshake", SSL_do_handshake(ssl), count: 0)
+            let result = outcome(of: "SSL_do_handshake", SSL_do_handshake(ssl), count: 0)
+            // Records after the handshake need no watching: no callback per record.
+            if case .done = result { SSL_set_msg_callback(ssl, nil) }
+            return result
         }
 
         func read(into buffer: UnsafeMutableRawBufferPointer) -> Outcome {
@@ -394,6 +402,20 @@ private func selectHTTP11(
         index = start + length
     }
     return 2  // SSL_TLSEXT_ERR_ALERT_FATAL: no_application_protocol
+}
+
+/// Notes when the server's Certificate message (handshake type 11, RFC 8446 §4.4.2; RFC 5246
+/// §7.4.2) is written: OpenSSL reports each whole handshake message it sends, with its header.
+private func watchHandshake(
+    _ writing: Int32, _ version: Int32, _ contentType: Int32, _ bytes: UnsafeRawPointer?, _ length: Int, _ ssl: OpaquePointer?,
+    _ argument: UnsafeMutableRawPointer?
+) {
+    let handshake: Int32 = 22  // ContentType handshake
+    let certificate: UInt8 = 11
+    guard writing == 1, contentType == handshake, length > 0, let bytes, bytes.load(as: UInt8.self) == certificate,
+        let ssl, let slot = SSL_get_ex_data(ssl, 0)
+    else { return }
+    Unmanaged<OpenSSL.Session>.fromOpaque(slot).takeUnretainedValue().certificateSent = true
 }
 
 /// SNI: the leaf for the name the client asks for, if it is the session's expected name.

@@ -1,0 +1,62 @@
+import Foundation
+import Glibc
+import Testing
+
+extension IntegrationTests {
+    /// A splice belongs to the client that refused the certificate (issue 57): other clients of
+    /// the same host stay intercepted, and connections that never saw the certificate count
+    /// for nothing. Clients from two loopback addresses, 127.0.0.1 and 127.0.0.2.
+    @Suite(.timeLimit(.minutes(4))) struct Splices {
+        @Test func threeRefusalsFrom127_0_0_2SpliceThatClientOnlyAnd127_0_0_1StaysIntercepted() throws {
+            let setup = try InterceptionSetup()
+            defer { setup.remove() }
+            let origin = try setup.origin()
+            let larder = try Larder(config: setup.config(ports: [origin.port]))
+            let pinning = ["--interface", "127.0.0.2"]
+            // This client trusts only the origin's CA (it pins the real site): it refuses Larder's.
+            for attempt in 1...3 {
+                let refused = try setup.curl(larder, origin.url("/pinned"), trusting: setup.originCA, pinning)
+                #expect(refused.exitCode != 0, "attempt \(attempt) fails the handshake")
+            }
+            try larder.child.waitForOutput { $0.contains("tunnelling it blind") }
+            #expect(larder.child.stderr.contains("client 127.0.0.2 keeps refusing the certificate for localhost"))
+
+            // The refusing client is tunnelled blind to the real origin...
+            let blind = try setup.curl(larder, origin.url("/pinned"), trusting: setup.originCA, pinning)
+            #expect(blind.exitCode == 0 && blind.status == 200, "spliced for 127.0.0.2: \(blind.stderr)")
+            #expect(blind.header("Cache-Status") == nil, "not through Larder's cache")
+            // ...while a client from 127.0.0.1 is still shown Larder's certificate and cached.
+            let other = try setup.curl(larder, origin.url("/shared?cc=max-age=600"))
+            #expect(other.exitCode == 0 && other.status == 200, "127.0.0.1 still intercepted: \(other.stderr)")
+            #expect(other.header("Cache-Status")?.contains("larder") == true)
+            let pinnedOther = try setup.curl(larder, origin.url("/pinned"), trusting: setup.originCA)
+            #expect(pinnedOther.exitCode != 0, "127.0.0.1 is shown Larder's certificate, not the origin's")
+            #expect(try larder.handshakes("ok") == 1)
+            let tls = try larder.tlsStats()
+            #expect(tls["spliced_hosts"] as? Int == 1 && tls["spliced_tunnels"] as? Int == 1, "\(tls)")
+            let failing = (tls["failing_hosts"] as? [[String: Any]])?.first
+            #expect(failing?["spliced_clients"] as? Int == 1, "\(tls)")
+        }
+
+        @Test func tenConnectionsClosedOrResetRightAfterThe200SpliceNoOne() throws {
+            let setup = try InterceptionSetup()
+            defer { setup.remove() }
+            let origin = try setup.origin()
+            let larder = try Larder(config: setup.config(ports: [origin.port]))
+            let seen = try setup.clients(["abort", "\(larder.proxyPort)", "localhost", "\(origin.port)", "10"])
+            let answers = seen["answers"] as? [String] ?? []
+            #expect(answers.count == 10 && answers.allSatisfy { $0.contains(" 200") }, "\(answers)")
+            // Every one of them ended as a failed handshake before the next client comes.
+            let deadline = Date().addingTimeInterval(10)
+            while try larder.handshakes("closed") + larder.handshakes("failed") < 10, Date() < deadline { usleep(50_000) }
+            #expect(try larder.handshakes("closed") + larder.handshakes("failed") == 10)
+
+            let fine = try setup.curl(larder, origin.url("/after"))
+            #expect(fine.exitCode == 0 && fine.status == 200, "still intercepted: \(fine.stderr)")
+            #expect(fine.header("Cache-Status")?.contains("larder") == true)
+            #expect(try larder.handshakes("ok") == 1)
+            #expect(try larder.tlsStats()["spliced_hosts"] as? Int == 0)
+            #expect(!larder.child.stderr.contains("tunnelling it blind"))
+        }
+    }
+}
