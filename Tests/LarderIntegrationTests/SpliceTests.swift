@@ -58,5 +58,43 @@ extension IntegrationTests {
             #expect(try larder.tlsStats()["spliced_hosts"] as? Int == 0)
             #expect(!larder.child.stderr.contains("tunnelling it blind"))
         }
+
+        @Test func getTLSAndLarderTLSListTheSpliceAndDeleteWithTheTokenEndsIt() throws {
+            let setup = try InterceptionSetup()
+            defer { setup.remove() }
+            let origin = try setup.origin()
+            let larder = try Larder(
+                config: setup.config(ports: [origin.port], extra: "splice_after_failures = 2\n[admin]\ntoken = \"s3cret\""))
+            let pinning = ["--interface", "127.0.0.2"]
+            for _ in 1...2 { _ = try setup.curl(larder, origin.url("/pinned"), trusting: setup.originCA, pinning) }
+            try larder.child.waitForOutput { $0.contains("tunnelling it blind") }
+
+            let listed = try CacheAdmin.admin(larder, "GET", "/tls")
+            #expect(listed.status == 200, "\(listed.status) \(listed.text)")
+            let document = try JSONSerialization.jsonObject(with: listed.body) as? [String: Any]
+            let splice = (document?["splices"] as? [[String: Any]])?.first
+            #expect(splice?["host"] as? String == "localhost" && splice?["client"] as? String == "127.0.0.2", "\(listed.text)")
+            #expect(splice?["failures"] as? Int == 2 && (splice?["reason"] as? String)?.contains("unknown ca") == true)
+            let left = splice?["seconds_left"] as? Int ?? 0
+            #expect(left > 3500 && left <= 3600, "until when: \(listed.text)")
+            #expect(((document?["failing_hosts"] as? [[String: Any]])?.first)?["refusals"] as? Int == 2)
+
+            let admin = ["--admin", "127.0.0.1:\(larder.adminPort)", "--token", "s3cret"]
+            let cli = try CacheAdmin.larderCLI(["tls"] + admin)
+            #expect(cli.status == 0 && cli.out.contains("localhost  client 127.0.0.2"), "\(cli.out) \(cli.err)")
+
+            #expect(try CacheAdmin.admin(larder, "DELETE", "/tls/splices?host=localhost").status == 401, "the token is required")
+            #expect(try CacheAdmin.admin(larder, "DELETE", "/tls/splices", token: "s3cret").status == 400, "a host is required")
+            let other = try CacheAdmin.larderCLI(["tls", "clear", "localhost", "--client", "127.0.0.9"] + admin)
+            #expect(other.status == 0 && other.out.contains("ended 0 splices"), "\(other.out) \(other.err)")
+            let cleared = try CacheAdmin.larderCLI(["tls", "clear", "localhost", "--client", "127.0.0.2"] + admin)
+            #expect(cleared.status == 0 && cleared.out.contains("ended 1 splice of localhost"), "\(cleared.out) \(cleared.err)")
+            let empty = try JSONSerialization.jsonObject(with: try CacheAdmin.admin(larder, "GET", "/tls").body) as? [String: Any]
+            #expect((empty?["splices"] as? [Any])?.isEmpty == true)
+            // Intercepted again: the pinning client is shown Larder's certificate once more.
+            let again = try setup.curl(larder, origin.url("/pinned"), trusting: setup.originCA, pinning)
+            #expect(again.exitCode != 0)
+            #expect(try larder.handshakes("rejected") == 3)
+        }
     }
 }
