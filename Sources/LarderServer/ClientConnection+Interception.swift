@@ -128,13 +128,20 @@ extension ClientConnection {
         let tls = proxy.runtime.config.tls
         let client = clientAddress
         let spliced = proxy.shared.interceptedHosts.record(
-            client: client, host: interception.host, failure: failure, isRefusal: isRefusal, threshold: tls.spliceAfterFailures,
+            client: client, host: interception.host, rule: Self.interceptRule(interception.host, tls), failure: failure,
+            isRefusal: isRefusal, threshold: tls.spliceAfterFailures,
             spliceFor: tls.spliceFor.totalNanoseconds, now: proxy.loop.now)
         if spliced {
             proxy.logger.warning(
                 "tls: client \(client) keeps refusing the certificate for \(interception.host); tunnelling it blind for \(tls.spliceFor.totalMilliseconds / 1000)s (other clients stay intercepted)",
                 metadata: ["client": "\(client)", "host": "\(interception.host)", "failures_in_a_row": "\(tls.spliceAfterFailures)"])
         }
+    }
+
+    /// The `tls.intercept` entry `host` matches, as written: the label of the per-host TLS
+    /// metrics (bounded by the configuration, where hosts under a wildcard are not).
+    static func interceptRule(_ host: String, _ tls: TLSConfig) -> String {
+        tls.intercept.first { $0.matches(host: host) }?.description ?? "other"
     }
 
     /// The client's address without its port: what a splice applies to.

@@ -19,9 +19,17 @@ final class InterceptedHosts: Sendable {
         var lastAt: UInt64 = 0
     }
 
+    /// Failures counted under one `tls.intercept` entry (the metrics' label).
+    struct RuleCounts: Sendable, Equatable {
+        var failures = 0
+        var refusals = 0
+    }
+
     private struct State {
         var failures: [String: Failures] = [:]
         var splices: SpliceTable
+        /// By the `tls.intercept` entry the host matched: bounded by the configuration.
+        var byRule: [String: RuleCounts] = [:]
     }
 
     private let state: Locked<State>
@@ -45,9 +53,14 @@ final class InterceptedHosts: Sendable {
     /// clients of the host are never affected. Returns whether this started a splice (to be
     /// logged once).
     func record(
-        client: String, host: String, failure: String?, isRefusal: Bool, threshold: Int, spliceFor: UInt64, now: UInt64
+        client: String, host: String, rule: String, failure: String?, isRefusal: Bool, threshold: Int, spliceFor: UInt64,
+        now: UInt64
     ) -> Bool {
         state.withLock { state in
+            if failure != nil {
+                state.byRule[rule, default: RuleCounts()].failures += 1
+                if isRefusal { state.byRule[rule]?.refusals += 1 }
+            }
             if let failure {
                 if state.failures[host] == nil, state.failures.count >= capacity,
                     let oldest = state.failures.min(by: { $0.value.lastAt < $1.value.lastAt })?.key
@@ -63,6 +76,11 @@ final class InterceptedHosts: Sendable {
             return state.splices.record(
                 client: client, host: host, refusal: failure, threshold: threshold, spliceFor: spliceFor, now: now)
         }
+    }
+
+    /// Failures since the start by `tls.intercept` entry.
+    func countsByRule() -> [String: RuleCounts] {
+        state.withLock { $0.byRule }
     }
 
     /// Ends the splices of `host` (of one client when `client` is given); how many went.

@@ -36,6 +36,23 @@ extension IntegrationTests {
             #expect(tls["spliced_hosts"] as? Int == 1 && tls["spliced_tunnels"] as? Int == 1, "\(tls)")
             let failing = (tls["failing_hosts"] as? [[String: Any]])?.first
             #expect(failing?["spliced_clients"] as? Int == 1, "\(tls)")
+            // Metrics per tls.intercept entry (a label clients cannot multiply).
+            let metrics = try Curl.run(["http://127.0.0.1:\(larder.adminPort)/metrics"]).text
+            #expect(metrics.contains("larder_tls_spliced_clients{intercept=\"localhost\"} 1"), "\(metrics)")
+            #expect(
+                metrics.contains("larder_tls_certificate_refusals_total{intercept=\"localhost\"} 4"),
+                "three from 127.0.0.2, one from 127.0.0.1")
+            #expect(metrics.contains("larder_tls_handshake_failures_total{intercept=\"localhost\"} 4"))
+            if FileManager.default.isExecutableFile(atPath: "/usr/bin/promtool") {
+                try metrics.write(toFile: setup.directory + "/metrics.txt", atomically: true, encoding: .utf8)
+                let promtool = try ChildProcess("/bin/sh", ["-c", "/usr/bin/promtool check metrics < \(setup.directory)/metrics.txt"])
+                promtool.waitUntilExit()
+                #expect(promtool.terminationStatus == 0, "promtool: \(promtool.stdout)\(promtool.stderr)")
+            }
+            // The dashboard badges an active splice (where a headless Chromium is installed).
+            if let (dom, _) = try Operations.renderDashboard(larder) {
+                #expect(dom.contains("<span class=\"badge\">TLS spliced: 1 host (GET /tls)</span>"), "\(dom.prefix(2000))")
+            }
         }
 
         @Test func tenConnectionsClosedOrResetRightAfterThe200SpliceNoOne() throws {
