@@ -76,6 +76,23 @@ extension IntegrationTests {
             #expect(!larder.child.stderr.contains("tunnelling it blind"))
         }
 
+        @Test func closingAfterTheCertificateArrivedCountsAsARefusalOfThatClientOnly() throws {
+            let setup = try InterceptionSetup()
+            defer { setup.remove() }
+            let origin = try setup.origin()
+            let larder = try Larder(config: setup.config(ports: [origin.port]))
+            // A pinning client that hangs up without an alert once it has seen the certificate.
+            let seen = try setup.clients(["hello-close", "\(larder.proxyPort)", "localhost", "\(origin.port)", "127.0.0.2", "3"])
+            let flights = seen["flights"] as? [Int] ?? []
+            #expect(flights.count == 3 && flights.allSatisfy { $0 > 0 }, "the server's flight arrived: \(seen)")
+            try larder.child.waitForOutput { $0.contains("tunnelling it blind") }
+            #expect(try larder.handshakes("closed") == 3)
+            let blind = try setup.curl(larder, origin.url("/x"), trusting: setup.originCA, ["--interface", "127.0.0.2"])
+            #expect(blind.exitCode == 0 && blind.status == 200, "127.0.0.2 spliced: \(blind.stderr)")
+            let other = try setup.curl(larder, origin.url("/x"))
+            #expect(other.exitCode == 0 && other.header("Cache-Status")?.contains("larder") == true, "127.0.0.1 intercepted")
+        }
+
         @Test func getTLSAndLarderTLSListTheSpliceAndDeleteWithTheTokenEndsIt() throws {
             let setup = try InterceptionSetup()
             defer { setup.remove() }

@@ -12,6 +12,9 @@ JSON line with what it saw.
   abort PROXY_PORT HOST PORT N
       N connections at once, each a CONNECT that, once answered, closes (even ones) or resets
       (odd ones, SO_LINGER 0) without sending a ClientHello. {"answers": [first line of each]}
+  hello-close PROXY_PORT HOST PORT SOURCE_ADDRESS N
+      N times from SOURCE_ADDRESS: a CONNECT, a ClientHello, then a close once the server's first
+      flight (its certificate) has arrived, with no alert. {"flights": [bytes received each]}
   wheel NAME VERSION
       A minimal pure-Python wheel, base64: {"file": name, "body64": ..., "sha256": ...}
 """
@@ -125,6 +128,42 @@ def abort(proxy_port, host, port, count):
     print(json.dumps({"answers": answers}), flush=True)
 
 
+def hello_close(proxy_port, host, port, source, count):
+    flights = []
+    for _ in range(count):
+        sock = socket.create_connection(("127.0.0.1", proxy_port), timeout=10, source_address=(source, 0))
+        sock.sendall(f"CONNECT {host}:{port} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
+        head = b""
+        while b"\r\n\r\n" not in head:
+            chunk = sock.recv(4096)
+            if not chunk:
+                break
+            head += chunk
+        incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        session = context.wrap_bio(incoming, outgoing, server_hostname=host)
+        try:
+            session.do_handshake()
+        except ssl.SSLWantReadError:
+            pass
+        sock.sendall(outgoing.read())
+        received = 0
+        try:
+            # The server's flight: ServerHello and, encrypted, its Certificate (TLS 1.3).
+            while received < 400:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    break
+                received += len(chunk)
+        except socket.timeout:
+            pass
+        sock.close()
+        flights.append(received)
+    print(json.dumps({"flights": flights}), flush=True)
+
+
 def wheel(name, version):
     buffer = io.BytesIO()
     info = f"{name}-{version}.dist-info"
@@ -154,6 +193,8 @@ if __name__ == "__main__":
     mode = sys.argv[1]
     if mode == "wheel":
         wheel(sys.argv[2], sys.argv[3])
+    elif mode == "hello-close":
+        hello_close(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5], int(sys.argv[6]))
     elif mode == "abort":
         abort(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), int(sys.argv[5]))
     else:
