@@ -98,9 +98,19 @@ struct SpliceTable: Sendable {
         return hosts
     }
 
+    /// Drops the pair changed longest ago, preferring one not spliced: one pass, no copy.
     private mutating func makeRoom(now: UInt64) {
-        let candidates = entries.filter { $0.value.splicedUntil(now: now) == nil }
-        let pool = candidates.isEmpty ? entries : candidates
-        if let oldest = pool.min(by: { $0.value.changedAt < $1.value.changedAt })?.key { entries[oldest] = nil }
+        var oldest: (pair: Pair, spliced: Bool, changedAt: UInt64)?
+        for (pair, entry) in entries {
+            let spliced = entry.splicedUntil(now: now) != nil
+            guard let current = oldest else {
+                oldest = (pair, spliced, entry.changedAt)
+                continue
+            }
+            if (spliced ? 1 : 0, entry.changedAt) < (current.spliced ? 1 : 0, current.changedAt) {
+                oldest = (pair, spliced, entry.changedAt)
+            }
+        }
+        if let oldest { entries[oldest.pair] = nil }
     }
 }
