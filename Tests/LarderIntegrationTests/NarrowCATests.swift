@@ -28,6 +28,11 @@ extension IntegrationTests {
             basicConstraints=critical,CA:FALSE
             keyUsage=critical,digitalSignature,keyEncipherment
             extendedKeyUsage=emailProtection
+            [eai]
+            basicConstraints=critical,CA:FALSE
+            keyUsage=critical,digitalSignature
+            extendedKeyUsage=serverAuth
+            subjectAltName=DNS:localhost,otherName:1.3.6.1.5.5.7.8.9;UTF8:boss@example.com
             [uri]
             basicConstraints=critical,CA:FALSE
             keyUsage=critical,digitalSignature
@@ -102,6 +107,9 @@ extension IntegrationTests {
             let inSubject = try verify(
                 try sign("smimesubject", subject: "/CN=boss/emailAddress=boss@example.com", in: ca), purpose: "any", in: ca)
             #expect(!inSubject.ok && inSubject.out.contains("subtree violation"), "\(inSubject.out)")
+            // An internationalized address (SmtpUTF8Mailbox, RFC 8398) is an e-mail name too.
+            let eai = try verify(try sign("eai", in: ca), purpose: "any", in: ca)
+            #expect(!eai.ok && eai.out.contains("permitted subtree violation"), "\(eai.out)")
             for purpose in ["sslserver", "any"] {
                 let uri = try verify(try sign("uri", in: ca), purpose: purpose, in: ca)
                 #expect(!uri.ok && uri.out.contains("permitted subtree violation"), "URI SAN (\(purpose)): \(uri.out)")
