@@ -20,23 +20,25 @@ static inline EVP_PKEY *larder_ec_p256(void) { return EVP_EC_gen("P-256"); }
 /// XN_FLAG_RFC2253, a macro over other macros.
 static inline unsigned long larder_name_flags_rfc2253(void) { return XN_FLAG_RFC2253; }
 
-/// The `index`th DNS name a certificate's Name Constraints permit (RFC 5280 §4.2.1.10),
-/// copied into `out`: its length; -1 past the last; -2 when the certificate has no Name
-/// Constraints; -3 when the name does not fit `capacity` (the macros over OpenSSL's typed
-/// stacks cannot be called from Swift).
-static inline int larder_permitted_dns(const X509 *cert, int index, char *out, int capacity) {
+/// The `index`th name of GENERAL_NAME type `type` (GEN_DNS, GEN_EMAIL, GEN_URI: IA5 strings)
+/// a certificate's Name Constraints permit (RFC 5280 §4.2.1.10), copied into `out`: its
+/// length; -1 past the last; -2 when the certificate has no Name Constraints; -3 when the
+/// name does not fit `capacity` (the macros over OpenSSL's typed stacks cannot be called
+/// from Swift).
+static inline int larder_permitted_name(const X509 *cert, int type, int index, char *out, int capacity) {
     NAME_CONSTRAINTS *constraints = X509_get_ext_d2i(cert, NID_name_constraints, NULL, NULL);
     if (constraints == NULL) return -2;
     int result = -1, seen = 0;
     STACK_OF(GENERAL_SUBTREE) *permitted = constraints->permittedSubtrees;
     for (int i = 0; permitted != NULL && i < sk_GENERAL_SUBTREE_num(permitted); i++) {
         GENERAL_SUBTREE *subtree = sk_GENERAL_SUBTREE_value(permitted, i);
-        if (subtree->base->type != GEN_DNS || seen++ != index) continue;
-        int length = ASN1_STRING_length(subtree->base->d.dNSName);
+        if (subtree->base->type != type || seen++ != index) continue;
+        ASN1_IA5STRING *name = subtree->base->d.ia5;
+        int length = ASN1_STRING_length(name);
         if (length < 0 || length >= capacity) {
             result = -3;
         } else {
-            memcpy(out, ASN1_STRING_get0_data(subtree->base->d.dNSName), (size_t)length);
+            memcpy(out, ASN1_STRING_get0_data(name), (size_t)length);
             out[length] = 0;
             result = length;
         }
@@ -45,6 +47,11 @@ static inline int larder_permitted_dns(const X509 *cert, int index, char *out, i
     NAME_CONSTRAINTS_free(constraints);
     return result;
 }
+
+/// GEN_DNS, GEN_EMAIL and GEN_URI (macros Swift may not import by these names).
+static inline int larder_gen_dns(void) { return GEN_DNS; }
+static inline int larder_gen_email(void) { return GEN_EMAIL; }
+static inline int larder_gen_uri(void) { return GEN_URI; }
 
 /// The SNI callback and its argument (both macros over SSL_CTX_callback_ctrl / SSL_CTX_ctrl).
 static inline void larder_set_servername_callback(SSL_CTX *context, int (*callback)(SSL *, int *, void *), void *argument) {

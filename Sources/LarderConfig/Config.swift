@@ -119,9 +119,10 @@ public struct TLSConfig: Sendable, Equatable {
     public var leafValidity: Duration = .seconds(7 * 86_400)
     /// Extra trust anchors for origins (PEM); the system store is always used. Empty: none.
     public var upstreamCAFile = ""
-    /// Consecutive failed client handshakes for a host after which it is tunnelled blind.
+    /// Refusals of the certificate in a row from one client address for a host, after which
+    /// that client alone is tunnelled blind to it.
     public var spliceAfterFailures = 3
-    /// How long such a host stays tunnelled blind.
+    /// How long such a client stays tunnelled blind to the host.
     public var spliceFor: Duration = .seconds(3600)
     public init() {}
 

@@ -74,6 +74,7 @@ extension ClientConnection {
             proxy.shared.hosts.removeAll()
             proxy.logger.notice("cache cleared through the admin endpoint")
             respondAdmin(200, contentType: "application/json", body: Array("{\"cleared\":true}\n".utf8))
+        case "/tls", "/tls/splices": answerTLSAdmin(exchange, path: path, query: query, authorized: authorized)
         default:
             respondAdmin(
                 404,

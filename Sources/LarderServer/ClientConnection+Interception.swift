@@ -18,13 +18,13 @@ extension ClientConnection {
     }
 
     /// Whether a CONNECT to `host` is decrypted: interception on, the host listed (and not in
-    /// `never`), and not spliced after its clients kept refusing the handshake. A splice is
-    /// counted here; the caller tunnels it blind.
+    /// `never`), and this client not spliced for it after it kept refusing the handshake. A
+    /// splice is counted here; the caller tunnels it blind.
     func intercepts(host: String, exchange: Exchange) -> Bool {
         guard exchange.runtime.interceptor != nil, interception == nil else { return false }
         let lower = host.lowercased()
         guard exchange.runtime.config.tls.intercepts(host: lower) else { return false }
-        if proxy.shared.interceptedHosts.admits(lower, now: proxy.loop.now) { return true }
+        if proxy.shared.interceptedHosts.admits(client: clientAddress, host: lower, now: proxy.loop.now) { return true }
         proxy.shared.stats.splicedTunnels.add(1)
         return false
     }
@@ -75,7 +75,7 @@ extension ClientConnection {
         self.interception?.handshakeDone = true
         proxy.shared.stats.count(.ok)
         if interception.tls.canSendFile { proxy.shared.stats.kernelSessions.add(1) }
-        recordHandshake(failure: nil, countsTowardSplice: true)
+        recordHandshake(failure: nil, isRefusal: false)
     }
 
     /// The session failed (the connection closes next): a handshake failure is logged with
@@ -95,16 +95,22 @@ extension ClientConnection {
             case .error, nil: .failed
             }
         let reason = interception.tls.failure ?? "unknown"
-        handshakeFailed(outcome, reason: reason)
+        // Only the client's verdict on the certificate it was shown counts towards a splice:
+        // an alert (unknown_ca, bad_certificate, RFC 8446 §6.2) or a close (a pinning client
+        // may send none) after Larder's Certificate message. Junk, a refused name, or a close
+        // or reset before the certificate (no ClientHello at all) say nothing about it.
+        let refused = interception.tls.certificateSent && (outcome == .rejected || outcome == .closed)
+        handshakeFailed(outcome, reason: reason, isRefusal: refused)
     }
 
     /// The handshake (or the first request head) did not arrive within `proxy.header_timeout`.
     func interceptionTimedOut() {
         guard let interception, !interception.handshakeDone else { return }
-        handshakeFailed(.timeout, reason: "no TLS handshake within proxy.header_timeout")
+        // A stalled handshake proves nothing about the certificate: it never counts.
+        handshakeFailed(.timeout, reason: "no TLS handshake within proxy.header_timeout", isRefusal: false)
     }
 
-    private func handshakeFailed(_ outcome: Statistics.HandshakeOutcome, reason: String) {
+    private func handshakeFailed(_ outcome: Statistics.HandshakeOutcome, reason: String, isRefusal: Bool) {
         guard let interception else { return }
         self.interception?.handshakeDone = true  // counted once
         proxy.shared.stats.count(outcome)
@@ -112,25 +118,34 @@ extension ClientConnection {
             "TLS handshake with an intercepted client failed",
             metadata: [
                 "client": "\(peer?.description ?? "-")", "host": "\(interception.host)", "outcome": "\(outcome.rawValue)",
-                "reason": "\(reason)",
+                "reason": "\(reason)", "refused_certificate": "\(isRefusal)",
             ])
-        // A client that refuses the certificate sends an alert, or (some pinning clients)
-        // just closes: those are what a splice is for.
-        recordHandshake(failure: "\(outcome.rawValue): \(reason)", countsTowardSplice: outcome == .rejected || outcome == .closed)
+        recordHandshake(failure: "\(outcome.rawValue): \(reason)", isRefusal: isRefusal)
     }
 
-    private func recordHandshake(failure: String?, countsTowardSplice: Bool) {
+    private func recordHandshake(failure: String?, isRefusal: Bool) {
         guard let interception else { return }
         let tls = proxy.runtime.config.tls
+        let client = clientAddress
         let spliced = proxy.shared.interceptedHosts.record(
-            interception.host, failure: failure, countsTowardSplice: countsTowardSplice, threshold: tls.spliceAfterFailures,
+            client: client, host: interception.host, rule: Self.interceptRule(interception.host, tls), failure: failure,
+            isRefusal: isRefusal, threshold: tls.spliceAfterFailures,
             spliceFor: tls.spliceFor.totalNanoseconds, now: proxy.loop.now)
         if spliced {
             proxy.logger.warning(
-                "tls: clients of \(interception.host) keep refusing the handshake; tunnelling it blind for \(tls.spliceFor.totalMilliseconds / 1000)s",
-                metadata: ["host": "\(interception.host)", "failures_in_a_row": "\(tls.spliceAfterFailures)"])
+                "tls: client \(client) keeps refusing the certificate for \(interception.host); tunnelling it blind for \(tls.spliceFor.totalMilliseconds / 1000)s (other clients stay intercepted)",
+                metadata: ["client": "\(client)", "host": "\(interception.host)", "failures_in_a_row": "\(tls.spliceAfterFailures)"])
         }
     }
+
+    /// The `tls.intercept` entry `host` matches, as written: the label of the per-host TLS
+    /// metrics (bounded by the configuration, where hosts under a wildcard are not).
+    static func interceptRule(_ host: String, _ tls: TLSConfig) -> String {
+        tls.intercept.first { $0.matches(host: host) }?.description ?? "other"
+    }
+
+    /// The client's address without its port: what a splice applies to.
+    private var clientAddress: String { peer?.ipString ?? "-" }
 
     /// The URL an origin-form request inside an intercepted session stands for, or nil after
     /// answering it: `Host` (and an absolute target) must name the CONNECT host, so a session

@@ -121,6 +121,7 @@ enum Dashboard {
           else if (s.disk.degraded) badges.push("disk degraded");
           if (s.health && s.health.status === "unhealthy" && !badges.length) badges.push("unhealthy");
           for (const p of s.parents || []) if (p.down) badges.push("parent " + p.parent + " down");
+          if (s.tls && s.tls.spliced_hosts > 0) badges.push("TLS spliced: " + s.tls.spliced_hosts + " host" + (s.tls.spliced_hosts > 1 ? "s" : "") + " (GET /tls)");
           $("badges").innerHTML = badges.map(b => `<span class="badge">${escape(b)}</span>`).join("");
           if (s.health && s.health.problems.length) $("badges").title = s.health.problems.join("; ");
           set("hit-ratio", s.hit_ratio, (s.hit_ratio * 100).toFixed(1) + " %");

@@ -23,6 +23,8 @@ final class MetricsExporter: Sendable {
     private let synced = Locked<[Int]>([])
     /// Per-parent metrics, made the first time a parent shows up (labels are not known up front).
     private let parentMetrics = Locked<[String: ParentMetrics]>([:])
+    /// Per `tls.intercept` entry: handshake failures, refusals, clients spliced.
+    private let tlsRules = TLSRuleMetrics()
 
     private enum Series {
         case counter(Prometheus.Counter)
@@ -72,10 +74,22 @@ final class MetricsExporter: Sendable {
             }
         }
         syncParents(shared)
+        syncTLSRules(shared)
         var text = registry.emitToBuffer()
         requestDuration.render(into: &text)
         ProcessMetrics.current()?.render(into: &text)
         return text
+    }
+
+    /// `larder_tls_*{intercept}`: handshake failures, refusals and clients spliced now, counted
+    /// under the `tls.intercept` entry their host matches.
+    private func syncTLSRules(_ shared: SharedState) {
+        let tls = shared.currentRuntime.config.tls
+        var spliced: [String: Int] = [:]
+        for (host, clients) in shared.interceptedHosts.splicedHosts(now: Clocks.monotonicNanos()) {
+            spliced[ClientConnection.interceptRule(host, tls), default: 0] += clients
+        }
+        tlsRules.sync(shared.interceptedHosts, spliced: spliced, registry: registry)
     }
 
     /// `larder_parent_*{parent}`: attempts, failures, skips while backing off, and whether

@@ -203,7 +203,10 @@ enum MetricsTable {
             ) {
                 $0.tls.kernelSessions
             },
-            .init(.gauge, "larder_tls_spliced_hosts", "Intercepted hosts tunnelled blind now (tls.splice_after_failures).") {
+            .init(
+                .gauge, "larder_tls_spliced_hosts",
+                "Intercepted hosts tunnelled blind now for at least one client (tls.splice_after_failures)."
+            ) {
                 $0.tls.splicedHosts
             },
         ]

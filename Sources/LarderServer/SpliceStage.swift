@@ -1,7 +1,8 @@
-/// Whether CONNECTs to one intercepted host are decrypted, after how its clients' handshakes
-/// went: a client that rejects Larder's certificate (it does not trust the CA, or it pins the
-/// origin's) would otherwise be locked out, so after `tls.splice_after_failures` failures in
-/// a row the host is tunnelled blind ("spliced") for `tls.splice_for`, then tried again.
+/// Whether one client's CONNECTs to one intercepted host are decrypted, after how its
+/// handshakes went (``SpliceTable`` keeps one per client and host): a client that refuses
+/// Larder's certificate (it does not trust the CA, or it pins the origin's) would otherwise be
+/// locked out, so after `tls.splice_after_failures` refusals in a row it is tunnelled blind
+/// ("spliced") to that host for `tls.splice_for`, then tried again.
 ///
 /// Pure: every transition takes the clock (monotonic nanoseconds) as a parameter.
 enum SpliceStage: Equatable, Sendable {

@@ -143,7 +143,7 @@ public struct StatsDocument: Codable, Sendable, Equatable {
         public var requests: [String: Int]
         /// CONNECTs to an intercepted host tunnelled blind because it is spliced.
         public var splicedTunnels: Int
-        /// Hosts spliced now (`tls.splice_after_failures`).
+        /// Hosts spliced now for at least one client (`tls.splice_after_failures`).
         public var splicedHosts: Int
         /// How file bodies leave intercepted sessions: `ktls` once a session had the kernel's
         /// TLS offload (SSL_sendfile, zero-copy), else `copy` (read, encrypted in user space).
@@ -159,7 +159,10 @@ public struct StatsDocument: Codable, Sendable, Equatable {
         public var failures: Int
         /// The last failure: its outcome and reason (the client's alert).
         public var lastFailure: String
+        /// Whether any client is spliced for the host now.
         public var spliced: Bool
+        /// How many clients are spliced for it now (a splice applies to one client).
+        public var splicedClients: Int?
     }
 
     public struct Host: Codable, Sendable, Equatable {
@@ -290,11 +293,12 @@ extension StatsDocument.TLS {
             intercepting: runtime.interceptor != nil,
             handshakes: Dictionary(uniqueKeysWithValues: Statistics.HandshakeOutcome.allCases.map { ($0.rawValue, stats.value($0)) }),
             certificatesMinted: mint.minted, certificateCacheHits: mint.hits, requests: requests,
-            splicedTunnels: stats.splicedTunnels.load(), splicedHosts: shared.interceptedHosts.splicedCount(now: now),
+            splicedTunnels: stats.splicedTunnels.load(), splicedHosts: shared.interceptedHosts.splicedHosts(now: now).count,
             bodyPath: stats.kernelSessions.load() > 0 ? "ktls" : "copy", kernelSessions: stats.kernelSessions.load(),
-            failingHosts: shared.interceptedHosts.failing(10).map { host, entry in
-                let spliced = if case .spliced(let until) = entry.stage { until > now } else { false }
-                return StatsDocument.TLSHost(host: host, failures: entry.failures, lastFailure: entry.lastFailure ?? "", spliced: spliced)
+            failingHosts: shared.interceptedHosts.failing(10, now: now).map { host, failures, splicedClients in
+                StatsDocument.TLSHost(
+                    host: host, failures: failures.count, lastFailure: failures.last, spliced: splicedClients > 0,
+                    splicedClients: splicedClients)
             })
     }
 }

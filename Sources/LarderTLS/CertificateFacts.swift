@@ -12,6 +12,20 @@ public struct CertificateFacts: Sendable, Equatable {
     public let permittedDNS: [String]?
     /// Whether it is a CA certificate (basicConstraints CA:TRUE).
     public let isCA: Bool
+    /// The e-mail and URI names its Name Constraints permit (`.invalid` for none that exist);
+    /// empty when it does not constrain them (it can sign for any).
+    public var permittedEmail: [String] = []
+    public var permittedURI: [String] = []
+    /// Its extended key usages (RFC 5280 §4.2.1.12); nil without the extension (any use).
+    public var extendedKeyUsage: [String]? = nil
+
+    /// Whether a Name-Constrained CA also has what keeps it to TLS servers: extended key usage
+    /// serverAuth only, and e-mail and URI names constrained. A CA made before those were added
+    /// lacks them, and `larder ca init --rotate` makes one that has them.
+    public var lacksServerOnlyLimits: Bool {
+        guard permittedDNS != nil else { return false }  // unconstrained on purpose (--unconstrained)
+        return extendedKeyUsage != ["serverAuth"] || permittedEmail.isEmpty || permittedURI.isEmpty
+    }
 
     /// Whether the Name Constraints let this CA sign for the DNS name `name`: it is, or is
     /// under, a permitted name (RFC 5280 §4.2.1.10); any name when there are none.

@@ -18,6 +18,11 @@ public enum LocalCA {
         init(_ description: String) { self.description = description }
     }
 
+    /// What to do about a CA that ``CertificateFacts/lacksServerOnlyLimits``.
+    public static let rotateForLimits =
+        "the CA lacks extended key usage serverAuth and the e-mail and URI name constraints: its key could sign client, "
+        + "e-mail or code-signing certificates; run larder ca init --rotate (clients must then trust the new one)"
+
     /// The DNS subtrees that permit exactly what `rules` match: a host itself, and for a `*.`
     /// domain the domain (a subtree also permits the names under it).
     public static func permittedNames(for rules: [HostRule]) -> [String] {

@@ -52,7 +52,16 @@ enum OpenSSL {
     /// A self-signed CA certificate and its new ECDSA P-256 key, both PEM. `permittedDNS`:
     /// the DNS names its Name Constraints permit (RFC 5280 §4.2.1.10; each also permits the
     /// names under it), with every IP address excluded, so the key can sign for nothing else;
-    /// nil for no constraints.
+    /// nil for no constraints (and no extended key usage either).
+    ///
+    /// A constrained CA is also kept to TLS servers: extended key usage serverAuth (which
+    /// OpenSSL, NSS and Windows apply to every certificate below a CA too), and e-mail and URI
+    /// names permitted only under `.invalid` (RFC 6761 §6.4: never a real domain). An excluded
+    /// subtree cannot name "every address" (RFC 5280 §4.2.1.10 has no such form, and OpenSSL's
+    /// matcher treats an empty one as an empty host), but a permitted one of a type restricts
+    /// every name of that type, in the SAN and in the subject's emailAddress alike; a URI
+    /// without a host fails the check outright. So the key cannot sign a usable client-auth,
+    /// S/MIME, URI-SAN or code-signing certificate.
     static func makeAuthority(commonName: String, permittedDNS: [String]?, validDays: Int) throws(Failure) -> (
         certificate: String, key: String
     ) {
@@ -64,9 +73,10 @@ enum OpenSSL {
             (NID_authority_key_identifier, "keyid:always"),
         ]
         if let permittedDNS {
-            let permitted = permittedDNS.map { "permitted;DNS:\($0)" }
+            let permitted = permittedDNS.map { "permitted;DNS:\($0)" } + ["permitted;email:.invalid", "permitted;URI:.invalid"]
             let excluded = ["excluded;IP:0.0.0.0/0.0.0.0", "excluded;IP:::/::"]
             extensions.append((NID_name_constraints, (["critical"] + permitted + excluded).joined(separator: ",")))
+            extensions.append((NID_ext_key_usage, "serverAuth"))
         }
         let certificate = try makeCertificate(
             subject: [("O", "Larder"), ("CN", commonName)], publicKey: key, issuer: nil, issuerKey: key,
@@ -179,18 +189,37 @@ enum OpenSSL {
             let hex = String(byte, radix: 16, uppercase: true)
             return hex.count == 1 ? "0" + hex : hex
         }.joined(separator: ":")
-        var permitted: [String]? = []
-        var buffer = [CChar](repeating: 0, count: 256)
-        for index in 0..<1024 {
-            let count = larder_permitted_dns(certificate, Int32(index), &buffer, Int32(buffer.count))
-            if count == -2 { permitted = nil }
-            if count == -3 { throw Failure("a Name Constraints DNS name over 255 bytes") }
-            guard count >= 0 else { break }
-            permitted?.append(OpenSSL.text(buffer))
-        }
+        let usages = X509_get_extended_key_usage(certificate)
         return CertificateFacts(
             subject: subject, notAfter: notAfter, secondsLeft: Int(daysLeft) * 86_400 + Int(secondsLeft),
-            sha256Fingerprint: fingerprint, permittedDNS: permitted, isCA: X509_check_ca(certificate) != 0)
+            sha256Fingerprint: fingerprint, permittedDNS: try permitted(larder_gen_dns(), in: certificate),
+            isCA: X509_check_ca(certificate) != 0, permittedEmail: try permitted(larder_gen_email(), in: certificate) ?? [],
+            permittedURI: try permitted(larder_gen_uri(), in: certificate) ?? [],
+            extendedKeyUsage: usages == UInt32.max ? nil : keyUsageNames(usages))
+    }
+
+    /// The names of `type` a certificate's Name Constraints permit; nil when it has none.
+    private static func permitted(_ type: Int32, in certificate: OpaquePointer) throws(Failure) -> [String]? {
+        var names: [String] = []
+        var buffer = [CChar](repeating: 0, count: 256)
+        for index in 0..<1024 {
+            let count = larder_permitted_name(certificate, type, Int32(index), &buffer, Int32(buffer.count))
+            if count == -2 { return nil }
+            if count == -3 { throw Failure("a Name Constraints name over 255 bytes") }
+            guard count >= 0 else { break }
+            names.append(OpenSSL.text(buffer))
+        }
+        return names
+    }
+
+    /// The extended key usages in OpenSSL's `XKU_*` bits, by their RFC 5280 §4.2.1.12 names.
+    private static func keyUsageNames(_ bits: UInt32) -> [String] {
+        let names: [(UInt32, String)] = [
+            (UInt32(XKU_SSL_SERVER), "serverAuth"), (UInt32(XKU_SSL_CLIENT), "clientAuth"), (UInt32(XKU_SMIME), "emailProtection"),
+            (UInt32(XKU_CODE_SIGN), "codeSigning"), (UInt32(XKU_OCSP_SIGN), "OCSPSigning"), (UInt32(XKU_TIMESTAMP), "timeStamping"),
+            (UInt32(XKU_ANYEKU), "anyExtendedKeyUsage"),
+        ]
+        return names.filter { bits & $0.0 != 0 }.map(\.1)
     }
 
     /// Whether the PEM private key `keyPEM` is the key of the PEM certificate `certificatePEM`.
@@ -243,6 +272,9 @@ enum OpenSSL {
         private(set) var peerAlerted = false
         /// The last failure was the peer closing the connection mid-way, without an alert.
         private(set) var peerVanished = false
+        /// Larder's Certificate message went out: the client has been shown the certificate,
+        /// so an alert or a close from now on can be its verdict on it.
+        fileprivate(set) var certificateSent = false
         /// Kept alive as long as the session: the SNI callback reaches it through the SSL.
         private let context: ServerContext
 
@@ -255,6 +287,8 @@ enum OpenSSL {
             SSL_set_accept_state(ssl)
             // Slot 0 is the "app data" slot (SSL_set_app_data is a macro over it).
             SSL_set_ex_data(ssl, 0, Unmanaged.passUnretained(self).toOpaque())
+            // Watches the handshake messages sent, until the handshake is over.
+            SSL_set_msg_callback(ssl, watchHandshake)
         }
 
         deinit { SSL_free(ssl) }
@@ -270,7 +304,10 @@ enum OpenSSL {
         }
 
         func handshake() -> Outcome {
-            outcome(of: "SSL_do_handshake", SSL_do_handshake(ssl), count: 0)
+            let result = outcome(of: "SSL_do_handshake", SSL_do_handshake(ssl), count: 0)
+            // Records after the handshake need no watching: no callback per record.
+            if case .done = result { SSL_set_msg_callback(ssl, nil) }
+            return result
         }
 
         func read(into buffer: UnsafeMutableRawBufferPointer) -> Outcome {
@@ -394,6 +431,20 @@ private func selectHTTP11(
         index = start + length
     }
     return 2  // SSL_TLSEXT_ERR_ALERT_FATAL: no_application_protocol
+}
+
+/// Notes when the server's Certificate message (handshake type 11, RFC 8446 §4.4.2; RFC 5246
+/// §7.4.2) is written: OpenSSL reports each whole handshake message it sends, with its header.
+private func watchHandshake(
+    _ writing: Int32, _ version: Int32, _ contentType: Int32, _ bytes: UnsafeRawPointer?, _ length: Int, _ ssl: OpaquePointer?,
+    _ argument: UnsafeMutableRawPointer?
+) {
+    let handshake: Int32 = 22  // ContentType handshake
+    let certificate: UInt8 = 11
+    guard writing == 1, contentType == handshake, length > 0, let bytes, bytes.load(as: UInt8.self) == certificate,
+        let ssl, let slot = SSL_get_ex_data(ssl, 0)
+    else { return }
+    Unmanaged<OpenSSL.Session>.fromOpaque(slot).takeUnretainedValue().certificateSent = true
 }
 
 /// SNI: the leaf for the name the client asks for, if it is the session's expected name.

@@ -66,6 +66,10 @@ public final class TLSTransport: Transport {
         canSendFile = handoff.session.kernelSends
     }
 
+    /// Whether Larder's certificate was sent: a failure after it can be the client refusing
+    /// it, one before it cannot (the client never saw it).
+    public var certificateSent: Bool { session.certificateSent }
+
     /// The SNI name the client sent, once the handshake has read it.
     public var serverName: String? { session.serverName }
     /// The protocol version, once open ("TLSv1.3").

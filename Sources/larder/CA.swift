@@ -37,8 +37,10 @@ struct CA: ParsableCommand {
             abstract: "Create ca.pem and ca.key (ECDSA P-256), constrained to the hosts of tls.intercept.",
             discussion: """
                 The certificate's Name Constraints (RFC 5280 §4.2.1.10) permit exactly the names
-                tls.intercept lists (a host, or the domain of a "*." glob) and no IP address, so a
-                leaked key cannot impersonate any other site. Add hosts later with --rotate (clients
+                tls.intercept lists (a host, or the domain of a "*." glob), no IP address, and no
+                real e-mail or URI name, and its extended key usage is serverAuth, so a leaked key
+                cannot impersonate any other site, nor sign client, e-mail or code certificates.
+                --rotate also upgrades a CA made without those limits. Add hosts later with --rotate (clients
                 must then trust the new certificate). Existing files are never overwritten without it.
                 Example:
                   larder ca init --config /etc/larder/larder.toml
@@ -90,6 +92,7 @@ struct CA: ParsableCommand {
                 throw ExitCode(1)
             }
             print(Show.describe(facts))
+            if facts.lacksServerOnlyLimits { print("warning: " + LocalCA.rotateForLimits) }
             let outside = LocalCA.uncovered(config.tls.intercept, by: facts)
             if !outside.isEmpty {
                 print(
@@ -102,9 +105,16 @@ struct CA: ParsableCommand {
         static func describe(_ facts: CertificateFacts) -> String {
             let constraints = facts.permittedDNS.map { $0.joined(separator: ", ") } ?? "none (it can sign for any name)"
             let days = facts.secondsLeft / 86_400
+            func names(_ list: [String]) -> String {
+                list.isEmpty ? "any (not constrained)" : list == [".invalid"] ? "none (only under .invalid)" : list.joined(separator: ", ")
+            }
+            let usages = facts.extendedKeyUsage.map { $0.joined(separator: ", ") } ?? "any (no extended key usage)"
             return """
                 subject:      \(facts.subject)
                 permits:      \(constraints)
+                e-mail names: \(names(facts.permittedEmail))
+                URI names:    \(names(facts.permittedURI))
+                key usage:    \(usages)
                 sha256:       \(facts.sha256Fingerprint)
                 expires:      \(facts.notAfter) (\(facts.secondsLeft < 0 ? "expired" : "in \(days) days"))
                 """

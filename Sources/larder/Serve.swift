@@ -95,6 +95,7 @@ struct Serve: ParsableCommand {
             logger.info(
                 "tls: intercepting CONNECT for \(config.tls.intercept.map(\.description).joined(separator: ", "))",
                 metadata: ["ca": "\(facts.sha256Fingerprint)", "expires": "\(facts.notAfter)"])
+            if facts.lacksServerOnlyLimits { logger.warning("tls: \(LocalCA.rotateForLimits)") }
         }
 
         while true {

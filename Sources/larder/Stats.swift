@@ -37,6 +37,13 @@ struct Stats: ParsableCommand {
         print(Self.table(stats, address: address.description))
     }
 
+    /// How many clients a host is spliced for (`larder tls` lists them).
+    static func spliced(_ host: StatsDocument.TLSHost) -> String {
+        guard host.spliced else { return "" }
+        guard let clients = host.splicedClients else { return " (spliced)" }
+        return " (spliced for \(clients) client\(clients == 1 ? "" : "s"); larder tls)"
+    }
+
     static func table(_ stats: StatsDocument, address: String) -> String {
         func pad(_ text: String) -> String { Text.padded(text, to: 14) }
         func bytes(_ count: Int) -> String { Format.bytes(Double(count)) }
@@ -88,7 +95,7 @@ struct Stats: ParsableCommand {
                     + "bodies by \(tls.bodyPath)")
             for host in tls.failingHosts.prefix(5) {
                 lines.append(
-                    pad("") + "\(host.host): \(host.failures) failed handshakes\(host.spliced ? " (spliced)" : ""): \(host.lastFailure)")
+                    pad("") + "\(host.host): \(host.failures) failed handshakes\(Self.spliced(host)): \(host.lastFailure)")
             }
         }
         if !stats.topHosts.isEmpty {

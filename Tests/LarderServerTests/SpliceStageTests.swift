@@ -2,7 +2,7 @@ import Testing
 
 @testable import LarderServer
 
-/// The splice decision for one intercepted host, over an explicit clock.
+/// The splice decision for one client of one intercepted host, over an explicit clock.
 @Suite struct SpliceStageTests {
     let second: UInt64 = 1_000_000_000
 

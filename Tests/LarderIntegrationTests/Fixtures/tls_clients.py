@@ -9,6 +9,12 @@ JSON line with what it saw.
       N clients through intercepted TLS tunnels and N plain-text clients asking for the same
       https URL in absolute form, all released at once. {"tls": [statuses], "plain": [statuses],
       "cache": [Cache-Status values]}
+  abort PROXY_PORT HOST PORT N
+      N connections at once, each a CONNECT that, once answered, closes (even ones) or resets
+      (odd ones, SO_LINGER 0) without sending a ClientHello. {"answers": [first line of each]}
+  hello-close PROXY_PORT HOST PORT SOURCE_ADDRESS N
+      N times from SOURCE_ADDRESS: a CONNECT, a ClientHello, then a close once the server's first
+      flight (its certificate) has arrived, with no alert. {"flights": [bytes received each]}
   wheel NAME VERSION
       A minimal pure-Python wheel, base64: {"file": name, "body64": ..., "sha256": ...}
 """
@@ -19,6 +25,7 @@ import io
 import json
 import socket
 import ssl
+import struct
 import sys
 import threading
 import zipfile
@@ -87,6 +94,76 @@ def mixed(proxy_port, host, port, cafile, path, count):
     print(json.dumps(results), flush=True)
 
 
+def abort(proxy_port, host, port, count):
+    barrier = threading.Barrier(count, timeout=30)
+    answers = []
+    lock = threading.Lock()
+
+    def one(index):
+        answer = ""
+        try:
+            sock = socket.create_connection(("127.0.0.1", proxy_port), timeout=10)
+            sock.sendall(f"CONNECT {host}:{port} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
+            head = b""
+            while b"\r\n\r\n" not in head:
+                chunk = sock.recv(4096)
+                if not chunk:
+                    break
+                head += chunk
+            answer = head.split(b"\r\n", 1)[0].decode(errors="replace")
+            barrier.wait()
+            if index % 2:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            sock.close()
+        except Exception as error:
+            answer = repr(error)
+        with lock:
+            answers.append(answer)
+
+    threads = [threading.Thread(target=one, args=(index,)) for index in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    print(json.dumps({"answers": answers}), flush=True)
+
+
+def hello_close(proxy_port, host, port, source, count):
+    flights = []
+    for _ in range(count):
+        sock = socket.create_connection(("127.0.0.1", proxy_port), timeout=10, source_address=(source, 0))
+        sock.sendall(f"CONNECT {host}:{port} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
+        head = b""
+        while b"\r\n\r\n" not in head:
+            chunk = sock.recv(4096)
+            if not chunk:
+                break
+            head += chunk
+        incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        session = context.wrap_bio(incoming, outgoing, server_hostname=host)
+        try:
+            session.do_handshake()
+        except ssl.SSLWantReadError:
+            pass
+        sock.sendall(outgoing.read())
+        received = 0
+        try:
+            # The server's flight: ServerHello and, encrypted, its Certificate (TLS 1.3).
+            while received < 400:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    break
+                received += len(chunk)
+        except socket.timeout:
+            pass
+        sock.close()
+        flights.append(received)
+    print(json.dumps({"flights": flights}), flush=True)
+
+
 def wheel(name, version):
     buffer = io.BytesIO()
     info = f"{name}-{version}.dist-info"
@@ -116,6 +193,10 @@ if __name__ == "__main__":
     mode = sys.argv[1]
     if mode == "wheel":
         wheel(sys.argv[2], sys.argv[3])
+    elif mode == "hello-close":
+        hello_close(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5], int(sys.argv[6]))
+    elif mode == "abort":
+        abort(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), int(sys.argv[5]))
     else:
         proxy_port, host, port, cafile, path, count = sys.argv[2:8]
         {"keepalive": keepalive, "mixed": mixed}[mode](int(proxy_port), host, int(port), cafile, path, int(count))
