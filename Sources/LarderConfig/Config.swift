@@ -146,6 +146,8 @@ public struct UpstreamConfig: Sendable, Equatable {
     /// Hosts that bypass the parents.
     public var direct: [HostRule] = []
     public var maxConnectionsPerHost = 32
+    /// Host names pinned to addresses (curl's CURLOPT_RESOLVE), for requests and tunnels alike.
+    public var resolve: [ResolveEntry] = []
     public init() {}
 
     /// The parents in configuration order (`parent` and `parents` are never both set).

@@ -36,7 +36,7 @@ struct ConfigDecoder {
             "upstream",
             [
                 "connect_timeout", "timeout", "min_rate", "parent", "parents", "parent_selection", "parent_backoff", "direct",
-                "max_connections_per_host",
+                "max_connections_per_host", "resolve",
             ]
         ),
         ("retry", retryKeys),
@@ -295,6 +295,23 @@ struct ConfigDecoder {
             if let rules = hostRules(value, key) { config.upstream.direct = rules }
         case ("upstream", "max_connections_per_host"):
             if let number = integer(value, key, range: 1...10_000) { config.upstream.maxConnectionsPerHost = number }
+        case ("upstream", "resolve"):
+            if let list = stringArray(value, key) {
+                var entries: [ResolveEntry] = []
+                for item in list {
+                    switch ResolveEntry.parse(item.text) {
+                    case .success(let entry) where entries.contains { $0.host == entry.host && $0.port == entry.port }:
+                        fail("\(entry.host):\(entry.port) is pinned twice in upstream.resolve", at: item.position)
+                    case .success(let entry):
+                        entries.append(entry)
+                    case .failure(let invalid):
+                        fail(
+                            "upstream.resolve entries are \"host:port:address[,address]\" (\"deb.debian.org:80:192.0.2.7\"); "
+                                + "\"\(item.text)\": \(invalid.reason)", at: item.position)
+                    }
+                }
+                config.upstream.resolve = entries
+            }
 
         case ("retry", _):
             applyRetry(key: key, value: value, to: &config.retry)

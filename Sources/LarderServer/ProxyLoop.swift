@@ -84,6 +84,7 @@ final class ProxyLoop {
         self.shared = shared
         self.runtime = runtime
         upstream = UpstreamClient(loop: loop, maxConnectionsPerHost: runtime.config.upstream.maxConnectionsPerHost)
+        upstream.setResolve(runtime.config.upstream.resolve.map(\.curlForm))
         accessLog = AccessLog(loop: loop, fd: shared.accessLogFile.fd, enabled: runtime.config.log.access)
         accessLog.format = runtime.config.log.accessFormat
         coalescer = Coalescer(loop: loop, registry: shared.fills.isActive ? shared.fills : nil)
@@ -146,6 +147,7 @@ final class ProxyLoop {
     func apply(_ newRuntime: RuntimeConfig) {
         runtime = newRuntime
         upstream.setMaxConnectionsPerHost(newRuntime.config.upstream.maxConnectionsPerHost)
+        upstream.setResolve(newRuntime.config.upstream.resolve.map(\.curlForm))
         accessLog.enabled = newRuntime.config.log.access
         accessLog.format = newRuntime.config.log.accessFormat
         loop.busyPollNanos = newRuntime.config.proxy.busyPoll.totalNanoseconds
