@@ -293,6 +293,9 @@ public struct Route: Sendable, Equatable {
     /// blobs): kept whatever their headers say (`cache_first`, a ten-year `ttl`, unless set),
     /// and a `key` or `ignore_query` that leaves out part of the URL is allowed.
     public var immutable = false
+    /// The body must hash to the URL's `{digest}` capture with this algorithm (content
+    /// addressing): such a route is immutable, and its key may leave out the host.
+    public var digest: DigestAlgorithm?
     /// Whether the key is not simply the URL.
     public var hasCustomKey: Bool { key != nil || !ignoreQuery.isEmpty }
     /// Where the route came from: nil for the file, `preset NAME` for a preset's.
