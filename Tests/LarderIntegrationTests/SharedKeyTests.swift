@@ -54,6 +54,34 @@ extension IntegrationTests {
             #expect(try official.count(Self.poolPath) == 1, "the official hosts share one entry")
         }
 
+        /// RFC 9111 §4.4 invalidation runs on the request's own entries: a POST to a planting
+        /// host, or to the official one, never removes the official host's immutable entry.
+        @Test func aPostToAnotherHostLeavesTheOfficialEntry() throws {
+            let official = try Origin()
+            let mirror = try Origin()
+            let index = "Package: demo\n"
+            let byHash = "/debian/dists/bookworm/main/binary-amd64/by-hash/SHA256/\(try Self.digest(index))"
+            for path in [Self.poolPath, byHash] {
+                try official.script(path, [.init(body: path == byHash ? index : "official package")], conditional: false)
+                try mirror.script(path, [.init(body: "whatever")], conditional: false)
+            }
+            let larder = try Larder(
+                config: "[cache]\npresets = [\"debian\"]\n"
+                    + Self.resolve([("deb.debian.org", official), ("ftp.xx.debian.org", mirror)]))
+            for path in [Self.poolPath, byHash] {
+                let officialURL = "http://deb.debian.org:\(official.port)\(path)"
+                let first = try Curl.viaProxy(larder.proxy, [officialURL])
+                #expect(first.status == 200)
+                let post = try Curl.viaProxy(larder.proxy, ["--data-binary", "x", "http://ftp.xx.debian.org:\(mirror.port)\(path)"])
+                #expect(post.status == 200)
+                _ = try Curl.viaProxy(larder.proxy, ["--data-binary", "x", officialURL])
+                let after = try Curl.viaProxy(larder.proxy, [officialURL])
+                #expect(after.body == first.body && after.header("cache-status")?.hasPrefix("larder; hit") == true, "\(after.headers)")
+                #expect(
+                    try official.requests().filter { $0.method == "GET" && $0.target == path }.count == 1, "\(path) was invalidated")
+            }
+        }
+
         /// Content addressing: an OCI layer is one entry per digest, whichever repository or
         /// registry names it.
         @Test func ociLayerIsFetchedOnceFromTwoRepositoriesAndTwoRegistries() throws {
