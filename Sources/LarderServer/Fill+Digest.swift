@@ -22,9 +22,11 @@ extension Fill {
     }
 
     /// At the body's end: nil when it hashes to the URL's digest. Otherwise the mismatch is
-    /// counted and logged with both digests, and the failure returned is what every reader
-    /// gets: a 502 while the head is held back, else a transfer that ends short of its framing
-    /// (the last byte was never released).
+    /// counted and logged with both digests, and the failure returned is what the readers get:
+    /// a 502 while the head is held back, else a transfer that ends short of its framing (the
+    /// last byte was never released). While nothing was sent, the readers that attached to
+    /// this fill (their URL may name another host: the key is the digest) go on alone instead,
+    /// so that one client's host cannot fail another client's request.
     func checkDigest() -> UpstreamError? {
         guard case .pending(let digest) = digestCheck, let expected = options.digest?.expected else { return nil }
         let actual = digest.finish()
@@ -35,6 +37,9 @@ extension Fill {
             return nil
         }
         digestCheck = .mismatched
+        if digestHoldsHead {
+            while readers.count > 1 { release(at: 1, reason: .notShareable) }
+        }
         proxy.shared.stats.digestMismatches.add(1)
         proxy.logger.warning(
             "body does not match the digest its URL names: not stored, not served",

@@ -135,6 +135,41 @@ extension IntegrationTests {
             #expect(log.contains("digest") && log.contains(forgedDigest), "both digests logged: \(log)")
         }
 
+        /// A client that attached to another client's fill of the same digest, from a host
+        /// that sends a wrong body, is not failed with it: it fetches from its own host.
+        @Test func aForgedBodyFailsOnlyTheClientThatAskedItsHost() throws {
+            let official = try Origin()
+            let forger = try Origin()
+            let layer = "the real layer"
+            let path = "/v2/lib/a/blobs/sha256:\(try Self.digest(layer))"
+            try official.script(path, [.init(body: layer)], conditional: false)
+            try forger.script(path, [.init(body: "a forged layer", delay: 1.5)], conditional: false)
+            let larder = try Larder(
+                config: "[cache]\npresets = [\"oci\"]\n" + Self.resolve([("reg.test", official), ("forger.test", forger)]))
+            let directory = Paths.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let attacker = try ChildProcess(
+                "/usr/bin/curl",
+                [
+                    "-s", "-o", directory + "/body", "-w", "%{http_code}", "--proxy", larder.proxy,
+                    "http://forger.test:\(forger.port)\(path)",
+                ])
+            defer { attacker.kill() }
+            // The attacker's fill is in flight (its origin waits 1.5 s before answering).
+            var waited = 0
+            while try forger.count(path) == 0, waited < 100 {
+                usleep(20_000)
+                waited += 1
+            }
+            let victim = try Curl.viaProxy(larder.proxy, ["http://reg.test:\(official.port)\(path)"])
+            attacker.waitUntilExit()
+            #expect(attacker.stdout == "502", "the forger's own client: \(attacker.stdout)")
+            #expect(victim.status == 200 && victim.text == layer, "\(victim.status) \(victim.text)")
+            #expect(try official.count(path) == 1, "fetched from its own host")
+            let coalescing = try larder.stats()["coalescing"] as? [String: Any]
+            #expect(coalescing?["coalesced"] as? Int == 1 && coalescing?["released"] as? Int == 1, "\(String(describing: coalescing))")
+        }
+
         /// The debian and ubuntu presets share by-hash files across every host when the body
         /// matches the digest (SHA-256 and SHA-512), and a mirror that serves another body
         /// fills nothing.
