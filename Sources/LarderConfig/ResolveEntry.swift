@@ -25,7 +25,7 @@ public struct ResolveEntry: Sendable, Hashable, CustomStringConvertible {
             host = rest[..<colon]
             rest = rest[colon...]
         }
-        guard !host.isEmpty, rest.hasPrefix(":"), HostRule(parsing: String(host)) != nil, !host.hasPrefix("*") else {
+        guard !host.isEmpty, rest.hasPrefix(":"), !host.contains("*"), !host.contains("/"), HostRule(parsing: String(host)) != nil else {
             return .failure(Invalid("expected a host name or IP literal before the first ':'"))
         }
         rest = rest.dropFirst()
