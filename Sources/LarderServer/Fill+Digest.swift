@@ -8,16 +8,18 @@ import LarderUpstream
 /// trusts the digest and not the host it came from.
 extension Fill {
     /// Sets the check up when the head arrives. A 200 to a GET is hashed as it streams in;
-    /// anything else the origin answers describes that host only, so it is neither stored
-    /// under the shared key nor shared with the other readers (who may have asked another
-    /// host). Nor is a content-coded 200 stored or shared: its coding, unchecked, would reach
-    /// clients of other hosts.
+    /// anything else the origin answers (another status, a HEAD's fields) describes that host
+    /// only, so it neither is stored under the shared key, nor freshens what is, nor goes to
+    /// the other readers (who may have asked another host). Nor is a content-coded 200 stored
+    /// or shared: its coding, unchecked, would reach clients of other hosts.
     func checksDigest(of head: ResponseHead, admission: inout ResponseAdmission) {
-        guard let digest = options.digest, method == .get else { return }
-        if head.status == 200 { digestCheck = .pending(BodyDigest(digest.algorithm)) }
-        if head.status != 200 || head.headers.contains("Content-Encoding") {
+        guard let digest = options.digest else { return }
+        let checked = method == .get && head.status == 200
+        if checked { digestCheck = .pending(BodyDigest(digest.algorithm)) }
+        if !checked || head.headers.contains("Content-Encoding") {
             admission.storage = .none
             admission.shareable = false
+            admission.freshensStoredFromHead = false
         }
     }
 

@@ -223,6 +223,25 @@ extension IntegrationTests {
             #expect(unpinned.status == 502, "only the pinned name")
         }
 
+        /// Only a checked 200 fills a digest entry: a 404 (or a HEAD's fields) from one host is
+        /// neither kept under the shared key nor given to clients of another host.
+        @Test func aFailureFromOneHostIsNeverPinnedUnderTheDigestKey() throws {
+            let official = try Origin()
+            let mirror = try Origin()
+            let layer = "a layer published later"
+            let path = "/v2/lib/a/blobs/sha256:\(try Self.digest(layer))"
+            try official.script(path, [.init(body: layer)], conditional: false)
+            try mirror.script(
+                path, [.init(status: 404, headers: [("Cache-Control", "max-age=86400")], body: "not yet")], conditional: false)
+            let larder = try Larder(
+                config: "[cache]\npresets = [\"oci\"]\n" + Self.resolve([("reg.test", official), ("mirror.test", mirror)]))
+            #expect(try Curl.viaProxy(larder.proxy, ["http://mirror.test:\(mirror.port)\(path)"]).status == 404)
+            #expect(try Curl.viaProxy(larder.proxy, ["-I", "http://mirror.test:\(mirror.port)\(path)"]).status == 404)
+            let victim = try Curl.viaProxy(larder.proxy, ["http://reg.test:\(official.port)\(path)"])
+            #expect(victim.status == 200 && victim.text == layer, "\(victim.status) \(victim.headers)")
+            #expect(try official.count(path) == 1)
+        }
+
         /// The examples that used to ship (`match = "http://*/{base}/pool/{file}"`, `key =
         /// "debian:{file}"`) let any client fill every mirror's entry: refused at the key's
         /// position, with the fix.
