@@ -150,6 +150,8 @@ public struct UpstreamConfig: Sendable, Equatable {
     /// Hosts that bypass the parents.
     public var direct: [HostRule] = []
     public var maxConnectionsPerHost = 32
+    /// Host names pinned to addresses (curl's CURLOPT_RESOLVE), for requests and tunnels alike.
+    public var resolve: [ResolveEntry] = []
     public init() {}
 
     /// The parents in configuration order (`parent` and `parents` are never both set).
@@ -303,6 +305,9 @@ public struct Route: Sendable, Equatable {
     /// blobs): kept whatever their headers say (`cache_first`, a ten-year `ttl`, unless set),
     /// and a `key` or `ignore_query` that leaves out part of the URL is allowed.
     public var immutable = false
+    /// The body must hash to the URL's `{digest}` capture with this algorithm (content
+    /// addressing): such a route is immutable, and its key may leave out the host.
+    public var digest: DigestAlgorithm?
     /// Whether the key is not simply the URL.
     public var hasCustomKey: Bool { key != nil || !ignoreQuery.isEmpty }
     /// Where the route came from: nil for the file, `preset NAME` for a preset's.

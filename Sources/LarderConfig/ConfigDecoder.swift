@@ -36,7 +36,7 @@ struct ConfigDecoder {
             "upstream",
             [
                 "connect_timeout", "timeout", "min_rate", "parent", "parents", "parent_selection", "parent_backoff", "direct",
-                "max_connections_per_host",
+                "max_connections_per_host", "resolve",
             ]
         ),
         ("retry", retryKeys),
@@ -68,6 +68,7 @@ struct ConfigDecoder {
     ]
     static let routeKeys = [
         "match", "methods", "policy", "ttl", "dedup", "timeout", "min_rate", "idempotent", "parent", "key", "ignore_query", "immutable",
+        "digest",
     ]
 
     mutating func decode(_ document: ConfigDocument) -> Config {
@@ -312,6 +313,23 @@ struct ConfigDecoder {
             if let rules = hostRules(value, key) { config.upstream.direct = rules }
         case ("upstream", "max_connections_per_host"):
             if let number = integer(value, key, range: 1...10_000) { config.upstream.maxConnectionsPerHost = number }
+        case ("upstream", "resolve"):
+            if let list = stringArray(value, key) {
+                var entries: [ResolveEntry] = []
+                for item in list {
+                    switch ResolveEntry.parse(item.text) {
+                    case .success(let entry) where entries.contains { $0.host == entry.host && $0.port == entry.port }:
+                        fail("\(entry.host):\(entry.port) is pinned twice in upstream.resolve", at: item.position)
+                    case .success(let entry):
+                        entries.append(entry)
+                    case .failure(let invalid):
+                        fail(
+                            "upstream.resolve entries are \"host:port:address[,address]\" (\"deb.debian.org:80:192.0.2.7\"); "
+                                + "\"\(item.text)\": \(invalid.reason)", at: item.position)
+                    }
+                }
+                config.upstream.resolve = entries
+            }
 
         case ("retry", _):
             applyRetry(key: key, value: value, to: &config.retry)
@@ -518,12 +536,15 @@ struct ConfigDecoder {
                 }
             case "immutable":
                 route.immutable = boolean(value, entry.key) ?? false
+            case "digest":
+                route.digest = choice(value, entry.key, DigestAlgorithm.self)
             default:
                 fail(
                     "unknown key '\(entry.key)' in [[route]]\(Suggestions.hint(for: entry.key, in: ConfigDecoder.routeKeys + ["match"]))",
                     at: entry.keyPosition)
             }
         }
+        if route.digest != nil { checkDigestRoute(&route, table: table) }
         // A key that leaves out part of the URL lets two URLs share an entry: only objects that
         // never change under a URL may.
         if !route.immutable, route.key?.leavesOutPartOfURL == true || !route.ignoreQuery.isEmpty {
@@ -532,6 +553,19 @@ struct ConfigDecoder {
                 "this route's key leaves out part of the URL, so two different objects could share an entry; "
                     + "allowed only with immutable = true (objects that never change under one URL)",
                 at: entry?.keyPosition ?? table.position)
+        }
+        // Nor may a key leave out the host where the match allows several: a client could fill
+        // the entry from a host it runs, for the clients of every other host.
+        if let key = route.key, !key.parts.contains(.host), pattern.exactHost == nil, route.digest == nil,
+            let entry = table.entries.first(where: { $0.key == "key" })
+        {
+            fail(
+                "key \"\(key)\" leaves out {host} on a route whose match allows several hosts (\"\(pattern)\"): "
+                    + "any client could fill the entry from a host it runs, and the clients of the other hosts would get "
+                    + "that body. Add {host} to the key, or name the host in match (one [[route]] per mirror, with the "
+                    + "same key), or check bodies against a digest the URL carries (digest = \"sha256\" and a {digest} "
+                    + "capture in match)",
+                at: entry.value.position)
         }
         if route.immutable {
             route.policy = route.policy ?? .cacheFirst
@@ -559,6 +593,30 @@ struct ConfigDecoder {
             route.retry = retry
         }
         return route
+    }
+
+    /// A `digest` route: its match must capture `{digest}`, and its key (by default
+    /// `"<algorithm>:{digest}"`, one entry per body whatever the host) must hold it; its objects
+    /// are immutable, since the digest pins them.
+    private mutating func checkDigestRoute(_ route: inout Route, table: ConfigTable) {
+        guard let digest = route.digest, let entry = table.entries.first(where: { $0.key == "digest" }) else { return }
+        route.immutable = true
+        guard route.match.captureNames.contains(Route.digestCapture) else {
+            fail(
+                "a digest route needs a {digest} capture in match, where the URL carries the hash "
+                    + "(\"*://*/*/by-hash/SHA256/{digest}\", \"*://*:*/v2/*/blobs/sha256:{digest}\")",
+                at: entry.value.position)
+            return
+        }
+        guard let key = route.key else {
+            route.key = try? KeyTemplate(parsing: "\(digest.rawValue):{\(Route.digestCapture)}")
+            return
+        }
+        if !key.parts.contains(.capture(Route.digestCapture)), let keyEntry = table.entries.first(where: { $0.key == "key" }) {
+            fail(
+                "the key of a digest route must contain {digest}, or bodies with different digests would share an entry",
+                at: keyEntry.value.position)
+        }
     }
 
     /// Checks that need more than one key.

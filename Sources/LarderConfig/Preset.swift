@@ -26,6 +26,18 @@ public enum Preset: String, Sendable, CaseIterable {
         let kind: Kind
         var key: String?
         var ignoreQuery: [String] = []
+        /// The body is checked against the URL's `{digest}` (the key defaults to the digest).
+        var digest: DigestAlgorithm?
+    }
+
+    /// The hosts a preset's project runs itself, whose pool files are one archive and share
+    /// entries; other hosts under its domain are mirrors run by others.
+    var officialHosts: [String] {
+        switch self {
+        case .debian: ["deb.debian.org", "ftp.debian.org", "security.debian.org"]
+        case .ubuntu: ["archive.ubuntu.com", "security.ubuntu.com", "ports.ubuntu.com"]
+        default: []
+        }
     }
 
     /// Query parameters that sign short-lived storage URLs (S3, CloudFront, Azure blob SAS).
@@ -37,22 +49,27 @@ public enum Preset: String, Sendable, CaseIterable {
     var rules: [Rule] {
         switch self {
         case .debian, .ubuntu:
-            // Official mirrors serve one archive: their pool and by-hash files share entries.
-            let domain = self == .debian ? "debian.org" : "ubuntu.com"
+            // by-hash files are checked against the digest their URL names, so one entry serves
+            // every host; pool files are shared only among the project's own hosts (a country
+            // mirror under the same domain is run by a third party: it keeps entries of its own).
             return [
-                Rule(match: "*://*.\(domain)/*/by-hash/*", kind: .artefact, key: "\(rawValue):{path}"),
-                Rule(match: "*://*.\(domain)/*/pool/*", kind: .artefact, key: "\(rawValue):{path}"),
-                Rule(match: "*://*:*/*/by-hash/*?*", kind: .artefact),
-                Rule(match: "*://*:*/*/pool/*.deb?*", kind: .artefact),
-                Rule(match: "*://*:*/*/pool/*.udeb?*", kind: .artefact),
-                Rule(match: "*://*:*/*/pool/*.dsc?*", kind: .artefact),
-                Rule(match: "*://*:*/*/pool/*.tar.gz?*", kind: .artefact),
-                Rule(match: "*://*:*/*/pool/*.tar.xz?*", kind: .artefact),
-                Rule(match: "*://*:*/*/pool/*.tar.bz2?*", kind: .artefact),
-                Rule(match: "*://*:*/*/pool/*.tar.lzma?*", kind: .artefact),
-                Rule(match: "*://*:*/*/pool/*.tar.zst?*", kind: .artefact),
-                Rule(match: "*://*:*/*/dists/*", kind: .index),
+                Rule(match: "*://*:*/*/by-hash/SHA256/{digest}?*", kind: .artefact, digest: .sha256),
+                Rule(match: "*://*:*/*/by-hash/SHA512/{digest}?*", kind: .artefact, digest: .sha512),
             ]
+                + officialHosts.map { host in
+                    Rule(match: "*://\(host)/*/pool/*", kind: .artefact, key: "\(rawValue):{path}")
+                } + [
+                    Rule(match: "*://*:*/*/by-hash/*?*", kind: .artefact),
+                    Rule(match: "*://*:*/*/pool/*.deb?*", kind: .artefact),
+                    Rule(match: "*://*:*/*/pool/*.udeb?*", kind: .artefact),
+                    Rule(match: "*://*:*/*/pool/*.dsc?*", kind: .artefact),
+                    Rule(match: "*://*:*/*/pool/*.tar.gz?*", kind: .artefact),
+                    Rule(match: "*://*:*/*/pool/*.tar.xz?*", kind: .artefact),
+                    Rule(match: "*://*:*/*/pool/*.tar.bz2?*", kind: .artefact),
+                    Rule(match: "*://*:*/*/pool/*.tar.lzma?*", kind: .artefact),
+                    Rule(match: "*://*:*/*/pool/*.tar.zst?*", kind: .artefact),
+                    Rule(match: "*://*:*/*/dists/*", kind: .index),
+                ]
         case .pypi:
             return [
                 Rule(match: "*://files.pythonhosted.org/packages/*", kind: .artefact),
@@ -83,6 +100,12 @@ public enum Preset: String, Sendable, CaseIterable {
             ]
         case .oci:
             return [
+                // Named by digest: one entry per digest whatever the registry or repository.
+                // Manifests have a key of their own: their Content-Type tells clients the schema.
+                Rule(match: "*://*:*/v2/*/blobs/sha256:{digest}?*", kind: .artefact, digest: .sha256),
+                Rule(
+                    match: "*://*:*/v2/*/manifests/sha256:{digest}?*", kind: .artefact, key: "oci-manifest:sha256:{digest}",
+                    digest: .sha256),
                 Rule(match: "*://*:*/v2/*/blobs/sha256:*?*", kind: .artefact),
                 Rule(match: "*://*:*/v2/*/manifests/sha256:*?*", kind: .artefact),
                 // Registries redirect blob downloads to signed storage URLs named by digest.
@@ -134,8 +157,11 @@ public enum Preset: String, Sendable, CaseIterable {
                 route.immutable = true
                 route.policy = .cacheFirst
                 route.ttl = .seconds(10 * 365 * 86_400)
-                route.key = try! rule.key.map { try KeyTemplate(parsing: $0) }
+                route.key = try! (rule.key ?? rule.digest.map { "\($0.rawValue):{\(Route.digestCapture)}" }).map {
+                    try KeyTemplate(parsing: $0)
+                }
                 route.ignoreQuery = rule.ignoreQuery
+                route.digest = rule.digest
             case .index:
                 route.policy = .revalidate
             }

@@ -1,7 +1,8 @@
 /// Routes indexed for lookup: routes whose host has no glob are found through a hash of the
 /// host, the rest are scanned; candidates are visited in configuration order, so the first
 /// matching route wins as written. With hundreds of exact-host routes a request looks at only
-/// the routes for its own host plus the glob ones.
+/// the routes for its own host plus the glob ones. A `digest` route matches only URLs whose
+/// `{digest}` capture is a digest of its algorithm.
 public struct RouteTable: Sendable, Equatable {
     public let routes: [Route]
     private let byHost: [String: [Int]]
@@ -39,7 +40,10 @@ public struct RouteTable: Sendable, Equatable {
             }
             let route = routes[index]
             if let methods = route.methods, !methods.contains(method) { continue }
-            if route.match.matches(scheme: scheme, host: host, port: port, pathAndQuery: pathAndQuery) { return route }
+            guard route.match.matches(scheme: scheme, host: host, port: port, pathAndQuery: pathAndQuery) else { continue }
+            // A digest route keys by the digest alone: a URL that names none is not for it.
+            if route.digest != nil, route.expectedDigest(in: pathAndQuery) == nil { continue }
+            return route
         }
         return nil
     }

@@ -79,7 +79,7 @@ extension ClientConnection: FillReader {
                 answerFromFill(exchange, fill: fill, stored: stale, detail: "stale-if-error")
                 return false
             }
-            if let head = fill.head {
+            if let head = fill.headForReaders {
                 if startResponse(head, fill: fill, exchange: exchange) { return false }
                 progressed = true
             } else if case .failure(let error)? = fill.outcome {
@@ -109,7 +109,7 @@ extension ClientConnection: FillReader {
             finishExchange()
             return true
         }
-        if position == fill.received, let outcome = fill.outcome {
+        if position == fill.readableBytes, let outcome = fill.outcome {
             progressed = true
             var result = outcome
             if case .success = outcome, case .length(let declared) = exchange.framing, exchange.bodyBytesSent != declared {
@@ -145,9 +145,9 @@ extension ClientConnection: FillReader {
     /// room; returns the position reached.
     func queueFillBody(_ fill: Fill, from position: Int, to end: Int, exchange: Exchange) -> Int {
         var position = position
-        while output.pendingBytes < ClientConnection.outputHighWater, position < min(fill.received, end),
-            let data = fill.data(at: position)
-        {
+        // What the fill lets readers have (a digest check holds its last byte back).
+        let end = min(end, fill.readableBytes)
+        while output.pendingBytes < ClientConnection.outputHighWater, position < end, let data = fill.data(at: position) {
             switch data {
             case .memory(let bytes, let offset):
                 let count = min(bytes.count - offset, end - position)

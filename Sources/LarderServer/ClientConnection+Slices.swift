@@ -20,7 +20,9 @@ extension ClientConnection {
         let method = exchange.head.method
         let headers = exchange.head.headers
         let size = exchange.runtime.config.cache.sliceSize
-        guard size > 0, proxy.shared.cache.maxDiskObjectBytes != nil, method == .get || method == .head, let key = exchange.key,
+        // A digest covers the whole body: its slices could not be checked one by one.
+        guard size > 0, exchange.route?.digest == nil, proxy.shared.cache.maxDiskObjectBytes != nil, method == .get || method == .head,
+            let key = exchange.key,
             !exchange.goAlone, exchange.range != .passed, exchange.variant == nil, !exchange.directives.noStore,
             !exchange.directives.noCache, !headers.contains("Authorization")
         else { return false }

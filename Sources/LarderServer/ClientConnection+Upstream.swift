@@ -146,6 +146,7 @@ extension ClientConnection: RequestBodySource {
         options.background = true
         options.sharedKey = exchange.route?.hasCustomKey ?? false
         options.retry = RetryPolicy(exchange.route?.retry ?? exchange.runtime.config.retry)
+        setDigest(&options, url: url, exchange: exchange)
         setParents(&options, url: url, exchange: exchange)
         var head = exchange.head
         head.method = .get
@@ -172,8 +173,19 @@ extension ClientConnection: RequestBodySource {
         options.retry = RetryPolicy(exchange.route?.retry ?? exchange.runtime.config.retry)
         options.idempotentRoute = exchange.route?.idempotent ?? false
         options.sharedKey = exchange.route?.hasCustomKey ?? false
+        setDigest(&options, url: url, exchange: exchange)
         setParents(&options, url: url, exchange: exchange)
         return options
+    }
+
+    /// What the route says of its objects: immutable (never invalidated by an unsafe request),
+    /// and on a `digest` route the digest the URL names, which the body must hash to.
+    func setDigest(_ options: inout FillOptions, url: AbsoluteURL, exchange: Exchange) {
+        guard let route = exchange.route else { return }
+        options.immutableRoute = route.immutable
+        if let algorithm = route.digest, let expected = route.expectedDigest(in: url.pathAndQuery) {
+            options.digest = (algorithm, expected)
+        }
     }
 
     /// The parents a fill goes through (none: direct), the ones backing off last.

@@ -55,17 +55,21 @@ extension Fill {
     }
 
     /// RFC 9111 §4.4: a successful unsafe request invalidates the target URI and the
-    /// Location and Content-Location URIs of the same origin.
+    /// Location and Content-Location URIs of the same origin. Never an immutable route's entry:
+    /// it does not change under its URL, and its key may be shared with other hosts (a merged
+    /// or digest key), so a request to one host must not remove what another host filled.
     func invalidate(_ response: ResponseHead) {
-        var keys = [key]
-        let base = CacheKey.origin(of: key.url)
+        var keys = options.immutableRoute ? [] : [key]
+        let base = CacheKey.origin(of: CacheKey(request.url).url)
+        let routes = proxy.runtime.routes
         for name in ["Location", "Content-Location"] {
-            guard let value = response.headers[name] else { continue }
-            if value.hasPrefix("/") {
-                keys.append(CacheKey(normalized: base + value))
-            } else if let url = try? AbsoluteURL(parsing: value), CacheKey.origin(of: CacheKey(url).url) == base {
-                keys.append(CacheKey(url))
-            }
+            guard let value = response.headers[name],
+                let url = try? AbsoluteURL(parsing: value.hasPrefix("/") ? base + value : value),
+                CacheKey.origin(of: CacheKey(url).url) == base
+            else { continue }
+            let route = routes.match(
+                method: "GET", scheme: url.scheme, host: url.host, port: url.port, pathAndQuery: url.pathAndQuery)
+            if route?.immutable != true { keys.append(CacheKey(url)) }
         }
         for key in keys { proxy.shared.cache.purge(key) }
         proxy.shared.stats.invalidations.add(keys.count)

@@ -51,7 +51,8 @@ extension Fill {
     /// a 200 to a GET with a validator (RFC 9110 §8.8) that later slice fills can be checked
     /// against, and within `disk.max_object_bytes` as a whole.
     func storesAsSlices(_ forwarded: ResponseHead, admission: ResponseAdmission) -> Bool {
-        guard sliceSize > 0, method == .get, forwarded.status == 200, admission.storage != .none,
+        // A digest covers the whole body: a route that checks one never stores it in slices.
+        guard sliceSize > 0, options.digest == nil, method == .get, forwarded.status == 200, admission.storage != .none,
             let contentLength, contentLength > sliceSize, SlicePlan.validator(of: forwarded.headers) != nil,
             let maxObject = proxy.shared.cache.maxDiskObjectBytes, Int64(contentLength) <= maxObject
         else { return false }

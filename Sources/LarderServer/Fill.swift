@@ -2,6 +2,7 @@ import LarderCache
 import LarderConfig
 import LarderHTTP
 import LarderIO
+import LarderTLS
 import LarderUpstream
 
 /// Supplies a request body to an upstream transfer.
@@ -59,6 +60,11 @@ struct FillOptions {
     var slice: (index: Int, size: Int)?
     /// The route's key is not the URL (`key`, `ignore_query`): only a success is stored.
     var sharedKey = false
+    /// The route's objects never change under their URL (and may be keyed across hosts): an
+    /// unsafe request does not invalidate them.
+    var immutableRoute = false
+    /// The digest the URL names, on a `digest` route: a 200's body must hash to it.
+    var digest: (algorithm: DigestAlgorithm, expected: String)?
 }
 
 /// Where a reader finds the body bytes at its position.
@@ -206,6 +212,17 @@ final class Fill: UpstreamTransferDelegate {
     /// Bytes received but not yet written by the disk thread before the transfer pauses.
     static let maxWriteBacklog = 8 << 20
     var backlogTimer: EventLoop.TimerToken?
+    /// Where the check of the body against its URL's digest stands (`digest` routes).
+    var digestCheck = DigestCheck.none
+    enum DigestCheck {
+        case none
+        /// Hashing as the body streams in.
+        case pending(BodyDigest)
+        case matched, mismatched
+    }
+    /// Whether readers are kept from the head until the digest is checked: a body kept whole
+    /// is checked before anything is sent, so a mismatch is a clean 502.
+    var digestHoldsHead = false
 
     init(
         key: CacheKey, coalesceKey: FillKey?, request: UpstreamRequest, requestHeaders: HTTPHeaders,
@@ -328,6 +345,18 @@ final class Fill: UpstreamTransferDelegate {
         release(at: index, reason: .passRange)
         if readers.isEmpty, outcome == nil, !worthFinishingAlone { cancel(reason: "the range goes upstream as is") }
     }
+
+    /// Body bytes readers may send: all that arrived, but the last one while the digest is
+    /// unchecked, so that a body that turns out wrong never looks complete to a client.
+    var readableBytes: Int {
+        switch digestCheck {
+        case .none, .matched: received
+        case .pending, .mismatched: max(0, received - 1)
+        }
+    }
+
+    /// The head readers may send: none while a digest check holds it back.
+    var headForReaders: ResponseHead? { digestHoldsHead ? nil : head }
 
     /// Where the body byte at `position` is, or nil if it has not arrived.
     func data(at position: Int) -> FillData? {
@@ -516,6 +545,7 @@ final class Fill: UpstreamTransferDelegate {
         case .forward:
             break
         }
+        if options.digest != nil { checksDigest(of: forwarded, admission: &admission) }
         if admission.freshensStoredFromHead, let stored = options.validating ?? options.fallback {
             freshenFromHead(stored, head: forwarded)
         }
@@ -526,6 +556,7 @@ final class Fill: UpstreamTransferDelegate {
         } else {
             store(forwarded, as: admission, cacheControl: cacheControl)
         }
+        if case .pending = digestCheck { digestHoldsHead = retainAll }
         share(forwarded, shareable: admission.shareable)
         if let validating = options.validating, !willStore, !admission.keepsStored {
             // The origin sent a new response that will not be stored: the old one is outdated.
@@ -558,9 +589,11 @@ final class Fill: UpstreamTransferDelegate {
         proxy.shared.stats.bytesFromUpstream.add(bytes.count)
         diskWrite?.append(chunk)
         slicedWrite?.append(chunk)
+        if case .pending(let digest) = digestCheck { digest.update(bytes) }
         if retainAll, received > keptWholeUpTo {
             // Unknown length that outgrew what is kept whole: stream it to disk from here on.
             retainAll = false
+            digestHoldsHead = false
             if let pendingDiskHead { startDiskWrite(pendingDiskHead) }
             willStore = diskWrite != nil
         }
@@ -585,6 +618,8 @@ final class Fill: UpstreamTransferDelegate {
             if let contentLength, contentLength != received {
                 outcome = .failure(
                     UpstreamError(kind: .truncated, message: "body ended after \(received) of \(contentLength) bytes", afterHead: true))
+            } else if let mismatch = checkDigest() {
+                outcome = .failure(mismatch)
             } else {
                 outcome = .success(())
                 let stored = storeWhole()

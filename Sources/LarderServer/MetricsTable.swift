@@ -123,6 +123,12 @@ enum MetricsTable {
             ) {
                 $0.admissionsDeferred ?? 0
             },
+            .init(
+                .counter, "larder_digest_mismatches_total",
+                "Bodies that did not hash to the digest their URL names (never stored, never served whole)."
+            ) {
+                $0.digestMismatches ?? 0
+            },
             .init(.gauge, "larder_memory_files", "Anonymous memory files holding large memory-tier bodies (one descriptor each).") {
                 $0.memory.files
             },

@@ -84,6 +84,7 @@ final class ProxyLoop {
         self.shared = shared
         self.runtime = runtime
         upstream = UpstreamClient(loop: loop, maxConnectionsPerHost: runtime.config.upstream.maxConnectionsPerHost)
+        upstream.setResolve(runtime.config.upstream.resolve.map(\.curlForm))
         accessLog = AccessLog(loop: loop, fd: shared.accessLogFile.fd, enabled: runtime.config.log.access)
         accessLog.format = runtime.config.log.accessFormat
         accessLog.redaction = runtime.config.log.redactQuery.names.isEmpty ? nil : runtime.config.log.redactQuery
@@ -158,6 +159,7 @@ final class ProxyLoop {
     func apply(_ newRuntime: RuntimeConfig) {
         runtime = newRuntime
         upstream.setMaxConnectionsPerHost(newRuntime.config.upstream.maxConnectionsPerHost)
+        upstream.setResolve(newRuntime.config.upstream.resolve.map(\.curlForm))
         accessLog.enabled = newRuntime.config.log.access
         accessLog.format = newRuntime.config.log.accessFormat
         accessLog.redaction = newRuntime.config.log.redactQuery.names.isEmpty ? nil : newRuntime.config.log.redactQuery

@@ -120,10 +120,15 @@ final class SharedState: Sendable {
         return []
     }
 
-    /// Resolves `host` on a resolver thread; `completion` runs on that thread.
+    /// Resolves `host` on a resolver thread; `completion` runs on that thread, or at once for a
+    /// name pinned in `upstream.resolve` (its addresses, without a lookup, as curl's transfers).
     func resolve(
         _ host: String, port: UInt16, completion: @escaping @Sendable (Result<[SocketAddress], Resolver.Failure>) -> Void
     ) {
+        if let pinned = ResolveEntry.addresses(for: host, port: Int(port), in: currentRuntime.config.upstream.resolve) {
+            completion(.success(pinned))
+            return
+        }
         let index = nextResolver.add(1, ordering: .relaxed).oldValue % resolvers.count
         resolvers[index].submit { completion(Resolver.resolve(host, port: port)) }
     }

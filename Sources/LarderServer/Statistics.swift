@@ -61,6 +61,8 @@ public final class Statistics: Sendable {
     public let staleServedOnError = AtomicCounter()
     /// Stored URLs invalidated by unsafe requests (RFC 9111 §4.4) and purges.
     public let invalidations = AtomicCounter()
+    /// Bodies on `digest` routes that did not hash to the digest their URL names.
+    public let digestMismatches = AtomicCounter()
     /// CONNECT tunnels opened, and bytes relayed each way.
     public let tunnelsOpened = AtomicCounter()
     /// Requests sent again at once on a new connection after a pooled one turned out dead.

@@ -39,6 +39,9 @@ public struct StatsDocument: Codable, Sendable, Equatable {
     /// Storable responses not stored because `cache.admission` waits for a second request (nil
     /// from a daemon older than the field).
     public var admissionsDeferred: Int?
+    /// Bodies that did not match the digest their URL names, never stored nor served whole
+    /// (nil from a daemon older than the field).
+    public var digestMismatches: Int?
 
     /// `status` is "ok", "draining" or "unhealthy"; `problems` says why when it is not ok.
     public struct Health: Codable, Sendable, Equatable {
@@ -182,6 +185,7 @@ public struct StatsDocument: Codable, Sendable, Equatable {
         case version, uptimeSeconds, workers, requests, hitRatio, bytes, memory, disk, coalescing, upstream, invalidations
         case connections, refused, busyPoll, tunnels, parents, parentFailovers, topHosts, tls, health, responses
         case admissionsDeferred
+        case digestMismatches
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -208,6 +212,7 @@ public struct StatsDocument: Codable, Sendable, Equatable {
         try container.encodeIfPresent(health, forKey: .health)
         try container.encodeIfPresent(responses, forKey: .responses)
         try container.encodeIfPresent(admissionsDeferred, forKey: .admissionsDeferred)
+        try container.encodeIfPresent(digestMismatches, forKey: .digestMismatches)
     }
 }
 
@@ -276,7 +281,8 @@ extension StatsDocument {
             tls: TLS(shared, now: now),
             health: Health(status: shared.healthProblems.isEmpty ? "ok" : "unhealthy", problems: shared.healthProblems),
             responses: Dictionary(uniqueKeysWithValues: Statistics.statusClassNames.map { ($0, stats.responses($0)) }),
-            admissionsDeferred: shared.cache.admissionsDeferred.load())
+            admissionsDeferred: shared.cache.admissionsDeferred.load(),
+            digestMismatches: stats.digestMismatches.load())
     }
 }
 

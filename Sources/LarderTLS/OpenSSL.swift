@@ -1,5 +1,6 @@
 import COpenSSL
 import Glibc
+import LarderConfig
 
 /// Every call into OpenSSL (libcrypto, libssl) is in this file. Values cross it as Swift types
 /// and PEM text; OpenSSL objects never leave a function that made them.
@@ -474,4 +475,45 @@ private func chooseCertificate(_ ssl: OpaquePointer?, _ alert: UnsafeMutablePoin
         return 2
     }
     return 0
+}
+
+/// A body hashed as it streams in (SHA-256 or SHA-512 through OpenSSL's EVP digests), to be
+/// compared with the digest its URL names (a route's `digest`).
+///
+/// Not Sendable: owned by the one fill that feeds it, on that fill's loop.
+public final class BodyDigest {
+    public let algorithm: DigestAlgorithm
+    private let context: OpaquePointer
+
+    public init(_ algorithm: DigestAlgorithm) {
+        self.algorithm = algorithm
+        // Allocation failure is the only way either call fails for these built-in digests.
+        guard let context = EVP_MD_CTX_new(),
+            EVP_DigestInit_ex(context, algorithm == .sha256 ? EVP_sha256() : EVP_sha512(), nil) == 1
+        else { fatalError("\(OpenSSL.Failure("EVP_DigestInit_ex"))") }
+        self.context = context
+    }
+
+    deinit { EVP_MD_CTX_free(context) }
+
+    /// Adds the next bytes of the body.
+    public func update(_ bytes: UnsafeRawBufferPointer) {
+        guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
+        EVP_DigestUpdate(context, base, bytes.count)
+    }
+
+    /// The digest of every byte added, in lower-case hex; the object is spent afterwards.
+    public func finish() -> String {
+        var digest = [UInt8](repeating: 0, count: 64)
+        var length: UInt32 = 0
+        EVP_DigestFinal_ex(context, &digest, &length)
+        let hex = Array("0123456789abcdef".utf8)
+        var text: [UInt8] = []
+        text.reserveCapacity(Int(length) * 2)
+        for byte in digest[..<Int(length)] {
+            text.append(hex[Int(byte >> 4)])
+            text.append(hex[Int(byte & 0x0f)])
+        }
+        return String(decoding: text, as: UTF8.self)
+    }
 }

@@ -102,6 +102,28 @@ public final class UpstreamClient {
         for transfer in active.values { transfer.detachFromCurl() }
         curl_multi_cleanup(multi)
         if deadSocket >= 0 { Syscall.close(deadSocket) }
+        for list in retiredResolveLists + [resolveList].compactMap({ $0 }) { curl_slist_free_all(list) }
+    }
+
+    /// `upstream.resolve` as curl's CURLOPT_RESOLVE list, set on every transfer. curl reads it
+    /// when a transfer starts, into the multi handle's DNS cache; a list replaced by a reload
+    /// is kept until the client ends, since a transfer set up earlier may not have started.
+    fileprivate private(set) var resolveList: UnsafeMutablePointer<curl_slist>?
+    private var retiredResolveLists: [UnsafeMutablePointer<curl_slist>] = []
+    private var resolveEntries: [String] = []
+
+    /// Pins host names to addresses (`"host:port:address[,address]"`); a pin dropped since the
+    /// last call is removed from curl's DNS cache (`-host:port`).
+    public func setResolve(_ entries: [String]) {
+        guard entries != resolveEntries else { return }
+        let pin = { (entry: String) in String(entry[..<entry.lastIndex(of: ":")!]) }
+        let pins = entries.map(pin)
+        var list: UnsafeMutablePointer<curl_slist>?
+        for dropped in resolveEntries.map(pin) where !pins.contains(dropped) { list = curl_slist_append(list, "-" + dropped) }
+        for entry in entries { list = curl_slist_append(list, entry) }
+        if let old = resolveList { retiredResolveLists.append(old) }
+        resolveList = list
+        resolveEntries = entries
     }
 
     /// Limits concurrent connections to one origin; further transfers queue inside curl.
@@ -426,6 +448,7 @@ public final class UpstreamTransfer {
         larder_easy_set_pointer(easy, CURLOPT_OPENSOCKETDATA, key)
         larder_easy_set_pointer(easy, CURLOPT_PREREQDATA, key)
         larder_easy_set_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(request.connectTimeout.totalMilliseconds))
+        larder_easy_set_slist(easy, CURLOPT_RESOLVE, client.resolveList)
         // An empty proxy string disables curl's reading of http_proxy/HTTP_PROXY: the daemon's
         // own environment must not redirect its upstream traffic.
         // A literal goes to C as it is (a String made here would be copied into a new array).

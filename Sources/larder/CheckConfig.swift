@@ -91,6 +91,7 @@ struct CheckConfig: ParsableCommand {
             if route.immutable { settings.append("immutable") }
             if let ttl = route.ttl { settings.append("ttl=\(Units.format(ttl))") }
             if let key = route.key { settings.append("key=\"\(key)\"") }
+            if let digest = route.digest { settings.append("digest=\(digest.rawValue)") }
             if !route.ignoreQuery.isEmpty { settings.append("ignore_query=\(route.ignoreQuery.count) names") }
             if let parent = route.parent { settings.append("parent=\(parent)") }
             if let dedup = route.dedup { settings.append("dedup=\(dedup.rawValue)") }

@@ -10,9 +10,12 @@ import Testing
     }
 
     @Test func aTemplateMergesMirrorsAndKeepsTheQueryWhenAsked() throws {
-        let mirrors = try route("match = \"http://*/debian/*\"\nimmutable = true\nkey = \"debian:{path}\"")
-        let a = CacheKey(try AbsoluteURL(parsing: "http://deb.debian.org/debian/pool/main/a/a_1.deb"), route: mirrors)
-        let b = CacheKey(try AbsoluteURL(parsing: "http://ftp.de.debian.org:8080/debian/pool/main/a/a_1.deb?x=1"), route: mirrors)
+        // One route per mirror, each with the same key (a host-free key needs a named host).
+        let mirror = { (host: String) in try self.route("match = \"http://\(host)/debian/*\"\nimmutable = true\nkey = \"debian:{path}\"") }
+        let a = CacheKey(try AbsoluteURL(parsing: "http://deb.debian.org/debian/pool/main/a/a_1.deb"), route: try mirror("deb.debian.org"))
+        let b = CacheKey(
+            try AbsoluteURL(parsing: "http://ftp.de.debian.org:8080/debian/pool/main/a/a_1.deb?x=1"),
+            route: try mirror("ftp.de.debian.org:8080"))
         #expect(a == b && a.url == "debian:/debian/pool/main/a/a_1.deb")
         let everything = try route("match = \"http://a/*\"\nkey = \"{scheme}|{host}|{port}|{path}|{query}\"")
         #expect(
@@ -20,13 +23,24 @@ import Testing
     }
 
     @Test func namedCapturesOfTheMatchMergeMirrorsLaidOutDifferently() throws {
-        let mirrors = try route("match = \"http://*/{base}/pool/{file}\"\nimmutable = true\nkey = \"debian:{file}\"")
-        let a = CacheKey(try AbsoluteURL(parsing: "http://deb.debian.org/debian/pool/main/a/a_1.deb"), route: mirrors)
+        let mirror = { (host: String) in
+            try self.route("match = \"http://\(host)/{base}/pool/{file}\"\nimmutable = true\nkey = \"debian:{file}\"")
+        }
+        let mirrors = try mirror("mirror.example.net")
+        let a = CacheKey(try AbsoluteURL(parsing: "http://deb.debian.org/debian/pool/main/a/a_1.deb"), route: try mirror("deb.debian.org"))
         let b = CacheKey(try AbsoluteURL(parsing: "http://mirror.example.net/pub/linux/debian/pool/main/a/a_1.deb"), route: mirrors)
         #expect(a == b && a.url == "debian:main/a/a_1.deb")
         #expect(
             mirrors.match.captures(in: "/pub/linux/debian/pool/main/a/a_1.deb") == ["base": "pub/linux/debian", "file": "main/a/a_1.deb"])
         #expect(mirrors.match.captures(in: "/no/match/here").isEmpty)
+    }
+
+    @Test func aDigestRouteKeysByTheDigestWhateverTheHostOrRepository() throws {
+        let blobs = try route("match = \"*://*:*/v2/*/blobs/sha256:{digest}\"\ndigest = \"sha256\"")
+        let hex = String(repeating: "0a", count: 32)
+        let a = CacheKey(try AbsoluteURL(parsing: "https://ghcr.io/v2/team/app/blobs/sha256:\(hex)"), route: blobs)
+        let b = CacheKey(try AbsoluteURL(parsing: "http://registry.example:5000/v2/library/base/blobs/sha256:\(hex)"), route: blobs)
+        #expect(a == b && a.url == "sha256:\(hex)")
     }
 
     @Test func ignoredQueryParametersLeaveTheKeyAndTheRestKeepTheirOrder() throws {

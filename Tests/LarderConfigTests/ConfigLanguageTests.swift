@@ -50,6 +50,28 @@ private let errorCases: [ErrorCase] = [
     ErrorCase(
         name: "key without a placeholder", text: "[[route]]\nmatch = \"http://a/*\"\nimmutable = true\nkey = \"a\"\n", line: 4,
         column: 8, message: "needs at least one placeholder"),
+    ErrorCase(
+        name: "key without {host} on a wildcard-host route has the fix in the message",
+        text: "[[route]]\nmatch = \"http://*/{base}/pool/{file}\"\nimmutable = true\nkey = \"debian:{file}\"\n", line: 4, column: 7,
+        message: "leaves out {host} on a route whose match allows several hosts"),
+    ErrorCase(
+        name: "key without {host} on a host-glob route",
+        text: "[[route]]\nmatch = \"http://*.debian.org/*\"\nimmutable = true\nkey = \"debian:{path}\"\n", line: 4, column: 7,
+        message: "Add {host} to the key, or name the host in match"),
+    ErrorCase(
+        name: "digest route without a {digest} capture",
+        text: "[[route]]\nmatch = \"http://*/by-hash/SHA256/*\"\ndigest = \"sha256\"\n", line: 3, column: 10,
+        message: "needs a {digest} capture"),
+    ErrorCase(
+        name: "digest route whose key drops the digest",
+        text: "[[route]]\nmatch = \"http://*/{dir}/{digest}\"\ndigest = \"sha512\"\nkey = \"x:{dir}\"\n", line: 4, column: 7,
+        message: "must contain {digest}"),
+    ErrorCase(
+        name: "digest algorithm that does not pin a body", text: "[[route]]\nmatch = \"http://*/{digest}\"\ndigest = \"md5\"\n",
+        line: 3, column: 10, message: "unknown digest \"md5\" (one of sha256, sha512)"),
+    ErrorCase(
+        name: "resolve entry that is not host:port:address", text: "[upstream]\nresolve = [\"a.example:80:a.example\"]\n", line: 2,
+        column: 12, message: "is not an IP address"),
     ErrorCase(name: "missing equals", text: "[proxy]\nlisten [\"a\"]\n", line: 2, column: 8, message: "expected '='"),
     ErrorCase(name: "unterminated string", text: "[disk]\npath = \"abc\n", line: 2, column: 8, message: "unterminated string"),
     ErrorCase(name: "unterminated array", text: "[proxy]\nconnect_ports = [1, 2\n", line: 2, column: 17, message: "unterminated array"),
@@ -440,13 +462,48 @@ private let errorCases: [ErrorCase] = [
 @Suite struct RouteKeyTests {
     @Test func anImmutableRouteKeysByItsTemplateAndKeepsObjectsForLong() throws {
         let parsed = try config(
-            "[[route]]\nmatch = \"http://*/debian/*\"\nimmutable = true\nkey = \"debian:{path}\"\nignore_query = [\"X-Amz-*\", \"sig\"]\n")
+            "[[route]]\nmatch = \"http://mirror.example.org/debian/*\"\nimmutable = true\nkey = \"debian:{path}\"\n"
+                + "ignore_query = [\"X-Amz-*\", \"sig\"]\n")
         let route = try #require(parsed.routes.first)
         #expect(route.policy == .cacheFirst && route.ttl == .seconds(10 * 365 * 86_400), "immutable: kept whatever the headers say")
         #expect(route.key?.parts == [.literal("debian:"), .path])
         #expect(route.key?.leavesOutPartOfURL == true && route.hasCustomKey)
         let whole = try KeyTemplate(parsing: "{scheme}://{host}:{port}{path}?{query}")
         #expect(!whole.leavesOutPartOfURL)
+    }
+
+    /// Several hosts share a key only when each is named (one route per mirror) or when the
+    /// body is checked against the URL's digest.
+    @Test func hostlessKeysOnNamedHostsOrDigestRoutesOnly() throws {
+        let named = try config(
+            "[[route]]\nmatch = \"http://a.example/debian/*\"\nimmutable = true\nkey = \"debian:{path}\"\n"
+                + "[[route]]\nmatch = \"http://b.example/debian/*\"\nimmutable = true\nkey = \"debian:{path}\"\n")
+        #expect(named.routes.count == 2)
+        let digest = try config("[[route]]\nmatch = \"http://*/*/by-hash/SHA256/{digest}\"\ndigest = \"sha256\"\n")
+        let route = try #require(digest.routes.first)
+        #expect(route.immutable && route.policy == .cacheFirst, "a digest pins the body")
+        #expect(route.key?.text == "sha256:{digest}", "one entry per digest by default")
+        let table = RouteTable(digest.routes)
+        let hex = String(repeating: "0123456789abcdef", count: 4)
+        let path = "/debian/dists/x/by-hash/SHA256/"
+        #expect(table.match(method: "GET", scheme: "http", host: "any.example", port: 80, pathAndQuery: path + hex) != nil)
+        #expect(route.expectedDigest(in: path + hex) == hex)
+        for bad in [String(hex.dropLast()), hex.uppercased(), hex + "?x=1", hex + "/x"] {
+            #expect(
+                table.match(method: "GET", scheme: "http", host: "any.example", port: 80, pathAndQuery: path + bad) == nil,
+                "\(bad) is not a SHA-256 digest: the route does not apply")
+        }
+    }
+
+    @Test func resolveEntriesPinNamesToAddresses() throws {
+        let parsed = try config("[upstream]\nresolve = [\"Deb.Debian.org:80:127.0.0.2,::1\", \"[::1]:443:127.0.0.1\"]\n")
+        let entries = parsed.upstream.resolve
+        #expect(entries.map(\.curlForm) == ["deb.debian.org:80:127.0.0.2,[::1]", "[::1]:443:127.0.0.1"])
+        #expect(ResolveEntry.addresses(for: "deb.debian.org", port: 80, in: entries)?.map(\.description) == ["127.0.0.2:80", "[::1]:80"])
+        #expect(ResolveEntry.addresses(for: "deb.debian.org", port: 443, in: entries) == nil)
+        #expect(ResolveEntry.addresses(for: "[::1]", port: 443, in: entries)?.first?.description == "127.0.0.1:443")
+        #expect(errors("[upstream]\nresolve = [\"a:80:127.0.0.1\", \"A:80:127.0.0.2\"]\n").first?.message.contains("pinned twice") == true)
+        #expect(!errors("[upstream]\nresolve = [\"a:0:127.0.0.1\"]\n").isEmpty)
     }
 }
 
@@ -596,6 +653,39 @@ private let errorCases: [ErrorCase] = [
         #expect(Set(parsed.routes.map(\.match.text)).count == parsed.routes.count, "no pattern twice")
         #expect(parsed.routes.dropFirst().allSatisfy { $0.source?.hasPrefix("preset ") == true })
         #expect(errors("[cache]\npresets = [\"debain\"]\n").first?.message.contains("did you mean 'debian'") == true)
+    }
+
+    /// The debian and ubuntu presets share by-hash files by digest (any host), and pool files
+    /// only among the project's own hosts; a mirror under the same domain keeps its own key.
+    @Test func debianAndUbuntuMergeByDigestOrAcrossTheirOwnHostsOnly() throws {
+        let parsed = try config("[cache]\npresets = [\"debian\", \"ubuntu\", \"oci\"]\n")
+        let table = RouteTable(parsed.routes)
+        func route(_ text: String) throws -> Route? {
+            let url = try #require(URLParts(text))
+            return table.match(method: "GET", scheme: url.scheme, host: url.host, port: url.port, pathAndQuery: url.path)
+        }
+        let sha256 = String(repeating: "ab", count: 32)
+        let sha512 = String(repeating: "cd", count: 64)
+        #expect(try route("http://ftp.xx.debian.org/debian/dists/a/by-hash/SHA256/\(sha256)")?.key?.text == "sha256:{digest}")
+        #expect(try route("http://mirror.example/ubuntu/dists/a/by-hash/SHA512/\(sha512)")?.digest == .sha512)
+        let md5 = try #require(try route("http://deb.debian.org/debian/dists/a/by-hash/MD5Sum/0123456789abcdef0123456789abcdef"))
+        #expect(md5.key == nil && md5.digest == nil, "MD5 does not pin a body: keyed by URL")
+        for host in ["deb.debian.org", "ftp.debian.org", "security.debian.org"] {
+            #expect(try route("http://\(host)/debian/pool/main/c/c.deb")?.key?.text == "debian:{path}", "\(host)")
+        }
+        for host in ["archive.ubuntu.com", "security.ubuntu.com", "ports.ubuntu.com"] {
+            #expect(try route("https://\(host)/ubuntu/pool/main/c/c.deb")?.key?.text == "ubuntu:{path}", "\(host)")
+        }
+        for mirror in ["ftp.xx.debian.org", "xx.archive.ubuntu.com", "evil.example"] {
+            let pool = try #require(try route("http://\(mirror)/debian/pool/main/c/c.deb"))
+            #expect(pool.key == nil && pool.immutable, "\(mirror) keeps its own entries")
+        }
+        let blob = try #require(try route("https://ghcr.io/v2/a/b/blobs/sha256:\(sha256)"))
+        #expect(blob.key?.text == "sha256:{digest}" && blob.digest == .sha256)
+        #expect(try route("https://ghcr.io/v2/a/b/manifests/sha256:\(sha256)")?.key?.text == "oci-manifest:sha256:{digest}")
+        for route in parsed.routes where route.key.map({ !$0.parts.contains(.host) }) == true {
+            #expect(route.match.exactHost != nil || route.digest != nil, "\(route.match): host-free key on a wildcard host")
+        }
     }
 }
 

@@ -9,7 +9,12 @@ extension IntegrationTests {
             let origin = try Origin()
             let config = """
                 [[route]]
-                match = "http://*:*/mirror/*"
+                match = "http://127.0.0.1:*/mirror/*"
+                immutable = true
+                key = "mirror:{path}"
+
+                [[route]]
+                match = "http://localhost:*/mirror/*"
                 immutable = true
                 key = "mirror:{path}"
 

@@ -46,7 +46,7 @@ import Testing
                 splicedTunnels: n(), splicedHosts: n(), bodyPath: "copy", kernelSessions: n(),
                 failingHosts: [.init(host: "pinned.example", failures: n(), lastFailure: "rejected: unknown ca", spliced: true)]),
             responses: Dictionary(uniqueKeysWithValues: Statistics.statusClassNames.map { ($0, n()) }),
-            admissionsDeferred: n())
+            admissionsDeferred: n(), digestMismatches: n())
     }
 
     @Test func everySeriesIsDeclaredOnceAndReadsAFieldOfItsOwn() {

@@ -1,0 +1,14 @@
+extension Route {
+    /// The name of the `match` capture that holds the body's digest on a `digest` route.
+    public static let digestCapture = "digest"
+
+    /// On a `digest` route, the digest the URL names (lower-case hex), or nil when the route
+    /// checks none or the capture is not a digest of its algorithm (the route then does not
+    /// match: ``RouteTable/match(method:scheme:host:port:pathAndQuery:)``).
+    public func expectedDigest(in pathAndQuery: String) -> String? {
+        guard let digest, let captured = match.captures(in: pathAndQuery)[Route.digestCapture],
+            digest.accepts(captured[...])
+        else { return nil }
+        return captured
+    }
+}

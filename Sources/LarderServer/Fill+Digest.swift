@@ -1,0 +1,53 @@
+import LarderCache
+import LarderHTTP
+import LarderTLS
+import LarderUpstream
+
+/// Content addressing (`digest` routes): a body is checked against the digest its URL names
+/// before it is stored or completes for any client, since its key, shared by every host,
+/// trusts the digest and not the host it came from.
+extension Fill {
+    /// Sets the check up when the head arrives. A 200 to a GET is hashed as it streams in;
+    /// anything else the origin answers (another status, a HEAD's fields) describes that host
+    /// only, so it neither is stored under the shared key, nor freshens what is, nor goes to
+    /// the other readers (who may have asked another host). Nor is a content-coded 200 stored
+    /// or shared: its coding, unchecked, would reach clients of other hosts.
+    func checksDigest(of head: ResponseHead, admission: inout ResponseAdmission) {
+        guard let digest = options.digest else { return }
+        let checked = method == .get && head.status == 200
+        if checked { digestCheck = .pending(BodyDigest(digest.algorithm)) }
+        if !checked || head.headers.contains("Content-Encoding") {
+            admission.storage = .none
+            admission.shareable = false
+            admission.freshensStoredFromHead = false
+        }
+    }
+
+    /// At the body's end: nil when it hashes to the URL's digest. Otherwise the mismatch is
+    /// counted and logged with both digests, and the failure returned is what the readers get:
+    /// a 502 while the head is held back, else a transfer that ends short of its framing (the
+    /// last byte was never released). While nothing was sent, the readers that attached to
+    /// this fill (their URL may name another host: the key is the digest) go on alone instead,
+    /// so that one client's host cannot fail another client's request.
+    func checkDigest() -> UpstreamError? {
+        guard case .pending(let digest) = digestCheck, let expected = options.digest?.expected else { return nil }
+        let actual = digest.finish()
+        let name = digest.algorithm.rawValue
+        if actual == expected {
+            digestCheck = .matched
+            digestHoldsHead = false
+            return nil
+        }
+        digestCheck = .mismatched
+        if digestHoldsHead {
+            while readers.count > 1 { release(at: 1, reason: .notShareable) }
+        }
+        proxy.shared.stats.digestMismatches.add(1)
+        proxy.logger.warning(
+            "body does not match the digest its URL names: not stored, not served",
+            metadata: ["url": "\(request.url)", "key": "\(key)", "expected": "\(name):\(expected)", "received": "\(name):\(actual)"])
+        return UpstreamError(
+            kind: .protocolError, message: "the body's \(name) is \(actual), not the \(expected) its URL names",
+            afterHead: !digestHoldsHead)
+    }
+}
