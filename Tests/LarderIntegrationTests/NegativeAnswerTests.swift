@@ -16,9 +16,9 @@ extension IntegrationTests {
         /// One URL per artefact route of every preset, and whether its key merges URLs (a
         /// `key` or `ignore_query`: then a failure is never stored at all).
         static let artefacts: [(url: String, merged: Bool)] = [
-            ("http://deb.debian.org/debian/dists/bookworm/main/binary-amd64/by-hash/SHA256/0123abcd", true),
+            ("http://deb.debian.org/debian/dists/bookworm/main/binary-amd64/by-hash/SHA256/0000000000000000000000000000000000000000000000000000000000000001", true),
             ("http://deb.debian.org/debian/pool/main/c/curl/curl_9.0-1_amd64.deb", true),
-            ("http://archive.ubuntu.com/ubuntu/dists/noble/main/binary-amd64/by-hash/SHA256/0123abcd", true),
+            ("http://archive.ubuntu.com/ubuntu/dists/noble/main/binary-amd64/by-hash/SHA256/0000000000000000000000000000000000000000000000000000000000000002", true),
             ("http://archive.ubuntu.com/ubuntu/pool/main/c/curl/curl_9.0-1_amd64.deb", true),
             ("http://apt.mirror.test/debian/dists/x/main/by-hash/SHA256/0123abcd", false),
             ("http://apt.mirror.test/debian/pool/main/x/x_9.0_all.deb", false),
@@ -37,6 +37,7 @@ extension IntegrationTests {
             ("http://proxy.golang.org/example.org/mod/@v/v9.0.0.mod", false),
             ("http://proxy.golang.org/example.org/mod/@v/v9.0.0.info", false),
             ("http://registry-1.docker.io/v2/library/demo/blobs/sha256:0123abcd", false),
+            ("http://registry-1.docker.io/v2/library/demo/blobs/sha256:0000000000000000000000000000000000000000000000000000000000000003", true),
             ("http://registry-1.docker.io/v2/library/demo/manifests/sha256:0123abcd", false),
             ("http://production.cloudflare.docker.com/registry-v2/docker/registry/v2/blobs/sha256/01/0123abcd/data", true),
             ("http://objects.githubusercontent.com/github-production-release-asset-2e65be/123/456", true),
