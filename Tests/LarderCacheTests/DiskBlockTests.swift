@@ -126,6 +126,23 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: file))
     }
 
+    /// A revalidated head written over a body over one block keeps its block table: the new
+    /// entry's blocks still check, and still catch damage.
+    @Test func aRefreshedHeadKeepsTheBlockTable() throws {
+        let fixture = try DiskFixture()
+        let body = pattern(2 * Self.block + 500, seed: 8)
+        fixture.store("/refreshed", body: body)
+        fixture.cache.refresh(Fixtures.response("/refreshed", headers: ["Cache-Control": "max-age=60", "ETag": "\"r\""]))
+        fixture.cache.drain()
+        guard case .hit(let stored) = fixture.cache.lookup(Fixtures.key("/refreshed"), request: [:]) else {
+            Issue.record("no hit after the refresh")
+            return
+        }
+        #expect(stored.headers["ETag"] == "\"r\"")
+        #expect(checkedBody(fixture.cache, stored) == body)
+        #expect(fixture.cache.statistics.corruptions == 0)
+    }
+
     /// An entry of format 3 with a body over one block cannot be checked as it is sent: it is
     /// dropped as one of an older format, not counted as damage; one within a block is served.
     @Test func aFormatThreeBodyOverOneBlockIsDroppedAsAnOlderFormat() throws {
