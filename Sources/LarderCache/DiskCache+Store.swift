@@ -291,7 +291,7 @@ extension DiskCache {
     }
 
     /// Writes `entry` as a file (writer thread). A new name is written in place, with one
-    /// `writev`: create, write, close. A crash in between leaves a file whose size does not
+    /// `writev` (then `table`, a body's block table, if it has one): create, write, close. A crash in between leaves a file whose size does not
     /// match its preamble, which the start-up scan deletes (DISK-FORMAT.md), and no lookup reads
     /// it meanwhile because the index learns of it only once it is complete (while the start-up
     /// scan runs, lookups also find entries by file name, so until then every entry goes through
