@@ -2,13 +2,14 @@
 """Writes N disk-cache entries in Larder's documented format (docs/DISK-FORMAT.md), without
 going through the daemon, to measure start-up with a large cache.
 
-    make-disk-entries.py [--segments] [--format 2|3] DIRECTORY COUNT URL_PREFIX [BODY_SIZE]
+    make-disk-entries.py [--segments] [--format 2|3|4] DIRECTORY COUNT URL_PREFIX [BODY_SIZE]
 
 Entry i has key URL_PREFIX + str(i), a body of BODY_SIZE bytes (default 1024) derived from i,
 and Cache-Control: max-age=86400. Prints the key of the last entry. Each entry is a file of its
 own (v1/ab/cd/<name>), or with --segments a record in a segment file (v1/seg/<id>, 32 MiB
-each), the form Larder stores bodies up to 64 KiB in. --format 2 writes the entries an older
-Larder wrote (one checksum chain instead of four lanes); the default is the current format, 3.
+each), the form Larder stores bodies up to 64 KiB in. --format 2 and 3 write the entries an older
+Larder wrote (2: one checksum chain instead of four lanes; both: no block table after a body
+over 1 MiB, which Larder now drops); the default is the current format, 4.
 """
 import os
 import sys
@@ -44,7 +45,10 @@ def words(data):
     return [int.from_bytes(data[offset:offset + 8], "little") for offset in range(0, len(data) // 8 * 8, 8)]
 
 
-def checksum(body, version=3):
+BLOCK = 1 << 20
+
+
+def checksum(body, version=4):
     """BodyChecksum (docs/DISK-FORMAT.md, "Checksums") of entry format `version`."""
     seed, step = 0x243F6A8885A308D3, 0x9E3779B97F4A7C15
     whole = len(body) // 8 * 8
@@ -75,19 +79,27 @@ def entry(key, body, now, version):
     preamble = (f"LARDER-ENTRY {version}\nbody-length {len(body):020d}\nbody-checksum {checksum(body, version):016x}\n"
                 f"head-checksum {checksum(head, version):016x}\nhead-length {len(head):010d}\n").encode()
     assert len(preamble) == 133
-    return preamble + head + body
+    return preamble + head + body + block_table(body, version)
+
+
+def block_table(body, version):
+    """Format 4's table after a body over one block: each 1 MiB block's checksum, 8 bytes
+    little-endian (docs/DISK-FORMAT.md, "Checksums per block")."""
+    if version < 4 or len(body) <= BLOCK:
+        return b""
+    return b"".join(checksum(body[start:start + BLOCK], 4).to_bytes(8, "little") for start in range(0, len(body), BLOCK))
 
 
 def main():
     arguments = sys.argv[1:]
     segments = "--segments" in arguments
     arguments = [argument for argument in arguments if argument != "--segments"]
-    version = 3
+    version = 4
     if "--format" in arguments:
         at = arguments.index("--format")
         version = int(arguments[at + 1])
-        if version not in (2, 3):
-            sys.exit(f"make-disk-entries.py: no format {version} (2 or 3)")
+        if version not in (2, 3, 4):
+            sys.exit(f"make-disk-entries.py: no format {version} (2, 3 or 4)")
         del arguments[at:at + 2]
     directory, count, prefix = arguments[0], int(arguments[1]), arguments[2]
     size = int(arguments[3]) if len(arguments) > 3 else 1024

@@ -154,9 +154,14 @@ enum FuzzTarget: String, CaseIterable {
     /// A disk record's preamble and head (what a damaged or tampered cache file holds): the
     /// preamble's lengths are in range when it reads, and a head that reads, of the kind Larder
     /// writes (an ASCII key and Vary names, no CR or LF in its texts), is written and read back
-    /// to the same head (times to the microsecond the writer keeps).
+    /// to the same head (times to the microsecond the writer keeps). The same bytes as a block
+    /// table: an entry is read only where the table holds all eight of its bytes.
     static func diskEntry(_ input: UnsafeRawBufferPointer) {
         let bytes = Array(input)
+        for block in [-1, 0, 1, bytes.count / 8 - 1, bytes.count / 8] {
+            let entry = DiskEntryFormat.blockChecksum(inTable: bytes[...], at: block)
+            precondition((entry != nil) == (block >= 0 && (block + 1) * 8 <= bytes.count))
+        }
         if let preamble = try? DiskEntryFormat.decodePreamble(bytes[...], acceptingFreed: bytes.first.map { $0 & 1 == 1 } ?? false) {
             precondition(preamble.bodyLength >= 0 && preamble.headLength >= 0 && preamble.headLength < 1 << 20)
         }

@@ -11,22 +11,25 @@ extension DiskCache {
     /// What a lookup found.
     public enum Lookup: Sendable {
         case miss
-        /// A usable response; its body is a file range (sendfile it).
+        /// A usable response: its body in memory, checked; or a file range of a body over one
+        /// block, whose head is checked and whose blocks must each be read and checked with
+        /// ``readBlock(of:block:completion:)`` before they are sent.
         case hit(StoredResponse)
-        /// An entry whose body must be checked first, off the event loop: one over
-        /// ``verifyEveryReadMax`` not checked since start-up, or a smaller one too large to check
-        /// on the loop. Call ``verify(_:completion:)``.
+        /// An entry whose body must be read and checked whole first, off the event loop: one
+        /// too large to check on the loop (a body of at most a block). Call
+        /// ``verify(_:completion:)``.
         case unverified(EntryName)
     }
 
-    /// Records up to this size (preamble, head and body) have their body checked on every
-    /// read and are served from the very bytes checked, so damage done while the daemon runs
-    /// is never served. Those bytes stay the array they were read into: copying them into a
-    /// memory file to send them once would cost more than the send (the memory tier moves
+    /// Records up to this size (preamble, head and body) are read whole and their body checked
+    /// on every read, and served from the very bytes checked, so damage done while the daemon
+    /// runs is never served. Those bytes stay the array they were read into: copying them into
+    /// a memory file to send them once would cost more than the send (the memory tier moves
     /// them into one if it keeps them and they are hit again, ``TieredCache``). Larger ones
-    /// are checked on their first read after start-up and by the background scrub
-    /// (`disk.scrub_rate`). 1 MiB: reading and checking one costs about as much as serving it
-    /// (docs/PERFORMANCE.md, "Design choices").
+    /// are read and checked a block at a time as they are sent (``readBlock(of:block:completion:)``),
+    /// and walked by the background scrub (`disk.scrub_rate`) for damage nobody reads. 1 MiB:
+    /// reading and checking one costs about as much as serving it (docs/PERFORMANCE.md,
+    /// "Design choices").
     public static let verifyEveryReadMax: Int64 = 1 << 20
     /// Records up to this size are read and checked on the event loop itself (a segment
     /// record's body is at most 64 KiB); larger ones on the reader thread.
@@ -34,8 +37,8 @@ extension DiskCache {
 
     /// The outcome of ``verify(_:completion:)``.
     public enum Verification: Sendable {
-        /// Sound. For a record up to ``verifyEveryReadMax``, the response with the checked body
-        /// in memory, to serve as it is; for a larger one nil: it is marked checked, look up again.
+        /// Sound: the response with the checked body in memory, to serve as it is; nil for a
+        /// body checked block by block as it is sent: look up again.
         case sound(StoredResponse?)
         /// Damaged (deleted, counted) or gone: look up again.
         case dropped
@@ -71,10 +74,17 @@ extension DiskCache {
                 return .miss
             }
         }
-        guard entry.verified else { return .unverified(entry.name) }
         do {
             let loaded = try loadHead(entry)
             guard loaded.head.key == key.url else { throw DiskEntryFormat.Problem.keyMismatch }
+            guard DiskEntryFormat.isBlocked(bodyLength: loaded.head.bodyLength, version: loaded.head.version) else {
+                // A body of one block behind a large head is read and checked whole; a larger
+                // one without block checksums cannot be checked as it is sent.
+                guard loaded.head.bodyLength <= Int64(DiskEntryFormat.blockSize) else {
+                    throw DiskEntryFormat.Problem.unblockedLargeBody(version: loaded.head.version)
+                }
+                return .unverified(entry.name)
+            }
             return .hit(storedResponse(key: key, loaded: loaded))
         } catch {
             discard(entry, after: error)
@@ -147,7 +157,11 @@ extension DiskCache {
     /// Reads a whole record (one read: callers bound its size) and checks its head and body
     /// against their checksums: what is returned is exactly what was checked.
     func readChecked(_ entry: DiskIndex.Entry) throws -> (head: DiskEntryFormat.Head, body: [UInt8]) {
-        let loaded = try loadHead(entry)
+        try readChecked(loadHead(entry))
+    }
+
+    /// ``readChecked(_:)`` of a record whose head is read.
+    func readChecked(_ loaded: LoadedHead) throws -> (head: DiskEntryFormat.Head, body: [UInt8]) {
         let body = try FileSystem.read(loaded.file.fd, at: loaded.bodyOffset, count: Int(loaded.head.bodyLength))
         guard body.count == Int(loaded.head.bodyLength) else {
             throw DiskEntryFormat.Problem.truncated(expected: loaded.head.bodyLength, actual: Int64(body.count))
@@ -176,19 +190,74 @@ extension DiskCache {
         }
     }
 
-    /// Streams a large entry's body through its checksum; throws what is wrong with it.
+    /// Streams a large entry's body through its checksums, block by block against its block
+    /// table and whole against its body checksum; throws what is wrong with it.
     func checkBody(_ entry: DiskIndex.Entry) throws {
         let loaded = try loadHead(entry)
-        var checksum = BodyChecksum(entryVersion: loaded.head.version)
-        var offset = loaded.bodyOffset
-        let end = loaded.bodyOffset + loaded.head.bodyLength
-        while offset < end {
-            let chunk = try FileSystem.read(loaded.file.fd, at: offset, count: Int(min(1 << 20, end - offset)))
-            if chunk.isEmpty { throw DiskEntryFormat.Problem.truncated(expected: end, actual: offset) }
-            checksum.update(chunk)
-            offset += Int64(chunk.count)
+        let head = loaded.head
+        let blocked = DiskEntryFormat.isBlocked(bodyLength: head.bodyLength, version: head.version)
+        if !blocked, head.bodyLength > Int64(DiskEntryFormat.blockSize) {
+            throw DiskEntryFormat.Problem.unblockedLargeBody(version: head.version)
         }
-        guard checksum.value == loaded.head.bodyChecksum else { throw DiskEntryFormat.Problem.checksumMismatch }
+        let table =
+            blocked ? try FileSystem.read(loaded.file.fd, at: loaded.bodyOffset + head.bodyLength, count: Int(head.tableLength)) : []
+        var checksum = BodyChecksum(entryVersion: head.version)
+        for block in 0..<DiskEntryFormat.blockCount(bodyLength: head.bodyLength) {
+            let range = DiskEntryFormat.blockRange(block, bodyLength: head.bodyLength)
+            let chunk = try FileSystem.read(loaded.file.fd, at: loaded.bodyOffset + range.lowerBound, count: range.count)
+            guard chunk.count == range.count else {
+                throw DiskEntryFormat.Problem.truncated(expected: range.upperBound, actual: range.lowerBound + Int64(chunk.count))
+            }
+            if blocked {
+                guard let expected = DiskEntryFormat.blockChecksum(inTable: table[...], at: block) else {
+                    throw DiskEntryFormat.Problem.truncated(expected: head.tableLength, actual: Int64(table.count))
+                }
+                try DiskEntryFormat.checkBlock(chunk, block: block, expected: expected)
+            }
+            checksum.update(chunk)
+        }
+        guard checksum.value == head.bodyChecksum else { throw DiskEntryFormat.Problem.checksumMismatch }
+    }
+
+    /// What ``readBlock(of:block:completion:)`` found.
+    public enum BlockRead: Sendable {
+        /// The block's bytes, checked against its checksum: send these, never the file's.
+        case checked([UInt8])
+        /// The block is damaged (the entry is dropped and counted) or unreadable: end the
+        /// response without completing it.
+        case failed
+    }
+
+    /// Reads block `block` of a file-backed body (``Lookup/hit(_:)`` of a body over one block) on
+    /// the reader thread and checks it against its entry in the block table; `completion`
+    /// (called there) receives the checked bytes. A damaged block drops the entry, counted as
+    /// a corruption, so the next request fetches it again.
+    public func readBlock(of stored: StoredResponse, block: Int, completion: @escaping @Sendable (BlockRead) -> Void) {
+        reader.submit { [self] in completion(readCheckedBlock(of: stored, block: block)) }
+    }
+
+    /// ``readBlock(of:block:completion:)``'s work, on the calling thread.
+    func readCheckedBlock(of stored: StoredResponse, block: Int) -> BlockRead {
+        guard case .file(let file, let bodyOffset, let bodyLength) = stored.body else { return .failed }
+        do {
+            let range = DiskEntryFormat.blockRange(block, bodyLength: bodyLength)
+            let tableOffset = bodyOffset + bodyLength + Int64(block) * 8
+            let entry = try FileSystem.read(file.fd, at: tableOffset, count: 8)
+            guard let expected = DiskEntryFormat.blockChecksum(inTable: entry[...], at: 0) else {
+                throw DiskEntryFormat.Problem.truncated(expected: tableOffset + 8, actual: tableOffset + Int64(entry.count))
+            }
+            let bytes = try FileSystem.read(file.fd, at: bodyOffset + range.lowerBound, count: range.count)
+            guard bytes.count == range.count else {
+                throw DiskEntryFormat.Problem.truncated(expected: range.upperBound, actual: range.lowerBound + Int64(bytes.count))
+            }
+            try DiskEntryFormat.checkBlock(bytes, block: block, expected: expected)
+            return .checked(bytes)
+        } catch {
+            // Dropped and counted once: a promotion's read may have found the damage first.
+            let name = DiskCache.entryName(key: stored.key, vary: stored.varyValues)
+            if let entry = index.withLock({ $0.entry(named: name) }) { discard(entry, after: error) }
+            return .failed
+        }
     }
 
     /// Checks an entry on the reader thread; `completion` (called there) receives the
@@ -200,13 +269,12 @@ extension DiskCache {
                 return
             }
             do {
-                if entry.size <= DiskCache.verifyEveryReadMax {
-                    let checked = try readChecked(entry)
-                    completion(.sound(storedResponse(key: entry.key, head: checked.head, body: .memory(checked.body))))
+                let loaded = try loadHead(entry)
+                if DiskEntryFormat.isBlocked(bodyLength: loaded.head.bodyLength, version: loaded.head.version) {
+                    completion(.sound(nil))  // checked block by block as it is sent
                 } else {
-                    try checkBody(entry)
-                    index.withLock { $0.markVerified(name) }
-                    completion(.sound(nil))
+                    let checked = try readChecked(loaded)
+                    completion(.sound(storedResponse(key: entry.key, head: checked.head, body: .memory(checked.body))))
                 }
             } catch {
                 discard(entry, after: error)

@@ -38,9 +38,9 @@ extension DiskCache {
         }
         if let error = error as? SystemError, error.errno == ENOENT { return false }
         let doomed = removed ?? entry
-        if case .unknownVersion(let version)? = error as? DiskEntryFormat.Problem, version < DiskEntryFormat.readableVersions.lowerBound {
+        if let problem = error as? DiskEntryFormat.Problem, problem.isOlderFormat {
             // Written by an older Larder (DISK-FORMAT.md, "Versions"): not damage, just dropped.
-            logger.debug("dropping a disk cache entry of an older format", metadata: ["version": "\(version)"])
+            logger.debug("dropping a disk cache entry of an older format", metadata: ["reason": "\(problem)"])
             writer.submit { [self] in dispose([doomed]) }
             return true
         }
@@ -86,7 +86,7 @@ extension DiskCache {
                     head, bodyLength: old.head.bodyLength, bodyChecksum: old.head.bodyChecksum)
                 let entry = DiskIndex.Entry(
                     key: refreshed.key, vary: refreshed.varyValues, name: name,
-                    size: Int64(entryHead.count) + old.head.bodyLength, verified: current.verified)
+                    size: Int64(entryHead.count) + old.head.bodyLength + old.head.tableLength, verified: current.verified)
                 if old.head.bodyLength <= DiskCache.inlineLimit {
                     let body = try FileSystem.read(old.file.fd, at: old.bodyOffset, count: Int(old.head.bodyLength))
                     guard body.count == Int(old.head.bodyLength) else {
@@ -98,8 +98,9 @@ extension DiskCache {
                 let fd = try FileSystem.createExclusive(temporary)
                 defer { Syscall.close(fd) }
                 try FileSystem.writeAll(fd, entryHead)
+                // The body and its block table, as they are: their checksums stay.
                 var offset = old.bodyOffset
-                let end = old.bodyOffset + old.head.bodyLength
+                let end = old.bodyOffset + old.head.bodyLength + old.head.tableLength
                 while offset < end {
                     let chunk = try FileSystem.read(old.file.fd, at: offset, count: Int(min(1 << 20, end - offset)))
                     if chunk.isEmpty { throw DiskEntryFormat.Problem.truncated(expected: end, actual: offset) }

@@ -223,13 +223,15 @@ extension DiskCache {
         checksum.update(body)
         let entryHead = DiskEntryFormat.entryHead(
             head, wireFields: wireFields, bodyLength: Int64(body.count), bodyChecksum: checksum.value)
+        // Empty up to one block (every segment record): only larger bodies have a table.
+        let table = head.version >= DiskEntryFormat.firstBlockedVersion ? DiskEntryFormat.blockTable(of: body) : []
         let entry = DiskIndex.Entry(
-            key: key, vary: head.vary, name: name, size: Int64(entryHead.count + body.count), verified: true)
+            key: key, vary: head.vary, name: name, size: Int64(entryHead.count + body.count + table.count), verified: true)
         let elapsed: UInt64?
         if body.count <= DiskCache.inlineLimit {
             elapsed = appendRecord(entry, head: entryHead, body: body)
         } else {
-            elapsed = writeFile(entry, head: entryHead, body: body)
+            elapsed = writeFile(entry, head: entryHead, body: body, table: table)
         }
         guard let elapsed else { return nil }
         evictIfNeeded()
@@ -289,7 +291,7 @@ extension DiskCache {
     }
 
     /// Writes `entry` as a file (writer thread). A new name is written in place, with one
-    /// `writev`: create, write, close. A crash in between leaves a file whose size does not
+    /// `writev` (then `table`, a body's block table, if it has one): create, write, close. A crash in between leaves a file whose size does not
     /// match its preamble, which the start-up scan deletes (DISK-FORMAT.md), and no lookup reads
     /// it meanwhile because the index learns of it only once it is complete (while the start-up
     /// scan runs, lookups also find entries by file name, so until then every entry goes through
@@ -297,7 +299,7 @@ extension DiskCache {
     /// exists (a replaced response) is written to `tmp/` and renamed over it, so that clients
     /// still sending the old file keep their bytes. Returns the time the file calls took, nil
     /// when the file could not be stored.
-    func writeFile(_ entry: DiskIndex.Entry, head: [UInt8], body: [UInt8]) -> UInt64? {
+    func writeFile(_ entry: DiskIndex.Entry, head: [UInt8], body: [UInt8], table: [UInt8]) -> UInt64? {
         let entries = entriesDirectoryFD.load(ordering: .acquiring)
         let relative = relativePath(forName: entry.name)
         let start = Clocks.monotonicNanos()
@@ -306,6 +308,7 @@ extension DiskCache {
                 defer { Syscall.close(fd) }
                 do {
                     try FileSystem.writeAll(fd, head, body)
+                    if !table.isEmpty { try FileSystem.writeAll(fd, table) }
                 } catch {
                     try? FileSystem.remove(at: entries, relative)
                     throw error
@@ -316,6 +319,7 @@ extension DiskCache {
                     let fd = try FileSystem.createExclusive(at: temporaryDirectoryFD, temporary)
                     defer { Syscall.close(fd) }
                     try FileSystem.writeAll(fd, head, body)
+                    if !table.isEmpty { try FileSystem.writeAll(fd, table) }
                     try FileSystem.renameCreatingDirectory(at: temporaryDirectoryFD, temporary, to: entries, relative)
                 } catch {
                     try? FileSystem.remove(at: temporaryDirectoryFD, temporary)
@@ -367,7 +371,7 @@ extension DiskCache {
     static let processID = getpid()
 
     /// Indexes an entry file once it is in place (writer thread: a finished ``DiskWrite``, or
-    /// ``writeFile(_:head:body:)``), and frees the record it replaces.
+    /// ``writeFile(_:head:body:table:)``), and frees the record it replaces.
     func didStore(key: CacheKey, name: EntryName, vary: [String: String], size: Int64, evict: Bool = true) {
         let replaced = index.withLock { index in
             index.insert(DiskIndex.Entry(key: key, vary: vary, name: name, size: size, verified: true))

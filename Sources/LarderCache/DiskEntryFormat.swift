@@ -1,6 +1,6 @@
 import LarderHTTP
 
-/// The on-disk form of one stored response (format version 3). Text up to the body, so an
+/// The on-disk form of one stored response (format version 4). Text up to the body, so an
 /// operator can read an entry with `head -c 2000 FILE`:
 ///
 /// ```
@@ -18,19 +18,21 @@ import LarderHTTP
 /// Content-Type: text/plain\r\n                  stored response headers, wire form
 /// Cache-Control: max-age=60\r\n
 /// <body: body-length bytes>
+/// <block table>                                 a body over one block only (DiskEntryFormat+Blocks)
 /// ```
 ///
 /// Both checksums are ``BodyChecksum`` (64-bit) of the entry's version. A file whose size is not
-/// `133 + head-length + body-length`, whose magic or version is unknown, whose head does not
-/// parse or match its checksum, or whose body does not match its checksum is corrupt: it is
-/// deleted, never served. Version 2 differs only in its checksums (one chain instead of four
-/// lanes) and is still read; version 1 had no head checksum, and its entries are dropped at
-/// start-up (DISK-FORMAT.md, "Versions").
+/// `133 + head-length + body-length` (and, from version 4, the block table's length), whose magic
+/// or version is unknown, whose head does not parse or match its checksum, or whose body (or one
+/// of its blocks) does not match its checksum is corrupt: it is deleted, never served. Version 3
+/// differs only in having no block table, version 2 also in its checksums (one chain instead of
+/// four lanes); both are still read up to one block of body. Version 1 had no head checksum,
+/// and its entries are dropped at start-up (DISK-FORMAT.md, "Versions").
 public enum DiskEntryFormat {
     /// The version written.
-    public static let version = 3
+    public static let version = 4
     /// The versions read: an entry keeps the version it was written in.
-    public static let readableVersions = 2...3
+    public static let readableVersions = 2...4
     public static let magic = magicLiteral.description
     /// ``magic`` as a literal, for the preamble's writer and reader (a String's UTF-8 view costs
     /// ~30 instructions a byte).
@@ -51,6 +53,8 @@ public enum DiskEntryFormat {
         /// The format version the entry was written in, which chose its checksums: a head
         /// rewritten over an old body keeps it.
         public var version: Int
+        /// The bytes of the block table after the body.
+        public var tableLength: Int64 { DiskEntryFormat.tableLength(bodyLength: bodyLength, version: version) }
 
         public init(
             key: String, status: Int, reason: String, requestTime: Double, responseTime: Double,
@@ -79,6 +83,20 @@ public enum DiskEntryFormat {
         case checksumMismatch
         case headChecksumMismatch
         case keyMismatch
+        /// Block `block` of the body does not match its checksum in the block table.
+        case blockChecksumMismatch(block: Int)
+        /// A body over one block in a version without block checksums (before 4): it cannot be
+        /// checked as it is sent, so it is dropped as an entry of an older format, not as damage.
+        case unblockedLargeBody(version: Int)
+
+        /// Whether the entry is only of a format this Larder no longer serves (not damage).
+        public var isOlderFormat: Bool {
+            switch self {
+            case .unknownVersion(let version): version < DiskEntryFormat.readableVersions.lowerBound
+            case .unblockedLargeBody: true
+            default: false
+            }
+        }
 
         public var description: String {
             switch self {
@@ -89,6 +107,8 @@ public enum DiskEntryFormat {
             case .checksumMismatch: "body checksum mismatch"
             case .headChecksumMismatch: "head checksum mismatch"
             case .keyMismatch: "entry belongs to another key"
+            case .blockChecksumMismatch(let block): "checksum mismatch in body block \(block)"
+            case .unblockedLargeBody(let version): "format \(version) has no block checksums for a body over one block"
             }
         }
     }
@@ -216,8 +236,10 @@ public enum DiskEntryFormat {
         public var freed: Bool
         /// The format version, which says how the checksums were computed.
         public var version: Int = DiskEntryFormat.version
-        /// Preamble, head and body.
-        public var recordLength: Int64 { Int64(preambleLength + headLength) + bodyLength }
+        /// Preamble, head, body and block table.
+        public var recordLength: Int64 {
+            Int64(preambleLength + headLength) + bodyLength + DiskEntryFormat.tableLength(bodyLength: bodyLength, version: version)
+        }
     }
 
     /// Written over ``magic`` when a record in a segment file is removed (evicted, purged,

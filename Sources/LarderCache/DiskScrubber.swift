@@ -3,9 +3,10 @@ import LarderIO
 import Synchronization
 
 /// Walks the disk tier in the background and drops what fails its checksums: the entries
-/// over ``DiskCache/verifyEveryReadMax`` (smaller ones are checked on every read), at most
-/// `rate` bytes a second, pass after pass, on a thread of its own. A sound entry is marked
-/// checked, so its first hit need not wait for the check.
+/// over ``DiskCache/verifyEveryReadMax``, block by block and whole, at most `rate` bytes a
+/// second, pass after pass, on a thread of its own. Every hit checks what it reads before it
+/// is sent (smaller entries whole, larger ones block by block); the scrub finds damage in
+/// entries nobody reads.
 ///
 /// State: `rate`, `stopping` and the counters are atomics any thread may use; the thread
 /// handle is behind its mutex. The scrub thread holds the cache only weakly, and strongly

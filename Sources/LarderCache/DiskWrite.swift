@@ -29,6 +29,7 @@ public final class DiskWrite: Sendable {
         var fd: Int32 = -1
         var written: Int64 = 0
         var checksum = BodyChecksum()
+        var blocks = BlockChecksums()
         var done = false
     }
 
@@ -79,13 +80,14 @@ public final class DiskWrite: Sendable {
                 }
                 try FileSystem.writeAll(state.fd, chunk)
                 state.checksum.update(chunk)
+                state.blocks.update(chunk)
                 state.written += Int64(chunk.count)
                 durableBytes.store(Int(state.written), ordering: .releasing)
             }
         }
     }
 
-    /// Completes the entry: writes length and checksum, checks the file size, renames it into
+    /// Completes the entry: writes the block table, length and checksum, checks the file size, renames it into
     /// place and indexes it. `completion` (on the writer thread) says whether it was stored.
     public func finish(expectedLength: Int, completion: (@Sendable (Bool) -> Void)? = nil) {
         cache.writer.submit { [self] in
@@ -96,9 +98,14 @@ public final class DiskWrite: Sendable {
                 let preamble = DiskEntryFormat.preamble(
                     bodyLength: state.written, bodyChecksum: state.checksum.value, headChecksum: headChecksum,
                     headLength: Int(bodyOffset) - DiskEntryFormat.preambleLength)
+                // The block table after the body, then the preamble that says where it starts.
+                let table = state.blocks.table
+                if !table.isEmpty { try FileSystem.writeAll(state.fd, table) }
                 try FileSystem.writeAll(state.fd, preamble, at: 0)
                 let size = try FileSystem.size(of: state.fd)
-                guard size == bodyOffset + state.written else { throw SystemError(call: "fstat (size mismatch)", errno: EIO) }
+                guard size == bodyOffset + state.written + Int64(table.count) else {
+                    throw SystemError(call: "fstat (size mismatch)", errno: EIO)
+                }
                 Syscall.close(state.fd)
                 state.fd = -1
                 try FileSystem.renameCreatingDirectory(temporaryPath, cache.path(forName: name))

@@ -94,6 +94,13 @@ public final class TieredCache: Sendable {
         disk.verify(name, completion: completion)
     }
 
+    /// Reads and checks one block of a disk-tier body (``DiskCache/readBlock(of:block:completion:)``);
+    /// `completion` runs on the reader thread.
+    public func readBlock(of stored: StoredResponse, block: Int, completion: @escaping @Sendable (DiskCache.BlockRead) -> Void) {
+        guard let disk else { return completion(.failed) }
+        disk.readBlock(of: stored, block: block, completion: completion)
+    }
+
     /// Puts a disk entry small enough for the memory tier into it: at once when its body is
     /// already in memory, else read (and checked) on the reader thread, unless that version is
     /// in memory by then.

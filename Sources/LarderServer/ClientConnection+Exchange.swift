@@ -240,7 +240,8 @@ extension ClientConnection {
         } else {
             queueStored(stored, exchange: exchange, range: .full, now: now)
         }
-        finishExchange()
+        // A body sent from the disk tier block by block ends the exchange with its last block.
+        if exchange.diskBody == nil { finishExchange() }
         flushSoon()
     }
 

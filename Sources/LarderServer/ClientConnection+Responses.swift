@@ -47,7 +47,8 @@ extension ClientConnection {
     }
 
     /// Queues a stored response: its prepared head, the per-hit fields, and the body by
-    /// reference; or a 206 slice of it, or a 416.
+    /// reference (a disk-tier body over one block starts ``startDiskBody(_:first:count:exchange:then:)``,
+    /// which ends the exchange); or a 206 slice of it, or a 416.
     func queueStored(_ stored: StoredResponse, exchange: Exchange, range: RangeRequest.Resolution, now: Double) {
         let age = Int(stored.currentAge(now: now))
         var first = 0
@@ -91,8 +92,11 @@ extension ClientConnection {
             switch stored.body {
             case .memory(let bytes):
                 output.append(bytes, from: first, count: count)
-            case .file(let file, let offset, _):
-                output.appendFile(file, offset: offset + Int64(first), count: Int64(count))
+            case .file:
+                // From the disk tier: sent as its blocks are checked, never straight from the file.
+                exchange.framing = .length(count)
+                startDiskBody(stored, first: first, count: count, exchange: exchange, then: .finish)
+                return
             case .memoryFile(let file, _):
                 output.appendFile(file, offset: Int64(first), count: Int64(count))
             }

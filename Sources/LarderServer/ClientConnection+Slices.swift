@@ -51,10 +51,13 @@ extension ClientConnection {
     @discardableResult
     func pumpSlices(_ exchange: Exchange) -> Bool {
         if let fill = exchange.fill { return readSliceFill(fill, exchange: exchange) }
-        // A slice being checked on the reader thread: its answer resumes the walk.
-        guard !exchange.sliceCheckPending else { return false }
+        // A slice being checked on the reader thread, or sent from disk block by block: its
+        // answer, or its last block, resumes the walk.
+        guard !exchange.sliceCheckPending, exchange.diskBody == nil else { return false }
         var progressed = false
-        while self.exchange === exchange, exchange.fill == nil, let plan = exchange.slices, let key = exchange.key {
+        while self.exchange === exchange, exchange.fill == nil, exchange.diskBody == nil, let plan = exchange.slices,
+            let key = exchange.key
+        {
             if plan.stage == .complete {
                 endSlices(exchange)
                 return true
@@ -399,8 +402,10 @@ extension ClientConnection {
         switch stored.body {
         case .memory(let bytes):
             queueBody(bytes, from: offset, count: count, exchange: exchange)
-        case .file(let file, let base, _):
-            queueBody(file: file, offset: base + Int64(offset), count: count, exchange: exchange)
+        case .file:
+            // From the disk tier: sent as its blocks are checked, then the walk goes on.
+            startDiskBody(stored, first: offset, count: count, exchange: exchange, then: .slices)
+            return
         case .memoryFile(let file, _):
             queueBody(file: file, offset: Int64(offset), count: count, exchange: exchange)
         }

@@ -243,6 +243,8 @@ final class ClientConnection: IOHandler {
                 return
             }
             if output.pendingBytes != before { lastWriteProgress = proxy.loop.now }
+            // Room in the output: the next block of a disk body can be read meanwhile.
+            if let exchange, exchange.diskBody != nil { pumpDiskBody(exchange) }
             switch result {
             case .wouldBlock:
                 updateInterest()

@@ -87,6 +87,8 @@ final class Exchange {
     /// Within the slice fill being read: where the client's bytes end (nil until its head
     /// was checked).
     var sliceFillEnd: Int?
+    /// A disk-tier body being sent a checked block at a time.
+    var diskBody: DiskBodyStream?
 
     init(head: consuming RequestHead, startNanos: UInt64, runtime: RuntimeConfig) {
         keepAlive = head.keepAlive

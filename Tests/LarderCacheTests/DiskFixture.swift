@@ -106,7 +106,7 @@ func read(_ cache: DiskCache, _ path: String, request: HTTPHeaders = [:]) -> [UI
         case .miss:
             return nil
         case .hit(let stored):
-            return body(of: stored)
+            return checkedBody(cache, stored)
         case .unverified(let name):
             let done = DispatchSemaphore(value: 0)
             let result = Mutex<DiskCache.Verification?>(nil)
@@ -119,6 +119,18 @@ func read(_ cache: DiskCache, _ path: String, request: HTTPHeaders = [:]) -> [UI
         }
     }
     return nil
+}
+
+/// A hit's body as a client gets it: a file-backed one read block by block, each checked
+/// (nil when one fails its check).
+func checkedBody(_ cache: DiskCache, _ stored: StoredResponse) -> [UInt8]? {
+    guard case .file(_, _, let length) = stored.body else { return stored.memoryBody }
+    var bytes: [UInt8] = []
+    for block in 0..<DiskEntryFormat.blockCount(bodyLength: length) {
+        guard case .checked(let checked) = cache.readCheckedBlock(of: stored, block: block) else { return nil }
+        bytes += checked
+    }
+    return bytes
 }
 
 /// A stored response's body, wherever it lives.

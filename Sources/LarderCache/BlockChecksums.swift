@@ -1,0 +1,45 @@
+/// The block table of a body fed in chunks of any size (a streamed write's): each whole
+/// ``DiskEntryFormat/blockSize`` block's checksum as it completes, the last (short) one at
+/// ``table``. A value type, owned by whoever feeds it.
+public struct BlockChecksums: Sendable {
+    private var current = BodyChecksum(entryVersion: DiskEntryFormat.version)
+    private var filled = 0
+    private var length: Int64 = 0
+    private var entries: [UInt8] = []
+
+    public init() {}
+
+    public mutating func update(_ bytes: UnsafeRawBufferPointer) {
+        var index = 0
+        while index < bytes.count {
+            let taken = min(bytes.count - index, DiskEntryFormat.blockSize - filled)
+            current.update(UnsafeRawBufferPointer(rebasing: bytes[index..<(index + taken)]))
+            filled += taken
+            index += taken
+            if filled == DiskEntryFormat.blockSize { closeBlock() }
+        }
+        length += Int64(bytes.count)
+    }
+
+    public mutating func update(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { update($0) }
+    }
+
+    /// The table for everything fed so far: empty when that is at most one block.
+    public var table: [UInt8] {
+        guard length > Int64(DiskEntryFormat.blockSize) else { return [] }
+        var copy = self
+        if copy.filled > 0 { copy.closeBlock() }
+        return copy.entries
+    }
+
+    private mutating func closeBlock() {
+        var value = current.value
+        for _ in 0..<8 {
+            entries.append(UInt8(truncatingIfNeeded: value))
+            value >>= 8
+        }
+        current = BodyChecksum(entryVersion: DiskEntryFormat.version)
+        filled = 0
+    }
+}

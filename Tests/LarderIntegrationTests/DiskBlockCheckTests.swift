@@ -1,0 +1,109 @@
+import Foundation
+import Glibc
+import Testing
+
+extension IntegrationTests {
+    /// Every byte served from the disk tier is checked first, whatever the size: a byte flipped
+    /// in a large entry while the daemon runs, with the scrub off, is never sent — the client
+    /// gets a transfer cut short at worst — the entry is dropped and counted, and the next
+    /// request fetches it again. Real curl against the real binary, real files.
+    @Suite(.timeLimit(.minutes(3))) struct DiskBlockChecks {
+        /// Every hit a disk hit (the memory tier neither holds nor copies in these sizes), and no scrub to
+        /// find the damage first: only the checks on the read path can catch it.
+        static let config = "[memory]\nmax_bytes = \"1KiB\"\nmax_object_bytes = \"1MiB\"\n[disk]\nscrub_rate = \"0B\"\n"
+
+        /// Repeats the request until a disk hit answers it (the entry's write ends after the
+        /// response does); that hit's result.
+        static func diskHit(_ larder: Larder, _ url: String, _ arguments: [String] = []) throws -> Curl.Result {
+            var last: Curl.Result?
+            for _ in 0..<100 {
+                let result = try Curl.viaProxy(larder.proxy, arguments + [url])
+                if result.cacheStatus?.hit == true, result.header("cache-status")?.contains("disk") == true { return result }
+                last = result
+                usleep(50_000)
+            }
+            throw TestFailure("no disk hit for \(url): \(last?.header("cache-status") ?? "-")")
+        }
+
+        /// What a client got after the damage: never a byte other than the origin's, so either
+        /// the whole body (fetched again) or a cut-short transfer of a correct prefix.
+        static func expectNoWrongByte(_ result: Curl.Result, expected: Data, _ comment: Comment) {
+            let prefix = expected.prefix(result.body.count)
+            #expect(bodyMismatch(result.body, prefix) == nil, "\(comment): a damaged byte was served")
+            if result.body.count < expected.count {
+                #expect(result.exitCode != 0, "\(comment): a short body must end as an incomplete transfer")
+            }
+        }
+
+        /// The one entry file in the cache (not a segment).
+        static func entryFile(_ larder: Larder) throws -> String {
+            let files = larder.cacheFiles("v1").filter { !$0.contains("/seg/") }
+            try #require(files.count == 1, "\(files)")
+            return files[0]
+        }
+
+        @Test func aFlippedByteInA5MBDiskEntryIsNeverServedWithTheScrubOff() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: Self.config)
+            let path = "/flip5m?size=5000000&cc=max-age=600"
+            let url = origin.url(path)
+            let expected = try origin.directBody(path)
+            #expect(try Curl.viaProxy(larder.proxy, [url]).body == expected)
+            #expect(try Self.diskHit(larder, url).body == expected, "sound, it is served from disk")
+            let fetched = try origin.count(path)
+            // Body byte 3,500,000 (the block table, when there is one, is 40 bytes after it).
+            try IntegrationTests.DiskTier.flip(try Self.entryFile(larder), at: -1_500_040)
+
+            let damaged = try Curl.viaProxy(larder.proxy, [url])
+            Self.expectNoWrongByte(damaged, expected: expected, "the hit after the damage")
+            #expect(try IntegrationTests.DiskTier.corruptions(larder) == 1)
+            let again = try Curl.viaProxy(larder.proxy, [url])
+            #expect(again.body == expected)
+            #expect(again.cacheStatus?.hit == false, "fetched again")
+            #expect(try origin.count(path) == fetched + 1, "fetched again once")
+        }
+
+        @Test func aFlippedByteInsideARangeServedFromDiskIsNeverServed() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: Self.config)
+            let path = "/fliprange?size=5000000&cc=max-age=600"
+            let url = origin.url(path)
+            let expected = try origin.directBody(path)
+            #expect(try Curl.viaProxy(larder.proxy, [url]).body == expected)
+            let sound = try Self.diskHit(larder, url, ["-r", "3000000-3700000"])
+            #expect(sound.status == 206 && sound.body == expected[3_000_000...3_700_000])
+            try IntegrationTests.DiskTier.flip(try Self.entryFile(larder), at: -1_500_040)
+
+            let damaged = try Curl.viaProxy(larder.proxy, ["-r", "3000000-3700000", url])
+            Self.expectNoWrongByte(damaged, expected: Data(expected[3_000_000...3_700_000]), "the range after the damage")
+            #expect(try IntegrationTests.DiskTier.corruptions(larder) == 1)
+            let again = try Curl.viaProxy(larder.proxy, ["-r", "3000000-3700000", url])
+            #expect(again.body == expected[3_000_000...3_700_000])
+            #expect(again.cacheStatus?.hit == false, "fetched again")
+        }
+
+        @Test func aFlippedByteInASliceServedFromDiskIsNeverServed() throws {
+            let origin = try Origin()
+            // 2 MiB slices: two blocks each.
+            let larder = try Larder(config: Self.config + "[cache]\nslice_size = \"2MiB\"\n")
+            let path = "/flipslice?size=6000000&ranges=1&cc=max-age=600"
+            let url = origin.url(path)
+            let expected = try origin.directBody(path)
+            let range = 1_500_000...1_600_000
+            let first = try Curl.viaProxy(larder.proxy, ["-r", "0-99", url])
+            #expect(first.status == 206 && first.body == expected[0...99])
+            let sound = try Self.diskHit(larder, url, ["-r", "\(range.lowerBound)-\(range.upperBound)"])
+            #expect(sound.status == 206 && sound.body == expected[range])
+            #expect(try Self.entryFile(larder).isEmpty == false, "slice 0 is the one entry")
+            // Slice 0's body byte ~1,550,000, in its second block.
+            try IntegrationTests.DiskTier.flip(try Self.entryFile(larder), at: -547_160)
+
+            let damaged = try Curl.viaProxy(larder.proxy, ["-r", "\(range.lowerBound)-\(range.upperBound)", url])
+            Self.expectNoWrongByte(damaged, expected: Data(expected[range]), "the slice after the damage")
+            #expect(try IntegrationTests.DiskTier.corruptions(larder) == 1)
+            let again = try Curl.viaProxy(larder.proxy, ["-r", "\(range.lowerBound)-\(range.upperBound)", url])
+            #expect(again.status == 206 && again.body == expected[range])
+            #expect(again.cacheStatus?.hit == false, "slice 0 fetched again")
+        }
+    }
+}
