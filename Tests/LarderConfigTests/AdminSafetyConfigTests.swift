@@ -64,9 +64,10 @@ import Testing
         let publicAdmin = SocketAddress(parsing: "[::]:3129")!
         var open = Config()
         open.proxy.allow = [CIDR(parsing: "10.0.0.0/8")!, CIDR(parsing: "::/0")!]
-        let warnings = DangerousSettings.warnings(open, proxyListeners: [loopback, any], adminListener: publicAdmin)
+        let anyIPv6 = SocketAddress(parsing: "[::]:3128")!
+        let warnings = DangerousSettings.warnings(open, proxyListeners: [loopback, anyIPv6], adminListener: publicAdmin)
         #expect(warnings.count == 2, "\(warnings)")
-        #expect(warnings.first?.contains("open proxy") == true && warnings.first?.contains("0.0.0.0:3128") == true)
+        #expect(warnings.first?.contains("open proxy") == true && warnings.first?.contains("[::]:3128") == true)
         #expect(warnings.last?.contains("admin listener [::]:3129") == true)
 
         // Each condition alone is harmless: loopback only, a narrower allow, users, a token.
@@ -76,5 +77,26 @@ import Testing
         users.proxy.authUsers = [ProxyUser(name: "a", passwordHash: "$y$x")]
         users.admin.token = "t"
         #expect(DangerousSettings.warnings(users, proxyListeners: [any], adminListener: publicAdmin).isEmpty)
+    }
+
+    @Test func openProxyWarningSeesEveryAddressHoweverTheAllowListSplitsIt() {
+        func open(_ rules: [String], on listener: String) -> Bool {
+            var config = Config()
+            config.proxy.allow = rules.map { CIDR(parsing: $0)! }
+            return !DangerousSettings.warnings(config, proxyListeners: [SocketAddress(parsing: listener)!], adminListener: nil).isEmpty
+        }
+        // Halves, quarters and a stray host besides: still everyone.
+        #expect(open(["0.0.0.0/1", "128.0.0.0/1"], on: "0.0.0.0:3128"))
+        #expect(open(["10.0.0.0/8", "0.0.0.0/2", "64.0.0.0/2", "128.0.0.0/2", "192.0.0.0/2"], on: "192.0.2.1:3128"))
+        #expect(open(["::/1", "8000::/1"], on: "[::]:3128"))
+        #expect(open(["::/0"], on: "[2001:db8::1]:3128"))
+        // A dual-stack socket from systemd admits IPv4 clients as ::ffff:a.b.c.d.
+        #expect(open(["::ffff:0:0/97", "::ffff:128.0.0.0/97"], on: "[::]:3128"))
+        #expect(open(["0.0.0.0/0"], on: "[::]:3128"))
+        // Not everyone: one half, a gap, or rules of the other family than the listener's.
+        #expect(!open(["0.0.0.0/1"], on: "0.0.0.0:3128"))
+        #expect(!open(["0.0.0.0/1", "128.0.0.0/2", "192.0.0.0/3", "224.0.0.0/4"], on: "0.0.0.0:3128"))
+        #expect(!open(["::/0"], on: "0.0.0.0:3128"), "an IPv4 socket has no IPv6 clients")
+        #expect(!open(["10.0.0.0/8", "2001:db8::/32"], on: "[::]:3128"))
     }
 }

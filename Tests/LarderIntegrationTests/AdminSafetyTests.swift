@@ -174,6 +174,12 @@ extension IntegrationTests {
             #expect(checked.stderr.contains("warning: open proxy") && checked.stderr.contains("0.0.0.0:3128"), "\(checked.stderr)")
             #expect(checked.stderr.contains("warning: admin listener 0.0.0.0:3129"), "\(checked.stderr)")
 
+            // The same open proxy with every address spelled as two halves.
+            let halves = directory + "/halves.toml"
+            try Self.write("[proxy]\nlisten = [\"0.0.0.0:3128\"]\nallow = [\"0.0.0.0/1\", \"128.0.0.0/1\"]\n", to: halves, mode: 0o600)
+            let split = try Self.larderCLI(["check-config", halves])
+            #expect(split.terminationStatus == 0 && split.stderr.contains("warning: open proxy"), "\(split.stderr)")
+
             // Users for the proxy and a token for the admin listener: nothing to say.
             let hash = "$6$salt$" + String(repeating: "a", count: 86)
             let guarded = directory + "/guarded.toml"
