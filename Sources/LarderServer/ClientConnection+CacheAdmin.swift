@@ -68,7 +68,8 @@ extension ClientConnection {
             proxy.logger.notice(
                 "banned",
                 metadata: [
-                    "pattern": "\(pattern)", "removed": "\(count)", "ms": "\((Clocks.monotonicNanos() - startNanos) / 1_000_000)",
+                    "pattern": "\(proxy.loggable(pattern.description))", "removed": "\(count)",
+                    "ms": "\((Clocks.monotonicNanos() - startNanos) / 1_000_000)",
                     "client": "\(peer?.ipString ?? "-")",
                 ])
             respondAdmin(
@@ -79,13 +80,19 @@ extension ClientConnection {
         flushSoon()
     }
 
-    /// The listing's entries; keys with `redaction`'s query values hidden (log.redact_query).
+    /// The listing's entries; keys with `redaction`'s query values hidden (log.redact_query),
+    /// and so are the Vary values of credential fields: a response stored with
+    /// `Vary: Cookie` or `Vary: Authorization` keeps the request's cookie or bearer token.
     private static func listing(_ found: [TieredCache.Listing], prefix: String, limit: Int, redaction: QueryRedaction) -> CacheListing {
         CacheListing(
             prefix: prefix, limit: limit, truncated: found.count > limit,
             entries: found.prefix(limit).map { entry in
                 CacheListing.Entry(
-                    key: redaction.redacted(entry.key.url) ?? entry.key.url, vary: entry.vary, bytes: Int(entry.bytes),
+                    key: redaction.hiding(entry.key.url),
+                    vary: entry.vary.isEmpty
+                        ? entry.vary
+                        : entry.vary.reduce(into: [:]) { $0[$1.key] = redaction.coversField($1.key) ? QueryRedaction.marker : $1.value },
+                    bytes: Int(entry.bytes),
                     tier: entry.inMemory && entry.onDisk ? "memory+disk" : entry.inMemory ? "memory" : "disk",
                     ageSeconds: entry.age.map { Int($0.rounded(.down)) }, ttlSeconds: entry.ttl.map { Int($0.rounded(.down)) },
                     hits: entry.hits)

@@ -40,6 +40,26 @@ import Testing
         #expect(QueryRedaction(names: []).redacted("http://h/?sig=1") == nil)
     }
 
+    @Test func redactionSeesEncodedNamesSemicolonsAndUrlsInsideValues() {
+        let redaction = QueryRedaction(names: QueryRedaction.defaultNames)
+        // The origin decodes `X%2DAmz%2DSignature` to the signature's name.
+        #expect(
+            redaction.redacted("http://h/k?X%2DAmz%2DSignature=s1&%74oken=s2&p%61ge=3")
+                == "http://h/k?X%2DAmz%2DSignature=REDACTED&%74oken=REDACTED&p%61ge=3")
+        // `;` separates parameters for servers that follow HTML 4's advice; repeated names all go.
+        #expect(redaction.redacted("http://h/k?a=1;sig=s3;token=a&token=b") == "http://h/k?a=1;sig=REDACTED;token=REDACTED&token=REDACTED")
+        // The admin API's own targets carry a URL in a value: POST /purge?url=, ?prefix=.
+        #expect(
+            redaction.redacted("/purge?url=http%3A%2F%2Fh%2Ff%3Ftoken%3Ds4%26v%3D1")
+                == "/purge?url=http://h/f%3Ftoken%3DREDACTED%26v%3D1")
+        #expect(redaction.redacted("/purge?url=http://h/f?sig=s5") == "/purge?url=http://h/f?sig=REDACTED")
+        #expect(redaction.redacted("/purge?url=http%3A%2F%2Fh%2Ff%3Fv%3D1") == nil, "nothing covered inside: as it came")
+        // One level only: a value inside a value is not looked into.
+        #expect(redaction.redacted("/p?u=http://h/?v=http://i/?sig=1") == nil)
+        #expect(redaction.coversField("Authorization") && redaction.coversField("cookie") && redaction.coversField("X-Auth-Token"))
+        #expect(!redaction.coversField("Accept-Encoding"))
+    }
+
     @Test func redactQueryIsDecodedAndCheckedAndAllowHostsToo() throws {
         let parsed = try parse(
             "[log]\nredact_query = [\"mysig\", \"Auth-*\"]\n[admin]\nallow_hosts = [\"Larder.Internal\", \"proxy:8080\"]\n"

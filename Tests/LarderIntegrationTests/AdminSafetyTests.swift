@@ -138,6 +138,75 @@ extension IntegrationTests {
             }
         }
 
+        @Test func listingHidesEncodedSignatureNamesSemicolonParametersAndVaryCredentials() throws {
+            let origin = try Origin()
+            let larder = try Larder()
+            // The origin decodes `X%2DAmz%2DSignature`; some servers split parameters at `;`.
+            let signed = origin.url("/hidden/file?X%2DAmz%2DSignature=enc111&page=2;sig=semi222&cc=max-age=600")
+            #expect(try Curl.viaProxy(larder.proxy, [signed]).status == 200)
+            // A public answer that varies on the cookie and the bearer token keeps both with it.
+            let varied = origin.url("/hidden/varied?cc=public,max-age=600&h=Vary:Cookie,Authorization,X-Auth-Token")
+            let credentials = ["Cookie: session=cookie333", "Authorization: Bearer bearer444", "X-Auth-Token: auth555"]
+            #expect(try Curl.viaProxy(larder.proxy, credentials.flatMap { ["-H", $0] } + [varied]).status == 200)
+            let listing = try Self.admin(larder, "GET", "/cache?prefix=\(Self.encoded(origin.url("/hidden/")))")
+            #expect(listing.status == 200 && listing.text.contains("X%2DAmz%2DSignature=REDACTED"), "\(listing.text)")
+            #expect(listing.text.contains(";sig=REDACTED") && listing.text.contains("REDACTED"), "\(listing.text)")
+            let ls = try Self.larderCLI(["ls", "--admin", "127.0.0.1:\(larder.adminPort)", origin.url("/hidden/")])
+            #expect(ls.terminationStatus == 0 && ls.stdout.contains("/hidden/varied"), "\(ls.stdout)\(ls.stderr)")
+            for secret in ["enc111", "semi222", "cookie333", "bearer444", "auth555"] {
+                #expect(!listing.text.contains(secret) && !ls.stdout.contains(secret), "\(secret) leaked: \(listing.text) \(ls.stdout)")
+            }
+        }
+
+        @Test func daemonLogLinesAndAdminAccessLinesRedactQuerySecrets() throws {
+            let directory = Paths.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let file = directory + "/access.log"
+            let larder = try Larder(
+                config: "[log]\naccess_file = \"\(file)\"\nadmin_requests = true\n[retry]\nstrategy = \"none\"\n")
+            // An origin that refuses the connection: the daemon logs "upstream failed" with the URL.
+            let closed = try IntegrationTests.ProxyPath.unusedPort()
+            let failing = "http://127.0.0.1:\(closed)/gone?token=fail666&X-Amz-Signature=fail777&v=1"
+            #expect(try Curl.viaProxy(larder.proxy, [failing]).status == 502)
+            // An operator purges and bans a signed URL: the daemon's notice and the access line.
+            let purged = "http://127.0.0.1:\(closed)/purged?sig=purge888&v=2"
+            #expect(try Self.admin(larder, "POST", "/purge?url=\(Self.encoded(purged))").status == 200)
+            #expect(try Self.admin(larder, "POST", "/ban?prefix=\(Self.encoded(purged))").status == 200)
+            try larder.child.waitForOutput { $0.contains("upstream failed") && $0.contains("purged") && $0.contains("banned") }
+            var log = ""
+            _ = waitUntil(seconds: 5) {
+                log = (try? String(contentsOfFile: file, encoding: .utf8)) ?? ""
+                return log.contains("/purge") && log.contains("/ban")
+            }
+            let daemon = larder.child.stderr
+            #expect(daemon.contains("token=REDACTED") && daemon.contains("sig=REDACTED"), "\(daemon)")
+            #expect(log.contains("REDACTED") && log.contains("/purge?url="), "\(log)")
+            for secret in ["fail666", "fail777", "purge888"] {
+                #expect(!daemon.contains(secret), "\(secret) in the daemon's log: \(daemon)")
+                #expect(!log.contains(secret), "\(secret) in the access log: \(log)")
+            }
+        }
+
+        @Test func deeplyNestedQueryIsLoggedWithoutStallingOrCrashing() throws {
+            let directory = Paths.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let file = directory + "/access.log"
+            let origin = try Origin()
+            let larder = try Larder(config: "[log]\naccess_file = \"\(file)\"\n")
+            // Every `?` inside a value looks like a URL with a query of its own.
+            let url = origin.url("/nested/x?a=" + String(repeating: "?b=", count: 12_000) + "&token=deep999")
+            let started = Date()
+            for _ in 0..<3 { #expect(try Curl.viaProxy(larder.proxy, [url]).status == 200) }
+            #expect(Date().timeIntervalSince(started) < 5, "three requests took \(Date().timeIntervalSince(started)) s")
+            #expect(try Curl.viaProxy(larder.proxy, [origin.url("/nested/after")]).status == 200, "the daemon is still up")
+            var log = ""
+            _ = waitUntil(seconds: 5) {
+                log = (try? String(contentsOfFile: file, encoding: .utf8)) ?? ""
+                return log.contains("/nested/after")
+            }
+            #expect(log.contains("token=REDACTED") && !log.contains("deep999"))
+        }
+
         @Test(arguments: ["larder", "squid", "combined", "json"])
         func accessLogRedactsSignedQueryValues(format: String) throws {
             let directory = Paths.temporaryDirectory()
