@@ -18,8 +18,9 @@ public struct QueryRedaction: Sendable, Equatable {
     ]
 
     /// Request fields whose values are credentials wherever they are shown (a listing's Vary
-    /// values): RFC 9110 §11.6.2, §11.7.2 and RFC 6265 §5.4.
-    public static let credentialFields = ["authorization", "proxy-authorization", "cookie"]
+    /// values): RFC 9110 §11.6.2, §11.7.2, RFC 6265 §5.4, and the API key header many
+    /// gateways read.
+    public static let credentialFields = ["authorization", "proxy-authorization", "cookie", "x-api-key"]
 
     /// Bytes a re-encoded nested URL keeps as they are, besides letters and digits.
     private static let keptInValues = Array("-._~:/".utf8)

@@ -145,15 +145,17 @@ extension IntegrationTests {
             let signed = origin.url("/hidden/file?X%2DAmz%2DSignature=enc111&page=2;sig=semi222&cc=max-age=600")
             #expect(try Curl.viaProxy(larder.proxy, [signed]).status == 200)
             // A public answer that varies on the cookie and the bearer token keeps both with it.
-            let varied = origin.url("/hidden/varied?cc=public,max-age=600&h=Vary:Cookie,Authorization,X-Auth-Token")
-            let credentials = ["Cookie: session=cookie333", "Authorization: Bearer bearer444", "X-Auth-Token: auth555"]
+            let varied = origin.url("/hidden/varied?cc=public,max-age=600&h=Vary:Cookie,Authorization,X-Auth-Token,X-Api-Key")
+            let credentials = [
+                "Cookie: session=cookie333", "Authorization: Bearer bearer444", "X-Auth-Token: auth555", "X-Api-Key: key000",
+            ]
             #expect(try Curl.viaProxy(larder.proxy, credentials.flatMap { ["-H", $0] } + [varied]).status == 200)
             let listing = try Self.admin(larder, "GET", "/cache?prefix=\(Self.encoded(origin.url("/hidden/")))")
             #expect(listing.status == 200 && listing.text.contains("X%2DAmz%2DSignature=REDACTED"), "\(listing.text)")
             #expect(listing.text.contains(";sig=REDACTED") && listing.text.contains("REDACTED"), "\(listing.text)")
             let ls = try Self.larderCLI(["ls", "--admin", "127.0.0.1:\(larder.adminPort)", origin.url("/hidden/")])
             #expect(ls.terminationStatus == 0 && ls.stdout.contains("/hidden/varied"), "\(ls.stdout)\(ls.stderr)")
-            for secret in ["enc111", "semi222", "cookie333", "bearer444", "auth555"] {
+            for secret in ["enc111", "semi222", "cookie333", "bearer444", "auth555", "key000"] {
                 #expect(!listing.text.contains(secret) && !ls.stdout.contains(secret), "\(secret) leaked: \(listing.text) \(ls.stdout)")
             }
         }
