@@ -81,6 +81,10 @@ extension IntegrationTests {
                 #expect(!rebound.text.contains("secret-path") && !rebound.text.contains("{"), "\(path): \(rebound.text)")
             }
             try larder.child.waitForOutput { $0.contains("admin request refused") && $0.contains("evil.example") }
+            // RFC 9110 §15.5.20 names the status; "421 Unknown" reads as a server bug.
+            let raw = try RawConnection(port: larder.adminPort)
+            raw.send("GET /stats HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n")
+            #expect(raw.readLine() == "HTTP/1.1 421 Misdirected Request\r")
             // The listener's own names, as curl, Prometheus and a kubelet send them, still work.
             for host in ["127.0.0.1:\(larder.adminPort)", "localhost:\(larder.adminPort)"] {
                 let listing = try Self.admin(larder, "GET", "/cache", headers: ["Host: \(host)"])
