@@ -61,11 +61,13 @@ public struct QueryRedaction: Sendable, Equatable {
     private func redacted(_ text: String, nested: Bool) -> String? {
         guard !patterns.isEmpty, let mark = text.utf8.firstIndex(of: UInt8(ascii: "?")) else { return nil }
         let utf8 = text.utf8
+        // A cache key's `#slice=N` follows its query (a request's URL carries no fragment).
+        let stop = utf8[mark...].firstIndex(of: UInt8(ascii: "#")) ?? utf8.endIndex
         var changed = false
         var result = String(text[...mark])
         var start = utf8.index(after: mark)
         while true {
-            let end = utf8[start...].firstIndex { $0 == UInt8(ascii: "&") || $0 == UInt8(ascii: ";") } ?? utf8.endIndex
+            let end = utf8[start..<stop].firstIndex { $0 == UInt8(ascii: "&") || $0 == UInt8(ascii: ";") } ?? stop
             let parameter = text[start..<end]
             if let equals = parameter.utf8.firstIndex(of: UInt8(ascii: "=")), utf8.index(after: equals) < end {
                 if covers(parameter[..<equals]) {
@@ -80,10 +82,11 @@ public struct QueryRedaction: Sendable, Equatable {
             } else {
                 result += parameter
             }
-            guard end < utf8.endIndex else { break }
+            guard end < stop else { break }
             result += text[end...end]
             start = utf8.index(after: end)
         }
+        result += text[stop...]
         return changed ? result : nil
     }
 
@@ -106,6 +109,29 @@ public struct QueryRedaction: Sendable, Equatable {
             }
         }
         return String(decoding: out, as: UTF8.self)
+    }
+
+    /// `text` up to the first value ``redacted(_:)`` would hide (cut after its `=`), or all of
+    /// it. A listing's prefix is cut so: matched against the stored keys as given, a prefix
+    /// reaching into a hidden value would tell, one request per character, what the listing
+    /// hides.
+    public func visiblePrefix(_ text: String) -> String {
+        guard !patterns.isEmpty, let mark = text.utf8.firstIndex(of: UInt8(ascii: "?")) else { return text }
+        let utf8 = text.utf8
+        let stop = utf8[mark...].firstIndex(of: UInt8(ascii: "#")) ?? utf8.endIndex
+        var start = utf8.index(after: mark)
+        while start < stop {
+            let end = utf8[start..<stop].firstIndex { $0 == UInt8(ascii: "&") || $0 == UInt8(ascii: ";") } ?? stop
+            let parameter = text[start..<end]
+            if let equals = parameter.utf8.firstIndex(of: UInt8(ascii: "=")), utf8.index(after: equals) < end,
+                covers(parameter[..<equals]) || inside(parameter[utf8.index(after: equals)...]) != nil
+            {
+                return String(text[...equals])
+            }
+            guard end < stop else { break }
+            start = utf8.index(after: end)
+        }
+        return text
     }
 
     /// `text` with ``redacted(_:)`` applied, for a log line or a listing.

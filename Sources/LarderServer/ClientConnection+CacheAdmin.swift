@@ -19,7 +19,9 @@ extension ClientConnection {
     }
 
     func answerCacheListing(query: String) {
-        let prefix = QueryString.value("prefix", in: query) ?? ""
+        let redaction = exchange?.runtime.config.log.redactQuery ?? QueryRedaction(names: QueryRedaction.defaultNames)
+        // Cut before any value the listing hides: otherwise the prefix is an oracle for it.
+        let prefix = redaction.visiblePrefix(QueryString.value("prefix", in: query) ?? "")
         var limit = ClientConnection.defaultListLimit
         if let text = QueryString.value("limit", in: query) {
             guard let number = Int(text), number >= 1, number <= ClientConnection.maxListLimit else {
@@ -29,7 +31,6 @@ extension ClientConnection {
         }
         let cache = proxy.shared.cache
         let asked = limit
-        let redaction = exchange?.runtime.config.log.redactQuery ?? QueryRedaction(names: QueryRedaction.defaultNames)
         offLoop {
             // One more than asked, to say whether there are more.
             let found = cache.list(prefix: prefix, limit: asked + 1, now: Clocks.wallSeconds())

@@ -56,6 +56,16 @@ import Testing
         #expect(redaction.redacted("/purge?url=http%3A%2F%2Fh%2Ff%3Fv%3D1") == nil, "nothing covered inside: as it came")
         // One level only: a value inside a value is not looked into.
         #expect(redaction.redacted("/p?u=http://h/?v=http://i/?sig=1") == nil)
+        // A slice's key keeps its index after the hidden value.
+        #expect(redaction.redacted("http://h/f?sig=ab&v=1#slice=3") == "http://h/f?sig=REDACTED&v=1#slice=3")
+        #expect(redaction.redacted("http://h/f?v=1#slice=3") == nil)
+        // A listing's prefix stops where a hidden value starts.
+        #expect(redaction.visiblePrefix("http://h/f?page=2&sig=ab") == "http://h/f?page=2&sig=")
+        #expect(redaction.visiblePrefix("http://h/f?X%2DAmz%2DSignature=a&b=1") == "http://h/f?X%2DAmz%2DSignature=")
+        #expect(redaction.visiblePrefix("/p?url=http%3A%2F%2Fh%2F%3Ftoken%3Da") == "/p?url=")
+        for open in ["http://h/f?page=2&sig=", "http://h/f?page=2&X-Amz-Sig", "http://h/f", "http://h/f?page=2"] {
+            #expect(redaction.visiblePrefix(open) == open)
+        }
         #expect(redaction.coversField("Authorization") && redaction.coversField("cookie") && redaction.coversField("X-Auth-Token"))
         #expect(!redaction.coversField("Accept-Encoding"))
     }

@@ -164,6 +164,19 @@ extension IntegrationTests {
             }
         }
 
+        @Test func listingPrefixIsNoOracleForARedactedSignature() throws {
+            let origin = try Origin()
+            let larder = try Larder()
+            let url = origin.url("/oracle/file?cc=max-age=600&X-Amz-Signature=c0ffee")
+            #expect(try Curl.viaProxy(larder.proxy, [url]).status == 200)
+            let base = origin.url("/oracle/file?cc=max-age=600&X-Amz-Signature=")
+            // Guessing the first character: a right and a wrong guess must look the same.
+            let right = try Self.listedKeys(larder, prefix: base + "c")
+            let wrong = try Self.listedKeys(larder, prefix: base + "d")
+            #expect(right == wrong, "right: \(right), wrong: \(wrong)")
+            #expect(right == [base + "REDACTED"], "the entry is still listed by its visible part")
+        }
+
         @Test func daemonLogLinesAndAdminAccessLinesRedactQuerySecrets() throws {
             let directory = Paths.temporaryDirectory()
             defer { try? FileManager.default.removeItem(atPath: directory) }
