@@ -31,6 +31,7 @@ public enum HTTPStatus {
         case 414: "URI Too Long"
         case 416: "Range Not Satisfiable"
         case 417: "Expectation Failed"
+        case 421: "Misdirected Request"
         case 429: "Too Many Requests"
         case 431: "Request Header Fields Too Large"
         case 500: "Internal Server Error"

@@ -55,7 +55,7 @@ extension ClientConnection {
             }
             let purged = proxy.shared.cache.purge(exchange.runtime.key(for: url))
             proxy.shared.stats.invalidations.add(purged ? 1 : 0)
-            proxy.logger.notice("purged", metadata: ["url": "\(url)", "found": "\(purged)"])
+            proxy.logger.notice("purged", metadata: ["url": "\(proxy.loggable(url.description))", "found": "\(purged)"])
             respondAdmin(
                 200, contentType: "application/json", body: Array("{\"url\":\(JSON.string(url.description)),\"purged\":\(purged)}\n".utf8))
         case "/cache" where readOnly:

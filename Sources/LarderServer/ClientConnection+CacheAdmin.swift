@@ -19,7 +19,9 @@ extension ClientConnection {
     }
 
     func answerCacheListing(query: String) {
-        let prefix = QueryString.value("prefix", in: query) ?? ""
+        let redaction = exchange?.runtime.config.log.redactQuery ?? QueryRedaction(names: QueryRedaction.defaultNames)
+        // Cut before any value the listing hides: otherwise the prefix is an oracle for it.
+        let prefix = redaction.visiblePrefix(QueryString.value("prefix", in: query) ?? "")
         var limit = ClientConnection.defaultListLimit
         if let text = QueryString.value("limit", in: query) {
             guard let number = Int(text), number >= 1, number <= ClientConnection.maxListLimit else {
@@ -29,7 +31,6 @@ extension ClientConnection {
         }
         let cache = proxy.shared.cache
         let asked = limit
-        let redaction = exchange?.runtime.config.log.redactQuery ?? QueryRedaction(names: QueryRedaction.defaultNames)
         offLoop {
             // One more than asked, to say whether there are more.
             let found = cache.list(prefix: prefix, limit: asked + 1, now: Clocks.wallSeconds())
@@ -68,7 +69,8 @@ extension ClientConnection {
             proxy.logger.notice(
                 "banned",
                 metadata: [
-                    "pattern": "\(pattern)", "removed": "\(count)", "ms": "\((Clocks.monotonicNanos() - startNanos) / 1_000_000)",
+                    "pattern": "\(proxy.loggable(pattern.description))", "removed": "\(count)",
+                    "ms": "\((Clocks.monotonicNanos() - startNanos) / 1_000_000)",
                     "client": "\(peer?.ipString ?? "-")",
                 ])
             respondAdmin(
@@ -79,13 +81,19 @@ extension ClientConnection {
         flushSoon()
     }
 
-    /// The listing's entries; keys with `redaction`'s query values hidden (log.redact_query).
+    /// The listing's entries; keys with `redaction`'s query values hidden (log.redact_query),
+    /// and so are the Vary values of credential fields: a response stored with
+    /// `Vary: Cookie` or `Vary: Authorization` keeps the request's cookie or bearer token.
     private static func listing(_ found: [TieredCache.Listing], prefix: String, limit: Int, redaction: QueryRedaction) -> CacheListing {
         CacheListing(
             prefix: prefix, limit: limit, truncated: found.count > limit,
             entries: found.prefix(limit).map { entry in
                 CacheListing.Entry(
-                    key: redaction.redacted(entry.key.url) ?? entry.key.url, vary: entry.vary, bytes: Int(entry.bytes),
+                    key: redaction.hiding(entry.key.url),
+                    vary: entry.vary.isEmpty
+                        ? entry.vary
+                        : entry.vary.reduce(into: [:]) { $0[$1.key] = redaction.coversField($1.key) ? QueryRedaction.marker : $1.value },
+                    bytes: Int(entry.bytes),
                     tier: entry.inMemory && entry.onDisk ? "memory+disk" : entry.inMemory ? "memory" : "disk",
                     ageSeconds: entry.age.map { Int($0.rounded(.down)) }, ttlSeconds: entry.ttl.map { Int($0.rounded(.down)) },
                     hits: entry.hits)

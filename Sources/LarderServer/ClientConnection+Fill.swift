@@ -127,7 +127,7 @@ extension ClientConnection: FillReader {
                 // close without terminating the body (RFC 9112 §8).
                 proxy.logger.warning(
                     "upstream failed mid-response",
-                    metadata: ["url": "\(fill.key)", "error": "\(error)"])
+                    metadata: ["url": "\(proxy.loggable(fill.key.url))", "error": "\(error)"])
                 exchange.keepAlive = false
                 exchange.outcome = .error
                 closeWhenFlushed = true
@@ -245,11 +245,12 @@ extension ClientConnection: FillReader {
             proxy.logger.notice(
                 "refused a destination",
                 metadata: [
-                    "client": "\(peer?.description ?? "-")", "url": "\(exchange.head.url?.description ?? "-")",
+                    "client": "\(peer?.description ?? "-")", "url": "\(proxy.loggable(exchange.head.url?.description ?? "-"))",
                     "reason": "\(error.message)",
                 ])
         } else {
-            proxy.logger.notice("upstream failed", metadata: ["url": "\(exchange.head.url?.description ?? "-")", "error": "\(error)"])
+            proxy.logger.notice(
+                "upstream failed", metadata: ["url": "\(proxy.loggable(exchange.head.url?.description ?? "-"))", "error": "\(error)"])
         }
         let message: String
         switch error.kind {

@@ -215,7 +215,7 @@ extension ClientConnection {
                 exchange.keepAlive = false
                 proxy.logger.error(
                     "a response body ran past its declared length; the excess was dropped and the connection closes",
-                    metadata: ["url": "\(exchange.head.url?.description ?? "-")", "declared": "\(declared)"])
+                    metadata: ["url": "\(proxy.loggable(exchange.head.url?.description ?? "-"))", "declared": "\(declared)"])
             }
         }
         guard count > 0 else { return }

@@ -422,7 +422,8 @@ extension ClientConnection {
     /// The answer cannot go on: before its head, a generated error; after it, the connection
     /// closes with the body incomplete (RFC 9112 §8), the only honest signal left.
     private func failSlices(_ exchange: Exchange, status: Int, reason: String) {
-        proxy.logger.warning("sliced answer failed", metadata: ["url": "\(exchange.key?.url ?? "-")", "reason": "\(reason)"])
+        proxy.logger.warning(
+            "sliced answer failed", metadata: ["url": "\(proxy.loggable(exchange.key?.url ?? "-"))", "reason": "\(reason)"])
         if let fill = exchange.fill { leaveSliceFill(fill, exchange: exchange) }
         exchange.slices = nil
         guard exchange.headSent else {
@@ -446,6 +447,7 @@ extension ClientConnection {
         for index in 0..<count where index != keeping { proxy.shared.cache.purge(key.slice(index)) }
         proxy.shared.cache.purge(key)
         proxy.shared.stats.invalidations.add(count)
-        proxy.logger.notice("dropped the slices of a changed object", metadata: ["key": "\(key.url)", "slices": "\(count)"])
+        proxy.logger.notice(
+            "dropped the slices of a changed object", metadata: ["key": "\(proxy.loggable(key.url))", "slices": "\(count)"])
     }
 }

@@ -97,7 +97,7 @@ extension Fill {
         if !allowed, firstRefusal {
             proxy.logger.warning(
                 "retry budget exhausted: failures are final until it recovers",
-                metadata: ["url": "\(key)", "reason": "\(reason.rawValue)"])
+                metadata: ["url": "\(proxy.loggable(key.url))", "reason": "\(reason.rawValue)"])
         }
         return allowed
     }

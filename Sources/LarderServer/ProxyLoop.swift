@@ -396,4 +396,10 @@ final class ProxyLoop {
         }
         return cachedDate
     }
+
+    /// `text` (a URL or a cache key) as a daemon log line may show it: log.redact_query's
+    /// values hidden, as in access lines, for the log is read by more people than the client.
+    func loggable(_ text: String) -> String {
+        runtime.config.log.redactQuery.hiding(text)
+    }
 }

@@ -81,6 +81,10 @@ extension IntegrationTests {
                 #expect(!rebound.text.contains("secret-path") && !rebound.text.contains("{"), "\(path): \(rebound.text)")
             }
             try larder.child.waitForOutput { $0.contains("admin request refused") && $0.contains("evil.example") }
+            // RFC 9110 §15.5.20 names the status; "421 Unknown" reads as a server bug.
+            let raw = try RawConnection(port: larder.adminPort)
+            raw.send("GET /stats HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n")
+            #expect(raw.readLine() == "HTTP/1.1 421 Misdirected Request\r")
             // The listener's own names, as curl, Prometheus and a kubelet send them, still work.
             for host in ["127.0.0.1:\(larder.adminPort)", "localhost:\(larder.adminPort)"] {
                 let listing = try Self.admin(larder, "GET", "/cache", headers: ["Host: \(host)"])
@@ -138,6 +142,90 @@ extension IntegrationTests {
             }
         }
 
+        @Test func listingHidesEncodedSignatureNamesSemicolonParametersAndVaryCredentials() throws {
+            let origin = try Origin()
+            let larder = try Larder()
+            // The origin decodes `X%2DAmz%2DSignature`; some servers split parameters at `;`.
+            let signed = origin.url("/hidden/file?X%2DAmz%2DSignature=enc111&page=2;sig=semi222&cc=max-age=600")
+            #expect(try Curl.viaProxy(larder.proxy, [signed]).status == 200)
+            // A public answer that varies on the cookie and the bearer token keeps both with it.
+            let varied = origin.url("/hidden/varied?cc=public,max-age=600&h=Vary:Cookie,Authorization,X-Auth-Token,X-Api-Key")
+            let credentials = [
+                "Cookie: session=cookie333", "Authorization: Bearer bearer444", "X-Auth-Token: auth555", "X-Api-Key: key000",
+            ]
+            #expect(try Curl.viaProxy(larder.proxy, credentials.flatMap { ["-H", $0] } + [varied]).status == 200)
+            let listing = try Self.admin(larder, "GET", "/cache?prefix=\(Self.encoded(origin.url("/hidden/")))")
+            #expect(listing.status == 200 && listing.text.contains("X%2DAmz%2DSignature=REDACTED"), "\(listing.text)")
+            #expect(listing.text.contains(";sig=REDACTED") && listing.text.contains("REDACTED"), "\(listing.text)")
+            let ls = try Self.larderCLI(["ls", "--admin", "127.0.0.1:\(larder.adminPort)", origin.url("/hidden/")])
+            #expect(ls.terminationStatus == 0 && ls.stdout.contains("/hidden/varied"), "\(ls.stdout)\(ls.stderr)")
+            for secret in ["enc111", "semi222", "cookie333", "bearer444", "auth555", "key000"] {
+                #expect(!listing.text.contains(secret) && !ls.stdout.contains(secret), "\(secret) leaked: \(listing.text) \(ls.stdout)")
+            }
+        }
+
+        @Test func listingPrefixIsNoOracleForARedactedSignature() throws {
+            let origin = try Origin()
+            let larder = try Larder()
+            let url = origin.url("/oracle/file?cc=max-age=600&X-Amz-Signature=c0ffee")
+            #expect(try Curl.viaProxy(larder.proxy, [url]).status == 200)
+            let base = origin.url("/oracle/file?cc=max-age=600&X-Amz-Signature=")
+            // Guessing the first character: a right and a wrong guess must look the same.
+            let right = try Self.listedKeys(larder, prefix: base + "c")
+            let wrong = try Self.listedKeys(larder, prefix: base + "d")
+            #expect(right == wrong, "right: \(right), wrong: \(wrong)")
+            #expect(right == [base + "REDACTED"], "the entry is still listed by its visible part")
+        }
+
+        @Test func daemonLogLinesAndAdminAccessLinesRedactQuerySecrets() throws {
+            let directory = Paths.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let file = directory + "/access.log"
+            let larder = try Larder(
+                config: "[log]\naccess_file = \"\(file)\"\nadmin_requests = true\n[retry]\nstrategy = \"none\"\n")
+            // An origin that refuses the connection: the daemon logs "upstream failed" with the URL.
+            let closed = try IntegrationTests.ProxyPath.unusedPort()
+            let failing = "http://127.0.0.1:\(closed)/gone?token=fail666&X-Amz-Signature=fail777&v=1"
+            #expect(try Curl.viaProxy(larder.proxy, [failing]).status == 502)
+            // An operator purges and bans a signed URL: the daemon's notice and the access line.
+            let purged = "http://127.0.0.1:\(closed)/purged?sig=purge888&v=2"
+            #expect(try Self.admin(larder, "POST", "/purge?url=\(Self.encoded(purged))").status == 200)
+            #expect(try Self.admin(larder, "POST", "/ban?prefix=\(Self.encoded(purged))").status == 200)
+            try larder.child.waitForOutput { $0.contains("upstream failed") && $0.contains("purged") && $0.contains("banned") }
+            var log = ""
+            _ = waitUntil(seconds: 5) {
+                log = (try? String(contentsOfFile: file, encoding: .utf8)) ?? ""
+                return log.contains("/purge") && log.contains("/ban")
+            }
+            let daemon = larder.child.stderr
+            #expect(daemon.contains("token=REDACTED") && daemon.contains("sig=REDACTED"), "\(daemon)")
+            #expect(log.contains("REDACTED") && log.contains("/purge?url="), "\(log)")
+            for secret in ["fail666", "fail777", "purge888"] {
+                #expect(!daemon.contains(secret), "\(secret) in the daemon's log: \(daemon)")
+                #expect(!log.contains(secret), "\(secret) in the access log: \(log)")
+            }
+        }
+
+        @Test func deeplyNestedQueryIsLoggedWithoutStallingOrCrashing() throws {
+            let directory = Paths.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let file = directory + "/access.log"
+            let origin = try Origin()
+            let larder = try Larder(config: "[log]\naccess_file = \"\(file)\"\n")
+            // Every `?` inside a value looks like a URL with a query of its own.
+            let url = origin.url("/nested/x?a=" + String(repeating: "?b=", count: 12_000) + "&token=deep999")
+            let started = Date()
+            for _ in 0..<3 { #expect(try Curl.viaProxy(larder.proxy, [url]).status == 200) }
+            #expect(Date().timeIntervalSince(started) < 5, "three requests took \(Date().timeIntervalSince(started)) s")
+            #expect(try Curl.viaProxy(larder.proxy, [origin.url("/nested/after")]).status == 200, "the daemon is still up")
+            var log = ""
+            _ = waitUntil(seconds: 5) {
+                log = (try? String(contentsOfFile: file, encoding: .utf8)) ?? ""
+                return log.contains("/nested/after")
+            }
+            #expect(log.contains("token=REDACTED") && !log.contains("deep999"))
+        }
+
         @Test(arguments: ["larder", "squid", "combined", "json"])
         func accessLogRedactsSignedQueryValues(format: String) throws {
             let directory = Paths.temporaryDirectory()
@@ -173,6 +261,12 @@ extension IntegrationTests {
             #expect(checked.terminationStatus == 0, "warnings keep the exit status 0: \(checked.stderr)")
             #expect(checked.stderr.contains("warning: open proxy") && checked.stderr.contains("0.0.0.0:3128"), "\(checked.stderr)")
             #expect(checked.stderr.contains("warning: admin listener 0.0.0.0:3129"), "\(checked.stderr)")
+
+            // The same open proxy with every address spelled as two halves.
+            let halves = directory + "/halves.toml"
+            try Self.write("[proxy]\nlisten = [\"0.0.0.0:3128\"]\nallow = [\"0.0.0.0/1\", \"128.0.0.0/1\"]\n", to: halves, mode: 0o600)
+            let split = try Self.larderCLI(["check-config", halves])
+            #expect(split.terminationStatus == 0 && split.stderr.contains("warning: open proxy"), "\(split.stderr)")
 
             // Users for the proxy and a token for the admin listener: nothing to say.
             let hash = "$6$salt$" + String(repeating: "a", count: 86)
