@@ -1,11 +1,21 @@
+import LarderIO
+
 /// Which clients are tunnelled blind ("spliced") to which intercepted hosts: a ``SpliceStage``
 /// per (client address, host) pair, so a client that keeps refusing Larder's certificate for
 /// a host stops being intercepted for that host, and no other client is affected.
 ///
 /// Only refusals make an entry (a success with none to clear needs none), and an entry is
 /// dropped as soon as its stage is back to the start, so the table holds the clients now
-/// failing or spliced. Bounded: past `capacity` pairs, the one changed longest ago makes
-/// room, one not spliced first, so many client addresses cannot grow memory without bound.
+/// failing or spliced.
+///
+/// Bounded, and so that one client cannot push out another's state: a client's entries are
+/// counted by its *group* (its IPv4 address, or its IPv6 /64: one subscriber's share, RFC
+/// 6177, whose addresses a host may rotate at will). A group holds at most `groupCapacity`
+/// pairs, making room among its own; past `capacity` pairs in all, the group with the most
+/// makes room. Either way the pair changed longest ago goes, one not spliced first. So a
+/// client refusing certificates for many names under a wildcard entry only ever evicts its
+/// own pairs, never another client's count or splice (which would lock a pinning client out
+/// again, or keep it from ever reaching its splice).
 ///
 /// Pure: every call takes the clock (monotonic nanoseconds) as a parameter.
 struct SpliceTable: Sendable {
@@ -23,6 +33,8 @@ struct SpliceTable: Sendable {
         var lastFailure = ""
         /// When the entry last changed.
         var changedAt: UInt64 = 0
+        /// The client's group (see ``SpliceTable``): what the caps count by.
+        var group = ""
 
         /// When the splice runs out, if the pair is spliced at `now`.
         func splicedUntil(now: UInt64) -> UInt64? {
@@ -31,10 +43,23 @@ struct SpliceTable: Sendable {
     }
 
     private(set) var entries: [Pair: Entry] = [:]
+    /// How many entries each group holds (no group with none).
+    private(set) var entriesByGroup: [String: Int] = [:]
     let capacity: Int
+    let groupCapacity: Int
 
-    init(capacity: Int) {
+    init(capacity: Int, groupCapacity: Int = 64) {
         self.capacity = max(1, capacity)
+        self.groupCapacity = max(1, min(groupCapacity, capacity))
+    }
+
+    /// The group a client address counts under: an IPv6 address's /64, else the address.
+    /// (An IPv4-mapped address is its IPv4 address, not one of all of them in `::ffff:0:0/96`.)
+    static func group(of client: String) -> String {
+        guard client.contains(":"), let bytes = SocketAddress.parseIPv6(client) else { return client }
+        let address = SocketAddress(ipBytes: bytes, port: 0).unmapped
+        guard address.family == .ipv6 else { return address.ipString }
+        return SocketAddress(ipBytes: Array(bytes[0..<8]) + Array(repeating: 0, count: 8), port: 0).ipString + "/64"
     }
 
     /// Whether a CONNECT from `client` to `host` at `now` is decrypted rather than spliced (a
@@ -43,7 +68,7 @@ struct SpliceTable: Sendable {
         let pair = Pair(client: client, host: host)
         guard let entry = entries[pair] else { return true }
         let (intercept, next) = entry.stage.admitting(now: now)
-        if next == .initial { entries[pair] = nil }
+        if next == .initial { remove(pair) }
         return intercept
     }
 
@@ -55,16 +80,22 @@ struct SpliceTable: Sendable {
         let pair = Pair(client: client, host: host)
         guard var entry = entries[pair] else {
             guard let refusal else { return false }
-            if entries.count >= capacity { makeRoom(now: now) }
+            let group = Self.group(of: client)
+            if entriesByGroup[group, default: 0] >= groupCapacity {
+                makeRoom(in: group, now: now)
+            } else if entries.count >= capacity {
+                makeRoom(in: nil, now: now)
+            }
             let stage = SpliceStage.initial.after(handshakeSucceeded: false, threshold: threshold, spliceFor: spliceFor, now: now)
-            entries[pair] = Entry(stage: stage, failures: 1, lastFailure: refusal, changedAt: now)
+            entries[pair] = Entry(stage: stage, failures: 1, lastFailure: refusal, changedAt: now, group: group)
+            entriesByGroup[group, default: 0] += 1
             if case .spliced = stage { return true }
             return false
         }
         let before = entry.stage
         entry.stage = before.after(handshakeSucceeded: refusal == nil, threshold: threshold, spliceFor: spliceFor, now: now)
         if entry.stage == .initial {
-            entries[pair] = nil
+            remove(pair)
             return false
         }
         if let refusal {
@@ -81,7 +112,7 @@ struct SpliceTable: Sendable {
     /// given; how many entries went.
     mutating func clear(host: String, client: String?) -> Int {
         let doomed = entries.keys.filter { $0.host == host && (client == nil || $0.client == client) }
-        for pair in doomed { entries[pair] = nil }
+        for pair in doomed { remove(pair) }
         return doomed.count
     }
 
@@ -98,19 +129,23 @@ struct SpliceTable: Sendable {
         return hosts
     }
 
-    /// Drops the pair changed longest ago, preferring one not spliced: one pass, no copy.
-    private mutating func makeRoom(now: UInt64) {
+    private mutating func remove(_ pair: Pair) {
+        guard let entry = entries.removeValue(forKey: pair) else { return }
+        let left = entriesByGroup[entry.group, default: 1] - 1
+        entriesByGroup[entry.group] = left > 0 ? left : nil
+    }
+
+    /// Drops one pair of `group` (nil: of the groups holding the most), the one changed
+    /// longest ago, preferring one not spliced: one pass, no copy.
+    private mutating func makeRoom(in group: String?, now: UInt64) {
+        let most = group == nil ? entriesByGroup.values.max() ?? 0 : 0
         var oldest: (pair: Pair, spliced: Bool, changedAt: UInt64)?
         for (pair, entry) in entries {
+            if let group { guard entry.group == group else { continue } } else if entriesByGroup[entry.group] != most { continue }
             let spliced = entry.splicedUntil(now: now) != nil
-            guard let current = oldest else {
-                oldest = (pair, spliced, entry.changedAt)
-                continue
-            }
-            if (spliced ? 1 : 0, entry.changedAt) < (current.spliced ? 1 : 0, current.changedAt) {
-                oldest = (pair, spliced, entry.changedAt)
-            }
+            if let current = oldest, (current.spliced ? 1 : 0, current.changedAt) <= (spliced ? 1 : 0, entry.changedAt) { continue }
+            oldest = (pair, spliced, entry.changedAt)
         }
-        if let oldest { entries[oldest.pair] = nil }
+        if let oldest { remove(oldest.pair) }
     }
 }
