@@ -119,6 +119,8 @@ extension IntegrationTests {
 
             #expect(try CacheAdmin.admin(larder, "DELETE", "/tls/splices?host=localhost").status == 401, "the token is required")
             #expect(try CacheAdmin.admin(larder, "DELETE", "/tls/splices", token: "s3cret").status == 400, "a host is required")
+            let unset = try CacheAdmin.larderCLI(["tls", "clear", "localhost", "--client", ""] + admin)
+            #expect(unset.status != 0 && unset.err.contains("400"), "an empty client= ends nothing: \(unset.out) \(unset.err)")
             let other = try CacheAdmin.larderCLI(["tls", "clear", "localhost", "--client", "127.0.0.9"] + admin)
             #expect(other.status == 0 && other.out.contains("ended 0 splices"), "\(other.out) \(other.err)")
             let cleared = try CacheAdmin.larderCLI(["tls", "clear", "localhost", "--client", "127.0.0.2"] + admin)
