@@ -135,13 +135,15 @@ struct SpliceTable: Sendable {
         entriesByGroup[entry.group] = left > 0 ? left : nil
     }
 
-    /// Drops one pair of `group` (nil: of the groups holding the most), the one changed
-    /// longest ago, preferring one not spliced: one pass, no copy.
+    /// Drops one pair of `group` (nil: of a group holding the most, or of any when each holds
+    /// one), the one changed longest ago, preferring one not spliced: one pass, no copy, and
+    /// no lookup per entry (this runs under the lock for each new pair once the table is full).
     private mutating func makeRoom(in group: String?, now: UInt64) {
-        let most = group == nil ? entriesByGroup.values.max() ?? 0 : 0
+        var victim = group
+        if victim == nil, let most = entriesByGroup.max(by: { $0.value < $1.value }), most.value > 1 { victim = most.key }
         var oldest: (pair: Pair, spliced: Bool, changedAt: UInt64)?
         for (pair, entry) in entries {
-            if let group { guard entry.group == group else { continue } } else if entriesByGroup[entry.group] != most { continue }
+            if let victim, entry.group != victim { continue }
             let spliced = entry.splicedUntil(now: now) != nil
             if let current = oldest, (current.spliced ? 1 : 0, current.changedAt) <= (spliced ? 1 : 0, entry.changedAt) { continue }
             oldest = (pair, spliced, entry.changedAt)
