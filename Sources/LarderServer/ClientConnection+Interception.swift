@@ -144,8 +144,11 @@ extension ClientConnection {
         tls.intercept.first { $0.matches(host: host) }?.description ?? "other"
     }
 
-    /// The client's address without its port: what a splice applies to.
-    private var clientAddress: String { peer?.ipString ?? "-" }
+    /// The client's address without its port: what a splice applies to. An IPv4 client of a
+    /// dual-stack socket (systemd's `ListenStream=PORT`) arrives as `::ffff:a.b.c.d` (RFC 4291
+    /// §2.5.5.2): it is the IPv4 address, so `GET /tls` and `--client` name it as one, and it
+    /// is not counted with every other IPv4 client in the IPv6 prefix `::/64`.
+    private var clientAddress: String { peer?.unmapped.ipString ?? "-" }
 
     /// The URL an origin-form request inside an intercepted session stands for, or nil after
     /// answering it: `Host` (and an absolute target) must name the CONNECT host, so a session

@@ -24,7 +24,15 @@ extension ClientConnection {
             guard let host = QueryString.value("host", in: query), !host.isEmpty else {
                 return respondAdmin(400, text: "DELETE /tls/splices?host=HOST[&client=ADDRESS] names the host whose splices end")
             }
-            let client = QueryString.value("client", in: query).flatMap { $0.isEmpty ? nil : $0 }
+            // `client=` with nothing after it (`--client "$ADDRESS"` with the variable unset) is
+            // refused: taken as no client, it would end every client's splice of the host.
+            let named = QueryString.value("client", in: query)
+            if named?.isEmpty == true {
+                return respondAdmin(400, text: "client= names no address; leave it out to end every client's splice of the host")
+            }
+            // An address in any spelling (`::FFFF:127.0.0.2`, `0:0::1`) names the client as the
+            // table does: the canonical form, IPv4 for an IPv4-mapped address.
+            let client = named.map { SocketAddress(literal: $0, port: 0)?.unmapped.ipString ?? $0 }
             let cleared = proxy.shared.interceptedHosts.clear(host: host.lowercased(), client: client)
             proxy.logger.notice(
                 "tls: splices cleared through the admin endpoint",

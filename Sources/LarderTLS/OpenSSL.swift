@@ -53,16 +53,18 @@ enum OpenSSL {
     /// A self-signed CA certificate and its new ECDSA P-256 key, both PEM. `permittedDNS`:
     /// the DNS names its Name Constraints permit (RFC 5280 §4.2.1.10; each also permits the
     /// names under it), with every IP address excluded, so the key can sign for nothing else;
-    /// nil for no constraints (and no extended key usage either).
+    /// nil for no constraints.
     ///
-    /// A constrained CA is also kept to TLS servers: extended key usage serverAuth (which
-    /// OpenSSL, NSS and Windows apply to every certificate below a CA too), and e-mail and URI
-    /// names permitted only under `.invalid` (RFC 6761 §6.4: never a real domain). An excluded
-    /// subtree cannot name "every address" (RFC 5280 §4.2.1.10 has no such form, and OpenSSL's
-    /// matcher treats an empty one as an empty host), but a permitted one of a type restricts
-    /// every name of that type, in the SAN and in the subject's emailAddress alike; a URI
-    /// without a host fails the check outright. So the key cannot sign a usable client-auth,
-    /// S/MIME, URI-SAN or code-signing certificate.
+    /// Every CA, an unconstrained one too, is kept to TLS servers by extended key usage
+    /// serverAuth (which OpenSSL, NSS and Windows apply to every certificate below a CA too):
+    /// Larder signs nothing else, and a key that may sign any name need not also sign client
+    /// certificates for any identity. A constrained CA also permits e-mail and URI names only
+    /// under `.invalid` (RFC 6761 §6.4: never a real domain). An excluded subtree cannot name
+    /// "every address" (RFC 5280 §4.2.1.10 has no such form, and OpenSSL's matcher treats an
+    /// empty one as an empty host), but a permitted one of a type restricts every name of that
+    /// type, in the SAN and in the subject's emailAddress alike; a URI without a host fails the
+    /// check outright. So the key cannot sign a usable client-auth, S/MIME, URI-SAN or
+    /// code-signing certificate.
     static func makeAuthority(commonName: String, permittedDNS: [String]?, validDays: Int) throws(Failure) -> (
         certificate: String, key: String
     ) {
@@ -77,8 +79,8 @@ enum OpenSSL {
             let permitted = permittedDNS.map { "permitted;DNS:\($0)" } + ["permitted;email:.invalid", "permitted;URI:.invalid"]
             let excluded = ["excluded;IP:0.0.0.0/0.0.0.0", "excluded;IP:::/::"]
             extensions.append((NID_name_constraints, (["critical"] + permitted + excluded).joined(separator: ",")))
-            extensions.append((NID_ext_key_usage, "serverAuth"))
         }
+        extensions.append((NID_ext_key_usage, "serverAuth"))
         let certificate = try makeCertificate(
             subject: [("O", "Larder"), ("CN", commonName)], publicKey: key, issuer: nil, issuerKey: key,
             seconds: validDays * 86_400, extensions: extensions)

@@ -128,6 +128,23 @@ extension IntegrationTests {
             #expect(!shown.out.contains("--rotate"), "a new CA needs no rotation: \(shown.out)")
         }
 
+        /// `--unconstrained` drops the Name Constraints only: its key, which may sign any name,
+        /// used to sign client certificates for any identity too.
+        @Test func anUnconstrainedCAKeyStillCannotSignAClientCertificate() throws {
+            let directory = Paths.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let ca = directory + "/ca"
+            let made = try larder(["ca", "init", "--dir", ca, "--unconstrained"])
+            #expect(made.status == 0, "\(made.err)")
+            try Self.uses.write(toFile: ca + "/uses.cnf", atomically: true, encoding: .utf8)
+            let server = try verify(try sign("server", in: ca), purpose: "sslserver", in: ca)
+            #expect(server.ok, "a server leaf verifies: \(server.out)")
+            let client = try verify(try sign("client", in: ca), purpose: "sslclient", in: ca)
+            #expect(!client.ok && client.out.contains("unsuitable certificate purpose"), "client auth: \(client.out)")
+            let shown = try larder(["ca", "show", "--dir", ca])
+            #expect(shown.out.contains("key usage:    serverAuth") && !shown.out.contains("lacks"), "\(shown.out)")
+        }
+
         @Test func aCAWithoutTheLimitsIsReportedByShowAndServeAndRotateUpgradesIt() throws {
             let directory = Paths.temporaryDirectory()
             defer { try? FileManager.default.removeItem(atPath: directory) }

@@ -119,6 +119,8 @@ extension IntegrationTests {
 
             #expect(try CacheAdmin.admin(larder, "DELETE", "/tls/splices?host=localhost").status == 401, "the token is required")
             #expect(try CacheAdmin.admin(larder, "DELETE", "/tls/splices", token: "s3cret").status == 400, "a host is required")
+            let unset = try CacheAdmin.larderCLI(["tls", "clear", "localhost", "--client", ""] + admin)
+            #expect(unset.status != 0 && unset.err.contains("400"), "an empty client= ends nothing: \(unset.out) \(unset.err)")
             let other = try CacheAdmin.larderCLI(["tls", "clear", "localhost", "--client", "127.0.0.9"] + admin)
             #expect(other.status == 0 && other.out.contains("ended 0 splices"), "\(other.out) \(other.err)")
             let cleared = try CacheAdmin.larderCLI(["tls", "clear", "localhost", "--client", "127.0.0.2"] + admin)
@@ -129,6 +131,65 @@ extension IntegrationTests {
             let again = try setup.curl(larder, origin.url("/pinned"), trusting: setup.originCA, pinning)
             #expect(again.exitCode != 0)
             #expect(try larder.handshakes("rejected") == 3)
+        }
+
+        /// Issue 57: refusing Larder's certificate for many names under a `*.` entry used to fill
+        /// the table of (client, host) pairs (16,384) and push out other clients' counts and
+        /// splices, the oldest first: a pinning client never reached its splice. A client's
+        /// address now holds at most 64 pairs, making room among its own.
+        @Test func aClientRefusingTheCertificateFor100NamesKeeps64SplicesAndAnothersSpliceStays() throws {
+            let setup = try InterceptionSetup()
+            defer { setup.remove() }
+            let origin = try setup.origin()
+            let larder = try Larder(
+                config: setup.config(
+                    ports: [origin.port], intercept: "[\"localhost\", \"*.localhost\"]", extra: "splice_after_failures = 1"))
+            let pinning = ["--interface", "127.0.0.2"]
+            _ = try setup.curl(larder, origin.url("/pinned"), trusting: setup.originCA, pinning)
+            try larder.child.waitForOutput { $0.contains("client 127.0.0.2 keeps refusing") }
+
+            let seen = try setup.clients(["hello-close", "\(larder.proxyPort)", "x{}.localhost", "\(origin.port)", "127.0.0.3", "100"])
+            #expect((seen["flights"] as? [Int])?.allSatisfy { $0 > 0 } == true, "each saw the certificate: \(seen)")
+            let deadline = Date().addingTimeInterval(10)
+            while try larder.handshakes("closed") < 100, Date() < deadline { usleep(50_000) }
+            #expect(try larder.handshakes("closed") == 100)
+
+            let listed = try JSONSerialization.jsonObject(with: try CacheAdmin.admin(larder, "GET", "/tls").body) as? [String: Any]
+            let splices = listed?["splices"] as? [[String: Any]] ?? []
+            let flood = splices.filter { $0["client"] as? String == "127.0.0.3" }
+            #expect(flood.count == 64, "one address's share of the table")
+            #expect(flood.contains { $0["host"] as? String == "x99.localhost" }, "its newest pairs stay")
+            #expect(splices.contains { $0["client"] as? String == "127.0.0.2" && $0["host"] as? String == "localhost" })
+            let blind = try setup.curl(larder, origin.url("/pinned"), trusting: setup.originCA, pinning)
+            #expect(blind.exitCode == 0 && blind.status == 200, "127.0.0.2 is still spliced: \(blind.stderr)")
+        }
+
+        /// Under systemd's `ListenStream=PORT` (a dual-stack socket) an IPv4 client arrives as
+        /// `::ffff:127.0.0.2`: its splice is listed, and ended, under 127.0.0.2 (the address an
+        /// operator knows it by), and it is not one group with every other IPv4 client.
+        @Test func anIPv4ClientOfADualStackSocketIsSplicedListedAndClearedAsItsIPv4Address() throws {
+            let setup = try InterceptionSetup()
+            defer { setup.remove() }
+            let origin = try setup.origin()
+            let activate = Paths.root + "/Tests/LarderIntegrationTests/Fixtures/dual_stack_activate.py"
+            let larder = try Larder(
+                config: setup.config(ports: [origin.port], extra: "splice_after_failures = 2\n[admin]\ntoken = \"s3cret\""),
+                listen: [], launcher: ["/usr/bin/python3", activate])
+            #expect(larder.child.stderr.contains("proxy=[::]:"), "the passed dual-stack socket")
+            let pinning = ["--interface", "127.0.0.2"]
+            for _ in 1...2 { _ = try setup.curl(larder, origin.url("/pinned"), trusting: setup.originCA, pinning) }
+            try larder.child.waitForOutput { $0.contains("tunnelling it blind") }
+            #expect(larder.child.stderr.contains("client 127.0.0.2 keeps refusing the certificate for localhost"))
+            let listed = try JSONSerialization.jsonObject(with: try CacheAdmin.admin(larder, "GET", "/tls").body) as? [String: Any]
+            let clients = (listed?["splices"] as? [[String: Any]] ?? []).map { $0["client"] as? String ?? "" }
+            #expect(clients == ["127.0.0.2"])
+
+            let other = try setup.curl(larder, origin.url("/shared"))
+            #expect(other.exitCode == 0 && other.header("Cache-Status")?.contains("larder") == true, "127.0.0.1 intercepted")
+            // Any spelling of the address names it: here the mapped one, percent-encoded.
+            let cleared = try CacheAdmin.admin(
+                larder, "DELETE", "/tls/splices?host=localhost&client=%3A%3AFFFF%3A127.0.0.2", token: "s3cret")
+            #expect(cleared.status == 200 && cleared.text.contains("\"client\":\"127.0.0.2\",\"cleared\":1"), "\(cleared.text)")
         }
     }
 }

@@ -15,6 +15,7 @@ JSON line with what it saw.
   hello-close PROXY_PORT HOST PORT SOURCE_ADDRESS N
       N times from SOURCE_ADDRESS: a CONNECT, a ClientHello, then a close once the server's first
       flight (its certificate) has arrived, with no alert. {"flights": [bytes received each]}
+      A "{}" in HOST is replaced by the attempt's number (0, 1, ...): one name each.
   wheel NAME VERSION
       A minimal pure-Python wheel, base64: {"file": name, "body64": ..., "sha256": ...}
 """
@@ -130,7 +131,9 @@ def abort(proxy_port, host, port, count):
 
 def hello_close(proxy_port, host, port, source, count):
     flights = []
-    for _ in range(count):
+    pattern = host
+    for attempt in range(count):
+        host = pattern.replace("{}", str(attempt))
         sock = socket.create_connection(("127.0.0.1", proxy_port), timeout=10, source_address=(source, 0))
         sock.sendall(f"CONNECT {host}:{port} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
         head = b""
