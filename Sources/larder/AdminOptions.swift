@@ -58,6 +58,18 @@ struct AdminOptions: ParsableArguments {
         return address
     }
 
+    /// GET `path` from ``adminAddress()`` (naming it in `Host`, which the admin listener
+    /// checks): the body, or an error with the status when it is not 200.
+    func get(_ path: String) throws -> (address: SocketAddress, body: [UInt8]) {
+        let address = try adminAddress()
+        let response = try BlockingHTTPClient(address: address, timeoutSeconds: 10).request(
+            "GET", path, headers: [("Host", address.description)])
+        guard response.status == 200 else {
+            throw ValidationError("GET \(path) answered \(response.status): \(Text.trimmed(response.text))")
+        }
+        return (address, response.body)
+    }
+
     /// The daemons to ask: every node of `cluster` (comma-separated admin addresses), else the
     /// one ``adminAddress()`` names.
     func targets(cluster: String?) throws -> [SocketAddress] {

@@ -20,17 +20,14 @@ struct Stats: ParsableCommand {
     var json = false
 
     func run() throws {
-        let address = try options.adminAddress()
-        let response = try BlockingHTTPClient(address: address, timeoutSeconds: 10).request(
-            "GET", "/stats", headers: [("Host", address.description)])
-        guard response.status == 200 else { throw ValidationError("GET /stats answered \(response.status): \(response.text)") }
+        let (address, body) = try options.get("/stats")
         if json {
-            print(response.text, terminator: "")
+            print(String(decoding: body, as: UTF8.self), terminator: "")
             return
         }
         let stats: StatsDocument
         do {
-            stats = try StatsDocument.decode(response.body)
+            stats = try StatsDocument.decode(body)
         } catch {
             throw ValidationError("GET /stats did not return a stats document this larder reads (\(error)); --json prints it as sent")
         }

@@ -30,19 +30,14 @@ struct TLS: ParsableCommand {
         var json = false
 
         func run() throws {
-            let address = try options.adminAddress()
-            let response = try BlockingHTTPClient(address: address, timeoutSeconds: 10).request(
-                "GET", "/tls", headers: [("Host", address.description)])
-            guard response.status == 200 else {
-                throw ValidationError("GET /tls answered \(response.status): \(Text.trimmed(response.text))")
-            }
+            let body = try options.get("/tls").body
             if json {
-                print(response.text, terminator: "")
+                print(String(decoding: body, as: UTF8.self), terminator: "")
                 return
             }
             let listing: SpliceListing
             do {
-                listing = try SpliceListing.decode(response.body)
+                listing = try SpliceListing.decode(body)
             } catch {
                 throw ValidationError("GET /tls did not return a listing this larder reads (\(error)); --json prints it as sent")
             }
