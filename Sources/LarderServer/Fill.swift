@@ -59,6 +59,9 @@ struct FillOptions {
     var slice: (index: Int, size: Int)?
     /// The route's key is not the URL (`key`, `ignore_query`): only a success is stored.
     var sharedKey = false
+    /// The request carries the client's own preconditions or Range upstream
+    /// (``ClientConnection/sendsOwnSelectors(_:)``): only a 200 is stored or shared.
+    var ownSelectors = false
 }
 
 /// Where a reader finds the body bytes at its position.

@@ -183,5 +183,71 @@ extension IntegrationTests {
             }
             #expect(origin.count(path) == 2, "the slices answered")
         }
+
+        /// A client's own preconditions go to the origin on a miss, and the origin's answer to
+        /// them is that client's alone: a 304 to its If-None-Match or a 412 to its If-Match is
+        /// neither handed to a plain request that arrived meanwhile (a body-less 304 to a
+        /// request that had no validator) nor stored for the requests after it.
+        @Test func anAnswerToAClientsOwnPreconditionsReachesNoOtherClient() throws {
+            let origin = try Origin()
+            let larder = try Larder()
+            try origin.script(
+                "/own-304", [Scripted(headers: [("ETag", "\"v1\""), ("Cache-Control", "max-age=60")], body: "hello", delay: 1)],
+                conditional: true)
+            try origin.script(
+                "/own-412",
+                [
+                    Scripted(status: 412, headers: [("Cache-Control", "max-age=60")], body: "failed", delay: 1),
+                    Scripted(headers: [("Cache-Control", "max-age=60")], body: "hello"),
+                ], conditional: false)
+            for (path, condition, status) in [("/own-304", "If-None-Match: \"v1\"", 304), ("/own-412", "If-Match: \"x\"", 412)] {
+                // The conditional request first; a plain one while the origin takes its time.
+                let conditional = try ChildProcess(
+                    "/usr/bin/curl",
+                    ["-s", "-o", "/dev/null", "-w", "%{http_code}", "--proxy", larder.proxy, "-H", condition, origin.url(path)],
+                    environment: ["PATH": "/usr/bin:/bin"])
+                Thread.sleep(forTimeInterval: 0.3)
+                let plain = try Curl.viaProxy(larder.proxy, [origin.url(path)])
+                conditional.waitUntilExit()
+                #expect(conditional.stdout == String(status), "\(path): the client's own answer")
+                #expect(plain.status == 200 && plain.text == "hello", "\(path): \(plain.status) \(plain.headers)")
+                let later = try Curl.viaProxy(larder.proxy, [origin.url(path)])
+                #expect(later.status == 200 && later.text == "hello", "\(path) later: \(later.status) \(later.headers)")
+            }
+        }
+
+        /// A range passed upstream as the client sent it (an object too large to fetch whole)
+        /// that the origin refuses: its 416, fresh for a minute by the origin's own headers, is
+        /// not stored under the URL, where it would answer every plain GET.
+        @Test func aRefusedRangeIsNotStoredForPlainRequests() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: "[cache]\nslice_size = \"0\"\nrange_whole_max = \"1KiB\"\n")
+            let target = origin.url("/big?ranges=1&size=5000&cc=max-age=60")
+            let refused = try Curl.viaProxy(larder.proxy, ["-H", "Range: bytes=9000-", target])
+            #expect(refused.status == 416)
+            for attempt in 1...2 {
+                let plain = try Curl.viaProxy(larder.proxy, [target])
+                #expect(plain.status == 200 && plain.body.count == 5000, "#\(attempt): \(plain.status) \(plain.headers)")
+            }
+        }
+
+        /// On a route that bypasses the cache, a Range goes upstream as it is: two clients
+        /// asking for different ranges of one URL at once must each get their own bytes, not
+        /// share one fetch.
+        @Test func rangesSentAsTheyAreShareNoFetch() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: "[cache]\ndefault_policy = \"network_only\"\n")
+            let target = origin.url("/ranged?ranges=1&size=1000&delay=1")
+            let first = try ChildProcess(
+                "/usr/bin/curl",
+                ["-s", "-o", "/dev/null", "-w", "%{http_code}", "--proxy", larder.proxy, "-H", "Range: bytes=0-3", target],
+                environment: ["PATH": "/usr/bin:/bin"])
+            Thread.sleep(forTimeInterval: 0.3)
+            let second = try Curl.viaProxy(larder.proxy, ["-H", "Range: bytes=10-19", target])
+            first.waitUntilExit()
+            let whole = try origin.directBody("/ranged?ranges=1&size=1000")
+            #expect(second.status == 206 && second.body == whole[10..<20], "\(second.status) \(second.headers)")
+            #expect(first.stdout == "206")
+        }
     }
 }
