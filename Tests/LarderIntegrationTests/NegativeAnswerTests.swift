@@ -249,5 +249,25 @@ extension IntegrationTests {
             #expect(second.status == 206 && second.body == whole[10..<20], "\(second.status) \(second.headers)")
             #expect(first.stdout == "206")
         }
+
+        /// stale-while-revalidate is for successes: a 404 that allows it for a year, once past
+        /// its lifetime, is not served while a refresh runs, since a refresh whose answer is not
+        /// stored (a 200 with Set-Cookie, no-store, private) would leave it answering everyone.
+        @Test func aStoredFailureIsNotServedStaleWhileRevalidated() throws {
+            let origin = try Origin()
+            let larder = try Larder()
+            try origin.script(
+                "/published",
+                [
+                    Scripted(status: 404, headers: [("Cache-Control", "max-age=1, stale-while-revalidate=31536000")], body: "missing"),
+                    Scripted(headers: [("Set-Cookie", "lb=1")], body: "published"),
+                ], conditional: false)
+            #expect(try Curl.viaProxy(larder.proxy, [origin.url("/published")]).status == 404)
+            Thread.sleep(forTimeInterval: 1.5)
+            for attempt in 1...2 {
+                let later = try Curl.viaProxy(larder.proxy, [origin.url("/published")])
+                #expect(later.status == 200 && later.text == "published", "#\(attempt): \(later.status) \(later.headers)")
+            }
+        }
     }
 }
