@@ -269,5 +269,41 @@ extension IntegrationTests {
                 #expect(later.status == 200 && later.text == "published", "#\(attempt): \(later.status) \(later.headers)")
             }
         }
+
+        /// A sliced immutable object with one slice stored: fetching the next slice for a whole
+        /// answer meets a 503. That client's answer is cut short, but the failure says nothing
+        /// of the object: the stored slice stays and answers the next request on its own.
+        @Test func aFailedSliceFetchLeavesTheStoredSlices() throws {
+            let origin = try RawOrigin()
+            let path = "/pkg/sliced-1.0.tar.gz"
+            let slice = String(repeating: "abcdefghijklmnop", count: (64 << 10) / 16)
+            origin.script(
+                path,
+                .init(
+                    "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 0-65535/196608\r\nContent-Length: 65536\r\n"
+                        + "ETag: \"v1\"\r\nConnection: close\r\n\r\n" + slice))
+            let larder = try Larder(
+                config: "[retry]\nstrategy = \"none\"\n[cache]\nslice_size = \"64KiB\"\n"
+                    + "[[route]]\nmatch = \"http://127.0.0.1:*/pkg/*\"\nimmutable = true\n")
+            let first = try Curl.viaProxy(larder.proxy, ["-H", "Range: bytes=0-99", origin.url(path)])
+            #expect(first.status == 206 && first.text == String(slice.prefix(100)))
+            // The slice is written by the disk thread: wait (bounded) until it answers alone.
+            func storedSliceAnswers() throws -> Bool {
+                let answer = try Curl.viaProxy(
+                    larder.proxy, ["-H", "Cache-Control: only-if-cached", "-H", "Range: bytes=0-99", origin.url(path)])
+                return answer.status == 206 && answer.text == String(slice.prefix(100))
+            }
+            var stored = false
+            for _ in 1...50 where !stored {
+                stored = try storedSliceAnswers()
+                if !stored { Thread.sleep(forTimeInterval: 0.1) }
+            }
+            #expect(stored && origin.count(path) == 1, "slice 0 stored")
+            origin.script(path, .init("HTTP/1.1 503 Service Unavailable\r\nContent-Length: 4\r\nConnection: close\r\n\r\nbusy"))
+            let whole = try Curl.run(["--proxy", larder.proxy, origin.url(path)])
+            #expect(whole.body.count < 196608, "the whole answer is cut short")
+            #expect(origin.count(path) == 2, "slice 1 was asked for")
+            #expect(try storedSliceAnswers(), "slice 0 is still stored")
+        }
     }
 }
