@@ -108,8 +108,8 @@ extension IntegrationTests {
             }
         }
 
-        /// URLs that only look like packages (the suffix in the query, or followed by more)
-        /// follow the HTTP rules: an answer without a lifetime is not kept.
+        /// URLs that only look like packages (the suffix in the query, or followed by more, or
+        /// a directory where files are) follow the HTTP rules: an answer without a lifetime is not kept.
         @Test func aURLThatOnlyLooksLikeAPackageIsNotKeptAsOne() throws {
             let origin = try Origin()
             let larder = try Larder(config: Self.config(origin: origin))
@@ -121,6 +121,10 @@ extension IntegrationTests {
                 "http://crates.mirror.test/crates/demo.crate.sha256",
                 "http://go.mirror.test/example.org/mod/@v/v1.0.0.info/x",
                 "http://apt.mirror.test/debian/pool/main/x/x.tar.gz.asc",
+                // Directory listings: they change whenever the repository does.
+                "http://rpm.mirror.test/fedora/39/repodata/",
+                "http://rpm.mirror.test/fedora/39/repodata/?C=M;O=A",
+                "http://apt.mirror.test/debian/dists/x/main/by-hash/SHA256/",
             ] {
                 for _ in 1...2 { #expect(try Curl.viaProxy(larder.proxy, [target]).status == 200) }
                 #expect(try origin.count(target) == 2, "\(target) is not an artefact")
