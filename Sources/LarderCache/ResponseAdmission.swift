@@ -115,9 +115,9 @@ public struct ResponseAdmission: Sendable, Equatable {
     public var shareable: Bool
     /// The freshness lifetime (seconds) the response is stored with.
     public var lifetime: Double
-    /// A failure answered while a success is kept (``Request/keepsStoredSuccess``), or an answer
-    /// to the client's own selectors (``Request/ownSelectors``): the stored response stays,
-    /// neither replaced nor outdated.
+    /// A failure answered while a success is kept (``Request/keepsStoredSuccess``) or under a
+    /// shared key, or an answer to the client's own selectors (``Request/ownSelectors``): the
+    /// stored response stays, neither replaced nor outdated.
     public var keepsStored = false
 
     /// Decides for `head` (hop-by-hop fields already removed), with the body's declared
@@ -150,10 +150,12 @@ public struct ResponseAdmission: Sendable, Equatable {
             responseCacheControl: cacheControl)
         if !CacheDecision.isSuccess(head.status), request.sharedKey || request.keepsStoredSuccess {
             // The failure answers the request that met it, never the readers that joined it:
-            // they may carry the signature this one lacked, or expect the stored success.
+            // they may carry the signature this one lacked, or expect the stored success. Nor
+            // does it outdate the entry: under a shared key it is one URL's answer (an unsigned
+            // request's 403 says nothing of what the signed ones stored).
             admission.storage = .none
             admission.shareable = false
-            admission.keepsStored = request.keepsStoredSuccess
+            admission.keepsStored = true
         }
         if request.ownSelectors, head.status != 200 {
             // An answer to the client's own preconditions or range (RFC 9110 §13.2.2, §14.2)

@@ -133,7 +133,8 @@ import Testing
     @Test func aFailureUnderASharedKeyIsNeitherStoredNorShared() {
         let shared = request(policy: .cacheFirst, sharedKey: true)
         let failed = decide(shared, 404, ["Cache-Control": "max-age=60"])
-        #expect(failed.storage == .none && !failed.shareable && !failed.keepsStored)
+        #expect(failed.storage == .none && !failed.shareable && failed.keepsStored, "nor does it outdate the entry")
+        #expect(decide(request(sharedKey: true), 403, [:]).keepsStored, "whatever the policy")
         #expect(decide(shared, 403, [:]).storage == .none)
         let success = decide(shared, 200, [:])
         #expect(success.storage == .whole && success.shareable)

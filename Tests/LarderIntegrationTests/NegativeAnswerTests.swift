@@ -108,6 +108,33 @@ extension IntegrationTests {
             }
         }
 
+        /// Nor does it remove what the signed requests stored, whatever the route's policy: an
+        /// unsigned request's no-cache, or its revalidation of a stale entry, meets a 403 that
+        /// says nothing of the signed object.
+        @Test func anUnsignedFailureUnderIgnoreQueryLeavesTheSignedEntry() throws {
+            let origin = try Origin()
+            for policy in ["http", "stale_while_revalidate"] {
+                let larder = try Larder(
+                    config: "[retry]\nstrategy = \"none\"\n[[route]]\nmatch = \"http://127.0.0.1:*/blob/*\"\n"
+                        + "ignore_query = [\"sig\"]\nimmutable = true\npolicy = \"\(policy)\"\n")
+                let path = "/blob/\(policy)"
+                try origin.script(
+                    path + "?sig=1", [Scripted(headers: [("ETag", "\"v1\""), ("Cache-Control", "max-age=1")], body: "blob")],
+                    conditional: true)
+                try origin.script(path, [Scripted(status: 403, body: "unsigned")], conditional: false)
+                #expect(try Curl.viaProxy(larder.proxy, [origin.url(path + "?sig=1")]).text == "blob")
+                _ = try Curl.viaProxy(larder.proxy, ["-H", "Cache-Control: no-cache", origin.url(path)])
+                Thread.sleep(forTimeInterval: 1.5)
+                _ = try Curl.viaProxy(larder.proxy, [origin.url(path)])
+                Thread.sleep(forTimeInterval: 0.3)  // a background refresh, if any, has ended
+                let signed = try Curl.viaProxy(larder.proxy, [origin.url(path + "?sig=1")])
+                // Answered from the entry (a hit, or a 304 to its revalidation), not fetched anew.
+                #expect(
+                    signed.text == "blob" && signed.header("cache-status")?.contains("uri-miss") == false,
+                    "\(policy): \(signed.headers)")
+            }
+        }
+
         /// URLs that only look like packages (the suffix in the query, or followed by more, or
         /// a directory where files are) follow the HTTP rules: an answer without a lifetime is not kept.
         @Test func aURLThatOnlyLooksLikeAPackageIsNotKeptAsOne() throws {
