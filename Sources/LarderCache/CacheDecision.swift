@@ -32,7 +32,8 @@ public enum CacheDecision: Sendable, Equatable {
     ///
     /// The route policies that serve on their own terms do so for successes only
     /// (``isSuccess(_:)``): any other stored answer follows `http`, fresh for at most
-    /// `negativeTTL` (`cache.negative_ttl`), so no answer that failed is pinned.
+    /// `negativeTTL` (`cache.negative_ttl`), so no answer that failed is pinned; nor is one
+    /// served stale while revalidated (only a client's max-stale, or stale-if-error, may).
     public static func decide(
         stored: StoredResponse?, request: RequestDirectives, policy routePolicy: CachePolicy, ttl: Double?,
         negativeTTL: Double, now: Double, offline: Bool = false
@@ -85,8 +86,10 @@ public enum CacheDecision: Sendable, Equatable {
         if !stored.directives.forbidsStale && !clientForbidsThisAge {
             // §5.2.1.2: the client accepts this much staleness.
             if let maxStale = request.maxStale, staleness <= Double(maxStale) { return .serveStale(refresh: false) }
-            // RFC 5861 §3: serve stale at once, revalidate in the background.
-            if let window = stored.directives.staleWhileRevalidate, staleness <= Double(window) {
+            // RFC 5861 §3: serve stale at once, revalidate in the background; never a failure,
+            // which would answer everyone past negative_ttl, for as long as the window says,
+            // whenever the refresh brings an answer that is not stored (no-store, Set-Cookie).
+            if isSuccess(stored.status), let window = stored.directives.staleWhileRevalidate, staleness <= Double(window) {
                 return .serveStale(refresh: true)
             }
         }

@@ -31,11 +31,14 @@ public struct ResponseAdmission: Sendable, Equatable {
         /// request validates or falls back on is one, or, when there is none, the tiers hold
         /// something for the key. Worked out for failures on `cache_first` only.
         public var holdsSuccess: Bool
+        /// The request went upstream with the client's own preconditions or Range (not Larder's
+        /// validators): a 304, 412, 416 or 206 answers that request alone.
+        public var ownSelectors: Bool
 
         public init(
             method: HTTPMethod, headers: HTTPHeaders, policy: CachePolicy, directives: RequestDirectives,
             validating: StoredResponse?, fallback: StoredResponse?, staleIfErrorWindow: Double, dedupAlways: Bool,
-            maxMemoryObject: Int, negativeTTL: Double, sharedKey: Bool, holdsSuccess: Bool
+            maxMemoryObject: Int, negativeTTL: Double, sharedKey: Bool, holdsSuccess: Bool, ownSelectors: Bool = false
         ) {
             self.method = method
             self.headers = headers
@@ -49,6 +52,7 @@ public struct ResponseAdmission: Sendable, Equatable {
             self.negativeTTL = negativeTTL
             self.sharedKey = sharedKey
             self.holdsSuccess = holdsSuccess
+            self.ownSelectors = ownSelectors
         }
 
         /// What a failure must not displace: on `cache_first` (immutable objects) a stored
@@ -111,8 +115,9 @@ public struct ResponseAdmission: Sendable, Equatable {
     public var shareable: Bool
     /// The freshness lifetime (seconds) the response is stored with.
     public var lifetime: Double
-    /// A failure answered while a success is kept (``Request/keepsStoredSuccess``): the stored
-    /// response stays, neither replaced nor outdated.
+    /// A failure answered while a success is kept (``Request/keepsStoredSuccess``) or under a
+    /// shared key, or an answer to the client's own selectors (``Request/ownSelectors``): the
+    /// stored response stays, neither replaced nor outdated.
     public var keepsStored = false
 
     /// Decides for `head` (hop-by-hop fields already removed), with the body's declared
@@ -145,10 +150,20 @@ public struct ResponseAdmission: Sendable, Equatable {
             responseCacheControl: cacheControl)
         if !CacheDecision.isSuccess(head.status), request.sharedKey || request.keepsStoredSuccess {
             // The failure answers the request that met it, never the readers that joined it:
-            // they may carry the signature this one lacked, or expect the stored success.
+            // they may carry the signature this one lacked, or expect the stored success. Nor
+            // does it outdate the entry: under a shared key it is one URL's answer (an unsigned
+            // request's 403 says nothing of what the signed ones stored).
             admission.storage = .none
             admission.shareable = false
-            admission.keepsStored = request.keepsStoredSuccess
+            admission.keepsStored = true
+        }
+        if request.ownSelectors, head.status != 200 {
+            // An answer to the client's own preconditions or range (RFC 9110 §13.2.2, §14.2)
+            // says nothing of the object for any other request: a 304 or 412 handed to a
+            // request without them, or a 416 stored under the URL, would fail everyone else.
+            admission.storage = .none
+            admission.shareable = false
+            admission.keepsStored = true
         }
         return admission
     }

@@ -9,6 +9,10 @@ public struct ResponseDirectives: Sendable, Equatable {
     public var hasSMaxAge = false
     public var isPublic = false
     public var immutable = false
+    /// `private`, or `no-store` without must-understand (RFC 9111 §5.2.2.3, §5.2.2.5,
+    /// §5.2.2.7): a shared cache must not have stored it. Only an entry written by an older
+    /// version (whose cache_first kept them) carries it; it is never served.
+    public var forbidsSharedStorage = false
     /// RFC 5861 §3.
     public var staleWhileRevalidate: Int?
     /// RFC 5861 §4.
@@ -24,6 +28,7 @@ public struct ResponseDirectives: Sendable, Equatable {
         hasSMaxAge = cacheControl.sMaxAge != nil
         isPublic = cacheControl.isPublic
         immutable = cacheControl.immutable
+        forbidsSharedStorage = cacheControl.isPrivate || cacheControl.noStore && !cacheControl.mustUnderstand
         staleWhileRevalidate = cacheControl.staleWhileRevalidate
         staleIfError = cacheControl.staleIfError
     }

@@ -41,6 +41,17 @@ public final class TieredCache: Sendable {
     /// an entry ``verify(_:completion:)`` just read and checked for this request: it is served
     /// from those bytes.
     public func lookup(_ key: CacheKey, request headers: HTTPHeaders, checked: StoredResponse? = nil) -> Lookup {
+        let result = lookUpStored(key, request: headers, checked: checked)
+        if case .found(let stored, _) = result, stored.directives.forbidsSharedStorage {
+            // Kept by an older version, whose cache_first stored private and no-store answers
+            // (RFC 9111 §3, §5.2.2.7): one user's answer must never reach another. Dropped.
+            invalidate(stored)
+            return .miss(varyMiss: false)
+        }
+        return result
+    }
+
+    private func lookUpStored(_ key: CacheKey, request headers: HTTPHeaders, checked: StoredResponse?) -> Lookup {
         var varyMiss = false
         if let variants = memory.lookup(key) {
             if let stored = variants.first(where: { VaryMatcher.matches($0, request: headers) }) {

@@ -10,7 +10,9 @@
 ///   it matched, for the route's `key` (`"http://*/{dist}/pool/{file}"`).
 /// - a path ending in `?*` (and holding no other `?`) ends the path there: what comes before
 ///   matches the path alone, and any query, or none, may follow (`/*.rpm?*` matches
-///   `/a/b.rpm` and `/a/b.rpm?x=1`, not `/search?q=b.rpm` or `/b.rpm.html`).
+///   `/a/b.rpm` and `/a/b.rpm?x=1`, not `/search?q=b.rpm` or `/b.rpm.html`). The path so
+///   ended names a file: one ending in `/` (a directory) never matches (`/*/repodata/*?*`
+///   does not match `/a/repodata/`).
 public struct URLPattern: Sendable, Hashable, CustomStringConvertible {
     public let text: String
     let scheme: String?
@@ -187,8 +189,12 @@ public struct URLPattern: Sendable, Hashable, CustomStringConvertible {
         if let port, port != requestPort { return false }
         guard matchHost(host) else { return false }
         let text = Array(pathAndQuery.utf8)
-        guard endsPath, let mark = text.firstIndex(of: UInt8(ascii: "?")) else { return URLPattern.glob(path, text) }
-        return URLPattern.glob(path, text[..<mark])
+        guard endsPath else { return URLPattern.glob(path, text) }
+        let end = text.firstIndex(of: UInt8(ascii: "?")) ?? text.count
+        // The path ends at a file: one that ends in `/` names a directory (an index listing that
+        // changes, such as `repodata/` or `by-hash/SHA256/`), which no `*` may take for a file.
+        guard end > 0, text[end - 1] != UInt8(ascii: "/") else { return false }
+        return URLPattern.glob(path, text[..<end])
     }
 
     private func matchHost(_ host: String) -> Bool {

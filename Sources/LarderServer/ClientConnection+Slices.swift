@@ -247,7 +247,13 @@ extension ClientConnection {
         }
         guard head.status == 206, let range = head.headers["Content-Range"].flatMap(ContentRange.init) else {
             guard !exchange.headSent else {
-                if let plan = exchange.slices { dropSlices(of: exchange, length: plan.length, keeping: nil) }
+                // Only the object itself (a 200) under another validator shows that it changed; a
+                // failure (404, 429, 503...) says nothing of the slices stored, which stay.
+                if let plan = exchange.slices, CacheDecision.isSuccess(head.status),
+                    SlicePlan.validator(of: head.headers) != plan.validator
+                {
+                    dropSlices(of: exchange, length: plan.length, keeping: nil)
+                }
                 failSlices(exchange, status: 502, reason: "the origin answered a slice request with \(head.status)")
                 return true
             }

@@ -43,7 +43,9 @@ extension ClientConnection: RequestBodySource {
             exchange.range = .stripped
         }
         var coalesceKey: FillKey?
-        if !exchange.goAlone, exchange.range != .passed, !head.headers.contains("Authorization") {
+        // A request whose own preconditions or Range go upstream gets an answer for itself
+        // alone (a 304, 412, 416 or 206 of its range): no other request may join it.
+        if !exchange.goAlone, !sendsOwnSelectors(exchange), !head.headers.contains("Authorization") {
             switch exchange.route?.dedup ?? .automatic {
             case .never:
                 break
@@ -91,9 +93,7 @@ extension ClientConnection: RequestBodySource {
     private func startFill(_ url: AbsoluteURL, key: CacheKey, exchange: Exchange, coalesceKey: FillKey?) {
         let head = exchange.head
         let runtime = exchange.runtime
-        let validating = exchange.stored.flatMap { stored in
-            exchange.cacheStatus.fwd == "stale" || exchange.cacheStatus.fwd == "request" ? (stored.hasValidator ? stored : nil) : nil
-        }
+        let validating = validatingStored(exchange)
         let body: UpstreamRequest.BodyLength?
         switch exchange.requestFraming {
         case .none: body = nil
@@ -113,6 +113,7 @@ extension ClientConnection: RequestBodySource {
         var options = fillOptions(for: exchange, url: url, validating: validating)
         options.fallback = exchange.stored
         options.rangeStripped = exchange.range == .stripped
+        options.ownSelectors = sendsOwnSelectors(exchange)
         // A registered key must not be taken over by a second fill (too many waiters).
         let registeredKey = coalesceKey.flatMap { proxy.coalescer.fill(for: $0) == nil ? $0 : nil }
         let fill = Fill(
@@ -150,6 +151,9 @@ extension ClientConnection: RequestBodySource {
         setParents(&options, url: url, exchange: exchange)
         var head = exchange.head
         head.method = .get
+        // Larder's own fetch: the client's preconditions (and Range, below) are its own business,
+        // and an answer to them (a 304 to its If-None-Match) would be taken for the object's.
+        for name in ["If-None-Match", "If-Modified-Since", "If-Match", "If-Unmodified-Since"] { head.headers.remove(name) }
         let request = upstreamRequest(
             url: url, head: head, runtime: exchange.runtime, route: exchange.route, body: nil,
             validating: options.validating, stripRange: true)
@@ -160,6 +164,26 @@ extension ClientConnection: RequestBodySource {
         proxy.coalescer.register(fill)
         proxy.shared.stats.backgroundRefreshes.add(1)
         fill.start()
+    }
+
+    /// The stored response Larder validates with its own validators (RFC 9111 §4.3.1), which
+    /// replace the client's conditionals upstream: a stale one, or one the client's no-cache
+    /// sends to the origin.
+    func validatingStored(_ exchange: Exchange) -> StoredResponse? {
+        guard let stored = exchange.stored, stored.hasValidator else { return nil }
+        let reason = exchange.cacheStatus.fwd
+        return reason == "stale" || reason == "request" ? stored : nil
+    }
+
+    /// Whether the request goes upstream with fields of the client's that select an answer for
+    /// it alone: preconditions (RFC 9110 §13.1) that Larder's own validators do not replace, or
+    /// a Range (§14.2) sent as it came. The origin's 304, 412, 416 or 206 then describes that
+    /// request, not the object: it is neither shared with other requests nor stored.
+    func sendsOwnSelectors(_ exchange: Exchange) -> Bool {
+        let headers = exchange.head.headers
+        if Preconditions.hasOriginConditions(headers) { return true }
+        if exchange.range != .stripped, headers.contains("Range") { return true }
+        return Preconditions.hasCacheableConditions(headers) && validatingStored(exchange) == nil
     }
 
     /// What a fill for a client's request starts with: the route's policy, ttl, retry and

@@ -81,7 +81,8 @@ extension Fill {
             method: method, headers: requestHeaders, policy: options.policy, directives: options.requestDirectives,
             validating: options.validating, fallback: options.fallback, staleIfErrorWindow: staleIfErrorWindow,
             dedupAlways: dedupAlways, maxMemoryObject: maxMemoryObject, negativeTTL: negativeTTL, sharedKey: options.sharedKey,
-            holdsSuccess: options.policy == .cacheFirst && !CacheDecision.isSuccess(status) && holdsSuccess())
+            holdsSuccess: options.policy == .cacheFirst && !CacheDecision.isSuccess(status) && holdsSuccess(),
+            ownSelectors: options.ownSelectors)
     }
 
     /// Whether a success is stored for the key: the stored response this fill validates or

@@ -65,6 +65,9 @@ struct FillOptions {
     var immutableRoute = false
     /// The digest the URL names, on a `digest` route: a 200's body must hash to it.
     var digest: (algorithm: DigestAlgorithm, expected: String)?
+    /// The request carries the client's own preconditions or Range upstream
+    /// (``ClientConnection/sendsOwnSelectors(_:)``): only a 200 is stored or shared.
+    var ownSelectors = false
 }
 
 /// Where a reader finds the body bytes at its position.

@@ -99,6 +99,10 @@ private func decide(
                 decide(short, at: 1001, request: ["Cache-Control": "no-cache"], policy: .cacheFirst, ttl: tenYears) == .revalidate,
                 "and the client's no-cache")
         }
+        let window = failure(404, ["Cache-Control": "max-age=31536000, stale-while-revalidate=31536000"])
+        #expect(decide(window, at: 1031) == .forward(reason: "stale"), "no stale-while-revalidate for a failure")
+        #expect(
+            decide(window, at: 1031, request: ["Cache-Control": "max-stale"]) == .serveStale(refresh: false), "max-stale is the client's")
         let year = failure(404, ["Cache-Control": "max-age=31536000"])
         #expect(CacheDecision.canServeStaleOnError(year, request: .none, window: 60, negativeTTL: 30, now: 1090))
         #expect(

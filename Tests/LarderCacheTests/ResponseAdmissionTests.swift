@@ -12,12 +12,12 @@ import Testing
     func request(
         _ method: HTTPMethod = .get, headers: HTTPHeaders = [:], policy: CachePolicy = .http,
         directives: RequestDirectives = .none, validating: StoredResponse? = nil, fallback: StoredResponse? = nil,
-        sharedKey: Bool = false, holdsSuccess: Bool = false
+        sharedKey: Bool = false, holdsSuccess: Bool = false, ownSelectors: Bool = false
     ) -> ResponseAdmission.Request {
         ResponseAdmission.Request(
             method: method, headers: headers, policy: policy, directives: directives, validating: validating,
             fallback: fallback, staleIfErrorWindow: 3600, dedupAlways: false, maxMemoryObject: 1 << 20, negativeTTL: 30,
-            sharedKey: sharedKey, holdsSuccess: holdsSuccess)
+            sharedKey: sharedKey, holdsSuccess: holdsSuccess, ownSelectors: ownSelectors)
     }
 
     static let disk = ResponseAdmission.DiskTier(maxObjectBytes: 1 << 30, acceptingWrites: true)
@@ -133,7 +133,8 @@ import Testing
     @Test func aFailureUnderASharedKeyIsNeitherStoredNorShared() {
         let shared = request(policy: .cacheFirst, sharedKey: true)
         let failed = decide(shared, 404, ["Cache-Control": "max-age=60"])
-        #expect(failed.storage == .none && !failed.shareable && !failed.keepsStored)
+        #expect(failed.storage == .none && !failed.shareable && failed.keepsStored, "nor does it outdate the entry")
+        #expect(decide(request(sharedKey: true), 403, [:]).keepsStored, "whatever the policy")
         #expect(decide(shared, 403, [:]).storage == .none)
         let success = decide(shared, 200, [:])
         #expect(success.storage == .whole && success.shareable)
@@ -149,5 +150,19 @@ import Testing
         let http = decide(request(holdsSuccess: true), 404, ["Cache-Control": "max-age=60"])
         #expect(http.storage == .whole && !http.keepsStored, "on an http route the origin's answer replaces it")
         #expect(!decide(request(policy: .cacheFirst, holdsSuccess: true), 200, [:]).keepsStored)
+    }
+
+    /// A request that went upstream with the client's own preconditions or Range: the 304,
+    /// 412 or 416 the origin answers them with is that request's alone (not stored, not
+    /// shared, nothing stored outdated by it); a 200 is the object's, as always.
+    @Test func anAnswerToTheClientsOwnSelectorsIsThatRequestsAlone() {
+        let own = request(headers: ["If-Match": "\"x\""], ownSelectors: true)
+        for status in [304, 412, 416, 206] {
+            let answer = decide(own, status, ["Cache-Control": "max-age=60"])
+            #expect(answer.storage == .none && !answer.shareable && answer.keepsStored, "\(status)")
+        }
+        let full = decide(own, 200, ["Cache-Control": "max-age=60"])
+        #expect(full.storage == .whole && full.shareable && !full.keepsStored)
+        #expect(decide(request(), 412, ["Cache-Control": "max-age=60"]).storage == .whole, "without them, the HTTP rules")
     }
 }

@@ -345,6 +345,38 @@ import Testing
         }
     }
 
+    /// An older version's cache_first kept private and no-store answers on disk: after an
+    /// upgrade they are dropped when looked up, never served (one user's answer to another).
+    @Test func aPrivateOrNoStoreEntryAnOlderVersionKeptIsDroppedNotServed() throws {
+        for (path, cacheControl) in [("/private", "private"), ("/no-store", "no-store, max-age=60"), ("/kept", "max-age=60")] {
+            let headers: HTTPHeaders = ["Cache-Control": cacheControl]
+            var head = diskHead(path)
+            head.headers = headers
+            cache.storeOnDisk(
+                [
+                    .init(
+                        response: Fixtures.response(path, bodySize: 300, headers: headers), body: [UInt8](repeating: 7, count: 300),
+                        head: head)
+                ],
+                budgetNanos: 1_000_000)
+            cache.disk?.drain()
+            let first = lookUp(path)
+            cache.disk?.drain()
+            if path == "/kept" {
+                guard case .found = first else {
+                    Issue.record("an entry that may be shared is served")
+                    continue
+                }
+            } else {
+                guard case .miss = first else {
+                    Issue.record("\(cacheControl): served")
+                    continue
+                }
+                #expect(!cache.holds(Fixtures.key(path)), "\(cacheControl): dropped")
+            }
+        }
+    }
+
     @Test func refreshInvalidateAndPurgeReachBothTiers() throws {
         let stored = Fixtures.response("/p", bodySize: 300)
         cache.insertInMemory(stored)

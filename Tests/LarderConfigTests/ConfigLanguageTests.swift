@@ -401,6 +401,11 @@ private let errorCases: [ErrorCase] = [
         #expect(try !matches(rpm, "http://m/search?q=foo.rpm"), "the suffix is in the query")
         #expect(try !matches(rpm, "http://m/etc/x.rpmnew/y"), "the suffix is not the end of the path")
         #expect(try !matches(rpm, "http://m/a.rpm.html"))
+        let repodata = "http://*:*/*/repodata/*?*"
+        #expect(try matches(repodata, "http://m/os/repodata/abc-primary.xml.zst"))
+        #expect(try !matches(repodata, "http://m/os/repodata/"), "a directory listing is no file")
+        #expect(try !matches(repodata, "http://m/os/repodata/?C=M;O=A"))
+        #expect(try !matches("http://*:*/*?*", "http://m/"))
         #expect(try matches("http://*:*/*.rpm*", "http://m/search?q=foo.rpm"), "a plain * still crosses into the query")
         #expect(try matches("http://h/a?b=*", "http://h/a?b=1") && !matches("http://h/a?b=*", "http://h/a"), "elsewhere ? is literal")
         let captured = try URLPattern(parsing: "http://h/{dir}/{file}.deb?*")

@@ -109,8 +109,35 @@ extension IntegrationTests {
             }
         }
 
-        /// URLs that only look like packages (the suffix in the query, or followed by more)
-        /// follow the HTTP rules: an answer without a lifetime is not kept.
+        /// Nor does it remove what the signed requests stored, whatever the route's policy: an
+        /// unsigned request's no-cache, or its revalidation of a stale entry, meets a 403 that
+        /// says nothing of the signed object.
+        @Test func anUnsignedFailureUnderIgnoreQueryLeavesTheSignedEntry() throws {
+            let origin = try Origin()
+            for policy in ["http", "stale_while_revalidate"] {
+                let larder = try Larder(
+                    config: "[retry]\nstrategy = \"none\"\n[[route]]\nmatch = \"http://127.0.0.1:*/blob/*\"\n"
+                        + "ignore_query = [\"sig\"]\nimmutable = true\npolicy = \"\(policy)\"\n")
+                let path = "/blob/\(policy)"
+                try origin.script(
+                    path + "?sig=1", [Scripted(headers: [("ETag", "\"v1\""), ("Cache-Control", "max-age=1")], body: "blob")],
+                    conditional: true)
+                try origin.script(path, [Scripted(status: 403, body: "unsigned")], conditional: false)
+                #expect(try Curl.viaProxy(larder.proxy, [origin.url(path + "?sig=1")]).text == "blob")
+                _ = try Curl.viaProxy(larder.proxy, ["-H", "Cache-Control: no-cache", origin.url(path)])
+                Thread.sleep(forTimeInterval: 1.5)
+                _ = try Curl.viaProxy(larder.proxy, [origin.url(path)])
+                Thread.sleep(forTimeInterval: 0.3)  // a background refresh, if any, has ended
+                let signed = try Curl.viaProxy(larder.proxy, [origin.url(path + "?sig=1")])
+                // Answered from the entry (a hit, or a 304 to its revalidation), not fetched anew.
+                #expect(
+                    signed.text == "blob" && signed.header("cache-status")?.contains("uri-miss") == false,
+                    "\(policy): \(signed.headers)")
+            }
+        }
+
+        /// URLs that only look like packages (the suffix in the query, or followed by more, or
+        /// a directory where files are) follow the HTTP rules: an answer without a lifetime is not kept.
         @Test func aURLThatOnlyLooksLikeAPackageIsNotKeptAsOne() throws {
             let origin = try Origin()
             let larder = try Larder(config: Self.config(origin: origin))
@@ -122,6 +149,10 @@ extension IntegrationTests {
                 "http://crates.mirror.test/crates/demo.crate.sha256",
                 "http://go.mirror.test/example.org/mod/@v/v1.0.0.info/x",
                 "http://apt.mirror.test/debian/pool/main/x/x.tar.gz.asc",
+                // Directory listings: they change whenever the repository does.
+                "http://rpm.mirror.test/fedora/39/repodata/",
+                "http://rpm.mirror.test/fedora/39/repodata/?C=M;O=A",
+                "http://apt.mirror.test/debian/dists/x/main/by-hash/SHA256/",
             ] {
                 for _ in 1...2 { #expect(try Curl.viaProxy(larder.proxy, [target]).status == 200) }
                 #expect(try origin.count(target) == 2, "\(target) is not an artefact")
@@ -183,6 +214,128 @@ extension IntegrationTests {
                 #expect(later.status == 200 && later.text == text, "#\(attempt): \(later.status) \(later.headers)")
             }
             #expect(origin.count(path) == 2, "the slices answered")
+        }
+
+        /// A client's own preconditions go to the origin on a miss, and the origin's answer to
+        /// them is that client's alone: a 304 to its If-None-Match or a 412 to its If-Match is
+        /// neither handed to a plain request that arrived meanwhile (a body-less 304 to a
+        /// request that had no validator) nor stored for the requests after it.
+        @Test func anAnswerToAClientsOwnPreconditionsReachesNoOtherClient() throws {
+            let origin = try Origin()
+            let larder = try Larder()
+            try origin.script(
+                "/own-304", [Scripted(headers: [("ETag", "\"v1\""), ("Cache-Control", "max-age=60")], body: "hello", delay: 1)],
+                conditional: true)
+            try origin.script(
+                "/own-412",
+                [
+                    Scripted(status: 412, headers: [("Cache-Control", "max-age=60")], body: "failed", delay: 1),
+                    Scripted(headers: [("Cache-Control", "max-age=60")], body: "hello"),
+                ], conditional: false)
+            for (path, condition, status) in [("/own-304", "If-None-Match: \"v1\"", 304), ("/own-412", "If-Match: \"x\"", 412)] {
+                // The conditional request first; a plain one while the origin takes its time.
+                let conditional = try ChildProcess(
+                    "/usr/bin/curl",
+                    ["-s", "-o", "/dev/null", "-w", "%{http_code}", "--proxy", larder.proxy, "-H", condition, origin.url(path)],
+                    environment: ["PATH": "/usr/bin:/bin"])
+                Thread.sleep(forTimeInterval: 0.3)
+                let plain = try Curl.viaProxy(larder.proxy, [origin.url(path)])
+                conditional.waitUntilExit()
+                #expect(conditional.stdout == String(status), "\(path): the client's own answer")
+                #expect(plain.status == 200 && plain.text == "hello", "\(path): \(plain.status) \(plain.headers)")
+                let later = try Curl.viaProxy(larder.proxy, [origin.url(path)])
+                #expect(later.status == 200 && later.text == "hello", "\(path) later: \(later.status) \(later.headers)")
+            }
+        }
+
+        /// A range passed upstream as the client sent it (an object too large to fetch whole)
+        /// that the origin refuses: its 416, fresh for a minute by the origin's own headers, is
+        /// not stored under the URL, where it would answer every plain GET.
+        @Test func aRefusedRangeIsNotStoredForPlainRequests() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: "[cache]\nslice_size = \"0\"\nrange_whole_max = \"1KiB\"\n")
+            let target = origin.url("/big?ranges=1&size=5000&cc=max-age=60")
+            let refused = try Curl.viaProxy(larder.proxy, ["-H", "Range: bytes=9000-", target])
+            #expect(refused.status == 416)
+            for attempt in 1...2 {
+                let plain = try Curl.viaProxy(larder.proxy, [target])
+                #expect(plain.status == 200 && plain.body.count == 5000, "#\(attempt): \(plain.status) \(plain.headers)")
+            }
+        }
+
+        /// On a route that bypasses the cache, a Range goes upstream as it is: two clients
+        /// asking for different ranges of one URL at once must each get their own bytes, not
+        /// share one fetch.
+        @Test func rangesSentAsTheyAreShareNoFetch() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: "[cache]\ndefault_policy = \"network_only\"\n")
+            let target = origin.url("/ranged?ranges=1&size=1000&delay=1")
+            let first = try ChildProcess(
+                "/usr/bin/curl",
+                ["-s", "-o", "/dev/null", "-w", "%{http_code}", "--proxy", larder.proxy, "-H", "Range: bytes=0-3", target],
+                environment: ["PATH": "/usr/bin:/bin"])
+            Thread.sleep(forTimeInterval: 0.3)
+            let second = try Curl.viaProxy(larder.proxy, ["-H", "Range: bytes=10-19", target])
+            first.waitUntilExit()
+            let whole = try origin.directBody("/ranged?ranges=1&size=1000")
+            #expect(second.status == 206 && second.body == whole[10..<20], "\(second.status) \(second.headers)")
+            #expect(first.stdout == "206")
+        }
+
+        /// stale-while-revalidate is for successes: a 404 that allows it for a year, once past
+        /// its lifetime, is not served while a refresh runs, since a refresh whose answer is not
+        /// stored (a 200 with Set-Cookie, no-store, private) would leave it answering everyone.
+        @Test func aStoredFailureIsNotServedStaleWhileRevalidated() throws {
+            let origin = try Origin()
+            let larder = try Larder()
+            try origin.script(
+                "/published",
+                [
+                    Scripted(status: 404, headers: [("Cache-Control", "max-age=1, stale-while-revalidate=31536000")], body: "missing"),
+                    Scripted(headers: [("Set-Cookie", "lb=1")], body: "published"),
+                ], conditional: false)
+            #expect(try Curl.viaProxy(larder.proxy, [origin.url("/published")]).status == 404)
+            Thread.sleep(forTimeInterval: 1.5)
+            for attempt in 1...2 {
+                let later = try Curl.viaProxy(larder.proxy, [origin.url("/published")])
+                #expect(later.status == 200 && later.text == "published", "#\(attempt): \(later.status) \(later.headers)")
+            }
+        }
+
+        /// A sliced immutable object with one slice stored: fetching the next slice for a whole
+        /// answer meets a 503. That client's answer is cut short, but the failure says nothing
+        /// of the object: the stored slice stays and answers the next request on its own.
+        @Test func aFailedSliceFetchLeavesTheStoredSlices() throws {
+            let origin = try RawOrigin()
+            let path = "/pkg/sliced-1.0.tar.gz"
+            let slice = String(repeating: "abcdefghijklmnop", count: (64 << 10) / 16)
+            origin.script(
+                path,
+                .init(
+                    "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 0-65535/196608\r\nContent-Length: 65536\r\n"
+                        + "ETag: \"v1\"\r\nConnection: close\r\n\r\n" + slice))
+            let larder = try Larder(
+                config: "[retry]\nstrategy = \"none\"\n[cache]\nslice_size = \"64KiB\"\n"
+                    + "[[route]]\nmatch = \"http://127.0.0.1:*/pkg/*\"\nimmutable = true\n")
+            let first = try Curl.viaProxy(larder.proxy, ["-H", "Range: bytes=0-99", origin.url(path)])
+            #expect(first.status == 206 && first.text == String(slice.prefix(100)))
+            // The slice is written by the disk thread: wait (bounded) until it answers alone.
+            func storedSliceAnswers() throws -> Bool {
+                let answer = try Curl.viaProxy(
+                    larder.proxy, ["-H", "Cache-Control: only-if-cached", "-H", "Range: bytes=0-99", origin.url(path)])
+                return answer.status == 206 && answer.text == String(slice.prefix(100))
+            }
+            var stored = false
+            for _ in 1...50 where !stored {
+                stored = try storedSliceAnswers()
+                if !stored { Thread.sleep(forTimeInterval: 0.1) }
+            }
+            #expect(stored && origin.count(path) == 1, "slice 0 stored")
+            origin.script(path, .init("HTTP/1.1 503 Service Unavailable\r\nContent-Length: 4\r\nConnection: close\r\n\r\nbusy"))
+            let whole = try Curl.run(["--proxy", larder.proxy, origin.url(path)])
+            #expect(whole.body.count < 196608, "the whole answer is cut short")
+            #expect(origin.count(path) == 2, "slice 1 was asked for")
+            #expect(try storedSliceAnswers(), "slice 0 is still stored")
         }
     }
 }
