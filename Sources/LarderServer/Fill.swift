@@ -497,6 +497,11 @@ final class Fill: UpstreamTransferDelegate {
             announcedLength = length
             if !forwarded.hasNoBody(for: method) { contentLength = length }
         }
+        if let digest = options.digest, method == .get, forwarded.status == 200 {
+            // Checked against the digest, and then any host's answer for every host: only
+            // fields that describe the bytes.
+            ContentAddressedFields.restrict(&forwarded.headers, digest: "\(digest.algorithm.rawValue):\(digest.expected)")
+        }
         let sliceRange = sliceOfResponse(&forwarded)
         responseTime = Clocks.wallSeconds()
         if !forwarded.headers.contains("Date") {
@@ -526,6 +531,9 @@ final class Fill: UpstreamTransferDelegate {
         if admission.invalidates { invalidate(forwarded) }
         switch admission.verdict {
         case .merge:
+            // A digest entry may be revalidated through another host than filled it: that
+            // host's 304 freshens it, but says nothing else about bytes it never sent.
+            if options.digest != nil { ContentAddressedFields.restrictUpdate(&forwarded.headers) }
             refresh(options.validating!, with: forwarded)
             return
         case .serveStale:

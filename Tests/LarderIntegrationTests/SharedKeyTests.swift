@@ -177,6 +177,78 @@ extension IntegrationTests {
             #expect(try Self.metric(larder, "larder_digest_mismatches_total") == 1)
         }
 
+        /// The digest vouches for the body, not for what the host that sent it says: an entry
+        /// any host can fill keeps only the fields that describe the bytes (and is sandboxed),
+        /// so a planting host's cookies, redirects, download names, CORS and HSTS fields or
+        /// Docker-Content-Digest never reach the clients of the official registry. Manifests,
+        /// whose Content-Type clients read, are one entry per registry.
+        @Test func aPlantedDigestEntryCarriesOnlyTheFieldsThatDescribeItsBytes() throws {
+            let official = try Origin()
+            let planter = try Origin()
+            let layer = "the public layer"
+            let hex = try Self.digest(layer)
+            let blob = "/v2/lib/app/blobs/sha256:\(hex)"
+            let manifest = "/v2/lib/app/manifests/sha256:\(hex)"
+            let harmful: [(String, String)] = [
+                ("Content-Type", "text/html"), ("Content-Disposition", "attachment; filename=setup.exe"),
+                ("Refresh", "0; url=http://planter.test/"), ("Clear-Site-Data", "\"cookies\""),
+                ("Docker-Content-Digest", "sha256:\(String(repeating: "0", count: 64))"),
+                ("Link", "<http://planter.test/x.js>; rel=preload"),
+                ("Access-Control-Allow-Origin", "*"), ("Strict-Transport-Security", "max-age=99999999; includeSubDomains"),
+                ("Location", "http://planter.test/"), ("X-Planted", "1"), ("Content-Security-Policy", "script-src *"),
+            ]
+            try planter.script(blob, [.init(headers: harmful, body: layer)], conditional: false)
+            try planter.script(manifest, [.init(headers: [("Content-Type", "text/plain")], body: layer)], conditional: false)
+            try official.script(
+                manifest, [.init(headers: [("Content-Type", "application/vnd.oci.image.manifest.v1+json")], body: layer)],
+                conditional: false)
+            let larder = try Larder(
+                config: "[cache]\npresets = [\"oci\"]\n" + Self.resolve([("reg.test", official), ("planter.test", planter)]))
+            #expect(try Curl.viaProxy(larder.proxy, ["http://planter.test:\(planter.port)\(blob)"]).text == layer)
+            let victim = try Curl.viaProxy(larder.proxy, ["http://reg.test:\(official.port)\(blob)"])
+            #expect(victim.text == layer && victim.header("cache-status")?.hasPrefix("larder; hit") == true, "\(victim.headers)")
+            for (name, _) in harmful where name != "Content-Type" && name != "Content-Security-Policy" {
+                #expect(victim.header(name) == nil, "\(name) reached a client of another host")
+            }
+            #expect(victim.header("content-security-policy") == "sandbox", "\(victim.headers)")
+            #expect(victim.header("x-content-type-options") == "nosniff")
+            #expect(try official.count(blob) == 0)
+            _ = try Curl.viaProxy(larder.proxy, ["http://planter.test:\(planter.port)\(manifest)"])
+            let pulled = try Curl.viaProxy(larder.proxy, ["http://reg.test:\(official.port)\(manifest)"])
+            #expect(pulled.header("content-type") == "application/vnd.oci.image.manifest.v1+json", "\(pulled.headers)")
+            #expect(try official.count(manifest) == 1, "manifests: one entry per registry")
+        }
+
+        /// A digest entry revalidated through another host (a route with a short ttl): that
+        /// host's 304 freshens it, and changes none of the fields its clients get.
+        @Test func aNotModifiedFromAnotherHostChangesNoFieldOfADigestEntry() throws {
+            let official = try Origin()
+            let planter = try Origin()
+            let body = "content-addressed bytes"
+            let path = "/cas/\(try Self.digest(body))"
+            try official.script(
+                path, [.init(headers: [("Content-Type", "application/octet-stream"), ("ETag", "\"v1\"")], body: body)],
+                conditional: false)
+            try planter.script(
+                path,
+                [
+                    .init(
+                        status: 304, headers: [("Content-Type", "text/html"), ("ETag", "\"v1\""), ("X-Planted", "1")], body: "")
+                ], conditional: false)
+            let larder = try Larder(
+                config: "[[route]]\nmatch = \"*://*:*/cas/{digest}\"\ndigest = \"sha256\"\nttl = \"1s\"\n"
+                    + Self.resolve([("cas.test", official), ("planter.test", planter)]))
+            #expect(try Curl.viaProxy(larder.proxy, ["http://cas.test:\(official.port)\(path)"]).text == body)
+            usleep(1_500_000)
+            let revalidated = try Curl.viaProxy(larder.proxy, ["http://planter.test:\(planter.port)\(path)"])
+            #expect(revalidated.text == body, "\(revalidated.headers)")
+            #expect(try planter.count(path) == 1, "revalidated through the other host")
+            let victim = try Curl.viaProxy(larder.proxy, ["http://cas.test:\(official.port)\(path)"])
+            #expect(victim.text == body && victim.header("cache-status")?.hasPrefix("larder; hit") == true, "\(victim.headers)")
+            #expect(victim.header("content-type") == "application/octet-stream" && victim.header("x-planted") == nil, "\(victim.headers)")
+            #expect(try official.count(path) == 1)
+        }
+
         /// The debian and ubuntu presets share by-hash files across every host when the body
         /// matches the digest (SHA-256 and SHA-512), and a mirror that serves another body
         /// fills nothing.
