@@ -249,6 +249,23 @@ extension IntegrationTests {
             #expect(try official.count(path) == 1)
         }
 
+        /// The digest names the bytes of the representation, not of a content coding of it: a
+        /// gzip-coded 200 (an origin answering Accept-Encoding) goes to its own client as it
+        /// is, unchecked and never stored or shared, instead of failing as a mismatch.
+        @Test func aContentCodedAnswerGoesUncheckedToItsOwnClientOnly() throws {
+            let origin = try Origin()
+            let index = "Package: demo\n"
+            let path = "/debian/dists/bookworm/main/binary-amd64/by-hash/SHA256/\(try Self.digest(index))"
+            try origin.script(path, [.init(headers: [("Content-Encoding", "gzip")], body: "gzip-coded bytes")], conditional: false)
+            let larder = try Larder(config: "[cache]\npresets = [\"debian\"]\n" + Self.resolve([("deb.debian.org", origin)]))
+            for attempt in 1...2 {
+                let coded = try Curl.viaProxy(larder.proxy, ["-H", "Accept-Encoding: gzip", "http://deb.debian.org:\(origin.port)\(path)"])
+                #expect(coded.status == 200 && coded.text == "gzip-coded bytes", "\(coded.status) \(coded.headers)")
+                #expect(try origin.count(path) == attempt, "never stored")
+            }
+            #expect(try Self.metric(larder, "larder_digest_mismatches_total") == 0)
+        }
+
         /// The debian and ubuntu presets share by-hash files across every host when the body
         /// matches the digest (SHA-256 and SHA-512), and a mirror that serves another body
         /// fills nothing.
