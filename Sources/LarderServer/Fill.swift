@@ -561,8 +561,10 @@ final class Fill: UpstreamTransferDelegate {
         }
         if case .pending = digestCheck { digestHoldsHead = retainAll }
         share(forwarded, shareable: admission.shareable)
-        if let validating = options.validating, !willStore {
-            // The origin sent a new response that will not be stored: the old one is outdated.
+        // The origin sent a new response that will not be stored: the old one is outdated. Not
+        // on a digest route: the stored body is pinned by its digest, and the answer (a 404, a
+        // coded or forged body) may come from another host than filled it.
+        if let validating = options.validating, !willStore, options.digest == nil {
             proxy.shared.cache.invalidate(validating)
         }
         if readers.isEmpty && !worthFinishingAlone {

@@ -249,6 +249,31 @@ extension IntegrationTests {
             #expect(try official.count(path) == 1)
         }
 
+        /// A digest entry revalidated through another host that answers 404 (or anything not
+        /// stored) is not outdated by it: the digest pins the body, and the clients of the host
+        /// that filled it keep their hit.
+        @Test func anAnswerFromAnotherHostNeverRemovesADigestEntry() throws {
+            let official = try Origin()
+            let planter = try Origin()
+            let body = "content-addressed bytes"
+            let path = "/cas/\(try Self.digest(body))"
+            try official.script(path, [.init(headers: [("ETag", "\"v1\"")], body: body)], conditional: false)
+            try planter.script(path, [.init(status: 404, body: "gone")], conditional: false)
+            let larder = try Larder(
+                config: "[[route]]\nmatch = \"*://*:*/cas/{digest}\"\ndigest = \"sha256\"\nttl = \"1s\"\n"
+                    + Self.resolve([("cas.test", official), ("planter.test", planter)]))
+            #expect(try Curl.viaProxy(larder.proxy, ["http://cas.test:\(official.port)\(path)"]).text == body)
+            usleep(1_500_000)
+            #expect(try Curl.viaProxy(larder.proxy, ["http://planter.test:\(planter.port)\(path)"]).status == 404)
+            #expect(try planter.count(path) == 1)
+            // Stale (ttl 1 s), so revalidated with the official host: still stored, a 304 keeps it.
+            try official.script(path, [.init(status: 304, headers: [("ETag", "\"v1\"")], body: "")], conditional: false)
+            let victim = try Curl.viaProxy(larder.proxy, ["http://cas.test:\(official.port)\(path)"])
+            #expect(victim.status == 200 && victim.text == body, "\(victim.status) \(victim.headers)")
+            let conditional = try official.requests().last { $0.target == path }
+            #expect(conditional?.headers.contains { $0.0.lowercased() == "if-none-match" } == true, "the entry was removed")
+        }
+
         /// The digest names the bytes of the representation, not of a content coding of it: a
         /// gzip-coded 200 (an origin answering Accept-Encoding) goes to its own client as it
         /// is, unchecked and never stored or shared, instead of failing as a mismatch.
