@@ -101,11 +101,12 @@ public enum Preset: String, Sendable, CaseIterable {
         case .oci:
             return [
                 // Named by digest: one entry per digest whatever the registry or repository.
-                // Manifests have a key of their own: their Content-Type tells clients the schema.
+                // Manifests are checked too, but keyed per registry: their Content-Type tells
+                // clients the schema, and one registry's must not answer another's clients.
                 Rule(match: "*://*:*/v2/*/blobs/sha256:{digest}?*", kind: .artefact, digest: .sha256),
                 Rule(
-                    match: "*://*:*/v2/*/manifests/sha256:{digest}?*", kind: .artefact, key: "oci-manifest:sha256:{digest}",
-                    digest: .sha256),
+                    match: "*://*:*/v2/*/manifests/sha256:{digest}?*", kind: .artefact,
+                    key: "oci-manifest:{host}:{port}:sha256:{digest}", digest: .sha256),
                 Rule(match: "*://*:*/v2/*/blobs/sha256:*?*", kind: .artefact),
                 Rule(match: "*://*:*/v2/*/manifests/sha256:*?*", kind: .artefact),
                 // Registries redirect blob downloads to signed storage URLs named by digest.

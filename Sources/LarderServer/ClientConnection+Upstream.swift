@@ -69,6 +69,12 @@ extension ClientConnection: RequestBodySource {
             }
         }
         if let variant = exchange.variant { coalesceKey = coalesceKey?.with(variant: variant) }
+        // A digest key is shared by every host, but a fill is one host's answer: only clients of
+        // that host wait on it, or a host that sends a wrong body slowly would hold (and, past
+        // what is kept whole, fail) the clients of every other host for as long as it likes.
+        if exchange.route?.digest != nil, let shared = coalesceKey {
+            coalesceKey = shared.on(origin: CacheKey.origin(of: CacheKey(url).url))
+        }
         if let key = coalesceKey, proxy.coalescer.isNotShareable(key) { coalesceKey = nil }
         if let coalesceKey, let fill = proxy.coalescer.fill(for: coalesceKey), fill.acceptsLateReaders,
             fill.readerCount < exchange.runtime.config.coalesce.maxWaiters

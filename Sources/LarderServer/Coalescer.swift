@@ -46,6 +46,13 @@ struct FillKey: Hashable, Sendable {
         FillKey(method: method, url: url, bodyHash: bodyHash, variant: variant)
     }
 
+    /// The same key for the clients of one origin only (a key several hosts share, such as a
+    /// digest: each host's answer is that host's alone until it is checked). A space never
+    /// occurs in a URL, so the two parts cannot run into each other.
+    func on(origin: String) -> FillKey {
+        FillKey(method: method, url: url + " " + origin, bodyHash: bodyHash, variant: variant)
+    }
+
     static func == (left: FillKey, right: FillKey) -> Bool {
         let (left, right) = (left.parts, right.parts)
         return left === right

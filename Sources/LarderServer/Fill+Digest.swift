@@ -11,12 +11,15 @@ extension Fill {
     /// anything else the origin answers (another status, a HEAD's fields) describes that host
     /// only, so it neither is stored under the shared key, nor freshens what is, nor goes to
     /// the other readers (who may have asked another host). Nor is a content-coded 200 stored
-    /// or shared: its coding, unchecked, would reach clients of other hosts.
+    /// or shared: its coding, unchecked, would reach clients of other hosts. Nor is it checked:
+    /// the digest names the representation's bytes, not those of a coding of it (RFC 9110
+    /// §8.4), so a good answer to a client's Accept-Encoding would never match.
     func checksDigest(of head: ResponseHead, admission: inout ResponseAdmission) {
         guard let digest = options.digest else { return }
-        let checked = method == .get && head.status == 200
+        let coded = head.headers.contains("Content-Encoding")
+        let checked = method == .get && head.status == 200 && !coded
         if checked { digestCheck = .pending(BodyDigest(digest.algorithm)) }
-        if !checked || head.headers.contains("Content-Encoding") {
+        if !checked {
             admission.storage = .none
             admission.shareable = false
             admission.freshensStoredFromHead = false

@@ -505,6 +505,11 @@ final class Fill: UpstreamTransferDelegate {
             announcedLength = length
             if !forwarded.hasNoBody(for: method) { contentLength = length }
         }
+        if let digest = options.digest, method == .get, forwarded.status == 200 {
+            // Checked against the digest, and then any host's answer for every host: only
+            // fields that describe the bytes.
+            ContentAddressedFields.restrict(&forwarded.headers, digest: "\(digest.algorithm.rawValue):\(digest.expected)")
+        }
         let sliceRange = sliceOfResponse(&forwarded)
         responseTime = Clocks.wallSeconds()
         if !forwarded.headers.contains("Date") {
@@ -534,6 +539,9 @@ final class Fill: UpstreamTransferDelegate {
         if admission.invalidates { invalidate(forwarded) }
         switch admission.verdict {
         case .merge:
+            // A digest entry may be revalidated through another host than filled it: that
+            // host's 304 freshens it, but says nothing else about bytes it never sent.
+            if options.digest != nil { ContentAddressedFields.restrictUpdate(&forwarded.headers) }
             refresh(options.validating!, with: forwarded)
             return
         case .serveStale:
@@ -561,8 +569,10 @@ final class Fill: UpstreamTransferDelegate {
         }
         if case .pending = digestCheck { digestHoldsHead = retainAll }
         share(forwarded, shareable: admission.shareable)
-        if let validating = options.validating, !willStore, !admission.keepsStored {
-            // The origin sent a new response that will not be stored: the old one is outdated.
+        // The origin sent a new response that will not be stored: the old one is outdated. Not
+        // on a digest route: the stored body is pinned by its digest, and the answer (a 404, a
+        // coded or forged body) may come from another host than filled it.
+        if let validating = options.validating, !willStore, !admission.keepsStored, options.digest == nil {
             proxy.shared.cache.invalidate(validating)
         }
         if readers.isEmpty && !worthFinishingAlone {

@@ -695,7 +695,7 @@ private let errorCases: [ErrorCase] = [
         }
         let blob = try #require(try route("https://ghcr.io/v2/a/b/blobs/sha256:\(sha256)"))
         #expect(blob.key?.text == "sha256:{digest}" && blob.digest == .sha256)
-        #expect(try route("https://ghcr.io/v2/a/b/manifests/sha256:\(sha256)")?.key?.text == "oci-manifest:sha256:{digest}")
+        #expect(try route("https://ghcr.io/v2/a/b/manifests/sha256:\(sha256)")?.key?.text == "oci-manifest:{host}:{port}:sha256:{digest}")
         for route in parsed.routes where route.key.map({ !$0.parts.contains(.host) }) == true {
             #expect(route.match.exactHost != nil || route.digest != nil, "\(route.match): host-free key on a wildcard host")
         }
