@@ -133,11 +133,13 @@ public final class UpstreamClient {
 
     /// `own`: opened by ``openSocket``, so its close is seen and it may stay registered idle;
     /// `origin`: the origin (`scheme://host:port`) it was opened for, for the log (a connection
-    /// to a parent proxy may serve other origins later).
+    /// to a parent proxy may serve other origins later); `pausedBy`: the paused transfer curl
+    /// stopped watching it for.
     private struct SocketEntry {
         var watch: SocketWatch?
         var own = false
         var origin = ""
+        weak var pausedBy: UpstreamTransfer?
     }
 
     /// Why curl stopped watching a socket that stays registered: see ``watch(fd:what:easy:)``.
@@ -164,7 +166,8 @@ public final class UpstreamClient {
                 client.closeIdleConnection(fd)
                 return
             case .paused:
-                // Its transfer reads the bytes when it resumes (curl watches the socket again).
+                // Its transfer reads the bytes when it resumes (curl watches the socket again),
+                // or, if it ends without, its end looks at them (``inspectConnection(after:)``).
                 client.unwatch(fd)
                 return
             case .no:
@@ -189,14 +192,23 @@ public final class UpstreamClient {
         if what == CURL_POLL_REMOVE {
             guard let watch = sockets[index].watch else { return }
             if sockets[index].own {
-                let transfer = easy.flatMap { activeTransfer($0) }
-                watch.parked = transfer.map { $0.receivePaused || $0.sendPaused } == true ? .paused : .idle
+                if let transfer = easy.flatMap({ activeTransfer($0) }), transfer.receivePaused || transfer.sendPaused {
+                    // curl says nothing more of this socket if the transfer then ends without
+                    // reading from it again (its last bytes were the ones it paused on): the
+                    // transfer's end makes it idle (``inspectConnection(after:)``).
+                    watch.parked = .paused
+                    sockets[index].pausedBy = transfer
+                    transfer.pausedSocket = fd
+                } else {
+                    watch.parked = .idle
+                }
                 loop.setInterest(fd, .readable)
             } else {
                 unwatch(fd)
             }
             return
         }
+        sockets[index].pausedBy = nil
         var interest: IOEvents = []
         if what == CURL_POLL_IN || what == CURL_POLL_INOUT { interest.insert(.readable) }
         if what == CURL_POLL_OUT || what == CURL_POLL_INOUT { interest.insert(.writable) }
@@ -271,6 +283,36 @@ public final class UpstreamClient {
         idleConnectionClosed?(reason, sockets[Int(fd)].origin)
     }
 
+    /// The connection `transfer` ran on, once the transfer is out of curl, if curl keeps it in
+    /// its pool. A transfer that ended while paused (its last bytes were refused, then taken on
+    /// resume) gets no word from curl for its socket after the "remove" that paused it: it is
+    /// idle from now on, and bytes that came while it was paused are no answer to anything.
+    private func inspectConnection(after transfer: UpstreamTransfer) {
+        // Still marked by this transfer: curl neither closed the socket (``closeSocket`` clears
+        // the entry) nor ran another transfer on it (``watch`` clears the mark).
+        if let fd = transfer.pausedSocket, Int(fd) < sockets.count, sockets[Int(fd)].pausedBy === transfer {
+            let index = Int(fd)
+            sockets[index].pausedBy = nil
+            if let watch = sockets[index].watch {
+                watch.parked = .idle
+                loop.setInterest(fd, .readable)
+            } else {
+                // Unwatched when bytes arrived while it was paused.
+                let watch = SocketWatch(fd: fd, client: self)
+                watch.parked = .idle
+                if (try? loop.register(fd, interest: .readable, handler: watch)) != nil { sockets[index].watch = watch }
+            }
+            // Now rather than at the loop's next look: another transfer may pick it first.
+            if Self.isReadable(fd) { closeIdleConnection(fd) }
+        }
+    }
+
+    /// Whether `fd` has bytes to read, or its peer closed it, right now.
+    private static func isReadable(_ fd: Int32) -> Bool {
+        var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        return poll(&entry, 1, 0) == 1 && entry.revents != 0
+    }
+
     /// CURLOPT_CLOSESOCKETFUNCTION: deregister before the number can be reused.
     fileprivate func closeSocket(_ fd: Int32) {
         unwatch(fd)
@@ -329,6 +371,7 @@ public final class UpstreamClient {
         active.remove(at: slot)
         transfer.disarmTimeout(loop: loop)
         curl_multi_remove_handle(multi, transfer.easy)
+        inspectConnection(after: transfer)
         transfer.detachFromCurl()
         if spareHandles.count < 64 { spareHandles.append(transfer.handle) }
         transfer.slot = nil
@@ -381,6 +424,8 @@ public final class UpstreamTransfer {
     var timeoutToken: EventLoop.TimerToken?
     var receivePaused = false
     var sendPaused = false
+    /// The socket curl stopped watching while the transfer was paused.
+    fileprivate var pausedSocket: Int32?
     var protocolError: String?
     /// Why the destination check refused the address curl was about to use.
     var refusal: String?
