@@ -261,12 +261,14 @@ public final class UpstreamClient {
     /// liveness check then finds the connection dead and closes it (through ``closeSocket``),
     /// and the next transfer connects afresh. If curl picked the connection anyway, its first
     /// write fails on a reused connection, which curl sends again on a new one.
-    fileprivate func closeIdleConnection(_ fd: Int32) {
+    /// `buffered`: TLS bytes already read off the socket were left unread (see
+    /// ``inspectConnection(after:)``).
+    fileprivate func closeIdleConnection(_ fd: Int32, buffered: Bool = false) {
         unwatch(fd)
         // Bytes, rather than a plain close, are the origin's fault (or TLS records on https).
         var byte: UInt8 = 0
         let peeked = (try? Syscall.nonBlocking("recv") { recv(fd, &byte, 1, Int32(MSG_PEEK)) }) ?? nil
-        let reason: IdleConnectionClose = (peeked ?? 0) > 0 ? .data : .closed
+        let reason: IdleConnectionClose = buffered || (peeked ?? 0) > 0 ? .data : .closed
         if deadSocket < 0 {
             var pair: [Int32] = [-1, -1]
             let type = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
@@ -284,9 +286,13 @@ public final class UpstreamClient {
     }
 
     /// The connection `transfer` ran on, once the transfer is out of curl, if curl keeps it in
-    /// its pool. A transfer that ended while paused (its last bytes were refused, then taken on
-    /// resume) gets no word from curl for its socket after the "remove" that paused it: it is
-    /// idle from now on, and bytes that came while it was paused are no answer to anything.
+    /// its pool. Two things the socket's readiness cannot show are looked at here:
+    /// - A transfer that ended while paused (its last bytes were refused, then taken on resume)
+    ///   gets no word from curl for its socket after the "remove" that paused it: it is idle
+    ///   from now on, and bytes that came while it was paused are no answer to anything.
+    /// - On TLS, curl reads a body only up to its end, so a response sent in the same record
+    ///   right behind it stays in OpenSSL's buffer, off the socket; libcurl 7.88's liveness
+    ///   check peeks at the socket alone and would read it as the next request's response.
     private func inspectConnection(after transfer: UpstreamTransfer) {
         // Still marked by this transfer: curl neither closed the socket (``closeSocket`` clears
         // the entry) nor ran another transfer on it (``watch`` clears the mark).
@@ -305,6 +311,12 @@ public final class UpstreamClient {
             // Now rather than at the loop's next look: another transfer may pick it first.
             if Self.isReadable(fd) { closeIdleConnection(fd) }
         }
+        // The session is that connection's while curl keeps it (``keptConnection``); parked idle:
+        // not already closed as idle, nor running another transfer.
+        guard let session = transfer.tlsSession, let fd = transfer.keptConnection, Int(fd) < sockets.count,
+            sockets[Int(fd)].own, sockets[Int(fd)].watch?.parked == .idle, larder_tls_has_pending(session) != 0
+        else { return }
+        closeIdleConnection(fd, buffered: true)
     }
 
     /// Whether `fd` has bytes to read, or its peer closed it, right now.
@@ -347,6 +359,14 @@ public final class UpstreamClient {
             var result = CURLE_OK
             guard larder_multi_info_done(message, &easy, &result) != 0, let easy else { continue }
             guard let transfer = activeTransfer(easy) else { continue }
+            // Over TLS, the connection curl kept in its pool, if it did: asked now, while the
+            // handle is still in the multi handle (the lookup needs it, and walks the pool).
+            var kept = CURL_SOCKET_BAD
+            if transfer.tlsSession != nil, larder_easy_get_socket(easy, CURLINFO_ACTIVESOCKET, &kept) == CURLE_OK,
+                kept != CURL_SOCKET_BAD
+            {
+                transfer.keptConnection = kept
+            }
             if result == CURLE_OK {
                 finish(transfer, error: nil)
             } else {
@@ -426,6 +446,13 @@ public final class UpstreamTransfer {
     var sendPaused = false
     /// The socket curl stopped watching while the transfer was paused.
     fileprivate var pausedSocket: Int32?
+    /// Over TLS, the socket of the connection curl kept in its pool when the transfer ended
+    /// (nil if it closed it, or the transfer did not reach its end in curl).
+    fileprivate var keptConnection: Int32?
+    /// The OpenSSL session of its connection (TLS to the origin or the parent), read when the
+    /// final head arrives, and used only while ``keptConnection`` says that connection is open
+    /// (``UpstreamClient/inspectConnection(after:)``).
+    fileprivate var tlsSession: UnsafeMutableRawPointer?
     var protocolError: String?
     /// Why the destination check refused the address curl was about to use.
     var refusal: String?
@@ -730,7 +757,11 @@ private final class EasyHandle {
         larder_easy_set_pointer(pointer, CURLOPT_CLOSESOCKETDATA, client)
         larder_easy_set_data_callback(pointer, CURLOPT_HEADERFUNCTION) { buffer, size, count, userdata in
             let transfer = Unmanaged<UpstreamTransfer>.fromOpaque(userdata!).takeUnretainedValue()
-            return transfer.receiveHeaderLine(UnsafeRawBufferPointer(start: buffer, count: size * count))
+            let hadHead = transfer.receivedHead
+            let taken = transfer.receiveHeaderLine(UnsafeRawBufferPointer(start: buffer, count: size * count))
+            // Once a transfer, while its connection is surely attached.
+            if !hadHead, transfer.receivedHead { transfer.tlsSession = larder_easy_tls_session(transfer.easy) }
+            return taken
         }
         larder_easy_set_data_callback(pointer, CURLOPT_WRITEFUNCTION) { buffer, size, count, userdata in
             let transfer = Unmanaged<UpstreamTransfer>.fromOpaque(userdata!).takeUnretainedValue()
