@@ -465,6 +465,7 @@ public final class UpstreamTransfer {
         timeoutNanos = request.timeout.totalNanoseconds
         minRate = request.minRate
         viaParent = request.parentProxy != nil
+        headParser = ResponseHeadParser(answersHEAD: request.method == .head)
         self.delegate = delegate
     }
 
