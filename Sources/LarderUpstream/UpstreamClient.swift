@@ -439,6 +439,8 @@ public final class UpstreamTransfer {
     var headParser = ResponseHeadParser()
     /// Whether the final response head has arrived (the head itself goes to the delegate).
     var receivedHead = false
+    /// Its Content-Length, if it has one.
+    var declaredLength: Int?
     fileprivate var bodyBytes = 0
     var deadline = TransferDeadline(timeout: 0, minRate: 0, now: 0)
     var timeoutToken: EventLoop.TimerToken?
@@ -576,6 +578,18 @@ public final class UpstreamTransfer {
         case .abort:
             return Int(CURL_READFUNC_ABORT)
         }
+    }
+
+    /// The body's last byte (by its Content-Length) was taken. Over TLS, bytes OpenSSL holds
+    /// past it are none of this response's (``UpstreamClient/inspectConnection(after:)``), and
+    /// curl returns the connection to its pool as this transfer ends, where a transfer queued
+    /// for the same origin (the per-host limit) takes it in the same call, before the loop can
+    /// look: curl is told not to keep it.
+    fileprivate func bodyComplete() {
+        guard let tlsSession, larder_tls_has_pending(tlsSession) != 0 else { return }
+        larder_easy_set_long(easy, CURLOPT_FORBID_REUSE, 1)
+        handle.needsReset = true
+        client.idleConnectionClosed?(.data, handle.origin + (viaParent ? " (a connection to the parent proxy)" : ""))
     }
 
     // MARK: Errors
@@ -766,7 +780,9 @@ private final class EasyHandle {
         }
         larder_easy_set_data_callback(pointer, CURLOPT_WRITEFUNCTION) { buffer, size, count, userdata in
             let transfer = Unmanaged<UpstreamTransfer>.fromOpaque(userdata!).takeUnretainedValue()
-            return transfer.receiveBody(UnsafeRawBufferPointer(start: buffer, count: size * count))
+            let taken = transfer.receiveBody(UnsafeRawBufferPointer(start: buffer, count: size * count))
+            if taken == size * count, transfer.bodyBytes == transfer.declaredLength { transfer.bodyComplete() }
+            return taken
         }
         larder_easy_set_data_callback(pointer, CURLOPT_READFUNCTION) { buffer, size, count, userdata in
             let transfer = Unmanaged<UpstreamTransfer>.fromOpaque(userdata!).takeUnretainedValue()
