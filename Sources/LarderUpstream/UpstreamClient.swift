@@ -319,6 +319,13 @@ public final class UpstreamClient {
         closeIdleConnection(fd, buffered: true)
     }
 
+    /// Whether `transfer`, paused, left its socket with bytes (or a close) behind the body it
+    /// has now taken whole.
+    fileprivate func bytesBehindPausedBody(of transfer: UpstreamTransfer) -> Bool {
+        guard let fd = transfer.pausedSocket, Int(fd) < sockets.count, sockets[Int(fd)].pausedBy === transfer else { return false }
+        return Self.isReadable(fd)
+    }
+
     /// Whether `fd` has bytes to read, or its peer closed it, right now.
     private static func isReadable(_ fd: Int32) -> Bool {
         var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
@@ -581,12 +588,14 @@ public final class UpstreamTransfer {
     }
 
     /// The body's last byte (by its Content-Length) was taken. Over TLS, bytes OpenSSL holds
-    /// past it are none of this response's (``UpstreamClient/inspectConnection(after:)``), and
+    /// past it are none of this response's (``UpstreamClient/inspectConnection(after:)``), nor
+    /// are bytes that came on the socket while the transfer was paused on that last byte; and
     /// curl returns the connection to its pool as this transfer ends, where a transfer queued
     /// for the same origin (the per-host limit) takes it in the same call, before the loop can
     /// look: curl is told not to keep it.
     fileprivate func bodyComplete() {
-        guard let tlsSession, larder_tls_has_pending(tlsSession) != 0 else { return }
+        let buffered = tlsSession.map { larder_tls_has_pending($0) != 0 } ?? false
+        guard buffered || client.bytesBehindPausedBody(of: self) else { return }
         larder_easy_set_long(easy, CURLOPT_FORBID_REUSE, 1)
         handle.needsReset = true
         client.idleConnectionClosed?(.data, handle.origin + (viaParent ? " (a connection to the parent proxy)" : ""))

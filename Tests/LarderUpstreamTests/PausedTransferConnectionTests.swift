@@ -12,8 +12,10 @@ import Testing
 /// Driven here, where the delegate can refuse exactly the last bytes; through the proxy that
 /// takes a client slow at the right moment (2 rounds in 25 with a 1-4 MB no-store download).
 @Suite(.timeLimit(.minutes(1))) struct PausedTransferConnectionTests {
-    @Test(arguments: [false, true])
-    func aLateResponseAfterATransferThatEndedPausedAnswersNoOtherRequest(lateWhilePaused: Bool) throws {
+    /// `queued`: the second request waits in curl's queue (one connection per origin) while
+    /// the first is paused, and gets the connection inside the call that ends the first.
+    @Test(arguments: [(false, false), (true, false), (true, true)])
+    func aLateResponseAfterATransferThatEndedPausedAnswersNoOtherRequest(lateWhilePaused: Bool, queued: Bool) throws {
         let listener = try Socket.listen(on: #require(SocketAddress(parsing: "127.0.0.1:0")))
         let port = try #require(try listener.localAddress()).port
         let first = try AbsoluteURL(parsing: "http://127.0.0.1:\(port)/first")
@@ -27,20 +29,23 @@ import Testing
                 return
             }
             let client = UpstreamClient(loop: loop, maxConnectionsPerHost: 1)
+            func startSecond() {
+                let collector = LastBytesPauser(loop: loop, pauses: false) { body in
+                    results.bodies.withLock { $0.append(body) }
+                    results.done.signal()
+                }
+                collector.transfer = client.start(UpstreamRequest(method: .get, url: second, headers: HTTPHeaders()), delegate: collector)
+            }
             let pauser = LastBytesPauser(loop: loop) { body in
                 results.bodies.withLock { $0.append(body) }
                 if !lateWhilePaused { origin.sendLate() }
                 // Long enough for the loop to see the late bytes on an idle, watched socket.
-                _ = loop.schedule(afterNanos: 200_000_000) {
-                    let collector = LastBytesPauser(loop: loop, pauses: false) { body in
-                        results.bodies.withLock { $0.append(body) }
-                        results.done.signal()
-                    }
-                    collector.transfer = client.start(
-                        UpstreamRequest(method: .get, url: second, headers: HTTPHeaders()), delegate: collector)
-                }
+                if !queued { _ = loop.schedule(afterNanos: 200_000_000) { startSecond() } }
             }
-            pauser.whilePaused = { if lateWhilePaused { origin.sendLate() } }
+            pauser.whilePaused = {
+                if lateWhilePaused { origin.sendLate() }
+                if queued { startSecond() }
+            }
             pauser.transfer = client.start(UpstreamRequest(method: .get, url: first, headers: HTTPHeaders()), delegate: pauser)
         }
         let finished = results.done.wait(timeout: .now() + 10) == .success
