@@ -41,9 +41,10 @@ public enum BodyFraming: Sendable, Equatable {
     /// Transfer-Encoding and Content-Length (RFC 9112 §6.3 ¶3 calls it a likely smuggling
     /// attempt), or Content-Length values that disagree or are not numbers (RFC 9110 §8.6), are
     /// errors, since the length forwarded would not be the length delivered. Returns the
-    /// declared length, if any.
-    public static func checkResponse(_ headers: HTTPHeaders) throws(HTTPParseError) -> Int? {
-        try checkResponseCodings(headers)
+    /// declared length, if any. `withoutBody`: a response to HEAD, or a 204 or 304, whose
+    /// transfer codings only say what a body would have had (RFC 9112 §6.1): not checked.
+    public static func checkResponse(_ headers: HTTPHeaders, withoutBody: Bool = false) throws(HTTPParseError) -> Int? {
+        if !withoutBody { try checkResponseCodings(headers) }
         guard let length = try declaredLength(headers) else { return nil }
         if headers.contains("Transfer-Encoding") { throw .bad("both Transfer-Encoding and Content-Length") }
         return length

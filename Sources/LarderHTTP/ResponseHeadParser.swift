@@ -11,11 +11,14 @@ public struct ResponseHeadParser: Sendable {
     /// mutates it in place, where `head!.headers.add` copied the whole head out and back.
     private var head = ResponseHead(status: 0)
     private var started = false
+    /// The request was a HEAD: the final head has no body whatever it says.
+    private let answersHEAD: Bool
     private var headBytes = 0
     /// libcurl refuses a single field line over 100 KiB itself; this bounds the whole.
     public static let maxHeadBytes = 256 * 1024
 
-    public init() {}
+    /// `answersHEAD`: the head answers a HEAD request.
+    public init(answersHEAD: Bool = false) { self.answersHEAD = answersHEAD }
 
     /// What a line completed.
     public enum Event: Sendable {
@@ -42,7 +45,8 @@ public struct ResponseHeadParser: Sendable {
             var finished = ResponseHead(status: 0)
             swap(&finished, &head)
             if (100..<200).contains(finished.status) { return .interim(finished) }
-            finished.declaredLength = try BodyFraming.checkResponse(finished.headers)
+            let withoutBody = answersHEAD || finished.status == 204 || finished.status == 304
+            finished.declaredLength = try BodyFraming.checkResponse(finished.headers, withoutBody: withoutBody)
             return .final(finished)
         }
         if content[0] == UInt8(ascii: "H"), content.starts(with: "HTTP/".utf8) {

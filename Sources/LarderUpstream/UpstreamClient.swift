@@ -155,11 +155,13 @@ public final class UpstreamClient {
 
     /// `own`: opened by ``openSocket``, so its close is seen and it may stay registered idle;
     /// `origin`: the origin (`scheme://host:port`) it was opened for, for the log (a connection
-    /// to a parent proxy may serve other origins later).
+    /// to a parent proxy may serve other origins later); `pausedBy`: the paused transfer curl
+    /// stopped watching it for.
     private struct SocketEntry {
         var watch: SocketWatch?
         var own = false
         var origin = ""
+        weak var pausedBy: UpstreamTransfer?
     }
 
     /// Why curl stopped watching a socket that stays registered: see ``watch(fd:what:easy:)``.
@@ -186,7 +188,8 @@ public final class UpstreamClient {
                 client.closeIdleConnection(fd)
                 return
             case .paused:
-                // Its transfer reads the bytes when it resumes (curl watches the socket again).
+                // Its transfer reads the bytes when it resumes (curl watches the socket again),
+                // or, if it ends without, its end looks at them (``inspectConnection(after:)``).
                 client.unwatch(fd)
                 return
             case .no:
@@ -211,14 +214,23 @@ public final class UpstreamClient {
         if what == CURL_POLL_REMOVE {
             guard let watch = sockets[index].watch else { return }
             if sockets[index].own {
-                let transfer = easy.flatMap { activeTransfer($0) }
-                watch.parked = transfer.map { $0.receivePaused || $0.sendPaused } == true ? .paused : .idle
+                if let transfer = easy.flatMap({ activeTransfer($0) }), transfer.receivePaused || transfer.sendPaused {
+                    // curl says nothing more of this socket if the transfer then ends without
+                    // reading from it again (its last bytes were the ones it paused on): the
+                    // transfer's end makes it idle (``inspectConnection(after:)``).
+                    watch.parked = .paused
+                    sockets[index].pausedBy = transfer
+                    transfer.pausedSocket = fd
+                } else {
+                    watch.parked = .idle
+                }
                 loop.setInterest(fd, .readable)
             } else {
                 unwatch(fd)
             }
             return
         }
+        sockets[index].pausedBy = nil
         var interest: IOEvents = []
         if what == CURL_POLL_IN || what == CURL_POLL_INOUT { interest.insert(.readable) }
         if what == CURL_POLL_OUT || what == CURL_POLL_INOUT { interest.insert(.writable) }
@@ -271,12 +283,14 @@ public final class UpstreamClient {
     /// liveness check then finds the connection dead and closes it (through ``closeSocket``),
     /// and the next transfer connects afresh. If curl picked the connection anyway, its first
     /// write fails on a reused connection, which curl sends again on a new one.
-    fileprivate func closeIdleConnection(_ fd: Int32) {
+    /// `buffered`: TLS bytes already read off the socket were left unread (see
+    /// ``inspectConnection(after:)``).
+    fileprivate func closeIdleConnection(_ fd: Int32, buffered: Bool = false) {
         unwatch(fd)
         // Bytes, rather than a plain close, are the origin's fault (or TLS records on https).
         var byte: UInt8 = 0
         let peeked = (try? Syscall.nonBlocking("recv") { recv(fd, &byte, 1, Int32(MSG_PEEK)) }) ?? nil
-        let reason: IdleConnectionClose = (peeked ?? 0) > 0 ? .data : .closed
+        let reason: IdleConnectionClose = buffered || (peeked ?? 0) > 0 ? .data : .closed
         if deadSocket < 0 {
             var pair: [Int32] = [-1, -1]
             let type = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
@@ -291,6 +305,53 @@ public final class UpstreamClient {
             return
         }
         idleConnectionClosed?(reason, sockets[Int(fd)].origin)
+    }
+
+    /// The connection `transfer` ran on, once the transfer is out of curl, if curl keeps it in
+    /// its pool. Two things the socket's readiness cannot show are looked at here:
+    /// - A transfer that ended while paused (its last bytes were refused, then taken on resume)
+    ///   gets no word from curl for its socket after the "remove" that paused it: it is idle
+    ///   from now on, and bytes that came while it was paused are no answer to anything.
+    /// - On TLS, curl reads a body only up to its end, so a response sent in the same record
+    ///   right behind it stays in OpenSSL's buffer, off the socket; libcurl 7.88's liveness
+    ///   check peeks at the socket alone and would read it as the next request's response.
+    private func inspectConnection(after transfer: UpstreamTransfer) {
+        // Still marked by this transfer: curl neither closed the socket (``closeSocket`` clears
+        // the entry) nor ran another transfer on it (``watch`` clears the mark).
+        if let fd = transfer.pausedSocket, Int(fd) < sockets.count, sockets[Int(fd)].pausedBy === transfer {
+            let index = Int(fd)
+            sockets[index].pausedBy = nil
+            if let watch = sockets[index].watch {
+                watch.parked = .idle
+                loop.setInterest(fd, .readable)
+            } else {
+                // Unwatched when bytes arrived while it was paused.
+                let watch = SocketWatch(fd: fd, client: self)
+                watch.parked = .idle
+                if (try? loop.register(fd, interest: .readable, handler: watch)) != nil { sockets[index].watch = watch }
+            }
+            // Now rather than at the loop's next look: another transfer may pick it first.
+            if Self.isReadable(fd) { closeIdleConnection(fd) }
+        }
+        // The session is that connection's while curl keeps it (``keptConnection``); parked idle:
+        // not already closed as idle, nor running another transfer.
+        guard let session = transfer.tlsSession, let fd = transfer.keptConnection, Int(fd) < sockets.count,
+            sockets[Int(fd)].own, sockets[Int(fd)].watch?.parked == .idle, larder_tls_has_pending(session) != 0
+        else { return }
+        closeIdleConnection(fd, buffered: true)
+    }
+
+    /// Whether `transfer`, paused, left its socket with bytes (or a close) behind the body it
+    /// has now taken whole.
+    fileprivate func bytesBehindPausedBody(of transfer: UpstreamTransfer) -> Bool {
+        guard let fd = transfer.pausedSocket, Int(fd) < sockets.count, sockets[Int(fd)].pausedBy === transfer else { return false }
+        return Self.isReadable(fd)
+    }
+
+    /// Whether `fd` has bytes to read, or its peer closed it, right now.
+    private static func isReadable(_ fd: Int32) -> Bool {
+        var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        return poll(&entry, 1, 0) == 1 && entry.revents != 0
     }
 
     /// CURLOPT_CLOSESOCKETFUNCTION: deregister before the number can be reused.
@@ -327,6 +388,14 @@ public final class UpstreamClient {
             var result = CURLE_OK
             guard larder_multi_info_done(message, &easy, &result) != 0, let easy else { continue }
             guard let transfer = activeTransfer(easy) else { continue }
+            // Over TLS, the connection curl kept in its pool, if it did: asked now, while the
+            // handle is still in the multi handle (the lookup needs it, and walks the pool).
+            var kept = CURL_SOCKET_BAD
+            if transfer.tlsSession != nil, larder_easy_get_socket(easy, CURLINFO_ACTIVESOCKET, &kept) == CURLE_OK,
+                kept != CURL_SOCKET_BAD
+            {
+                transfer.keptConnection = kept
+            }
             if result == CURLE_OK {
                 finish(transfer, error: nil)
             } else {
@@ -351,6 +420,7 @@ public final class UpstreamClient {
         active.remove(at: slot)
         transfer.disarmTimeout(loop: loop)
         curl_multi_remove_handle(multi, transfer.easy)
+        inspectConnection(after: transfer)
         transfer.detachFromCurl()
         if spareHandles.count < 64 { spareHandles.append(transfer.handle) }
         transfer.slot = nil
@@ -398,11 +468,22 @@ public final class UpstreamTransfer {
     var headParser = ResponseHeadParser()
     /// Whether the final response head has arrived (the head itself goes to the delegate).
     var receivedHead = false
+    /// Its Content-Length, if it has one.
+    var declaredLength: Int?
     fileprivate var bodyBytes = 0
     var deadline = TransferDeadline(timeout: 0, minRate: 0, now: 0)
     var timeoutToken: EventLoop.TimerToken?
     var receivePaused = false
     var sendPaused = false
+    /// The socket curl stopped watching while the transfer was paused.
+    fileprivate var pausedSocket: Int32?
+    /// Over TLS, the socket of the connection curl kept in its pool when the transfer ended
+    /// (nil if it closed it, or the transfer did not reach its end in curl).
+    fileprivate var keptConnection: Int32?
+    /// The OpenSSL session of its connection (TLS to the origin or the parent), read when the
+    /// final head arrives, and used only while ``keptConnection`` says that connection is open
+    /// (``UpstreamClient/inspectConnection(after:)``).
+    fileprivate var tlsSession: UnsafeMutableRawPointer?
     var protocolError: String?
     /// Why the destination check refused the address curl was about to use.
     var refusal: String?
@@ -415,6 +496,7 @@ public final class UpstreamTransfer {
         timeoutNanos = request.timeout.totalNanoseconds
         minRate = request.minRate
         viaParent = request.parentProxy != nil
+        headParser = ResponseHeadParser(answersHEAD: request.method == .head)
         self.delegate = delegate
     }
 
@@ -526,6 +608,20 @@ public final class UpstreamTransfer {
         case .abort:
             return Int(CURL_READFUNC_ABORT)
         }
+    }
+
+    /// The body's last byte (by its Content-Length) was taken. Over TLS, bytes OpenSSL holds
+    /// past it are none of this response's (``UpstreamClient/inspectConnection(after:)``), nor
+    /// are bytes that came on the socket while the transfer was paused on that last byte; and
+    /// curl returns the connection to its pool as this transfer ends, where a transfer queued
+    /// for the same origin (the per-host limit) takes it in the same call, before the loop can
+    /// look: curl is told not to keep it.
+    fileprivate func bodyComplete() {
+        let buffered = tlsSession.map { larder_tls_has_pending($0) != 0 } ?? false
+        guard buffered || client.bytesBehindPausedBody(of: self) else { return }
+        larder_easy_set_long(easy, CURLOPT_FORBID_REUSE, 1)
+        handle.needsReset = true
+        client.idleConnectionClosed?(.data, handle.origin + (viaParent ? " (a connection to the parent proxy)" : ""))
     }
 
     // MARK: Errors
@@ -708,11 +804,17 @@ private final class EasyHandle {
         larder_easy_set_pointer(pointer, CURLOPT_CLOSESOCKETDATA, client)
         larder_easy_set_data_callback(pointer, CURLOPT_HEADERFUNCTION) { buffer, size, count, userdata in
             let transfer = Unmanaged<UpstreamTransfer>.fromOpaque(userdata!).takeUnretainedValue()
-            return transfer.receiveHeaderLine(UnsafeRawBufferPointer(start: buffer, count: size * count))
+            let hadHead = transfer.receivedHead
+            let taken = transfer.receiveHeaderLine(UnsafeRawBufferPointer(start: buffer, count: size * count))
+            // Once a transfer, while its connection is surely attached.
+            if !hadHead, transfer.receivedHead { transfer.tlsSession = larder_easy_tls_session(transfer.easy) }
+            return taken
         }
         larder_easy_set_data_callback(pointer, CURLOPT_WRITEFUNCTION) { buffer, size, count, userdata in
             let transfer = Unmanaged<UpstreamTransfer>.fromOpaque(userdata!).takeUnretainedValue()
-            return transfer.receiveBody(UnsafeRawBufferPointer(start: buffer, count: size * count))
+            let taken = transfer.receiveBody(UnsafeRawBufferPointer(start: buffer, count: size * count))
+            if taken == size * count, transfer.bodyBytes == transfer.declaredLength { transfer.bodyComplete() }
+            return taken
         }
         larder_easy_set_data_callback(pointer, CURLOPT_READFUNCTION) { buffer, size, count, userdata in
             let transfer = Unmanaged<UpstreamTransfer>.fromOpaque(userdata!).takeUnretainedValue()

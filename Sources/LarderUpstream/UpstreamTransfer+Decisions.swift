@@ -23,6 +23,7 @@ extension UpstreamTransfer {
                 delegate?.upstreamDidReceiveInterim(interim)
             case .final(let parsed):
                 receivedHead = true
+                declaredLength = parsed.declaredLength
                 deadline.receivedHead(now: client.loopNow)
                 delegate?.upstreamDidReceiveHead(parsed)
             }

@@ -37,6 +37,25 @@ import Testing
         #expect(head.headers.count == 2)
     }
 
+    /// A coding other than chunked is refused on a response with a body; on one without (a
+    /// 304, a 204, an answer to HEAD) it only says what a body would have had (RFC 9112 §6.1).
+    @Test func aCodingIsRefusedOnlyWhereABodyFollows() throws {
+        let coded = "Transfer-Encoding: gzip, chunked"
+        #expect(throws: HTTPParseError.self) { try parse(["HTTP/1.1 200 OK", coded, ""]) }
+        #expect(try parse(["HTTP/1.1 304 Not Modified", coded, ""])?.status == 304)
+        #expect(try parse(["HTTP/1.1 204 No Content", coded, ""])?.status == 204)
+        var parser = ResponseHeadParser(answersHEAD: true)
+        var last: ResponseHeadParser.Event = .none
+        for line in ["HTTP/1.1 200 OK", coded, ""] {
+            last = try Array((line + "\r\n").utf8).withUnsafeBytes { try parser.feed($0) }
+        }
+        guard case .final(let head) = last else {
+            Issue.record("no final head for HEAD")
+            return
+        }
+        #expect(head.status == 200)
+    }
+
     @Test func anInterimHeadComesBeforeTheFinalOne() throws {
         var parser = ResponseHeadParser()
         var events: [ResponseHeadParser.Event] = []

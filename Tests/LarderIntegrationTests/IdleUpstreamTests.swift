@@ -125,6 +125,50 @@ extension IntegrationTests {
             #expect(try Self.idleClosed(larder, "data") == 1)
         }
 
+        /// A response sent right behind a large one, in the record that carries the end of its
+        /// body: curl reads a body only up to its end, so the rest of that record waits in
+        /// OpenSSL's buffer, off the socket, where no readiness shows it and libcurl's liveness
+        /// check does not look.
+        @Test func aResponseInTheSameTLSRecordAsTheLastBodyBytesAnswersNoOtherURL() throws {
+            let setup = try InterceptionSetup()
+            defer { setup.remove() }
+            let origin = try setup.origin()
+            let larder = try Larder(config: setup.config(ports: [origin.port], proxy: "workers = 1"))
+            let first = try setup.curl(larder, origin.url("/tls-large?size=40000&behind=1&cc=no-store"))
+            #expect(first.status == 200 && first.body.count == 40000, "\(first.stderr)")
+            let path = "/tls-next?cc=max-age=600"
+            let second = try setup.curl(larder, origin.url(path))
+            #expect(second.status == 200 && second.text != "late", "the response behind the first answered another URL")
+            #expect(second.body == (try origin.directBody(path)), "the origin's own answer for that URL")
+            #expect(try Self.idleClosed(larder, "data") == 1)
+        }
+
+        /// The same, with a request for that origin queued behind the per-host limit: curl
+        /// hands it the connection inside the call that ends the first transfer, before the
+        /// loop or that transfer's end can look.
+        @Test func aResponseInTheSameTLSRecordAnswersNoRequestQueuedForTheConnection() throws {
+            let setup = try InterceptionSetup()
+            defer { setup.remove() }
+            let origin = try setup.origin()
+            let queue = "[upstream]\nmax_connections_per_host = 1\n"
+            let larder = try Larder(config: setup.config(ports: [origin.port], extra: queue, proxy: "workers = 1"))
+            let first = try ChildProcess(
+                "/usr/bin/curl",
+                [
+                    "-s", "-S", "--max-time", "20", "--proxy", larder.proxy, "--cacert", setup.larderCA, "-o", "/dev/null", "-w",
+                    "%{http_code} %{size_download}", origin.url("/tls-held?delay=0.6&size=40000&behind=1&cc=no-store"),
+                ])
+            // The second request arrives while the first holds the one connection.
+            Thread.sleep(forTimeInterval: 0.3)
+            let path = "/tls-queued?cc=max-age=600"
+            let second = try setup.curl(larder, origin.url(path))
+            first.process.waitUntilExit()
+            #expect(first.stdout == "200 40000", "\(first.stderr)")
+            #expect(second.status == 200 && second.text != "late", "the response behind the first answered the queued request")
+            #expect(second.body == (try origin.directBody(path)), "the origin's own answer for that URL")
+            #expect(try Self.idleClosed(larder, "data") == 1)
+        }
+
         /// A TLS 1.3 origin sends session tickets after its handshake: they must not count as
         /// bytes on an idle connection, or no HTTPS connection would ever be reused.
         @Test func anHTTPSOriginKeepsOneConnectionAcrossClients() throws {

@@ -34,6 +34,16 @@ extension IntegrationTests {
             #expect(larder.child.stderr.contains("Transfer-Encoding"))
         }
 
+        /// The answer to a HEAD has no body: its codings say what a GET's body would have had
+        /// (RFC 9112 §6.1), and curl reads nothing after its head.
+        @Test func aHEADAnswerNamingACodingIsServed() throws {
+            let origin = try RawOrigin()
+            origin.script("/head", .init("HTTP/1.1 200 OK\r\nCache-Control: max-age=600\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"))
+            let larder = try Larder()
+            let result = try Curl.viaProxy(larder.proxy, ["-I", origin.url("/head")])
+            #expect(result.status == 200, "\(result.headers)")
+        }
+
         @Test func chunkedAloneIsStillServedAndStored() throws {
             let origin = try RawOrigin()
             let body = "plain"

@@ -27,6 +27,8 @@ Every path answers according to its query string:
                       request arrives within S seconds (an origin's keep-alive timeout)
   late=S              S seconds after answering, send a second response nobody asked for
                       (body "late") on the same connection, then keep it
+  behind=1            send that response at once, in the same write as the body's last
+                      bytes (over TLS: in the same record)
 Every answer carries X-Request-Number: how many requests the origin had counted when it
 answered, so a test can tell one origin response from another.
 Scripted resources (for the RFC 9111 conformance suite):
@@ -62,6 +64,8 @@ REQUESTS = []
 SCRIPTS = {}
 BYTES = {}
 CONNECTIONS = [0]
+# The response late=S and behind=1 send unasked.
+LATE = b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\nCache-Control: max-age=600\r\n\r\nlate"
 VERSIONS = {}
 
 
@@ -253,6 +257,8 @@ class Handler(BaseHTTPRequestHandler):
                 part = body[sent:min(sent + piece, limit)]
                 if chunked:
                     self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
+                elif one("behind") and sent + len(part) == limit:
+                    self.wfile.write(part + LATE)
                 else:
                     self.wfile.write(part)
                 sent += len(part)
@@ -271,7 +277,7 @@ class Handler(BaseHTTPRequestHandler):
             if one("late"):
                 self.wfile.flush()
                 time.sleep(float(one("late")))
-                self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\nCache-Control: max-age=600\r\n\r\nlate")
+                self.wfile.write(LATE)
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
 
