@@ -3,7 +3,9 @@ import Foundation
 import PackageDescription
 
 // Module order (a module may depend only on modules listed before it):
-// LarderIO, LarderHTTP, LarderConfig, LarderCache, LarderUpstream, LarderServer, larder.
+// LarderIO, LarderHTTP, LarderConfig, LarderCache, LarderTLS, LarderUpstream, LarderServer, larder.
+// LarderUpstream uses LarderTLS for one question about the TLS sessions libcurl makes (bytes
+// OpenSSL holds on an idle connection), so that OpenSSL is called from one file only.
 // LarderIO sits below DESIGN's list: the epoll event loop is shared by the server's sockets
 // and by libcurl's sockets (LarderUpstream drives curl's multi interface on the same loop),
 // so it cannot live in LarderServer. See docs/ARCHITECTURE.md.
@@ -59,10 +61,10 @@ let package = Package(
             name: "LarderCache",
             dependencies: ["LarderIO", "LarderHTTP", "LarderConfig", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
-        .target(
-            name: "LarderUpstream", dependencies: ["CCurl", "LarderIO", "LarderHTTP", "LarderConfig"],
-            swiftSettings: strict),
         .target(name: "LarderTLS", dependencies: ["COpenSSL", "LarderIO", "LarderConfig"], swiftSettings: strict),
+        .target(
+            name: "LarderUpstream", dependencies: ["CCurl", "LarderIO", "LarderHTTP", "LarderConfig", "LarderTLS"],
+            swiftSettings: strict),
         .target(
             name: "LarderServer",
             dependencies: [

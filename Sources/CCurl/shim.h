@@ -5,7 +5,6 @@
 #define LARDER_CCURL_SHIM_H
 
 #include <curl/curl.h>
-#include <openssl/ssl.h>
 
 typedef size_t (*larder_curl_data_callback)(char *buffer, size_t size, size_t count, void *userdata);
 typedef int (*larder_curl_socket_callback)(CURL *easy, curl_socket_t fd, int what, void *userp, void *socketp);
@@ -41,16 +40,12 @@ static inline CURLcode larder_easy_get_socket(CURL *h, CURLINFO i, curl_socket_t
 
 // The OpenSSL session (SSL *) of the connection a transfer runs on, or NULL (no TLS, or
 // another backend). Valid while that connection lives: only ever read back by
-// larder_tls_has_pending, for a connection known to be open.
+// LarderTLS's OpenSSL.sessionHasPendingBytes, for a connection known to be open.
 static inline void *larder_easy_tls_session(CURL *h) {
     struct curl_tlssessioninfo *info = NULL;
     if (curl_easy_getinfo(h, CURLINFO_TLS_SSL_PTR, &info) != CURLE_OK || info == NULL) return NULL;
     return info->backend == CURLSSLBACKEND_OPENSSL ? info->internals : NULL;
 }
-
-// Whether OpenSSL holds bytes of `session` that curl has not read: plaintext left over from
-// a record, or a record read but not processed. A socket's readiness cannot show them.
-static inline int larder_tls_has_pending(void *session) { return SSL_has_pending((const SSL *)session); }
 
 static inline CURLMcode larder_multi_set_long(CURLM *m, CURLMoption o, long v) { return curl_multi_setopt(m, o, v); }
 static inline CURLMcode larder_multi_set_pointer(CURLM *m, CURLMoption o, void *v) { return curl_multi_setopt(m, o, v); }

@@ -3,8 +3,16 @@ import Glibc
 import LarderConfig
 
 /// Every call into OpenSSL (libcrypto, libssl) is in this file. Values cross it as Swift types
-/// and PEM text; OpenSSL objects never leave a function that made them.
-enum OpenSSL {
+/// and PEM text; OpenSSL objects never leave a function that made them, but for
+/// ``sessionHasPendingBytes(_:)``, which reads a session libcurl made.
+public enum OpenSSL {
+    /// Whether OpenSSL holds bytes of `session` (an `SSL *` libcurl made, from
+    /// `CURLINFO_TLS_SSL_PTR`) that its owner has not read: plaintext left over from a record, or
+    /// a record read but not processed. A socket's readiness cannot show them.
+    public static func sessionHasPendingBytes(_ session: UnsafeMutableRawPointer) -> Bool {
+        SSL_has_pending(OpaquePointer(session)) != 0
+    }
+
     /// An OpenSSL call that failed, with the library's own reason when it queued one.
     struct Failure: Error, CustomStringConvertible {
         let call: String

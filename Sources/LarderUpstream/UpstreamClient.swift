@@ -2,6 +2,7 @@ import CCurl
 import Glibc
 import LarderHTTP
 import LarderIO
+import LarderTLS
 
 // This file is Larder's only contact with libcurl: no CURL* type or curl_* call appears
 // anywhere else. It drives curl's multi interface from an EventLoop (curl tells us which
@@ -336,7 +337,7 @@ public final class UpstreamClient {
         // The session is that connection's while curl keeps it (``keptConnection``); parked idle:
         // not already closed as idle, nor running another transfer.
         guard let session = transfer.tlsSession, let fd = transfer.keptConnection, Int(fd) < sockets.count,
-            sockets[Int(fd)].own, sockets[Int(fd)].watch?.parked == .idle, larder_tls_has_pending(session) != 0
+            sockets[Int(fd)].own, sockets[Int(fd)].watch?.parked == .idle, OpenSSL.sessionHasPendingBytes(session)
         else { return }
         closeIdleConnection(fd, buffered: true)
     }
@@ -617,7 +618,7 @@ public final class UpstreamTransfer {
     /// for the same origin (the per-host limit) takes it in the same call, before the loop can
     /// look: curl is told not to keep it.
     fileprivate func bodyComplete() {
-        let buffered = tlsSession.map { larder_tls_has_pending($0) != 0 } ?? false
+        let buffered = tlsSession.map(OpenSSL.sessionHasPendingBytes) ?? false
         guard buffered || client.bytesBehindPausedBody(of: self) else { return }
         larder_easy_set_long(easy, CURLOPT_FORBID_REUSE, 1)
         handle.needsReset = true
