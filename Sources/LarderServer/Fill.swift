@@ -63,8 +63,23 @@ struct FillOptions {
 enum FillData {
     /// A chunk in memory and the offset of the position inside it.
     case memory([UInt8], offset: Int)
-    /// A byte range of the disk tier's file (the reader fell behind what is kept in memory).
-    case file(OpenFile, offset: Int64, count: Int)
+    /// A block of the disk tier's file being written (the reader fell behind what is kept in
+    /// memory): read whole and checked against the checksum its write published before any of
+    /// it is sent, never sent from the file as it is (DESIGN.md: every byte served from disk
+    /// is checked first).
+    case block(Block)
+
+    struct Block: Sendable {
+        let write: DiskWrite
+        /// A descriptor on the write's file, opened before any of its bytes left memory.
+        let file: OpenFile
+        /// The block's index in the write's body, and the body bytes it spans there.
+        let index: Int
+        let bytes: Range<Int>
+        /// The fill's body position of the block's first byte (a slice's write starts at its
+        /// slice).
+        let start: Int
+    }
 }
 
 /// One upstream fetch and the response received so far, read by every client that asked for
@@ -336,12 +351,12 @@ final class Fill: UpstreamTransferDelegate {
             }
             return .memory(chunks[low], offset: position - chunkStarts[low])
         }
-        // Dropped from memory: only ever after being made durable in the spill file.
+        // Dropped from memory: only ever after its block's checksum was published.
         if let slicedWrite { return slicedWrite.data(at: position, limit: chunkStarts.first ?? received) }
-        guard let spill, let diskWrite else { return nil }
-        let end = min(chunkStarts.first ?? received, diskWrite.durableBytes.load(ordering: .acquiring))
-        guard position < end else { return nil }
-        return .file(spill, offset: diskWrite.bodyOffset + Int64(position), count: end - position)
+        guard let spill, let diskWrite, position < chunkStarts.first ?? received,
+            let block = diskWrite.checkableBlock(containing: position)
+        else { return nil }
+        return .block(FillData.Block(write: diskWrite, file: spill, index: block.index, bytes: block.bytes, start: block.bytes.lowerBound))
     }
 
     /// Records how far `reader` has taken the body.
@@ -357,8 +372,9 @@ final class Fill: UpstreamTransferDelegate {
     }
 
     /// Drops chunks no reader needs from memory, then resumes a paused transfer. With a disk
-    /// file, only chunks already durable in it are dropped (so a late reader always finds a
-    /// continuous body), keeping the last ``memoryWindow`` bytes for readers that keep up.
+    /// file, only chunks in blocks whose checksums it has published are dropped (so a late
+    /// reader always finds a continuous body, each block of it checkable), keeping the last
+    /// ``memoryWindow`` bytes for readers that keep up.
     func trimAndResume() {
         let slowest = slowestPosition
         if !retainAll {
@@ -366,7 +382,7 @@ final class Fill: UpstreamTransferDelegate {
             if let diskWrite, !diskWrite.hasFailed || spill != nil {
                 floor = min(spillableBytes() ?? 0, max(slowest, received - Fill.memoryWindow))
             } else if let slicedWrite, !slicedWrite.hasFailed {
-                floor = min(slicedWrite.durableBytes, max(slowest, received - Fill.memoryWindow))
+                floor = min(slicedWrite.checkableBytes, max(slowest, received - Fill.memoryWindow))
                 slicedWrite.release(before: slowest)
             }
             var drop = 0
@@ -382,9 +398,10 @@ final class Fill: UpstreamTransferDelegate {
         }
     }
 
-    /// The body bytes readable from the disk file, once a descriptor on it is open.
+    /// The body bytes readable from the disk file, in blocks whose checksums are published,
+    /// once a descriptor on it is open.
     func spillableBytes() -> Int? {
-        if let slicedWrite { return slicedWrite.hasFailed ? nil : slicedWrite.durableBytes }
+        if let slicedWrite { return slicedWrite.hasFailed ? nil : slicedWrite.checkableBytes }
         guard let diskWrite, !diskWrite.hasFailed || spill != nil else { return nil }
         if spill == nil {
             guard diskWrite.durableBytes.load(ordering: .acquiring) > 0, let file = diskWrite.openForReading() else {
@@ -392,7 +409,7 @@ final class Fill: UpstreamTransferDelegate {
             }
             spill = file
         }
-        return diskWrite.durableBytes.load(ordering: .acquiring)
+        return diskWrite.checkableBytes.load(ordering: .acquiring)
     }
 
     /// Whether the transfer must wait: the slowest reader is far behind and there is no file

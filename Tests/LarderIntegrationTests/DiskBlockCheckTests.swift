@@ -105,5 +105,66 @@ extension IntegrationTests {
             #expect(again.status == 206 && again.body == expected[range])
             #expect(again.cacheStatus?.hit == false, "slice 0 fetched again")
         }
+
+        /// Where the body starts in an entry file: after the 133-byte preamble and the head
+        /// whose length it names (DISK-FORMAT.md).
+        static func bodyOffset(_ file: String) throws -> Int {
+            let handle = try #require(FileHandle(forReadingAtPath: file))
+            defer { try? handle.close() }
+            let preamble = String(decoding: try #require(try handle.read(upToCount: 133)), as: UTF8.self)
+            let line = try #require(preamble.split(separator: "\n").first { $0.hasPrefix("head-length ") })
+            return 133 + (try #require(Int(line.dropFirst("head-length ".count))))
+        }
+
+        /// A client that falls behind a miss's memory window is sent the rest of the body from
+        /// the file being written: a byte flipped there must be caught by the block's checksum
+        /// (published by the writer from the bytes it was given), the client's transfer ends
+        /// short, and the damaged entry is not kept. On f407f26 (sendfile from the file) the
+        /// flipped byte was served.
+        @Test func aDamagedSpillFileIsNeverServedToAReaderThatFellBehindAMiss() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: Self.config)
+            let size = 24_000_000
+            // About 5 s of body: time to damage the file while the fill is writing it.
+            let path = "/spill?size=\(size)&slow=0.015&cc=max-age=600"
+            let url = origin.url(path)
+            let expected = try origin.directBody("/spill?size=\(size)")
+
+            let slow = try RawConnection(port: larder.proxyPort, receiveTimeout: 30)
+            // A small receive buffer, so the client really lags (a few MB at most in flight).
+            var buffer: Int32 = 16 << 10
+            setsockopt(slow.fd, SOL_SOCKET, SO_RCVBUF, &buffer, socklen_t(MemoryLayout<Int32>.size))
+            slow.send("GET \(url) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            let status = try #require(slow.readLine())
+            #expect(status.hasPrefix("HTTP/1.1 200"), "\(status)")
+            while let line = slow.readLine(), line != "\r" {}
+
+            // Body byte 17,000,000 (block 16), once the file being written holds it.
+            var spill: String?
+            var flipped = false
+            for _ in 0..<1000 where !flipped {
+                if let file = larder.cacheFiles("tmp").first {
+                    spill = file
+                    let offset = try Self.bodyOffset(file)
+                    if IntegrationTests.DiskTier.fileSize(file) >= offset + 18_000_000 {
+                        try IntegrationTests.DiskTier.flip(file, at: offset + 17_000_000)
+                        flipped = true
+                    }
+                }
+                usleep(10_000)
+            }
+            try #require(flipped, "the file being written was never seen past 18 MB (\(spill ?? "none"))")
+            // The fill ends (its entry written) while the client still lags.
+            for _ in 0..<1000 where !larder.cacheFiles("tmp").isEmpty { usleep(10_000) }
+
+            let body = slow.readUntilClose()
+            #expect(body.count < size, "the damaged block must end the transfer short")
+            #expect(bodyMismatch(Data(body), expected.prefix(body.count)) == nil, "a damaged byte was served")
+            #expect(try IntegrationTests.DiskTier.corruptions(larder) == 1)
+
+            let again = try Curl.viaProxy(larder.proxy, [url])
+            #expect(bodyMismatch(again.body, expected) == nil, "the damaged entry is not served: fetched again, whole")
+            #expect(again.cacheStatus?.hit == false, "the damaged entry was not kept")
+        }
     }
 }
