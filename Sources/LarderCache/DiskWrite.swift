@@ -159,13 +159,13 @@ public final class DiskWrite: Sendable {
     }
 
     /// Reads block `block` (body bytes `range`, from ``checkableBlock(containing:)``) from
-    /// `file`, a descriptor on this write's file (``openForReading()``), on the cache's reader
-    /// thread, and checks it against its published checksum; `completion` (called there)
+    /// `file`, a descriptor on this write's file (``openForReading()``), on the cache's block
+    /// reader thread, and checks it against its published checksum; `completion` (called there)
     /// receives the checked bytes. A block that fails spoils the entry (``spoil(block:)``).
     public func readBlock(
         _ block: Int, range: Range<Int>, from file: OpenFile, completion: @escaping @Sendable (DiskCache.BlockRead) -> Void
     ) {
-        cache.reader.submit { [self] in
+        cache.blockReader.submit { [self] in
             let expected = published.withLock { block < $0.count ? $0[block] : nil }
             let bytes = try? FileSystem.read(file.fd, at: bodyOffset + Int64(range.lowerBound), count: range.count)
             guard let expected, let bytes, bytes.count == range.count,
