@@ -86,8 +86,9 @@ enum FillData {
 /// it while it was in flight, each at its own position (read-while-writer).
 ///
 /// Body bytes are kept in memory while the whole body may still go to the memory tier; past
-/// that, chunks are dropped once every reader has taken them or once they are durable in the
-/// disk tier's file, from which a reader that fell behind continues. So a slow client never
+/// that, chunks are dropped once every reader has taken them or once their blocks are written
+/// to the disk tier's file with their checksums published, from which a reader that fell
+/// behind continues, a checked block at a time. So a slow client never
 /// slows the fill or the other clients; only without a disk file does the transfer pause for
 /// the slowest reader (bounded memory either way).
 ///

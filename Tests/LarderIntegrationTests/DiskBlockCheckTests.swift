@@ -167,6 +167,49 @@ extension IntegrationTests {
             #expect(again.cacheStatus?.hit == false, "the damaged entry was not kept")
         }
 
+        /// The same through a response stored as slices while it streams (one write per
+        /// 2 MiB slice): a byte flipped in a finished slice's file, which the lagging client
+        /// reads from the descriptor it holds on it, ends that client's transfer short at the
+        /// block, and the slice is dropped and fetched again.
+        @Test func aDamagedSliceFileIsNeverServedToAReaderThatFellBehindAMiss() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: Self.config + "[cache]\nslice_size = \"2MiB\"\n")
+            let size = 24_000_000
+            let path = "/spill-slices?size=\(size)&slow=0.015&ranges=1&cc=max-age=600"
+            let url = origin.url(path)
+            let expected = try origin.directBody("/spill-slices?size=\(size)&ranges=1")
+
+            let slow = try RawConnection(port: larder.proxyPort, receiveTimeout: 30)
+            var buffer: Int32 = 16 << 10
+            setsockopt(slow.fd, SOL_SOCKET, SO_RCVBUF, &buffer, socklen_t(MemoryLayout<Int32>.size))
+            slow.send("GET \(url) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            let status = try #require(slow.readLine())
+            #expect(status.hasPrefix("HTTP/1.1 200"), "\(status)")
+            while let line = slow.readLine(), line != "\r" {}
+
+            // Slice 6 (bytes 12-14 MiB) once stored: its body byte 1,500,000 is byte 14,082,912.
+            var slice: String?
+            for _ in 0..<1500 where slice == nil {
+                slice = larder.cacheFiles("v1").first { file in
+                    !file.contains("/seg/")
+                        && (FileHandle(forReadingAtPath: file).flatMap { try? $0.read(upToCount: 600) })
+                            .map { String(decoding: $0, as: UTF8.self).contains("#slice=6") } == true
+                }
+                usleep(10_000)
+            }
+            let file = try #require(slice, "slice 6 was never stored")
+            try IntegrationTests.DiskTier.flip(file, at: try Self.bodyOffset(file) + 1_500_000)
+            for _ in 0..<1000 where !larder.cacheFiles("tmp").isEmpty { usleep(10_000) }
+
+            let body = slow.readUntilClose()
+            #expect(body.count < size, "the damaged block must end the transfer short")
+            #expect(bodyMismatch(Data(body), expected.prefix(body.count)) == nil, "a damaged byte was served")
+            #expect(try IntegrationTests.DiskTier.corruptions(larder) == 1)
+
+            let again = try Curl.viaProxy(larder.proxy, [url])
+            #expect(bodyMismatch(again.body, expected) == nil, "the damaged slice is not served: fetched again")
+        }
+
         /// Large disk hits are read a checked block at a time, one block queued per connection:
         /// a smaller disk hit (its body read and checked whole, off the loop) must not wait
         /// behind every queued block. On 0a1f44c, with one reader thread for both, a 200 KB disk
