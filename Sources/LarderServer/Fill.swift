@@ -209,6 +209,11 @@ final class Fill: UpstreamTransferDelegate {
     /// A read descriptor on that entry, opened the first time memory chunks are dropped in its
     /// favour.
     var spill: OpenFile?
+    /// The write `spill` reads, kept once it is open: a transfer that fails lets go of
+    /// `diskWrite` (its file is deleted), and readers behind the memory window still have to
+    /// reach the end of what arrived (where their response ends short) through the blocks it
+    /// published. Without it they waited forever for bytes no one could give them.
+    var spillWrite: DiskWrite?
     /// How far the slowest reader may fall behind before the transfer pauses (no disk file).
     static let highWater = 1 << 20
     static let lowWater = 256 << 10
@@ -354,10 +359,10 @@ final class Fill: UpstreamTransferDelegate {
         }
         // Dropped from memory: only ever after its block's checksum was published.
         if let slicedWrite { return slicedWrite.data(at: position, limit: chunkStarts.first ?? received) }
-        guard let spill, let diskWrite, position < chunkStarts.first ?? received,
-            let block = diskWrite.checkableBlock(containing: position)
+        guard let spill, let spillWrite, position < chunkStarts.first ?? received,
+            let block = spillWrite.checkableBlock(containing: position)
         else { return nil }
-        return .block(FillData.Block(write: diskWrite, file: spill, index: block.index, bytes: block.bytes, start: block.bytes.lowerBound))
+        return .block(FillData.Block(write: spillWrite, file: spill, index: block.index, bytes: block.bytes, start: block.bytes.lowerBound))
     }
 
     /// Records how far `reader` has taken the body.
@@ -409,6 +414,7 @@ final class Fill: UpstreamTransferDelegate {
                 return nil
             }
             spill = file
+            spillWrite = diskWrite
         }
         return diskWrite.checkableBytes.load(ordering: .acquiring)
     }

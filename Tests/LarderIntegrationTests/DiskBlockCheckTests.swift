@@ -210,6 +210,34 @@ extension IntegrationTests {
             #expect(bodyMismatch(again.body, expected) == nil, "the damaged slice is not served: fetched again")
         }
 
+        /// An origin that breaks off mid-body while a client lags more than the memory window
+        /// behind: the fill lets go of its file, and the client must still get what arrived,
+        /// from the blocks already checked, then an incomplete transfer. On 00111b9 it got
+        /// nothing more and its connection stayed open (120 s and counting).
+        @Test func aReaderBehindAMissWhoseOriginBreaksOffIsEndedNotLeftHanging() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: Self.config)
+            let size = 12_000_000
+            let path = "/spill-broken?size=\(size)&truncate=9000000&slow=0.002&cc=max-age=600"
+            let expected = try origin.directBody("/spill-broken?size=\(size)")
+
+            let slow = try RawConnection(port: larder.proxyPort, receiveTimeout: 30)
+            var buffer: Int32 = 16 << 10
+            setsockopt(slow.fd, SOL_SOCKET, SO_RCVBUF, &buffer, socklen_t(MemoryLayout<Int32>.size))
+            slow.send("GET \(origin.url(path)) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            let status = try #require(slow.readLine())
+            #expect(status.hasPrefix("HTTP/1.1 200"), "\(status)")
+            while let line = slow.readLine(), line != "\r" {}
+            for _ in 0..<1000 where try origin.bytes(path) < 9_000_000 { usleep(10_000) }
+            usleep(500_000)  // the transfer's end reaches the fill
+
+            let start = Date()
+            let body = slow.readUntilClose()
+            #expect(Date().timeIntervalSince(start) < 15, "the connection must end, not wait for the receive timeout")
+            #expect(body.count <= 9_000_000 && body.count > 5_000_000, "\(body.count) bytes")
+            #expect(bodyMismatch(Data(body), expected.prefix(body.count)) == nil, "a wrong byte was served")
+        }
+
         /// Large disk hits are read a checked block at a time, one block queued per connection:
         /// a smaller disk hit (its body read and checked whole, off the loop) must not wait
         /// behind every queued block. On 0a1f44c, with one reader thread for both, a 200 KB disk
