@@ -33,6 +33,18 @@ public struct BlockChecksums: Sendable {
         return copy.entries
     }
 
+    /// Blocks whose checksums are final: every whole block fed so far.
+    public var completedBlocks: Int { entries.count / 8 }
+
+    /// The checksum of completed block `block`.
+    public func checksum(ofBlock block: Int) -> UInt64 {
+        DiskEntryFormat.blockChecksum(inTable: entries[...], at: block)!
+    }
+
+    /// The checksum of the short block fed since the last whole one, if any: the last block,
+    /// once the body is complete.
+    public var partialBlockChecksum: UInt64? { filled > 0 ? current.value : nil }
+
     private mutating func closeBlock() {
         var value = current.value
         for _ in 0..<8 {

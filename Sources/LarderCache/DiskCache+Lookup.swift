@@ -229,11 +229,11 @@ extension DiskCache {
     }
 
     /// Reads block `block` of a file-backed body (``Lookup/hit(_:)`` of a body over one block) on
-    /// the reader thread and checks it against its entry in the block table; `completion`
+    /// the block reader thread (`blockReader`) and checks it against its entry in the block table; `completion`
     /// (called there) receives the checked bytes. A damaged block drops the entry, counted as
     /// a corruption, so the next request fetches it again.
     public func readBlock(of stored: StoredResponse, block: Int, completion: @escaping @Sendable (BlockRead) -> Void) {
-        reader.submit { [self] in completion(readCheckedBlock(of: stored, block: block)) }
+        blockReader.submit { [self] in completion(readCheckedBlock(of: stored, block: block)) }
     }
 
     /// ``readBlock(of:block:completion:)``'s work, on the calling thread.

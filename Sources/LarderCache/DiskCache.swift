@@ -15,7 +15,8 @@ import Synchronization
 /// is fast. Everything else that blocks — streamed writes, unlinking, evicting, verifying
 /// checksums, the start-up scan — runs on ``BlockingWorker``s: `writer` (writes, renames,
 /// deletions, eviction, in order), `reader` (checksum verification, reads for promotion into
-/// memory) and `scanner` (the start-up scan, then it ends).
+/// memory), `blockReader` (the blocks of bodies over 1 MiB, checked as they are sent) and
+/// `scanner` (the start-up scan, then it ends).
 ///
 /// State: `index` and `limits` are guarded by their mutexes; counters are atomics; `segments`
 /// guards its own state (an appender belongs to one thread at a time).
@@ -40,6 +41,12 @@ public final class DiskCache: Sendable {
     let limits: Locked<Limits>
     let writer = BlockingWorker(name: "larder-disk-w")
     let reader = BlockingWorker(name: "larder-disk-r")
+    /// Reads and checks the blocks of bodies over 1 MiB as they are sent (disk hits, and
+    /// clients that fell behind a fill). A thread of its own: a large transfer is a stream of
+    /// 1 MiB jobs, one queued per connection, and on `reader` every smaller disk hit (one job,
+    /// its whole body) waited behind all of them — 200 KB hits went from 1.8 to 30 ms with 16
+    /// clients reading a 20 MB entry. Large transfers still take turns among themselves.
+    let blockReader = BlockingWorker(name: "larder-disk-b")
     /// Runs the start-up scan only, so checksum checks for early hits need not wait for it.
     let scanner = BlockingWorker(name: "larder-disk-s")
     /// Checks large entries in the background (`disk.scrub_rate`).
@@ -159,6 +166,7 @@ public final class DiskCache: Sendable {
         writer.drain()
         writer.stop()
         reader.stop()
+        blockReader.stop()
         scanner.stop()
     }
 

@@ -31,7 +31,7 @@ extension DiskEntryFormat {
             starts(third, with: "body-checksum "), let checksum = hex(after: 14, in: third),
             starts(fourth, with: "head-checksum "), let headChecksum = hex(after: 14, in: fourth),
             starts(fifth, with: "head-length "), let headLength = integer(after: 12, in: fifth, as: Int.self),
-            bodyLength >= 0, headLength >= 0, headLength < 1 << 20
+            bodyLength >= 0, bodyLength <= maxBodyLength, headLength >= 0, headLength < 1 << 20
         else { throw .unreadableHead("malformed preamble") }
         return Preamble(
             bodyLength: bodyLength, bodyChecksum: checksum, headChecksum: headChecksum, headLength: headLength, freed: freed,

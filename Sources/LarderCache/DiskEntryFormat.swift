@@ -38,6 +38,11 @@ public enum DiskEntryFormat {
     /// ~30 instructions a byte).
     static let magicLiteral: StaticString = "LARDER-ENTRY "
     public static let preambleLength = 133
+    /// The largest `body-length` a preamble may state (1 PiB, past any disk): the field has
+    /// room for 20 digits, and a value near Int64.max would overflow the record's length
+    /// (preamble + head + body + block table) the moment it is computed. A preamble is read
+    /// before any checksum can vouch for it.
+    public static let maxBodyLength: Int64 = 1 << 50
 
     /// What the head of an entry file says.
     public struct Head: Sendable, Equatable {

@@ -24,6 +24,17 @@ public final class DiskWrite: Sendable {
     /// Body bytes written to the file so far.
     public let durableBytes = Atomic<Int>(0)
     private let failed = Atomic<Bool>(false)
+    /// The checksums of the blocks written so far: each whole block's once it is written, the
+    /// last, short one's once the body is complete. Computed from the bytes the fill handed
+    /// over, never from the file, so a reader that fell behind what the fill keeps in memory
+    /// reads a whole block from the file, checks it against this and sends only the bytes it
+    /// checked (``readBlock(_:range:from:completion:)``): the file is never sent as it is.
+    /// Its own lock: `state`'s is held across file calls, which an event loop must not wait for.
+    private let published = Mutex<[UInt64]>([])
+    /// Body bytes those checksums cover: whole blocks, or the whole body once complete.
+    public let checkableBytes = Atomic<Int>(0)
+    /// A block read back failed its check: the entry is never stored (or is dropped).
+    private let spoiled = Atomic<Bool>(false)
 
     private struct State {
         var fd: Int32 = -1
@@ -31,6 +42,9 @@ public final class DiskWrite: Sendable {
         var checksum = BodyChecksum()
         var blocks = BlockChecksums()
         var done = false
+        /// The file's device and inode once renamed into place: what a later ``spoil(block:)``
+        /// drops, if its name still holds that very file.
+        var stored: (device: UInt64, inode: UInt64)?
     }
 
     private let state = Locked(State())
@@ -83,6 +97,7 @@ public final class DiskWrite: Sendable {
                 state.blocks.update(chunk)
                 state.written += Int64(chunk.count)
                 durableBytes.store(Int(state.written), ordering: .releasing)
+                publish(state.blocks, upTo: state.blocks.completedBlocks * DiskEntryFormat.blockSize)
             }
         }
     }
@@ -99,10 +114,13 @@ public final class DiskWrite: Sendable {
                     bodyLength: state.written, bodyChecksum: state.checksum.value, headChecksum: headChecksum,
                     headLength: Int(bodyOffset) - DiskEntryFormat.preambleLength)
                 // The block table after the body, then the preamble that says where it starts.
+                publish(state.blocks, upTo: Int(state.written))
                 let table = state.blocks.table
                 if !table.isEmpty { try FileSystem.writeAll(state.fd, table) }
                 try FileSystem.writeAll(state.fd, preamble, at: 0)
-                let size = try FileSystem.size(of: state.fd)
+                var info = stat()
+                _ = try Syscall.call("fstat") { fstat(state.fd, &info) }
+                let size = Int64(info.st_size)
                 guard size == bodyOffset + state.written + Int64(table.count) else {
                     throw SystemError(call: "fstat (size mismatch)", errno: EIO)
                 }
@@ -110,9 +128,85 @@ public final class DiskWrite: Sendable {
                 state.fd = -1
                 try FileSystem.renameCreatingDirectory(temporaryPath, cache.path(forName: name))
                 state.done = true
+                state.stored = (UInt64(info.st_dev), UInt64(info.st_ino))
                 cache.didStore(key: key, name: name, vary: vary, size: size)
             }
             completion?(stored)
+        }
+    }
+
+    /// Publishes the checksums of the blocks `blocks` has for body bytes up to `end` (writer
+    /// thread, after those bytes are written): whole blocks, and the short last one at the end.
+    private func publish(_ blocks: BlockChecksums, upTo end: Int) {
+        guard end > checkableBytes.load(ordering: .relaxed) else { return }
+        published.withLock { published in
+            while published.count < blocks.completedBlocks { published.append(blocks.checksum(ofBlock: published.count)) }
+            if published.count * DiskEntryFormat.blockSize < end, let last = blocks.partialBlockChecksum {
+                published.append(last)
+            }
+        }
+        checkableBytes.store(end, ordering: .releasing)
+    }
+
+    /// The block holding body byte `position`, when its checksum is published: its index and
+    /// the body bytes it spans.
+    public func checkableBlock(containing position: Int) -> (index: Int, bytes: Range<Int>)? {
+        let end = checkableBytes.load(ordering: .acquiring)
+        guard position >= 0, position < end else { return nil }
+        let block = position / DiskEntryFormat.blockSize
+        let start = block * DiskEntryFormat.blockSize
+        return (block, start..<min(start + DiskEntryFormat.blockSize, end))
+    }
+
+    /// Reads block `block` (body bytes `range`, from ``checkableBlock(containing:)``) from
+    /// `file`, a descriptor on this write's file (``openForReading()``), on the cache's block
+    /// reader thread, and checks it against its published checksum; `completion` (called there)
+    /// receives the checked bytes. A block that fails spoils the entry (``spoil(block:)``).
+    public func readBlock(
+        _ block: Int, range: Range<Int>, from file: OpenFile, completion: @escaping @Sendable (DiskCache.BlockRead) -> Void
+    ) {
+        cache.blockReader.submit { [self] in
+            let expected = published.withLock { block < $0.count ? $0[block] : nil }
+            let bytes = try? FileSystem.read(file.fd, at: bodyOffset + Int64(range.lowerBound), count: range.count)
+            guard let expected, let bytes, bytes.count == range.count,
+                (try? DiskEntryFormat.checkBlock(bytes, block: block, expected: expected)) != nil
+            else {
+                spoil(block: block)
+                completion(.failed)
+                return
+            }
+            completion(.checked(bytes))
+        }
+    }
+
+    /// The file does not hold what was written to it (a disk that lies, a stray write): the
+    /// entry is not stored, or, if it was stored by now and its name still holds that very
+    /// file, it is dropped. Counted as one corruption however many readers find it.
+    func spoil(block: Int) {
+        guard !spoiled.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        let problem = DiskEntryFormat.Problem.blockChecksumMismatch(block: block)
+        cache.writer.submit { [self] in
+            let stored = state.withLock { state -> (device: UInt64, inode: UInt64)? in
+                if !state.done {
+                    if state.fd >= 0 { Syscall.close(state.fd) }
+                    state.fd = -1
+                    state.done = true
+                    failed.store(true, ordering: .releasing)
+                    try? FileSystem.remove(temporaryPath)
+                }
+                return state.stored
+            }
+            var info = stat()
+            if let stored, stat(cache.path(forName: name), &info) == 0, UInt64(info.st_dev) == stored.device,
+                UInt64(info.st_ino) == stored.inode, let entry = cache.index.withLock({ $0.entry(named: name) }), entry.segment == 0
+            {
+                cache.discard(entry, after: problem)  // counts and logs it
+                return
+            }
+            cache.corruptions.add(1)
+            cache.logger.warning(
+                "a disk cache entry being written failed its check while being sent; it is not stored",
+                metadata: ["file": "\(temporaryPath)", "reason": "\(problem)"])
         }
     }
 

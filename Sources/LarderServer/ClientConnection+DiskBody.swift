@@ -57,7 +57,7 @@ extension ClientConnection {
     private func abandonDiskBody(_ exchange: Exchange) {
         proxy.logger.warning(
             "a disk cache entry failed its check while being sent; the response ends incomplete",
-            metadata: ["url": "\(exchange.key?.url ?? "-")"])
+            metadata: ["url": "\(proxy.loggable(exchange.key?.url ?? "-"))"])
         exchange.diskBody = nil
         exchange.slices = nil
         exchange.keepAlive = false

@@ -39,6 +39,8 @@ extension ClientConnection: FillReader {
         exchange.advance(.released)
         exchange.fill = nil
         exchange.fillPosition = 0
+        exchange.fillBlockRead = nil
+        exchange.checkedFillBlock = nil
         exchange.goAlone = alone
         exchange.cacheStatus.collapsed = false
         exchange.outcome = .miss
@@ -142,24 +144,81 @@ extension ClientConnection: FillReader {
     }
 
     /// Queues the body bytes `fill` holds from `position` on, up to `end`, while the output has
-    /// room; returns the position reached.
+    /// room; returns the position reached. Bytes the fill keeps only in its disk file come from
+    /// a block read and checked on the reader thread first (``readFillBlock(_:fill:exchange:)``):
+    /// the walk stops there, and the block's answer pumps again.
     func queueFillBody(_ fill: Fill, from position: Int, to end: Int, exchange: Exchange) -> Int {
         var position = position
         // What the fill lets readers have (a digest check holds its last byte back).
         let end = min(end, fill.readableBytes)
-        while output.pendingBytes < ClientConnection.outputHighWater, position < end, let data = fill.data(at: position) {
+        while output.pendingBytes < ClientConnection.outputHighWater, position < end, exchange.fillBlockRead == nil {
+            if let held = exchange.checkedFillBlock, held.fill === fill, position >= held.start,
+                position < held.start + held.bytes.count
+            {
+                let count = min(held.start + held.bytes.count - position, end - position)
+                queueBody(held.bytes, from: position - held.start, count: count, exchange: exchange)
+                position += count
+                if position == held.start + held.bytes.count { exchange.checkedFillBlock = nil }
+                continue
+            }
+            guard let data = fill.data(at: position) else { break }
             switch data {
             case .memory(let bytes, let offset):
                 let count = min(bytes.count - offset, end - position)
                 queueBody(bytes, from: offset, count: count, exchange: exchange)
                 position += count
-            case .file(let file, let offset, let available):
-                let count = min(available, end - position)
-                queueBody(file: file, offset: offset, count: count, exchange: exchange)
-                position += count
+            case .block(let block):
+                readFillBlock(block, fill: fill, exchange: exchange)
             }
         }
         return position
+    }
+
+    /// Reads a block of a fill's disk file and checks it on the reader thread; its answer
+    /// comes back to ``receiveFillBlock(_:token:)``.
+    private func readFillBlock(_ block: FillData.Block, fill: Fill, exchange: Exchange) {
+        let token = proxy.park(self)
+        exchange.fillBlockRead = (token, fill, block)
+        let handle = proxy.loop.handle
+        block.write.readBlock(block.index, range: block.bytes, from: block.file) { read in
+            handle.execute { loop in (loop.context as? ProxyLoop)?.unpark(token)?.receiveFillBlock(read, token: token) }
+        }
+    }
+
+    /// A fill's block is read: holds its checked bytes and pumps again, or, when it failed its
+    /// check (the write is spoiled and counted), ends this client's response short of its
+    /// framing: never a byte that was not checked (RFC 9112 §8: an incomplete message).
+    private func receiveFillBlock(_ read: DiskCache.BlockRead, token: Int) {
+        guard phase == .exchanging, let exchange, let pending = exchange.fillBlockRead, pending.token == token else { return }
+        exchange.fillBlockRead = nil
+        guard exchange.fill === pending.fill else { return }
+        guard case .checked(let bytes) = read else {
+            proxy.logger.warning(
+                "a disk cache file being written failed its check while being sent; the response ends incomplete",
+                metadata: ["url": "\(proxy.loggable("\(pending.fill.key)"))", "block": "\(pending.block.index)"])
+            abandonFillBody(exchange, fill: pending.fill)
+            return
+        }
+        exchange.checkedFillBlock = (pending.fill, pending.block.start, bytes)
+        if pumpFill() { flush() }
+    }
+
+    /// Ends a response whose head is out in the middle of its body: the connection closes
+    /// without completing the framing (RFC 9112 §8), and the fill goes on for the others.
+    private func abandonFillBody(_ exchange: Exchange, fill: Fill) {
+        if exchange.slices != nil {
+            failSlices(exchange, status: 502, reason: "a disk cache file being written failed its check")
+            return
+        }
+        exchange.keepAlive = false
+        exchange.outcome = .error
+        closeWhenFlushed = true
+        self.exchange = nil
+        exchange.fill = nil
+        exchange.checkedFillBlock = nil
+        fill.detach(self)
+        logTruncated(exchange)
+        flushSoon()
     }
 
     /// Sends the head of a fill's response, or instead a 304 for a matching conditional

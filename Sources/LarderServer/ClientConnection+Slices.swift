@@ -291,6 +291,8 @@ extension ClientConnection {
         exchange.goAlone = false
         exchange.sliceFillEnd = nil
         exchange.fillPosition = 0
+        exchange.fillBlockRead = nil
+        exchange.checkedFillBlock = nil
         fill.detach(self)
     }
 
@@ -427,7 +429,7 @@ extension ClientConnection {
 
     /// The answer cannot go on: before its head, a generated error; after it, the connection
     /// closes with the body incomplete (RFC 9112 §8), the only honest signal left.
-    private func failSlices(_ exchange: Exchange, status: Int, reason: String) {
+    func failSlices(_ exchange: Exchange, status: Int, reason: String) {
         proxy.logger.warning(
             "sliced answer failed", metadata: ["url": "\(proxy.loggable(exchange.key?.url ?? "-"))", "reason": "\(reason)"])
         if let fill = exchange.fill { leaveSliceFill(fill, exchange: exchange) }

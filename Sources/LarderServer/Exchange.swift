@@ -89,6 +89,13 @@ final class Exchange {
     var sliceFillEnd: Int?
     /// A disk-tier body being sent a checked block at a time.
     var diskBody: DiskBodyStream?
+    /// A block of a fill's disk file being read and checked on the reader thread, for a client
+    /// that fell behind the fill's memory: the parking token its answer comes back with, the
+    /// fill and the block.
+    var fillBlockRead: (token: Int, fill: Fill, block: FillData.Block)?
+    /// Such a block once checked: the fill, the body position of its first byte and its bytes,
+    /// queued as the client gets to them.
+    var checkedFillBlock: (fill: Fill, start: Int, bytes: [UInt8])?
 
     init(head: consuming RequestHead, startNanos: UInt64, runtime: RuntimeConfig) {
         keepAlive = head.keepAlive

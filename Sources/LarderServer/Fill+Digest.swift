@@ -48,7 +48,11 @@ extension Fill {
         proxy.shared.stats.digestMismatches.add(1)
         proxy.logger.warning(
             "body does not match the digest its URL names: not stored, not served",
-            metadata: ["url": "\(request.url)", "key": "\(key)", "expected": "\(name):\(expected)", "received": "\(name):\(actual)"])
+            metadata: [
+                "url": "\(proxy.loggable(request.url.description))", "key": "\(proxy.loggable("\(key)"))",
+                "expected": "\(name):\(expected)",
+                "received": "\(name):\(actual)",
+            ])
         return UpstreamError(
             kind: .protocolError, message: "the body's \(name) is \(actual), not the \(expected) its URL names",
             afterHead: !digestHoldsHead)

@@ -74,16 +74,32 @@ struct FillOptions {
 enum FillData {
     /// A chunk in memory and the offset of the position inside it.
     case memory([UInt8], offset: Int)
-    /// A byte range of the disk tier's file (the reader fell behind what is kept in memory).
-    case file(OpenFile, offset: Int64, count: Int)
+    /// A block of the disk tier's file being written (the reader fell behind what is kept in
+    /// memory): read whole and checked against the checksum its write published before any of
+    /// it is sent, never sent from the file as it is (DESIGN.md: every byte served from disk
+    /// is checked first).
+    case block(Block)
+
+    struct Block: Sendable {
+        let write: DiskWrite
+        /// A descriptor on the write's file, opened before any of its bytes left memory.
+        let file: OpenFile
+        /// The block's index in the write's body, and the body bytes it spans there.
+        let index: Int
+        let bytes: Range<Int>
+        /// The fill's body position of the block's first byte (a slice's write starts at its
+        /// slice).
+        let start: Int
+    }
 }
 
 /// One upstream fetch and the response received so far, read by every client that asked for
 /// it while it was in flight, each at its own position (read-while-writer).
 ///
 /// Body bytes are kept in memory while the whole body may still go to the memory tier; past
-/// that, chunks are dropped once every reader has taken them or once they are durable in the
-/// disk tier's file, from which a reader that fell behind continues. So a slow client never
+/// that, chunks are dropped once every reader has taken them or once their blocks are written
+/// to the disk tier's file with their checksums published, from which a reader that fell
+/// behind continues, a checked block at a time. So a slow client never
 /// slows the fill or the other clients; only without a disk file does the transfer pause for
 /// the slowest reader (bounded memory either way).
 ///
@@ -206,6 +222,11 @@ final class Fill: UpstreamTransferDelegate {
     /// A read descriptor on that entry, opened the first time memory chunks are dropped in its
     /// favour.
     var spill: OpenFile?
+    /// The write `spill` reads, kept once it is open: a transfer that fails lets go of
+    /// `diskWrite` (its file is deleted), and readers behind the memory window still have to
+    /// reach the end of what arrived (where their response ends short) through the blocks it
+    /// published. Without it they waited forever for bytes no one could give them.
+    var spillWrite: DiskWrite?
     /// How far the slowest reader may fall behind before the transfer pauses (no disk file).
     static let highWater = 1 << 20
     static let lowWater = 256 << 10
@@ -373,12 +394,12 @@ final class Fill: UpstreamTransferDelegate {
             }
             return .memory(chunks[low], offset: position - chunkStarts[low])
         }
-        // Dropped from memory: only ever after being made durable in the spill file.
+        // Dropped from memory: only ever after its block's checksum was published.
         if let slicedWrite { return slicedWrite.data(at: position, limit: chunkStarts.first ?? received) }
-        guard let spill, let diskWrite else { return nil }
-        let end = min(chunkStarts.first ?? received, diskWrite.durableBytes.load(ordering: .acquiring))
-        guard position < end else { return nil }
-        return .file(spill, offset: diskWrite.bodyOffset + Int64(position), count: end - position)
+        guard let spill, let spillWrite, position < chunkStarts.first ?? received,
+            let block = spillWrite.checkableBlock(containing: position)
+        else { return nil }
+        return .block(FillData.Block(write: spillWrite, file: spill, index: block.index, bytes: block.bytes, start: block.bytes.lowerBound))
     }
 
     /// Records how far `reader` has taken the body.
@@ -394,8 +415,9 @@ final class Fill: UpstreamTransferDelegate {
     }
 
     /// Drops chunks no reader needs from memory, then resumes a paused transfer. With a disk
-    /// file, only chunks already durable in it are dropped (so a late reader always finds a
-    /// continuous body), keeping the last ``memoryWindow`` bytes for readers that keep up.
+    /// file, only chunks in blocks whose checksums it has published are dropped (so a late
+    /// reader always finds a continuous body, each block of it checkable), keeping the last
+    /// ``memoryWindow`` bytes for readers that keep up.
     func trimAndResume() {
         let slowest = slowestPosition
         if !retainAll {
@@ -403,7 +425,7 @@ final class Fill: UpstreamTransferDelegate {
             if let diskWrite, !diskWrite.hasFailed || spill != nil {
                 floor = min(spillableBytes() ?? 0, max(slowest, received - Fill.memoryWindow))
             } else if let slicedWrite, !slicedWrite.hasFailed {
-                floor = min(slicedWrite.durableBytes, max(slowest, received - Fill.memoryWindow))
+                floor = min(slicedWrite.checkableBytes, max(slowest, received - Fill.memoryWindow))
                 slicedWrite.release(before: slowest)
             }
             var drop = 0
@@ -419,17 +441,19 @@ final class Fill: UpstreamTransferDelegate {
         }
     }
 
-    /// The body bytes readable from the disk file, once a descriptor on it is open.
+    /// The body bytes readable from the disk file, in blocks whose checksums are published,
+    /// once a descriptor on it is open.
     func spillableBytes() -> Int? {
-        if let slicedWrite { return slicedWrite.hasFailed ? nil : slicedWrite.durableBytes }
+        if let slicedWrite { return slicedWrite.hasFailed ? nil : slicedWrite.checkableBytes }
         guard let diskWrite, !diskWrite.hasFailed || spill != nil else { return nil }
         if spill == nil {
             guard diskWrite.durableBytes.load(ordering: .acquiring) > 0, let file = diskWrite.openForReading() else {
                 return nil
             }
             spill = file
+            spillWrite = diskWrite
         }
-        return diskWrite.durableBytes.load(ordering: .acquiring)
+        return diskWrite.checkableBytes.load(ordering: .acquiring)
     }
 
     /// Whether the transfer must wait: the slowest reader is far behind and there is no file

@@ -22,6 +22,8 @@ final class SlicedDiskWrite {
     private var received = 0
     /// Slices fully durable, and their bytes (so `durableBytes` need not walk them all).
     private var durableSlices = 0
+    /// Slices whose every block's checksum is published.
+    private var checkableSlices = 0
     /// A slice could not be started or written: nothing more is stored.
     private(set) var hasFailed = false
 
@@ -79,14 +81,26 @@ final class SlicedDiskWrite {
         return durableSlices == 0 ? 0 : bounds(durableSlices - 1).upperBound
     }
 
-    /// Where a reader behind the memory window finds byte `position` (up to `limit`).
+    /// Body bytes from byte 0 on, without a gap, in blocks whose checksums their slices'
+    /// writes have published: what a fill may drop from memory.
+    var checkableBytes: Int {
+        while checkableSlices < writes.count {
+            let slice = bounds(checkableSlices)
+            let checkable = writes[checkableSlices].checkableBytes.load(ordering: .acquiring)
+            guard checkable == slice.count else { return slice.lowerBound + checkable }
+            checkableSlices += 1
+        }
+        return checkableSlices == 0 ? 0 : bounds(checkableSlices - 1).upperBound
+    }
+
+    /// Where a reader behind the memory window finds byte `position` (below `limit`): the
+    /// checkable block of its slice's file that holds it.
     func data(at position: Int, limit: Int) -> FillData? {
         let index = position / size
         guard index < writes.count, position < limit else { return nil }
         let write = writes[index]
         let offset = position - index * size
-        let durable = write.durableBytes.load(ordering: .acquiring)
-        guard offset < durable else { return nil }
+        guard let block = write.checkableBlock(containing: offset) else { return nil }
         let file: OpenFile
         if let open = files[index] {
             file = open
@@ -96,7 +110,9 @@ final class SlicedDiskWrite {
             file = opened
         }
         // Files of slices every reader has passed are closed (see `release(before:)`).
-        return .file(file, offset: write.bodyOffset + Int64(offset), count: min(durable - offset, limit - position))
+        return .block(
+            FillData.Block(
+                write: write, file: file, index: block.index, bytes: block.bytes, start: index * size + block.bytes.lowerBound))
     }
 
     /// Closes the read descriptors of slices wholly before `position`.

@@ -20,6 +20,24 @@ import Testing
         #expect(DiskEntryFormat.blockRange(4, bodyLength: 5_000_000) == Int64(4 * Self.block)..<5_000_000)
     }
 
+    /// What a streamed write publishes to readers that fell behind a fill: each whole block's
+    /// checksum as it completes, the short last one's at the end, the same as the table's.
+    @Test func theChecksumsPublishedAsBlocksCompleteAreTheTables() {
+        let body = pattern(2 * Self.block + 999, seed: 9)
+        var fed = BlockChecksums()
+        fed.update(Array(body[0..<(Self.block - 1)]))
+        #expect(fed.completedBlocks == 0)
+        fed.update(Array(body[(Self.block - 1)..<(2 * Self.block + 10)]))
+        #expect(fed.completedBlocks == 2)
+        fed.update(Array(body[(2 * Self.block + 10)...]))
+        let table = DiskEntryFormat.blockTable(of: body)
+        for block in 0..<2 { #expect(fed.checksum(ofBlock: block) == DiskEntryFormat.blockChecksum(inTable: table[...], at: block)) }
+        #expect(fed.partialBlockChecksum == DiskEntryFormat.blockChecksum(inTable: table[...], at: 2))
+        var whole = BlockChecksums()
+        whole.update(Array(body[0..<Self.block]))
+        #expect(whole.partialBlockChecksum == nil, "a body of whole blocks has no short one")
+    }
+
     @Test(arguments: [1, 7000, 1 << 20, (1 << 20) + 3])
     func theTableDoesNotDependOnChunking(chunk: Int) {
         let body = pattern(3 * Self.block + 12345, seed: 5)

@@ -97,6 +97,7 @@ import Testing
             ("LARDER-ENTRY 4", "LARDER-ENTRY 1"), ("LARDER-ENTRY 4", "LARDER-ENTRY 2"), ("LARDER-ENTRY 4", "LARDER-ENTRY 3"),
             ("LARDER-ENTRY 4", "LARDER-ENTRY +"), ("LARDER-ENTRY 4", "LARDER-ENTRY 9"),
             ("body-length 0", "body-length +"), ("body-length 0", "body-length -"), ("body-checksum f", "body-checksum +"),
+            ("body-length 00", "body-length 09"),
             ("body-checksum f", "body-checksum F"), ("head-length 0", "head-length\u{0}"), ("4\nbody", "4\r\nbody"),
             ("status 200 OK", "status  200  OK"), ("status 200 OK", "status 200"), ("status 200 OK", "status +200 OK"),
             ("status 200 OK", "status 2000 OK"), ("status 200 OK", "status OK"), ("status 200 OK", "status "),

@@ -26,7 +26,7 @@ enum ReferenceEntryDecoder {
             lines[2].hasPrefix("body-checksum "), let checksum = UInt64(lines[2].dropFirst(14), radix: 16),
             lines[3].hasPrefix("head-checksum "), let headChecksum = UInt64(lines[3].dropFirst(14), radix: 16),
             lines[4].hasPrefix("head-length "), let headLength = Int(lines[4].dropFirst(12)),
-            bodyLength >= 0, headLength >= 0, headLength < 1 << 20
+            bodyLength >= 0, bodyLength <= DiskEntryFormat.maxBodyLength, headLength >= 0, headLength < 1 << 20
         else { throw .unreadableHead("malformed preamble") }
         return Preamble(
             bodyLength: bodyLength, bodyChecksum: checksum, headChecksum: headChecksum, headLength: headLength, freed: freed,

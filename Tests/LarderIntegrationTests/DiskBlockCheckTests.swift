@@ -105,5 +105,179 @@ extension IntegrationTests {
             #expect(again.status == 206 && again.body == expected[range])
             #expect(again.cacheStatus?.hit == false, "slice 0 fetched again")
         }
+
+        /// Where the body starts in an entry file: after the 133-byte preamble and the head
+        /// whose length it names (DISK-FORMAT.md).
+        static func bodyOffset(_ file: String) throws -> Int {
+            let handle = try #require(FileHandle(forReadingAtPath: file))
+            defer { try? handle.close() }
+            let preamble = String(decoding: try #require(try handle.read(upToCount: 133)), as: UTF8.self)
+            let line = try #require(preamble.split(separator: "\n").first { $0.hasPrefix("head-length ") })
+            return 133 + (try #require(Int(line.dropFirst("head-length ".count))))
+        }
+
+        /// A client that falls behind a miss's memory window is sent the rest of the body from
+        /// the file being written: a byte flipped there must be caught by the block's checksum
+        /// (published by the writer from the bytes it was given), the client's transfer ends
+        /// short, and the damaged entry is not kept. On f407f26 (sendfile from the file) the
+        /// flipped byte was served.
+        @Test func aDamagedSpillFileIsNeverServedToAReaderThatFellBehindAMiss() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: Self.config)
+            let size = 24_000_000
+            // About 5 s of body: time to damage the file while the fill is writing it.
+            let path = "/spill?size=\(size)&slow=0.015&cc=max-age=600"
+            let url = origin.url(path)
+            let expected = try origin.directBody("/spill?size=\(size)")
+
+            let slow = try RawConnection(port: larder.proxyPort, receiveTimeout: 30)
+            // A small receive buffer, so the client really lags (a few MB at most in flight).
+            var buffer: Int32 = 16 << 10
+            setsockopt(slow.fd, SOL_SOCKET, SO_RCVBUF, &buffer, socklen_t(MemoryLayout<Int32>.size))
+            slow.send("GET \(url) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            let status = try #require(slow.readLine())
+            #expect(status.hasPrefix("HTTP/1.1 200"), "\(status)")
+            while let line = slow.readLine(), line != "\r" {}
+
+            // Body byte 17,000,000 (block 16), once the file being written holds it.
+            var spill: String?
+            var flipped = false
+            for _ in 0..<1000 where !flipped {
+                if let file = larder.cacheFiles("tmp").first {
+                    spill = file
+                    let offset = try Self.bodyOffset(file)
+                    if IntegrationTests.DiskTier.fileSize(file) >= offset + 18_000_000 {
+                        try IntegrationTests.DiskTier.flip(file, at: offset + 17_000_000)
+                        flipped = true
+                    }
+                }
+                usleep(10_000)
+            }
+            try #require(flipped, "the file being written was never seen past 18 MB (\(spill ?? "none"))")
+            // The fill ends (its entry written) while the client still lags.
+            for _ in 0..<1000 where !larder.cacheFiles("tmp").isEmpty { usleep(10_000) }
+
+            let body = slow.readUntilClose()
+            #expect(body.count < size, "the damaged block must end the transfer short")
+            #expect(bodyMismatch(Data(body), expected.prefix(body.count)) == nil, "a damaged byte was served")
+            #expect(try IntegrationTests.DiskTier.corruptions(larder) == 1)
+
+            let again = try Curl.viaProxy(larder.proxy, [url])
+            #expect(bodyMismatch(again.body, expected) == nil, "the damaged entry is not served: fetched again, whole")
+            #expect(again.cacheStatus?.hit == false, "the damaged entry was not kept")
+        }
+
+        /// The same through a response stored as slices while it streams (one write per
+        /// 2 MiB slice): a byte flipped in a finished slice's file, which the lagging client
+        /// reads from the descriptor it holds on it, ends that client's transfer short at the
+        /// block, and the slice is dropped and fetched again.
+        @Test func aDamagedSliceFileIsNeverServedToAReaderThatFellBehindAMiss() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: Self.config + "[cache]\nslice_size = \"2MiB\"\n")
+            let size = 24_000_000
+            let path = "/spill-slices?size=\(size)&slow=0.015&ranges=1&cc=max-age=600"
+            let url = origin.url(path)
+            let expected = try origin.directBody("/spill-slices?size=\(size)&ranges=1")
+
+            let slow = try RawConnection(port: larder.proxyPort, receiveTimeout: 30)
+            var buffer: Int32 = 16 << 10
+            setsockopt(slow.fd, SOL_SOCKET, SO_RCVBUF, &buffer, socklen_t(MemoryLayout<Int32>.size))
+            slow.send("GET \(url) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            let status = try #require(slow.readLine())
+            #expect(status.hasPrefix("HTTP/1.1 200"), "\(status)")
+            while let line = slow.readLine(), line != "\r" {}
+
+            // Slice 6 (bytes 12-14 MiB) once stored: its body byte 1,500,000 is byte 14,082,912.
+            var slice: String?
+            for _ in 0..<1500 where slice == nil {
+                slice = larder.cacheFiles("v1").first { file in
+                    !file.contains("/seg/")
+                        && (FileHandle(forReadingAtPath: file).flatMap { try? $0.read(upToCount: 600) })
+                            .map { String(decoding: $0, as: UTF8.self).contains("#slice=6") } == true
+                }
+                usleep(10_000)
+            }
+            let file = try #require(slice, "slice 6 was never stored")
+            try IntegrationTests.DiskTier.flip(file, at: try Self.bodyOffset(file) + 1_500_000)
+            for _ in 0..<1000 where !larder.cacheFiles("tmp").isEmpty { usleep(10_000) }
+
+            let body = slow.readUntilClose()
+            #expect(body.count < size, "the damaged block must end the transfer short")
+            #expect(bodyMismatch(Data(body), expected.prefix(body.count)) == nil, "a damaged byte was served")
+            #expect(try IntegrationTests.DiskTier.corruptions(larder) == 1)
+
+            // The next request never gets the damaged byte. (It sometimes stalls after slice 5
+            // instead of fetching slice 6 again: left open, see the branch's report.)
+            let again = try Curl.viaProxy(larder.proxy, ["--max-time", "10", url])
+            Self.expectNoWrongByte(again, expected: expected, "the request after the damage")
+        }
+
+        /// An origin that breaks off mid-body while a client lags more than the memory window
+        /// behind: the fill lets go of its file, and the client must still get what arrived,
+        /// from the blocks already checked, then an incomplete transfer. On 00111b9 it got
+        /// nothing more and its connection stayed open (120 s and counting).
+        @Test func aReaderBehindAMissWhoseOriginBreaksOffIsEndedNotLeftHanging() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: Self.config)
+            let size = 12_000_000
+            let path = "/spill-broken?size=\(size)&truncate=9000000&slow=0.002&cc=max-age=600"
+            let expected = try origin.directBody("/spill-broken?size=\(size)")
+
+            let slow = try RawConnection(port: larder.proxyPort, receiveTimeout: 30)
+            var buffer: Int32 = 16 << 10
+            setsockopt(slow.fd, SOL_SOCKET, SO_RCVBUF, &buffer, socklen_t(MemoryLayout<Int32>.size))
+            slow.send("GET \(origin.url(path)) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            let status = try #require(slow.readLine())
+            #expect(status.hasPrefix("HTTP/1.1 200"), "\(status)")
+            while let line = slow.readLine(), line != "\r" {}
+            for _ in 0..<1000 where try origin.bytes(path) < 9_000_000 { usleep(10_000) }
+            usleep(500_000)  // the transfer's end reaches the fill
+
+            let start = Date()
+            let body = slow.readUntilClose()
+            #expect(Date().timeIntervalSince(start) < 15, "the connection must end, not wait for the receive timeout")
+            #expect(body.count <= 9_000_000 && body.count > 5_000_000, "\(body.count) bytes")
+            #expect(bodyMismatch(Data(body), expected.prefix(body.count)) == nil, "a wrong byte was served")
+        }
+
+        /// Large disk hits are read a checked block at a time, one block queued per connection:
+        /// a smaller disk hit (its body read and checked whole, off the loop) must not wait
+        /// behind every queued block. On 0a1f44c, with one reader thread for both, a 200 KB disk
+        /// hit's median went from 1.8 to 30 ms while 16 clients read a 20 MB entry.
+        @Test func aSmallDiskHitDoesNotWaitBehindTheBlocksOfLargeOnes() throws {
+            let origin = try Origin()
+            let config = "[memory]\nmax_bytes = \"64MiB\"\nmax_object_bytes = \"128KiB\"\n[disk]\nscrub_rate = \"0B\"\n"
+            let larder = try Larder(config: config)
+            let large = origin.url("/queue-large?size=20000000&cc=max-age=600")
+            let small = origin.url("/queue-small?size=200000&cc=max-age=600")
+            _ = try Self.diskHit(larder, large)
+            _ = try Self.diskHit(larder, small)
+            func medianMillis() throws -> Double {
+                var samples: [Double] = []
+                for _ in 0..<15 {
+                    let start = Date()
+                    let connection = try RawConnection(port: larder.proxyPort)
+                    connection.send("GET \(small) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+                    let response = try connection.readResponse()
+                    samples.append(Date().timeIntervalSince(start) * 1000)
+                    #expect(response.body.count == 200_000 && response.header("cache-status")?.contains("disk") == true)
+                    usleep(20_000)
+                }
+                return samples.sorted()[samples.count / 2]
+            }
+            let idle = try medianMillis()
+            var readers: [Process] = []
+            defer { for reader in readers { reader.terminate() } }
+            for _ in 0..<16 {
+                let reader = Process()
+                reader.executableURL = URL(fileURLWithPath: "/bin/sh")
+                reader.arguments = ["-c", "while :; do curl -s -o /dev/null -x \(larder.proxy) '\(large)'; done"]
+                try reader.run()
+                readers.append(reader)
+            }
+            usleep(500_000)
+            let loaded = try medianMillis()
+            #expect(loaded < idle + 10, "a 200 KB disk hit: \(idle) ms idle, \(loaded) ms beside 16 readers of a 20 MB entry")
+        }
     }
 }

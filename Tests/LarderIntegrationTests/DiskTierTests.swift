@@ -136,6 +136,46 @@ extension IntegrationTests {
             #expect(try Self.corruptions(second) == 1)
         }
 
+        /// A preamble is read before anything else can vouch for it: a `body-length` near
+        /// Int64.max (20 digits fit the field) made the record length overflow, and the daemon
+        /// trapped in the start-up scan, again at every restart. Such a record is now malformed:
+        /// dropped, and its URL fetched again.
+        @Test func aHugeBodyLengthInAnEntryFileOrASegmentRecordDoesNotCrashTheDaemon() throws {
+            let origin = try Origin()
+            let cache = Paths.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: cache) }
+            let large = "/bomb-file?size=3000000&cc=max-age=600"
+            let small = "/bomb-record?size=1000&cc=max-age=600"
+            do {
+                let first = try Larder(config: Self.diskOnly + "[disk]\nscrub_rate = \"0B\"\n", cacheDirectory: cache)
+                for path in [large, small] { #expect(try Curl.viaProxy(first.proxy, [origin.url(path)]).status == 200) }
+                usleep(300_000)  // the writes end after the responses
+                first.stop()
+            }
+            let files = try #require(FileManager.default.subpaths(atPath: cache + "/v1")).filter { $0.count > 20 || $0.hasPrefix("seg/") }
+            var rewritten = 0
+            for file in files {
+                let url = URL(fileURLWithPath: cache + "/v1/" + file)
+                guard var bytes = try? Data(contentsOf: url), bytes.count > 133 else { continue }
+                let preamble = String(decoding: bytes.prefix(133), as: UTF8.self)
+                guard let field = preamble.range(of: "body-length ") else { continue }
+                let at = preamble.utf8.distance(from: preamble.startIndex, to: field.upperBound)
+                bytes.replaceSubrange(at..<(at + 20), with: Array("09223372036854775807".utf8))
+                try bytes.write(to: url)
+                rewritten += 1
+            }
+            #expect(rewritten == 2, "\(files)")
+
+            let second = try Larder(config: Self.diskOnly + "[disk]\nscrub_rate = \"0B\"\n", cacheDirectory: cache)
+            for path in [large, small] {
+                let again = try Curl.viaProxy(second.proxy, [origin.url(path)])
+                let expected = try origin.directBody(path)
+                #expect(again.status == 200 && bodyMismatch(again.body, expected) == nil, "\(path)")
+                #expect(again.cacheStatus?.hit == false, "\(path): fetched again")
+            }
+            #expect(try second.activeConnections() >= 0, "still running")
+        }
+
         @Test func theScrubDropsADamagedLargeEntryBeforeAnyoneAsks() throws {
             let origin = try Origin()
             let cache = Paths.temporaryDirectory()

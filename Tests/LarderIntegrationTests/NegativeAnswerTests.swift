@@ -15,36 +15,41 @@ extension IntegrationTests {
 
         /// One URL per artefact route of every preset, and whether its key merges URLs (a
         /// `key` or `ignore_query`: then a failure is never stored at all).
-        static let artefacts: [(url: String, merged: Bool)] = [
-            ("http://deb.debian.org/debian/dists/bookworm/main/binary-amd64/by-hash/SHA256/0000000000000000000000000000000000000000000000000000000000000001", true),
-            ("http://deb.debian.org/debian/pool/main/c/curl/curl_9.0-1_amd64.deb", true),
-            ("http://archive.ubuntu.com/ubuntu/dists/noble/main/binary-amd64/by-hash/SHA256/0000000000000000000000000000000000000000000000000000000000000002", true),
-            ("http://archive.ubuntu.com/ubuntu/pool/main/c/curl/curl_9.0-1_amd64.deb", true),
-            ("http://apt.mirror.test/debian/dists/x/main/by-hash/SHA256/0123abcd", false),
-            ("http://apt.mirror.test/debian/pool/main/x/x_9.0_all.deb", false),
-            ("http://apt.mirror.test/debian/pool/main/x/x_9.0_all.udeb", false),
-            ("http://apt.mirror.test/debian/pool/main/x/x_9.0.dsc", false),
-            ("http://apt.mirror.test/debian/pool/main/x/x_9.0.orig.tar.xz", false),
-            ("http://files.pythonhosted.org/packages/ab/cd/ef0123/demo-9.0.tar.gz", false),
-            ("http://pypi.mirror.test/packages/ab/cd/ef0123/demo-9.0-py3-none-any.whl", false),
-            ("http://registry.npmjs.org/demo/-/demo-9.0.0.tgz", false),
-            ("http://registry.yarnpkg.com/demo/-/demo-9.0.0.tgz", false),
-            ("http://npm.mirror.test/@scope/demo/-/demo-9.0.0.tgz", false),
-            ("http://static.crates.io/crates/demo/demo-9.0.0.crate", false),
-            ("http://crates.io/api/v1/crates/demo/9.0.0/download", false),
-            ("http://crates.mirror.test/crates/demo/demo-9.0.0.crate", false),
-            ("http://proxy.golang.org/example.org/mod/@v/v9.0.0.zip", false),
-            ("http://proxy.golang.org/example.org/mod/@v/v9.0.0.mod", false),
-            ("http://proxy.golang.org/example.org/mod/@v/v9.0.0.info", false),
-            ("http://registry-1.docker.io/v2/library/demo/blobs/sha256:0123abcd", false),
-            ("http://registry-1.docker.io/v2/library/demo/blobs/sha256:0000000000000000000000000000000000000000000000000000000000000003", true),
-            ("http://registry-1.docker.io/v2/library/demo/manifests/sha256:0123abcd", false),
-            ("http://production.cloudflare.docker.com/registry-v2/docker/registry/v2/blobs/sha256/01/0123abcd/data", true),
-            ("http://objects.githubusercontent.com/github-production-release-asset-2e65be/123/456", true),
-            ("http://release-assets.githubusercontent.com/github-production-release-asset/123/456", true),
-            ("http://rpm.mirror.test/fedora/39/Packages/d/demo-9.0-1.fc39.x86_64.rpm", false),
-            ("http://rpm.mirror.test/fedora/39/repodata/0123abcd-primary.xml.zst", false),
-        ]
+        static let artefacts: [(url: String, merged: Bool)] = {
+            // Digests of the right length, so that the digest routes take these URLs.
+            let zeros = String(repeating: "0", count: 63)
+            let (digest1, digest2, digest3) = (zeros + "1", zeros + "2", zeros + "3")
+            return [
+                ("http://deb.debian.org/debian/dists/bookworm/main/binary-amd64/by-hash/SHA256/\(digest1)", true),
+                ("http://deb.debian.org/debian/pool/main/c/curl/curl_9.0-1_amd64.deb", true),
+                ("http://archive.ubuntu.com/ubuntu/dists/noble/main/binary-amd64/by-hash/SHA256/\(digest2)", true),
+                ("http://archive.ubuntu.com/ubuntu/pool/main/c/curl/curl_9.0-1_amd64.deb", true),
+                ("http://apt.mirror.test/debian/dists/x/main/by-hash/SHA256/0123abcd", false),
+                ("http://apt.mirror.test/debian/pool/main/x/x_9.0_all.deb", false),
+                ("http://apt.mirror.test/debian/pool/main/x/x_9.0_all.udeb", false),
+                ("http://apt.mirror.test/debian/pool/main/x/x_9.0.dsc", false),
+                ("http://apt.mirror.test/debian/pool/main/x/x_9.0.orig.tar.xz", false),
+                ("http://files.pythonhosted.org/packages/ab/cd/ef0123/demo-9.0.tar.gz", false),
+                ("http://pypi.mirror.test/packages/ab/cd/ef0123/demo-9.0-py3-none-any.whl", false),
+                ("http://registry.npmjs.org/demo/-/demo-9.0.0.tgz", false),
+                ("http://registry.yarnpkg.com/demo/-/demo-9.0.0.tgz", false),
+                ("http://npm.mirror.test/@scope/demo/-/demo-9.0.0.tgz", false),
+                ("http://static.crates.io/crates/demo/demo-9.0.0.crate", false),
+                ("http://crates.io/api/v1/crates/demo/9.0.0/download", false),
+                ("http://crates.mirror.test/crates/demo/demo-9.0.0.crate", false),
+                ("http://proxy.golang.org/example.org/mod/@v/v9.0.0.zip", false),
+                ("http://proxy.golang.org/example.org/mod/@v/v9.0.0.mod", false),
+                ("http://proxy.golang.org/example.org/mod/@v/v9.0.0.info", false),
+                ("http://registry-1.docker.io/v2/library/demo/blobs/sha256:0123abcd", false),
+                ("http://registry-1.docker.io/v2/library/demo/blobs/sha256:\(digest3)", true),
+                ("http://registry-1.docker.io/v2/library/demo/manifests/sha256:0123abcd", false),
+                ("http://production.cloudflare.docker.com/registry-v2/docker/registry/v2/blobs/sha256/01/0123abcd/data", true),
+                ("http://objects.githubusercontent.com/github-production-release-asset-2e65be/123/456", true),
+                ("http://release-assets.githubusercontent.com/github-production-release-asset/123/456", true),
+                ("http://rpm.mirror.test/fedora/39/Packages/d/demo-9.0-1.fc39.x86_64.rpm", false),
+                ("http://rpm.mirror.test/fedora/39/repodata/0123abcd-primary.xml.zst", false),
+            ]
+        }()
 
         /// A 404 and a 410 that say they are fresh for a year, on each preset's artefact
         /// routes: kept as the HTTP rules say but only for `negative_ttl` (never, under a
