@@ -23,7 +23,18 @@ import Testing
         let results = Results()
         let loopHandle = try EventLoop.start(name: "paused-transfer-test")
         loopHandle.execute { loop in
-            let origin = ScriptedOrigin(loop: loop, listener: listener, results: results)
+            var last: Socket?
+            // Each request's body is its path's last component; sendLate() writes one more
+            // response, unasked, on the last connection.
+            let origin = LoopOrigin(loop: loop, listener: listener, accepted: { last = $0 }) { target in
+                results.requests.withLock { $0.append(target) }
+                let body = target.split(separator: "/").last.map(String.init) ?? ""
+                return Array("HTTP/1.1 200 OK\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)".utf8)
+            }
+            func sendLate() {
+                let late = Array("HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nlate".utf8)
+                _ = late.withUnsafeBytes { try? last?.write($0) }
+            }
             guard (try? loop.register(listener.fd, interest: .readable, handler: origin)) != nil else {
                 results.done.signal()
                 return
@@ -38,12 +49,12 @@ import Testing
             }
             let pauser = LastBytesPauser(loop: loop) { body in
                 results.bodies.withLock { $0.append(body) }
-                if !lateWhilePaused { origin.sendLate() }
+                if !lateWhilePaused { sendLate() }
                 // Long enough for the loop to see the late bytes on an idle, watched socket.
                 if !queued { _ = loop.schedule(afterNanos: 200_000_000) { startSecond() } }
             }
             pauser.whilePaused = {
-                if lateWhilePaused { origin.sendLate() }
+                if lateWhilePaused { sendLate() }
                 if queued { startSecond() }
             }
             pauser.transfer = client.start(UpstreamRequest(method: .get, url: first, headers: HTTPHeaders()), delegate: pauser)
@@ -109,90 +120,6 @@ private final class LastBytesPauser: UpstreamTransferDelegate {
         switch result {
         case .success: finished(String(decoding: body, as: UTF8.self))
         case .failure(let error): finished("failed: \(error)")
-        }
-    }
-}
-
-/// An origin on the loop that keeps its connections and answers each request with a response
-/// whose body is the path's last component; ``sendLate()`` writes one more, unasked, on the
-/// last connection. Loop-confined.
-private final class ScriptedOrigin: IOHandler {
-    let loop: EventLoop
-    let listener: Socket
-    let results: Results
-    private var connections: [Int32: Connection] = [:]
-    private var last: Socket?
-
-    init(loop: EventLoop, listener: Socket, results: Results) {
-        self.loop = loop
-        self.listener = listener
-        self.results = results
-    }
-
-    func handleIO(_ events: IOEvents) {
-        while let (socket, _) = try? listener.accept() {
-            let connection = Connection(origin: self, socket: socket)
-            connections[socket.fd] = connection
-            last = socket
-            try? loop.register(socket.fd, interest: .readable, handler: connection)
-        }
-    }
-
-    func sendLate() {
-        let late = Array("HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nlate".utf8)
-        _ = late.withUnsafeBytes { try? last?.write($0) }
-    }
-
-    func close(_ connection: Connection) {
-        loop.deregister(connection.socket.fd)
-        connections[connection.socket.fd] = nil
-        connection.socket.close()
-    }
-
-    final class Connection: IOHandler {
-        unowned let origin: ScriptedOrigin
-        let socket: Socket
-        private var received: [UInt8] = []
-
-        init(origin: ScriptedOrigin, socket: Socket) {
-            self.origin = origin
-            self.socket = socket
-        }
-
-        func handleIO(_ events: IOEvents) {
-            var buffer = [UInt8](repeating: 0, count: 4096)
-            while true {
-                let read: Int?
-                do {
-                    read = try buffer.withUnsafeMutableBytes { (bytes) throws(SystemError) in try socket.read(into: bytes) }
-                } catch {
-                    origin.close(self)
-                    return
-                }
-                guard let count = read else { return }  // nothing more for now
-                guard count > 0 else {
-                    origin.close(self)
-                    return
-                }
-                received += buffer[0..<count]
-                while let end = headEnd() {
-                    let line = String(decoding: received.prefix { $0 != 13 }, as: UTF8.self).split(separator: " ")
-                    received.removeFirst(end)
-                    let target = line.count == 3 ? String(line[1]) : "/"
-                    origin.results.requests.withLock { $0.append(target) }
-                    let body = target.split(separator: "/").last.map(String.init) ?? ""
-                    let response = Array("HTTP/1.1 200 OK\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)".utf8)
-                    _ = response.withUnsafeBytes { try? socket.write($0) }
-                }
-            }
-        }
-
-        private func headEnd() -> Int? {
-            guard received.count >= 4 else { return nil }
-            for index in 0...(received.count - 4) where received[index..<(index + 4)].elementsEqual([13, 10, 13, 10]) {
-                return index + 4
-            }
-            return nil
         }
     }
 }

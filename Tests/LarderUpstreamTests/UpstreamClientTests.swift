@@ -52,7 +52,7 @@ import Testing
         let log = EventLog()
         let loopHandle = try EventLoop.start(name: "upstream-test")
         loopHandle.execute { loop in
-            let origin = Origin(loop: loop, listener: listener, response: response, log: log)
+            let origin = LoopOrigin(loop: loop, listener: listener, accepted: { _ in log.accepted.withLock { $0 += 1 } }) { _ in response }
             do {
                 try loop.register(listener.fd, interest: .readable, handler: origin)
             } catch {
@@ -118,79 +118,5 @@ private final class Recorder: UpstreamTransferDelegate {
         if let client { log.clientWeakReferences.withLock { $0 = Int(_getWeakRetainCount(client)) } }
         client = nil
         log.done.signal()
-    }
-}
-
-/// The origin, on the loop: accepts connections and answers every request head read on them
-/// with `response` (the requests carry no body). Loop-confined.
-private final class Origin: IOHandler {
-    let loop: EventLoop
-    let listener: Socket
-    let response: [UInt8]
-    let log: EventLog
-    private var connections: [Int32: Connection] = [:]
-
-    init(loop: EventLoop, listener: Socket, response: [UInt8], log: EventLog) {
-        self.loop = loop
-        self.listener = listener
-        self.response = response
-        self.log = log
-    }
-
-    func handleIO(_ events: IOEvents) {
-        while let (socket, _) = try? listener.accept() {
-            log.accepted.withLock { $0 += 1 }
-            let connection = Connection(origin: self, socket: socket)
-            connections[socket.fd] = connection
-            try? loop.register(socket.fd, interest: .readable, handler: connection)
-        }
-    }
-
-    func close(_ connection: Connection) {
-        loop.deregister(connection.socket.fd)
-        connections[connection.socket.fd] = nil
-        connection.socket.close()
-    }
-
-    final class Connection: IOHandler {
-        unowned let origin: Origin
-        let socket: Socket
-        private var received: [UInt8] = []
-
-        init(origin: Origin, socket: Socket) {
-            self.origin = origin
-            self.socket = socket
-        }
-
-        func handleIO(_ events: IOEvents) {
-            var buffer = [UInt8](repeating: 0, count: 4096)
-            while true {
-                let read: Int?
-                do {
-                    read = try buffer.withUnsafeMutableBytes { (bytes) throws(SystemError) in try socket.read(into: bytes) }
-                } catch {
-                    origin.close(self)
-                    return
-                }
-                guard let count = read else { return }  // nothing more for now
-                guard count > 0 else {
-                    origin.close(self)
-                    return
-                }
-                received += buffer[0..<count]
-                while let end = headEnd() {
-                    received.removeFirst(end)
-                    _ = origin.response.withUnsafeBytes { try? socket.write($0) }
-                }
-            }
-        }
-
-        private func headEnd() -> Int? {
-            guard received.count >= 4 else { return nil }
-            for index in 0...(received.count - 4) where received[index..<(index + 4)].elementsEqual([13, 10, 13, 10]) {
-                return index + 4
-            }
-            return nil
-        }
     }
 }
