@@ -95,6 +95,7 @@ extension ClientConnection: FillReader {
         }
         let end = exchange.slice.map { $0.last + 1 } ?? Int.max
         let position = queueFillBody(fill, from: exchange.fillPosition, to: end, exchange: exchange)
+        guard exchange.fill === fill else { return true }  // ended at bytes that are gone
         if position != exchange.fillPosition {
             progressed = true
             exchange.fillPosition = position
@@ -169,6 +170,12 @@ extension ClientConnection: FillReader {
                 position += count
             case .block(let block):
                 readFillBlock(block, fill: fill, exchange: exchange)
+            case .lost:
+                proxy.logger.warning(
+                    "bytes a lagging client needs are gone from a damaged disk cache file; the response ends incomplete",
+                    metadata: ["url": "\(proxy.loggable("\(fill.key)"))", "position": "\(position)"])
+                abandonFillBody(exchange, fill: fill)
+                return position
             }
         }
         return position
@@ -196,6 +203,7 @@ extension ClientConnection: FillReader {
             proxy.logger.warning(
                 "a disk cache file being written failed its check while being sent; the response ends incomplete",
                 metadata: ["url": "\(proxy.loggable("\(pending.fill.key)"))", "block": "\(pending.block.index)"])
+            pending.fill.diskCopyFailed()
             abandonFillBody(exchange, fill: pending.fill)
             return
         }

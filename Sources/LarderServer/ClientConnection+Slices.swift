@@ -199,6 +199,7 @@ extension ClientConnection {
         exchange.attempts = fill.attempts
         guard let end = exchange.sliceFillEnd else { return checkSliceFill(fill, exchange: exchange) }
         let position = queueFillBody(fill, from: exchange.fillPosition, to: end, exchange: exchange)
+        guard exchange.fill === fill else { return true }  // ended at bytes that are gone
         let progressed = position > exchange.fillPosition
         if progressed {
             exchange.slices?.sent(position - exchange.fillPosition)

@@ -79,6 +79,9 @@ enum FillData {
     /// it is sent, never sent from the file as it is (DESIGN.md: every byte served from disk
     /// is checked first).
     case block(Block)
+    /// Dropped from memory, and its disk file can no longer give it back (a block failed its
+    /// check and the entry was dropped, or the write failed): a reader here cannot go on.
+    case lost
 
     struct Block: Sendable {
         let write: DiskWrite
@@ -169,6 +172,8 @@ final class Fill: UpstreamTransferDelegate {
     var chunkStarts: [Int] = []
     /// The whole body stays in `chunks` until the fill ends, to be stored in one piece.
     var retainAll = false
+    /// See ``diskCopyFailed()``.
+    private(set) var diskCopyDamaged = false
     /// A body of unknown length kept whole is streamed to disk once past this
     /// (``ResponseAdmission/wholeLimit(maxMemoryObject:disk:)`` when the head came).
     var keptWholeUpTo = 0
@@ -299,10 +304,21 @@ final class Fill: UpstreamTransferDelegate {
     /// Whether a new reader can still start from byte 0: nothing received yet, or every byte
     /// still in memory, or the bytes dropped from memory readable from the disk file.
     var acceptsLateReaders: Bool {
-        guard shareable, outcome == nil else { return false }
+        guard shareable, outcome == nil, !diskCopyDamaged else { return false }
         if received == 0 || chunkStarts.first == 0 { return true }
         guard let durable = spillableBytes() else { return false }
         return durable >= (chunkStarts.first ?? received)
+    }
+
+    /// The disk file behind the bytes dropped from memory failed a block's check (or can no
+    /// longer be read): those bytes are gone for good. No new reader may join (it would need
+    /// them), and the key is no longer this fill's, so the next request goes its own way (for
+    /// an object stored as slices, the slice walk fetches the dropped slice again) instead of
+    /// stopping where the damage is. The transfer goes on for the readers it has.
+    func diskCopyFailed() {
+        guard !diskCopyDamaged else { return }
+        diskCopyDamaged = true
+        proxy.coalescer.remove(self)
     }
 
     func attach(_ reader: any FillReader, requestHeaders: HTTPHeaders) {
@@ -382,7 +398,8 @@ final class Fill: UpstreamTransferDelegate {
     /// The head readers may send: none while a digest check holds it back.
     var headForReaders: ResponseHead? { digestHoldsHead ? nil : head }
 
-    /// Where the body byte at `position` is, or nil if it has not arrived.
+    /// Where the body byte at `position` is, or nil if it has not arrived (``FillData/lost``
+    /// when it will never be had again).
     func data(at position: Int) -> FillData? {
         guard position < received else { return nil }
         if let first = chunkStarts.first, position >= first {
@@ -394,11 +411,19 @@ final class Fill: UpstreamTransferDelegate {
             }
             return .memory(chunks[low], offset: position - chunkStarts[low])
         }
-        // Dropped from memory: only ever after its block's checksum was published.
-        if let slicedWrite { return slicedWrite.data(at: position, limit: chunkStarts.first ?? received) }
-        guard let spill, let spillWrite, position < chunkStarts.first ?? received,
-            let block = spillWrite.checkableBlock(containing: position)
-        else { return nil }
+        // Dropped from memory: only ever after its block's checksum was published, so a block
+        // that cannot be had now never will be (the reader would otherwise wait forever).
+        if let slicedWrite {
+            guard let data = slicedWrite.data(at: position, limit: chunkStarts.first ?? received) else {
+                diskCopyFailed()
+                return .lost
+            }
+            return data
+        }
+        guard let spill, let spillWrite, let block = spillWrite.checkableBlock(containing: position) else {
+            diskCopyFailed()
+            return .lost
+        }
         return .block(FillData.Block(write: spillWrite, file: spill, index: block.index, bytes: block.bytes, start: block.bytes.lowerBound))
     }
 
