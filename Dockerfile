@@ -20,7 +20,7 @@ RUN apt-get update \
         make pkg-config libcurl4-openssl-dev libssl-dev libsystemd-dev libcrypt-dev libmimalloc-dev curl python3 \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
-COPY Makefile Package.swift ./
+COPY Makefile Package.swift Package.resolved ./
 COPY scripts ./scripts
 COPY Sources ./Sources
 COPY Tests ./Tests

@@ -14,7 +14,10 @@ BINARY ?= .build/release/larder
 # The Swift runtime is linked in (--static-swift-stdlib) and no RUNPATH points into the build
 # folder or the toolchain: the binary needs only Debian's libraries (scripts/release-test.sh).
 # Full RELRO (-z relro -z now): the GOT is read-only once the process has started.
-RELEASE_FLAGS = -c release --product larder --static-swift-stdlib --disable-local-rpath \
+# Package.resolved is committed: every build uses the versions it pins and fails rather than
+# resolve others (--force-resolved-versions).
+PINNED = --force-resolved-versions
+RELEASE_FLAGS = $(PINNED) -c release --product larder --static-swift-stdlib --disable-local-rpath \
     -Xlinker -z -Xlinker relro -Xlinker -z -Xlinker now
 
 all: build
@@ -26,7 +29,7 @@ test-deps:
 	@scripts/install-deps.sh --test
 
 build: deps
-	$(SWIFT) build
+	$(SWIFT) build $(PINNED)
 
 ## release: the self-contained binary, .build/release/larder
 release: deps
@@ -48,8 +51,8 @@ run: release
 ## test: unit and integration tests (builds the binary the integration tests start), then a
 ## short libFuzzer run of every target (FUZZ_SECONDS each, 30 by default)
 test: deps test-deps lint
-	$(SWIFT) build
-	$(SWIFT) test
+	$(SWIFT) build $(PINNED)
+	$(SWIFT) test $(PINNED)
 	FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/fuzz.sh
 	scripts/tsan.sh
 	scripts/release-test.sh
