@@ -1,0 +1,41 @@
+import LarderCache
+import LarderConfig
+import LarderUpstream
+
+/// Options a fill is started with, beyond the request itself.
+struct FillOptions {
+    /// The stored response a conditional request was sent for (304 refreshes it).
+    var validating: StoredResponse?
+    /// A stale stored response to answer with if the origin fails (stale-if-error).
+    var fallback: StoredResponse?
+    /// The first client's request directives (no-store, stale-if-error).
+    var requestDirectives = RequestDirectives.none
+    var policy: CachePolicy = .http
+    var ttl: Double?
+    /// No client asked: a refresh in the background (stale-while-revalidate and friends).
+    var background = false
+    /// The first client asked for a range and the request went upstream without it.
+    var rangeStripped = false
+    /// How failed attempts are retried (the route's `[route.retry]`, else `[retry]`).
+    var retry = FillOptions.defaultRetry
+    /// Built once: a `RetryConfig` holds a set, and options are made for every miss.
+    static let defaultRetry = RetryPolicy(RetryConfig())
+    /// The route declares its requests safe to repeat whatever the method.
+    var idempotentRoute = false
+    /// The parent proxies to go through, best first (empty: direct).
+    var parents: [ParentPlan.Parent] = []
+    /// How long a parent that failed is skipped.
+    var parentBackoff: Duration = .seconds(30)
+    /// A slice fill: which slice its request's Range asks for, of slices this large.
+    var slice: (index: Int, size: Int)?
+    /// The route's key is not the URL (`key`, `ignore_query`): only a success is stored.
+    var sharedKey = false
+    /// The route's objects never change under their URL (and may be keyed across hosts): an
+    /// unsafe request does not invalidate them.
+    var immutableRoute = false
+    /// The digest the URL names, on a `digest` route: a 200's body must hash to it.
+    var digest: (algorithm: DigestAlgorithm, expected: String)?
+    /// The request carries the client's own preconditions or Range upstream
+    /// (``ClientConnection/sendsOwnSelectors(_:)``): only a 200 is stored or shared.
+    var ownSelectors = false
+}

@@ -1,0 +1,23 @@
+import LarderHTTP
+
+/// A reader of a fill: a client connection streaming the response out.
+protocol FillReader: AnyObject {
+    /// The fill has a head, more body, or an end; called after the current event batch.
+    func fillDidProgress(_ fill: Fill)
+    /// The origin sent an interim (1xx) response before its final head: pass it on, or not.
+    func fillDidReceiveInterim(_ fill: Fill, head: ResponseHead)
+    /// The response may not go to this reader; the fill has already forgotten it.
+    func fillReleased(_ fill: Fill, reason: FillRelease)
+}
+
+/// Why a reader was let go by a fill.
+enum FillRelease {
+    /// The response may not be shared at all: fetch alone.
+    case notShareable
+    /// The reader's request selects another variant (these Vary fields): share a fill with
+    /// readers of that variant.
+    case otherVariant([String])
+    /// The reader asked for a range of an object too large (or uncacheable) to fetch whole:
+    /// send the Range upstream.
+    case passRange
+}
