@@ -84,13 +84,9 @@ final class ProxyLoop {
         self.shared = shared
         self.runtime = runtime
         upstream = UpstreamClient(loop: loop, maxConnectionsPerHost: runtime.config.upstream.maxConnectionsPerHost)
-        upstream.setResolve(runtime.config.upstream.resolve.map(\.curlForm))
         accessLog = AccessLog(loop: loop, fd: shared.accessLogFile.fd, enabled: runtime.config.log.access)
-        accessLog.format = runtime.config.log.accessFormat
-        accessLog.redaction = runtime.config.log.redactQuery.names.isEmpty ? nil : runtime.config.log.redactQuery
         coalescer = Coalescer(loop: loop, registry: shared.fills.isActive ? shared.fills : nil)
         loop.busyPollCounters = (shared.stats.busyPollsCaught, shared.stats.busyPollsExpired)
-        loop.busyPollNanos = runtime.config.proxy.busyPoll.totalNanoseconds
         upstream.idleConnectionClosed = { [shared] reason, origin in
             shared.stats.idleUpstreamClosed[reason.rawValue]?.add(1)
             // Bytes on an idle plain-HTTP connection are the origin's fault; a close, or a TLS
@@ -102,6 +98,8 @@ final class ProxyLoop {
             let level: Logger.Level = reason == .data && origin.hasPrefix("http:") ? .info : .debug
             shared.logger.log(level: level, message, metadata: ["origin": "\(origin)"])
         }
+        // The settings a reload may change, set as a reload sets them.
+        apply(runtime)
         scheduleSweep()
         reserveSpareDescriptor()
     }
