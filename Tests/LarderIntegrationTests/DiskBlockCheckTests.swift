@@ -288,15 +288,11 @@ extension IntegrationTests {
                 return samples.sorted()[samples.count / 2]
             }
             let idle = try medianMillis()
-            var readers: [Process] = []
-            defer { for reader in readers { reader.terminate() } }
-            for _ in 0..<16 {
-                let reader = Process()
-                reader.executableURL = URL(fileURLWithPath: "/bin/sh")
-                reader.arguments = ["-c", "while :; do curl -s -o /dev/null -x \(larder.proxy) '\(large)'; done"]
-                try reader.run()
-                readers.append(reader)
-            }
+            // Each reader is one curl fetching the entry again and again: stopping it by its PID
+            // stops all it started (a shell loop's curl outlived the shell).
+            let again = Array(repeating: ["-o", "/dev/null", large], count: 1000).flatMap { $0 }
+            let readers = try (0..<16).map { _ in try ChildProcess("/usr/bin/curl", ["-s", "-x", larder.proxy] + again) }
+            defer { for reader in readers { reader.kill() } }
             usleep(500_000)
             let loaded = try medianMillis()
             #expect(loaded < idle + 10, "a 200 KB disk hit: \(idle) ms idle, \(loaded) ms beside 16 readers of a 20 MB entry")
