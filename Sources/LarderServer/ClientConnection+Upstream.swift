@@ -214,7 +214,7 @@ extension ClientConnection: RequestBodySource {
         guard let route = exchange.route else { return }
         options.immutableRoute = route.immutable
         if let algorithm = route.digest, let expected = route.expectedDigest(in: url.pathAndQuery) {
-            options.digest = (algorithm, expected)
+            options.digest = (algorithm, String(expected))
         }
     }
 
