@@ -87,7 +87,7 @@ final class ProxyLoop {
         upstream.setResolve(runtime.config.upstream.resolve.map(\.curlForm))
         accessLog = AccessLog(loop: loop, fd: shared.accessLogFile.fd, enabled: runtime.config.log.access)
         accessLog.format = runtime.config.log.accessFormat
-        accessLog.redaction = runtime.config.log.redactQuery.names.isEmpty ? nil : runtime.config.log.redactQuery
+        accessLog.redaction = runtime.config.log.redactQuery
         coalescer = Coalescer(loop: loop, registry: shared.fills.isActive ? shared.fills : nil)
         loop.busyPollCounters = (shared.stats.busyPollsCaught, shared.stats.busyPollsExpired)
         loop.busyPollNanos = runtime.config.proxy.busyPoll.totalNanoseconds
@@ -162,7 +162,7 @@ final class ProxyLoop {
         upstream.setResolve(newRuntime.config.upstream.resolve.map(\.curlForm))
         accessLog.enabled = newRuntime.config.log.access
         accessLog.format = newRuntime.config.log.accessFormat
-        accessLog.redaction = newRuntime.config.log.redactQuery.names.isEmpty ? nil : newRuntime.config.log.redactQuery
+        accessLog.redaction = newRuntime.config.log.redactQuery
         loop.busyPollNanos = newRuntime.config.proxy.busyPoll.totalNanoseconds
     }
 
