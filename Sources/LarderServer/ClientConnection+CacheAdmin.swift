@@ -19,7 +19,8 @@ extension ClientConnection {
     }
 
     func answerCacheListing(query: String) {
-        let redaction = exchange?.runtime.config.log.redactQuery ?? QueryRedaction(names: QueryRedaction.defaultNames)
+        // What daemon log lines hide (``ProxyLoop/loggable(_:)``), the listing hides.
+        let redaction = proxy.runtime.config.log.redactQuery
         // Cut before any value the listing hides: otherwise the prefix is an oracle for it.
         let prefix = redaction.visiblePrefix(QueryString.value("prefix", in: query) ?? "")
         var limit = ClientConnection.defaultListLimit
