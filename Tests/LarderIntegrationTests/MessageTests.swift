@@ -1,0 +1,69 @@
+import Foundation
+import Testing
+
+extension IntegrationTests {
+    /// What the command line tells an operator: config mistakes at their own place, with the
+    /// table they concern and the fix.
+    @Suite(.timeLimit(.minutes(2))) struct Messages {
+        static func larder(_ arguments: [String], environment: [String: String] = [:]) throws -> ChildProcess {
+            let child = try ChildProcess(Paths.larder, arguments, environment: ["PATH": "/usr/bin:/bin"].merging(environment) { $1 })
+            child.waitUntilExit()
+            return child
+        }
+
+        /// `check-config` on a file holding `bytes`: its exit status and stderr.
+        static func checkConfig(_ bytes: [UInt8]) throws -> (status: Int32, stdout: String, stderr: String, path: String) {
+            let directory = Paths.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let path = directory + "/larder.toml"
+            try Data(bytes).write(to: URL(fileURLWithPath: path))
+            let check = try larder(["check-config", path])
+            return (check.terminationStatus, check.stdout, check.stderr, path)
+        }
+
+        static func checkConfig(_ text: String) throws -> (status: Int32, stdout: String, stderr: String, path: String) {
+            try checkConfig(Array(text.utf8))
+        }
+
+        @Test func checkConfigNamesEachMistakeAtItsOwnPlace() throws {
+            let cases: [(text: String, error: String)] = [
+                ("[proxy]\npresets = [\"debian\"]\n", ":2:1: unknown key 'presets' in [proxy] ('presets' belongs in [cache])"),
+                (
+                    "[proxy]\nworkers = 2\n[log]\nlevel = \"info\"\n[proxy]\nmax_connections = 5\nidle_timeout = \"5s\"\n",
+                    ":5:1: duplicate table [proxy] (first defined at line 1); a table is defined once: move these keys under the first [proxy]"
+                ),
+                ("[proxy]\nworkers = 0\n", ":2:11: 'workers' must be at least 1, got 0; write \"auto\" for one event loop per usable CPU"),
+                (
+                    "[disk]\nmax_bytes = \"1GiB\"\nmax_object_bytes = \"2GiB\"\n",
+                    ":3:20: disk.max_object_bytes \"2GiB\" is larger than the whole disk tier (disk.max_bytes 1GiB); "
+                        + "set it to at most \"1GiB\" or raise disk.max_bytes"
+                ),
+                (
+                    "[memory]\nmax_bytes = \"8MiB\"\nmax_object_bytes = \"16MiB\"\n",
+                    ":3:20: memory.max_object_bytes \"16MiB\" is larger than the whole memory tier (memory.max_bytes 8MiB); "
+                        + "set it to at most \"8MiB\" or raise memory.max_bytes"
+                ),
+                ("[disk]\nmax_bytes = \"0B\"\n", ":2:13: 'max_bytes' must be between 1MiB and "),
+            ]
+            for (text, error) in cases {
+                let check = try Self.checkConfig(text)
+                #expect(check.status == 1, "\(text): \(check.stdout)")
+                let lines = check.stderr.split(separator: "\n").map(String.init)
+                #expect(lines.first?.hasPrefix(check.path + error) == true, "\(text)\n\(check.stderr)")
+                #expect(lines.last == check.path + ": 1 error", "one mistake, one error:\n\(check.stderr)")
+            }
+        }
+
+        @Test func aByteOrderMarkIsAcceptedAndNotShownUnderTheCaret() throws {
+            let bom: [UInt8] = [0xEF, 0xBB, 0xBF]
+            let good = try Self.checkConfig(bom + Array("[proxy]\nmax_connections = 5\n".utf8))
+            #expect(good.status == 0, "\(good.stderr)")
+            #expect(good.stdout.hasPrefix(good.path + ": OK: "), "\(good.stdout)")
+            let bad = try Self.checkConfig(bom + Array("[proxx]\n".utf8))
+            #expect(bad.status == 1)
+            #expect(
+                bad.stderr == "\(bad.path):1:1: unknown section [proxx] (did you mean 'proxy'?)\n  [proxx]\n  ^\n\(bad.path): 1 error\n",
+                "\(bad.stderr.debugDescription)")
+        }
+    }
+}
