@@ -3,7 +3,7 @@ import Testing
 
 extension IntegrationTests {
     /// What the command line tells an operator: config mistakes at their own place, with the
-    /// table they concern and the fix.
+    /// table they concern and the fix; `warm` telling fetched from already cached.
     @Suite(.timeLimit(.minutes(2))) struct Messages {
         static func larder(_ arguments: [String], environment: [String: String] = [:]) throws -> ChildProcess {
             let child = try ChildProcess(Paths.larder, arguments, environment: ["PATH": "/usr/bin:/bin"].merging(environment) { $1 })
@@ -64,6 +64,25 @@ extension IntegrationTests {
             #expect(
                 bad.stderr == "\(bad.path):1:1: unknown section [proxx] (did you mean 'proxy'?)\n  [proxx]\n  ^\n\(bad.path): 1 error\n",
                 "\(bad.stderr.debugDescription)")
+        }
+
+        /// Run twice over the same URLs: the first run fetches them all, the second finds them
+        /// all cached and fetches nothing, and says so in counts and bytes.
+        @Test func warmTellsFetchedFromAlreadyCached() throws {
+            let origin = try Origin()
+            let larder = try Larder()
+            let urls = [1000, 2000, 3000].map { origin.url("/warm\($0)?size=\($0)&cc=max-age=600") }
+            func warm() throws -> ChildProcess {
+                let child = try Self.larder(["warm", "--proxy", "127.0.0.1:\(larder.proxyPort)"] + urls)
+                #expect(child.terminationStatus == 0, "\(child.stdout)\(child.stderr)")
+                return child
+            }
+            let first = try warm()
+            #expect(first.stdout == "3 URLs: 3 fetched (3 stored, 0 not cacheable; 5.9 KiB), 0 already cached (0 B), 0 failed\n")
+            let second = try warm()
+            #expect(second.stdout == "3 URLs: 0 fetched (0 stored, 0 not cacheable; 0 B), 3 already cached (5.9 KiB), 0 failed\n")
+            #expect(second.stderr.split(separator: "\n").allSatisfy { $0.hasSuffix(": already cached") }, "\(second.stderr)")
+            #expect(try origin.total() == 3, "the second run reached no origin")
         }
     }
 }
