@@ -3,7 +3,8 @@ import Testing
 
 extension IntegrationTests {
     /// What the command line tells an operator: config mistakes at their own place, with the
-    /// table they concern and the fix; `warm` telling fetched from already cached.
+    /// table they concern and the fix; `warm` telling fetched from already cached; help that
+    /// fits a terminal of 80 columns.
     @Suite(.timeLimit(.minutes(2))) struct Messages {
         static func larder(_ arguments: [String], environment: [String: String] = [:]) throws -> ChildProcess {
             let child = try ChildProcess(Paths.larder, arguments, environment: ["PATH": "/usr/bin:/bin"].merging(environment) { $1 })
@@ -83,6 +84,41 @@ extension IntegrationTests {
             #expect(second.stdout == "3 URLs: 0 fetched (0 stored, 0 not cacheable; 0 B), 3 already cached (5.9 KiB), 0 failed\n")
             #expect(second.stderr.split(separator: "\n").allSatisfy { $0.hasSuffix(": already cached") }, "\(second.stderr)")
             #expect(try origin.total() == 3, "the second run reached no origin")
+        }
+
+        /// Every help screen, found by walking the SUBCOMMANDS lists: at 80 columns no line is
+        /// longer, and the prose (overview, discussion, usage) reads exactly as on a wide
+        /// terminal, so no authored line was broken in the middle.
+        @Test func everyHelpFitsEightyColumns() throws {
+            var queue: [[String]] = [[]]
+            var seen = 0
+            while let command = queue.first, seen < 50 {
+                queue.removeFirst()
+                seen += 1
+                let narrow = try Self.larder(command + ["--help"], environment: ["COLUMNS": "80"])
+                let wide = try Self.larder(command + ["--help"], environment: ["COLUMNS": "400"])
+                #expect(narrow.terminationStatus == 0, "\(command)")
+                let name = (["larder"] + command).joined(separator: " ")
+                for line in narrow.stdout.split(separator: "\n") where line.count > 80 {
+                    Issue.record("\(name) --help: \(line.count) columns: \(line)")
+                }
+                // Up to the first section of options, arguments or subcommands ("OPTIONS:").
+                func prose(_ text: String) -> String {
+                    let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+                    let isSection = { (line: Substring) in line.hasSuffix(":") && line.dropLast().allSatisfy { $0.isUppercase } }
+                    return lines.prefix { !isSection($0) }.joined(separator: "\n")
+                }
+                #expect(prose(narrow.stdout) == prose(wide.stdout), "\(name) --help wraps its prose at 80 columns")
+                #expect(prose(narrow.stdout).contains("USAGE: "), "\(name): the prose runs to the usage")
+                // Subcommands: "  name   abstract", or "  name (default)   abstract".
+                let lines = narrow.stdout.split(separator: "\n", omittingEmptySubsequences: false)
+                if let start = lines.firstIndex(of: "SUBCOMMANDS:") {
+                    for line in lines[(start + 1)...].prefix(while: { !$0.isEmpty }) where line.hasPrefix("  ") && !line.hasPrefix("   ") {
+                        queue.append(command + [String(line.dropFirst(2).prefix { $0 != " " })])
+                    }
+                }
+            }
+            #expect(seen >= 14, "larder, its subcommands and theirs: \(seen)")
         }
     }
 }
