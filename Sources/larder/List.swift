@@ -8,14 +8,17 @@ import LarderServer
 struct List: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ls",
-        abstract: "List cached entries under a URL prefix: size, tier, age, freshness left, hits.",
+        abstract: "List cached entries under a URL prefix (size, tier, age, ttl, hits).",
+        usage: "larder ls [<options>] [<prefix>]",
         discussion: """
-            Sends GET /cache?prefix=…&limit=… to the admin listener (with the bearer token when one is
-            configured: URLs can carry credentials). Sizes are body bytes in memory, else
-            bytes on disk; age and ttl in seconds (a negative ttl is stale); hits since the daemon started.
+            Sends GET /cache?prefix=…&limit=… to the admin listener (with the bearer
+            token when one is configured: URLs can carry credentials). Sizes are body
+            bytes in memory, else bytes on disk; age and ttl (freshness left) in
+            seconds, a negative ttl is stale; hits since the daemon started.
             Examples:
               larder ls https://files.pythonhosted.org/packages/
-              larder ls --limit 1000 --cluster 10.0.0.1:3129,10.0.0.2:3129 http://deb.debian.org/
+              larder ls --limit 1000 --cluster 10.0.0.1:3129,10.0.0.2:3129 \\
+                http://deb.debian.org/
             """)
 
     @OptionGroup var options: AdminOptions

@@ -218,7 +218,6 @@ private let errorCases: [ErrorCase] = [
         #expect(try config("# only a comment\n\n") == Config())
     }
 
-    /// "auto" and 0 (its meaning before "auto") leave the count to the CPUs at start.
     @Test func sliceSizeIsOffOrAtLeast64KiB() throws {
         #expect(Config().cache.sliceSize == 8 << 20)
         #expect(try config("[cache]\nslice_size = \"0\"\n").cache.sliceSize == 0)
@@ -243,7 +242,10 @@ private let errorCases: [ErrorCase] = [
     @Test func workersAreAutoOrACount() throws {
         #expect(Config().proxy.workers == nil)
         #expect(try config("[proxy]\nworkers = \"auto\"\n").proxy.workers == nil)
-        #expect(try config("[proxy]\nworkers = 0\n").proxy.workers == nil)
+        #expect(
+            errors("[proxy]\nworkers = 0\n").map(\.headline) == [
+                "t.toml:2:11: 'workers' must be at least 1, got 0; write \"auto\" for one event loop per usable CPU"
+            ])
         #expect(try config("[proxy]\nworkers = 4\n").proxy.workers == 4)
         #expect(Config().proxy.busyPoll == .zero)
     }

@@ -8,9 +8,9 @@ extension IntegrationTests {
     /// gets a transfer cut short at worst — the entry is dropped and counted, and the next
     /// request fetches it again. Real curl against the real binary, real files.
     @Suite(.timeLimit(.minutes(3))) struct DiskBlockChecks {
-        /// Every hit a disk hit (the memory tier neither holds nor copies in these sizes), and no scrub to
-        /// find the damage first: only the checks on the read path can catch it.
-        static let config = "[memory]\nmax_bytes = \"1KiB\"\nmax_object_bytes = \"1MiB\"\n[disk]\nscrub_rate = \"0B\"\n"
+        /// Every hit a disk hit (the memory tier keeps no entry), and no scrub to find the damage
+        /// first: only the checks on the read path can catch it.
+        static let config = "[memory]\nmax_entries = 0\nmax_object_bytes = \"1MiB\"\n[disk]\nscrub_rate = \"0B\"\n"
 
         /// Repeats the request until a disk hit answers it (the entry's write ends after the
         /// response does); that hit's result.
