@@ -88,7 +88,7 @@ for source in "${sources[@]}"; do
     [[ -z $ignored ]] || fail "the Dockerfile copies $source, but .gitignore matches $(echo $ignored): keep what the image is built from out of .gitignore"
     repo_git ls-files --error-unmatch -- "$source" >/dev/null 2>&1 \
         || fail "the Dockerfile copies $source, which git does not track: a fresh clone lacks it (git add it)"
-    files=$(grep -E "^$(printf '%s' "$source" | sed 's/[][\.^$*+?(){}|/]/\\&/g')(/|\$)" <<< "$context" || true)
+    files=$(grep -E "^$(printf '%s' "$source" | sed 's/[][\.^$*+?(){}|]/\\&/g')(/|\$)" <<< "$context" || true)
     [[ -n $files ]] || fail "the Dockerfile copies $source, which .dockerignore excludes from the build context"
     xargs -d '\n' cp -a --parents -t "$target" <<< "$files"
     untracked=$(repo_git ls-files --others --exclude-standard -- "$source" | head -5)
