@@ -45,8 +45,9 @@ public enum LocalCA {
         }
     }
 
-    /// Why `tls` cannot be used as configured, one message each: none when interception is off
-    /// or the CA is present, private, sound and permits every listed host.
+    /// Why `tls` cannot be used as configured, one message each: none when interception is off,
+    /// when `serve` will make the CA (``provision(for:)``), or when the CA is present, private,
+    /// sound and permits every listed host.
     public static func problems(with tls: TLSConfig) -> [String] {
         if !tls.upstreamCAFile.isEmpty {
             do {
@@ -55,7 +56,7 @@ public enum LocalCA {
                 return [error.description]
             }
         }
-        guard !tls.intercept.isEmpty else { return [] }
+        guard !tls.intercept.isEmpty, provision(for: tls) == .nothing else { return [] }
         do {
             return problems(with: tls, facts: try load(from: tls.caDirectory))
         } catch {

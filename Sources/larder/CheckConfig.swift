@@ -37,7 +37,7 @@ struct CheckConfig: ParsableCommand {
             for warning in Self.secretWarnings(config, file: file) { printError("\(file): warning: \(warning)") }
             let dangers = DangerousSettings.warnings(config, proxyListeners: config.proxy.listen, adminListener: config.admin.listen)
             for warning in dangers { printError("\(file): warning: \(warning)") }
-            for note in Self.interceptionNotes(config) { print("\(file): note: \(note)") }
+            for note in Self.caNotes(config) + Self.interceptionNotes(config) { print("\(file): note: \(note)") }
             if explain { print(Self.routeTable(config)) }
         case .failure(let errors):
             printError(errors.description)
@@ -69,6 +69,13 @@ struct CheckConfig: ParsableCommand {
                     + "move them to admin.token_file / proxy.auth_users_file (systemd: LoadCredential=) or chmod 0640 it")
         }
         return warnings
+    }
+
+    /// A CA that `serve` will make (``LocalCA/provision(for:)``): where, so nobody makes one
+    /// elsewhere by hand.
+    static func caNotes(_ config: Config) -> [String] {
+        guard LocalCA.provision(for: config.tls) != .nothing else { return [] }
+        return ["\(config.tls.caDirectory) holds no CA: serve makes it at start for tls.intercept (or larder ca init now)"]
     }
 
     /// For each preset, the HTTPS hosts it needs intercepted that `tls.intercept` does not list.

@@ -51,7 +51,10 @@ struct Serve: ParsableCommand {
         }
 
         let interceptor: TLSInterceptor?
+        let createdCA: CertificateFacts?
         do {
+            // As the systemd unit's ExecStartPre did, so a container makes its CA too.
+            createdCA = try LocalCA.createIfMissing(for: config.tls)
             interceptor = try TLSInterceptor.make(for: config.tls, replacing: nil)
         } catch {
             for problem in error.description.split(separator: "\n") { printError("larder: \(problem)") }
@@ -92,6 +95,7 @@ struct Serve: ParsableCommand {
 
         warnAboutDangers(server, logger: logger)
 
+        if let createdCA { logCreatedCA(createdCA, directory: config.tls.caDirectory, logger: logger) }
         if let interceptor {
             let facts = interceptor.mint.facts
             logger.info(
@@ -144,6 +148,9 @@ struct Serve: ParsableCommand {
             // The CA is read once per reload: its files may change between two reads.
             let interceptor: TLSInterceptor?
             do {
+                if let created = try LocalCA.createIfMissing(for: loaded.tls) {
+                    logCreatedCA(created, directory: loaded.tls.caDirectory, logger: logger)
+                }
                 interceptor = try TLSInterceptor.make(for: loaded.tls, replacing: server.interceptor)
             } catch {
                 for problem in error.description.split(separator: "\n") { logger.error("reload rejected: \(problem)") }
@@ -159,6 +166,13 @@ struct Serve: ParsableCommand {
             logger.notice("reloaded \(selection.origin): \(ConfigSummary.line(loaded))")
             warnAboutDangers(server, logger: logger)
         }
+    }
+
+    /// Says where the CA made for `tls.intercept` is, and that clients must now trust it.
+    private func logCreatedCA(_ facts: CertificateFacts, directory: String, logger: Logger) {
+        logger.notice(
+            "tls: created the CA in \(directory) for tls.intercept; clients must trust it (larder ca show --dir \(directory))",
+            metadata: ["ca": "\(facts.sha256Fingerprint)", "permits": "\(facts.permittedDNS?.joined(separator: ",") ?? "any")"])
     }
 
     /// Logs each ``DangerousSettings`` warning about the running configuration and listeners.
