@@ -78,8 +78,7 @@ extension ClientSetup {
             tool.commands = ["systemctl daemon-reload", "systemctl enable --now larder-ca-bundle.path"]
         }
         tool.notes = [
-            "Check the CA's fingerprint before trusting it: sha256 \(authority.sha256Fingerprint).",
-            "By hand: \(rebuild)",
+            "Check the CA's fingerprint before trusting it: sha256 \(authority.sha256Fingerprint)."
         ]
         return tool
     }
