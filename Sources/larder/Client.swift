@@ -8,14 +8,16 @@ import LarderServer
 /// drop-in files (`--apply`) that `--undo` takes back.
 struct Client: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Print, apply or undo each client tool's setup for this proxy (apt, pip, npm, git, Docker...).",
+        abstract: "Set up client tools (apt, pip, npm, git, Docker...) for this proxy.",
         discussion: """
-            Prints the proxy and, with tls.intercept, the trust setup of each tool. Trust is only
-            added: apt trusts Larder's CA per intercepted host, tools that take one CA file get
-            \(ClientSetup.bundleFile) (the system's certificates plus Larder's CA, rebuilt with
-            the system store). --apply writes drop-in files only, never edits a file it did not
-            write, and records them in \(ClientFiles.manifestPath) for --undo.
+            Prints the proxy and, with tls.intercept, the trust setup of each tool. Trust is only added: \
+            apt trusts Larder's CA per intercepted host, tools that take one CA file get \
+            \(ClientSetup.bundleFile) (the system's certificates plus Larder's CA, rebuilt with the system \
+            store). --apply writes drop-in files only, never edits a file it did not write, and records \
+            them in \(ClientFiles.manifestPath) for --undo.
+
             Tools: \(ClientSetup.toolNames.joined(separator: ", ")).
+
             Examples:
               larder client
               larder client --proxy http://192.168.1.5:3128 --tool apt --tool pip

@@ -152,6 +152,19 @@ extension IntegrationTests {
             #expect(refused.status == 65, "\(refused.out) \(refused.err)")
             #expect(refused.err.contains("\(root)/etc/gitconfig exists and was not written by larder client"), "\(refused.err)")
             #expect(snapshot(root) == before, "nothing at all was written")
+
+            // Without --tool, the tools found under the root are applied and the one whose file
+            // is someone else's is skipped, and said so.
+            try FileManager.default.createDirectory(atPath: root + "/usr/bin", withIntermediateDirectories: true)
+            #expect(FileManager.default.createFile(atPath: root + "/usr/bin/git", contents: Data()))
+            let withGit = snapshot(root)
+            let auto = try larder(["client", "--config", config, "--proxy", "http://192.0.2.7:3128", "--apply", "--root", root])
+            #expect(auto.status == 0, "\(auto.err)")
+            #expect(auto.out.contains("skipped git: \(root)/etc/gitconfig exists"), "\(auto.out)")
+            #expect(auto.out.contains("wrote \(root)/etc/profile.d/larder-proxy.sh") && !auto.out.contains("apt.conf.d"), "\(auto.out)")
+            #expect(try String(contentsOfFile: root + "/etc/gitconfig", encoding: .utf8) == mine)
+            #expect(try larder(["client", "--undo", "--root", root]).status == 0)
+            #expect(snapshot(root) == withGit)
         }
 
         @Test func withoutInterceptionItSetsUpTheProxyAndSaysHTTPSIsTunnelled() throws {
