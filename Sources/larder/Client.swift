@@ -62,7 +62,8 @@ struct Client: ParsableCommand {
                 authority = try ClientSetup.Authority.load(caDirectory: directory, hosts: config.tls.intercept)
             } catch {
                 printError(
-                    "larder client: tls.intercept is set but the CA in \(directory) cannot be used: \(error) (larder ca init makes it)")
+                    "larder client: tls.intercept is set but the CA cannot be used: \(error); --dir names the service's CA directory (/var/lib/larder/larder-ca under systemd)"
+                )
                 throw ExitCode(1)
             }
         }
