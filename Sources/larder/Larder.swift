@@ -26,6 +26,7 @@ struct Larder: ParsableCommand {
         version: "larder \(version)",
         subcommands: [
             Serve.self, CheckConfig.self, Stats.self, Health.self, List.self, Purge.self, Warm.self, HashPassword.self, CA.self, TLS.self,
+            Client.self,
         ],
         defaultSubcommand: Serve.self)
 
