@@ -209,10 +209,16 @@ extension ClientConnection: RequestBodySource {
     }
 
     /// What the route says of its objects: immutable (never invalidated by an unsafe request),
-    /// and on a `digest` route the digest the URL names, which the body must hash to.
+    /// on a `digest` route the digest the URL names, which the body must hash to, and under a
+    /// `key` template the URL to keep with the entry.
     func setDigest(_ options: inout FillOptions, url: AbsoluteURL, exchange: Exchange) {
         guard let route = exchange.route else { return }
         options.immutableRoute = route.immutable
+        if route.key != nil {
+            var plain = route
+            plain.key = nil
+            options.storedURL = CacheKey(url, route: plain).url
+        }
         if let algorithm = route.digest, let expected = route.expectedDigest(in: url.pathAndQuery) {
             options.digest = (algorithm, expected)
         }
