@@ -137,7 +137,8 @@ struct Purge: ParsableCommand {
         if let notCovered, !notCovered.isEmpty {
             lines.append(
                 "not reached: entries keyed " + notCovered.joined(separator: ", ")
-                    + " (shared by every host; name one by its whole URL, or by key: larder ls sha256:)")
+                    + " (built from a part the URL does not fix, such as a digest every host shares: "
+                    + "name one by its whole URL, or by key)")
         }
         return lines
     }
