@@ -101,7 +101,7 @@ extension ClientConnection {
                 "banned",
                 metadata: [
                     "pattern": "\(proxy.loggable(pattern.description))", "removed": "\(count)",
-                    "keys": "\(proxy.loggable(scope.patterns.map(\.description).joined(separator: ", ")))",
+                    "keys": "\(proxy.loggable(scope.patterns.map(\.text).joined(separator: ", ")))",
                     "ms": "\((Clocks.monotonicNanos() - startNanos) / 1_000_000)",
                     "client": "\(peer?.ipString ?? "-")",
                 ])
@@ -109,7 +109,7 @@ extension ClientConnection {
                 200, contentType: "application/json",
                 body: Array(
                     ("{\"banned\":\(count),\"pattern\":\(JSON.string(pattern.description)),\"index_complete\":\(indexComplete),"
-                        + "\"keys\":\(JSON.strings(scope.patterns.map(\.description))),\"shared\":\(JSON.strings(scope.shared)),"
+                        + "\"keys\":\(JSON.strings(scope.patterns.map(\.text))),\"shared\":\(JSON.strings(scope.shared)),"
                         + "\"not_covered\":\(JSON.strings(scope.notCovered))}\n").utf8))
         }
         flushSoon()

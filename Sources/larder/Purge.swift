@@ -130,15 +130,12 @@ struct Purge: ParsableCommand {
     /// prefix cannot name.
     static func scopeNotes(keys: [String]?, shared: [String]?, notCovered: [String]?) -> [String] {
         var lines: [String] = []
-        if let keys, keys.count > 1 { lines.append("through the routes' keys: " + keys.dropFirst().joined(separator: ", ")) }
+        if let keys, keys.count > 1 { lines.append("through route keys: " + keys.dropFirst().joined(separator: ", ")) }
         if let shared, !shared.isEmpty {
-            lines.append("keys shared by several hosts (one entry serves each of them): " + shared.joined(separator: ", "))
+            lines.append("shared by several hosts (one entry serves each): " + shared.joined(separator: ", "))
         }
         if let notCovered, !notCovered.isEmpty {
-            lines.append(
-                "not reached: entries keyed " + notCovered.joined(separator: ", ")
-                    + " (built from a part the URL does not fix, such as a digest every host shares: "
-                    + "name one by its whole URL, or by key)")
+            lines.append("not reached by a URL prefix: " + notCovered.joined(separator: ", ") + " (give the whole URL, or the key)")
         }
         return lines
     }
