@@ -56,7 +56,7 @@ extension DiskCache {
                 return .miss
             }
             let entry = DiskIndex.Entry(
-                key: key, vary: [:], name: name, size: loaded.recordLength, verified: false)
+                key: key, vary: [:], name: name, size: loaded.recordLength)
             _ = index.withLock { $0.insertIfAbsent(entry) }
             candidates = [entry]
         }
@@ -178,12 +178,11 @@ extension DiskCache {
         index.withLock { $0.entries(largerThan: DiskCache.verifyEveryReadMax, start: start, count: count) }
     }
 
-    /// The scrub's check of one entry, on its thread: marks it checked and returns true when it
-    /// is sound (or gone), drops it (logged, counted) and returns false when it is damaged.
+    /// The scrub's check of one entry, on its thread: returns true when it is sound (or gone),
+    /// drops it (logged, counted) and returns false when it is damaged.
     func scrub(_ entry: DiskIndex.Entry) -> Bool {
         do {
             try checkBody(entry)
-            index.withLock { $0.markVerified(entry.name) }
             return true
         } catch {
             return !discard(entry, after: error)

@@ -86,7 +86,7 @@ extension DiskCache {
                     head, bodyLength: old.head.bodyLength, bodyChecksum: old.head.bodyChecksum)
                 let entry = DiskIndex.Entry(
                     key: refreshed.key, vary: refreshed.varyValues, name: name,
-                    size: Int64(entryHead.count) + old.head.bodyLength + old.head.tableLength, verified: current.verified)
+                    size: Int64(entryHead.count) + old.head.bodyLength + old.head.tableLength)
                 if old.head.bodyLength <= DiskCache.inlineLimit {
                     let body = try FileSystem.read(old.file.fd, at: old.bodyOffset, count: Int(old.head.bodyLength))
                     guard body.count == Int(old.head.bodyLength) else {
@@ -163,7 +163,7 @@ extension DiskCache {
 
     /// An index entry standing for the file `name`, which the index does not hold.
     static func unindexedFile(_ name: EntryName) -> DiskIndex.Entry {
-        DiskIndex.Entry(key: CacheKey(normalized: ""), vary: [:], name: name, size: 0, verified: false)
+        DiskIndex.Entry(key: CacheKey(normalized: ""), vary: [:], name: name, size: 0)
     }
 
     /// Removes everything: the entry tree is renamed away at once and deleted in the background.

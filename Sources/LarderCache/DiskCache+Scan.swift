@@ -43,7 +43,7 @@ extension DiskCache {
                         batch.append(
                             DiskIndex.Entry(
                                 key: CacheKey(normalized: loaded.head.key), vary: loaded.head.vary, name: name,
-                                size: loaded.recordLength, verified: false))
+                                size: loaded.recordLength))
                         found += 1
                     } catch {
                         if discard(name, after: error) { dropped += 1 }
@@ -114,7 +114,7 @@ extension DiskCache {
                 records.append(
                     DiskIndex.Entry(
                         key: key, vary: head.vary, name: DiskCache.entryName(key: key, vary: head.vary),
-                        size: record.length, verified: false, segment: id, offset: record.offset))
+                        size: record.length, segment: id, offset: record.offset))
             }
         } catch {
             if case .unknownVersion(let version)? = (error as? SegmentReader.Damaged)?.problem,

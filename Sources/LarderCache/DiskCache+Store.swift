@@ -118,7 +118,7 @@ extension DiskCache {
             entry = DiskIndex.Entry(
                 key: store.response.key, vary: store.head.vary,
                 name: DiskCache.entryName(key: store.response.key, vary: store.head.vary),
-                size: Int64(head.count + store.body.count), verified: true)
+                size: Int64(head.count + store.body.count))
             self.source = source
         }
     }
@@ -226,7 +226,7 @@ extension DiskCache {
         // Empty up to one block (every segment record): only larger bodies have a table.
         let table = head.version >= DiskEntryFormat.firstBlockedVersion ? DiskEntryFormat.blockTable(of: body) : []
         let entry = DiskIndex.Entry(
-            key: key, vary: head.vary, name: name, size: Int64(entryHead.count + body.count + table.count), verified: true)
+            key: key, vary: head.vary, name: name, size: Int64(entryHead.count + body.count + table.count))
         let elapsed: UInt64?
         if body.count <= DiskCache.inlineLimit {
             elapsed = appendRecord(entry, head: entryHead, body: body)
@@ -374,7 +374,7 @@ extension DiskCache {
     /// ``writeFile(_:head:body:table:)``), and frees the record it replaces.
     func didStore(key: CacheKey, name: EntryName, vary: [String: String], size: Int64, evict: Bool = true) {
         let replaced = index.withLock { index in
-            index.insert(DiskIndex.Entry(key: key, vary: vary, name: name, size: size, verified: true))
+            index.insert(DiskIndex.Entry(key: key, vary: vary, name: name, size: size))
         }
         writesCompleted.add(1)
         if let replaced { dispose([replaced]) }

@@ -12,8 +12,6 @@ struct DiskIndex {
         var vary: [String: String]
         var name: EntryName
         var size: Int64
-        /// Body checksum checked since this process started (written here, or verified).
-        var verified: Bool
         /// The segment file holding the entry as a record, 0 for an entry in its own file
         /// (`v1/ab/cd/<name>`).
         var segment: UInt32 = 0
@@ -231,10 +229,6 @@ struct DiskIndex {
             if let entry = slots[index], entry.size > size { found.append(entry) }
         }
         return (found, end < slots.count ? end : nil)
-    }
-
-    mutating func markVerified(_ name: EntryName) {
-        if let index = byName[name] { slots[index]?.verified = true }
     }
 
     /// Removes one entry; returns it.

@@ -34,11 +34,15 @@ public struct ResponseAdmission: Sendable, Equatable {
         /// The request went upstream with the client's own preconditions or Range (not Larder's
         /// validators): a 304, 412, 416 or 206 answers that request alone.
         public var ownSelectors: Bool
+        /// The route checks bodies against the digest their URL names (a `digest` route): its
+        /// key is shared by every host and trusts the digest, not the host that answered.
+        public var contentAddressed: Bool
 
         public init(
             method: HTTPMethod, headers: HTTPHeaders, policy: CachePolicy, directives: RequestDirectives,
             validating: StoredResponse?, fallback: StoredResponse?, staleIfErrorWindow: Double, dedupAlways: Bool,
-            maxMemoryObject: Int, negativeTTL: Double, sharedKey: Bool, holdsSuccess: Bool, ownSelectors: Bool = false
+            maxMemoryObject: Int, negativeTTL: Double, sharedKey: Bool, holdsSuccess: Bool, ownSelectors: Bool = false,
+            contentAddressed: Bool = false
         ) {
             self.method = method
             self.headers = headers
@@ -53,6 +57,7 @@ public struct ResponseAdmission: Sendable, Equatable {
             self.sharedKey = sharedKey
             self.holdsSuccess = holdsSuccess
             self.ownSelectors = ownSelectors
+            self.contentAddressed = contentAddressed
         }
 
         /// What a failure must not displace: on `cache_first` (immutable objects) a stored
@@ -117,8 +122,12 @@ public struct ResponseAdmission: Sendable, Equatable {
     public var lifetime: Double
     /// A failure answered while a success is kept (``Request/keepsStoredSuccess``) or under a
     /// shared key, or an answer to the client's own selectors (``Request/ownSelectors``): the
-    /// stored response stays, neither replaced nor outdated.
+    /// stored response stays, neither replaced nor outdated. On a content-addressed route any
+    /// answer that is not stored leaves the entry, whose body its digest pins.
     public var keepsStored = false
+    /// The body must hash to the digest its URL names before it is stored or completes for any
+    /// client (``Request/contentAddressed``): a 200 to a GET without a content coding.
+    public var checksDigest = false
 
     /// Decides for `head` (hop-by-hop fields already removed), with the body's declared
     /// length (nil: unknown) and the disk tier as it is (nil: none), at `now` (wall-clock seconds).
@@ -165,7 +174,27 @@ public struct ResponseAdmission: Sendable, Equatable {
             admission.shareable = false
             admission.keepsStored = true
         }
+        if request.contentAddressed { addressByContent(&admission, request: request, head: head) }
         return admission
+    }
+
+    /// A content-addressed route's answer. A 200 to a GET is checked against the digest as it
+    /// streams in; anything else the origin answers (another status, a HEAD's fields) describes
+    /// that host only, so it neither is stored under the shared key, nor freshens what is, nor
+    /// goes to the other readers (who may have asked another host). Nor is a content-coded 200
+    /// stored or shared: its coding, unchecked, would reach clients of other hosts. Nor is it
+    /// checked: the digest names the representation's bytes, not those of a coding of it
+    /// (RFC 9110 §8.4), so a good answer to a client's Accept-Encoding would never match. And no
+    /// answer outdates the stored entry: its body is pinned by the digest, and the answer (a 404,
+    /// a coded or forged body) may come from another host than filled it.
+    private static func addressByContent(_ admission: inout ResponseAdmission, request: Request, head: ResponseHead) {
+        admission.checksDigest = request.method == .get && head.status == 200 && !head.headers.contains("Content-Encoding")
+        if !admission.checksDigest {
+            admission.storage = .none
+            admission.shareable = false
+            admission.freshensStoredFromHead = false
+        }
+        admission.keepsStored = true
     }
 
     /// Worth keeping: storable (RFC 9111 §3, or a success forced by `cache_first`) and fresh for

@@ -52,9 +52,13 @@ struct ConfigDecoder {
         ("log", ["level", "access", "access_file", "admin_requests", "access_format", "redact_query"]),
         ("tls", ["intercept", "never", "ca_dir", "leaf_validity", "upstream_ca_file", "splice_after_failures", "splice_for"]),
     ]
-    /// "Did you mean" for an unknown key: the closest key of its own section, else the closest
-    /// key of another section, named with its section (a key put under the wrong header).
+    /// The hint for an unknown key: the tables that do have it (a key put under the wrong
+    /// header), else the closest key of its own table, else the closest of another table, named
+    /// with its table.
     static func keyHint(for key: String, in section: String) -> String {
+        let homes = schema.filter { $0.section != section && $0.keys.contains(key) }.map { "[\($0.section)]" }
+        if !homes.isEmpty { return " ('\(key)' belongs in \(homes.joined(separator: " or ")))" }
+        if routeKeys.contains(key) { return " ('\(key)' belongs in a [[route]] table)" }
         let own = schema.first { $0.section == section }?.keys ?? []
         if let near = Suggestions.closest(to: key, in: own) { return " (did you mean '\(near)'?)" }
         for (other, keys) in schema where other != section {
@@ -115,6 +119,7 @@ struct ConfigDecoder {
         }
         applyCredentials(&config)
         crossCheck(&config)
+        checkObjectLimits(config, in: document)
         return config
     }
 
@@ -153,11 +158,13 @@ struct ConfigDecoder {
         case ("proxy", "max_header_bytes"):
             if let bytes = size(value, key, range: 1024...(16 << 20)) { config.proxy.maxHeaderBytes = Int(bytes) }
         case ("proxy", "workers"):
-            // 0 meant "the default" before "auto" existed; it still does.
+            // No event loop serves nothing: 0 is refused, with "auto" as the fix.
             if case .string("auto") = value.kind {
                 config.proxy.workers = nil
-            } else if case .integer(let number) = value.kind, (0...256).contains(number) {
-                config.proxy.workers = number == 0 ? nil : number
+            } else if case .integer(0) = value.kind {
+                fail("'workers' must be at least 1, got 0; write \"auto\" for one event loop per usable CPU", at: value.position)
+            } else if case .integer(let number) = value.kind, (1...256).contains(number) {
+                config.proxy.workers = number
             } else {
                 fail("expected \"auto\" or a number of event loops from 1 to 256 for '\(key)', got \(value.summary)", at: value.position)
             }
@@ -261,7 +268,8 @@ struct ConfigDecoder {
                 if text.isEmpty { fail("disk.path must not be empty", at: value.position) } else { config.disk.path = text }
             }
         case ("disk", "max_bytes"):
-            if let bytes = size(value, key, range: 0...(1 << 56)) { config.disk.maxBytes = bytes }
+            // A tier too small for one segment file holds nothing.
+            if let bytes = size(value, key, range: (1 << 20)...(1 << 56)) { config.disk.maxBytes = bytes }
         case ("disk", "max_object_bytes"):
             if let bytes = size(value, key, range: 0...(1 << 50)) { config.disk.maxObjectBytes = bytes }
         case ("disk", "scrub_rate"):

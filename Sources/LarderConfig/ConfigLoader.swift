@@ -29,6 +29,7 @@ public enum ConfigLoader {
 
     /// Parses and checks configuration text. An empty text gives exactly the defaults.
     public static func parse(_ text: String, file: String) -> Result<Config, ConfigErrors> {
+        let text = ConfigParser.withoutByteOrderMark(text)
         let (document, syntaxErrors) = ConfigParser.parse(text, file: file)
         var decoder = ConfigDecoder(file: file, source: Array(text.utf8))
         let config = decoder.decode(document)

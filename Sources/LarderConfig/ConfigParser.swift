@@ -28,6 +28,9 @@ public struct ConfigParser {
         case table(Int)
         case arrayElement(array: Int, element: Int)
         case subtable(array: Int, element: Int, subtable: Int)
+        /// After a header in error: its keys are read, then dropped, never added to the table
+        /// before it.
+        case discarded
     }
 
     private struct Failure: Error {
@@ -35,11 +38,18 @@ public struct ConfigParser {
         let position: SourcePosition
     }
 
-    /// Parses `text`; errors carry `file` in their positions.
+    /// Parses `text`; errors carry `file` in their positions. A leading byte order mark is
+    /// skipped, and columns count from after it.
     public static func parse(_ text: String, file: String) -> (document: ConfigDocument, errors: [ConfigError]) {
-        var parser = ConfigParser(file: file, bytes: Array(text.utf8))
+        var parser = ConfigParser(file: file, bytes: Array(withoutByteOrderMark(text).utf8))
         parser.run()
         return (parser.document, parser.errors)
+    }
+
+    /// `text` without the U+FEFF some editors put at the start of a UTF-8 file: TOML 1.0
+    /// requires UTF-8 but does not forbid the mark, and it is no part of the first line.
+    public static func withoutByteOrderMark(_ text: String) -> String {
+        text.unicodeScalars.first == "\u{FEFF}" ? String(text.unicodeScalars.dropFirst()) : text
     }
 
     private init(file: String, bytes: [UInt8]) {
@@ -65,6 +75,8 @@ public struct ConfigParser {
             }
             do {
                 if byte == UInt8(ascii: "[") {
+                    // Until the header is read whole, its keys belong nowhere.
+                    target = .discarded
                     try header()
                 } else {
                     try keyValue()
@@ -140,8 +152,16 @@ public struct ConfigParser {
             return
         }
         guard parts.count == 1 else { throw Failure(message: "table names have at most two parts", position: start) }
-        if let first = seenTables[name] {
-            throw Failure(message: "duplicate table [\(name)] (first defined at line \(first.line))", position: start)
+        if let first = seenTables[name], let table = document.tables.firstIndex(where: { $0.name == name }) {
+            // TOML defines a table once. The keys that follow still go to the first one, so
+            // each is checked against the table it was written under (and a key given in both
+            // halves is a duplicate there).
+            target = .table(table)
+            for entry in document.tables[table].entries { seenKeys[entry.key] = entry.keyPosition }
+            throw Failure(
+                message: "duplicate table [\(name)] (first defined at line \(first.line)); a table is defined once: "
+                    + "move these keys under the first [\(name)]",
+                position: start)
         }
         if document.arrays.contains(where: { $0.name == name }) {
             throw Failure(message: "[\(name)] is an array of tables here; write [[\(name)]]", position: start)
@@ -179,6 +199,8 @@ public struct ConfigParser {
             document.arrays[array].elements[element].entries.append(entry)
         case .subtable(let array, let element, let subtable):
             document.arrays[array].elements[element].subtables[subtable].entries.append(entry)
+        case .discarded:
+            break
         }
     }
 

@@ -5,9 +5,8 @@ extension Route {
     /// On a `digest` route, the digest the URL names (lower-case hex), or nil when the route
     /// checks none or the capture is not a digest of its algorithm (the route then does not
     /// match: ``RouteTable/match(method:scheme:host:port:pathAndQuery:)``).
-    public func expectedDigest(in pathAndQuery: String) -> String? {
-        guard let digest, let captured = match.captures(in: pathAndQuery)[Route.digestCapture],
-            digest.accepts(captured[...])
+    public func expectedDigest(in pathAndQuery: String) -> Substring? {
+        guard let digest, let captured = match.capture(named: Route.digestCapture, in: pathAndQuery), digest.accepts(captured)
         else { return nil }
         return captured
     }

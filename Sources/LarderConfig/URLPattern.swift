@@ -134,17 +134,8 @@ public struct URLPattern: Sendable, Hashable, CustomStringConvertible {
     /// ``glob(_:_:)`` decides.
     public func captures(in pathAndQuery: String) -> [String: String] {
         guard captureNames.contains(where: { $0 != nil }) else { return [:] }
-        var text = Array(pathAndQuery.utf8)
-        var query: Range<Int>?
-        if endsPath, let mark = text.firstIndex(of: UInt8(ascii: "?")) {
-            query = (mark + 1)..<text.count
-            text.removeSubrange(mark...)
-        }
-        guard var spans = URLPattern.starSpans(path, text) else { return [:] }
-        if endsPath {
-            text = Array(pathAndQuery.utf8)
-            spans.append(query ?? text.count..<text.count)
-        }
+        let text = Array(pathAndQuery.utf8)
+        guard let spans = starSpans(in: text) else { return [:] }
         var captured: [String: String] = [:]
         for (name, span) in zip(captureNames, spans) {
             if let name { captured[name] = String(decoding: text[span], as: UTF8.self) }
@@ -152,8 +143,39 @@ public struct URLPattern: Sendable, Hashable, CustomStringConvertible {
         return captured
     }
 
-    /// ``glob(_:_:)`` recording what each `*` matched: nil when it does not match.
-    static func starSpans(_ pattern: [UInt8], _ text: [UInt8]) -> [Range<Int>]? {
+    /// What the capture `name` matched in `pathAndQuery`, or nil when the pattern has no such
+    /// capture or does not match: ``captures(in:)`` for one name, without building the others.
+    public func capture(named name: String, in pathAndQuery: String) -> Substring? {
+        guard let index = captureNames.firstIndex(of: name) else { return nil }
+        guard let spans = starSpans(in: Array(pathAndQuery.utf8)) else { return nil }
+        let utf8 = pathAndQuery.utf8
+        let span = spans[index]
+        return pathAndQuery[utf8.index(utf8.startIndex, offsetBy: span.lowerBound)..<utf8.index(utf8.startIndex, offsetBy: span.upperBound)]
+    }
+
+    /// What each `*` of the pattern matched in `text` (a path and query), in order, the `?*`
+    /// that ends the path taking the query after its `?` (or nothing): nil when it does not match.
+    private func starSpans(in text: [UInt8]) -> [Range<Int>]? {
+        guard let globbed = globbedPart(of: text), var spans = URLPattern.starSpans(path, globbed) else { return nil }
+        if endsPath { spans.append(globbed.count < text.count ? (globbed.count + 1)..<text.count : text.count..<text.count) }
+        return spans
+    }
+
+    /// The part of `text` (a path and query) that `path` globs over: all of it, or, for a
+    /// pattern that ends the path (`?*`), the path before the query (RFC 3986 §3.4: the first
+    /// `?`). That path names a file: one that ends in `/` names a directory (an index listing
+    /// that changes, such as `repodata/` or `by-hash/SHA256/`), which no `*` may take for a
+    /// file (nil).
+    private func globbedPart(of text: [UInt8]) -> ArraySlice<UInt8>? {
+        guard endsPath else { return text[...] }
+        let end = text.firstIndex(of: UInt8(ascii: "?")) ?? text.count
+        guard end > 0, text[end - 1] != UInt8(ascii: "/") else { return nil }
+        return text[..<end]
+    }
+
+    /// ``glob(_:_:)`` recording what each `*` matched: nil when it does not match. `text`
+    /// starts at index 0 (a prefix of the text).
+    static func starSpans(_ pattern: [UInt8], _ text: ArraySlice<UInt8>) -> [Range<Int>]? {
         var p = 0
         var t = 0
         var star = -1
@@ -188,13 +210,8 @@ public struct URLPattern: Sendable, Hashable, CustomStringConvertible {
         if let scheme, scheme != requestScheme { return false }
         if let port, port != requestPort { return false }
         guard matchHost(host) else { return false }
-        let text = Array(pathAndQuery.utf8)
-        guard endsPath else { return URLPattern.glob(path, text) }
-        let end = text.firstIndex(of: UInt8(ascii: "?")) ?? text.count
-        // The path ends at a file: one that ends in `/` names a directory (an index listing that
-        // changes, such as `repodata/` or `by-hash/SHA256/`), which no `*` may take for a file.
-        guard end > 0, text[end - 1] != UInt8(ascii: "/") else { return false }
-        return URLPattern.glob(path, text[..<end])
+        guard let globbed = globbedPart(of: Array(pathAndQuery.utf8)) else { return false }
+        return URLPattern.glob(path, globbed)
     }
 
     func matchHost(_ host: String) -> Bool {

@@ -12,8 +12,8 @@ final class AccessLog {
     private let fd: Int32
     var enabled: Bool
     var format = LogConfig.AccessFormat.larder
-    /// `log.redact_query`; nil when it lists nothing.
-    var redaction: QueryRedaction?
+    /// `log.redact_query` (an empty list redacts nothing, at no cost).
+    var redaction = QueryRedaction(names: [])
     private var flushScheduled = false
     private let loop: EventLoop
     private var stampSecond = -1
@@ -55,7 +55,7 @@ final class AccessLog {
         // text, some more than once (Squid's target and hierarchy fields).
         var target = format == .larder ? url : .text(url.text)
         var key = key
-        if let redaction {
+        if !redaction.names.isEmpty {
             // A target without `?` costs a scan for it; one with a covered parameter a copy.
             let query: Bool
             switch target {

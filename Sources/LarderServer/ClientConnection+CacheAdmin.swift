@@ -19,7 +19,8 @@ extension ClientConnection {
     }
 
     func answerCacheListing(query: String) {
-        let runtime = exchange?.runtime ?? proxy.runtime
+        // What daemon log lines hide (``ProxyLoop/loggable(_:)``), the listing hides.
+        let runtime = proxy.runtime
         let redaction = runtime.config.log.redactQuery
         // Cut before any value the listing hides: otherwise the prefix is an oracle for it.
         let prefix = redaction.visiblePrefix(QueryString.value("prefix", in: query) ?? "")
@@ -72,7 +73,7 @@ extension ClientConnection {
             return respondAdmin(
                 400, text: "POST /ban?prefix=https://host/path/ or /ban?glob=https://host/*.whl (one of the two, URL-encoded, not empty)")
         }
-        let scope = KeyScope.resolve(requested, routes: (exchange?.runtime ?? proxy.runtime).routes)
+        let scope = KeyScope.resolve(requested, routes: proxy.runtime.routes)
         let cache = proxy.shared.cache
         let start = Clocks.monotonicNanos()
         offLoop { .banned(cache.remove(matching: { scope.matches($0.url) }), pattern: requested, scope: scope, startNanos: start) }

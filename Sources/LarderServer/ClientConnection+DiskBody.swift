@@ -60,11 +60,7 @@ extension ClientConnection {
             metadata: ["url": "\(proxy.loggable(exchange.key?.url ?? "-"))"])
         exchange.diskBody = nil
         exchange.slices = nil
-        exchange.keepAlive = false
-        exchange.outcome = .error
-        closeWhenFlushed = true
-        self.exchange = nil
-        logTruncated(exchange)
+        endIncomplete(exchange)
         flushSoon()
     }
 }

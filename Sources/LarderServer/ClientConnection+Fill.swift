@@ -131,14 +131,9 @@ extension ClientConnection: FillReader {
                 proxy.logger.warning(
                     "upstream failed mid-response",
                     metadata: ["url": "\(proxy.loggable(fill.key.url))", "error": "\(error)"])
-                exchange.keepAlive = false
-                exchange.outcome = .error
-                closeWhenFlushed = true
-                let abandoned = exchange
-                self.exchange = nil
-                abandoned.fill = nil
+                endIncomplete(exchange)
+                exchange.fill = nil
                 fill.detach(self)
-                logTruncated(abandoned)
             }
         }
         return progressed
@@ -211,21 +206,17 @@ extension ClientConnection: FillReader {
         if pumpFill() { flush() }
     }
 
-    /// Ends a response whose head is out in the middle of its body: the connection closes
-    /// without completing the framing (RFC 9112 §8), and the fill goes on for the others.
+    /// Ends a response whose head is out in the middle of its body (``endIncomplete(_:)``);
+    /// the fill goes on for the others.
     private func abandonFillBody(_ exchange: Exchange, fill: Fill) {
         if exchange.slices != nil {
             failSlices(exchange, status: 502, reason: "a disk cache file being written failed its check")
             return
         }
-        exchange.keepAlive = false
-        exchange.outcome = .error
-        closeWhenFlushed = true
-        self.exchange = nil
+        endIncomplete(exchange)
         exchange.fill = nil
         exchange.checkedFillBlock = nil
         fill.detach(self)
-        logTruncated(exchange)
         flushSoon()
     }
 
@@ -291,7 +282,15 @@ extension ClientConnection: FillReader {
         serveFromCache(stored, exchange: exchange, stale: detail != nil, now: Clocks.wallSeconds(), status: status)
     }
 
-    func logTruncated(_ exchange: Exchange) {
+    /// Ends a response whose head is out but whose body cannot be completed (the origin broke
+    /// off, a block from disk failed its check): the connection closes without completing the
+    /// framing, the only honest signal left (RFC 9112 §8), and the exchange is logged as
+    /// truncated.
+    func endIncomplete(_ exchange: Exchange) {
+        exchange.keepAlive = false
+        exchange.outcome = .error
+        closeWhenFlushed = true
+        self.exchange = nil
         proxy.shared.stats.count(.error)
         proxy.accessLog.record(
             client: peer, method: exchange.head.method.rawValue, url: exchange.head.url.map { .absolute($0) } ?? .text("-"),

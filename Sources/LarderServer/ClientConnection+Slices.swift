@@ -440,11 +440,7 @@ extension ClientConnection {
             respondGenerated(status: status, message: "Larder: \(reason)", outcome: .error)
             return
         }
-        exchange.keepAlive = false
-        exchange.outcome = .error
-        closeWhenFlushed = true
-        self.exchange = nil
-        logTruncated(exchange)
+        endIncomplete(exchange)
         flushSoon()
     }
 

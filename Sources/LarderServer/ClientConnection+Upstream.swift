@@ -146,15 +146,11 @@ extension ClientConnection: RequestBodySource {
     func refreshInBackground(_ stored: StoredResponse, url: AbsoluteURL, exchange: Exchange) {
         let key = FillKey(method: "GET", url: stored.key.url, bodyHash: nil)
         guard proxy.coalescer.fill(for: key) == nil, !exchange.runtime.config.cache.offline else { return }
-        var options = FillOptions()
-        options.validating = stored.hasValidator ? stored : nil
-        options.policy = exchange.policy
-        options.ttl = exchange.route?.ttl?.totalSeconds
+        var options = fillOptions(for: exchange, url: url, validating: stored.hasValidator ? stored : nil)
+        // No client waits on it: the directives of the request that found the entry stale
+        // (its no-store, its stale-if-error) are not this fetch's.
+        options.requestDirectives = .none
         options.background = true
-        options.sharedKey = exchange.route?.hasCustomKey ?? false
-        options.retry = RetryPolicy(exchange.route?.retry ?? exchange.runtime.config.retry)
-        setDigest(&options, url: url, exchange: exchange)
-        setParents(&options, url: url, exchange: exchange)
         var head = exchange.head
         head.method = .get
         // Larder's own fetch: the client's preconditions (and Range, below) are its own business,
@@ -192,36 +188,34 @@ extension ClientConnection: RequestBodySource {
         return Preconditions.hasCacheableConditions(headers) && validatingStored(exchange) == nil
     }
 
-    /// What a fill for a client's request starts with: the route's policy, ttl, retry and
-    /// parents, the request's directives, the stored response it validates.
+    /// What a fill for `exchange` starts with: the route's policy, ttl, retry and parents, what
+    /// the route says of its objects (a shared key, immutable, the digest the URL names, the
+    /// URL kept under a key template), the request's directives, the stored response it
+    /// validates. Every fill's options are built here, a background refresh's too.
     func fillOptions(for exchange: Exchange, url: AbsoluteURL, validating: StoredResponse?) -> FillOptions {
         var options = FillOptions()
         options.validating = validating
         options.requestDirectives = exchange.directives
         options.policy = exchange.policy
-        options.ttl = exchange.route?.ttl?.totalSeconds
         options.retry = RetryPolicy(exchange.route?.retry ?? exchange.runtime.config.retry)
-        options.idempotentRoute = exchange.route?.idempotent ?? false
-        options.sharedKey = exchange.route?.hasCustomKey ?? false
-        setDigest(&options, url: url, exchange: exchange)
+        if let route = exchange.route {
+            options.ttl = route.ttl?.totalSeconds
+            options.idempotentRoute = route.idempotent ?? false
+            options.sharedKey = route.hasCustomKey
+            options.immutableRoute = route.immutable
+            if let algorithm = route.digest, let expected = route.expectedDigest(in: url.pathAndQuery) {
+                options.digest = (algorithm, String(expected))
+            }
+            // Under a key template, the URL is kept with the entry (listings show it), without
+            // the query parameters the route ignores (signatures).
+            if route.key != nil {
+                var plain = route
+                plain.key = nil
+                options.storedURL = CacheKey(url, route: plain).url
+            }
+        }
         setParents(&options, url: url, exchange: exchange)
         return options
-    }
-
-    /// What the route says of its objects: immutable (never invalidated by an unsafe request),
-    /// on a `digest` route the digest the URL names, which the body must hash to, and under a
-    /// `key` template the URL to keep with the entry.
-    func setDigest(_ options: inout FillOptions, url: AbsoluteURL, exchange: Exchange) {
-        guard let route = exchange.route else { return }
-        options.immutableRoute = route.immutable
-        if route.key != nil {
-            var plain = route
-            plain.key = nil
-            options.storedURL = CacheKey(url, route: plain).url
-        }
-        if let algorithm = route.digest, let expected = route.expectedDigest(in: url.pathAndQuery) {
-            options.digest = (algorithm, expected)
-        }
     }
 
     /// The parents a fill goes through (none: direct), the ones backing off last.

@@ -7,25 +7,6 @@ import LarderUpstream
 /// before it is stored or completes for any client, since its key, shared by every host,
 /// trusts the digest and not the host it came from.
 extension Fill {
-    /// Sets the check up when the head arrives. A 200 to a GET is hashed as it streams in;
-    /// anything else the origin answers (another status, a HEAD's fields) describes that host
-    /// only, so it neither is stored under the shared key, nor freshens what is, nor goes to
-    /// the other readers (who may have asked another host). Nor is a content-coded 200 stored
-    /// or shared: its coding, unchecked, would reach clients of other hosts. Nor is it checked:
-    /// the digest names the representation's bytes, not those of a coding of it (RFC 9110
-    /// §8.4), so a good answer to a client's Accept-Encoding would never match.
-    func checksDigest(of head: ResponseHead, admission: inout ResponseAdmission) {
-        guard let digest = options.digest else { return }
-        let coded = head.headers.contains("Content-Encoding")
-        let checked = method == .get && head.status == 200 && !coded
-        if checked { digestCheck = .pending(BodyDigest(digest.algorithm)) }
-        if !checked {
-            admission.storage = .none
-            admission.shareable = false
-            admission.freshensStoredFromHead = false
-        }
-    }
-
     /// At the body's end: nil when it hashes to the URL's digest. Otherwise the mismatch is
     /// counted and logged with both digests, and the failure returned is what the readers get:
     /// a 502 while the head is held back, else a transfer that ends short of its framing (the

@@ -514,7 +514,7 @@ final class Fill: UpstreamTransferDelegate {
         case .forward:
             break
         }
-        if options.digest != nil { checksDigest(of: forwarded, admission: &admission) }
+        if admission.checksDigest, let digest = options.digest { digestCheck = .pending(BodyDigest(digest.algorithm)) }
         if admission.freshensStoredFromHead, let stored = options.validating ?? options.fallback {
             freshenFromHead(stored, head: forwarded)
         }
@@ -527,10 +527,8 @@ final class Fill: UpstreamTransferDelegate {
         }
         if case .pending = digestCheck { digestHoldsHead = retainAll }
         share(forwarded, shareable: admission.shareable)
-        // The origin sent a new response that will not be stored: the old one is outdated. Not
-        // on a digest route: the stored body is pinned by its digest, and the answer (a 404, a
-        // coded or forged body) may come from another host than filled it.
-        if let validating = options.validating, !willStore, !admission.keepsStored, options.digest == nil {
+        // The origin sent a new response that will not be stored: the old one is outdated.
+        if let validating = options.validating, !willStore, !admission.keepsStored {
             proxy.shared.cache.invalidate(validating)
         }
         if readers.isEmpty && !worthFinishingAlone {

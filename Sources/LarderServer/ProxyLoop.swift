@@ -160,7 +160,7 @@ final class ProxyLoop {
         upstream.setResolve(newRuntime.config.upstream.resolve.map(\.curlForm))
         accessLog.enabled = newRuntime.config.log.access
         accessLog.format = newRuntime.config.log.accessFormat
-        accessLog.redaction = newRuntime.config.log.redactQuery.names.isEmpty ? nil : newRuntime.config.log.redactQuery
+        accessLog.redaction = newRuntime.config.log.redactQuery
         loop.busyPollNanos = newRuntime.config.proxy.busyPoll.totalNanoseconds
     }
 

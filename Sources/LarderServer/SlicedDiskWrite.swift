@@ -20,9 +20,9 @@ final class SlicedDiskWrite {
     private var files: [Int: OpenFile] = [:]
     /// Body bytes handed to the slice writes.
     private var received = 0
-    /// Slices fully durable, and their bytes (so `durableBytes` need not walk them all).
+    /// Leading slices fully durable, and fully checkable (every block's checksum published), so
+    /// that `durableBytes` and `checkableBytes` need not walk them all.
     private var durableSlices = 0
-    /// Slices whose every block's checksum is published.
     private var checkableSlices = 0
     /// A slice could not be started or written: nothing more is stored.
     private(set) var hasFailed = false
@@ -71,26 +71,23 @@ final class SlicedDiskWrite {
     }
 
     /// Body bytes durable from byte 0 on, without a gap.
-    var durableBytes: Int {
-        while durableSlices < writes.count {
-            let slice = bounds(durableSlices)
-            let durable = writes[durableSlices].durableBytes.load(ordering: .acquiring)
-            guard durable == slice.count else { return slice.lowerBound + durable }
-            durableSlices += 1
-        }
-        return durableSlices == 0 ? 0 : bounds(durableSlices - 1).upperBound
-    }
+    var durableBytes: Int { bytesFromStart(past: &durableSlices) { $0.durableBytes.load(ordering: .acquiring) } }
 
     /// Body bytes from byte 0 on, without a gap, in blocks whose checksums their slices'
     /// writes have published: what a fill may drop from memory.
-    var checkableBytes: Int {
-        while checkableSlices < writes.count {
-            let slice = bounds(checkableSlices)
-            let checkable = writes[checkableSlices].checkableBytes.load(ordering: .acquiring)
-            guard checkable == slice.count else { return slice.lowerBound + checkable }
-            checkableSlices += 1
+    var checkableBytes: Int { bytesFromStart(past: &checkableSlices) { $0.checkableBytes.load(ordering: .acquiring) } }
+
+    /// Body bytes from byte 0 on, without a gap, that every slice's write has `done` (of its
+    /// own bytes); `whole` counts the leading slices already done in full, so that each call
+    /// walks only from the first slice still in progress.
+    private func bytesFromStart(past whole: inout Int, _ done: (DiskWrite) -> Int) -> Int {
+        while whole < writes.count {
+            let slice = bounds(whole)
+            let bytes = done(writes[whole])
+            guard bytes == slice.count else { return slice.lowerBound + bytes }
+            whole += 1
         }
-        return checkableSlices == 0 ? 0 : bounds(checkableSlices - 1).upperBound
+        return whole == 0 ? 0 : bounds(whole - 1).upperBound
     }
 
     /// Where a reader behind the memory window finds byte `position` (below `limit`): the

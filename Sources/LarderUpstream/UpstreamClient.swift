@@ -14,11 +14,11 @@ import LarderTLS
 ///
 /// State: loop-confined. Every property is touched only on the owning loop's thread, including
 /// from curl's callbacks, which curl invokes only from inside `curl_multi_socket_action`.
-public final class UpstreamClient {
+public final class UpstreamClient: UpstreamSockets.Owner {
     private let multi: UnsafeMutableRawPointer
     let loop: EventLoop
-    /// curl's sockets, indexed by descriptor (no hashing on every socket callback).
-    private var sockets: [SocketEntry] = []
+    /// curl's sockets: which are registered with the loop, parked, or closed while idle.
+    private lazy var sockets = UpstreamSockets(loop: loop, owner: self)
     var timer: EventLoop.TimerToken?
     /// curl asked for its timeout to run now (in this iteration's deferred pass); cleared when
     /// it replaces that timeout, so a superseded "run now" does nothing.
@@ -57,13 +57,13 @@ public final class UpstreamClient {
     private var spareHandles: [EasyHandle] = []
     /// Set while curl is running one of our callbacks; removing a handle then is not allowed.
     fileprivate var inCallback = 0
-    /// One end of a socket pair whose other end is closed: what an idle connection's
-    /// descriptor becomes when it is closed (``closeIdleConnection``). Made on first use.
-    private var deadSocket: Int32 = -1
 
     /// Called (on the loop) for each pooled connection closed because it turned readable or
     /// closed while idle, with why and the origin it was opened for.
-    public var idleConnectionClosed: ((IdleConnectionClose, String) -> Void)?
+    public var idleConnectionClosed: ((IdleConnectionClose, String) -> Void)? {
+        get { sockets.idleConnectionClosed }
+        set { sockets.idleConnectionClosed = newValue }
+    }
 
     /// Transfers in flight.
     public var activeCount: Int { active.count }
@@ -102,7 +102,6 @@ public final class UpstreamClient {
         weakSelf.clear()
         for transfer in active.values { transfer.detachFromCurl() }
         curl_multi_cleanup(multi)
-        if deadSocket >= 0 { Syscall.close(deadSocket) }
         for list in retiredResolveLists + [resolveList].compactMap({ $0 }) { curl_slist_free_all(list) }
     }
 
@@ -154,212 +153,63 @@ public final class UpstreamClient {
 
     // MARK: curl → loop
 
-    /// `own`: opened by ``openSocket``, so its close is seen and it may stay registered idle;
-    /// `origin`: the origin (`scheme://host:port`) it was opened for, for the log (a connection
-    /// to a parent proxy may serve other origins later); `pausedBy`: the paused transfer curl
-    /// stopped watching it for.
-    private struct SocketEntry {
-        var watch: SocketWatch?
-        var own = false
-        var origin = ""
-        weak var pausedBy: UpstreamTransfer?
-    }
-
-    /// Why curl stopped watching a socket that stays registered: see ``watch(fd:what:easy:)``.
-    private enum Parked {
-        /// Watched by curl.
-        case no
-        /// Its connection is back in curl's pool, idle.
-        case idle
-        /// Its transfer is paused (Larder's callbacks refused bytes): still in use.
-        case paused
-    }
-
-    private final class SocketWatch: IOHandler {
-        let fd: Int32
-        let client: UpstreamClient
-        var parked = Parked.no
-        init(fd: Int32, client: UpstreamClient) {
-            self.fd = fd
-            self.client = client
-        }
-        func handleIO(_ events: IOEvents) {
-            switch parked {
-            case .idle:
-                client.closeIdleConnection(fd)
-                return
-            case .paused:
-                // Its transfer reads the bytes when it resumes (curl watches the socket again),
-                // or, if it ends without, its end looks at them (``inspectConnection(after:)``).
-                client.unwatch(fd)
-                return
-            case .no:
-                break
-            }
-            var mask: Int32 = 0
-            if events.contains(.readable) { mask |= CURL_CSELECT_IN }
-            if events.contains(.writable) { mask |= CURL_CSELECT_OUT }
-            if events.contains(.hangup) && mask == 0 { mask |= CURL_CSELECT_ERR }
-            client.socketAction(fd, mask)
-        }
-    }
-
-    // RFC 9112 §9.3 keep-alive: one upstream socket carries transfer after transfer. curl says
-    // "remove" when a transfer ends and "watch" when the next starts (two epoll_ctl calls a
-    // miss, taken literally); a socket of ours is instead parked (registered for reading) and
-    // reused, and deregistered when curl closes it or it turns readable while parked. curl
-    // also says "remove" for a transfer it paused: that socket is still in use. `easy` is the
-    // transfer curl says it for.
+    // curl's CURL_POLL_* as the loop's interest; `easy` is the transfer curl says it for.
     private func watch(fd: Int32, what: Int32, easy: UnsafeMutableRawPointer?) {
-        let index = socketIndex(fd)
         if what == CURL_POLL_REMOVE {
-            guard let watch = sockets[index].watch else { return }
-            if sockets[index].own {
-                if let transfer = easy.flatMap({ activeTransfer($0) }), transfer.receivePaused || transfer.sendPaused {
-                    // curl says nothing more of this socket if the transfer then ends without
-                    // reading from it again (its last bytes were the ones it paused on): the
-                    // transfer's end makes it idle (``inspectConnection(after:)``).
-                    watch.parked = .paused
-                    sockets[index].pausedBy = transfer
-                    transfer.pausedSocket = fd
-                } else {
-                    watch.parked = .idle
-                }
-                loop.setInterest(fd, .readable)
-            } else {
-                unwatch(fd)
-            }
+            let transfer = easy.flatMap { activeTransfer($0) }
+            let paused = transfer.flatMap { $0.receivePaused || $0.sendPaused ? $0 : nil }
+            if sockets.stopWatching(fd, pausedTransfer: paused) { paused?.pausedSocket = fd }
             return
         }
-        sockets[index].pausedBy = nil
         var interest: IOEvents = []
         if what == CURL_POLL_IN || what == CURL_POLL_INOUT { interest.insert(.readable) }
         if what == CURL_POLL_OUT || what == CURL_POLL_INOUT { interest.insert(.writable) }
-        if let watch = sockets[index].watch {
-            watch.parked = .no
-            loop.setInterest(fd, interest)
-        } else {
-            let watch = SocketWatch(fd: fd, client: self)
-            do {
-                try loop.register(fd, interest: interest, handler: watch)
-                sockets[index].watch = watch
-            } catch {
-                // Registration failing leaves curl's own timeout to end the transfer.
-            }
-        }
+        sockets.watch(fd, interest: interest)
     }
 
-    fileprivate func unwatch(_ fd: Int32) {
-        guard Int(fd) < sockets.count, sockets[Int(fd)].watch != nil else { return }
-        sockets[Int(fd)].watch = nil
-        loop.deregister(fd)
-    }
-
-    /// `fd`'s entry in ``sockets``, which grows to hold it (curl passes only open sockets).
-    private func socketIndex(_ fd: Int32) -> Int {
-        if Int(fd) >= sockets.count { sockets += repeatElement(SocketEntry(), count: Int(fd) + 1 - sockets.count) }
-        return Int(fd)
-    }
-
-    /// CURLOPT_OPENSOCKETFUNCTION: curl's sockets are made here so that their closing is seen
-    /// (curl makes them non-blocking itself; close-on-exec is ours), and the address about to
-    /// be connected to passes the transfer's destination check first.
+    /// CURLOPT_OPENSOCKETFUNCTION: the address about to be connected to passes the transfer's
+    /// destination check first; the socket is made by the table, which sees it closed.
     fileprivate func openSocket(for transfer: UpstreamTransfer, address: SocketAddress?, family: Int32, type: Int32, protocol: Int32)
         -> Int32
     {
         if !transfer.mayConnect(to: address) { return CURL_SOCKET_BAD }
-        let type = type | Int32(SOCK_CLOEXEC.rawValue)
-        guard let fd = try? Syscall.call("socket", { socket(family, type, `protocol`) }) else { return CURL_SOCKET_BAD }
-        sockets[socketIndex(fd)].own = true
-        sockets[socketIndex(fd)].origin = transfer.handle.origin + (transfer.viaParent ? " (a connection to the parent proxy)" : "")
-        return fd
-    }
-
-    /// A pooled connection that turned readable, or closed, while idle (RFC 9112 §9.3: a
-    /// response belongs to the request it follows, and no request was outstanding): whatever
-    /// it carries is no answer to any request. libcurl 7.88 judges a pooled connection alive
-    /// when it has unread bytes, and would take them as the response to the next request it
-    /// sends there. The descriptor is replaced in place by one end of a socket pair whose other
-    /// end is closed, which shuts the origin's connection and leaves curl a socket at EOF: its
-    /// liveness check then finds the connection dead and closes it (through ``closeSocket``),
-    /// and the next transfer connects afresh. If curl picked the connection anyway, its first
-    /// write fails on a reused connection, which curl sends again on a new one.
-    /// `buffered`: TLS bytes already read off the socket were left unread (see
-    /// ``inspectConnection(after:)``).
-    fileprivate func closeIdleConnection(_ fd: Int32, buffered: Bool = false) {
-        unwatch(fd)
-        // Bytes, rather than a plain close, are the origin's fault (or TLS records on https).
-        var byte: UInt8 = 0
-        let peeked = (try? Syscall.nonBlocking("recv") { recv(fd, &byte, 1, Int32(MSG_PEEK)) }) ?? nil
-        let reason: IdleConnectionClose = buffered || (peeked ?? 0) > 0 ? .data : .closed
-        if deadSocket < 0 {
-            var pair: [Int32] = [-1, -1]
-            let type = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
-            if (try? Syscall.call("socketpair") { socketpair(AF_UNIX, type, 0, &pair) }) != nil {
-                Syscall.close(pair[1])
-                deadSocket = pair[0]
-            }
-        }
-        // dup3 closes the origin's socket and reuses its number: curl's descriptor stays valid.
-        if deadSocket < 0 || (try? FileSystem.replaceDescriptor(fd, with: deadSocket)) == nil {
-            // Without a dead socket, it is left for curl's own check, as before.
-            return
-        }
-        idleConnectionClosed?(reason, sockets[Int(fd)].origin)
+        return sockets.open(family: family, type: type, protocol: `protocol`, origin: transfer.connectionOrigin) ?? CURL_SOCKET_BAD
     }
 
     /// The connection `transfer` ran on, once the transfer is out of curl, if curl keeps it in
     /// its pool. Two things the socket's readiness cannot show are looked at here:
-    /// - A transfer that ended while paused (its last bytes were refused, then taken on resume)
-    ///   gets no word from curl for its socket after the "remove" that paused it: it is idle
-    ///   from now on, and bytes that came while it was paused are no answer to anything.
+    /// - A transfer that ended while paused (``UpstreamSockets/pausedTransferEnded(on:by:)``).
     /// - On TLS, curl reads a body only up to its end, so a response sent in the same record
     ///   right behind it stays in OpenSSL's buffer, off the socket; libcurl 7.88's liveness
     ///   check peeks at the socket alone and would read it as the next request's response.
     private func inspectConnection(after transfer: UpstreamTransfer) {
-        // Still marked by this transfer: curl neither closed the socket (``closeSocket`` clears
-        // the entry) nor ran another transfer on it (``watch`` clears the mark).
-        if let fd = transfer.pausedSocket, Int(fd) < sockets.count, sockets[Int(fd)].pausedBy === transfer {
-            let index = Int(fd)
-            sockets[index].pausedBy = nil
-            if let watch = sockets[index].watch {
-                watch.parked = .idle
-                loop.setInterest(fd, .readable)
-            } else {
-                // Unwatched when bytes arrived while it was paused.
-                let watch = SocketWatch(fd: fd, client: self)
-                watch.parked = .idle
-                if (try? loop.register(fd, interest: .readable, handler: watch)) != nil { sockets[index].watch = watch }
-            }
-            // Now rather than at the loop's next look: another transfer may pick it first.
-            if Self.isReadable(fd) { closeIdleConnection(fd) }
-        }
-        // The session is that connection's while curl keeps it (``keptConnection``); parked idle:
-        // not already closed as idle, nor running another transfer.
-        guard let session = transfer.tlsSession, let fd = transfer.keptConnection, Int(fd) < sockets.count,
-            sockets[Int(fd)].own, sockets[Int(fd)].watch?.parked == .idle, OpenSSL.sessionHasPendingBytes(session)
+        if let fd = transfer.pausedSocket { sockets.pausedTransferEnded(on: fd, by: transfer) }
+        // The session is that connection's while curl keeps it (``keptConnection``).
+        guard let session = transfer.tlsSession, let fd = transfer.keptConnection, sockets.isParkedIdle(fd),
+            OpenSSL.sessionHasPendingBytes(session)
         else { return }
-        closeIdleConnection(fd, buffered: true)
+        sockets.closeIdle(fd, buffered: true)
     }
 
     /// Whether `transfer`, paused, left its socket with bytes (or a close) behind the body it
     /// has now taken whole.
     fileprivate func bytesBehindPausedBody(of transfer: UpstreamTransfer) -> Bool {
-        guard let fd = transfer.pausedSocket, Int(fd) < sockets.count, sockets[Int(fd)].pausedBy === transfer else { return false }
-        return Self.isReadable(fd)
+        guard let fd = transfer.pausedSocket else { return false }
+        return sockets.bytesBehindPausedBody(on: fd, of: transfer)
     }
 
-    /// Whether `fd` has bytes to read, or its peer closed it, right now.
-    private static func isReadable(_ fd: Int32) -> Bool {
-        var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        return poll(&entry, 1, 0) == 1 && entry.revents != 0
-    }
-
-    /// CURLOPT_CLOSESOCKETFUNCTION: deregister before the number can be reused.
+    /// CURLOPT_CLOSESOCKETFUNCTION.
     fileprivate func closeSocket(_ fd: Int32) {
-        unwatch(fd)
-        if Int(fd) < sockets.count { sockets[Int(fd)] = SocketEntry() }
-        Syscall.close(fd)
+        sockets.close(fd)
+    }
+
+    /// The loop's events on a socket curl watches, as curl's CURL_CSELECT_*.
+    func socketReady(_ fd: Int32, events: IOEvents) {
+        var mask: Int32 = 0
+        if events.contains(.readable) { mask |= CURL_CSELECT_IN }
+        if events.contains(.writable) { mask |= CURL_CSELECT_OUT }
+        if events.contains(.hangup) && mask == 0 { mask |= CURL_CSELECT_ERR }
+        socketAction(fd, mask)
     }
 
     private func socketAction(_ fd: Int32, _ mask: Int32) {
@@ -445,65 +295,10 @@ public final class UpstreamClient {
     }
 }
 
-/// One upstream exchange (a curl easy handle). Owned by its ``UpstreamClient`` while active.
-///
-/// State: loop-confined, like the client.
-public final class UpstreamTransfer {
-    let client: UpstreamClient
-    fileprivate let handle: EasyHandle
+// MARK: UpstreamTransfer, curl side
+
+extension UpstreamTransfer {
     fileprivate var easy: UnsafeMutableRawPointer { handle.pointer }
-    /// What the transfer keeps of its request once curl has it (the request itself stays with
-    /// the caller, who retries with it): the destination check of a direct transfer, and the
-    /// timeout's terms.
-    let destinationCheck: (@Sendable (SocketAddress) -> String?)?
-    let timeoutNanos: UInt64
-    let minRate: Int
-    /// Sent through a parent proxy: its connection is the parent's.
-    let viaParent: Bool
-    /// Strong while the transfer runs; set to nil when it ends or is cancelled, which breaks the
-    /// delegate → transfer → delegate cycle.
-    var delegate: (any UpstreamTransferDelegate)?
-    /// Its place in the client's table while in flight.
-    fileprivate(set) var slot: Int?
-    fileprivate var headerList: HeaderList?
-    var headParser = ResponseHeadParser()
-    /// Whether the final response head has arrived (the head itself goes to the delegate).
-    var receivedHead = false
-    /// Its Content-Length, if it has one.
-    var declaredLength: Int?
-    fileprivate var bodyBytes = 0
-    var deadline = TransferDeadline(timeout: 0, minRate: 0, now: 0)
-    var timeoutToken: EventLoop.TimerToken?
-    var receivePaused = false
-    var sendPaused = false
-    /// The socket curl stopped watching while the transfer was paused.
-    fileprivate var pausedSocket: Int32?
-    /// Over TLS, the socket of the connection curl kept in its pool when the transfer ended
-    /// (nil if it closed it, or the transfer did not reach its end in curl).
-    fileprivate var keptConnection: Int32?
-    /// The OpenSSL session of its connection (TLS to the origin or the parent), read when the
-    /// final head arrives, and used only while ``keptConnection`` says that connection is open
-    /// (``UpstreamClient/inspectConnection(after:)``).
-    fileprivate var tlsSession: UnsafeMutableRawPointer?
-    var protocolError: String?
-    /// Why the destination check refused the address curl was about to use.
-    var refusal: String?
-
-    fileprivate init(client: UpstreamClient, handle: EasyHandle, request: UpstreamRequest, delegate: any UpstreamTransferDelegate) {
-        self.client = client
-        self.handle = handle
-        // A parent's address is the operator's choice: only a direct transfer is checked.
-        destinationCheck = request.parentProxy == nil ? request.destinationCheck : nil
-        timeoutNanos = request.timeout.totalNanoseconds
-        minRate = request.minRate
-        viaParent = request.parentProxy != nil
-        headParser = ResponseHeadParser(answersHEAD: request.method == .head)
-        self.delegate = delegate
-    }
-
-    deinit {
-        headerList?.free()
-    }
 
     fileprivate var summary: UpstreamSummary {
         var connects = 0
@@ -622,7 +417,7 @@ public final class UpstreamTransfer {
         guard buffered || client.bytesBehindPausedBody(of: self) else { return }
         larder_easy_set_long(easy, CURLOPT_FORBID_REUSE, 1)
         handle.needsReset = true
-        client.idleConnectionClosed?(.data, handle.origin + (viaParent ? " (a connection to the parent proxy)" : ""))
+        client.idleConnectionClosed?(.data, connectionOrigin)
     }
 
     // MARK: Errors
@@ -674,7 +469,7 @@ public final class UpstreamTransfer {
 /// buffer, which curl then mallocs again (64 KiB) for the next transfer.
 ///
 /// State: loop-confined; held by the client while spare, by one transfer while in use.
-private final class EasyHandle {
+final class EasyHandle {
     let pointer: UnsafeMutableRawPointer
     /// curl writes the text of a failure here (CURLOPT_ERRORBUFFER); a stable allocation,
     /// because curl keeps the pointer for as long as the handle lives.
@@ -828,7 +623,7 @@ private final class EasyHandle {
 /// NUL-terminated lines they point at. curl only reads a CURLOPT_HTTPHEADER list (the caller
 /// owns it), so one free releases everything; `curl_slist_append` costs two mallocs per line.
 /// Sized in a first pass and written in place in a second (no intermediate array).
-private struct HeaderList {
+struct HeaderList {
     private let storage: UnsafeMutableRawPointer
     /// The list's first node.
     let first: UnsafeMutablePointer<curl_slist>

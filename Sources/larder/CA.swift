@@ -7,7 +7,7 @@ import LarderTLS
 struct CA: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ca",
-        abstract: "Create or show the local CA used for HTTPS interception (tls.intercept).",
+        abstract: "Create or show the local CA for HTTPS interception (tls.intercept).",
         subcommands: [Init.self, Show.self])
 
     /// Where the CA lives: `--dir`, else the configuration's `tls.ca_dir`.
@@ -34,14 +34,17 @@ struct CA: ParsableCommand {
 
     struct Init: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Create ca.pem and ca.key (ECDSA P-256), constrained to the hosts of tls.intercept.",
+            abstract: "Create ca.pem and ca.key (P-256), limited to tls.intercept's hosts.",
+            usage: "larder ca init [<options>]",
             discussion: """
-                The certificate's Name Constraints (RFC 5280 §4.2.1.10) permit exactly the names
-                tls.intercept lists (a host, or the domain of a "*." glob), no IP address, and no
-                real e-mail or URI name, and its extended key usage is serverAuth, so a leaked key
-                cannot impersonate any other site, nor sign client, e-mail or code certificates.
-                --rotate also upgrades a CA made without those limits. Add hosts later with --rotate (clients
-                must then trust the new certificate). Existing files are never overwritten without it.
+                The certificate's Name Constraints (RFC 5280 §4.2.1.10) permit exactly
+                the names tls.intercept lists (a host, or the domain of a "*." glob), no
+                IP address, and no real e-mail or URI name, and its extended key usage
+                is serverAuth, so a leaked key cannot impersonate any other site, nor
+                sign client, e-mail or code certificates. --rotate also upgrades a CA
+                made without those limits. Add hosts later with --rotate (clients must
+                then trust the new certificate). Existing files are never overwritten
+                without it.
                 Example:
                   larder ca init --config /etc/larder/larder.toml
                 """)
@@ -79,7 +82,7 @@ struct CA: ParsableCommand {
 
     struct Show: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Print the CA's subject, constraints, fingerprint and expiry, and how to trust it.")
+            abstract: "Print the CA's constraints, fingerprint, expiry and how to trust it.")
         @OptionGroup var location: Location
 
         func run() throws {

@@ -10,9 +10,10 @@ struct CheckConfig: ParsableCommand {
         commandName: "check-config",
         abstract: "Check a configuration file and print every error with its position.",
         discussion: """
-            Exit status 0 and a one-line summary when the file is valid; 1 and every error
-            (FILE:LINE:COLUMN: message, the line, a caret) when it is not. With --explain, the
-            effective route table too: the file's routes, then the presets' ([cache] presets).
+            Exit status 0 and a one-line summary when the file is valid; 1 and every
+            error (FILE:LINE:COLUMN: message, the line, a caret) when it is not. With
+            --explain, the effective route table too: the file's routes, then the
+            presets' ([cache] presets).
             Example:
               larder check-config --explain /etc/larder/larder.toml
             """)

@@ -8,9 +8,10 @@ struct HashPassword: ParsableCommand {
         commandName: "hash-password",
         abstract: "Hash a password for proxy.auth_users.",
         discussion: """
-            Prints NAME:HASH, ready to paste into proxy.auth_users. The password is read from
-            the terminal (asked twice, not echoed), or as one line from standard input when
-            that is not a terminal. The hash is crypt(3): salted and slow on purpose.
+            Prints NAME:HASH, ready to paste into proxy.auth_users. The password is
+            read from the terminal (asked twice, not echoed), or as one line from
+            standard input when that is not a terminal. The hash is crypt(3): salted
+            and slow on purpose.
             Example:
               larder hash-password alice
               printf '%s\\n' "$PASSWORD" | larder hash-password alice

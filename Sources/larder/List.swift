@@ -8,18 +8,21 @@ import LarderServer
 struct List: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ls",
-        abstract: "List cached entries under a URL or key prefix: size, tier, age, freshness left, hits, key, URL.",
+        abstract: "List cached entries under a URL or key prefix (size, ttl, key, URL).",
+        usage: "larder ls [<options>] [<prefix>]",
         discussion: """
-            Sends GET /cache?prefix=…&limit=… to the admin listener (with the bearer token when one is
-            configured: URLs can carry credentials). Sizes are body bytes in memory, else
-            bytes on disk; age and ttl in seconds (the freshness left as a hit is served now, under
-            the route's policy: a negative ttl is stale); hits since the daemon started. A URL
-            prefix also lists the entries routes keep under their own keys (debian:/…): the key,
-            then the URL fetched when it is not the key. A key prefix (debian:, sha256:) lists keys.
+            Sends GET /cache?prefix=…&limit=… to the admin listener (with the bearer
+            token when one is configured: URLs can carry credentials). Sizes are body
+            bytes in memory, else bytes on disk; age and ttl (freshness left as a hit
+            is served now, under the route's policy) in seconds, a negative ttl is
+            stale; hits since the daemon started. A URL prefix also lists what routes
+            keep under keys of their own (debian:/…): the key, then the URL fetched
+            when it is not the key. A key prefix (debian:, sha256:) lists keys.
             Examples:
               larder ls https://files.pythonhosted.org/packages/
               larder ls debian:/debian/pool/
-              larder ls --limit 1000 --cluster 10.0.0.1:3129,10.0.0.2:3129 http://deb.debian.org/
+              larder ls --limit 1000 --cluster 10.0.0.1:3129,10.0.0.2:3129 \\
+                http://deb.debian.org/
             """)
 
     @OptionGroup var options: AdminOptions

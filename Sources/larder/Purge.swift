@@ -6,19 +6,22 @@ import LarderIO
 /// prefix or matching a glob (a ban), from one daemon or every node of a cluster.
 struct Purge: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Remove a URL, or every URL under a prefix or matching a glob, from the cache (memory and disk).",
+        abstract: "Remove a URL, a prefix or a glob's matches from memory and disk.",
+        usage: "larder purge [<options>] [<url>]",
         discussion: """
-            A URL is sent as POST /purge?url=…, a cache key as POST /purge?key=…; --prefix and
-            --glob as POST /ban?prefix=… or ?glob=… (`*` stands for any run of characters), which
-            removes every match before it answers. A URL prefix or glob also reaches the entries
-            that routes store under their own keys (debian:/…); a key prefix (debian:, sha256:)
-            is taken as it is. The bearer token is sent when one is configured.
+            A URL is sent as POST /purge?url=…, a cache key as POST /purge?key=…;
+            --prefix and --glob as POST /ban?prefix=… or ?glob=… (`*` stands for any
+            run of characters), which removes every match before it answers. A URL
+            prefix or glob also reaches what routes store under keys of their own
+            (debian:/…); a key prefix (debian:, sha256:) is taken as it is. The
+            bearer token is sent when one is configured.
             Examples:
               larder purge http://deb.debian.org/debian/dists/bookworm/Release
               larder purge --prefix https://files.pythonhosted.org/packages/
               larder purge --glob 'https://registry.example.org/*/-/*.tgz'
               larder purge --prefix debian:/debian/pool/main/h/hello/
-              larder purge --cluster 10.0.0.1:3129,10.0.0.2:3129,10.0.0.3:3129 http://example.org/a
+              larder purge --cluster 10.0.0.1:3129,10.0.0.2:3129,10.0.0.3:3129 \\
+                http://example.org/a
             """)
 
     @OptionGroup var options: AdminOptions

@@ -10,12 +10,14 @@ import Logging
 struct Serve: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run the proxy in the foreground.",
+        usage: "larder serve [<options>]",
         discussion: """
             Examples:
               larder serve
-              larder serve --listen 127.0.0.1:3128 --listen [::1]:3128 --admin-listen 127.0.0.1:3129
-            SIGHUP reloads the configuration; SIGTERM drains in-flight requests and exits 0;
-            SIGUSR1 and SIGUSR2 are logged and otherwise ignored.
+              larder serve --listen 127.0.0.1:3128 --listen [::1]:3128 \\
+                --admin-listen 127.0.0.1:3129
+            SIGHUP reloads the configuration; SIGTERM drains in-flight requests and
+            exits 0; SIGUSR1 and SIGUSR2 are logged and otherwise ignored.
             """)
 
     @Option(

@@ -6,6 +6,7 @@ import LarderServer
 struct Stats: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Show the running daemon's counters.",
+        usage: "larder stats [<options>]",
         discussion: """
             Reads GET /stats from the admin listener.
             Examples:

@@ -7,12 +7,12 @@ import LarderServer
 struct TLS: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tls",
-        abstract: "List or clear the splices of HTTPS interception (clients tunnelled blind to a host).",
+        abstract: "List or clear HTTPS interception's splices (clients tunnelled blind).",
         discussion: """
-            A client that refuses Larder's certificate for a host tls.splice_after_failures times
-            in a row is tunnelled blind to that host for tls.splice_for; other clients stay
-            intercepted. Reads GET /tls; clear sends DELETE /tls/splices (with the bearer token
-            when one is configured).
+            A client that refuses Larder's certificate for a host
+            tls.splice_after_failures times in a row is tunnelled blind to that host
+            for tls.splice_for; other clients stay intercepted. Reads GET /tls; clear
+            sends DELETE /tls/splices (with the bearer token when one is configured).
             Examples:
               larder tls
               larder tls clear pypi.org
@@ -22,7 +22,8 @@ struct TLS: ParsableCommand {
 
     struct List: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Show the clients being spliced, and hosts whose clients fail handshakes.")
+            abstract: "Show spliced clients, and hosts whose clients fail handshakes.",
+            usage: "larder tls list [<options>]")
 
         @OptionGroup var options: AdminOptions
 
@@ -69,7 +70,8 @@ struct TLS: ParsableCommand {
 
     struct Clear: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "End the splices of a host (every client's, or one client's): those clients are intercepted again.")
+            abstract: "End a host's splices (all, or one client's): intercept them again.",
+            usage: "larder tls clear [<options>] <host>")
 
         @OptionGroup var options: AdminOptions
 

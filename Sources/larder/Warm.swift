@@ -2,6 +2,7 @@ import ArgumentParser
 import Dispatch
 import FoundationEssentials
 import Glibc
+import LarderHTTP
 import LarderIO
 import Synchronization
 
@@ -9,10 +10,13 @@ import Synchronization
 struct Warm: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Prefetch URLs into the cache through the running proxy.",
+        usage: "larder warm [<options>] [<urls> ...]",
         discussion: """
-            Each URL is fetched through the proxy (and so stored, when cacheable). A progress bar
-            shows on a terminal; the summary says what was stored, already cached, not cacheable,
-            or failed. Exit status 1 when any fetch failed.
+            Each URL is fetched through the proxy (and so stored, when cacheable). A
+            progress bar shows on a terminal; the summary counts and sizes what was
+            fetched (stored, or not cacheable) apart from what was already cached
+            (the proxy's Cache-Status said hit), and what failed. Exit status 1 when
+            any fetch failed.
             Examples:
               larder warm http://deb.debian.org/debian/dists/bookworm/Release
               larder warm --file urls.txt --parallel 8
@@ -96,29 +100,51 @@ struct Warm: ParsableCommand {
             }
         }
         progress.done()
+        var summary = Summary(skipped: skipped)
+        for result in results.withLock({ $0.values }) { summary.add(result) }
+        print(summary.line)
+        if summary.failed > 0 { throw ExitCode(1) }
+    }
+
+    /// What a run did: URLs fetched from upstream (stored, or not cacheable) apart from those
+    /// the cache already held, each with its bytes.
+    struct Summary {
         var stored = 0
+        var notCacheable = 0
         var cached = 0
-        var uncacheable = 0
-        var failed = skipped
-        var bytes = 0
-        for result in results.withLock({ $0.values }) {
+        var failed = 0
+        var fetchedBytes = 0
+        var cachedBytes = 0
+        let skipped: Int
+
+        init(skipped: Int) {
+            self.skipped = skipped
+            failed = skipped
+        }
+
+        mutating func add(_ result: Result) {
             switch result {
             case .stored(let size):
                 stored += 1
-                bytes += size
+                fetchedBytes += size
+            case .notCacheable(let size):
+                notCacheable += 1
+                fetchedBytes += size
             case .cached(let size):
                 cached += 1
-                bytes += size
-            case .notCacheable(let size):
-                uncacheable += 1
-                bytes += size
+                cachedBytes += size
             case .failed: failed += 1
             }
         }
-        print(
-            "\(list.count + skipped) URL\(list.count + skipped == 1 ? "" : "s"): \(stored) stored, \(cached) already cached, \(uncacheable) not cacheable, \(failed) failed\(skipped > 0 ? " (\(skipped) bad list line\(skipped == 1 ? "" : "s"))" : ""); \(Format.bytes(Double(bytes))) fetched"
-        )
-        if failed > 0 { throw ExitCode(1) }
+
+        /// `5 URLs: 2 fetched (1 stored, 1 not cacheable; 2.0 KiB), 1 already cached (4.0 KiB), 2 failed`.
+        var line: String {
+            let total = stored + notCacheable + cached + failed
+            let bad = skipped > 0 ? " (\(skipped) bad list line\(skipped == 1 ? "" : "s"))" : ""
+            return "\(total) URL\(total == 1 ? "" : "s"): "
+                + "\(stored + notCacheable) fetched (\(stored) stored, \(notCacheable) not cacheable; \(Format.bytes(Double(fetchedBytes)))), "
+                + "\(cached) already cached (\(Format.bytes(Double(cachedBytes)))), \(failed) failed\(bad)"
+        }
     }
 
     static func fetch(_ url: String, through address: SocketAddress, progress: Progress) -> Result {
@@ -136,9 +162,12 @@ struct Warm: ParsableCommand {
                 }
                 return .failed("HTTP \(response.status)" + (detail.map { ": \($0)" } ?? ""))
             }
-            let status = response.headers.values("Cache-Status").last ?? ""
-            if status.contains("; hit") { return .cached(response.bodyLength) }
-            if status.contains("stored") { return .stored(response.bodyLength) }
+            // Larder's own Cache-Status member says where the body came from: a hit, or a
+            // stored copy the origin confirmed unchanged (a 304 to a revalidation), was
+            // already cached; anything else was fetched.
+            let member = CacheStatusMember.last(named: "larder", in: response.headers.values("Cache-Status"))
+            if member?.isHit == true || member?.parameter("fwd-status") == "304" { return .cached(response.bodyLength) }
+            if member?.parameter("stored") != nil { return .stored(response.bodyLength) }
             return .notCacheable(response.bodyLength)
         } catch {
             return .failed("\(error)")

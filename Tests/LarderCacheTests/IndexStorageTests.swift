@@ -51,7 +51,7 @@ import Testing
             let name = DiskCache.entryName(key: key, vary: vary)
             switch step % 6 {
             case 0, 1, 2:
-                let replaced = index.insert(DiskIndex.Entry(key: key, vary: vary, name: name, size: 10, verified: true))
+                let replaced = index.insert(DiskIndex.Entry(key: key, vary: vary, name: name, size: 10))
                 #expect(replaced?.name == (reference[name] != nil ? name : nil), "step \(step)")
                 reference[name] = key
             case 3:
@@ -77,9 +77,9 @@ import Testing
         let first = CacheKey(normalized: "http://origin.test/first")
         let second = CacheKey(normalized: "http://origin.test/second")
         let name = DiskCache.entryName(key: first, vary: [:])
-        index.insert(DiskIndex.Entry(key: first, vary: [:], name: name, size: 10, verified: true))
+        index.insert(DiskIndex.Entry(key: first, vary: [:], name: name, size: 10))
         #expect(index.lookup(first).map(\.key) == [first])
-        index.insert(DiskIndex.Entry(key: second, vary: [:], name: name, size: 10, verified: true))
+        index.insert(DiskIndex.Entry(key: second, vary: [:], name: name, size: 10))
         #expect(index.lookup(first).isEmpty)
         #expect(index.count == 1)
         #expect(index.remove(key: first).isEmpty)

@@ -12,12 +12,14 @@ import Testing
     func request(
         _ method: HTTPMethod = .get, headers: HTTPHeaders = [:], policy: CachePolicy = .http,
         directives: RequestDirectives = .none, validating: StoredResponse? = nil, fallback: StoredResponse? = nil,
-        sharedKey: Bool = false, holdsSuccess: Bool = false, ownSelectors: Bool = false
+        sharedKey: Bool = false, holdsSuccess: Bool = false, ownSelectors: Bool = false,
+        contentAddressed: Bool = false
     ) -> ResponseAdmission.Request {
         ResponseAdmission.Request(
             method: method, headers: headers, policy: policy, directives: directives, validating: validating,
             fallback: fallback, staleIfErrorWindow: 3600, dedupAlways: false, maxMemoryObject: 1 << 20, negativeTTL: 30,
-            sharedKey: sharedKey, holdsSuccess: holdsSuccess, ownSelectors: ownSelectors)
+            sharedKey: sharedKey, holdsSuccess: holdsSuccess, ownSelectors: ownSelectors,
+            contentAddressed: contentAddressed)
     }
 
     static let disk = ResponseAdmission.DiskTier(maxObjectBytes: 1 << 30, acceptingWrites: true)
@@ -164,5 +166,24 @@ import Testing
         let full = decide(own, 200, ["Cache-Control": "max-age=60"])
         #expect(full.storage == .whole && full.shareable && !full.keepsStored)
         #expect(decide(request(), 412, ["Cache-Control": "max-age=60"]).storage == .whole, "without them, the HTTP rules")
+    }
+
+    /// A `digest` route's key is shared by every host: only a plain 200 to a GET is checked
+    /// against the URL's digest (and then stored and shared); any other answer is that host's
+    /// alone, and none outdates the entry the digest pins.
+    @Test func onAContentAddressedRouteOnlyAPlainSuccessIsCheckedAndNoAnswerOutdatesTheEntry() {
+        let addressed = request(sharedKey: true, contentAddressed: true)
+        let fresh: HTTPHeaders = ["Cache-Control": "max-age=60"]
+        let plain = decide(addressed, 200, fresh)
+        #expect(plain.checksDigest && plain.storage == .whole && plain.shareable && plain.keepsStored)
+        let coded = decide(addressed, 200, ["Cache-Control": "max-age=60", "Content-Encoding": "gzip"])
+        #expect(!coded.checksDigest && coded.storage == .none && !coded.shareable && coded.keepsStored)
+        let head = decide(request(.head, sharedKey: true, contentAddressed: true), 200, fresh)
+        #expect(!head.checksDigest && head.storage == .none && !head.freshensStoredFromHead && head.keepsStored)
+        for status in [404, 500, 304] {
+            let answer = decide(addressed, status, fresh)
+            #expect(!answer.checksDigest && answer.storage == .none && !answer.shareable && answer.keepsStored, "\(status)")
+        }
+        #expect(!decide(request(sharedKey: true), 200, fresh).checksDigest, "a route without a digest checks nothing")
     }
 }

@@ -8,9 +8,9 @@ extension IntegrationTests {
     /// gets a transfer cut short at worst — the entry is dropped and counted, and the next
     /// request fetches it again. Real curl against the real binary, real files.
     @Suite(.timeLimit(.minutes(3))) struct DiskBlockChecks {
-        /// Every hit a disk hit (the memory tier neither holds nor copies in these sizes), and no scrub to
-        /// find the damage first: only the checks on the read path can catch it.
-        static let config = "[memory]\nmax_bytes = \"1KiB\"\nmax_object_bytes = \"1MiB\"\n[disk]\nscrub_rate = \"0B\"\n"
+        /// Every hit a disk hit (the memory tier keeps no entry), and no scrub to find the damage
+        /// first: only the checks on the read path can catch it.
+        static let config = "[memory]\nmax_entries = 0\nmax_object_bytes = \"1MiB\"\n[disk]\nscrub_rate = \"0B\"\n"
 
         /// Repeats the request until a disk hit answers it (the entry's write ends after the
         /// response does); that hit's result.
@@ -116,6 +116,20 @@ extension IntegrationTests {
             return 133 + (try #require(Int(line.dropFirst("head-length ".count))))
         }
 
+        /// Sends a GET of `url` on a connection with a small receive buffer, so that its client
+        /// falls behind the fill as long as it reads nothing (a few MB at most in flight), and
+        /// reads the response's head, which must be a 200.
+        static func laggingRequest(_ larder: Larder, url: String) throws -> RawConnection {
+            let slow = try RawConnection(port: larder.proxyPort, receiveTimeout: 30)
+            var buffer: Int32 = 16 << 10
+            setsockopt(slow.fd, SOL_SOCKET, SO_RCVBUF, &buffer, socklen_t(MemoryLayout<Int32>.size))
+            slow.send("GET \(url) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            let status = try #require(slow.readLine())
+            #expect(status.hasPrefix("HTTP/1.1 200"), "\(status)")
+            while let line = slow.readLine(), line != "\r" {}
+            return slow
+        }
+
         /// A client that falls behind a miss's memory window is sent the rest of the body from
         /// the file being written: a byte flipped there must be caught by the block's checksum
         /// (published by the writer from the bytes it was given), the client's transfer ends
@@ -130,14 +144,7 @@ extension IntegrationTests {
             let url = origin.url(path)
             let expected = try origin.directBody("/spill?size=\(size)")
 
-            let slow = try RawConnection(port: larder.proxyPort, receiveTimeout: 30)
-            // A small receive buffer, so the client really lags (a few MB at most in flight).
-            var buffer: Int32 = 16 << 10
-            setsockopt(slow.fd, SOL_SOCKET, SO_RCVBUF, &buffer, socklen_t(MemoryLayout<Int32>.size))
-            slow.send("GET \(url) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-            let status = try #require(slow.readLine())
-            #expect(status.hasPrefix("HTTP/1.1 200"), "\(status)")
-            while let line = slow.readLine(), line != "\r" {}
+            let slow = try Self.laggingRequest(larder, url: url)
 
             // Body byte 17,000,000 (block 16), once the file being written holds it.
             var spill: String?
@@ -209,13 +216,7 @@ extension IntegrationTests {
         /// client's transfer ends short at the damaged block with no wrong byte, and the
         /// damage is counted. `waitForTheFill`: let the fill end first.
         static func damageSliceSixBehindASlowReader(_ larder: Larder, url: String, expected: Data, waitForTheFill: Bool) throws {
-            let slow = try RawConnection(port: larder.proxyPort, receiveTimeout: 30)
-            var buffer: Int32 = 16 << 10
-            setsockopt(slow.fd, SOL_SOCKET, SO_RCVBUF, &buffer, socklen_t(MemoryLayout<Int32>.size))
-            slow.send("GET \(url) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-            let status = try #require(slow.readLine())
-            #expect(status.hasPrefix("HTTP/1.1 200"), "\(status)")
-            while let line = slow.readLine(), line != "\r" {}
+            let slow = try Self.laggingRequest(larder, url: url)
 
             // Slice 6 (bytes 12-14 MiB) once stored: its body byte 1,500,000 is byte 14,082,912.
             var slice: String?
@@ -250,13 +251,7 @@ extension IntegrationTests {
             let path = "/spill-broken?size=\(size)&truncate=9000000&slow=0.002&cc=max-age=600"
             let expected = try origin.directBody("/spill-broken?size=\(size)")
 
-            let slow = try RawConnection(port: larder.proxyPort, receiveTimeout: 30)
-            var buffer: Int32 = 16 << 10
-            setsockopt(slow.fd, SOL_SOCKET, SO_RCVBUF, &buffer, socklen_t(MemoryLayout<Int32>.size))
-            slow.send("GET \(origin.url(path)) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-            let status = try #require(slow.readLine())
-            #expect(status.hasPrefix("HTTP/1.1 200"), "\(status)")
-            while let line = slow.readLine(), line != "\r" {}
+            let slow = try Self.laggingRequest(larder, url: origin.url(path))
             for _ in 0..<1000 where try origin.bytes(path) < 9_000_000 { usleep(10_000) }
             usleep(500_000)  // the transfer's end reaches the fill
 
@@ -293,15 +288,11 @@ extension IntegrationTests {
                 return samples.sorted()[samples.count / 2]
             }
             let idle = try medianMillis()
-            var readers: [Process] = []
-            defer { for reader in readers { reader.terminate() } }
-            for _ in 0..<16 {
-                let reader = Process()
-                reader.executableURL = URL(fileURLWithPath: "/bin/sh")
-                reader.arguments = ["-c", "while :; do curl -s -o /dev/null -x \(larder.proxy) '\(large)'; done"]
-                try reader.run()
-                readers.append(reader)
-            }
+            // Each reader is one curl fetching the entry again and again: stopping it by its PID
+            // stops all it started (a shell loop's curl outlived the shell).
+            let again = Array(repeating: ["-o", "/dev/null", large], count: 1000).flatMap { $0 }
+            let readers = try (0..<16).map { _ in try ChildProcess("/usr/bin/curl", ["-s", "-x", larder.proxy] + again) }
+            defer { for reader in readers { reader.kill() } }
             usleep(500_000)
             let loaded = try medianMillis()
             #expect(loaded < idle + 10, "a 200 KB disk hit: \(idle) ms idle, \(loaded) ms beside 16 readers of a 20 MB entry")

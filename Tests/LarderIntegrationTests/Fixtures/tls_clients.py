@@ -95,6 +95,21 @@ def mixed(proxy_port, host, port, cafile, path, count):
     print(json.dumps(results), flush=True)
 
 
+def connect_tunnel(proxy_port, host, port, source=None):
+    """A CONNECT to host:port (from the SOURCE address when given), read up to the end of the
+    answer's head: the socket and the answer's status line."""
+    bind = (source, 0) if source else None
+    sock = socket.create_connection(("127.0.0.1", proxy_port), timeout=10, source_address=bind)
+    sock.sendall(f"CONNECT {host}:{port} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = sock.recv(4096)
+        if not chunk:
+            break
+        head += chunk
+    return sock, head.split(b"\r\n", 1)[0].decode(errors="replace")
+
+
 def abort(proxy_port, host, port, count):
     barrier = threading.Barrier(count, timeout=30)
     answers = []
@@ -103,15 +118,7 @@ def abort(proxy_port, host, port, count):
     def one(index):
         answer = ""
         try:
-            sock = socket.create_connection(("127.0.0.1", proxy_port), timeout=10)
-            sock.sendall(f"CONNECT {host}:{port} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
-            head = b""
-            while b"\r\n\r\n" not in head:
-                chunk = sock.recv(4096)
-                if not chunk:
-                    break
-                head += chunk
-            answer = head.split(b"\r\n", 1)[0].decode(errors="replace")
+            sock, answer = connect_tunnel(proxy_port, host, port)
             barrier.wait()
             if index % 2:
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
@@ -134,14 +141,7 @@ def hello_close(proxy_port, host, port, source, count):
     pattern = host
     for attempt in range(count):
         host = pattern.replace("{}", str(attempt))
-        sock = socket.create_connection(("127.0.0.1", proxy_port), timeout=10, source_address=(source, 0))
-        sock.sendall(f"CONNECT {host}:{port} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
-        head = b""
-        while b"\r\n\r\n" not in head:
-            chunk = sock.recv(4096)
-            if not chunk:
-                break
-            head += chunk
+        sock, _ = connect_tunnel(proxy_port, host, port, source)
         incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
         context = ssl.create_default_context()
         context.check_hostname = False
