@@ -153,7 +153,7 @@ enum FuzzTarget: String, CaseIterable {
 
     /// A disk record's preamble and head (what a damaged or tampered cache file holds): the
     /// preamble's lengths are in range when it reads, and a head that reads, of the kind Larder
-    /// writes (an ASCII key and Vary names, no CR or LF in its texts), is written and read back
+    /// writes (an ASCII key, URL and Vary names, no CR or LF in its texts), is written and read back
     /// to the same head (times to the microsecond the writer keeps). The same bytes as a block
     /// table: an entry is read only where the table holds all eight of its bytes.
     static func diskEntry(_ input: UnsafeRawBufferPointer) {
@@ -170,7 +170,7 @@ enum FuzzTarget: String, CaseIterable {
         func writable(_ text: String, ascii: Bool) -> Bool {
             text.unicodeScalars.allSatisfy { $0 != "\r" && $0 != "\n" && (!ascii || $0.isASCII) }
         }
-        guard writable(head.key, ascii: true), writable(head.reason, ascii: false),
+        guard writable(head.key, ascii: true), head.url.map({ writable($0, ascii: true) }) ?? true, writable(head.reason, ascii: false),
             head.vary.allSatisfy({ writable($0.key, ascii: true) && writable($0.value, ascii: false) })
         else { return }
         let written = DiskEntryFormat.entryHead(head, bodyLength: 0, bodyChecksum: 0)
@@ -184,7 +184,8 @@ enum FuzzTarget: String, CaseIterable {
             first == second || (first.isNaN && second.isNaN) || abs(first - second) <= 1e-6 * max(1, abs(first))
         }
         precondition(
-            again.key == head.key && again.status == head.status && again.reason == head.reason && again.vary == head.vary
+            again.key == head.key && again.url == head.url && again.status == head.status && again.reason == head.reason
+                && again.vary == head.vary
                 && again.headers == head.headers && close(again.requestTime, head.requestTime)
                 && close(again.responseTime, head.responseTime),
             "a head read from \(bytes) reads back differently: \(head) then \(again)")

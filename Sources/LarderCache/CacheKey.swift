@@ -44,7 +44,8 @@ public struct CacheKey: Hashable, Sendable, CustomStringConvertible {
         return String(url[..<end])
     }
 
-    static func normalizePercentEscapes(_ text: String) -> String {
+    /// `text` with its percent-escapes' hex digits upper-cased (RFC 3986 §6.2.2.1), as keys keep them.
+    public static func normalizePercentEscapes(_ text: String) -> String {
         var bytes = Array(text.utf8)
         var index = 0
         while index + 2 < bytes.count {

@@ -148,7 +148,7 @@ extension DiskCache {
 
     func storedResponse(key: CacheKey, head: DiskEntryFormat.Head, body: StoredResponse.Body) -> StoredResponse {
         StoredResponse.make(
-            key: key, status: head.status, reason: head.reason, headers: head.headers, body: body,
+            key: key, url: head.url, status: head.status, reason: head.reason, headers: head.headers, body: body,
             requestTime: head.requestTime, responseTime: head.responseTime, varyValues: head.vary)
     }
 

@@ -72,7 +72,7 @@ extension DiskCache {
         let head = DiskEntryFormat.Head(
             key: refreshed.key.url, status: refreshed.status, reason: refreshed.reason,
             requestTime: refreshed.requestTime, responseTime: refreshed.responseTime, vary: refreshed.varyValues,
-            headers: headers)
+            headers: headers, url: refreshed.url)
         let temporary = temporaryPath(name, suffix: "refresh")
         writer.submit { [self] in
             guard let current = index.withLock({ $0.entry(named: name) }) else { return }

@@ -65,7 +65,7 @@ extension DiskEntryFormat {
         guard headers.wire.count == fields.count else { throw .unreadableHead("malformed header line") }
         return Head(
             key: key, status: status, reason: meta.reason, requestTime: requestTime, responseTime: responseTime,
-            vary: meta.vary, headers: headers, bodyLength: bodyLength, bodyChecksum: bodyChecksum, version: version)
+            vary: meta.vary, headers: headers, bodyLength: bodyLength, bodyChecksum: bodyChecksum, version: version, url: meta.url)
     }
 
     /// The metadata lines of a head section (before its blank line). Text is one scalar a byte
@@ -73,6 +73,7 @@ extension DiskEntryFormat {
     /// in with (obs-text included); the key is ASCII.
     private struct Meta {
         var key: String?
+        var url: String?
         var status: Int?
         var reason = ""
         var requestTime: Double?
@@ -88,6 +89,8 @@ extension DiskEntryFormat {
                 let value = UnsafeRawBufferPointer(rebasing: line[(space + 1)...])
                 if DiskEntryFormat.equals(name, "key") {
                     key = ASCII.string(value)
+                } else if DiskEntryFormat.equals(name, "url") {
+                    url = ASCII.string(value)
                 } else if DiskEntryFormat.equals(name, "status") {
                     readStatus(value)
                 } else if DiskEntryFormat.equals(name, "request-time") {

@@ -47,6 +47,8 @@ public enum DiskEntryFormat {
     /// What the head of an entry file says.
     public struct Head: Sendable, Equatable {
         public var key: String
+        /// The URL the entry was fetched from, when its key is not the URL (a `url` line).
+        public var url: String?
         public var status: Int
         public var reason: String
         public var requestTime: Double
@@ -64,9 +66,10 @@ public enum DiskEntryFormat {
         public init(
             key: String, status: Int, reason: String, requestTime: Double, responseTime: Double,
             vary: [String: String], headers: HTTPHeaders, bodyLength: Int64 = 0, bodyChecksum: UInt64 = 0,
-            version: Int = DiskEntryFormat.version
+            version: Int = DiskEntryFormat.version, url: String? = nil
         ) {
             self.key = key
+            self.url = url
             self.status = status
             self.reason = reason
             self.requestTime = requestTime
@@ -131,7 +134,8 @@ public enum DiskEntryFormat {
         // Room for every text at its UTF-8 length (a Latin-1 reason or value takes a byte a
         // scalar: no more), 20 digits for the status and 24 characters for each time.
         let capacity =
-            preambleLength + 64 + 20 + 48 + head.key.utf8.count + head.reason.utf8.count + varyBytes
+            preambleLength + 64 + 20 + 48 + head.key.utf8.count + (head.url.map { $0.utf8.count + 5 } ?? 0) + head.reason.utf8.count
+            + varyBytes
             + (wireFields?.count ?? head.headers.wire.count)
         return [UInt8](unsafeUninitializedCapacity: capacity) { buffer, count in
             var writer = ByteWriter(UnsafeMutableBufferPointer(rebasing: buffer[preambleLength...]))
@@ -178,6 +182,10 @@ public enum DiskEntryFormat {
     ) {
         writer.append("key " as StaticString)
         writer.append(head.key)
+        if let url = head.url {
+            writer.append("\nurl " as StaticString)
+            writer.append(url)
+        }
         writer.append("\nstatus " as StaticString)
         writer.append(decimal: head.status)
         writer.append(32)

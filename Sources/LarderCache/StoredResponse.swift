@@ -37,6 +37,9 @@ public final class StoredResponse: Sendable {
     }
 
     public let key: CacheKey
+    /// The URL it was fetched from, kept when its route's key is not the URL (`debian:{path}`,
+    /// `sha256:{digest}`) for listings; nil when the key is the URL.
+    public let url: String?
     public let status: Int
     public let reason: String
     /// Lookups that found this response in the memory tier (for the listing; the first one
@@ -76,12 +79,13 @@ public final class StoredResponse: Sendable {
     /// ``serializeHead(status:reason:headers:)`` of these same status, reason and headers (a
     /// fill builds it when the head arrives and sends it to its clients too).
     public init(
-        key: CacheKey, status: Int, reason: String, headers: HTTPHeaders, body: Body,
+        key: CacheKey, url: String? = nil, status: Int, reason: String, headers: HTTPHeaders, body: Body,
         requestTime: Double, responseTime: Double, varyValues: [String: String] = [:],
         freshnessLifetime: Double, correctedInitialAge: Double, cacheControl: CacheControl? = nil,
         preparedHead: PreparedHead? = nil
     ) {
         self.key = key
+        self.url = url
         self.status = status
         self.reason = reason
         self.body = body
@@ -104,12 +108,12 @@ public final class StoredResponse: Sendable {
     /// A stored response whose lifetime and initial age are computed from its headers
     /// (RFC 9111 §4.2.1, §4.2.3), their Cache-Control parsed once for both.
     public static func make(
-        key: CacheKey, status: Int, reason: String, headers: HTTPHeaders, body: Body,
+        key: CacheKey, url: String? = nil, status: Int, reason: String, headers: HTTPHeaders, body: Body,
         requestTime: Double, responseTime: Double, varyValues: [String: String]
     ) -> StoredResponse {
         let cacheControl = CacheControl(headers)
         return StoredResponse(
-            key: key, status: status, reason: reason, headers: headers, body: body,
+            key: key, url: url, status: status, reason: reason, headers: headers, body: body,
             requestTime: requestTime, responseTime: responseTime, varyValues: varyValues,
             freshnessLifetime: Freshness.lifetime(
                 status: status, headers: headers, cacheControl: cacheControl, responseTime: responseTime),
@@ -164,7 +168,7 @@ public final class StoredResponse: Sendable {
         if let age = update["Age"] { timing.set("Age", age) }
         let cacheControl = CacheControl(merged)
         return StoredResponse(
-            key: key, status: status, reason: reason, headers: merged, body: body,
+            key: key, url: url, status: status, reason: reason, headers: merged, body: body,
             requestTime: requestTime, responseTime: responseTime, varyValues: varyValues,
             freshnessLifetime: Freshness.lifetime(status: status, headers: merged, cacheControl: cacheControl, responseTime: responseTime),
             correctedInitialAge: Freshness.correctedInitialAge(headers: timing, requestTime: requestTime, responseTime: responseTime),
@@ -184,6 +188,7 @@ public final class StoredResponse: Sendable {
 
     private init(copying other: StoredResponse, body: Body) {
         key = other.key
+        url = other.url
         status = other.status
         reason = other.reason
         self.body = body
@@ -236,7 +241,7 @@ public final class StoredResponse: Sendable {
     /// fields (their bytes and offsets), key and validators, each array as the allocator rounds
     /// it, and ``memoryOverhead``.
     public var memoryCost: Int {
-        bodyMemoryCost + StoredResponse.allocated(headBytes.count) + key.url.utf8.count + (etag?.utf8.count ?? 0)
+        bodyMemoryCost + StoredResponse.allocated(headBytes.count) + key.url.utf8.count + (url?.utf8.count ?? 0) + (etag?.utf8.count ?? 0)
             + StoredResponse.memoryOverhead
     }
 

@@ -263,6 +263,10 @@ public final class TieredCache: Sendable {
         public let ttl: Double?
         /// Lookups that found it, in either tier, since this process started.
         public let hits: Int
+        /// The URL it was fetched from when its key is not the URL (``StoredResponse/url``).
+        public var url: String? = nil
+        /// Its status; nil when its head could not be read.
+        public var status: Int? = nil
     }
 
     /// Stored variants whose URL starts with `prefix`, at most `limit`, sorted by URL: each once,
@@ -289,7 +293,8 @@ public final class TieredCache: Sendable {
             let memoryHits = inMemory ? stored?.hits.load(ordering: .relaxed) ?? 0 : 0
             return Listing(
                 key: entry.key, vary: entry.vary, bytes: entry.bytes, inMemory: inMemory, onDisk: onDisk, age: age,
-                ttl: stored.flatMap { stored in age.map { stored.freshnessLifetime - $0 } }, hits: memoryHits + diskHits)
+                ttl: stored.flatMap { stored in age.map { stored.freshnessLifetime - $0 } }, hits: memoryHits + diskHits,
+                url: stored?.url, status: stored?.status)
         }
         var listed: [Variant: Listing] = [:]
         // Twice the limit: entries also in memory leave room for those only on disk.

@@ -214,7 +214,7 @@ public struct URLPattern: Sendable, Hashable, CustomStringConvertible {
         return URLPattern.glob(path, globbed)
     }
 
-    private func matchHost(_ host: String) -> Bool {
+    func matchHost(_ host: String) -> Bool {
         if let exact = exactHost { return exact == host }
         let labels = host.split(separator: ".", omittingEmptySubsequences: false)
         return URLPattern.matchLabels(hostLabels[...], labels[...])

@@ -15,6 +15,13 @@ enum BanPattern: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// The prefix or glob itself.
+    var text: String {
+        switch self {
+        case .prefix(let text), .glob(let text): text
+        }
+    }
+
     var description: String {
         switch self {
         case .prefix(let prefix): "prefix \(prefix)"

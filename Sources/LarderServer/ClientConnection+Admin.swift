@@ -49,8 +49,11 @@ extension ClientConnection {
         case "/purge":
             guard method == .post || method == .purge else { return methodNotAllowed("POST") }
             guard authorized(exchange) else { return }
+            if let key = QueryString.value("key", in: query), !key.isEmpty {
+                return answerKeyPurge(CacheKey(normalized: key))
+            }
             guard let text = QueryString.value("url", in: query), let url = try? AbsoluteURL(parsing: text) else {
-                respondAdmin(400, text: "POST /purge?url=http://host/path (URL-encoded) names the URL to purge")
+                respondAdmin(400, text: "POST /purge?url=http://host/path or ?key=debian:/path (URL-encoded) names the URL or key to purge")
                 return
             }
             let purged = proxy.shared.cache.purge(exchange.runtime.key(for: url))

@@ -15,12 +15,13 @@ extension ClientConnection {
     /// What the admin thread hands back.
     enum CacheAdminResult: Sendable {
         case listing(CacheListing)
-        case banned(Int, pattern: BanPattern, startNanos: UInt64)
+        case banned(Int, pattern: BanPattern, scope: KeyScope, startNanos: UInt64)
     }
 
     func answerCacheListing(query: String) {
         // What daemon log lines hide (``ProxyLoop/loggable(_:)``), the listing hides.
-        let redaction = proxy.runtime.config.log.redactQuery
+        let runtime = proxy.runtime
+        let redaction = runtime.config.log.redactQuery
         // Cut before any value the listing hides: otherwise the prefix is an oracle for it.
         let prefix = redaction.visiblePrefix(QueryString.value("prefix", in: query) ?? "")
         var limit = ClientConnection.defaultListLimit
@@ -30,31 +31,61 @@ extension ClientConnection {
             }
             limit = number
         }
+        let scope = KeyScope.resolve(.prefix(prefix), routes: runtime.routes)
         let cache = proxy.shared.cache
         let asked = limit
         offLoop {
             // One more than asked, to say whether there are more.
-            let found = cache.list(prefix: prefix, limit: asked + 1, now: Clocks.wallSeconds())
-            return .listing(ClientConnection.listing(found, prefix: prefix, limit: asked, redaction: redaction))
+            let found = ClientConnection.list(cache, scope: scope, limit: asked + 1, now: Clocks.wallSeconds())
+            return .listing(CacheListing(found, prefix: prefix, scope: scope, limit: asked, runtime: runtime))
         }
+    }
+
+    /// What every prefix of `scope` lists, each variant once, sorted by key.
+    private static func list(_ cache: TieredCache, scope: KeyScope, limit: Int, now: Double) -> [TieredCache.Listing] {
+        var found: [TieredCache.Listing] = []
+        for case .prefix(let prefix) in scope.patterns {
+            for entry in cache.list(prefix: prefix, limit: limit, now: now)
+            where !found.contains(where: { $0.key == entry.key && $0.vary == entry.vary }) {
+                found.append(entry)
+            }
+        }
+        if scope.patterns.count == 1 { return found }
+        return Array(
+            found.sorted {
+                $0.key.url != $1.key.url ? $0.key.url < $1.key.url : $0.vary.sorted(by: <).description < $1.vary.sorted(by: <).description
+            }.prefix(limit))
     }
 
     /// Removes every stored response matching the ban, from both tiers, before answering (an
     /// eager ban: nothing is kept to test later lookups against, unlike Varnish's lazy bans).
     func answerBan(query: String) {
-        let pattern: BanPattern
+        let requested: BanPattern
         switch (QueryString.value("prefix", in: query), QueryString.value("glob", in: query)) {
         case (let prefix?, nil) where !prefix.isEmpty:
-            pattern = .prefix(prefix)
+            requested = .prefix(prefix)
         case (nil, let glob?) where !glob.isEmpty:
-            pattern = .glob(glob)
+            guard glob.contains(where: { $0 != "*" }) else {
+                return respondAdmin(400, text: "a glob of stars alone matches every entry; DELETE /cache clears the cache")
+            }
+            requested = .glob(glob)
         default:
             return respondAdmin(
                 400, text: "POST /ban?prefix=https://host/path/ or /ban?glob=https://host/*.whl (one of the two, URL-encoded, not empty)")
         }
+        let scope = KeyScope.resolve(requested, routes: proxy.runtime.routes)
         let cache = proxy.shared.cache
         let start = Clocks.monotonicNanos()
-        offLoop { .banned(cache.remove(matching: { pattern.matches($0.url) }), pattern: pattern, startNanos: start) }
+        offLoop { .banned(cache.remove(matching: { scope.matches($0.url) }), pattern: requested, scope: scope, startNanos: start) }
+    }
+
+    /// `POST /purge?key=…`: removes the entry stored under a key a route built (`debian:/…`,
+    /// `sha256:…`), whichever URLs it serves.
+    func answerKeyPurge(_ key: CacheKey) {
+        let purged = proxy.shared.cache.purge(key)
+        proxy.shared.stats.invalidations.add(purged ? 1 : 0)
+        proxy.logger.notice("purged", metadata: ["key": "\(proxy.loggable(key.url))", "found": "\(purged)"])
+        respondAdmin(200, contentType: "application/json", body: Array("{\"key\":\(JSON.string(key.url)),\"purged\":\(purged)}\n".utf8))
     }
 
     /// Answers with what the admin thread found.
@@ -64,41 +95,25 @@ extension ClientConnection {
         case .listing(let listing):
             guard let json = try? listing.json() else { return respondAdmin(500, text: "the listing could not be encoded") }
             respondAdmin(200, contentType: "application/json", body: json)
-        case .banned(let count, let pattern, let startNanos):
+        case .banned(let count, let pattern, let scope, let startNanos):
             proxy.shared.stats.invalidations.add(count)
             let indexComplete = proxy.shared.cache.disk?.isIndexComplete ?? true
             proxy.logger.notice(
                 "banned",
                 metadata: [
                     "pattern": "\(proxy.loggable(pattern.description))", "removed": "\(count)",
+                    "keys": "\(proxy.loggable(scope.patterns.map(\.text).joined(separator: ", ")))",
                     "ms": "\((Clocks.monotonicNanos() - startNanos) / 1_000_000)",
                     "client": "\(peer?.ipString ?? "-")",
                 ])
             respondAdmin(
                 200, contentType: "application/json",
                 body: Array(
-                    "{\"banned\":\(count),\"pattern\":\(JSON.string(pattern.description)),\"index_complete\":\(indexComplete)}\n".utf8))
+                    ("{\"banned\":\(count),\"pattern\":\(JSON.string(pattern.description)),\"index_complete\":\(indexComplete),"
+                        + "\"keys\":\(JSON.strings(scope.patterns.map(\.text))),\"shared\":\(JSON.strings(scope.shared)),"
+                        + "\"not_covered\":\(JSON.strings(scope.notCovered))}\n").utf8))
         }
         flushSoon()
-    }
-
-    /// The listing's entries; keys with `redaction`'s query values hidden (log.redact_query),
-    /// and so are the Vary values of credential fields: a response stored with
-    /// `Vary: Cookie` or `Vary: Authorization` keeps the request's cookie or bearer token.
-    private static func listing(_ found: [TieredCache.Listing], prefix: String, limit: Int, redaction: QueryRedaction) -> CacheListing {
-        CacheListing(
-            prefix: prefix, limit: limit, truncated: found.count > limit,
-            entries: found.prefix(limit).map { entry in
-                CacheListing.Entry(
-                    key: redaction.hiding(entry.key.url),
-                    vary: entry.vary.isEmpty
-                        ? entry.vary
-                        : entry.vary.reduce(into: [:]) { $0[$1.key] = redaction.coversField($1.key) ? QueryRedaction.marker : $1.value },
-                    bytes: Int(entry.bytes),
-                    tier: entry.inMemory && entry.onDisk ? "memory+disk" : entry.inMemory ? "memory" : "disk",
-                    ageSeconds: entry.age.map { Int($0.rounded(.down)) }, ttlSeconds: entry.ttl.map { Int($0.rounded(.down)) },
-                    hits: entry.hits)
-            })
     }
 
     /// Runs `work` on the admin thread, then ``cacheAdminDone(_:)`` on this loop, if this

@@ -189,9 +189,9 @@ extension ClientConnection: RequestBodySource {
     }
 
     /// What a fill for `exchange` starts with: the route's policy, ttl, retry and parents, what
-    /// the route says of its objects (a shared key, immutable, the digest the URL names), the
-    /// request's directives, the stored response it validates. Every fill's options are built
-    /// here, a background refresh's too.
+    /// the route says of its objects (a shared key, immutable, the digest the URL names, the
+    /// URL kept under a key template), the request's directives, the stored response it
+    /// validates. Every fill's options are built here, a background refresh's too.
     func fillOptions(for exchange: Exchange, url: AbsoluteURL, validating: StoredResponse?) -> FillOptions {
         var options = FillOptions()
         options.validating = validating
@@ -205,6 +205,13 @@ extension ClientConnection: RequestBodySource {
             options.immutableRoute = route.immutable
             if let algorithm = route.digest, let expected = route.expectedDigest(in: url.pathAndQuery) {
                 options.digest = (algorithm, String(expected))
+            }
+            // Under a key template, the URL is kept with the entry (listings show it), without
+            // the query parameters the route ignores (signatures).
+            if route.key != nil {
+                var plain = route
+                plain.key = nil
+                options.storedURL = CacheKey(url, route: plain).url
             }
         }
         setParents(&options, url: url, exchange: exchange)

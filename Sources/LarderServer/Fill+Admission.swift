@@ -114,7 +114,7 @@ extension Fill {
             if proxy.shared.cache.disk != nil {
                 let diskHead = DiskEntryFormat.Head(
                     key: key.url, status: forwarded.status, reason: forwarded.reason, requestTime: requestTime,
-                    responseTime: responseTime, vary: vary, headers: stored)
+                    responseTime: responseTime, vary: vary, headers: stored, url: options.storedURL)
                 if retainAll {
                     pendingDiskHead = diskHead
                 } else {
@@ -180,7 +180,7 @@ extension Fill {
         // The body stays in the array it arrived in: a large one moves to a memory file on its
         // first hit (TieredCache.lookup), so a response asked for once never pays for one.
         let stored = StoredResponse(
-            key: key, status: parts.status, reason: parts.reason, headers: parts.headers, body: .memory(body),
+            key: key, url: options.storedURL, status: parts.status, reason: parts.reason, headers: parts.headers, body: .memory(body),
             requestTime: requestTime, responseTime: responseTime, varyValues: parts.vary,
             freshnessLifetime: parts.lifetime,
             correctedInitialAge: parts.initialAge,

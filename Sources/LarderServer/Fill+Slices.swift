@@ -38,7 +38,7 @@ extension Fill {
         let sliceKey = key.slice(slice.index)
         let diskHead = DiskEntryFormat.Head(
             key: sliceKey.url, status: 206, reason: forwarded.reason, requestTime: requestTime, responseTime: responseTime,
-            vary: VaryMatcher.values(for: forwarded.headers, request: requestHeaders), headers: stored)
+            vary: VaryMatcher.values(for: forwarded.headers, request: requestHeaders), headers: stored, url: options.storedURL)
         guard let write = proxy.shared.cache.beginDiskWrite(key: sliceKey, head: diskHead, expectedLength: contentLength) else {
             return
         }
@@ -68,7 +68,7 @@ extension Fill {
         stored.remove("Age")
         let template = DiskEntryFormat.Head(
             key: key.url, status: 206, reason: HTTPStatus.reason(206), requestTime: requestTime, responseTime: responseTime,
-            vary: VaryMatcher.values(for: forwarded.headers, request: requestHeaders), headers: stored)
+            vary: VaryMatcher.values(for: forwarded.headers, request: requestHeaders), headers: stored, url: options.storedURL)
         let write = SlicedDiskWrite(cache: proxy.shared.cache, key: key, size: sliceSize, length: contentLength ?? 0, head: template)
         for chunk in chunks { write.append(chunk) }
         slicedWrite = write

@@ -33,6 +33,9 @@ struct FillOptions {
     /// The route's objects never change under their URL (and may be keyed across hosts): an
     /// unsafe request does not invalidate them.
     var immutableRoute = false
+    /// The URL kept with the stored entry when the route's `key` is not the URL (listings
+    /// show it), without the query parameters the route ignores (signatures).
+    var storedURL: String?
     /// The digest the URL names, on a `digest` route: a 200's body must hash to it.
     var digest: (algorithm: DigestAlgorithm, expected: String)?
     /// The request carries the client's own preconditions or Range upstream

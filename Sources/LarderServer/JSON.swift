@@ -22,6 +22,11 @@ enum JSON {
         return out + "\""
     }
 
+    /// An array of string literals.
+    static func strings(_ texts: [String]) -> String {
+        "[" + texts.map(string).joined(separator: ",") + "]"
+    }
+
     /// An object from ordered key/raw-JSON pairs.
     static func object(_ members: [(String, String)]) -> String {
         "{" + members.map { "\(string($0.0)):\($0.1)" }.joined(separator: ",") + "}"

@@ -8,15 +8,19 @@ import LarderServer
 struct List: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ls",
-        abstract: "List cached entries under a URL prefix (size, tier, age, ttl, hits).",
+        abstract: "List cached entries under a URL or key prefix (size, ttl, key, URL).",
         usage: "larder ls [<options>] [<prefix>]",
         discussion: """
             Sends GET /cache?prefix=…&limit=… to the admin listener (with the bearer
             token when one is configured: URLs can carry credentials). Sizes are body
-            bytes in memory, else bytes on disk; age and ttl (freshness left) in
-            seconds, a negative ttl is stale; hits since the daemon started.
+            bytes in memory, else bytes on disk; age and ttl (freshness left as a hit
+            is served now, under the route's policy) in seconds, a negative ttl is
+            stale; hits since the daemon started. A URL prefix also lists what routes
+            keep under keys of their own (debian:/…): the key, then the URL fetched
+            when it is not the key. A key prefix (debian:, sha256:) lists keys.
             Examples:
               larder ls https://files.pythonhosted.org/packages/
+              larder ls debian:/debian/pool/
               larder ls --limit 1000 --cluster 10.0.0.1:3129,10.0.0.2:3129 \\
                 http://deb.debian.org/
             """)
@@ -32,11 +36,12 @@ struct List: ParsableCommand {
     @Flag(name: .customLong("json"), help: "Print each daemon's answer as it came.")
     var json = false
 
-    @Argument(help: "A URL prefix (default: everything).")
+    @Argument(help: "A URL prefix or a key prefix (default: everything).")
     var prefix = ""
 
     func validate() throws {
         guard (1...10_000).contains(limit) else { throw ValidationError("--limit must be from 1 to 10000") }
+        if !prefix.isEmpty { try Purge.checkTarget(prefix) }
     }
 
     func run() throws {
@@ -70,17 +75,19 @@ struct List: ParsableCommand {
     }
 
     static func table(_ listing: CacheListing) -> String {
-        var lines = ["      size  tier           age       ttl    hits  key"]
+        var lines = ["      size  tier           age       ttl    hits  key  (vary)  url (when not the key)"]
         for entry in listing.entries {
             let vary =
                 entry.vary.isEmpty ? "" : "  (" + entry.vary.sorted(by: <).map { "\($0.key)=\($0.value)" }.joined(separator: ", ") + ")"
             lines.append(
                 Format.bytes(Double(entry.bytes)).leftPadded(10) + "  " + Text.padded(entry.tier, to: 11)
                     + (entry.ageSeconds.map(String.init) ?? "-").leftPadded(7) + (entry.ttlSeconds.map(String.init) ?? "-").leftPadded(10)
-                    + String(entry.hits).leftPadded(8) + "  " + entry.key + vary)
+                    + String(entry.hits).leftPadded(8) + "  " + entry.key + vary
+                    + (entry.url.map { $0 == entry.key ? "" : "  \($0)" } ?? ""))
         }
         let more = listing.truncated ? " (more match: raise --limit or narrow the prefix)" : ""
         lines.append("\(listing.entries.count) entr\(listing.entries.count == 1 ? "y" : "ies")\(more)")
+        lines += Purge.scopeNotes(keys: listing.keys, shared: listing.shared, notCovered: listing.notCovered)
         return lines.joined(separator: "\n")
     }
 }

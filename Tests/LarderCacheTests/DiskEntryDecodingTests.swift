@@ -24,6 +24,10 @@ import Testing
         .init(
             key: "http://h/", status: 100, reason: "Continue  twice", requestTime: 1e11, responseTime: 99_999_999_999.999999,
             vary: [:], headers: ["A": "1", "B": "", "C": "x y z"]),
+        // Under a route key, the URL fetched (a `url` line, which readers without it skip).
+        .init(
+            key: "debian:/debian/pool/main/h/hello.deb", status: 200, reason: "OK", requestTime: 1, responseTime: 2, vary: [:],
+            headers: ["A": "1"], url: "http://deb.debian.org/debian/pool/main/h/hello.deb"),
     ]
 
     static func record(_ head: DiskEntryFormat.Head, bodyLength: Int64 = 12345, checksum: UInt64 = 0xfedc_ba98_7654_3210)
