@@ -13,6 +13,8 @@ if [[ "${1:-}" == "--test" ]]; then
     # readelf) and lintian.
     packages+=(systemd prometheus chromium fonts-dejavu-core haproxy openssl calamaris goaccess logrotate
         dpkg-dev binutils lintian)
+    # node runs the onboarding page's PAC file in a real JavaScript engine.
+    packages+=(nodejs)
 fi
 
 missing=()

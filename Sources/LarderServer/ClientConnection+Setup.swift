@@ -22,11 +22,9 @@ extension ClientConnection {
         let authority = runtime.interceptor.map { interceptor in
             SetupPage.Authority(
                 pem: interceptor.mint.authorityPEM, der: interceptor.mint.authorityDER, facts: interceptor.mint.facts,
-                intercepted: runtime.config.tls.intercept.map(\.description))
+                intercepted: runtime.config.tls.intercept)
         }
-        let page = SetupPage(
-            host: host, proxyAddress: ProxyAutoConfig.advertised(local), authority: authority,
-            instructions: proxy.shared.setupInstructions)
+        let page = SetupPage(host: host, proxyAddress: ProxyAutoConfig.advertised(local), authority: authority)
         send(page.answer(method: exchange.head.method, path: url.pathAndQuery))
         return true
     }
@@ -57,8 +55,7 @@ extension ClientConnection {
             address = SocketAddress(ipBytes: local.unmapped.ipBytes, port: address.port)
         }
         let page = SetupPage(
-            host: exchange.runtime.config.proxy.setupHost, proxyAddress: ProxyAutoConfig.advertised(address), authority: nil,
-            instructions: proxy.shared.setupInstructions)
+            host: exchange.runtime.config.proxy.setupHost, proxyAddress: ProxyAutoConfig.advertised(address), authority: nil)
         send(page.answer(method: exchange.head.method, path: "/proxy.pac"))
     }
 

@@ -5,7 +5,8 @@ import LarderTLS
 /// The onboarding page Larder answers itself at `http://<proxy.setup_host>/` for clients
 /// already pointed at it (as mitmproxy's mitm.it): what the proxy is, the CA certificate to
 /// trust (`/ca.pem`, `/ca.der`) with its fingerprint and Name Constraints, a PAC file
-/// (`/proxy.pac`) and the setup of each tool. A pure value: the connection supplies the
+/// (`/proxy.pac`) and the setup of each tool from ``ClientSetup``, the generator `larder client`
+/// prints from, for each platform it knows. A pure value: the connection supplies the
 /// address the client reached and the CA, and sends what ``answer(method:path:)`` returns.
 ///
 /// Nothing secret is on it (no token, no key, no file path); every value written into the
@@ -16,7 +17,8 @@ struct SetupPage: Sendable {
         let pem: String
         let der: [UInt8]
         let facts: CertificateFacts
-        let intercepted: [String]
+        /// `tls.intercept`.
+        let intercepted: [HostRule]
     }
 
     /// A response to send: status, `Content-Type`, body and further header fields.
@@ -33,7 +35,6 @@ struct SetupPage: Sendable {
     let proxyAddress: String
     /// The CA; nil when HTTPS is not intercepted (every CONNECT is a blind tunnel).
     let authority: Authority?
-    let instructions: any SetupInstructions
 
     static let allowed = "GET, HEAD"
 
@@ -80,7 +81,6 @@ struct SetupPage: Sendable {
 
     var html: String {
         let e = Self.escape
-        let caURL = authority == nil ? nil : "http://\(host)/ca.pem"
         var page = """
             <!doctype html>
             <html lang="en"><head><meta charset="utf-8"><title>Larder at \(e(proxyAddress))</title>
@@ -93,8 +93,8 @@ struct SetupPage: Sendable {
             through it share one cache: a package, wheel or file fetched once is served from here
             the next time. This page is answered by Larder itself; it is only reachable through the proxy.</p>
             <h2>Point a machine at this proxy</h2>
-            <p>Most command-line tools read these variables:</p>
-            <pre>\(e("export http_proxy=\(proxyURL) https_proxy=\(proxyURL)\nexport HTTP_PROXY=\(proxyURL) HTTPS_PROXY=\(proxyURL)\nexport no_proxy=localhost,127.0.0.1,::1 NO_PROXY=localhost,127.0.0.1,::1"))</pre>
+            <p>Most command-line tools read these variables (each tool's own setup is below):</p>
+            <pre>\(e("export http_proxy=\(proxyURL) https_proxy=\(proxyURL)\nexport HTTP_PROXY=\(proxyURL) HTTPS_PROXY=\(proxyURL)\nexport no_proxy=\(ClientSetup.noProxy) NO_PROXY=\(ClientSetup.noProxy)"))</pre>
             <p>Browsers: set the HTTP and HTTPS proxy to <code>\(e(proxyAddress))</code>, or use the automatic
             configuration file <a href="/proxy.pac">/proxy.pac</a> (http and https through this proxy;
             plain host names, localhost and private addresses direct). Larder's admin listener serves the same file at <code>/proxy.pac</code>.</p>
@@ -112,7 +112,7 @@ struct SetupPage: Sendable {
                 <dl><dt>SHA-256 fingerprint</dt><dd><code>\(e(facts.sha256Fingerprint))</code></dd>
                 <dt>Subject</dt><dd>\(e(facts.subject))</dd><dt>Expires</dt><dd>\(e(facts.notAfter))</dd>
                 <dt>May sign for (Name Constraints)</dt><dd>\(e(permitted))</dd>
-                <dt>Intercepted hosts (tls.intercept)</dt><dd>\(e(authority.intercepted.joined(separator: ", ")))</dd></dl>
+                <dt>Intercepted hosts (tls.intercept)</dt><dd>\(e(authority.intercepted.map(\.description).joined(separator: ", ")))</dd></dl>
                 <p>Other HTTPS is tunnelled unread, and not cached.</p>
 
                 """
@@ -123,14 +123,36 @@ struct SetupPage: Sendable {
 
                 """
         }
-        let sections = instructions.sections(proxyURL: proxyURL, caURL: caURL)
-        if !sections.isEmpty {
-            page += "<h2>Setup per tool</h2>\n<p>The same as <code>larder client</code> prints on the proxy's host.</p>\n"
-            for section in sections {
-                page += "<h3>\(e(section.title))</h3>\n<pre>\(e(section.text))</pre>\n"
-            }
-        }
+        page += toolSections
         return page + "</body></html>\n"
+    }
+
+    /// Each tool's setup as `larder client` gives it, for Debian-like systems, then what
+    /// differs on RHEL-like ones (the CA store and how the bundle follows it).
+    var toolSections: String {
+        let e = Self.escape
+        let clientAuthority = authority.map {
+            ClientSetup.Authority(pem: $0.pem, sha256Fingerprint: $0.facts.sha256Fingerprint, hosts: $0.intercepted)
+        }
+        let debian = ClientSetup(proxyURL: proxyURL, authority: clientAuthority, platform: .debian)
+        let rhel = ClientSetup(proxyURL: proxyURL, authority: clientAuthority, platform: .rhel)
+        var out = "<h2>Setup per tool</h2>\n<p>As <code>larder client</code> prints it on the proxy's host"
+        out += " (<code>larder client --apply</code> writes the files there). Elsewhere, write each file as shown.</p>\n"
+        if clientAuthority != nil {
+            for note in debian.notes { out += "<p>\(e(note))</p>\n" }
+        }
+        func section(_ tool: ClientTool, platform: String) -> String {
+            // The text form's first line is the title, shown as the heading.
+            let body = tool.text(width: 100).split(separator: "\n", maxSplits: 1).dropFirst().first.map(String.init) ?? ""
+            return "<h3 id=\"\(e(tool.name + platform))\">\(e(tool.title))</h3>\n<pre>\(e(body))</pre>\n"
+        }
+        for tool in debian.tools { out += section(tool, platform: "") }
+        let differing = rhel.tools.filter { !debian.tools.contains($0) }
+        if !differing.isEmpty {
+            out += "<h2>On RHEL, Fedora and their kin</h2>\n<p>These differ there; the rest is the same.</p>\n"
+            for tool in differing { out += section(tool, platform: "-rhel") }
+        }
+        return out
     }
 
     /// A plain-text answer.

@@ -23,9 +23,6 @@ final class SharedState: Sendable {
     let fills = FillRegistry()
     /// Retries across all loops, capped at a share of upstream requests.
     let retryBudget: RetryBudget
-    /// The onboarding page's per-tool setup (``SetupInstructions``), set once at start.
-    let setupSource = Locked<any SetupInstructions>(NoSetupInstructions())
-    var setupInstructions: any SetupInstructions { setupSource.withLock { $0 } }
     /// The addresses this daemon listens on, for the destination policy.
     let ownAddresses = Locked(OwnAddresses())
     /// Each loop's last heartbeat (monotonic ns), for the systemd watchdog.

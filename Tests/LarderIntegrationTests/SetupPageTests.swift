@@ -60,6 +60,12 @@ extension IntegrationTests {
             #expect(page.text.contains("<dt>May sign for (Name Constraints)</dt><dd>localhost</dd>"), "\(page.text)")
             #expect(page.text.contains("http_proxy=http://127.0.0.1:\(larder.proxyPort)"))
             #expect(!page.text.contains(setup.directory), "no file path of the proxy's host")
+            // larder client's setup per tool, for both CA-store families: apt trusts the CA per
+            // intercepted host, and the certificate itself is there to copy.
+            #expect(page.text.contains("Acquire::https::localhost::CaInfo &quot;/etc/larder/ca-bundle.pem&quot;;"), "\(page.text)")
+            #expect(page.text.contains("update-ca-certificates") && page.text.contains("update-ca-trust"))
+            let pemLine = try String(contentsOfFile: setup.larderCA, encoding: .utf8).split(separator: "\n")[1]
+            #expect(page.text.contains(pemLine))
 
             let pinned = try Curl.viaProxy(larder.proxy, ["http://LARDER.setup:\(origin.port)/ca.pem"])
             #expect(pinned.status == 200 && pinned.header("content-type") == "application/x-pem-file")
