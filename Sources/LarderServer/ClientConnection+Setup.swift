@@ -10,7 +10,7 @@ extension ClientConnection {
     /// A string comparison per request, no more, when the host is another.
     func answersSetupPage(_ url: AbsoluteURL, exchange: Exchange) -> Bool {
         let host = exchange.runtime.config.proxy.setupHost
-        guard !host.isEmpty, url.bareHost == host else { return false }
+        guard !host.isEmpty, Self.names(url.bareHost, host) else { return false }
         exchange.outcome = .admin
         // The address this client reached, never one it wrote (Host, the request line): the
         // page and the PAC tell other programs where the proxy is.
@@ -33,7 +33,7 @@ extension ClientConnection {
     /// and the name must never reach DNS or an origin.
     func refusesSetupTunnel(host: String, exchange: Exchange) -> Bool {
         let setupHost = exchange.runtime.config.proxy.setupHost
-        guard !setupHost.isEmpty, ASCII.equalsIgnoringCase(host, setupHost) else { return false }
+        guard !setupHost.isEmpty, Self.names(host.lowercased(), setupHost) else { return false }
         exchange.keepAlive = false
         proxy.logger.notice(
             "refused CONNECT to the setup page's host: it is served over plain HTTP",
@@ -57,6 +57,12 @@ extension ClientConnection {
         let page = SetupPage(
             host: exchange.runtime.config.proxy.setupHost, proxyAddress: ProxyAutoConfig.advertised(address), authority: nil)
         send(page.answer(method: exchange.head.method, path: "/proxy.pac"))
+    }
+
+    /// Whether `host` (lower-case) is `setupHost`, written with or without the root's trailing
+    /// dot (RFC 1034 §3.1): `larder.setup.` must not slip past to DNS either.
+    static func names(_ host: String, _ setupHost: String) -> Bool {
+        host == setupHost || (host.utf8.last == UInt8(ascii: ".") && host.utf8.dropLast().elementsEqual(setupHost.utf8))
     }
 
     private func send(_ response: SetupPage.Response) {

@@ -70,6 +70,8 @@ extension IntegrationTests {
             let pinned = try Curl.viaProxy(larder.proxy, ["http://LARDER.setup:\(origin.port)/ca.pem"])
             #expect(pinned.status == 200 && pinned.header("content-type") == "application/x-pem-file")
             #expect(pinned.header("content-disposition") == "attachment; filename=\"larder-ca.pem\"")
+            let rooted = try Curl.viaProxy(larder.proxy, ["http://larder.setup.:\(origin.port)/proxy.pac"])
+            #expect(rooted.status == 200 && rooted.header("content-type") == "application/x-ns-proxy-autoconfig", "\(rooted.text)")
             #expect(try origin.total() == 0, "the setup host never reaches an origin")
 
             let der = try Curl.viaProxy(larder.proxy, ["http://larder.setup/ca.der"])
@@ -99,6 +101,8 @@ extension IntegrationTests {
             let tunnel = try Curl.viaProxy(larder.proxy, ["https://larder.setup/"])
             #expect(tunnel.exitCode != 0 && tunnel.stderr.contains("403"), "\(tunnel.stderr)")
             try larder.child.waitForOutput { $0.contains("refused CONNECT to the setup page's host") }
+            // Each answer has its access line on the proxy port, as outcome admin.
+            try larder.child.waitForOutput(stream: \.stdout) { $0.contains("\"GET http://larder.setup/ca.der\" 200 admin") }
             #expect(try origin.total() == 0)
         }
 
