@@ -80,7 +80,7 @@ extension ClientConnection {
                 respondGenerated(
                     status: 400,
                     message: "Larder is a forward proxy: send requests in absolute form (GET http://host/path), "
-                        + "for example by setting http_proxy=http://\(proxyAddressHint)",
+                        + "for example by setting http_proxy=http://\(proxyAddressHint)" + setupPageHint(exchange),
                     outcome: .error)
                 return
             case .authority(let host, let port):

@@ -59,6 +59,12 @@ extension ClientConnection {
         send(page.answer(method: exchange.head.method, path: "/proxy.pac"))
     }
 
+    /// Where a client that reached the proxy port as if it were a web server learns more.
+    func setupPageHint(_ exchange: Exchange) -> String {
+        let host = exchange.runtime.config.proxy.setupHost
+        return host.isEmpty ? "" : "; then open http://\(host)/ through the proxy for the CA and each tool's setup"
+    }
+
     /// Whether `host` (lower-case) is `setupHost`, written with or without the root's trailing
     /// dot (RFC 1034 §3.1): `larder.setup.` must not slip past to DNS either.
     static func names(_ host: String, _ setupHost: String) -> Bool {

@@ -116,6 +116,10 @@ extension IntegrationTests {
             #expect(hostile.text.contains("var proxy = \"\(expected)\";"), "\(hostile.text)")
             #expect(!hostile.text.contains("evil") && !hostile.text.contains("8080") && !hostile.text.contains("alert"))
 
+            // Opened as if the proxy were a web server, it says where the page is.
+            let direct = try Curl.run(["http://127.0.0.1:\(larder.proxyPort)/"])
+            #expect(direct.status == 400 && direct.text.contains("then open http://larder.setup/ through the proxy"), "\(direct.text)")
+
             // The admin listener serves it without the token, as its other read-only pages.
             let admin = try Curl.run(["http://127.0.0.1:\(larder.adminPort)/proxy.pac"])
             #expect(admin.status == 200 && admin.text == hostile.text, "\(admin.text)")
