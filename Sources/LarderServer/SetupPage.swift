@@ -157,7 +157,10 @@ struct SetupPage: Sendable {
 
     /// A plain-text answer.
     static func text(_ status: Int, _ message: String, headers: [(String, String)] = []) -> Response {
-        Response(status: status, contentType: "text/plain; charset=utf-8", body: Array((message + "\n").utf8), headers: headers)
+        // nosniff: a 404 names the path asked for, which must stay text.
+        Response(
+            status: status, contentType: "text/plain; charset=utf-8", body: Array((message + "\n").utf8),
+            headers: headers + [("X-Content-Type-Options", "nosniff")])
     }
 
     /// `text` as HTML text or a double-quoted attribute value.

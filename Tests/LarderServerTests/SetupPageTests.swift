@@ -32,7 +32,9 @@ import Testing
         #expect(html.contains("Acquire::http::Proxy &quot;http://192.0.2.7:3128&quot;;"), "\(html)")
         #expect(html.contains("<h3 id=\"pip\">"), "\(html)")
         #expect(!html.contains("RHEL"), "without a CA no tool differs between platforms")
-        #expect(page.answer(method: .get, path: "/ca.pem/../etc").status == 404)
+        let missing = page.answer(method: .get, path: "/<script>")
+        #expect(missing.status == 404 && missing.contentType.hasPrefix("text/plain"))
+        #expect(missing.headers.contains { $0 == ("X-Content-Type-Options", "nosniff") })
     }
 
     @Test func htmlEscapingLeavesNoMarkup() {
