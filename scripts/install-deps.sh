@@ -10,8 +10,8 @@ if [[ "${1:-}" == "--test" ]]; then
     # test, openssl for the CONNECT test's throwaway certificate, calamaris and goaccess to
     # read the squid and combined access logs, logrotate for the shipped snippet; for the
     # release test (scripts/release-test.sh): dpkg-dev (dpkg-shlibdeps), binutils (strip,
-    # readelf) and lintian.
-    packages+=(systemd prometheus chromium fonts-dejavu-core haproxy openssl calamaris goaccess logrotate
+    # readelf) and lintian; git and pip read the files larder client writes (apt-config comes with apt).
+    packages+=(systemd prometheus chromium fonts-dejavu-core haproxy openssl calamaris goaccess logrotate git python3-pip
         dpkg-dev binutils lintian)
     # node runs the onboarding page's PAC file in a real JavaScript engine.
     packages+=(nodejs)

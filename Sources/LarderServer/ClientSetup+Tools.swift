@@ -78,8 +78,7 @@ extension ClientSetup {
             tool.commands = ["systemctl daemon-reload", "systemctl enable --now larder-ca-bundle.path"]
         }
         tool.notes = [
-            "Check the CA's fingerprint before trusting it: sha256 \(authority.sha256Fingerprint).",
-            "By hand: \(rebuild)",
+            "Check the CA's fingerprint before trusting it: sha256 \(authority.sha256Fingerprint)."
         ]
         return tool
     }
@@ -142,6 +141,12 @@ extension ClientSetup {
             "For one user instead: pip config set global.proxy \(proxyURL)"
                 + (authority != nil ? "; pip config set global.cert \(ClientSetup.bundleFile)" : "")
         ]
+        if authority != nil {
+            // requests (pip's HTTP library) takes these from the environment before the session's own CA file.
+            tool.notes.append(
+                "pip's cert loses to PIP_CERT, REQUESTS_CA_BUNDLE and CURL_CA_BUNDLE in the environment: leave them unset or naming the same bundle."
+            )
+        }
         return tool
     }
 

@@ -19,21 +19,22 @@ extension ClientTool {
             }
             out.append("File \(file.path) (\(how); undo: \(file.undo)):")
             switch file.content {
+            case .text(let text) where text.hasPrefix("-----BEGIN CERTIFICATE-----") && file.path != ClientSetup.caFile:
+                out.append("  | (Larder's CA certificate: the same PEM as \(ClientSetup.caFile))")
             case .text(let text):
                 out += text.split(separator: "\n", omittingEmptySubsequences: false).dropLast(text.hasSuffix("\n") ? 1 : 0).map {
                     "  | " + $0
                 }
             case .concatenation(let parts):
-                out.append("  | (" + parts.joined(separator: ", then ") + ")")
+                out.append("  | (the system's certificates, then Larder's CA: cat \(parts.joined(separator: " ")) > \(file.path))")
             }
         }
         if !commands.isEmpty {
             out.append("Then run:")
             out += commands.map { "  " + $0 }
         }
-        for note in notes {
-            out += ClientTool.wrapped("Note: " + note, width: width)
-        }
+        // Notes often end in a command to copy: they stay on one line.
+        out += notes.map { "Note: " + $0 }
         return out.joined(separator: "\n")
     }
 

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Glibc
 import LarderConfig
+import LarderServer
 import LarderTLS
 
 /// `larder ca init|show`: the local CA that signs the certificates of intercepted hosts.
@@ -99,7 +100,7 @@ struct CA: ParsableCommand {
                     "warning: tls.intercept lists \(outside.map(\.description).joined(separator: ", ")), "
                         + "which this CA may not sign for: run larder ca init --rotate")
             }
-            print(Show.trustInstructions(path: absolute(directory) + "/" + LocalCA.certificateFile))
+            print(Show.trustInstructions(path: absolute(directory) + "/" + LocalCA.certificateFile, hosts: config.tls.intercept))
         }
 
         static func describe(_ facts: CertificateFacts) -> String {
@@ -120,18 +121,32 @@ struct CA: ParsableCommand {
                 """
         }
 
-        static func trustInstructions(path: String) -> String {
-            """
+        /// How to trust the CA without taking any trust away: the system store and Docker add
+        /// it; apt trusts the combined bundle per intercepted host (`Acquire::https::CaInfo`
+        /// would replace its trust for every source); tools that take one CA file get the
+        /// combined bundle, never the CA alone. `larder client` prints each tool's whole setup.
+        static func trustInstructions(path: String, hosts: [HostRule]) -> String {
+            let bundle = ClientSetup.bundleFile
+            let exact = hosts.compactMap { rule -> String? in
+                if case .host(let name) = rule { return name }
+                return nil
+            }
+            let aptHost = exact.first ?? "HOST"
+            return """
 
-            Trust it (each client needs one of these):
-              Debian/Ubuntu system store:  cp \(path) /usr/local/share/ca-certificates/larder.crt && update-ca-certificates
-              curl:                        curl --cacert \(path) ... (or CURL_CA_BUNDLE)
-              Python requests, pip:        REQUESTS_CA_BUNDLE=\(path) / PIP_CERT=\(path)
-                                           (both replace the default bundle: point them at a bundle that has this CA added)
-              Node, npm:                   NODE_EXTRA_CA_CERTS=\(path)
-              apt:                         Acquire::https::CaInfo "\(path)"; in /etc/apt/apt.conf.d/
-              Docker (per registry):       cp \(path) /etc/docker/certs.d/REGISTRY/ca.crt
-            """
+                Trust it (this adds Larder's CA; it replaces no other trust):
+                  Debian/Ubuntu system store:  cp \(path) /usr/local/share/ca-certificates/larder.crt && update-ca-certificates
+                  RHEL/Fedora system store:    cp \(path) /etc/pki/ca-trust/source/anchors/larder.pem && update-ca-trust
+                  Combined bundle (for the tools below that take one CA file in place of their own):
+                                               cat /etc/ssl/certs/ca-certificates.crt \(path) > \(bundle)
+                  apt, per intercepted host:   Acquire::https::\(aptHost)::CaInfo "\(bundle)"; in /etc/apt/apt.conf.d/
+                                               (one line per host; never Acquire::https::CaInfo, which replaces apt's trust for every source)
+                  pip, requests, uv, poetry:   PIP_CERT / REQUESTS_CA_BUNDLE / SSL_CERT_FILE=\(bundle) (the bundle, never \(path) alone)
+                  git, cargo, curl:            http.sslCAInfo / CARGO_HTTP_CAINFO / CURL_CA_BUNDLE=\(bundle)
+                  Node, npm, yarn, pnpm:       NODE_EXTRA_CA_CERTS=\(path) (adds to Node's own roots)
+                  Docker (per registry):       cp \(path) /etc/docker/certs.d/REGISTRY/larder-ca.crt
+                larder client prints each tool's whole setup (proxy included); sudo larder client --apply writes it.
+                """
         }
 
         private func absolute(_ path: String) -> String {

@@ -24,7 +24,9 @@ struct Larder: ParsableCommand {
               larder hash-password alice                    # a proxy.auth_users entry
             """,
         version: "larder \(version)",
-        subcommands: [Serve.self, CheckConfig.self, Stats.self, List.self, Purge.self, Warm.self, HashPassword.self, CA.self, TLS.self],
+        subcommands: [
+            Serve.self, CheckConfig.self, Stats.self, List.self, Purge.self, Warm.self, HashPassword.self, CA.self, TLS.self, Client.self,
+        ],
         defaultSubcommand: Serve.self)
 
     /// `serve` is the default subcommand, so a mistyped one ("larder stat") would otherwise be

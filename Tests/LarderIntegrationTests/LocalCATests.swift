@@ -117,8 +117,8 @@ extension IntegrationTests {
             let expected = fingerprint.out.split(separator: "=").last.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) } ?? "?"
             #expect(shown.out.contains("sha256:       \(expected)"), "\(shown.out) vs \(fingerprint.out)")
             for client in [
-                "update-ca-certificates", "--cacert \(ca)/ca.pem", "PIP_CERT=", "NODE_EXTRA_CA_CERTS=", "Acquire::https::CaInfo",
-                "/etc/docker/certs.d/",
+                "update-ca-certificates", "update-ca-trust", "PIP_CERT", "NODE_EXTRA_CA_CERTS=\(ca)/ca.pem",
+                "Acquire::https::HOST::CaInfo", "/etc/docker/certs.d/", "CURL_CA_BUNDLE",
             ] {
                 #expect(shown.out.contains(client), "trust instructions name \(client)")
             }

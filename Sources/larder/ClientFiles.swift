@@ -1,0 +1,137 @@
+import Glibc
+import LarderIO
+import LarderServer
+
+/// The files `larder client --apply` writes under a root directory, and the manifest of them
+/// that `--undo` reads: each file with a digest of what was written (a file changed since is
+/// left in place), each directory it had to create, and what else undoing needs. A file that
+/// exists and is not in the manifest is someone else's and is never written.
+struct ClientFiles {
+    static let manifestPath = "/etc/larder/client.manifest"
+
+    /// `/`, or the `--root` directory every path is written under (no trailing slash).
+    let root: String
+    private(set) var files: [String: UInt64] = [:]
+    private(set) var fileOrder: [String] = []
+    private(set) var directories: [String] = []
+    private(set) var afterUndo: [String] = []
+
+    init(root: String) throws(SystemError) {
+        self.root = root
+        guard exists(ClientFiles.manifestPath) else { return }
+        let text = String(decoding: try FileSystem.readWhole(real(ClientFiles.manifestPath), limit: 1 << 20), as: UTF8.self)
+        for line in text.split(separator: "\n") {
+            let parts = line.split(separator: " ", maxSplits: 2).map(String.init)
+            switch (parts.first, parts.count) {
+            case ("file", 3):
+                if let digest = UInt64(parts[1], radix: 16) { record(file: parts[2], digest: digest) }
+            case ("dir", 2...): directories.append(String(line.dropFirst(4)))
+            case ("undo", 2...): afterUndo.append(String(line.dropFirst(5)))
+            default: break
+            }
+        }
+    }
+
+    /// `path` on this machine: under the root.
+    func real(_ path: String) -> String { root == "/" ? path : root + path }
+
+    func exists(_ path: String) -> Bool {
+        var info = stat()
+        return lstat(real(path), &info) == 0
+    }
+
+    /// Whether `path` was written by `larder client` (it is in the manifest).
+    func owns(_ path: String) -> Bool { files[path] != nil }
+
+    /// Writes `bytes` to `path` (creating its directories, 0755), replacing a file only if it
+    /// is Larder's own, through a temporary file and a rename so no reader sees half of it.
+    mutating func write(_ bytes: [UInt8], to path: String, mode: UInt32) throws(SystemError) {
+        try makeDirectories(parentOf(path))
+        let temporary = real(path) + ".larder-new"
+        _ = try? Syscall.call("unlink", path: temporary) { unlink($0) }
+        let fd = try FileSystem.createExclusive(temporary)
+        do {
+            try FileSystem.writeAll(fd, bytes)
+            _ = try Syscall.call("fchmod") { fchmod(fd, mode_t(mode)) }
+            Syscall.close(fd)
+            try FileSystem.rename(temporary, to: AT_FDCWD, real(path))
+        } catch {
+            Syscall.close(fd)
+            _ = unlink(temporary)
+            throw error
+        }
+        record(file: path, digest: ClientFiles.digest(bytes))
+    }
+
+    /// Removes every file of the manifest that still holds what was written (returning the
+    /// ones changed since, which stay), the directories it created that are empty, and the
+    /// manifest itself.
+    mutating func removeAll() throws(SystemError) -> (removed: [String], changed: [String]) {
+        var removed: [String] = []
+        var changed: [String] = []
+        for path in fileOrder {
+            guard exists(path) else { continue }
+            let now = try? FileSystem.readWhole(real(path), limit: 64 << 20)
+            if let now, ClientFiles.digest(now) == files[path] {
+                try FileSystem.remove(real(path))
+                removed.append(path)
+            } else {
+                changed.append(path)
+            }
+        }
+        try FileSystem.remove(real(ClientFiles.manifestPath))
+        for directory in directories.reversed() {
+            _ = rmdir(real(directory))  // ENOTEMPTY: something else lives there now; it stays
+        }
+        files = [:]
+        fileOrder = []
+        directories = []
+        return (removed, changed)
+    }
+
+    /// Records what undoing needs besides removing files (`update-ca-certificates --fresh`).
+    mutating func noteForUndo(_ text: String) {
+        if !afterUndo.contains(text) { afterUndo.append(text) }
+    }
+
+    /// Writes the manifest (itself not listed: `--undo` removes it last).
+    mutating func saveManifest() throws(SystemError) {
+        var lines = ["# Written by larder client --apply: the files it wrote, for larder client --undo."]
+        lines += directories.map { "dir " + $0 }
+        lines += fileOrder.map { "file \(String(files[$0]!, radix: 16)) \($0)" }
+        lines += afterUndo.map { "undo " + $0 }
+        let path = ClientFiles.manifestPath
+        try makeDirectories(parentOf(path))
+        let temporary = real(path) + ".larder-new"
+        _ = try? Syscall.call("unlink", path: temporary) { unlink($0) }
+        let fd = try FileSystem.createExclusive(temporary)
+        defer { Syscall.close(fd) }
+        try FileSystem.writeAll(fd, Array((lines.joined(separator: "\n") + "\n").utf8))
+        _ = try Syscall.call("fchmod") { fchmod(fd, 0o644) }
+        try FileSystem.rename(temporary, to: AT_FDCWD, real(path))
+    }
+
+    private mutating func record(file path: String, digest: UInt64) {
+        if files[path] == nil { fileOrder.append(path) }
+        files[path] = digest
+    }
+
+    /// Creates `path` and its missing parents (0755: these are system configuration
+    /// directories), recording each one created.
+    private mutating func makeDirectories(_ path: String) throws(SystemError) {
+        guard path != "/", !path.isEmpty, !FileSystem.isDirectory(real(path)) else { return }
+        try makeDirectories(parentOf(path))
+        _ = try Syscall.call("mkdir", path: real(path)) { mkdir($0, 0o755) }
+        if !directories.contains(path) { directories.append(path) }
+    }
+
+    private func parentOf(_ path: String) -> String {
+        guard let slash = path.lastIndex(of: "/"), slash != path.startIndex else { return "/" }
+        return String(path[..<slash])
+    }
+
+    /// FNV-1a, 64 bits: tells a file changed since it was written, not a guard against anyone.
+    static func digest(_ bytes: [UInt8]) -> UInt64 {
+        bytes.reduce(0xcbf2_9ce4_8422_2325) { ($0 ^ UInt64($1)) &* 0x0000_0100_0000_01b3 }
+    }
+}

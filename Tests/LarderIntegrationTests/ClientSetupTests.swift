@@ -1,0 +1,198 @@
+import Foundation
+import Glibc
+import Testing
+
+extension IntegrationTests {
+    /// `larder client`: each tool's setup read back by the tool itself (apt-config, pip, git,
+    /// curl), `--apply` and `--undo` into a scratch root, and the trust advice of `ca show`.
+    @Suite(.timeLimit(.minutes(3))) struct ClientSetup {
+        /// Runs `larder ARGUMENTS` to the end: status, stdout, stderr.
+        private func larder(_ arguments: [String]) throws -> (status: Int32, out: String, err: String) {
+            let child = try ChildProcess(Paths.larder, arguments)
+            child.waitUntilExit()
+            return (child.terminationStatus, child.stdout, child.stderr)
+        }
+
+        private func run(_ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, out: String, err: String) {
+            var env = ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin", "HOME": "/nonexistent"]
+            env.merge(environment) { $1 }
+            let child = try ChildProcess("/usr/bin/env", arguments, environment: env)
+            child.waitUntilExit()
+            return (child.terminationStatus, child.stdout, child.stderr)
+        }
+
+        /// A scratch root whose "system" CA store holds the origins' CA only.
+        private func scratchRoot(_ setup: InterceptionSetup) throws -> String {
+            let root = setup.directory + "/root"
+            try FileManager.default.createDirectory(atPath: root + "/etc/ssl/certs", withIntermediateDirectories: true)
+            try FileManager.default.copyItem(atPath: setup.originCA, toPath: root + "/etc/ssl/certs/ca-certificates.crt")
+            return root
+        }
+
+        /// Every file and directory under `root`, with the files' bytes and modes.
+        private func snapshot(_ root: String) -> [String: String] {
+            var result: [String: String] = [:]
+            let enumerator = FileManager.default.enumerator(atPath: root)
+            while let path = enumerator?.nextObject() as? String {
+                var info = stat()
+                lstat(root + "/" + path, &info)
+                let content = (try? Data(contentsOf: URL(fileURLWithPath: root + "/" + path))).map { $0.base64EncodedString() } ?? "dir"
+                result[path] = "\(info.st_mode) \(content)"
+            }
+            return result
+        }
+
+        @Test func theToolsReadWhatItWritesAndCurlTrustsTheSystemAndLarder() throws {
+            let setup = try InterceptionSetup()
+            defer { setup.remove() }
+            let direct = try setup.origin()
+            let intercepted = try setup.origin()
+            let larder = try Larder(config: setup.config(ports: [intercepted.port]))
+            let root = try scratchRoot(setup)
+            let applied = try self.larder([
+                "client", "--config", larder.configPath, "--proxy", larder.proxy, "--apply", "--root", root, "--tool", "apt",
+                "--tool", "pip", "--tool", "git", "--tool", "curl",
+            ])
+            #expect(applied.status == 0, "\(applied.out) \(applied.err)")
+
+            // apt: the proxy for both schemes, and the bundle for the intercepted host only.
+            let apt = try run(
+                ["apt-config", "-c", root + "/etc/apt/apt.conf.d/80larder-proxy", "dump"], environment: ["APT_CONFIG": "/dev/null"])
+            #expect(apt.status == 0, "\(apt.err)")
+            #expect(apt.out.contains("Acquire::http::Proxy \"\(larder.proxy)\";"), "\(apt.out)")
+            #expect(apt.out.contains("Acquire::https::Proxy \"\(larder.proxy)\";"))
+            #expect(apt.out.contains("Acquire::https::localhost::CaInfo \"/etc/larder/ca-bundle.pem\";"), "\(apt.out)")
+            #expect(!apt.out.contains("Acquire::https::CaInfo"), "apt's trust for every other source stays its own")
+
+            // pip: its site-wide file, as pip itself reads it.
+            let pip = try run(
+                ["python3", "-m", "pip", "config", "list", "--disable-pip-version-check"],
+                environment: ["PIP_CONFIG_FILE": root + "/etc/xdg/pip/pip.conf"])
+            #expect(pip.status == 0, "\(pip.err)")
+            #expect(pip.out.contains("global.proxy='\(larder.proxy)'"), "\(pip.out)")
+            #expect(pip.out.contains("global.cert='/etc/larder/ca-bundle.pem'"), "\(pip.out)")
+
+            // git: the system file, as git reads it.
+            let git = try run(["git", "config", "--file", root + "/etc/gitconfig", "--list"])
+            #expect(git.status == 0, "\(git.err)")
+            #expect(
+                git.out.contains("http.proxy=\(larder.proxy)") && git.out.contains("http.sslcainfo=/etc/larder/ca-bundle.pem"), "\(git.out)"
+            )
+
+            // The bundle: the system store's certificates, then Larder's CA.
+            let bundle = root + "/etc/larder/ca-bundle.pem"
+            let expected =
+                try String(contentsOfFile: setup.originCA, encoding: .utf8) + (try String(contentsOfFile: setup.larderCA, encoding: .utf8))
+            #expect(try String(contentsOfFile: bundle, encoding: .utf8) == expected)
+            // curl with it reaches a site the system trusts (directly) and one Larder intercepts.
+            let system = try Curl.run(["--noproxy", "*", "--cacert", bundle, direct.url("/a?size=10")])
+            #expect(system.exitCode == 0 && system.status == 200, "\(system.stderr)")
+            let viaLarder = try Curl.viaProxy(larder.proxy, ["--cacert", bundle, intercepted.url("/b?size=10")])
+            #expect(viaLarder.exitCode == 0 && viaLarder.status == 200, "\(viaLarder.stderr)")
+            #expect(viaLarder.header("cache-status")?.hasPrefix("larder") == true, "\(viaLarder.headers)")
+            // Larder's CA alone would have cut the system's trust, which is what the bundle avoids.
+            let caAlone = try Curl.run(["--noproxy", "*", "--cacert", setup.larderCA, direct.url("/a?size=10")])
+            #expect(caAlone.exitCode != 0)
+            // And curl's own variable in the profile drop-in names the bundle.
+            let profile = try String(contentsOfFile: root + "/etc/profile.d/larder-curl.sh", encoding: .utf8)
+            #expect(profile.contains("export CURL_CA_BUNDLE='/etc/larder/ca-bundle.pem'"), "\(profile)")
+            let hook = root + "/etc/ca-certificates/update.d/larder-bundle"
+            #expect(FileManager.default.isExecutableFile(atPath: hook), "update-ca-certificates runs the hook that rebuilds the bundle")
+            #expect(try run(["sh", "-n", hook]).status == 0)
+        }
+
+        @Test func applyThenUndoLeavesTheRootAsItWas() throws {
+            let setup = try InterceptionSetup()
+            defer { setup.remove() }
+            let config = setup.directory + "/larder.toml"
+            try setup.config(ports: [443]).write(toFile: config, atomically: true, encoding: .utf8)
+            let root = try scratchRoot(setup)
+            try FileManager.default.createDirectory(atPath: root + "/etc/apt/apt.conf.d", withIntermediateDirectories: true)
+            try "APT::Install-Recommends \"false\";\n".write(toFile: root + "/etc/apt/apt.conf.d/00mine", atomically: true, encoding: .utf8)
+            let before = snapshot(root)
+            let tools = ["env", "ca-bundle", "system-store", "apt", "pip", "npm", "cargo", "go", "git", "curl", "docker", "containerd"]
+            let applied = try larder(
+                ["client", "--config", config, "--proxy", "http://192.0.2.7:3128", "--apply", "--root", root]
+                    + tools.flatMap { ["--tool", $0] })
+            #expect(applied.status == 0, "\(applied.out) \(applied.err)")
+            for path in [
+                "/etc/profile.d/larder-proxy.sh", "/etc/larder/larder-ca.pem", "/usr/local/share/ca-certificates/larder.crt",
+                "/etc/systemd/system/docker.service.d/larder-proxy.conf", "/etc/docker/certs.d/localhost/larder-ca.crt",
+                "/etc/containerd/certs.d/localhost/hosts.toml", "/etc/larder/client.manifest",
+            ] {
+                #expect(FileManager.default.fileExists(atPath: root + path), "\(path)")
+                #expect(path == "/etc/larder/client.manifest" || applied.out.contains("wrote \(root)\(path)"), "each file is named")
+            }
+            #expect(applied.out.contains("update-ca-certificates") && applied.out.contains("systemctl restart docker"), "\(applied.out)")
+            // Applying again rewrites its own files.
+            let again = try larder([
+                "client", "--config", config, "--proxy", "http://192.0.2.7:3128", "--apply", "--root", root, "--tool", "apt",
+            ])
+            #expect(again.status == 0, "\(again.err)")
+
+            let undone = try larder(["client", "--undo", "--root", root])
+            #expect(undone.status == 0, "\(undone.err)")
+            #expect(undone.out.contains("removed \(root)/etc/apt/apt.conf.d/80larder-proxy"), "\(undone.out)")
+            #expect(undone.out.contains("update-ca-certificates --fresh"), "\(undone.out)")
+            #expect(snapshot(root) == before, "\(Set(snapshot(root).keys).symmetricDifference(before.keys))")
+        }
+
+        @Test func aFileItDidNotWriteIsNeverOverwritten() throws {
+            let setup = try InterceptionSetup()
+            defer { setup.remove() }
+            let config = setup.directory + "/larder.toml"
+            try setup.config(ports: [443]).write(toFile: config, atomically: true, encoding: .utf8)
+            let root = try scratchRoot(setup)
+            let mine = "[user]\n\tname = Someone\n"
+            try mine.write(toFile: root + "/etc/gitconfig", atomically: true, encoding: .utf8)
+            let before = snapshot(root)
+            let refused = try larder([
+                "client", "--config", config, "--proxy", "http://192.0.2.7:3128", "--apply", "--root", root, "--tool", "git",
+            ])
+            #expect(refused.status == 65, "\(refused.out) \(refused.err)")
+            #expect(refused.err.contains("\(root)/etc/gitconfig exists and was not written by larder client"), "\(refused.err)")
+            #expect(snapshot(root) == before, "nothing at all was written")
+
+            // Without --tool, the tools found under the root are applied and the one whose file
+            // is someone else's is skipped, and said so.
+            try FileManager.default.createDirectory(atPath: root + "/usr/bin", withIntermediateDirectories: true)
+            #expect(FileManager.default.createFile(atPath: root + "/usr/bin/git", contents: Data()))
+            let withGit = snapshot(root)
+            let auto = try larder(["client", "--config", config, "--proxy", "http://192.0.2.7:3128", "--apply", "--root", root])
+            #expect(auto.status == 0, "\(auto.err)")
+            #expect(auto.out.contains("skipped git: \(root)/etc/gitconfig exists"), "\(auto.out)")
+            #expect(auto.out.contains("wrote \(root)/etc/profile.d/larder-proxy.sh") && !auto.out.contains("apt.conf.d"), "\(auto.out)")
+            #expect(try String(contentsOfFile: root + "/etc/gitconfig", encoding: .utf8) == mine)
+            #expect(try larder(["client", "--undo", "--root", root]).status == 0)
+            #expect(snapshot(root) == withGit)
+        }
+
+        @Test func withoutInterceptionItSetsUpTheProxyAndSaysHTTPSIsTunnelled() throws {
+            let directory = Paths.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let config = directory + "/larder.toml"
+            try "[proxy]\nlisten = [\"0.0.0.0:3128\"]\n".write(toFile: config, atomically: true, encoding: .utf8)
+            let shown = try larder(["client", "--config", config])
+            #expect(shown.status == 0, "\(shown.err)")
+            #expect(shown.out.contains("tunnel") && shown.out.contains("not cached"), "\(shown.out)")
+            #expect(shown.out.contains("Acquire::https::Proxy \"http://0.0.0.0:3128\";"))
+            #expect(!shown.out.contains("ca-bundle.pem") && !shown.out.contains("[ca-bundle]"), "\(shown.out)")
+            #expect(shown.err.contains("LAN address"), "a wildcard listener is said to need the machine's address: \(shown.err)")
+            let apply = try larder(["client", "--config", config, "--apply", "--root", directory])
+            #expect(apply.status == 64, "no proxy address to write: \(apply.err)")
+            let badProxy = try larder(["client", "--config", config, "--proxy", "http://x:1\"; rm -rf /"])
+            #expect(badProxy.status == 64, "\(badProxy.err)")
+        }
+
+        @Test func caShowAdvisesPerHostTrustNeverTheGlobalCaInfo() throws {
+            let setup = try InterceptionSetup()
+            defer { setup.remove() }
+            let shown = try larder(["ca", "show", "--config", setup.directory + "/ca.toml", "--dir", setup.directory + "/ca"])
+            #expect(shown.status == 0, "\(shown.err)")
+            #expect(!shown.out.contains("Acquire::https::CaInfo \""), "\(shown.out)")
+            #expect(shown.out.contains("Acquire::https::localhost::CaInfo \"/etc/larder/ca-bundle.pem\";"), "\(shown.out)")
+            #expect(!shown.out.contains("PIP_CERT=\(setup.directory)/ca/ca.pem"), "pip never gets Larder's CA alone")
+            #expect(shown.out.contains("NODE_EXTRA_CA_CERTS=\(setup.directory)/ca/ca.pem"))
+        }
+    }
+}
