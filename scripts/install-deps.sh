@@ -13,6 +13,8 @@ if [[ "${1:-}" == "--test" ]]; then
     # readelf) and lintian; git and pip read the files larder client writes (apt-config comes with apt).
     packages+=(systemd prometheus chromium fonts-dejavu-core haproxy openssl calamaris goaccess logrotate git python3-pip
         dpkg-dev binutils lintian)
+    # node runs the onboarding page's PAC file in a real JavaScript engine.
+    packages+=(nodejs)
 fi
 
 missing=()

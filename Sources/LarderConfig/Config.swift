@@ -54,6 +54,9 @@ public struct ProxyConfig: Sendable, Equatable {
     /// Destinations allowed even when local or in `denyDestinations` (never this daemon's own
     /// listeners).
     public var allowDestinations: [HostRule] = []
+    /// The host name whose plain-HTTP requests through the proxy Larder answers itself with its
+    /// onboarding page (CA, PAC file, setup per tool); empty turns the page off.
+    public var setupHost = "larder.setup"
     public init() {}
 }
 

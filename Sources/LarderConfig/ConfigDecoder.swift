@@ -26,7 +26,7 @@ struct ConfigDecoder {
             [
                 "listen", "allow", "connect_ports", "max_connections", "header_timeout", "idle_timeout", "max_header_bytes", "workers",
                 "busy_poll", "drain_timeout", "tunnel_idle_timeout", "auth_users", "auth_users_file", "auth_realm", "request_body_buffer",
-                "allow_local_destinations", "deny_destinations", "allow_destinations",
+                "allow_local_destinations", "deny_destinations", "allow_destinations", "setup_host",
             ]
         ),
         ("admin", ["listen", "token", "token_file", "allow_hosts"]),
@@ -206,6 +206,17 @@ struct ConfigDecoder {
                     fail("auth_realm must be non-empty printable text without quotes or backslashes", at: value.position)
                 } else {
                     config.proxy.authRealm = text
+                }
+            }
+        case ("proxy", "setup_host"):
+            if let text = string(value, key) {
+                // A DNS name only: it is compared with request hosts and written into the page.
+                if text.isEmpty {
+                    config.proxy.setupHost = ""
+                } else if let rule = HostRule(parsing: text), case .host(let name) = rule, rule.isName {
+                    config.proxy.setupHost = name
+                } else {
+                    fail("setup_host must be a host name such as \"larder.setup\", or \"\" to turn the page off", at: value.position)
                 }
             }
 

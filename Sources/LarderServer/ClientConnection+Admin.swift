@@ -77,11 +77,14 @@ extension ClientConnection {
             proxy.shared.hosts.removeAll()
             proxy.logger.notice("cache cleared through the admin endpoint")
             respondAdmin(200, contentType: "application/json", body: Array("{\"cleared\":true}\n".utf8))
+        case "/proxy.pac":
+            guard readOnly else { return methodNotAllowed("GET, HEAD") }
+            answerAdminPAC(exchange)
         case "/tls", "/tls/splices": answerTLSAdmin(exchange, path: path, query: query, authorized: authorized)
         default:
             respondAdmin(
                 404,
-                text: "no admin endpoint \(path); try /, /healthz, /stats, /metrics, GET /cache?prefix=, POST /purge?url=, "
+                text: "no admin endpoint \(path); try /, /healthz, /stats, /metrics, /proxy.pac, GET /cache?prefix=, POST /purge?url=, "
                     + "POST /ban?prefix= or ?glob=, DELETE /cache")
         }
     }

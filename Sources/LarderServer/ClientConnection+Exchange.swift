@@ -72,6 +72,7 @@ extension ClientConnection {
         } else {
             switch exchange.head.target {
             case .absolute(let absolute):
+                if answersSetupPage(absolute, exchange: exchange) { return }
                 url = absolute
             case .origin, .asterisk:
                 // RFC 9112 §3.2.2: a proxy is sent absolute-form targets; this client thinks it is
@@ -79,10 +80,11 @@ extension ClientConnection {
                 respondGenerated(
                     status: 400,
                     message: "Larder is a forward proxy: send requests in absolute form (GET http://host/path), "
-                        + "for example by setting http_proxy=http://\(proxyAddressHint)",
+                        + "for example by setting http_proxy=http://\(proxyAddressHint)" + setupPageHint(exchange),
                     outcome: .error)
                 return
             case .authority(let host, let port):
+                if refusesSetupTunnel(host: host, exchange: exchange) { return }
                 beginTunnel(host: host, port: port, exchange: exchange)
                 return
             }

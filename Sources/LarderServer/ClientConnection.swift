@@ -329,8 +329,10 @@ final class ClientConnection: IOHandler {
             slot.record(hit: hit, bytes: exchange.bodyBytesSent)
         }
         // The target's text is built only for a log that is on; the admin listener's requests
-        // (a dashboard polls every second) only when asked for.
-        guard proxy.accessLog.enabled, exchange.outcome != .admin || exchange.runtime.config.log.adminRequests else { return }
+        // (a dashboard polls every second) only when asked for. The onboarding page's, on the
+        // proxy port, always: who fetched the CA is worth a line.
+        guard proxy.accessLog.enabled, exchange.outcome != .admin || kind == .proxy || exchange.runtime.config.log.adminRequests
+        else { return }
         let headers = exchange.head.headers
         let user =
             exchange.runtime.config.proxy.authUsers.isEmpty || interception != nil

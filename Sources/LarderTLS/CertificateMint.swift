@@ -48,6 +48,9 @@ public final class CertificateMint: Sendable {
     private let leafKey: OpenSSL.Handle
     /// The CA's facts: what it may sign for.
     public let facts: CertificateFacts
+    /// The CA certificate, PEM and DER, as clients download it to trust it (never its key).
+    public let authorityPEM: String
+    public let authorityDER: [UInt8]
     private let validitySeconds: Int
     private let capacity: Int
     private let cache = Locked(Cache())
@@ -59,6 +62,8 @@ public final class CertificateMint: Sendable {
             authority = try OpenSSL.readCertificate(certificate)
             authorityKey = try OpenSSL.readKey(key)
             leafKey = try OpenSSL.makeKey()
+            authorityPEM = try OpenSSL.pem(of: authority)
+            authorityDER = try OpenSSL.der(of: authority)
         } catch {
             throw LocalCA.Failure("cannot use the CA in \(directory): \(error)")
         }

@@ -159,6 +159,19 @@ public enum OpenSSL {
         try pem("PEM_write_bio_X509") { PEM_write_bio_X509($0, certificate.pointer) }
     }
 
+    /// A certificate in DER (its ASN.1 bytes, RFC 5280 §4.1), as `.der`/`.crt` downloads carry it.
+    static func der(of certificate: Handle) throws(Failure) -> [UInt8] {
+        let length = i2d_X509(certificate.pointer, nil)
+        guard length > 0 else { throw Failure("i2d_X509") }
+        var bytes = [UInt8](repeating: 0, count: Int(length))
+        let written = bytes.withUnsafeMutableBufferPointer { buffer -> Int32 in
+            var cursor = buffer.baseAddress
+            return i2d_X509(certificate.pointer, &cursor)
+        }
+        guard written == length else { throw Failure("i2d_X509") }
+        return bytes
+    }
+
     /// A PEM certificate or private key, read.
     /// How many certificates the PEM text holds (other blocks are skipped).
     static func certificateCount(inPEM text: String) throws(Failure) -> Int {

@@ -162,6 +162,10 @@ private let errorCases: [ErrorCase] = [
         message: "listed twice"),
     ErrorCase(name: "auth realm with a quote", text: "[proxy]\nauth_realm = \"a\\\"b\"\n", line: 2, column: 14, message: "without quotes"),
     ErrorCase(
+        name: "setup host not a name", text: "[proxy]\nsetup_host = \"http://larder.setup/\"\n", line: 2, column: 14,
+        message: "setup_host must be a host name"),
+    ErrorCase(name: "setup host an address", text: "[proxy]\nsetup_host = \"10.0.0.1\"\n", line: 2, column: 14, message: "or \"\" to turn"),
+    ErrorCase(
         name: "parent and parents", text: "[upstream]\nparent = \"http://a:1\"\nparents = [\"http://b:1\"]\n", line: 3, column: 11,
         message: "not both"),
     ErrorCase(
