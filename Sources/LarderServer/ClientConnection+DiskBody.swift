@@ -62,6 +62,7 @@ extension ClientConnection {
         exchange.slices = nil
         exchange.keepAlive = false
         exchange.outcome = .error
+        exchange.failure = .disk
         closeWhenFlushed = true
         self.exchange = nil
         logTruncated(exchange)

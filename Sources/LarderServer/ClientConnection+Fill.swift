@@ -133,6 +133,7 @@ extension ClientConnection: FillReader {
                     metadata: ["url": "\(proxy.loggable(fill.key.url))", "error": "\(error)"])
                 exchange.keepAlive = false
                 exchange.outcome = .error
+                exchange.failure = FailureCause(error)
                 closeWhenFlushed = true
                 let abandoned = exchange
                 self.exchange = nil
@@ -215,11 +216,12 @@ extension ClientConnection: FillReader {
     /// without completing the framing (RFC 9112 §8), and the fill goes on for the others.
     private func abandonFillBody(_ exchange: Exchange, fill: Fill) {
         if exchange.slices != nil {
-            failSlices(exchange, status: 502, reason: "a disk cache file being written failed its check")
+            failSlices(exchange, status: 502, reason: "a disk cache file being written failed its check", cause: .disk)
             return
         }
         exchange.keepAlive = false
         exchange.outcome = .error
+        exchange.failure = .disk
         closeWhenFlushed = true
         self.exchange = nil
         exchange.fill = nil
@@ -296,13 +298,14 @@ extension ClientConnection: FillReader {
         proxy.accessLog.record(
             client: peer, method: exchange.head.method.rawValue, url: exchange.head.url.map { .absolute($0) } ?? .text("-"),
             status: exchange.status, outcome: "truncated", bytes: exchange.bodyBytesSent,
-            durationNanos: Clocks.monotonicNanos() &- exchange.startNanos, attempts: exchange.attempts, retries: exchange.retries)
+            durationNanos: Clocks.monotonicNanos() &- exchange.startNanos, attempts: exchange.attempts, retries: exchange.retries,
+            agent: exchange.head.headers["User-Agent"], detail: exchange.failure ?? .truncated)
     }
 
     func respondUpstreamFailure(_ error: UpstreamError, exchange: Exchange) {
         if let bodyError = exchange.bodyError {
             exchange.keepAlive = false
-            respondGenerated(status: bodyError.status, message: bodyError.reason, outcome: .error)
+            respondGenerated(status: bodyError.status, message: bodyError.reason, outcome: .error, cause: FailureCause(bodyError))
             return
         }
         if error.kind == .forbidden {
@@ -331,7 +334,7 @@ extension ClientConnection: FillReader {
         exchange.cacheStatus.collapsed = false
         let retries = exchange.retries.map { " retries=\($0)" } ?? ""
         exchange.cacheStatus.detail = "\(error.kind.rawValue): \(error.message); attempts=\(exchange.attempts)\(retries)"
-        respondGenerated(status: error.status, message: message, outcome: .error)
+        respondGenerated(status: error.status, message: message, outcome: .error, cause: FailureCause(error))
     }
 }
 

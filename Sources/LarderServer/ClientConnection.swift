@@ -328,6 +328,7 @@ final class ClientConnection: IOHandler {
             }
             slot.record(hit: hit, bytes: exchange.bodyBytesSent)
         }
+        let detail = exchange.failure ?? (exchange.outcome == .error ? FailureCause.implied(byStatus: exchange.status) : nil)
         // The target's text is built only for a log that is on; the admin listener's requests
         // (a dashboard polls every second) only when asked for.
         guard proxy.accessLog.enabled, exchange.outcome != .admin || exchange.runtime.config.log.adminRequests else { return }
@@ -340,7 +341,7 @@ final class ClientConnection: IOHandler {
             url: interception == nil ? Self.logTarget(exchange.head) : .text(exchange.url?.description ?? exchange.head.targetText),
             status: exchange.status, outcome: exchange.outcome.rawValue, bytes: exchange.bodyBytesSent,
             durationNanos: duration, attempts: exchange.attempts, retries: exchange.retries, tls: interception?.tls.version,
-            key: exchange.customKey, user: user, agent: headers["User-Agent"])
+            key: exchange.customKey, user: user, agent: headers["User-Agent"], detail: detail)
     }
 
     /// What the access log names as `head`'s target: an absolute URL is written from its parts.
@@ -364,6 +365,7 @@ final class ClientConnection: IOHandler {
         if let exchange {
             exchange.status = error.status
             exchange.outcome = .error
+            exchange.failure = FailureCause(error)
             exchange.keepAlive = false
             finishExchange()
         } else {
@@ -371,7 +373,7 @@ final class ClientConnection: IOHandler {
             proxy.shared.stats.countStatus(error.status)
             proxy.accessLog.record(
                 client: peer, method: "-", url: .text("-"), status: error.status, outcome: RequestOutcome.error.rawValue, bytes: 0,
-                durationNanos: 0, attempts: 0)
+                durationNanos: 0, attempts: 0, detail: FailureCause(error))
             closeWhenFlushed = true
             flushSoon()
         }
@@ -394,7 +396,10 @@ final class ClientConnection: IOHandler {
     func close() {
         guard phase != .closed else { return }
         if let exchange {
-            if exchange.status == 0 { exchange.status = 499 }  // client closed before the response
+            if exchange.status == 0 {
+                exchange.status = 499  // client closed before the response
+                exchange.failure = .clientGone
+            }
             self.exchange = nil
             exchange.fill?.detach(self)
             exchange.fill = nil
