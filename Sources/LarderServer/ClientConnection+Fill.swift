@@ -295,6 +295,7 @@ extension ClientConnection: FillReader {
 
     func logTruncated(_ exchange: Exchange) {
         proxy.shared.stats.count(.error)
+        noteFailure(exchange, cause: exchange.failure ?? .truncated)
         proxy.accessLog.record(
             client: peer, method: exchange.head.method.rawValue, url: exchange.head.url.map { .absolute($0) } ?? .text("-"),
             status: exchange.status, outcome: "truncated", bytes: exchange.bodyBytesSent,
