@@ -329,9 +329,9 @@ final class ClientConnection: IOHandler {
                 hostSlot = slot
             }
             slot.record(hit: hit, bytes: exchange.bodyBytesSent)
-            if let route = exchange.route {
-                // A preset's routes count under its name, a file's under its pattern.
-                let label = route.source ?? route.match.text
+            // A preset's routes count under its name, a file's under its pattern (read in place:
+            // a copy of the route would retain each of its fields).
+            if let label = exchange.route?.source ?? exchange.route?.match.text {
                 let counters: HostCounters.Slot
                 if let held = routeSlot, held.holds(host: label, port: 0) {
                     counters = held
