@@ -33,6 +33,8 @@ extension AccessLog {
         let key: String?
         let user: String?
         let agent: String?
+        /// Why it failed; nil for a success or an answer the origin gave.
+        var detail: FailureCause? = nil
 
         var durationMillis: Int { Int(durationNanos / 1_000_000) }
 
@@ -41,7 +43,18 @@ extension AccessLog {
 
         /// Squid's result code for the outcome (its `%Ss`): what calamaris and SARG count as
         /// hits and misses.
+        /// Squid's tags for a failure: `TCP_DENIED` for what the proxy refused, the
+        /// `_TIMEDOUT` and `_ABORTED` suffixes for a timeout and a client gone.
         var squidCode: String {
+            switch detail {
+            case .refused?, .auth?, .loop?: return "TCP_DENIED"
+            case .timeout?, .clientTimeout?: return squidOutcomeCode + "_TIMEDOUT"
+            case .clientGone?: return squidOutcomeCode + "_ABORTED"
+            default: return squidOutcomeCode
+            }
+        }
+
+        private var squidOutcomeCode: String {
             switch outcome {
             case "hit": "TCP_MEM_HIT"
             case "disk_hit": "TCP_HIT"
@@ -91,7 +104,7 @@ extension AccessLog {
         }
         bound += entry.outcome.utf8.count
         bound += (entry.retries?.utf8.count ?? 0) + (entry.tls?.utf8.count ?? 0) + (entry.key?.utf8.count ?? 0)
-        bound += (entry.user?.utf8.count ?? 0) + (entry.agent?.utf8.count ?? 0)
+        bound += (entry.user?.utf8.count ?? 0) + (entry.agent?.utf8.count ?? 0) + (entry.detail?.rawValue.utf8.count ?? 0)
         appendLine(bound: bound) { writer in
             writeTimestamp(to: &writer)
             writer.append(32)
@@ -132,12 +145,19 @@ extension AccessLog {
             // The proxy user (proxy.auth_users) and the client's User-Agent, quoted: client text.
             if let user = entry.user { AccessLog.writeQuoted(" user=", user, to: &writer) }
             if let agent = entry.agent { AccessLog.writeQuoted(" ua=", agent, to: &writer) }
+            // Last, so that the fields before keep their places: why it failed.
+            if let detail = entry.detail {
+                writer.append(" detail=" as StaticString)
+                writer.append(detail.rawValue)
+            }
         }
     }
 
     /// Squid's native format (`logformat squid`):
     /// `%ts.%03tu %6tr %>a %Ss/%03>Hs %<st %rm %ru %[un %Sh/%<a %mt`; the user is URL-encoded
-    /// as Squid does, the content type is not known here (`-`).
+    /// as Squid does, the content type is not known here (`-`). A failed request's last field
+    /// is instead Squid's `%err_code/%err_detail` (`ERR_DNS_FAIL/dns`): the line keeps its ten
+    /// fields, which calamaris requires.
     func appendSquid(_ entry: Entry) {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
@@ -168,11 +188,19 @@ extension AccessLog {
         if let user = entry.user, !user.isEmpty { appendPercentEncoded(user) } else { buffer.append(45) }
         buffer.append(32)
         buffer.append(contentsOf: entry.squidHierarchy.utf8)
-        buffer.append(contentsOf: " -".utf8)
+        buffer.append(32)
+        if let detail = entry.detail {
+            buffer.append(contentsOf: detail.squidErrorCode.utf8)
+            buffer.append(UInt8(ascii: "/"))
+            buffer.append(contentsOf: detail.rawValue.utf8)
+        } else {
+            buffer.append(45)
+        }
     }
 
     /// NCSA combined (`logformat combined`): `CLIENT - USER [DATE] "METHOD URL HTTP/1.1" STATUS
-    /// BYTES "-" "AGENT"` (no referrer is kept).
+    /// BYTES "-" "AGENT"` (no referrer is kept), and on a failed request a trailing `"DETAIL"`,
+    /// which combined readers skip as they skip nginx's and Apache's own extra fields.
     func appendCombined(_ entry: Entry) {
         appendClient(entry)
         buffer.append(contentsOf: " - ".utf8)
@@ -196,6 +224,11 @@ extension AccessLog {
         appendDecimal(entry.bytes)
         buffer.append(contentsOf: " \"-\" ".utf8)
         appendQuoted("", entry.agent ?? "-")
+        if let detail = entry.detail {
+            buffer.append(contentsOf: " \"".utf8)
+            buffer.append(contentsOf: detail.rawValue.utf8)
+            buffer.append(UInt8(ascii: "\""))
+        }
     }
 
     /// One JSON object per line, the larder format's fields by name.
@@ -223,6 +256,7 @@ extension AccessLog {
         appendDecimal(entry.attempts)
         for (name, value) in [
             ("retries", entry.retries), ("tls", entry.tls), ("key", entry.key), ("user", entry.user), ("user_agent", entry.agent),
+            ("detail", entry.detail?.rawValue),
         ] {
             guard let value else { continue }
             buffer.append(contentsOf: ",\"\(name)\":".utf8)

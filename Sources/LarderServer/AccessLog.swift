@@ -47,7 +47,7 @@ final class AccessLog {
     func record(
         client: SocketAddress?, method: String, url: Target, status: Int, outcome: String,
         bytes: Int, durationNanos: UInt64, attempts: Int, retries: String? = nil, tls: String? = nil, key: String? = nil,
-        user: String? = nil, agent: String? = nil
+        user: String? = nil, agent: String? = nil, detail: FailureCause? = nil
     ) {
         guard enabled else { return }
         if journal { buffer.append(contentsOf: "<6>".utf8) }
@@ -68,7 +68,7 @@ final class AccessLog {
         let entry = Entry(
             client: client, method: method, target: target, status: status, outcome: outcome,
             bytes: bytes, durationNanos: durationNanos,
-            attempts: attempts, retries: retries, tls: tls, key: key, user: user, agent: agent)
+            attempts: attempts, retries: retries, tls: tls, key: key, user: user, agent: agent, detail: detail)
         switch format {
         case .larder: appendLarder(entry)
         case .squid: appendSquid(entry)

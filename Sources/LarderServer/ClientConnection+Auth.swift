@@ -19,7 +19,7 @@ extension ClientConnection {
             message: hadCredentials
                 ? "Larder: proxy authentication failed"
                 : "Larder: this proxy needs a user name and password (http_proxy=http://USER:PASSWORD@host:port)",
-            outcome: .error,
+            outcome: .error, cause: .auth,
             // RFC 7617 §2.1: charset tells clients to send UTF-8.
             extra: [("Proxy-Authenticate", "Basic realm=\"\(realm)\", charset=\"UTF-8\"")])
     }
@@ -30,7 +30,8 @@ extension ClientConnection {
         guard authenticator.hasRoom else {
             proxy.logger.warning("proxy authentication backlog full; refusing", metadata: ["client": "\(peer?.description ?? "-")"])
             exchange.keepAlive = false
-            return respondGenerated(status: 503, message: "Larder: too many authentications in progress; retry shortly", outcome: .error)
+            return respondGenerated(
+                status: 503, message: "Larder: too many authentications in progress; retry shortly", outcome: .error, cause: .limit)
         }
         let token = proxy.park(self)
         let handle = proxy.loop.handle

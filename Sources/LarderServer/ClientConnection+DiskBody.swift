@@ -60,6 +60,7 @@ extension ClientConnection {
             metadata: ["url": "\(proxy.loggable(exchange.key?.url ?? "-"))"])
         exchange.diskBody = nil
         exchange.slices = nil
+        exchange.failure = .disk
         endIncomplete(exchange)
         flushSoon()
     }

@@ -168,13 +168,13 @@ extension ClientConnection {
         if exchange.runtime.config.cache.offline { return respondOffline(exchange) }
         exchange.cacheStatus = .forwarded("miss")
         exchange.cacheStatus.detail = "only-if-cached"
-        respondGenerated(status: 504, message: "Larder: not in the cache (only-if-cached)", outcome: .miss)
+        respondGenerated(status: 504, message: "Larder: not in the cache (only-if-cached)", outcome: .miss, cause: .uncached)
     }
 
     private func respondOffline(_ exchange: Exchange) {
         exchange.cacheStatus = .forwarded("miss")
         exchange.cacheStatus.detail = "offline"
-        respondGenerated(status: 504, message: "Larder is offline and has no stored copy", outcome: .miss)
+        respondGenerated(status: 504, message: "Larder is offline and has no stored copy", outcome: .miss, cause: .offline)
     }
 
     enum LookupResult {

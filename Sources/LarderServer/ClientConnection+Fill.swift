@@ -131,6 +131,7 @@ extension ClientConnection: FillReader {
                 proxy.logger.warning(
                     "upstream failed mid-response",
                     metadata: ["url": "\(proxy.loggable(fill.key.url))", "error": "\(error)"])
+                exchange.failure = FailureCause(error)
                 endIncomplete(exchange)
                 exchange.fill = nil
                 fill.detach(self)
@@ -210,9 +211,10 @@ extension ClientConnection: FillReader {
     /// the fill goes on for the others.
     private func abandonFillBody(_ exchange: Exchange, fill: Fill) {
         if exchange.slices != nil {
-            failSlices(exchange, status: 502, reason: "a disk cache file being written failed its check")
+            failSlices(exchange, status: 502, reason: "a disk cache file being written failed its check", cause: .disk)
             return
         }
+        exchange.failure = .disk
         endIncomplete(exchange)
         exchange.fill = nil
         exchange.checkedFillBlock = nil
@@ -292,16 +294,18 @@ extension ClientConnection: FillReader {
         closeWhenFlushed = true
         self.exchange = nil
         proxy.shared.stats.count(.error)
+        noteFailure(exchange, cause: exchange.failure ?? .truncated)
         proxy.accessLog.record(
             client: peer, method: exchange.head.method.rawValue, url: exchange.head.url.map { .absolute($0) } ?? .text("-"),
             status: exchange.status, outcome: "truncated", bytes: exchange.bodyBytesSent,
-            durationNanos: Clocks.monotonicNanos() &- exchange.startNanos, attempts: exchange.attempts, retries: exchange.retries)
+            durationNanos: Clocks.monotonicNanos() &- exchange.startNanos, attempts: exchange.attempts, retries: exchange.retries,
+            agent: exchange.head.headers["User-Agent"], detail: exchange.failure ?? .truncated)
     }
 
     func respondUpstreamFailure(_ error: UpstreamError, exchange: Exchange) {
         if let bodyError = exchange.bodyError {
             exchange.keepAlive = false
-            respondGenerated(status: bodyError.status, message: bodyError.reason, outcome: .error)
+            respondGenerated(status: bodyError.status, message: bodyError.reason, outcome: .error, cause: FailureCause(bodyError))
             return
         }
         if error.kind == .forbidden {
@@ -330,7 +334,7 @@ extension ClientConnection: FillReader {
         exchange.cacheStatus.collapsed = false
         let retries = exchange.retries.map { " retries=\($0)" } ?? ""
         exchange.cacheStatus.detail = "\(error.kind.rawValue): \(error.message); attempts=\(exchange.attempts)\(retries)"
-        respondGenerated(status: error.status, message: message, outcome: .error)
+        respondGenerated(status: error.status, message: message, outcome: .error, cause: FailureCause(error))
     }
 }
 

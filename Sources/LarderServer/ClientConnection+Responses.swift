@@ -261,10 +261,14 @@ extension ClientConnection {
     }
 
     /// Answers the current exchange with a generated response and finishes it.
-    func respondGenerated(status: Int, message: String, outcome: RequestOutcome, extra: [(String, String)] = []) {
+    /// `cause`: why, for the access log (else implied by an error status).
+    func respondGenerated(
+        status: Int, message: String, outcome: RequestOutcome, cause: FailureCause? = nil, extra: [(String, String)] = []
+    ) {
         guard let exchange else { return }
         exchange.status = status
         exchange.outcome = outcome
+        if let cause { exchange.failure = cause }
         let close = closesAfter(exchange)
         let cacheStatus = exchange.cacheStatus
         queueGenerated(

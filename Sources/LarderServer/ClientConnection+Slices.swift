@@ -83,7 +83,9 @@ extension ClientConnection {
                         exchange.slices = nil
                         respondNotCached(exchange)
                     } else {
-                        failSlices(exchange, status: 504, reason: "slice \(index) is not in the cache, and it may not be fetched")
+                        failSlices(
+                            exchange, status: 504, reason: "slice \(index) is not in the cache, and it may not be fetched", cause: .uncached
+                        )
                     }
                 } else if plan.stage == .locating && !isRanged(exchange) {
                     forwardWhole(exchange)
@@ -110,7 +112,8 @@ extension ClientConnection {
                     break
                 case .revalidate, .forward:
                     if plan.cachedOnly {
-                        failSlices(exchange, status: 504, reason: "slice \(index) is not fresh, and it may not be fetched")
+                        failSlices(
+                            exchange, status: 504, reason: "slice \(index) is not fresh, and it may not be fetched", cause: .uncached)
                     } else if exchange.head.method == .head {
                         forwardWhole(exchange)
                     } else {
@@ -118,7 +121,7 @@ extension ClientConnection {
                     }
                     return true
                 case .unsatisfiable:
-                    failSlices(exchange, status: 504, reason: "slice \(index) is not in the cache (only-if-cached)")
+                    failSlices(exchange, status: 504, reason: "slice \(index) is not in the cache (only-if-cached)", cause: .uncached)
                     return true
                 }
                 if plan.stage == .locating {
@@ -213,8 +216,14 @@ extension ClientConnection {
         }
         if position == fill.received, let outcome = fill.outcome {
             let reason: String
-            if case .failure(let error) = outcome { reason = "\(error)" } else { reason = "the slice ended after \(position) bytes" }
-            failSlices(exchange, status: 502, reason: reason)
+            var cause = FailureCause.truncated
+            if case .failure(let error) = outcome {
+                reason = "\(error)"
+                cause = FailureCause(error)
+            } else {
+                reason = "the slice ended after \(position) bytes"
+            }
+            failSlices(exchange, status: 502, reason: reason, cause: cause)
             return true
         }
         return progressed
@@ -239,7 +248,7 @@ extension ClientConnection {
             guard case .failure(let error)? = fill.outcome else { return false }
             leaveSliceFill(fill, exchange: exchange)
             if exchange.headSent {
-                failSlices(exchange, status: 502, reason: "\(error)")
+                failSlices(exchange, status: 502, reason: "\(error)", cause: FailureCause(error))
             } else {
                 exchange.slices = nil
                 respondUpstreamFailure(error, exchange: exchange)
@@ -430,16 +439,18 @@ extension ClientConnection {
 
     /// The answer cannot go on: before its head, a generated error; after it, the connection
     /// closes with the body incomplete (RFC 9112 §8), the only honest signal left.
-    func failSlices(_ exchange: Exchange, status: Int, reason: String) {
+    /// `cause`: the access log's; by default an origin's answer unlike what was asked.
+    func failSlices(_ exchange: Exchange, status: Int, reason: String, cause: FailureCause = .framing) {
         proxy.logger.warning(
             "sliced answer failed", metadata: ["url": "\(proxy.loggable(exchange.key?.url ?? "-"))", "reason": "\(reason)"])
         if let fill = exchange.fill { leaveSliceFill(fill, exchange: exchange) }
         exchange.slices = nil
         guard exchange.headSent else {
             exchange.cacheStatus.detail = reason
-            respondGenerated(status: status, message: "Larder: \(reason)", outcome: .error)
+            respondGenerated(status: status, message: "Larder: \(reason)", outcome: .error, cause: cause)
             return
         }
+        exchange.failure = cause
         endIncomplete(exchange)
         flushSoon()
     }

@@ -55,7 +55,7 @@ extension ClientConnection {
             guard let endpoint = parent.endpoint else {
                 return respondGenerated(
                     status: 502, message: "Larder: CONNECT through the parent \(parent.label) is not supported (only http:// parents)",
-                    outcome: .error)
+                    outcome: .error, cause: .parent)
             }
             (bareHost, port) = (endpoint.host, endpoint.port)
             proxy.shared.parentHealth.recordAttempt(parent)
@@ -78,7 +78,8 @@ extension ClientConnection {
             guard let self, let exchange, self.exchange === exchange, exchange.tunnel?.dial == nil else { return }
             exchange.tunnel?.deadline = nil
             self.respondGenerated(
-                status: 504, message: "Larder: resolving \(bareHost) took longer than upstream.connect_timeout", outcome: .error)
+                status: 504, message: "Larder: resolving \(bareHost) took longer than upstream.connect_timeout", outcome: .error,
+                cause: .timeout)
         }
     }
 
@@ -106,7 +107,8 @@ extension ClientConnection {
                 "forwarding loop detected",
                 metadata: ["target": "\(host):\(port)", "via": "\(exchange.head.headers.combined("Via") ?? "")"])
             respondGenerated(
-                status: 508, message: "Larder: forwarding loop (this request already passed through this proxy)", outcome: .error)
+                status: 508, message: "Larder: forwarding loop (this request already passed through this proxy)", outcome: .error,
+                cause: .loop)
             return true
         }
         return false
@@ -135,7 +137,7 @@ extension ClientConnection {
         proxy.logger.notice(
             "refused a destination",
             metadata: ["client": "\(peer?.description ?? "-")", "target": "\(target)", "reason": "\(refusal)"])
-        respondGenerated(status: 403, message: "Larder: destination refused: \(refusal)", outcome: .error)
+        respondGenerated(status: 403, message: "Larder: destination refused: \(refusal)", outcome: .error, cause: .refused)
     }
 
     func tunnelResolved(_ result: Result<[SocketAddress], Resolver.Failure>, port: Int, exchangeID: ObjectIdentifier) {
@@ -149,7 +151,7 @@ extension ClientConnection {
                 // A parent whose name does not resolve is as unreachable as one that refuses.
                 return tunnelConnected(.failure(.unreachable("\(failure)")), exchange: exchange)
             }
-            respondGenerated(status: 502, message: "Larder: \(failure)", outcome: .error)
+            respondGenerated(status: 502, message: "Larder: \(failure)", outcome: .error, cause: .dns)
         case .success(let addresses):
             cancelTunnelTimer(exchange)
             // The addresses dialled are exactly the ones checked: a direct tunnel connects only
@@ -216,16 +218,18 @@ extension ClientConnection {
                 metadata: ["parent": "\(parent?.label ?? "-")", "target": "\(exchange.head.targetText)", "answer": "\(statusLine)"])
             respondGenerated(
                 status: status == 407 ? 502 : status,
-                message: "Larder: the parent proxy \(parent?.label ?? "") answered CONNECT with '\(statusLine)'", outcome: .error)
+                message: "Larder: the parent proxy \(parent?.label ?? "") answered CONNECT with '\(statusLine)'", outcome: .error,
+                cause: .parent)
         case .failure(let failure):
             let timedOut = if case .timedOut = failure { true } else { false }
             guard let parent else {
                 return timedOut
                     ? respondGenerated(
                         status: 504, message: "Larder: no connection to \(exchange.head.targetText) within upstream.connect_timeout",
-                        outcome: .error)
+                        outcome: .error, cause: .timeout)
                     : respondGenerated(
-                        status: 502, message: "Larder: cannot connect to \(exchange.head.targetText): \(failure)", outcome: .error)
+                        status: 502, message: "Larder: cannot connect to \(exchange.head.targetText): \(failure)", outcome: .error,
+                        cause: .connect)
             }
             // The parent could not be reached (or never answered): skip it for its back-off and
             // try the next one, as a miss does.
@@ -237,8 +241,11 @@ extension ClientConnection {
             }
             timedOut
                 ? respondGenerated(
-                    status: 504, message: "Larder: no parent proxy answered CONNECT within upstream.connect_timeout", outcome: .error)
-                : respondGenerated(status: 502, message: "Larder: no parent proxy could open the tunnel: \(failure)", outcome: .error)
+                    status: 504, message: "Larder: no parent proxy answered CONNECT within upstream.connect_timeout", outcome: .error,
+                    cause: .parent)
+                : respondGenerated(
+                    status: 502, message: "Larder: no parent proxy could open the tunnel: \(failure)", outcome: .error,
+                    cause: .parent)
         case .success(let connected):
             if let parent { proxy.shared.parentHealth.recordSuccess(parent) }
             exchange.status = 200
@@ -260,7 +267,7 @@ extension ClientConnection {
         let tunnel = Tunnel(
             proxy: proxy, client: socket, peer: peer, server: server, target: exchange.head.targetText,
             leftover: leftover, greeting: ClientConnection.tunnelGreeting + (exchange.tunnel?.serverLeftover ?? []),
-            startNanos: exchange.startNanos)
+            startNanos: exchange.startNanos, agent: exchange.head.headers["User-Agent"])
         leaveLoop(stillCounted: true)
         proxy.adoptTunnel(tunnel)
     }

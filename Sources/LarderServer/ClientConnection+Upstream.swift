@@ -283,7 +283,7 @@ extension ClientConnection: RequestBodySource {
             case .failure(let error):
                 exchange.body = reader
                 exchange.keepAlive = false
-                respondGenerated(status: error.status, message: error.reason, outcome: .error)
+                respondGenerated(status: error.status, message: error.reason, outcome: .error, cause: FailureCause(error))
                 return
             }
             if exchange.bufferedBody!.count > exchange.bodyBufferLimit { break }

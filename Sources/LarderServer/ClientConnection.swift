@@ -49,6 +49,8 @@ final class ClientConnection: IOHandler {
     private var inProcess = false
     /// The counts of the host this connection last asked for (see ``HostCounters``).
     private var hostSlot: HostCounters.Slot?
+    /// The route counters this connection last counted into (``hostSlot``'s reason).
+    private var routeSlot: HostCounters.Slot?
     /// Which idle spell this is, matched against the loop's idle queue (see ``ProxyLoop``).
     private(set) var idleStamp: UInt64 = 0
     /// The destination policy's last verdict on this connection's target as written, and
@@ -314,7 +316,7 @@ final class ClientConnection: IOHandler {
         if exchange.outcome != .admin { proxy.shared.stats.countStatus(exchange.status) }
         if interception != nil { proxy.shared.stats.countIntercepted(exchange.outcome) }
         let duration = Clocks.monotonicNanos() &- exchange.startNanos
-        proxy.shared.metrics.requestDuration.record(nanoseconds: duration)
+        proxy.shared.metrics.requestDuration.record(nanoseconds: duration, result: .init(exchange.outcome))
         if let url = exchange.head.url ?? exchange.url {
             let hit =
                 exchange.outcome == .memoryHit || exchange.outcome == .diskHit || exchange.outcome == .stale
@@ -327,7 +329,21 @@ final class ClientConnection: IOHandler {
                 hostSlot = slot
             }
             slot.record(hit: hit, bytes: exchange.bodyBytesSent)
+            // A preset's routes count under its name, a file's under its pattern (read in place:
+            // a copy of the route would retain each of its fields).
+            if let label = exchange.route?.source ?? exchange.route?.match.text {
+                let counters: HostCounters.Slot
+                if let held = routeSlot, held.holds(host: label, port: 0) {
+                    counters = held
+                } else {
+                    counters = proxy.shared.routeCounters.slot(for: .init(host: label, port: 0, defaultPort: 0))
+                    routeSlot = counters
+                }
+                counters.record(hit: hit, bytes: exchange.bodyBytesSent)
+            }
         }
+        let detail = exchange.failure ?? (exchange.outcome == .error ? FailureCause.implied(byStatus: exchange.status) : nil)
+        if let detail { noteFailure(exchange, cause: detail) }
         // The target's text is built only for a log that is on; the admin listener's requests
         // (a dashboard polls every second) only when asked for. The onboarding page's, on the
         // proxy port, always: who fetched the CA is worth a line.
@@ -342,7 +358,16 @@ final class ClientConnection: IOHandler {
             url: interception == nil ? Self.logTarget(exchange.head) : .text(exchange.url?.description ?? exchange.head.targetText),
             status: exchange.status, outcome: exchange.outcome.rawValue, bytes: exchange.bodyBytesSent,
             durationNanos: duration, attempts: exchange.attempts, retries: exchange.retries, tls: interception?.tls.version,
-            key: exchange.customKey, user: user, agent: headers["User-Agent"])
+            key: exchange.customKey, user: user, agent: headers["User-Agent"], detail: detail)
+    }
+
+    /// Lists a failed request among the dashboard's recent failures, its query redacted as in the log.
+    func noteFailure(_ exchange: Exchange, cause: FailureCause) {
+        let url = exchange.url?.description ?? exchange.head.targetText
+        proxy.shared.recentFailures.record(
+            .init(
+                time: Clocks.wallSeconds(), method: exchange.head.method.rawValue, url: proxy.loggable(url), status: exchange.status,
+                cause: cause))
     }
 
     /// What the access log names as `head`'s target: an absolute URL is written from its parts.
@@ -366,6 +391,7 @@ final class ClientConnection: IOHandler {
         if let exchange {
             exchange.status = error.status
             exchange.outcome = .error
+            exchange.failure = FailureCause(error)
             exchange.keepAlive = false
             finishExchange()
         } else {
@@ -373,7 +399,7 @@ final class ClientConnection: IOHandler {
             proxy.shared.stats.countStatus(error.status)
             proxy.accessLog.record(
                 client: peer, method: "-", url: .text("-"), status: error.status, outcome: RequestOutcome.error.rawValue, bytes: 0,
-                durationNanos: 0, attempts: 0)
+                durationNanos: 0, attempts: 0, detail: FailureCause(error))
             closeWhenFlushed = true
             flushSoon()
         }
@@ -396,7 +422,10 @@ final class ClientConnection: IOHandler {
     func close() {
         guard phase != .closed else { return }
         if let exchange {
-            if exchange.status == 0 { exchange.status = 499 }  // client closed before the response
+            if exchange.status == 0 {
+                exchange.status = 499  // client closed before the response
+                exchange.failure = .clientGone
+            }
             self.exchange = nil
             exchange.fill?.detach(self)
             exchange.fill = nil

@@ -2,6 +2,9 @@
 /// that polls `/stats` every second and draws what it reads. Every number shown also carries its
 /// raw value in a `data-value` attribute, which is what the browser test compares with `/stats`.
 /// Its own polls are admin requests, so the request counts and rates it shows leave `admin` out.
+/// The chart draws the daemon's own history (`/stats` `history`), so it is full when the page
+/// opens; the failures list and the routes come from `/stats` as they are. Everything the page
+/// writes from `/stats` text goes through `escape` (a URL or a route is the clients' text).
 enum Dashboard {
     static let html = """
         <!doctype html>
@@ -57,11 +60,23 @@ enum Dashboard {
           <section class="card"><h2>Responses</h2><div class="classes" id="classes-bar"></div>
             <div class="sub"><span id="status-2xx" data-value="0">–</span> 2xx · <span id="status-3xx" data-value="0">–</span> 3xx ·
             <span id="status-4xx" data-value="0">–</span> 4xx · <span id="status-5xx" data-value="0">–</span> 5xx</div></section>
+          <section class="card"><h2>Hit latency</h2><div class="big"><span id="latency-hit-p50" data-value="">–</span></div>
+            <div class="sub">p50; p99 <span id="latency-hit-p99" data-value="">–</span> · <span id="latency-hit-count" data-value="0">–</span> hits</div></section>
+          <section class="card"><h2>Miss latency</h2><div class="big"><span id="latency-miss-p50" data-value="">–</span></div>
+            <div class="sub">p50; p99 <span id="latency-miss-p99" data-value="">–</span> · <span id="latency-miss-count" data-value="0">–</span> misses</div></section>
           <section class="card"><h2>Connections</h2><div class="big" id="connections" data-value="0">–</div><div class="sub"><span id="accepted" data-value="0">–</span> accepted</div></section>
           <section class="card wide"><h2>Requests per second by outcome</h2><canvas id="chart" width="1200" height="220"></canvas>
-            <div class="axis" id="time-axis"><span style="left:0;transform:none">2 min ago</span><span style="left:25%">90 s ago</span>
-              <span style="left:50%">60 s ago</span><span style="left:75%">30 s ago</span><span style="right:0;transform:none">now</span></div>
-            <div class="legend" id="legend"></div></section>
+            <div class="axis" id="time-axis"><span style="left:0;transform:none">15 min ago</span><span style="left:25%">11 min ago</span>
+              <span style="left:50%">7.5 min ago</span><span style="left:75%">3.8 min ago</span><span style="right:0;transform:none">now</span></div>
+            <div class="legend" id="legend"></div>
+            <div class="sub"><span id="history-samples" data-value="0">–</span> samples kept by the daemon, one every
+              <span id="history-interval" data-value="0">–</span> · <span id="history-span" data-value="0">–</span> drawn</div></section>
+          <section class="card wide"><h2>Recent failures</h2>
+            <table><thead><tr><th>Time</th><th>Request</th><th class="num">Status</th><th>Cause</th></tr></thead>
+            <tbody id="failures-list"></tbody></table><div class="sub" id="failures-none">none since the start</div></section>
+          <section class="card wide"><h2>Bytes saved by route</h2>
+            <table><thead><tr><th>Route</th><th class="num">Requests</th><th class="num">From cache</th><th class="num">Bytes saved</th></tr></thead>
+            <tbody id="routes"></tbody></table></section>
           <section class="card wide"><h2>Top hosts</h2>
             <table><thead><tr><th>Host</th><th class="num">Requests</th><th class="num">From cache</th><th class="num">Bytes</th></tr></thead>
             <tbody id="top-hosts"></tbody></table></section>
@@ -71,8 +86,8 @@ enum Dashboard {
         const outcomes = [["hit","#1a9e5f"],["disk_hit","#3bb37a"],["revalidated","#7fc8a0"],["stale","#c7861a"],
           ["coalesced","#7a5cd6"],["miss","#2f6fde"],["pass","#8aa6d8"],["error","#c9364b"],["tunnel","#6b7385"]];
         const classes = [["2xx","#1a9e5f"],["3xx","#2f6fde"],["4xx","#c7861a"],["5xx","#c9364b"]];
-        const window_seconds = 120;
-        const history = [];
+        let window_seconds = 900;
+        let history = [];
         let previous = null;
         const $ = (id) => document.getElementById(id);
         function bytes(n) {
@@ -91,14 +106,46 @@ enum Dashboard {
           if (m) return m + " min " + Math.floor(seconds % 60) + " s";
           return Math.floor(seconds) + " s";
         }
+        function ago(seconds) {
+          if (seconds >= 120) return +(seconds / 60).toFixed(1) + " min ago";
+          return +seconds.toFixed(1) + " s ago";
+        }
+        function millis(seconds) { return seconds == null ? "–" : (seconds * 1000 < 10 ? (seconds * 1000).toFixed(2) : (seconds * 1000).toFixed(0)) + " ms"; }
+        function latency(name, q) {
+          set("latency-" + name + "-p50", q.p50_seconds ?? "", millis(q.p50_seconds));
+          set("latency-" + name + "-p99", q.p99_seconds ?? "", millis(q.p99_seconds));
+          set("latency-" + name + "-count", q.count);
+        }
+        // The daemon's samples as rates between consecutive ones, then one more point from the
+        // last sample to now: the window is full from the first poll.
+        function fromHistory(s) {
+          const h = s.history, points = [];
+          if (!h) return points;
+          window_seconds = h.interval_seconds * h.capacity;
+          const samples = h.samples.concat([{ uptime_seconds: s.uptime_seconds, requests: s.requests }]);
+          for (let i = 1; i < samples.length; i++) {
+            const a = samples[i - 1], b = samples[i], dt = b.uptime_seconds - a.uptime_seconds;
+            if (dt <= 0) continue;
+            const point = { t: b.uptime_seconds };
+            for (const [name] of outcomes) point[name] = Math.max(0, ((b.requests[name] || 0) - (a.requests[name] || 0)) / dt);
+            points.push(point);
+          }
+          const spans = $("time-axis").children;
+          for (let i = 0; i < 4; i++) spans[i].textContent = ago(window_seconds * (4 - i) / 4);
+          set("history-samples", h.samples.length);
+          set("history-interval", h.interval_seconds, +h.interval_seconds.toFixed(3) + " s");
+          const span = h.samples.length ? s.uptime_seconds - h.samples[0].uptime_seconds : 0;
+          set("history-span", span, ago(span).replace(" ago", ""));
+          return points;
+        }
         function escape(text) { return String(text).replace(/[&<>"]/g, c => ({"&":"&amp;","<":"&lt;",">":"&gt;",'"':"&quot;"})[c]); }
         $("legend").innerHTML = outcomes.map(([name, color]) => `<span><i style="background:${color}"></i>${name}</span>`).join("");
         function draw() {
           const canvas = $("chart"), ctx = canvas.getContext("2d"), w = canvas.width, h = canvas.height;
           ctx.clearRect(0, 0, w, h);
-          // The time axis: a grid line every 30 s under the labels of #time-axis; points sit at their time.
+          // The time axis: a grid line at each quarter, under the labels of #time-axis; points sit at their time.
           ctx.strokeStyle = "#e3e7ee";
-          for (let t = 0; t <= window_seconds; t += 30) { const x = w - t / window_seconds * w; ctx.beginPath(); ctx.moveTo(x, 0); ctx.lineTo(x, h); ctx.stroke(); }
+          for (let q = 0; q <= 4; q++) { const x = w * q / 4; ctx.beginPath(); ctx.moveTo(x, 0); ctx.lineTo(x, h); ctx.stroke(); }
           if (history.length < 2) return;
           const now = history[history.length - 1].t;
           const xOf = (p) => w - (now - p.t) / window_seconds * w;
@@ -143,14 +190,22 @@ enum Dashboard {
           set("coalesced", s.coalescing.coalesced); set("fills", s.coalescing.fills);
           set("retries", s.upstream.retries_total); set("failures", sum(s.upstream.failures)); set("stale-if-error", s.upstream.stale_if_error);
           set("connections", s.connections.active); set("accepted", s.connections.accepted);
+          if (s.latency) { latency("hit", s.latency.hit); latency("miss", s.latency.miss); }
+          const failures = (s.recent_failures || []).slice().reverse();
+          $("failures-none").style.display = failures.length ? "none" : "";
+          $("failures-list").innerHTML = failures.map(f =>
+            `<tr data-cause="${escape(f.cause)}" data-status="${f.status}"><td>${escape(new Date(f.time * 1000).toISOString().slice(11, 19))}</td>` +
+            `<td>${escape(f.method)} ${escape(f.url)}</td><td class="num">${f.status}</td><td>${escape(f.cause)}</td></tr>`).join("");
+          $("routes").innerHTML = (s.routes || []).map(r =>
+            `<tr data-route="${escape(r.route)}"><td>${escape(r.route)}</td><td class="num" data-value="${r.requests}">${r.requests.toLocaleString("en")}</td>` +
+            `<td class="num">${r.requests ? (r.hits / r.requests * 100).toFixed(0) : 0} %</td>` +
+            `<td class="num" data-value="${r.bytes_saved}">${bytes(r.bytes_saved)}</td></tr>`).join("");
           $("top-hosts").innerHTML = s.top_hosts.map(h =>
             `<tr data-host="${escape(h.host)}"><td>${escape(h.host)}</td><td class="num" data-value="${h.requests}">${h.requests.toLocaleString("en")}</td>` +
             `<td class="num">${h.requests ? (h.hits / h.requests * 100).toFixed(0) : 0} %</td><td class="num">${bytes(h.bytes)}</td></tr>`).join("");
+          history = fromHistory(s);
           if (previous) {
-            const dt = Math.max(0.001, s.uptime_seconds - previous.uptime_seconds), point = { t: s.uptime_seconds };
-            for (const [name] of outcomes) point[name] = Math.max(0, (s.requests[name] - previous.requests[name]) / dt);
-            history.push(point);
-            while (history.length && history[0].t < s.uptime_seconds - window_seconds) history.shift();
+            const dt = Math.max(0.001, s.uptime_seconds - previous.uptime_seconds);
             const rate = (proxied(s) - proxied(previous)) / dt;
             set("request-rate", rate, rate >= 0 ? rate.toFixed(1) + " /s" : "– /s");
           }

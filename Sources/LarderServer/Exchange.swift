@@ -38,6 +38,8 @@ final class Exchange {
     var attempts = 0
     /// The retries made for this request (`connect:200ms,5xx:400ms`), for the access log.
     var retries: String?
+    /// Why it failed, when Larder answered (or ended) it with an error (the access log's `detail`).
+    var failure: FailureCause?
 
     var policy: CachePolicy = .http
     var directives = RequestDirectives.none

@@ -35,7 +35,7 @@ extension Fill {
                 "received": "\(name):\(actual)",
             ])
         return UpstreamError(
-            kind: .protocolError, message: "the body's \(name) is \(actual), not the \(expected) its URL names",
+            kind: .digest, message: "the body's \(name) is \(actual), not the \(expected) its URL names",
             afterHead: !digestHoldsHead)
     }
 }

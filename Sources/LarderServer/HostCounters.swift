@@ -1,7 +1,8 @@
 import LarderIO
 import Synchronization
 
-/// Requests, cache hits and bytes per origin host, for the dashboard's "top hosts". Bounded:
+/// Requests, cache hits and bytes per origin host, for the dashboard's "top hosts" (and per
+/// route, keyed by its name, port 0). Bounded:
 /// past `capacity` hosts, the half with the fewest requests is dropped.
 ///
 /// State: the table of slots is behind one mutex, taken when a connection asks for a host it
@@ -15,6 +16,8 @@ final class HostCounters: Sendable {
         var requests = 0
         var hits = 0
         var bytes = 0
+        /// Bytes of the hits: what the cache saved fetching.
+        var savedBytes = 0
     }
 
     /// Host and port, kept apart so recording a request builds no string.
@@ -31,6 +34,7 @@ final class HostCounters: Sendable {
         fileprivate let requests = AtomicCounter()
         fileprivate let hits = AtomicCounter()
         fileprivate let bytes = AtomicCounter()
+        fileprivate let savedBytes = AtomicCounter()
         fileprivate let dropped = Atomic<Bool>(false)
 
         fileprivate init(key: Key) { self.key = key }
@@ -43,11 +47,16 @@ final class HostCounters: Sendable {
 
         func record(hit: Bool, bytes: Int) {
             requests.add(1)
-            if hit { hits.add(1) }
+            if hit {
+                hits.add(1)
+                savedBytes.add(bytes)
+            }
             self.bytes.add(bytes)
         }
 
-        fileprivate var counts: Counts { Counts(requests: requests.load(), hits: hits.load(), bytes: bytes.load()) }
+        fileprivate var counts: Counts {
+            Counts(requests: requests.load(), hits: hits.load(), bytes: bytes.load(), savedBytes: savedBytes.load())
+        }
     }
 
     private let slots = Locked<[Key: Slot]>([:])

@@ -48,7 +48,7 @@ final class ProxyLoop {
     private var pendingDiskStores: [TieredCache.PendingStore] = []
     /// How this loop's timers reach it: a weak reference would slow every retain of the loop on
     /// the request path (``LoopWeak``).
-    private lazy var weakSelf = LoopWeak(self)
+    lazy var weakSelf = LoopWeak(self)
 
     /// The destination policy for the current configuration, rebuilt on reload and every
     /// ``ProxyLoop/hostAddressRefresh`` so addresses that interfaces gain later count as local.

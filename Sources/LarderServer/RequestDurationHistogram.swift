@@ -8,19 +8,48 @@ import LarderIO
 /// and compared `Duration`s on every request. Rendered in the Prometheus text format next to
 /// the registry's metrics.
 ///
+/// Kept per ``Answer`` (hit, miss, other), so the dashboard can show hit and miss latency:
+/// a request still adds to one bucket and one sum.
+///
 /// State: atomics only, written by every event loop, read by scrapes without stopping the
 /// writers. The count is the sum of the buckets read, so `+Inf` always equals `_count` and
 /// the cumulative buckets never go down; `_sum` may be a request ahead or behind.
 final class RequestDurationHistogram: Sendable {
     static let name = "larder_request_duration_seconds"
     static let help = "Time from a request's head to the last byte of its response queued."
+    /// The same durations apart by how the request was answered (``Answer``).
+    static let byResultName = "larder_request_duration_by_result_seconds"
+    static let byResultHelp = "Time from a request's head to the last byte of its response queued, by result: hit or miss."
+
+    /// How a request was answered, for the latency a dashboard shows apart: from the cache
+    /// alone, or after the origin (a miss, a coalesced wait, a revalidation, a pass).
+    enum Answer: Int, CaseIterable, Sendable {
+        case hit, miss, other
+
+        init(_ outcome: RequestOutcome) {
+            switch outcome {
+            case .memoryHit, .diskHit: self = .hit
+            case .miss, .coalesced, .revalidated, .stale, .pass: self = .miss
+            case .error, .tunnel, .intercept, .admin: self = .other
+            }
+        }
+
+        var label: String {
+            switch self {
+            case .hit: "hit"
+            case .miss: "miss"
+            case .other: "other"
+            }
+        }
+    }
 
     /// Upper bounds in nanoseconds with their `le` labels, ascending.
-    private let bounds: [Int]
+    let bounds: [Int]
     private let labels: [String]
-    /// One per bound, then one for everything above the last.
+    /// Per result, one per bound, then one for everything above the last: result `r`'s bucket
+    /// `i` is at `r * (bounds.count + 1) + i`.
     private let buckets: [AtomicCounter]
-    private let sumNanos = AtomicCounter()
+    private let sums: [AtomicCounter]
 
     init() {
         let table: [(Int, String)] = [
@@ -31,31 +60,73 @@ final class RequestDurationHistogram: Sendable {
         ]
         bounds = table.map(\.0)
         labels = table.map(\.1)
-        buckets = (0...table.count).map { _ in AtomicCounter() }
+        buckets = (0..<(Answer.allCases.count * (table.count + 1))).map { _ in AtomicCounter() }
+        sums = Answer.allCases.map { _ in AtomicCounter() }
     }
 
-    /// Counts one request that took `nanoseconds`.
-    func record(nanoseconds: UInt64) {
+    /// Counts one request that took `nanoseconds`, answered as `result`.
+    func record(nanoseconds: UInt64, result: Answer = .other) {
         let value = Int(clamping: nanoseconds)
         var index = 0
         // Most requests land in the first buckets: a scan from the bottom beats a binary search.
         while index < bounds.count && value > bounds[index] { index += 1 }
-        buckets[index].add(1)
-        sumNanos.add(value)
+        buckets[result.rawValue * (bounds.count + 1) + index].add(1)
+        sums[result.rawValue].add(value)
     }
 
-    /// The series in the text exposition format (HELP, TYPE, cumulative buckets, sum, count).
+    /// The non-cumulative bucket counts of `results` added up (one per bound, then the rest).
+    func counts(_ results: [Answer] = Answer.allCases) -> [Int] {
+        var counts = [Int](repeating: 0, count: bounds.count + 1)
+        for result in results {
+            for index in counts.indices { counts[index] += buckets[result.rawValue * (bounds.count + 1) + index].load() }
+        }
+        return counts
+    }
+
+    /// The series in the text exposition format (HELP, TYPE, cumulative buckets, sum, count):
+    /// every request under the name it always had, then apart by result.
     func render(into output: inout [UInt8]) {
         var text = "# HELP \(Self.name) \(Self.help)\n# TYPE \(Self.name) histogram\n"
+        append(Self.name, "", counts(), sum: sums.reduce(0) { $0 + $1.load() }, to: &text)
+        text += "# HELP \(Self.byResultName) \(Self.byResultHelp)\n# TYPE \(Self.byResultName) histogram\n"
+        for result in [Answer.hit, .miss] {
+            append(Self.byResultName, "result=\"\(result.label)\",", counts([result]), sum: sums[result.rawValue].load(), to: &text)
+        }
+        output.append(contentsOf: text.utf8)
+    }
+
+    private func append(_ name: String, _ label: String, _ counts: [Int], sum: Int, to text: inout String) {
         var cumulative = 0
         for index in bounds.indices {
-            cumulative += buckets[index].load()
-            text += "\(Self.name)_bucket{le=\"\(labels[index])\"} \(cumulative)\n"
+            cumulative += counts[index]
+            text += "\(name)_bucket{\(label)le=\"\(labels[index])\"} \(cumulative)\n"
         }
-        cumulative += buckets[bounds.count].load()
-        text += "\(Self.name)_bucket{le=\"+Inf\"} \(cumulative)\n"
-        text += "\(Self.name)_sum \(Double(sumNanos.load()) / 1e9)\n"
-        text += "\(Self.name)_count \(cumulative)\n"
-        output.append(contentsOf: text.utf8)
+        cumulative += counts[bounds.count]
+        text += "\(name)_bucket{\(label)le=\"+Inf\"} \(cumulative)\n"
+        let labelSet = label.isEmpty ? "" : "{\(label.dropLast())}"
+        text += "\(name)_sum\(labelSet) \(Double(sum) / 1e9)\n"
+        text += "\(name)_count\(labelSet) \(cumulative)\n"
+    }
+
+    /// The `quantile` (0...1) of a histogram's non-cumulative `counts` over `bounds` (ns), in
+    /// seconds, interpolated linearly within its bucket as Prometheus's `histogram_quantile`
+    /// does; a quantile in the bucket above the last bound is that bound. nil without counts.
+    static func quantile(_ quantile: Double, counts: [Int], bounds: [Int]) -> Double? {
+        let total = counts.reduce(0, +)
+        guard total > 0 else { return nil }
+        let rank = quantile * Double(total)
+        var below = 0
+        for index in counts.indices {
+            let count = counts[index]
+            if count > 0 && Double(below + count) >= rank {
+                guard index < bounds.count else { return Double(bounds[bounds.count - 1]) / 1e9 }
+                let lower = index == 0 ? 0 : Double(bounds[index - 1])
+                let upper = Double(bounds[index])
+                let within = max(0, rank - Double(below)) / Double(count)
+                return (lower + (upper - lower) * within) / 1e9
+            }
+            below += count
+        }
+        return Double(bounds[bounds.count - 1]) / 1e9
     }
 }

@@ -121,6 +121,7 @@ public final class Server: Sendable {
         for _ in handles { ready.wait() }
         loops.withLock { $0 = handles }
         startSupervision(handles)
+        handles.first?.execute { loop in (loop.context as? ProxyLoop)?.startHistory() }
         // READY only now: every loop watches the listening sockets, so connections are accepted.
         Systemd.notify("READY=1\nSTATUS=\(statusLine)")
     }

@@ -29,6 +29,12 @@ final class SharedState: Sendable {
     let heartbeats = Locked<[UInt64]>([])
     /// Requests and bytes per origin host, for the dashboard.
     let hosts = HostCounters()
+    /// Requests and bytes per route (a preset's by its name, a file's by its `match`).
+    let routeCounters = HostCounters(capacity: 200)
+    /// The last failed requests and their causes, for the dashboard.
+    let recentFailures = RecentFailures()
+    /// The counters sampled over the last 15 minutes, for the dashboard's chart.
+    let history = StatsHistory()
     /// The Prometheus view of the counters.
     let metrics: MetricsExporter
     /// This process's identity in `Via` on forwarded requests (`1.1 larder (id)`), so a request

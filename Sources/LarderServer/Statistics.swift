@@ -113,7 +113,7 @@ public final class Statistics: Sendable {
     public let finalFailures: [String: AtomicCounter] = Dictionary(
         uniqueKeysWithValues: Statistics.failureReasons.map { ($0, AtomicCounter()) })
     /// Why an upstream exchange failed for good (`larder_upstream_failures_total{reason}`).
-    static let failureReasons = ["dns", "connect", "timeout", "reset", "truncated", "protocol", "tls", "other", "5xx", "429"]
+    static let failureReasons = ["dns", "connect", "timeout", "reset", "truncated", "protocol", "digest", "tls", "other", "5xx", "429"]
 
     public init() {
         outcomes = RequestOutcome.allCases.map { _ in AtomicCounter() }

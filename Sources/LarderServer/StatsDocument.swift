@@ -42,6 +42,65 @@ public struct StatsDocument: Codable, Sendable, Equatable {
     /// Bodies that did not match the digest their URL names, never stored nor served whole
     /// (nil from a daemon older than the field).
     public var digestMismatches: Int?
+    /// Hit and miss latency since the start, from the request duration histogram (nil from a
+    /// daemon older than the field).
+    public var latency: Latency?
+    /// The last failed requests, oldest first, with the access log's cause (nil from a daemon
+    /// older than the field).
+    public var recentFailures: [Failure]?
+    /// The counters sampled over the last 15 minutes (nil from a daemon older than the field).
+    public var history: History?
+    /// Requests and bytes per route: a preset's under `preset NAME`, a file's under its
+    /// `match` (nil from a daemon older than the field).
+    public var routes: [Route]?
+
+    /// p50 and p99 of the requests answered from the cache (`hit`) and after the origin
+    /// (`miss`), in seconds to the microsecond; nil until one was.
+    public struct Latency: Codable, Sendable, Equatable {
+        public var hit: Quantiles
+        public var miss: Quantiles
+    }
+
+    public struct Quantiles: Codable, Sendable, Equatable {
+        public var count: Int
+        public var p50Seconds: Double?
+        public var p99Seconds: Double?
+    }
+
+    /// One failed request: when (Unix seconds), what (its URL's query redacted as in the access
+    /// log), the status and the cause (the access log's `detail`).
+    public struct Failure: Codable, Sendable, Equatable {
+        public var time: Double
+        public var method: String
+        public var url: String
+        public var status: Int
+        public var cause: String
+    }
+
+    /// Samples of running totals every `interval_seconds`, oldest first, at most `capacity`.
+    public struct History: Codable, Sendable, Equatable {
+        public var intervalSeconds: Double
+        public var capacity: Int
+        public var samples: [Sample]
+    }
+
+    public struct Sample: Codable, Sendable, Equatable {
+        /// Seconds since the daemon started (as `uptime_seconds`).
+        public var uptimeSeconds: Double
+        /// Proxied requests by outcome, running totals.
+        public var requests: [String: Int]
+        public var fromCache: Int
+        public var fromUpstream: Int
+    }
+
+    public struct Route: Codable, Sendable, Equatable {
+        public var route: String
+        public var requests: Int
+        public var hits: Int
+        public var bytes: Int
+        /// Bytes served from the cache: what it saved fetching.
+        public var bytesSaved: Int
+    }
 
     /// `status` is "ok", "draining" or "unhealthy"; `problems` says why when it is not ok.
     public struct Health: Codable, Sendable, Equatable {
@@ -186,6 +245,7 @@ public struct StatsDocument: Codable, Sendable, Equatable {
         case connections, refused, busyPoll, tunnels, parents, parentFailovers, topHosts, tls, health, responses
         case admissionsDeferred
         case digestMismatches
+        case latency, recentFailures, history, routes
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -213,6 +273,10 @@ public struct StatsDocument: Codable, Sendable, Equatable {
         try container.encodeIfPresent(responses, forKey: .responses)
         try container.encodeIfPresent(admissionsDeferred, forKey: .admissionsDeferred)
         try container.encodeIfPresent(digestMismatches, forKey: .digestMismatches)
+        try container.encodeIfPresent(latency, forKey: .latency)
+        try container.encodeIfPresent(recentFailures, forKey: .recentFailures)
+        try container.encodeIfPresent(history, forKey: .history)
+        try container.encodeIfPresent(routes, forKey: .routes)
     }
 }
 
@@ -282,7 +346,38 @@ extension StatsDocument {
             health: Health(status: shared.healthProblems.isEmpty ? "ok" : "unhealthy", problems: shared.healthProblems),
             responses: Dictionary(uniqueKeysWithValues: Statistics.statusClassNames.map { ($0, stats.responses($0)) }),
             admissionsDeferred: shared.cache.admissionsDeferred.load(),
-            digestMismatches: stats.digestMismatches.load())
+            digestMismatches: stats.digestMismatches.load(),
+            latency: Latency(shared.metrics.requestDuration),
+            recentFailures: shared.recentFailures.all.map {
+                Failure(time: $0.time, method: $0.method, url: $0.url, status: $0.status, cause: $0.cause.rawValue)
+            },
+            history: History(
+                intervalSeconds: Double(shared.history.interval) / 1e9, capacity: shared.history.capacity,
+                samples: shared.history.samples.map {
+                    Sample(
+                        uptimeSeconds: $0.uptime, requests: $0.requests, fromCache: $0.bytesFromCache, fromUpstream: $0.bytesFromUpstream)
+                }),
+            routes: shared.routeCounters.top(50).map { entry in
+                Route(
+                    route: entry.host, requests: entry.counts.requests, hits: entry.counts.hits, bytes: entry.counts.bytes,
+                    bytesSaved: entry.counts.savedBytes)
+            })
+    }
+}
+
+extension StatsDocument.Latency {
+    init(_ histogram: RequestDurationHistogram) {
+        // Estimates within a bucket: microseconds are precision enough, and short decimals
+        // read back as the same number in every JSON parser.
+        func micro(_ seconds: Double) -> Double { (seconds * 1e6).rounded() / 1e6 }
+        func quantiles(_ answer: RequestDurationHistogram.Answer) -> StatsDocument.Quantiles {
+            let counts = histogram.counts([answer])
+            return StatsDocument.Quantiles(
+                count: counts.reduce(0, +),
+                p50Seconds: RequestDurationHistogram.quantile(0.5, counts: counts, bounds: histogram.bounds).map(micro),
+                p99Seconds: RequestDurationHistogram.quantile(0.99, counts: counts, bounds: histogram.bounds).map(micro))
+        }
+        self.init(hit: quantiles(.hit), miss: quantiles(.miss))
     }
 }
 

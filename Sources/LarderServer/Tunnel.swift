@@ -34,6 +34,8 @@ final class Tunnel {
     let proxy: ProxyLoop
     let target: String
     let peer: SocketAddress?
+    /// The CONNECT request's User-Agent, for the access line.
+    let agent: String?
     let client: Side
     let server: Side
     /// Bytes from the client on their way to the server, and the other way.
@@ -50,11 +52,12 @@ final class Tunnel {
     /// the `200 Connection established` still to be written to it.
     init(
         proxy: ProxyLoop, client: Socket, peer: SocketAddress?, server: Socket, target: String, leftover: [UInt8],
-        greeting: [UInt8], startNanos: UInt64
+        greeting: [UInt8], startNanos: UInt64, agent: String? = nil
     ) {
         self.proxy = proxy
         self.target = target
         self.peer = peer
+        self.agent = agent
         self.client = Side(socket: client, isClient: true)
         self.server = Side(socket: server, isClient: false)
         lastActivity = proxy.loop.now
@@ -189,6 +192,7 @@ final class Tunnel {
         proxy.tunnelClosed(self)
         proxy.accessLog.record(
             client: peer, method: "CONNECT", url: .text(target), status: 200, outcome: reason.map { "tunnel-\($0)" } ?? "tunnel",
-            bytes: bytesUp + bytesDown, durationNanos: Clocks.monotonicNanos() &- started, attempts: 1)
+            bytes: bytesUp + bytesDown, durationNanos: Clocks.monotonicNanos() &- started, attempts: 1, agent: agent,
+            detail: reason == "error" ? .reset : nil)
     }
 }

@@ -26,7 +26,7 @@ public struct RetryPolicy: Sendable, Equatable {
         case .reset: return .reset
         // A name that does not resolve will not resolve 200 ms later: asking again only delays
         // the 502 (a parent whose name fails is still failed over).
-        case .dns, .truncated, .protocolError, .tls, .aborted, .forbidden, .other: return nil
+        case .dns, .truncated, .protocolError, .digest, .tls, .aborted, .forbidden, .other: return nil
         }
     }
 

@@ -17,6 +17,8 @@ public struct UpstreamError: Error, Sendable, Equatable, CustomStringConvertible
         case tls
         /// The origin sent something that is not HTTP.
         case protocolError = "protocol"
+        /// The body did not hash to the digest its URL names.
+        case digest
         /// Larder stopped the transfer (client gone, limit reached).
         case aborted
         /// The destination policy refused the address the transfer was to connect to.

@@ -30,7 +30,7 @@ import Testing
                 log.record(
                     client: entry.client, method: entry.method, url: entry.target, status: entry.status, outcome: entry.outcome,
                     bytes: entry.bytes, durationNanos: entry.durationNanos, attempts: entry.attempts, retries: entry.retries,
-                    tls: entry.tls, key: entry.key, user: entry.user, agent: entry.agent)
+                    tls: entry.tls, key: entry.key, user: entry.user, agent: entry.agent, detail: entry.detail)
             }
             log.flush()
             close(writeEnd)
@@ -151,6 +151,33 @@ import Testing
         let json = try Self.lines(.json, [Self.entry(url: .absolute(url)), Self.entry(client: nil)])
         #expect(json.first?.contains(#""client":"10.1.2.3","method":"GET","url":"http://example.test:8080/a""#) == true, "\(json)")
         #expect(json.last?.contains(#""client":"-","#) == true, "\(json)")
+    }
+
+    /// A failed request's cause, in each format: last in larder and combined lines, a JSON
+    /// field, Squid's `%err_code/%err_detail` in place of the content type (ten fields still).
+    @Test func failedLinesNameTheirCauseInEveryFormat() throws {
+        var failed = Self.entry(agent: "apt/2")
+        failed = AccessLog.Entry(
+            client: failed.client, method: "GET", target: failed.target, status: 502, outcome: "error", bytes: 90,
+            durationNanos: failed.durationNanos, attempts: 1, retries: nil, tls: nil, key: nil, user: nil, agent: "apt/2", detail: .dns)
+        let larder = try Self.lines(.larder, [failed, Self.entry()])
+        #expect(larder.first?.hasSuffix(" 502 error 90 1.234ms attempts=1 ua=\"apt/2\" detail=dns") == true, "\(larder)")
+        #expect(larder.last?.contains("detail") == false)
+        let combined = try Self.lines(.combined, [failed, Self.entry()])
+        #expect(combined.first?.hasSuffix("\" 502 90 \"-\" \"apt/2\" \"dns\"") == true, "\(combined)")
+        #expect(combined.last?.hasSuffix("\" 200 1234 \"-\" \"-\"") == true, "\(combined)")
+        let json = try Self.lines(.json, [failed, Self.entry()])
+        #expect(json.first?.hasSuffix(#","user_agent":"apt/2","detail":"dns"}"#) == true, "\(json)")
+        #expect(json.last?.contains("detail") == false)
+        let squid = try Self.lines(.squid, [failed, Self.entry()])
+        #expect(squid.first?.hasSuffix(" TCP_MISS/502 90 GET http://example.test/a - HIER_NONE/- ERR_DNS_FAIL/dns") == true, "\(squid)")
+        #expect(squid.first?.split(separator: " ", omittingEmptySubsequences: true).count == 10)
+        var refused = failed
+        refused.detail = .refused
+        var timedOut = failed
+        timedOut.detail = .timeout
+        let tags = try Self.lines(.squid, [refused, timedOut]).map { $0.split(separator: " ", omittingEmptySubsequences: true)[3] }
+        #expect(tags == ["TCP_DENIED/502", "TCP_MISS_TIMEDOUT/502"])
     }
 
     @Test func squidLinesReplaceSpacesInTheTarget() throws {

@@ -1,0 +1,64 @@
+import Foundation
+import Testing
+
+extension IntegrationTests {
+    /// The dashboard's figures in headless Chromium (docs/OPERATIONS.md, "Dashboard"): hit and
+    /// miss latency as `/stats` has them, the last failures with their cause, a chart the
+    /// daemon's own history fills before the page opened, and the bytes saved per route.
+    @Suite(.timeLimit(.minutes(3))) struct DashboardFigures {
+        @Test func latencyFailuresHistoryAndRoutesAreShownAsStatsHasThem() throws {
+            let origin = try Origin()
+            let dead = try freePort()
+            let route = "http://127.0.0.1:\(origin.port)/r/*"
+            // Samples every 50 ms: the 15-minute window of 90 samples is full within seconds.
+            let larder = try Larder(
+                config: "[retry]\nstrategy = \"none\"\n[[route]]\nmatch = \"\(route)\"\npolicy = \"cache_first\"\nttl = \"1h\"\n",
+                environment: ["LARDER_HISTORY_INTERVAL_MS": "50"])
+            for name in ["a", "b", "c"] {
+                for _ in 0..<2 { #expect(try Curl.viaProxy(larder.proxy, [origin.url("/r/\(name)?size=1500")]).status == 200) }
+            }
+            #expect(try Curl.viaProxy(larder.proxy, ["http://127.0.0.1:\(dead)/gone?token=hunter2&page=3"]).status == 502)
+
+            var history: [String: Any] = [:]
+            let full = waitUntil(seconds: 20) {
+                history = (try? larder.stats())?["history"] as? [String: Any] ?? [:]
+                let samples = history["samples"] as? [Any] ?? []
+                return !samples.isEmpty && samples.count == history["capacity"] as? Int
+            }
+            #expect(full, "the daemon's history fills without a page open: \(history)")
+            #expect(history["capacity"] as? Int == 90 && history["interval_seconds"] as? Double == 0.05)
+
+            guard let (dom, _) = try Operations.renderDashboard(larder) else { return }
+            let stats = try larder.stats()
+            func shown(_ id: String) -> Double? { Operations.shown(id, in: dom) }
+
+            let latency = stats["latency"] as? [String: [String: Any]] ?? [:]
+            for kind in ["hit", "miss"] {
+                let figures = latency[kind] ?? [:]
+                #expect(figures["count"] as? Int == 3, "\(kind): \(figures)")
+                let p50 = figures["p50_seconds"] as? Double
+                let p99 = figures["p99_seconds"] as? Double
+                #expect(p50 != nil && p99 != nil && p50! > 0 && p50! <= p99!, "\(kind): \(figures)")
+                #expect(shown("latency-\(kind)-p50") == p50, "\(kind) p50 as /stats has it")
+                #expect(shown("latency-\(kind)-p99") == p99, "\(kind) p99 as /stats has it")
+                #expect(shown("latency-\(kind)-count") == 3)
+            }
+            let metrics = try Curl.run(["http://127.0.0.1:\(larder.adminPort)/metrics"]).text
+            #expect(metrics.contains("larder_request_duration_by_result_seconds_count{result=\"hit\"} 3"), "\(metrics)")
+
+            #expect(dom.contains("<tr data-cause=\"connect\" data-status=\"502\">"), "the failure and its cause: \(dom)")
+            #expect(dom.contains("/gone?token=") && dom.contains("page=3"), "its URL")
+            #expect(!dom.contains("hunter2"), "the query's credential redacted as in the access log")
+
+            #expect(shown("history-samples") == 90, "the chart is drawn from a full window")
+            #expect((shown("history-span") ?? 0) >= 89 * 0.05, "spanning the whole window")
+            #expect(dom.contains(">4.5 s ago</span>"), "the axis names the window's start")
+
+            let routes = stats["routes"] as? [[String: Any]] ?? []
+            let saved = routes.first { $0["route"] as? String == route }?["bytes_saved"] as? Int
+            #expect(saved == 3 * 1500, "\(routes)")
+            let row = dom.range(of: "<tr data-route=\"\(route)\">").map { String(dom[$0.lowerBound...].prefix(600)) } ?? ""
+            #expect(row.contains("data-value=\"\(3 * 1500)\""), "bytes saved on the route's row: \(row)")
+        }
+    }
+}
