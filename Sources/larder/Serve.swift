@@ -32,12 +32,16 @@ struct Serve: ParsableCommand {
     @Option(name: .customLong("cache-dir"), help: "Disk cache directory.")
     var cacheDir: String?
 
+    @Option(name: .customLong("state-dir"), help: StateDirectoryOption.help)
+    var stateDir: String?
+
     func run() throws {
+        let path = configPath ?? ConfigLoader.defaultPath(environment: Environment.variables)
         let selection = ConfigSelection(
-            path: configPath ?? ConfigLoader.defaultPath(environment: Environment.variables),
+            path: path,
             listen: try listen.map { try Serve.address($0, flag: "--listen") },
             adminListen: try adminListen.map { try Serve.address($0, flag: "--admin-listen") },
-            cacheDir: cacheDir)
+            cacheDir: cacheDir, stateDirectory: StateDirectory.current(flag: stateDir, configPath: path))
         let config: Config
         switch selection.load() {
         case .success(let loaded):
@@ -84,7 +88,7 @@ struct Serve: ParsableCommand {
             "listening",
             metadata: [
                 "proxy": "\(proxies)", "admin": "\(server.adminAddress?.description ?? "off")",
-                "config": "\(selection.origin)", "version": "\(Larder.version)",
+                "config": "\(selection.origin)", "version": "\(Larder.version)", "state": "\(selection.stateDirectory.path)",
                 "sockets": "\(server.socketActivated ? "from systemd" : "bound")", "workers": "\(server.workerCount)",
             ])
 
