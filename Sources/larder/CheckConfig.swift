@@ -42,6 +42,12 @@ struct CheckConfig: ParsableCommand {
             }
             print("\(file): OK: \(ConfigSummary.line(config))")
             print(Self.pathLines(config, stateDirectory: stateDirectory, file: file))
+            let restartOnly = ConfigKeyTable.restartChanges(from: ConfigLoader.embeddedDefaults(stateDirectory: stateDirectory), to: config)
+            if !restartOnly.isEmpty {
+                print(
+                    "\(file): note: a reload does not apply \(restartOnly.map(\.name).joined(separator: ", ")) (set here): "
+                        + "a change to \(restartOnly.count == 1 ? "it" : "them") needs a restart")
+            }
             for warning in Self.secretWarnings(config, file: file) { printError("\(file): warning: \(warning)") }
             let dangers = DangerousSettings.warnings(config, proxyListeners: config.proxy.listen, adminListener: config.admin.listen)
             for warning in dangers { printError("\(file): warning: \(warning)") }

@@ -28,26 +28,4 @@ struct ConfigSelection {
         if let cacheDir { config.disk.path = StateDirectory.absolute(cacheDir, against: FileSystem.workingDirectory() ?? "/") }
         return config
     }
-
-    /// Settings that only take effect at start-up and that differ between `old` and `new`.
-    static func restartOnlyChanges(from old: Config, to new: Config) -> [String] {
-        var changed: [String] = []
-        if old.proxy.listen != new.proxy.listen { changed.append("proxy.listen") }
-        if old.admin.listen != new.admin.listen { changed.append("admin.listen") }
-        if old.proxy.workers != new.proxy.workers { changed.append("proxy.workers") }
-        if old.disk.path != new.disk.path { changed.append("disk.path") }
-        if old.log.accessFile != new.log.accessFile { changed.append("log.access_file") }
-        return changed
-    }
-
-    /// `new` with the start-up-only settings kept as they are running.
-    static func keepingRestartOnly(_ new: Config, from running: Config) -> Config {
-        var config = new
-        config.proxy.listen = running.proxy.listen
-        config.admin.listen = running.admin.listen
-        config.proxy.workers = running.proxy.workers
-        config.disk.path = running.disk.path
-        config.log.accessFile = running.log.accessFile
-        return config
-    }
 }

@@ -61,8 +61,8 @@ struct Serve: ParsableCommand {
             throw ExitCode(1)
         }
 
-        let level = Logger.Level(rawValue: config.log.level.rawValue) ?? .info
-        LoggingSystem.bootstrap { _ in ConsoleLogHandler(level: level) }
+        let threshold = LogThreshold(Logger.Level(rawValue: config.log.level.rawValue) ?? .info)
+        LoggingSystem.bootstrap { _ in ConsoleLogHandler(threshold: threshold) }
         let logger = Logger(label: "larder")
 
         // Signals are taken synchronously on this thread with sigwait; they are blocked before
@@ -105,7 +105,7 @@ struct Serve: ParsableCommand {
         while true {
             switch ProcessSignals.wait(signals) {
             case SIGHUP:
-                reload(server, selection: selection, logger: logger)
+                reload(server, selection: selection, threshold: threshold, logger: logger)
             case SIGUSR1:
                 // The log-rotation signal of many daemons: log.access_file is opened again (the
                 // rest goes to stdout and stderr, the journal under systemd).
@@ -129,8 +129,10 @@ struct Serve: ParsableCommand {
         }
     }
 
-    /// Re-reads the configuration; a bad file keeps the running one.
-    private func reload(_ server: Server, selection: ConfigSelection, logger: Logger) {
+    /// Re-reads the configuration; a bad file keeps the running one. Every key applies but those
+    /// ``ConfigKeyTable`` marks restart-only: each one changed is named with its running value,
+    /// and the closing line describes what runs after the reload.
+    private func reload(_ server: Server, selection: ConfigSelection, threshold: LogThreshold, logger: Logger) {
         guard selection.path != nil else {
             logger.notice("SIGHUP: running on embedded defaults, no file to reload")
             return
@@ -154,13 +156,34 @@ struct Serve: ParsableCommand {
                 return
             }
             let running = server.config
-            for setting in ConfigSelection.restartOnlyChanges(from: running, to: loaded) {
-                logger.warning("reload: \(setting) changed but needs a restart; keeping the running value")
+            let kept = ConfigKeyTable.restartChanges(from: running, to: loaded)
+            for entry in kept {
+                logger.warning(
+                    "reload: \(entry.name) changed but needs a restart; still running \(Self.running(entry, server))",
+                    metadata: ["file": "\(entry.value(in: loaded))"])
             }
-            server.apply(ConfigSelection.keepingRestartOnly(loaded, from: running), interceptor: interceptor)
-            logger.notice("reloaded \(selection.origin): \(ConfigSummary.line(loaded))")
+            let applied = ConfigKeyTable.keepingRestartOnly(loaded, from: running)
+            server.apply(applied, interceptor: interceptor)
+            threshold.level = Logger.Level(rawValue: applied.log.level.rawValue) ?? .info
+            var summary = "reloaded \(selection.origin): \(ConfigSummary.line(Self.asRunning(applied, server)))"
+            if !kept.isEmpty { summary += "; not applied until a restart: " + kept.map(\.name).joined(separator: ", ") }
+            logger.notice("\(summary)")
             warnAboutDangers(server, logger: logger)
         }
+    }
+
+    /// `config` with the listen addresses the server has bound (ports chosen, sockets from
+    /// systemd), for messages that say what runs.
+    private static func asRunning(_ config: Config, _ server: Server) -> Config {
+        var running = config
+        if !server.proxyAddresses.isEmpty { running.proxy.listen = server.proxyAddresses }
+        running.admin.listen = server.adminAddress
+        return running
+    }
+
+    /// A restart-only key's running value.
+    private static func running(_ entry: ConfigKeyEntry, _ server: Server) -> String {
+        entry.value(in: asRunning(server.config, server))
     }
 
     /// Logs each ``DangerousSettings`` warning about the running configuration and listeners.
