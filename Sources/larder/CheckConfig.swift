@@ -75,8 +75,12 @@ struct CheckConfig: ParsableCommand {
         let command =
             "larder ca init --config \(StateDirectory.absolute(file, against: FileSystem.workingDirectory() ?? "/"))"
             + (flag == nil ? "" : " --state-dir \(stateDirectory.path)")
-        let unit = stateDirectory.path == StateDirectory.system ? " (the systemd unit runs it on its next start, as its own user)" : ""
-        return "serve reads the CA from \(config.tls.caDirectory); make it there with: \(command)\(unit)"
+        guard stateDirectory.path == StateDirectory.system else {
+            return "serve reads the CA from \(config.tls.caDirectory); make it there with: \(command)"
+        }
+        // Made by root, the key would be root's and the service's own user could not read it.
+        return "serve reads the CA from \(config.tls.caDirectory); systemctl restart larder makes it there as the service's user "
+            + "(the unit's ExecStartPre runs \(command) --if-missing)"
     }
 
     /// Secrets others may read: a token or password-hash file readable by every user, or the
