@@ -5,10 +5,11 @@ import LarderIO
 /// read whenever the configuration is (start, SIGHUP, check-config). A path may start with
 /// `${CREDENTIALS_DIRECTORY}/`, where systemd's `LoadCredential=` puts them for the service.
 extension ConfigDecoder {
-    /// `text` with `${CREDENTIALS_DIRECTORY}` expanded; nil (and an error) when it is unset.
+    /// `text` with `${CREDENTIALS_DIRECTORY}` expanded, or resolved against the state
+    /// directory when relative; nil (and an error) when the variable is unset.
     mutating func secretPath(_ text: String, at position: SourcePosition) -> String? {
         let variable = "${CREDENTIALS_DIRECTORY}"
-        guard text.hasPrefix(variable) else { return text }
+        guard text.hasPrefix(variable) else { return stateDirectory?.resolve(text) ?? text }
         guard let directory = getenv("CREDENTIALS_DIRECTORY").map({ String(cString: $0) }), !directory.isEmpty else {
             fail(
                 "'\(text)' names ${CREDENTIALS_DIRECTORY}, which is not set (systemd sets it for a unit with LoadCredential=)",

@@ -13,6 +13,8 @@ struct ConfigDecoder {
     /// Where `admin.token_file` was set, for the check that `admin.token` is not set too.
     var tokenFilePosition: SourcePosition?
     var tokenPosition: SourcePosition?
+    /// What relative paths are resolved against (nil: left as written).
+    var stateDirectory: StateDirectory?
 
     init(file: String, source: [UInt8]) {
         self.file = file

@@ -27,18 +27,29 @@ public enum ConfigLoader {
         return nil
     }
 
-    /// Parses and checks configuration text. An empty text gives exactly the defaults.
-    public static func parse(_ text: String, file: String) -> Result<Config, ConfigErrors> {
+    /// Parses and checks configuration text. An empty text gives exactly the defaults. With
+    /// `stateDirectory`, relative paths are resolved against it (the files a key names are read
+    /// from there); without, they are left as written.
+    public static func parse(_ text: String, file: String, stateDirectory: StateDirectory? = nil) -> Result<Config, ConfigErrors> {
         let text = ConfigParser.withoutByteOrderMark(text)
         let (document, syntaxErrors) = ConfigParser.parse(text, file: file)
         var decoder = ConfigDecoder(file: file, source: Array(text.utf8))
-        let config = decoder.decode(document)
+        decoder.stateDirectory = stateDirectory
+        var config = decoder.decode(document)
+        if let stateDirectory { config = config.resolvingPaths(against: stateDirectory) }
         let errors = (syntaxErrors + decoder.errors).sorted { $0.position < $1.position }
         return errors.isEmpty ? .success(config) : .failure(ConfigErrors(errors))
     }
 
-    /// Reads and parses the file at `path`.
-    public static func load(path: String) -> Result<Config, ConfigErrors> {
+    /// The embedded defaults, their relative paths resolved against `stateDirectory` (by
+    /// default, the one chosen for a process that reads no file).
+    public static func embeddedDefaults(stateDirectory: StateDirectory? = nil) -> Config {
+        Config().resolvingPaths(against: stateDirectory ?? StateDirectory.current(configPath: nil))
+    }
+
+    /// Reads and parses the file at `path`, resolving its relative paths against
+    /// `stateDirectory` (by default ``StateDirectory/current(flag:configPath:)`` for it).
+    public static func load(path: String, stateDirectory: StateDirectory? = nil) -> Result<Config, ConfigErrors> {
         let text: String
         do {
             text = String(decoding: try FileSystem.readWhole(path, limit: 16 << 20), as: UTF8.self)
@@ -49,6 +60,6 @@ public enum ConfigLoader {
                         file: path, position: SourcePosition(line: 1, column: 1), message: "cannot read: \(error.message)", lineText: "")
                 ]))
         }
-        return parse(text, file: path)
+        return parse(text, file: path, stateDirectory: stateDirectory ?? StateDirectory.current(configPath: path))
     }
 }

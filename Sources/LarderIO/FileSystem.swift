@@ -279,3 +279,13 @@ public enum FileSystem {
         return Int64(info.f_bavail) * Int64(info.f_frsize)
     }
 }
+
+extension FileSystem {
+    /// The process's working directory (nil if it cannot be named: removed, or too long).
+    public static func workingDirectory() -> String? {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let found = try? Syscall.call("getcwd") { getcwd(&buffer, buffer.count) == nil ? -1 : 0 }
+        guard found != nil else { return nil }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}

@@ -6,12 +6,21 @@ import Logging
 /// which journald turns into the record's priority.
 public struct ConsoleLogHandler: LogHandler {
     public var metadata: Logger.Metadata = [:]
-    public var logLevel: Logger.Level
+    /// The shared threshold: setting it (a reload's `log.level`) changes every logger's.
+    public var logLevel: Logger.Level {
+        get { threshold.level }
+        nonmutating set { threshold.level = newValue }
+    }
+    private let threshold: LogThreshold
     private let journald: Bool
 
-    public init(level: Logger.Level) {
-        logLevel = level
+    public init(threshold: LogThreshold) {
+        self.threshold = threshold
         journald = getenv("JOURNAL_STREAM") != nil
+    }
+
+    public init(level: Logger.Level) {
+        self.init(threshold: LogThreshold(level))
     }
 
     public subscript(metadataKey key: String) -> Logger.Metadata.Value? {

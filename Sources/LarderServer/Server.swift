@@ -40,21 +40,25 @@ public final class Server: Sendable {
     /// address cannot be bound.
     public func start() throws(SystemError) {
         let config = shared.currentRuntime.config
-        // Each client connection needs a descriptor, a tunnel two, an upstream transfer one more;
-        // the disk tier one per segment file.
+        // The soft limit goes up to the hard one, as HAProxy does; only a hard limit too low to
+        // hold max_connections clients is worth a warning (DescriptorBudget).
         let descriptors = ResourceLimits.raiseOpenFiles()
-        let segments = shared.cache.disk == nil ? 0 : DiskCache.segmentDescriptors(maxBytes: config.disk.maxBytes)
-        if descriptors < config.proxy.maxConnections * 2 + 256 + segments {
-            shared.logger.warning(
-                "the open-file limit is low for proxy.max_connections; connections beyond it are refused with 503",
-                metadata: [
-                    "limit": "\(descriptors)", "max_connections": "\(config.proxy.maxConnections)",
-                    "advice": "raise LimitNOFILE (systemd) or ulimit -n",
-                ])
-        }
         // Large memory-tier bodies live in anonymous memory files, one descriptor each, up to an
         // eighth of the limit (past that they stay in arrays, which only costs speed).
-        MemoryFileBudget.shared.limit = min(descriptors / 8, 1 << 16)
+        let memoryFiles = min(descriptors / 8, 1 << 16)
+        MemoryFileBudget.shared.limit = memoryFiles
+        let segments = shared.cache.disk == nil ? 0 : DiskCache.segmentDescriptors(maxBytes: config.disk.maxBytes)
+        let budget = DescriptorBudget(
+            limit: descriptors, maxConnections: config.proxy.maxConnections, segments: segments, memoryFiles: memoryFiles)
+        if budget.isShort {
+            shared.logger.warning(
+                "the open-file limit holds fewer client connections than proxy.max_connections; the kernel refuses those past it",
+                metadata: [
+                    "limit": "\(descriptors)", "max_connections": "\(config.proxy.maxConnections)", "clients": "\(budget.clients)",
+                    "needed": "\(budget.standing + 2 * config.proxy.maxConnections)",
+                    "advice": "raise LimitNOFILE (systemd) or the hard ulimit -n, or lower proxy.max_connections",
+                ])
+        }
         var opened: [(Listener.Kind, Socket)] = []
         let passed = Systemd.listenSockets()
         if !passed.isEmpty {

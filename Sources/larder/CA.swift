@@ -1,6 +1,7 @@
 import ArgumentParser
 import Glibc
 import LarderConfig
+import LarderIO
 import LarderServer
 import LarderTLS
 
@@ -18,18 +19,25 @@ struct CA: ParsableCommand {
         var config: String?
         @Option(name: .long, help: "The CA directory (default: the configuration's tls.ca_dir).")
         var dir: String?
+        @Option(name: .customLong("state-dir"), help: StateDirectoryOption.help)
+        var stateDir: String?
 
+        /// The configuration and the CA's absolute directory: `--dir` against the working
+        /// directory, else `tls.ca_dir` as `serve` resolves it.
         func load() throws -> (Config, String) {
-            var loaded = Config()
-            if let config = config ?? ConfigLoader.defaultPath(environment: Environment.variables) {
-                switch ConfigLoader.load(path: config) {
+            let path = config ?? ConfigLoader.defaultPath(environment: Environment.variables)
+            let stateDirectory = StateDirectory.current(flag: stateDir, configPath: path)
+            var loaded = ConfigLoader.embeddedDefaults(stateDirectory: stateDirectory)
+            if let path {
+                switch ConfigLoader.load(path: path, stateDirectory: stateDirectory) {
                 case .success(let parsed): loaded = parsed
                 case .failure(let errors):
                     printError(errors.description)
                     throw ExitCode(1)
                 }
             }
-            return (loaded, dir ?? loaded.tls.caDirectory)
+            let directory = dir.map { StateDirectory.absolute($0, against: FileSystem.workingDirectory() ?? "/") }
+            return (loaded, directory ?? loaded.tls.caDirectory)
         }
     }
 
@@ -72,12 +80,33 @@ struct CA: ParsableCommand {
             do {
                 let facts = try LocalCA.create(in: directory, permitting: permitted, rotate: rotate)
                 print("created \(directory)/\(LocalCA.certificateFile) and \(LocalCA.keyFile)")
+                if directory != config.tls.caDirectory {
+                    print("note: serve with this configuration reads the CA from \(config.tls.caDirectory) (tls.ca_dir), not from here")
+                }
+                if let owner = Self.otherOwner(ofParentOf: directory) {
+                    // The key is 0600 and root's: a service running as the directory's owner
+                    // could not read it. Changing owners as root in a directory another user
+                    // controls invites symlink races, so this is left to the operator.
+                    printError(
+                        "warning: made as root in a directory owned by uid \(owner); a service running as that user cannot read the key: "
+                            + "chown -R \(owner): \(directory), or let the systemd unit make it (systemctl restart larder)")
+                }
                 print(Show.describe(facts))
                 print("Next: make clients trust it (larder ca show prints how), then run larder with this configuration.")
             } catch {
                 printError("larder ca init: \(error)")
                 throw ExitCode(1)
             }
+        }
+
+        /// The owner of the directory holding `directory`, when this process runs as root and
+        /// that owner is another user (the service's state directory).
+        static func otherOwner(ofParentOf directory: String) -> uid_t? {
+            guard geteuid() == 0 else { return nil }
+            var info = stat()
+            let parent = StateDirectory.absolute(directory + "/..", against: "/")
+            guard (try? Syscall.call("stat", path: parent) { stat($0, &info) }) != nil, info.st_uid != 0 else { return nil }
+            return info.st_uid
         }
     }
 
@@ -103,7 +132,7 @@ struct CA: ParsableCommand {
                     "warning: tls.intercept lists \(outside.map(\.description).joined(separator: ", ")), "
                         + "which this CA may not sign for: run larder ca init --rotate")
             }
-            print(Show.trustInstructions(path: absolute(directory) + "/" + LocalCA.certificateFile, hosts: config.tls.intercept))
+            print(Show.trustInstructions(path: directory + "/" + LocalCA.certificateFile, hosts: config.tls.intercept))
         }
 
         static func describe(_ facts: CertificateFacts) -> String {
@@ -150,12 +179,6 @@ struct CA: ParsableCommand {
                   Docker (per registry):       cp \(path) /etc/docker/certs.d/REGISTRY/larder-ca.crt
                 larder client prints each tool's whole setup (proxy included); sudo larder client --apply writes it.
                 """
-        }
-
-        private func absolute(_ path: String) -> String {
-            guard !path.hasPrefix("/"), let cwd = getcwd(nil, 0) else { return path }
-            defer { free(cwd) }
-            return String(cString: cwd) + "/" + path
         }
     }
 }

@@ -21,19 +21,34 @@ struct CheckConfig: ParsableCommand {
     @Flag(name: .customLong("explain"), help: "Also print the effective route table: each route, its settings and where it came from.")
     var explain = false
 
+    @Option(name: .customLong("state-dir"), help: StateDirectoryOption.help)
+    var stateDir: String?
+
     @Argument(help: "The configuration file.")
     var file: String
 
     func run() throws {
-        switch ConfigLoader.load(path: file) {
+        let stateDirectory = StateDirectory.current(flag: stateDir, configPath: file)
+        switch ConfigLoader.load(path: file, stateDirectory: stateDirectory) {
         case .success(let config):
             let problems = LocalCA.problems(with: config.tls)
             guard problems.isEmpty else {
+                print(Self.pathLines(config, stateDirectory: stateDirectory, file: file))
                 for problem in problems { printError("\(file): \(problem)") }
+                if !config.tls.intercept.isEmpty {
+                    printError("\(file): \(Self.caHint(config, stateDirectory: stateDirectory, flag: stateDir, file: file))")
+                }
                 printError("\(file): \(problems.count) error\(problems.count == 1 ? "" : "s")")
                 throw ExitCode(1)
             }
             print("\(file): OK: \(ConfigSummary.line(config))")
+            print(Self.pathLines(config, stateDirectory: stateDirectory, file: file))
+            let restartOnly = ConfigKeyTable.restartChanges(from: ConfigLoader.embeddedDefaults(stateDirectory: stateDirectory), to: config)
+            if !restartOnly.isEmpty {
+                print(
+                    "\(file): note: a reload does not apply \(restartOnly.map(\.name).joined(separator: ", ")) (set here): "
+                        + "a change to \(restartOnly.count == 1 ? "it" : "them") needs a restart")
+            }
             for warning in Self.secretWarnings(config, file: file) { printError("\(file): warning: \(warning)") }
             let dangers = DangerousSettings.warnings(config, proxyListeners: config.proxy.listen, adminListener: config.admin.listen)
             for warning in dangers { printError("\(file): warning: \(warning)") }
@@ -44,6 +59,29 @@ struct CheckConfig: ParsableCommand {
             printError("\(file): \(errors.errors.count) error\(errors.errors.count == 1 ? "" : "s")")
             throw ExitCode(1)
         }
+    }
+
+    /// The state directory and the absolute path of each file or directory the configuration
+    /// names: what `serve` reads with it (docs/OPERATIONS.md, "Paths").
+    static func pathLines(_ config: Config, stateDirectory: StateDirectory, file: String) -> String {
+        var lines = ["\(file): relative paths resolve against \(stateDirectory.path) (\(stateDirectory.reason))"]
+        for (key, path) in config.paths where !path.isEmpty {
+            lines.append("\(file): \(key) = \(path)\(access(path, F_OK) == 0 ? "" : " (not there yet)")")
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    /// How to make the CA that `tls.intercept` needs where the service looks for it.
+    static func caHint(_ config: Config, stateDirectory: StateDirectory, flag: String?, file: String) -> String {
+        let command =
+            "larder ca init --config \(StateDirectory.absolute(file, against: FileSystem.workingDirectory() ?? "/"))"
+            + (flag == nil ? "" : " --state-dir \(stateDirectory.path)")
+        guard stateDirectory.path == StateDirectory.system else {
+            return "serve reads the CA from \(config.tls.caDirectory); make it there with: \(command)"
+        }
+        // Made by root, the key would be root's and the service's own user could not read it.
+        return "serve reads the CA from \(config.tls.caDirectory); systemctl restart larder makes a missing one there as the "
+            + "service's user, and never replaces one that is there (\(command) --rotate does)"
     }
 
     /// Secrets others may read: a token or password-hash file readable by every user, or the

@@ -34,12 +34,16 @@ struct Serve: ParsableCommand {
     @Option(name: .customLong("cache-dir"), help: "Disk cache directory.")
     var cacheDir: String?
 
+    @Option(name: .customLong("state-dir"), help: StateDirectoryOption.help)
+    var stateDir: String?
+
     func run() throws {
+        let path = configPath ?? ConfigLoader.defaultPath(environment: Environment.variables)
         let selection = ConfigSelection(
-            path: configPath ?? ConfigLoader.defaultPath(environment: Environment.variables),
+            path: path,
             listen: try listen.map { try Serve.address($0, flag: "--listen") },
             adminListen: try adminListen.map { try Serve.address($0, flag: "--admin-listen") },
-            cacheDir: cacheDir)
+            cacheDir: cacheDir, stateDirectory: StateDirectory.current(flag: stateDir, configPath: path))
         let config: Config
         switch selection.load() {
         case .success(let loaded):
@@ -53,7 +57,7 @@ struct Serve: ParsableCommand {
         let interceptor: TLSInterceptor?
         let createdCA: CertificateFacts?
         do {
-            // As the systemd unit's ExecStartPre did, so a container makes its CA too.
+            // Made by serve itself, as the service's user, so the unit and a container need no step before it.
             createdCA = try LocalCA.createIfMissing(for: config.tls)
             interceptor = try TLSInterceptor.make(for: config.tls, replacing: nil)
         } catch {
@@ -62,8 +66,8 @@ struct Serve: ParsableCommand {
             throw ExitCode(1)
         }
 
-        let level = Logger.Level(rawValue: config.log.level.rawValue) ?? .info
-        LoggingSystem.bootstrap { _ in ConsoleLogHandler(level: level) }
+        let threshold = LogThreshold(Logger.Level(rawValue: config.log.level.rawValue) ?? .info)
+        LoggingSystem.bootstrap { _ in ConsoleLogHandler(threshold: threshold) }
         let logger = Logger(label: "larder")
 
         // Signals are taken synchronously on this thread with sigwait; they are blocked before
@@ -89,7 +93,7 @@ struct Serve: ParsableCommand {
             "listening",
             metadata: [
                 "proxy": "\(proxies)", "admin": "\(server.adminAddress?.description ?? "off")",
-                "config": "\(selection.origin)", "version": "\(Larder.version)",
+                "config": "\(selection.origin)", "version": "\(Larder.version)", "state": "\(selection.stateDirectory.path)",
                 "sockets": "\(server.socketActivated ? "from systemd" : "bound")", "workers": "\(server.workerCount)",
             ])
 
@@ -107,7 +111,7 @@ struct Serve: ParsableCommand {
         while true {
             switch ProcessSignals.wait(signals) {
             case SIGHUP:
-                reload(server, selection: selection, logger: logger)
+                reload(server, selection: selection, threshold: threshold, logger: logger)
             case SIGUSR1:
                 // The log-rotation signal of many daemons: log.access_file is opened again (the
                 // rest goes to stdout and stderr, the journal under systemd).
@@ -131,8 +135,10 @@ struct Serve: ParsableCommand {
         }
     }
 
-    /// Re-reads the configuration; a bad file keeps the running one.
-    private func reload(_ server: Server, selection: ConfigSelection, logger: Logger) {
+    /// Re-reads the configuration; a bad file keeps the running one. Every key applies but those
+    /// ``ConfigKeyTable`` marks restart-only: each one changed is named with its running value,
+    /// and the closing line describes what runs after the reload.
+    private func reload(_ server: Server, selection: ConfigSelection, threshold: LogThreshold, logger: Logger) {
         guard selection.path != nil else {
             logger.notice("SIGHUP: running on embedded defaults, no file to reload")
             return
@@ -159,11 +165,18 @@ struct Serve: ParsableCommand {
                 return
             }
             let running = server.config
-            for setting in ConfigSelection.restartOnlyChanges(from: running, to: loaded) {
-                logger.warning("reload: \(setting) changed but needs a restart; keeping the running value")
+            let kept = ConfigKeyTable.restartChanges(from: running, to: loaded)
+            for entry in kept {
+                logger.warning(
+                    "reload: \(entry.name) changed but needs a restart; still running \(Self.running(entry, server))",
+                    metadata: ["file": "\(entry.value(in: loaded))"])
             }
-            server.apply(ConfigSelection.keepingRestartOnly(loaded, from: running), interceptor: interceptor)
-            logger.notice("reloaded \(selection.origin): \(ConfigSummary.line(loaded))")
+            let applied = ConfigKeyTable.keepingRestartOnly(loaded, from: running)
+            server.apply(applied, interceptor: interceptor)
+            threshold.level = Logger.Level(rawValue: applied.log.level.rawValue) ?? .info
+            var summary = "reloaded \(selection.origin): \(ConfigSummary.line(Self.asRunning(applied, server)))"
+            if !kept.isEmpty { summary += "; not applied until a restart: " + kept.map(\.name).joined(separator: ", ") }
+            logger.notice("\(summary)")
             warnAboutDangers(server, logger: logger)
         }
     }
@@ -173,6 +186,20 @@ struct Serve: ParsableCommand {
         logger.notice(
             "tls: created the CA in \(directory) for tls.intercept; clients must trust it (larder ca show --dir \(directory))",
             metadata: ["ca": "\(facts.sha256Fingerprint)", "permits": "\(facts.permittedDNS?.joined(separator: ",") ?? "any")"])
+    }
+
+    /// `config` with the listen addresses the server has bound (ports chosen, sockets from
+    /// systemd), for messages that say what runs.
+    private static func asRunning(_ config: Config, _ server: Server) -> Config {
+        var running = config
+        if !server.proxyAddresses.isEmpty { running.proxy.listen = server.proxyAddresses }
+        running.admin.listen = server.adminAddress
+        return running
+    }
+
+    /// A restart-only key's running value.
+    private static func running(_ entry: ConfigKeyEntry, _ server: Server) -> String {
+        entry.value(in: asRunning(server.config, server))
     }
 
     /// Logs each ``DangerousSettings`` warning about the running configuration and listeners.

@@ -276,8 +276,9 @@ private let errorCases: [ErrorCase] = [
 
     @Test func documentedDefaultsFileEqualsCompiledDefaults() throws {
         let path = ConfigLanguageTests.root + "/config/larder.toml"
-        let loaded = try ConfigLoader.load(path: path).get()
-        #expect(loaded == Config())
+        let base = StateDirectory(path: "/srv/state", reason: "test")
+        let loaded = try ConfigLoader.load(path: path, stateDirectory: base).get()
+        #expect(loaded == Config().resolvingPaths(against: base))
     }
 
     @Test func readsEveryValueKind() throws {

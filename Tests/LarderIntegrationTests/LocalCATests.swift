@@ -182,7 +182,7 @@ extension IntegrationTests {
 
         /// What the systemd unit's ExecStartPre does: in the working directory (the unit's
         /// StateDirectory), make the CA for the configured hosts once, and never touch it again.
-        @Test func initIfMissingMakesTheCAOnceInTheWorkingDirectoryAndOnlyWhenHostsAreListed() throws {
+        @Test func initIfMissingMakesTheCAOnceInTheStateDirectoryAndOnlyWhenHostsAreListed() throws {
             let directory = Paths.temporaryDirectory()
             defer { try? FileManager.default.removeItem(atPath: directory) }
             let config = directory + "/larder.toml"
