@@ -9,14 +9,14 @@ import LarderServer
 struct Client: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Set up client tools (apt, pip, npm, git, Docker...) for this proxy.",
-        discussion: """
-            Prints the proxy and, with tls.intercept, the trust setup of each tool. Trust is only added: \
-            apt trusts Larder's CA per intercepted host, tools that take one CA file get \
-            \(ClientSetup.bundleFile) (the system's certificates plus Larder's CA, rebuilt with the system \
-            store). --apply writes drop-in files only, never edits a file it did not write, and records \
-            them in \(ClientFiles.manifestPath) for --undo.
+        usage: "larder client [<options>]",
+        discussion: Text.wrapped(
+            "Prints the proxy and, with tls.intercept, the trust setup of each tool. Trust is only added: apt trusts "
+                + "Larder's CA per intercepted host, tools that take one CA file get \(ClientSetup.bundleFile) (the system's "
+                + "certificates plus Larder's CA, rebuilt with the system store). --apply writes drop-in files only, never edits "
+                + "a file it did not write, and records them in \(ClientFiles.manifestPath) for --undo.")
+            + "\n\n" + Text.wrapped("Tools: \(ClientSetup.toolNames.joined(separator: ", ")).") + """
 
-            Tools: \(ClientSetup.toolNames.joined(separator: ", ")).
 
             Examples:
               larder client

@@ -6,10 +6,12 @@ import LarderIO
 /// configuration's `admin.listen`), so a configuration that moves it needs no other edit.
 struct Health: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Check the running daemon's health: exit 0 when GET /healthz answers 200, else 1.",
+        abstract: "Exit 0 when the daemon's GET /healthz answers 200, else 1.",
+        usage: "larder health [<options>]",
         discussion: """
-            Prints the answer (ok, or the reasons: draining, disk tier unavailable). Exit status 1
-            means unhealthy or unreachable, as Docker's HEALTHCHECK expects.
+            Prints the answer (ok, or the reasons: draining, disk tier unavailable).
+            Exit status 1 means unhealthy or unreachable, as Docker's HEALTHCHECK
+            expects.
             Examples:
               larder health
               larder health --config /etc/larder/larder.toml
