@@ -18,12 +18,12 @@ struct Client: ParsableCommand {
             + "\n\n" + Text.wrapped("Tools: \(ClientSetup.toolNames.joined(separator: ", ")).") + """
 
 
-            Examples:
-              larder client
-              larder client --proxy http://192.168.1.5:3128 --tool apt --tool pip
-              sudo larder client --apply --tool apt
-              sudo larder client --undo
-            """)
+                Examples:
+                  larder client
+                  larder client --proxy http://192.168.1.5:3128 --tool apt --tool pip
+                  sudo larder client --apply --tool apt
+                  sudo larder client --undo
+                """)
 
     @OptionGroup var location: CA.Location
     @Option(help: "The proxy URL clients use (default: the configuration's first proxy.listen address).")
