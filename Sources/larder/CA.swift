@@ -112,7 +112,8 @@ struct CA: ParsableCommand {
 
     struct Show: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Print the CA's constraints, fingerprint, expiry and how to trust it.")
+            abstract: "Print the CA's constraints, fingerprint, expiry and how to trust it.",
+            usage: "larder ca show [<options>]")
         @OptionGroup var location: Location
 
         func run() throws {
