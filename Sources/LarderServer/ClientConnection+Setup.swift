@@ -25,7 +25,7 @@ extension ClientConnection {
                 intercepted: runtime.config.tls.intercept)
         }
         let page = SetupPage(host: host, proxyAddress: ProxyAutoConfig.advertised(local), authority: authority)
-        send(page.answer(method: exchange.head.method, path: url.pathAndQuery))
+        send(page.answer(method: exchange.head.method, path: url.pathAndQuery) { rendered($0, of: page, runtime: runtime) })
         return true
     }
 
@@ -54,9 +54,17 @@ extension ClientConnection {
         if address.isUnspecified, let local {
             address = SocketAddress(ipBytes: local.unmapped.ipBytes, port: address.port)
         }
-        let page = SetupPage(
-            host: exchange.runtime.config.proxy.setupHost, proxyAddress: ProxyAutoConfig.advertised(address), authority: nil)
-        send(page.answer(method: exchange.head.method, path: "/proxy.pac"))
+        let runtime = exchange.runtime
+        let page = SetupPage(host: runtime.config.proxy.setupHost, proxyAddress: ProxyAutoConfig.advertised(address), authority: nil)
+        send(page.answer(method: exchange.head.method, path: "/proxy.pac") { rendered($0, of: page, runtime: runtime) })
+    }
+
+    /// `document` of `page` as this loop rendered it under `runtime`, the address being the
+    /// only other thing it depends on.
+    private func rendered(_ document: SetupPage.Document, of page: SetupPage, runtime: RuntimeConfig) -> [UInt8] {
+        proxy.setupPages.body(document, proxyAddress: page.proxyAddress, generation: runtime.generation) {
+            page.render(document)
+        }
     }
 
     /// Where a client that reached the proxy port as if it were a web server learns more.

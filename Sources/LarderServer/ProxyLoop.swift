@@ -46,6 +46,8 @@ final class ProxyLoop {
     private var cachedDate = ""
     /// Complete responses to store on disk after this epoll batch (`storeOnDisk`).
     private var pendingDiskStores: [TieredCache.PendingStore] = []
+    /// The onboarding page and PAC file as last rendered here (``SetupPageCache``).
+    var setupPages = SetupPageCache()
     /// How this loop's timers reach it: a weak reference would slow every retain of the loop on
     /// the request path (``LoopWeak``).
     lazy var weakSelf = LoopWeak(self)
@@ -156,6 +158,7 @@ final class ProxyLoop {
     /// Applies a new configuration to requests that start from now on.
     func apply(_ newRuntime: RuntimeConfig) {
         runtime = newRuntime
+        setupPages.removeAll()
         upstream.setMaxConnectionsPerHost(newRuntime.config.upstream.maxConnectionsPerHost)
         upstream.setResolve(newRuntime.config.upstream.resolve.map(\.curlForm))
         accessLog.enabled = newRuntime.config.log.access

@@ -38,8 +38,29 @@ struct SetupPage: Sendable {
 
     static let allowed = "GET, HEAD"
 
+    /// The documents whose bodies are rendered from the configuration (the CA downloads are
+    /// the mint's bytes as they are).
+    enum Document: Hashable, Sendable {
+        case html
+        case pac
+    }
+
+    /// `document`'s body, rendered now.
+    func render(_ document: Document) -> [UInt8] {
+        switch document {
+        case .html: Array(html.utf8)
+        case .pac: Array(pac.text.utf8)
+        }
+    }
+
     /// What `method` on `path` (query ignored) gets.
     func answer(method: HTTPMethod, path: String) -> Response {
+        answer(method: method, path: path, body: render)
+    }
+
+    /// What `method` on `path` (query ignored) gets, with the page's and the PAC file's bodies
+    /// from `body` (``SetupPageCache`` keeps them rendered).
+    func answer(method: HTTPMethod, path: String, body: (Document) -> [UInt8]) -> Response {
         guard method == .get || method == .head else {
             return Self.text(405, "the setup page is read-only: GET or HEAD", headers: [("Allow", Self.allowed)])
         }
@@ -47,7 +68,7 @@ struct SetupPage: Sendable {
         switch bare {
         case "/", "/index.html":
             return Response(
-                status: 200, contentType: "text/html; charset=utf-8", body: Array(html.utf8),
+                status: 200, contentType: "text/html; charset=utf-8", body: body(.html),
                 headers: [
                     ("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'"), ("X-Content-Type-Options", "nosniff"),
                 ])
@@ -68,7 +89,7 @@ struct SetupPage: Sendable {
                 ])
         case "/proxy.pac":
             return Response(
-                status: 200, contentType: ProxyAutoConfig.contentType, body: Array(pac.text.utf8),
+                status: 200, contentType: ProxyAutoConfig.contentType, body: body(.pac),
                 headers: [("X-Content-Type-Options", "nosniff")])
         default:
             return Self.text(404, "no page \(bare) here; try http://\(host)/, /ca.pem, /ca.der or /proxy.pac")

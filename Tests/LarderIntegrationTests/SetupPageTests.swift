@@ -177,5 +177,36 @@ extension IntegrationTests {
             #expect(pac.text.contains("if (host === \"cache.lan.test\") return proxy;"), "\(pac.text)")
             #expect(try origin.count("/") == 1, "nothing more reached the origin")
         }
+
+        /// The page and the PAC file are kept rendered per loop (one loop here, so the copies
+        /// asked for before the reload are the ones a stale page would come from), and a reload
+        /// shows its CA, its intercepted hosts and its setup_host at once.
+        @Test func aReloadChangesThePageAndThePACFile() throws {
+            let setup = try InterceptionSetup()
+            defer { setup.remove() }
+            let origin = try Origin()
+            let pin = pins(["larder.setup", "cache.lan.test"], ports: [origin.port])
+            let larder = try Larder(config: setup.config(ports: [443], intercept: "[]", extra: pin, proxy: "workers = 1"))
+            for _ in 0..<3 {
+                let page = try Curl.viaProxy(larder.proxy, ["http://larder.setup/"])
+                #expect(page.status == 200 && page.text.contains("HTTPS is tunnelled, not cached"), "\(page.text)")
+                let pac = try Curl.run(["http://127.0.0.1:\(larder.adminPort)/proxy.pac"])
+                #expect(pac.text.contains("if (host === \"larder.setup\") return proxy;"), "\(pac.text)")
+            }
+
+            try larder.rewriteConfig(
+                setup.config(ports: [443], extra: pin, proxy: "workers = 1\nsetup_host = \"cache.lan.test\""))
+            larder.child.signal(SIGHUP)
+            try larder.child.waitForOutput { $0.contains("reloaded") }
+            let page = try Curl.viaProxy(larder.proxy, ["http://cache.lan.test/"])
+            #expect(page.status == 200 && !page.text.contains("HTTPS is tunnelled, not cached"), "\(page.text)")
+            #expect(page.text.contains("<dt>Intercepted hosts (tls.intercept)</dt><dd>localhost</dd>"), "\(page.text)")
+            #expect(page.text.contains("<a href=\"/ca.pem\">"), "\(page.text)")
+            let pac = try Curl.run(["http://127.0.0.1:\(larder.adminPort)/proxy.pac"])
+            #expect(pac.text.contains("if (host === \"cache.lan.test\") return proxy;"), "\(pac.text)")
+            let proxied = try Curl.viaProxy(larder.proxy, ["http://cache.lan.test/proxy.pac"])
+            #expect(proxied.text.contains("if (host === \"cache.lan.test\") return proxy;"), "\(proxied.text)")
+            #expect(try origin.count("/") == 0, "neither name reached the origin")
+        }
     }
 }
