@@ -38,7 +38,7 @@ struct KeyScope: Sendable, Equatable {
         case .exact: return KeyScope(patterns: [requested])
         }
         guard let url = Parts(text, isGlob: isGlob) else { return KeyScope(patterns: [requested]) }
-        let own: BanPattern = isGlob ? .glob(url.normalized) : .prefix(url.normalized)
+        let own: BanPattern = isGlob ? .glob(url.own) : .prefix(url.own)
         var scope = KeyScope(patterns: [own])
         func add(_ pattern: BanPattern) {
             if !scope.patterns.contains(pattern) { scope.patterns.append(pattern) }
@@ -78,30 +78,39 @@ struct KeyScope: Sendable, Equatable {
     }
 
     /// An http(s) URL prefix or glob cut into what keys are built from: nil for text that is
-    /// not one, or whose authority is not whole (`http://deb.deb`) or holds a star.
+    /// not one, or whose authority is not a host and port or holds a star. Text that stops at
+    /// the authority (`http://host:8080`, or `http://host:8080*` as a glob) names what follows
+    /// it as `/` would through the routes: every path there. Its own pattern stays as written,
+    /// since the text may go on with the host name too (`http://deb.deb`).
     struct Parts {
         let scheme: String
         let host: String
         let port: Int
         /// What follows the authority (`/…` or `?…`), percent-escapes upper-cased.
         let pathAndQuery: String
-        /// The text as keys are kept: scheme and host lower case, no default port.
+        /// The text as keys are kept: scheme and host lower case, no default port, `/` after
+        /// the authority.
         let normalized: String
+        /// The text as keys are kept, and no `/` put after the authority.
+        let own: String
 
         init?(_ text: String, isGlob: Bool) {
             let lowered = text.prefix(8).lowercased()
             let scheme = lowered.hasPrefix("https://") ? "https" : lowered.hasPrefix("http://") ? "http" : nil
             guard let scheme else { return nil }
             let rest = text.dropFirst(scheme.count + 3)
-            guard let end = rest.firstIndex(where: { $0 == "/" || $0 == "?" }), !rest[..<end].contains("*"),
-                let parsed = try? AbsoluteURL(parsing: "\(scheme)://\(rest[..<end])/")
-            else { return nil }
+            let end = rest.firstIndex { $0 == "/" || $0 == "?" || (isGlob && $0 == "*") } ?? rest.endIndex
+            guard !rest[..<end].contains("*"), let parsed = try? AbsoluteURL(parsing: "\(scheme)://\(rest[..<end])/") else {
+                return nil
+            }
             self.scheme = scheme
             host = parsed.host
             port = parsed.port
-            let tail = rest[end...]
-            pathAndQuery = CacheKey.normalizePercentEscapes(tail.hasPrefix("?") ? "/\(tail)" : String(tail))
+            let tail = CacheKey.normalizePercentEscapes(String(rest[end...]))
+            pathAndQuery = tail.hasPrefix("/") ? tail : "/\(tail)"
             normalized = parsed.withPath(pathAndQuery)
+            // A query right after the authority is the root's (`http://h?x` is `http://h/?x`).
+            own = tail.isEmpty || tail.hasPrefix("*") ? String(parsed.withPath("/").dropLast()) + tail : normalized
         }
 
         /// The key pattern `template` builds from these parts, or nil when a part it needs is

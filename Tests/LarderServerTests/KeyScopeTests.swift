@@ -63,4 +63,17 @@ import Testing
         let glob = KeyScope.resolve(.glob("http://127.0.0.1:19101/pool/a?x=*"), routes: try Self.pool("pool:{path}"))
         #expect(glob.matches("pool:/pool/a") && !glob.matches("pool:/pool/ab"))
     }
+
+    /// `http://host:port` (no slash) reaches the route-keyed entries as `http://host:port/` does,
+    /// and still names what starts with the text itself.
+    @Test func anAuthorityWithoutASlashReachesTheRoutesKeysToo() throws {
+        let routes = try Self.pool("pool:{path}")
+        let prefix = KeyScope.resolve(.prefix("HTTP://127.0.0.1:19101"), routes: routes)
+        #expect(prefix.matches("pool:/pool/a") && prefix.matches("http://127.0.0.1:19101/pool/a"), "\(prefix)")
+        #expect(!prefix.matches("http://127.0.0.1:19102/pool/a"))
+        let glob = KeyScope.resolve(.glob("http://127.0.0.1:19101*"), routes: routes)
+        #expect(glob.matches("pool:/pool/a") && glob.matches("http://127.0.0.1:19101/x"), "\(glob)")
+        let elsewhere = KeyScope.resolve(.prefix("http://127.0.0.1:19102"), routes: routes)
+        #expect(!elsewhere.matches("pool:/pool/a"))
+    }
 }
