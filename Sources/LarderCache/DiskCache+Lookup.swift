@@ -336,15 +336,15 @@ extension DiskCache {
         return storedResponse(key: listing.key, loaded: loaded)
     }
 
-    /// Indexed entries whose URL starts with `prefix`, at most `limit`, in no particular order.
+    /// Indexed entries whose URL starts with `prefix` (with `exactly`, is it), at most `limit`, in no particular order.
     /// The index lock is let go every ``listSpan`` slots (an entry indexed or moved meanwhile
     /// may be missed), so listing a million entries does not stall the loops.
-    public func list(prefix: String, limit: Int) -> [Listing] {
+    public func list(prefix: String, exactly: Bool = false, limit: Int) -> [Listing] {
         var found: [Listing] = []
         var start: Int? = 0
         while let from = start, found.count < limit {
             let (batch, next) = index.withLock {
-                $0.entries(prefix: prefix, from: from, span: DiskCache.listSpan, limit: limit - found.count)
+                $0.entries(prefix: prefix, exactly: exactly, from: from, span: DiskCache.listSpan, limit: limit - found.count)
             }
             found += batch.map { Listing(key: $0.key, vary: $0.vary, bytes: $0.size, hits: $0.hits, name: $0.name) }
             start = next

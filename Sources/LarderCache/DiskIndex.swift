@@ -89,14 +89,14 @@ struct DiskIndex {
         return [index]
     }
 
-    /// Entries whose URL starts with `prefix` among the slots from `start` on, at most `limit`
+    /// Entries whose URL starts with `prefix` (with `exactly`, is it) among the slots from `start` on, at most `limit`
     /// and at most `span` slots looked at; the slot to go on from, nil at the end. Slots, not the
     /// use order, so a walk can let go of the lock between calls and lose its place to nothing.
-    func entries(prefix: String, from start: Int, span: Int, limit: Int) -> (found: [Entry], next: Int?) {
+    func entries(prefix: String, exactly: Bool = false, from start: Int, span: Int, limit: Int) -> (found: [Entry], next: Int?) {
         var found: [Entry] = []
         var index = start
         while index < slots.count, index < start + span, found.count < limit {
-            if let entry = slots[index], entry.key.url.hasPrefix(prefix) { found.append(entry) }
+            if let entry = slots[index], exactly ? entry.key.url == prefix : entry.key.url.hasPrefix(prefix) { found.append(entry) }
             index += 1
         }
         return (found, index < slots.count ? index : nil)

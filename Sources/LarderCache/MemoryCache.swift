@@ -72,18 +72,19 @@ public final class MemoryCache: Sendable {
         }
     }
 
-    /// Stored variants whose URL starts with `prefix`, at most `limit`, in no particular order;
+    /// Stored variants whose URL starts with `prefix` (with `exactly`, is it), at most `limit`, in
+    /// no particular order;
     /// listing does not count as use. The lock is let go every ``listSpan`` slots, so a
     /// listing of a large tier does not stall the loops; an entry stored or moved meanwhile may
     /// be missed.
-    public func list(prefix: String, limit: Int) -> [StoredResponse] {
+    public func list(prefix: String, exactly: Bool = false, limit: Int) -> [StoredResponse] {
         var found: [StoredResponse] = []
         var start: Int? = 0
         while let from = start, found.count < limit {
             start = state.withLock { state -> Int? in
                 var slot = from
                 while slot < state.slots.count, slot < from + MemoryCache.listSpan, found.count < limit {
-                    if let key = state.slots[slot].key, key.url.hasPrefix(prefix) {
+                    if let key = state.slots[slot].key, exactly ? key.url == prefix : key.url.hasPrefix(prefix) {
                         found += state.slots[slot].variants.prefix(limit - found.count)
                     }
                     slot += 1

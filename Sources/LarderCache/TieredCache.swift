@@ -269,19 +269,20 @@ public final class TieredCache: Sendable {
         public var status: Int? = nil
     }
 
-    /// Stored variants whose URL starts with `prefix`, at most `limit`, sorted by URL: each once,
+    /// Stored variants whose URL starts with `prefix` (with `exactly`, is it), at most `limit`,
+    /// sorted by URL: each once,
     /// with the tiers holding it, its age and freshness at wall time `now`, and its hits. Neither
     /// tier is stalled for the whole walk (see ``MemoryCache/list(prefix:limit:)``), so this is a
     /// listing, not a snapshot. A variant only on disk has its head read for its age (one small
     /// read each, as a disk hit does): call this off the event loops.
-    public func list(prefix: String, limit: Int, now: Double) -> [Listing] {
+    public func list(prefix: String, exactly: Bool = false, limit: Int, now: Double) -> [Listing] {
         guard limit > 0 else { return [] }
         struct Variant: Hashable {
             let url: String
             let vary: [String: String]
         }
         var inMemory: [Variant: StoredResponse] = [:]
-        for stored in memory.list(prefix: prefix, limit: limit) {
+        for stored in memory.list(prefix: prefix, exactly: exactly, limit: limit) {
             inMemory[Variant(url: stored.key.url, vary: stored.varyValues)] = stored
         }
         // `stored`: the variant in memory, or its head read from disk.
@@ -298,7 +299,7 @@ public final class TieredCache: Sendable {
         }
         var listed: [Variant: Listing] = [:]
         // Twice the limit: entries also in memory leave room for those only on disk.
-        for entry in disk?.list(prefix: prefix, limit: 2 * limit) ?? [] {
+        for entry in disk?.list(prefix: prefix, exactly: exactly, limit: 2 * limit) ?? [] {
             let variant = Variant(url: entry.key.url, vary: entry.vary)
             if let stored = inMemory[variant] {
                 listed[variant] = listing(

@@ -1,9 +1,9 @@
 /// A route's `key`: how its cache key is built from the request URL (Squid's Store-ID), so that
 /// copies of one object under several URLs (mirrors) are stored once. Literal text, the
 /// placeholders `{scheme}`, `{host}`, `{port}`, `{path}` (without the query) and `{query}`
-/// (after `ignore_query`, without the `?`), and the route's `match` captures (`{name}`):
-/// `"debian:{path}"` merges mirrors laid out alike, `"debian:{file}"` with
-/// `match = "http://*/{base}/pool/{file}"` those that are not.
+/// (after `ignore_query`, without the `?`; only right after the key's first `?`), and the
+/// route's `match` captures (`{name}`): `"debian:{path}"` merges mirrors laid out alike,
+/// `"debian:{file}"` with `match = "http://*/{base}/pool/{file}"` those that are not.
 public struct KeyTemplate: Sendable, Hashable, CustomStringConvertible {
     public enum Part: Sendable, Hashable {
         case literal(String)
@@ -45,7 +45,17 @@ public struct KeyTemplate: Sendable, Hashable, CustomStringConvertible {
             case "host": part = .host
             case "port": part = .port
             case "path": part = .path
-            case "query": part = .query
+            case "query":
+                // Keys are shown where URLs are (listings, the access log, a ban's answer), and
+                // log.redact_query hides the values after a key's first '?' only.
+                guard literal.hasSuffix("?"), !text[..<open].dropLast().contains("?") else {
+                    throw ParseError(
+                        message:
+                            "{query} only right after a '?', the key's first (\"name:{path}?{query}\"): "
+                            + "log.redact_query hides the values after it, and there only",
+                        offset: text.distance(from: text.startIndex, to: open))
+                }
+                part = .query
             default:
                 guard !name.isEmpty, name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }) else {
                     throw ParseError(

@@ -41,11 +41,17 @@ extension ClientConnection {
         }
     }
 
-    /// What every prefix of `scope` lists, each variant once, sorted by key.
+    /// What every prefix and key of `scope` lists, each variant once, sorted by key.
     private static func list(_ cache: TieredCache, scope: KeyScope, limit: Int, now: Double) -> [TieredCache.Listing] {
         var found: [TieredCache.Listing] = []
-        for case .prefix(let prefix) in scope.patterns {
-            for entry in cache.list(prefix: prefix, limit: limit, now: now)
+        for pattern in scope.patterns {
+            let (text, exactly): (String, Bool)
+            switch pattern {
+            case .prefix(let prefix): (text, exactly) = (prefix, false)
+            case .exact(let key): (text, exactly) = (key, true)
+            case .glob: continue
+            }
+            for entry in cache.list(prefix: text, exactly: exactly, limit: limit, now: now)
             where !found.contains(where: { $0.key == entry.key && $0.vary == entry.vary }) {
                 found.append(entry)
             }

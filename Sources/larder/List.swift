@@ -78,12 +78,13 @@ struct List: ParsableCommand {
         var lines = ["      size  tier           age       ttl    hits  key  (vary)  url (when not the key)"]
         for entry in listing.entries {
             let vary =
-                entry.vary.isEmpty ? "" : "  (" + entry.vary.sorted(by: <).map { "\($0.key)=\($0.value)" }.joined(separator: ", ") + ")"
+                entry.vary.isEmpty
+                ? "" : "  (" + entry.vary.sorted(by: <).map { Text.printable("\($0.key)=\($0.value)") }.joined(separator: ", ") + ")"
             lines.append(
                 Format.bytes(Double(entry.bytes)).leftPadded(10) + "  " + Text.padded(entry.tier, to: 11)
                     + (entry.ageSeconds.map(String.init) ?? "-").leftPadded(7) + (entry.ttlSeconds.map(String.init) ?? "-").leftPadded(10)
-                    + String(entry.hits).leftPadded(8) + "  " + entry.key + vary
-                    + (entry.url.map { $0 == entry.key ? "" : "  \($0)" } ?? ""))
+                    + String(entry.hits).leftPadded(8) + "  " + Text.printable(entry.key) + vary
+                    + (entry.url.map { $0 == entry.key ? "" : "  \(Text.printable($0))" } ?? ""))
         }
         let more = listing.truncated ? " (more match: raise --limit or narrow the prefix)" : ""
         lines.append("\(listing.entries.count) entr\(listing.entries.count == 1 ? "y" : "ies")\(more)")

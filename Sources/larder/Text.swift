@@ -24,6 +24,26 @@ enum Text {
         return lines.joined(separator: "\n")
     }
 
+    /// `text` with the control characters a terminal acts on (C0, DEL; C1, which holds CSI and
+    /// OSC) written out, `\xNN` and `\u{NN}`: stored URLs and a client's Vary'd headers are
+    /// other people's text, and a damaged disk head anyone's bytes.
+    static func printable(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: isControl) else { return text }
+        var out = ""
+        for scalar in text.unicodeScalars {
+            guard isControl(scalar) else {
+                out.unicodeScalars.append(scalar)
+                continue
+            }
+            let hex = String(scalar.value, radix: 16, uppercase: true)
+            let digits = hex.count < 2 ? "0" + hex : hex
+            out += scalar.value < 0x80 ? "\\x\(digits)" : "\\u{\(digits)}"
+        }
+        return out
+    }
+
+    private static func isControl(_ scalar: Unicode.Scalar) -> Bool { scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) }
+
     /// `text` padded with spaces on the right to `width` characters (never cut).
     static func padded(_ text: String, to width: Int) -> String {
         text.count >= width ? text : text + String(repeating: " ", count: width - text.count)

@@ -45,6 +45,14 @@ private let errorCases: [ErrorCase] = [
         text: "[[route]]\nmatch = \"http://a/*\"\nimmutable = true\nkey = \"a:{path}#slice=0\"\n", line: 4, column: 16,
         message: "may not contain '#'"),
     ErrorCase(
+        name: "key with {query} after other text than '?'",
+        text: "[[route]]\nmatch = \"http://a/*\"\nimmutable = true\nkey = \"q:{path}:{query}\"\n", line: 4, column: 17,
+        message: "{query} only right after a '?'"),
+    ErrorCase(
+        name: "key starting with {query}",
+        text: "[[route]]\nmatch = \"http://a/*\"\nimmutable = true\nkey = \"{query}{path}\"\n", line: 4, column: 8,
+        message: "{query} only right after a '?'"),
+    ErrorCase(
         name: "disk.required neither boolean nor auto", text: "[disk]\nrequired = \"yes\"\n", line: 2, column: 12,
         message: "expected true, false or \"auto\""),
     ErrorCase(

@@ -128,5 +128,20 @@ extension IntegrationTests {
             let refused = try Self.larderCLI(["purge"] + admin + ["--prefix", "ftp://x"])
             #expect(refused.status != 0 && refused.err.contains("does not start with http://"))
         }
+
+        /// A client's Vary'd header may hold C1 controls (CSI, NEL): `ls` writes them escaped,
+        /// never to the operator's terminal as they are.
+        @Test func lsEscapesControlCharactersInWhatItPrints() throws {
+            let origin = try Origin()
+            try origin.script(
+                "/tty", [.init(headers: [("Vary", "X-Tag"), ("Cache-Control", "max-age=600")], body: "tty")], conditional: false)
+            let larder = try Larder()
+            let tag = "a\u{9B}31m\u{85}b"
+            #expect(try Curl.viaProxy(larder.proxy, ["-H", "X-Tag: \(tag)", origin.url("/tty")]).status == 200)
+            let ls = try Self.larderCLI(["ls", "--admin", "127.0.0.1:\(larder.adminPort)", origin.url("/tty")])
+            #expect(ls.status == 0 && ls.out.contains("1 entry"), "\(ls.out) \(ls.err)")
+            #expect(!ls.out.unicodeScalars.contains { (0x80...0x9F).contains($0.value) }, "\(ls.out.debugDescription)")
+            #expect(ls.out.contains("\\u{9B}31m") && ls.out.contains("\\u{85}b)"), "\(ls.out.debugDescription)")
+        }
     }
 }
