@@ -361,13 +361,17 @@ final class ClientConnection: IOHandler {
             key: exchange.customKey, user: user, agent: headers["User-Agent"], detail: detail)
     }
 
-    /// Lists a failed request among the dashboard's recent failures, its query redacted as in the log.
+    /// Lists a failed request among the dashboard's recent failures, its query redacted as in the
+    /// log, with the client's address. Not a request refused before it passed proxy
+    /// authentication (a 407, a head refused before it was checked): with those, anyone who can
+    /// connect could push the users' failures out of the list. They are counted and logged.
     func noteFailure(_ exchange: Exchange, cause: FailureCause) {
+        guard exchange.admitted else { return }
         let url = exchange.url?.description ?? exchange.head.targetText
         proxy.shared.recentFailures.record(
             .init(
-                time: Clocks.wallSeconds(), method: exchange.head.method.rawValue, url: proxy.loggable(url), status: exchange.status,
-                cause: cause))
+                time: Clocks.wallSeconds(), client: peer?.ipString ?? "-", method: exchange.head.method.rawValue,
+                url: proxy.loggable(url), status: exchange.status, cause: cause))
     }
 
     /// What the access log names as `head`'s target: an absolute URL is written from its parts.
