@@ -46,6 +46,8 @@ extension AccessLog {
         /// Squid's tags for a failure: `TCP_DENIED` for what the proxy refused, the
         /// `_TIMEDOUT` and `_ABORTED` suffixes for a timeout and a client gone.
         var squidCode: String {
+            // A stale answer's detail is the origin's failure, not its own.
+            if outcome == "stale" { return squidOutcomeCode }
             switch detail {
             case .refused?, .auth?, .loop?: return "TCP_DENIED"
             case .timeout?, .clientTimeout?: return squidOutcomeCode + "_TIMEDOUT"

@@ -217,6 +217,20 @@ import Testing
         #expect(json.first?.hasSuffix(#","user_agent":"caf\#u{E9} \\xE9t\\xC3"}"#) == true, "\(json)")
     }
 
+    /// A stale copy served because the origin failed names the origin's failure; in Squid's
+    /// format its tag stays `TCP_REFRESH_FAIL_OLD`, with no suffix of the failure's.
+    @Test func aStaleAnswerNamesTheOriginsFailure() throws {
+        let base = Self.entry()
+        let stale = AccessLog.Entry(
+            client: base.client, method: "GET", target: base.target, status: 200, outcome: "stale", bytes: 65,
+            durationNanos: base.durationNanos, attempts: 1, retries: nil, tls: nil, key: nil, user: nil, agent: nil, detail: .timeout)
+        let squid = try Self.lines(.squid, [stale])
+        #expect(squid.first?.contains(" TCP_REFRESH_FAIL_OLD/200 65 GET ") == true, "\(squid)")
+        #expect(squid.first?.hasSuffix(" ERR_READ_TIMEOUT/timeout") == true, "\(squid)")
+        let larder = try Self.lines(.larder, [stale])
+        #expect(larder.first?.hasSuffix(" 200 stale 65 1.234ms attempts=1 detail=timeout") == true, "\(larder)")
+    }
+
     @Test func squidLinesReplaceSpacesInTheTarget() throws {
         let lines = try Self.lines(.squid, [Self.entry(url: .text("http://example.test/a b"))])
         #expect(lines.count == 1)
