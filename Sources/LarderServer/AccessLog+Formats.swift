@@ -46,6 +46,8 @@ extension AccessLog {
         /// Squid's tags for a failure: `TCP_DENIED` for what the proxy refused, the
         /// `_TIMEDOUT` and `_ABORTED` suffixes for a timeout and a client gone.
         var squidCode: String {
+            // A stale answer's detail is the origin's failure, not its own.
+            if outcome == "stale" { return squidOutcomeCode }
             switch detail {
             case .refused?, .auth?, .loop?: return "TCP_DENIED"
             case .timeout?, .clientTimeout?: return squidOutcomeCode + "_TIMEDOUT"
@@ -103,8 +105,8 @@ extension AccessLog {
         case .absolute(let url): bound += url.textBound
         }
         bound += entry.outcome.utf8.count
-        bound += (entry.retries?.utf8.count ?? 0) + (entry.tls?.utf8.count ?? 0) + (entry.key?.utf8.count ?? 0)
-        bound += (entry.user?.utf8.count ?? 0) + (entry.agent?.utf8.count ?? 0) + (entry.detail?.rawValue.utf8.count ?? 0)
+        bound += (entry.retries?.utf8.count ?? 0) + (entry.tls?.utf8.count ?? 0) + (entry.detail?.rawValue.utf8.count ?? 0)
+        for text in [entry.key, entry.user, entry.agent] { bound += text.map(AccessLog.escapedBound) ?? 0 }
         appendLine(bound: bound) { writer in
             writeTimestamp(to: &writer)
             writer.append(32)
@@ -144,7 +146,7 @@ extension AccessLog {
             if let key = entry.key { AccessLog.writeQuoted(" key=", key, to: &writer) }
             // The proxy user (proxy.auth_users) and the client's User-Agent, quoted: client text.
             if let user = entry.user { AccessLog.writeQuoted(" user=", user, to: &writer) }
-            if let agent = entry.agent { AccessLog.writeQuoted(" ua=", agent, to: &writer) }
+            if let agent = entry.agent { AccessLog.writeQuoted(" ua=", agent, wire: true, to: &writer) }
             // Last, so that the fields before keep their places: why it failed.
             if let detail = entry.detail {
                 writer.append(" detail=" as StaticString)
@@ -223,7 +225,7 @@ extension AccessLog {
         buffer.append(32)
         appendDecimal(entry.bytes)
         buffer.append(contentsOf: " \"-\" ".utf8)
-        appendQuoted("", entry.agent ?? "-")
+        appendQuoted("", entry.agent ?? "-", wire: true)
         if let detail = entry.detail {
             buffer.append(contentsOf: " \"".utf8)
             buffer.append(contentsOf: detail.rawValue.utf8)
@@ -260,7 +262,7 @@ extension AccessLog {
         ] {
             guard let value else { continue }
             buffer.append(contentsOf: ",\"\(name)\":".utf8)
-            appendJSONString(value)
+            appendJSONString(value, wire: name == "user_agent")
         }
         buffer.append(UInt8(ascii: "}"))
     }
@@ -279,11 +281,20 @@ extension AccessLog {
         }
     }
 
-    /// ``appendSanitized(_:space:)`` over bytes already written, in place.
+    /// ``appendSanitized(_:space:)`` over bytes already written, in place: a C1 control's two
+    /// bytes of UTF-8 (C2 80-9F) become two `'`.
     static func sanitize(_ bytes: UnsafeMutableBufferPointer<UInt8>, space: UInt8) {
-        for index in 0..<bytes.count {
+        var index = 0
+        while index < bytes.count {
             let byte = bytes[index]
+            if byte == 0xC2, index + 1 < bytes.count, bytes[index + 1] >= 0x80, bytes[index + 1] <= 0x9F {
+                bytes[index] = UInt8(ascii: "'")
+                bytes[index + 1] = UInt8(ascii: "'")
+                index += 2
+                continue
+            }
             bytes[index] = byte == 32 ? space : byte < 0x20 || byte == UInt8(ascii: "\"") || byte == 0x7F ? UInt8(ascii: "'") : byte
+            index += 1
         }
     }
 
@@ -303,23 +314,11 @@ extension AccessLog {
         }
     }
 
-    /// A JSON string (RFC 8259 §7): quote, backslash and control characters escaped.
-    private func appendJSONString(_ text: String) {
-        let hex = Array("0123456789abcdef".utf8)
+    /// A JSON string (RFC 8259 §7): quote, backslash and control characters escaped
+    /// (``appendJSONEscaped(_:wire:to:)``).
+    private func appendJSONString(_ text: String, wire: Bool = false) {
         buffer.append(UInt8(ascii: "\""))
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""), UInt8(ascii: "\\"):
-                buffer.append(UInt8(ascii: "\\"))
-                buffer.append(byte)
-            case 0..<0x20:
-                buffer.append(contentsOf: "\\u00".utf8)
-                buffer.append(hex[Int(byte >> 4)])
-                buffer.append(hex[Int(byte & 15)])
-            default:
-                buffer.append(byte)
-            }
-        }
+        AccessLog.appendJSONEscaped(text, wire: wire, to: &buffer)
         buffer.append(UInt8(ascii: "\""))
     }
 }

@@ -158,25 +158,20 @@ final class AccessLog {
         buffer.append(contentsOf: UnsafeBufferPointer(rebasing: scratch[..<writer.count]))
     }
 
-    /// ` name="value"`, with quotes and control bytes replaced so a value cannot end the field
-    /// or the line.
-    func appendQuoted(_ name: StaticString, _ value: String) {
-        appendLine(bound: name.utf8CodeUnitCount + 2 + value.utf8.count) { AccessLog.writeQuoted(name, value, to: &$0) }
+    /// ` name="value"`, with quotes and control characters replaced so a value cannot end the
+    /// field or the line (``writeEscaped(_:wire:to:)``). `wire`: a header's value.
+    func appendQuoted(_ name: StaticString, _ value: String, wire: Bool = false) {
+        appendLine(bound: name.utf8CodeUnitCount + 2 + AccessLog.escapedBound(value)) {
+            AccessLog.writeQuoted(name, value, wire: wire, to: &$0)
+        }
     }
 
-    /// ``appendQuoted(_:_:)`` through a writer: the name, then two bytes more than the value.
-    static func writeQuoted(_ name: StaticString, _ value: String, to writer: inout ByteWriter) {
+    /// ``appendQuoted(_:_:wire:)`` through a writer: the name, then at most two bytes more than
+    /// ``escapedBound(_:)``.
+    static func writeQuoted(_ name: StaticString, _ value: String, wire: Bool = false, to writer: inout ByteWriter) {
         writer.append(name)
         writer.append(UInt8(ascii: "\""))
-        ASCII.withUTF8(of: value) { bytes in
-            writer.append(length: bytes.count) { out in
-                for index in 0..<bytes.count {
-                    let byte = bytes[index]
-                    out[index] =
-                        byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 || byte == 0x7F ? UInt8(ascii: "'") : byte
-                }
-            }
-        }
+        writeEscaped(value, wire: wire, to: &writer)
         writer.append(UInt8(ascii: "\""))
     }
 

@@ -63,6 +63,7 @@ extension ClientConnection {
 
     /// Checks the target and routes the request (after authentication, if any).
     func route(_ exchange: Exchange) {
+        exchange.admitted = true
         // `exchange.head` is read in place here and below: a local copy retains its strings.
         let runtime = exchange.runtime
         let url: AbsoluteURL

@@ -78,6 +78,7 @@ extension ClientConnection: FillReader {
                 return false
             }
             if let stale = fill.staleAnswer {
+                exchange.staleBecause = fill.staleCause
                 answerFromFill(exchange, fill: fill, stored: stale, detail: "stale-if-error")
                 return false
             }

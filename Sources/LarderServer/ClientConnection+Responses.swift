@@ -235,10 +235,12 @@ extension ClientConnection {
     }
 
     /// Queues a response Larder generates itself (errors, refusals): a one-line text body.
+    /// Returns the body bytes queued (none for a HEAD), which the access line counts.
+    @discardableResult
     func queueGenerated(
         status: Int, message: String, cacheStatus: String?, close: Bool, version: HTTPVersion = .http1_1,
         headOnly: Bool = false, extra: [(String, String)] = []
-    ) {
+    ) -> Int {
         let body = Array((message + "\n").utf8)
         var bytes: [UInt8] = []
         bytes.reserveCapacity(256 + body.count)
@@ -258,6 +260,7 @@ extension ClientConnection {
         bytes.append(contentsOf: HeadSerializer.crlf)
         if !headOnly { bytes.append(contentsOf: body) }
         output.append(bytes)
+        return headOnly ? 0 : body.count
     }
 
     /// Answers the current exchange with a generated response and finishes it.
@@ -271,7 +274,7 @@ extension ClientConnection {
         if let cause { exchange.failure = cause }
         let close = closesAfter(exchange)
         let cacheStatus = exchange.cacheStatus
-        queueGenerated(
+        exchange.bodyBytesSent = queueGenerated(
             status: status, message: message,
             cacheStatus: cacheStatus.hit || cacheStatus.fwd != nil || cacheStatus.detail != nil ? cacheStatus.rendered : nil,
             close: close, version: exchange.head.version, headOnly: exchange.head.method == .head, extra: extra)

@@ -233,6 +233,7 @@ extension ClientConnection {
     /// error), a failure, or its head.
     private func checkSliceFill(_ fill: Fill, exchange: Exchange) -> Bool {
         if let stored = fill.refreshed ?? fill.staleAnswer {
+            if fill.refreshed == nil { exchange.staleBecause = fill.staleCause }
             leaveSliceFill(fill, exchange: exchange)
             let headers = stored.headers
             if let range = headers["Content-Range"].flatMap(ContentRange.init),

@@ -344,6 +344,8 @@ final class ClientConnection: IOHandler {
         }
         let detail = exchange.failure ?? (exchange.outcome == .error ? FailureCause.implied(byStatus: exchange.status) : nil)
         if let detail { noteFailure(exchange, cause: detail) }
+        // A stale answer the origin's failure brought (stale-if-error) names it, though it is not a failure.
+        let logged = detail ?? exchange.staleBecause
         // The target's text is built only for a log that is on; the admin listener's requests
         // (a dashboard polls every second) only when asked for. The onboarding page's, on the
         // proxy port, always: who fetched the CA is worth a line.
@@ -358,16 +360,20 @@ final class ClientConnection: IOHandler {
             url: interception == nil ? Self.logTarget(exchange.head) : .text(exchange.url?.description ?? exchange.head.targetText),
             status: exchange.status, outcome: exchange.outcome.rawValue, bytes: exchange.bodyBytesSent,
             durationNanos: duration, attempts: exchange.attempts, retries: exchange.retries, tls: interception?.tls.version,
-            key: exchange.customKey, user: user, agent: headers["User-Agent"], detail: detail)
+            key: exchange.customKey, user: user, agent: headers["User-Agent"], detail: logged)
     }
 
-    /// Lists a failed request among the dashboard's recent failures, its query redacted as in the log.
+    /// Lists a failed request among the dashboard's recent failures, its query redacted as in the
+    /// log, with the client's address. Not a request refused before it passed proxy
+    /// authentication (a 407, a head refused before it was checked): with those, anyone who can
+    /// connect could push the users' failures out of the list. They are counted and logged.
     func noteFailure(_ exchange: Exchange, cause: FailureCause) {
+        guard exchange.admitted else { return }
         let url = exchange.url?.description ?? exchange.head.targetText
         proxy.shared.recentFailures.record(
             .init(
-                time: Clocks.wallSeconds(), method: exchange.head.method.rawValue, url: proxy.loggable(url), status: exchange.status,
-                cause: cause))
+                time: Clocks.wallSeconds(), client: peer?.ipString ?? "-", method: exchange.head.method.rawValue,
+                url: proxy.loggable(url), status: exchange.status, cause: cause))
     }
 
     /// What the access log names as `head`'s target: an absolute URL is written from its parts.
@@ -385,10 +391,11 @@ final class ClientConnection: IOHandler {
     /// Sends `error` as a response and closes: the bytes after a malformed head cannot be trusted.
     func rejectAndClose(_ error: HTTPParseError) {
         let head = exchange?.head
-        queueGenerated(
+        let bodyBytes = queueGenerated(
             status: error.status, message: error.reason, cacheStatus: nil, close: true,
             version: head?.version ?? .http1_1)
         if let exchange {
+            exchange.bodyBytesSent = bodyBytes
             exchange.status = error.status
             exchange.outcome = .error
             exchange.failure = FailureCause(error)
@@ -398,7 +405,8 @@ final class ClientConnection: IOHandler {
             // No exchange (the head itself was malformed): still one access line, with its status.
             proxy.shared.stats.countStatus(error.status)
             proxy.accessLog.record(
-                client: peer, method: "-", url: .text("-"), status: error.status, outcome: RequestOutcome.error.rawValue, bytes: 0,
+                client: peer, method: "-", url: .text("-"), status: error.status, outcome: RequestOutcome.error.rawValue,
+                bytes: bodyBytes,
                 durationNanos: 0, attempts: 0, detail: FailureCause(error))
             closeWhenFlushed = true
             flushSoon()

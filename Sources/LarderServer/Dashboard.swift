@@ -72,7 +72,7 @@ enum Dashboard {
             <div class="sub"><span id="history-samples" data-value="0">–</span> samples kept by the daemon, one every
               <span id="history-interval" data-value="0">–</span> · <span id="history-span" data-value="0">–</span> drawn</div></section>
           <section class="card wide"><h2>Recent failures</h2>
-            <table><thead><tr><th>Time</th><th>Request</th><th class="num">Status</th><th>Cause</th></tr></thead>
+            <table><thead><tr><th>Time</th><th>Client</th><th>Request</th><th class="num">Status</th><th>Cause</th></tr></thead>
             <tbody id="failures-list"></tbody></table><div class="sub" id="failures-none">none since the start</div></section>
           <section class="card wide"><h2>Bytes saved by route</h2>
             <table><thead><tr><th>Route</th><th class="num">Requests</th><th class="num">From cache</th><th class="num">Bytes saved</th></tr></thead>
@@ -195,6 +195,7 @@ enum Dashboard {
           $("failures-none").style.display = failures.length ? "none" : "";
           $("failures-list").innerHTML = failures.map(f =>
             `<tr data-cause="${escape(f.cause)}" data-status="${f.status}"><td>${escape(new Date(f.time * 1000).toISOString().slice(11, 19))}</td>` +
+            `<td>${escape(f.client || "-")}</td>` +
             `<td>${escape(f.method)} ${escape(f.url)}</td><td class="num">${f.status}</td><td>${escape(f.cause)}</td></tr>`).join("");
           $("routes").innerHTML = (s.routes || []).map(r =>
             `<tr data-route="${escape(r.route)}"><td>${escape(r.route)}</td><td class="num" data-value="${r.requests}">${r.requests.toLocaleString("en")}</td>` +

@@ -40,6 +40,13 @@ final class Exchange {
     var retries: String?
     /// Why it failed, when Larder answered (or ended) it with an error (the access log's `detail`).
     var failure: FailureCause?
+    /// How the origin failed when a stale copy answered instead (stale-if-error): the access
+    /// log's `detail` for a request that did not fail itself, so not a recent failure.
+    var staleBecause: FailureCause?
+    /// The request passed proxy authentication (or none is asked for): only such a request's
+    /// failure is listed among the dashboard's recent failures, which a client that is not a
+    /// user could otherwise fill with its own.
+    var admitted = false
 
     var policy: CachePolicy = .http
     var directives = RequestDirectives.none

@@ -52,6 +52,8 @@ final class Fill: UpstreamTransferDelegate {
     var refreshed: StoredResponse?
     /// The origin failed and a stale stored response answers instead (stale-if-error).
     private(set) var staleAnswer: StoredResponse?
+    /// How the origin failed when ``staleAnswer`` stands in: the access log's `detail` for it.
+    private(set) var staleCause: FailureCause?
     /// The status the origin answered a validation or failing request with (Cache-Status
     /// fwd-status).
     var upstreamStatus: Int?
@@ -506,6 +508,8 @@ final class Fill: UpstreamTransferDelegate {
             // RFC 5861 §4: the origin erred; a stale copy is a better answer than its error.
             upstreamStatus = forwarded.status
             staleAnswer = options.fallback
+            // An error status from the origin, not a failure to reach it.
+            staleCause = .upstream
             proxy.shared.stats.staleServedOnError.add(1)
             cancel(reason: "answered from a stale copy")
             outcome = .success(())
@@ -608,6 +612,7 @@ final class Fill: UpstreamTransferDelegate {
                     now: Clocks.wallSeconds())
             {
                 staleAnswer = fallback
+                staleCause = FailureCause(error)
                 proxy.shared.stats.staleServedOnError.add(1)
                 outcome = .success(())
             }

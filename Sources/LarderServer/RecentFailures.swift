@@ -1,7 +1,7 @@
 import LarderIO
 
-/// The last failed requests (`/stats` `recent_failures`, the dashboard's list): when, what,
-/// the status and the access log's cause. Bounded to ``capacity``; the oldest goes first.
+/// The last failed requests (`/stats` `recent_failures`, the dashboard's list): when, from which
+/// client, what, the status and the access log's cause. Bounded to ``capacity``; the oldest goes first.
 ///
 /// State: the ring is behind one mutex, taken only for a failure or a read of the list, never
 /// for a request that succeeded.
@@ -9,6 +9,8 @@ final class RecentFailures: Sendable {
     /// One failure, its URL already redacted as the access log's (`log.redact_query`).
     struct Failure: Sendable, Equatable {
         var time: Double
+        /// The client's address, without its port.
+        var client: String
         var method: String
         var url: String
         var status: Int

@@ -67,10 +67,12 @@ public struct StatsDocument: Codable, Sendable, Equatable {
         public var p99Seconds: Double?
     }
 
-    /// One failed request: when (Unix seconds), what (its URL's query redacted as in the access
-    /// log), the status and the cause (the access log's `detail`).
+    /// One failed request: when (Unix seconds), the client's address, what (its URL's query
+    /// redacted as in the access log), the status and the cause (the access log's `detail`).
     public struct Failure: Codable, Sendable, Equatable {
         public var time: Double
+        /// Absent from a daemon older than the field.
+        public var client: String?
         public var method: String
         public var url: String
         public var status: Int
@@ -349,7 +351,7 @@ extension StatsDocument {
             digestMismatches: stats.digestMismatches.load(),
             latency: Latency(shared.metrics.requestDuration),
             recentFailures: shared.recentFailures.all.map {
-                Failure(time: $0.time, method: $0.method, url: $0.url, status: $0.status, cause: $0.cause.rawValue)
+                Failure(time: $0.time, client: $0.client, method: $0.method, url: $0.url, status: $0.status, cause: $0.cause.rawValue)
             },
             history: History(
                 intervalSeconds: Double(shared.history.interval) / 1e9, capacity: shared.history.capacity,

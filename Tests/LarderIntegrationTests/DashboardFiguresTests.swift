@@ -60,5 +60,30 @@ extension IntegrationTests {
             let row = dom.range(of: "<tr data-route=\"\(route)\">").map { String(dom[$0.lowerBound...].prefix(600)) } ?? ""
             #expect(row.contains("data-value=\"\(3 * 1500)\""), "bytes saved on the route's row: \(row)")
         }
+
+        /// A client that is not a user cannot push the users' failures out of the list with
+        /// 407s: only requests that passed authentication are listed (the others are still
+        /// counted), each with the client's address, on the dashboard too.
+        @Test func onlyAdmittedRequestsFailuresAreListedEachWithItsClient() throws {
+            let alice = try hashPassword(user: "alice", password: "correct horse")
+            let dead = try freePort()
+            let larder = try Larder(config: "[proxy]\nauth_users = [\"\(alice)\"]\n[retry]\nstrategy = \"none\"\n")
+            let mine = "http://127.0.0.1:\(dead)/mine"
+            #expect(try Curl.viaProxy(larder.proxy, ["--proxy-user", "alice:correct horse", mine]).status == 502)
+            for index in 0..<21 {
+                #expect(try Curl.viaProxy(larder.proxy, ["http://127.0.0.1:\(dead)/flood/\(index)"]).status == 407)
+            }
+            #expect(try Curl.viaProxy(larder.proxy, ["--proxy-user", "alice:wrong", "http://127.0.0.1:\(dead)/wrong"]).status == 407)
+
+            let stats = try larder.stats()
+            let failures = stats["recent_failures"] as? [[String: Any]] ?? []
+            #expect(failures.count == 1, "\(failures)")
+            #expect(failures.first?["url"] as? String == mine, "\(failures)")
+            #expect(failures.first?["client"] as? String == "127.0.0.1", "\(failures)")
+            #expect((stats["refused"] as? [String: Any])?["proxy_auth"] as? Int == 22, "the refusals are still counted")
+
+            guard let (dom, _) = try Operations.renderDashboard(larder) else { return }
+            #expect(dom.contains("<td>127.0.0.1</td><td>GET \(mine)</td>"), "the client on the failure's row: \(dom)")
+        }
     }
 }

@@ -68,6 +68,32 @@ extension IntegrationTests {
             lines.first { $0.contains(url) && !$0.contains(" CONNECT ") && !$0.contains("\"CONNECT") } ?? "no line for \(url) in \(lines)"
         }
 
+        /// Larder's own error answers are logged with the body bytes the client got, and a stale
+        /// copy answering for an origin that failed (stale-if-error) names how it failed.
+        @Test func generatedAnswersLogTheirBytesAndAStaleAnswerItsOriginsFailure() throws {
+            var origin: Origin? = try Origin()
+            let dead = try freePort()
+            let larder = try Larder(config: "[retry]\nstrategy = \"none\"\n")
+            let failed = try Curl.viaProxy(larder.proxy, ["http://127.0.0.1:\(dead)/gone"])
+            #expect(failed.status == 502 && !failed.body.isEmpty)
+            let url = try #require(origin).url("/kept?cc=max-age=1")
+            #expect(try Curl.viaProxy(larder.proxy, [url]).status == 200)
+            origin = nil  // stopped: its port refuses connections
+            Thread.sleep(forTimeInterval: 2.5)  // past the copy's max-age
+            let stale = try Curl.viaProxy(larder.proxy, [url])
+            #expect(stale.status == 200 && stale.header("cache-status")?.contains("stale-if-error") == true, "\(stale.headers)")
+            var lines: [String] = []
+            _ = waitUntil(seconds: 10) {
+                lines = larder.child.stdout.split(separator: "\n").map(String.init)
+                return lines.filter { $0.contains("/kept") }.count >= 2
+            }
+            let gone = Self.line(lines, "/gone")
+            #expect(gone.contains(" 502 error \(failed.body.count) "), "\(gone)")
+            let served = lines.last { $0.contains("/kept") } ?? "\(lines)"
+            #expect(served.contains(" 200 stale \(stale.body.count) ") && served.hasSuffix(" detail=connect"), "\(served)")
+            #expect(!(try larder.stats()["recent_failures"] as? [[String: Any]] ?? []).contains { "\($0["url"] ?? "")".contains("/kept") })
+        }
+
         @Test func larderLinesEndWithTheCause() throws {
             let (lines, failures, target) = try Self.logged(format: "larder")
             for (url, cause) in [

@@ -180,6 +180,57 @@ import Testing
         #expect(tags == ["TCP_DENIED/502", "TCP_MISS_TIMEDOUT/502"])
     }
 
+    /// C1 controls (U+0080-U+009F: CSI, OSC...) steer a terminal as C0 ones do: they are
+    /// replaced in every format, whether a header sent them as UTF-8 (each byte one Latin-1
+    /// scalar as parsed) or a user name has them; a header's lone C1 byte is not UTF-8, `\xNN`.
+    @Test func c1ControlsAreEscapedInEveryFormat() throws {
+        // A User-Agent as the header parser gives it: a lone byte 0x9B, then OSC in UTF-8 (C2 9D).
+        let agent = "a\u{9B}31mb\u{C2}\u{9D}0;x\u{7}c"
+        let user = "u\u{9B}v"
+        let entries = [Self.entry(user: user, agent: agent)]
+        let larder = try Self.lines(.larder, entries)
+        #expect(larder.first?.hasSuffix(#" user="u'v" ua="a\x9B31mb'0;x'c""#) == true, "\(larder)")
+        let combined = try Self.lines(.combined, entries)
+        #expect(combined.first?.hasSuffix(#" "-" "a\x9B31mb'0;x'c""#) == true, "\(combined)")
+        #expect(combined.first?.contains("u%C2%9Bv") == true, "\(combined)")
+        let json = try Self.lines(.json, entries)
+        #expect(
+            json.first?.hasSuffix(#","user":"u\u009bv","user_agent":"a\\x9B31mb\u009d0;x\u0007c"}"#) == true, "\(json)")
+        // A URL's text (ASCII as parsed; here as if it were not).
+        let squid = try Self.lines(.squid, [Self.entry(url: .text("http://example.test/a\u{9B}b"))])
+        #expect(squid.first?.contains(" http://example.test/a''b ") == true, "\(squid)")
+        for line in larder + combined + json + squid {
+            #expect(!line.unicodeScalars.contains { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }, "\(line)")
+        }
+    }
+
+    /// A User-Agent's obs-text bytes that are UTF-8 are logged as the text they spell, not one
+    /// character a byte; bytes that are not UTF-8 are written as `\xNN`.
+    @Test func aHeadersUTF8IsLoggedAsTextAndOtherBytesEscaped() throws {
+        // "é" sent as UTF-8 (C3 A9), then a lone 0xE9, as the parser decodes them: a scalar a byte.
+        let agent = "caf\u{C3}\u{A9} \u{E9}t\u{C3}"
+        let larder = try Self.lines(.larder, [Self.entry(user: "jos\u{E9}", agent: agent)])
+        #expect(larder.first?.hasSuffix(#" user="jos\#u{E9}" ua="caf\#u{E9} \xE9t\xC3""#) == true, "\(larder)")
+        let combined = try Self.lines(.combined, [Self.entry(agent: agent)])
+        #expect(combined.first?.hasSuffix(#" "-" "caf\#u{E9} \xE9t\xC3""#) == true, "\(combined)")
+        let json = try Self.lines(.json, [Self.entry(agent: agent)])
+        #expect(json.first?.hasSuffix(#","user_agent":"caf\#u{E9} \\xE9t\\xC3"}"#) == true, "\(json)")
+    }
+
+    /// A stale copy served because the origin failed names the origin's failure; in Squid's
+    /// format its tag stays `TCP_REFRESH_FAIL_OLD`, with no suffix of the failure's.
+    @Test func aStaleAnswerNamesTheOriginsFailure() throws {
+        let base = Self.entry()
+        let stale = AccessLog.Entry(
+            client: base.client, method: "GET", target: base.target, status: 200, outcome: "stale", bytes: 65,
+            durationNanos: base.durationNanos, attempts: 1, retries: nil, tls: nil, key: nil, user: nil, agent: nil, detail: .timeout)
+        let squid = try Self.lines(.squid, [stale])
+        #expect(squid.first?.contains(" TCP_REFRESH_FAIL_OLD/200 65 GET ") == true, "\(squid)")
+        #expect(squid.first?.hasSuffix(" ERR_READ_TIMEOUT/timeout") == true, "\(squid)")
+        let larder = try Self.lines(.larder, [stale])
+        #expect(larder.first?.hasSuffix(" 200 stale 65 1.234ms attempts=1 detail=timeout") == true, "\(larder)")
+    }
+
     @Test func squidLinesReplaceSpacesInTheTarget() throws {
         let lines = try Self.lines(.squid, [Self.entry(url: .text("http://example.test/a b"))])
         #expect(lines.count == 1)
