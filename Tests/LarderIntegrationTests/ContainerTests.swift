@@ -103,6 +103,45 @@ extension IntegrationTests {
             #expect(try Curl.run(["http://127.0.0.1:\(larder.adminPort)/healthz"]).status == 200, "health stays open")
         }
 
+        /// Processes starting together on one empty ca_dir (two `serve`s, the unit's
+        /// `ca init --if-missing`) make one CA between them: every one succeeds, exactly one says
+        /// it made the CA, and what it made is the pair on disk, which the others then use.
+        @Test func processesStartingTogetherMakeOneCA() throws {
+            let directory = Paths.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            // A few rounds, each on a fresh directory: the race is a matter of milliseconds.
+            for round in 0..<4 {
+                let ca = "\(directory)/ca\(round)"
+                let path = "\(directory)/larder\(round).toml"
+                try "[tls]\nintercept = [\"a.example\"]\nca_dir = \"\(ca)\"\n".write(toFile: path, atomically: true, encoding: .utf8)
+                var inits: [ChildProcess] = []
+                var serves: [ChildProcess] = []
+                for index in 0..<6 {
+                    if index % 3 == 0 {
+                        let arguments = [
+                            "serve", "--config", path, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--cache-dir",
+                            "\(directory)/cache\(round)-\(index)",
+                        ]
+                        serves.append(try ChildProcess(Paths.larder, arguments, environment: ["PATH": "/usr/bin:/bin"]))
+                    } else {
+                        inits.append(try ChildProcess(Paths.larder, ["ca", "init", "--if-missing", "--config", path]))
+                    }
+                }
+                defer { for serve in serves { serve.stop() } }
+                for serve in serves { try serve.waitForOutput(timeout: 30) { $0.contains("listening") } }
+                for child in inits { #expect(child.terminationStatus == 0, "\(child.stderr)") }
+
+                let shown = try Self.run(["ca", "show", "--dir", ca])
+                #expect(shown.terminationStatus == 0, "the key on disk is the certificate's: \(shown.stderr)")
+                let line = shown.stdout.split(separator: "\n").first { $0.contains("sha256:") }
+                let fingerprint = try #require(line?.split(separator: " ").last.map(String.init), "\(shown.stdout)")
+                let creators =
+                    inits.map(\.stdout).filter { $0.contains("created") } + serves.map(\.stderr).filter { $0.contains("created the CA") }
+                #expect(creators.count == 1, "round \(round): \(creators)")
+                #expect(creators.allSatisfy { $0.contains(fingerprint) }, "made \(creators), on disk \(fingerprint)")
+            }
+        }
+
         /// The HEALTHCHECK's command finds a non-default admin address in the configuration
         /// (--config, or $LARDER_CONFIG as the image's /etc/larder/larder.toml is found), and
         /// says unhealthy (exit 1) with the reason.
