@@ -142,6 +142,52 @@ extension IntegrationTests {
             }
         }
 
+        /// `larder health` against an admin listener that misbehaves (Fixtures/hostile_admin.py):
+        /// a 2 GB body, an endless chunked one, one byte every half second, terminal control
+        /// sequences. Each is unhealthy (exit 1) within the command's 5 seconds, with the reason,
+        /// and nothing the server sent can drive the terminal.
+        @Test(arguments: [
+            ("huge", "over 4096 bytes"), ("endless", "over 4096 bytes"), ("drip", "no whole answer within 5 s"),
+            ("control", "503 draining \\u{1B}]0;owned\\u{7}\\u{1B}[2J\\u{9B}31m"),
+        ])
+        func healthIsBoundedAgainstAHostileListener(mode: String, reason: String) throws {
+            let (health, elapsed) = try Self.runAgainstHostileListener(mode: mode, ["health"])
+            #expect(health.terminationStatus == 1, "\(mode): \(health.stderr)")
+            #expect(elapsed < 8, "\(mode): took \(elapsed) s")
+            #expect(health.stderr.contains(reason), "\(mode): \(health.stderr)")
+            let output = Array((health.stdout + health.stderr).utf8)
+            #expect(!output.contains(0x1B) && !output.contains(0x07) && !output.contains(0x0D), "\(mode): \(output)")
+            #expect(output.count < 1024, "\(mode): printed \(output.count) bytes")
+        }
+
+        /// The other admin commands keep at most 64 MiB of an answer.
+        @Test(arguments: ["huge", "endless"]) func adminCommandsRefuseAnOversizedAnswer(mode: String) throws {
+            let (listing, elapsed) = try Self.runAgainstHostileListener(mode: mode, ["ls", "--token", "t"])
+            #expect(listing.terminationStatus == 1, "\(mode): \(listing.stderr)")
+            #expect(listing.stderr.contains("over \(64 << 20) bytes"), "\(mode): \(listing.stderr)")
+            #expect(elapsed < 10, "\(mode): took \(elapsed) s")
+        }
+
+        /// Runs `larder ARGUMENTS --admin` against Fixtures/hostile_admin.py in `mode`, killed
+        /// after 12 s (so a command that does not stop fails its test, not the suite).
+        static func runAgainstHostileListener(mode: String, _ arguments: [String]) throws -> (ChildProcess, TimeInterval) {
+            let script = Paths.root + "/Tests/LarderIntegrationTests/Fixtures/hostile_admin.py"
+            let server = try ChildProcess("/usr/bin/env", ["python3", script, mode])
+            defer { server.kill() }
+            let port = try #require(Int(Self.trimmedFirstLine(try server.waitForOutput(stream: \.stdout) { $0.contains("\n") })))
+            let started = Date()
+            let child = try ChildProcess(Paths.larder, arguments + ["--admin", "127.0.0.1:\(port)"])
+            while child.isRunning && Date().timeIntervalSince(started) < 12 { usleep(20_000) }
+            let elapsed = Date().timeIntervalSince(started)
+            #expect(!child.isRunning, "\(mode): \(arguments) still running after \(elapsed) s")
+            child.kill()
+            return (child, elapsed)
+        }
+
+        static func trimmedFirstLine(_ text: String) -> String {
+            String(text.split(separator: "\n").first ?? "").trimmingCharacters(in: .whitespaces)
+        }
+
         /// The HEALTHCHECK's command finds a non-default admin address in the configuration
         /// (--config, or $LARDER_CONFIG as the image's /etc/larder/larder.toml is found), and
         /// says unhealthy (exit 1) with the reason.
