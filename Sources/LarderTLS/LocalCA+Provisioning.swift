@@ -37,9 +37,22 @@ extension LocalCA {
     }
 
     /// Makes the CA `tls` asks for (``provision(for:)``): its facts, or nil when nothing was made.
+    /// A directory holding one file of the two may be another process making the CA: the lock
+    /// is waited for, and what is there then decides.
     public static func createIfMissing(for tls: TLSConfig) throws(Failure) -> CertificateFacts? {
-        guard case .create(let names) = provision(for: tls) else { return nil }
-        return try create(in: tls.caDirectory, permitting: names, rotate: false)
+        guard !tls.intercept.isEmpty else { return nil }
+        let certificate = presence(of: tls.caDirectory + "/" + certificateFile)
+        let key = presence(of: tls.caDirectory + "/" + keyFile)
+        // Both there: nothing to make, and no lock file to write (the directory may be read-only).
+        // One that cannot be looked at is left to load(from:) to report.
+        if certificate == .present && key == .present || certificate == .unknown || key == .unknown { return nil }
+        let names = permittedNames(for: tls.intercept)
+        guard certificate == .absent && key == .absent else {
+            // Half a CA, perhaps half made: wait for its maker if it is one. A lock that cannot be
+            // taken (a read-only directory) leaves the half CA to load(from:) to report.
+            return (try? create(in: tls.caDirectory, permitting: names, rotate: false, onlyIfAbsent: true)) ?? nil
+        }
+        return try create(in: tls.caDirectory, permitting: names, rotate: false, onlyIfAbsent: true)
     }
 
     /// Whether a directory entry is at `path` (a dangling link counts: it is not replaced).

@@ -81,15 +81,45 @@ public enum LocalCA {
     /// place, the key first). `permitting`: the DNS names to constrain it to; nil for none.
     @discardableResult
     public static func create(in directory: String, permitting: [String]?, rotate: Bool) throws(Failure) -> CertificateFacts {
+        // Not nil: without `onlyIfAbsent`, a file there is an error, not a reason to skip.
+        try create(in: directory, permitting: permitting, rotate: rotate, onlyIfAbsent: false)!
+    }
+
+    /// The lock file in `tls.ca_dir` held while a CA is checked for and made, so that two
+    /// processes starting on one empty directory (two `serve`s, `ca init --if-missing` beside
+    /// `serve`) make one CA between them rather than two half-overwritten ones.
+    public static let lockFile = ".ca.lock"
+
+    /// ``create(in:permitting:rotate:)`` under ``lockFile``, with presence checked again once
+    /// the lock is held: `onlyIfAbsent` returns nil when a file of the CA is there by then (made
+    /// by whoever held the lock first), which the caller then loads like any CA on disk.
+    public static func create(
+        in directory: String, permitting: [String]?, rotate: Bool, onlyIfAbsent: Bool
+    ) throws(Failure) -> CertificateFacts? {
         let certificatePath = directory + "/" + certificateFile
         let keyPath = directory + "/" + keyFile
-        if !rotate {
-            for path in [certificatePath, keyPath] where access(path, F_OK) == 0 {
-                throw Failure("\(path) exists; pass --rotate to replace the CA (clients must then trust the new one)")
-            }
-        }
         if permitting?.isEmpty == true {
             throw Failure("tls.intercept lists no host to constrain the CA to; list them first, or pass --unconstrained")
+        }
+        let lock: Int32
+        do {
+            try FileSystem.makeDirectories(directory)
+            lock = try Syscall.call("open", path: directory + "/" + lockFile) { open($0, O_RDWR | O_CREAT | O_CLOEXEC, 0o600) }
+        } catch {
+            throw Failure("cannot write the CA into \(directory): \(error)")
+        }
+        // Closing the descriptor releases the lock, on every path out.
+        defer { Syscall.close(lock) }
+        do {
+            _ = try Syscall.call("flock") { flock(lock, LOCK_EX) }
+        } catch {
+            throw Failure("cannot lock \(directory)/\(lockFile): \(error)")
+        }
+        if !rotate {
+            for path in [certificatePath, keyPath] where presence(of: path) != .absent {
+                if onlyIfAbsent { return nil }
+                throw Failure("\(path) exists; pass --rotate to replace the CA (clients must then trust the new one)")
+            }
         }
         let made: (certificate: String, key: String)
         do {
@@ -98,7 +128,6 @@ public enum LocalCA {
             throw Failure("cannot make the CA: \(error)")
         }
         do {
-            try FileSystem.makeDirectories(directory)
             try replace(keyPath, with: made.key, mode: 0o600)
             try replace(certificatePath, with: made.certificate, mode: 0o644)
         } catch {
@@ -155,9 +184,10 @@ public enum LocalCA {
         }
     }
 
-    /// Writes `text` to a new file beside `path` with `mode`, then renames it over `path`.
+    /// Writes `text` to a new file beside `path` with `mode`, then renames it over `path`. The
+    /// temporary name is this process's own, so no other writer's file is removed or renamed.
     private static func replace(_ path: String, with text: String, mode: mode_t) throws(SystemError) {
-        let temporary = path + ".new"
+        let temporary = path + ".new.\(getpid())"
         try FileSystem.remove(temporary)
         let fd = try FileSystem.createExclusive(temporary)
         do {

@@ -62,7 +62,7 @@ struct AdminOptions: ParsableArguments {
     /// checks): the body, or an error with the status when it is not 200.
     func get(_ path: String) throws -> (address: SocketAddress, body: [UInt8]) {
         let address = try adminAddress()
-        let response = try BlockingHTTPClient(address: address, timeoutSeconds: 10).request(
+        let response = try BlockingHTTPClient(address: address, timeoutSeconds: 10, deadlineSeconds: 30).request(
             "GET", path, headers: [("Host", address.description)])
         guard response.status == 200 else {
             throw ValidationError("GET \(path) answered \(response.status): \(Text.trimmed(response.text))")

@@ -78,7 +78,9 @@ struct CA: ParsableCommand {
                 printError("warning: an unconstrained CA can impersonate every site to clients that trust it; guard its key")
             }
             do {
-                let facts = try LocalCA.create(in: directory, permitting: permitted, rotate: rotate)
+                // Another process (serve, a second init) may make it meanwhile: that one is kept.
+                guard let facts = try LocalCA.create(in: directory, permitting: permitted, rotate: rotate, onlyIfAbsent: ifMissing)
+                else { return }
                 print("created \(directory)/\(LocalCA.certificateFile) and \(LocalCA.keyFile)")
                 if directory != config.tls.caDirectory {
                     print("note: serve with this configuration reads the CA from \(config.tls.caDirectory) (tls.ca_dir), not from here")

@@ -11,7 +11,7 @@ struct Health: ParsableCommand {
         discussion: """
             Prints the answer (ok, or the reasons: draining, disk tier unavailable).
             Exit status 1 means unhealthy or unreachable, as Docker's HEALTHCHECK
-            expects.
+            expects; so does no whole answer within 5 seconds, or one over 4 KiB.
             Examples:
               larder health
               larder health --config /etc/larder/larder.toml
@@ -20,21 +20,26 @@ struct Health: ParsableCommand {
 
     @OptionGroup var options: AdminOptions
 
-    /// Shorter than Docker's HEALTHCHECK --timeout, so a hung daemon is reported by this command
-    /// with a reason rather than killed without one.
+    /// The whole exchange's limit: shorter than Docker's HEALTHCHECK --timeout (30 s by
+    /// default), so a hung or trickling daemon is reported by this command with a reason
+    /// rather than killed without one.
     static let timeoutSeconds = 5
+    /// The daemon's answer is a line or two; anything much longer is not one.
+    static let bodyLimit = 4096
 
     func run() throws {
         let address = try options.adminAddress()
         let response: BlockingHTTPClient.Response
         do {
-            response = try BlockingHTTPClient(address: address, timeoutSeconds: Self.timeoutSeconds).request(
-                "GET", "/healthz", headers: [("Host", address.description)])
+            let client = BlockingHTTPClient(
+                address: address, timeoutSeconds: Self.timeoutSeconds, deadlineSeconds: Self.timeoutSeconds, bodyLimit: Self.bodyLimit)
+            response = try client.request("GET", "/healthz", headers: [("Host", address.description)])
         } catch {
-            printError("larder health: \(address): \(error)")
+            printError("larder health: \(address): \(Text.printable("\(error)"))")
             throw ExitCode(1)
         }
-        let answer = Text.trimmed(response.text)
+        // Whatever answers may be hostile: its control characters must not reach a terminal.
+        let answer = Text.printable(Text.trimmed(response.text))
         guard response.status == 200 else {
             printError("larder health: \(address): \(response.status) \(answer)")
             throw ExitCode(1)

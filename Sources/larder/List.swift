@@ -52,7 +52,7 @@ struct List: ParsableCommand {
             var headers = [("Host", target.description)]
             if !token.isEmpty { headers.append(("Authorization", "Bearer \(token)")) }
             do {
-                let response = try BlockingHTTPClient(address: target, timeoutSeconds: 60).request(
+                let response = try BlockingHTTPClient(address: target, timeoutSeconds: 60, deadlineSeconds: 120).request(
                     "GET", "/cache?prefix=\(Purge.encode(prefix))&limit=\(limit)", headers: headers)
                 guard response.status == 200 else {
                     failed += 1

@@ -89,7 +89,8 @@ struct Purge: ParsableCommand {
             var headers = [("Host", target.description)]
             if !token.isEmpty { headers.append(("Authorization", "Bearer \(token)")) }
             do {
-                let response = try BlockingHTTPClient(address: target, timeoutSeconds: 120).request("POST", path, headers: headers)
+                let response = try BlockingHTTPClient(address: target, timeoutSeconds: 120, deadlineSeconds: 600).request(
+                    "POST", path, headers: headers)
                 guard response.status == 200 else {
                     failed += 1
                     printError("\(target): \(response.status) \(Text.trimmed(response.text))")

@@ -88,7 +88,8 @@ struct TLS: ParsableCommand {
             if let client { path += "&client=\(Purge.encode(client))" }
             var headers = [("Host", address.description)]
             if !token.isEmpty { headers.append(("Authorization", "Bearer \(token)")) }
-            let response = try BlockingHTTPClient(address: address, timeoutSeconds: 10).request("DELETE", path, headers: headers)
+            let response = try BlockingHTTPClient(address: address, timeoutSeconds: 10, deadlineSeconds: 30).request(
+                "DELETE", path, headers: headers)
             guard response.status == 200 else {
                 printError("\(address): \(response.status) \(Text.trimmed(response.text))")
                 throw ExitCode(1)

@@ -8,6 +8,21 @@ enum Text {
         return String(text[first...last])
     }
 
+    /// `text` with every control character but line feed and tab (C0, DEL, C1) written as
+    /// `\u{1B}`, so text from a server cannot move a terminal's cursor, retitle it or ring it.
+    static func printable(_ text: String) -> String {
+        var out = ""
+        for scalar in text.unicodeScalars {
+            let value = scalar.value
+            if (value < 0x20 && scalar != "\n" && scalar != "\t") || (0x7F...0x9F).contains(value) {
+                out += "\\u{\(String(value, radix: 16, uppercase: true))}"
+            } else {
+                out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+
     /// `text`'s words in lines of at most `width` characters (a longer word has a line of its
     /// own): help paragraphs laid out here, not by the terminal's width.
     static func wrapped(_ text: String, width: Int = 76) -> String {

@@ -103,6 +103,91 @@ extension IntegrationTests {
             #expect(try Curl.run(["http://127.0.0.1:\(larder.adminPort)/healthz"]).status == 200, "health stays open")
         }
 
+        /// Processes starting together on one empty ca_dir (two `serve`s, the unit's
+        /// `ca init --if-missing`) make one CA between them: every one succeeds, exactly one says
+        /// it made the CA, and what it made is the pair on disk, which the others then use.
+        @Test func processesStartingTogetherMakeOneCA() throws {
+            let directory = Paths.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            // A few rounds, each on a fresh directory: the race is a matter of milliseconds.
+            for round in 0..<4 {
+                let ca = "\(directory)/ca\(round)"
+                let path = "\(directory)/larder\(round).toml"
+                try "[tls]\nintercept = [\"a.example\"]\nca_dir = \"\(ca)\"\n".write(toFile: path, atomically: true, encoding: .utf8)
+                var inits: [ChildProcess] = []
+                var serves: [ChildProcess] = []
+                for index in 0..<6 {
+                    if index % 3 == 0 {
+                        let arguments = [
+                            "serve", "--config", path, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--cache-dir",
+                            "\(directory)/cache\(round)-\(index)",
+                        ]
+                        serves.append(try ChildProcess(Paths.larder, arguments, environment: ["PATH": "/usr/bin:/bin"]))
+                    } else {
+                        inits.append(try ChildProcess(Paths.larder, ["ca", "init", "--if-missing", "--config", path]))
+                    }
+                }
+                defer { for serve in serves { serve.stop() } }
+                for serve in serves { try serve.waitForOutput(timeout: 30) { $0.contains("listening") } }
+                for child in inits { #expect(child.terminationStatus == 0, "\(child.stderr)") }
+
+                let shown = try Self.run(["ca", "show", "--dir", ca])
+                #expect(shown.terminationStatus == 0, "the key on disk is the certificate's: \(shown.stderr)")
+                let line = shown.stdout.split(separator: "\n").first { $0.contains("sha256:") }
+                let fingerprint = try #require(line?.split(separator: " ").last.map(String.init), "\(shown.stdout)")
+                let creators =
+                    inits.map(\.stdout).filter { $0.contains("created") } + serves.map(\.stderr).filter { $0.contains("created the CA") }
+                #expect(creators.count == 1, "round \(round): \(creators)")
+                #expect(creators.allSatisfy { $0.contains(fingerprint) }, "made \(creators), on disk \(fingerprint)")
+            }
+        }
+
+        /// `larder health` against an admin listener that misbehaves (Fixtures/hostile_admin.py):
+        /// a 2 GB body, an endless chunked one, one byte every half second, terminal control
+        /// sequences. Each is unhealthy (exit 1) within the command's 5 seconds, with the reason,
+        /// and nothing the server sent can drive the terminal.
+        @Test(arguments: [
+            ("huge", "over 4096 bytes"), ("endless", "over 4096 bytes"), ("drip", "no whole answer within 5 s"),
+            ("control", "503 draining \\u{1B}]0;owned\\u{7}\\u{1B}[2J\\u{9B}31m"),
+        ])
+        func healthIsBoundedAgainstAHostileListener(mode: String, reason: String) throws {
+            let (health, elapsed) = try Self.runAgainstHostileListener(mode: mode, ["health"])
+            #expect(health.terminationStatus == 1, "\(mode): \(health.stderr)")
+            #expect(elapsed < 8, "\(mode): took \(elapsed) s")
+            #expect(health.stderr.contains(reason), "\(mode): \(health.stderr)")
+            let output = Array((health.stdout + health.stderr).utf8)
+            #expect(!output.contains(0x1B) && !output.contains(0x07) && !output.contains(0x0D), "\(mode): \(output)")
+            #expect(output.count < 1024, "\(mode): printed \(output.count) bytes")
+        }
+
+        /// The other admin commands keep at most 64 MiB of an answer.
+        @Test(arguments: ["huge", "endless"]) func adminCommandsRefuseAnOversizedAnswer(mode: String) throws {
+            let (listing, elapsed) = try Self.runAgainstHostileListener(mode: mode, ["ls", "--token", "t"])
+            #expect(listing.terminationStatus == 1, "\(mode): \(listing.stderr)")
+            #expect(listing.stderr.contains("over \(64 << 20) bytes"), "\(mode): \(listing.stderr)")
+            #expect(elapsed < 10, "\(mode): took \(elapsed) s")
+        }
+
+        /// Runs `larder ARGUMENTS --admin` against Fixtures/hostile_admin.py in `mode`, killed
+        /// after 12 s (so a command that does not stop fails its test, not the suite).
+        static func runAgainstHostileListener(mode: String, _ arguments: [String]) throws -> (ChildProcess, TimeInterval) {
+            let script = Paths.root + "/Tests/LarderIntegrationTests/Fixtures/hostile_admin.py"
+            let server = try ChildProcess("/usr/bin/env", ["python3", script, mode])
+            defer { server.kill() }
+            let port = try #require(Int(Self.trimmedFirstLine(try server.waitForOutput(stream: \.stdout) { $0.contains("\n") })))
+            let started = Date()
+            let child = try ChildProcess(Paths.larder, arguments + ["--admin", "127.0.0.1:\(port)"])
+            while child.isRunning && Date().timeIntervalSince(started) < 12 { usleep(20_000) }
+            let elapsed = Date().timeIntervalSince(started)
+            #expect(!child.isRunning, "\(mode): \(arguments) still running after \(elapsed) s")
+            child.kill()
+            return (child, elapsed)
+        }
+
+        static func trimmedFirstLine(_ text: String) -> String {
+            String(text.split(separator: "\n").first ?? "").trimmingCharacters(in: .whitespaces)
+        }
+
         /// The HEALTHCHECK's command finds a non-default admin address in the configuration
         /// (--config, or $LARDER_CONFIG as the image's /etc/larder/larder.toml is found), and
         /// says unhealthy (exit 1) with the reason.
