@@ -23,13 +23,14 @@ own log or /stats. Prints a table and writes it, with every step, as markdown to
   --reps N     hit runs per product, interleaved (default 3; the table shows the median)
   --keep       keep the scratch directory (logs, configs) instead of removing it
 
-Needs root, no larder package installed, ports 3128, 3129, 3142 and 13128 free. Leaves the
-machine as it found it: the apt and pip steps use a scratch APT_CONFIG, venv and CA bundle (never
-the system's apt configuration or trust store); larder and apt-cacher-ng are purged at the end
-(apt-cacher-ng only if this script installed it); Squid's ssl-bump build (squid-openssl) is
+Needs root, no larder package installed and no /etc/larder, ports 3128, 3129, 3142 and 13128
+free. Leaves the machine as it found it: the apt and pip steps use a scratch APT_CONFIG and venv;
+`larder client --apply` writes under a scratch --root (never the system's apt or pip
+configuration or trust store); larder and apt-cacher-ng are purged at the end (apt-cacher-ng only
+if this script installed it) and /etc/larder removed; Squid's ssl-bump build (squid-openssl) is
 extracted into the scratch directory, not installed; every process is stopped by its PID.
-Without systemd as PID 1 the service is started as larder.service's ExecStartPre/ExecStart
-would, and the report says so. Network steps have timeouts (STEP_TIMEOUT, default 600 s).
+Without systemd as PID 1 the service is started as larder.service's ExecStart would, and the
+report says so. Network steps have timeouts (STEP_TIMEOUT, default 600 s).
 EOF
 }
 
@@ -51,6 +52,9 @@ repo=$(pwd)
 [[ $(id -u) -eq 0 ]] || { echo "walkthrough: run as root (dpkg, apt)" >&2; exit 2; }
 if dpkg-query -W -f='${Status}' larder 2>/dev/null | grep -q 'ok installed'; then
     echo "walkthrough: a larder package is installed already; this walk starts from none" >&2; exit 2
+fi
+if [[ -e /etc/larder || -e /var/lib/larder ]]; then
+    echo "walkthrough: /etc/larder or /var/lib/larder exists; this walk starts from none (and removes them at the end)" >&2; exit 2
 fi
 for port in 3128 3129 3142 13128; do
     if ss -ltnH "sport = :$port" | grep -q .; then echo "walkthrough: port $port is in use" >&2; exit 2; fi
@@ -92,7 +96,12 @@ cleanup() {
         for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
         kill -KILL "$pid" 2>/dev/null
     done
-    if [[ $installed_larder == yes ]]; then dpkg --purge larder >>"$log" 2>&1; fi
+    if [[ $installed_larder == yes ]]; then
+        # the copies of `larder client`'s bundle put beside the package's files (see the pip steps)
+        rm -f /etc/larder/ca-bundle.pem /etc/larder/larder-ca.pem
+        dpkg --purge larder >>"$log" 2>&1
+        rm -rf /etc/larder /var/lib/larder /var/cache/larder
+    fi
     if [[ $installed_acng == yes ]]; then
         # exactly the packages its install added (never a blanket autoremove)
         [[ -f $S/dpkg-after ]] || dpkg-query -W -f='${Package}\n' | sort > "$S/dpkg-after"
@@ -193,18 +202,21 @@ step $L setup "apt install ./$(basename "$deb")" -- env -u APT_CONFIG DEBIAN_FRO
 installed_larder=yes
 step $L setup "larder check-config $cfg"
 
-# What larder.service does on start, without systemd: ExecStartPre, then ExecStart, in the
-# StateDirectory, with the admin token as the credential LoadCredential= would pass.
+# What larder.service does on start, without systemd: ExecStartPre (if the unit has one), then
+# ExecStart, in the StateDirectory, with STATE_DIRECTORY and CACHE_DIRECTORY set as systemd sets
+# them and the admin token as the credential LoadCredential= would pass.
 mkdir -p /var/lib/larder /var/cache/larder "$S/credentials"
 unit=$(dpkg -L larder | grep '/larder.service$')
 exec_start=$(sed -n 's/^ExecStart=//p' "$unit")
 exec_pre=$(sed -n 's/^ExecStartPre=//p' "$unit")
 start_larder() {
-    (cd /var/lib/larder && ${exec_pre}) >>"$log" 2>&1
+    # shellcheck disable=SC2086
+    if [[ -n $exec_pre ]]; then (cd /var/lib/larder && STATE_DIRECTORY=/var/lib/larder $exec_pre) >>"$log" 2>&1; fi
     cp /etc/larder/admin.token "$S/credentials/admin-token"
     local argv=${exec_start//\$\{CACHE_DIRECTORY\}//var/cache/larder}
     # shellcheck disable=SC2086
-    (cd /var/lib/larder && CREDENTIALS_DIRECTORY=$S/credentials exec $argv) >>"$S/larder.stdout" 2>>"$S/larder.stderr" &
+    (cd /var/lib/larder && STATE_DIRECTORY=/var/lib/larder CACHE_DIRECTORY=/var/cache/larder CREDENTIALS_DIRECTORY=$S/credentials exec $argv) \
+        >>"$S/larder.stdout" 2>>"$S/larder.stderr" &
     larder_pid=$!
     pids+=("$larder_pid")
     for _ in $(seq 100); do curl -sf -o /dev/null http://127.0.0.1:3129/healthz && return 0; sleep 0.1; done
@@ -215,13 +227,14 @@ stop_larder() {
     for _ in $(seq 300); do kill -0 "$larder_pid" 2>/dev/null || break; sleep 0.1; done
 }
 step $L setup "systemctl daemon-reload" -- true
-note $L "no systemd here: daemon-reload is a no-op; 'enable --now' runs the unit's ExecStartPre ($exec_pre) and ExecStart ($exec_start) as root in /var/lib/larder, binding the configured addresses (no socket units)"
+note $L "no systemd here: daemon-reload is a no-op; 'enable --now' runs the unit's ${exec_pre:+ExecStartPre ($exec_pre) and }ExecStart ($exec_start) as root in /var/lib/larder with STATE_DIRECTORY and CACHE_DIRECTORY set, binding the configured addresses (no socket units)"
 step $L setup "systemctl enable --now larder.socket larder-admin.socket" -- start_larder
 
 # --- Larder apt ----------------------------------------------------------------------------------
 step $L apt "edit $cfg: [cache] presets = [\"debian\"]" -- sed -i 's/^presets = \[\]/presets = ["debian"]/' "$cfg"
 step $L apt "systemctl reload larder" -- kill -HUP "$larder_pid"
 sleep 1
+say "  larder's log after the reload: $(grep -i reload "$S/larder.stderr" | tail -1)"
 step $L apt "echo 'Acquire::http::Proxy \"http://127.0.0.1:3128\";' | tee /etc/apt/apt.conf.d/01larder" \
     -- bash -c "echo 'Acquire::http::Proxy \"http://127.0.0.1:3128\";' > $S/apt/apt.conf.d/01larder"
 note $L "the proxy line goes to the scratch APT_CONFIG's apt.conf.d, not /etc/apt; apt-get runs with fresh lists and archives per run"
@@ -311,25 +324,42 @@ t_hit[$L/apt]=$(median "${larder_hit_runs[@]}")
 t_hit[$A/apt]=$(median "${acng_hit_runs[@]}")
 
 # --- Larder pip: the README's pip quick start ----------------------------------------------------
+# `larder client --apply` runs with --root into a scratch root holding a copy of the system's CA
+# bundle (what it reads to make its combined bundle), so nothing under /etc outside /etc/larder is
+# written. pip reads the pip.conf it wrote there through PIP_CONFIG_FILE, where a real operator's
+# pip reads /etc/xdg/pip/pip.conf; the combined bundle that file names is copied to its real path,
+# /etc/larder/ca-bundle.pem (Larder's own directory, removed at the end).
+croot=$S/root
+mkdir -p "$croot/etc/ssl/certs"
+cp /etc/ssl/certs/ca-certificates.crt "$croot/etc/ssl/certs/ca-certificates.crt"
+larder_pip() { rm -f "$S/venv/pip.conf"; export PIP_CONFIG_FILE=$croot/etc/xdg/pip/pip.conf; }
+client_apply() {
+    larder client --apply --tool pip --dir /var/lib/larder/larder-ca --root "$croot" || return
+    cp "$croot/etc/larder/ca-bundle.pem" "$croot/etc/larder/larder-ca.pem" /etc/larder/
+    echo "--- pip.conf as written:"; cat "$croot/etc/xdg/pip/pip.conf"
+}
 t0=$(now)
 step $L pip "edit $cfg: [cache] presets = [\"debian\", \"pypi\"], [tls] intercept = [\"pypi.org\", \"files.pythonhosted.org\"]" \
     -- sed -i -e 's/^presets = \[.*\]/presets = ["debian", "pypi"]/' -e 's/^intercept = \[\]/intercept = ["pypi.org", "files.pythonhosted.org"]/' "$cfg"
 restart_larder() { stop_larder; start_larder; }
 step $L pip "systemctl restart larder" -- restart_larder
+say "  larder's log on start: $(grep 'created the CA' "$S/larder.stderr" | tail -1)"
 step $L pip "larder ca show --dir /var/lib/larder/larder-ca"
-cp /etc/ssl/certs/ca-certificates.crt "$S/ca-certificates.crt"
-cat /var/lib/larder/larder-ca/ca.pem >> "$S/ca-certificates.crt"
-step $L pip "cp /var/lib/larder/larder-ca/ca.pem /usr/local/share/ca-certificates/larder.crt && update-ca-certificates" -- true
-note $L "the system trust store is left alone: the bundle update-ca-certificates would write is made as a scratch copy of /etc/ssl/certs/ca-certificates.crt plus ca.pem"
-step $L pip "pip config set global.cert /etc/ssl/certs/ca-certificates.crt" -- "$pip" config --site set global.cert "$S/ca-certificates.crt"
-note $L "pip config goes to the scratch venv's site file (pip config --site) and points at the scratch bundle"
-step $L pip "export HTTPS_PROXY=http://127.0.0.1:3128" -- true
+step $L pip "larder client --apply --tool pip --dir /var/lib/larder/larder-ca" -- client_apply
+note $L "run with --root /tmp/…/root (a scratch root holding a copy of /etc/ssl/certs/ca-certificates.crt): its files (/etc/xdg/pip/pip.conf, /etc/larder/ca-bundle.pem and larder-ca.pem, /etc/ca-certificates/update.d/larder-bundle, /etc/profile.d/larder-{proxy,python}.sh) land there, not in /etc; pip reads that pip.conf through PIP_CONFIG_FILE instead of from /etc/xdg/pip, and the bundle it names is copied to /etc/larder. The operator's own command writes those files in /etc and, like this one, reads the system store without changing it"
+if [[ -e /etc/pip.conf ]]; then
+    note $L "this machine has an /etc/pip.conf ($(grep -v '^\s*#' /etc/pip.conf | tr '\n' ' ')): pip reads it after /etc/xdg/pip/pip.conf, so its settings would win over the file --apply writes; PIP_CONFIG_FILE outranks both here. A fresh Debian has none"
+fi
+larder_pip
+# Not a step: the onboarding page other machines would use, through the proxy.
+say "  http://larder.setup/ through the proxy: $(curl -s -o /dev/null -w '%{http_code} %{content_type} %{size_download} bytes' --max-time 10 -x http://127.0.0.1:3128 http://larder.setup/ || true)"
 t1=$(now); t_setup[$L/pip]=$(elapsed "$t0" "$t1")
 before=$(stats)
-step $L pip "HTTPS_PROXY=http://127.0.0.1:3128 $(pip_fetch "$S/pip-l0")"
+step $L pip "$(pip_fetch "$S/pip-l0")"
 t_miss[$L/pip]=$(elapsed "$t1" "$(now)")
 after=$(stats)
 say "  $L pip miss run: /stats: +$(($(stat_field intercept <<<"$after") - $(stat_field intercept <<<"$before"))) intercepted requests"
+unset PIP_CONFIG_FILE
 
 # --- Squid ssl-bump: the steps of Squid's documentation (SslBump, "Configuring Squid") -----------
 Q="Squid ssl-bump"
@@ -397,12 +427,14 @@ cat "$sq/bump.crt" >> "$S/squid-ca-certificates.crt"
 step "$Q" pip "cp /etc/squid/bump.crt /usr/local/share/ca-certificates/squid-bump.crt && update-ca-certificates" -- true
 note "$Q" "as for Larder, the bundle is a scratch copy of the system's plus the CA"
 step "$Q" pip "pip config set global.cert /etc/ssl/certs/ca-certificates.crt" -- true
+note "$Q" "pip config goes to the scratch venv's site file (pip config --site) and points at the scratch bundle"
 step "$Q" pip "export HTTPS_PROXY=http://127.0.0.1:3128" -- true
 squid_count() { # hit | other: wheel lines in Squid's access log
     awk -v want="$1" '$7 ~ /files\.pythonhosted\.org\/packages\// { hit = ($4 ~ /^TCP_[A-Z_]*HIT\//); if ((want == "hit") == hit) n++ } END { print n + 0 }' "$sq/access.log" 2>/dev/null
 }
 t1=$(now); t_setup[$Q/pip]=$(elapsed "$t0" "$t1")
-"$pip" config --site set global.cert "$S/squid-ca-certificates.crt" >>"$log" 2>&1
+squid_pip() { unset PIP_CONFIG_FILE; "$pip" config --site set global.cert "$S/squid-ca-certificates.crt" >>"$log" 2>&1; }
+squid_pip
 step "$Q" pip "HTTPS_PROXY=http://127.0.0.1:13128 $(pip_fetch "$S/pip-s0")"
 t_miss[$Q/pip]=$(elapsed "$t1" "$(now)")
 
@@ -412,15 +444,15 @@ larder_pip_ok=yes squid_pip_ok=yes
 nwhl=${#PIP_PACKAGES[@]}
 for rep in $(seq "$reps"); do
     for product in $L "$Q"; do
-        if [[ $product == "$L" ]]; then port=3128; bundle=$S/ca-certificates.crt; else port=13128; bundle=$S/squid-ca-certificates.crt; fi
-        "$pip" config --site set global.cert "$bundle" >>"$log" 2>&1
+        # Larder: pip.conf from `larder client --apply` (proxy and cert); Squid: HTTPS_PROXY and the venv's cert
+        if [[ $product == "$L" ]]; then port=3128; larder_pip; proxy_env=""; else port=13128; squid_pip; proxy_env="HTTPS_PROXY=http://127.0.0.1:$port "; fi
         d=$S/pip-$port-$rep
         if [[ $product == "$L" ]]; then marker 3128 "larder-pip-hit-$rep"; before=$(stats); else h0=$(squid_count hit); m0=$(squid_count other); fi
         t1=$(now)
         if ((rep == 1)); then
-            step "$product" pip "HTTPS_PROXY=http://127.0.0.1:$port $(pip_fetch "$d")"
+            step "$product" pip "$proxy_env$(pip_fetch "$d")"
         else
-            HTTPS_PROXY=http://127.0.0.1:$port timeout "$STEP_TIMEOUT" bash -c "$(pip_fetch "$d")" >>"$log" 2>&1
+            timeout "$STEP_TIMEOUT" bash -c "$proxy_env$(pip_fetch "$d")" >>"$log" 2>&1
         fi
         t=$(elapsed "$t1" "$(now)")
         got=$(find "$d" -name '*.whl' | wc -l)
