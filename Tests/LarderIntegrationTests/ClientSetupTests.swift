@@ -167,6 +167,43 @@ extension IntegrationTests {
             #expect(snapshot(root) == withGit)
         }
 
+        @Test func aCAFileHoldingMoreThanTheCertificateIsRefusedAndOnlyTheCertificateIsEverWritten() throws {
+            let setup = try InterceptionSetup()
+            defer { setup.remove() }
+            let config = setup.directory + "/larder.toml"
+            try setup.config(ports: [443]).write(toFile: config, atomically: true, encoding: .utf8)
+            let root = try scratchRoot(setup)
+            let certificate = try String(contentsOfFile: setup.larderCA, encoding: .utf8)
+            let key = try String(contentsOfFile: setup.directory + "/ca/ca.key", encoding: .utf8)
+            let another = try String(contentsOfFile: setup.originCA, encoding: .utf8)
+            let arguments = [
+                "client", "--config", config, "--proxy", "http://192.0.2.7:3128", "--root", root, "--tool", "ca-bundle", "--tool",
+                "system-store", "--tool", "docker", "--tool", "containerd",
+            ]
+            let before = snapshot(root)
+            for (extra, what) in [(another, "CERTIFICATE, CERTIFICATE"), (key, "CERTIFICATE, PRIVATE KEY")] {
+                try (certificate + extra + "junk\n").write(toFile: setup.larderCA, atomically: true, encoding: .utf8)
+                let applied = try larder(arguments + ["--apply"])
+                #expect(applied.status == 1, "\(applied.out) \(applied.err)")
+                #expect(applied.err.contains("must hold the CA certificate alone") && applied.err.contains(what), "\(applied.err)")
+                #expect(snapshot(root) == before, "nothing was written")
+                let shown = try larder(arguments)
+                #expect(shown.status == 1 && !shown.out.contains("PRIVATE KEY") && !shown.out.contains(another), "\(shown.out)")
+            }
+
+            // Text around the one certificate is not copied: each trust file holds the certificate alone.
+            try ("Larder's CA, see docs\n" + certificate + "junk\n").write(toFile: setup.larderCA, atomically: true, encoding: .utf8)
+            let applied = try larder(arguments + ["--apply"])
+            #expect(applied.status == 0, "\(applied.out) \(applied.err)")
+            for path in [
+                "/etc/larder/larder-ca.pem", "/usr/local/share/ca-certificates/larder.crt", "/etc/docker/certs.d/localhost/larder-ca.crt",
+                "/etc/containerd/certs.d/localhost/larder-ca.crt",
+            ] {
+                #expect(try String(contentsOfFile: root + path, encoding: .utf8) == certificate, "\(path)")
+            }
+            #expect(try String(contentsOfFile: root + "/etc/larder/ca-bundle.pem", encoding: .utf8) == another + certificate)
+        }
+
         @Test func withoutInterceptionItSetsUpTheProxyAndSaysHTTPSIsTunnelled() throws {
             let directory = Paths.temporaryDirectory()
             defer { try? FileManager.default.removeItem(atPath: directory) }
