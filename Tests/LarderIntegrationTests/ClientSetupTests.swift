@@ -204,6 +204,26 @@ extension IntegrationTests {
             #expect(try String(contentsOfFile: root + "/etc/larder/ca-bundle.pem", encoding: .utf8) == another + certificate)
         }
 
+        @Test func aFailedApplyWritesNothing() throws {
+            let setup = try InterceptionSetup()
+            defer { setup.remove() }
+            let config = setup.directory + "/larder.toml"
+            try setup.config(ports: [443]).write(toFile: config, atomically: true, encoding: .utf8)
+            // A Debian root without its CA store: the bundle cannot be made.
+            let root = setup.directory + "/root"
+            try FileManager.default.createDirectory(atPath: root + "/etc", withIntermediateDirectories: true)
+            try "12.0\n".write(toFile: root + "/etc/debian_version", atomically: true, encoding: .utf8)
+            let before = snapshot(root)
+            let applied = try larder([
+                "client", "--config", config, "--proxy", "http://192.0.2.7:3128", "--apply", "--root", root, "--tool", "env",
+                "--tool", "ca-bundle",
+            ])
+            #expect(applied.status == 1, "\(applied.out) \(applied.err)")
+            #expect(applied.err.contains("the bundle needs the system's certificates"), "\(applied.err)")
+            #expect(!applied.out.contains("wrote "), "\(applied.out)")
+            #expect(snapshot(root) == before, "\(Set(snapshot(root).keys).symmetricDifference(before.keys))")
+        }
+
         @Test func withoutInterceptionItSetsUpTheProxyAndSaysHTTPSIsTunnelled() throws {
             let directory = Paths.temporaryDirectory()
             defer { try? FileManager.default.removeItem(atPath: directory) }
