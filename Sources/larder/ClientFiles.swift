@@ -16,7 +16,17 @@ struct ClientFiles {
     private(set) var directories: [String] = []
     private(set) var afterUndo: [String] = []
 
-    init(root: String) throws(SystemError) {
+    /// A manifest line naming a path `--undo` must not touch.
+    struct UnsafePath: Error, CustomStringConvertible {
+        let path: String
+        var description: String { "it names '\(path)', which is not an absolute path under the root; nothing was removed" }
+    }
+
+    /// Reads the manifest under `root`, if any. Throws `SystemError` for a failed read and
+    /// ``UnsafePath`` for a path that is relative or has a `.` or `..` component: the manifest is
+    /// a file anyone with root may edit, and `--undo` removes what it names, so it is never
+    /// let out of the root.
+    init(root: String) throws {
         self.root = root
         guard exists(ClientFiles.manifestPath) else { return }
         let text = String(decoding: try FileSystem.readWhole(real(ClientFiles.manifestPath), limit: 1 << 20), as: UTF8.self)
@@ -24,12 +34,22 @@ struct ClientFiles {
             let parts = line.split(separator: " ", maxSplits: 2).map(String.init)
             switch (parts.first, parts.count) {
             case ("file", 3):
+                guard ClientFiles.isUnderRoot(parts[2]) else { throw UnsafePath(path: parts[2]) }
                 if let digest = UInt64(parts[1], radix: 16) { record(file: parts[2], digest: digest) }
-            case ("dir", 2...): directories.append(String(line.dropFirst(4)))
+            case ("dir", 2...):
+                let directory = String(line.dropFirst(4))
+                guard ClientFiles.isUnderRoot(directory) else { throw UnsafePath(path: directory) }
+                directories.append(directory)
             case ("undo", 2...): afterUndo.append(String(line.dropFirst(5)))
             default: break
             }
         }
+    }
+
+    /// Whether `path` stays under the root it is joined to: absolute, below `/`, and with no
+    /// `.` or `..` component.
+    static func isUnderRoot(_ path: String) -> Bool {
+        path.hasPrefix("/") && path != "/" && !path.split(separator: "/").contains { $0 == ".." || $0 == "." }
     }
 
     /// `path` on this machine: under the root.
@@ -96,12 +116,13 @@ struct ClientFiles {
 
     /// Writes the manifest (itself not listed: `--undo` removes it last).
     mutating func saveManifest() throws(SystemError) {
+        let path = ClientFiles.manifestPath
+        // First, so a directory made for the manifest alone is listed in it.
+        try makeDirectories(parentOf(path))
         var lines = ["# Written by larder client --apply: the files it wrote, for larder client --undo."]
         lines += directories.map { "dir " + $0 }
         lines += fileOrder.map { "file \(String(files[$0]!, radix: 16)) \($0)" }
         lines += afterUndo.map { "undo " + $0 }
-        let path = ClientFiles.manifestPath
-        try makeDirectories(parentOf(path))
         let temporary = real(path) + ".larder-new"
         _ = try? Syscall.call("unlink", path: temporary) { unlink($0) }
         let fd = try FileSystem.createExclusive(temporary)

@@ -224,6 +224,36 @@ extension IntegrationTests {
             #expect(snapshot(root) == before, "\(Set(snapshot(root).keys).symmetricDifference(before.keys))")
         }
 
+        @Test func undoRemovesNothingOutsideTheRoot() throws {
+            let directory = Paths.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let config = directory + "/larder.toml"
+            try "[proxy]\nlisten = [\"127.0.0.1:3128\"]\n".write(toFile: config, atomically: true, encoding: .utf8)
+            let root = directory + "/root"
+            try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(atPath: directory + "/outside/empty", withIntermediateDirectories: true)
+            let precious = "keep me\n"
+            try precious.write(toFile: directory + "/outside/precious.txt", atomically: true, encoding: .utf8)
+            let applied = try larder(["client", "--config", config, "--apply", "--root", root, "--tool", "env"])
+            #expect(applied.status == 0, "\(applied.err)")
+            // FNV-1a of the file: what --undo compares before removing.
+            let digest = precious.utf8.reduce(UInt64(0xcbf2_9ce4_8422_2325)) { ($0 ^ UInt64($1)) &* 0x0000_0100_0000_01b3 }
+            let manifest = root + "/etc/larder/client.manifest"
+            for line in ["file \(String(digest, radix: 16)) /../outside/precious.txt", "dir /../outside/empty", "dir etc"] {
+                let original = try String(contentsOfFile: manifest, encoding: .utf8)
+                try (original + line + "\n").write(toFile: manifest, atomically: true, encoding: .utf8)
+                let undone = try larder(["client", "--undo", "--root", root])
+                #expect(undone.status == 1, "\(line): \(undone.out) \(undone.err)")
+                #expect(undone.err.contains("not an absolute path under the root"), "\(undone.err)")
+                #expect(FileManager.default.fileExists(atPath: directory + "/outside/precious.txt"))
+                #expect(FileManager.default.fileExists(atPath: directory + "/outside/empty"))
+                #expect(FileManager.default.fileExists(atPath: root + "/etc/profile.d/larder-proxy.sh"), "nothing is removed")
+                try original.write(toFile: manifest, atomically: true, encoding: .utf8)
+            }
+            #expect(try larder(["client", "--undo", "--root", root]).status == 0)
+            #expect(!FileManager.default.fileExists(atPath: root + "/etc"))
+        }
+
         @Test func withoutInterceptionItSetsUpTheProxyAndSaysHTTPSIsTunnelled() throws {
             let directory = Paths.temporaryDirectory()
             defer { try? FileManager.default.removeItem(atPath: directory) }
