@@ -138,12 +138,14 @@ struct ClientFiles {
     }
 
     /// Creates `path` and its missing parents (0755: these are system configuration
-    /// directories), recording each one created.
+    /// directories that unprivileged tools read), recording each one created.
     private mutating func makeDirectories(_ path: String) throws(SystemError) {
         guard path != "/", !path.isEmpty, !FileSystem.isDirectory(real(path)) else { return }
         try makeDirectories(parentOf(path))
         _ = try Syscall.call("mkdir", path: real(path)) { mkdir($0, 0o755) }
         if !directories.contains(path) { directories.append(path) }
+        // mkdir's mode is masked by the umask, which may be 077 under sudo: set it outright.
+        _ = try Syscall.call("chmod", path: real(path)) { chmod($0, 0o755) }
     }
 
     private func parentOf(_ path: String) -> String {

@@ -254,6 +254,24 @@ extension IntegrationTests {
             #expect(!FileManager.default.fileExists(atPath: root + "/etc"))
         }
 
+        @Test func theDirectoriesItMakesAreReadableByEveryoneWhateverTheUmask() throws {
+            let setup = try InterceptionSetup()
+            defer { setup.remove() }
+            let config = setup.directory + "/larder.toml"
+            try setup.config(ports: [443]).write(toFile: config, atomically: true, encoding: .utf8)
+            let root = try scratchRoot(setup)
+            let applied = try run([
+                "sh", "-c", "umask 077 && exec \"$0\" \"$@\"", Paths.larder, "client", "--config", config, "--proxy",
+                "http://192.0.2.7:3128", "--apply", "--root", root, "--tool", "env", "--tool", "ca-bundle", "--tool", "system-store",
+            ])
+            #expect(applied.status == 0, "\(applied.out) \(applied.err)")
+            for path in ["/etc/larder", "/etc/profile.d", "/usr", "/usr/local/share/ca-certificates"] {
+                var info = stat()
+                #expect(
+                    lstat(root + path, &info) == 0 && info.st_mode & 0o777 == 0o755, "\(path): \(String(info.st_mode & 0o777, radix: 8))")
+            }
+        }
+
         @Test func withoutInterceptionItSetsUpTheProxyAndSaysHTTPSIsTunnelled() throws {
             let directory = Paths.temporaryDirectory()
             defer { try? FileManager.default.removeItem(atPath: directory) }
