@@ -65,7 +65,9 @@ struct ClientFiles {
 
     /// Writes `bytes` to `path` (creating its directories, 0755), replacing a file only if it
     /// is Larder's own, through a temporary file and a rename so no reader sees half of it.
-    mutating func write(_ bytes: [UInt8], to path: String, mode: UInt32) throws(SystemError) {
+    /// Throws ``SymlinkedDirectory`` for a directory on the way that is a symbolic link.
+    mutating func write(_ bytes: [UInt8], to path: String, mode: UInt32) throws {
+        try refuseSymbolicLinks(above: path)
         try makeDirectories(parentOf(path))
         let temporary = real(path) + ".larder-new"
         _ = try? Syscall.call("unlink", path: temporary) { unlink($0) }
@@ -115,8 +117,9 @@ struct ClientFiles {
     }
 
     /// Writes the manifest (itself not listed: `--undo` removes it last).
-    mutating func saveManifest() throws(SystemError) {
+    mutating func saveManifest() throws {
         let path = ClientFiles.manifestPath
+        try refuseSymbolicLinks(above: path)
         // First, so a directory made for the manifest alone is listed in it.
         try makeDirectories(parentOf(path))
         var lines = ["# Written by larder client --apply: the files it wrote, for larder client --undo."]
@@ -146,6 +149,27 @@ struct ClientFiles {
         if !directories.contains(path) { directories.append(path) }
         // mkdir's mode is masked by the umask, which may be 077 under sudo: set it outright.
         _ = try Syscall.call("chmod", path: real(path)) { chmod($0, 0o755) }
+    }
+
+    /// A directory under `--root` that is a symbolic link, which a write would follow out of
+    /// the root.
+    struct SymlinkedDirectory: Error, CustomStringConvertible {
+        let path: String
+        var description: String { "\(path) is a symbolic link: nothing is written through one under --root" }
+    }
+
+    /// Throws ``SymlinkedDirectory`` when a directory between the root and `path` is a
+    /// symbolic link. Under `/` they are the administrator's own layout and followed.
+    private func refuseSymbolicLinks(above path: String) throws {
+        guard root != "/" else { return }
+        var prefix = ""
+        for component in parentOf(path).split(separator: "/") {
+            prefix += "/" + component
+            var info = stat()
+            // Missing (made below, as a directory), or not to be looked at: writing says which.
+            guard (try? Syscall.call("lstat", path: real(prefix)) { lstat($0, &info) }) != nil else { return }
+            if info.st_mode & S_IFMT == S_IFLNK { throw SymlinkedDirectory(path: real(prefix)) }
+        }
     }
 
     private func parentOf(_ path: String) -> String {

@@ -272,6 +272,21 @@ extension IntegrationTests {
             }
         }
 
+        @Test func itNeverWritesThroughASymlinkedDirectoryUnderTheRoot() throws {
+            let directory = Paths.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let config = directory + "/larder.toml"
+            try "[proxy]\nlisten = [\"127.0.0.1:3128\"]\n".write(toFile: config, atomically: true, encoding: .utf8)
+            let root = directory + "/root"
+            try FileManager.default.createDirectory(atPath: root + "/etc", withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(atPath: directory + "/elsewhere", withIntermediateDirectories: true)
+            try FileManager.default.createSymbolicLink(atPath: root + "/etc/profile.d", withDestinationPath: directory + "/elsewhere")
+            let applied = try larder(["client", "--config", config, "--apply", "--root", root, "--tool", "env"])
+            #expect(applied.status == 1, "\(applied.out) \(applied.err)")
+            #expect(applied.err.contains("\(root)/etc/profile.d is a symbolic link"), "\(applied.err)")
+            #expect(try FileManager.default.contentsOfDirectory(atPath: directory + "/elsewhere").isEmpty)
+        }
+
         @Test func withoutInterceptionItSetsUpTheProxyAndSaysHTTPSIsTunnelled() throws {
             let directory = Paths.temporaryDirectory()
             defer { try? FileManager.default.removeItem(atPath: directory) }
