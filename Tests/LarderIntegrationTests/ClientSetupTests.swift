@@ -304,6 +304,17 @@ extension IntegrationTests {
             #expect(badProxy.status == 64, "\(badProxy.err)")
         }
 
+        @Test func caShowGivesNoCopyInstructionsForACAFileHoldingAKey() throws {
+            let setup = try InterceptionSetup()
+            defer { setup.remove() }
+            let key = try String(contentsOfFile: setup.directory + "/ca/ca.key", encoding: .utf8)
+            let certificate = try String(contentsOfFile: setup.larderCA, encoding: .utf8)
+            try (certificate + key).write(toFile: setup.larderCA, atomically: true, encoding: .utf8)
+            let shown = try larder(["ca", "show", "--config", setup.directory + "/ca.toml", "--dir", setup.directory + "/ca"])
+            #expect(shown.out.contains("warning: ") && shown.out.contains("must hold the CA certificate alone"), "\(shown.out)")
+            #expect(!shown.out.contains("cp \(setup.larderCA)"), "\(shown.out)")
+        }
+
         @Test func caShowAdvisesPerHostTrustNeverTheGlobalCaInfo() throws {
             let setup = try InterceptionSetup()
             defer { setup.remove() }
