@@ -152,11 +152,11 @@ public struct ClientSetup: Sendable {
 extension ClientSetup.Authority {
     /// The CA in `directory` (`tls.ca_dir`, resolved) as clients are to trust it, constrained to
     /// `hosts` (`tls.intercept`). It reads `ca.pem` and checks the pair as `larder ca show`
-    /// does: blocking file reads, so call it off the event loops (at start or on reload).
-    /// Throws `LocalCA.Failure` for a missing or unusable CA, `SystemError` for a failed read.
+    /// does, and takes the certificate alone, written afresh (``LocalCA/trusted(from:)``):
+    /// every trust file is made from it. Blocking file reads, so call it off the event loops.
+    /// Throws `LocalCA.Failure` for a missing or unusable CA.
     public static func load(caDirectory directory: String, hosts: [HostRule]) throws -> ClientSetup.Authority {
-        let facts = try LocalCA.load(from: directory)
-        let pem = try FileSystem.readWhole(directory + "/" + LocalCA.certificateFile, limit: 1 << 20)
-        return ClientSetup.Authority(pem: String(decoding: pem, as: UTF8.self), sha256Fingerprint: facts.sha256Fingerprint, hosts: hosts)
+        let (facts, pem) = try LocalCA.trusted(from: directory)
+        return ClientSetup.Authority(pem: pem, sha256Fingerprint: facts.sha256Fingerprint, hosts: hosts)
     }
 }

@@ -135,6 +135,14 @@ struct CA: ParsableCommand {
                     "warning: tls.intercept lists \(outside.map(\.description).joined(separator: ", ")), "
                         + "which this CA may not sign for: run larder ca init --rotate")
             }
+            do {
+                _ = try LocalCA.trusted(from: directory)
+            } catch {
+                // The instructions copy ca.pem whole: with another block in it, they would
+                // install that too.
+                print("warning: \(error); until then, trust it with larder client, which installs the certificate alone")
+                return
+            }
             print(Show.trustInstructions(path: directory + "/" + LocalCA.certificateFile, hosts: config.tls.intercept))
         }
 

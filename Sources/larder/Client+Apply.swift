@@ -45,14 +45,21 @@ extension Client {
             }
             selected.removeAll { tool in foreign.contains { $0.0 == tool.name } }
         }
+        // Every file's bytes, the bundle's too, before the first is written: a run that cannot
+        // make one (no system store) then leaves nothing behind.
+        let applied = selected.flatMap { $0.files.filter(\.isApplied) }
+        var texts: [String: [UInt8]] = [:]
+        for file in applied {
+            if case .text(let text) = file.content { texts[file.path] = Array(text.utf8) }
+        }
+        var contents = texts
+        for file in applied {
+            if case .concatenation(let parts) = file.content { contents[file.path] = try concatenate(parts, planned: texts, files: files) }
+        }
         var commands: [String] = []
         for tool in selected {
             for file in tool.files where file.isApplied {
-                let bytes: [UInt8]
-                switch file.content {
-                case .text(let text): bytes = Array(text.utf8)
-                case .concatenation(let parts): bytes = try concatenate(parts, files: files)
-                }
+                let bytes = contents[file.path] ?? []
                 do {
                     try files.write(bytes, to: file.path, mode: file.mode)
                 } catch {
@@ -78,13 +85,14 @@ extension Client {
         print("Open a new shell for the /etc/profile.d variables. larder client --undo removes what was written.")
     }
 
-    /// The parts of a combined bundle, one after the other, each ending in a new line. A
+    /// The parts of a combined bundle, one after the other, each ending in a new line: a part
+    /// this run writes (Larder's CA) as it will be written, another read from the root. A
     /// missing system store is an error: a bundle of Larder's CA alone would replace, not add.
-    private func concatenate(_ parts: [String], files: ClientFiles) throws -> [UInt8] {
+    private func concatenate(_ parts: [String], planned: [String: [UInt8]], files: ClientFiles) throws -> [UInt8] {
         var bytes: [UInt8] = []
         for part in parts {
             do {
-                bytes += try FileSystem.readWhole(files.real(part), limit: 64 << 20)
+                bytes += try planned[part] ?? FileSystem.readWhole(files.real(part), limit: 64 << 20)
             } catch {
                 printError(
                     "larder client: cannot read \(files.real(part)) (\(error)): the bundle needs the system's certificates (install ca-certificates, or pass --os)"

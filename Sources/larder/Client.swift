@@ -67,7 +67,13 @@ struct Client: ParsableCommand {
                 throw ExitCode(1)
             }
         }
-        let files = try ClientFiles(root: rootDirectory)
+        let files: ClientFiles
+        do {
+            files = try ClientFiles(root: rootDirectory)
+        } catch {
+            printError("larder client: cannot read \(rootDirectory == "/" ? "" : rootDirectory)\(ClientFiles.manifestPath): \(error)")
+            throw ExitCode(1)
+        }
         let platform =
             os.flatMap(ClientPlatform.Family.init(rawValue:)).map(ClientPlatform.of)
             ?? ClientPlatform.detect(exists: files.exists) ?? .debian

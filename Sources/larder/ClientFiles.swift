@@ -16,7 +16,17 @@ struct ClientFiles {
     private(set) var directories: [String] = []
     private(set) var afterUndo: [String] = []
 
-    init(root: String) throws(SystemError) {
+    /// A manifest line naming a path `--undo` must not touch.
+    struct UnsafePath: Error, CustomStringConvertible {
+        let path: String
+        var description: String { "it names '\(path)', which is not an absolute path under the root; nothing was removed" }
+    }
+
+    /// Reads the manifest under `root`, if any. Throws `SystemError` for a failed read and
+    /// ``UnsafePath`` for a path that is relative or has a `.` or `..` component: the manifest is
+    /// a file anyone with root may edit, and `--undo` removes what it names, so it is never
+    /// let out of the root.
+    init(root: String) throws {
         self.root = root
         guard exists(ClientFiles.manifestPath) else { return }
         let text = String(decoding: try FileSystem.readWhole(real(ClientFiles.manifestPath), limit: 1 << 20), as: UTF8.self)
@@ -24,12 +34,22 @@ struct ClientFiles {
             let parts = line.split(separator: " ", maxSplits: 2).map(String.init)
             switch (parts.first, parts.count) {
             case ("file", 3):
+                guard ClientFiles.isUnderRoot(parts[2]) else { throw UnsafePath(path: parts[2]) }
                 if let digest = UInt64(parts[1], radix: 16) { record(file: parts[2], digest: digest) }
-            case ("dir", 2...): directories.append(String(line.dropFirst(4)))
+            case ("dir", 2...):
+                let directory = String(line.dropFirst(4))
+                guard ClientFiles.isUnderRoot(directory) else { throw UnsafePath(path: directory) }
+                directories.append(directory)
             case ("undo", 2...): afterUndo.append(String(line.dropFirst(5)))
             default: break
             }
         }
+    }
+
+    /// Whether `path` stays under the root it is joined to: absolute, below `/`, and with no
+    /// `.` or `..` component.
+    static func isUnderRoot(_ path: String) -> Bool {
+        path.hasPrefix("/") && path != "/" && !path.split(separator: "/").contains { $0 == ".." || $0 == "." }
     }
 
     /// `path` on this machine: under the root.
@@ -45,7 +65,9 @@ struct ClientFiles {
 
     /// Writes `bytes` to `path` (creating its directories, 0755), replacing a file only if it
     /// is Larder's own, through a temporary file and a rename so no reader sees half of it.
-    mutating func write(_ bytes: [UInt8], to path: String, mode: UInt32) throws(SystemError) {
+    /// Throws ``SymlinkedDirectory`` for a directory on the way that is a symbolic link.
+    mutating func write(_ bytes: [UInt8], to path: String, mode: UInt32) throws {
+        try refuseSymbolicLinks(above: path)
         try makeDirectories(parentOf(path))
         let temporary = real(path) + ".larder-new"
         _ = try? Syscall.call("unlink", path: temporary) { unlink($0) }
@@ -95,13 +117,15 @@ struct ClientFiles {
     }
 
     /// Writes the manifest (itself not listed: `--undo` removes it last).
-    mutating func saveManifest() throws(SystemError) {
+    mutating func saveManifest() throws {
+        let path = ClientFiles.manifestPath
+        try refuseSymbolicLinks(above: path)
+        // First, so a directory made for the manifest alone is listed in it.
+        try makeDirectories(parentOf(path))
         var lines = ["# Written by larder client --apply: the files it wrote, for larder client --undo."]
         lines += directories.map { "dir " + $0 }
         lines += fileOrder.map { "file \(String(files[$0]!, radix: 16)) \($0)" }
         lines += afterUndo.map { "undo " + $0 }
-        let path = ClientFiles.manifestPath
-        try makeDirectories(parentOf(path))
         let temporary = real(path) + ".larder-new"
         _ = try? Syscall.call("unlink", path: temporary) { unlink($0) }
         let fd = try FileSystem.createExclusive(temporary)
@@ -117,12 +141,35 @@ struct ClientFiles {
     }
 
     /// Creates `path` and its missing parents (0755: these are system configuration
-    /// directories), recording each one created.
+    /// directories that unprivileged tools read), recording each one created.
     private mutating func makeDirectories(_ path: String) throws(SystemError) {
         guard path != "/", !path.isEmpty, !FileSystem.isDirectory(real(path)) else { return }
         try makeDirectories(parentOf(path))
         _ = try Syscall.call("mkdir", path: real(path)) { mkdir($0, 0o755) }
         if !directories.contains(path) { directories.append(path) }
+        // mkdir's mode is masked by the umask, which may be 077 under sudo: set it outright.
+        _ = try Syscall.call("chmod", path: real(path)) { chmod($0, 0o755) }
+    }
+
+    /// A directory under `--root` that is a symbolic link, which a write would follow out of
+    /// the root.
+    struct SymlinkedDirectory: Error, CustomStringConvertible {
+        let path: String
+        var description: String { "\(path) is a symbolic link: nothing is written through one under --root" }
+    }
+
+    /// Throws ``SymlinkedDirectory`` when a directory between the root and `path` is a
+    /// symbolic link. Under `/` they are the administrator's own layout and followed.
+    private func refuseSymbolicLinks(above path: String) throws {
+        guard root != "/" else { return }
+        var prefix = ""
+        for component in parentOf(path).split(separator: "/") {
+            prefix += "/" + component
+            var info = stat()
+            // Missing (made below, as a directory), or not to be looked at: writing says which.
+            guard (try? Syscall.call("lstat", path: real(prefix)) { lstat($0, &info) }) != nil else { return }
+            if info.st_mode & S_IFMT == S_IFLNK { throw SymlinkedDirectory(path: real(prefix)) }
+        }
     }
 
     private func parentOf(_ path: String) -> String {

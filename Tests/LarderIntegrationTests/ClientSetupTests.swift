@@ -167,6 +167,126 @@ extension IntegrationTests {
             #expect(snapshot(root) == withGit)
         }
 
+        @Test func aCAFileHoldingMoreThanTheCertificateIsRefusedAndOnlyTheCertificateIsEverWritten() throws {
+            let setup = try InterceptionSetup()
+            defer { setup.remove() }
+            let config = setup.directory + "/larder.toml"
+            try setup.config(ports: [443]).write(toFile: config, atomically: true, encoding: .utf8)
+            let root = try scratchRoot(setup)
+            let certificate = try String(contentsOfFile: setup.larderCA, encoding: .utf8)
+            let key = try String(contentsOfFile: setup.directory + "/ca/ca.key", encoding: .utf8)
+            let another = try String(contentsOfFile: setup.originCA, encoding: .utf8)
+            let arguments = [
+                "client", "--config", config, "--proxy", "http://192.0.2.7:3128", "--root", root, "--tool", "ca-bundle", "--tool",
+                "system-store", "--tool", "docker", "--tool", "containerd",
+            ]
+            let before = snapshot(root)
+            for (extra, what) in [(another, "CERTIFICATE, CERTIFICATE"), (key, "CERTIFICATE, PRIVATE KEY")] {
+                try (certificate + extra + "junk\n").write(toFile: setup.larderCA, atomically: true, encoding: .utf8)
+                let applied = try larder(arguments + ["--apply"])
+                #expect(applied.status == 1, "\(applied.out) \(applied.err)")
+                #expect(applied.err.contains("must hold the CA certificate alone") && applied.err.contains(what), "\(applied.err)")
+                #expect(snapshot(root) == before, "nothing was written")
+                let shown = try larder(arguments)
+                #expect(shown.status == 1 && !shown.out.contains("PRIVATE KEY") && !shown.out.contains(another), "\(shown.out)")
+            }
+
+            // Text around the one certificate is not copied: each trust file holds the certificate alone.
+            try ("Larder's CA, see docs\n" + certificate + "junk\n").write(toFile: setup.larderCA, atomically: true, encoding: .utf8)
+            let applied = try larder(arguments + ["--apply"])
+            #expect(applied.status == 0, "\(applied.out) \(applied.err)")
+            for path in [
+                "/etc/larder/larder-ca.pem", "/usr/local/share/ca-certificates/larder.crt", "/etc/docker/certs.d/localhost/larder-ca.crt",
+                "/etc/containerd/certs.d/localhost/larder-ca.crt",
+            ] {
+                #expect(try String(contentsOfFile: root + path, encoding: .utf8) == certificate, "\(path)")
+            }
+            #expect(try String(contentsOfFile: root + "/etc/larder/ca-bundle.pem", encoding: .utf8) == another + certificate)
+        }
+
+        @Test func aFailedApplyWritesNothing() throws {
+            let setup = try InterceptionSetup()
+            defer { setup.remove() }
+            let config = setup.directory + "/larder.toml"
+            try setup.config(ports: [443]).write(toFile: config, atomically: true, encoding: .utf8)
+            // A Debian root without its CA store: the bundle cannot be made.
+            let root = setup.directory + "/root"
+            try FileManager.default.createDirectory(atPath: root + "/etc", withIntermediateDirectories: true)
+            try "12.0\n".write(toFile: root + "/etc/debian_version", atomically: true, encoding: .utf8)
+            let before = snapshot(root)
+            let applied = try larder([
+                "client", "--config", config, "--proxy", "http://192.0.2.7:3128", "--apply", "--root", root, "--tool", "env",
+                "--tool", "ca-bundle",
+            ])
+            #expect(applied.status == 1, "\(applied.out) \(applied.err)")
+            #expect(applied.err.contains("the bundle needs the system's certificates"), "\(applied.err)")
+            #expect(!applied.out.contains("wrote "), "\(applied.out)")
+            #expect(snapshot(root) == before, "\(Set(snapshot(root).keys).symmetricDifference(before.keys))")
+        }
+
+        @Test func undoRemovesNothingOutsideTheRoot() throws {
+            let directory = Paths.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let config = directory + "/larder.toml"
+            try "[proxy]\nlisten = [\"127.0.0.1:3128\"]\n".write(toFile: config, atomically: true, encoding: .utf8)
+            let root = directory + "/root"
+            try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(atPath: directory + "/outside/empty", withIntermediateDirectories: true)
+            let precious = "keep me\n"
+            try precious.write(toFile: directory + "/outside/precious.txt", atomically: true, encoding: .utf8)
+            let applied = try larder(["client", "--config", config, "--apply", "--root", root, "--tool", "env"])
+            #expect(applied.status == 0, "\(applied.err)")
+            // FNV-1a of the file: what --undo compares before removing.
+            let digest = precious.utf8.reduce(UInt64(0xcbf2_9ce4_8422_2325)) { ($0 ^ UInt64($1)) &* 0x0000_0100_0000_01b3 }
+            let manifest = root + "/etc/larder/client.manifest"
+            for line in ["file \(String(digest, radix: 16)) /../outside/precious.txt", "dir /../outside/empty", "dir etc"] {
+                let original = try String(contentsOfFile: manifest, encoding: .utf8)
+                try (original + line + "\n").write(toFile: manifest, atomically: true, encoding: .utf8)
+                let undone = try larder(["client", "--undo", "--root", root])
+                #expect(undone.status == 1, "\(line): \(undone.out) \(undone.err)")
+                #expect(undone.err.contains("not an absolute path under the root"), "\(undone.err)")
+                #expect(FileManager.default.fileExists(atPath: directory + "/outside/precious.txt"))
+                #expect(FileManager.default.fileExists(atPath: directory + "/outside/empty"))
+                #expect(FileManager.default.fileExists(atPath: root + "/etc/profile.d/larder-proxy.sh"), "nothing is removed")
+                try original.write(toFile: manifest, atomically: true, encoding: .utf8)
+            }
+            #expect(try larder(["client", "--undo", "--root", root]).status == 0)
+            #expect(!FileManager.default.fileExists(atPath: root + "/etc"))
+        }
+
+        @Test func theDirectoriesItMakesAreReadableByEveryoneWhateverTheUmask() throws {
+            let setup = try InterceptionSetup()
+            defer { setup.remove() }
+            let config = setup.directory + "/larder.toml"
+            try setup.config(ports: [443]).write(toFile: config, atomically: true, encoding: .utf8)
+            let root = try scratchRoot(setup)
+            let applied = try run([
+                "sh", "-c", "umask 077 && exec \"$0\" \"$@\"", Paths.larder, "client", "--config", config, "--proxy",
+                "http://192.0.2.7:3128", "--apply", "--root", root, "--tool", "env", "--tool", "ca-bundle", "--tool", "system-store",
+            ])
+            #expect(applied.status == 0, "\(applied.out) \(applied.err)")
+            for path in ["/etc/larder", "/etc/profile.d", "/usr", "/usr/local/share/ca-certificates"] {
+                var info = stat()
+                #expect(
+                    lstat(root + path, &info) == 0 && info.st_mode & 0o777 == 0o755, "\(path): \(String(info.st_mode & 0o777, radix: 8))")
+            }
+        }
+
+        @Test func itNeverWritesThroughASymlinkedDirectoryUnderTheRoot() throws {
+            let directory = Paths.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let config = directory + "/larder.toml"
+            try "[proxy]\nlisten = [\"127.0.0.1:3128\"]\n".write(toFile: config, atomically: true, encoding: .utf8)
+            let root = directory + "/root"
+            try FileManager.default.createDirectory(atPath: root + "/etc", withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(atPath: directory + "/elsewhere", withIntermediateDirectories: true)
+            try FileManager.default.createSymbolicLink(atPath: root + "/etc/profile.d", withDestinationPath: directory + "/elsewhere")
+            let applied = try larder(["client", "--config", config, "--apply", "--root", root, "--tool", "env"])
+            #expect(applied.status == 1, "\(applied.out) \(applied.err)")
+            #expect(applied.err.contains("\(root)/etc/profile.d is a symbolic link"), "\(applied.err)")
+            #expect(try FileManager.default.contentsOfDirectory(atPath: directory + "/elsewhere").isEmpty)
+        }
+
         @Test func withoutInterceptionItSetsUpTheProxyAndSaysHTTPSIsTunnelled() throws {
             let directory = Paths.temporaryDirectory()
             defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -182,6 +302,17 @@ extension IntegrationTests {
             #expect(apply.status == 64, "no proxy address to write: \(apply.err)")
             let badProxy = try larder(["client", "--config", config, "--proxy", "http://x:1\"; rm -rf /"])
             #expect(badProxy.status == 64, "\(badProxy.err)")
+        }
+
+        @Test func caShowGivesNoCopyInstructionsForACAFileHoldingAKey() throws {
+            let setup = try InterceptionSetup()
+            defer { setup.remove() }
+            let key = try String(contentsOfFile: setup.directory + "/ca/ca.key", encoding: .utf8)
+            let certificate = try String(contentsOfFile: setup.larderCA, encoding: .utf8)
+            try (certificate + key).write(toFile: setup.larderCA, atomically: true, encoding: .utf8)
+            let shown = try larder(["ca", "show", "--config", setup.directory + "/ca.toml", "--dir", setup.directory + "/ca"])
+            #expect(shown.out.contains("warning: ") && shown.out.contains("must hold the CA certificate alone"), "\(shown.out)")
+            #expect(!shown.out.contains("cp \(setup.larderCA)"), "\(shown.out)")
         }
 
         @Test func caShowAdvisesPerHostTrustNeverTheGlobalCaInfo() throws {
