@@ -39,7 +39,7 @@ struct Health: ParsableCommand {
             throw ExitCode(1)
         }
         // Whatever answers may be hostile: its control characters must not reach a terminal.
-        let answer = Text.printable(Text.trimmed(response.text))
+        let answer = Text.printable(Text.trimmed(response.text), keepingLines: true)
         guard response.status == 200 else {
             printError("larder health: \(address): \(response.status) \(answer)")
             throw ExitCode(1)

@@ -8,14 +8,20 @@ enum Text {
         return String(text[first...last])
     }
 
-    /// `text` with every control character but line feed and tab (C0, DEL, C1) written as
-    /// `\u{1B}`, so text from a server cannot move a terminal's cursor, retitle it or ring it.
-    static func printable(_ text: String) -> String {
+    /// `text` with every control character (C0, DEL; C1, which holds CSI and OSC) written as
+    /// `\u{1B}`, so text from a server, a damaged disk head or another client's header cannot
+    /// move a terminal's cursor, retitle it or ring it. `keepingLines`: line feed and tab stay.
+    static func printable(_ text: String, keepingLines: Bool = false) -> String {
+        func written(_ scalar: Unicode.Scalar) -> Bool {
+            let value = scalar.value
+            guard value < 0x20 || (0x7F...0x9F).contains(value) else { return false }
+            return !(keepingLines && (scalar == "\n" || scalar == "\t"))
+        }
+        guard text.unicodeScalars.contains(where: written) else { return text }
         var out = ""
         for scalar in text.unicodeScalars {
-            let value = scalar.value
-            if (value < 0x20 && scalar != "\n" && scalar != "\t") || (0x7F...0x9F).contains(value) {
-                out += "\\u{\(String(value, radix: 16, uppercase: true))}"
+            if written(scalar) {
+                out += "\\u{\(String(scalar.value, radix: 16, uppercase: true))}"
             } else {
                 out.unicodeScalars.append(scalar)
             }
@@ -38,26 +44,6 @@ enum Text {
         if !line.isEmpty { lines.append(line) }
         return lines.joined(separator: "\n")
     }
-
-    /// `text` with the control characters a terminal acts on (C0, DEL; C1, which holds CSI and
-    /// OSC) written out, `\xNN` and `\u{NN}`: stored URLs and a client's Vary'd headers are
-    /// other people's text, and a damaged disk head anyone's bytes.
-    static func printable(_ text: String) -> String {
-        guard text.unicodeScalars.contains(where: isControl) else { return text }
-        var out = ""
-        for scalar in text.unicodeScalars {
-            guard isControl(scalar) else {
-                out.unicodeScalars.append(scalar)
-                continue
-            }
-            let hex = String(scalar.value, radix: 16, uppercase: true)
-            let digits = hex.count < 2 ? "0" + hex : hex
-            out += scalar.value < 0x80 ? "\\x\(digits)" : "\\u{\(digits)}"
-        }
-        return out
-    }
-
-    private static func isControl(_ scalar: Unicode.Scalar) -> Bool { scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) }
 
     /// `text` padded with spaces on the right to `width` characters (never cut).
     static func padded(_ text: String, to width: Int) -> String {
