@@ -128,13 +128,18 @@ check_token "$root/etc/larder/admin.token"
 grep -q 'admin.token' "$work/files" && fail "the package ships an admin token: every installation would share it"
 (hidden "$root/usr/bin/larder" check-config "$root/etc/larder/larder.toml" >/dev/null) || fail "the installed binary rejects the installed configuration"
 echo '# edited by the operator' >> "$root/etc/larder/larder.toml"
+hidden "$root/usr/bin/larder" client --apply --root "$root" --tool env --proxy http://127.0.0.1:3128 >/dev/null ||
+    fail "larder client --apply into the scratch root failed"
+[[ -f $root/etc/profile.d/larder-proxy.sh ]] || fail "larder client --apply wrote no proxy variables"
 dpkg_root -r larder >>"$work/dpkg.log" 2>&1 || { cat "$work/dpkg.log"; fail "dpkg -r failed"; }
 [[ ! -e $root/usr/bin/larder ]] || fail "remove left the binary"
+[[ ! -e $root/etc/profile.d/larder-proxy.sh && ! -e $root/etc/larder/client.manifest ]] ||
+    fail "remove left what larder client --apply wrote: every shell would still point at the proxy"
 grep -q 'edited by the operator' "$root/etc/larder/larder.toml" || fail "remove did not keep the edited configuration"
 dpkg_root -P larder >>"$work/dpkg.log" 2>&1 || { cat "$work/dpkg.log"; fail "dpkg -P failed"; }
 [[ ! -e $root/etc/larder/larder.toml ]] || fail "purge left the configuration"
 [[ ! -e $root/etc/larder/admin.token ]] || fail "purge left the admin token"
-step "   $(grep -c . "$work/files") paths installed, conffiles kept on remove, dropped on purge"
+step "   $(grep -c . "$work/files") paths installed, conffiles kept on remove, dropped on purge; remove takes back larder client --apply"
 
 step "6. lintian"
 allowed=$(grep -v '^#' packaging/lintian-allow | awk 'NF { print $1 }')
