@@ -128,7 +128,7 @@ check_token "$root/etc/larder/admin.token"
 grep -q 'admin.token' "$work/files" && fail "the package ships an admin token: every installation would share it"
 (hidden "$root/usr/bin/larder" check-config "$root/etc/larder/larder.toml" >/dev/null) || fail "the installed binary rejects the installed configuration"
 echo '# edited by the operator' >> "$root/etc/larder/larder.toml"
-hidden "$root/usr/bin/larder" client --apply --root "$root" --tool env --proxy http://127.0.0.1:3128 >/dev/null ||
+(hidden "$root/usr/bin/larder" client --apply --root "$root" --tool env --proxy http://127.0.0.1:3128 >/dev/null) ||
     fail "larder client --apply into the scratch root failed"
 [[ -f $root/etc/profile.d/larder-proxy.sh ]] || fail "larder client --apply wrote no proxy variables"
 dpkg_root -r larder >>"$work/dpkg.log" 2>&1 || { cat "$work/dpkg.log"; fail "dpkg -r failed"; }
