@@ -38,8 +38,9 @@ extension ClientTool {
         return out.joined(separator: "\n")
     }
 
-    /// `text` broken at spaces into lines of at most `width` characters (a longer word stays whole).
-    static func wrapped(_ text: String, width: Int) -> [String] {
+    /// `text` broken at spaces into lines of at most `width` characters (a longer word stays
+    /// whole); also lays out `larder client`'s help.
+    public static func wrapped(_ text: String, width: Int) -> [String] {
         var lines: [String] = []
         var line = ""
         for word in text.split(separator: " ") {

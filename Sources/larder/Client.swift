@@ -10,20 +10,26 @@ struct Client: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Set up client tools (apt, pip, npm, git, Docker...) for this proxy.",
         usage: "larder client [<options>]",
-        discussion: Text.wrapped(
+        discussion: helpProse + """
+
+
+            Examples:
+              larder client
+              larder client --proxy http://192.168.1.5:3128 --tool apt --tool pip
+              sudo larder client --apply --tool apt
+              sudo larder client --undo
+            """)
+
+    /// The help's paragraphs, laid out at 76 columns here so that the tool list can grow.
+    private static var helpProse: String {
+        let about =
             "Prints the proxy and, with tls.intercept, the trust setup of each tool. Trust is only added: apt trusts "
-                + "Larder's CA per intercepted host, tools that take one CA file get \(ClientSetup.bundleFile) (the system's "
-                + "certificates plus Larder's CA, rebuilt with the system store). --apply writes drop-in files only, never edits "
-                + "a file it did not write, and records them in \(ClientFiles.manifestPath) for --undo.")
-            + "\n\n" + Text.wrapped("Tools: \(ClientSetup.toolNames.joined(separator: ", ")).") + """
-
-
-                Examples:
-                  larder client
-                  larder client --proxy http://192.168.1.5:3128 --tool apt --tool pip
-                  sudo larder client --apply --tool apt
-                  sudo larder client --undo
-                """)
+            + "Larder's CA per intercepted host, tools that take one CA file get \(ClientSetup.bundleFile) (the system's "
+            + "certificates plus Larder's CA, rebuilt with the system store). --apply writes drop-in files only, never edits "
+            + "a file it did not write, and records them in \(ClientFiles.manifestPath) for --undo."
+        let tools = "Tools: \(ClientSetup.toolNames.joined(separator: ", "))."
+        return [about, tools].map { ClientTool.wrapped($0, width: 76).joined(separator: "\n") }.joined(separator: "\n\n")
+    }
 
     @OptionGroup var location: CA.Location
     @Option(help: "The proxy URL clients use (default: the configuration's first proxy.listen address).")

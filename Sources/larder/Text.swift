@@ -29,22 +29,6 @@ enum Text {
         return out
     }
 
-    /// `text`'s words in lines of at most `width` characters (a longer word has a line of its
-    /// own): help paragraphs laid out here, not by the terminal's width.
-    static func wrapped(_ text: String, width: Int = 76) -> String {
-        var lines: [String] = []
-        var line = ""
-        for word in text.split(separator: " ") {
-            if !line.isEmpty && line.count + 1 + word.count > width {
-                lines.append(line)
-                line = ""
-            }
-            line += (line.isEmpty ? "" : " ") + word
-        }
-        if !line.isEmpty { lines.append(line) }
-        return lines.joined(separator: "\n")
-    }
-
     /// `text` padded with spaces on the right to `width` characters (never cut).
     static func padded(_ text: String, to width: Int) -> String {
         text.count >= width ? text : text + String(repeating: " ", count: width - text.count)
