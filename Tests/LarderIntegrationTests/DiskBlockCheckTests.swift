@@ -150,7 +150,8 @@ extension IntegrationTests {
             var spill: String?
             var flipped = false
             for _ in 0..<1000 where !flipped {
-                if let file = larder.cacheFiles("tmp").first {
+                // The file is created before its preamble is written: look once that is there.
+                if let file = larder.cacheFiles("tmp").first, IntegrationTests.DiskTier.fileSize(file) >= 133 {
                     spill = file
                     let offset = try Self.bodyOffset(file)
                     if IntegrationTests.DiskTier.fileSize(file) >= offset + 18_000_000 {
