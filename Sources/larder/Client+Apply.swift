@@ -104,14 +104,18 @@ extension Client {
         return bytes
     }
 
-    func runUndo(root: String) throws {
-        var files: ClientFiles
+    /// The files under `root` with the manifest read, or exit 1 saying why it could not be.
+    static func openFiles(root: String) throws -> ClientFiles {
         do {
-            files = try ClientFiles(root: root)
+            return try ClientFiles(root: root)
         } catch {
             printError("larder client: cannot read \(root == "/" ? "" : root)\(ClientFiles.manifestPath): \(error)")
             throw ExitCode(1)
         }
+    }
+
+    func runUndo(root: String) throws {
+        var files = try Self.openFiles(root: root)
         guard files.exists(ClientFiles.manifestPath) else {
             print("Nothing to undo: \(files.real(ClientFiles.manifestPath)) does not exist.")
             return

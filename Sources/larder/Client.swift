@@ -73,13 +73,7 @@ struct Client: ParsableCommand {
                 throw ExitCode(1)
             }
         }
-        let files: ClientFiles
-        do {
-            files = try ClientFiles(root: rootDirectory)
-        } catch {
-            printError("larder client: cannot read \(rootDirectory == "/" ? "" : rootDirectory)\(ClientFiles.manifestPath): \(error)")
-            throw ExitCode(1)
-        }
+        let files = try Self.openFiles(root: rootDirectory)
         let platform =
             os.flatMap(ClientPlatform.Family.init(rawValue:)).map(ClientPlatform.of)
             ?? ClientPlatform.detect(exists: files.exists) ?? .debian
