@@ -7,7 +7,7 @@ import LarderIO
 /// filesystem are not used (relatime/noatime mounts make them unreliable). Not thread-safe:
 /// ``DiskCache`` keeps it in a mutex.
 struct DiskIndex {
-    struct Entry {
+    struct Entry: RecencyLinked {
         var key: CacheKey
         var vary: [String: String]
         var name: EntryName
@@ -17,8 +17,7 @@ struct DiskIndex {
         var segment: UInt32 = 0
         /// Where the record starts in its segment.
         var offset: Int64 = 0
-        var previous = -1
-        var next = -1
+        var recency = RecencyLinks()
         /// Lookups that found the entry since this process started (not kept across restarts).
         var hits = 0
     }
@@ -40,8 +39,7 @@ struct DiskIndex {
     /// without Vary values too, if it has one). A key with one entry and no Vary values, the
     /// usual case, is found by its name alone: a table of every key cost ~70 bytes an entry.
     private var varied = ShardedDictionary<CacheKey, Variants>()
-    private var newest = -1
-    private var oldest = -1
+    private var recency = RecencyList()
     /// Bytes of the entries (files and live records).
     private(set) var totalBytes: Int64 = 0
 
@@ -78,7 +76,7 @@ struct DiskIndex {
     /// The entries stored for `key`, marked as used.
     mutating func lookup(_ key: CacheKey) -> [Entry] {
         let indices = slots(of: key)
-        for index in indices { touch(index) }
+        for index in indices { recency.touch(index, in: &slots) }
         return indices.compactMap { slots[$0] }
     }
 
@@ -147,7 +145,7 @@ struct DiskIndex {
             varied[entry.key] = plain.map { .many([$0, index]) } ?? .one(index)
         }
         if entry.key.isSlice { slicesInserted.add(1) }
-        linkNewest(index)
+        recency.linkNewest(index, in: &slots)
         totalBytes += entry.size
         if entry.segment != 0 {
             segments[entry.segment, default: SegmentUsage()].live += entry.size
@@ -165,8 +163,8 @@ struct DiskIndex {
         insert(entry)
         // Scanned entries are older than anything used since start-up.
         if let index = byName[name] {
-            unlink(index)
-            linkOldest(index)
+            recency.unlink(index, in: &slots)
+            recency.linkOldest(index, in: &slots)
         }
         return true
     }
@@ -249,7 +247,7 @@ struct DiskIndex {
     /// Removes least recently used entries until the total is at most `target`; returns them.
     mutating func evict(downTo target: Int64) -> [Entry] {
         var evicted: [Entry] = []
-        while totalBytes > target, oldest >= 0, let entry = slots[oldest] {
+        while totalBytes > target, let oldest = recency.leastRecent, let entry = slots[oldest] {
             evicted.append(entry)
             removeSlot(oldest)
         }
@@ -267,7 +265,7 @@ struct DiskIndex {
     /// Drops slot `index`; `keepingName` when its name already points at the entry replacing it.
     private mutating func removeSlot(_ index: Int, keepingName: Bool = false) {
         guard let entry = slots[index] else { return }
-        unlink(index)
+        recency.unlink(index, in: &slots)
         if !keepingName { byName.removeValue(forKey: entry.name) }
         if let variants = varied.removeValue(forKey: entry.key), let rest = variants.removing(index),
             rest.indices.contains(where: { slots[$0]?.vary.isEmpty == false })
@@ -281,28 +279,6 @@ struct DiskIndex {
         }
         slots[index] = nil
         free.append(index)
-    }
-
-    private mutating func touch(_ index: Int) {
-        guard newest != index else { return }
-        unlink(index)
-        linkNewest(index)
-    }
-
-    private mutating func linkNewest(_ index: Int) {
-        slots[index]!.previous = -1
-        slots[index]!.next = newest
-        if newest >= 0 { slots[newest]!.previous = index }
-        newest = index
-        if oldest < 0 { oldest = index }
-    }
-
-    private mutating func linkOldest(_ index: Int) {
-        slots[index]!.next = -1
-        slots[index]!.previous = oldest
-        if oldest >= 0 { slots[oldest]!.next = index }
-        oldest = index
-        if newest < 0 { newest = index }
     }
 
     // MARK: Keys
@@ -334,13 +310,5 @@ struct DiskIndex {
                 return rest.first.map { .one($0) }
             }
         }
-    }
-
-    private mutating func unlink(_ index: Int) {
-        guard let entry = slots[index] else { return }
-        if entry.previous >= 0 { slots[entry.previous]!.next = entry.next } else if newest == index { newest = entry.next }
-        if entry.next >= 0 { slots[entry.next]!.previous = entry.previous } else if oldest == index { oldest = entry.previous }
-        slots[index]!.previous = -1
-        slots[index]!.next = -1
     }
 }

@@ -37,11 +37,6 @@ public enum Freshness {
         return min(age * heuristicFraction, heuristicCap)
     }
 
-    /// Whether the lifetime came from an explicit directive or Expires (not a heuristic).
-    public static func hasExplicitLifetime(headers: HTTPHeaders, cacheControl: CacheControl) -> Bool {
-        cacheControl.sMaxAge != nil || cacheControl.maxAge != nil || headers.contains("Expires")
-    }
-
     /// The Date header as seconds, when valid.
     public static func dateValue(_ headers: HTTPHeaders) -> Double? {
         headers.date("Date").map(Double.init)

@@ -26,20 +26,18 @@ public final class MemoryCache: Sendable {
         public var evictions = 0
     }
 
-    private struct Slot {
+    private struct Slot: RecencyLinked {
         var key: CacheKey?
         var variants: [StoredResponse] = []
         var cost = 0
-        var previous = -1
-        var next = -1
+        var recency = RecencyLinks()
     }
 
     private struct State {
         var slots: [Slot] = []
         var free: [Int] = []
         var index: [CacheKey: Int] = [:]
-        var newest = -1
-        var oldest = -1
+        var recency = RecencyList()
         var bytes = 0
         var evictions = 0
         var limits: Limits
@@ -67,7 +65,7 @@ public final class MemoryCache: Sendable {
     public func lookup(_ key: CacheKey) -> [StoredResponse]? {
         state.withLock { state in
             guard let slot = state.index[key] else { return nil }
-            MemoryCache.touch(&state, slot)
+            state.recency.touch(slot, in: &state.slots)
             return state.slots[slot].variants
         }
     }
@@ -141,7 +139,7 @@ public final class MemoryCache: Sendable {
                 state.bytes += newCost - state.slots[slot].cost
                 state.slots[slot].variants = variants
                 state.slots[slot].cost = newCost
-                MemoryCache.touch(&state, slot)
+                state.recency.touch(slot, in: &state.slots)
             } else {
                 let slot: Int
                 if let reused = state.free.popLast() {
@@ -152,7 +150,7 @@ public final class MemoryCache: Sendable {
                 }
                 state.slots[slot] = Slot(key: response.key, variants: [response], cost: cost)
                 state.index[response.key] = slot
-                MemoryCache.linkNewest(&state, slot)
+                state.recency.linkNewest(slot, in: &state.slots)
                 state.bytes += cost
             }
             MemoryCache.evict(&state)
@@ -235,40 +233,19 @@ public final class MemoryCache: Sendable {
     // MARK: List maintenance (callers hold the lock)
 
     private static func evict(_ state: inout State) {
-        while state.bytes > state.limits.maxBytes || state.index.count > state.limits.maxEntries, state.oldest >= 0 {
-            removeSlot(&state, state.oldest)
+        while state.bytes > state.limits.maxBytes || state.index.count > state.limits.maxEntries,
+            let oldest = state.recency.leastRecent
+        {
+            removeSlot(&state, oldest)
             state.evictions += 1
         }
     }
 
     private static func removeSlot(_ state: inout State, _ slot: Int) {
-        unlink(&state, slot)
+        state.recency.unlink(slot, in: &state.slots)
         if let key = state.slots[slot].key { state.index.removeValue(forKey: key) }
         state.bytes -= state.slots[slot].cost
         state.slots[slot] = Slot()
         state.free.append(slot)
-    }
-
-    private static func touch(_ state: inout State, _ slot: Int) {
-        guard state.newest != slot else { return }
-        unlink(&state, slot)
-        linkNewest(&state, slot)
-    }
-
-    private static func linkNewest(_ state: inout State, _ slot: Int) {
-        state.slots[slot].previous = -1
-        state.slots[slot].next = state.newest
-        if state.newest >= 0 { state.slots[state.newest].previous = slot }
-        state.newest = slot
-        if state.oldest < 0 { state.oldest = slot }
-    }
-
-    private static func unlink(_ state: inout State, _ slot: Int) {
-        let previous = state.slots[slot].previous
-        let next = state.slots[slot].next
-        if previous >= 0 { state.slots[previous].next = next } else if state.newest == slot { state.newest = next }
-        if next >= 0 { state.slots[next].previous = previous } else if state.oldest == slot { state.oldest = previous }
-        state.slots[slot].previous = -1
-        state.slots[slot].next = -1
     }
 }

@@ -315,42 +315,21 @@ extension ClientConnection {
         if !exchange.headSent, validating != nil || exchange.cacheStatus.hit {
             exchange.cacheStatus = .forwarded(validating != nil ? "stale" : "uri-miss")
         }
-        var coalesceKey: FillKey? = exchange.goAlone ? nil : FillKey(method: "GET", url: key.slice(index).url, bodyHash: nil)
-        if let candidate = coalesceKey, proxy.coalescer.isNotShareable(candidate) { coalesceKey = nil }
-        if let coalesceKey, let fill = proxy.coalescer.fill(for: coalesceKey), fill.acceptsLateReaders,
-            fill.readerCount < exchange.runtime.config.coalesce.maxWaiters
-        {
-            exchange.fill = fill
-            if !exchange.headSent { exchange.cacheStatus.collapsed = true }
-            exchange.waitStart = proxy.loop.now
-            proxy.shared.stats.requestsCoalesced.add(1)
-            fill.attach(self, requestHeaders: exchange.head.headers)
-            return
+        let coalesceKey = exchange.goAlone ? nil : FillKey(method: "GET", url: key.slice(index).url, bodyHash: nil)
+        joinFill(coalesceKey, exchange: exchange) { registeredKey in
+            var head = exchange.head
+            for name in ["Range", "If-Range", "If-None-Match", "If-Modified-Since"] { head.headers.remove(name) }
+            head.headers.add("Range", plan.rangeField(for: index))
+            let runtime = exchange.runtime
+            let request = upstreamRequest(
+                url: url, head: head, runtime: runtime, route: exchange.route, body: nil, validating: validating, stripRange: false)
+            var options = fillOptions(for: exchange, url: url, validating: validating)
+            options.fallback = validating
+            options.slice = (index, plan.size)
+            return Fill(
+                key: key, coalesceKey: registeredKey, request: request, requestHeaders: exchange.head.headers, dedupAlways: false,
+                options: options, runtime: runtime, proxy: proxy)
         }
-        if let candidate = coalesceKey, proxy.coalescer.fill(for: candidate) == nil,
-            let owner = proxy.coalescer.claimOrFindOtherLoop(candidate)
-        {
-            // Another loop fetches this slice: join it there while nothing is sent, else alone.
-            if moveToFill(on: owner, exchange: exchange) { return }
-            coalesceKey = nil
-        }
-        var head = exchange.head
-        for name in ["Range", "If-Range", "If-None-Match", "If-Modified-Since"] { head.headers.remove(name) }
-        head.headers.add("Range", plan.rangeField(for: index))
-        let runtime = exchange.runtime
-        let request = upstreamRequest(
-            url: url, head: head, runtime: runtime, route: exchange.route, body: nil, validating: validating, stripRange: false)
-        var options = fillOptions(for: exchange, url: url, validating: validating)
-        options.fallback = validating
-        options.slice = (index, plan.size)
-        let registeredKey = coalesceKey.flatMap { proxy.coalescer.fill(for: $0) == nil ? $0 : nil }
-        let fill = Fill(
-            key: key, coalesceKey: registeredKey, request: request, requestHeaders: exchange.head.headers, dedupAlways: false,
-            options: options, runtime: runtime, proxy: proxy)
-        exchange.fill = fill
-        proxy.coalescer.register(fill)
-        fill.attach(self, requestHeaders: exchange.head.headers)
-        fill.start()
     }
 
     /// No slice stored for a request without Range: an ordinary miss.

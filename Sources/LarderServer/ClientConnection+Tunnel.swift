@@ -149,7 +149,8 @@ extension ClientConnection {
             cancelTunnelTimer(exchange)
             if exchange.tunnel?.currentParent != nil {
                 // A parent whose name does not resolve is as unreachable as one that refuses.
-                return tunnelConnected(.failure(.unreachable("\(failure)")), exchange: exchange)
+                let error = UpstreamError(kind: .dns, message: "\(failure)", afterHead: false, connected: false)
+                return tunnelConnected(.failure(.failed(error)), exchange: exchange)
             }
             respondGenerated(status: 502, message: "Larder: \(failure)", outcome: .error, cause: .dns)
         case .success(let addresses):
@@ -220,32 +221,37 @@ extension ClientConnection {
                 status: status == 407 ? 502 : status,
                 message: "Larder: the parent proxy \(parent?.label ?? "") answered CONNECT with '\(statusLine)'", outcome: .error,
                 cause: .parent)
-        case .failure(let failure):
-            let timedOut = if case .timedOut = failure { true } else { false }
-            guard let parent else {
-                return timedOut
+        case .failure(.failed(let error)):
+            guard let parent, let setup = exchange.tunnel else {
+                return error.kind == .timeout
                     ? respondGenerated(
                         status: 504, message: "Larder: no connection to \(exchange.head.targetText) within upstream.connect_timeout",
                         outcome: .error, cause: .timeout)
                     : respondGenerated(
-                        status: 502, message: "Larder: cannot connect to \(exchange.head.targetText): \(failure)", outcome: .error,
+                        status: 502, message: "Larder: cannot connect to \(exchange.head.targetText): \(error.message)", outcome: .error,
                         cause: .connect)
             }
-            // The parent could not be reached (or never answered): skip it for its back-off and
-            // try the next one, as a miss does.
-            proxy.shared.parentUnreachable(parent, backoff: exchange.runtime.parents.backoff, error: "\(failure)")
-            if let setup = exchange.tunnel, setup.parentIndex + 1 < setup.parents.count {
+            // Failover as a miss's: the next parent when this one was not reached or reset us.
+            let (action, unreachable) = AttemptPlanner.afterTunnelError(error, parent: (setup.parentIndex, setup.parents.count))
+            if unreachable {
+                proxy.shared.parentUnreachable(parent, backoff: exchange.runtime.parents.backoff, error: error.message)
+            }
+            if action == .failOver {
                 exchange.tunnel?.parentIndex += 1
                 proxy.shared.stats.parentFailovers.add(1)
                 return resolveTunnelHop(exchange)
             }
-            timedOut
-                ? respondGenerated(
-                    status: 504, message: "Larder: no parent proxy answered CONNECT within upstream.connect_timeout", outcome: .error,
-                    cause: .parent)
-                : respondGenerated(
-                    status: 502, message: "Larder: no parent proxy could open the tunnel: \(failure)", outcome: .error,
-                    cause: .parent)
+            // Every parent tried was unreachable; else this one was reached and its answer ends it.
+            let timedOut = error.kind == .timeout
+            let message =
+                unreachable
+                ? (timedOut
+                    ? "no parent proxy answered CONNECT within upstream.connect_timeout"
+                    : "no parent proxy could open the tunnel: \(error.message)")
+                : (timedOut
+                    ? "the parent proxy \(parent.label) did not answer CONNECT within upstream.connect_timeout"
+                    : "the parent proxy \(parent.label) could not open the tunnel: \(error.message)")
+            respondGenerated(status: timedOut ? 504 : 502, message: "Larder: " + message, outcome: .error, cause: .parent)
         case .success(let connected):
             if let parent { proxy.shared.parentHealth.recordSuccess(parent) }
             exchange.status = 200

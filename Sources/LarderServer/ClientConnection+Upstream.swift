@@ -75,28 +75,45 @@ extension ClientConnection: RequestBodySource {
         if exchange.route?.digest != nil, let shared = coalesceKey {
             coalesceKey = shared.on(origin: CacheKey.origin(of: CacheKey(url).url))
         }
-        if let key = coalesceKey, proxy.coalescer.isNotShareable(key) { coalesceKey = nil }
-        if let coalesceKey, let fill = proxy.coalescer.fill(for: coalesceKey), fill.acceptsLateReaders,
-            fill.readerCount < exchange.runtime.config.coalesce.maxWaiters
-        {
-            exchange.fill = fill
-            exchange.advance(.attached)
-            exchange.cacheStatus.collapsed = true
-            exchange.outcome = .coalesced
-            exchange.waitStart = proxy.loop.now
-            proxy.shared.stats.requestsCoalesced.add(1)
-            fill.attach(self, requestHeaders: head.headers)
-            return
+        joinFill(coalesceKey, exchange: exchange) { registeredKey in
+            startFill(url, key: key, exchange: exchange, coalesceKey: registeredKey)
         }
-        if let coalesceKey, proxy.coalescer.fill(for: coalesceKey) == nil,
-            let owner = proxy.coalescer.claimOrFindOtherLoop(coalesceKey), moveToFill(on: owner, exchange: exchange)
-        {
-            return
-        }
-        startFill(url, key: key, exchange: exchange, coalesceKey: coalesceKey)
     }
 
-    private func startFill(_ url: AbsoluteURL, key: CacheKey, exchange: Exchange, coalesceKey: FillKey?) {
+    /// The one attach-or-start, for whole objects and slices: attaches `exchange` to the fill
+    /// in flight for `key` on this loop, or moves the connection to the loop fetching it, or
+    /// starts the fill `makeFill` builds (registered under the key it is given, which others
+    /// then attach to). A nil `key`: a fill of its own.
+    func joinFill(_ key: FillKey?, exchange: Exchange, makeFill: (_ registeredKey: FillKey?) -> Fill) {
+        let registeredKey: FillKey?
+        switch proxy.coalescer.join(key, maxWaiters: exchange.runtime.config.coalesce.maxWaiters) {
+        case .attach(let fill):
+            exchange.fill = fill
+            // A slice's answer stays a miss in the log; its head may be out already.
+            if exchange.slices == nil {
+                exchange.advance(.attached)
+                exchange.outcome = .coalesced
+            }
+            if !exchange.headSent { exchange.cacheStatus.collapsed = true }
+            exchange.waitStart = proxy.loop.now
+            proxy.shared.stats.requestsCoalesced.add(1)
+            fill.attach(self, requestHeaders: exchange.head.headers)
+            return
+        case .elsewhere(let owner, let key):
+            if moveToFill(on: owner, exchange: exchange) { return }
+            registeredKey = key
+        case .start(let key):
+            registeredKey = key
+        }
+        let fill = makeFill(registeredKey)
+        exchange.fill = fill
+        proxy.coalescer.register(fill)
+        fill.attach(self, requestHeaders: exchange.head.headers)
+        fill.start()
+    }
+
+    /// The fill for a whole object, registered under `coalesceKey` (nil: not registered).
+    private func startFill(_ url: AbsoluteURL, key: CacheKey, exchange: Exchange, coalesceKey: FillKey?) -> Fill {
         let head = exchange.head
         let runtime = exchange.runtime
         let validating = validatingStored(exchange)
@@ -120,10 +137,8 @@ extension ClientConnection: RequestBodySource {
         options.fallback = exchange.stored
         options.rangeStripped = exchange.range == .stripped
         options.ownSelectors = sendsOwnSelectors(exchange)
-        // A registered key must not be taken over by a second fill (too many waiters).
-        let registeredKey = coalesceKey.flatMap { proxy.coalescer.fill(for: $0) == nil ? $0 : nil }
         let fill = Fill(
-            key: key, coalesceKey: registeredKey, request: request, requestHeaders: head.headers,
+            key: key, coalesceKey: coalesceKey, request: request, requestHeaders: head.headers,
             dedupAlways: exchange.route?.dedup == .always, options: options, runtime: runtime, proxy: proxy)
         if let buffered = exchange.bufferedBody, exchange.requestBodyComplete {
             fill.ownedBodySource = BufferedBody(buffered)
@@ -132,13 +147,10 @@ extension ClientConnection: RequestBodySource {
             // side table, and every retain and release of it takes the slow path from then on.
             fill.bodySource = self
         }
-        exchange.fill = fill
         exchange.advance(.attached)
         exchange.cacheStatus.collapsed = false
         exchange.attempts = 1
-        proxy.coalescer.register(fill)
-        fill.attach(self, requestHeaders: head.headers)
-        fill.start()
+        return fill
     }
 
     /// Revalidates (or refetches) a stored response that was just served stale, with no client

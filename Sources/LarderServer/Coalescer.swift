@@ -1,70 +1,5 @@
 import LarderIO
 
-/// What identifies requests that may share one upstream fetch: the method, the normalized
-/// URL, for `dedup = "always"` routes a hash of the request body, and for clients released from
-/// a fill because their request selects another variant, that variant's request values.
-struct FillKey: Hashable, Sendable {
-    /// The parts, in one object: a miss copies its key about nine times (its fill, the
-    /// coalescer's and the registry's tables, the lookups), and a copy is then one retain
-    /// instead of three.
-    private final class Parts: Sendable {
-        let method: String
-        let url: String
-        let bodyHash: UInt64?
-        let variant: [String: String]?
-        /// Computed once: a miss looks its key up a dozen times (this loop's fills, the
-        /// registry, the not-shareable marks), and hashing the URL again each time cost ~240
-        /// instructions.
-        let hashValue: Int
-
-        init(method: String, url: String, bodyHash: UInt64?, variant: [String: String]?) {
-            self.method = method
-            self.url = url
-            self.bodyHash = bodyHash
-            self.variant = variant
-            var hasher = Hasher()
-            hasher.combine(method)
-            hasher.combine(url)
-            hasher.combine(bodyHash)
-            hasher.combine(variant)
-            hashValue = hasher.finalize()
-        }
-    }
-
-    private let parts: Parts
-    var method: String { parts.method }
-    var url: String { parts.url }
-    var bodyHash: UInt64? { parts.bodyHash }
-    var variant: [String: String]? { parts.variant }
-
-    init(method: String, url: String, bodyHash: UInt64?, variant: [String: String]? = nil) {
-        parts = Parts(method: method, url: url, bodyHash: bodyHash, variant: variant)
-    }
-
-    /// The same key for one variant of a response that varies (RFC 9111 §4.1).
-    func with(variant: [String: String]) -> FillKey {
-        FillKey(method: method, url: url, bodyHash: bodyHash, variant: variant)
-    }
-
-    /// The same key for the clients of one origin only (a key several hosts share, such as a
-    /// digest: each host's answer is that host's alone until it is checked). A space never
-    /// occurs in a URL, so the two parts cannot run into each other.
-    func on(origin: String) -> FillKey {
-        FillKey(method: method, url: url + " " + origin, bodyHash: bodyHash, variant: variant)
-    }
-
-    static func == (left: FillKey, right: FillKey) -> Bool {
-        let (left, right) = (left.parts, right.parts)
-        return left === right
-            || (left.hashValue == right.hashValue && left.url == right.url && left.method == right.method
-                && left.bodyHash == right.bodyHash && left.variant == right.variant)
-    }
-
-    func hash(into hasher: inout Hasher) {
-        hasher.combine(parts.hashValue)
-    }
-}
-
 /// The fills in flight on one event loop, by key, so that a request for something already
 /// being fetched attaches to it instead of going upstream again; and the keys recently seen
 /// to carry responses that may not be shared, which are fetched without coalescing for a while
@@ -85,6 +20,57 @@ final class Coalescer {
         self.registry = registry
     }
 
+    /// What a request does about the fills in flight, decided from what this loop knows.
+    enum Step: Equatable, Sendable {
+        /// Read the response of this loop's fill for the key.
+        case attach
+        /// No fill for the key on this loop: claim the key (another loop may hold it), then
+        /// start a fill that later requests attach to.
+        case claim
+        /// Start a fill that no other request attaches to: no key (the request selects an
+        /// answer for itself alone, or its route never coalesces), a key in its not-shareable
+        /// period, or a fill that takes no more readers (too late, or `coalesce.max_waiters`).
+        case alone
+    }
+
+    /// The decision behind ``join(_:maxWaiters:)``: a pure function, so every case has a test.
+    /// `local`: this loop's fill for the key, if any.
+    static func step(
+        hasKey: Bool, notShareable: Bool, local: (acceptsLateReaders: Bool, readerCount: Int)?, maxWaiters: Int
+    ) -> Step {
+        guard hasKey, !notShareable else { return .alone }
+        guard let local else { return .claim }
+        return local.acceptsLateReaders && local.readerCount < maxWaiters ? .attach : .alone
+    }
+
+    /// What ``join(_:maxWaiters:)`` found.
+    enum Joined {
+        /// This loop's fill, to attach to.
+        case attach(Fill)
+        /// Another loop fetches the key: the request moves there if it can, else starts a fill
+        /// registered here under the key.
+        case elsewhere(EventLoopHandle, FillKey)
+        /// Start a fill, registered under the key given (nil: not registered).
+        case start(FillKey?)
+    }
+
+    /// Attach-or-start for every fetch a client waits on, whole objects and slices alike:
+    /// the fill to attach to, the loop to move to, or the key a new fill registers under (the
+    /// key is then claimed for this loop).
+    func join(_ key: FillKey?, maxWaiters: Int) -> Joined {
+        let local = key.flatMap { fills[$0] }
+        let step = Coalescer.step(
+            hasKey: key != nil, notShareable: key.map(isNotShareable) ?? false,
+            local: local.map { ($0.acceptsLateReaders, $0.readerCount) }, maxWaiters: maxWaiters)
+        switch (step, key, local) {
+        case (.attach, _, let fill?): return .attach(fill)
+        case (.claim, let key?, _):
+            if let owner = claimOrFindOtherLoop(key) { return .elsewhere(owner, key) }
+            return .start(key)
+        default: return .start(nil)
+        }
+    }
+
     /// The loop already fetching `key`, when that is another loop; otherwise this loop now
     /// counts as fetching it (the caller starts the fill).
     func claimOrFindOtherLoop(_ key: FillKey) -> EventLoopHandle? {
@@ -95,8 +81,6 @@ final class Coalescer {
     func isFetched(_ key: FillKey) -> Bool {
         fills[key] != nil || registry?.owner(of: key, besides: loop.handle.index) != nil
     }
-
-    var count: Int { fills.count }
 
     /// The fill in flight for `key`.
     func fill(for key: FillKey) -> Fill? { fills[key] }

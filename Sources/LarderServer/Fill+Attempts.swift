@@ -122,12 +122,5 @@ extension Fill {
         }
     }
 
-    /// `attempts=N` and the retries with their reasons and delays, for logs and Cache-Status.
-    var attemptSummary: String {
-        guard !retryLog.isEmpty else { return "attempts=\(attempts)" }
-        return "attempts=\(attempts) retries=" + retryLog.map { "\($0.reason):\($0.delayMillis)ms" }.joined(separator: ",")
-    }
-
-    var isFinished: Bool { outcome != nil }
     var readerCount: Int { readers.count }
 }

@@ -43,12 +43,6 @@ public enum PasswordHash {
         return difference == 0
     }
 
-    /// Whether libxcrypt supports `hash`'s scheme on this system (it may disable some).
-    public static func isSupported(_ hash: String) -> Bool {
-        let status = crypt_checksalt(hash)
-        return status == CRYPT_SALT_OK || status == CRYPT_SALT_METHOD_LEGACY
-    }
-
     private static func hash(_ password: String, setting: some Collection<CChar>) -> String? {
         // crypt_data is 32 KiB: on the heap, zeroed as crypt_rn requires before first use.
         let data = UnsafeMutablePointer<crypt_data>.allocate(capacity: 1)

@@ -315,8 +315,6 @@ final class ProxyLoop {
         }
     }
 
-    var tunnelCount: Int { tunnels.count }
-
     /// Stamps this loop's heartbeat every `interval` (from the loop itself: a wedged loop stops
     /// stamping).
     func startHeartbeat(every interval: UInt64, slot: Int) {

@@ -1,6 +1,7 @@
 import Glibc
 import LarderHTTP
 import LarderIO
+import LarderUpstream
 
 /// Connects to a CONNECT target: each resolved address in turn (RFC 8305 order is left to
 /// the resolver: IPv4 first), all within `upstream.connect_timeout`. Through a parent proxy,
@@ -11,18 +12,24 @@ import LarderIO
 /// goes away first.
 final class TunnelDial: IOHandler {
     enum Failure: Error, CustomStringConvertible {
-        /// Every address refused or was unreachable; the last error.
-        case unreachable(String)
-        case timedOut
+        /// No tunnel: the hop could not be reached, or did not answer in time or in HTTP.
+        /// Classed as a fill's attempt errors are, so ``AttemptPlanner`` decides failover for
+        /// both the same way.
+        case failed(UpstreamError)
         /// The parent proxy answered the CONNECT with a status other than 2xx.
         case refused(status: Int, statusLine: String)
 
         var description: String {
             switch self {
-            case .unreachable(let reason): reason
-            case .timedOut: "timed out"
+            case .failed(let error): error.message
             case .refused(_, let statusLine): statusLine
             }
+        }
+
+        /// The hop connected but failed afterwards: it did not answer our CONNECT in time,
+        /// closed or reset the connection, or answered with something that is not HTTP.
+        static func afterConnect(_ kind: UpstreamError.Kind, _ message: String) -> Failure {
+            .failed(UpstreamError(kind: kind, message: message, afterHead: false, connected: true))
         }
     }
 
@@ -62,7 +69,7 @@ final class TunnelDial: IOHandler {
         self.timeout = timeout
         timer = loop.schedule(afterNanos: timeout) { [weak self] in
             self?.timer = nil
-            self?.finish(.failure(.timedOut))
+            self?.finish(.failure(.failed(UpstreamError(kind: .timeout, message: "timed out", afterHead: false, connected: false))))
         }
         loop.enqueueDeferred { [weak self] in self?.tryNext() }
     }
@@ -85,7 +92,7 @@ final class TunnelDial: IOHandler {
                 lastError = "\(address): \(error)"
             }
         }
-        finish(.failure(.unreachable(lastError)))
+        finish(.failure(.failed(UpstreamError(kind: .connect, message: lastError, afterHead: false, connected: false))))
     }
 
     func handleIO(_ events: IOEvents) {
@@ -109,7 +116,7 @@ final class TunnelDial: IOHandler {
         if let timer { loop.cancel(timer) }
         timer = loop.schedule(afterNanos: timeout) { [weak self] in
             self?.timer = nil
-            self?.finish(.failure(.timedOut))
+            self?.finish(.failure(.afterConnect(.timeout, "timed out")))
         }
         continueHandshake(socket, .writable)
     }
@@ -135,16 +142,16 @@ final class TunnelDial: IOHandler {
                     return
                 }
                 guard count > 0 else {
-                    return finish(.failure(.unreachable("the parent proxy closed the connection before answering CONNECT")))
+                    return finish(.failure(.afterConnect(.reset, "the parent proxy closed the connection before answering CONNECT")))
                 }
                 answer += buffer[0..<count]
                 if readAnswerLines(socket) { return }
                 guard answer.count <= TunnelDial.maxAnswerHead else {
-                    return finish(.failure(.unreachable("the parent proxy's answer to CONNECT is too large")))
+                    return finish(.failure(.afterConnect(.protocolError, "the parent proxy's answer to CONNECT is too large")))
                 }
             }
         } catch {
-            finish(.failure(.unreachable("parent proxy: \(error)")))
+            finish(.failure(.afterConnect(.reset, "parent proxy: \(error)")))
         }
     }
 
@@ -159,7 +166,7 @@ final class TunnelDial: IOHandler {
                 Result { () throws(HTTPParseError) in try answerParser.feed(raw) }
             }
             guard case .success(let parsed) = event else {
-                finish(.failure(.unreachable("the parent proxy's answer to CONNECT is not HTTP")))
+                finish(.failure(.afterConnect(.protocolError, "the parent proxy's answer to CONNECT is not HTTP")))
                 return true
             }
             guard case .final(let head) = parsed else { continue }

@@ -1,3 +1,4 @@
+import LarderConfig
 import LarderHTTP
 
 /// What a fill does after an upstream attempt failed or answered with a retryable status: go
@@ -73,6 +74,26 @@ public enum AttemptPlanner {
         }
         guard let reason = RetryPolicy.reason(for: error) else { return (.final, parentUnreachable) }
         return (retry(reason, retryAfter: nil, facts: facts, policy: policy, now: 0, random: random), parentUnreachable)
+    }
+
+    /// After a CONNECT tunnel's dial failed before the parent's 2xx (or, direct, before the
+    /// target accepted): the rules of ``afterError(_:facts:policy:random:)``, so a tunnel fails
+    /// over exactly where a fill does: the parent unreached (its name, its connect, a timeout
+    /// before connecting) or its connection reset. Our CONNECT carries nothing of the client's
+    /// (RFC 9110 §9.3.6), so asking the next parent repeats nothing; a timeout after connecting
+    /// (the parent still reaching the target) or an answer that is not HTTP is final, as for a
+    /// fill. A tunnel is never retried after a delay: the client waits on it.
+    /// `parent`: which parent of how many the dial went through (nil: direct).
+    public static func afterTunnelError(
+        _ error: UpstreamError, parent: (index: Int, count: Int)?
+    ) -> (action: Action, parentUnreachable: Bool) {
+        var never = RetryConfig()
+        never.strategy = .none
+        let facts = Facts(
+            method: .connect, routeDeclaresIdempotent: true, canResend: true, attempts: (parent?.index ?? 0) + 1,
+            freeAttempts: parent?.index ?? 0, onFreshConnection: true, parent: parent)
+        let (action, unreachable) = afterError(error, facts: facts, policy: RetryPolicy(never), random: 0)
+        return (action == .failOver ? .failOver : .final, unreachable)
     }
 
     /// After a response head with status `status` (and its Retry-After, if any), at wall-clock

@@ -65,15 +65,9 @@ public final class UpstreamClient: UpstreamSockets.Owner {
         set { sockets.idleConnectionClosed = newValue }
     }
 
-    /// Transfers in flight.
-    public var activeCount: Int { active.count }
-
     private static let globalInit: Bool = {
         curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK
     }()
-
-    /// The libcurl version string, for logs and `--version`.
-    public static var libraryVersion: String { String(cString: curl_version()) }
 
     /// Creates the client for `loop`; call on that loop's thread.
     public init(loop: EventLoop, maxConnectionsPerHost: Int) {

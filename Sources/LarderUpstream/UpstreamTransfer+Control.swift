@@ -1,9 +1,6 @@
 /// What the caller of a transfer may do while it runs. No curl call here (UpstreamClient.swift
 /// has them all).
 extension UpstreamTransfer {
-    /// Whether the response head has arrived.
-    public var hasHead: Bool { receivedHead }
-
     /// Stops the transfer; the delegate hears nothing more.
     public func cancel() {
         client.cancel(self)

@@ -263,6 +263,42 @@ extension IntegrationTests {
             _ = (connection, b)
         }
 
+        /// A tunnel fails over where a miss does (AttemptPlanner decides both): a parent that was
+        /// reached but does not answer CONNECT in time (it is still reaching the target), or
+        /// answers with something that is not HTTP, ends the tunnel there; the next parent is
+        /// not tried and the parent is not marked down.
+        @Test func connectFailsOverOnlyWhereAMissWould() throws {
+            let target = try TunnelTarget(.tls)
+            let live = try Larder(config: "[proxy]\nconnect_ports = [\(target.port)]\n")
+            let slow = try RawOrigin()
+            slow.script(
+                "127.0.0.1:\(target.port)",
+                RawOrigin.Script(pieces: [Array("HTTP/1.1 ".utf8), Array("200 Connection established\r\n\r\n".utf8)], pause: 4))
+            let garbled = try RawOrigin()
+            garbled.script("127.0.0.1:\(target.port)", RawOrigin.Script("SSH-2.0-OpenSSH_9.6\r\n\r\n"))
+            for (first, status) in [(slow.port, 504), (garbled.port, 502)] {
+                let child = try Larder(
+                    config: """
+                        [proxy]
+                        connect_ports = [\(target.port)]
+                        [upstream]
+                        connect_timeout = "1s"
+                        parents = ["http://127.0.0.1:\(first)", "http://127.0.0.1:\(live.proxyPort)"]
+                        parent_selection = "failover"
+                        """)
+                let (connection, response) = try Tunnels.connect(child, to: target.port)
+                #expect(response.status == status, "parent on \(first)")
+                _ = connection
+                let metrics = try Curl.run(["http://127.0.0.1:\(child.adminPort)/metrics"]).text
+                #expect(metricValue(metrics, "larder_parent_failovers_total") == 0)
+                #expect(metricValue(metrics, "larder_parent_failures_total{parent=\"http://127.0.0.1:\(first)\"}") == 0)
+            }
+            #expect(slow.count("127.0.0.1:\(target.port)") == 1)
+            #expect(garbled.count("127.0.0.1:\(target.port)") == 1)
+            let liveTunnels = (try live.stats()["tunnels"] as? [String: Any])?["opened"] as? Int
+            #expect(liveTunnels == 0, "the second parent was never asked")
+        }
+
         @Test func connectThroughABrokenParentFailsWithAClearStatus() throws {
             let target = try TunnelTarget(.tls)
             // A "parent" that reads our CONNECT as an unknown command and hangs up (a clean close

@@ -92,4 +92,36 @@ import Testing
             AttemptPlanner.afterStatus(429, retryAfter: "1", facts: facts(), policy: policy, now: now, random: 0) == .final,
             "429 is not in the default retry_on")
     }
+
+    /// A CONNECT tunnel's dial fails over where a fill's attempt does, and nowhere else: the
+    /// parent unreached or resetting us; not a timeout after connecting, not a non-HTTP answer,
+    /// not from the last parent, not when direct. Never a delayed retry.
+    @Test(
+        arguments: [
+            (UpstreamError.Kind.dns, false, (0, 2), AttemptPlanner.Action.failOver, true),
+            (.connect, false, (0, 2), .failOver, true),
+            (.timeout, false, (0, 2), .failOver, true),
+            (.reset, true, (0, 2), .failOver, true),
+            (.reset, true, (1, 3), .failOver, true),
+            (.timeout, true, (0, 2), .final, false),
+            (.protocolError, true, (0, 2), .final, false),
+            (.connect, false, (1, 2), .final, true),
+            (.reset, true, (1, 2), .final, true),
+            (.connect, false, nil, .final, false),
+            (.timeout, false, nil, .final, false),
+        ] as [(UpstreamError.Kind, Bool, (Int, Int)?, AttemptPlanner.Action, Bool)])
+    func tunnelsFailOverAsFillsDo(
+        kind: UpstreamError.Kind, connected: Bool, parent: (Int, Int)?, action: AttemptPlanner.Action, unreachable: Bool
+    ) {
+        let error = UpstreamError(kind: kind, message: "x", afterHead: false, connected: connected)
+        let planned = AttemptPlanner.afterTunnelError(error, parent: parent)
+        #expect(planned.action == action)
+        #expect(planned.parentUnreachable == unreachable)
+        // The same facts for a GET fill through the same parents decide the same failover.
+        if let parent {
+            let fill = AttemptPlanner.afterError(error, facts: facts(fresh: true, parent: parent), policy: policy, random: 0)
+            #expect((fill.action == .failOver) == (action == .failOver))
+            #expect(fill.parentUnreachable == unreachable)
+        }
+    }
 }
