@@ -24,7 +24,8 @@ final class ProxyLoop {
     private var tunnels: [ObjectIdentifier: Tunnel] = [:]
     private var listeners: [Listener] = []
     private var sweepInterval: UInt64 = 250_000_000
-    private var draining = false
+    /// The daemon's life as this loop last heard it from ``Server`` (a loop-confined copy).
+    private(set) var life: ServerLife = .running
     private var parked: [Int: ClientConnection] = [:]
     /// Connections as they turn idle, oldest first: at max_connections the oldest idle one
     /// makes room for a new client, so idle connections (a flood of them, or a pool of
@@ -146,7 +147,7 @@ final class ProxyLoop {
 
     var logger: Logger { shared.logger }
     var connectionCount: Int { connections.count }
-    var isDraining: Bool { draining }
+    var isDraining: Bool { life != .running }
 
     /// Starts accepting on `socket`.
     func listen(on socket: Socket, kind: Listener.Kind) throws(SystemError) {
@@ -168,8 +169,8 @@ final class ProxyLoop {
     }
 
     /// Stops accepting; open connections finish their current exchange and close.
-    func beginDraining() {
-        draining = true
+    func beginDraining(_ stage: ServerLife) {
+        life = stage
         for listener in listeners { loop.deregister(listener.socket.fd) }
         listeners.removeAll()
         for connection in connections.values { connection.drain() }
@@ -319,7 +320,7 @@ final class ProxyLoop {
     /// stamping).
     func startHeartbeat(every interval: UInt64, slot: Int) {
         loop.schedule(afterNanos: interval) { [weakSelf] in
-            guard let proxy = weakSelf.object, !proxy.draining else { return }
+            guard let proxy = weakSelf.object, !proxy.isDraining else { return }
             proxy.shared.heartbeats.withLock { beats in
                 if slot < beats.count { beats[slot] = proxy.loop.now }
             }
@@ -337,7 +338,7 @@ final class ProxyLoop {
         let weakSelf = self.weakSelf
         func tick() {
             loop.schedule(afterNanos: period) {
-                guard let proxy = weakSelf.object, !proxy.draining else { return }
+                guard let proxy = weakSelf.object, !proxy.isDraining else { return }
                 if let watchdog {
                     let now = Clocks.monotonicNanos()
                     let healthy = proxy.shared.heartbeats.withLock { beats in beats.allSatisfy { now &- $0 < watchdog } }

@@ -16,6 +16,21 @@ public final class Server: Sendable {
     let shared: SharedState
     private let loops = Locked<[EventLoopHandle]>([])
     private let sockets = Locked<[(Listener.Kind, Socket)]>([])
+    private let lifeStage = Locked<ServerLife>(.starting)
+
+    /// Where the daemon is: starting, running, draining or stopped.
+    public var life: ServerLife { lifeStage.withLock { $0 } }
+
+    /// Takes the step `event` allows from the current stage; returns the new stage, or nil
+    /// (and changes nothing) when the step is not one the current stage takes.
+    @discardableResult
+    private func move(_ event: ServerLife.Event) -> ServerLife? {
+        lifeStage.withLock { stage in
+            guard let next = stage.after(event) else { return nil }
+            stage = next
+            return next
+        }
+    }
 
     /// Creates a server for `config` (and the interceptor its `[tls]` asks for, made by
     /// ``TLSInterceptor/make(for:replacing:)``); nothing is bound until ``start()``.
@@ -39,6 +54,18 @@ public final class Server: Sendable {
     /// and `admin`), starts the event loops, and tells systemd it is ready. Throws if an
     /// address cannot be bound.
     public func start() throws(SystemError) {
+        do {
+            try bindAndRun()
+        } catch {
+            move(.startFailed)
+            throw error
+        }
+        move(.started)
+        // READY only now: every loop watches the listening sockets, so connections are accepted.
+        Systemd.notify("READY=1\nSTATUS=\(statusLine)")
+    }
+
+    private func bindAndRun() throws(SystemError) {
         let config = shared.currentRuntime.config
         // The soft limit goes up to the hard one, as HAProxy does; only a hard limit too low to
         // hold max_connections clients is worth a warning (DescriptorBudget).
@@ -126,8 +153,6 @@ public final class Server: Sendable {
         loops.withLock { $0 = handles }
         startSupervision(handles)
         handles.first?.execute { loop in (loop.context as? ProxyLoop)?.startHistory() }
-        // READY only now: every loop watches the listening sockets, so connections are accepted.
-        Systemd.notify("READY=1\nSTATUS=\(statusLine)")
     }
 
     /// Watchdog pings and STATUS updates when running under systemd. Each loop stamps a
@@ -164,7 +189,11 @@ public final class Server: Sendable {
 
     /// Applies `config` to new requests on every loop; requests in flight keep their config.
     /// Tells systemd it is reloading, then ready again.
-    public func apply(_ config: Config, interceptor: TLSInterceptor?) {
+    /// Returns false, applying nothing, unless the daemon is running (a reload that arrives
+    /// while it drains would only change what is about to stop).
+    @discardableResult
+    public func apply(_ config: Config, interceptor: TLSInterceptor?) -> Bool {
+        guard life.acceptsReload else { return false }
         Systemd.notifyReloading()
         let (runtime, replaced) = shared.runtime.withLock { current in
             let replaced = current.interceptor
@@ -194,6 +223,7 @@ public final class Server: Sendable {
         }
         for _ in handles { done.wait() }
         Systemd.notify("READY=1\nSTATUS=\(statusLine)")
+        return true
     }
 
     /// Tells systemd that a reload was attempted but the file was rejected (still READY).
@@ -214,14 +244,16 @@ public final class Server: Sendable {
 
     /// Stops accepting, lets in-flight exchanges finish for up to `timeout`, then closes the
     /// rest, flushes the disk tier and stops the loops.
+    /// Does nothing unless the daemon is running.
     public func shutdown(drainTimeout timeout: Duration) {
+        guard let draining = move(.drainRequested(now: Clocks.monotonicNanos(), timeout: timeout.totalNanoseconds))
+        else { return }
         Systemd.notify("STOPPING=1\nSTATUS=draining \(shared.stats.activeConnections.load()) connections")
         let handles = loops.withLock { $0 }
         for handle in handles {
-            handle.execute { loop in (loop.context as? ProxyLoop)?.beginDraining() }
+            handle.execute { loop in (loop.context as? ProxyLoop)?.beginDraining(draining) }
         }
-        let deadline = Clocks.monotonicNanos() + timeout.totalNanoseconds
-        while shared.stats.activeConnections.load() > 0, Clocks.monotonicNanos() < deadline {
+        while shared.stats.activeConnections.load() > 0, !draining.drainExpired(now: Clocks.monotonicNanos()) {
             usleep(20_000)
         }
         let done = DispatchSemaphore(value: 0)
@@ -239,6 +271,7 @@ public final class Server: Sendable {
         // half-written in tmp/.
         shared.cache.disk?.stop()
         shared.stopHelpers()
+        move(.loopsStopped)
     }
 
     /// Removes every stored variant of `url` from memory and disk. Returns whether anything

@@ -172,7 +172,10 @@ struct Serve: ParsableCommand {
                     metadata: ["file": "\(entry.value(in: loaded))"])
             }
             let applied = ConfigKeyTable.keepingRestartOnly(loaded, from: running)
-            server.apply(applied, interceptor: interceptor)
+            guard server.apply(applied, interceptor: interceptor) else {
+                logger.notice("SIGHUP ignored: the daemon is \(server.life)")
+                return
+            }
             threshold.level = Logger.Level(rawValue: applied.log.level.rawValue) ?? .info
             var summary = "reloaded \(selection.origin): \(ConfigSummary.line(Self.asRunning(applied, server)))"
             if !kept.isEmpty { summary += "; not applied until a restart: " + kept.map(\.name).joined(separator: ", ") }
