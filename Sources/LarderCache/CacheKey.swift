@@ -7,7 +7,7 @@ public struct CacheKey: Hashable, Sendable, CustomStringConvertible {
     /// `scheme://authority/path?query`.
     public let url: String
     /// `url`'s hash, computed once: a request looks its key up in several tables (coalescer,
-    /// memory tier, disk index), and hashing the whole URL for each showed in profiles.
+    /// memory tier, disk index), and would otherwise hash the whole URL for each.
     /// From Swift's per-process seeded hasher, so hash flooding stays as hard as it was.
     private let urlHash: Int
 

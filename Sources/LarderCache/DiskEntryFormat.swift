@@ -34,8 +34,8 @@ public enum DiskEntryFormat {
     /// The versions read: an entry keeps the version it was written in.
     public static let readableVersions = 2...4
     public static let magic = magicLiteral.description
-    /// ``magic`` as a literal, for the preamble's writer and reader (a String's UTF-8 view costs
-    /// ~30 instructions a byte).
+    /// ``magic`` as a literal, for the preamble's writer and reader (a String's UTF-8 view is
+    /// walked through the generic sequence path).
     static let magicLiteral: StaticString = "LARDER-ENTRY "
     public static let preambleLength = 133
     /// The largest `body-length` a preamble may state (1 PiB, past any disk): the field has
@@ -162,7 +162,7 @@ public enum DiskEntryFormat {
     }
 
     /// A time in seconds to the microsecond (`1764139200.123456`), which `Double(_:)` reads
-    /// back: `Double.description`'s shortest round-trip digits cost ~800 instructions a call.
+    /// back, without `Double.description`'s search for the shortest round-trip digits.
     /// At most 24 bytes.
     static func appendSeconds(_ seconds: Double, to writer: inout ByteWriter) {
         guard seconds.isFinite, seconds >= 0, seconds < 1e12 else {
@@ -222,8 +222,7 @@ public enum DiskEntryFormat {
         into buffer: UnsafeMutableBufferPointer<UInt8>
     ) {
         precondition(buffer.count >= preambleLength)
-        // Literals as StaticStrings, copied as bytes (a String's UTF-8 view costs ~30
-        // instructions a byte).
+        // Literals as StaticStrings, copied as bytes (not through a String's UTF-8 view).
         var writer = ByteWriter(buffer)
         writer.append(magicLiteral)
         writer.append(version, zeroPaddedTo: 1)

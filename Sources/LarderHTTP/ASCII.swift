@@ -104,7 +104,7 @@ public enum ASCII {
     }
 
     /// Whether `text`'s UTF-8 contains `byte`, over its contiguous bytes (`text.utf8.contains`
-    /// walks the view through the generic sequence path, ~15 instructions a byte).
+    /// walks the view through the generic sequence path).
     public static func contains(_ byte: UInt8, in text: String) -> Bool {
         withUTF8(of: text) { bytes in
             for index in 0..<bytes.count where bytes[index] == byte { return true }

@@ -3,7 +3,7 @@
 ///
 /// A struct with `mutating` methods rather than a nested function capturing a `var count`:
 /// a captured variable's accesses are checked for exclusivity at run time (a `swift_beginAccess`
-/// per use, ~300 instructions for the five pieces of a URL); a struct's are checked statically.
+/// per use); a struct's are checked statically.
 public struct ByteWriter {
     public let buffer: UnsafeMutableBufferPointer<UInt8>
     /// Bytes written so far.
@@ -21,7 +21,7 @@ public struct ByteWriter {
 
     /// Appends `text`'s UTF-8 (traps if it does not fit). The generic version above is not
     /// specialized for callers in other modules, which then pay for protocol witnesses and
-    /// metadata lookups on every call (~370 instructions against ~40 here).
+    /// metadata lookups on every call.
     public mutating func append(_ text: String) { appendUTF8(of: text) }
 
     @inline(__always)
@@ -64,7 +64,7 @@ public struct ByteWriter {
     }
 
     /// Appends a non-negative `value` in decimal, as many digits as it takes (`String(value)`
-    /// went through `CustomStringConvertible` and a new string, ~250 instructions per URL).
+    /// goes through `CustomStringConvertible` and a new string).
     @inlinable
     public mutating func append(decimal value: Int) {
         var digits = 1

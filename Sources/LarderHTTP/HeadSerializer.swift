@@ -12,7 +12,7 @@ public enum HeadSerializer {
     }
 
     /// Appends a literal's bytes. `append(contentsOf: "…".utf8)` goes through the generic
-    /// sequence path, ~100 instructions a piece; a response head from the cache has eight.
+    /// sequence path for each piece, and a response head from the cache has eight.
     @inline(__always)
     public static func append(_ literal: StaticString, to output: inout [UInt8]) {
         literal.withUTF8Buffer { output.append(contentsOf: $0) }

@@ -9,8 +9,7 @@ public enum FileSystem {
     // Every path-taking call here also takes the directory the path is relative to (`at:`,
     // default: the working directory, so absolute paths work as they are). The disk tier's
     // store path names files relative to `tmp/` and `v1/` handles it opened once: the kernel
-    // then walks one to three path components per call instead of the whole cache path, which
-    // showed as several per cent of a miss on a deep cache directory.
+    // then walks one to three path components per call instead of the whole cache path.
 
     /// Opens a directory as a handle for the `at:` calls (O_PATH: no read access needed).
     public static func openDirectory(_ path: String) throws(SystemError) -> Int32 {
