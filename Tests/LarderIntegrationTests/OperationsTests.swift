@@ -292,6 +292,22 @@ extension IntegrationTests {
             #expect(check.process.terminationStatus == 0, "promtool: \(check.stdout)\(check.stderr)")
         }
 
+        /// `larder_upstream_errors_total` (/stats `upstream.errors`) counts the exchanges that got
+        /// no usable answer (here a refused connection), not the origin's error statuses, which
+        /// `larder_upstream_failures_total{reason="5xx"}` counts.
+        @Test func upstreamErrorsAreExportedApartFromErrorStatuses() throws {
+            let origin = try Origin()
+            let dead = try freePort()
+            let larder = try Larder(config: "[retry]\nstrategy = \"none\"\n")
+            #expect(try Curl.viaProxy(larder.proxy, ["http://127.0.0.1:\(dead)/refused"]).status == 502)
+            #expect(try Curl.viaProxy(larder.proxy, [origin.url("/broken?status=503")]).status == 503)
+            let metrics = try Curl.run(["http://127.0.0.1:\(larder.adminPort)/metrics"]).text
+            #expect(metrics.contains("\nlarder_upstream_errors_total 1\n"), "\(metrics)")
+            #expect(metrics.contains("\nlarder_upstream_failures_total{reason=\"connect\"} 1\n"))
+            #expect(metrics.contains("\nlarder_upstream_failures_total{reason=\"5xx\"} 1\n"))
+            #expect(try larder.stats().upstream.errors == 1)
+        }
+
         /// The dashboard's DOM after headless Chromium ran it for three (virtual) seconds, and a
         /// screenshot's PNG bytes; nil where no Chromium is installed.
         static func renderDashboard(_ larder: Larder) throws -> (dom: String, screenshot: Data)? {
