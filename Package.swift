@@ -96,6 +96,6 @@ let package = Package(
         .testTarget(name: "LarderUpstreamTests", dependencies: ["LarderUpstream", "LarderConfig", "LarderHTTP", "LarderIO"]),
         .testTarget(name: "LarderTLSTests", dependencies: ["LarderTLS", "LarderConfig"]),
         .testTarget(name: "LarderServerTests", dependencies: ["LarderServer", "LarderConfig", "LarderIO", "LarderUpstream"]),
-        .testTarget(name: "LarderIntegrationTests", exclude: ["Fixtures"]),
+        .testTarget(name: "LarderIntegrationTests", dependencies: ["LarderServer"], exclude: ["Fixtures"]),
     ]
 )

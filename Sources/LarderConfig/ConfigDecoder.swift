@@ -21,39 +21,22 @@ struct ConfigDecoder {
         self.source = source
     }
 
-    /// The keys of each section, in the order config/larder.toml documents them.
-    static let schema: [(section: String, keys: [String])] = [
-        (
-            "proxy",
-            [
-                "listen", "allow", "connect_ports", "max_connections", "header_timeout", "idle_timeout", "max_header_bytes", "workers",
-                "busy_poll", "drain_timeout", "tunnel_idle_timeout", "auth_users", "auth_users_file", "auth_realm", "request_body_buffer",
-                "allow_local_destinations", "deny_destinations", "allow_destinations", "setup_host",
-            ]
-        ),
-        ("admin", ["listen", "token", "token_file", "allow_hosts"]),
-        ("memory", ["max_bytes", "max_entries", "max_object_bytes"]),
-        ("disk", ["path", "max_bytes", "max_object_bytes", "scrub_rate", "required"]),
-        (
-            "upstream",
-            [
-                "connect_timeout", "timeout", "min_rate", "parent", "parents", "parent_selection", "parent_backoff", "direct",
-                "max_connections_per_host", "resolve",
-            ]
-        ),
-        ("retry", retryKeys),
-        (
-            "cache",
-            [
-                "default_policy", "stale_if_error", "offline", "range_whole_max", "slice_size", "presets", "admission",
-                "admission_min_bytes",
-                "negative_ttl",
-            ]
-        ),
-        ("coalesce", ["max_waiters", "wait_timeout", "finish_abandoned_max", "not_shareable_ttl"]),
-        ("log", ["level", "access", "access_file", "admin_requests", "access_format", "redact_query"]),
-        ("tls", ["intercept", "never", "ca_dir", "leaf_validity", "upstream_ca_file", "splice_after_failures", "splice_for"]),
-    ]
+    /// The keys of each section, in the order config/larder.toml documents them: the keys of
+    /// ``ConfigKeyTable``, grouped by section, so the decoder accepts exactly the table's keys.
+    static let schema: [(section: String, keys: [String])] = {
+        var sections: [(section: String, keys: [String])] = []
+        for entry in ConfigKeyTable.entries {
+            let section = String(entry.name.prefix { $0 != "." })
+            guard section != "route" else { continue }
+            let key = String(entry.name.dropFirst(section.count + 1))
+            if sections.last?.section == section {
+                sections[sections.count - 1].keys.append(key)
+            } else {
+                sections.append((section, [key]))
+            }
+        }
+        return sections
+    }()
     /// The hint for an unknown key: the tables that do have it (a key put under the wrong
     /// header), else the closest key of its own table, else the closest of another table, named
     /// with its table.
@@ -69,9 +52,8 @@ struct ConfigDecoder {
         return ""
     }
 
-    static let retryKeys = [
-        "strategy", "max_attempts", "base_delay", "multiplier", "max_delay", "jitter", "retry_on", "budget_ratio", "budget_min",
-    ]
+    /// `[retry]`'s keys, which a `[route.retry]` table takes too.
+    static let retryKeys = schema.first { $0.section == "retry" }?.keys ?? []
     static let routeKeys = [
         "match", "methods", "policy", "ttl", "dedup", "timeout", "min_rate", "idempotent", "parent", "key", "ignore_query", "immutable",
         "digest",

@@ -1,7 +1,7 @@
 /// Every configuration key with its reload class, in config/larder.toml's order: the one list
-/// that reload, `check-config` and the documentation (config/larder.toml's "restart to change",
-/// docs/OPERATIONS.md, "Reload") follow; a unit test holds it to the decoder's keys and to
-/// both documents.
+/// that the decoder (its sections and keys, ``ConfigDecoder/schema``), reload, `check-config`
+/// and the documentation (config/larder.toml's keys and "restart to change", docs/OPERATIONS.md,
+/// "Reload") follow; unit tests hold the documents to it.
 public enum ConfigKeyTable {
     public static let entries: [ConfigKeyEntry] =
         [
@@ -31,16 +31,16 @@ public enum ConfigKeyTable {
             "upstream.resolve",
             "retry.strategy", "retry.max_attempts", "retry.base_delay", "retry.multiplier", "retry.max_delay", "retry.jitter",
             "retry.retry_on", "retry.budget_ratio", "retry.budget_min",
-            "cache.default_policy", "cache.stale_if_error", "cache.offline", "cache.range_whole_max", "cache.slice_size",
-            "cache.presets", "cache.admission", "cache.admission_min_bytes", "cache.negative_ttl",
+            "cache.default_policy", "cache.stale_if_error", "cache.negative_ttl", "cache.offline", "cache.slice_size",
+            "cache.range_whole_max", "cache.admission", "cache.admission_min_bytes", "cache.presets",
             "coalesce.max_waiters", "coalesce.wait_timeout", "coalesce.finish_abandoned_max", "coalesce.not_shareable_ttl",
         ].map(ConfigKeyEntry.live)
         + [
-            .live("log.level"), .live("log.access"),
+            .live("log.level"), .live("log.access"), .live("log.access_format"),
             .restart(
                 "log.access_file", keep: { $0.log.accessFile = $1.log.accessFile },
                 show: { $0.log.accessFile.isEmpty ? "stdout" : $0.log.accessFile }),
-            .live("log.admin_requests"), .live("log.access_format"), .live("log.redact_query"),
+            .live("log.admin_requests"), .live("log.redact_query"),
         ]
         + [
             "tls.intercept", "tls.never", "tls.ca_dir", "tls.leaf_validity", "tls.upstream_ca_file", "tls.splice_after_failures",

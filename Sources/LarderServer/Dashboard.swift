@@ -84,7 +84,7 @@ enum Dashboard {
         <script>
         "use strict";
         const outcomes = [["hit","#1a9e5f"],["disk_hit","#3bb37a"],["revalidated","#7fc8a0"],["stale","#c7861a"],
-          ["coalesced","#7a5cd6"],["miss","#2f6fde"],["pass","#8aa6d8"],["error","#c9364b"],["tunnel","#6b7385"]];
+          ["coalesced","#7a5cd6"],["miss","#2f6fde"],["error","#c9364b"],["tunnel","#6b7385"]];
         const classes = [["2xx","#1a9e5f"],["3xx","#2f6fde"],["4xx","#c7861a"],["5xx","#c9364b"]];
         let window_seconds = 900;
         let history = [];

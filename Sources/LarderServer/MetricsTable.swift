@@ -46,6 +46,11 @@ enum MetricsTable {
                 ) { $0.responses?[name] ?? 0 })
         }
         rows.append(.init(.counter, "larder_upstream_requests_total", "Requests sent upstream (every attempt).") { $0.upstream.requests })
+        rows.append(
+            .init(
+                .counter, "larder_upstream_errors_total",
+                "Upstream exchanges that failed for good without a usable response (DNS, connect, timeout, reset, TLS...)."
+            ) { $0.upstream.errors ?? 0 })
         for reason in RetryPolicy.Reason.allCases.map(\.rawValue) {
             rows.append(
                 .init(
@@ -148,6 +153,9 @@ enum MetricsTable {
                 $0.disk?.degraded ?? true ? 1 : 0
             },
             .init(.gauge, "larder_connections_active", "Open client connections.") { $0.connections.active },
+            .init(.gauge, "larder_admin_connections_active", "Open admin connections (dashboards, scrapes, the CLI).") {
+                $0.connections.admin ?? 0
+            },
             .init(.counter, "larder_connections_accepted_total", "Client connections accepted.") { $0.connections.accepted },
             .init(.counter, "larder_connections_rejected_total", "Client connections refused (ACL, max_connections).") {
                 $0.connections.rejected
@@ -223,7 +231,7 @@ enum MetricsTable {
                     [("outcome", outcome)]
                 ) { $0.tls.handshakes[outcome] ?? 0 })
         }
-        for outcome in RequestOutcome.allCases where outcome != .admin && outcome != .tunnel && outcome != .intercept {
+        for outcome in RequestOutcome.proxied {
             rows.append(
                 .init(
                     .counter, "larder_tls_requests_total", "Requests answered inside intercepted TLS sessions, by outcome.",

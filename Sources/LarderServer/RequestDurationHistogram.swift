@@ -22,14 +22,14 @@ final class RequestDurationHistogram: Sendable {
     static let byResultHelp = "Time from a request's head to the last byte of its response queued, by result: hit or miss."
 
     /// How a request was answered, for the latency a dashboard shows apart: from the cache
-    /// alone, or after the origin (a miss, a coalesced wait, a revalidation, a pass).
+    /// alone, or after the origin (a miss, a coalesced wait, a revalidation).
     enum Answer: Int, CaseIterable, Sendable {
         case hit, miss, other
 
         init(_ outcome: RequestOutcome) {
             switch outcome {
             case .memoryHit, .diskHit: self = .hit
-            case .miss, .coalesced, .revalidated, .stale, .pass: self = .miss
+            case .miss, .coalesced, .revalidated, .stale: self = .miss
             case .error, .tunnel, .intercept, .admin: self = .other
             }
         }

@@ -10,13 +10,19 @@ public enum RequestOutcome: String, Sendable, CaseIterable {
     case coalesced
     case revalidated
     case stale
-    case pass
     case error
     case tunnel
     /// A CONNECT answered by decrypting the tunnel (HTTPS interception): the requests inside
     /// are counted on their own.
     case intercept
     case admin
+
+    /// The outcomes of proxied requests, in `index` order: the requests a TLS session counts
+    /// and the hit ratio's denominator (not admin requests, tunnels or interceptions).
+    public static let proxied: [RequestOutcome] = [.memoryHit, .diskHit, .miss, .coalesced, .revalidated, .stale, .error]
+
+    /// The proxied outcomes answered from the cache: the hit ratio's numerator.
+    public static let fromCache: [RequestOutcome] = [.memoryHit, .diskHit, .stale, .revalidated]
 }
 
 /// Daemon-wide counters, declared once here (Varnish style). Relaxed atomics: each counter is
@@ -26,6 +32,8 @@ public enum RequestOutcome: String, Sendable, CaseIterable {
 public final class Statistics: Sendable {
     private let outcomes: [AtomicCounter]
     public let upstreamRequests = AtomicCounter()
+    /// Upstream exchanges that failed for good without a usable response (an ``UpstreamError``,
+    /// not a 5xx or 429 status), even when a stale copy was then served.
     public let upstreamFailures = AtomicCounter()
     public let bytesFromCache = AtomicCounter()
     public let bytesFromUpstream = AtomicCounter()
@@ -117,7 +125,7 @@ public final class Statistics: Sendable {
 
     public init() {
         outcomes = RequestOutcome.allCases.map { _ in AtomicCounter() }
-        interceptedOutcomes = RequestOutcome.allCases.map { _ in AtomicCounter() }
+        interceptedOutcomes = RequestOutcome.proxied.map { _ in AtomicCounter() }
         handshakes = HandshakeOutcome.allCases.map { _ in AtomicCounter() }
         statusClasses = Self.statusClassNames.map { _ in AtomicCounter() }
     }
@@ -133,12 +141,16 @@ public final class Statistics: Sendable {
         Self.statusClassNames.firstIndex(of: name).map { statusClasses[$0].load() } ?? 0
     }
 
+    /// Counts a request answered inside an intercepted session; only proxied outcomes have a
+    /// counter (their `index` is their place in ``RequestOutcome/proxied``).
     func countIntercepted(_ outcome: RequestOutcome) {
-        interceptedOutcomes[Self.index(outcome)].add(1)
+        let index = Self.index(outcome)
+        if index < interceptedOutcomes.count { interceptedOutcomes[index].add(1) }
     }
 
     public func interceptedValue(_ outcome: RequestOutcome) -> Int {
-        interceptedOutcomes[Self.index(outcome)].load()
+        let index = Self.index(outcome)
+        return index < interceptedOutcomes.count ? interceptedOutcomes[index].load() : 0
     }
 
     func count(_ handshake: HandshakeOutcome) {
@@ -171,11 +183,10 @@ public final class Statistics: Sendable {
         case .coalesced: 3
         case .revalidated: 4
         case .stale: 5
-        case .pass: 6
-        case .error: 7
-        case .tunnel: 8
-        case .admin: 9
-        case .intercept: 10
+        case .error: 6
+        case .tunnel: 7
+        case .admin: 8
+        case .intercept: 9
         }
     }
 }

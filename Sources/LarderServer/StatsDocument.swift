@@ -159,6 +159,9 @@ public struct StatsDocument: Codable, Sendable, Equatable {
         /// Pooled connections closed unused while idle, by why (``IdleConnectionClose``; nil from
         /// a daemon older than the field).
         public var idleConnectionsClosed: [String: Int]? = nil
+        /// Exchanges that failed for good without a usable response (no status: DNS, connect,
+        /// timeout, reset, TLS...); nil from a daemon older than the field.
+        public var errors: Int? = nil
     }
 
     public struct Connections: Codable, Sendable, Equatable {
@@ -166,6 +169,8 @@ public struct StatsDocument: Codable, Sendable, Equatable {
         public var accepted: Int
         public var rejected: Int
         public var evictedIdle: Int
+        /// Open admin connections, apart from `active` (nil from a daemon older than the field).
+        public var admin: Int? = nil
     }
 
     /// Requests refused before any cache or upstream work.
@@ -283,87 +288,102 @@ public struct StatsDocument: Codable, Sendable, Equatable {
 }
 
 extension StatsDocument {
-    /// The document for the running daemon now.
-    init(_ shared: SharedState) {
-        let stats = shared.stats
-        let config = shared.currentRuntime.config
+    /// The figures ``Statistics`` counts, and nothing else: zero tiers, no parents, hosts,
+    /// health or history. Every counter of ``Statistics`` reaches this document here, which
+    /// is what a unit test walks (each counter moves a ``MetricsTable`` row).
+    init(counters stats: Statistics) {
         var requests: [String: Int] = [:]
-        var proxied = 0
-        for outcome in RequestOutcome.allCases {
-            requests[outcome.rawValue] = stats.value(outcome)
-            if outcome != .admin && outcome != .tunnel && outcome != .intercept { proxied += stats.value(outcome) }
-        }
+        for outcome in RequestOutcome.allCases { requests[outcome.rawValue] = stats.value(outcome) }
         requests["total"] = requests.values.reduce(0, +)
-        let fromCache = stats.value(.memoryHit) + stats.value(.diskHit) + stats.value(.stale) + stats.value(.revalidated)
+        let proxied = RequestOutcome.proxied.reduce(0) { $0 + stats.value($1) }
+        let fromCache = RequestOutcome.fromCache.reduce(0) { $0 + stats.value($1) }
+        let retries = stats.retries.mapValues { $0.load() }
+        var intercepted: [String: Int] = [:]
+        for outcome in RequestOutcome.proxied { intercepted[outcome.rawValue] = stats.interceptedValue(outcome) }
+        self.init(
+            version: Version.larder, uptimeSeconds: 0, workers: 0, requests: requests,
+            hitRatio: proxied > 0 ? Double(fromCache) / Double(proxied) : 0,
+            bytes: Bytes(fromCache: stats.bytesFromCache.load(), fromUpstream: stats.bytesFromUpstream.load()),
+            memory: Memory(entries: 0, bytes: 0, maxBytes: 0, evictions: 0, files: 0), disk: nil,
+            coalescing: Coalescing(
+                fills: stats.fillsStarted.load(), coalesced: stats.requestsCoalesced.load(), moved: stats.connectionsMoved.load(),
+                released: stats.waitersReleased.load(), timedOut: stats.waitersTimedOut.load()),
+            upstream: Upstream(
+                requests: stats.upstreamRequests.load(), retries: retries, retriesTotal: retries.values.reduce(0, +),
+                failures: stats.finalFailures.mapValues { $0.load() }, retryBudgetExhausted: 0,
+                revalidated: stats.revalidated.load(), staleIfError: stats.staleServedOnError.load(),
+                backgroundRefreshes: stats.backgroundRefreshes.load(), deadConnectionRetries: stats.deadConnectionRetries.load(),
+                idleConnectionsClosed: stats.idleUpstreamClosed.mapValues { $0.load() }, errors: stats.upstreamFailures.load()),
+            invalidations: stats.invalidations.load(),
+            connections: Connections(
+                active: stats.activeConnections.load(), accepted: stats.acceptedConnections.load(),
+                rejected: stats.rejectedConnections.load(), evictedIdle: stats.evictedIdleConnections.load(),
+                admin: stats.adminConnections.load()),
+            refused: Refused(
+                badRequests: stats.badRequests.load(), destinations: stats.destinationsRefused.load(), proxyAuth: stats.authFailures.load()),
+            busyPoll: BusyPoll(caught: stats.busyPollsCaught.load(), expired: stats.busyPollsExpired.load()),
+            tunnels: Tunnels(
+                opened: stats.tunnelsOpened.load(), bytesUp: stats.tunnelBytesUp.load(), bytesDown: stats.tunnelBytesDown.load()),
+            parents: [], parentFailovers: stats.parentFailovers.load(), topHosts: [],
+            tls: TLS(
+                intercepting: false,
+                handshakes: Dictionary(uniqueKeysWithValues: Statistics.HandshakeOutcome.allCases.map { ($0.rawValue, stats.value($0)) }),
+                certificatesMinted: 0, certificateCacheHits: 0, requests: intercepted, splicedTunnels: stats.splicedTunnels.load(),
+                splicedHosts: 0, bodyPath: stats.kernelSessions.load() > 0 ? "ktls" : "copy", kernelSessions: stats.kernelSessions.load(),
+                failingHosts: []),
+            responses: Dictionary(uniqueKeysWithValues: Statistics.statusClassNames.map { ($0, stats.responses($0)) }),
+            digestMismatches: stats.digestMismatches.load())
+    }
+
+    /// The document for the running daemon now: the counters, then what their owners hold
+    /// (the tiers, parents, hosts, TLS hosts, health, latency, history, routes).
+    init(_ shared: SharedState) {
+        self.init(counters: shared.stats)
+        let config = shared.currentRuntime.config
+        uptimeSeconds = Clocks.wallSeconds() - shared.startTime
+        workers = shared.fills.loopCount
         let memory = shared.cache.memory.statistics
-        let disk = shared.cache.disk.map { disk in
+        self.memory = Memory(
+            entries: memory.entries, bytes: memory.bytes, maxBytes: config.memory.maxBytes, evictions: memory.evictions,
+            files: MemoryFileBudget.shared.count)
+        disk = shared.cache.disk.map { disk in
             let figures = disk.statistics
             return Disk(
                 entries: figures.entries, bytes: Int(figures.bytes), maxBytes: Int(config.disk.maxBytes), evictions: figures.evictions,
                 corruptions: figures.corruptions, writeErrors: figures.writeErrors, degraded: figures.degraded,
                 indexComplete: figures.indexComplete, path: disk.directory, scrubbedBytes: disk.scrubber.checkedBytes.load())
         }
+        upstream.retryBudgetExhausted = shared.retryBudget.exhausted.load()
         // Every configured parent, plus any a route or an earlier configuration used.
         let health = shared.parentHealth.snapshot()
         let now = Clocks.monotonicNanos()
         let configured = shared.currentRuntime.parents.parents.map(\.label)
         let labels = configured + health.keys.filter { !configured.contains($0) }.sorted()
-        let retries = stats.retries.mapValues { $0.load() }
-        self.init(
-            version: Version.larder, uptimeSeconds: Clocks.wallSeconds() - shared.startTime, workers: shared.fills.loopCount,
-            requests: requests, hitRatio: proxied > 0 ? Double(fromCache) / Double(proxied) : 0,
-            bytes: Bytes(fromCache: stats.bytesFromCache.load(), fromUpstream: stats.bytesFromUpstream.load()),
-            memory: Memory(
-                entries: memory.entries, bytes: memory.bytes, maxBytes: config.memory.maxBytes, evictions: memory.evictions,
-                files: MemoryFileBudget.shared.count),
-            disk: disk,
-            coalescing: Coalescing(
-                fills: stats.fillsStarted.load(), coalesced: stats.requestsCoalesced.load(), moved: stats.connectionsMoved.load(),
-                released: stats.waitersReleased.load(), timedOut: stats.waitersTimedOut.load()),
-            upstream: Upstream(
-                requests: stats.upstreamRequests.load(), retries: retries, retriesTotal: retries.values.reduce(0, +),
-                failures: stats.finalFailures.mapValues { $0.load() }, retryBudgetExhausted: shared.retryBudget.exhausted.load(),
-                revalidated: stats.revalidated.load(), staleIfError: stats.staleServedOnError.load(),
-                backgroundRefreshes: stats.backgroundRefreshes.load(), deadConnectionRetries: stats.deadConnectionRetries.load(),
-                idleConnectionsClosed: stats.idleUpstreamClosed.mapValues { $0.load() }),
-            invalidations: stats.invalidations.load(),
-            connections: Connections(
-                active: stats.activeConnections.load(), accepted: stats.acceptedConnections.load(),
-                rejected: stats.rejectedConnections.load(), evictedIdle: stats.evictedIdleConnections.load()),
-            refused: Refused(
-                badRequests: stats.badRequests.load(), destinations: stats.destinationsRefused.load(), proxyAuth: stats.authFailures.load()),
-            busyPoll: BusyPoll(caught: stats.busyPollsCaught.load(), expired: stats.busyPollsExpired.load()),
-            tunnels: Tunnels(
-                opened: stats.tunnelsOpened.load(), bytesUp: stats.tunnelBytesUp.load(), bytesDown: stats.tunnelBytesDown.load()),
-            parents: labels.map { label in
-                let entry = health[label] ?? ParentHealth.Counters()
-                return Parent(
-                    parent: label, requests: entry.requests, failures: entry.failures, skipped: entry.skips, down: entry.downUntil > now)
-            },
-            parentFailovers: stats.parentFailovers.load(),
-            topHosts: shared.hosts.top(10).map { entry in
-                Host(host: entry.host, requests: entry.counts.requests, hits: entry.counts.hits, bytes: entry.counts.bytes)
-            },
-            tls: TLS(shared, now: now),
-            health: Health(status: shared.healthProblems.isEmpty ? "ok" : "unhealthy", problems: shared.healthProblems),
-            responses: Dictionary(uniqueKeysWithValues: Statistics.statusClassNames.map { ($0, stats.responses($0)) }),
-            admissionsDeferred: shared.cache.admissionsDeferred.load(),
-            digestMismatches: stats.digestMismatches.load(),
-            latency: Latency(shared.metrics.requestDuration),
-            recentFailures: shared.recentFailures.all.map {
-                Failure(time: $0.time, client: $0.client, method: $0.method, url: $0.url, status: $0.status, cause: $0.cause.rawValue)
-            },
-            history: History(
-                intervalSeconds: Double(shared.history.interval) / 1e9, capacity: shared.history.capacity,
-                samples: shared.history.samples.map {
-                    Sample(
-                        uptimeSeconds: $0.uptime, requests: $0.requests, fromCache: $0.bytesFromCache, fromUpstream: $0.bytesFromUpstream)
-                }),
-            routes: shared.routeCounters.top(50).map { entry in
-                Route(
-                    route: entry.host, requests: entry.counts.requests, hits: entry.counts.hits, bytes: entry.counts.bytes,
-                    bytesSaved: entry.counts.savedBytes)
+        parents = labels.map { label in
+            let entry = health[label] ?? ParentHealth.Counters()
+            return Parent(
+                parent: label, requests: entry.requests, failures: entry.failures, skipped: entry.skips, down: entry.downUntil > now)
+        }
+        topHosts = shared.hosts.top(10).map { entry in
+            Host(host: entry.host, requests: entry.counts.requests, hits: entry.counts.hits, bytes: entry.counts.bytes)
+        }
+        tls.take(shared, now: now)
+        self.health = Health(status: shared.healthProblems.isEmpty ? "ok" : "unhealthy", problems: shared.healthProblems)
+        admissionsDeferred = shared.cache.admissionsDeferred.load()
+        latency = Latency(shared.metrics.requestDuration)
+        recentFailures = shared.recentFailures.all.map {
+            Failure(time: $0.time, client: $0.client, method: $0.method, url: $0.url, status: $0.status, cause: $0.cause.rawValue)
+        }
+        history = History(
+            intervalSeconds: Double(shared.history.interval) / 1e9, capacity: shared.history.capacity,
+            samples: shared.history.samples.map {
+                Sample(uptimeSeconds: $0.uptime, requests: $0.requests, fromCache: $0.bytesFromCache, fromUpstream: $0.bytesFromUpstream)
             })
+        routes = shared.routeCounters.top(50).map { entry in
+            Route(
+                route: entry.host, requests: entry.counts.requests, hits: entry.counts.hits, bytes: entry.counts.bytes,
+                bytesSaved: entry.counts.savedBytes)
+        }
     }
 }
 
@@ -384,25 +404,20 @@ extension StatsDocument.Latency {
 }
 
 extension StatsDocument.TLS {
-    init(_ shared: SharedState, now: UInt64) {
-        let stats = shared.stats
+    /// What the interceptor, the certificate mint and the host table hold; the counters came
+    /// from ``Statistics``.
+    mutating func take(_ shared: SharedState, now: UInt64) {
         let runtime = shared.currentRuntime
         let mint = shared.mintStatistics(current: runtime.interceptor)
-        var requests: [String: Int] = [:]
-        for outcome in RequestOutcome.allCases where outcome != .admin && outcome != .tunnel && outcome != .intercept {
-            requests[outcome.rawValue] = stats.interceptedValue(outcome)
+        intercepting = runtime.interceptor != nil
+        certificatesMinted = mint.minted
+        certificateCacheHits = mint.hits
+        splicedHosts = shared.interceptedHosts.splicedHosts(now: now).count
+        failingHosts = shared.interceptedHosts.failing(10, now: now).map { host, failures, splicedClients in
+            StatsDocument.TLSHost(
+                host: host, failures: failures.count, lastFailure: failures.last, spliced: splicedClients > 0,
+                splicedClients: splicedClients)
         }
-        self.init(
-            intercepting: runtime.interceptor != nil,
-            handshakes: Dictionary(uniqueKeysWithValues: Statistics.HandshakeOutcome.allCases.map { ($0.rawValue, stats.value($0)) }),
-            certificatesMinted: mint.minted, certificateCacheHits: mint.hits, requests: requests,
-            splicedTunnels: stats.splicedTunnels.load(), splicedHosts: shared.interceptedHosts.splicedHosts(now: now).count,
-            bodyPath: stats.kernelSessions.load() > 0 ? "ktls" : "copy", kernelSessions: stats.kernelSessions.load(),
-            failingHosts: shared.interceptedHosts.failing(10, now: now).map { host, failures, splicedClients in
-                StatsDocument.TLSHost(
-                    host: host, failures: failures.count, lastFailure: failures.last, spliced: splicedClients > 0,
-                    splicedClients: splicedClients)
-            })
     }
 }
 

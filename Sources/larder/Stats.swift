@@ -52,7 +52,7 @@ struct Stats: ParsableCommand {
         )
         lines.append(
             pad("Requests") + "\(Format.count(requests["total"] ?? 0))   hit ratio \(Text.oneDecimal(stats.hitRatio * 100)) %")
-        let outcomes = ["hit", "disk_hit", "revalidated", "stale", "coalesced", "miss", "pass", "error", "tunnel", "intercept", "admin"]
+        let outcomes = ["hit", "disk_hit", "revalidated", "stale", "coalesced", "miss", "error", "tunnel", "intercept", "admin"]
         lines.append(pad("") + outcomes.map { "\($0) \(Format.count(requests[$0] ?? 0))" }.joined(separator: "  "))
         lines.append(pad("Bytes") + "from cache \(bytes(stats.bytes.fromCache))   from upstream \(bytes(stats.bytes.fromUpstream))")
         let memory = stats.memory

@@ -56,6 +56,50 @@ import Testing
         #expect(Set(marked) == Set(ConfigKeyTable.restartOnly.map(\.name)), "marked: \(marked.sorted())")
     }
 
+    /// config/larder.toml sets every key of the table, in the table's order, and its commented
+    /// `[[route]]` examples show every route key: the documented file and the table (which the
+    /// decoder takes its keys from) cannot drift. The values are the compiled defaults
+    /// (`ConfigLanguageTests.documentedDefaultsFileEqualsCompiledDefaults`).
+    @Test func theDocumentedDefaultsFileSetsEveryKeyOfTheTableInItsOrder() throws {
+        let text = try String(contentsOfFile: Self.root + "/config/larder.toml", encoding: .utf8)
+        var section = ""
+        var set: [String] = []
+        var routeExamples: Set<String> = []
+        for line in text.split(separator: "\n") {
+            if line.hasPrefix("[") && !line.hasPrefix("[[") {
+                section = String(line.dropFirst().prefix { $0 != "]" })
+            } else if let equals = line.range(of: " = "), !line.hasPrefix("#"), !line.hasPrefix(" ") {
+                set.append(section + "." + line[..<equals.lowerBound])
+            } else if line.hasPrefix("# "), let equals = line.range(of: " = "), section == "tls" {
+                // After [tls] only the route examples are commented `# key = value` lines.
+                let key = line.dropFirst(2)[..<equals.lowerBound]
+                if key.allSatisfy({ $0.isLetter || $0 == "_" }) { routeExamples.insert("route." + key) }
+            }
+        }
+        let table = ConfigKeyTable.entries.map(\.name)
+        #expect(
+            set == table.filter { !$0.hasPrefix("route.") }, "missing: \(Set(table).subtracting(set).filter { !$0.hasPrefix("route.") })")
+        let routeKeys = Set(table.filter { $0.hasPrefix("route.") })
+        let retryKeys = Set(ConfigDecoder.retryKeys.map { "route." + $0 })
+        #expect(routeExamples.subtracting(retryKeys) == routeKeys, "route keys without an example: \(routeKeys.subtracting(routeExamples))")
+    }
+
+    /// The decoder takes its sections and keys from the table: a key the table lacks is
+    /// refused, and every key the table has is decoded (none falls to "is not handled").
+    @Test func theDecoderAcceptsExactlyTheTablesKeys() throws {
+        #expect(
+            ConfigDecoder.schema.map(\.section) == [
+                "proxy", "admin", "memory", "disk", "upstream", "retry", "cache", "coalesce", "log", "tls",
+            ])
+        #expect(ConfigDecoder.retryKeys.contains("max_attempts") && ConfigDecoder.retryKeys.count == 9)
+        let unknown = ConfigLoader.parse("[proxy]\nlisten_address = \"127.0.0.1:1\"\n", file: "t.toml")
+        guard case .failure(let errors) = unknown else {
+            Issue.record("a key outside the table was accepted")
+            return
+        }
+        #expect(errors.errors.first?.message.contains("unknown key 'listen_address'") == true, "\(errors.errors)")
+    }
+
     /// docs/OPERATIONS.md lists the restart-only keys on one line.
     @Test func theOperationsGuideListsTheRestartOnlyKeys() throws {
         let text = try String(contentsOfFile: Self.root + "/docs/OPERATIONS.md", encoding: .utf8)

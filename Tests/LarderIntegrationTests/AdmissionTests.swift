@@ -17,8 +17,7 @@ extension IntegrationTests {
                 }
             }
             let evicted = try waitUntil {
-                let disk = try larder.stats()["disk"] as? [String: Any]
-                return (disk?["evictions"] as? Int ?? 0) > 0
+                (try larder.stats().disk?.evictions ?? 0) > 0
             }
             #expect(evicted, "the disk tier never evicted")
         }
@@ -33,7 +32,7 @@ extension IntegrationTests {
             try Self.fill(larder, origin)
 
             // The filling itself may have been deferred after the first eviction.
-            let deferredBefore = try larder.stats()["admissions_deferred"] as? Int ?? -1
+            let deferredBefore = try larder.stats().admissionsDeferred ?? -1
             let large = "/large?size=300000&cc=max-age=600"
             let first = try Curl.viaProxy(larder.proxy, [origin.url(large)])
             #expect(first.status == 200 && first.body.count == 300_000)
@@ -52,7 +51,7 @@ extension IntegrationTests {
             _ = try Curl.viaProxy(larder.proxy, [origin.url(small)])
             #expect(try Curl.viaProxy(larder.proxy, [origin.url(small)]).cacheStatus?.hit == true)
 
-            let deferred = try larder.stats()["admissions_deferred"] as? Int ?? -1
+            let deferred = try larder.stats().admissionsDeferred ?? -1
             #expect(deferred == deferredBefore + 1)
             let metrics = try Curl.run(["http://127.0.0.1:\(larder.adminPort)/metrics"]).text
             #expect(metrics.contains("\nlarder_cache_admissions_deferred_total \(deferred)\n"))
@@ -63,7 +62,7 @@ extension IntegrationTests {
         @Test func withoutADiskTierTheMemoryTierDecides() throws {
             let origin = try Origin()
             let larder = try Larder(config: "[memory]\nmax_entries = 3\n", cacheDirectory: "/dev/null/no-disk-tier")
-            #expect(try larder.stats()["disk"] is NSNull, "the disk tier must be missing for this test")
+            #expect(try larder.stats().disk == nil, "the disk tier must be missing for this test")
             for index in 0..<3 {
                 let path = "/m\(index)?size=20000&cc=max-age=600"
                 #expect(try Curl.viaProxy(larder.proxy, [origin.url(path)]).cacheStatus?.stored == true, "room: \(path)")
@@ -85,7 +84,7 @@ extension IntegrationTests {
             let large = "/large?size=300000&cc=max-age=600"
             #expect(try Curl.viaProxy(larder.proxy, [origin.url(large)]).cacheStatus?.stored == true)
             #expect(try Curl.viaProxy(larder.proxy, [origin.url(large)]).cacheStatus?.hit == true)
-            #expect(try larder.stats()["admissions_deferred"] as? Int == 0)
+            #expect(try larder.stats().admissionsDeferred == 0)
         }
 
         @Test func theMinimumSizeIsASetting() throws {

@@ -132,7 +132,7 @@ extension IntegrationTests {
             #expect(try fresh.readResponse().status == 200)
             // The one idle longest (the keep-alive after its response) gave up its place.
             #expect(idle.peerClosed())
-            #expect(((try larder.stats()["connections"] as? [String: Any])?["evicted_idle"] as? Int) == 1)
+            #expect(try larder.stats().connections.evictedIdle == 1)
             _ = silent
         }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import LarderServer
 import Testing
 
 extension IntegrationTests {
@@ -32,11 +33,11 @@ extension IntegrationTests {
             let second = try Curl.viaProxy(child.proxy, [url])
             #expect(second.cacheStatus?.isMemoryHit == true)
             let parentStats = try parent.stats()
-            let parents = try #require(try child.stats()["parents"] as? [[String: Any]])
+            let parents = try child.stats().parents
             #expect(parents.count == 1)
-            #expect(parents.first?["parent"] as? String == "http://127.0.0.1:\(parent.proxyPort)", "credentials never shown")
-            #expect(parents.first?["requests"] as? Int == 1)
-            #expect(((parentStats["requests"] as? [String: Any])?["hit"] as? Int ?? 0) >= 1)
+            #expect(parents.first?.parent == "http://127.0.0.1:\(parent.proxyPort)", "credentials never shown")
+            #expect(parents.first?.requests == 1)
+            #expect((parentStats.requests["hit"] ?? 0) >= 1)
 
             // Wrong credentials in the parent URL: the parent's 407 reaches the client.
             let wrong = try Larder(config: "[upstream]\nparent = \"http://child:nope@127.0.0.1:\(parent.proxyPort)\"\n")
@@ -155,10 +156,10 @@ extension IntegrationTests {
                 environment: ["no_proxy": "*", "NO_PROXY": "*"])
             let response = try Curl.viaProxy(child.proxy, [origin.url("/through-parent")])
             #expect(response.status == 200)
-            let parents = try #require(try child.stats()["parents"] as? [[String: Any]])
-            #expect(parents.first?["requests"] as? Int == 1, "\(parents)")
-            let parentRequests = try parent.stats()["requests"] as? [String: Any]
-            #expect(parentRequests?["miss"] as? Int == 1, "the parent fetched it: \(parentRequests ?? [:])")
+            let parents = try child.stats().parents
+            #expect(parents.first?.requests == 1, "\(parents)")
+            let parentRequests = try parent.stats().requests
+            #expect(parentRequests["miss"] == 1, "the parent fetched it: \(parentRequests)")
             #expect(try origin.count("/through-parent") == 1)
         }
 
@@ -210,10 +211,10 @@ extension IntegrationTests {
             #expect(result.status == 0, "\(result.stderr)")
             #expect(result.ok, "3 MiB arrived intact through child and parent")
             // Both proxies opened a tunnel: the child's went to the parent, not to the target.
-            let parentTunnels = (try parent.stats()["tunnels"] as? [String: Any])?["opened"] as? Int
+            let parentTunnels = try parent.stats().tunnels.opened
             #expect(parentTunnels == 1)
-            let parents = try #require(try child.stats()["parents"] as? [[String: Any]])
-            #expect(parents.first?["requests"] as? Int == 1)
+            let parents = try child.stats().parents
+            #expect(parents.first?.requests == 1)
 
             // Without the right credentials the parent says 407; the client cannot fix that, so
             // it hears 502 with the parent's answer named.
@@ -354,8 +355,7 @@ extension IntegrationTests {
             for index in nodes.indices {
                 let stats = try Curl.run(["http://127.0.0.1:\(haproxy.adminPort)/node\(index + 1)/stats"])
                 #expect(stats.status == 200)
-                let object = try JSONSerialization.jsonObject(with: stats.body) as? [String: Any]
-                let entries = ((object?["memory"] as? [String: Any])?["entries"] as? Int) ?? -1
+                let entries = try StatsDocument.decode(Array(stats.body)).memory.entries
                 #expect(entries == shares[index], "node\(index + 1)'s stats through HAProxy")
             }
 

@@ -1,4 +1,5 @@
 import Foundation
+import LarderServer
 import Testing
 
 extension IntegrationTests {
@@ -19,25 +20,24 @@ extension IntegrationTests {
             }
             #expect(try Curl.viaProxy(larder.proxy, ["http://127.0.0.1:\(dead)/gone?token=hunter2&page=3"]).status == 502)
 
-            var history: [String: Any] = [:]
+            var history: StatsDocument.History?
             let full = waitUntil(seconds: 20) {
-                history = (try? larder.stats())?["history"] as? [String: Any] ?? [:]
-                let samples = history["samples"] as? [Any] ?? []
-                return !samples.isEmpty && samples.count == history["capacity"] as? Int
+                history = (try? larder.stats())?.history
+                guard let history else { return false }
+                return !history.samples.isEmpty && history.samples.count == history.capacity
             }
-            #expect(full, "the daemon's history fills without a page open: \(history)")
-            #expect(history["capacity"] as? Int == 90 && history["interval_seconds"] as? Double == 0.05)
+            #expect(full, "the daemon's history fills without a page open: \(String(describing: history))")
+            #expect(history?.capacity == 90 && history?.intervalSeconds == 0.05)
 
             guard let (dom, _) = try Operations.renderDashboard(larder) else { return }
             let stats = try larder.stats()
             func shown(_ id: String) -> Double? { Operations.shown(id, in: dom) }
 
-            let latency = stats["latency"] as? [String: [String: Any]] ?? [:]
-            for kind in ["hit", "miss"] {
-                let figures = latency[kind] ?? [:]
-                #expect(figures["count"] as? Int == 3, "\(kind): \(figures)")
-                let p50 = figures["p50_seconds"] as? Double
-                let p99 = figures["p99_seconds"] as? Double
+            let latency = try #require(stats.latency)
+            for (kind, figures) in [("hit", latency.hit), ("miss", latency.miss)] {
+                #expect(figures.count == 3, "\(kind): \(figures)")
+                let p50 = figures.p50Seconds
+                let p99 = figures.p99Seconds
                 #expect(p50 != nil && p99 != nil && p50! > 0 && p50! <= p99!, "\(kind): \(figures)")
                 #expect(shown("latency-\(kind)-p50") == p50, "\(kind) p50 as /stats has it")
                 #expect(shown("latency-\(kind)-p99") == p99, "\(kind) p99 as /stats has it")
@@ -54,8 +54,8 @@ extension IntegrationTests {
             #expect((shown("history-span") ?? 0) >= 89 * 0.05, "spanning the whole window")
             #expect(dom.contains(">4.5 s ago</span>"), "the axis names the window's start")
 
-            let routes = stats["routes"] as? [[String: Any]] ?? []
-            let saved = routes.first { $0["route"] as? String == route }?["bytes_saved"] as? Int
+            let routes = stats.routes ?? []
+            let saved = routes.first { $0.route == route }?.bytesSaved
             #expect(saved == 3 * 1500, "\(routes)")
             let row = dom.range(of: "<tr data-route=\"\(route)\">").map { String(dom[$0.lowerBound...].prefix(600)) } ?? ""
             #expect(row.contains("data-value=\"\(3 * 1500)\""), "bytes saved on the route's row: \(row)")
@@ -76,11 +76,11 @@ extension IntegrationTests {
             #expect(try Curl.viaProxy(larder.proxy, ["--proxy-user", "alice:wrong", "http://127.0.0.1:\(dead)/wrong"]).status == 407)
 
             let stats = try larder.stats()
-            let failures = stats["recent_failures"] as? [[String: Any]] ?? []
+            let failures = stats.recentFailures ?? []
             #expect(failures.count == 1, "\(failures)")
-            #expect(failures.first?["url"] as? String == mine, "\(failures)")
-            #expect(failures.first?["client"] as? String == "127.0.0.1", "\(failures)")
-            #expect((stats["refused"] as? [String: Any])?["proxy_auth"] as? Int == 22, "the refusals are still counted")
+            #expect(failures.first?.url == mine, "\(failures)")
+            #expect(failures.first?.client == "127.0.0.1", "\(failures)")
+            #expect(stats.refused.proxyAuth == 22, "the refusals are still counted")
 
             guard let (dom, _) = try Operations.renderDashboard(larder) else { return }
             #expect(dom.contains("<td>127.0.0.1</td><td>GET \(mine)</td>"), "the client on the failure's row: \(dom)")

@@ -91,7 +91,7 @@ extension IntegrationTests {
             #expect(gone.contains(" 502 error \(failed.body.count) "), "\(gone)")
             let served = lines.last { $0.contains("/kept") } ?? "\(lines)"
             #expect(served.contains(" 200 stale \(stale.body.count) ") && served.hasSuffix(" detail=connect"), "\(served)")
-            #expect(!(try larder.stats()["recent_failures"] as? [[String: Any]] ?? []).contains { "\($0["url"] ?? "")".contains("/kept") })
+            #expect(!(try larder.stats().recentFailures ?? []).contains { $0.url.contains("/kept") })
         }
 
         @Test func larderLinesEndWithTheCause() throws {

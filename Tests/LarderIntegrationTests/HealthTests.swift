@@ -32,10 +32,9 @@ extension IntegrationTests {
             let health = try Curl.run(["http://127.0.0.1:\(larder.adminPort)/healthz"])
             #expect(health.status == 503)
             #expect(health.text.contains("disk tier unavailable") && health.text.contains(cache), "\(health.text)")
-            let stats = try larder.stats()
-            let summary = stats["health"] as? [String: Any]
-            #expect(summary?["status"] as? String == "unhealthy")
-            #expect((summary?["problems"] as? [String])?.first?.contains(cache) == true)
+            let summary = try larder.stats().health
+            #expect(summary?.status == "unhealthy")
+            #expect(summary?.problems.first?.contains(cache) == true)
             let metrics = try Curl.run(["http://127.0.0.1:\(larder.adminPort)/metrics"]).text
             #expect(metrics.contains("\nlarder_disk_degraded 1"), "the gauge agrees with /healthz")
             // Still a proxy, memory-only.

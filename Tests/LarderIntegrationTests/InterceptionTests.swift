@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import LarderServer
 import Testing
 
 /// What an HTTPS interception test runs against: certificates made by Fixtures/tls_certs.sh,
@@ -65,9 +66,9 @@ struct InterceptionSetup {
 
 extension Larder {
     /// The `tls` section of /stats.
-    func tlsStats() throws -> [String: Any] { (try stats()["tls"] as? [String: Any]) ?? [:] }
+    func tlsStats() throws -> StatsDocument.TLS { try stats().tls }
 
-    func handshakes(_ outcome: String) throws -> Int { ((try tlsStats()["handshakes"] as? [String: Int]) ?? [:])[outcome] ?? -1 }
+    func handshakes(_ outcome: String) throws -> Int { try tlsStats().handshakes[outcome] ?? -1 }
 }
 
 extension IntegrationTests {
@@ -92,10 +93,10 @@ extension IntegrationTests {
 
             let tls = try larder.tlsStats()
             #expect(try larder.handshakes("ok") == 2)
-            #expect(tls["certificates_minted"] as? Int == 1 && tls["certificate_cache_hits"] as? Int == 1, "\(tls)")
-            let requests = tls["requests"] as? [String: Int] ?? [:]
+            #expect(tls.certificatesMinted == 1 && tls.certificateCacheHits == 1, "\(tls)")
+            let requests = tls.requests
             #expect(requests["miss"] == 1 && requests["hit"] == 1, "\(requests)")
-            #expect(tls["body_path"] as? String == "copy" || tls["kernel_sessions"] as? Int == 2, "\(tls)")
+            #expect(tls.bodyPath == "copy" || tls.kernelSessions == 2, "\(tls)")
             let table = try ChildProcess(Paths.larder, ["stats", "--admin", "127.0.0.1:\(larder.adminPort)"])
             table.waitUntilExit()
             #expect(table.stdout.contains("2 requests inside") && table.stdout.contains("handshakes ok 2"), "\(table.stdout)")
@@ -211,9 +212,9 @@ extension IntegrationTests {
                 #expect(cacheStatus.contains("detail=\"tls: "), "\(cacheStatus)")
             }
             let stats = try larder.stats()
-            #expect((stats["memory"] as? [String: Any])?["entries"] as? Int == 0, "nothing stored")
-            #expect((stats["disk"] as? [String: Any])?["entries"] as? Int == 0)
-            #expect(((try larder.stats()["upstream"] as? [String: Any])?["failures"] as? [String: Int])?["tls"] == 2)
+            #expect(stats.memory.entries == 0, "nothing stored")
+            #expect(stats.disk?.entries == 0)
+            #expect(stats.upstream.failures["tls"] == 2)
         }
 
         @Test func aClientThatRejectsTheCertificateIsCountedThenSplicedAndSucceedsBlind() throws {
@@ -231,14 +232,14 @@ extension IntegrationTests {
             let logged = larder.child.stderr
             #expect(logged.contains("TLS handshake with an intercepted client failed") && logged.contains("host=localhost"))
             #expect(logged.contains("unknown ca"), "the client's alert is logged: \(logged)")
-            let failing = (try larder.tlsStats()["failing_hosts"] as? [[String: Any]])?.first
-            #expect(failing?["host"] as? String == "localhost" && failing?["failures"] as? Int == 2 && failing?["spliced"] as? Bool == true)
+            let failing = try larder.tlsStats().failingHosts.first
+            #expect(failing?.host == "localhost" && failing?.failures == 2 && failing?.spliced == true)
 
             let through = try setup.curl(larder, origin.url("/pinned"), trusting: setup.originCA)
             #expect(through.exitCode == 0 && through.status == 200, "spliced: a blind tunnel to the real origin \(through.stderr)")
             #expect(try origin.count("/pinned") == 1)
             let tls = try larder.tlsStats()
-            #expect(tls["spliced_tunnels"] as? Int == 1 && tls["spliced_hosts"] as? Int == 1, "\(tls)")
+            #expect(tls.splicedTunnels == 1 && tls.splicedHosts == 1, "\(tls)")
             #expect(larder.child.stderr.components(separatedBy: "tunnelling it blind").count == 2, "the splice is logged once")
         }
 
@@ -263,7 +264,7 @@ extension IntegrationTests {
             let never = try Larder(config: setup.config(ports: [origin.port], extra: "never = [\"localhost\"]"))
             let blind = try setup.curl(never, origin.url("/y"), trusting: setup.originCA)
             #expect(blind.exitCode == 0 && blind.status == 200, "tunnelled to the origin itself: \(blind.stderr)")
-            #expect(try never.handshakes("ok") == 0 && (try never.stats()["tunnels"] as? [String: Int])?["opened"] == 1)
+            #expect(try never.handshakes("ok") == 0 && (try never.stats().tunnels.opened) == 1)
         }
 
         @Test func fiftyTLSAndFiftyPlainClientsOnOneColdURLMakeOneOriginRequest() throws {
@@ -291,9 +292,9 @@ extension IntegrationTests {
             #expect(statuses.count == 100 && statuses.allSatisfy { $0 == 200 }, "\(statuses)")
             #expect(seen["bytes"] as? Int == 500_000)
             #expect(try origin.count(path) == 1)
-            #expect((try larder.stats()["requests"] as? [String: Int])?["intercept"] == 1, "one CONNECT")
+            #expect(try larder.stats().requests["intercept"] == 1, "one CONNECT")
             #expect(try larder.handshakes("ok") == 1, "one session")
-            #expect(((try larder.tlsStats()["requests"] as? [String: Int]) ?? [:])["hit"] == 99)
+            #expect(try larder.tlsStats().requests["hit"] == 99)
         }
 
         @Test func hostileClientHellosAreRefusedWithinTheHeaderTimeoutAndNothingLeaks() throws {

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import LarderServer
 import Testing
 
 extension IntegrationTests {
@@ -126,11 +127,11 @@ extension IntegrationTests {
             let larder = try Larder()
             for _ in 0..<3 { _ = try Curl.viaProxy(larder.proxy, [origin.url("/counted?cc=max-age=60&size=1000")]) }
             _ = try Curl.viaProxy(larder.proxy, [origin.url("/other?cc=no-store&size=10")])
-            let hosts = try #require(try larder.stats()["top_hosts"] as? [[String: Any]])
-            let entry = try #require(hosts.first { ($0["host"] as? String) == "127.0.0.1:\(origin.port)" })
-            #expect(entry["requests"] as? Int == 4)
-            #expect(entry["hits"] as? Int == 2)
-            #expect(entry["bytes"] as? Int == 3010)
+            let hosts = try larder.stats().topHosts
+            let entry = try #require(hosts.first { $0.host == "127.0.0.1:\(origin.port)" })
+            #expect(entry.requests == 4)
+            #expect(entry.hits == 2)
+            #expect(entry.bytes == 3010)
         }
 
         /// `proxy.busy_poll`: a loop that keeps polling takes a keep-alive client's next
@@ -144,12 +145,12 @@ extension IntegrationTests {
             func pollsAfterTraffic(_ larder: Larder) throws -> (caught: Int, expired: Int, metric: Int) {
                 #expect(try Curl.viaProxy(larder.proxy, urls).status == 200)
                 usleep(50_000)  // well past the polling time: the loop has gone to sleep
-                let busy = try #require(try larder.stats()["busy_poll"] as? [String: Int])
+                let busy = try larder.stats().busyPoll
                 let metrics = try Curl.run(["http://127.0.0.1:\(larder.adminPort)/metrics"]).text
                 let line = try #require(
                     metrics.split(separator: "\n").first { $0.hasPrefix("larder_busy_polls_total{outcome=\"caught\"} ") })
                 let metric = try #require(Int(line.split(separator: " ").last ?? ""))
-                return (busy["caught"] ?? -1, busy["expired"] ?? -1, metric)
+                return (busy.caught, busy.expired, metric)
             }
             let polling = try Larder(config: "[proxy]\nbusy_poll = \"10ms\"\n")
             let on = try pollsAfterTraffic(polling)
@@ -212,11 +213,10 @@ extension IntegrationTests {
             #expect(try Curl.run([admin + "/healthz"]).text == "ok\n")
             _ = try Curl.viaProxy(larder.proxy, [origin.url("/s?cc=max-age=60")])
             _ = try Curl.viaProxy(larder.proxy, [origin.url("/s?cc=max-age=60")])
-            let stats = try JSONSerialization.jsonObject(with: try Curl.run([admin + "/stats"]).body) as? [String: Any]
-            let requests = stats?["requests"] as? [String: Int]
-            #expect(requests?["hit"] == 1)
-            #expect(requests?["miss"] == 1)
-            #expect((stats?["hit_ratio"] as? Double) == 0.5)
+            let stats = try StatsDocument.decode(Array(try Curl.run([admin + "/stats"]).body))
+            #expect(stats.requests["hit"] == 1)
+            #expect(stats.requests["miss"] == 1)
+            #expect(stats.hitRatio == 0.5)
             #expect(try Curl.run([admin + "/nope"]).status == 404)
             #expect(try Curl.run(["-X", "PUT", admin + "/stats"]).status == 405)
             let dashboard = try Curl.run([admin + "/"])
@@ -292,6 +292,22 @@ extension IntegrationTests {
             #expect(check.process.terminationStatus == 0, "promtool: \(check.stdout)\(check.stderr)")
         }
 
+        /// `larder_upstream_errors_total` (/stats `upstream.errors`) counts the exchanges that got
+        /// no usable answer (here a refused connection), not the origin's error statuses, which
+        /// `larder_upstream_failures_total{reason="5xx"}` counts.
+        @Test func upstreamErrorsAreExportedApartFromErrorStatuses() throws {
+            let origin = try Origin()
+            let dead = try freePort()
+            let larder = try Larder(config: "[retry]\nstrategy = \"none\"\n")
+            #expect(try Curl.viaProxy(larder.proxy, ["http://127.0.0.1:\(dead)/refused"]).status == 502)
+            #expect(try Curl.viaProxy(larder.proxy, [origin.url("/broken?status=503")]).status == 503)
+            let metrics = try Curl.run(["http://127.0.0.1:\(larder.adminPort)/metrics"]).text
+            #expect(metrics.contains("\nlarder_upstream_errors_total 1\n"), "\(metrics)")
+            #expect(metrics.contains("\nlarder_upstream_failures_total{reason=\"connect\"} 1\n"))
+            #expect(metrics.contains("\nlarder_upstream_failures_total{reason=\"5xx\"} 1\n"))
+            #expect(try larder.stats().upstream.errors == 1)
+        }
+
         /// The dashboard's DOM after headless Chromium ran it for three (virtual) seconds, and a
         /// screenshot's PNG bytes; nil where no Chromium is installed.
         static func renderDashboard(_ larder: Larder) throws -> (dom: String, screenshot: Data)? {
@@ -334,15 +350,13 @@ extension IntegrationTests {
             #expect(screenshot.prefix(4) == Data([0x89, 0x50, 0x4E, 0x47]))
             let stats = try larder.stats()
             func shown(_ id: String) -> Double? { Self.shown(id, in: dom) }
-            let bytes = stats["bytes"] as? [String: Double] ?? [:]
-            let memory = stats["memory"] as? [String: Double] ?? [:]
-            let requests = stats["requests"] as? [String: Double] ?? [:]
-            let responses = stats["responses"] as? [String: Double] ?? [:]
-            #expect(shown("hit-ratio") == stats["hit_ratio"] as? Double)
-            #expect(shown("bytes-cache") == bytes["from_cache"])
-            #expect(shown("bytes-upstream") == bytes["from_upstream"])
-            #expect(shown("memory-entries") == memory["entries"])
-            #expect(shown("coalesced") == (stats["coalescing"] as? [String: Double])?["coalesced"])
+            let requests = stats.requests
+            let responses = stats.responses ?? [:]
+            #expect(shown("hit-ratio") == stats.hitRatio)
+            #expect(shown("bytes-cache") == Double(stats.bytes.fromCache))
+            #expect(shown("bytes-upstream") == Double(stats.bytes.fromUpstream))
+            #expect(shown("memory-entries") == Double(stats.memory.entries))
+            #expect(shown("coalesced") == Double(stats.coalescing.coalesced))
             #expect(dom.contains("data-host=\"127.0.0.1:\(origin.port)\""), "top hosts lists the origin")
             // Its own polls are admin requests: neither counted nor a rate while the proxy idles.
             #expect(shown("requests-total") == 4, "the four proxied requests, not the page's polls")

@@ -112,7 +112,7 @@ extension IntegrationTests {
 
         /// `memory.files` from the stats document.
         private func reportedMemoryFiles(_ larder: Larder) throws -> Int? {
-            (try larder.stats()["memory"] as? [String: Any])?["files"] as? Int
+            try larder.stats().memory.files
         }
 
         /// A miss forwards the origin's `Age`; the stored copy drops it and each hit sends its

@@ -172,8 +172,8 @@ extension IntegrationTests {
             #expect(elapsed < 3, "held by the forger for \(elapsed) s")
             #expect(try official.count(path) == 1, "fetched from its own host")
             attacker.waitUntilExit()
-            let coalescing = try larder.stats()["coalescing"] as? [String: Any]
-            #expect(coalescing?["coalesced"] as? Int == 0, "\(String(describing: coalescing))")
+            let coalescing = try larder.stats().coalescing
+            #expect(coalescing.coalesced == 0, "\(coalescing)")
             #expect(try Self.metric(larder, "larder_digest_mismatches_total") == 1)
         }
 

@@ -319,7 +319,7 @@ extension IntegrationTests {
                 #expect(client.stdout == "206", "\(client.stderr)")
             }
             #expect(try origin.count(target) == 2, "the waiter fetched its slice itself")
-            #expect((try larder.stats()["coalescing"] as? [String: Any])?["timed_out"] as? Int == 1)
+            #expect(try larder.stats().coalescing.timedOut == 1)
         }
 
         @Test func slicingOffStoresBigObjectsWhole() throws {

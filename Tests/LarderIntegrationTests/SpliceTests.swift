@@ -33,9 +33,9 @@ extension IntegrationTests {
             #expect(pinnedOther.exitCode != 0, "127.0.0.1 is shown Larder's certificate, not the origin's")
             #expect(try larder.handshakes("ok") == 1)
             let tls = try larder.tlsStats()
-            #expect(tls["spliced_hosts"] as? Int == 1 && tls["spliced_tunnels"] as? Int == 1, "\(tls)")
-            let failing = (tls["failing_hosts"] as? [[String: Any]])?.first
-            #expect(failing?["spliced_clients"] as? Int == 1, "\(tls)")
+            #expect(tls.splicedHosts == 1 && tls.splicedTunnels == 1, "\(tls)")
+            let failing = tls.failingHosts.first
+            #expect(failing?.splicedClients == 1, "\(tls)")
             // Metrics per tls.intercept entry (a label clients cannot multiply).
             let metrics = try Curl.run(["http://127.0.0.1:\(larder.adminPort)/metrics"]).text
             #expect(metrics.contains("larder_tls_spliced_clients{intercept=\"localhost\"} 1"), "\(metrics)")
@@ -72,7 +72,7 @@ extension IntegrationTests {
             #expect(fine.exitCode == 0 && fine.status == 200, "still intercepted: \(fine.stderr)")
             #expect(fine.header("Cache-Status")?.contains("larder") == true)
             #expect(try larder.handshakes("ok") == 1)
-            #expect(try larder.tlsStats()["spliced_hosts"] as? Int == 0)
+            #expect(try larder.tlsStats().splicedHosts == 0)
             #expect(!larder.child.stderr.contains("tunnelling it blind"))
         }
 

@@ -1,4 +1,5 @@
 import Foundation
+import LarderIO
 import LarderUpstream
 import Testing
 
@@ -29,9 +30,10 @@ import Testing
                 requests: n(), retries: Dictionary(uniqueKeysWithValues: RetryPolicy.Reason.allCases.map { ($0.rawValue, n()) }),
                 retriesTotal: n(), failures: Dictionary(uniqueKeysWithValues: Statistics.failureReasons.map { ($0, n()) }),
                 retryBudgetExhausted: n(), revalidated: n(), staleIfError: n(), backgroundRefreshes: n(), deadConnectionRetries: n(),
-                idleConnectionsClosed: Dictionary(uniqueKeysWithValues: IdleConnectionClose.allCases.map { ($0.rawValue, n()) })),
+                idleConnectionsClosed: Dictionary(uniqueKeysWithValues: IdleConnectionClose.allCases.map { ($0.rawValue, n()) }),
+                errors: n()),
             invalidations: n(),
-            connections: .init(active: n(), accepted: n(), rejected: n(), evictedIdle: n()),
+            connections: .init(active: n(), accepted: n(), rejected: n(), evictedIdle: n(), admin: n()),
             refused: .init(badRequests: n(), destinations: n(), proxyAuth: n()),
             busyPoll: .init(caught: n(), expired: n()),
             tunnels: .init(opened: n(), bytesUp: n(), bytesDown: n()),
@@ -42,7 +44,7 @@ import Testing
                 intercepting: true,
                 handshakes: Dictionary(uniqueKeysWithValues: Statistics.HandshakeOutcome.allCases.map { ($0.rawValue, n()) }),
                 certificatesMinted: n(), certificateCacheHits: n(),
-                requests: Dictionary(uniqueKeysWithValues: RequestOutcome.allCases.map { ($0.rawValue, n()) }),
+                requests: Dictionary(uniqueKeysWithValues: RequestOutcome.proxied.map { ($0.rawValue, n()) }),
                 splicedTunnels: n(), splicedHosts: n(), bodyPath: "copy", kernelSessions: n(),
                 failingHosts: [.init(host: "pinned.example", failures: n(), lastFailure: "rejected: unknown ca", spliced: true)]),
             responses: Dictionary(uniqueKeysWithValues: Statistics.statusClassNames.map { ($0, n()) }),
@@ -63,6 +65,48 @@ import Testing
             #expect(row.name.hasPrefix("larder_"))
             #expect((row.kind == .counter) == row.name.hasSuffix("_total"), "\(row.name)")
         }
+    }
+
+    /// Every counter ``Statistics`` holds, found by walking its stored properties (arrays and
+    /// dictionaries of counters included), moves a `/metrics` row when it is counted: a counter
+    /// added to Statistics and left out of the document or the table fails here.
+    @Test func everyCounterOfTheStatisticsIsExported() {
+        let stats = Statistics()
+        var counters: [(String, AtomicCounter)] = []
+        for child in Mirror(reflecting: stats).children {
+            let name = child.label ?? "?"
+            if let counter = child.value as? AtomicCounter {
+                counters.append((name, counter))
+            } else if let list = child.value as? [AtomicCounter] {
+                counters += list.enumerated().map { ("\(name)[\($0.offset)]", $0.element) }
+            } else if let table = child.value as? [String: AtomicCounter] {
+                counters += table.map { ("\(name)[\($0.key)]", $0.value) }
+            }
+        }
+        #expect(counters.count > 60, "the walk found the counters: \(counters.count)")
+        func values() -> [Int] { MetricsTable.rows.map { $0.value(StatsDocument(counters: stats)) } }
+        var before = values()
+        for (name, counter) in counters {
+            counter.add(1)
+            let after = values()
+            let moved = after != before
+            #expect(moved, "\(name) is counted but no /metrics series shows it")
+            before = after
+        }
+    }
+
+    /// The outcomes counted apart inside TLS sessions are the proxied ones, each its own counter.
+    @Test func interceptedRequestsAreCountedByProxiedOutcome() {
+        let stats = Statistics()
+        for (offset, outcome) in RequestOutcome.proxied.enumerated() {
+            for _ in 0...offset { stats.countIntercepted(outcome) }
+        }
+        stats.countIntercepted(.admin)
+        let document = StatsDocument(counters: stats)
+        #expect(
+            document.tls.requests == Dictionary(uniqueKeysWithValues: RequestOutcome.proxied.enumerated().map { ($1.rawValue, $0 + 1) }))
+        #expect(stats.interceptedValue(.admin) == 0)
+        #expect(Set(RequestOutcome.fromCache).isSubset(of: RequestOutcome.proxied))
     }
 
     @Test func theDocumentDecodesAsItWasEncodedWithSnakeCaseKeys() throws {

@@ -1,4 +1,5 @@
 import Foundation
+import LarderServer
 
 /// The real larder binary, started with a config file written by the test and listeners on
 /// ephemeral ports; stopped with SIGTERM when the test drops it.
@@ -50,19 +51,18 @@ final class Larder {
 
     var proxy: String { "http://127.0.0.1:\(proxyPort)" }
 
-    /// The admin endpoint's JSON counters.
-    func stats() throws -> [String: Any] {
+    /// The admin endpoint's counters, decoded as `larder stats` decodes them.
+    func stats() throws -> StatsDocument {
         let result = try Curl.run(["http://127.0.0.1:\(adminPort)/stats"])
-        guard let object = try JSONSerialization.jsonObject(with: result.body) as? [String: Any] else {
-            throw TestFailure("stats is not a JSON object: \(result.text)")
+        do {
+            return try StatsDocument.decode(Array(result.body))
+        } catch {
+            throw TestFailure("stats is not a stats document (\(error)): \(result.text)")
         }
-        return object
     }
 
     /// Open client connections (tunnels included), from the stats.
-    func activeConnections() throws -> Int {
-        ((try stats()["connections"] as? [String: Any])?["active"] as? Int) ?? -1
-    }
+    func activeConnections() throws -> Int { try stats().connections.active }
 
     /// Replaces the config file (for reload tests).
     func rewriteConfig(_ text: String) throws {
