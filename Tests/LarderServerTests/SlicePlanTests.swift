@@ -63,17 +63,6 @@ import Testing
         #expect(plan.stage == .complete)
     }
 
-    @Test func laterSlicesMustBeOfTheSameObjectAndInPlace() {
-        var plan = SlicePlan(size: size, firstByte: 0)
-        _ = plan.locate(length: 250, validator: "etag \"a\"", resolution: .full)
-        plan.sent(100)
-        #expect(plan.check(ContentRange(first: 100, last: 199, length: 250), validator: "etag \"a\"") == .consistent)
-        #expect(plan.check(ContentRange(first: 100, last: 199, length: 250), validator: "etag \"b\"") == .changed)
-        #expect(plan.check(ContentRange(first: 100, last: 199, length: 300), validator: "etag \"a\"") == .changed, "another length")
-        #expect(plan.check(ContentRange(first: 100, last: 150, length: 250), validator: "etag \"a\"") == .misplaced)
-        #expect(plan.check(ContentRange(first: 200, last: 249, length: 250), validator: "etag \"a\"") == .misplaced, "not the next")
-    }
-
     @Test func validatorsAreStrongETagsElseDates() {
         var headers = HTTPHeaders()
         #expect(SlicePlan.validator(of: headers) == nil)
