@@ -97,8 +97,11 @@ extension ClientConnection {
                 progressed = true
                 // Read back from the stored head once: the range here, the validator in useSlice.
                 let headers = stored.headers
-                guard stored.status == 206, let range = headers["Content-Range"].flatMap(ContentRange.init) else {
-                    // Not a slice after all: never combined; forgotten, so the next look misses.
+                guard stored.status == 206, let range = headers["Content-Range"].flatMap(ContentRange.init),
+                    SlicePlan.combines(headers)
+                else {
+                    // Not a slice after all, or one without a strong validator (never combined):
+                    // forgotten, so the next look misses.
                     proxy.shared.cache.purge(key.slice(index))
                     continue
                 }

@@ -120,12 +120,22 @@ struct SlicePlan: Equatable {
         return Int(digits) ?? 0
     }
 
-    /// The validator slices of one object share (RFC 9110 §8.8.1: a strong ETag identifies the
-    /// bytes; a Last-Modified date is the weaker fallback nginx's slice module also accepts).
+    /// What identifies the object an answer's slices belong to: its strong ETag, else its
+    /// Last-Modified text (RFC 9110 §8.8.1); every slice of one answer must carry the same.
     static func validator(of headers: HTTPHeaders) -> String? {
         if let etag = headers["ETag"], !etag.hasPrefix("W/") { return "etag " + etag }
         if let modified = headers["Last-Modified"] { return "date " + modified }
         return nil
+    }
+
+    /// Whether slices with these fields may be stored and combined with others later: only
+    /// under a strong validator (RFC 9111 §3.4), a strong ETag, or a Last-Modified strong under
+    /// RFC 9110 §8.8.2.2 (at least 60 seconds before the response's Date: a change within that
+    /// time may keep the same date).
+    static func combines(_ headers: HTTPHeaders) -> Bool {
+        if let etag = headers["ETag"], !etag.hasPrefix("W/") { return true }
+        guard let modified = headers.date("Last-Modified"), let date = headers.date("Date") else { return false }
+        return date - modified >= 60
     }
 
     /// Before locating: look at slice `index` first instead (the first slice is stored though

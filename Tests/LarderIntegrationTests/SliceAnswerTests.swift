@@ -157,6 +157,27 @@ extension IntegrationTests {
             #expect(!found, "a stored slice shorter than its range")
         }
 
+        @Test func slicesCombineOnlyUnderAStrongValidator() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: Self.config)
+            // RFC 9110 §8.8.2.2: a Last-Modified as recent as the Date may stay the same across a
+            // change; one an hour older may not. Neither answer has an ETag.
+            for (target, modified, stored) in [("/weak", "{now}", false), ("/strong", "{now-3600}", true)] {
+                var answer = Self.partial(0...(Self.slice - 1))
+                answer.headers = answer.headers.filter { $0.0 != "ETag" } + [("Last-Modified", modified)]
+                try origin.script(target, [answer], conditional: false)
+                let url = origin.url(target)
+                let first = try Curl.viaProxy(larder.proxy, ["-r", "0-9", url])
+                #expect(first.status == 206 && first.body == Self.bytes(0...9), "\(target)")
+                var cached = false
+                for _ in 0..<20 where !cached {
+                    cached = try Curl.viaProxy(larder.proxy, ["-H", "Cache-Control: only-if-cached", "-r", "0-9", url]).status == 206
+                    if !cached { usleep(50_000) }
+                }
+                #expect(cached == stored, "\(target): stored as a slice")
+            }
+        }
+
         /// Waits (bounded) until `range` of `url` is answered from the cache.
         static func waitUntilCached(_ larder: Larder, _ url: String, range: String) throws {
             for _ in 0..<50 {

@@ -75,6 +75,22 @@ import Testing
         #expect(SlicePlan.validator(of: headers) == "etag \"strong\"")
     }
 
+    @Test(arguments: [
+        (nil, nil, nil, false),
+        ("\"strong\"", nil, nil, true),
+        ("W/\"weak\"", "Sun, 06 Nov 1994 08:49:37 GMT", "Sun, 06 Nov 1994 08:49:37 GMT", false),
+        (nil, "Sun, 06 Nov 1994 08:49:37 GMT", nil, false),
+        (nil, "Sun, 06 Nov 1994 08:49:37 GMT", "Sun, 06 Nov 1994 08:50:36 GMT", false),
+        (nil, "Sun, 06 Nov 1994 08:49:37 GMT", "Sun, 06 Nov 1994 08:50:37 GMT", true),
+    ])
+    func slicesCombineOnlyUnderAStrongValidator(etag: String?, modified: String?, date: String?, combines: Bool) {
+        var headers = HTTPHeaders()
+        if let etag { headers.add("ETag", etag) }
+        if let modified { headers.add("Last-Modified", modified) }
+        if let date { headers.add("Date", date) }
+        #expect(SlicePlan.combines(headers) == combines, "RFC 9111 §3.4, RFC 9110 §8.8.2.2: 60 s before the Date")
+    }
+
     @Test func contentRangeParsing() {
         #expect(ContentRange("bytes 0-99/1000") == ContentRange(first: 0, last: 99, length: 1000))
         #expect(ContentRange("bytes 0-99/*") == nil, "a slice needs the length")
