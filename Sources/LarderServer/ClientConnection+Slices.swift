@@ -97,8 +97,11 @@ extension ClientConnection {
                 progressed = true
                 // Read back from the stored head once: the range here, the validator in useSlice.
                 let headers = stored.headers
-                guard stored.status == 206, let range = headers["Content-Range"].flatMap(ContentRange.init) else {
-                    // Not a slice after all: never combined; forgotten, so the next look misses.
+                guard stored.status == 206, let range = headers["Content-Range"].flatMap(ContentRange.init),
+                    SlicePlan.combines(headers)
+                else {
+                    // Not a slice after all, or one without a strong validator (never combined):
+                    // forgotten, so the next look misses.
                     proxy.shared.cache.purge(key.slice(index))
                     continue
                 }
@@ -132,7 +135,7 @@ extension ClientConnection {
                     status.detail = fromDisk ? "disk-slices" : "slices"
                     exchange.cacheStatus = status
                 }
-                guard let needed = useSlice(range, headers: headers, age: stored.currentAge(now: now), exchange: exchange)
+                guard let needed = useSlice(.part(range), headers: headers, age: stored.currentAge(now: now), exchange: exchange)
                 else { continue }
                 queueSlicePart(stored, offset: needed.offset, count: needed.count, exchange: exchange)
                 exchange.slices?.sent(needed.count)
@@ -141,26 +144,23 @@ extension ClientConnection {
         return progressed
     }
 
-    /// Takes a slice (stored or arriving) into the answer: the first one decides the head;
-    /// later ones must belong to the same object. Returns the part of it the client needs, or
-    /// nil when none (the answer ended, or it needs another slice first).
-    private func useSlice(_ range: ContentRange, headers: HTTPHeaders, age: Double?, exchange: Exchange) -> (offset: Int, count: Int)? {
+    /// Takes an answer to a slice request (stored or arriving) into the client's answer: the
+    /// first one decides the head; later ones must belong to the same object
+    /// (``SlicePlan/take(_:validator:resolve:)`` decides). Returns the part of it to send, or
+    /// nil when none (the answer ended, went another way, or needs another slice first).
+    private func useSlice(_ reply: SlicePlan.Reply, headers: HTTPHeaders, age: Double?, exchange: Exchange) -> SlicePlan.Part? {
         guard var plan = exchange.slices else { return nil }
-        let validator = SlicePlan.validator(of: headers)
-        let index = range.first / plan.size
-        if plan.stage == .locating {
-            guard range.first == index * plan.size, range.last == min(range.first + plan.size - 1, range.length - 1) else {
-                failSlices(exchange, status: 502, reason: "the origin answered a slice request with bytes \(range.first)-\(range.last)")
-                return nil
-            }
+        let request = exchange.head.headers
+        let isGet = exchange.head.method == .get
+        let asked = plan.sliceIndex
+        let take = plan.take(reply, validator: SlicePlan.validator(of: headers)) { length in
+            isGet ? RangeRequest.resolve(request: request, length: length, responseHeaders: headers) : .full
+        }
+        switch take {
+        case .located(let answer, let part):
+            exchange.slices = plan
             var fields = headers
             fields.remove("Content-Range")
-            let request = exchange.head.headers
-            let resolution =
-                exchange.head.method == .get
-                ? RangeRequest.resolve(request: request, length: range.length, responseHeaders: fields) : .full
-            let answer = plan.locate(length: range.length, validator: validator, resolution: resolution)
-            exchange.slices = plan
             if Preconditions.notModified(request: request, status: 200, responseHeaders: fields) {
                 exchange.status = 304
                 queueNotModified(headers: fields, age: age, exchange: exchange)
@@ -168,7 +168,7 @@ extension ClientConnection {
                 endSlices(exchange)
                 return nil
             }
-            if !noteSlicesHeld(plan, anchor: index, exchange: exchange), plan.cachedOnly {
+            if !noteSlicesHeld(plan, anchor: asked, exchange: exchange), plan.cachedOnly {
                 // Better a 504 now than a head followed by a body cut short.
                 exchange.slices = nil
                 respondNotCached(exchange)
@@ -179,20 +179,48 @@ extension ClientConnection {
                 endSlices(exchange)
                 return nil
             }
-        } else {
-            switch plan.check(range, validator: validator) {
-            case .consistent:
-                break
-            case .changed:
-                dropSlices(of: exchange, length: max(plan.length, range.length), keeping: nil)
-                failSlices(exchange, status: 502, reason: "the object changed between its slices (validator or length)")
-                return nil
-            case .misplaced:
-                failSlices(exchange, status: 502, reason: "the origin answered a slice request with bytes \(range.first)-\(range.last)")
+            return part
+        case .serve(let part):
+            return part
+        case .ordinary:
+            // The whole object (an origin that ignores ranges, or one that fits a slice), or an
+            // error: an ordinary fill's response from here, the client's Range cut from it.
+            guard exchange.fill != nil else {
+                failSlices(exchange, status: 502, reason: "a stored slice is not one range of its object")
                 return nil
             }
+            exchange.slices = nil
+            exchange.range = isRanged(exchange) ? .stripped : .none
+            exchange.advance(.attached)
+            pumpFill()
+            return nil
+        case .pass:
+            passSlices(exchange)
+            return nil
+        case .changed:
+            var length = plan.length
+            if case .part(let range) = reply { length = max(length, range.length) }
+            dropSlices(of: exchange, length: length, keeping: nil)
+            failSlices(exchange, status: 502, reason: "the object changed between its slices (validator or length)")
+            return nil
+        case .cut(let reason):
+            failSlices(exchange, status: 502, reason: reason)
+            return nil
         }
-        return plan.sliceIndex == index ? plan.needed : nil
+    }
+
+    /// Nothing is sent yet and the origin's answer to a slice request cannot be used (not the
+    /// bytes asked for, or several ranges): the client's request goes upstream as it came, and
+    /// the origin's answer to it is the client's, never stored as a slice (RFC 9110 §14.2).
+    private func passSlices(_ exchange: Exchange) {
+        guard let url = exchange.url, let key = exchange.key else { return }
+        if let fill = exchange.fill { leaveSliceFill(fill, exchange: exchange) }
+        exchange.slices = nil
+        exchange.outcome = .miss
+        if isRanged(exchange) { exchange.range = .passed }
+        if exchange.cacheStatus.hit { exchange.cacheStatus = .forwarded("uri-miss") }
+        exchange.cacheStatus.collapsed = false
+        forward(url, key: key, exchange: exchange)
     }
 
     /// Reads the slice fill the answer is attached to: checks its head once, then streams the
@@ -237,7 +265,7 @@ extension ClientConnection {
             leaveSliceFill(fill, exchange: exchange)
             let headers = stored.headers
             if let range = headers["Content-Range"].flatMap(ContentRange.init),
-                let needed = useSlice(range, headers: headers, age: stored.currentAge(now: Clocks.wallSeconds()), exchange: exchange)
+                let needed = useSlice(.part(range), headers: headers, age: stored.currentAge(now: Clocks.wallSeconds()), exchange: exchange)
             {
                 queueSlicePart(stored, offset: needed.offset, count: needed.count, exchange: exchange)
                 exchange.slices?.sent(needed.count)
@@ -256,35 +284,20 @@ extension ClientConnection {
             }
             return true
         }
-        guard head.status == 206, let range = head.headers["Content-Range"].flatMap(ContentRange.init) else {
-            guard !exchange.headSent else {
-                // Only the object itself (a 200) under another validator shows that it changed; a
-                // failure (404, 429, 503...) says nothing of the slices stored, which stay.
-                if let plan = exchange.slices, CacheDecision.isSuccess(head.status),
-                    SlicePlan.validator(of: head.headers) != plan.validator
-                {
-                    dropSlices(of: exchange, length: plan.length, keeping: nil)
-                }
-                failSlices(exchange, status: 502, reason: "the origin answered a slice request with \(head.status)")
-                return true
+        let reply = SlicePlan.Reply(status: head.status, headers: head.headers, bodyLength: fill.contentLength)
+        if case .part(let range) = reply {
+            if fill.willStore && !exchange.headSent { exchange.cacheStatus.stored = true }
+            if let plan = exchange.slices, plan.stage == .locating, let old = fill.options.validating,
+                SlicePlan.validator(of: old.headers) != SlicePlan.validator(of: head.headers)
+            {
+                // A stale slice came back as another object: the other slices are of the old one.
+                let oldLength = old.headers["Content-Range"].flatMap(ContentRange.init)?.length ?? 0
+                dropSlices(of: exchange, length: max(oldLength, range.length), keeping: range.first / plan.size)
             }
-            // The whole object (an origin that ignores ranges, or one that fits a slice), or an
-            // error: an ordinary fill's response from here, the client's Range cut from it.
-            exchange.slices = nil
-            exchange.range = isRanged(exchange) ? .stripped : .none
-            exchange.advance(.attached)
-            return pumpFill()
         }
-        if fill.willStore && !exchange.headSent { exchange.cacheStatus.stored = true }
-        if let plan = exchange.slices, plan.stage == .locating, let old = fill.options.validating,
-            SlicePlan.validator(of: old.headers) != SlicePlan.validator(of: head.headers)
-        {
-            // A stale slice came back as another object: the other slices are of the old one.
-            let oldLength = old.headers["Content-Range"].flatMap(ContentRange.init)?.length ?? 0
-            dropSlices(of: exchange, length: max(oldLength, range.length), keeping: range.first / plan.size)
-        }
-        guard let needed = useSlice(range, headers: head.headers, age: nil, exchange: exchange) else {
-            if self.exchange === exchange {
+        guard let needed = useSlice(reply, headers: head.headers, age: nil, exchange: exchange) else {
+            // Unless the answer went another way (an ordinary fill's, or upstream again).
+            if self.exchange === exchange, exchange.slices != nil, exchange.fill === fill {
                 leaveSliceFill(fill, exchange: exchange)
                 pumpSlices(exchange)
             }

@@ -27,14 +27,61 @@ struct SlicePlan: Equatable {
         case unsatisfiable(length: Int)
     }
 
-    /// What a later slice turned out to be.
-    enum Check: Equatable {
-        /// Same object: send its bytes.
-        case consistent
-        /// Another object (its validator or length changed): every stored slice is outdated.
+    /// What an origin's answer to a slice request is, read from its head (RFC 9110 §14.4,
+    /// §15.3.7). Stored slices are always ``part``.
+    enum Reply: Equatable {
+        /// A single-part 206 whose body is exactly bytes `range` of the object.
+        case part(ContentRange)
+        /// A 200: the whole object, of `length` bytes when its framing says.
+        case whole(length: Int?)
+        /// A 206 no answer may take: multipart/byteranges (one range was asked), no valid
+        /// Content-Range, or a body length unlike its Content-Range.
+        case unusable
+        /// Any other status (an error, a 416): it says nothing of the object's bytes.
+        case other(status: Int)
+
+        /// `bodyLength`: what the response's framing says its body holds, if it says.
+        init(status: Int, headers: HTTPHeaders, bodyLength: Int?) {
+            switch status {
+            case 200:
+                self = .whole(length: bodyLength)
+            case 206:
+                let multipart = headers["Content-Type"].map { ASCII.trimOWS($0[...]).lowercased().hasPrefix("multipart/") } ?? false
+                guard !multipart, let range = headers["Content-Range"].flatMap(ContentRange.init),
+                    bodyLength == nil || bodyLength == range.last - range.first + 1
+                else {
+                    self = .unusable
+                    return
+                }
+                self = .part(range)
+            default:
+                self = .other(status: status)
+            }
+        }
+    }
+
+    /// Bytes of an answer's body to send: `count` from `offset`.
+    struct Part: Equatable {
+        let offset: Int
+        let count: Int
+    }
+
+    /// What to do with an answer to a slice request (``take(_:validator:resolve:)``).
+    enum Take: Equatable {
+        /// The first slice fixed the head (`answer`); send `part` of it, if any (none: the
+        /// answer needs no body, or its first byte is in another slice).
+        case located(Answer, part: Part?)
+        /// Send `part` of it.
+        case serve(Part)
+        /// Before any head: answer with this response as an ordinary fill's (a 200, the
+        /// client's range cut from it; another status as it came).
+        case ordinary
+        /// Before any head: nothing here to use; ask the origin for the client's own request.
+        case pass
+        /// The object changed (validator or length): its stored slices are outdated.
         case changed
-        /// Not the slice asked for (the origin sent another range).
-        case misplaced
+        /// After the head: the answer cannot go on.
+        case cut(String)
     }
 
     let size: Int
@@ -73,12 +120,22 @@ struct SlicePlan: Equatable {
         return Int(digits) ?? 0
     }
 
-    /// The validator slices of one object share (RFC 9110 §8.8.1: a strong ETag identifies the
-    /// bytes; a Last-Modified date is the weaker fallback nginx's slice module also accepts).
+    /// What identifies the object an answer's slices belong to: its strong ETag, else its
+    /// Last-Modified text (RFC 9110 §8.8.1); every slice of one answer must carry the same.
     static func validator(of headers: HTTPHeaders) -> String? {
         if let etag = headers["ETag"], !etag.hasPrefix("W/") { return "etag " + etag }
         if let modified = headers["Last-Modified"] { return "date " + modified }
         return nil
+    }
+
+    /// Whether slices with these fields may be stored and combined with others later: only
+    /// under a strong validator (RFC 9111 §3.4), a strong ETag, or a Last-Modified strong under
+    /// RFC 9110 §8.8.2.2 (at least 60 seconds before the response's Date: a change within that
+    /// time may keep the same date).
+    static func combines(_ headers: HTTPHeaders) -> Bool {
+        if let etag = headers["ETag"], !etag.hasPrefix("W/") { return true }
+        guard let modified = headers.date("Last-Modified"), let date = headers.date("Date") else { return false }
+        return date - modified >= 60
     }
 
     /// Before locating: look at slice `index` first instead (the first slice is stored though
@@ -127,12 +184,65 @@ struct SlicePlan: Equatable {
         }
     }
 
-    /// Checks a slice (its Content-Range and validator) against the object being sent.
-    func check(_ range: ContentRange, validator: String?) -> Check {
+    /// Takes an answer to the request for slice `sliceIndex` (stored, or from the origin):
+    /// the first one locates the object (its length, `validator`, and the client's range
+    /// resolved against that length by `resolve`); later ones must be of the same object.
+    /// Only bytes at the positions the answer's Content-Range names, holding all the client
+    /// needs of the slice, are sent (RFC 9110 §14.4); anything else falls back to the origin
+    /// before the head and cuts the answer short after it.
+    mutating func take(_ reply: Reply, validator: String?, resolve: (Int) -> RangeRequest.Resolution) -> Take {
+        if stage == .locating {
+            guard case .part(let range) = reply else { return reply == .unusable ? .pass : .ordinary }
+            let asked = sliceIndex
+            var located = self
+            let answer = located.locate(length: range.length, validator: validator, resolution: resolve(range.length))
+            guard located.stage == .sending else {
+                self = located
+                return .located(answer, part: nil)
+            }
+            if let part = located.part(of: range) {
+                self = located
+                return .located(answer, part: part)
+            }
+            // The slice asked for, exactly, but the client's first byte is in another one.
+            guard range == located.slice(asked, of: range.length) else { return .pass }
+            self = located
+            return .located(answer, part: nil)
+        }
+        let range: ContentRange
+        switch reply {
+        case .part(let part):
+            range = part
+        case .whole(let wholeLength):
+            guard validator == self.validator else { return .changed }
+            guard let wholeLength else { return .cut("the origin answered a slice request with a 200 of unknown length") }
+            range = ContentRange(first: 0, last: wholeLength - 1, length: wholeLength)
+        case .unusable:
+            return .cut("the origin answered a slice request with a 206 that is not one range of its length")
+        case .other(let status):
+            return (200..<300).contains(status) && validator != self.validator
+                ? .changed : .cut("the origin answered a slice request with \(status)")
+        }
         guard range.length == length, validator == self.validator else { return .changed }
-        let bounds = bounds(of: range.first / size)
-        guard range.first == bounds.first, range.last == bounds.last, range.first / size == sliceIndex else { return .misplaced }
-        return .consistent
+        guard let part = part(of: range) else {
+            return .cut("the origin answered a slice request with bytes \(range.first)-\(range.last), not \(next)-")
+        }
+        return .serve(part)
+    }
+
+    /// The bytes to send from an answer holding `range`: from the next byte needed to the
+    /// last one it holds, provided it holds all the client needs of the next byte's slice
+    /// (so that slice is never asked for again); nil otherwise.
+    func part(of range: ContentRange) -> Part? {
+        let needed = needed
+        guard range.length == length, range.first <= next, range.last >= next + needed.count - 1 else { return nil }
+        return Part(offset: next - range.first, count: min(last, range.last) - next + 1)
+    }
+
+    /// The Content-Range a complete slice `index` of an object of `length` bytes has.
+    private func slice(_ index: Int, of length: Int) -> ContentRange {
+        let first = index * size
+        return ContentRange(first: first, last: min(first + size - 1, length - 1), length: length)
     }
 
     /// The part of slice `sliceIndex` the client needs: offset into the slice, and count.

@@ -63,17 +63,6 @@ import Testing
         #expect(plan.stage == .complete)
     }
 
-    @Test func laterSlicesMustBeOfTheSameObjectAndInPlace() {
-        var plan = SlicePlan(size: size, firstByte: 0)
-        _ = plan.locate(length: 250, validator: "etag \"a\"", resolution: .full)
-        plan.sent(100)
-        #expect(plan.check(ContentRange(first: 100, last: 199, length: 250), validator: "etag \"a\"") == .consistent)
-        #expect(plan.check(ContentRange(first: 100, last: 199, length: 250), validator: "etag \"b\"") == .changed)
-        #expect(plan.check(ContentRange(first: 100, last: 199, length: 300), validator: "etag \"a\"") == .changed, "another length")
-        #expect(plan.check(ContentRange(first: 100, last: 150, length: 250), validator: "etag \"a\"") == .misplaced)
-        #expect(plan.check(ContentRange(first: 200, last: 249, length: 250), validator: "etag \"a\"") == .misplaced, "not the next")
-    }
-
     @Test func validatorsAreStrongETagsElseDates() {
         var headers = HTTPHeaders()
         #expect(SlicePlan.validator(of: headers) == nil)
@@ -84,6 +73,22 @@ import Testing
         headers.remove("ETag")
         headers.add("ETag", "\"strong\"")
         #expect(SlicePlan.validator(of: headers) == "etag \"strong\"")
+    }
+
+    @Test(arguments: [
+        (nil, nil, nil, false),
+        ("\"strong\"", nil, nil, true),
+        ("W/\"weak\"", "Sun, 06 Nov 1994 08:49:37 GMT", "Sun, 06 Nov 1994 08:49:37 GMT", false),
+        (nil, "Sun, 06 Nov 1994 08:49:37 GMT", nil, false),
+        (nil, "Sun, 06 Nov 1994 08:49:37 GMT", "Sun, 06 Nov 1994 08:50:36 GMT", false),
+        (nil, "Sun, 06 Nov 1994 08:49:37 GMT", "Sun, 06 Nov 1994 08:50:37 GMT", true),
+    ])
+    func slicesCombineOnlyUnderAStrongValidator(etag: String?, modified: String?, date: String?, combines: Bool) {
+        var headers = HTTPHeaders()
+        if let etag { headers.add("ETag", etag) }
+        if let modified { headers.add("Last-Modified", modified) }
+        if let date { headers.add("Date", date) }
+        #expect(SlicePlan.combines(headers) == combines, "RFC 9111 §3.4, RFC 9110 §8.8.2.2: 60 s before the Date")
     }
 
     @Test func contentRangeParsing() {

@@ -1,0 +1,191 @@
+import Foundation
+import Glibc
+import Testing
+
+extension IntegrationTests {
+    /// What Larder makes of an origin's answer to a slice request (`cache.slice_size`) that is
+    /// not the slice it asked for (RFC 9110 §14, §15.3.7): the client gets exactly the bytes
+    /// at the positions it asked for, from that answer when it holds them, else from the
+    /// origin asked again with the client's own Range; never a 502 while they are there, and
+    /// never bytes from elsewhere. A scripted origin answers each case; curl checks the bytes.
+    @Suite(.timeLimit(.minutes(2))) struct SliceAnswers {
+        static let config = "[cache]\nslice_size = \"64KiB\"\n"
+        static let slice = 64 << 10
+        static let length = 100_000
+        static let target = "/sliced"
+        static let etag = "\"s1\""
+
+        /// The object's bytes at `range` (a pattern no two nearby positions share often).
+        static func bytes(_ range: ClosedRange<Int>) -> Data {
+            Data(range.map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 / 251) })
+        }
+
+        /// A 206 of the object holding `range`, as an origin would send it.
+        static func partial(_ range: ClosedRange<Int>, headers: [(String, String)] = []) -> Scripted {
+            Scripted(
+                status: 206,
+                headers: [
+                    ("Content-Range", "bytes \(range.lowerBound)-\(range.upperBound)/\(length)"), ("ETag", etag),
+                    ("Cache-Control", "max-age=3600"),
+                ] + headers, body: "", body64: bytes(range).base64EncodedString())
+        }
+
+        static func ranges(_ origin: Origin) throws -> [String] {
+            try origin.requests().filter { $0.target == target }.map { request in
+                request.headers.first { $0.0.lowercased() == "range" }?.1 ?? "-"
+            }
+        }
+
+        @Test func aCappedAnswerHoldingTheClientsBytesIsServed() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: Self.config)
+            // A server that caps what it sends per request.
+            try origin.script(Self.target, [Self.partial(0...4)], conditional: false)
+            let answer = try Curl.viaProxy(larder.proxy, ["-r", "0-4", origin.url(Self.target)])
+            #expect(answer.status == 206, "\(answer.status) \(String(decoding: answer.body, as: UTF8.self))")
+            #expect(answer.header("content-range") == "bytes 0-4/\(Self.length)")
+            #expect(answer.body == Self.bytes(0...4))
+            #expect(try Self.ranges(origin) == ["bytes=0-65535"], "the slice was asked for, once")
+        }
+
+        @Test func anotherRangeHoldingTheClientsBytesIsServedFromItsPositions() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: Self.config)
+            try origin.script(Self.target, [Self.partial(69_000...71_000)], conditional: false)
+            let answer = try Curl.viaProxy(larder.proxy, ["-r", "70000-70009", origin.url(Self.target)])
+            #expect(answer.status == 206, "\(answer.status) \(String(decoding: answer.body, as: UTF8.self))")
+            #expect(answer.header("content-range") == "bytes 70000-70009/\(Self.length)")
+            #expect(answer.body == Self.bytes(70_000...70_009))
+            #expect(try Self.ranges(origin) == ["bytes=65536-131071"])
+        }
+
+        @Test func anAnswerWithoutTheClientsBytesSendsItsRequestUpstreamAsItCame() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: Self.config)
+            try origin.script(Self.target, [Self.partial(50...99), Self.partial(0...99)], conditional: false)
+            let answer = try Curl.viaProxy(larder.proxy, ["-r", "0-99", origin.url(Self.target)])
+            #expect(answer.status == 206, "\(answer.status) \(String(decoding: answer.body, as: UTF8.self))")
+            #expect(answer.header("content-range") == "bytes 0-99/\(Self.length)")
+            #expect(answer.body == Self.bytes(0...99))
+            #expect(try Self.ranges(origin) == ["bytes=0-65535", "bytes=0-99"])
+            // Neither answer was a slice: nothing is stored, so only-if-cached finds nothing.
+            let cached = try Curl.viaProxy(larder.proxy, ["-H", "Cache-Control: only-if-cached", "-r", "0-9", origin.url(Self.target)])
+            #expect(cached.status == 504)
+        }
+
+        @Test func aMultipartAnswerToOneRangeIsNotTaken() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: Self.config)
+            let multipart = Scripted(
+                status: 206,
+                headers: [("Content-Type", "multipart/byteranges; boundary=THIS"), ("ETag", Self.etag), ("Cache-Control", "max-age=3600")],
+                body: "--THIS\r\nContent-Range: bytes 5-9/\(Self.length)\r\n\r\nabcde\r\n--THIS--\r\n")
+            try origin.script(Self.target, [multipart, Self.partial(0...9)], conditional: false)
+            let answer = try Curl.viaProxy(larder.proxy, ["-r", "0-9", origin.url(Self.target)])
+            #expect(answer.status == 206)
+            #expect(answer.header("content-range") == "bytes 0-9/\(Self.length)")
+            #expect(answer.body == Self.bytes(0...9))
+            #expect(try Self.ranges(origin) == ["bytes=0-65535", "bytes=0-9"])
+        }
+
+        @Test func anObjectSmallerThanTheSliceIsTheWholeObject() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: Self.config)
+            let url = origin.url(Self.target)
+            // 50 bytes: whichever slice was asked for, the origin sends all of them.
+            let small = Scripted(
+                status: 206,
+                headers: [("Content-Range", "bytes 0-49/50"), ("ETag", Self.etag), ("Cache-Control", "max-age=3600")], body: "",
+                body64: Self.bytes(0...49).base64EncodedString())
+            try origin.script(Self.target, [small], conditional: false)
+            let past = try Curl.viaProxy(larder.proxy, ["-r", "70000-70009", url])
+            #expect(past.status == 416 && past.header("content-range") == "bytes */50")
+            let part = try Curl.viaProxy(larder.proxy, ["-r", "10-19", url])
+            #expect(part.status == 206 && part.header("content-range") == "bytes 10-19/50")
+            #expect(part.body == Self.bytes(10...19))
+        }
+
+        @Test func aWholeAnswerToALaterSliceCompletesTheAnswer() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: Self.config)
+            let url = origin.url(Self.target)
+            try origin.script(Self.target, [Self.partial(0...(Self.slice - 1))], conditional: false)
+            let first = try Curl.viaProxy(larder.proxy, ["-r", "0-9", url])
+            #expect(first.status == 206 && first.body == Self.bytes(0...9))
+            try Self.waitUntilCached(larder, url, range: "0-9")
+            // The origin now ignores Range: the second slice's request gets the whole object.
+            let whole = Scripted(
+                headers: [("ETag", Self.etag), ("Cache-Control", "max-age=3600")], body: "",
+                body64: Self.bytes(0...(Self.length - 1)).base64EncodedString())
+            try origin.script(Self.target, [whole], conditional: false)
+            let answer = try Curl.viaProxy(larder.proxy, [url])
+            #expect(answer.exitCode == 0, "\(answer.stderr)")
+            #expect(answer.status == 200 && answer.header("content-length") == "\(Self.length)")
+            #expect(answer.body == Self.bytes(0...(Self.length - 1)), "\(answer.body.count) bytes")
+            #expect(try Self.ranges(origin) == ["bytes=0-65535", "bytes=65536-99999"], "the second slice, clipped to the length")
+            // The whole answer was stored: the object is now answered from the cache.
+            try Self.waitUntilCached(larder, url, range: "99990-99999")
+            let again = try Curl.viaProxy(larder.proxy, [url])
+            #expect(again.header("cache-status")?.contains("hit") == true, "\(again.header("cache-status") ?? "-")")
+            #expect(again.body == Self.bytes(0...(Self.length - 1)))
+            #expect(try Self.ranges(origin).count == 2)
+        }
+
+        @Test func aSliceShorterThanItsContentRangeIsNeverStored() throws {
+            let origin = try RawOrigin()
+            let larder = try Larder(config: Self.config)
+            let url = origin.url(Self.target)
+            // Chunked, so no length says the body ends early: 1,000 bytes of a 64 KiB range.
+            let body = Self.bytes(0...999)
+            var head = Array(
+                ("HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 0-65535/\(Self.length)\r\nETag: \(Self.etag)\r\n"
+                    + "Cache-Control: max-age=3600\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n").utf8)
+            head += Array(String(body.count, radix: 16).utf8) + [13, 10] + body + [13, 10] + Array("0\r\n\r\n".utf8)
+            origin.script(Self.target, RawOrigin.Script(pieces: [head], pause: 0))
+            let cut = try Curl.viaProxy(larder.proxy, ["-r", "0-65535", url])
+            #expect(cut.exitCode != 0 || cut.status >= 500, "the answer cannot be complete")
+            // Whatever was kept of it, none may stand for the slice.
+            var found = false
+            for _ in 0..<10 {
+                let cached = try Curl.viaProxy(larder.proxy, ["-H", "Cache-Control: only-if-cached", "-r", "60000-60009", url])
+                if cached.status != 504 {
+                    found = true
+                    break
+                }
+                usleep(100_000)
+            }
+            #expect(!found, "a stored slice shorter than its range")
+        }
+
+        @Test func slicesCombineOnlyUnderAStrongValidator() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: Self.config)
+            // RFC 9110 §8.8.2.2: a Last-Modified as recent as the Date may stay the same across a
+            // change; one an hour older may not. Neither answer has an ETag.
+            for (target, modified, stored) in [("/weak", "{now}", false), ("/strong", "{now-3600}", true)] {
+                var answer = Self.partial(0...(Self.slice - 1))
+                answer.headers = answer.headers.filter { $0.0 != "ETag" } + [("Last-Modified", modified)]
+                try origin.script(target, [answer], conditional: false)
+                let url = origin.url(target)
+                let first = try Curl.viaProxy(larder.proxy, ["-r", "0-9", url])
+                #expect(first.status == 206 && first.body == Self.bytes(0...9), "\(target)")
+                var cached = false
+                for _ in 0..<20 where !cached {
+                    cached = try Curl.viaProxy(larder.proxy, ["-H", "Cache-Control: only-if-cached", "-r", "0-9", url]).status == 206
+                    if !cached { usleep(50_000) }
+                }
+                #expect(cached == stored, "\(target): stored as a slice")
+            }
+        }
+
+        /// Waits (bounded) until `range` of `url` is answered from the cache.
+        static func waitUntilCached(_ larder: Larder, _ url: String, range: String) throws {
+            for _ in 0..<50 {
+                let cached = try Curl.viaProxy(larder.proxy, ["-H", "Cache-Control: only-if-cached", "-r", range, url])
+                if cached.status == 206 { return }
+                usleep(50_000)
+            }
+            throw TestFailure("\(url) was not stored")
+        }
+    }
+}
