@@ -296,8 +296,7 @@ extension IntegrationTests {
             }
             #expect(slow.count("127.0.0.1:\(target.port)") == 1)
             #expect(garbled.count("127.0.0.1:\(target.port)") == 1)
-            let liveTunnels = (try live.stats()["tunnels"] as? [String: Any])?["opened"] as? Int
-            #expect(liveTunnels == 0, "the second parent was never asked")
+            #expect(try live.stats().tunnels.opened == 0, "the second parent was never asked")
         }
 
         @Test func connectThroughABrokenParentFailsWithAClearStatus() throws {
