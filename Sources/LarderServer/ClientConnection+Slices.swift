@@ -313,7 +313,7 @@ extension ClientConnection {
         guard let url = exchange.url, let key = exchange.key, let plan = exchange.slices else { return }
         exchange.outcome = .miss
         if !exchange.headSent, validating != nil || exchange.cacheStatus.hit {
-            exchange.cacheStatus = .forwarded(validating != nil ? "stale" : "uri-miss")
+            exchange.cacheStatus = .forwarded(validating != nil ? .stale : .uriMiss)
         }
         var coalesceKey: FillKey? = exchange.goAlone ? nil : FillKey(method: "GET", url: key.slice(index).url, bodyHash: nil)
         if let candidate = coalesceKey, proxy.coalescer.isNotShareable(candidate) { coalesceKey = nil }
@@ -358,7 +358,7 @@ extension ClientConnection {
         guard let url = exchange.url, let key = exchange.key else { return }
         exchange.slices = nil
         exchange.outcome = .miss
-        if exchange.cacheStatus.hit { exchange.cacheStatus = .forwarded("uri-miss") }
+        if exchange.cacheStatus.hit { exchange.cacheStatus = .forwarded(.uriMiss) }
         forward(url, key: key, exchange: exchange)
     }
 
@@ -372,7 +372,7 @@ extension ClientConnection {
         if held == needed.count { return true }
         if held > 0 || exchange.cacheStatus.hit {
             let stored = exchange.cacheStatus.stored
-            exchange.cacheStatus = .forwarded("partial")
+            exchange.cacheStatus = .forwarded(.partial)
             exchange.cacheStatus.stored = stored
         }
         return false

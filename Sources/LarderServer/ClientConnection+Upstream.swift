@@ -36,7 +36,7 @@ extension ClientConnection: RequestBodySource {
                 return
             }
         }
-        if exchange.cacheStatus.fwd == nil && !exchange.cacheStatus.hit { exchange.cacheStatus = .forwarded("uri-miss") }
+        if exchange.cacheStatus.fwd == nil && !exchange.cacheStatus.hit { exchange.cacheStatus = .forwarded(.uriMiss) }
         // A GET with Range for something not stored: fetch it whole (to store it) and slice,
         // unless it turns out too large, in which case the range goes upstream (Fill decides).
         if head.method == .get, head.headers.contains("Range"), exchange.range != .passed, exchange.policy != .networkOnly {
@@ -173,8 +173,7 @@ extension ClientConnection: RequestBodySource {
     /// sends to the origin.
     func validatingStored(_ exchange: Exchange) -> StoredResponse? {
         guard let stored = exchange.stored, stored.hasValidator else { return nil }
-        let reason = exchange.cacheStatus.fwd
-        return reason == "stale" || reason == "request" ? stored : nil
+        return exchange.cacheStatus.fwd?.validatesStored == true ? stored : nil
     }
 
     /// Whether the request goes upstream with fields of the client's that select an answer for

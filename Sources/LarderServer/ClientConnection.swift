@@ -318,9 +318,7 @@ final class ClientConnection: IOHandler {
         let duration = Clocks.monotonicNanos() &- exchange.startNanos
         proxy.shared.metrics.requestDuration.record(nanoseconds: duration, result: .init(exchange.outcome))
         if let url = exchange.head.url ?? exchange.url {
-            let hit =
-                exchange.outcome == .memoryHit || exchange.outcome == .diskHit || exchange.outcome == .stale
-                || exchange.outcome == .revalidated
+            let hit = exchange.outcome.isFromCache
             let slot: HostCounters.Slot
             if let held = hostSlot, held.holds(host: url.host, port: url.port) {
                 slot = held

@@ -17,6 +17,15 @@ public enum RequestOutcome: String, Sendable, CaseIterable {
     /// are counted on their own.
     case intercept
     case admin
+
+    /// Answered from what the cache stores (a stale copy and one revalidated with a 304
+    /// included): the one definition the hit ratio, the per-host counters and `STATUS=` use.
+    public var isFromCache: Bool {
+        switch self {
+        case .memoryHit, .diskHit, .stale, .revalidated: true
+        case .miss, .coalesced, .pass, .error, .tunnel, .intercept, .admin: false
+        }
+    }
 }
 
 /// Daemon-wide counters, declared once here (Varnish style). Relaxed atomics: each counter is

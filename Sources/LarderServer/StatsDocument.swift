@@ -294,7 +294,7 @@ extension StatsDocument {
             if outcome != .admin && outcome != .tunnel && outcome != .intercept { proxied += stats.value(outcome) }
         }
         requests["total"] = requests.values.reduce(0, +)
-        let fromCache = stats.value(.memoryHit) + stats.value(.diskHit) + stats.value(.stale) + stats.value(.revalidated)
+        let fromCache = RequestOutcome.allCases.reduce(0) { $1.isFromCache ? $0 + stats.value($1) : $0 }
         let memory = shared.cache.memory.statistics
         let disk = shared.cache.disk.map { disk in
             let figures = disk.statistics
