@@ -54,11 +54,9 @@ extension ClientConnection: FillReader {
         guard let exchange, exchange.fill === fill, !exchange.headSent, exchange.head.version == .http1_1 else { return }
         var fields = head.headers
         HopByHop.strip(&fields)
-        var bytes: [UInt8] = []
-        HeadSerializer.appendStatusLine(head.status, head.reason, to: &bytes)
-        HeadSerializer.appendFields(fields, to: &bytes)
-        bytes.append(contentsOf: HeadSerializer.crlf)
-        output.append(bytes)
+        var interim = ResponseHeadWriter(status: head.status, reason: head.reason)
+        interim.fields(fields)
+        output.append(interim.interim())
         flushSoon()
     }
 

@@ -399,20 +399,13 @@ extension ClientConnection {
             contentRange = ContentRange(first: first, last: last, length: length).fieldValue
         }
         if !exchange.cacheStatus.hit { exchange.cacheStatus.detail = "slices" }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(512)
-        HeadSerializer.appendStatusLine(status, HTTPStatus.reason(status), to: &bytes)
-        HeadSerializer.appendFields(headers, to: &bytes)
-        if let contentRange { HeadSerializer.appendField("Content-Range", contentRange, to: &bytes) }
-        bytes.append(contentsOf: StoredResponse.viaLine)
-        if let age { HeadSerializer.appendField("Age", String(max(0, Int(age))), to: &bytes) }
-        exchange.cacheStatus.appendField(to: &bytes)
-        HeadSerializer.append("Content-Length: ", to: &bytes)
-        HeadSerializer.appendDecimal(count, to: &bytes)
-        bytes.append(contentsOf: HeadSerializer.crlf)
-        appendConnectionField(exchange, to: &bytes)
-        bytes.append(contentsOf: HeadSerializer.crlf)
-        output.append(bytes)
+        var head = ResponseHeadWriter(status: status, capacity: 512)
+        head.fields(headers)
+        if let contentRange { head.field("Content-Range", contentRange) }
+        head.via()
+        if let age { head.field("Age", String(max(0, Int(age)))) }
+        head.cacheStatus(exchange.cacheStatus)
+        queueHead(head, length: count, exchange: exchange)
         exchange.status = status
         exchange.framing = exchange.head.method == .head ? .none : .length(count)
     }

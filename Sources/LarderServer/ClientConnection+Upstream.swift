@@ -25,7 +25,7 @@ extension ClientConnection: RequestBodySource {
             if fits {
                 if head.expectsContinue, head.version == .http1_1 {
                     // RFC 9110 §10.1.1: the body will be read, so tell a waiting client to send it.
-                    output.append(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
+                    output.append(ResponseHeadWriter.continueHead)
                     exchange.continueSent = true
                     flushSoon()
                 }
@@ -113,7 +113,7 @@ extension ClientConnection: RequestBodySource {
 
         // RFC 9110 §10.1.1: the body will be read, so tell a waiting client to send it.
         if body != nil, head.expectsContinue, head.version == .http1_1, !exchange.requestBodyComplete, !exchange.continueSent {
-            output.append(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
+            output.append(ResponseHeadWriter.continueHead)
             flushSoon()
         }
         var options = fillOptions(for: exchange, url: url, validating: validating)

@@ -300,7 +300,8 @@ final class ClientConnection: IOHandler {
             exchange.fill?.detach(self)
             exchange.fill = nil
         }
-        if !exchange.keepAlive || !exchange.requestBodyComplete || draining {
+        // The decision the head announced, made again with this connection's own drain.
+        if connectionField(exchange, draining: draining) == .close {
             closeWhenFlushed = true
             phase = .waitingForRequest
             flushSoon()
@@ -388,10 +389,7 @@ final class ClientConnection: IOHandler {
 
     /// Sends `error` as a response and closes: the bytes after a malformed head cannot be trusted.
     func rejectAndClose(_ error: HTTPParseError) {
-        let head = exchange?.head
-        let bodyBytes = queueGenerated(
-            status: error.status, message: error.reason, cacheStatus: nil, close: true,
-            version: head?.version ?? .http1_1)
+        let bodyBytes = queueGenerated(status: error.status, message: error.reason, cacheStatus: nil, connection: .close)
         if let exchange {
             exchange.bodyBytesSent = bodyBytes
             exchange.status = error.status
@@ -500,7 +498,8 @@ final class ClientConnection: IOHandler {
             guard now >= deadline else { return }
             // RFC 9110 §15.5.9: 408 tells the client why its request went unanswered.
             phase = .waitingForRequest
-            queueGenerated(status: 408, message: "request head not received within the header timeout", cacheStatus: nil, close: true)
+            queueGenerated(
+                status: 408, message: "request head not received within the header timeout", cacheStatus: nil, connection: .close)
             closeWhenFlushed = true
             flush()
         case .exchanging:
