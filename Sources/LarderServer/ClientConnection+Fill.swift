@@ -296,7 +296,7 @@ extension ClientConnection: FillReader {
         noteFailure(exchange, cause: exchange.failure ?? .truncated)
         proxy.accessLog.record(
             client: peer, method: exchange.head.method.rawValue, url: exchange.head.url.map { .absolute($0) } ?? .text("-"),
-            status: exchange.status, outcome: "truncated", bytes: exchange.bodyBytesSent,
+            status: exchange.status, outcome: .truncated, bytes: exchange.bodyBytesSent,
             durationNanos: Clocks.monotonicNanos() &- exchange.startNanos, attempts: exchange.attempts, retries: exchange.retries,
             agent: exchange.head.headers["User-Agent"], detail: exchange.failure ?? .truncated)
     }

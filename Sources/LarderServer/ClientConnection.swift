@@ -357,7 +357,7 @@ final class ClientConnection: IOHandler {
         proxy.accessLog.record(
             client: peer, method: exchange.head.method.rawValue,
             url: interception == nil ? Self.logTarget(exchange.head) : .text(exchange.url?.description ?? exchange.head.targetText),
-            status: exchange.status, outcome: exchange.outcome.rawValue, bytes: exchange.bodyBytesSent,
+            status: exchange.status, outcome: .request(exchange.outcome), bytes: exchange.bodyBytesSent,
             durationNanos: duration, attempts: exchange.attempts, retries: exchange.retries, tls: interception?.tls.version,
             key: exchange.customKey, user: user, agent: headers["User-Agent"], detail: logged)
     }
@@ -401,7 +401,7 @@ final class ClientConnection: IOHandler {
             // No exchange (the head itself was malformed): still one access line, with its status.
             proxy.shared.stats.countStatus(error.status)
             proxy.accessLog.record(
-                client: peer, method: "-", url: .text("-"), status: error.status, outcome: RequestOutcome.error.rawValue,
+                client: peer, method: "-", url: .text("-"), status: error.status, outcome: .request(.error),
                 bytes: bodyBytes,
                 durationNanos: 0, attempts: 0, detail: FailureCause(error))
             closeWhenFlushed = true

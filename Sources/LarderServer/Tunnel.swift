@@ -202,7 +202,7 @@ final class Tunnel {
         proxy.shared.stats.tunnelBytesDown.add(bytesDown)
         proxy.tunnelClosed(self)
         proxy.accessLog.record(
-            client: peer, method: "CONNECT", url: .text(target), status: 200, outcome: reason.map { "tunnel-\($0.rawValue)" } ?? "tunnel",
+            client: peer, method: "CONNECT", url: .text(target), status: 200, outcome: .tunnel(reason),
             bytes: bytesUp + bytesDown, durationNanos: Clocks.monotonicNanos() &- started, attempts: 1, agent: agent,
             detail: reason == .error ? .reset : nil)
     }
