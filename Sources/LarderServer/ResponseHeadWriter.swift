@@ -72,14 +72,17 @@ struct ResponseHeadWriter {
         status.appendField(to: &bytes)
     }
 
-    /// Ends a final head: the framing field, `Connection`, the blank line.
+    /// Ends a final head: the framing field, `Connection`, the blank line, written in place
+    /// at the end of the head's own array (no array of their own).
     mutating func end(length: Int?, chunked: Bool = false, connection: ConnectionField) {
-        bytes.append(
-            contentsOf: [UInt8](unsafeUninitializedCapacity: Self.endCapacity) { buffer, count in
-                var writer = ByteWriter(buffer)
-                Self.writeEnd(length: length, chunked: chunked, connection: connection, into: &writer)
-                count = writer.count
-            })
+        let start = bytes.count
+        bytes.append(contentsOf: repeatElement(0, count: Self.endCapacity))
+        let written = bytes.withUnsafeMutableBufferPointer { buffer in
+            var writer = ByteWriter(UnsafeMutableBufferPointer(rebasing: buffer[start...]))
+            Self.writeEnd(length: length, chunked: chunked, connection: connection, into: &writer)
+            return writer.count
+        }
+        bytes.removeLast(Self.endCapacity - written)
     }
 
     /// Ends an interim head (RFC 9110 §15.2), which has no framing and says nothing of the
