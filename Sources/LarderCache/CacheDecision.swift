@@ -12,7 +12,7 @@ public enum CacheDecision: Sendable, Equatable {
     case revalidate
     /// Go to the origin without using the stored response; `reason` is the Cache-Status
     /// `fwd` value (uri-miss, stale, request).
-    case forward(reason: String)
+    case forward(reason: ForwardReason)
     /// only-if-cached with nothing usable stored: 504 (§5.2.1.7).
     case unsatisfiable
 
@@ -38,19 +38,19 @@ public enum CacheDecision: Sendable, Equatable {
         stored: StoredResponse?, request: RequestDirectives, policy routePolicy: CachePolicy, ttl: Double?,
         negativeTTL: Double, now: Double, offline: Bool = false
     ) -> CacheDecision {
-        guard let stored else { return request.onlyIfCached || offline ? .unsatisfiable : .forward(reason: "uri-miss") }
+        guard let stored else { return request.onlyIfCached || offline ? .unsatisfiable : .forward(reason: .uriMiss) }
         let age = stored.currentAge(now: now)
         let lifetime = self.lifetime(of: stored, negativeTTL: negativeTTL)
         let isFresh = lifetime > age
         if offline { return isFresh ? .serve : .serveStale(refresh: false) }
-        let refreshOrForward: CacheDecision = stored.hasValidator ? .revalidate : .forward(reason: "stale")
+        let refreshOrForward: CacheDecision = stored.hasValidator ? .revalidate : .forward(reason: .stale)
         var policy = routePolicy
         if !isSuccess(stored.status), policy == .cacheFirst || policy == .cacheThenNetwork || policy == .staleWhileRevalidate {
             policy = .http
         }
         switch policy {
         case .networkOnly:
-            return .forward(reason: "bypass")
+            return .forward(reason: .bypass)
         case .cacheFirst:
             if age < (ttl ?? lifetime) { return .serve }
             return request.onlyIfCached ? .unsatisfiable : refreshOrForward
@@ -68,7 +68,7 @@ public enum CacheDecision: Sendable, Equatable {
             break
         }
         // §5.2.1.4: the client wants validation.
-        if request.noCache { return stored.hasValidator ? .revalidate : .forward(reason: "request") }
+        if request.noCache { return stored.hasValidator ? .revalidate : .forward(reason: .request) }
         // §5.2.2.4: a no-cache response is validated before every reuse.
         if stored.directives.noCache { return refreshOrForward }
         var fresh = lifetime > age

@@ -18,13 +18,32 @@ extension AccessLog {
         }
     }
 
+    /// What became of a request, as its line's outcome word says it.
+    enum Outcome: Equatable {
+        case request(RequestOutcome)
+        /// The head went out and the body broke off.
+        case truncated
+        /// A CONNECT tunnel, closed by either side or for a reason of Larder's.
+        case tunnel(Tunnel.CloseReason?)
+
+        /// The word written: `hit`, `miss`, `truncated`, `tunnel`, `tunnel-idle`, ...
+        var text: String {
+            switch self {
+            case .request(let outcome): outcome.rawValue
+            case .truncated: "truncated"
+            case .tunnel(nil): "tunnel"
+            case .tunnel(let reason?): "tunnel-" + reason.rawValue
+            }
+        }
+    }
+
     /// What one line says, whatever the format.
     struct Entry {
         let client: SocketAddress?
         let method: String
         let target: Target
         let status: Int
-        let outcome: String
+        let outcome: Outcome
         let bytes: Int
         let durationNanos: UInt64
         let attempts: Int
@@ -47,7 +66,7 @@ extension AccessLog {
         /// `_TIMEDOUT` and `_ABORTED` suffixes for a timeout and a client gone.
         var squidCode: String {
             // A stale answer's detail is the origin's failure, not its own.
-            if outcome == "stale" { return squidOutcomeCode }
+            if outcome == .request(.stale) { return squidOutcomeCode }
             switch detail {
             case .refused?, .auth?, .loop?: return "TCP_DENIED"
             case .timeout?, .clientTimeout?: return squidOutcomeCode + "_TIMEDOUT"
@@ -58,13 +77,13 @@ extension AccessLog {
 
         private var squidOutcomeCode: String {
             switch outcome {
-            case "hit": "TCP_MEM_HIT"
-            case "disk_hit": "TCP_HIT"
-            case "revalidated": "TCP_REFRESH_UNMODIFIED"
-            case "stale": "TCP_REFRESH_FAIL_OLD"
-            case "tunnel", "intercept": "TCP_TUNNEL"
-            case "admin": "NONE"
-            case "error" where status >= 400 && status < 500: "NONE"
+            case .request(.memoryHit): "TCP_MEM_HIT"
+            case .request(.diskHit): "TCP_HIT"
+            case .request(.revalidated): "TCP_REFRESH_UNMODIFIED"
+            case .request(.stale): "TCP_REFRESH_FAIL_OLD"
+            case .tunnel(nil), .request(.tunnel), .request(.intercept): "TCP_TUNNEL"
+            case .request(.admin): "NONE"
+            case .request(.error) where status >= 400 && status < 500: "NONE"
             default: "TCP_MISS"
             }
         }
@@ -73,9 +92,9 @@ extension AccessLog {
         /// upstream, none for hits.
         var squidHierarchy: String {
             switch outcome {
-            case "hit", "disk_hit", "stale", "admin": return "HIER_NONE/-"
+            case .request(.memoryHit), .request(.diskHit), .request(.stale), .request(.admin): return "HIER_NONE/-"
             default:
-                guard status < 400 || outcome != "error", let host = host else { return "HIER_NONE/-" }
+                guard status < 400 || outcome != .request(.error), let host = host else { return "HIER_NONE/-" }
                 return "HIER_DIRECT/" + host
             }
         }
@@ -104,7 +123,8 @@ extension AccessLog {
         case .text(let text): bound += text.utf8.count
         case .absolute(let url): bound += url.textBound
         }
-        bound += entry.outcome.utf8.count
+        let outcome = entry.outcome.text
+        bound += outcome.utf8.count
         bound += (entry.retries?.utf8.count ?? 0) + (entry.tls?.utf8.count ?? 0) + (entry.detail?.rawValue.utf8.count ?? 0)
         for text in [entry.key, entry.user, entry.agent] { bound += text.map(AccessLog.escapedBound) ?? 0 }
         appendLine(bound: bound) { writer in
@@ -123,7 +143,7 @@ extension AccessLog {
             writer.append("\" " as StaticString)
             writer.append(decimal: entry.status)
             writer.append(32)
-            writer.append(entry.outcome)
+            writer.append(outcome)
             writer.append(32)
             writer.append(decimal: entry.bytes)
             writer.append(32)
@@ -249,7 +269,7 @@ extension AccessLog {
         buffer.append(contentsOf: ",\"status\":".utf8)
         appendDecimal(entry.status)
         buffer.append(contentsOf: ",\"outcome\":".utf8)
-        appendJSONString(entry.outcome)
+        appendJSONString(entry.outcome.text)
         buffer.append(contentsOf: ",\"bytes\":".utf8)
         appendDecimal(entry.bytes)
         buffer.append(contentsOf: ",\"duration_ms\":".utf8)

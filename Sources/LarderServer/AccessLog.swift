@@ -45,7 +45,7 @@ final class AccessLog {
 
     /// Appends one line, in `format`.
     func record(
-        client: SocketAddress?, method: String, url: Target, status: Int, outcome: String,
+        client: SocketAddress?, method: String, url: Target, status: Int, outcome: Outcome,
         bytes: Int, durationNanos: UInt64, attempts: Int, retries: String? = nil, tls: String? = nil, key: String? = nil,
         user: String? = nil, agent: String? = nil, detail: FailureCause? = nil
     ) {

@@ -5,8 +5,8 @@ import LarderHTTP
 struct CacheStatus {
     /// Served from cache.
     var hit = false
-    /// Why it went forward: uri-miss, stale, vary-miss, request, method, bypass.
-    var fwd: String?
+    /// Why it went forward (RFC 9211 §2.2), rendered only when the field is written.
+    var fwd: ForwardReason?
     /// The status the origin answered the forwarded request with, when it is not the one
     /// sent to the client (a 304 to a validation, a 5xx replaced by a stale copy).
     var fwdStatus: Int?
@@ -22,7 +22,7 @@ struct CacheStatus {
     /// The cache key, when a route builds it otherwise than from the URL (RFC 9211 §2.7).
     var key: String?
 
-    static func forwarded(_ reason: String) -> CacheStatus {
+    static func forwarded(_ reason: ForwardReason) -> CacheStatus {
         var status = CacheStatus()
         status.fwd = reason
         return status
@@ -36,7 +36,7 @@ struct CacheStatus {
 
     /// The most bytes ``append(to:)-(ByteWriter)`` writes, for a buffer sized once: the fixed
     /// parts (108 bytes with the longest integers and quotes) and the two strings.
-    var renderedCapacity: Int { 120 + (fwd?.utf8.count ?? 0) + (detail?.utf8.count ?? 0) + (key?.utf8.count ?? 0) }
+    var renderedCapacity: Int { 120 + (fwd?.rawValue.utf8.count ?? 0) + (detail?.utf8.count ?? 0) + (key?.utf8.count ?? 0) }
 
     /// Writes the member, `larder; hit; ttl=3600` and so on, into a buffer of at least
     /// ``renderedCapacity`` bytes: every response carries one.
@@ -45,7 +45,7 @@ struct CacheStatus {
         if hit { writer.append("; hit" as StaticString) }
         if let fwd {
             writer.append("; fwd=" as StaticString)
-            writer.append(fwd)
+            writer.append(fwd.rawValue)
         }
         if let fwdStatus {
             writer.append("; fwd-status=" as StaticString)

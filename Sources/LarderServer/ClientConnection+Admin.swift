@@ -16,16 +16,26 @@ extension ClientConnection {
             return
         }
         let parts = target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
-        let path = String(parts[0])
-        let query = parts.count > 1 ? String(parts[1]) : ""
-        let method = exchange.head.method
-        let readOnly = method == .get || method == .head
-        switch path {
-        case "/", "/index.html":
-            guard readOnly else { return methodNotAllowed("GET, HEAD") }
-            respondAdmin(200, contentType: "text/html; charset=utf-8", body: Array(Dashboard.html.utf8))
-        case "/healthz":
-            guard readOnly else { return methodNotAllowed("GET, HEAD") }
+        let decision = AdminRouter.route(
+            method: exchange.head.method, path: String(parts[0]), query: parts.count > 1 ? String(parts[1]) : "",
+            authorization: exchange.head.headers["Authorization"], token: exchange.runtime.config.admin.token)
+        switch decision {
+        case .respond(let response):
+            respondAdmin(response)
+        case .unauthorized(let response):
+            proxy.logger.warning("admin call refused: missing or wrong bearer token", metadata: ["client": "\(peer?.ipString ?? "-")"])
+            respondAdmin(response)
+        case .endpoint(let endpoint):
+            perform(endpoint, exchange: exchange)
+        }
+    }
+
+    /// Carries out what the router left to the proxy's state.
+    private func perform(_ endpoint: AdminRouter.Endpoint, exchange: Exchange) {
+        switch endpoint {
+        case .dashboard:
+            respondAdmin(.init(status: 200, contentType: "text/html; charset=utf-8", body: Array(Dashboard.html.utf8)))
+        case .health:
             // A tier the configuration asks for that is not working is unhealthy, not "ok":
             // a load balancer or orchestrator should know the cache is not caching.
             let problems = proxy.shared.healthProblems
@@ -36,56 +46,38 @@ extension ClientConnection {
             } else {
                 respondAdmin(200, text: "ok")
             }
-        case "/stats":
-            guard readOnly else { return methodNotAllowed("GET, HEAD") }
-            let document = StatsDocument(proxy.shared)
-            guard let json = try? document.json() else { return respondAdmin(500, text: "the stats document could not be encoded") }
-            respondAdmin(200, contentType: "application/json", body: json)
-        case "/metrics":
-            guard readOnly else { return methodNotAllowed("GET, HEAD") }
+        case .stats:
+            guard let json = try? StatsDocument(proxy.shared).json() else {
+                return respondAdmin(500, text: "the stats document could not be encoded")
+            }
+            respondAdmin(.json(json))
+        case .metrics:
             respondAdmin(
-                200, contentType: "text/plain; version=0.0.4; charset=utf-8",
-                body: proxy.shared.metrics.render(StatsDocument(proxy.shared), shared: proxy.shared))
-        case "/purge":
-            guard method == .post || method == .purge else { return methodNotAllowed("POST") }
-            guard authorized(exchange) else { return }
-            if let key = QueryString.value("key", in: query), !key.isEmpty {
-                return answerKeyPurge(CacheKey(normalized: key))
-            }
-            guard let text = QueryString.value("url", in: query), let url = try? AbsoluteURL(parsing: text) else {
-                respondAdmin(400, text: "POST /purge?url=http://host/path or ?key=debian:/path (URL-encoded) names the URL or key to purge")
-                return
-            }
+                .init(
+                    status: 200, contentType: "text/plain; version=0.0.4; charset=utf-8",
+                    body: proxy.shared.metrics.render(StatsDocument(proxy.shared), shared: proxy.shared)))
+        case .pac:
+            answerAdminPAC(exchange)
+        case .purgeKey(let key):
+            answerKeyPurge(CacheKey(normalized: key))
+        case .purgeURL(let url):
             let purged = proxy.shared.cache.purge(exchange.runtime.key(for: url))
             proxy.shared.stats.invalidations.add(purged ? 1 : 0)
             proxy.logger.notice("purged", metadata: ["url": "\(proxy.loggable(url.description))", "found": "\(purged)"])
-            respondAdmin(
-                200, contentType: "application/json", body: Array("{\"url\":\(JSON.string(url.description)),\"purged\":\(purged)}\n".utf8))
-        case "/cache" where readOnly:
-            // URLs can carry credentials (signed query strings): listed only with the token,
-            // and with log.redact_query's values hidden.
-            guard authorized(exchange) else { return }
-            answerCacheListing(query: query)
-        case "/ban":
-            guard method == .post else { return methodNotAllowed("POST") }
-            guard authorized(exchange) else { return }
-            answerBan(query: query)
-        case "/cache":
-            guard method == .delete else { return methodNotAllowed("GET, HEAD, DELETE") }
-            guard authorized(exchange) else { return }
+            respondAdmin(.json(Array("{\"url\":\(JSON.string(url.description)),\"purged\":\(purged)}\n".utf8)))
+        case .listCache(let prefix, let limit):
+            answerCacheListing(prefix: prefix, limit: limit)
+        case .ban(let pattern):
+            answerBan(pattern)
+        case .clearCache:
             proxy.shared.cache.removeAll()
             proxy.shared.hosts.removeAll()
             proxy.logger.notice("cache cleared through the admin endpoint")
-            respondAdmin(200, contentType: "application/json", body: Array("{\"cleared\":true}\n".utf8))
-        case "/proxy.pac":
-            guard readOnly else { return methodNotAllowed("GET, HEAD") }
-            answerAdminPAC(exchange)
-        case "/tls", "/tls/splices": answerTLSAdmin(exchange, path: path, query: query, authorized: authorized)
-        default:
-            respondAdmin(
-                404,
-                text: "no admin endpoint \(path); try /, /healthz, /stats, /metrics, /proxy.pac, GET /cache?prefix=, POST /purge?url=, "
-                    + "POST /ban?prefix= or ?glob=, DELETE /cache")
+            respondAdmin(.json(Array("{\"cleared\":true}\n".utf8)))
+        case .tlsListing:
+            answerTLSListing(exchange)
+        case .endSplices(let host, let client):
+            answerEndSplices(host: host, client: client)
         }
     }
 
@@ -108,46 +100,24 @@ extension ClientConnection {
         return false
     }
 
-    /// Checks the bearer token for a mutating call; answers 401 itself when it fails.
-    private func authorized(_ exchange: Exchange) -> Bool {
-        let token = exchange.runtime.config.admin.token
-        guard !token.isEmpty else { return true }
-        let given = exchange.head.headers["Authorization"] ?? ""
-        if ConstantTime.equal(given, "Bearer " + token) { return true }
-        proxy.logger.warning("admin call refused: missing or wrong bearer token", metadata: ["client": "\(peer?.ipString ?? "-")"])
-        respondAdmin(
-            401, text: "this call needs Authorization: Bearer <admin.token>", extra: [("WWW-Authenticate", "Bearer realm=\"larder\"")])
-        return false
+    func respondAdmin(_ status: Int, text: String) {
+        respondAdmin(.text(status, text))
     }
 
-    private func methodNotAllowed(_ allowed: String) {
-        respondAdmin(405, text: "method not allowed here", extra: [("Allow", allowed)])
-    }
-
-    func respondAdmin(_ status: Int, text: String, extra: [(String, String)] = []) {
-        respondAdmin(status, contentType: "text/plain; charset=utf-8", body: Array((text + "\n").utf8), extra: extra)
-    }
-
-    /// Queues an admin response (no caching by intermediaries) and finishes the exchange.
-    func respondAdmin(_ status: Int, contentType: String, body: [UInt8], extra: [(String, String)] = []) {
+    /// Queues an admin response (no caching by intermediaries) through the one head writer
+    /// and finishes the exchange.
+    func respondAdmin(_ response: AdminRouter.Response) {
         guard let exchange else { return }
-        exchange.status = status
-        let close = !exchange.keepAlive || !exchange.requestBodyComplete || proxy.isDraining
-        if close { exchange.keepAlive = false }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(256)
-        HeadSerializer.appendStatusLine(status, HTTPStatus.reason(status), to: &bytes)
-        HeadSerializer.appendField("Date", proxy.httpDate, to: &bytes)
-        HeadSerializer.appendField("Content-Type", contentType, to: &bytes)
-        HeadSerializer.appendField("Content-Length", String(body.count), to: &bytes)
-        HeadSerializer.appendField("Cache-Control", "no-store", to: &bytes)
-        for (name, value) in extra { HeadSerializer.appendField(name, value, to: &bytes) }
-        if close { bytes.append(contentsOf: "Connection: close\r\n".utf8) }
-        bytes.append(contentsOf: HeadSerializer.crlf)
-        output.append(bytes)
+        exchange.status = response.status
+        var head = ResponseHeadWriter(status: response.status)
+        head.field("Date", proxy.httpDate)
+        head.field("Content-Type", response.contentType)
+        head.field("Cache-Control", "no-store")
+        for field in response.fields { head.field(field.name, field.value) }
+        queueHead(head, length: response.body.count, exchange: exchange)
         if exchange.head.method != .head {
-            output.append(body)
-            exchange.bodyBytesSent = body.count
+            output.append(response.body)
+            exchange.bodyBytesSent = response.body.count
         }
         finishExchange()
         flushSoon()

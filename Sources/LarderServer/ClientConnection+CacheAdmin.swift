@@ -8,36 +8,24 @@ import LarderIO
 /// thread (a listing reads disk heads; a ban of a million entries takes a while), and the
 /// connection waits parked.
 extension ClientConnection {
-    /// Listing limit when the query names none, and the most one call lists.
-    static let defaultListLimit = 100
-    static let maxListLimit = 10_000
-
     /// What the admin thread hands back.
     enum CacheAdminResult: Sendable {
         case listing(CacheListing)
         case banned(Int, pattern: BanPattern, scope: KeyScope, startNanos: UInt64)
     }
 
-    func answerCacheListing(query: String) {
+    func answerCacheListing(prefix asked: String, limit: Int) {
         // What daemon log lines hide (``ProxyLoop/loggable(_:)``), the listing hides.
         let runtime = proxy.runtime
         let redaction = runtime.config.log.redactQuery
         // Cut before any value the listing hides: otherwise the prefix is an oracle for it.
-        let prefix = redaction.visiblePrefix(QueryString.value("prefix", in: query) ?? "")
-        var limit = ClientConnection.defaultListLimit
-        if let text = QueryString.value("limit", in: query) {
-            guard let number = Int(text), number >= 1, number <= ClientConnection.maxListLimit else {
-                return respondAdmin(400, text: "limit must be a number from 1 to \(ClientConnection.maxListLimit)")
-            }
-            limit = number
-        }
+        let prefix = redaction.visiblePrefix(asked)
         let scope = KeyScope.resolve(.prefix(prefix), routes: runtime.routes)
         let cache = proxy.shared.cache
-        let asked = limit
         offLoop {
             // One more than asked, to say whether there are more.
-            let found = ClientConnection.list(cache, scope: scope, limit: asked + 1, now: Clocks.wallSeconds())
-            return .listing(CacheListing(found, prefix: prefix, scope: scope, limit: asked, runtime: runtime))
+            let found = ClientConnection.list(cache, scope: scope, limit: limit + 1, now: Clocks.wallSeconds())
+            return .listing(CacheListing(found, prefix: prefix, scope: scope, limit: limit, runtime: runtime))
         }
     }
 
@@ -65,20 +53,7 @@ extension ClientConnection {
 
     /// Removes every stored response matching the ban, from both tiers, before answering (an
     /// eager ban: nothing is kept to test later lookups against, unlike Varnish's lazy bans).
-    func answerBan(query: String) {
-        let requested: BanPattern
-        switch (QueryString.value("prefix", in: query), QueryString.value("glob", in: query)) {
-        case (let prefix?, nil) where !prefix.isEmpty:
-            requested = .prefix(prefix)
-        case (nil, let glob?) where !glob.isEmpty:
-            guard glob.contains(where: { $0 != "*" }) else {
-                return respondAdmin(400, text: "a glob of stars alone matches every entry; DELETE /cache clears the cache")
-            }
-            requested = .glob(glob)
-        default:
-            return respondAdmin(
-                400, text: "POST /ban?prefix=https://host/path/ or /ban?glob=https://host/*.whl (one of the two, URL-encoded, not empty)")
-        }
+    func answerBan(_ requested: BanPattern) {
         let scope = KeyScope.resolve(requested, routes: proxy.runtime.routes)
         let cache = proxy.shared.cache
         let start = Clocks.monotonicNanos()
@@ -91,7 +66,7 @@ extension ClientConnection {
         let purged = proxy.shared.cache.purge(key)
         proxy.shared.stats.invalidations.add(purged ? 1 : 0)
         proxy.logger.notice("purged", metadata: ["key": "\(proxy.loggable(key.url))", "found": "\(purged)"])
-        respondAdmin(200, contentType: "application/json", body: Array("{\"key\":\(JSON.string(key.url)),\"purged\":\(purged)}\n".utf8))
+        respondAdmin(.json(Array("{\"key\":\(JSON.string(key.url)),\"purged\":\(purged)}\n".utf8)))
     }
 
     /// Answers with what the admin thread found.
@@ -100,7 +75,7 @@ extension ClientConnection {
         switch result {
         case .listing(let listing):
             guard let json = try? listing.json() else { return respondAdmin(500, text: "the listing could not be encoded") }
-            respondAdmin(200, contentType: "application/json", body: json)
+            respondAdmin(.json(json))
         case .banned(let count, let pattern, let scope, let startNanos):
             proxy.shared.stats.invalidations.add(count)
             let indexComplete = proxy.shared.cache.disk?.isIndexComplete ?? true
@@ -113,11 +88,11 @@ extension ClientConnection {
                     "client": "\(peer?.ipString ?? "-")",
                 ])
             respondAdmin(
-                200, contentType: "application/json",
-                body: Array(
-                    ("{\"banned\":\(count),\"pattern\":\(JSON.string(pattern.description)),\"index_complete\":\(indexComplete),"
-                        + "\"keys\":\(JSON.strings(scope.patterns.map(\.text))),\"shared\":\(JSON.strings(scope.shared)),"
-                        + "\"not_covered\":\(JSON.strings(scope.notCovered))}\n").utf8))
+                .json(
+                    Array(
+                        ("{\"banned\":\(count),\"pattern\":\(JSON.string(pattern.description)),\"index_complete\":\(indexComplete),"
+                            + "\"keys\":\(JSON.strings(scope.patterns.map(\.text))),\"shared\":\(JSON.strings(scope.shared)),"
+                            + "\"not_covered\":\(JSON.strings(scope.notCovered))}\n").utf8)))
         }
         flushSoon()
     }

@@ -116,13 +116,13 @@ extension ClientConnection {
         guard method == .get || method == .head else {
             if offline { return respondOffline(exchange) }
             // Other methods go to the origin; a successful unsafe one invalidates (§4.4).
-            exchange.cacheStatus = .forwarded("method")
+            exchange.cacheStatus = .forwarded(.method)
             forward(url, key: key, exchange: exchange)
             return
         }
         if exchange.policy == .networkOnly || Preconditions.hasOriginConditions(exchange.head.headers) {
             if offline { return respondOffline(exchange) }
-            exchange.cacheStatus = .forwarded(exchange.policy == .networkOnly ? "bypass" : "request")
+            exchange.cacheStatus = .forwarded(exchange.policy == .networkOnly ? .bypass : .request)
             forward(url, key: key, exchange: exchange)
             return
         }
@@ -148,11 +148,11 @@ extension ClientConnection {
             if refresh { refreshInBackground(stored!, url: url, exchange: exchange) }
         case .revalidate:
             exchange.stored = stored
-            exchange.cacheStatus = .forwarded(exchange.directives.noCache ? "request" : "stale")
+            exchange.cacheStatus = .forwarded(exchange.directives.noCache ? .request : .stale)
             forward(url, key: key, exchange: exchange)
         case .forward(let reason):
             exchange.stored = stored  // kept as the stale-if-error fallback
-            exchange.cacheStatus = .forwarded(varyMiss && stored == nil ? "vary-miss" : reason)
+            exchange.cacheStatus = .forwarded(varyMiss && stored == nil ? .varyMiss : reason)
             // Nothing whole stored: the object may be kept (or fetched) as slices.
             if stored == nil && beginsSlices(exchange) { return }
             forward(url, key: key, exchange: exchange)
@@ -167,13 +167,13 @@ extension ClientConnection {
     /// stored (offline, or RFC 9111 §5.2.1.7 only-if-cached).
     func respondNotCached(_ exchange: Exchange) {
         if exchange.runtime.config.cache.offline { return respondOffline(exchange) }
-        exchange.cacheStatus = .forwarded("miss")
+        exchange.cacheStatus = .forwarded(.miss)
         exchange.cacheStatus.detail = "only-if-cached"
         respondGenerated(status: 504, message: "Larder: not in the cache (only-if-cached)", outcome: .miss, cause: .uncached)
     }
 
     private func respondOffline(_ exchange: Exchange) {
-        exchange.cacheStatus = .forwarded("miss")
+        exchange.cacheStatus = .forwarded(.miss)
         exchange.cacheStatus.detail = "offline"
         respondGenerated(status: 504, message: "Larder is offline and has no stored copy", outcome: .miss, cause: .offline)
     }

@@ -54,11 +54,9 @@ extension ClientConnection: FillReader {
         guard let exchange, exchange.fill === fill, !exchange.headSent, exchange.head.version == .http1_1 else { return }
         var fields = head.headers
         HopByHop.strip(&fields)
-        var bytes: [UInt8] = []
-        HeadSerializer.appendStatusLine(head.status, head.reason, to: &bytes)
-        HeadSerializer.appendFields(fields, to: &bytes)
-        bytes.append(contentsOf: HeadSerializer.crlf)
-        output.append(bytes)
+        var interim = ResponseHeadWriter(status: head.status, reason: head.reason)
+        interim.fields(fields)
+        output.append(interim.interim())
         flushSoon()
     }
 
@@ -74,12 +72,12 @@ extension ClientConnection: FillReader {
         if !exchange.headSent {
             if let refreshed = fill.refreshed {
                 // A 304 confirmed the stored response: answer from it.
-                answerFromFill(exchange, fill: fill, stored: refreshed, detail: nil)
+                answerFromFill(exchange, fill: fill, stored: refreshed, staleIfError: false)
                 return false
             }
             if let stale = fill.staleAnswer {
                 exchange.staleBecause = fill.staleCause
-                answerFromFill(exchange, fill: fill, stored: stale, detail: "stale-if-error")
+                answerFromFill(exchange, fill: fill, stored: stale, staleIfError: true)
                 return false
             }
             if let head = fill.headForReaders {
@@ -266,7 +264,7 @@ extension ClientConnection: FillReader {
         }
         exchange.advance(.headQueued)
         exchange.status = exchange.slice == nil ? head.status : 206
-        if exchange.cacheStatus.fwd == "stale" || exchange.cacheStatus.fwd == "request", fill.options.validating != nil {
+        if exchange.cacheStatus.fwd?.validatesStored == true, fill.options.validating != nil {
             exchange.cacheStatus.fwdStatus = head.status
         }
         queueFillHead(head, fill: fill, exchange: exchange)
@@ -275,14 +273,14 @@ extension ClientConnection: FillReader {
 
     /// Answers with a stored response a fill produced (a 304-refreshed copy, or a stale copy
     /// standing in for a failed origin), then leaves the fill.
-    private func answerFromFill(_ exchange: Exchange, fill: Fill, stored: StoredResponse, detail: String?) {
+    private func answerFromFill(_ exchange: Exchange, fill: Fill, stored: StoredResponse, staleIfError: Bool) {
         exchange.fill = nil
         fill.detach(self)
         var status = exchange.cacheStatus
         status.fwdStatus = fill.upstreamStatus
-        status.detail = detail
+        status.detail = staleIfError ? "stale-if-error" : nil
         status.collapsed = false
-        serveFromCache(stored, exchange: exchange, stale: detail != nil, now: Clocks.wallSeconds(), status: status)
+        serveFromCache(stored, exchange: exchange, stale: staleIfError, now: Clocks.wallSeconds(), status: status)
     }
 
     /// Ends a response whose head is out but whose body cannot be completed (the origin broke
@@ -298,7 +296,7 @@ extension ClientConnection: FillReader {
         noteFailure(exchange, cause: exchange.failure ?? .truncated)
         proxy.accessLog.record(
             client: peer, method: exchange.head.method.rawValue, url: exchange.head.url.map { .absolute($0) } ?? .text("-"),
-            status: exchange.status, outcome: "truncated", bytes: exchange.bodyBytesSent,
+            status: exchange.status, outcome: .truncated, bytes: exchange.bodyBytesSent,
             durationNanos: Clocks.monotonicNanos() &- exchange.startNanos, attempts: exchange.attempts, retries: exchange.retries,
             agent: exchange.head.headers["User-Agent"], detail: exchange.failure ?? .truncated)
     }

@@ -80,6 +80,9 @@ extension ClientConnection {
     }
 
     private func send(_ response: SetupPage.Response) {
-        respondAdmin(response.status, contentType: response.contentType, body: response.body, extra: response.headers)
+        respondAdmin(
+            .init(
+                status: response.status, contentType: response.contentType, body: response.body,
+                fields: response.headers.map { .init(name: $0.0, value: $0.1) }))
     }
 }

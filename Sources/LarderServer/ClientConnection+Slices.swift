@@ -326,7 +326,7 @@ extension ClientConnection {
         guard let url = exchange.url, let key = exchange.key, let plan = exchange.slices else { return }
         exchange.outcome = .miss
         if !exchange.headSent, validating != nil || exchange.cacheStatus.hit {
-            exchange.cacheStatus = .forwarded(validating != nil ? "stale" : "uri-miss")
+            exchange.cacheStatus = .forwarded(validating != nil ? .stale : .uriMiss)
         }
         let coalesceKey = exchange.goAlone ? nil : FillKey(method: "GET", url: key.slice(index).url, bodyHash: nil)
         joinFill(coalesceKey, exchange: exchange) { registeredKey in
@@ -350,7 +350,7 @@ extension ClientConnection {
         guard let url = exchange.url, let key = exchange.key else { return }
         exchange.slices = nil
         exchange.outcome = .miss
-        if exchange.cacheStatus.hit { exchange.cacheStatus = .forwarded("uri-miss") }
+        if exchange.cacheStatus.hit { exchange.cacheStatus = .forwarded(.uriMiss) }
         forward(url, key: key, exchange: exchange)
     }
 
@@ -364,7 +364,7 @@ extension ClientConnection {
         if held == needed.count { return true }
         if held > 0 || exchange.cacheStatus.hit {
             let stored = exchange.cacheStatus.stored
-            exchange.cacheStatus = .forwarded("partial")
+            exchange.cacheStatus = .forwarded(.partial)
             exchange.cacheStatus.stored = stored
         }
         return false
@@ -391,20 +391,13 @@ extension ClientConnection {
             contentRange = ContentRange(first: first, last: last, length: length).fieldValue
         }
         if !exchange.cacheStatus.hit { exchange.cacheStatus.detail = "slices" }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(512)
-        HeadSerializer.appendStatusLine(status, HTTPStatus.reason(status), to: &bytes)
-        HeadSerializer.appendFields(headers, to: &bytes)
-        if let contentRange { HeadSerializer.appendField("Content-Range", contentRange, to: &bytes) }
-        bytes.append(contentsOf: StoredResponse.viaLine)
-        if let age { HeadSerializer.appendField("Age", String(max(0, Int(age))), to: &bytes) }
-        exchange.cacheStatus.appendField(to: &bytes)
-        HeadSerializer.append("Content-Length: ", to: &bytes)
-        HeadSerializer.appendDecimal(count, to: &bytes)
-        bytes.append(contentsOf: HeadSerializer.crlf)
-        appendConnectionField(exchange, to: &bytes)
-        bytes.append(contentsOf: HeadSerializer.crlf)
-        output.append(bytes)
+        var head = ResponseHeadWriter(status: status, capacity: 512)
+        head.fields(headers)
+        if let contentRange { head.field("Content-Range", contentRange) }
+        head.via()
+        if let age { head.field("Age", String(max(0, Int(age)))) }
+        head.cacheStatus(exchange.cacheStatus)
+        queueHead(head, length: count, exchange: exchange)
         exchange.status = status
         exchange.framing = exchange.head.method == .head ? .none : .length(count)
     }

@@ -6,7 +6,7 @@ import LarderUpstream
 /// CONNECT (RFC 9110 §9.3.6): checks, name resolution off the loop, the non-blocking connect,
 /// then the hand-over of the client's socket to a ``Tunnel``.
 extension ClientConnection {
-    static let tunnelGreeting = Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8)
+    static let tunnelGreeting = ResponseHeadWriter.connectionEstablished
 
     func beginTunnel(host: String, port: Int, exchange: Exchange) {
         // Whatever happens, this connection carries no further HTTP requests: either it

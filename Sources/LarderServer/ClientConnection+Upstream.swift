@@ -25,7 +25,7 @@ extension ClientConnection: RequestBodySource {
             if fits {
                 if head.expectsContinue, head.version == .http1_1 {
                     // RFC 9110 §10.1.1: the body will be read, so tell a waiting client to send it.
-                    output.append(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
+                    output.append(ResponseHeadWriter.continueHead)
                     exchange.continueSent = true
                     flushSoon()
                 }
@@ -36,7 +36,7 @@ extension ClientConnection: RequestBodySource {
                 return
             }
         }
-        if exchange.cacheStatus.fwd == nil && !exchange.cacheStatus.hit { exchange.cacheStatus = .forwarded("uri-miss") }
+        if exchange.cacheStatus.fwd == nil && !exchange.cacheStatus.hit { exchange.cacheStatus = .forwarded(.uriMiss) }
         // A GET with Range for something not stored: fetch it whole (to store it) and slice,
         // unless it turns out too large, in which case the range goes upstream (Fill decides).
         if head.method == .get, head.headers.contains("Range"), exchange.range != .passed, exchange.policy != .networkOnly {
@@ -130,7 +130,7 @@ extension ClientConnection: RequestBodySource {
 
         // RFC 9110 §10.1.1: the body will be read, so tell a waiting client to send it.
         if body != nil, head.expectsContinue, head.version == .http1_1, !exchange.requestBodyComplete, !exchange.continueSent {
-            output.append(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
+            output.append(ResponseHeadWriter.continueHead)
             flushSoon()
         }
         var options = fillOptions(for: exchange, url: url, validating: validating)
@@ -185,8 +185,7 @@ extension ClientConnection: RequestBodySource {
     /// sends to the origin.
     func validatingStored(_ exchange: Exchange) -> StoredResponse? {
         guard let stored = exchange.stored, stored.hasValidator else { return nil }
-        let reason = exchange.cacheStatus.fwd
-        return reason == "stale" || reason == "request" ? stored : nil
+        return exchange.cacheStatus.fwd?.validatesStored == true ? stored : nil
     }
 
     /// Whether the request goes upstream with fields of the client's that select an answer for

@@ -300,7 +300,8 @@ final class ClientConnection: IOHandler {
             exchange.fill?.detach(self)
             exchange.fill = nil
         }
-        if !exchange.keepAlive || !exchange.requestBodyComplete || draining {
+        // The decision the head announced, made again with this connection's own drain.
+        if connectionField(exchange, draining: draining) == .close {
             closeWhenFlushed = true
             phase = .waitingForRequest
             flushSoon()
@@ -318,9 +319,7 @@ final class ClientConnection: IOHandler {
         let duration = Clocks.monotonicNanos() &- exchange.startNanos
         proxy.shared.metrics.requestDuration.record(nanoseconds: duration, result: .init(exchange.outcome))
         if let url = exchange.head.url ?? exchange.url {
-            let hit =
-                exchange.outcome == .memoryHit || exchange.outcome == .diskHit || exchange.outcome == .stale
-                || exchange.outcome == .revalidated
+            let hit = exchange.outcome.isFromCache
             let slot: HostCounters.Slot
             if let held = hostSlot, held.holds(host: url.host, port: url.port) {
                 slot = held
@@ -358,7 +357,7 @@ final class ClientConnection: IOHandler {
         proxy.accessLog.record(
             client: peer, method: exchange.head.method.rawValue,
             url: interception == nil ? Self.logTarget(exchange.head) : .text(exchange.url?.description ?? exchange.head.targetText),
-            status: exchange.status, outcome: exchange.outcome.rawValue, bytes: exchange.bodyBytesSent,
+            status: exchange.status, outcome: .request(exchange.outcome), bytes: exchange.bodyBytesSent,
             durationNanos: duration, attempts: exchange.attempts, retries: exchange.retries, tls: interception?.tls.version,
             key: exchange.customKey, user: user, agent: headers["User-Agent"], detail: logged)
     }
@@ -390,10 +389,7 @@ final class ClientConnection: IOHandler {
 
     /// Sends `error` as a response and closes: the bytes after a malformed head cannot be trusted.
     func rejectAndClose(_ error: HTTPParseError) {
-        let head = exchange?.head
-        let bodyBytes = queueGenerated(
-            status: error.status, message: error.reason, cacheStatus: nil, close: true,
-            version: head?.version ?? .http1_1)
+        let bodyBytes = queueGenerated(status: error.status, message: error.reason, cacheStatus: nil, connection: .close)
         if let exchange {
             exchange.bodyBytesSent = bodyBytes
             exchange.status = error.status
@@ -405,7 +401,7 @@ final class ClientConnection: IOHandler {
             // No exchange (the head itself was malformed): still one access line, with its status.
             proxy.shared.stats.countStatus(error.status)
             proxy.accessLog.record(
-                client: peer, method: "-", url: .text("-"), status: error.status, outcome: RequestOutcome.error.rawValue,
+                client: peer, method: "-", url: .text("-"), status: error.status, outcome: .request(.error),
                 bytes: bodyBytes,
                 durationNanos: 0, attempts: 0, detail: FailureCause(error))
             closeWhenFlushed = true
@@ -502,7 +498,8 @@ final class ClientConnection: IOHandler {
             guard now >= deadline else { return }
             // RFC 9110 §15.5.9: 408 tells the client why its request went unanswered.
             phase = .waitingForRequest
-            queueGenerated(status: 408, message: "request head not received within the header timeout", cacheStatus: nil, close: true)
+            queueGenerated(
+                status: 408, message: "request head not received within the header timeout", cacheStatus: nil, connection: .close)
             closeWhenFlushed = true
             flush()
         case .exchanging:

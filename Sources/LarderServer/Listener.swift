@@ -33,7 +33,7 @@ final class Listener: IOHandler {
                     // once: free the spare descriptor, take the connection, refuse it.
                     if proxy.releaseSpareDescriptor() {
                         if let (client, _) = (try? socket.accept()) ?? nil {
-                            refuse(client, status: "503 Service Unavailable", body: "Larder: out of file descriptors\n")
+                            refuse(client, status: 503, body: "Larder: out of file descriptors\n")
                         }
                         proxy.reserveSpareDescriptor()
                     }
@@ -46,7 +46,7 @@ final class Listener: IOHandler {
             proxy.shared.stats.acceptedConnections.add(1)
             let config = proxy.runtime.config.proxy
             if kind == .proxy, let peer, !config.allow.contains(where: { $0.contains(peer) }) {
-                refuse(client, status: "403 Forbidden", body: "Larder: client \(peer.ipString) is not in proxy.allow\n")
+                refuse(client, status: 403, body: "Larder: client \(peer.ipString) is not in proxy.allow\n")
                 continue
             }
             // At the limit, the longest-idle connection on this loop gives up its place; only
@@ -54,12 +54,12 @@ final class Listener: IOHandler {
             if kind == .admin {
                 if proxy.shared.stats.adminConnections.load() >= Listener.maxAdminConnections && !proxy.evictIdleAdminConnection() {
                     logLimit("\(Listener.maxAdminConnections) admin connections open and none idle; refusing more")
-                    refuse(client, status: "503 Service Unavailable", body: "Larder: too many admin connections\n")
+                    refuse(client, status: 503, body: "Larder: too many admin connections\n")
                     continue
                 }
             } else if proxy.shared.stats.activeConnections.load() >= config.maxConnections && !proxy.evictIdleConnection() {
                 logLimit("max_connections (\(config.maxConnections)) reached and none idle; refusing connections")
-                refuse(client, status: "503 Service Unavailable", body: "Larder: too many connections\n")
+                refuse(client, status: 503, body: "Larder: too many connections\n")
                 continue
             }
             client.setNoDelay()
@@ -68,11 +68,12 @@ final class Listener: IOHandler {
     }
 
     /// Answers a connection that will not be served and closes it (best effort, never blocks).
-    private func refuse(_ client: Socket, status: String, body: String) {
+    private func refuse(_ client: Socket, status: Int, body: String) {
         proxy.shared.stats.rejectedConnections.add(1)
-        let response =
-            "HTTP/1.1 \(status)\r\nContent-Type: text/plain\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)"
-        var bytes = Array(response.utf8)
+        var head = ResponseHeadWriter(status: status)
+        head.field("Content-Type", "text/plain")
+        head.end(length: body.utf8.count, connection: .close)
+        var bytes = head.bytes + Array(body.utf8)
         _ = bytes.withUnsafeMutableBytes { try? client.write(UnsafeRawBufferPointer($0)) }
         client.shutdownWrite()
         client.close()

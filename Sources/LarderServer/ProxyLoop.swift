@@ -179,7 +179,7 @@ final class ProxyLoop {
     /// Closes every connection at once (the drain timeout passed).
     func closeAll() {
         for connection in Array(connections.values) { connection.close() }
-        for tunnel in Array(tunnels.values) { tunnel.close(reason: "shutdown") }
+        for tunnel in Array(tunnels.values) { tunnel.close(reason: .shutdown) }
         accessLog.flush()
     }
 
@@ -306,7 +306,7 @@ final class ProxyLoop {
             try tunnel.start()
         } catch {
             logger.error("cannot watch tunnel sockets", metadata: ["error": "\(error)"])
-            tunnel.close(reason: "error")
+            tunnel.close(reason: .error)
         }
     }
 

@@ -178,7 +178,7 @@ public final class Server: Sendable {
     var statusLine: String {
         let stats = shared.stats
         let served = RequestOutcome.allCases.reduce(0) { $0 + stats.value($1) }
-        let fromCache = stats.value(.memoryHit) + stats.value(.diskHit) + stats.value(.stale) + stats.value(.revalidated)
+        let fromCache = RequestOutcome.allCases.reduce(0) { $1.isFromCache ? $0 + stats.value($1) : $0 }
         let ratio = served > 0 ? Double(fromCache) * 100 / Double(served) : 0
         let memory = shared.cache.memory.statistics
         let disk = shared.cache.disk?.statistics

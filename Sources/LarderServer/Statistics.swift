@@ -21,8 +21,17 @@ public enum RequestOutcome: String, Sendable, CaseIterable {
     /// and the hit ratio's denominator (not admin requests, tunnels or interceptions).
     public static let proxied: [RequestOutcome] = [.memoryHit, .diskHit, .miss, .coalesced, .revalidated, .stale, .error]
 
+    /// Answered from what the cache stores (a stale copy and one revalidated with a 304
+    /// included): the one definition the hit ratio, the per-host counters and `STATUS=` use.
+    public var isFromCache: Bool {
+        switch self {
+        case .memoryHit, .diskHit, .stale, .revalidated: true
+        case .miss, .coalesced, .error, .tunnel, .intercept, .admin: false
+        }
+    }
+
     /// The proxied outcomes answered from the cache: the hit ratio's numerator.
-    public static let fromCache: [RequestOutcome] = [.memoryHit, .diskHit, .stale, .revalidated]
+    public static let fromCache: [RequestOutcome] = proxied.filter(\.isFromCache)
 }
 
 /// Daemon-wide counters, declared once here (Varnish style). Relaxed atomics: each counter is

@@ -98,7 +98,7 @@ final class Tunnel {
         if events.contains(.hangup), !events.contains(.readable) {
             let error = side.socket.pendingError()
             if error != 0 {
-                close(reason: "error")
+                close(reason: .error)
                 return
             }
         }
@@ -147,7 +147,7 @@ final class Tunnel {
                     }
                 }
             } catch {
-                close(reason: "error")
+                close(reason: .error)
                 return false
             }
         }
@@ -158,7 +158,7 @@ final class Tunnel {
                     moved = moved || written > 0
                 }
             } catch {
-                close(reason: "error")
+                close(reason: .error)
                 return false
             }
         }
@@ -172,15 +172,26 @@ final class Tunnel {
 
     /// Closes an idle tunnel (called from the loop's sweep).
     func checkIdle(now: UInt64, timeout: UInt64) {
-        if !closed && now &- lastActivity >= timeout { close(reason: "idle") }
+        if !closed && now &- lastActivity >= timeout { close(reason: .idle) }
     }
 
     private func finish() {
         close(reason: nil)
     }
 
+    /// Why a tunnel closed other than by either side ending it: its access line's outcome is
+    /// `tunnel-<reason>`.
+    enum CloseReason: String {
+        /// A socket error on either side; logged with the cause `reset`.
+        case error
+        /// No bytes either way within the idle timeout.
+        case idle
+        /// The server is stopping.
+        case shutdown
+    }
+
     /// Closes both sockets and logs the tunnel.
-    func close(reason: String?) {
+    func close(reason: CloseReason?) {
         guard !closed else { return }
         closed = true
         for side in [client, server] {
@@ -191,8 +202,8 @@ final class Tunnel {
         proxy.shared.stats.tunnelBytesDown.add(bytesDown)
         proxy.tunnelClosed(self)
         proxy.accessLog.record(
-            client: peer, method: "CONNECT", url: .text(target), status: 200, outcome: reason.map { "tunnel-\($0)" } ?? "tunnel",
+            client: peer, method: "CONNECT", url: .text(target), status: 200, outcome: .tunnel(reason),
             bytes: bytesUp + bytesDown, durationNanos: Clocks.monotonicNanos() &- started, attempts: 1, agent: agent,
-            detail: reason == "error" ? .reset : nil)
+            detail: reason == .error ? .reset : nil)
     }
 }

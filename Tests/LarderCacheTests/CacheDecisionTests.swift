@@ -26,8 +26,8 @@ private func decide(
     @Test func freshThenStaleAsTheClockAdvances() {
         #expect(decide(fresh60, at: 1059) == .serve)
         #expect(decide(fresh60, at: 1061) == .revalidate)
-        #expect(decide(plain60, at: 1061) == .forward(reason: "stale"))
-        #expect(decide(nil, at: 1000) == .forward(reason: "uri-miss"))
+        #expect(decide(plain60, at: 1061) == .forward(reason: .stale))
+        #expect(decide(nil, at: 1000) == .forward(reason: .uriMiss))
     }
 
     @Test func requestMaxAgeMinFreshAndMaxStale() {
@@ -56,7 +56,7 @@ private func decide(
 
     @Test func noCacheOnEitherSideMeansValidation() {
         #expect(decide(fresh60, at: 1001, request: ["Cache-Control": "no-cache"]) == .revalidate)
-        #expect(decide(plain60, at: 1001, request: ["Pragma": "no-cache"]) == .forward(reason: "request"))
+        #expect(decide(plain60, at: 1001, request: ["Pragma": "no-cache"]) == .forward(reason: .request))
         let noCache = stored(["Cache-Control": "no-cache, max-age=60", "ETag": "\"a\""])
         #expect(decide(noCache, at: 1001) == .revalidate)
     }
@@ -88,10 +88,10 @@ private func decide(
         for status in [404, 410, 301] {
             let long = failure(status, ["Cache-Control": "max-age=31536000"])
             #expect(decide(long, at: 1029, policy: .cacheFirst, ttl: tenYears) == .serve, "\(status)")
-            #expect(decide(long, at: 1031, policy: .cacheFirst, ttl: tenYears) == .forward(reason: "stale"), "\(status)")
-            #expect(decide(long, at: 1031, policy: .http) == .forward(reason: "stale"))
-            #expect(decide(long, at: 1031, policy: .cacheThenNetwork) == .forward(reason: "stale"))
-            #expect(decide(long, at: 1031, policy: .staleWhileRevalidate, ttl: tenYears) == .forward(reason: "stale"))
+            #expect(decide(long, at: 1031, policy: .cacheFirst, ttl: tenYears) == .forward(reason: .stale), "\(status)")
+            #expect(decide(long, at: 1031, policy: .http) == .forward(reason: .stale))
+            #expect(decide(long, at: 1031, policy: .cacheThenNetwork) == .forward(reason: .stale))
+            #expect(decide(long, at: 1031, policy: .staleWhileRevalidate, ttl: tenYears) == .forward(reason: .stale))
             #expect(decide(long, at: 1005, policy: .cacheFirst, ttl: 2, negativeTTL: 10) == .serve, "the route ttl is not its")
             let short = failure(status, ["Cache-Control": "max-age=5", "ETag": "\"a\""])
             #expect(decide(short, at: 1006, policy: .cacheFirst, ttl: tenYears) == .revalidate, "its own lifetime if shorter")
@@ -100,7 +100,7 @@ private func decide(
                 "and the client's no-cache")
         }
         let window = failure(404, ["Cache-Control": "max-age=31536000, stale-while-revalidate=31536000"])
-        #expect(decide(window, at: 1031) == .forward(reason: "stale"), "no stale-while-revalidate for a failure")
+        #expect(decide(window, at: 1031) == .forward(reason: .stale), "no stale-while-revalidate for a failure")
         #expect(
             decide(window, at: 1031, request: ["Cache-Control": "max-stale"]) == .serveStale(refresh: false), "max-stale is the client's")
         let year = failure(404, ["Cache-Control": "max-age=31536000"])
@@ -117,11 +117,11 @@ private func decide(
     @Test func routePolicies() {
         let noStore = stored(["Cache-Control": "no-store"])
         #expect(decide(noStore, at: 1100, policy: .cacheFirst, ttl: 200) == .serve)
-        #expect(decide(noStore, at: 1300, policy: .cacheFirst, ttl: 200) == .forward(reason: "stale"))
+        #expect(decide(noStore, at: 1300, policy: .cacheFirst, ttl: 200) == .forward(reason: .stale))
         #expect(decide(fresh60, at: 1010, policy: .cacheThenNetwork) == .serveStale(refresh: true))
         #expect(decide(fresh60, at: 1010, policy: .staleWhileRevalidate) == .serve)
         #expect(decide(fresh60, at: 5000, policy: .staleWhileRevalidate) == .serveStale(refresh: true))
-        #expect(decide(fresh60, at: 1010, policy: .networkOnly) == .forward(reason: "bypass"))
+        #expect(decide(fresh60, at: 1010, policy: .networkOnly) == .forward(reason: .bypass))
         #expect(decide(fresh60, at: 99_999, offline: true) == .serveStale(refresh: false))
         #expect(decide(nil, at: 1000, offline: true) == .unsatisfiable)
     }

@@ -100,6 +100,28 @@ extension IntegrationTests {
             #expect(bytes.isEmpty, "no 408 on a connection that never started a request")
         }
 
+        /// RFC 9112 §9.3: an HTTP/1.0 client keeps its connection only when the response says
+        /// `Connection: keep-alive`; the admin listener's answers say so as the proxy's do, and a
+        /// second request on the same connection is answered.
+        @Test func anHTTP10KeepAliveClientKeepsItsAdminConnection() throws {
+            let larder = try Larder()
+            let connection = try RawConnection(port: larder.adminPort)
+            let host = "Host: 127.0.0.1:\(larder.adminPort)\r\n"
+            connection.send("GET /healthz HTTP/1.0\r\n\(host)Connection: keep-alive\r\n\r\n")
+            let health = try connection.readResponse()
+            #expect(health.status == 200 && health.text == "ok\n")
+            #expect(health.header("Connection") == "keep-alive")
+            connection.send("GET /stats HTTP/1.0\r\n\(host)Connection: keep-alive\r\n\r\n")
+            let stats = try connection.readResponse()
+            #expect(stats.status == 200 && stats.text.hasPrefix("{"))
+            #expect(stats.header("Connection") == "keep-alive")
+            // Without `keep-alive`, HTTP/1.0 closes after the answer.
+            connection.send("GET /healthz HTTP/1.0\r\n\(host)\r\n")
+            let last = try connection.readResponse()
+            #expect(last.status == 200 && last.header("Connection") == "close")
+            #expect(connection.peerClosed())
+        }
+
         @Test func connectionsBeyondTheLimitGet503WhenAllAreBusy() throws {
             let origin = try Origin()
             let larder = try Larder(config: "[proxy]\nmax_connections = 2\n")

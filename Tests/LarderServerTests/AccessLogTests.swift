@@ -70,7 +70,8 @@ import Testing
         retries: String? = nil, tls: String? = nil, key: String? = nil, user: String? = nil, agent: String? = nil
     ) -> AccessLog.Entry {
         AccessLog.Entry(
-            client: client.flatMap(SocketAddress.init(parsing:)), method: "GET", target: url, status: 200, outcome: "hit", bytes: 1234,
+            client: client.flatMap(SocketAddress.init(parsing:)), method: "GET", target: url, status: 200, outcome: .request(.memoryHit),
+            bytes: 1234,
             durationNanos: durationNanos, attempts: 1, retries: retries, tls: tls, key: key, user: user, agent: agent)
     }
 
@@ -158,7 +159,7 @@ import Testing
     @Test func failedLinesNameTheirCauseInEveryFormat() throws {
         var failed = Self.entry(agent: "apt/2")
         failed = AccessLog.Entry(
-            client: failed.client, method: "GET", target: failed.target, status: 502, outcome: "error", bytes: 90,
+            client: failed.client, method: "GET", target: failed.target, status: 502, outcome: .request(.error), bytes: 90,
             durationNanos: failed.durationNanos, attempts: 1, retries: nil, tls: nil, key: nil, user: nil, agent: "apt/2", detail: .dns)
         let larder = try Self.lines(.larder, [failed, Self.entry()])
         #expect(larder.first?.hasSuffix(" 502 error 90 1.234ms attempts=1 ua=\"apt/2\" detail=dns") == true, "\(larder)")
@@ -222,13 +223,32 @@ import Testing
     @Test func aStaleAnswerNamesTheOriginsFailure() throws {
         let base = Self.entry()
         let stale = AccessLog.Entry(
-            client: base.client, method: "GET", target: base.target, status: 200, outcome: "stale", bytes: 65,
+            client: base.client, method: "GET", target: base.target, status: 200, outcome: .request(.stale), bytes: 65,
             durationNanos: base.durationNanos, attempts: 1, retries: nil, tls: nil, key: nil, user: nil, agent: nil, detail: .timeout)
         let squid = try Self.lines(.squid, [stale])
         #expect(squid.first?.contains(" TCP_REFRESH_FAIL_OLD/200 65 GET ") == true, "\(squid)")
         #expect(squid.first?.hasSuffix(" ERR_READ_TIMEOUT/timeout") == true, "\(squid)")
         let larder = try Self.lines(.larder, [stale])
         #expect(larder.first?.hasSuffix(" 200 stale 65 1.234ms attempts=1 detail=timeout") == true, "\(larder)")
+    }
+
+    /// Each outcome's word and Squid's result code for it, as the typed outcome writes them.
+    @Test func outcomesWriteTheirWordAndSquidCode() {
+        let table: [(AccessLog.Outcome, Int, String, String)] = [
+            (.request(.memoryHit), 200, "hit", "TCP_MEM_HIT"), (.request(.diskHit), 200, "disk_hit", "TCP_HIT"),
+            (.request(.miss), 200, "miss", "TCP_MISS"), (.request(.revalidated), 200, "revalidated", "TCP_REFRESH_UNMODIFIED"),
+            (.request(.stale), 200, "stale", "TCP_REFRESH_FAIL_OLD"), (.request(.intercept), 200, "intercept", "TCP_TUNNEL"),
+            (.request(.admin), 200, "admin", "NONE"), (.request(.error), 404, "error", "NONE"),
+            (.request(.error), 502, "error", "TCP_MISS"),
+            (.truncated, 200, "truncated", "TCP_MISS"), (.tunnel(nil), 200, "tunnel", "TCP_TUNNEL"),
+            (.tunnel(.idle), 200, "tunnel-idle", "TCP_MISS"), (.tunnel(.error), 200, "tunnel-error", "TCP_MISS"),
+        ]
+        for (outcome, status, word, code) in table {
+            let entry = AccessLog.Entry(
+                client: nil, method: "GET", target: .text("http://example.test/a"), status: status, outcome: outcome, bytes: 0,
+                durationNanos: 0, attempts: 1, retries: nil, tls: nil, key: nil, user: nil, agent: nil)
+            #expect(outcome.text == word && entry.squidCode == code, "\(outcome)")
+        }
     }
 
     @Test func squidLinesReplaceSpacesInTheTarget() throws {
