@@ -218,7 +218,7 @@ extension ClientConnection {
         exchange.slices = nil
         exchange.outcome = .miss
         if isRanged(exchange) { exchange.range = .passed }
-        if exchange.cacheStatus.hit { exchange.cacheStatus = .forwarded("uri-miss") }
+        if exchange.cacheStatus.hit { exchange.cacheStatus = .forwarded(.uriMiss) }
         exchange.cacheStatus.collapsed = false
         forward(url, key: key, exchange: exchange)
     }
