@@ -164,6 +164,28 @@ public final class TieredCache: Sendable {
     /// evicting.
     var isFull: Bool { disk?.isFull ?? memory.isFull }
 
+    /// The storage plan for an origin's answer (``StoragePlan/decide(_:answer:slicing:disk:now:admitted:)``)
+    /// with the tiers as they are now: the disk tier's limits and health, slices only with a
+    /// disk tier, and the doorkeeper of `cache.admission` (`policy`, `minBytes`) for `key`.
+    public func plan(
+        _ request: ResponseAdmission.Request, answer: StoragePlan.Answer, slicing: StoragePlan.Slicing, key: CacheKey,
+        policy: AdmissionPolicy, minBytes: Int, now: Double
+    ) -> StoragePlan {
+        var slicing = slicing
+        if disk == nil { slicing.size = 0 }
+        return StoragePlan.decide(request, answer: answer, slicing: slicing, disk: diskTier, now: now) { length in
+            admits(key, length: length, policy: policy, minBytes: minBytes)
+        }
+    }
+
+    /// Whether there is a disk tier (false when its directory could not be set up).
+    public var hasDiskTier: Bool { disk != nil }
+
+    /// The disk tier as a storage plan sees it now (nil: none).
+    public var diskTier: ResponseAdmission.DiskTier? {
+        disk.map { ResponseAdmission.DiskTier(maxObjectBytes: $0.currentLimits.maxObjectBytes, acceptingWrites: !$0.isDegraded) }
+    }
+
     /// Stores a complete response whose body is in memory into the memory tier.
     public func insertInMemory(_ stored: StoredResponse) {
         memory.insert(stored)

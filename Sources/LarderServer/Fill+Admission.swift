@@ -7,15 +7,6 @@ import LarderUpstream
 /// What a response may become once its head is in: a 304 refresh, an invalidation, a stored
 /// entry (memory, disk), a response shared with the other readers (RFC 9111 §3, §4.3.4, §4.4).
 extension Fill {
-    /// `cache.admission`: whether a response the HTTP rules let us store becomes a new entry on
-    /// this request. Only new GET entries wait for a second request: a response that replaces a
-    /// stored one (validation, stale fallback) already earned its place, and slice fills follow
-    /// the slice rules alone: a doorkeeper per slice would store objects in pieces.
-    func admitsNewEntry() -> Bool {
-        guard method == .get, options.validating == nil, options.fallback == nil, options.slice == nil else { return true }
-        return proxy.shared.cache.admits(key, length: contentLength, policy: admissionPolicy, minBytes: admissionMinBytes)
-    }
-
     /// A 304 to a validation request (RFC 9111 §4.3.3, §4.3.4): the stored response, updated
     /// with the 304's fields and times, goes back into the tiers and answers every reader.
     func refresh(_ validating: StoredResponse, with notModified: ResponseHead) {
@@ -36,17 +27,12 @@ extension Fill {
         scheduleNotify()
     }
 
-    /// RFC 9111 §4.3.5: a HEAD response freshens the stored GET response it matches (same
-    /// validators and length); one that does not match shows the stored copy is outdated.
-    func freshenFromHead(_ stored: StoredResponse, head: ResponseHead) {
-        guard head.status == 200 else { return }
-        let etagMatches = stored.etag.map { etag in head.headers["ETag"] == etag } ?? true
-        let modifiedMatches =
-            stored.lastModified.map { modified in
-                head.headers.date("Last-Modified") == modified
-            } ?? true
-        let lengthMatches = announcedLength.map { $0 == stored.bodyLength } ?? true
-        if stored.hasValidator && etagMatches && modifiedMatches && lengthMatches {
+    /// RFC 9111 §4.3.5: a HEAD's 200 that `matches` the stored GET response it was sent for
+    /// updates its fields as a 304 would (§3.2), without reading its body into memory; one
+    /// that does not shows the stored copy is outdated.
+    func updateStored(from head: ResponseHead, matches: Bool) {
+        guard let stored = options.validating ?? options.fallback else { return }
+        if matches {
             let updated = stored.freshened(by: head.headers, requestTime: requestTime, responseTime: responseTime)
             proxy.shared.cache.refresh(updated, promoting: false)
         } else {
@@ -94,32 +80,37 @@ extension Fill {
         return cache.holds(key) || cache.mayHoldSlices && cache.holds(key.slice(0))
     }
 
+    /// The plan stores nothing: the body only goes to the readers.
+    func storeNothing() {
+        retainAll = false
+        wholeEntryParts = nil
+        willStore = false
+    }
+
     /// Prepares what storing needs: the memory entry's parts (its head serialized once) and the
     /// disk entry's head, written when the body is complete or streamed from now on.
-    func store(_ forwarded: ResponseHead, as admission: ResponseAdmission, cacheControl: CacheControl) {
-        retainAll = admission.storage == .whole
+    func store(_ forwarded: ResponseHead, as plan: StoragePlan, cacheControl: CacheControl) {
+        retainAll = plan.action == .whole
         wholeEntryParts = nil
-        if admission.storage != .none {
-            var stored = forwarded.headers
-            stored.remove("Age")
-            let vary = VaryMatcher.values(for: forwarded.headers, request: requestHeaders)
+        var stored = forwarded.headers
+        stored.remove("Age")
+        let vary = VaryMatcher.values(for: forwarded.headers, request: requestHeaders)
+        if retainAll {
+            let prepared = StoredResponse.serializeHead(status: forwarded.status, reason: forwarded.reason, headers: stored)
+            wholeEntryParts = WholeEntryParts(
+                status: forwarded.status, reason: forwarded.reason, cacheControl: cacheControl, lifetime: plan.admission.lifetime,
+                initialAge: Freshness.correctedInitialAge(
+                    headers: forwarded.headers, requestTime: requestTime, responseTime: responseTime),
+                vary: vary, headers: stored, head: prepared, isClientHead: stored.count == forwarded.headers.count)
+        }
+        if proxy.shared.cache.hasDiskTier {
+            let diskHead = DiskEntryFormat.Head(
+                key: key.url, status: forwarded.status, reason: forwarded.reason, requestTime: requestTime,
+                responseTime: responseTime, vary: vary, headers: stored, url: options.storedURL)
             if retainAll {
-                let prepared = StoredResponse.serializeHead(status: forwarded.status, reason: forwarded.reason, headers: stored)
-                wholeEntryParts = WholeEntryParts(
-                    status: forwarded.status, reason: forwarded.reason, cacheControl: cacheControl, lifetime: admission.lifetime,
-                    initialAge: Freshness.correctedInitialAge(
-                        headers: forwarded.headers, requestTime: requestTime, responseTime: responseTime),
-                    vary: vary, headers: stored, head: prepared, isClientHead: stored.count == forwarded.headers.count)
-            }
-            if proxy.shared.cache.disk != nil {
-                let diskHead = DiskEntryFormat.Head(
-                    key: key.url, status: forwarded.status, reason: forwarded.reason, requestTime: requestTime,
-                    responseTime: responseTime, vary: vary, headers: stored, url: options.storedURL)
-                if retainAll {
-                    pendingDiskHead = diskHead
-                } else {
-                    startDiskWrite(diskHead)
-                }
+                pendingDiskHead = diskHead
+            } else {
+                startDiskWrite(diskHead)
             }
         }
         willStore = retainAll || diskWrite != nil
@@ -152,13 +143,6 @@ extension Fill {
             } else {
                 release(at: index, reason: .otherVariant(forwarded.headers.listElements("Vary")))
             }
-        }
-    }
-
-    /// The disk tier as the admission sees it now (nil: none).
-    var diskTier: ResponseAdmission.DiskTier? {
-        proxy.shared.cache.disk.map {
-            ResponseAdmission.DiskTier(maxObjectBytes: $0.currentLimits.maxObjectBytes, acceptingWrites: !$0.isDegraded)
         }
     }
 

@@ -24,15 +24,13 @@ extension Fill {
         return range
     }
 
-    /// Stores a slice fill's 206 as that slice's entry (disk only, validator required: slices
-    /// are only ever combined when they share one).
-    func storeSlice(_ forwarded: ResponseHead, range: ContentRange, as admission: ResponseAdmission) {
+    /// Stores a slice fill's 206 as that slice's entry (the plan checked it may be: disk only,
+    /// validator required, as slices are only ever combined when they share one).
+    func storeSlice(_ forwarded: ResponseHead) {
         retainAll = false
         wholeEntryParts = nil
         willStore = false
-        guard let slice = options.slice, admission.storage != .none, SlicePlan.validator(of: forwarded.headers) != nil,
-            let maxObject = proxy.shared.cache.maxDiskObjectBytes, Int64(range.length) <= maxObject
-        else { return }
+        guard let slice = options.slice else { return }
         var stored = forwarded.headers
         stored.remove("Age")
         let sliceKey = key.slice(slice.index)
@@ -45,18 +43,6 @@ extension Fill {
         for chunk in chunks { write.append(chunk) }
         diskWrite = write
         willStore = true
-    }
-
-    /// Whether a whole response about to be stored goes to disk as slices: larger than a slice,
-    /// a 200 to a GET with a validator (RFC 9110 §8.8) that later slice fills can be checked
-    /// against, and within `disk.max_object_bytes` as a whole.
-    func storesAsSlices(_ forwarded: ResponseHead, admission: ResponseAdmission) -> Bool {
-        // A digest covers the whole body: a route that checks one never stores it in slices.
-        guard sliceSize > 0, options.digest == nil, method == .get, forwarded.status == 200, admission.storage != .none,
-            let contentLength, contentLength > sliceSize, SlicePlan.validator(of: forwarded.headers) != nil,
-            let maxObject = proxy.shared.cache.maxDiskObjectBytes, Int64(contentLength) <= maxObject
-        else { return false }
-        return true
     }
 
     /// Starts storing the body as slices, beginning with what already arrived.

@@ -180,8 +180,7 @@ final class Fill: UpstreamTransferDelegate {
         maxMemoryObject = runtime.config.memory.maxObjectBytes
         finishAbandonedMax = runtime.config.coalesce.finishAbandonedMax
         rangeWholeMax = runtime.config.cache.rangeWholeMax
-        // Slices live on disk (no lock taken here: this runs for every miss).
-        sliceSize = proxy.shared.cache.disk == nil ? 0 : runtime.config.cache.sliceSize
+        sliceSize = runtime.config.cache.sliceSize
         admissionPolicy = runtime.config.cache.admission
         admissionMinBytes = runtime.config.cache.admissionMinBytes
         staleIfErrorWindow = runtime.config.cache.staleIfError.totalSeconds
@@ -479,25 +478,19 @@ final class Fill: UpstreamTransferDelegate {
         head = forwarded
         wholeEntryParts = nil
         let cacheControl = CacheControl(forwarded.headers)
-        // A slice is judged as the whole response it is part of would be.
-        var judged = copy forwarded
-        if sliceRange != nil { judged.status = 200 }
-        let disk = diskTier
-        keptWholeUpTo = ResponseAdmission.wholeLimit(maxMemoryObject: maxMemoryObject, disk: disk)
-        var admission = ResponseAdmission.decide(
-            admissionRequest(for: judged.status), head: judged, contentLength: contentLength, cacheControl: cacheControl, disk: disk,
-            now: responseTime)
-        if options.slice != nil, sliceRange == nil, forwarded.status != 200 {
-            // A slice request's other answers (416, a range the origin chose) describe that
-            // request, not the object: never stored under its key.
-            admission.storage = .none
-        }
-        if admission.storage != .none, !admitsNewEntry() {
-            admission.storage = .none
-            admissionDeferred = true
-        }
+        let plan = proxy.shared.cache.plan(
+            admissionRequest(for: sliceRange != nil ? 200 : forwarded.status),
+            answer: StoragePlan.Answer(
+                head: forwarded, cacheControl: cacheControl, contentLength: contentLength, announcedLength: announcedLength,
+                sliceRange: sliceRange),
+            slicing: StoragePlan.Slicing(sliceFill: options.slice != nil, size: sliceSize), key: key, policy: admissionPolicy,
+            minBytes: admissionMinBytes, now: responseTime)
+        let admission = plan.admission
+        keptWholeUpTo = plan.wholeLimit
+        if plan.action == .skip(.deferred) { admissionDeferred = true }
         if admission.invalidates { invalidate(forwarded) }
-        switch admission.verdict {
+        if admission.checksDigest, let digest = options.digest { digestCheck = .pending(BodyDigest(digest.algorithm)) }
+        switch plan.action {
         case .merge:
             // A digest entry may be revalidated through another host than filled it: that
             // host's 304 freshens it, but says nothing else about bytes it never sent.
@@ -515,24 +508,23 @@ final class Fill: UpstreamTransferDelegate {
             outcome = .success(())
             scheduleNotify()
             return
-        case .forward:
-            break
-        }
-        if admission.checksDigest, let digest = options.digest { digestCheck = .pending(BodyDigest(digest.algorithm)) }
-        if admission.freshensStoredFromHead, let stored = options.validating ?? options.fallback {
-            freshenFromHead(stored, head: forwarded)
-        }
-        if let sliceRange {
-            storeSlice(forwarded, range: sliceRange, as: admission)
-        } else if storesAsSlices(forwarded, admission: admission) {
+        case .updateFromHead, .outdateFromHead:
+            updateStored(from: forwarded, matches: plan.action == .updateFromHead)
+            storeNothing()
+        case .slice:
+            storeSlice(forwarded)
+        case .slices:
             startSlicedWrite(forwarded)
-        } else {
-            store(forwarded, as: admission, cacheControl: cacheControl)
+        case .whole, .streamed:
+            store(forwarded, as: plan, cacheControl: cacheControl)
+        case .skip:
+            storeNothing()
         }
         if case .pending = digestCheck { digestHoldsHead = retainAll }
         share(forwarded, shareable: admission.shareable)
-        // The origin sent a new response that will not be stored: the old one is outdated.
-        if let validating = options.validating, !willStore, !admission.keepsStored {
+        // The origin sent a new response that will not be stored: the old one is outdated (a
+        // HEAD's answer has already updated or outdated it).
+        if let validating = options.validating, !willStore, !admission.keepsStored, !plan.isHeadUpdate {
             proxy.shared.cache.invalidate(validating)
         }
         if readers.isEmpty && !worthFinishingAlone {
