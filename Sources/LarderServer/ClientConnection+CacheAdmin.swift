@@ -103,7 +103,7 @@ extension ClientConnection {
             respondAdmin(200, contentType: "application/json", body: json)
         case .banned(let count, let pattern, let scope, let startNanos):
             proxy.shared.stats.invalidations.add(count)
-            let indexComplete = proxy.shared.cache.disk?.isIndexComplete ?? true
+            let indexComplete = proxy.shared.cache.isIndexComplete
             proxy.logger.notice(
                 "banned",
                 metadata: [

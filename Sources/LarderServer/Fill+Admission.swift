@@ -80,50 +80,6 @@ extension Fill {
         return cache.holds(key) || cache.mayHoldSlices && cache.holds(key.slice(0))
     }
 
-    /// The plan stores nothing: the body only goes to the readers.
-    func storeNothing() {
-        retainAll = false
-        wholeEntryParts = nil
-        willStore = false
-    }
-
-    /// Prepares what storing needs: the memory entry's parts (its head serialized once) and the
-    /// disk entry's head, written when the body is complete or streamed from now on.
-    func store(_ forwarded: ResponseHead, as plan: StoragePlan, cacheControl: CacheControl) {
-        retainAll = plan.action == .whole
-        wholeEntryParts = nil
-        var stored = forwarded.headers
-        stored.remove("Age")
-        let vary = VaryMatcher.values(for: forwarded.headers, request: requestHeaders)
-        if retainAll {
-            let prepared = StoredResponse.serializeHead(status: forwarded.status, reason: forwarded.reason, headers: stored)
-            wholeEntryParts = WholeEntryParts(
-                status: forwarded.status, reason: forwarded.reason, cacheControl: cacheControl, lifetime: plan.admission.lifetime,
-                initialAge: Freshness.correctedInitialAge(
-                    headers: forwarded.headers, requestTime: requestTime, responseTime: responseTime),
-                vary: vary, headers: stored, head: prepared, isClientHead: stored.count == forwarded.headers.count)
-        }
-        if proxy.shared.cache.hasDiskTier {
-            let diskHead = DiskEntryFormat.Head(
-                key: key.url, status: forwarded.status, reason: forwarded.reason, requestTime: requestTime,
-                responseTime: responseTime, vary: vary, headers: stored, url: options.storedURL)
-            if retainAll {
-                pendingDiskHead = diskHead
-            } else {
-                startDiskWrite(diskHead)
-            }
-        }
-        willStore = retainAll || diskWrite != nil
-    }
-
-    /// Starts streaming the body to the disk tier, beginning with what already arrived.
-    func startDiskWrite(_ diskHead: DiskEntryFormat.Head) {
-        pendingDiskHead = nil
-        guard let write = proxy.shared.cache.beginDiskWrite(key: key, head: diskHead, expectedLength: contentLength) else { return }
-        for chunk in chunks { write.append(chunk) }
-        diskWrite = write
-    }
-
     /// Releases the readers that may not receive this response: all but the first when it may
     /// not be shared at all, or those whose request selects another variant.
     func share(_ forwarded: ResponseHead, shareable: Bool) {
@@ -146,30 +102,4 @@ extension Fill {
         }
     }
 
-    /// Builds the stored response of a body kept whole and offers it to the memory tier (which
-    /// refuses bodies over `memory.max_object_bytes`); returns it and its body's bytes (for the
-    /// disk tier).
-    @discardableResult
-    func storeWhole() -> (response: StoredResponse, body: [UInt8])? {
-        guard retainAll, let parts = wholeEntryParts else { return nil }
-        let body: [UInt8]
-        if chunks.count == 1 {
-            body = chunks[0]
-        } else {
-            var joined: [UInt8] = []
-            joined.reserveCapacity(received)
-            for chunk in chunks { joined.append(contentsOf: chunk) }
-            body = joined
-        }
-        // The body stays in the array it arrived in: a large one moves to a memory file on its
-        // first hit (TieredCache.lookup), so a response asked for once never pays for one.
-        let stored = StoredResponse(
-            key: key, url: options.storedURL, status: parts.status, reason: parts.reason, headers: parts.headers, body: .memory(body),
-            requestTime: requestTime, responseTime: responseTime, varyValues: parts.vary,
-            freshnessLifetime: parts.lifetime,
-            correctedInitialAge: parts.initialAge,
-            cacheControl: parts.cacheControl, preparedHead: parts.head)
-        proxy.shared.cache.insertInMemory(stored)
-        return (stored, body)
-    }
 }

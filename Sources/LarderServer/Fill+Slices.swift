@@ -23,43 +23,4 @@ extension Fill {
         guard range.first == first, range.last == min(first + slice.size - 1, range.length - 1) else { return nil }
         return range
     }
-
-    /// Stores a slice fill's 206 as that slice's entry (the plan checked it may be: disk only,
-    /// validator required, as slices are only ever combined when they share one).
-    func storeSlice(_ forwarded: ResponseHead) {
-        retainAll = false
-        wholeEntryParts = nil
-        willStore = false
-        guard let slice = options.slice else { return }
-        var stored = forwarded.headers
-        stored.remove("Age")
-        let sliceKey = key.slice(slice.index)
-        let diskHead = DiskEntryFormat.Head(
-            key: sliceKey.url, status: 206, reason: forwarded.reason, requestTime: requestTime, responseTime: responseTime,
-            vary: VaryMatcher.values(for: forwarded.headers, request: requestHeaders), headers: stored, url: options.storedURL)
-        guard let write = proxy.shared.cache.beginDiskWrite(key: sliceKey, head: diskHead, expectedLength: contentLength) else {
-            return
-        }
-        for chunk in chunks { write.append(chunk) }
-        diskWrite = write
-        willStore = true
-    }
-
-    /// Starts storing the body as slices, beginning with what already arrived.
-    func startSlicedWrite(_ forwarded: ResponseHead) {
-        retainAll = false
-        wholeEntryParts = nil
-        pendingDiskHead = nil
-        var stored = forwarded.headers
-        stored.remove("Age")
-        let template = DiskEntryFormat.Head(
-            key: key.url, status: 206, reason: HTTPStatus.reason(206), requestTime: requestTime, responseTime: responseTime,
-            vary: VaryMatcher.values(for: forwarded.headers, request: requestHeaders), headers: stored, url: options.storedURL)
-        let write = SlicedDiskWrite(cache: proxy.shared.cache, key: key, size: sliceSize, length: contentLength ?? 0, head: template)
-        for chunk in chunks { write.append(chunk) }
-        slicedWrite = write
-        // The object's own key must not keep an older whole copy beside the new slices.
-        proxy.shared.cache.purge(key)
-        willStore = !write.hasFailed
-    }
 }

@@ -295,13 +295,13 @@ extension StatsDocument {
         }
         requests["total"] = requests.values.reduce(0, +)
         let fromCache = stats.value(.memoryHit) + stats.value(.diskHit) + stats.value(.stale) + stats.value(.revalidated)
-        let memory = shared.cache.memory.statistics
-        let disk = shared.cache.disk.map { disk in
-            let figures = disk.statistics
+        let memory = shared.cache.memoryStatistics
+        let disk = shared.cache.diskStatistics.map { disk in
+            let figures = disk.figures
             return Disk(
                 entries: figures.entries, bytes: Int(figures.bytes), maxBytes: Int(config.disk.maxBytes), evictions: figures.evictions,
                 corruptions: figures.corruptions, writeErrors: figures.writeErrors, degraded: figures.degraded,
-                indexComplete: figures.indexComplete, path: disk.directory, scrubbedBytes: disk.scrubber.checkedBytes.load())
+                indexComplete: figures.indexComplete, path: disk.directory, scrubbedBytes: disk.scrubbedBytes)
         }
         // Every configured parent, plus any a route or an earlier configuration used.
         let health = shared.parentHealth.snapshot()
