@@ -247,3 +247,28 @@ public final class DiskWrite: Sendable {
         }
     }
 }
+
+extension DiskWrite {
+    /// A block of a write's body that a reader behind the fill's memory window takes from the
+    /// file: read whole and checked against the checksum the write published before any of it
+    /// is sent (DESIGN.md: every byte served from disk is checked first).
+    public struct ReadableBlock: Sendable {
+        public let write: DiskWrite
+        /// A descriptor on the write's file, opened before any of its bytes left memory.
+        public let file: OpenFile
+        /// The block's index in the write's body, and the body bytes it spans there.
+        public let index: Int
+        public let bytes: Range<Int>
+        /// The fill's body position of the block's first byte (a slice's write starts at its
+        /// slice).
+        public let start: Int
+
+        public init(write: DiskWrite, file: OpenFile, index: Int, bytes: Range<Int>, start: Int) {
+            self.write = write
+            self.file = file
+            self.index = index
+            self.bytes = bytes
+            self.start = start
+        }
+    }
+}

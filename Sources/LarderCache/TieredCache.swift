@@ -10,9 +10,10 @@ import Logging
 ///
 /// State: the tiers are thread-safe on their own; the doorkeeper is behind its own lock.
 public final class TieredCache: Sendable {
-    public let memory: MemoryCache
+    /// The tiers, reached only through this type from outside the cache.
+    let memory: MemoryCache
     /// nil when the disk directory could not be set up (memory only).
-    public let disk: DiskCache?
+    let disk: DiskCache?
     /// Keys that missed once, for `cache.admission = "second_request"`.
     let doorkeeper = Locked(Doorkeeper())
     /// Responses the doorkeeper kept out (stored on a later request, if any).
@@ -167,6 +168,36 @@ public final class TieredCache: Sendable {
     /// Stores a complete response whose body is in memory into the memory tier.
     public func insertInMemory(_ stored: StoredResponse) {
         memory.insert(stored)
+    }
+
+    /// Starts the disk tier's threads (its index scan, writer, reader and scrubber).
+    public func start() { disk?.start() }
+
+    /// Stops the disk tier's threads once their queued work is done.
+    public func stop() { disk?.stop() }
+
+    /// Applies the tiers' limits and the scrubber's rate from a (re)loaded configuration.
+    public func setLimits(memory memoryLimits: MemoryCache.Limits, disk diskLimits: DiskCache.Limits, scrubRate: Int64) {
+        memory.setLimits(memoryLimits)
+        disk?.setLimits(diskLimits)
+        disk?.scrubber.rate.store(scrubRate, ordering: .relaxed)
+    }
+
+    /// The memory tier's figures.
+    public var memoryStatistics: MemoryCache.Statistics { memory.statistics }
+
+    /// The disk tier's figures, its directory and the bytes its scrubber checked; nil without one.
+    public var diskStatistics: (figures: DiskCache.Statistics, directory: String, scrubbedBytes: Int)? {
+        disk.map { ($0.statistics, $0.directory, $0.scrubber.checkedBytes.load()) }
+    }
+
+    /// Whether the disk tier's index holds every entry on disk (its scan is done); true without one.
+    public var isIndexComplete: Bool { disk?.isIndexComplete ?? true }
+
+    /// The disk tier's directory while it refuses writes after an error; nil otherwise.
+    public var degradedDiskDirectory: String? {
+        guard let disk, disk.isDegraded else { return nil }
+        return disk.directory
     }
 
     /// The largest object the disk tier takes (`disk.max_object_bytes`); nil without one. A

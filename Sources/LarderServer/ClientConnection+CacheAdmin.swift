@@ -78,7 +78,7 @@ extension ClientConnection {
             respondAdmin(.json(json))
         case .banned(let count, let pattern, let scope, let startNanos):
             proxy.shared.stats.invalidations.add(count)
-            let indexComplete = proxy.shared.cache.disk?.isIndexComplete ?? true
+            let indexComplete = proxy.shared.cache.isIndexComplete
             proxy.logger.notice(
                 "banned",
                 metadata: [

@@ -98,7 +98,7 @@ extension ClientConnection {
                 // Read back from the stored head once: the range here, the validator in useSlice.
                 let headers = stored.headers
                 guard stored.status == 206, let range = headers["Content-Range"].flatMap(ContentRange.init),
-                    SlicePlan.combines(headers)
+                    StoragePlan.hasSliceValidator(headers)
                 else {
                     // Not a slice after all, or one without a strong validator (never combined):
                     // forgotten, so the next look misses.

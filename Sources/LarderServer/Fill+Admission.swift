@@ -7,15 +7,6 @@ import LarderUpstream
 /// What a response may become once its head is in: a 304 refresh, an invalidation, a stored
 /// entry (memory, disk), a response shared with the other readers (RFC 9111 §3, §4.3.4, §4.4).
 extension Fill {
-    /// `cache.admission`: whether a response the HTTP rules let us store becomes a new entry on
-    /// this request. Only new GET entries wait for a second request: a response that replaces a
-    /// stored one (validation, stale fallback) already earned its place, and slice fills follow
-    /// the slice rules alone: a doorkeeper per slice would store objects in pieces.
-    func admitsNewEntry() -> Bool {
-        guard method == .get, options.validating == nil, options.fallback == nil, options.slice == nil else { return true }
-        return proxy.shared.cache.admits(key, length: contentLength, policy: admissionPolicy, minBytes: admissionMinBytes)
-    }
-
     /// A 304 to a validation request (RFC 9111 §4.3.3, §4.3.4): the stored response, updated
     /// with the 304's fields and times, goes back into the tiers and answers every reader.
     func refresh(_ validating: StoredResponse, with notModified: ResponseHead) {
@@ -36,17 +27,12 @@ extension Fill {
         scheduleNotify()
     }
 
-    /// RFC 9111 §4.3.5: a HEAD response freshens the stored GET response it matches (same
-    /// validators and length); one that does not match shows the stored copy is outdated.
-    func freshenFromHead(_ stored: StoredResponse, head: ResponseHead) {
-        guard head.status == 200 else { return }
-        let etagMatches = stored.etag.map { etag in head.headers["ETag"] == etag } ?? true
-        let modifiedMatches =
-            stored.lastModified.map { modified in
-                head.headers.date("Last-Modified") == modified
-            } ?? true
-        let lengthMatches = announcedLength.map { $0 == stored.bodyLength } ?? true
-        if stored.hasValidator && etagMatches && modifiedMatches && lengthMatches {
+    /// RFC 9111 §4.3.5: a HEAD's 200 that `matches` the stored GET response it was sent for
+    /// updates its fields as a 304 would (§3.2), without reading its body into memory; one
+    /// that does not shows the stored copy is outdated.
+    func updateStored(from head: ResponseHead, matches: Bool) {
+        guard let stored = options.validating ?? options.fallback else { return }
+        if matches {
             let updated = stored.freshened(by: head.headers, requestTime: requestTime, responseTime: responseTime)
             proxy.shared.cache.refresh(updated, promoting: false)
         } else {
@@ -94,45 +80,6 @@ extension Fill {
         return cache.holds(key) || cache.mayHoldSlices && cache.holds(key.slice(0))
     }
 
-    /// Prepares what storing needs: the memory entry's parts (its head serialized once) and the
-    /// disk entry's head, written when the body is complete or streamed from now on.
-    func store(_ forwarded: ResponseHead, as admission: ResponseAdmission, cacheControl: CacheControl) {
-        retainAll = admission.storage == .whole
-        wholeEntryParts = nil
-        if admission.storage != .none {
-            var stored = forwarded.headers
-            stored.remove("Age")
-            let vary = VaryMatcher.values(for: forwarded.headers, request: requestHeaders)
-            if retainAll {
-                let prepared = StoredResponse.serializeHead(status: forwarded.status, reason: forwarded.reason, headers: stored)
-                wholeEntryParts = WholeEntryParts(
-                    status: forwarded.status, reason: forwarded.reason, cacheControl: cacheControl, lifetime: admission.lifetime,
-                    initialAge: Freshness.correctedInitialAge(
-                        headers: forwarded.headers, requestTime: requestTime, responseTime: responseTime),
-                    vary: vary, headers: stored, head: prepared, isClientHead: stored.count == forwarded.headers.count)
-            }
-            if proxy.shared.cache.disk != nil {
-                let diskHead = DiskEntryFormat.Head(
-                    key: key.url, status: forwarded.status, reason: forwarded.reason, requestTime: requestTime,
-                    responseTime: responseTime, vary: vary, headers: stored, url: options.storedURL)
-                if retainAll {
-                    pendingDiskHead = diskHead
-                } else {
-                    startDiskWrite(diskHead)
-                }
-            }
-        }
-        willStore = retainAll || diskWrite != nil
-    }
-
-    /// Starts streaming the body to the disk tier, beginning with what already arrived.
-    func startDiskWrite(_ diskHead: DiskEntryFormat.Head) {
-        pendingDiskHead = nil
-        guard let write = proxy.shared.cache.beginDiskWrite(key: key, head: diskHead, expectedLength: contentLength) else { return }
-        for chunk in chunks { write.append(chunk) }
-        diskWrite = write
-    }
-
     /// Releases the readers that may not receive this response: all but the first when it may
     /// not be shared at all, or those whose request selects another variant.
     func share(_ forwarded: ResponseHead, shareable: Bool) {
@@ -155,37 +102,4 @@ extension Fill {
         }
     }
 
-    /// The disk tier as the admission sees it now (nil: none).
-    var diskTier: ResponseAdmission.DiskTier? {
-        proxy.shared.cache.disk.map {
-            ResponseAdmission.DiskTier(maxObjectBytes: $0.currentLimits.maxObjectBytes, acceptingWrites: !$0.isDegraded)
-        }
-    }
-
-    /// Builds the stored response of a body kept whole and offers it to the memory tier (which
-    /// refuses bodies over `memory.max_object_bytes`); returns it and its body's bytes (for the
-    /// disk tier).
-    @discardableResult
-    func storeWhole() -> (response: StoredResponse, body: [UInt8])? {
-        guard retainAll, let parts = wholeEntryParts else { return nil }
-        let body: [UInt8]
-        if chunks.count == 1 {
-            body = chunks[0]
-        } else {
-            var joined: [UInt8] = []
-            joined.reserveCapacity(received)
-            for chunk in chunks { joined.append(contentsOf: chunk) }
-            body = joined
-        }
-        // The body stays in the array it arrived in: a large one moves to a memory file on its
-        // first hit (TieredCache.lookup), so a response asked for once never pays for one.
-        let stored = StoredResponse(
-            key: key, url: options.storedURL, status: parts.status, reason: parts.reason, headers: parts.headers, body: .memory(body),
-            requestTime: requestTime, responseTime: responseTime, varyValues: parts.vary,
-            freshnessLifetime: parts.lifetime,
-            correctedInitialAge: parts.initialAge,
-            cacheControl: parts.cacheControl, preparedHead: parts.head)
-        proxy.shared.cache.insertInMemory(stored)
-        return (stored, body)
-    }
 }

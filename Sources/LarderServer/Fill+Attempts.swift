@@ -68,7 +68,7 @@ extension Fill {
     /// Forgets what a failed attempt received before the next one.
     func discardAttempt() {
         head = nil
-        wholeEntryParts = nil
+        sink = StoreSink()
         contentLength = nil
         announcedLength = nil
         upstreamStatus = nil

@@ -40,8 +40,10 @@ final class Fill: UpstreamTransferDelegate {
     var contentLength: Int?
     /// The Content-Length the origin sent, even where no body follows (HEAD, 304).
     var announcedLength: Int?
-    /// Whether the response goes to a cache tier when complete (decided when the head arrives).
-    var willStore = false
+    /// Where the response is stored, opened from the storage plan when the head arrived.
+    var sink = StoreSink()
+    /// Whether the response goes to a cache tier when complete.
+    var willStore: Bool { sink.stores }
     /// Whether other clients may receive this response.
     var shareable = true
     /// Set once the transfer ended.
@@ -81,13 +83,8 @@ final class Fill: UpstreamTransferDelegate {
     var readers: [Reader] = []
     var chunks: [[UInt8]] = []
     var chunkStarts: [Int] = []
-    /// The whole body stays in `chunks` until the fill ends, to be stored in one piece.
-    var retainAll = false
     /// See ``diskCopyFailed()``.
     private(set) var diskCopyDamaged = false
-    /// A body of unknown length kept whole is streamed to disk once past this
-    /// (``ResponseAdmission/wholeLimit(maxMemoryObject:disk:)`` when the head came).
-    var keptWholeUpTo = 0
     var notifyScheduled = false
     var paused = false
     let maxMemoryObject: Int
@@ -103,38 +100,11 @@ final class Fill: UpstreamTransferDelegate {
     let staleIfErrorWindow: Double
     /// `cache.negative_ttl`, in seconds.
     let negativeTTL: Double
-    /// The disk entry being written, when the response goes to the disk tier while it streams
-    /// (bodies larger than a fill keeps whole, ``keptWholeUpTo``, declared or once past it).
-    var diskWrite: DiskWrite?
-    /// The slices being written instead, for a response larger than a slice.
-    var slicedWrite: SlicedDiskWrite?
-    /// The disk head to write: a body kept whole is written to disk in one piece when complete
-    /// (one append per miss instead of a write per chunk).
-    var pendingDiskHead: DiskEntryFormat.Head?
-    /// What the admission worked out for a response kept whole (``ResponseAdmission/Storage/whole``),
-    /// reused when it is stored (parsing Cache-Control and the dates again showed in miss
-    /// profiles), with the stored head in wire form (status line, stored fields, Via),
-    /// serialized once for the memory entry, its disk entry and, where they match, the
-    /// clients' heads.
-    var wholeEntryParts: WholeEntryParts?
-    struct WholeEntryParts {
-        let status: Int
-        let reason: String
-        let cacheControl: CacheControl
-        let lifetime: Double
-        /// RFC 9111 §4.2.3, from the origin's fields (Age included; the stored ones drop it).
-        let initialAge: Double
-        let vary: [String: String]
-        let headers: HTTPHeaders
-        let head: StoredResponse.PreparedHead
-        /// Whether `head` is also what clients are sent before their own fields: the forwarded
-        /// fields are the stored ones (no `Age` was dropped).
-        let isClientHead: Bool
-    }
+    /// The disk entry the body streams to (or one slice's), or the slices being written.
+    var diskWrite: DiskWrite? { sink.diskWrite }
+    var slicedWrite: SlicedDiskWrite? { sink.slicedWrite }
     /// The stored head, when clients of this fill are sent it too.
-    var preparedClientHead: StoredResponse.PreparedHead? {
-        wholeEntryParts?.isClientHead == true ? wholeEntryParts?.head : nil
-    }
+    var preparedClientHead: StoredResponse.PreparedHead? { sink.preparedClientHead }
     /// A read descriptor on that entry, opened the first time memory chunks are dropped in its
     /// favour.
     var spill: OpenFile?
@@ -180,8 +150,7 @@ final class Fill: UpstreamTransferDelegate {
         maxMemoryObject = runtime.config.memory.maxObjectBytes
         finishAbandonedMax = runtime.config.coalesce.finishAbandonedMax
         rangeWholeMax = runtime.config.cache.rangeWholeMax
-        // Slices live on disk (no lock taken here: this runs for every miss).
-        sliceSize = proxy.shared.cache.disk == nil ? 0 : runtime.config.cache.sliceSize
+        sliceSize = runtime.config.cache.sliceSize
         admissionPolicy = runtime.config.cache.admission
         admissionMinBytes = runtime.config.cache.admissionMinBytes
         staleIfErrorWindow = runtime.config.cache.staleIfError.totalSeconds
@@ -277,9 +246,7 @@ final class Fill: UpstreamTransferDelegate {
         transfer?.cancel()
         transfer = nil
         outcome = .failure(UpstreamError(kind: .aborted, message: reason, afterHead: head != nil))
-        diskWrite?.abort()
-        diskWrite = nil
-        slicedWrite?.abortUnfinished()
+        sink.abort()
         proxy.coalescer.remove(self)
     }
 
@@ -325,11 +292,11 @@ final class Fill: UpstreamTransferDelegate {
         // Dropped from memory: only ever after its block's checksum was published, so a block
         // that cannot be had now never will be (the reader would otherwise wait forever).
         if let slicedWrite {
-            guard let data = slicedWrite.data(at: position, limit: chunkStarts.first ?? received) else {
+            guard let block = slicedWrite.data(at: position, limit: chunkStarts.first ?? received) else {
                 diskCopyFailed()
                 return .lost
             }
-            return data
+            return .block(block)
         }
         guard let spill, let spillWrite, let block = spillWrite.checkableBlock(containing: position) else {
             diskCopyFailed()
@@ -356,7 +323,7 @@ final class Fill: UpstreamTransferDelegate {
     /// ``memoryWindow`` bytes for readers that keep up.
     func trimAndResume() {
         let slowest = slowestPosition
-        if !retainAll {
+        if !sink.keepsWhole {
             var floor = slowest
             if let diskWrite, !diskWrite.hasFailed || spill != nil {
                 floor = min(spillableBytes() ?? 0, max(slowest, received - Fill.memoryWindow))
@@ -395,7 +362,7 @@ final class Fill: UpstreamTransferDelegate {
     /// Whether the transfer must wait: the slowest reader is far behind and there is no file
     /// to fall back on, or the disk thread is far behind the network.
     var mustPause: Bool {
-        if retainAll { return false }
+        if sink.keepsWhole { return false }
         if let diskWrite, !diskWrite.hasFailed {
             return received - diskWrite.durableBytes.load(ordering: .acquiring) >= Fill.maxWriteBacklog
         }
@@ -477,27 +444,19 @@ final class Fill: UpstreamTransferDelegate {
             forwarded.headers.add("Date", HTTPDate.format(Int(responseTime)))
         }
         head = forwarded
-        wholeEntryParts = nil
         let cacheControl = CacheControl(forwarded.headers)
-        // A slice is judged as the whole response it is part of would be.
-        var judged = copy forwarded
-        if sliceRange != nil { judged.status = 200 }
-        let disk = diskTier
-        keptWholeUpTo = ResponseAdmission.wholeLimit(maxMemoryObject: maxMemoryObject, disk: disk)
-        var admission = ResponseAdmission.decide(
-            admissionRequest(for: judged.status), head: judged, contentLength: contentLength, cacheControl: cacheControl, disk: disk,
-            now: responseTime)
-        if options.slice != nil, sliceRange == nil, forwarded.status != 200 {
-            // A slice request's other answers (416, a range the origin chose) describe that
-            // request, not the object: never stored under its key.
-            admission.storage = .none
-        }
-        if admission.storage != .none, !admitsNewEntry() {
-            admission.storage = .none
-            admissionDeferred = true
-        }
+        let plan = proxy.shared.cache.plan(
+            admissionRequest(for: sliceRange != nil ? 200 : forwarded.status),
+            answer: StoragePlan.Answer(
+                head: forwarded, cacheControl: cacheControl, contentLength: contentLength, announcedLength: announcedLength,
+                sliceRange: sliceRange),
+            slicing: StoragePlan.Slicing(sliceFill: options.slice != nil, size: sliceSize), key: key, policy: admissionPolicy,
+            minBytes: admissionMinBytes, now: responseTime)
+        let admission = plan.admission
+        if plan.action == .skip(.deferred) { admissionDeferred = true }
         if admission.invalidates { invalidate(forwarded) }
-        switch admission.verdict {
+        if admission.checksDigest, let digest = options.digest { digestCheck = .pending(BodyDigest(digest.algorithm)) }
+        switch plan.action {
         case .merge:
             // A digest entry may be revalidated through another host than filled it: that
             // host's 304 freshens it, but says nothing else about bytes it never sent.
@@ -515,24 +474,19 @@ final class Fill: UpstreamTransferDelegate {
             outcome = .success(())
             scheduleNotify()
             return
-        case .forward:
-            break
+        case .updateFromHead, .outdateFromHead:
+            updateStored(from: forwarded, matches: plan.action == .updateFromHead)
+        case .whole, .streamed, .slices, .slice, .skip:
+            let entry = StoreSink.Entry(
+                key: key, url: options.storedURL, requestHeaders: requestHeaders, requestTime: requestTime,
+                responseTime: responseTime, contentLength: contentLength, sliceIndex: options.slice?.index, sliceSize: sliceSize)
+            sink = proxy.shared.cache.open(plan, head: forwarded, cacheControl: cacheControl, entry: entry)
         }
-        if admission.checksDigest, let digest = options.digest { digestCheck = .pending(BodyDigest(digest.algorithm)) }
-        if admission.freshensStoredFromHead, let stored = options.validating ?? options.fallback {
-            freshenFromHead(stored, head: forwarded)
-        }
-        if let sliceRange {
-            storeSlice(forwarded, range: sliceRange, as: admission)
-        } else if storesAsSlices(forwarded, admission: admission) {
-            startSlicedWrite(forwarded)
-        } else {
-            store(forwarded, as: admission, cacheControl: cacheControl)
-        }
-        if case .pending = digestCheck { digestHoldsHead = retainAll }
+        if case .pending = digestCheck { digestHoldsHead = sink.keepsWhole }
         share(forwarded, shareable: admission.shareable)
-        // The origin sent a new response that will not be stored: the old one is outdated.
-        if let validating = options.validating, !willStore, !admission.keepsStored {
+        // The origin sent a new response that will not be stored: the old one is outdated (a
+        // HEAD's answer has already updated or outdated it).
+        if let validating = options.validating, !willStore, !admission.keepsStored, !plan.isHeadUpdate {
             proxy.shared.cache.invalidate(validating)
         }
         if readers.isEmpty && !worthFinishingAlone {
@@ -560,15 +514,10 @@ final class Fill: UpstreamTransferDelegate {
         chunkStarts.append(received)
         received += bytes.count
         proxy.shared.stats.bytesFromUpstream.add(bytes.count)
-        diskWrite?.append(chunk)
-        slicedWrite?.append(chunk)
         if case .pending(let digest) = digestCheck { digest.update(bytes) }
-        if retainAll, received > keptWholeUpTo {
-            // Unknown length that outgrew what is kept whole: stream it to disk from here on.
-            retainAll = false
+        if sink.append(chunk, received: received, chunks: chunks) {
+            // Unknown length that outgrew what is kept whole: it streams to disk from here on.
             digestHoldsHead = false
-            if let pendingDiskHead { startDiskWrite(pendingDiskHead) }
-            willStore = diskWrite != nil
         }
         if readers.isEmpty, !worthFinishingAlone {
             cancel(reason: "every client left and the rest is too large to fetch for nobody")
@@ -595,11 +544,7 @@ final class Fill: UpstreamTransferDelegate {
                 outcome = .failure(mismatch)
             } else {
                 outcome = .success(())
-                let stored = storeWhole()
-                diskWrite?.finish(expectedLength: received)
-                if let stored, let pendingDiskHead {
-                    proxy.storeOnDisk(stored.response, body: stored.body, head: pendingDiskHead)
-                }
+                sink.finish(chunks: chunks, received: received, queue: proxy.diskStores)
             }
         case .failure(let error):
             if head == nil, tryAgain(after: error) { return }
@@ -617,17 +562,13 @@ final class Fill: UpstreamTransferDelegate {
                 outcome = .success(())
             }
         }
-        pendingDiskHead = nil
         if case .failure? = outcome {
-            diskWrite?.abort()
-            diskWrite = nil
-            slicedWrite?.abortUnfinished()
+            sink.abort()
         } else if staleAnswer != nil {
-            diskWrite?.abort()
-            diskWrite = nil
+            sink.abandonStream()
         }
+        sink.close()
         proxy.coalescer.remove(self)
-        retainAll = false
         scheduleNotify()
     }
 

@@ -14,15 +14,5 @@ enum FillData {
     /// check and the entry was dropped, or the write failed): a reader here cannot go on.
     case lost
 
-    struct Block: Sendable {
-        let write: DiskWrite
-        /// A descriptor on the write's file, opened before any of its bytes left memory.
-        let file: OpenFile
-        /// The block's index in the write's body, and the body bytes it spans there.
-        let index: Int
-        let bytes: Range<Int>
-        /// The fill's body position of the block's first byte (a slice's write starts at its
-        /// slice).
-        let start: Int
-    }
+    typealias Block = DiskWrite.ReadableBlock
 }

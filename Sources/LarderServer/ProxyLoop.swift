@@ -45,8 +45,8 @@ final class ProxyLoop {
     var scratch: [UInt8] = []
     private var cachedDateSecond = -1
     private var cachedDate = ""
-    /// Complete responses to store on disk after this epoll batch (`storeOnDisk`).
-    private var pendingDiskStores: [TieredCache.PendingStore] = []
+    /// Complete responses the fills on this loop store on disk after its epoll batch.
+    let diskStores: DiskStoreQueue
     /// The onboarding page and PAC file as last rendered here (``SetupPageCache``).
     var setupPages = SetupPageCache()
     /// How this loop's timers reach it: a weak reference would slow every retain of the loop on
@@ -89,6 +89,7 @@ final class ProxyLoop {
         upstream = UpstreamClient(loop: loop, maxConnectionsPerHost: runtime.config.upstream.maxConnectionsPerHost)
         accessLog = AccessLog(loop: loop, fd: shared.accessLogFile.fd, enabled: runtime.config.log.access)
         coalescer = Coalescer(loop: loop, registry: shared.fills.isActive ? shared.fills : nil)
+        diskStores = DiskStoreQueue(cache: shared.cache, loop: loop)
         loop.busyPollCounters = (shared.stats.busyPollsCaught, shared.stats.busyPollsExpired)
         upstream.idleConnectionClosed = { [shared] reason, origin in
             shared.stats.idleUpstreamClosed[reason.rawValue]?.add(1)
@@ -110,27 +111,6 @@ final class ProxyLoop {
     deinit {
         weakSelf.clear()
     }
-
-    /// Stores a complete in-memory response on disk once this epoll batch has queued and
-    /// flushed its responses, so the clients' bytes never wait for the file system. Small
-    /// entries are written right here while the disk is fast (``DiskCache/storeInline(_:budgetNanos:)``),
-    /// for at most `inlineStoreBudget` per batch: on a busy core, handing them to the writer
-    /// thread costs more in wake-ups and context switches than the file calls themselves. The
-    /// rest go to the disk writer, woken once for the whole batch.
-    func storeOnDisk(_ stored: StoredResponse, body: [UInt8], head: DiskEntryFormat.Head) {
-        guard shared.cache.disk != nil else { return }
-        pendingDiskStores.append(.init(response: stored, body: body, head: head))
-        guard pendingDiskStores.count == 1 else { return }
-        loop.enqueueBeforeWait { [self] in
-            let stores = pendingDiskStores
-            pendingDiskStores.removeAll(keepingCapacity: true)
-            shared.cache.storeOnDisk(stores, budgetNanos: ProxyLoop.inlineStoreBudget)
-        }
-    }
-
-    /// Entries are written on the loop thread until this much time (1 ms) went into it in one
-    /// epoll batch; the rest of the batch goes to the disk writer.
-    private static let inlineStoreBudget: UInt64 = 1_000_000
 
     func reserveSpareDescriptor() {
         guard spareDescriptor < 0 else { return }

@@ -74,7 +74,7 @@ public final class Server: Sendable {
         // eighth of the limit (past that they stay in arrays, which only costs speed).
         let memoryFiles = min(descriptors / 8, 1 << 16)
         MemoryFileBudget.shared.limit = memoryFiles
-        let segments = shared.cache.disk == nil ? 0 : DiskCache.segmentDescriptors(maxBytes: config.disk.maxBytes)
+        let segments = shared.cache.hasDiskTier ? DiskCache.segmentDescriptors(maxBytes: config.disk.maxBytes) : 0
         let budget = DescriptorBudget(
             limit: descriptors, maxConnections: config.proxy.maxConnections, segments: segments, memoryFiles: memoryFiles)
         if budget.isShort {
@@ -123,7 +123,7 @@ public final class Server: Sendable {
             for (_, socket) in opened { socket.close() }
             throw SystemError(call: "\(error.call) \(config.log.accessFile) (log.access_file)", errno: error.errno)
         }
-        shared.cache.disk?.start()
+        shared.cache.start()
         let workers = config.proxy.workers ?? CPUBudget.current()
         var handles: [EventLoopHandle] = []
         for index in 0..<workers {
@@ -180,8 +180,8 @@ public final class Server: Sendable {
         let served = RequestOutcome.allCases.reduce(0) { $0 + stats.value($1) }
         let fromCache = RequestOutcome.allCases.reduce(0) { $1.isFromCache ? $0 + stats.value($1) : $0 }
         let ratio = served > 0 ? Double(fromCache) * 100 / Double(served) : 0
-        let memory = shared.cache.memory.statistics
-        let disk = shared.cache.disk?.statistics
+        let memory = shared.cache.memoryStatistics
+        let disk = shared.cache.diskStatistics?.figures
         return "\(stats.activeConnections.load()) connections, \(served) requests, "
             + "\(Int(ratio.rounded()))% from cache, memory \(Units.format(bytes: Int64(memory.bytes / 1024 * 1024))) "
             + "in \(memory.entries) entries, disk \(disk.map { "\($0.entries) entries" } ?? "off")"
@@ -208,10 +208,9 @@ public final class Server: Sendable {
             }
         }
         let memory = config.memory
-        shared.cache.memory.setLimits(
-            .init(maxBytes: memory.maxBytes, maxEntries: memory.maxEntries, maxObjectBytes: memory.maxObjectBytes))
-        shared.cache.disk?.setLimits(.init(maxBytes: config.disk.maxBytes, maxObjectBytes: config.disk.maxObjectBytes))
-        shared.cache.disk?.scrubber.rate.store(config.disk.scrubRate, ordering: .relaxed)
+        shared.cache.setLimits(
+            memory: .init(maxBytes: memory.maxBytes, maxEntries: memory.maxEntries, maxObjectBytes: memory.maxObjectBytes),
+            disk: .init(maxBytes: config.disk.maxBytes, maxObjectBytes: config.disk.maxObjectBytes), scrubRate: config.disk.scrubRate)
         shared.retryBudget.setLimits(ratio: config.retry.budgetRatio, floor: config.retry.budgetMin)
         let done = DispatchSemaphore(value: 0)
         let handles = loops.withLock { $0 }
@@ -269,7 +268,7 @@ public final class Server: Sendable {
         for (_, socket) in sockets.withLock({ $0 }) { socket.close() }
         // Queued disk writes finish (or fail) before exit, so an orderly stop leaves nothing
         // half-written in tmp/.
-        shared.cache.disk?.stop()
+        shared.cache.stop()
         shared.stopHelpers()
         move(.loopsStopped)
     }

@@ -120,8 +120,8 @@ final class SharedState: Sendable {
     /// `larder_disk_degraded`: the disk tier missing, or refusing writes after an error.
     var healthProblems: [String] {
         if let diskProblem { return [diskProblem] }
-        if let disk = cache.disk, disk.isDegraded {
-            return ["disk tier refusing writes after an error (\(disk.directory)); storing in memory only for now"]
+        if let directory = cache.degradedDiskDirectory {
+            return ["disk tier refusing writes after an error (\(directory)); storing in memory only for now"]
         }
         return []
     }

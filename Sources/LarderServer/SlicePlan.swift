@@ -128,16 +128,6 @@ struct SlicePlan: Equatable {
         return nil
     }
 
-    /// Whether slices with these fields may be stored and combined with others later: only
-    /// under a strong validator (RFC 9111 §3.4), a strong ETag, or a Last-Modified strong under
-    /// RFC 9110 §8.8.2.2 (at least 60 seconds before the response's Date: a change within that
-    /// time may keep the same date).
-    static func combines(_ headers: HTTPHeaders) -> Bool {
-        if let etag = headers["ETag"], !etag.hasPrefix("W/") { return true }
-        guard let modified = headers.date("Last-Modified"), let date = headers.date("Date") else { return false }
-        return date - modified >= 60
-    }
-
     /// Before locating: look at slice `index` first instead (the first slice is stored though
     /// the one holding the client's range is not; its length may show the range needs none).
     mutating func look(at index: Int) {

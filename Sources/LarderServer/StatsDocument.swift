@@ -342,16 +342,16 @@ extension StatsDocument {
         let config = shared.currentRuntime.config
         uptimeSeconds = Clocks.wallSeconds() - shared.startTime
         workers = shared.fills.loopCount
-        let memory = shared.cache.memory.statistics
+        let memory = shared.cache.memoryStatistics
         self.memory = Memory(
             entries: memory.entries, bytes: memory.bytes, maxBytes: config.memory.maxBytes, evictions: memory.evictions,
             files: MemoryFileBudget.shared.count)
-        disk = shared.cache.disk.map { disk in
-            let figures = disk.statistics
+        disk = shared.cache.diskStatistics.map { disk in
+            let figures = disk.figures
             return Disk(
                 entries: figures.entries, bytes: Int(figures.bytes), maxBytes: Int(config.disk.maxBytes), evictions: figures.evictions,
                 corruptions: figures.corruptions, writeErrors: figures.writeErrors, degraded: figures.degraded,
-                indexComplete: figures.indexComplete, path: disk.directory, scrubbedBytes: disk.scrubber.checkedBytes.load())
+                indexComplete: figures.indexComplete, path: disk.directory, scrubbedBytes: disk.scrubbedBytes)
         }
         upstream.retryBudgetExhausted = shared.retryBudget.exhausted.load()
         // Every configured parent, plus any a route or an earlier configuration used.

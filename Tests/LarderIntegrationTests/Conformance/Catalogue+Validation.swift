@@ -122,6 +122,22 @@ enum ValidationCases {
                 ],
                 steps: [get(origin: 1), get(origin: 2, method: "HEAD"), get(origin: 3, hit: false, body: "v2")]),
             ConformanceCase(
+                section: "4.3.5", name: "a HEAD the client sends through updates the stored GET it matches, validators or not",
+                script: [ok(maxAgeHour, header("X-Version", "1")), ok(maxAgeHour, header("X-Version", "2"))],
+                steps: [
+                    get(origin: 1, expectHeaders: [("X-Version", "1")]),
+                    get(cc("no-cache"), origin: 2, expectHeaders: [("X-Version", "2")], method: "HEAD"),
+                    get(origin: 2, hit: true, body: "v1", expectHeaders: [("X-Version", "2")]),
+                ]),
+            ConformanceCase(
+                section: "4.3.5", name: "a HEAD response of another length makes the stored GET unusable",
+                script: [ok(maxAgeHour, header("X-Version", "1")), ok(maxAgeHour, header("X-Version", "2"), body: "v22")],
+                steps: [
+                    get(origin: 1),
+                    get(cc("no-cache"), origin: 2, method: "HEAD"),
+                    get(origin: 3, hit: false, body: "v22", expectHeaders: [("X-Version", "2")]),
+                ]),
+            ConformanceCase(
                 section: "4.3.1", name: "a fresh HEAD is answered from the stored GET", script: [ok(maxAgeHour)],
                 steps: [
                     get(origin: 1),

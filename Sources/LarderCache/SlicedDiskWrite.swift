@@ -1,4 +1,3 @@
-import LarderCache
 import LarderHTTP
 import LarderIO
 
@@ -7,8 +6,8 @@ import LarderIO
 /// ``DiskWrite`` and finished the moment its last byte arrives. A transfer that breaks off
 /// keeps every slice completed before it; the next request fetches only the missing ones.
 ///
-/// State: loop-confined, owned by the ``Fill`` that receives the body.
-final class SlicedDiskWrite {
+/// State: loop-confined, owned by the ``StoreSink`` of the fill that receives the body.
+public final class SlicedDiskWrite {
     private let cache: TieredCache
     private let key: CacheKey
     private let size: Int
@@ -25,7 +24,7 @@ final class SlicedDiskWrite {
     private var durableSlices = 0
     private var checkableSlices = 0
     /// A slice could not be started or written: nothing more is stored.
-    private(set) var hasFailed = false
+    public private(set) var hasFailed = false
 
     init(cache: TieredCache, key: CacheKey, size: Int, length: Int, head: DiskEntryFormat.Head) {
         self.cache = cache
@@ -71,11 +70,11 @@ final class SlicedDiskWrite {
     }
 
     /// Body bytes durable from byte 0 on, without a gap.
-    var durableBytes: Int { bytesFromStart(past: &durableSlices) { $0.durableBytes.load(ordering: .acquiring) } }
+    public var durableBytes: Int { bytesFromStart(past: &durableSlices) { $0.durableBytes.load(ordering: .acquiring) } }
 
     /// Body bytes from byte 0 on, without a gap, in blocks whose checksums their slices'
     /// writes have published: what a fill may drop from memory.
-    var checkableBytes: Int { bytesFromStart(past: &checkableSlices) { $0.checkableBytes.load(ordering: .acquiring) } }
+    public var checkableBytes: Int { bytesFromStart(past: &checkableSlices) { $0.checkableBytes.load(ordering: .acquiring) } }
 
     /// Body bytes from byte 0 on, without a gap, that every slice's write has `done` (of its
     /// own bytes); `whole` counts the leading slices already done in full, so that each call
@@ -92,7 +91,7 @@ final class SlicedDiskWrite {
 
     /// Where a reader behind the memory window finds byte `position` (below `limit`): the
     /// checkable block of its slice's file that holds it.
-    func data(at position: Int, limit: Int) -> FillData? {
+    public func data(at position: Int, limit: Int) -> DiskWrite.ReadableBlock? {
         let index = position / size
         guard index < writes.count, position < limit else { return nil }
         let write = writes[index]
@@ -107,13 +106,12 @@ final class SlicedDiskWrite {
             file = opened
         }
         // Files of slices every reader has passed are closed (see `release(before:)`).
-        return .block(
-            FillData.Block(
-                write: write, file: file, index: block.index, bytes: block.bytes, start: index * size + block.bytes.lowerBound))
+        return DiskWrite.ReadableBlock(
+            write: write, file: file, index: block.index, bytes: block.bytes, start: index * size + block.bytes.lowerBound)
     }
 
     /// Closes the read descriptors of slices wholly before `position`.
-    func release(before position: Int) {
+    public func release(before position: Int) {
         for index in files.keys where bounds(index).upperBound <= position { files[index] = nil }
     }
 }

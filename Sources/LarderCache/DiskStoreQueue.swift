@@ -1,0 +1,35 @@
+import LarderIO
+
+/// Complete responses one event loop stores on disk once its epoll batch has queued and
+/// flushed its responses, so that the clients' bytes never wait for the file system. Small
+/// entries are written on the loop while the disk is fast (``DiskCache/storeInline(_:budgetNanos:)``),
+/// for at most ``inlineBudget`` per batch: on a busy core, handing them to the writer thread
+/// costs more in wake-ups and context switches than the file calls themselves. The rest go to
+/// the disk writer, woken once for the whole batch.
+///
+/// State: loop-confined to `loop`, one per loop.
+public final class DiskStoreQueue {
+    private let cache: TieredCache
+    private let loop: EventLoop
+    private var pending: [TieredCache.PendingStore] = []
+    /// Entries are written on the loop thread until this much time (1 ms) went into it in one
+    /// epoll batch.
+    static let inlineBudget: UInt64 = 1_000_000
+
+    public init(cache: TieredCache, loop: EventLoop) {
+        self.cache = cache
+        self.loop = loop
+    }
+
+    /// Queues `stored` (its body's bytes, its disk head) for the disk tier, if there is one.
+    func add(_ stored: StoredResponse, body: [UInt8], head: DiskEntryFormat.Head) {
+        guard cache.disk != nil else { return }
+        pending.append(.init(response: stored, body: body, head: head))
+        guard pending.count == 1 else { return }
+        loop.enqueueBeforeWait { [self] in
+            let stores = pending
+            pending.removeAll(keepingCapacity: true)
+            cache.storeOnDisk(stores, budgetNanos: Self.inlineBudget)
+        }
+    }
+}

@@ -1,0 +1,167 @@
+import LarderHTTP
+import LarderIO
+
+/// The fill's one way into the cache for the response it receives, opened from its
+/// ``StoragePlan`` by ``TieredCache/open(_:head:cacheControl:entry:)``: it keeps the body
+/// whole and stores it once complete, or owns the disk write the body streams to (a file of
+/// the entry's own, or one per slice). The fill hands it each chunk as it arrives and the
+/// end; it never picks a tier.
+///
+/// State: loop-confined to the fill's loop, held by the fill as a value (opening one allocates
+/// only the disk writes it starts).
+public struct StoreSink {
+    /// What the entry is stored as, beyond the response head.
+    public struct Entry: Sendable {
+        public var key: CacheKey
+        /// The URL it was fetched from when the key is not the URL (``StoredResponse/url``).
+        public var url: String?
+        /// The headers of the request it answers (its Vary values).
+        public var requestHeaders: HTTPHeaders
+        public var requestTime: Double
+        public var responseTime: Double
+        /// The body's declared length (nil: unknown).
+        public var contentLength: Int?
+        /// A slice fill's slice index, and the slice size whole objects are cut into.
+        public var sliceIndex: Int?
+        public var sliceSize: Int
+
+        public init(
+            key: CacheKey, url: String?, requestHeaders: HTTPHeaders, requestTime: Double, responseTime: Double, contentLength: Int?,
+            sliceIndex: Int? = nil, sliceSize: Int = 0
+        ) {
+            self.key = key
+            self.url = url
+            self.requestHeaders = requestHeaders
+            self.requestTime = requestTime
+            self.responseTime = responseTime
+            self.contentLength = contentLength
+            self.sliceIndex = sliceIndex
+            self.sliceSize = sliceSize
+        }
+    }
+
+    /// What a body kept whole is stored with, worked out once when the head came (parsing
+    /// Cache-Control and the dates again when it is stored showed in miss profiles), with the
+    /// stored head in wire form (status line, stored fields, Via), serialized once for the
+    /// memory entry, its disk entry and, where they match, the clients' heads.
+    public struct WholeEntry {
+        let status: Int
+        let reason: String
+        let cacheControl: CacheControl
+        let lifetime: Double
+        /// RFC 9111 §4.2.3, from the origin's fields (Age included; the stored ones drop it).
+        let initialAge: Double
+        let vary: [String: String]
+        let headers: HTTPHeaders
+        let head: StoredResponse.PreparedHead
+        /// Whether `head` is also what clients are sent before their own fields: the forwarded
+        /// fields are the stored ones (no `Age` was dropped).
+        let isClientHead: Bool
+    }
+
+    let cache: TieredCache?
+    let entry: Entry?
+    /// Whether the response goes to a tier when complete (decided when the head arrived).
+    public internal(set) var stores = false
+    /// The body stays whole in the fill until it ends, to be stored in one piece.
+    public internal(set) var keepsWhole = false
+    /// A body of unknown length kept whole is streamed to disk once past this.
+    let wholeLimit: Int
+    var whole: WholeEntry?
+    /// The disk head of a body kept whole, written in one piece when complete (one append per
+    /// miss instead of a write per chunk).
+    var pendingDiskHead: DiskEntryFormat.Head?
+    /// The disk entry being written while the body streams (bodies larger than what is kept
+    /// whole, declared or once past it), or one slice's.
+    public internal(set) var diskWrite: DiskWrite?
+    /// The slices being written instead, for a whole response larger than a slice.
+    public internal(set) var slicedWrite: SlicedDiskWrite?
+
+    /// A sink that stores nothing.
+    public init() {
+        cache = nil
+        entry = nil
+        wholeLimit = 0
+    }
+
+    init(cache: TieredCache, entry: Entry, wholeLimit: Int) {
+        self.cache = cache
+        self.entry = entry
+        self.wholeLimit = wholeLimit
+    }
+
+    /// The stored head, when clients are sent it too.
+    public var preparedClientHead: StoredResponse.PreparedHead? {
+        whole?.isClientHead == true ? whole?.head : nil
+    }
+
+    /// Takes the body's next chunk, `received` bytes in all with it, `chunks` every chunk the
+    /// fill still holds (this one included). Returns true when a body of unknown length kept
+    /// whole just outgrew ``wholeLimit`` and streams to disk from here on.
+    public mutating func append(_ chunk: [UInt8], received: Int, chunks: [[UInt8]]) -> Bool {
+        diskWrite?.append(chunk)
+        slicedWrite?.append(chunk)
+        guard keepsWhole, received > wholeLimit else { return false }
+        keepsWhole = false
+        if let pendingDiskHead { startDiskWrite(pendingDiskHead, chunks: chunks) }
+        stores = diskWrite != nil
+        return true
+    }
+
+    mutating func startDiskWrite(_ head: DiskEntryFormat.Head, chunks: [[UInt8]]) {
+        pendingDiskHead = nil
+        guard let cache, let entry,
+            let write = cache.beginDiskWrite(key: entry.key, head: head, expectedLength: entry.contentLength)
+        else { return }
+        for chunk in chunks { write.append(chunk) }
+        diskWrite = write
+    }
+
+    /// The body arrived whole (`received` bytes, in `chunks`): a body kept whole is stored in
+    /// memory (up to `memory.max_object_bytes`) and queued for the disk tier on `queue`; a
+    /// streamed one's file is completed.
+    public mutating func finish(chunks: [[UInt8]], received: Int, queue: DiskStoreQueue) {
+        if keepsWhole, let cache, let entry, let whole {
+            let body: [UInt8]
+            if chunks.count == 1 {
+                body = chunks[0]
+            } else {
+                var joined: [UInt8] = []
+                joined.reserveCapacity(received)
+                for chunk in chunks { joined.append(contentsOf: chunk) }
+                body = joined
+            }
+            // The body stays in the array it arrived in: a large one moves to a memory file on
+            // its first hit (TieredCache.lookup), so a response asked for once never pays for one.
+            let stored = StoredResponse(
+                key: entry.key, url: entry.url, status: whole.status, reason: whole.reason, headers: whole.headers,
+                body: .memory(body), requestTime: entry.requestTime, responseTime: entry.responseTime, varyValues: whole.vary,
+                freshnessLifetime: whole.lifetime, correctedInitialAge: whole.initialAge, cacheControl: whole.cacheControl,
+                preparedHead: whole.head)
+            cache.memory.insert(stored)
+            if let pendingDiskHead { queue.add(stored, body: body, head: pendingDiskHead) }
+        }
+        diskWrite?.finish(expectedLength: received)
+        close()
+    }
+
+    /// The transfer failed or was cancelled: the file being written is deleted, and the slice
+    /// in progress (completed slices stay).
+    public mutating func abort() {
+        diskWrite?.abort()
+        diskWrite = nil
+        slicedWrite?.abortUnfinished()
+    }
+
+    /// A stale copy answers instead: what was streamed is not kept.
+    public mutating func abandonStream() {
+        diskWrite?.abort()
+        diskWrite = nil
+    }
+
+    /// Nothing more is stored; the writes stay readable.
+    public mutating func close() {
+        pendingDiskHead = nil
+        keepsWhole = false
+    }
+}

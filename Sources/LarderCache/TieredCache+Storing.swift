@@ -1,0 +1,81 @@
+import LarderConfig
+import LarderHTTP
+
+/// Storing: the plan for an origin's answer, and the sink that carries it out. The fill asks
+/// for a plan when the head arrives and hands the body to the sink it opens; which tier takes
+/// the response, and how, is decided here alone.
+extension TieredCache {
+    /// The storage plan for an origin's answer (``StoragePlan/decide(_:answer:slicing:disk:now:admitted:)``)
+    /// with the tiers as they are now: the disk tier's limits and health, slices only with a
+    /// disk tier, and the doorkeeper of `cache.admission` (`policy`, `minBytes`) for `key`.
+    public func plan(
+        _ request: ResponseAdmission.Request, answer: StoragePlan.Answer, slicing: StoragePlan.Slicing, key: CacheKey,
+        policy: AdmissionPolicy, minBytes: Int, now: Double
+    ) -> StoragePlan {
+        var slicing = slicing
+        if disk == nil { slicing.size = 0 }
+        return StoragePlan.decide(request, answer: answer, slicing: slicing, disk: diskTier, now: now) { length in
+            admits(key, length: length, policy: policy, minBytes: minBytes)
+        }
+    }
+
+    /// Whether there is a disk tier (false when its directory could not be set up).
+    public var hasDiskTier: Bool { disk != nil }
+
+    /// The disk tier as a storage plan sees it now (nil: none).
+    public var diskTier: ResponseAdmission.DiskTier? {
+        disk.map { ResponseAdmission.DiskTier(maxObjectBytes: $0.currentLimits.maxObjectBytes, acceptingWrites: !$0.isDegraded) }
+    }
+
+    /// Opens the sink that stores `head` (as forwarded, hop-by-hop fields removed) as `plan`
+    /// says: the whole body kept for the memory tier and a segment record, or a disk write
+    /// started for the entry, for one slice of it, or for every slice of the object (whose
+    /// older whole copy goes). A sink that stores nothing for any other plan, or when the disk
+    /// tier refuses the write.
+    public func open(_ plan: StoragePlan, head: ResponseHead, cacheControl: CacheControl, entry: StoreSink.Entry) -> StoreSink {
+        guard plan.stores else { return StoreSink() }
+        var sink = StoreSink(cache: self, entry: entry, wholeLimit: plan.wholeLimit)
+        var stored = head.headers
+        stored.remove("Age")
+        let vary = VaryMatcher.values(for: head.headers, request: entry.requestHeaders)
+        var diskHead = DiskEntryFormat.Head(
+            key: entry.key.url, status: head.status, reason: head.reason, requestTime: entry.requestTime,
+            responseTime: entry.responseTime, vary: vary, headers: stored, url: entry.url)
+        switch plan.action {
+        case .whole:
+            sink.keepsWhole = true
+            sink.stores = true
+            sink.whole = StoreSink.WholeEntry(
+                status: head.status, reason: head.reason, cacheControl: cacheControl, lifetime: plan.admission.lifetime,
+                initialAge: Freshness.correctedInitialAge(
+                    headers: head.headers, requestTime: entry.requestTime, responseTime: entry.responseTime),
+                vary: vary, headers: stored,
+                head: StoredResponse.serializeHead(status: head.status, reason: head.reason, headers: stored),
+                isClientHead: stored.count == head.headers.count)
+            if disk != nil { sink.pendingDiskHead = diskHead }
+        case .streamed:
+            sink.startDiskWrite(diskHead, chunks: [])
+            sink.stores = sink.diskWrite != nil
+        case .slice:
+            guard let index = entry.sliceIndex else { return StoreSink() }
+            let key = entry.key.slice(index)
+            diskHead.key = key.url
+            diskHead.status = 206
+            guard let write = beginDiskWrite(key: key, head: diskHead, expectedLength: entry.contentLength) else { return StoreSink() }
+            sink.diskWrite = write
+            sink.stores = true
+        case .slices:
+            diskHead.status = 206
+            diskHead.reason = HTTPStatus.reason(206)
+            let write = SlicedDiskWrite(
+                cache: self, key: entry.key, size: entry.sliceSize, length: entry.contentLength ?? 0, head: diskHead)
+            sink.slicedWrite = write
+            // The object's own key must not keep an older whole copy beside the new slices.
+            purge(entry.key)
+            sink.stores = !write.hasFailed
+        default:
+            return StoreSink()
+        }
+        return sink
+    }
+}
