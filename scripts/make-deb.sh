@@ -11,7 +11,7 @@ for tool in dpkg-deb dpkg-shlibdeps strip; do
 done
 [[ -x $binary ]] || { echo "make-deb: $binary is missing; run make release" >&2; exit 1; }
 
-version=$(sed -n 's/.*static let larder = "\(.*\)".*/\1/p' Sources/LarderServer/StatsDocument.swift)
+version=$(sed -n 's/.*static let larder = "\(.*\)".*/\1/p' Sources/LarderServer/Telemetry/StatsDocument.swift)
 arch=$(dpkg --print-architecture)
 mkdir -p "$out"
 root="$(realpath "$out")/root"
