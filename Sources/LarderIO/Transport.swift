@@ -2,8 +2,8 @@ import Glibc
 
 /// The byte stream under a client connection. ``ClientConnection`` reads and ``OutputQueue``
 /// writes only through it, so the same connection code serves a plain socket
-/// (``SocketTransport``) or a TLS session over one (HTTPS interception), which encrypts in user
-/// space and so cannot hand file bytes to `sendfile`.
+/// (``SocketTransport``) or a TLS session over one (HTTPS interception), which hands file
+/// bytes to the kernel only where kernel TLS took over its sending.
 ///
 /// A transport is driven by its connection's event loop: every call is non-blocking and
 /// returns nil when it would block. State: loop-confined.

@@ -4,8 +4,9 @@ import LarderIO
 /// A client's socket after an intercepted CONNECT: a TLS session, server side, that the
 /// connection reads requests from and writes responses to as from a plain socket. It answers
 /// only for the host the client sent CONNECT for (another SNI name is refused), shows the
-/// mint's certificate for it, and speaks HTTP/1.1 (ALPN). No `sendfile`: the bytes are
-/// encrypted in user space, so ``OutputQueue`` copies file bodies through ``write(_:more:)``.
+/// mint's certificate for it, and speaks HTTP/1.1 (ALPN). File bodies go out by `SSL_sendfile`
+/// when the kernel took over the session's sending (kTLS); otherwise they are encrypted in
+/// user space and ``OutputQueue`` copies them through ``write(_:more:)``.
 ///
 /// Stages: handshaking → open → closed; the handshake runs inside the first reads and writes,
 /// non-blocking, on the connection's loop. State: loop-confined.
