@@ -16,7 +16,7 @@ extension CacheListing {
                 let policy = route?.policy ?? runtime.config.cache.defaultPolicy
                 let ttl = CacheListing.remainingFreshness(
                     of: entry, policy: policy, routeTTL: route?.ttl?.totalSeconds,
-                    negativeTTL: runtime.config.cache.negativeTTL.totalSeconds)
+                    negativeTTL: runtime.negativeTTL)
                 var listed = CacheListing.Entry(
                     key: redaction.hiding(entry.key.url),
                     vary: entry.vary.isEmpty

@@ -76,7 +76,10 @@ extension ClientConnection {
     /// Whether `host` (lower-case) is `setupHost`, written with or without the root's trailing
     /// dot (RFC 1034 §3.1): `larder.setup.` must not slip past to DNS either.
     static func names(_ host: String, _ setupHost: String) -> Bool {
-        host == setupHost || (host.utf8.last == UInt8(ascii: ".") && host.utf8.dropLast().elementsEqual(setupHost.utf8))
+        // Every proxied request asks: most hosts differ in length, which costs no byte compare.
+        let length = host.utf8.count
+        guard length == setupHost.utf8.count || length == setupHost.utf8.count + 1 else { return false }
+        return host == setupHost || (host.utf8.last == UInt8(ascii: ".") && host.utf8.dropLast().elementsEqual(setupHost.utf8))
     }
 
     private func send(_ response: SetupPage.Response) {

@@ -153,8 +153,8 @@ final class Fill: UpstreamTransferDelegate {
         sliceSize = runtime.config.cache.sliceSize
         admissionPolicy = runtime.config.cache.admission
         admissionMinBytes = runtime.config.cache.admissionMinBytes
-        staleIfErrorWindow = runtime.config.cache.staleIfError.totalSeconds
-        negativeTTL = runtime.config.cache.negativeTTL.totalSeconds
+        staleIfErrorWindow = runtime.staleIfError
+        negativeTTL = runtime.negativeTTL
     }
 
     /// Starts the upstream transfer.

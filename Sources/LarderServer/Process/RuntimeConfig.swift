@@ -18,6 +18,10 @@ public final class RuntimeConfig: Sendable {
     public let interceptor: TLSInterceptor?
     let headerTimeout: UInt64
     let idleTimeout: UInt64
+    /// `cache.negative_ttl` and `cache.stale_if_error` in seconds, read on every lookup and
+    /// fill (a `Duration`'s seconds are worked out through 128-bit arithmetic each time).
+    let negativeTTL: Double
+    let staleIfError: Double
 
     /// The key a GET for `url` is stored under: its route's (purges find an entry a route keyed
     /// its own way).
@@ -34,5 +38,7 @@ public final class RuntimeConfig: Sendable {
         self.generation = generation
         headerTimeout = config.proxy.headerTimeout.totalNanoseconds
         idleTimeout = config.proxy.idleTimeout.totalNanoseconds
+        negativeTTL = config.cache.negativeTTL.totalSeconds
+        staleIfError = config.cache.staleIfError.totalSeconds
     }
 }

@@ -108,7 +108,7 @@ extension ClientConnection {
                 let now = Clocks.wallSeconds()
                 let decision = CacheDecision.decide(
                     stored: stored, request: exchange.directives, policy: exchange.policy, ttl: exchange.route?.ttl?.totalSeconds,
-                    negativeTTL: exchange.runtime.config.cache.negativeTTL.totalSeconds, now: now,
+                    negativeTTL: exchange.runtime.negativeTTL, now: now,
                     offline: exchange.runtime.config.cache.offline)
                 switch decision {
                 case .serve, .serveStale:

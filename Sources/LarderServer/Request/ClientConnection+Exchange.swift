@@ -139,7 +139,7 @@ extension ClientConnection {
         let now = Clocks.wallSeconds()
         let decision = CacheDecision.decide(
             stored: stored, request: exchange.directives, policy: exchange.policy,
-            ttl: exchange.route?.ttl?.totalSeconds, negativeTTL: config.cache.negativeTTL.totalSeconds, now: now, offline: offline)
+            ttl: exchange.route?.ttl?.totalSeconds, negativeTTL: exchange.runtime.negativeTTL, now: now, offline: offline)
         switch decision {
         case .serve:
             serveFromCache(stored!, exchange: exchange, stale: false, now: now)
@@ -214,7 +214,7 @@ extension ClientConnection {
             // RFC 9211 §2.2: the remaining freshness as this cache judges it; under cache_first
             // that is the route's ttl for a success, not the origin's (a negative ttl would say
             // "stale"), and at most cache.negative_ttl for anything else.
-            var lifetime = CacheDecision.lifetime(of: stored, negativeTTL: exchange.runtime.config.cache.negativeTTL.totalSeconds)
+            var lifetime = CacheDecision.lifetime(of: stored, negativeTTL: exchange.runtime.negativeTTL)
             if exchange.policy == .cacheFirst, CacheDecision.isSuccess(stored.status), let ttl = exchange.route?.ttl?.totalSeconds {
                 lifetime = ttl
             }
