@@ -125,6 +125,12 @@ import Testing
             #expect(written.help == entry.help, "\(entry.name): the file says \(written.help)")
             #expect(!entry.help.isEmpty, "\(entry.name) has no help")
         }
+        // A key taking one of a few words names each in its help: a word added to the enum
+        // and left out of the file fails here.
+        for entry in keys {
+            guard case .choice(let words) = entry.type else { continue }
+            #expect(words.allSatisfy { entry.help.contains($0) }, "\(entry.name): \(words) in \(entry.help)")
+        }
         // The help of cache.presets names every preset, as the decoder's error does.
         let presets = try #require(ConfigKeyTable.entries.first { $0.name == "cache.presets" }).help
         #expect(Preset.allCases.allSatisfy { presets.contains($0.rawValue) }, "\(presets)")
