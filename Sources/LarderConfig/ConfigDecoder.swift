@@ -54,10 +54,8 @@ struct ConfigDecoder {
 
     /// `[retry]`'s keys, which a `[route.retry]` table takes too.
     static let retryKeys = schema.first { $0.section == "retry" }?.keys ?? []
-    static let routeKeys = [
-        "match", "methods", "policy", "ttl", "dedup", "timeout", "min_rate", "idempotent", "parent", "key", "ignore_query", "immutable",
-        "digest",
-    ]
+    /// A `[[route]]` table's keys: the table's `route.` entries.
+    static let routeKeys = ConfigKeyTable.entries.filter { $0.name.hasPrefix("route.") }.map { String($0.name.dropFirst("route.".count)) }
 
     mutating func decode(_ document: ConfigDocument) -> Config {
         var config = Config()

@@ -84,6 +84,92 @@ import Testing
         #expect(routeExamples.subtracting(retryKeys) == routeKeys, "route keys without an example: \(routeKeys.subtracting(routeExamples))")
     }
 
+    /// config/larder.toml writes each key's default as the table has it, and the table's help
+    /// is the file's comment for the key: the one after the value with its continuation lines,
+    /// or for a key without one, the comment lines just above it.
+    @Test func theDocumentedDefaultsFileWritesEachKeysDefaultAndHelpFromTheTable() throws {
+        let text = try String(contentsOfFile: Self.root + "/config/larder.toml", encoding: .utf8)
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        var section = ""
+        var above: [String] = []
+        var documented: [String: (value: String, help: String)] = [:]
+        for (index, line) in lines.enumerated() {
+            if line.hasPrefix("[") && !line.hasPrefix("[[") {
+                section = String(line.dropFirst().prefix { $0 != "]" })
+                above = []
+            } else if line.hasPrefix("# ") {
+                above.append(String(line.dropFirst(2)))
+            } else if let equals = line.range(of: " = "), !line.hasPrefix(" "), !section.isEmpty {
+                let rest = line[equals.upperBound...]
+                var help: [String] = []
+                var value = rest.trimmingCharacters(in: .whitespaces)
+                if let comment = rest.range(of: #"\s+# "#, options: .regularExpression) {
+                    value = String(rest[..<comment.lowerBound])
+                    help.append(String(rest[comment.upperBound...]))
+                }
+                for next in lines[(index + 1)...] {
+                    guard let mark = next.range(of: #"^ +# "#, options: .regularExpression) else { break }
+                    help.append(String(next[mark.upperBound...]))
+                }
+                documented[section + "." + line[..<equals.lowerBound]] = (value, (help.isEmpty ? above : help).joined(separator: " "))
+                above = []
+            } else if line.isEmpty {
+                above = []
+            }
+        }
+        let keys = ConfigKeyTable.entries.filter { !$0.name.hasPrefix("route.") }
+        #expect(documented.count == keys.count, "keys in the file: \(documented.count)")
+        for entry in keys {
+            let written = try #require(documented[entry.name], "\(entry.name) is not in the file")
+            #expect(written.value == entry.defaultValue, "\(entry.name): the file writes \(written.value)")
+            #expect(written.help == entry.help, "\(entry.name): the file says \(written.help)")
+            #expect(!entry.help.isEmpty, "\(entry.name) has no help")
+        }
+        // A key taking one of a few words names each in its help: a word added to the enum
+        // and left out of the file fails here.
+        for entry in keys {
+            guard case .choice(let words) = entry.type else { continue }
+            #expect(words.allSatisfy { entry.help.contains($0) }, "\(entry.name): \(words) in \(entry.help)")
+        }
+        // The help of cache.presets names every preset, as the decoder's error does.
+        let presets = try #require(ConfigKeyTable.entries.first { $0.name == "cache.presets" }).help
+        #expect(Preset.allCases.allSatisfy { presets.contains($0.rawValue) }, "\(presets)")
+        for entry in ConfigKeyTable.entries where entry.name.hasPrefix("route.") {
+            #expect(entry.defaultValue.isEmpty && !entry.help.isEmpty, "\(entry.name)")
+        }
+    }
+
+    /// Each key's type admits its default as the file writes it, and the decoder refuses a
+    /// value of another kind for the key (a boolean, or a number for a boolean key).
+    @Test func eachKeysTypeAdmitsItsDefaultAndTheDecoderRefusesAnotherKind() throws {
+        for entry in ConfigKeyTable.entries {
+            let section = String(entry.name.prefix { $0 != "." })
+            let key = entry.name.dropFirst(section.count + 1)
+            let header = section == "route" ? "[[route]]\nmatch = \"http://example.org/*\"\n" : "[\(section)]\n"
+            if section != "route" {
+                let parsed = ConfigParser.parse(header + "\(key) = \(entry.defaultValue)\n", file: "t.toml")
+                let value = try #require(parsed.document.tables.first?.entries.first?.value, "\(entry.name)")
+                #expect(parsed.errors.isEmpty && entry.type.admits(value.kind), "\(entry.name) = \(entry.defaultValue) as \(entry.type)")
+            }
+            guard key != "match" else { continue }
+            let wrong: String
+            switch entry.type {
+            case .bool, .boolOrAuto: wrong = "5"
+            default: wrong = "true"
+            }
+            let parsedWrong = ConfigParser.parse(header + "\(key) = \(wrong)\n", file: "t.toml")
+            let wrongValue =
+                section == "route"
+                ? parsedWrong.document.arrays.first?.elements.first?.entries.last?.value
+                : parsedWrong.document.tables.first?.entries.first?.value
+            #expect(wrongValue.map { !entry.type.admits($0.kind) } == true, "\(entry.name) admits \(wrong)")
+            guard case .failure = ConfigLoader.parse(header + "\(key) = \(wrong)\n", file: "t.toml") else {
+                Issue.record("\(entry.name) = \(wrong) decodes, yet its type is \(entry.type)")
+                continue
+            }
+        }
+    }
+
     /// The decoder takes its sections and keys from the table: a key the table lacks is
     /// refused, and every key the table has is decoded (none falls to "is not handled").
     @Test func theDecoderAcceptsExactlyTheTablesKeys() throws {

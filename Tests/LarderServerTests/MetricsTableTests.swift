@@ -95,6 +95,40 @@ import Testing
         }
     }
 
+    /// Each ``Counter`` moves exactly the `/metrics` row it declares, and reads back from the
+    /// `/stats` field it declares.
+    @Test func eachCounterMovesTheSeriesAndFieldItDeclares() {
+        let rows = MetricsTable.rows
+        for counter in Counter.allCases {
+            let stats = Statistics()
+            let before = rows.map { $0.value(StatsDocument(counters: stats)) }
+            stats[counter].add(7)
+            let document = StatsDocument(counters: stats)
+            let after = rows.map { $0.value(document) }
+            let moved = rows.indices.filter { before[$0] != after[$0] }
+            let declared = counter.declaration
+            #expect(moved.count == 1, "\(counter) moves \(moved.count) rows")
+            #expect(
+                moved.allSatisfy { rows[$0].name == declared.name && rows[$0].labels.elementsEqual(declared.labels, by: ==) },
+                "\(counter) moves another series: \(moved.map { rows[$0].name })")
+            #expect(counter.read(document) == 7, "\(counter)")
+        }
+    }
+
+    /// README.md's metric list names every series of the table.
+    @Test func theReadmeNamesEverySeries() throws {
+        var parts = #filePath.split(separator: "/", omittingEmptySubsequences: false)
+        parts.removeLast(3)
+        let readme = try String(contentsOfFile: parts.joined(separator: "/") + "/README.md", encoding: .utf8)
+        let listed = Set(
+            readme.split(separator: "\n").filter { $0.hasPrefix("| `larder_") }.flatMap { line in
+                line.split(separator: "`").filter { $0.hasPrefix("larder_") }.map { String($0.prefix { $0 != "{" }) }
+            })
+        let missing = Set(MetricsTable.rows.map(\.name)).subtracting(listed)
+        #expect(listed.count > 40, "the list was read: \(listed.count)")
+        #expect(missing.isEmpty, "series README.md does not list: \(missing.sorted())")
+    }
+
     /// The outcomes counted apart inside TLS sessions are the proxied ones, each its own counter.
     @Test func interceptedRequestsAreCountedByProxiedOutcome() {
         let stats = Statistics()

@@ -62,7 +62,7 @@ extension ClientConnection {
             answerKeyPurge(CacheKey(normalized: key))
         case .purgeURL(let url):
             let purged = proxy.shared.cache.purge(exchange.runtime.key(for: url))
-            proxy.shared.stats.invalidations.add(purged ? 1 : 0)
+            proxy.shared.stats[.invalidations].add(purged ? 1 : 0)
             proxy.logger.notice("purged", metadata: ["url": "\(proxy.loggable(url.description))", "found": "\(purged)"])
             respondAdmin(.json(Array("{\"url\":\(JSON.string(url.description)),\"purged\":\(purged)}\n".utf8)))
         case .listCache(let prefix, let limit):

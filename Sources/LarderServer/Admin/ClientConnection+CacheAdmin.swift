@@ -64,7 +64,7 @@ extension ClientConnection {
     /// `sha256:…`), whichever URLs it serves.
     func answerKeyPurge(_ key: CacheKey) {
         let purged = proxy.shared.cache.purge(key)
-        proxy.shared.stats.invalidations.add(purged ? 1 : 0)
+        proxy.shared.stats[.invalidations].add(purged ? 1 : 0)
         proxy.logger.notice("purged", metadata: ["key": "\(proxy.loggable(key.url))", "found": "\(purged)"])
         respondAdmin(.json(Array("{\"key\":\(JSON.string(key.url)),\"purged\":\(purged)}\n".utf8)))
     }
@@ -77,7 +77,7 @@ extension ClientConnection {
             guard let json = try? listing.json() else { return respondAdmin(500, text: "the listing could not be encoded") }
             respondAdmin(.json(json))
         case .banned(let count, let pattern, let scope, let startNanos):
-            proxy.shared.stats.invalidations.add(count)
+            proxy.shared.stats[.invalidations].add(count)
             let indexComplete = proxy.shared.cache.isIndexComplete
             proxy.logger.notice(
                 "banned",

@@ -6,7 +6,7 @@ import LarderIO
 /// so it is never forwarded upstream (see ``HopByHop``).
 extension ClientConnection {
     func refuseAuthentication(_ reason: String, exchange: Exchange) {
-        proxy.shared.stats.authFailures.add(1)
+        proxy.shared.stats[.authFailures].add(1)
         let hadCredentials = exchange.head.headers.contains("Proxy-Authorization")
         if hadCredentials {
             // Missing credentials are the normal first step of every client; wrong ones are worth a line.

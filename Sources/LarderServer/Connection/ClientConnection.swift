@@ -206,7 +206,7 @@ final class ClientConnection: IOHandler {
                 do {
                     outcome = try parser.parse(inbound.readable)
                 } catch {
-                    proxy.shared.stats.badRequests.add(1)
+                    proxy.shared.stats[.badRequests].add(1)
                     proxy.logger.notice(
                         "rejected request", metadata: ["client": "\(peer?.description ?? "-")", "reason": "\(error.reason)"])
                     rejectAndClose(error)
@@ -510,7 +510,7 @@ final class ClientConnection: IOHandler {
                 now &- exchange.waitStart >= exchangeRuntime.config.coalesce.waitTimeout.totalNanoseconds
             {
                 exchange.fill?.detach(self)
-                proxy.shared.stats.waitersTimedOut.add(1)
+                proxy.shared.stats[.waitersTimedOut].add(1)
                 if exchange.slices != nil {
                     // The slice is fetched alone.
                     exchange.fill = nil

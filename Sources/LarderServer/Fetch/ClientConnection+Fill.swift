@@ -310,7 +310,7 @@ extension ClientConnection: FillReader {
         if error.kind == .forbidden {
             // As for a refusal by spelling: the connection closes after the 403.
             exchange.keepAlive = false
-            proxy.shared.stats.destinationsRefused.add(1)
+            proxy.shared.stats[.destinationsRefused].add(1)
             proxy.logger.notice(
                 "refused a destination",
                 metadata: [

@@ -96,7 +96,7 @@ extension ClientConnection: RequestBodySource {
             }
             if !exchange.headSent { exchange.cacheStatus.collapsed = true }
             exchange.waitStart = proxy.loop.now
-            proxy.shared.stats.requestsCoalesced.add(1)
+            proxy.shared.stats[.requestsCoalesced].add(1)
             fill.attach(self, requestHeaders: exchange.head.headers)
             return
         case .elsewhere(let owner, let key):
@@ -176,7 +176,7 @@ extension ClientConnection: RequestBodySource {
             options: options, runtime: exchange.runtime, proxy: proxy)
         _ = proxy.coalescer.claimOrFindOtherLoop(key)  // as before: a refresh runs wherever it started
         proxy.coalescer.register(fill)
-        proxy.shared.stats.backgroundRefreshes.add(1)
+        proxy.shared.stats[.backgroundRefreshes].add(1)
         fill.start()
     }
 

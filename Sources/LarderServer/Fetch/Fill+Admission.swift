@@ -14,7 +14,7 @@ extension Fill {
         let updated = validating.freshened(by: notModified.headers, requestTime: requestTime, responseTime: responseTime)
         proxy.shared.cache.refresh(updated, promoting: true)
         refreshed = updated
-        proxy.shared.stats.revalidated.add(1)
+        proxy.shared.stats[.revalidated].add(1)
         var index = 1
         while index < readers.count {
             if VaryMatcher.matches(updated, request: readers[index].requestHeaders) {
@@ -58,7 +58,7 @@ extension Fill {
             if route?.immutable != true { keys.append(CacheKey(url)) }
         }
         for key in keys { proxy.shared.cache.purge(key) }
-        proxy.shared.stats.invalidations.add(keys.count)
+        proxy.shared.stats[.invalidations].add(keys.count)
     }
 
     /// What the admission needs to know about the request this fill sent, answered `status`.

@@ -43,12 +43,12 @@ extension Fill {
         case .failOver:
             parentIndex += 1
             retryLog.append(("parent", 0))
-            proxy.shared.stats.parentFailovers.add(1)
+            proxy.shared.stats[.parentFailovers].add(1)
             resendNextTurn()
         case .resendOnFreshConnection:
             freeAttempts += 1
             request.freshConnection = true
-            proxy.shared.stats.deadConnectionRetries.add(1)
+            proxy.shared.stats[.deadConnectionRetries].add(1)
             resendNextTurn()
         case .retry(let reason, let delay):
             guard spendRetryBudget(reason) else { return false }

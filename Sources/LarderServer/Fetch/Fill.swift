@@ -159,14 +159,14 @@ final class Fill: UpstreamTransferDelegate {
 
     /// Starts the upstream transfer.
     func start() {
-        proxy.shared.stats.fillsStarted.add(1)
+        proxy.shared.stats[.fillsStarted].add(1)
         proxy.shared.retryBudget.recordRequest()
         attempt()
     }
 
     func attempt() {
         attempts += 1
-        proxy.shared.stats.upstreamRequests.add(1)
+        proxy.shared.stats[.upstreamRequests].add(1)
         if let parent = currentParent {
             request.parentProxy = parent.url
             proxy.shared.parentHealth.recordAttempt(parent)
@@ -252,7 +252,7 @@ final class Fill: UpstreamTransferDelegate {
 
     func release(at index: Int, reason: FillRelease) {
         let entry = readers.remove(at: index)
-        proxy.shared.stats.waitersReleased.add(1)
+        proxy.shared.stats[.waitersReleased].add(1)
         let reader = entry.reader
         proxy.loop.enqueueDeferred { [self] in reader.fillReleased(self, reason: reason) }
     }
@@ -469,7 +469,7 @@ final class Fill: UpstreamTransferDelegate {
             staleAnswer = options.fallback
             // An error status from the origin, not a failure to reach it.
             staleCause = .upstream
-            proxy.shared.stats.staleServedOnError.add(1)
+            proxy.shared.stats[.staleServedOnError].add(1)
             cancel(reason: "answered from a stale copy")
             outcome = .success(())
             scheduleNotify()
@@ -513,7 +513,7 @@ final class Fill: UpstreamTransferDelegate {
         chunks.append(chunk)
         chunkStarts.append(received)
         received += bytes.count
-        proxy.shared.stats.bytesFromUpstream.add(bytes.count)
+        proxy.shared.stats[.bytesFromUpstream].add(bytes.count)
         if case .pending(let digest) = digestCheck { digest.update(bytes) }
         if sink.append(chunk, received: received, chunks: chunks) {
             // Unknown length that outgrew what is kept whole: it streams to disk from here on.
@@ -548,7 +548,7 @@ final class Fill: UpstreamTransferDelegate {
             }
         case .failure(let error):
             if head == nil, tryAgain(after: error) { return }
-            proxy.shared.stats.upstreamFailures.add(1)
+            proxy.shared.stats[.upstreamFailures].add(1)
             proxy.shared.stats.countFinalFailure(error.kind.rawValue)
             outcome = .failure(error)
             if head == nil, error.kind != .forbidden, let fallback = options.fallback,
@@ -558,7 +558,7 @@ final class Fill: UpstreamTransferDelegate {
             {
                 staleAnswer = fallback
                 staleCause = FailureCause(error)
-                proxy.shared.stats.staleServedOnError.add(1)
+                proxy.shared.stats[.staleServedOnError].add(1)
                 outcome = .success(())
             }
         }

@@ -90,7 +90,7 @@ final class ProxyLoop {
         accessLog = AccessLog(loop: loop, fd: shared.accessLogFile.fd, enabled: runtime.config.log.access)
         coalescer = Coalescer(loop: loop, registry: shared.fills.isActive ? shared.fills : nil)
         diskStores = DiskStoreQueue(cache: shared.cache, loop: loop)
-        loop.busyPollCounters = (shared.stats.busyPollsCaught, shared.stats.busyPollsExpired)
+        loop.busyPollCounters = (shared.stats[.busyPollsCaught], shared.stats[.busyPollsExpired])
         upstream.idleConnectionClosed = { [shared] reason, origin in
             shared.stats.idleUpstreamClosed[reason.rawValue]?.add(1)
             // Bytes on an idle plain-HTTP connection are the origin's fault; a close, or a TLS
@@ -215,7 +215,7 @@ final class ProxyLoop {
             guard let connection = connections[entry.id], connection.isEvictable(stamp: entry.stamp),
                 !connection.isFlushingWhileIdle
             else { continue }
-            shared.stats.evictedIdleConnections.add(1)
+            shared.stats[.evictedIdleConnections].add(1)
             connection.close()
             return true
         }
@@ -236,7 +236,7 @@ final class ProxyLoop {
                     requeued.append(entry)
                     continue
                 }
-                shared.stats.evictedIdleConnections.add(1)
+                shared.stats[.evictedIdleConnections].add(1)
                 connection.close()
                 compactIdleQueue()
                 return true
@@ -269,7 +269,7 @@ final class ProxyLoop {
     /// Proxy and admin connections are counted apart: max_connections is about clients, and
     /// an operator's stats call must not take a client's place (or be refused for one).
     private func counter(for kind: Listener.Kind) -> AtomicCounter {
-        kind == .proxy ? shared.stats.activeConnections : shared.stats.adminConnections
+        kind == .proxy ? shared.stats[.activeConnections] : shared.stats[.adminConnections]
     }
 
     /// A connection whose socket became a tunnel's (counted until the tunnel closes) or moved
@@ -292,7 +292,7 @@ final class ProxyLoop {
 
     func tunnelClosed(_ tunnel: Tunnel) {
         if tunnels.removeValue(forKey: ObjectIdentifier(tunnel)) != nil {
-            shared.stats.activeConnections.subtract(1)
+            shared.stats[.activeConnections].subtract(1)
         }
     }
 

@@ -182,7 +182,7 @@ public final class Server: Sendable {
         let ratio = served > 0 ? Double(fromCache) * 100 / Double(served) : 0
         let memory = shared.cache.memoryStatistics
         let disk = shared.cache.diskStatistics?.figures
-        return "\(stats.activeConnections.load()) connections, \(served) requests, "
+        return "\(stats[.activeConnections].load()) connections, \(served) requests, "
             + "\(Int(ratio.rounded()))% from cache, memory \(Units.format(bytes: Int64(memory.bytes / 1024 * 1024))) "
             + "in \(memory.entries) entries, disk \(disk.map { "\($0.entries) entries" } ?? "off")"
     }
@@ -247,12 +247,12 @@ public final class Server: Sendable {
     public func shutdown(drainTimeout timeout: Duration) {
         guard let draining = move(.drainRequested(now: Clocks.monotonicNanos(), timeout: timeout.totalNanoseconds))
         else { return }
-        Systemd.notify("STOPPING=1\nSTATUS=draining \(shared.stats.activeConnections.load()) connections")
+        Systemd.notify("STOPPING=1\nSTATUS=draining \(shared.stats[.activeConnections].load()) connections")
         let handles = loops.withLock { $0 }
         for handle in handles {
             handle.execute { loop in (loop.context as? ProxyLoop)?.beginDraining(draining) }
         }
-        while shared.stats.activeConnections.load() > 0, !draining.drainExpired(now: Clocks.monotonicNanos()) {
+        while shared.stats[.activeConnections].load() > 0, !draining.drainExpired(now: Clocks.monotonicNanos()) {
             usleep(20_000)
         }
         let done = DispatchSemaphore(value: 0)

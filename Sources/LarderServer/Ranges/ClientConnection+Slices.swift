@@ -413,7 +413,7 @@ extension ClientConnection {
         case .memoryFile(let file, _):
             queueBody(file: file, offset: Int64(offset), count: count, exchange: exchange)
         }
-        proxy.shared.stats.bytesFromCache.add(count)
+        proxy.shared.stats[.bytesFromCache].add(count)
     }
 
     /// Every byte of the answer is queued.
@@ -448,7 +448,7 @@ extension ClientConnection {
         let count = (length + size - 1) / size
         for index in 0..<count where index != keeping { proxy.shared.cache.purge(key.slice(index)) }
         proxy.shared.cache.purge(key)
-        proxy.shared.stats.invalidations.add(count)
+        proxy.shared.stats[.invalidations].add(count)
         proxy.logger.notice(
             "dropped the slices of a changed object", metadata: ["key": "\(proxy.loggable(key.url))", "slices": "\(count)"])
     }

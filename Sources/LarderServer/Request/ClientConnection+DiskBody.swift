@@ -39,7 +39,7 @@ extension ClientConnection {
         let part = stream.take(block: block, count: bytes.count)
         exchange.diskBody = stream
         queueBody(bytes, from: part.offset, count: part.count, exchange: exchange)
-        proxy.shared.stats.bytesFromCache.add(part.count)
+        proxy.shared.stats[.bytesFromCache].add(part.count)
         if stream.isDone {
             exchange.diskBody = nil
             switch stream.then {

@@ -26,7 +26,7 @@ extension ClientConnection {
         case .success(let found):
             framing = found
         case .failure(let error):
-            proxy.shared.stats.badRequests.add(1)
+            proxy.shared.stats[.badRequests].add(1)
             rejectAndClose(error)
             return
         }

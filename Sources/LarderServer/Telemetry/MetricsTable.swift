@@ -45,12 +45,10 @@ enum MetricsTable {
                     [("class", name)]
                 ) { $0.responses?[name] ?? 0 })
         }
-        rows.append(.init(.counter, "larder_upstream_requests_total", "Requests sent upstream (every attempt).") { $0.upstream.requests })
-        rows.append(
-            .init(
-                .counter, "larder_upstream_errors_total",
-                "Upstream exchanges that failed for good without a usable response (DNS, connect, timeout, reset, TLS...)."
-            ) { $0.upstream.errors ?? 0 })
+        for counter in Counter.allCases {
+            let declared = counter.declaration
+            rows.append(.init(declared.kind, declared.name, declared.help, declared.labels) { counter.read($0) })
+        }
         for reason in RetryPolicy.Reason.allCases.map(\.rawValue) {
             rows.append(
                 .init(
@@ -77,37 +75,6 @@ enum MetricsTable {
             .init(.counter, "larder_retry_budget_exhausted_total", "Retries refused because the retry budget was spent.") {
                 $0.upstream.retryBudgetExhausted
             },
-            .init(.counter, "larder_fills_total", "Upstream fetches started for clients.") { $0.coalescing.fills },
-            .init(.counter, "larder_coalesced_requests_total", "Requests that attached to another request's upstream fetch.") {
-                $0.coalescing.coalesced
-            },
-            .init(
-                .counter, "larder_coalesce_moved_total", "Requests moved to the event loop already fetching their URL, to share its fetch."
-            ) {
-                $0.coalescing.moved
-            },
-            .init(.counter, "larder_coalesce_released_total", "Waiting requests released from a fetch they may not share.") {
-                $0.coalescing.released
-            },
-            .init(.counter, "larder_coalesce_timeouts_total", "Waiting requests that gave up waiting (coalesce.wait_timeout).") {
-                $0.coalescing.timedOut
-            },
-            .init(.counter, "larder_revalidations_total", "Stored responses confirmed by the origin (304 or matching HEAD).") {
-                $0.upstream.revalidated
-            },
-            .init(.counter, "larder_stale_if_error_total", "Stale responses served because the origin failed.") {
-                $0.upstream.staleIfError
-            },
-            .init(.counter, "larder_background_refreshes_total", "Revalidations started in the background after serving stale.") {
-                $0.upstream.backgroundRefreshes
-            },
-            .init(.counter, "larder_invalidations_total", "Stored URLs invalidated by unsafe requests or purges.") { $0.invalidations },
-            .init(.counter, "larder_bytes_served_total", "Body bytes sent to clients, by source.", [("source", "cache")]) {
-                $0.bytes.fromCache
-            },
-            .init(.counter, "larder_bytes_served_total", "Body bytes sent to clients, by source.", [("source", "upstream")]) {
-                $0.bytes.fromUpstream
-            },
             .init(.gauge, "larder_cache_bytes", "Bytes held by a cache tier.", [("tier", "memory")]) { $0.memory.bytes },
             .init(.gauge, "larder_cache_entries", "Entries held by a cache tier.", [("tier", "memory")]) { $0.memory.entries },
             .init(
@@ -128,12 +95,6 @@ enum MetricsTable {
             ) {
                 $0.admissionsDeferred ?? 0
             },
-            .init(
-                .counter, "larder_digest_mismatches_total",
-                "Bodies that did not hash to the digest their URL names (never stored, never served whole)."
-            ) {
-                $0.digestMismatches ?? 0
-            },
             .init(.gauge, "larder_memory_files", "Anonymous memory files holding large memory-tier bodies (one descriptor each).") {
                 $0.memory.files
             },
@@ -152,50 +113,6 @@ enum MetricsTable {
             .init(.gauge, "larder_disk_degraded", "1 while the disk tier refuses writes after an error, or could not be set up.") {
                 $0.disk?.degraded ?? true ? 1 : 0
             },
-            .init(.gauge, "larder_connections_active", "Open client connections.") { $0.connections.active },
-            .init(.gauge, "larder_admin_connections_active", "Open admin connections (dashboards, scrapes, the CLI).") {
-                $0.connections.admin ?? 0
-            },
-            .init(.counter, "larder_connections_accepted_total", "Client connections accepted.") { $0.connections.accepted },
-            .init(.counter, "larder_connections_rejected_total", "Client connections refused (ACL, max_connections).") {
-                $0.connections.rejected
-            },
-            .init(.counter, "larder_connections_evicted_total", "Idle client connections closed to admit new ones at max_connections.") {
-                $0.connections.evictedIdle
-            },
-            .init(.counter, "larder_bad_requests_total", "Requests rejected as malformed.") { $0.refused.badRequests },
-            .init(
-                .counter, "larder_upstream_dead_connection_retries_total",
-                "Requests sent again at once on a new connection after a pooled keep-alive connection turned out dead (not policy retries)."
-            ) {
-                $0.upstream.deadConnectionRetries
-            },
-            .init(.counter, "larder_destinations_refused_total", "Requests and tunnels refused by the destination policy (403).") {
-                $0.refused.destinations
-            },
-            .init(
-                .counter, "larder_busy_polls_total",
-                "Event-loop busy polls (proxy.busy_poll), by whether an event arrived or the loop slept.",
-                [("outcome", "caught")]
-            ) { $0.busyPoll.caught },
-            .init(
-                .counter, "larder_busy_polls_total",
-                "Event-loop busy polls (proxy.busy_poll), by whether an event arrived or the loop slept.",
-                [("outcome", "expired")]
-            ) { $0.busyPoll.expired },
-            .init(.counter, "larder_tunnel_bytes_total", "Bytes relayed through CONNECT tunnels.", [("direction", "client_to_server")]) {
-                $0.tunnels.bytesUp
-            },
-            .init(.counter, "larder_tunnel_bytes_total", "Bytes relayed through CONNECT tunnels.", [("direction", "server_to_client")]) {
-                $0.tunnels.bytesDown
-            },
-            .init(.counter, "larder_tunnels_total", "CONNECT tunnels opened.") { $0.tunnels.opened },
-            .init(.counter, "larder_proxy_auth_failures_total", "Requests refused for missing or wrong proxy credentials.") {
-                $0.refused.proxyAuth
-            },
-            .init(.counter, "larder_parent_failovers_total", "Requests sent to the next parent proxy after one could not be reached.") {
-                $0.parentFailovers
-            },
             .init(.gauge, "larder_workers", "Event loops serving (proxy.workers).") { $0.workers },
             .init(.counter, "larder_tls_certificates_minted_total", "Certificates the local CA minted for intercepted hosts.") {
                 $0.tls.certificatesMinted
@@ -204,18 +121,6 @@ enum MetricsTable {
                 .counter, "larder_tls_certificate_cache_hits_total", "Intercepted handshakes that reused a certificate minted before."
             ) {
                 $0.tls.certificateCacheHits
-            },
-            .init(
-                .counter, "larder_tls_spliced_tunnels_total",
-                "CONNECTs to an intercepted host tunnelled blind because its clients kept refusing the handshake."
-            ) {
-                $0.tls.splicedTunnels
-            },
-            .init(
-                .counter, "larder_tls_kernel_sessions_total",
-                "Intercepted TLS sessions whose sending the kernel encrypts (kTLS; file bodies zero-copy)."
-            ) {
-                $0.tls.kernelSessions
             },
             .init(
                 .gauge, "larder_tls_spliced_hosts",

@@ -34,66 +34,19 @@ public enum RequestOutcome: String, Sendable, CaseIterable {
     public static let fromCache: [RequestOutcome] = proxied.filter(\.isFromCache)
 }
 
-/// Daemon-wide counters, declared once here (Varnish style). Relaxed atomics: each counter is
-/// independent and only ever read for reporting.
+/// Daemon-wide counters: the single-valued ones declared once in ``Counter``, the families by
+/// their label's enum here. Relaxed atomics: each counter is independent and only ever read
+/// for reporting.
 ///
 /// State: every field is an `Atomic`; any thread may update or read.
 public final class Statistics: Sendable {
     private let outcomes: [AtomicCounter]
-    public let upstreamRequests = AtomicCounter()
-    /// Upstream exchanges that failed for good without a usable response (an ``UpstreamError``,
-    /// not a 5xx or 429 status), even when a stale copy was then served.
-    public let upstreamFailures = AtomicCounter()
-    public let bytesFromCache = AtomicCounter()
-    public let bytesFromUpstream = AtomicCounter()
-    public let activeConnections = AtomicCounter()
-    /// Open admin connections (not counted in `activeConnections` or max_connections).
-    public let adminConnections = AtomicCounter()
-    public let acceptedConnections = AtomicCounter()
-    public let rejectedConnections = AtomicCounter()
-    /// Idle connections closed to make room for a new one at max_connections.
-    public let evictedIdleConnections = AtomicCounter()
-    public let badRequests = AtomicCounter()
-    /// Requests and tunnels refused by the destination policy (403).
-    public let destinationsRefused = AtomicCounter()
-    /// Busy polls of the event loops (`proxy.busy_poll`) that caught an event, and those that
-    /// ran out and let the loop sleep: how often the polling paid for itself.
-    public let busyPollsCaught = AtomicCounter()
-    public let busyPollsExpired = AtomicCounter()
-    /// Upstream fetches started for clients (coalesced requests do not start one).
-    public let fillsStarted = AtomicCounter()
-    /// Clients that attached to a fill another client started.
-    public let requestsCoalesced = AtomicCounter()
-    /// Connections moved to the loop fetching what their request needs (several loops only).
-    public let connectionsMoved = AtomicCounter()
-    /// Clients released from a fill whose response they may not share.
-    public let waitersReleased = AtomicCounter()
-    /// Clients that waited longer than coalesce.wait_timeout and went on alone.
-    public let waitersTimedOut = AtomicCounter()
-    /// Stored responses confirmed by a 304 (or a matching HEAD).
-    public let revalidated = AtomicCounter()
-    /// Revalidations started in the background after serving a stale copy.
-    public let backgroundRefreshes = AtomicCounter()
-    /// Stale responses served because the origin failed (stale-if-error).
-    public let staleServedOnError = AtomicCounter()
-    /// Stored URLs invalidated by unsafe requests (RFC 9111 §4.4) and purges.
-    public let invalidations = AtomicCounter()
-    /// Bodies on `digest` routes that did not hash to the digest their URL names.
-    public let digestMismatches = AtomicCounter()
-    /// CONNECT tunnels opened, and bytes relayed each way.
-    public let tunnelsOpened = AtomicCounter()
-    /// Requests sent again at once on a new connection after a pooled one turned out dead.
-    public let deadConnectionRetries = AtomicCounter()
+    /// One per ``Counter`` case, at its raw value.
+    private let counters: [AtomicCounter]
     /// Pooled upstream connections closed because bytes arrived, or the origin closed them,
     /// while they were idle, by ``IdleConnectionClose``.
     public let idleUpstreamClosed: [String: AtomicCounter] = Dictionary(
         uniqueKeysWithValues: IdleConnectionClose.allCases.map { ($0.rawValue, AtomicCounter()) })
-    /// Requests sent to the next parent proxy after one could not be reached.
-    public let parentFailovers = AtomicCounter()
-    public let tunnelBytesUp = AtomicCounter()
-    public let tunnelBytesDown = AtomicCounter()
-    /// Requests refused for missing or wrong Proxy-Authorization.
-    public let authFailures = AtomicCounter()
     /// Requests answered inside intercepted TLS sessions, by outcome (also in the totals).
     private let interceptedOutcomes: [AtomicCounter]
     /// Server handshakes with intercepted clients, by ``HandshakeOutcome``.
@@ -102,13 +55,6 @@ public final class Statistics: Sendable {
     private let statusClasses: [AtomicCounter]
     /// The labels of ``statusClasses``, as `/stats` and `/metrics` show them.
     public static let statusClassNames = ["1xx", "2xx", "3xx", "4xx", "5xx"]
-    /// CONNECTs to an intercepted host tunnelled blind because its clients kept rejecting the
-    /// handshake (`tls.splice_after_failures`).
-    public let splicedTunnels = AtomicCounter()
-    /// Intercepted sessions whose sending the kernel encrypts (kTLS): their file bodies go out
-    /// zero-copy with SSL_sendfile.
-    public let kernelSessions = AtomicCounter()
-
     /// How a server handshake with an intercepted client ended.
     public enum HandshakeOutcome: String, Sendable, CaseIterable {
         /// Completed: requests follow.
@@ -134,10 +80,15 @@ public final class Statistics: Sendable {
 
     public init() {
         outcomes = RequestOutcome.allCases.map { _ in AtomicCounter() }
+        counters = Counter.allCases.map { _ in AtomicCounter() }
         interceptedOutcomes = RequestOutcome.proxied.map { _ in AtomicCounter() }
         handshakes = HandshakeOutcome.allCases.map { _ in AtomicCounter() }
         statusClasses = Self.statusClassNames.map { _ in AtomicCounter() }
     }
+
+    /// The counter for `counter`: an index into an array, no lookup by name.
+    @inline(__always)
+    public subscript(_ counter: Counter) -> AtomicCounter { counters[counter.rawValue] }
 
     /// Counts a response's status under its class; a status outside 100...599 is not counted.
     func countStatus(_ status: Int) {

@@ -289,8 +289,9 @@ public struct StatsDocument: Codable, Sendable, Equatable {
 
 extension StatsDocument {
     /// The figures ``Statistics`` counts, and nothing else: zero tiers, no parents, hosts,
-    /// health or history. Every counter of ``Statistics`` reaches this document here, which
-    /// is what a unit test walks (each counter moves a ``MetricsTable`` row).
+    /// health or history. Every ``Counter`` is written to its declared field, and every family
+    /// of ``Statistics`` is read here, which is what a unit test walks (each counter moves a
+    /// ``MetricsTable`` row).
     init(counters stats: Statistics) {
         var requests: [String: Int] = [:]
         for outcome in RequestOutcome.allCases { requests[outcome.rawValue] = stats.value(outcome) }
@@ -303,36 +304,26 @@ extension StatsDocument {
         self.init(
             version: Version.larder, uptimeSeconds: 0, workers: 0, requests: requests,
             hitRatio: proxied > 0 ? Double(fromCache) / Double(proxied) : 0,
-            bytes: Bytes(fromCache: stats.bytesFromCache.load(), fromUpstream: stats.bytesFromUpstream.load()),
+            bytes: Bytes(fromCache: 0, fromUpstream: 0),
             memory: Memory(entries: 0, bytes: 0, maxBytes: 0, evictions: 0, files: 0), disk: nil,
-            coalescing: Coalescing(
-                fills: stats.fillsStarted.load(), coalesced: stats.requestsCoalesced.load(), moved: stats.connectionsMoved.load(),
-                released: stats.waitersReleased.load(), timedOut: stats.waitersTimedOut.load()),
+            coalescing: Coalescing(fills: 0, coalesced: 0, moved: 0, released: 0, timedOut: 0),
             upstream: Upstream(
-                requests: stats.upstreamRequests.load(), retries: retries, retriesTotal: retries.values.reduce(0, +),
-                failures: stats.finalFailures.mapValues { $0.load() }, retryBudgetExhausted: 0,
-                revalidated: stats.revalidated.load(), staleIfError: stats.staleServedOnError.load(),
-                backgroundRefreshes: stats.backgroundRefreshes.load(), deadConnectionRetries: stats.deadConnectionRetries.load(),
-                idleConnectionsClosed: stats.idleUpstreamClosed.mapValues { $0.load() }, errors: stats.upstreamFailures.load()),
-            invalidations: stats.invalidations.load(),
-            connections: Connections(
-                active: stats.activeConnections.load(), accepted: stats.acceptedConnections.load(),
-                rejected: stats.rejectedConnections.load(), evictedIdle: stats.evictedIdleConnections.load(),
-                admin: stats.adminConnections.load()),
-            refused: Refused(
-                badRequests: stats.badRequests.load(), destinations: stats.destinationsRefused.load(), proxyAuth: stats.authFailures.load()),
-            busyPoll: BusyPoll(caught: stats.busyPollsCaught.load(), expired: stats.busyPollsExpired.load()),
-            tunnels: Tunnels(
-                opened: stats.tunnelsOpened.load(), bytesUp: stats.tunnelBytesUp.load(), bytesDown: stats.tunnelBytesDown.load()),
-            parents: [], parentFailovers: stats.parentFailovers.load(), topHosts: [],
+                requests: 0, retries: retries, retriesTotal: retries.values.reduce(0, +),
+                failures: stats.finalFailures.mapValues { $0.load() }, retryBudgetExhausted: 0, revalidated: 0, staleIfError: 0,
+                backgroundRefreshes: 0, deadConnectionRetries: 0, idleConnectionsClosed: stats.idleUpstreamClosed.mapValues { $0.load() }),
+            invalidations: 0,
+            connections: Connections(active: 0, accepted: 0, rejected: 0, evictedIdle: 0),
+            refused: Refused(badRequests: 0, destinations: 0, proxyAuth: 0),
+            busyPoll: BusyPoll(caught: 0, expired: 0),
+            tunnels: Tunnels(opened: 0, bytesUp: 0, bytesDown: 0),
+            parents: [], parentFailovers: 0, topHosts: [],
             tls: TLS(
                 intercepting: false,
                 handshakes: Dictionary(uniqueKeysWithValues: Statistics.HandshakeOutcome.allCases.map { ($0.rawValue, stats.value($0)) }),
-                certificatesMinted: 0, certificateCacheHits: 0, requests: intercepted, splicedTunnels: stats.splicedTunnels.load(),
-                splicedHosts: 0, bodyPath: stats.kernelSessions.load() > 0 ? "ktls" : "copy", kernelSessions: stats.kernelSessions.load(),
-                failingHosts: []),
-            responses: Dictionary(uniqueKeysWithValues: Statistics.statusClassNames.map { ($0, stats.responses($0)) }),
-            digestMismatches: stats.digestMismatches.load())
+                certificatesMinted: 0, certificateCacheHits: 0, requests: intercepted, splicedTunnels: 0, splicedHosts: 0,
+                bodyPath: stats[.kernelSessions].load() > 0 ? "ktls" : "copy", kernelSessions: 0, failingHosts: []),
+            responses: Dictionary(uniqueKeysWithValues: Statistics.statusClassNames.map { ($0, stats.responses($0)) }))
+        for counter in Counter.allCases { counter.write(stats[counter].load(), into: &self) }
     }
 
     /// The document for the running daemon now: the counters, then what their owners hold

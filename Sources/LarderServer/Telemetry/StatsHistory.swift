@@ -44,8 +44,8 @@ final class StatsHistory: Sendable {
         var requests: [String: Int] = [:]
         for outcome in RequestOutcome.allCases where outcome != .admin { requests[outcome.rawValue] = stats.value(outcome) }
         let sample = Sample(
-            uptime: uptime, requests: requests, bytesFromCache: stats.bytesFromCache.load(),
-            bytesFromUpstream: stats.bytesFromUpstream.load())
+            uptime: uptime, requests: requests, bytesFromCache: stats[.bytesFromCache].load(),
+            bytesFromUpstream: stats[.bytesFromUpstream].load())
         ring.withLock { $0.append(sample) }
     }
 

@@ -25,7 +25,7 @@ extension ClientConnection {
         let lower = host.lowercased()
         guard exchange.runtime.config.tls.intercepts(host: lower) else { return false }
         if proxy.shared.interceptedHosts.admits(client: clientAddress, host: lower, now: proxy.loop.now) { return true }
-        proxy.shared.stats.splicedTunnels.add(1)
+        proxy.shared.stats[.splicedTunnels].add(1)
         return false
     }
 
@@ -74,7 +74,7 @@ extension ClientConnection {
         guard let interception, !interception.handshakeDone, interception.tls.stage == .open else { return }
         self.interception?.handshakeDone = true
         proxy.shared.stats.count(.ok)
-        if interception.tls.canSendFile { proxy.shared.stats.kernelSessions.add(1) }
+        if interception.tls.canSendFile { proxy.shared.stats[.kernelSessions].add(1) }
         recordHandshake(failure: nil, isRefusal: false)
     }
 

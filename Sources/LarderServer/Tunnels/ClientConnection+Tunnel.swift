@@ -17,7 +17,7 @@ extension ClientConnection {
         // RFC 9110 §9.3.6: CONNECT content has no defined semantics; bytes after the head
         // belong to the tunnel, so a declared body would be ambiguous.
         guard exchange.requestFraming == .none else {
-            proxy.shared.stats.badRequests.add(1)
+            proxy.shared.stats[.badRequests].add(1)
             return respondGenerated(status: 400, message: "Larder: a CONNECT request cannot carry content", outcome: .error)
         }
         guard config.proxy.connectPorts.contains(port) else {
@@ -133,7 +133,7 @@ extension ClientConnection {
     /// Answers 403 for a refused destination, with a log line naming the client and the target.
     func refuseDestination(_ refusal: DestinationPolicy.Refusal, target: String, exchange: Exchange) {
         exchange.keepAlive = false
-        proxy.shared.stats.destinationsRefused.add(1)
+        proxy.shared.stats[.destinationsRefused].add(1)
         proxy.logger.notice(
             "refused a destination",
             metadata: ["client": "\(peer?.description ?? "-")", "target": "\(target)", "reason": "\(refusal)"])
@@ -238,7 +238,7 @@ extension ClientConnection {
             }
             if action == .failOver {
                 exchange.tunnel?.parentIndex += 1
-                proxy.shared.stats.parentFailovers.add(1)
+                proxy.shared.stats[.parentFailovers].add(1)
                 return resolveTunnelHop(exchange)
             }
             // Every parent tried was unreachable; else this one was reached and its answer ends it.
