@@ -136,7 +136,7 @@ import Testing
             return fill
         }
         #expect(fill != nil)
-        #expect(pipeline.waitFor { $0.standIn.calls == 2 })
+        try #require(pipeline.waitFor { $0.standIn.calls == 2 }, "the retry never started")
         let (attempts, retries) = pipeline.onLoop { pipeline, _ in
             let transfer = pipeline.standIn.transfers[1]
             transfer.head(200, [("Content-Length", "5")])
