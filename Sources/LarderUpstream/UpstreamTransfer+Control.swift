@@ -1,6 +1,16 @@
-/// What the caller of a transfer may do while it runs. No curl call here (UpstreamClient.swift
-/// has them all).
-extension UpstreamTransfer {
+/// What the starter of a transfer may do with it while it runs: an ``UpstreamTransfer``, or a
+/// stand-in a test drives.
+public protocol UpstreamTransferControl: AnyObject {
+    /// Stops the transfer; the delegate hears nothing more.
+    func cancel()
+    /// Resumes delivery after the delegate refused body bytes.
+    func resumeReceiving()
+    /// Resumes sending after the delegate had no request body bytes to give.
+    func resumeSending()
+}
+
+/// No curl call here (UpstreamClient.swift has them all).
+extension UpstreamTransfer: UpstreamTransferControl {
     /// Stops the transfer; the delegate hears nothing more.
     public func cancel() {
         client.cancel(self)

@@ -16,8 +16,8 @@ extension Fill {
         refreshed = updated
         proxy.shared.stats[.revalidated].add(1)
         var index = 1
-        while index < readers.count {
-            if VaryMatcher.matches(updated, request: readers[index].requestHeaders) {
+        while index < buffer.readers.count {
+            if VaryMatcher.matches(updated, request: buffer.readers[index].requestHeaders) {
                 index += 1
             } else {
                 release(at: index, reason: .otherVariant(notModified.headers.listElements("Vary")))
@@ -46,7 +46,7 @@ extension Fill {
     /// or digest key), so a request to one host must not remove what another host filled.
     func invalidate(_ response: ResponseHead) {
         var keys = options.immutableRoute ? [] : [key]
-        let base = CacheKey.origin(of: CacheKey(request.url).url)
+        let base = CacheKey.origin(of: CacheKey(fetch.request.url).url)
         let routes = proxy.runtime.routes
         for name in ["Location", "Content-Location"] {
             guard let value = response.headers[name],
@@ -87,13 +87,13 @@ extension Fill {
         if !shareable {
             proxy.coalescer.markNotShareable(self, ttl: proxy.runtime.config.coalesce.notShareableTTL.totalNanoseconds)
             // The reader the fill was made for keeps it; everyone who attached goes on alone.
-            while readers.count > 1 { release(at: 1, reason: .notShareable) }
+            while buffer.readers.count > 1 { release(at: 1, reason: .notShareable) }
             return
         }
         var index = 1
-        while index < readers.count {
+        while index < buffer.readers.count {
             if Shareability.sameVariant(
-                responseHeaders: forwarded.headers, fillRequest: requestHeaders, waiter: readers[index].requestHeaders)
+                responseHeaders: forwarded.headers, fillRequest: requestHeaders, waiter: buffer.readers[index].requestHeaders)
             {
                 index += 1
             } else {

@@ -24,13 +24,13 @@ extension Fill {
         }
         digestCheck = .mismatched
         if digestHoldsHead {
-            while readers.count > 1 { release(at: 1, reason: .notShareable) }
+            while buffer.readers.count > 1 { release(at: 1, reason: .notShareable) }
         }
         proxy.shared.stats[.digestMismatches].add(1)
         proxy.logger.warning(
             "body does not match the digest its URL names: not stored, not served",
             metadata: [
-                "url": "\(proxy.loggable(request.url.description))", "key": "\(proxy.loggable("\(key)"))",
+                "url": "\(proxy.loggable(fetch.request.url.description))", "key": "\(proxy.loggable("\(key)"))",
                 "expected": "\(name):\(expected)",
                 "received": "\(name):\(actual)",
             ])

@@ -8,12 +8,10 @@ import LarderUpstream
 /// One upstream fetch and the response received so far, read by every client that asked for
 /// it while it was in flight, each at its own position (read-while-writer).
 ///
-/// Body bytes are kept in memory while the whole body may still go to the memory tier; past
-/// that, chunks are dropped once every reader has taken them or once their blocks are written
-/// to the disk tier's file with their checksums published, from which a reader that fell
-/// behind continues, a checked block at a time. So a slow client never
-/// slows the fill or the other clients; only without a disk file does the transfer pause for
-/// the slowest reader (bounded memory either way).
+/// The coordinator of three parts, one job each: the ``UpstreamFetch`` (the request and its
+/// attempts), the ``FillBuffer`` (the body as its readers take it) and the ``StoreSink`` (where
+/// the storage plan puts the response). The fill is the transfer's delegate and decides what
+/// a response head means for the readers: a 304 refresh, a stale answer, shared or not.
 ///
 /// State: loop-confined to the loop that runs the transfer; readers are on the same loop.
 final class Fill: UpstreamTransferDelegate {
@@ -27,7 +25,12 @@ final class Fill: UpstreamTransferDelegate {
     var options: FillOptions
     /// Strong; the coalescer's reference to the fill goes when the fill ends.
     let proxy: ProxyLoop
-    private(set) var transfer: UpstreamTransfer?
+    /// The request and its attempts.
+    var fetch: UpstreamFetch
+    /// The body and its readers.
+    var buffer = FillBuffer()
+    /// The transfer running now, if any.
+    var transfer: (any UpstreamTransferControl)? { fetch.transfer }
     weak var bodySource: (any RequestBodySource)?
     /// A request body the fill owns (buffered for `dedup = "always"`), kept alive here.
     var ownedBodySource: (any RequestBodySource)? {
@@ -49,7 +52,7 @@ final class Fill: UpstreamTransferDelegate {
     /// Set once the transfer ended.
     private(set) var outcome: Result<Void, UpstreamError>?
     /// Body bytes received so far.
-    private(set) var received = 0
+    var received: Int { buffer.received }
     /// A 304 answered the validation: the stored response, refreshed, is the answer.
     var refreshed: StoredResponse?
     /// The origin failed and a stale stored response answers instead (stale-if-error).
@@ -61,32 +64,13 @@ final class Fill: UpstreamTransferDelegate {
     var upstreamStatus: Int?
     let requestTime: Double
     private(set) var responseTime = 0.0
-    /// The request, kept to send again on a retry (its parent proxy changes on failover).
-    var request: UpstreamRequest
-    /// Which of `options.parents` this attempt goes through.
-    var parentIndex = 0
     /// Attempts made so far (1 once started).
-    private(set) var attempts = 0
-    /// Attempts that do not count against the retry policy: the one immediate resend after a
-    /// pooled connection turned out dead (``AttemptPlanner/Action/resendOnFreshConnection``).
-    var freeAttempts = 0
+    var attempts: Int { fetch.attempts }
     /// Each retry: why, and the delay before it (for the access log).
-    var retryLog: [(reason: String, delayMillis: Int)] = []
-    var retryTimer: EventLoop.TimerToken?
-
-    struct Reader {
-        let reader: any FillReader
-        var position: Int
-        let requestHeaders: HTTPHeaders
-    }
-
-    var readers: [Reader] = []
-    var chunks: [[UInt8]] = []
-    var chunkStarts: [Int] = []
+    var retryLog: [(reason: String, delayMillis: Int)] { fetch.retryLog }
     /// See ``diskCopyFailed()``.
     private(set) var diskCopyDamaged = false
     var notifyScheduled = false
-    var paused = false
     let maxMemoryObject: Int
     let finishAbandonedMax: Int
     let rangeWholeMax: Int
@@ -100,27 +84,12 @@ final class Fill: UpstreamTransferDelegate {
     let staleIfErrorWindow: Double
     /// `cache.negative_ttl`, in seconds.
     let negativeTTL: Double
-    /// The disk entry the body streams to (or one slice's), or the slices being written.
-    var diskWrite: DiskWrite? { sink.diskWrite }
-    var slicedWrite: SlicedDiskWrite? { sink.slicedWrite }
+    /// What the buffer needs of the sink.
+    var backing: FillBuffer.Backing {
+        FillBuffer.Backing(keepsWhole: sink.keepsWhole, diskWrite: sink.diskWrite, slicedWrite: sink.slicedWrite)
+    }
     /// The stored head, when clients of this fill are sent it too.
     var preparedClientHead: StoredResponse.PreparedHead? { sink.preparedClientHead }
-    /// A read descriptor on that entry, opened the first time memory chunks are dropped in its
-    /// favour.
-    var spill: OpenFile?
-    /// The write `spill` reads, kept once it is open: a transfer that fails lets go of
-    /// `diskWrite` (its file is deleted), and readers behind the memory window still have to
-    /// reach the end of what arrived (where their response ends short) through the blocks it
-    /// published. Without it they waited forever for bytes no one could give them.
-    var spillWrite: DiskWrite?
-    /// How far the slowest reader may fall behind before the transfer pauses (no disk file).
-    static let highWater = 1 << 20
-    static let lowWater = 256 << 10
-    /// Bytes always kept in memory at the end of the body, so readers that keep up never need
-    /// the file.
-    static let memoryWindow = 1 << 20
-    /// Bytes received but not yet written by the disk thread before the transfer pauses.
-    static let maxWriteBacklog = 8 << 20
     var backlogTimer: EventLoop.TimerToken?
     /// Where the check of the body against its URL's digest stands (`digest` routes).
     var digestCheck = DigestCheck.none
@@ -136,7 +105,8 @@ final class Fill: UpstreamTransferDelegate {
 
     init(
         key: CacheKey, coalesceKey: FillKey?, request: UpstreamRequest, requestHeaders: HTTPHeaders,
-        dedupAlways: Bool, options: FillOptions, runtime: RuntimeConfig, proxy: ProxyLoop
+        dedupAlways: Bool, options: FillOptions, runtime: RuntimeConfig, proxy: ProxyLoop,
+        starter: (any UpstreamStarting)? = nil
     ) {
         self.key = key
         self.coalesceKey = coalesceKey
@@ -145,7 +115,7 @@ final class Fill: UpstreamTransferDelegate {
         self.dedupAlways = dedupAlways
         self.options = options
         self.proxy = proxy
-        self.request = request
+        fetch = UpstreamFetch(request: request, parents: options.parents, starter: starter ?? proxy.upstream)
         requestTime = Clocks.wallSeconds()
         maxMemoryObject = runtime.config.memory.maxObjectBytes
         finishAbandonedMax = runtime.config.coalesce.finishAbandonedMax
@@ -165,18 +135,7 @@ final class Fill: UpstreamTransferDelegate {
     }
 
     func attempt() {
-        attempts += 1
-        proxy.shared.stats[.upstreamRequests].add(1)
-        if let parent = currentParent {
-            request.parentProxy = parent.url
-            proxy.shared.parentHealth.recordAttempt(parent)
-        }
-        transfer = proxy.upstream.start(request, delegate: self)
-    }
-
-    /// The parent this attempt goes through; nil when it goes direct.
-    var currentParent: ParentPlan.Parent? {
-        parentIndex < options.parents.count ? options.parents[parentIndex] : nil
+        fetch.send(delegate: self, shared: proxy.shared)
     }
 
     // MARK: Readers
@@ -185,9 +144,7 @@ final class Fill: UpstreamTransferDelegate {
     /// still in memory, or the bytes dropped from memory readable from the disk file.
     var acceptsLateReaders: Bool {
         guard shareable, outcome == nil, !diskCopyDamaged else { return false }
-        if received == 0 || chunkStarts.first == 0 { return true }
-        guard let durable = spillableBytes() else { return false }
-        return durable >= (chunkStarts.first ?? received)
+        return buffer.holdsFromStart(backing)
     }
 
     /// The disk file behind the bytes dropped from memory failed a block's check (or can no
@@ -202,12 +159,12 @@ final class Fill: UpstreamTransferDelegate {
     }
 
     func attach(_ reader: any FillReader, requestHeaders: HTTPHeaders) {
-        readers.append(Reader(reader: reader, position: 0, requestHeaders: requestHeaders))
-        if let head, readers.count > 1,
+        buffer.readers.append(FillBuffer.Reader(reader: reader, position: 0, requestHeaders: requestHeaders))
+        if let head, buffer.readers.count > 1,
             !Shareability.sameVariant(
                 responseHeaders: head.headers, fillRequest: self.requestHeaders, waiter: requestHeaders)
         {
-            release(at: readers.count - 1, reason: .otherVariant(head.headers.listElements("Vary")))
+            release(at: buffer.readers.count - 1, reason: .otherVariant(head.headers.listElements("Vary")))
             return
         }
         scheduleNotify()
@@ -217,8 +174,8 @@ final class Fill: UpstreamTransferDelegate {
     /// it is cacheable and small enough to be worth it, or has its whole body already, and
     /// cancelled otherwise.
     func detach(_ reader: any FillReader) {
-        readers.removeAll { $0.reader === reader }
-        if readers.isEmpty, outcome == nil, !hasWholeBody, !worthFinishingAlone {
+        buffer.readers.removeAll { $0.reader === reader }
+        if buffer.readers.isEmpty, outcome == nil, !hasWholeBody, !worthFinishingAlone {
             cancel(reason: "every client left")
         } else {
             trimAndResume()
@@ -241,17 +198,14 @@ final class Fill: UpstreamTransferDelegate {
     }
 
     func cancel(reason: String) {
-        if let retryTimer { proxy.loop.cancel(retryTimer) }
-        retryTimer = nil
-        transfer?.cancel()
-        transfer = nil
+        fetch.stop(on: proxy.loop)
         outcome = .failure(UpstreamError(kind: .aborted, message: reason, afterHead: head != nil))
         sink.abort()
         proxy.coalescer.remove(self)
     }
 
     func release(at index: Int, reason: FillRelease) {
-        let entry = readers.remove(at: index)
+        let entry = buffer.readers.remove(at: index)
         proxy.shared.stats[.waitersReleased].add(1)
         let reader = entry.reader
         proxy.loop.enqueueDeferred { [self] in reader.fillReleased(self, reason: reason) }
@@ -259,9 +213,9 @@ final class Fill: UpstreamTransferDelegate {
 
     /// Lets go of a reader that wants a range passed upstream as is.
     func releaseForRange(_ reader: any FillReader) {
-        guard let index = readers.firstIndex(where: { $0.reader === reader }) else { return }
+        guard let index = buffer.readers.firstIndex(where: { $0.reader === reader }) else { return }
         release(at: index, reason: .passRange)
-        if readers.isEmpty, outcome == nil, !worthFinishingAlone { cancel(reason: "the range goes upstream as is") }
+        if buffer.readers.isEmpty, outcome == nil, !worthFinishingAlone { cancel(reason: "the range goes upstream as is") }
     }
 
     /// Body bytes readers may send: all that arrived, but the last one while the digest is
@@ -277,109 +231,37 @@ final class Fill: UpstreamTransferDelegate {
     var headForReaders: ResponseHead? { digestHoldsHead ? nil : head }
 
     /// Where the body byte at `position` is, or nil if it has not arrived (``FillData/lost``
-    /// when it will never be had again).
+    /// when it will never be had again: the disk copy behind it failed).
     func data(at position: Int) -> FillData? {
-        guard position < received else { return nil }
-        if let first = chunkStarts.first, position >= first {
-            var low = 0
-            var high = chunks.count - 1
-            while low < high {
-                let middle = (low + high + 1) / 2
-                if chunkStarts[middle] <= position { low = middle } else { high = middle - 1 }
-            }
-            return .memory(chunks[low], offset: position - chunkStarts[low])
-        }
-        // Dropped from memory: only ever after its block's checksum was published, so a block
-        // that cannot be had now never will be (the reader would otherwise wait forever).
-        if let slicedWrite {
-            guard let block = slicedWrite.data(at: position, limit: chunkStarts.first ?? received) else {
-                diskCopyFailed()
-                return .lost
-            }
-            return .block(block)
-        }
-        guard let spill, let spillWrite, let block = spillWrite.checkableBlock(containing: position) else {
-            diskCopyFailed()
-            return .lost
-        }
-        return .block(FillData.Block(write: spillWrite, file: spill, index: block.index, bytes: block.bytes, start: block.bytes.lowerBound))
+        let data = buffer.data(at: position, slicedWrite: sink.slicedWrite)
+        if case .lost? = data { diskCopyFailed() }
+        return data
     }
 
     /// Records how far `reader` has taken the body.
     func reader(_ reader: any FillReader, advancedTo position: Int) {
-        if let index = readers.firstIndex(where: { $0.reader === reader }) {
-            readers[index].position = position
-        }
+        buffer.move(reader, to: position)
         trimAndResume()
     }
 
-    var slowestPosition: Int {
-        readers.isEmpty ? received : readers.reduce(Int.max) { min($0, $1.position) }
-    }
-
-    /// Drops chunks no reader needs from memory, then resumes a paused transfer. With a disk
-    /// file, only chunks in blocks whose checksums it has published are dropped (so a late
-    /// reader always finds a continuous body, each block of it checkable), keeping the last
-    /// ``memoryWindow`` bytes for readers that keep up.
+    /// Drops what no reader needs from memory, then resumes a paused transfer.
     func trimAndResume() {
-        let slowest = slowestPosition
-        if !sink.keepsWhole {
-            var floor = slowest
-            if let diskWrite, !diskWrite.hasFailed || spill != nil {
-                floor = min(spillableBytes() ?? 0, max(slowest, received - Fill.memoryWindow))
-            } else if let slicedWrite, !slicedWrite.hasFailed {
-                floor = min(slicedWrite.checkableBytes, max(slowest, received - Fill.memoryWindow))
-                slicedWrite.release(before: slowest)
-            }
-            var drop = 0
-            while drop < chunks.count, chunkStarts[drop] + chunks[drop].count <= floor { drop += 1 }
-            if drop > 0 {
-                chunks.removeFirst(drop)
-                chunkStarts.removeFirst(drop)
-            }
-        }
-        if paused, !mustPause {
-            paused = false
+        buffer.trim(backing)
+        if buffer.paused, !buffer.mustPause(backing) {
+            buffer.paused = false
             transfer?.resumeReceiving()
         }
-    }
-
-    /// The body bytes readable from the disk file, in blocks whose checksums are published,
-    /// once a descriptor on it is open.
-    func spillableBytes() -> Int? {
-        if let slicedWrite { return slicedWrite.hasFailed ? nil : slicedWrite.checkableBytes }
-        guard let diskWrite, !diskWrite.hasFailed || spill != nil else { return nil }
-        if spill == nil {
-            guard diskWrite.durableBytes.load(ordering: .acquiring) > 0, let file = diskWrite.openForReading() else {
-                return nil
-            }
-            spill = file
-            spillWrite = diskWrite
-        }
-        return diskWrite.checkableBytes.load(ordering: .acquiring)
-    }
-
-    /// Whether the transfer must wait: the slowest reader is far behind and there is no file
-    /// to fall back on, or the disk thread is far behind the network.
-    var mustPause: Bool {
-        if sink.keepsWhole { return false }
-        if let diskWrite, !diskWrite.hasFailed {
-            return received - diskWrite.durableBytes.load(ordering: .acquiring) >= Fill.maxWriteBacklog
-        }
-        if let slicedWrite, !slicedWrite.hasFailed { return received - slicedWrite.durableBytes >= Fill.maxWriteBacklog }
-        guard !readers.isEmpty else { return false }
-        return received - slowestPosition >= (paused ? Fill.lowWater : Fill.highWater)
     }
 
     /// While paused for the disk thread, look again every few milliseconds: its progress does
     /// not wake the loop by itself.
     func watchWriteBacklog() {
-        guard backlogTimer == nil, diskWrite != nil || slicedWrite != nil else { return }
+        guard backlogTimer == nil, sink.diskWrite != nil || sink.slicedWrite != nil else { return }
         backlogTimer = proxy.loop.schedule(afterNanos: 5_000_000) { [weak self] in
             guard let self else { return }
             self.backlogTimer = nil
             self.trimAndResume()
-            if self.paused { self.watchWriteBacklog() }
+            if self.buffer.paused { self.watchWriteBacklog() }
         }
     }
 
@@ -391,11 +273,11 @@ final class Fill: UpstreamTransferDelegate {
             // Readers move their positions in `readers` from inside the call: iterating the
             // array itself would copy it on the first such change. One reader, the usual case,
             // is called without holding the array; several, each from a snapshot.
-            if readers.count == 1 {
-                let only = readers[0].reader
+            if buffer.readers.count == 1 {
+                let only = buffer.readers[0].reader
                 only.fillDidProgress(self)
             } else {
-                for entry in readers { entry.reader.fillDidProgress(self) }
+                for entry in buffer.readers { entry.reader.fillDidProgress(self) }
             }
         }
     }
@@ -407,18 +289,19 @@ final class Fill: UpstreamTransferDelegate {
     /// would switch protocols: neither is passed on.
     func upstreamDidReceiveInterim(_ head: ResponseHead) {
         guard head.status != 100, head.status != 101, self.head == nil else { return }
-        for reader in readers { reader.reader.fillDidReceiveInterim(self, head: head) }
+        for reader in buffer.readers { reader.reader.fillDidReceiveInterim(self, head: head) }
     }
 
     func upstreamDidReceiveHead(_ upstreamHead: consuming ResponseHead) {
-        if let parent = currentParent { proxy.shared.parentHealth.recordSuccess(parent) }
+        fetch.headArrived(proxy.shared.parentHealth)
         // A retryable status is retried before anyone sees it (no byte has gone to a client).
-        if RetryPolicy.reason(forStatus: upstreamHead.status) != nil, tryAgain(afterStatus: upstreamHead) {
-            transfer?.cancel()
-            transfer = nil
+        if RetryPolicy.reason(forStatus: upstreamHead.status) != nil,
+            carryOut(fetch.next(afterStatus: upstreamHead, method: method, options: options, canResend: canResend, key: key, proxy: proxy))
+        {
+            fetch.cancelTransfer()
             return
         }
-        if let reason = RetryPolicy.reason(forStatus: upstreamHead.status), reason != .status500 || !retryLog.isEmpty {
+        if let reason = RetryPolicy.reason(forStatus: upstreamHead.status), reason != .status500 || !fetch.retryLog.isEmpty {
             proxy.shared.stats.countFinalFailure(reason == .status429 ? "429" : "5xx")
         }
         // The origin's framing, read before the hop-by-hop strip (a `Connection` naming it).
@@ -489,7 +372,7 @@ final class Fill: UpstreamTransferDelegate {
         if let validating = options.validating, !willStore, !admission.keepsStored, !plan.isHeadUpdate {
             proxy.shared.cache.invalidate(validating)
         }
-        if readers.isEmpty && !worthFinishingAlone {
+        if buffer.readers.isEmpty && !worthFinishingAlone {
             cancel(reason: "every client left")
             return
         }
@@ -504,22 +387,20 @@ final class Fill: UpstreamTransferDelegate {
     }
 
     func upstreamDidReceiveBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        if mustPause {
-            paused = true
+        if buffer.mustPause(backing) {
+            buffer.paused = true
             watchWriteBacklog()
             return false
         }
-        let chunk = Array(bytes)
-        chunks.append(chunk)
-        chunkStarts.append(received)
-        received += bytes.count
+        let chunk = buffer.append(bytes)
+        let received = buffer.received
         proxy.shared.stats[.bytesFromUpstream].add(bytes.count)
         if case .pending(let digest) = digestCheck { digest.update(bytes) }
-        if sink.append(chunk, received: received, chunks: chunks) {
+        if sink.append(chunk, received: received, chunks: buffer.chunks) {
             // Unknown length that outgrew what is kept whole: it streams to disk from here on.
             digestHoldsHead = false
         }
-        if readers.isEmpty, !worthFinishingAlone {
+        if buffer.readers.isEmpty, !worthFinishingAlone {
             cancel(reason: "every client left and the rest is too large to fetch for nobody")
             return false
         }
@@ -534,7 +415,7 @@ final class Fill: UpstreamTransferDelegate {
     }
 
     func upstreamDidFinish(_ result: Result<UpstreamSummary, UpstreamError>) {
-        transfer = nil
+        fetch.transferEnded()
         switch result {
         case .success:
             if let contentLength, contentLength != received {
@@ -544,10 +425,14 @@ final class Fill: UpstreamTransferDelegate {
                 outcome = .failure(mismatch)
             } else {
                 outcome = .success(())
-                sink.finish(chunks: chunks, received: received, queue: proxy.diskStores)
+                sink.finish(chunks: buffer.chunks, received: received, queue: proxy.diskStores)
             }
         case .failure(let error):
-            if head == nil, tryAgain(after: error) { return }
+            if head == nil,
+                carryOut(fetch.next(after: error, method: method, options: options, canResend: canResend, key: key, proxy: proxy))
+            {
+                return
+            }
             proxy.shared.stats[.upstreamFailures].add(1)
             proxy.shared.stats.countFinalFailure(error.kind.rawValue)
             outcome = .failure(error)

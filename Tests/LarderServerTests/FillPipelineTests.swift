@@ -1,0 +1,174 @@
+import LarderCache
+import LarderConfig
+import LarderHTTP
+import LarderIO
+import LarderUpstream
+import Testing
+
+@testable import LarderServer
+
+/// The pipeline around a ``Fill`` in process, the origin a ``FetchStandIn`` that answers when
+/// the test says: coalescing, release, stale-if-error, retries, slices and the storage plan.
+@Suite(.timeLimit(.minutes(1))) struct FillPipelineTests {
+    static let hello: [UInt8] = Array("hello".utf8)
+
+    @Test func readersThatJoinWhileTheFetchIsInFlightShareOneFetch() throws {
+        let pipeline = try FillPipeline()
+        defer { pipeline.close() }
+        let readers = (0..<3).map { _ in FillPipeline.Reader() }
+        let fills = pipeline.onLoop { pipeline, _ in readers.map { pipeline.join($0, "/shared") } }
+        #expect(fills.allSatisfy { $0 != nil && $0 === fills[0] })
+        #expect(pipeline.onLoop { pipeline, _ in pipeline.standIn.calls } == 1)
+        pipeline.onLoop { pipeline, _ in
+            let transfer = pipeline.standIn.transfers[0]
+            transfer.head(200, [("Cache-Control", "max-age=60"), ("Content-Length", "5")])
+            transfer.body(FillPipelineTests.hello)
+            transfer.finish(bodyBytes: 5)
+        }
+        let (bodies, calls, succeeded) = pipeline.onLoop { pipeline, _ in
+            (readers.map(\.body), pipeline.standIn.calls, fills[0].map { if case .success? = $0.outcome { true } else { false } })
+        }
+        #expect(bodies == Array(repeating: FillPipelineTests.hello, count: 3))
+        #expect(calls == 1)
+        #expect(succeeded == true)
+        // The fill has left the coalescer: the next request starts a fetch of its own.
+        let next = FillPipeline.Reader()
+        pipeline.onLoop { pipeline, _ in pipeline.join(next, "/shared") }
+        #expect(pipeline.onLoop { pipeline, _ in pipeline.standIn.calls } == 2)
+    }
+
+    @Test func theStoragePlanPutsACompleteCacheableBodyInTheMemoryTier() throws {
+        let pipeline = try FillPipeline()
+        defer { pipeline.close() }
+        let reader = FillPipeline.Reader()
+        let key = CacheKey(FillPipeline.url("/stored"))
+        let stored: (Bool, [UInt8]?) = pipeline.onLoop { pipeline, _ in
+            let fill = pipeline.join(reader, "/stored")
+            let transfer = pipeline.standIn.transfers[0]
+            transfer.head(200, [("Cache-Control", "max-age=60"), ("Content-Length", "5")])
+            let before = pipeline.shared.cache.holds(key)
+            transfer.body(FillPipelineTests.hello)
+            transfer.finish(bodyBytes: 5)
+            guard fill?.willStore == true,
+                case .found(let response, fromDisk: false) = pipeline.shared.cache.lookup(key, request: HTTPHeaders()),
+                case .memory(let bytes) = response.body
+            else { return (before, nil) }
+            return (before, bytes)
+        }
+        #expect(stored.0 == false)
+        #expect(stored.1 == FillPipelineTests.hello)
+    }
+
+    @Test func aResponseThatMayNotBeStoredIsServedButNotStored() throws {
+        let pipeline = try FillPipeline()
+        defer { pipeline.close() }
+        let reader = FillPipeline.Reader()
+        let key = CacheKey(FillPipeline.url("/private"))
+        let held = pipeline.onLoop { pipeline, _ in
+            pipeline.join(reader, "/private")
+            let transfer = pipeline.standIn.transfers[0]
+            transfer.head(200, [("Cache-Control", "no-store"), ("Content-Length", "5")])
+            transfer.body(FillPipelineTests.hello)
+            transfer.finish(bodyBytes: 5)
+            return pipeline.shared.cache.holds(key)
+        }
+        #expect(!held)
+        #expect(pipeline.onLoop { _, _ in reader.body } == FillPipelineTests.hello)
+    }
+
+    @Test func aReaderWhoseRequestSelectsAnotherVariantIsReleased() throws {
+        let pipeline = try FillPipeline()
+        defer { pipeline.close() }
+        let gzip = FillPipeline.Reader(["Accept-Encoding": "gzip"])
+        let sameGzip = FillPipeline.Reader(["Accept-Encoding": "gzip"])
+        let identity = FillPipeline.Reader(["Accept-Encoding": "identity"])
+        pipeline.onLoop { pipeline, _ in
+            for reader in [gzip, sameGzip, identity] { pipeline.join(reader, "/varies") }
+            pipeline.standIn.transfers[0].head(
+                200, [("Cache-Control", "max-age=60"), ("Vary", "Accept-Encoding"), ("Content-Length", "5")])
+        }
+        let (released, calls) = pipeline.onLoop { pipeline, _ in
+            ([gzip, sameGzip, identity].map { reader in reader.released.map { "\($0)" } }, pipeline.standIn.calls)
+        }
+        #expect(released[0] == nil)
+        #expect(released[1] == nil)
+        #expect(released[2] == "\(FillRelease.otherVariant(["accept-encoding"]))")
+        #expect(calls == 1)
+    }
+
+    @Test func aStaleStoredAnswerStandsInWhenTheOriginCannotBeReached() throws {
+        let pipeline = try FillPipeline()
+        defer { pipeline.close() }
+        let url = FillPipeline.url("/stale")
+        // Fresh for 60 s, stored 120 s ago: stale, within the default stale-if-error window.
+        let stale = StoredResponse(
+            key: CacheKey(url), status: 200, reason: "OK", headers: ["Cache-Control": "max-age=60"],
+            body: .memory(FillPipelineTests.hello), requestTime: Clocks.wallSeconds() - 120,
+            responseTime: Clocks.wallSeconds() - 120, freshnessLifetime: 60, correctedInitialAge: 0)
+        var options = FillOptions()
+        options.fallback = stale
+        let reader = FillPipeline.Reader()
+        let (answer, succeeded, calls) = pipeline.onLoop { pipeline, _ in
+            let fill = pipeline.join(reader, "/stale", options: options)
+            // A name that does not resolve is not retried: the failure is final at once.
+            pipeline.standIn.transfers[0].fail(.dns)
+            let succeeded = if case .success? = fill?.outcome { true } else { false }
+            return (fill?.staleAnswer, succeeded, pipeline.standIn.calls)
+        }
+        #expect(answer === stale)
+        #expect(succeeded)
+        #expect(calls == 1)
+        #expect(pipeline.shared.stats[.staleServedOnError].load() == 1)
+    }
+
+    @Test func anAttemptThatCouldNotConnectIsRetried() throws {
+        let pipeline = try FillPipeline()
+        defer { pipeline.close() }
+        var retry = RetryConfig()
+        retry.baseDelay = .milliseconds(1)
+        retry.jitter = .zero
+        var options = FillOptions()
+        options.retry = RetryPolicy(retry)
+        let reader = FillPipeline.Reader()
+        let fill = pipeline.onLoop { pipeline, _ in
+            let fill = pipeline.join(reader, "/retried", options: options)
+            pipeline.standIn.transfers[0].fail(.connect)
+            return fill
+        }
+        #expect(fill != nil)
+        try #require(pipeline.waitFor { $0.standIn.calls == 2 }, "the retry never started")
+        let (attempts, retries) = pipeline.onLoop { pipeline, _ in
+            let transfer = pipeline.standIn.transfers[1]
+            transfer.head(200, [("Content-Length", "5")])
+            transfer.body(FillPipelineTests.hello)
+            transfer.finish(bodyBytes: 5)
+            return (fill?.attempts, fill?.retryLog.map { "\($0.reason):\($0.delayMillis)" })
+        }
+        // The reader hears of the body after the loop's turn.
+        let body = pipeline.onLoop { _, _ in reader.body }
+        #expect(attempts == 2)
+        #expect(retries == ["connect:1"])
+        #expect(body == FillPipelineTests.hello)
+        #expect(pipeline.onLoop { pipeline, _ in pipeline.standIn.calls } == 2)
+    }
+
+    @Test func aSliceFillAnswersWithTheSlicesPartialContent() throws {
+        let pipeline = try FillPipeline()
+        defer { pipeline.close() }
+        var options = FillOptions()
+        options.slice = (index: 1, size: 4)
+        let reader = FillPipeline.Reader()
+        let (status, range) = pipeline.onLoop { pipeline, _ in
+            let fill = pipeline.join(reader, "/sliced", options: options)
+            let transfer = pipeline.standIn.transfers[0]
+            transfer.head(206, [("Cache-Control", "max-age=60"), ("Content-Range", "bytes 4-7/10"), ("Content-Length", "4")])
+            transfer.body(Array("4567".utf8))
+            transfer.finish(bodyBytes: 4)
+            return (fill?.head?.status, fill?.head?.headers["Content-Range"])
+        }
+        let body = pipeline.onLoop { _, _ in reader.body }
+        #expect(status == 206)
+        #expect(range == "bytes 4-7/10")
+        #expect(body == Array("4567".utf8))
+    }
+}
