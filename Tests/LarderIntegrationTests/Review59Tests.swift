@@ -1,0 +1,61 @@
+import Testing
+
+extension IntegrationTests {
+    /// Attacks on the first wave of issue 59, run as conformance cases: a client or an origin
+    /// must not use a HEAD to change what other clients get from the stored GET.
+    @Suite(.timeLimit(.minutes(3))) struct Review59 {
+        static let headCases: [ConformanceCase] = [
+            ConformanceCase(
+                section: "3.2", name: "a HEAD answered with Set-Cookie does not hand the cookie to later GETs",
+                script: [
+                    ok(maxAgeHour, header("X-Version", "1")),
+                    ok(maxAgeHour, header("X-Version", "2"), header("Set-Cookie", "session=alice")),
+                    ok(maxAgeHour, header("X-Version", "3")),
+                ],
+                steps: [
+                    get(origin: 1),
+                    get(cc("no-cache"), origin: 2, expectHeaders: [("Set-Cookie", "session=alice")], method: "HEAD"),
+                    get(expectHeaders: [("Set-Cookie", nil)]),
+                ]),
+            ConformanceCase(
+                section: "3.5", name: "a HEAD with Authorization does not update the shared stored GET",
+                script: [
+                    ok(maxAgeHour, header("X-Version", "1")), ok(maxAgeHour, header("X-User", "alice")),
+                    ok(maxAgeHour, header("X-Version", "3")),
+                ],
+                steps: [
+                    get(origin: 1),
+                    get(header("Authorization", "Basic YWxpY2U6cw=="), cc("no-cache"), origin: 2, method: "HEAD"),
+                    get(expectHeaders: [("X-User", nil)]),
+                ]),
+            ConformanceCase(
+                section: "5.2.2.7", name: "a private HEAD answer does not update the shared stored GET",
+                script: [
+                    ok(maxAgeHour, header("X-Version", "1")), ok(cc("private, max-age=3600"), header("X-User", "alice")),
+                    ok(maxAgeHour, header("X-Version", "3")),
+                ],
+                steps: [
+                    get(origin: 1),
+                    get(cc("no-cache"), origin: 2, method: "HEAD"),
+                    get(expectHeaders: [("X-User", nil)]),
+                ]),
+            ConformanceCase(
+                section: "4.1", name: "a HEAD for another variant does not update the stored one",
+                script: [
+                    ok(maxAgeHour, header("Vary", "Accept-Language"), header("X-Version", "1")),
+                    ok(maxAgeHour, header("Vary", "Accept-Language"), header("X-Version", "2")),
+                    ok(maxAgeHour, header("Vary", "Accept-Language"), header("X-Version", "3")),
+                ],
+                steps: [
+                    get(header("Accept-Language", "en"), origin: 1),
+                    get(header("Accept-Language", "fr"), cc("no-cache"), origin: 2, method: "HEAD"),
+                    get(header("Accept-Language", "en"), expectHeaders: [("X-Version", "1")]),
+                ]),
+        ]
+
+        @Test(arguments: headCases)
+        func headDoesNotPoisonTheStoredGet(_ testCase: ConformanceCase) throws {
+            try Conformance().conforms(testCase)
+        }
+    }
+}
