@@ -65,4 +65,13 @@ import Testing
         #expect(plan.admission.keepsStored == row.keepsStored, "\(row.name): keeps the stored response")
         #expect(!plan.stores, "\(row.name): a HEAD stores no body")
     }
+
+    /// A 304's or HEAD's update never gives the stored response a cookie (RFC 9111 §3.2 as a
+    /// shared cache that stores no Set-Cookie applies it).
+    @Test func anUpdateNeverStoresACookie() {
+        let updated = Self.stored.freshened(
+            by: ["ETag": "\"a\"", "Set-Cookie": "session=alice", "X-V": "2"], requestTime: Self.now, responseTime: Self.now)
+        #expect(updated.headers["X-V"] == "2")
+        #expect(!updated.headers.contains("Set-Cookie"))
+    }
 }

@@ -2,7 +2,7 @@ import Testing
 
 extension IntegrationTests {
     /// Attacks on the first wave of issue 59, run as conformance cases: a client or an origin
-    /// must not use a HEAD to change what other clients get from the stored GET.
+    /// must not use a HEAD or a 304 to change what other clients get from the stored GET.
     @Suite(.timeLimit(.minutes(3))) struct Review59 {
         static let headCases: [ConformanceCase] = [
             ConformanceCase(
@@ -52,6 +52,18 @@ extension IntegrationTests {
                     get(header("Accept-Language", "en"), expectHeaders: [("X-Version", "1")]),
                 ]),
         ]
+
+        static let mergeCases: [ConformanceCase] = [
+            ConformanceCase(
+                section: "4.3.4", name: "a 304 with Set-Cookie does not hand the cookie to later GETs",
+                script: [staleOnArrival(etagV1), ok(etagV1, maxAgeHour, header("Set-Cookie", "session=alice"))], conditional: true,
+                steps: [get(origin: 1), get(origin: 2, fwdStatus: 304), get(origin: 2, hit: true, expectHeaders: [("Set-Cookie", nil)])])
+        ]
+
+        @Test(arguments: mergeCases)
+        func mergeDoesNotStoreACookie(_ testCase: ConformanceCase) throws {
+            try Conformance().conforms(testCase)
+        }
 
         @Test(arguments: headCases)
         func headDoesNotPoisonTheStoredGet(_ testCase: ConformanceCase) throws {
