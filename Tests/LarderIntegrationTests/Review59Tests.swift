@@ -1,8 +1,9 @@
 import Testing
 
 extension IntegrationTests {
-    /// Attacks on the first wave of issue 59, run as conformance cases: a client or an origin
-    /// must not use a HEAD or a 304 to change what other clients get from the stored GET.
+    /// Attacks on the first wave of issue 59: a client or an origin must not use a HEAD or a
+    /// 304 to change what other clients get from the stored GET (run as conformance cases),
+    /// and a parent's answer to CONNECT must not desynchronize the client's connection.
     @Suite(.timeLimit(.minutes(3))) struct Review59 {
         static let headCases: [ConformanceCase] = [
             ConformanceCase(
@@ -68,6 +69,21 @@ extension IntegrationTests {
         @Test(arguments: headCases)
         func headDoesNotPoisonTheStoredGet(_ testCase: ConformanceCase) throws {
             try Conformance().conforms(testCase)
+        }
+
+        /// A parent proxy answering our CONNECT with a status that is no refusal (a 304, which
+        /// has no body, or a redirect) is a bad gateway to the client: relayed with Larder's
+        /// message as its body, a 304 would leave that message to be read as the next response.
+        @Test func aParentsAnswerToConnectOtherThanAnErrorIsABadGateway() throws {
+            let parent = try RawOrigin()
+            let target = 443
+            let larder = try Larder(config: "[upstream]\nparent = \"http://127.0.0.1:\(parent.port)\"\n")
+            for (answer, expected) in [("304 Not Modified", 502), ("302 Found", 502), ("403 Forbidden", 403), ("503 Busy", 503)] {
+                parent.script("127.0.0.1:\(target)", RawOrigin.Script("HTTP/1.1 \(answer)\r\nContent-Length: 0\r\n\r\n"))
+                let (connection, response) = try Tunnels.connect(larder, to: target)
+                _ = connection
+                #expect(response.status == expected, "the parent answered \(answer)")
+            }
         }
     }
 }
