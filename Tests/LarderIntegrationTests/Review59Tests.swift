@@ -1,9 +1,11 @@
+import Foundation
 import Testing
 
 extension IntegrationTests {
     /// Attacks on the first wave of issue 59: a client or an origin must not use a HEAD or a
     /// 304 to change what other clients get from the stored GET (run as conformance cases),
-    /// and a parent's answer to CONNECT must not desynchronize the client's connection.
+    /// a parent's answer to CONNECT must not desynchronize the client's connection, and an
+    /// origin's answer to a slice request must not hold the event loop.
     @Suite(.timeLimit(.minutes(3))) struct Review59 {
         static let headCases: [ConformanceCase] = [
             ConformanceCase(
@@ -84,6 +86,33 @@ extension IntegrationTests {
                 _ = connection
                 #expect(response.status == expected, "the parent answered \(answer)")
             }
+        }
+
+        /// An origin whose slice claims another, huge length (Content-Range takes up to 18
+        /// digits) makes Larder drop the object's slices: only those that could be stored, not
+        /// one purge per slice of the length claimed, which held the event loop for days.
+        @Test func aChangedSliceClaimingAHugeLengthDoesNotHoldTheLoop() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: "[proxy]\nworkers = 1\n[cache]\nslice_size = \"64KiB\"\n")
+            let slice = 64 << 10
+            let length = 100_000
+            func partial(_ range: ClosedRange<Int>, claiming total: String) -> Scripted {
+                let body = Data(range.map { UInt8(truncatingIfNeeded: $0) })
+                return Scripted(
+                    status: 206,
+                    headers: [
+                        ("Content-Range", "bytes \(range.lowerBound)-\(range.upperBound)/\(total)"), ("ETag", "\"s1\""),
+                        ("Cache-Control", "max-age=3600"),
+                    ], body: "", body64: body.base64EncodedString())
+            }
+            try origin.script(
+                "/sliced",
+                [partial(0...(slice - 1), claiming: "\(length)"), partial(slice...(length - 1), claiming: "999999999999999999")],
+                conditional: false)
+            let cut = try Curl.viaProxy(larder.proxy, ["-r", "0-\(length - 1)", origin.url("/sliced")], timeout: 10)
+            #expect(cut.exitCode != 28, "the client hears its answer end (cut short): \(cut.stderr)")
+            let next = try Curl.viaProxy(larder.proxy, [origin.url("/c0?cc=max-age=600&size=100")], timeout: 10)
+            #expect(next.status == 200, "the loop answers the next request: \(next.stderr)")
         }
     }
 }

@@ -445,7 +445,10 @@ extension ClientConnection {
     /// changed, so no two of them may be combined again.
     private func dropSlices(of exchange: Exchange, length: Int, keeping: Int?) {
         guard let key = exchange.key, let size = exchange.slices?.size else { return }
-        let count = (length + size - 1) / size
+        // The length is the origin's word (up to 18 digits): only slices of an object within
+        // disk.max_object_bytes are ever stored, so none lies past it.
+        let stored = min(Int64(length), exchange.runtime.config.disk.maxObjectBytes)
+        let count = Int((stored + Int64(size) - 1) / Int64(size))
         for index in 0..<count where index != keeping { proxy.shared.cache.purge(key.slice(index)) }
         proxy.shared.cache.purge(key)
         proxy.shared.stats.invalidations.add(count)
