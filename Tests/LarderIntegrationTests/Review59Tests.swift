@@ -114,5 +114,26 @@ extension IntegrationTests {
             let next = try Curl.viaProxy(larder.proxy, [origin.url("/c0?cc=max-age=600&size=100")], timeout: 10)
             #expect(next.status == 200, "the loop answers the next request: \(next.stderr)")
         }
+
+        /// An origin whose first slice claims a huge length, asked for by a client's open range:
+        /// the answer's Cache-Status looks for the slices that could be stored, not for every
+        /// slice of the length claimed, so the head goes out and the loop serves others.
+        @Test func aFirstSliceClaimingAHugeLengthDoesNotHoldTheLoop() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: "[proxy]\nworkers = 1\n[cache]\nslice_size = \"64KiB\"\n")
+            let slice = 64 << 10
+            let body = Data((0..<slice).map { UInt8(truncatingIfNeeded: $0) })
+            let huge = Scripted(
+                status: 206,
+                headers: [
+                    ("Content-Range", "bytes 0-\(slice - 1)/999999999999999999"), ("ETag", "\"s1\""), ("Cache-Control", "max-age=3600"),
+                ],
+                body: "", body64: body.base64EncodedString())
+            try origin.script("/huge", [huge], conditional: false)
+            let open = try Curl.viaProxy(larder.proxy, ["-r", "0-", origin.url("/huge")], timeout: 3)
+            #expect(open.status == 206, "the head went out: \(open.stderr)")
+            let next = try Curl.viaProxy(larder.proxy, [origin.url("/c0?cc=max-age=600&size=100")], timeout: 10)
+            #expect(next.status == 200, "the loop answers the next request: \(next.stderr)")
+        }
     }
 }

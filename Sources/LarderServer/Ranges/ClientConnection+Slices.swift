@@ -360,7 +360,12 @@ extension ClientConnection {
     private func noteSlicesHeld(_ plan: SlicePlan, anchor: Int, exchange: Exchange) -> Bool {
         guard plan.stage == .sending, let key = exchange.key else { return true }
         let needed = plan.sliceIndex...(plan.last / plan.size)
-        let held = needed.filter { $0 == anchor ? exchange.cacheStatus.hit : proxy.shared.cache.holds(key.slice($0)) }.count
+        // The length is the origin's word (up to 18 digits): slices are stored only for an
+        // object within disk.max_object_bytes, so past it none is looked for.
+        let held =
+            Int64(plan.length) <= exchange.runtime.config.disk.maxObjectBytes
+            ? needed.filter { $0 == anchor ? exchange.cacheStatus.hit : proxy.shared.cache.holds(key.slice($0)) }.count
+            : (exchange.cacheStatus.hit ? 1 : 0)
         if held == needed.count { return true }
         if held > 0 || exchange.cacheStatus.hit {
             let stored = exchange.cacheStatus.stored
