@@ -127,6 +127,14 @@ public struct StoragePlan: Sendable, Equatable {
         }
         if admission.freshensStoredFromHead, head.status == 200, let stored = request.validating ?? request.fallback {
             let matches = headMatches(stored, head: head, announcedLength: answer.announcedLength)
+            if matches, !headMayUpdate(request, answer: answer) {
+                // Its fields would reach every client the stored GET answers: this one
+                // client's answer (a cookie, a private or authorized response) leaves it as it is.
+                admission.freshensStoredFromHead = false
+                admission.storage = .none
+                admission.keepsStored = true
+                return StoragePlan(action: .skip(.rules), wholeLimit: wholeLimit, admission: admission)
+            }
             return StoragePlan(action: matches ? .updateFromHead : .outdateFromHead, wholeLimit: wholeLimit, admission: admission)
         }
         if slicing.sliceFill, answer.sliceRange == nil, head.status != 200 {
@@ -171,6 +179,16 @@ public struct StoragePlan: Sendable, Equatable {
         guard stored.etag == head.headers["ETag"] else { return false }
         guard stored.lastModified == head.headers.date("Last-Modified") else { return false }
         return announcedLength.map { $0 == stored.bodyLength } ?? true
+    }
+
+    /// Whether a matching HEAD answer may update the stored GET with its fields (RFC 9111 §3.2):
+    /// only when a shared cache could store them (§3, §3.5, §5.2.2.5, §5.2.2.7, §5.2.1.5), and
+    /// never with a `Set-Cookie`, which Larder stores for no one.
+    static func headMayUpdate(_ request: ResponseAdmission.Request, answer: Answer) -> Bool {
+        guard !request.directives.noStore else { return false }
+        return Shareability.allowsSharing(
+            status: answer.head.status, responseHeaders: answer.head.headers, fillRequest: request.headers, dedupAlways: true,
+            responseCacheControl: answer.cacheControl)
     }
 
     /// Whether slices with these fields may be stored and combined with others later: only

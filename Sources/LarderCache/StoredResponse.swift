@@ -152,10 +152,12 @@ public final class StoredResponse: Sendable {
 
     /// The response updated by a 304 (or a HEAD response) to a validation request
     /// (RFC 9111 §3.2, §4.3.4): each field of `update` replaces the stored ones of that name,
-    /// except framing and hop-by-hop fields; times are those of the validation exchange.
+    /// except framing and hop-by-hop fields; times are those of the validation exchange. Nor
+    /// `Set-Cookie`: the validation was one client's, and the stored response answers every
+    /// client (Larder stores no response with one, ``Storability``).
     public func freshened(by update: HTTPHeaders, requestTime: Double, responseTime: Double) -> StoredResponse {
         var merged = headers
-        let excluded = ["content-length", "transfer-encoding", "content-range", "age"]
+        let excluded = ["content-length", "transfer-encoding", "content-range", "age", "set-cookie"]
         var replaced = Set<String>()
         for field in update.fields {
             let name = field.name.lowercased()

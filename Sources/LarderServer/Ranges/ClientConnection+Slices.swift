@@ -360,7 +360,12 @@ extension ClientConnection {
     private func noteSlicesHeld(_ plan: SlicePlan, anchor: Int, exchange: Exchange) -> Bool {
         guard plan.stage == .sending, let key = exchange.key else { return true }
         let needed = plan.sliceIndex...(plan.last / plan.size)
-        let held = needed.filter { $0 == anchor ? exchange.cacheStatus.hit : proxy.shared.cache.holds(key.slice($0)) }.count
+        // The length is the origin's word (up to 18 digits): slices are stored only for an
+        // object within disk.max_object_bytes, so past it none is looked for.
+        let held =
+            Int64(plan.length) <= exchange.runtime.config.disk.maxObjectBytes
+            ? needed.filter { $0 == anchor ? exchange.cacheStatus.hit : proxy.shared.cache.holds(key.slice($0)) }.count
+            : (exchange.cacheStatus.hit ? 1 : 0)
         if held == needed.count { return true }
         if held > 0 || exchange.cacheStatus.hit {
             let stored = exchange.cacheStatus.stored
@@ -445,7 +450,10 @@ extension ClientConnection {
     /// changed, so no two of them may be combined again.
     private func dropSlices(of exchange: Exchange, length: Int, keeping: Int?) {
         guard let key = exchange.key, let size = exchange.slices?.size else { return }
-        let count = (length + size - 1) / size
+        // The length is the origin's word (up to 18 digits): only slices of an object within
+        // disk.max_object_bytes are ever stored, so none lies past it.
+        let stored = min(Int64(length), exchange.runtime.config.disk.maxObjectBytes)
+        let count = Int((stored + Int64(size) - 1) / Int64(size))
         for index in 0..<count where index != keeping { proxy.shared.cache.purge(key.slice(index)) }
         proxy.shared.cache.purge(key)
         proxy.shared.stats[.invalidations].add(count)

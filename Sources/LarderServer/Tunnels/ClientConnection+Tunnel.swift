@@ -211,14 +211,17 @@ extension ClientConnection {
         let parent = exchange.tunnel?.currentParent
         switch result {
         case .failure(.refused(let status, let statusLine)):
-            // The parent is up; it (or something behind it) said no. Its answer stands, but a
-            // 407 is about credentials only Larder's configuration can fix.
+            // The parent is up; it (or something behind it) said no. Its refusal stands, but a
+            // 407 is about credentials only Larder's configuration can fix, and any answer
+            // other than a 4xx or 5xx is no refusal the client could read with this message as
+            // its body (a 304 has none, RFC 9110 §6.4.1: the message would be read as the next
+            // response; a 3xx here has no Location).
             if let parent { proxy.shared.parentHealth.recordSuccess(parent) }
             proxy.logger.notice(
                 "parent proxy refused a CONNECT",
                 metadata: ["parent": "\(parent?.label ?? "-")", "target": "\(exchange.head.targetText)", "answer": "\(statusLine)"])
             respondGenerated(
-                status: status == 407 ? 502 : status,
+                status: status == 407 || !(400..<600).contains(status) ? 502 : status,
                 message: "Larder: the parent proxy \(parent?.label ?? "") answered CONNECT with '\(statusLine)'", outcome: .error,
                 cause: .parent)
         case .failure(.failed(let error)):
