@@ -36,7 +36,7 @@ extension ClientConnection: FillReader {
 
     /// Leaves a shared fill and forwards again: alone, or keyed by the request's variant.
     func leaveFill(_ exchange: Exchange, url: AbsoluteURL, alone: Bool) {
-        exchange.advance(.released)
+        exchange.take(.released)
         exchange.fill = nil
         exchange.fillPosition = 0
         exchange.fillBlockRead = nil
@@ -233,7 +233,7 @@ extension ClientConnection: FillReader {
         }
         if Preconditions.notModified(request: request.headers, status: head.status, responseHeaders: head.headers) {
             exchange.status = 304
-            exchange.advance(.headQueued)
+            exchange.take(.headQueued)
             queueNotModified(headers: head.headers, age: nil, exchange: exchange)
             finishExchange()
             flushSoon()
@@ -254,7 +254,7 @@ extension ClientConnection: FillReader {
                     fill.reader(self, advancedTo: first)
                 case .unsatisfiable:
                     exchange.status = 416
-                    exchange.advance(.headQueued)
+                    exchange.take(.headQueued)
                     queueRangeNotSatisfiable(length: length, headers: head.headers, exchange: exchange)
                     finishExchange()
                     flushSoon()
@@ -262,7 +262,7 @@ extension ClientConnection: FillReader {
                 }
             }
         }
-        exchange.advance(.headQueued)
+        exchange.take(.headQueued)
         exchange.status = exchange.slice == nil ? head.status : 206
         if exchange.cacheStatus.fwd?.validatesStored == true, fill.options.validating != nil {
             exchange.cacheStatus.fwdStatus = head.status
