@@ -19,7 +19,8 @@ import Testing
 
     /// One state of each kind, and the slice states that differ in what they allow.
     static let states: [(name: String, state: State)] = [
-        ("routing", .routing), ("awaitingRequestBody", .awaitingRequestBody), ("lookingUp", .lookingUp(checked: nil)),
+        ("routing", .routing), ("awaitingRequestBody", .awaitingRequestBody(alone: false)),
+        ("lookingUp", .lookingUp(checked: nil, alone: false)),
         ("awaitingDisk", .awaitingDisk), ("readingFill", .readingFill(since: 7)), ("responding", .responding),
         ("slicing", .slicing(Exchange.SliceProgress(fillSince: 7))),
         ("slicingChecking", .slicing(Exchange.SliceProgress(disk: .pending, fillSince: 7))), ("tunnelling", .tunnelling),
@@ -38,6 +39,7 @@ import Testing
         case .diskChecked: "diskChecked"
         case .attached: "attached"
         case .sliceFillAttached: "sliceFillAttached"
+        case .sliceFillLeft: "sliceFillLeft"
         case .slicesBegun: "slicesBegun"
         case .sliceHeadQueued: "sliceHeadQueued"
         case .released: "released"
@@ -47,8 +49,9 @@ import Testing
     }
 
     static let events: [Event] = [
-        .routed, .connectAccepted, .bodyNeeded, .bodyRead, .diskCheckStarted, .diskChecked(nil), .attached, .sliceFillAttached,
-        .slicesBegun, .sliceHeadQueued, .released, .headQueued, .finished,
+        .routed, .connectAccepted, .bodyNeeded, .bodyRead(tooLargeToKey: false), .diskCheckStarted, .diskChecked(nil), .attached,
+        .sliceFillAttached, .sliceFillLeft(alone: true), .slicesBegun, .sliceHeadQueued, .released(alone: false), .headQueued,
+        .finished,
     ]
 
     @Test func everyStepTheDesignAllowsAndNoOther() {
@@ -65,14 +68,16 @@ import Testing
             "tunnelling": [:],
             "slicing": [
                 "attached": (.readingFill, .readFill), "sliceFillAttached": (.slicing, .walkSlices),
+                "sliceFillLeft": (.slicing, .walkSlices),
                 "diskCheckStarted": (.slicing, .waitForDisk), "sliceHeadQueued": (.slicing, .sendBody),
             ],
             "slicingChecking": [
                 "attached": (.readingFill, .readFill), "sliceFillAttached": (.slicing, .walkSlices),
+                "sliceFillLeft": (.slicing, .walkSlices),
                 "diskChecked": (.slicing, .walkSlices), "sliceHeadQueued": (.slicing, .sendBody),
             ],
         ]
-        #expect(Set(Self.events.map(Self.name)).count == 13, "every event is tried")
+        #expect(Set(Self.events.map(Self.name)).count == 14, "every event is tried")
         for (stateName, state) in Self.states {
             for event in Self.events {
                 let eventName = Self.name(event)
@@ -103,7 +108,7 @@ import Testing
     /// The clock is the step's: attaching records when, for coalesce.wait_timeout, and a sliced
     /// answer that becomes an ordinary fill keeps waiting since its slice fill attached.
     @Test func attachingRecordsWhenFromTheClockGiven() {
-        guard case .readingFill(let since)? = Exchange.step(.lookingUp(checked: nil), on: .attached, now: 123)?.state else {
+        guard case .readingFill(let since)? = Exchange.step(.lookingUp(checked: nil, alone: false), on: .attached, now: 123)?.state else {
             Issue.record("not reading a fill")
             return
         }
@@ -152,8 +157,8 @@ import Testing
     /// its body, a disk check, and attach to another fill.
     @Test func aReleasedRequestGoesRoundAgain() {
         let steps: [(Event, Stage, Exchange.Action)] = [
-            (.routed, .lookingUp, .lookUp), (.attached, .readingFill, .readFill), (.released, .lookingUp, .forward),
-            (.bodyNeeded, .awaitingRequestBody, .readRequestBody), (.bodyRead, .lookingUp, .forward),
+            (.routed, .lookingUp, .lookUp), (.attached, .readingFill, .readFill), (.released(alone: false), .lookingUp, .forward),
+            (.bodyNeeded, .awaitingRequestBody, .readRequestBody), (.bodyRead(tooLargeToKey: false), .lookingUp, .forward),
             (.diskCheckStarted, .awaitingDisk, .waitForDisk), (.diskChecked(nil), .lookingUp, .lookUp),
             (.attached, .readingFill, .readFill), (.headQueued, .responding, .sendBody), (.finished, .finished, .finish),
         ]
@@ -167,5 +172,36 @@ import Testing
             #expect(Exchange.stage(of: state) == stage && step.action == action, "after \(Self.name(event))")
         }
         #expect(Exchange.step(.finished, on: .finished, now: 0) == nil, "nothing follows the end")
+    }
+
+    /// Going alone (no shared fill) is the state's: a release says whether, it lasts while the
+    /// body is read, a body too large to key makes it so, and a slice walk sets it per slice.
+    @Test func goingAloneIsCarriedByTheStateThatNeedsIt() {
+        let head = RequestHead(method: .post, target: .origin("/a"), version: .http1_1, headers: [:])
+        let exchange = Exchange(head: head, startNanos: 0, runtime: RuntimeConfig(config: Config()))
+        exchange.take(.routed)
+        #expect(!exchange.goAlone)
+        exchange.take(.attached, now: 1)
+        #expect(exchange.take(.released(alone: true)) == .forward)
+        #expect(exchange.goAlone)
+        exchange.take(.bodyNeeded)
+        #expect(exchange.goAlone, "while the body is read")
+        exchange.take(.bodyRead(tooLargeToKey: false))
+        #expect(exchange.goAlone, "still")
+        exchange.take(.attached, now: 2)
+        #expect(!exchange.goAlone, "a fill's reader is past the choice")
+        exchange.take(.released(alone: false))
+        #expect(!exchange.goAlone, "keyed by its variant")
+        exchange.take(.bodyNeeded)
+        exchange.take(.bodyRead(tooLargeToKey: true))
+        #expect(exchange.goAlone, "a body too large to key")
+
+        let sliced = Exchange(head: head, startNanos: 0, runtime: RuntimeConfig(config: Config()))
+        sliced.take(.routed)
+        sliced.take(.slicesBegun)
+        #expect(sliced.take(.sliceFillLeft(alone: true)) == .walkSlices)
+        #expect(sliced.goAlone)
+        sliced.take(.sliceFillLeft(alone: false))
+        #expect(!sliced.goAlone)
     }
 }

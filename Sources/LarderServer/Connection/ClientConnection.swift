@@ -514,7 +514,7 @@ final class ClientConnection: IOHandler {
                 if exchange.slices != nil {
                     // The slice is fetched alone.
                     exchange.fill = nil
-                    exchange.goAlone = true
+                    exchange.take(.sliceFillLeft(alone: true))
                     exchange.cacheStatus.collapsed = false
                     if pumpSlices(exchange) { flush() }
                     return

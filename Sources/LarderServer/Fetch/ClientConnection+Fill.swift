@@ -15,7 +15,7 @@ extension ClientConnection: FillReader {
         if exchange.slices != nil {
             // A slice fill that may not serve this client: fetch the slice alone.
             exchange.fill = nil
-            exchange.goAlone = true
+            exchange.take(.sliceFillLeft(alone: true))
             if pumpSlices(exchange) { flush() }
             return
         }
@@ -36,12 +36,11 @@ extension ClientConnection: FillReader {
 
     /// Leaves a shared fill and forwards again: alone, or keyed by the request's variant.
     func leaveFill(_ exchange: Exchange, url: AbsoluteURL, alone: Bool) {
-        exchange.take(.released)
+        exchange.take(.released(alone: alone))
         exchange.fill = nil
         exchange.fillPosition = 0
         exchange.fillBlockRead = nil
         exchange.checkedFillBlock = nil
-        exchange.goAlone = alone
         exchange.cacheStatus.collapsed = false
         exchange.outcome = .miss
         forward(url, key: exchange.key ?? CacheKey(url), exchange: exchange)

@@ -302,9 +302,9 @@ extension ClientConnection: RequestBodySource {
         }
         exchange.body = reader
         if reader.isComplete || exchange.bufferedBody!.count > exchange.bodyBufferLimit {
-            let next = exchange.take(.bodyRead)
             // Too large to hold: stream it (and, for dedup = "always", without coalescing).
-            if !reader.isComplete && exchange.bodyBufferLimit >= ClientConnection.maxDedupBody { exchange.goAlone = true }
+            let next = exchange.take(
+                .bodyRead(tooLargeToKey: !reader.isComplete && exchange.bodyBufferLimit >= ClientConnection.maxDedupBody))
             guard next == .forward, let url = exchange.url else { return }
             forward(url, key: exchange.key ?? CacheKey(url), exchange: exchange)
         } else if peerClosed {

@@ -310,7 +310,7 @@ extension ClientConnection {
 
     private func leaveSliceFill(_ fill: Fill, exchange: Exchange) {
         exchange.fill = nil
-        exchange.goAlone = false
+        exchange.take(.sliceFillLeft(alone: false))
         exchange.sliceFillEnd = nil
         exchange.fillPosition = 0
         exchange.fillBlockRead = nil

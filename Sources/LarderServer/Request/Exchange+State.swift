@@ -11,11 +11,13 @@ extension Exchange {
         /// Target checks, authentication, route.
         case routing
         /// The request body is read whole before going on (`proxy.request_body_buffer`, or the
-        /// body hash of a `dedup = "always"` key).
-        case awaitingRequestBody
+        /// body hash of a `dedup = "always"` key); `alone` as in `lookingUp`.
+        case awaitingRequestBody(alone: Bool)
         /// The cache decision: serve what is stored, revalidate it, or forward. `checked`: a
-        /// disk entry the reader thread checked for this request, to serve as it is.
-        case lookingUp(checked: StoredResponse?)
+        /// disk entry the reader thread checked for this request, to serve as it is. `alone`:
+        /// it must not attach to a shared fill (released from one, timed out waiting, or a
+        /// body too large to key).
+        case lookingUp(checked: StoredResponse?, alone: Bool)
         /// A disk entry is being checked on the reader thread; the decision resumes after.
         case awaitingDisk
         /// Attached to an upstream fill (its own or a shared one), no response head queued yet;
@@ -40,6 +42,8 @@ extension Exchange {
         var disk = SliceCheck.none
         /// When it attached to its current slice fill (for coalesce.wait_timeout).
         var fillSince: UInt64 = 0
+        /// The current slice is fetched alone (its shared fill released it, or timed out).
+        var alone = false
     }
 
     /// A stored slice's check on the reader thread.
@@ -64,8 +68,9 @@ extension Exchange {
         case connectAccepted
         /// The request body must be read whole first.
         case bodyNeeded
-        /// The request body was read whole.
-        case bodyRead
+        /// The request body was read whole, or as much of it as is held: `tooLargeToKey`, the
+        /// rest streams, so no `dedup = "always"` key can be made and the request goes alone.
+        case bodyRead(tooLargeToKey: Bool)
         /// A disk entry (or a stored slice) went to the reader thread to be checked.
         case diskCheckStarted
         /// The reader thread answered: the entry, when it is sound and was read for this request.
@@ -74,13 +79,16 @@ extension Exchange {
         case attached
         /// A sliced answer attached to the fill of one slice.
         case sliceFillAttached
+        /// A sliced answer left the fill of one slice: `alone`, the slice is fetched again
+        /// without attaching to a shared fill.
+        case sliceFillLeft(alone: Bool)
         /// The object turned out to be stored (or fetched) in slices.
         case slicesBegun
         /// The head of a sliced answer was queued.
         case sliceHeadQueued
         /// Released from a fill before its head (another variant, timed out, a range): the
-        /// request is forwarded again.
-        case released
+        /// request is forwarded again, `alone` or keyed by its variant.
+        case released(alone: Bool)
         /// A fill's response head (or a 304/416 in its place) was queued.
         case headQueued
         /// Done (answered, or the connection closed).
@@ -118,23 +126,26 @@ extension Exchange {
         case (_, .finished):
             return (.finished, .finish)
         case (.routing, .routed):
-            return (.lookingUp(checked: nil), .lookUp)
+            return (.lookingUp(checked: nil, alone: false), .lookUp)
         case (.routing, .connectAccepted):
             return (.tunnelling, .setUpTunnel)
-        case (.lookingUp, .bodyNeeded):
-            return (.awaitingRequestBody, .readRequestBody)
-        case (.awaitingRequestBody, .bodyRead):
-            return (.lookingUp(checked: nil), .forward)
+        case (.lookingUp(_, let alone), .bodyNeeded):
+            return (.awaitingRequestBody(alone: alone), .readRequestBody)
+        case (.awaitingRequestBody(let alone), .bodyRead(let tooLarge)):
+            return (.lookingUp(checked: nil, alone: alone || tooLarge), .forward)
         case (.lookingUp, .diskCheckStarted):
             return (.awaitingDisk, .waitForDisk)
         case (.awaitingDisk, .diskChecked(let entry)):
-            return (.lookingUp(checked: entry), .lookUp)
+            return (.lookingUp(checked: entry, alone: false), .lookUp)
         case (.lookingUp, .attached):
             return (.readingFill(since: now), .readFill)
         case (.lookingUp, .slicesBegun):
             return (.slicing(SliceProgress()), .walkSlices)
         case (.slicing(var progress), .sliceFillAttached):
             progress.fillSince = now
+            return (.slicing(progress), .walkSlices)
+        case (.slicing(var progress), .sliceFillLeft(let alone)):
+            progress.alone = alone
             return (.slicing(progress), .walkSlices)
         case (.slicing(var progress), .diskCheckStarted):
             if case .pending = progress.disk { return nil }
@@ -151,8 +162,8 @@ extension Exchange {
         // ordinary fill's response from here (waiting since the slice fill attached).
         case (.slicing(let progress), .attached):
             return (.readingFill(since: progress.fillSince), .readFill)
-        case (.readingFill, .released):
-            return (.lookingUp(checked: nil), .forward)
+        case (.readingFill, .released(let alone)):
+            return (.lookingUp(checked: nil, alone: alone), .forward)
         case (.readingFill, .headQueued):
             return (.responding, .sendBody)
         default:
@@ -183,6 +194,15 @@ extension Exchange {
         switch state {
         case .responding: true
         case .slicing(let progress): progress.headQueued
+        default: false
+        }
+    }
+
+    /// The request must not attach to a shared fill (nor, looking up, begin a sliced answer).
+    var goAlone: Bool {
+        switch state {
+        case .lookingUp(_, let alone), .awaitingRequestBody(let alone): alone
+        case .slicing(let progress): progress.alone
         default: false
         }
     }

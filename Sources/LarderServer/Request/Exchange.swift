@@ -57,8 +57,6 @@ final class Exchange {
     /// The connection moved here from another loop to join this loop's fill; it moves once.
     let moved: Bool
     var fillPosition = 0
-    /// Must not attach to a shared fill (released from one, or timed out waiting).
-    var goAlone = false
     /// Set when released from a fill for another variant: this request's values for its Vary.
     var variant: [String: String]?
     /// For `dedup = "always"`: the request body read in full before the fill key is known.
@@ -119,8 +117,8 @@ final class Exchange {
     /// lookup checks again).
     func takeCheckedEntry() -> StoredResponse? {
         switch state {
-        case .lookingUp(let checked?):
-            state = .lookingUp(checked: nil)
+        case .lookingUp(let checked?, let alone):
+            state = .lookingUp(checked: nil, alone: alone)
             return checked
         case .slicing(var progress):
             guard case .checked(let checked) = progress.disk else { return nil }
