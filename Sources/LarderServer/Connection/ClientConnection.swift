@@ -293,7 +293,7 @@ final class ClientConnection: IOHandler {
     /// Called when every byte of the current response is queued.
     func finishExchange() {
         guard let exchange else { return }
-        exchange.advance(.finished)
+        exchange.take(.finished)
         self.exchange = nil
         logExchange(exchange)
         if exchange.fill != nil {
@@ -514,7 +514,7 @@ final class ClientConnection: IOHandler {
                 if exchange.slices != nil {
                     // The slice is fetched alone.
                     exchange.fill = nil
-                    exchange.goAlone = true
+                    exchange.take(.sliceFillLeft(alone: true))
                     exchange.cacheStatus.collapsed = false
                     if pumpSlices(exchange) { flush() }
                     return

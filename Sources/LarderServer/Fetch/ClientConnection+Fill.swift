@@ -15,7 +15,7 @@ extension ClientConnection: FillReader {
         if exchange.slices != nil {
             // A slice fill that may not serve this client: fetch the slice alone.
             exchange.fill = nil
-            exchange.goAlone = true
+            exchange.take(.sliceFillLeft(alone: true))
             if pumpSlices(exchange) { flush() }
             return
         }
@@ -36,12 +36,11 @@ extension ClientConnection: FillReader {
 
     /// Leaves a shared fill and forwards again: alone, or keyed by the request's variant.
     func leaveFill(_ exchange: Exchange, url: AbsoluteURL, alone: Bool) {
-        exchange.advance(.released)
+        exchange.take(.released(alone: alone))
         exchange.fill = nil
         exchange.fillPosition = 0
         exchange.fillBlockRead = nil
         exchange.checkedFillBlock = nil
-        exchange.goAlone = alone
         exchange.cacheStatus.collapsed = false
         exchange.outcome = .miss
         forward(url, key: exchange.key ?? CacheKey(url), exchange: exchange)
@@ -233,7 +232,7 @@ extension ClientConnection: FillReader {
         }
         if Preconditions.notModified(request: request.headers, status: head.status, responseHeaders: head.headers) {
             exchange.status = 304
-            exchange.advance(.headQueued)
+            exchange.take(.headQueued)
             queueNotModified(headers: head.headers, age: nil, exchange: exchange)
             finishExchange()
             flushSoon()
@@ -254,7 +253,7 @@ extension ClientConnection: FillReader {
                     fill.reader(self, advancedTo: first)
                 case .unsatisfiable:
                     exchange.status = 416
-                    exchange.advance(.headQueued)
+                    exchange.take(.headQueued)
                     queueRangeNotSatisfiable(length: length, headers: head.headers, exchange: exchange)
                     finishExchange()
                     flushSoon()
@@ -262,7 +261,7 @@ extension ClientConnection: FillReader {
                 }
             }
         }
-        exchange.advance(.headQueued)
+        exchange.take(.headQueued)
         exchange.status = exchange.slice == nil ? head.status : 206
         if exchange.cacheStatus.fwd?.validatesStored == true, fill.options.validating != nil {
             exchange.cacheStatus.fwdStatus = head.status

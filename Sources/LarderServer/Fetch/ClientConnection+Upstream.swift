@@ -30,7 +30,7 @@ extension ClientConnection: RequestBodySource {
                     flushSoon()
                 }
                 exchange.bufferedBody = []
-                exchange.advance(.bodyNeeded)
+                exchange.take(.bodyNeeded)
                 exchange.bodyBufferLimit = limit
                 bufferRequestBody(exchange)
                 return
@@ -61,7 +61,7 @@ extension ClientConnection: RequestBodySource {
                 } else if exchange.bufferedBody == nil || exchange.bodyBufferLimit < ClientConnection.maxDedupBody && !exchange.goAlone {
                     // The key needs the whole body: read it first (process() continues here).
                     if exchange.bufferedBody == nil { exchange.bufferedBody = [] }
-                    exchange.advance(.bodyNeeded)
+                    exchange.take(.bodyNeeded)
                     exchange.bodyBufferLimit = ClientConnection.maxDedupBody
                     bufferRequestBody(exchange)
                     return
@@ -91,11 +91,12 @@ extension ClientConnection: RequestBodySource {
             exchange.fill = fill
             // A slice's answer stays a miss in the log; its head may be out already.
             if exchange.slices == nil {
-                exchange.advance(.attached)
+                exchange.take(.attached, now: proxy.loop.now)
                 exchange.outcome = .coalesced
+            } else {
+                exchange.take(.sliceFillAttached, now: proxy.loop.now)
             }
             if !exchange.headSent { exchange.cacheStatus.collapsed = true }
-            exchange.waitStart = proxy.loop.now
             proxy.shared.stats[.requestsCoalesced].add(1)
             fill.attach(self, requestHeaders: exchange.head.headers)
             return
@@ -147,7 +148,7 @@ extension ClientConnection: RequestBodySource {
             // side table, and every retain and release of it takes the slow path from then on.
             fill.bodySource = self
         }
-        exchange.advance(.attached)
+        exchange.take(.attached, now: proxy.loop.now)
         exchange.cacheStatus.collapsed = false
         exchange.attempts = 1
         return fill
@@ -301,10 +302,10 @@ extension ClientConnection: RequestBodySource {
         }
         exchange.body = reader
         if reader.isComplete || exchange.bufferedBody!.count > exchange.bodyBufferLimit {
-            exchange.advance(.bodyRead)
             // Too large to hold: stream it (and, for dedup = "always", without coalescing).
-            if !reader.isComplete && exchange.bodyBufferLimit >= ClientConnection.maxDedupBody { exchange.goAlone = true }
-            guard let url = exchange.url else { return }
+            let next = exchange.take(
+                .bodyRead(tooLargeToKey: !reader.isComplete && exchange.bodyBufferLimit >= ClientConnection.maxDedupBody))
+            guard next == .forward, let url = exchange.url else { return }
             forward(url, key: exchange.key ?? CacheKey(url), exchange: exchange)
         } else if peerClosed {
             close()

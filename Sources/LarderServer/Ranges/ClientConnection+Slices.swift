@@ -35,7 +35,7 @@ extension ClientConnection {
         }
         exchange.slices = SlicePlan(
             size: size, firstByte: isRanged(exchange) ? SlicePlan.firstByte(ofRange: headers["Range"]) : 0, cachedOnly: cachedOnly)
-        exchange.advance(.slicesBegun)
+        exchange.take(.slicesBegun)
         exchange.outcome = .diskHit
         if pumpSlices(exchange) { flushSoon() }
         return true
@@ -64,11 +64,9 @@ extension ClientConnection {
             }
             guard output.pendingBytes < ClientConnection.outputHighWater else { return progressed }
             let index = plan.sliceIndex
-            let checked = exchange.checkedDiskEntry
-            exchange.checkedDiskEntry = nil
+            let checked = exchange.takeCheckedEntry()
             switch proxy.shared.cache.lookup(key.slice(index), request: exchange.head.headers, checked: checked) {
             case .pending(let name):
-                exchange.sliceCheckPending = true
                 waitForVerification(of: name)
                 return progressed
             case .miss:
@@ -164,7 +162,7 @@ extension ClientConnection {
             if Preconditions.notModified(request: request, status: 200, responseHeaders: fields) {
                 exchange.status = 304
                 queueNotModified(headers: fields, age: age, exchange: exchange)
-                exchange.sliceHeadQueued = true
+                exchange.take(.sliceHeadQueued)
                 endSlices(exchange)
                 return nil
             }
@@ -191,7 +189,7 @@ extension ClientConnection {
             }
             exchange.slices = nil
             exchange.range = isRanged(exchange) ? .stripped : .none
-            exchange.advance(.attached)
+            exchange.take(.attached)
             pumpFill()
             return nil
         case .pass:
@@ -312,7 +310,7 @@ extension ClientConnection {
 
     private func leaveSliceFill(_ fill: Fill, exchange: Exchange) {
         exchange.fill = nil
-        exchange.goAlone = false
+        exchange.take(.sliceFillLeft(alone: false))
         exchange.sliceFillEnd = nil
         exchange.fillPosition = 0
         exchange.fillBlockRead = nil
@@ -378,7 +376,7 @@ extension ClientConnection {
     /// Queues the head of a sliced answer (fields of the first slice used, less its
     /// Content-Range): 200 with the whole length, 206 with the client's range, or 416.
     private func queueSliceHead(_ answer: SlicePlan.Answer, headers: HTTPHeaders, age: Double?, exchange: Exchange) {
-        exchange.sliceHeadQueued = true
+        exchange.take(.sliceHeadQueued)
         let status: Int
         let count: Int
         var contentRange: String?

@@ -17,8 +17,8 @@ extension ClientConnection {
         let checked = Result { () throws(HTTPParseError) in try BodyFraming.ofRequest(head) }
         // Started when the loop picked up the head's last bytes (its time after the wait), which
         // is also a clock read less per request.
-        let exchange = Exchange(head: consume head, startNanos: moved?.startNanos ?? proxy.loop.now, runtime: runtime)
-        exchange.moved = moved != nil
+        let exchange = Exchange(
+            head: consume head, startNanos: moved?.startNanos ?? proxy.loop.now, runtime: runtime, moved: moved != nil)
         self.exchange = exchange
 
         let framing: BodyFraming
@@ -102,8 +102,7 @@ extension ClientConnection {
         if exchange.head.headers.contains("Cache-Control") || exchange.head.headers.contains("Pragma") {
             exchange.directives = RequestDirectives(exchange.head.headers)
         }
-        exchange.advance(.routed)
-        proceed(exchange)
+        if exchange.take(.routed) == .lookUp { proceed(exchange) }
     }
 
     /// Decides between the cache and the origin. Called again after a disk entry's checksum was
@@ -128,11 +127,13 @@ extension ClientConnection {
         }
         var varyMiss = false
         let stored: StoredResponse?
-        switch lookup(key, request: exchange.head.headers, varyMiss: &varyMiss) {
+        var fromDisk = false
+        switch lookup(key, exchange: exchange, varyMiss: &varyMiss) {
         case .pending:
             return
-        case .found(let found):
+        case .found(let found, let onDisk):
             stored = found
+            fromDisk = onDisk
         case .none:
             stored = nil
         }
@@ -142,9 +143,9 @@ extension ClientConnection {
             ttl: exchange.route?.ttl?.totalSeconds, negativeTTL: exchange.runtime.negativeTTL, now: now, offline: offline)
         switch decision {
         case .serve:
-            serveFromCache(stored!, exchange: exchange, stale: false, now: now)
+            serveFromCache(stored!, exchange: exchange, stale: false, now: now, fromDisk: fromDisk)
         case .serveStale(let refresh):
-            serveFromCache(stored!, exchange: exchange, stale: true, now: now, refreshing: refresh)
+            serveFromCache(stored!, exchange: exchange, stale: true, now: now, fromDisk: fromDisk, refreshing: refresh)
             if refresh { refreshInBackground(stored!, url: url, exchange: exchange) }
         case .revalidate:
             exchange.stored = stored
@@ -179,20 +180,20 @@ extension ClientConnection {
     }
 
     enum LookupResult {
-        case found(StoredResponse)
+        /// `fromDisk`: the stored response came from the disk tier (its body may have been
+        /// read into memory to be checked): `Cache-Status: …; detail=disk`, a disk hit.
+        case found(StoredResponse, fromDisk: Bool)
         case none
         /// A disk entry is being verified; ``proceed(_:)`` runs again when it is done.
         case pending
     }
 
     /// The stored variant for this request, from memory, then disk (``TieredCache``).
-    private func lookup(_ key: CacheKey, request: HTTPHeaders, varyMiss: inout Bool) -> LookupResult {
-        let checked = exchange?.checkedDiskEntry
-        exchange?.checkedDiskEntry = nil
-        switch proxy.shared.cache.lookup(key, request: request, checked: checked) {
+    private func lookup(_ key: CacheKey, exchange: Exchange, varyMiss: inout Bool) -> LookupResult {
+        let checked = exchange.takeCheckedEntry()
+        switch proxy.shared.cache.lookup(key, request: exchange.head.headers, checked: checked) {
         case .found(let stored, let fromDisk):
-            if fromDisk { exchange?.fromDisk = true }
-            return .found(stored)
+            return .found(stored, fromDisk: fromDisk)
         case .miss(let otherVariants):
             varyMiss = otherVariants
             return .none
@@ -205,7 +206,7 @@ extension ClientConnection {
     /// Answers from a stored response: 304 for a matching conditional request, 206/416 for a
     /// range, else the whole response.
     func serveFromCache(
-        _ stored: StoredResponse, exchange: Exchange, stale: Bool, now: Double, refreshing: Bool = false,
+        _ stored: StoredResponse, exchange: Exchange, stale: Bool, now: Double, fromDisk: Bool = false, refreshing: Bool = false,
         status: CacheStatus? = nil
     ) {
         var cacheStatus = status ?? CacheStatus()
@@ -220,7 +221,7 @@ extension ClientConnection {
             }
             cacheStatus.ttl = Int((lifetime - stored.currentAge(now: now)).rounded(.down))
             var details: [String] = []
-            if stored.isOnDisk || exchange.fromDisk { details.append("disk") }
+            if stored.isOnDisk || fromDisk { details.append("disk") }
             if exchange.runtime.config.cache.offline && stale {
                 details.append("offline")
             } else if stale {
@@ -232,7 +233,7 @@ extension ClientConnection {
         exchange.outcome =
             status != nil
             ? (status?.fwdStatus == 304 ? .revalidated : .stale)
-            : stale ? .stale : (stored.isOnDisk || exchange.fromDisk ? .diskHit : .memoryHit)
+            : stale ? .stale : (stored.isOnDisk || fromDisk ? .diskHit : .memoryHit)
         let request = exchange.head.headers
         if Preconditions.notModified(request: request, status: stored.status, etag: stored.etag, lastModified: stored.lastModified) {
             exchange.status = 304
@@ -250,7 +251,7 @@ extension ClientConnection {
 
     /// Checks a disk entry's body on the reader thread, then resumes this exchange on its loop.
     func waitForVerification(of name: EntryName) {
-        if exchange?.slices == nil { exchange?.advance(.diskCheckStarted) }
+        exchange?.take(.diskCheckStarted)
         let token = proxy.park(self)
         let handle = proxy.loop.handle
         proxy.shared.cache.verify(name) { verification in
@@ -260,14 +261,16 @@ extension ClientConnection {
 
     func resumeAfterDiskCheck(_ verification: DiskCache.Verification) {
         guard phase == .exchanging, let exchange else { return }
-        if case .sound(let checked?) = verification { exchange.checkedDiskEntry = checked }
-        if exchange.slices != nil {
-            exchange.sliceCheckPending = false
+        var checked: StoredResponse?
+        if case .sound(let entry?) = verification { checked = entry }
+        switch exchange.take(.diskChecked(checked)) {
+        case .lookUp:
+            proceed(exchange)
+            flushSoon()
+        case .walkSlices:
             if pumpFill() { flushSoon() }
-            return
+        default:
+            break
         }
-        exchange.advance(.diskChecked)
-        proceed(exchange)
-        flushSoon()
     }
 }

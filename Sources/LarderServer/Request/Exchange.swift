@@ -28,11 +28,6 @@ final class Exchange {
     var status = 0
     var outcome: RequestOutcome = .miss
     var bodyBytesSent = 0
-    /// The stored response came from the disk tier (its body may have been read into memory
-    /// to be checked): `Cache-Status: …; detail=disk`, counted as a disk hit.
-    var fromDisk = false
-    /// A disk entry the reader thread checked for this request, to serve as it is.
-    var checkedDiskEntry: StoredResponse?
     /// The body did not match the length its head declared: the connection must close.
     var framingBroken = false
     var attempts = 0
@@ -60,12 +55,8 @@ final class Exchange {
 
     var fill: Fill?
     /// The connection moved here from another loop to join this loop's fill; it moves once.
-    var moved = false
+    let moved: Bool
     var fillPosition = 0
-    /// When it attached (for coalesce.wait_timeout).
-    var waitStart: UInt64 = 0
-    /// Must not attach to a shared fill (released from one, or timed out waiting).
-    var goAlone = false
     /// Set when released from a fill for another variant: this request's values for its Vary.
     var variant: [String: String]?
     /// For `dedup = "always"`: the request body read in full before the fill key is known.
@@ -75,8 +66,8 @@ final class Exchange {
     var bodyBufferLimit = 0
     /// `100 Continue` already went to the client.
     var continueSent = false
-    /// Where the exchange is (``Stage``); moved on only by ``advance(_:)``.
-    private(set) var stage: Stage = .routing
+    /// Where the exchange is (``State``); moved on only by ``take(_:now:)``.
+    private(set) var state: State = .routing
     var framing: ResponseFraming = .none
     var cacheStatus = CacheStatus() {
         // Every Cache-Status of a request whose route keys it otherwise than by URL names the
@@ -89,10 +80,6 @@ final class Exchange {
     var tunnel: TunnelSetup?
     /// An answer assembled from slices, and where it is.
     var slices: SlicePlan?
-    /// The head of a sliced answer is queued.
-    var sliceHeadQueued = false
-    /// A slice is being checked on the reader thread (the walk waits for its answer).
-    var sliceCheckPending = false
     /// Within the slice fill being read: where the client's bytes end (nil until its head
     /// was checked).
     var sliceFillEnd: Int?
@@ -106,21 +93,41 @@ final class Exchange {
     /// queued as the client gets to them.
     var checkedFillBlock: (fill: Fill, start: Int, bytes: [UInt8])?
 
-    init(head: consuming RequestHead, startNanos: UInt64, runtime: RuntimeConfig) {
+    init(head: consuming RequestHead, startNanos: UInt64, runtime: RuntimeConfig, moved: Bool = false) {
         keepAlive = head.keepAlive
         self.head = head
         self.startNanos = startNanos
         self.runtime = runtime
+        self.moved = moved
     }
 
-    /// Takes a step (``Stage``); one the design does not allow is a bug, asserted in debug
-    /// builds and ignored in release.
-    func advance(_ event: Event) {
-        guard let next = Exchange.stage(after: stage, on: event) else {
+    /// Takes a step (``step(_:on:now:)``) and returns what the connection does next; one the
+    /// design does not allow is a bug, asserted in debug builds and ignored (nil) in release.
+    @discardableResult
+    func take(_ event: Event, now: UInt64 = 0) -> Action? {
+        guard let (next, action) = Exchange.step(state, on: event, now: now) else {
             assertionFailure("exchange step \(event) is not allowed in stage \(stage)")
-            return
+            return nil
         }
-        stage = next
+        state = next
+        return action
+    }
+
+    /// Hands over the disk entry the reader thread checked for this request (once: the next
+    /// lookup checks again).
+    func takeCheckedEntry() -> StoredResponse? {
+        switch state {
+        case .lookingUp(let checked?, let alone):
+            state = .lookingUp(checked: nil, alone: alone)
+            return checked
+        case .slicing(var progress):
+            guard case .checked(let checked) = progress.disk else { return nil }
+            progress.disk = .none
+            state = .slicing(progress)
+            return checked
+        default:
+            return nil
+        }
     }
 
     /// Stops a CONNECT that had not become a tunnel (its client went away).

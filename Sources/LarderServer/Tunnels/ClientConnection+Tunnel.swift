@@ -42,7 +42,7 @@ extension ClientConnection {
             exchange.runtime.parents.candidates(
                 for: AbsoluteURL(scheme: "https", host: host, port: port, pathAndQuery: "/"), routeParent: nil))
         exchange.tunnel = TunnelSetup(target: (bareHost, port), parents: parents)
-        exchange.advance(.connectAccepted)
+        exchange.take(.connectAccepted)
         resolveTunnelHop(exchange)
     }
 

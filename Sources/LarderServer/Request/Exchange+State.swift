@@ -1,0 +1,227 @@
+import LarderCache
+
+/// The exchange as a state machine, in the shape of Varnish's `cache_req_fsm.c`: each state
+/// carries what only it needs, and a pure ``step(_:on:now:)`` (unit-tested on its own) gives
+/// the next state and the ``Action`` the connection carries out. ``Exchange/take(_:now:)``
+/// takes every step through it, so a step the design does not allow fails the debug build's
+/// tests at the point it happens.
+extension Exchange {
+    /// Where an exchange is in its life, and what that stage alone needs.
+    enum State {
+        /// Target checks, authentication, route.
+        case routing
+        /// The request body is read whole before going on (`proxy.request_body_buffer`, or the
+        /// body hash of a `dedup = "always"` key); `alone` as in `lookingUp`.
+        case awaitingRequestBody(alone: Bool)
+        /// The cache decision: serve what is stored, revalidate it, or forward. `checked`: a
+        /// disk entry the reader thread checked for this request, to serve as it is. `alone`:
+        /// it must not attach to a shared fill (released from one, timed out waiting, or a
+        /// body too large to key).
+        case lookingUp(checked: StoredResponse?, alone: Bool)
+        /// A disk entry is being checked on the reader thread; the decision resumes after.
+        case awaitingDisk
+        /// Attached to an upstream fill (its own or a shared one), no response head queued yet;
+        /// `since` is when it attached (for coalesce.wait_timeout).
+        case readingFill(since: UInt64)
+        /// The response head is queued; the body follows (from a fill).
+        case responding
+        /// Answered from an object's slices (`cache.slice_size`), one at a time, each from the
+        /// tiers or a slice fill (``SlicePlan`` says where it is within).
+        case slicing(SliceProgress)
+        /// A CONNECT being set up (resolving, dialling, waiting for the hand-over).
+        case tunnelling
+        /// Every byte of the response queued, or the connection closed.
+        case finished
+    }
+
+    /// What a sliced answer has done so far, beside its ``SlicePlan``.
+    struct SliceProgress {
+        /// The sliced answer's head is queued.
+        var headQueued = false
+        /// The stored slice being looked at, as the reader thread's check of it goes.
+        var disk = SliceCheck.none
+        /// When it attached to its current slice fill (for coalesce.wait_timeout).
+        var fillSince: UInt64 = 0
+        /// The current slice is fetched alone (its shared fill released it, or timed out).
+        var alone = false
+    }
+
+    /// A stored slice's check on the reader thread.
+    enum SliceCheck {
+        case none
+        /// The walk waits for its answer.
+        case pending
+        /// Checked sound: the next lookup serves it as it is.
+        case checked(StoredResponse)
+    }
+
+    /// The payload-free name of a ``State``.
+    enum Stage: Equatable, CaseIterable {
+        case routing, awaitingRequestBody, lookingUp, awaitingDisk, readingFill, responding, slicing, tunnelling, finished
+    }
+
+    /// What moves an exchange on.
+    enum Event {
+        /// Routed to a URL: the cache decision comes next.
+        case routed
+        /// A CONNECT was accepted for setting up.
+        case connectAccepted
+        /// The request body must be read whole first.
+        case bodyNeeded
+        /// The request body was read whole, or as much of it as is held: `tooLargeToKey`, the
+        /// rest streams, so no `dedup = "always"` key can be made and the request goes alone.
+        case bodyRead(tooLargeToKey: Bool)
+        /// A disk entry (or a stored slice) went to the reader thread to be checked.
+        case diskCheckStarted
+        /// The reader thread answered: the entry, when it is sound and was read for this request.
+        case diskChecked(StoredResponse?)
+        /// Attached to a fill for the whole object (a slice walk that turned out to be one).
+        case attached
+        /// A sliced answer attached to the fill of one slice.
+        case sliceFillAttached
+        /// A sliced answer left the fill of one slice: `alone`, the slice is fetched again
+        /// without attaching to a shared fill.
+        case sliceFillLeft(alone: Bool)
+        /// The object turned out to be stored (or fetched) in slices.
+        case slicesBegun
+        /// The head of a sliced answer was queued.
+        case sliceHeadQueued
+        /// Released from a fill before its head (another variant, timed out, a range): the
+        /// request is forwarded again, `alone` or keyed by its variant.
+        case released(alone: Bool)
+        /// A fill's response head (or a 304/416 in its place) was queued.
+        case headQueued
+        /// Done (answered, or the connection closed).
+        case finished
+    }
+
+    /// What the connection does next, after a step.
+    enum Action: Equatable {
+        /// The cache decision (``ClientConnection/proceed(_:)``).
+        case lookUp
+        /// Resolve and dial the CONNECT target.
+        case setUpTunnel
+        /// Read the request body into memory.
+        case readRequestBody
+        /// Wait for the reader thread's check.
+        case waitForDisk
+        /// Send the request upstream (again).
+        case forward
+        /// Read the attached fill's response.
+        case readFill
+        /// Walk the slices: stored ones, the slice fill, the next fetch.
+        case walkSlices
+        /// Send the response body.
+        case sendBody
+        /// Log the exchange, leave its fill, decide on keep-alive.
+        case finish
+    }
+
+    /// The state and action `event` leads to from `state` at `now` (the loop's clock), or nil
+    /// when the design has no such step.
+    static func step(_ state: State, on event: Event, now: UInt64) -> (state: State, action: Action)? {
+        switch (state, event) {
+        case (.finished, _):
+            return nil
+        case (_, .finished):
+            return (.finished, .finish)
+        case (.routing, .routed):
+            return (.lookingUp(checked: nil, alone: false), .lookUp)
+        case (.routing, .connectAccepted):
+            return (.tunnelling, .setUpTunnel)
+        case (.lookingUp(_, let alone), .bodyNeeded):
+            return (.awaitingRequestBody(alone: alone), .readRequestBody)
+        case (.awaitingRequestBody(let alone), .bodyRead(let tooLarge)):
+            return (.lookingUp(checked: nil, alone: alone || tooLarge), .forward)
+        case (.lookingUp, .diskCheckStarted):
+            return (.awaitingDisk, .waitForDisk)
+        case (.awaitingDisk, .diskChecked(let entry)):
+            return (.lookingUp(checked: entry, alone: false), .lookUp)
+        case (.lookingUp, .attached):
+            return (.readingFill(since: now), .readFill)
+        case (.lookingUp, .slicesBegun):
+            return (.slicing(SliceProgress()), .walkSlices)
+        case (.slicing(var progress), .sliceFillAttached):
+            progress.fillSince = now
+            return (.slicing(progress), .walkSlices)
+        case (.slicing(var progress), .sliceFillLeft(let alone)):
+            progress.alone = alone
+            return (.slicing(progress), .walkSlices)
+        case (.slicing(var progress), .diskCheckStarted):
+            if case .pending = progress.disk { return nil }
+            progress.disk = .pending
+            return (.slicing(progress), .waitForDisk)
+        case (.slicing(var progress), .diskChecked(let entry)):
+            guard case .pending = progress.disk else { return nil }
+            progress.disk = entry.map { .checked($0) } ?? .none
+            return (.slicing(progress), .walkSlices)
+        case (.slicing(var progress), .sliceHeadQueued):
+            progress.headQueued = true
+            return (.slicing(progress), .sendBody)
+        // No slice stored after all, or the origin answered a slice request whole: an
+        // ordinary fill's response from here (waiting since the slice fill attached).
+        case (.slicing(let progress), .attached):
+            return (.readingFill(since: progress.fillSince), .readFill)
+        case (.readingFill, .released(let alone)):
+            return (.lookingUp(checked: nil, alone: alone), .forward)
+        case (.readingFill, .headQueued):
+            return (.responding, .sendBody)
+        default:
+            return nil
+        }
+    }
+
+    /// The stage the exchange is in.
+    var stage: Stage { Exchange.stage(of: state) }
+
+    /// The name of `state`'s stage.
+    static func stage(of state: State) -> Stage {
+        switch state {
+        case .routing: .routing
+        case .awaitingRequestBody: .awaitingRequestBody
+        case .lookingUp: .lookingUp
+        case .awaitingDisk: .awaitingDisk
+        case .readingFill: .readingFill
+        case .responding: .responding
+        case .slicing: .slicing
+        case .tunnelling: .tunnelling
+        case .finished: .finished
+        }
+    }
+
+    /// The response head is queued (a fill's response is streaming, or a sliced answer's).
+    var headSent: Bool {
+        switch state {
+        case .responding: true
+        case .slicing(let progress): progress.headQueued
+        default: false
+        }
+    }
+
+    /// The request must not attach to a shared fill (nor, looking up, begin a sliced answer).
+    var goAlone: Bool {
+        switch state {
+        case .lookingUp(_, let alone), .awaitingRequestBody(let alone): alone
+        case .slicing(let progress): progress.alone
+        default: false
+        }
+    }
+
+    /// The request body is being read whole before the exchange goes on.
+    var bufferingBody: Bool { stage == .awaitingRequestBody }
+
+    /// A stored slice is being checked on the reader thread (the walk waits for its answer).
+    var sliceCheckPending: Bool {
+        if case .slicing(let progress) = state, case .pending = progress.disk { return true }
+        return false
+    }
+
+    /// When the exchange attached to the fill it waits on (for coalesce.wait_timeout).
+    var waitStart: UInt64 {
+        switch state {
+        case .readingFill(let since): since
+        case .slicing(let progress): progress.fillSince
+        default: 0
+        }
+    }
+}
