@@ -40,8 +40,8 @@ public struct StoreSink {
         }
     }
 
-    /// What a body kept whole is stored with, worked out once when the head came (parsing
-    /// Cache-Control and the dates again when it is stored showed in miss profiles), with the
+    /// What a body kept whole is stored with, worked out once when the head came (so
+    /// Cache-Control and the dates are not parsed again when it is stored), with the
     /// stored head in wire form (status line, stored fields, Via), serialized once for the
     /// memory entry, its disk entry and, where they match, the clients' heads.
     public struct WholeEntry {

@@ -5,7 +5,7 @@ import LarderIO
 /// The access line in each `log.access_format`.
 extension AccessLog {
     /// The request's target as a line names it: text, or an absolute URL that the default
-    /// format writes from its parts without building its string (~700 instructions a line).
+    /// format writes from its parts without building its string.
     enum Target {
         case text(String)
         case absolute(AbsoluteURL)

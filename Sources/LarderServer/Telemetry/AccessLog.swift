@@ -133,7 +133,7 @@ final class AccessLog {
     }
 
     /// The client's address as text (`-` without one), remembered for the next line from the
-    /// same address: formatting it cost ~2,000 instructions a line.
+    /// same address, so a keep-alive client's address is formatted once.
     func clientText(_ client: SocketAddress?) -> [UInt8] {
         guard let client else { return AccessLog.noClient }
         if client.ipBytes != lastClient {
@@ -144,9 +144,9 @@ final class AccessLog {
     }
 
     /// Appends what `write` puts down, at most `bound` bytes (more is a bug: the writer does
-    /// not check in release builds). The line is written into ``scratch`` and copied in once:
-    /// appending to the array byte by byte cost 15-70 instructions a byte, and filling `bound`
-    /// bytes of it to write in place, then trimming them, more than the copy.
+    /// not check in release builds). The line is written into ``scratch`` and copied in once,
+    /// which is cheaper than appending to the array byte by byte or filling `bound` bytes of it
+    /// to write in place and trimming them.
     func appendLine(bound: Int, _ write: (inout ByteWriter) -> Void) {
         if scratch.count < bound {
             scratch.deallocate()
