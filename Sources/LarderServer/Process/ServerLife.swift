@@ -37,9 +37,6 @@ public enum ServerLife: Equatable, Sendable {
     /// Whether a reload may be applied: only while serving.
     public var acceptsReload: Bool { self == .running }
 
-    /// Whether new connections and requests are taken.
-    public var accepts: Bool { self == .running }
-
     /// Whether the drain deadline has passed at `now`: the remaining connections are closed.
     public func drainExpired(now: UInt64) -> Bool {
         if case .draining(let deadline) = self { return now >= deadline }
