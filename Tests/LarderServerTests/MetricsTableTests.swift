@@ -115,6 +115,50 @@ import Testing
         }
     }
 
+    /// Each counter of each ``CounterFamily`` moves exactly the `/metrics` row of its label
+    /// value, and reads back from the `/stats` field the family declares.
+    @Test func eachFamilyCounterMovesTheSeriesAndFieldItDeclares() {
+        let rows = MetricsTable.rows
+        for family in CounterFamily.allCases {
+            let declared = family.declaration
+            #expect(Statistics().counters(family).count == declared.values.count, "\(family)")
+            for (index, value) in declared.values.enumerated() {
+                let stats = Statistics()
+                let before = rows.map { $0.value(StatsDocument(counters: stats)) }
+                stats.counters(family)[index].add(7)
+                let document = StatsDocument(counters: stats)
+                let after = rows.map { $0.value(document) }
+                let moved = rows.indices.filter { before[$0] != after[$0] }
+                #expect(moved.count == 1, "\(family) \(value) moves \(moved.count) rows")
+                #expect(
+                    moved.allSatisfy { rows[$0].name == declared.name && rows[$0].labels.elementsEqual([(declared.label, value)], by: ==) },
+                    "\(family) \(value) moves another series: \(moved.map { rows[$0].name })")
+                #expect(family.read(document, value) == 7, "\(family) \(value)")
+            }
+        }
+    }
+
+    /// The counting calls land on the family counter of their label: an outcome on its own
+    /// value (the index written out in ``Statistics`` follows `allCases`).
+    @Test func countingAnOutcomeMovesItsOwnLabel() {
+        for outcome in RequestOutcome.allCases {
+            let stats = Statistics()
+            stats.count(outcome)
+            #expect(CounterFamily.requests.read(StatsDocument(counters: stats), outcome.rawValue) == 1, "\(outcome)")
+            #expect(StatsDocument(counters: stats).requests["total"] == 1)
+        }
+        for outcome in RequestOutcome.proxied {
+            let stats = Statistics()
+            stats.countIntercepted(outcome)
+            #expect(CounterFamily.tlsRequests.read(StatsDocument(counters: stats), outcome.rawValue) == 1, "\(outcome)")
+        }
+        for handshake in Statistics.HandshakeOutcome.allCases {
+            let stats = Statistics()
+            stats.count(handshake)
+            #expect(CounterFamily.tlsHandshakes.read(StatsDocument(counters: stats), handshake.rawValue) == 1, "\(handshake)")
+        }
+    }
+
     /// README.md's metric list names every series of the table.
     @Test func theReadmeNamesEverySeries() throws {
         var parts = #filePath.split(separator: "/", omittingEmptySubsequences: false)

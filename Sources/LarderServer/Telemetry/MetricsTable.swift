@@ -31,45 +31,15 @@ struct MetricRow: Sendable {
 enum MetricsTable {
     static let rows: [MetricRow] = {
         var rows: [MetricRow] = []
-        for outcome in RequestOutcome.allCases {
-            rows.append(
-                .init(
-                    .counter, "larder_requests_total", "Requests answered, by how they were answered.",
-                    [("outcome", outcome.rawValue)]
-                ) { $0.requests[outcome.rawValue] ?? 0 })
-        }
-        for name in Statistics.statusClassNames {
-            rows.append(
-                .init(
-                    .counter, "larder_responses_total", "Proxied responses, by status class (admin requests not counted).",
-                    [("class", name)]
-                ) { $0.responses?[name] ?? 0 })
+        for family in CounterFamily.allCases {
+            let declared = family.declaration
+            for value in declared.values {
+                rows.append(.init(.counter, declared.name, declared.help, [(declared.label, value)]) { family.read($0, value) })
+            }
         }
         for counter in Counter.allCases {
             let declared = counter.declaration
             rows.append(.init(declared.kind, declared.name, declared.help, declared.labels) { counter.read($0) })
-        }
-        for reason in RetryPolicy.Reason.allCases.map(\.rawValue) {
-            rows.append(
-                .init(
-                    .counter, "larder_upstream_retries_total", "Upstream attempts retried, by reason.",
-                    [("reason", reason)]
-                ) { $0.upstream.retries[reason] ?? 0 })
-        }
-        for reason in Statistics.failureReasons {
-            rows.append(
-                .init(
-                    .counter, "larder_upstream_failures_total", "Upstream exchanges that failed for good, by reason.",
-                    [("reason", reason)]
-                ) { $0.upstream.failures[reason] ?? 0 })
-        }
-        for reason in IdleConnectionClose.allCases.map(\.rawValue) {
-            rows.append(
-                .init(
-                    .counter, "larder_upstream_idle_closed_total",
-                    "Pooled upstream connections closed unused because bytes arrived (data) or the origin closed them (closed) while idle.",
-                    [("reason", reason)]
-                ) { $0.upstream.idleConnectionsClosed?[reason] ?? 0 })
         }
         rows += [
             .init(.counter, "larder_retry_budget_exhausted_total", "Retries refused because the retry budget was spent.") {
@@ -129,20 +99,6 @@ enum MetricsTable {
                 $0.tls.splicedHosts
             },
         ]
-        for outcome in Statistics.HandshakeOutcome.allCases.map(\.rawValue) {
-            rows.append(
-                .init(
-                    .counter, "larder_tls_handshakes_total", "TLS handshakes with intercepted clients, by outcome.",
-                    [("outcome", outcome)]
-                ) { $0.tls.handshakes[outcome] ?? 0 })
-        }
-        for outcome in RequestOutcome.proxied {
-            rows.append(
-                .init(
-                    .counter, "larder_tls_requests_total", "Requests answered inside intercepted TLS sessions, by outcome.",
-                    [("outcome", outcome.rawValue)]
-                ) { $0.tls.requests[outcome.rawValue] ?? 0 })
-        }
         return rows
     }()
 }

@@ -17,7 +17,7 @@ public enum RequestOutcome: String, Sendable, CaseIterable {
     case intercept
     case admin
 
-    /// The outcomes of proxied requests, in `index` order: the requests a TLS session counts
+    /// The outcomes of proxied requests, in `allCases` order: the requests a TLS session counts
     /// and the hit ratio's denominator (not admin requests, tunnels or interceptions).
     public static let proxied: [RequestOutcome] = [.memoryHit, .diskHit, .miss, .coalesced, .revalidated, .stale, .error]
 
@@ -34,8 +34,8 @@ public enum RequestOutcome: String, Sendable, CaseIterable {
     public static let fromCache: [RequestOutcome] = proxied.filter(\.isFromCache)
 }
 
-/// Daemon-wide counters: the single-valued ones declared once in ``Counter``, the families by
-/// their label's enum here. Relaxed atomics: each counter is independent and only ever read
+/// Daemon-wide counters: the single-valued ones declared once in ``Counter``, those kept by a
+/// label in ``CounterFamily``. Relaxed atomics: each counter is independent and only ever read
 /// for reporting.
 ///
 /// State: every field is an `Atomic`; any thread may update or read.
@@ -134,6 +134,23 @@ public final class Statistics: Sendable {
         outcomes[Self.index(outcome)].load()
     }
 
+    /// A family's counters, in the order its declaration lists the label's values.
+    func counters(_ family: CounterFamily) -> [AtomicCounter] {
+        switch family {
+        case .requests: outcomes
+        case .responses: statusClasses
+        case .upstreamRetries: RetryPolicy.Reason.allCases.map { retries[$0.rawValue]! }
+        case .upstreamFailures: Self.failureReasons.map { finalFailures[$0]! }
+        case .idleUpstreamClosed: IdleConnectionClose.allCases.map { idleUpstreamClosed[$0.rawValue]! }
+        case .tlsHandshakes: handshakes
+        case .tlsRequests: interceptedOutcomes
+        }
+    }
+
+    /// A family's counts, in the order its declaration lists the label's values.
+    func values(_ family: CounterFamily) -> [Int] { counters(family).map { $0.load() } }
+
+    /// An outcome's place in `allCases`, written out: counting is on every request.
     @inline(__always)
     private static func index(_ outcome: RequestOutcome) -> Int {
         switch outcome {
@@ -145,8 +162,8 @@ public final class Statistics: Sendable {
         case .stale: 5
         case .error: 6
         case .tunnel: 7
-        case .admin: 8
-        case .intercept: 9
+        case .intercept: 8
+        case .admin: 9
         }
     }
 }

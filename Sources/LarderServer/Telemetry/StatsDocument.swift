@@ -289,28 +289,17 @@ public struct StatsDocument: Codable, Sendable, Equatable {
 
 extension StatsDocument {
     /// The figures ``Statistics`` counts, and nothing else: zero tiers, no parents, hosts,
-    /// health or history. Every ``Counter`` is written to its declared field, and every family
-    /// of ``Statistics`` is read here, which is what a unit test walks (each counter moves a
+    /// health or history. Every ``Counter`` and ``CounterFamily`` is written to its declared field, which is what a unit test walks (each counter moves a
     /// ``MetricsTable`` row).
     init(counters stats: Statistics) {
-        var requests: [String: Int] = [:]
-        for outcome in RequestOutcome.allCases { requests[outcome.rawValue] = stats.value(outcome) }
-        requests["total"] = requests.values.reduce(0, +)
-        let proxied = RequestOutcome.proxied.reduce(0) { $0 + stats.value($1) }
-        let fromCache = RequestOutcome.fromCache.reduce(0) { $0 + stats.value($1) }
-        let retries = stats.retries.mapValues { $0.load() }
-        var intercepted: [String: Int] = [:]
-        for outcome in RequestOutcome.proxied { intercepted[outcome.rawValue] = stats.interceptedValue(outcome) }
         self.init(
-            version: Version.larder, uptimeSeconds: 0, workers: 0, requests: requests,
-            hitRatio: proxied > 0 ? Double(fromCache) / Double(proxied) : 0,
+            version: Version.larder, uptimeSeconds: 0, workers: 0, requests: [:], hitRatio: 0,
             bytes: Bytes(fromCache: 0, fromUpstream: 0),
             memory: Memory(entries: 0, bytes: 0, maxBytes: 0, evictions: 0, files: 0), disk: nil,
             coalescing: Coalescing(fills: 0, coalesced: 0, moved: 0, released: 0, timedOut: 0),
             upstream: Upstream(
-                requests: 0, retries: retries, retriesTotal: retries.values.reduce(0, +),
-                failures: stats.finalFailures.mapValues { $0.load() }, retryBudgetExhausted: 0, revalidated: 0, staleIfError: 0,
-                backgroundRefreshes: 0, deadConnectionRetries: 0, idleConnectionsClosed: stats.idleUpstreamClosed.mapValues { $0.load() }),
+                requests: 0, retries: [:], retriesTotal: 0, failures: [:], retryBudgetExhausted: 0, revalidated: 0, staleIfError: 0,
+                backgroundRefreshes: 0, deadConnectionRetries: 0),
             invalidations: 0,
             connections: Connections(active: 0, accepted: 0, rejected: 0, evictedIdle: 0),
             refused: Refused(badRequests: 0, destinations: 0, proxyAuth: 0),
@@ -318,11 +307,15 @@ extension StatsDocument {
             tunnels: Tunnels(opened: 0, bytesUp: 0, bytesDown: 0),
             parents: [], parentFailovers: 0, topHosts: [],
             tls: TLS(
-                intercepting: false,
-                handshakes: Dictionary(uniqueKeysWithValues: Statistics.HandshakeOutcome.allCases.map { ($0.rawValue, stats.value($0)) }),
-                certificatesMinted: 0, certificateCacheHits: 0, requests: intercepted, splicedTunnels: 0, splicedHosts: 0,
-                bodyPath: stats[.kernelSessions].load() > 0 ? "ktls" : "copy", kernelSessions: 0, failingHosts: []),
-            responses: Dictionary(uniqueKeysWithValues: Statistics.statusClassNames.map { ($0, stats.responses($0)) }))
+                intercepting: false, handshakes: [:], certificatesMinted: 0, certificateCacheHits: 0, requests: [:], splicedTunnels: 0,
+                splicedHosts: 0, bodyPath: stats[.kernelSessions].load() > 0 ? "ktls" : "copy", kernelSessions: 0, failingHosts: []))
+        for family in CounterFamily.allCases { family.write(stats.values(family), into: &self) }
+        // Sums shown beside their families.
+        requests["total"] = stats.values(.requests).reduce(0, +)
+        upstream.retriesTotal = upstream.retries.values.reduce(0, +)
+        let proxied = RequestOutcome.proxied.reduce(0) { $0 + stats.value($1) }
+        let fromCache = RequestOutcome.fromCache.reduce(0) { $0 + stats.value($1) }
+        hitRatio = proxied > 0 ? Double(fromCache) / Double(proxied) : 0
         for counter in Counter.allCases { counter.write(stats[counter].load(), into: &self) }
     }
 
