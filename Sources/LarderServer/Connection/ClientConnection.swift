@@ -53,11 +53,8 @@ final class ClientConnection: IOHandler {
     private var routeSlot: HostCounters.Slot?
     /// Which idle spell this is, matched against the loop's idle queue (see ``ProxyLoop``).
     private(set) var idleStamp: UInt64 = 0
-    /// The destination policy's last verdict on this connection's target as written, and
-    /// whether its client is local, under the policy generation they were reached with: a
-    /// keep-alive connection asking for the same host again costs a string compare.
-    var destinationVerdict: (host: String, port: Int, generation: Int, refusal: DestinationPolicy.Refusal?)?
-    var clientLocality: (generation: Int, local: Bool)?
+    /// Whether this client's requests and tunnels may go where they ask.
+    var destinations = DestinationGuard()
     /// Set once an intercepted CONNECT's 200 is queued, until it is written.
     var pendingInterception: PendingInterception?
     /// Set while this connection is an intercepted TLS session.
@@ -485,6 +482,49 @@ final class ClientConnection: IOHandler {
                 self.readInput()
             }
         }
+    }
+
+    // MARK: Destinations
+
+    /// Refuses (403/508) a target the destination policy refuses by its spelling (an address in
+    /// any form, a denied name) or a request that already came through this proxy. Returns
+    /// whether it answered. Names are checked again on the address they resolve to.
+    func refusesDestination(host: String, port: Int, exchange: Exchange) -> Bool {
+        let runtime = exchange.runtime
+        let verdict = destinations.check(
+            host: host, port: port, headers: exchange.head.headers, identity: proxy.shared.viaIdentity, client: peer,
+            generation: proxy.refreshDestinations(runtime), policy: { proxy.destinationPolicy(runtime) })
+        switch verdict {
+        case .allowed:
+            return false
+        case .refused(let refusal):
+            refuseDestination(refusal, target: "\(host):\(port)", exchange: exchange)
+        case .loop:
+            exchange.keepAlive = false
+            proxy.logger.warning(
+                "forwarding loop detected",
+                metadata: ["target": "\(host):\(port)", "via": "\(exchange.head.headers.combined("Via") ?? "")"])
+            respondGenerated(
+                status: 508, message: "Larder: forwarding loop (this request already passed through this proxy)", outcome: .error,
+                cause: .loop)
+        }
+        return true
+    }
+
+    /// The check a fill's transfer runs on each address it connects to or reuses.
+    func destinationCheck(host: String, runtime: RuntimeConfig) -> @Sendable (SocketAddress) -> String? {
+        let policy = proxy.destinationPolicy(runtime)
+        return destinations.connectCheck(host: host, client: peer, generation: proxy.destinationGeneration, policy: policy)
+    }
+
+    /// Answers 403 for a refused destination, with a log line naming the client and the target.
+    func refuseDestination(_ refusal: DestinationPolicy.Refusal, target: String, exchange: Exchange) {
+        exchange.keepAlive = false
+        proxy.shared.stats[.destinationsRefused].add(1)
+        proxy.logger.notice(
+            "refused a destination",
+            metadata: ["client": "\(peer?.description ?? "-")", "target": "\(target)", "reason": "\(refusal)"])
+        respondGenerated(status: 403, message: "Larder: destination refused: \(refusal)", outcome: .error, cause: .refused)
     }
 
     /// Enforces the timeouts; called by the loop's periodic sweep.

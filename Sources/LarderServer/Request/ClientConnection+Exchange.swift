@@ -90,7 +90,7 @@ extension ClientConnection {
                 return
             }
         }
-        if refusesLoop(host: url.bareHost, port: url.port, exchange: exchange) { return }
+        if refusesDestination(host: url.bareHost, port: url.port, exchange: exchange) { return }
 
         exchange.route = runtime.routes.match(
             method: exchange.head.method.rawValue, scheme: url.scheme, host: url.host, port: url.port, pathAndQuery: url.pathAndQuery)

@@ -31,7 +31,7 @@ extension ClientConnection {
                 outcome: .error)
         }
         let bareHost = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
-        if refusesLoop(host: bareHost, port: port, exchange: exchange) { return }
+        if refusesDestination(host: bareHost, port: port, exchange: exchange) { return }
         // Decrypted and answered here: the origin is reached per request, through the cache.
         if intercepts(host: bareHost, exchange: exchange) {
             return beginInterception(host: bareHost, port: port, exchange: exchange)
@@ -83,63 +83,6 @@ extension ClientConnection {
         }
     }
 
-    /// Refuses (403/508) a target the destination policy refuses by its spelling (an address in
-    /// any form, a denied name) or a request that already came through this proxy. Returns
-    /// whether it answered. Names are checked again on the address they resolve to.
-    func refusesLoop(host: String, port: Int, exchange: Exchange) -> Bool {
-        let generation = proxy.refreshDestinations(exchange.runtime)
-        let refusal: DestinationPolicy.Refusal?
-        if let cached = destinationVerdict, cached.generation == generation, cached.port == port, cached.host == host {
-            refusal = cached.refusal
-        } else {
-            let policy = proxy.destinationPolicy(exchange.runtime)
-            refusal = policy.refusal(host: host, port: port, clientIsLocal: clientIsLocal(policy))
-            destinationVerdict = (host, port, generation, refusal)
-        }
-        if let refusal {
-            refuseDestination(refusal, target: "\(host):\(port)", exchange: exchange)
-            return true
-        }
-        // RFC 9110 §7.6.3: our own Via identity in the request means it went round in a loop.
-        if exchange.head.headers.values("Via").contains(where: { $0.contains(proxy.shared.viaIdentity) }) {
-            exchange.keepAlive = false
-            proxy.logger.warning(
-                "forwarding loop detected",
-                metadata: ["target": "\(host):\(port)", "via": "\(exchange.head.headers.combined("Via") ?? "")"])
-            respondGenerated(
-                status: 508, message: "Larder: forwarding loop (this request already passed through this proxy)", outcome: .error,
-                cause: .loop)
-            return true
-        }
-        return false
-    }
-
-    /// Whether this connection's client is on this host (loopback or one of its addresses).
-    func clientIsLocal(_ policy: DestinationPolicy) -> Bool {
-        let generation = proxy.destinationGeneration
-        if let clientLocality, clientLocality.generation == generation { return clientLocality.local }
-        let local = peer.map(policy.isLocal) ?? false
-        clientLocality = (generation, local)
-        return local
-    }
-
-    /// The check a fill's transfer runs on each address it connects to or reuses.
-    func destinationCheck(host: String, runtime: RuntimeConfig) -> @Sendable (SocketAddress) -> String? {
-        let policy = proxy.destinationPolicy(runtime)
-        let local = clientIsLocal(policy)
-        return { address in policy.refusal(host: host, address: address, clientIsLocal: local)?.description }
-    }
-
-    /// Answers 403 for a refused destination, with a log line naming the client and the target.
-    func refuseDestination(_ refusal: DestinationPolicy.Refusal, target: String, exchange: Exchange) {
-        exchange.keepAlive = false
-        proxy.shared.stats[.destinationsRefused].add(1)
-        proxy.logger.notice(
-            "refused a destination",
-            metadata: ["client": "\(peer?.description ?? "-")", "target": "\(target)", "reason": "\(refusal)"])
-        respondGenerated(status: 403, message: "Larder: destination refused: \(refusal)", outcome: .error, cause: .refused)
-    }
-
     func tunnelResolved(_ result: Result<[SocketAddress], Resolver.Failure>, port: Int, exchangeID: ObjectIdentifier) {
         guard phase == .exchanging, let exchange, ObjectIdentifier(exchange) == exchangeID, exchange.tunnel?.deadline != nil else {
             return
@@ -159,20 +102,14 @@ extension ClientConnection {
             // to resolved addresses the destination policy allows (a parent's are the operator's).
             var allowed = addresses
             if exchange.tunnel?.currentParent == nil {
-                let policy = proxy.destinationPolicy(exchange.runtime)
-                let local = clientIsLocal(policy)
-                var refusals: [DestinationPolicy.Refusal] = []
-                allowed = addresses.filter { address in
-                    guard let refusal = policy.refusal(host: exchange.tunnel?.target.host ?? "", address: address, clientIsLocal: local)
-                    else {
-                        return true
-                    }
-                    refusals.append(refusal)
-                    return false
+                let host = exchange.tunnel?.target.host ?? ""
+                let checked = destinations.dialable(
+                    addresses, host: host, client: peer, generation: proxy.refreshDestinations(exchange.runtime),
+                    policy: proxy.destinationPolicy(exchange.runtime))
+                if let refusal = checked.refusal {
+                    return refuseDestination(refusal, target: "\(host):\(port)", exchange: exchange)
                 }
-                if allowed.isEmpty, let first = refusals.first {
-                    return refuseDestination(first, target: "\(exchange.tunnel?.target.host ?? ""):\(port)", exchange: exchange)
-                }
+                allowed = checked.allowed
             }
             let dial = TunnelDial(loop: proxy.loop, addresses: allowed, handshake: parentHandshake(exchange))
             exchange.tunnel?.dial = dial
