@@ -68,7 +68,7 @@ extension ClientConnection {
         let runtime = exchange.runtime
         let url: AbsoluteURL
         if let interception {
-            guard let inside = interceptedURL(exchange, interception: interception) else { return }
+            guard let inside = connect?.interceptedURL(exchange, interception: interception) else { return }
             url = inside
         } else {
             switch exchange.head.target {
