@@ -111,6 +111,41 @@ extension IntegrationTests {
             #expect(plain.status == 502 && plain.header("cache-status")?.contains("hit") == false, "\(plain.headers)")
         }
 
+        /// With several loops, an intercepted request accepted on a loop other than the one
+        /// fetching its URL moves there with its TLS session and is answered from that fill.
+        /// Which loop accepts each connection is the kernel's choice, so the burst is repeated,
+        /// on a new URL, until some request had to move (3 bursts at most).
+        @Test func anInterceptedRequestMovesToTheFetchingLoopWithItsSession() throws {
+            let setup = try InterceptionSetup()
+            defer { setup.remove() }
+            let origin = try setup.origin()
+            let larder = try Larder(config: setup.config(ports: [origin.port], proxy: "workers = 4"))
+            var moved = 0
+            for burst in 0..<3 {
+                let path = "/moving?delay=1&size=20000&cc=max-age=60&id=\(burst)"
+                let directory = Paths.temporaryDirectory()
+                defer { try? FileManager.default.removeItem(atPath: directory) }
+                let clients = 12
+                var arguments = [
+                    "--silent", "--max-time", "20", "--parallel", "--parallel-immediate", "--parallel-max", "\(clients)",
+                    "--proxy", larder.proxy, "--cacert", setup.larderCA,
+                ]
+                for index in 0..<clients { arguments += ["-o", "\(directory)/\(index)", origin.url(path)] }
+                let curl = try ChildProcess("/usr/bin/curl", arguments)
+                curl.waitUntilExit()
+                #expect(curl.terminationStatus == 0, "\(curl.stderr)")
+                let expected = try origin.directBody(path)
+                for index in 0..<clients {
+                    #expect(FileManager.default.contents(atPath: "\(directory)/\(index)") == expected, "client \(index)")
+                }
+                #expect(try origin.count(path) == 2, "one request through the proxy, one direct")
+                moved = try larder.stats().coalescing.moved
+                if moved > 0 { break }
+            }
+            #expect(moved > 0, "12 intercepted clients over 4 loops: those off the fetching loop moved to it")
+            #expect(try larder.handshakes("ok") >= 12)
+        }
+
         /// Routes apply inside a session: one matching `https://` overrides the origin's
         /// no-cache, as it would for plain HTTP.
         @Test func anHTTPSRouteAppliesToInterceptedRequests() throws {

@@ -53,15 +53,10 @@ final class ClientConnection: IOHandler {
     private var routeSlot: HostCounters.Slot?
     /// Which idle spell this is, matched against the loop's idle queue (see ``ProxyLoop``).
     private(set) var idleStamp: UInt64 = 0
-    /// The destination policy's last verdict on this connection's target as written, and
-    /// whether its client is local, under the policy generation they were reached with: a
-    /// keep-alive connection asking for the same host again costs a string compare.
-    var destinationVerdict: (host: String, port: Int, generation: Int, refusal: DestinationPolicy.Refusal?)?
-    var clientLocality: (generation: Int, local: Bool)?
-    /// Set once an intercepted CONNECT's 200 is queued, until it is written.
-    var pendingInterception: PendingInterception?
-    /// Set while this connection is an intercepted TLS session.
-    var interception: Interception?
+    /// Whether this client's requests and tunnels may go where they ask.
+    var destinations = DestinationGuard()
+    /// CONNECT, and the intercepted TLS session after it: set once this client sends one.
+    var connect: ConnectHandler?
 
     /// Input buffered beyond this stops reading until requests are consumed.
     private var inputLimit: Int
@@ -108,11 +103,11 @@ final class ClientConnection: IOHandler {
         do {
             count = try transport.read(into: space)
         } catch {
-            if interception != nil { interceptionFailed() }
+            connect?.transportFailed()
             close()
             return
         }
-        if interception?.handshakeDone == false { checkHandshake() }
+        connect?.didRead()
         guard let count else {
             if transport.wantsWritable { updateInterest() }
             return
@@ -191,7 +186,7 @@ final class ClientConnection: IOHandler {
                 }
                 return
             case .waitingForRequest, .readingHead:
-                if closeWhenFlushed || pendingInterception != nil { return }
+                if closeWhenFlushed || connect?.holdsRequests == true { return }
                 if inbound.isEmpty {
                     inbound.shrinkIfEmpty()
                     return
@@ -232,8 +227,19 @@ final class ClientConnection: IOHandler {
 
     // MARK: Writing
 
-    /// Writes queued output; whenever the socket takes everything, pulls more of a streaming
-    /// response, and once an exchange is done moves on to pipelined requests.
+    /// What the writer does once everything queued is written, as the work on the connection
+    /// says (``outputWritten()``).
+    enum AfterWrite {
+        /// The socket was handed on (to a tunnel, to a TLS session): the writer stops.
+        case stop
+        /// More output was queued: write again.
+        case writeMore
+        /// Nothing more for now: on to keep-alive and pipelined requests.
+        case idle
+    }
+
+    /// Writes queued output; whenever the socket takes everything, asks the work on the
+    /// connection for more, and once an exchange is done moves on to pipelined requests.
     func flush() {
         while phase != .closed {
             let before = output.pendingBytes
@@ -245,8 +251,7 @@ final class ClientConnection: IOHandler {
                 return
             }
             if output.pendingBytes != before { lastWriteProgress = proxy.loop.now }
-            // Room in the output: the next block of a disk body can be read meanwhile.
-            if let exchange, exchange.diskBody != nil { pumpDiskBody(exchange) }
+            outputHasRoom()
             switch result {
             case .wouldBlock:
                 updateInterest()
@@ -254,21 +259,17 @@ final class ClientConnection: IOHandler {
             case .flushed:
                 break
             }
-            if exchange?.tunnel?.server != nil {
-                handOffToTunnel()
-                return
-            }
             if closeWhenFlushed {
                 startLingering()
                 return
             }
-            if pendingInterception != nil {
-                startInterception()
+            switch outputWritten() {
+            case .stop:
                 return
-            }
-            // Everything written: pull more of a streaming body, if any arrived.
-            if exchange?.fill != nil || exchange?.slices != nil, pumpFill(), !output.isEmpty || closeWhenFlushed {
+            case .writeMore:
                 continue
+            case .idle:
+                break
             }
             break
         }
@@ -278,6 +279,21 @@ final class ClientConnection: IOHandler {
         } else {
             updateInterest()
         }
+    }
+
+    // MARK: What the writer asks of the work on the connection
+
+    /// Room in the output: the next block of a disk body can be read meanwhile.
+    private func outputHasRoom() {
+        if let exchange, exchange.diskBody != nil { pumpDiskBody(exchange) }
+    }
+
+    /// Everything queued is written: the CONNECT handler may take the socket, a streaming
+    /// response may queue more of its body (if any arrived).
+    private func outputWritten() -> AfterWrite {
+        if let connect, let next = connect.outputWritten() { return next }
+        if exchange?.fill != nil || exchange?.slices != nil, pumpFill(), !output.isEmpty || closeWhenFlushed { return .writeMore }
+        return .idle
     }
 
     func updateInterest() {
@@ -433,7 +449,7 @@ final class ClientConnection: IOHandler {
             self.exchange = nil
             exchange.fill?.detach(self)
             exchange.fill = nil
-            exchange.abandonTunnel(on: proxy.loop)
+            connect?.abandon()
             logExchange(exchange)
         }
         phase = .closed
@@ -466,9 +482,9 @@ final class ClientConnection: IOHandler {
     func resume(_ moved: MovedConnection) {
         start(now: proxy.loop.now)
         if let moving = moved.interception {
-            let tls = TLSTransport(moving.session)
-            transport = tls
-            interception = Interception(host: moving.host, port: moving.port, tls: tls, handshakeDone: true)
+            let handler = ConnectHandler(connection: self)
+            handler.resume(moving.session, host: moving.host, port: moving.port)
+            connect = handler
         }
         if !moved.pending.isEmpty {
             let space = inbound.writableSpace(minimum: moved.pending.count, limit: max(inputLimit, moved.pending.count))
@@ -487,12 +503,65 @@ final class ClientConnection: IOHandler {
         }
     }
 
+    // MARK: CONNECT and destinations
+
+    /// Set while this connection is an intercepted TLS session.
+    var interception: ConnectHandler.Interception? { connect?.interception }
+
+    /// Hands a CONNECT request to this connection's ``ConnectHandler``.
+    func beginTunnel(host: String, port: Int, exchange: Exchange) {
+        let handler = connect ?? ConnectHandler(connection: self)
+        connect = handler
+        handler.begin(host: host, port: port, exchange: exchange)
+    }
+
+    /// Refuses (403/508) a target the destination policy refuses by its spelling (an address in
+    /// any form, a denied name) or a request that already came through this proxy. Returns
+    /// whether it answered. Names are checked again on the address they resolve to.
+    func refusesDestination(host: String, port: Int, exchange: Exchange) -> Bool {
+        let runtime = exchange.runtime
+        let verdict = destinations.check(
+            host: host, port: port, headers: exchange.head.headers, identity: proxy.shared.viaIdentity, client: peer,
+            generation: proxy.refreshDestinations(runtime), policy: { proxy.destinationPolicy(runtime) })
+        switch verdict {
+        case .allowed:
+            return false
+        case .refused(let refusal):
+            refuseDestination(refusal, target: "\(host):\(port)", exchange: exchange)
+        case .loop:
+            exchange.keepAlive = false
+            proxy.logger.warning(
+                "forwarding loop detected",
+                metadata: ["target": "\(host):\(port)", "via": "\(exchange.head.headers.combined("Via") ?? "")"])
+            respondGenerated(
+                status: 508, message: "Larder: forwarding loop (this request already passed through this proxy)", outcome: .error,
+                cause: .loop)
+        }
+        return true
+    }
+
+    /// The check a fill's transfer runs on each address it connects to or reuses.
+    func destinationCheck(host: String, runtime: RuntimeConfig) -> @Sendable (SocketAddress) -> String? {
+        let policy = proxy.destinationPolicy(runtime)
+        return destinations.connectCheck(host: host, client: peer, generation: proxy.destinationGeneration, policy: policy)
+    }
+
+    /// Answers 403 for a refused destination, with a log line naming the client and the target.
+    func refuseDestination(_ refusal: DestinationPolicy.Refusal, target: String, exchange: Exchange) {
+        exchange.keepAlive = false
+        proxy.shared.stats[.destinationsRefused].add(1)
+        proxy.logger.notice(
+            "refused a destination",
+            metadata: ["client": "\(peer?.description ?? "-")", "target": "\(target)", "reason": "\(refusal)"])
+        respondGenerated(status: 403, message: "Larder: destination refused: \(refusal)", outcome: .error, cause: .refused)
+    }
+
     /// Enforces the timeouts; called by the loop's periodic sweep.
     func checkDeadline(now: UInt64) {
         switch phase {
         case .waitingForRequest:
             guard now >= deadline else { return }
-            if interception != nil { interceptionTimedOut() }
+            connect?.timedOut()
             close()
         case .readingHead:
             guard now >= deadline else { return }

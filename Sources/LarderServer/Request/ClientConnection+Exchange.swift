@@ -68,7 +68,7 @@ extension ClientConnection {
         let runtime = exchange.runtime
         let url: AbsoluteURL
         if let interception {
-            guard let inside = interceptedURL(exchange, interception: interception) else { return }
+            guard let inside = connect?.interceptedURL(exchange, interception: interception) else { return }
             url = inside
         } else {
             switch exchange.head.target {
@@ -90,7 +90,7 @@ extension ClientConnection {
                 return
             }
         }
-        if refusesLoop(host: url.bareHost, port: url.port, exchange: exchange) { return }
+        if refusesDestination(host: url.bareHost, port: url.port, exchange: exchange) { return }
 
         exchange.route = runtime.routes.match(
             method: exchange.head.method.rawValue, scheme: url.scheme, host: url.host, port: url.port, pathAndQuery: url.pathAndQuery)

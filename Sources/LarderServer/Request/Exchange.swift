@@ -76,8 +76,6 @@ final class Exchange {
     }
     /// The key, when the route builds it otherwise than from the URL (set by routing).
     var customKey: String?
-    /// CONNECT: the tunnel being set up, until it is handed over.
-    var tunnel: TunnelSetup?
     /// An answer assembled from slices, and where it is.
     var slices: SlicePlan?
     /// Within the slice fill being read: where the client's bytes end (nil until its head
@@ -128,11 +126,6 @@ final class Exchange {
         default:
             return nil
         }
-    }
-
-    /// Stops a CONNECT that had not become a tunnel (its client went away).
-    func abandonTunnel(on loop: EventLoop) {
-        tunnel?.abandon(on: loop)
     }
 
     /// Whether the request body (if any) was read to its end.

@@ -87,7 +87,7 @@ final class MetricsExporter: Sendable {
         let tls = shared.currentRuntime.config.tls
         var spliced: [String: Int] = [:]
         for (host, clients) in shared.interceptedHosts.splicedHosts(now: Clocks.monotonicNanos()) {
-            spliced[ClientConnection.interceptRule(host, tls), default: 0] += clients
+            spliced[ConnectHandler.interceptRule(host, tls), default: 0] += clients
         }
         tlsRules.sync(shared.interceptedHosts, spliced: spliced, registry: registry)
     }

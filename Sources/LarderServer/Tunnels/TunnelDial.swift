@@ -8,7 +8,7 @@ import LarderUpstream
 /// the addresses are the parent's and `handshake` is the CONNECT request for the real target:
 /// the tunnel is ready once the parent answers 2xx (RFC 9110 §9.3.6), again within the timeout.
 ///
-/// State: loop-confined; held by the exchange that asked, which cancels it if its client
+/// State: loop-confined; held by the ConnectHandler that asked, which cancels it if its client
 /// goes away first.
 final class TunnelDial: IOHandler {
     enum Failure: Error, CustomStringConvertible {

@@ -5,7 +5,7 @@ import LarderUpstream
 /// and which step it is at (resolving under a deadline, dialling, connected and waiting for
 /// earlier responses to be written before the hand-over).
 ///
-/// State: owned by its exchange, on the connection's loop.
+/// State: owned by the connection's ``ConnectHandler``, on its loop.
 struct TunnelSetup {
     /// The CONNECT target (host without IPv6 brackets, port).
     let target: (host: String, port: Int)
