@@ -178,6 +178,28 @@ extension IntegrationTests {
             }
         }
 
+        /// RFC 9111 §3.3, §3.4: an answer for another range than the slice asked for keeps the
+        /// whole slices inside it, and a later answer uses them with the slices fetched since.
+        @Test func anotherRangesWholeSlicesAreStoredAndCombinedWithLaterParts() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: Self.config)
+            let url = origin.url(Self.target)
+            // Slice 1 (65536-99999) was asked for; the origin sends from byte 1,000 on.
+            try origin.script(Self.target, [Self.partial(1000...(Self.length - 1))], conditional: false)
+            let first = try Curl.viaProxy(larder.proxy, ["-r", "70000-70009", url])
+            #expect(first.status == 206 && first.body == Self.bytes(70_000...70_009), "\(first.status)")
+            // Slice 1 lay wholly inside: it is stored, so a range within it is a hit.
+            try Self.waitUntilCached(larder, url, range: "80000-80009")
+            let cached = try Curl.viaProxy(larder.proxy, ["-H", "Cache-Control: only-if-cached", "-r", "90000-99999", url])
+            #expect(cached.status == 206 && cached.body == Self.bytes(90_000...99_999))
+            // Slice 0 was not whole in it: the whole object fetches slice 0 alone.
+            try origin.script(Self.target, [Self.partial(0...(Self.slice - 1))], conditional: false)
+            let whole = try Curl.viaProxy(larder.proxy, ["-r", "0-99999", url])
+            #expect(whole.status == 206 && whole.body == Self.bytes(0...(Self.length - 1)), "\(whole.status) \(whole.body.count)")
+            #expect(whole.header("cache-status")?.contains("fwd=partial") == true, "\(whole.header("cache-status") ?? "-")")
+            #expect(try Self.ranges(origin) == ["bytes=65536-131071", "bytes=0-65535"])
+        }
+
         /// Waits (bounded) until `range` of `url` is answered from the cache.
         static func waitUntilCached(_ larder: Larder, _ url: String, range: String) throws {
             for _ in 0..<50 {

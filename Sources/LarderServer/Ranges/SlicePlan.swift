@@ -58,6 +58,29 @@ struct SlicePlan: Equatable {
                 self = .other(status: status)
             }
         }
+
+        /// A slice fill's 206 (`forwarded`, before it is judged): one that covers the whole
+        /// object becomes the 200 it is (stored under the object's own key, RFC 9111 §3.4);
+        /// one that is one range of the object, its body that range, is returned, to be stored
+        /// as the slice asked for or as the whole slices inside it (``StoragePlan``). Anything
+        /// else is never stored; its readers take what ``Reply`` says it holds.
+        static func storableRange(of forwarded: inout ResponseHead, contentLength: inout Int?) -> ContentRange? {
+            guard forwarded.status == 206, let range = forwarded.headers["Content-Range"].flatMap(ContentRange.init) else {
+                return nil
+            }
+            // RFC 9110 §14.4: the body is exactly the range. A body not framed by a length is
+            // held to that count (one longer or shorter fails, unstored); a length unlike it,
+            // or a multipart body, makes the answer one no slice is taken from.
+            if contentLength == nil { contentLength = range.last - range.first + 1 }
+            guard case .part = Reply(status: 206, headers: forwarded.headers, bodyLength: contentLength) else { return nil }
+            if range.first == 0 && range.last == range.length - 1 {
+                forwarded.status = 200
+                forwarded.reason = HTTPStatus.reason(200)
+                forwarded.headers.remove("Content-Range")
+                return nil
+            }
+            return range
+        }
     }
 
     /// Bytes of an answer's body to send: `count` from `offset`.
