@@ -200,6 +200,46 @@ extension IntegrationTests {
             #expect(try Self.ranges(origin) == ["bytes=65536-131071", "bytes=0-65535"])
         }
 
+        /// A server that caps ranges: each answer short of the slice is followed by a request
+        /// for the rest of it from the next byte, so the client gets every byte it asked for,
+        /// before and after the head went out.
+        @Test func aServerThatCapsRangesIsAskedForTheRestOfEachSlice() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: Self.config)
+            let path = "/capped?ranges=1&size=\(Self.length)&cap=10000&cc=max-age=600"
+            let expected = try origin.directBody(path)
+            let answer = try Curl.viaProxy(larder.proxy, ["-r", "0-99999", origin.url(path)])
+            #expect(answer.exitCode == 0, "\(answer.stderr)")
+            #expect(answer.status == 206 && answer.header("content-range") == "bytes 0-99999/\(Self.length)")
+            #expect(answer.body == expected, "\(answer.body.count) bytes")
+            // (The test's own request for the expected bytes has no Range.)
+            let sent = try origin.requests().filter { $0.target == path }.compactMap { request in
+                request.headers.first { $0.0.lowercased() == "range" }?.1
+            }
+            #expect(
+                sent == [
+                    "bytes=0-65535", "bytes=10000-65535", "bytes=20000-65535", "bytes=30000-65535", "bytes=40000-65535",
+                    "bytes=50000-65535", "bytes=60000-65535", "bytes=65536-99999", "bytes=75536-99999", "bytes=85536-99999",
+                    "bytes=95536-99999",
+                ], "\(sent)")
+        }
+
+        /// An origin that answers one byte at a time neither holds the answer nor makes Larder
+        /// ask without end: at most 16 requests for a slice, then the answer is cut short (its
+        /// head is out) and a log line says why.
+        @Test func anOriginSendingAByteAtATimeIsAskedABoundedNumberOfTimes() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: Self.config)
+            let path = "/trickle?ranges=1&size=\(Self.length)&cap=1&cc=max-age=600"
+            let answer = try Curl.viaProxy(larder.proxy, ["-r", "0-99999", origin.url(path)])
+            #expect(answer.exitCode != 0 || answer.status >= 500, "the answer cannot be complete")
+            #expect(answer.body.count < 100, "\(answer.body.count) bytes")
+            #expect(try origin.count(path) == 16)
+            try larder.child.waitForOutput { $0.contains("more than 16 parts") }
+            // The proxy goes on serving.
+            #expect(try Curl.viaProxy(larder.proxy, [origin.url("/after?cc=max-age=60")]).status == 200)
+        }
+
         /// Waits (bounded) until `range` of `url` is answered from the cache.
         static func waitUntilCached(_ larder: Larder, _ url: String, range: String) throws {
             for _ in 0..<50 {
