@@ -240,6 +240,38 @@ extension IntegrationTests {
             #expect(try Curl.viaProxy(larder.proxy, [origin.url("/after?cc=max-age=60")]).status == 200)
         }
 
+        /// Without a disk tier no slice is stored (a slice is a disk entry of its own): a range
+        /// of an object within `cache.range_whole_max` fetches it whole into the memory tier,
+        /// a larger one passes the client's Range to the origin; either way the client gets
+        /// exactly its bytes.
+        @Test func withoutADiskTierARangeIsServedWholeOrPassedThrough() throws {
+            let (cache, cleanup) = try IntegrationTests.Health.unusableCachePath()
+            defer { try? FileManager.default.removeItem(atPath: cleanup) }
+            let origin = try Origin()
+            let larder = try Larder(
+                config: "[disk]\nrequired = false\n[cache]\nslice_size = \"64KiB\"\nrange_whole_max = \"50KiB\"\n",
+                cacheDirectory: cache)
+            let small = "/small?ranges=1&size=40000&cc=max-age=600"
+            let smallBody = try origin.directBody(small)
+            let part = try Curl.viaProxy(larder.proxy, ["-r", "30000-30009", origin.url(small)])
+            #expect(part.status == 206 && part.body == smallBody[30_000...30_009])
+            let hit = try Curl.viaProxy(larder.proxy, ["-r", "10-19", origin.url(small)])
+            #expect(hit.status == 206 && hit.body == smallBody[10...19] && hit.cacheStatus?.isMemoryHit == true)
+            let large = "/large?ranges=1&size=\(Self.length)&cc=max-age=600"
+            let largeBody = try origin.directBody(large)
+            let passed = try Curl.viaProxy(larder.proxy, ["-r", "70000-70009", origin.url(large)])
+            #expect(passed.status == 206 && passed.header("content-range") == "bytes 70000-70009/\(Self.length)")
+            #expect(passed.body == largeBody[70_000...70_009])
+            let sent = try origin.requests().filter { $0.target == large }.map { request in
+                request.headers.first { $0.0.lowercased() == "range" }?.1 ?? "-"
+            }
+            #expect(sent.last == "bytes=70000-70009", "\(sent)")
+            // The fill of the whole object may finish for the cache once the client left it;
+            // the 206 is never what is stored.
+            let cached = try Curl.viaProxy(larder.proxy, ["-H", "Cache-Control: only-if-cached", "-r", "0-9", origin.url(large)])
+            #expect(cached.status == 504 || cached.body == largeBody[0...9], "\(cached.status)")
+        }
+
         /// Waits (bounded) until `range` of `url` is answered from the cache.
         static func waitUntilCached(_ larder: Larder, _ url: String, range: String) throws {
             for _ in 0..<50 {
