@@ -200,6 +200,27 @@ extension IntegrationTests {
             #expect(try Self.ranges(origin) == ["bytes=65536-131071", "bytes=0-65535"])
         }
 
+        /// RFC 9111 §3.4: a part under another validator is never combined with what is stored.
+        /// The answer whose first part is the new object stops short at the old slice and drops
+        /// it, and the next answer is the new object's alone.
+        @Test func aPartUnderAnotherValidatorIsNeverCombinedWithTheStoredOnes() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: Self.config)
+            let path = "/versions?ranges=1&size=\(Self.length)&cc=max-age=600"
+            let url = origin.url(path)
+            #expect(try Curl.viaProxy(larder.proxy, ["-r", "70000-70009", url]).status == 206)
+            try Self.waitUntilCached(larder, url, range: "80000-80009")
+            // The object changes: other bytes, another ETag.
+            try origin.bump("/versions")
+            let expected = try origin.directBody(path)
+            let mixed = try Curl.viaProxy(larder.proxy, ["-r", "0-99999", url])
+            #expect(mixed.exitCode != 0 || mixed.status >= 500, "never a complete answer of two objects")
+            #expect(mixed.body.count < Self.length)
+            let fresh = try Curl.viaProxy(larder.proxy, ["-r", "0-99999", url])
+            #expect(fresh.exitCode == 0 && fresh.status == 206, "\(fresh.status) \(fresh.stderr)")
+            #expect(fresh.body == expected, "the new object's bytes only")
+        }
+
         /// A server that caps ranges: each answer short of the slice is followed by a request
         /// for the rest of it from the next byte, so the client gets every byte it asked for,
         /// before and after the head went out.
