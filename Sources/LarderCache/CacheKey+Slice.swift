@@ -54,4 +54,19 @@ public struct ContentRange: Sendable, Equatable {
     }
 
     public var fieldValue: String { "bytes \(first)-\(last)/\(length)" }
+
+    /// Whether this is exactly slice `first / size` of the object (the last slice ends at the
+    /// object's end).
+    public func isSlice(of size: Int) -> Bool {
+        size > 0 && first % size == 0 && last == min(first + size - 1, length - 1)
+    }
+
+    /// The indexes of the slices of `size` bytes that lie wholly inside this range (the
+    /// object's last slice ends at its length); nil when none does.
+    public func wholeSlices(of size: Int) -> ClosedRange<Int>? {
+        guard size > 0 else { return nil }
+        let firstIndex = first / size + (first % size == 0 ? 0 : 1)
+        let lastIndex = last == length - 1 ? last / size : (last + 1) / size - 1
+        return firstIndex <= lastIndex ? firstIndex...lastIndex : nil
+    }
 }

@@ -6,19 +6,31 @@ import LarderIO
 /// ``DiskWrite`` and finished the moment its last byte arrives. A transfer that breaks off
 /// keeps every slice completed before it; the next request fetches only the missing ones.
 ///
+/// A slice fill's answer for another range of the object is written the same way, from the
+/// first whole slice inside it to the last (``TieredCache/open(_:head:cacheControl:entry:)``):
+/// its body starts at `start` of the object, the bytes outside those slices are skipped, and
+/// no reader follows its files (the fill keeps no disk file for them), so a disk that falls
+/// ``maxBacklog`` behind stops the storing rather than the transfer.
+///
 /// State: loop-confined, owned by the ``StoreSink`` of the fill that receives the body.
 public final class SlicedDiskWrite {
     private let cache: TieredCache
     private let key: CacheKey
     private let size: Int
     private let length: Int
+    /// Where the body starts in the object (0 for a whole response).
+    private let start: Int
+    /// The slices written: all of a whole response's, or the whole ones inside a range.
+    private let indexes: ClosedRange<Int>
     /// The slices' common head: status 206; each slice adds its Content-Range.
     private let head: DiskEntryFormat.Head
     private var writes: [DiskWrite] = []
     /// Read descriptors on slices a lagging reader follows, opened on first use.
     private var files: [Int: OpenFile] = [:]
-    /// Body bytes handed to the slice writes.
+    /// The object position of the next body byte.
     private var received = 0
+    /// Bytes handed to the slice writes.
+    private var written = 0
     /// Leading slices fully durable, and fully checkable (every block's checksum published), so
     /// that `durableBytes` and `checkableBytes` need not walk them all.
     private var durableSlices = 0
@@ -26,22 +38,45 @@ public final class SlicedDiskWrite {
     /// A slice could not be started or written: nothing more is stored.
     public private(set) var hasFailed = false
 
-    init(cache: TieredCache, key: CacheKey, size: Int, length: Int, head: DiskEntryFormat.Head) {
+    /// The disk writes' bytes not yet durable past which a write of the slices inside a range
+    /// stops (it has no way to pause the transfer).
+    static let maxBacklog = 8 << 20
+
+    /// A whole response of `length` bytes, every slice of it.
+    convenience init(cache: TieredCache, key: CacheKey, size: Int, length: Int, head: DiskEntryFormat.Head) {
+        self.init(cache: cache, key: key, size: size, range: ContentRange(first: 0, last: max(0, length - 1), length: length), head: head)
+    }
+
+    /// The body of a 206 holding `range`: the whole slices inside it (at least one, as the
+    /// storage plan checked). `head` carries no Content-Range; each slice adds its own.
+    init(cache: TieredCache, key: CacheKey, size: Int, range: ContentRange, head: DiskEntryFormat.Head) {
         self.cache = cache
         self.key = key
         self.size = size
-        self.length = length
+        length = range.length
+        start = range.first
+        indexes = range.wholeSlices(of: size) ?? 0...0
+        received = range.first
         self.head = head
     }
 
+    /// Object positions of slice `index`.
     private func bounds(_ index: Int) -> Range<Int> { (index * size)..<min((index + 1) * size, length) }
 
     /// Appends body bytes, splitting them at slice boundaries.
     func append(_ chunk: [UInt8]) {
         var offset = 0
-        while offset < chunk.count, !hasFailed, received < length {
+        let end = bounds(indexes.upperBound).upperBound
+        while offset < chunk.count, !hasFailed, received < end {
             let index = received / size
-            if index == writes.count {
+            guard index >= indexes.lowerBound else {
+                // Before the first whole slice: not kept.
+                let skipped = min(chunk.count - offset, bounds(index).upperBound - received)
+                received += skipped
+                offset += skipped
+                continue
+            }
+            if index - indexes.lowerBound == writes.count {
                 let range = bounds(index)
                 var sliceHead = head
                 sliceHead.key = key.slice(index).url
@@ -53,19 +88,26 @@ public final class SlicedDiskWrite {
                 }
                 writes.append(write)
             }
-            let end = bounds(index).upperBound
-            let count = min(chunk.count - offset, end - received)
-            writes[index].append(offset == 0 && count == chunk.count ? chunk : Array(chunk[offset..<(offset + count)]))
+            let write = writes[index - indexes.lowerBound]
+            let sliceEnd = bounds(index).upperBound
+            let count = min(chunk.count - offset, sliceEnd - received)
+            write.append(offset == 0 && count == chunk.count ? chunk : Array(chunk[offset..<(offset + count)]))
             received += count
+            written += count
             offset += count
-            if received == end { writes[index].finish(expectedLength: end - index * size) }
-            if writes[index].hasFailed { hasFailed = true }
+            if received == sliceEnd { write.finish(expectedLength: sliceEnd - index * size) }
+            if write.hasFailed { hasFailed = true }
+        }
+        if start > 0, !hasFailed, written - durableBytes >= SlicedDiskWrite.maxBacklog {
+            abortUnfinished()
+            hasFailed = true
         }
     }
 
     /// The transfer ended early: the slice in progress is dropped, completed ones stay.
     func abortUnfinished() {
-        guard let last = writes.last, received < bounds(writes.count - 1).upperBound else { return }
+        let index = indexes.lowerBound + writes.count - 1
+        guard let last = writes.last, received < bounds(index).upperBound else { return }
         last.abort()
     }
 
@@ -79,14 +121,16 @@ public final class SlicedDiskWrite {
     /// Body bytes from byte 0 on, without a gap, that every slice's write has `done` (of its
     /// own bytes); `whole` counts the leading slices already done in full, so that each call
     /// walks only from the first slice still in progress.
+    /// (For the slices inside a range: bytes from its first whole slice on.)
     private func bytesFromStart(past whole: inout Int, _ done: (DiskWrite) -> Int) -> Int {
+        let base = indexes.lowerBound * size
         while whole < writes.count {
-            let slice = bounds(whole)
+            let slice = bounds(indexes.lowerBound + whole)
             let bytes = done(writes[whole])
-            guard bytes == slice.count else { return slice.lowerBound + bytes }
+            guard bytes == slice.count else { return slice.lowerBound - base + bytes }
             whole += 1
         }
-        return whole == 0 ? 0 : bounds(whole - 1).upperBound
+        return whole == 0 ? 0 : bounds(indexes.lowerBound + whole - 1).upperBound - base
     }
 
     /// Where a reader behind the memory window finds byte `position` (below `limit`): the

@@ -23,6 +23,11 @@ public struct StoragePlan: Sendable, Equatable {
         case slices
         /// A slice fill's 206 holding exactly the slice asked for, stored as that slice.
         case slice(ContentRange)
+        /// A slice fill's 206 of another range of the object (a server that caps ranges, or
+        /// answers a range of its choosing): each whole slice inside it is stored as that slice
+        /// (RFC 9111 §3.3), to be combined with the others under the same strong validator
+        /// (§3.4). The bytes outside them are not kept.
+        case slicesWithin(ContentRange)
         /// A 304 to Larder's validation: the stored response, freshened, answers (§4.3.4).
         case merge
         /// The origin erred and the stored fallback answers instead (RFC 5861 §4).
@@ -43,8 +48,8 @@ public struct StoragePlan: Sendable, Equatable {
         case rules
         /// `cache.admission = "second_request"` keeps a new entry out until asked for again.
         case deferred
-        /// A slice request's other answer (a 416, a range the origin chose): it describes that
-        /// request, not the object.
+        /// A slice request's other answer (a 416, or a range the origin chose that holds no
+        /// whole slice): it describes that request, not the object.
         case otherRange
         /// A slice without a strong validator to combine it by, or an object over
         /// `disk.max_object_bytes`, or no disk tier to hold it.
@@ -75,7 +80,8 @@ public struct StoragePlan: Sendable, Equatable {
         public var contentLength: Int?
         /// The Content-Length the origin sent, even where no body follows (a HEAD's).
         public var announcedLength: Int?
-        /// The range of a slice fill's 206 that is exactly the slice asked for.
+        /// The range of a slice fill's 206: one range of its object, the body exactly that
+        /// range (the slice asked for, or another the origin chose).
         public var sliceRange: ContentRange?
 
         public init(
@@ -101,7 +107,7 @@ public struct StoragePlan: Sendable, Equatable {
     /// Whether the fill keeps the body it receives to store it.
     public var stores: Bool {
         switch action {
-        case .whole, .streamed, .slices, .slice: true
+        case .whole, .streamed, .slices, .slice, .slicesWithin: true
         default: false
         }
     }
@@ -154,11 +160,17 @@ public struct StoragePlan: Sendable, Equatable {
         }
         let maxDiskObject = disk?.maxObjectBytes
         if let range = answer.sliceRange {
+            let exact = range.isSlice(of: slicing.size)
+            // (No slice size: no disk tier to hold slices, refused below.)
+            guard exact || slicing.size == 0 || range.wholeSlices(of: slicing.size) != nil else {
+                admission.storage = .none
+                return StoragePlan(action: .skip(.otherRange), wholeLimit: wholeLimit, admission: admission)
+            }
             // Slices are combined only when they share a validator, and live on disk only.
             guard hasSliceValidator(head.headers), let maxDiskObject, Int64(range.length) <= maxDiskObject else {
                 return StoragePlan(action: .skip(.sliceRefused), wholeLimit: wholeLimit, admission: admission)
             }
-            return StoragePlan(action: .slice(range), wholeLimit: wholeLimit, admission: admission)
+            return StoragePlan(action: exact ? .slice(range) : .slicesWithin(range), wholeLimit: wholeLimit, admission: admission)
         }
         // A digest covers the whole body: a route that checks one never stores it in slices.
         if slicing.size > 0, !request.contentAddressed, request.method == .get, head.status == 200,

@@ -76,6 +76,9 @@ public struct StoreSink {
     public internal(set) var diskWrite: DiskWrite?
     /// The slices being written instead, for a whole response larger than a slice.
     public internal(set) var slicedWrite: SlicedDiskWrite?
+    /// The whole slices inside a slice fill's answer for another range, written as they
+    /// arrive; no reader of the fill follows their files.
+    var rangeSlices: SlicedDiskWrite?
 
     /// A sink that stores nothing.
     public init() {
@@ -101,6 +104,7 @@ public struct StoreSink {
     public mutating func append(_ chunk: [UInt8], received: Int, chunks: [[UInt8]]) -> Bool {
         diskWrite?.append(chunk)
         slicedWrite?.append(chunk)
+        rangeSlices?.append(chunk)
         guard keepsWhole, received > wholeLimit else { return false }
         keepsWhole = false
         if let pendingDiskHead { startDiskWrite(pendingDiskHead, chunks: chunks) }
@@ -151,6 +155,7 @@ public struct StoreSink {
         diskWrite?.abort()
         diskWrite = nil
         slicedWrite?.abortUnfinished()
+        rangeSlices?.abortUnfinished()
     }
 
     /// A stale copy answers instead: what was streamed is not kept.

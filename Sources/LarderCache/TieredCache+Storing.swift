@@ -29,8 +29,8 @@ extension TieredCache {
 
     /// Opens the sink that stores `head` (as forwarded, hop-by-hop fields removed) as `plan`
     /// says: the whole body kept for the memory tier and a segment record, or a disk write
-    /// started for the entry, for one slice of it, or for every slice of the object (whose
-    /// older whole copy goes). A sink that stores nothing for any other plan, or when the disk
+    /// started for the entry, for one slice of it, for the whole slices inside a slice fill's
+    /// other range, or for every slice of the object (whose older whole copy goes). A sink that stores nothing for any other plan, or when the disk
     /// tier refuses the write.
     public func open(_ plan: StoragePlan, head: ResponseHead, cacheControl: CacheControl, entry: StoreSink.Entry) -> StoreSink {
         guard plan.stores else { return StoreSink() }
@@ -63,6 +63,14 @@ extension TieredCache {
             diskHead.status = 206
             guard let write = beginDiskWrite(key: key, head: diskHead, expectedLength: entry.contentLength) else { return StoreSink() }
             sink.diskWrite = write
+            sink.stores = true
+        case .slicesWithin(let range):
+            guard entry.sliceSize > 0 else { return StoreSink() }
+            diskHead.status = 206
+            diskHead.reason = HTTPStatus.reason(206)
+            // Each slice carries its own range.
+            diskHead.headers.remove("Content-Range")
+            sink.rangeSlices = SlicedDiskWrite(cache: self, key: entry.key, size: entry.sliceSize, range: range, head: diskHead)
             sink.stores = true
         case .slices:
             diskHead.status = 206

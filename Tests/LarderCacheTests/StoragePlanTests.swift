@@ -17,6 +17,11 @@ import Testing
         key: Fixtures.key("/x"), status: 404, reason: "Not Found", headers: fresh, body: .memory([]), requestTime: now - 600,
         responseTime: now - 600, varyValues: [:], freshnessLifetime: 60, correctedInitialAge: 0)
     static let slice = ContentRange(first: 1 << 20, last: (2 << 20) - 1, length: 10 << 20)
+    /// Another range than the slice asked for, holding slices 1 and 2 whole.
+    static let capped = ContentRange(first: 512 << 10, last: (3 << 20) + 99, length: 10 << 20)
+    /// One that holds the object's last slice, which ends at the object's end.
+    static let tail = ContentRange(first: (8 << 20) + 5, last: (10 << 20) - 1, length: 10 << 20)
+    static let withinOne = ContentRange(first: (1 << 20) + 100, last: (1 << 20) + 199, length: 10 << 20)
 
     struct Row: Sendable {
         let name: String
@@ -83,6 +88,24 @@ import Testing
             name: "a slice without a disk tier is refused", status: 206, headers: tagged, length: 1 << 20, sliceRange: slice,
             slicing: StoragePlan.Slicing(sliceFill: true, size: 1 << 20), disk: nil, expected: .skip(.sliceRefused)),
         Row(
+            name: "a slice fill's other range stores the whole slices inside it", status: 206, headers: tagged,
+            length: capped.last - capped.first + 1, sliceRange: capped, slicing: StoragePlan.Slicing(sliceFill: true, size: 1 << 20),
+            expected: .slicesWithin(capped)),
+        Row(
+            name: "a range to the object's end holds its last slice whole", status: 206, headers: tagged,
+            length: tail.last - tail.first + 1, sliceRange: tail, slicing: StoragePlan.Slicing(sliceFill: true, size: 1 << 20),
+            expected: .slicesWithin(tail)),
+        Row(
+            name: "a range inside one slice is not the object's", status: 206, headers: tagged, length: 100, sliceRange: withinOne,
+            slicing: StoragePlan.Slicing(sliceFill: true, size: 1 << 20), expected: .skip(.otherRange)),
+        Row(
+            name: "another range without a strong validator is refused", status: 206, length: capped.last - capped.first + 1,
+            sliceRange: capped, slicing: StoragePlan.Slicing(sliceFill: true, size: 1 << 20), expected: .skip(.sliceRefused)),
+        Row(
+            name: "another range of an object over disk.max_object_bytes is refused", status: 206, headers: tagged,
+            length: capped.last - capped.first + 1, sliceRange: capped, slicing: StoragePlan.Slicing(sliceFill: true, size: 1 << 20),
+            disk: ResponseAdmission.DiskTier(maxObjectBytes: 5 << 20, acceptingWrites: true), expected: .skip(.sliceRefused)),
+        Row(
             name: "a slice request's other answer is not the object's", status: 416, headers: tagged, length: 0,
             slicing: StoragePlan.Slicing(sliceFill: true, size: 1 << 20), expected: .skip(.otherRange)),
         Row(
@@ -136,7 +159,30 @@ import Testing
         }
         #expect(plan.action == row.expected, "\(row.name)")
         #expect((asked > 0) == row.asksDoorkeeper, "\(row.name): doorkeeper asked \(asked) times")
-        #expect(plan.stores == [.whole, .streamed, .slices, .slice(Self.slice)].contains(row.expected), "\(row.name)")
+        let stores: Bool
+        switch row.expected {
+        case .whole, .streamed, .slices, .slice, .slicesWithin: stores = true
+        default: stores = false
+        }
+        #expect(plan.stores == stores, "\(row.name)")
         #expect(plan.wholeLimit == ResponseAdmission.wholeLimit(maxMemoryObject: 1 << 20, disk: row.disk), "\(row.name)")
+    }
+
+    /// Which slices lie wholly inside a range: the object's last slice ends at its length.
+    @Test(
+        arguments: [
+            (ContentRange(first: 0, last: 99, length: 1000), 0...0, true),
+            (ContentRange(first: 0, last: 98, length: 1000), nil, false),
+            (ContentRange(first: 1, last: 199, length: 1000), 1...1, false),
+            (ContentRange(first: 50, last: 449, length: 1000), 1...3, false),
+            (ContentRange(first: 100, last: 199, length: 1000), 1...1, true),
+            (ContentRange(first: 900, last: 949, length: 950), 9...9, true),
+            (ContentRange(first: 850, last: 949, length: 950), 9...9, false),
+            (ContentRange(first: 10, last: 90, length: 1000), nil, false),
+        ] as [(ContentRange, ClosedRange<Int>?, Bool)])
+    func wholeSlicesInsideARange(_ range: ContentRange, _ slices: ClosedRange<Int>?, _ isSlice: Bool) {
+        #expect(range.wholeSlices(of: 100) == slices, "\(range.fieldValue)")
+        #expect(range.isSlice(of: 100) == isSlice, "\(range.fieldValue)")
+        #expect(range.wholeSlices(of: 0) == nil && !range.isSlice(of: 0))
     }
 }

@@ -178,6 +178,121 @@ extension IntegrationTests {
             }
         }
 
+        /// RFC 9111 §3.3, §3.4: an answer for another range than the slice asked for keeps the
+        /// whole slices inside it, and a later answer uses them with the slices fetched since.
+        @Test func anotherRangesWholeSlicesAreStoredAndCombinedWithLaterParts() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: Self.config)
+            let url = origin.url(Self.target)
+            // Slice 1 (65536-99999) was asked for; the origin sends from byte 1,000 on.
+            try origin.script(Self.target, [Self.partial(1000...(Self.length - 1))], conditional: false)
+            let first = try Curl.viaProxy(larder.proxy, ["-r", "70000-70009", url])
+            #expect(first.status == 206 && first.body == Self.bytes(70_000...70_009), "\(first.status)")
+            // Slice 1 lay wholly inside: it is stored, so a range within it is a hit.
+            try Self.waitUntilCached(larder, url, range: "80000-80009")
+            let cached = try Curl.viaProxy(larder.proxy, ["-H", "Cache-Control: only-if-cached", "-r", "90000-99999", url])
+            #expect(cached.status == 206 && cached.body == Self.bytes(90_000...99_999))
+            // Slice 0 was not whole in it: the whole object fetches slice 0 alone.
+            try origin.script(Self.target, [Self.partial(0...(Self.slice - 1))], conditional: false)
+            let whole = try Curl.viaProxy(larder.proxy, ["-r", "0-99999", url])
+            #expect(whole.status == 206 && whole.body == Self.bytes(0...(Self.length - 1)), "\(whole.status) \(whole.body.count)")
+            #expect(whole.header("cache-status")?.contains("fwd=partial") == true, "\(whole.header("cache-status") ?? "-")")
+            #expect(try Self.ranges(origin) == ["bytes=65536-131071", "bytes=0-65535"])
+        }
+
+        /// RFC 9111 §3.4: a part under another validator is never combined with what is stored.
+        /// The answer whose first part is the new object stops short at the old slice and drops
+        /// it, and the next answer is the new object's alone.
+        @Test func aPartUnderAnotherValidatorIsNeverCombinedWithTheStoredOnes() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: Self.config)
+            let path = "/versions?ranges=1&size=\(Self.length)&cc=max-age=600"
+            let url = origin.url(path)
+            #expect(try Curl.viaProxy(larder.proxy, ["-r", "70000-70009", url]).status == 206)
+            try Self.waitUntilCached(larder, url, range: "80000-80009")
+            // The object changes: other bytes, another ETag.
+            try origin.bump("/versions")
+            let expected = try origin.directBody(path)
+            let mixed = try Curl.viaProxy(larder.proxy, ["-r", "0-99999", url])
+            #expect(mixed.exitCode != 0 || mixed.status >= 500, "never a complete answer of two objects")
+            #expect(mixed.body.count < Self.length)
+            let fresh = try Curl.viaProxy(larder.proxy, ["-r", "0-99999", url])
+            #expect(fresh.exitCode == 0 && fresh.status == 206, "\(fresh.status) \(fresh.stderr)")
+            #expect(fresh.body == expected, "the new object's bytes only")
+        }
+
+        /// A server that caps ranges: each answer short of the slice is followed by a request
+        /// for the rest of it from the next byte, so the client gets every byte it asked for,
+        /// before and after the head went out.
+        @Test func aServerThatCapsRangesIsAskedForTheRestOfEachSlice() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: Self.config)
+            let path = "/capped?ranges=1&size=\(Self.length)&cap=10000&cc=max-age=600"
+            let expected = try origin.directBody(path)
+            let answer = try Curl.viaProxy(larder.proxy, ["-r", "0-99999", origin.url(path)])
+            #expect(answer.exitCode == 0, "\(answer.stderr)")
+            #expect(answer.status == 206 && answer.header("content-range") == "bytes 0-99999/\(Self.length)")
+            #expect(answer.body == expected, "\(answer.body.count) bytes")
+            // (The test's own request for the expected bytes has no Range.)
+            let sent = try origin.requests().filter { $0.target == path }.compactMap { request in
+                request.headers.first { $0.0.lowercased() == "range" }?.1
+            }
+            #expect(
+                sent == [
+                    "bytes=0-65535", "bytes=10000-65535", "bytes=20000-65535", "bytes=30000-65535", "bytes=40000-65535",
+                    "bytes=50000-65535", "bytes=60000-65535", "bytes=65536-99999", "bytes=75536-99999", "bytes=85536-99999",
+                    "bytes=95536-99999",
+                ], "\(sent)")
+        }
+
+        /// An origin that answers one byte at a time neither holds the answer nor makes Larder
+        /// ask without end: at most 16 requests for a slice, then the answer is cut short (its
+        /// head is out) and a log line says why.
+        @Test func anOriginSendingAByteAtATimeIsAskedABoundedNumberOfTimes() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: Self.config)
+            let path = "/trickle?ranges=1&size=\(Self.length)&cap=1&cc=max-age=600"
+            let answer = try Curl.viaProxy(larder.proxy, ["-r", "0-99999", origin.url(path)])
+            #expect(answer.exitCode != 0 || answer.status >= 500, "the answer cannot be complete")
+            #expect(answer.body.count < 100, "\(answer.body.count) bytes")
+            #expect(try origin.count(path) == 16)
+            try larder.child.waitForOutput { $0.contains("more than 16 parts") }
+            // The proxy goes on serving.
+            #expect(try Curl.viaProxy(larder.proxy, [origin.url("/after?cc=max-age=60")]).status == 200)
+        }
+
+        /// Without a disk tier no slice is stored (a slice is a disk entry of its own): a range
+        /// of an object within `cache.range_whole_max` fetches it whole into the memory tier,
+        /// a larger one passes the client's Range to the origin; either way the client gets
+        /// exactly its bytes.
+        @Test func withoutADiskTierARangeIsServedWholeOrPassedThrough() throws {
+            let (cache, cleanup) = try IntegrationTests.Health.unusableCachePath()
+            defer { try? FileManager.default.removeItem(atPath: cleanup) }
+            let origin = try Origin()
+            let larder = try Larder(
+                config: "[disk]\nrequired = false\n[cache]\nslice_size = \"64KiB\"\nrange_whole_max = \"50KiB\"\n",
+                cacheDirectory: cache)
+            let small = "/small?ranges=1&size=40000&cc=max-age=600"
+            let smallBody = try origin.directBody(small)
+            let part = try Curl.viaProxy(larder.proxy, ["-r", "30000-30009", origin.url(small)])
+            #expect(part.status == 206 && part.body == smallBody[30_000...30_009])
+            let hit = try Curl.viaProxy(larder.proxy, ["-r", "10-19", origin.url(small)])
+            #expect(hit.status == 206 && hit.body == smallBody[10...19] && hit.cacheStatus?.isMemoryHit == true)
+            let large = "/large?ranges=1&size=\(Self.length)&cc=max-age=600"
+            let largeBody = try origin.directBody(large)
+            let passed = try Curl.viaProxy(larder.proxy, ["-r", "70000-70009", origin.url(large)])
+            #expect(passed.status == 206 && passed.header("content-range") == "bytes 70000-70009/\(Self.length)")
+            #expect(passed.body == largeBody[70_000...70_009])
+            let sent = try origin.requests().filter { $0.target == large }.map { request in
+                request.headers.first { $0.0.lowercased() == "range" }?.1 ?? "-"
+            }
+            #expect(sent.last == "bytes=70000-70009", "\(sent)")
+            // The fill of the whole object may finish for the cache once the client left it;
+            // the 206 is never what is stored.
+            let cached = try Curl.viaProxy(larder.proxy, ["-H", "Cache-Control: only-if-cached", "-r", "0-9", origin.url(large)])
+            #expect(cached.status == 504 || cached.body == largeBody[0...9], "\(cached.status)")
+        }
+
         /// Waits (bounded) until `range` of `url` is answered from the cache.
         static func waitUntilCached(_ larder: Larder, _ url: String, range: String) throws {
             for _ in 0..<50 {

@@ -5,8 +5,9 @@ import Testing
 @testable import LarderServer
 
 /// What an origin's answer to a slice request gives the client's answer: only bytes at the
-/// positions its Content-Range names, holding all the client needs of the slice; anything else
-/// goes to the origin again before the head, and cuts the answer short after it.
+/// positions its Content-Range names, from the next byte the client needs (the rest of the
+/// slice is asked for again); anything else goes to the origin again before the head, and cuts
+/// the answer short after it.
 @Suite(.timeLimit(.minutes(1))) struct SlicePlanTakeTests {
     static let size = 100
     static let tag = "etag \"a\""
@@ -35,9 +36,13 @@ import Testing
             take: .located(.partial(first: 0, last: 4, length: 1000), part: part(0, 5))),
         First(
             name: "a capped answer short of the client's bytes", clientRange: "bytes=0-49", reply: .part(range(0, 4, 1000)),
-            take: .pass),
+            take: .located(.partial(first: 0, last: 49, length: 1000), part: part(0, 5))),
         First(
-            name: "a whole request, capped", clientRange: nil, reply: .part(range(0, 4, 1000)), take: .pass),
+            name: "a whole request, capped", clientRange: nil, reply: .part(range(0, 4, 1000)),
+            take: .located(.whole(length: 1000), part: part(0, 5))),
+        First(
+            name: "a capped answer that starts after the client's first byte", clientRange: "bytes=0-49",
+            reply: .part(range(1, 4, 1000)), take: .pass),
         First(
             name: "another range holding the client's bytes", clientRange: "bytes=250-255", reply: .part(range(240, 260, 1000)),
             take: .located(.partial(first: 250, last: 255, length: 1000), part: part(10, 6))),
@@ -84,9 +89,11 @@ import Testing
         Later(name: "the next slice", reply: .part(range(100, 199, 250)), take: .serve(part(0, 100))),
         Later(name: "another validator", reply: .part(range(100, 199, 250)), validator: "etag \"b\"", take: .changed),
         Later(name: "another length", reply: .part(range(100, 199, 300)), take: .changed),
+        Later(name: "a capped answer", reply: .part(range(100, 150, 250)), take: .serve(part(0, 51))),
+        Later(name: "one byte", reply: .part(range(100, 100, 250)), take: .serve(part(0, 1))),
         Later(
-            name: "a capped answer", reply: .part(range(100, 150, 250)),
-            take: .cut("the origin answered a slice request with bytes 100-150, not 100-")),
+            name: "an answer after the next byte", reply: .part(range(101, 199, 250)),
+            take: .cut("the origin answered a slice request with bytes 101-199, not 100-")),
         Later(
             name: "not the next slice", reply: .part(range(200, 249, 250)),
             take: .cut("the origin answered a slice request with bytes 200-249, not 100-")),

@@ -16,9 +16,9 @@ import Testing
         #expect(SlicePlan.firstByte(ofRange: "bytes=0-1,5-6") == 0, "several ranges: the whole object")
         #expect(SlicePlan.firstByte(ofRange: "items=5-") == 0)
         #expect(SlicePlan.firstByte(ofRange: nil) == 0)
-        let plan = SlicePlan(size: size, firstByte: 250)
+        var plan = SlicePlan(size: size, firstByte: 250)
         #expect(plan.sliceIndex == 2)
-        #expect(plan.rangeField(for: 2) == "bytes=200-299", "before the length is known a slice is asked for whole")
+        #expect(plan.ask(for: 2) == "bytes=200-299", "before the length is known a slice is asked for whole")
     }
 
     @Test func aWholeAnswerWalksEverySliceAndClipsTheLast() {
@@ -31,8 +31,36 @@ import Testing
         }
         #expect(parts.count == 3)
         #expect(parts[0]! == (0, 100) && parts[1]! == (0, 100) && parts[2]! == (0, 50))
-        #expect(plan.rangeField(for: 2) == "bytes=200-249")
+        #expect(plan.ask(for: 2) == "bytes=200-249")
         #expect(plan.stage == .complete)
+    }
+
+    /// A server that caps ranges: each answer holds the next byte but not the rest of the
+    /// slice, so the rest is asked for from there, never the whole slice again, and never more
+    /// than ``SlicePlan/maxRequestsPerSlice`` times for one slice.
+    @Test func theRestOfASliceSentInPartsIsAskedForFromTheNextByte() {
+        var plan = SlicePlan(size: size, firstByte: 150)
+        #expect(plan.ask(for: 1) == "bytes=100-199")
+        #expect(!plan.resumes(1), "the first request for a slice asks for all of it")
+        let take = plan.take(.part(ContentRange(first: 100, last: 159, length: 1000)), validator: "etag \"a\"") { _ in
+            .partial(first: 150, last: 320)
+        }
+        #expect(take == .located(.partial(first: 150, last: 320, length: 1000), part: SlicePlan.Part(offset: 50, count: 10)))
+        plan.sent(10)
+        #expect(plan.resumes(1))
+        #expect(plan.ask(for: 1) == "bytes=160-199", "the rest of the slice, from the next byte")
+        for byte in 161..<175 {
+            #expect(
+                plan.take(.part(ContentRange(first: byte - 1, last: byte - 1, length: 1000)), validator: "etag \"a\"") { _ in .full }
+                    == .serve(SlicePlan.Part(offset: 0, count: 1)))
+            plan.sent(1)
+            #expect(plan.ask(for: 1) == "bytes=\(byte)-199")
+        }
+        #expect(plan.ask(for: 1) == nil, "16 requests for one slice, and no more")
+        plan.sent(200 - 174)
+        #expect(plan.sliceIndex == 2)
+        #expect(!plan.resumes(2))
+        #expect(plan.ask(for: 2) == "bytes=200-299", "the next slice starts afresh")
     }
 
     @Test func aPartialAnswerTakesOnlyTheBytesAskedFor() {

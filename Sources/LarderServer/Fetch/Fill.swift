@@ -320,7 +320,7 @@ final class Fill: UpstreamTransferDelegate {
             // fields that describe the bytes.
             ContentAddressedFields.restrict(&forwarded.headers, digest: "\(digest.algorithm.rawValue):\(digest.expected)")
         }
-        let sliceRange = sliceOfResponse(&forwarded)
+        let sliceRange = options.slice == nil ? nil : SlicePlan.Reply.storableRange(of: &forwarded, contentLength: &contentLength)
         responseTime = Clocks.wallSeconds()
         if !forwarded.headers.contains("Date") {
             // RFC 9110 §6.6.1: a recipient with a clock may add Date when the origin did not.
@@ -359,7 +359,7 @@ final class Fill: UpstreamTransferDelegate {
             return
         case .updateFromHead, .outdateFromHead:
             updateStored(from: forwarded, matches: plan.action == .updateFromHead)
-        case .whole, .streamed, .slices, .slice, .skip:
+        case .whole, .streamed, .slices, .slice, .slicesWithin, .skip:
             let entry = StoreSink.Entry(
                 key: key, url: options.storedURL, requestHeaders: requestHeaders, requestTime: requestTime,
                 responseTime: responseTime, contentLength: contentLength, sliceIndex: options.slice?.index, sliceSize: sliceSize)

@@ -319,18 +319,29 @@ extension ClientConnection {
     }
 
     /// Starts (or joins) the fill of slice `index`: a GET with the slice's Range, conditional
-    /// on a stale copy's validators when there is one.
+    /// on a stale copy's validators when there is one; or, after an answer that held only
+    /// part of what the client needs of it, a request of its own for the rest (bounded by
+    /// ``SlicePlan/maxRequestsPerSlice``).
     private func fetchSlice(_ index: Int, validating: StoredResponse?, exchange: Exchange) {
-        guard let url = exchange.url, let key = exchange.key, let plan = exchange.slices else { return }
+        guard let url = exchange.url, let key = exchange.key, var plan = exchange.slices else { return }
+        let resumes = plan.resumes(index)
+        guard let range = plan.ask(for: index) else {
+            failSlices(
+                exchange, status: 502,
+                reason: "the origin sent slice \(index) in more than \(SlicePlan.maxRequestsPerSlice) parts; no more are asked for")
+            return
+        }
+        exchange.slices = plan
         exchange.outcome = .miss
         if !exchange.headSent, validating != nil || exchange.cacheStatus.hit {
             exchange.cacheStatus = .forwarded(validating != nil ? .stale : .uriMiss)
         }
-        let coalesceKey = exchange.goAlone ? nil : FillKey(method: "GET", url: key.slice(index).url, bodyHash: nil)
+        // The rest of a slice is this answer's alone: no other request for the slice wants it.
+        let coalesceKey = exchange.goAlone || resumes ? nil : FillKey(method: "GET", url: key.slice(index).url, bodyHash: nil)
         joinFill(coalesceKey, exchange: exchange) { registeredKey in
             var head = exchange.head
             for name in ["Range", "If-Range", "If-None-Match", "If-Modified-Since"] { head.headers.remove(name) }
-            head.headers.add("Range", plan.rangeField(for: index))
+            head.headers.add("Range", range)
             let runtime = exchange.runtime
             let request = upstreamRequest(
                 url: url, head: head, runtime: runtime, route: exchange.route, body: nil, validating: validating, stripRange: false)

@@ -58,6 +58,29 @@ struct SlicePlan: Equatable {
                 self = .other(status: status)
             }
         }
+
+        /// A slice fill's 206 (`forwarded`, before it is judged): one that covers the whole
+        /// object becomes the 200 it is (stored under the object's own key, RFC 9111 §3.4);
+        /// one that is one range of the object, its body that range, is returned, to be stored
+        /// as the slice asked for or as the whole slices inside it (``StoragePlan``). Anything
+        /// else is never stored; its readers take what ``Reply`` says it holds.
+        static func storableRange(of forwarded: inout ResponseHead, contentLength: inout Int?) -> ContentRange? {
+            guard forwarded.status == 206, let range = forwarded.headers["Content-Range"].flatMap(ContentRange.init) else {
+                return nil
+            }
+            // RFC 9110 §14.4: the body is exactly the range. A body not framed by a length is
+            // held to that count (one longer or shorter fails, unstored); a length unlike it,
+            // or a multipart body, makes the answer one no slice is taken from.
+            if contentLength == nil { contentLength = range.last - range.first + 1 }
+            guard case .part = Reply(status: 206, headers: forwarded.headers, bodyLength: contentLength) else { return nil }
+            if range.first == 0 && range.last == range.length - 1 {
+                forwarded.status = 200
+                forwarded.reason = HTTPStatus.reason(200)
+                forwarded.headers.remove("Content-Range")
+                return nil
+            }
+            return range
+        }
     }
 
     /// Bytes of an answer's body to send: `count` from `offset`.
@@ -94,6 +117,9 @@ struct SlicePlan: Equatable {
     /// The first slice's validator: its strong ETag, else its Last-Modified text, else nil
     /// (slices of such an object are never stored, only passed through).
     private(set) var validator: String?
+    /// The slice requested last, and how many requests were made for it.
+    private var requestedSlice = -1
+    private var requestCount = 0
 
     /// `firstByte`: where the client's range starts, when its Range says (`bytes=N-…`); the
     /// slice holding it is fetched first. Otherwise 0.
@@ -145,10 +171,33 @@ struct SlicePlan: Equatable {
         return (first, stage == .locating ? last : min(last, length - 1))
     }
 
-    /// The Range field asking the origin for slice `index`.
-    func rangeField(for index: Int) -> String {
+    /// Requests made for one slice at most: the first, and follow-ups for the rest of a slice
+    /// an origin sent in parts (a server that caps ranges). Each must hold the next byte
+    /// (``take(_:validator:resolve:)``), so an origin sending a byte at a time cannot hold
+    /// the answer longer or make Larder ask more than this per slice.
+    static let maxRequestsPerSlice = 16
+
+    /// The Range field of the next request for slice `index`, counted: the whole slice, or,
+    /// when that slice was asked for already and the next byte needed is inside it (an answer
+    /// held only part of it), the rest of it from there. Nil past ``maxRequestsPerSlice``.
+    mutating func ask(for index: Int) -> String? {
         let bounds = bounds(of: index)
-        return "bytes=\(bounds.first)-\(bounds.last)"
+        var first = bounds.first
+        if requestedSlice == index {
+            guard requestCount < SlicePlan.maxRequestsPerSlice else { return nil }
+            requestCount += 1
+            if stage == .sending, next > bounds.first, next <= bounds.last { first = next }
+        } else {
+            requestedSlice = index
+            requestCount = 1
+        }
+        return "bytes=\(first)-\(bounds.last)"
+    }
+
+    /// Whether the next request for slice `index` asks for its rest only (not the whole slice,
+    /// so it is not one any other request for the slice could share).
+    func resumes(_ index: Int) -> Bool {
+        requestedSlice == index && stage == .sending && next > bounds(of: index).first && next <= bounds(of: index).last
     }
 
     /// The first slice found (stored or fetched): fixes the object's length and validator and,
@@ -221,11 +270,11 @@ struct SlicePlan: Equatable {
     }
 
     /// The bytes to send from an answer holding `range`: from the next byte needed to the
-    /// last one it holds, provided it holds all the client needs of the next byte's slice
-    /// (so that slice is never asked for again); nil otherwise.
+    /// last one it holds (or the client needs), provided it holds the next byte; nil otherwise.
+    /// An answer that ends before the client's need of that slice does (a server that caps
+    /// ranges) leaves the rest to a follow-up request (``ask(for:)``).
     func part(of range: ContentRange) -> Part? {
-        let needed = needed
-        guard range.length == length, range.first <= next, range.last >= next + needed.count - 1 else { return nil }
+        guard range.length == length, range.first <= next, range.last >= next else { return nil }
         return Part(offset: next - range.first, count: min(last, range.last) - next + 1)
     }
 

@@ -23,6 +23,8 @@ Every path answers according to its query string:
   ranges=1            honour one Range (206 with Content-Range, 416 past the end), with a strong
                       ETag and Last-Modified naming the body's version (see /_bump); an
                       If-None-Match of that ETag is answered 304
+  cap=N               with ranges=1: a range's answer holds at most N bytes from its first (a
+                      server that caps ranges)
   idle=S              keep the connection open after answering, but close it when no next
                       request arrives within S seconds (an origin's keep-alive timeout)
   late=S              S seconds after answering, send a second response nobody asked for
@@ -217,6 +219,8 @@ class Handler(BaseHTTPRequestHandler):
                 status, content_range, body = 416, "bytes */%d" % len(body), b""
             elif wanted is not None and status == 200:
                 first, last = wanted
+                if one("cap"):
+                    last = min(last, first + int(one("cap")) - 1)
                 status, content_range = 206, "bytes %d-%d/%d" % (first, last, len(body))
                 body = body[first:last + 1]
         self.send_response(status)
