@@ -35,6 +35,7 @@ extension Fill {
         if matches {
             let updated = stored.freshened(by: head.headers, requestTime: requestTime, responseTime: responseTime)
             proxy.shared.cache.refresh(updated, promoting: false)
+            proxy.shared.stats[.revalidated].add(1)
         } else {
             proxy.shared.cache.invalidate(stored)
         }

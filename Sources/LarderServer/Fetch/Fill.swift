@@ -427,6 +427,11 @@ final class Fill: UpstreamTransferDelegate {
                 outcome = .success(())
                 sink.finish(chunks: buffer.chunks, received: received, queue: proxy.diskStores)
             }
+            if case .failure(let error)? = outcome {
+                // Failed for good as much as an error from the transfer, and counted alike.
+                proxy.shared.stats[.upstreamFailures].add(1)
+                proxy.shared.stats.countFinalFailure(error.kind.rawValue)
+            }
         case .failure(let error):
             if head == nil,
                 carryOut(fetch.next(after: error, method: method, options: options, canResend: canResend, key: key, proxy: proxy))
