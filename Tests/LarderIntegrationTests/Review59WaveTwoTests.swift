@@ -20,6 +20,38 @@ extension IntegrationTests {
             #expect(upstream.errors == 1, "no usable response: an upstream error")
         }
 
+        /// RFC 9110 §9.3.1: content in a GET has no defined semantics, but an origin may read it
+        /// (search APIs do). A client that sends a GET with content must not choose what every
+        /// other client gets for the URL: that answer goes to it alone, neither stored nor
+        /// shared, and what is stored for the URL stays.
+        @Test func aGetsContentShapesNoAnswerButItsOwn() throws {
+            let origin = try Origin()
+            let larder = try Larder()
+            let url = origin.url("/search?echo=1&cc=max-age=600")
+            let planted = try Curl.viaProxy(larder.proxy, ["-X", "GET", "-H", "Content-Type:", "--data-binary", "PLANTED", url])
+            #expect(planted.status == 200 && planted.text == "PLANTED", "the origin reads it: \(planted.text)")
+            let next = try Curl.viaProxy(larder.proxy, [url])
+            #expect(next.text != "PLANTED", "another client got the content the first one sent: \(next.headers)")
+            #expect(next.header("cache-status")?.hasPrefix("larder; fwd=uri-miss") == true, "\(next.headers)")
+            let stored = try Curl.viaProxy(larder.proxy, ["-X", "GET", "-H", "Content-Type:", "--data-binary", "AGAIN", url])
+            #expect(stored.header("cache-status")?.hasPrefix("larder; hit") == true, "a stored answer still serves it")
+            #expect(try Curl.viaProxy(larder.proxy, [url]).text.isEmpty, "the bodiless GET's answer stays stored")
+            // A GET that declares no content (Content-Length: 0) is an ordinary GET.
+            let empty = origin.url("/search?echo=1&cc=max-age=600&v=1")
+            _ = try Curl.viaProxy(larder.proxy, ["-H", "Content-Length: 0", empty])
+            #expect(try Curl.viaProxy(larder.proxy, [empty]).header("cache-status")?.hasPrefix("larder; hit") == true)
+            // Two such clients at once do not share one upstream request either.
+            let slow = origin.url("/search?echo=1&cc=max-age=600&delay=1&v=2")
+            let first = try ChildProcess(
+                "/usr/bin/curl", ["-s", "--proxy", larder.proxy, "-X", "GET", "-H", "Content-Type:", "--data-binary", "ONE", slow])
+            defer { first.kill() }
+            usleep(300_000)
+            let second = try Curl.viaProxy(larder.proxy, ["-X", "GET", "-H", "Content-Type:", "--data-binary", "TWO", slow])
+            #expect(second.text == "TWO", "\(second.text)")
+            first.waitUntilExit()
+            #expect(first.stdout == "ONE")
+        }
+
         /// RFC 9111 §4.3.5: a HEAD whose 200 matches the stored GET updates it as a 304 would;
         /// the counter that says so ("304 or matching HEAD") counts it.
         @Test func aMatchingHeadCountsAsARevalidation() throws {

@@ -69,7 +69,7 @@ extension Fill {
             validating: options.validating, fallback: options.fallback, staleIfErrorWindow: staleIfErrorWindow,
             dedupAlways: dedupAlways, maxMemoryObject: maxMemoryObject, negativeTTL: negativeTTL, sharedKey: options.sharedKey,
             holdsSuccess: options.policy == .cacheFirst && !CacheDecision.isSuccess(status) && holdsSuccess(),
-            ownSelectors: options.ownSelectors, contentAddressed: options.digest != nil)
+            ownSelectors: options.ownSelectors, ownContent: options.ownContent, contentAddressed: options.digest != nil)
     }
 
     /// Whether a success is stored for the key: the stored response this fill validates or
