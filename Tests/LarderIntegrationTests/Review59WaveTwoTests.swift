@@ -52,6 +52,40 @@ extension IntegrationTests {
             #expect(first.stdout == "ONE")
         }
 
+        /// A client that attaches to a fill in flight and is released from it at once (its
+        /// request selects another variant, RFC 9111 §4.1) hears of it on the loop's next turn.
+        /// Meanwhile a flush of its connection (an earlier pipelined answer written) must not
+        /// take the fill's response: it got the other client's variant (with `Vary: Cookie`,
+        /// that client's own page), then its own answer ran into that one's framing.
+        @Test func aReaderReleasedForAnotherVariantNeverTakesTheFillsResponse() throws {
+            let origin = try Origin()
+            let larder = try Larder()
+            let hit = origin.url("/variant-hit?cc=max-age=600&size=100")
+            _ = try Curl.viaProxy(larder.proxy, [hit])
+            let varied = origin.url("/variant?cc=max-age=600&size=1000000&slow=0.1&h=Vary:Accept-Language")
+            let first = try RawConnection(port: larder.proxyPort)
+            first.send("GET \(varied) HTTP/1.1\r\nHost: x\r\nAccept-Language: en\r\n\r\n")
+            var firstNumber: String?
+            for _ in 0..<40 {
+                guard let line = first.readLine()?.trimmingCharacters(in: .whitespacesAndNewlines), !line.isEmpty else { break }
+                if line.lowercased().hasPrefix("x-request-number:") {
+                    firstNumber = line.dropFirst(17).trimmingCharacters(in: .whitespaces)
+                }
+            }
+            #expect(firstNumber != nil, "the English answer's head is out, its body in flight")
+            // An answer already queued, then the other variant: both in one read.
+            let second = try RawConnection(port: larder.proxyPort)
+            second.send(
+                "GET \(hit) HTTP/1.1\r\nHost: x\r\n\r\nGET \(varied) HTTP/1.1\r\nHost: x\r\nAccept-Language: fr\r\n\r\n")
+            let queued = try second.readResponse()
+            #expect(queued.status == 200 && queued.body.count == 100)
+            let french = try second.readResponse()
+            #expect(french.status == 200 && french.body.count == 1_000_000, "\(french.status) \(french.body.count)")
+            #expect(french.header("x-request-number") != firstNumber, "the French request got the English answer")
+            #expect(!second.hasInput(within: 500), "nothing after the answer")
+            #expect(try larder.stats().coalescing.released == 1)
+        }
+
         /// RFC 9111 §4.3.5: a HEAD whose 200 matches the stored GET updates it as a 304 would;
         /// the counter that says so ("304 or matching HEAD") counts it.
         @Test func aMatchingHeadCountsAsARevalidation() throws {

@@ -63,6 +63,8 @@ extension ClientConnection: FillReader {
     /// whether anything changed (bytes queued or the exchange ended); the caller flushes.
     @discardableResult
     func pumpFill() -> Bool {
+        // Released, told on the loop's next turn: a flush meanwhile takes nothing from it.
+        if let fill = exchange?.fill, fill.isReleasing(self) { return false }
         if let exchange, exchange.slices != nil { return pumpSlices(exchange) }
         guard let exchange, let fill = exchange.fill else { return false }
         var progressed = false
