@@ -87,6 +87,24 @@ extension IntegrationTests {
             #expect(coalescing.released == 1, "the French request met the English fill in flight: \(coalescing)")
         }
 
+        /// A request body whose chunked framing is malformed (RFC 9112 §7.1: a smuggling
+        /// attempt as much as a bad head is) is refused, and counted as a bad request, whether it
+        /// was being read whole or streaming upstream when the fault came.
+        @Test func aMalformedRequestBodyCountsAsABadRequest() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: "[proxy]\nrequest_body_buffer = \"1KiB\"\n")
+            let url = origin.url("/upload?echo=1")
+            let chunk = String(repeating: "a", count: 2000)
+            for (body, place) in [("zz\r\n", "read whole"), ("7d0\r\n\(chunk)\r\nzz\r\n", "streaming")] {
+                let before = try larder.stats().refused.badRequests
+                let connection = try RawConnection(port: larder.proxyPort)
+                connection.send("POST \(url) HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" + body)
+                let refused = try connection.readResponse()
+                #expect(refused.status == 400, "\(place): \(refused.status) \(refused.text)")
+                #expect(try larder.stats().refused.badRequests == before + 1, "\(place)")
+            }
+        }
+
         /// RFC 9111 §4.3.5: a HEAD whose 200 matches the stored GET updates it as a 304 would;
         /// the counter that says so ("304 or matching HEAD") counts it.
         @Test func aMatchingHeadCountsAsARevalidation() throws {

@@ -305,6 +305,7 @@ extension ClientConnection: FillReader {
     func respondUpstreamFailure(_ error: UpstreamError, exchange: Exchange) {
         if let bodyError = exchange.bodyError {
             exchange.keepAlive = false
+            proxy.shared.stats[.badRequests].add(1)
             respondGenerated(status: bodyError.status, message: bodyError.reason, outcome: .error, cause: FailureCause(bodyError))
             return
         }

@@ -308,6 +308,7 @@ extension ClientConnection: RequestBodySource {
             case .failure(let error):
                 exchange.body = reader
                 exchange.keepAlive = false
+                proxy.shared.stats[.badRequests].add(1)
                 respondGenerated(status: error.status, message: error.reason, outcome: .error, cause: FailureCause(error))
                 return
             }
