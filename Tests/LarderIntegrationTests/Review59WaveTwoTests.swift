@@ -3,7 +3,9 @@ import Testing
 
 extension IntegrationTests {
     /// Attacks on the second wave of issue 59 (the Fill split, the Counter table, the Exchange
-    /// state): what a misbehaving origin does must show in the counters the table declares.
+    /// state): a client must not take another's answer from a fill it was released from, nor
+    /// choose with a GET's content what others get; what a hostile client or origin does shows
+    /// in the counters the table declares.
     @Suite(.timeLimit(.minutes(3))) struct Review59WaveTwo {
         /// A body that does not hash to its URL's digest fails the exchange for good: the
         /// failure is counted under its reason and as an upstream error, as every other failure
