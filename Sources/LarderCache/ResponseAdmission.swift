@@ -34,6 +34,9 @@ public struct ResponseAdmission: Sendable, Equatable {
         /// The request went upstream with the client's own preconditions or Range (not Larder's
         /// validators): a 304, 412, 416 or 206 answers that request alone.
         public var ownSelectors: Bool
+        /// A GET or HEAD that went upstream with content (RFC 9110 §9.3.1: none has a defined
+        /// meaning, but an origin may read it): whatever the status, the answer is that request's.
+        public var ownContent: Bool
         /// The route checks bodies against the digest their URL names (a `digest` route): its
         /// key is shared by every host and trusts the digest, not the host that answered.
         public var contentAddressed: Bool
@@ -42,7 +45,7 @@ public struct ResponseAdmission: Sendable, Equatable {
             method: HTTPMethod, headers: HTTPHeaders, policy: CachePolicy, directives: RequestDirectives,
             validating: StoredResponse?, fallback: StoredResponse?, staleIfErrorWindow: Double, dedupAlways: Bool,
             maxMemoryObject: Int, negativeTTL: Double, sharedKey: Bool, holdsSuccess: Bool, ownSelectors: Bool = false,
-            contentAddressed: Bool = false
+            ownContent: Bool = false, contentAddressed: Bool = false
         ) {
             self.method = method
             self.headers = headers
@@ -57,6 +60,7 @@ public struct ResponseAdmission: Sendable, Equatable {
             self.sharedKey = sharedKey
             self.holdsSuccess = holdsSuccess
             self.ownSelectors = ownSelectors
+            self.ownContent = ownContent
             self.contentAddressed = contentAddressed
         }
 
@@ -173,6 +177,13 @@ public struct ResponseAdmission: Sendable, Equatable {
             admission.storage = .none
             admission.shareable = false
             admission.keepsStored = true
+        }
+        if request.ownContent {
+            // Stored or shared, it would let one client choose what every other gets for the URL.
+            admission.storage = .none
+            admission.shareable = false
+            admission.keepsStored = true
+            admission.freshensStoredFromHead = false
         }
         if request.contentAddressed { addressByContent(&admission, request: request, head: head) }
         return admission

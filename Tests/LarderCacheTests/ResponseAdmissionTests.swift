@@ -13,13 +13,13 @@ import Testing
         _ method: HTTPMethod = .get, headers: HTTPHeaders = [:], policy: CachePolicy = .http,
         directives: RequestDirectives = .none, validating: StoredResponse? = nil, fallback: StoredResponse? = nil,
         sharedKey: Bool = false, holdsSuccess: Bool = false, ownSelectors: Bool = false,
-        contentAddressed: Bool = false
+        ownContent: Bool = false, contentAddressed: Bool = false
     ) -> ResponseAdmission.Request {
         ResponseAdmission.Request(
             method: method, headers: headers, policy: policy, directives: directives, validating: validating,
             fallback: fallback, staleIfErrorWindow: 3600, dedupAlways: false, maxMemoryObject: 1 << 20, negativeTTL: 30,
             sharedKey: sharedKey, holdsSuccess: holdsSuccess, ownSelectors: ownSelectors,
-            contentAddressed: contentAddressed)
+            ownContent: ownContent, contentAddressed: contentAddressed)
     }
 
     static let disk = ResponseAdmission.DiskTier(maxObjectBytes: 1 << 30, acceptingWrites: true)
@@ -166,6 +166,19 @@ import Testing
         let full = decide(own, 200, ["Cache-Control": "max-age=60"])
         #expect(full.storage == .whole && full.shareable && !full.keepsStored)
         #expect(decide(request(), 412, ["Cache-Control": "max-age=60"]).storage == .whole, "without them, the HTTP rules")
+    }
+
+    /// A GET or HEAD that carried content upstream (RFC 9110 §9.3.1): whatever the origin
+    /// answers may be the content's doing, so it is that request's alone, a HEAD's 200 included.
+    @Test func anAnswerToAGetWithContentIsThatRequestsAlone() {
+        let stored = Fixtures.response("/x", headers: ["Cache-Control": "max-age=60", "ETag": "\"x\""], responseTime: now - 600)
+        for (method, status) in [(HTTPMethod.get, 200), (.get, 404), (.head, 200)] {
+            let answer = decide(
+                request(method, fallback: stored, ownContent: true), status, ["Cache-Control": "max-age=60", "ETag": "\"x\""])
+            #expect(answer.storage == .none && !answer.shareable && answer.keepsStored, "\(method) \(status)")
+            #expect(!answer.freshensStoredFromHead, "\(method) \(status)")
+        }
+        #expect(decide(request(), 200, ["Cache-Control": "max-age=60"]).storage == .whole, "without content, the HTTP rules")
     }
 
     /// A `digest` route's key is shared by every host: only a plain 200 to a GET is checked

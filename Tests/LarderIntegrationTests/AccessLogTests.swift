@@ -60,8 +60,10 @@ extension IntegrationTests {
 
         /// Serves `count` requests (misses, then hits of the same URLs, and 404s) with the log in
         /// `format` to a file; returns the file's lines once all are written.
-        static func logged(format: String, misses: Int, hits: Int, notFound: Int) throws -> (lines: [String], file: String) {
-            let directory = Paths.temporaryDirectory()
+        /// The log file is written in `directory` (the caller's, removed by it).
+        static func logged(format: String, misses: Int, hits: Int, notFound: Int, in directory: String) throws -> (
+            lines: [String], file: String
+        ) {
             let file = directory + "/access.log"
             let origin = try Origin()
             let larder = try Larder(config: "[log]\naccess_file = \"\(file)\"\naccess_format = \"\(format)\"\n")
@@ -83,7 +85,9 @@ extension IntegrationTests {
 
         /// calamaris and GoAccess read the squid format and count what was served.
         @Test func squidFormatIsReadByCalamarisAndGoAccess() throws {
-            let (lines, file) = try Self.logged(format: "squid", misses: 6, hits: 6, notFound: 3)
+            let directory = Paths.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let (lines, file) = try Self.logged(format: "squid", misses: 6, hits: 6, notFound: 3, in: directory)
             #expect(lines.count == 15, "\(lines)")
             let calamaris = try ChildProcess("/bin/sh", ["-c", "calamaris -a < \"$0\"", file], environment: ["PATH": "/usr/bin:/bin"])
             calamaris.waitUntilExit()
@@ -109,7 +113,9 @@ extension IntegrationTests {
         }
 
         @Test func combinedFormatIsReadByGoAccessAndJSONLinesParse() throws {
-            let (combined, file) = try Self.logged(format: "combined", misses: 4, hits: 4, notFound: 2)
+            let directory = Paths.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let (combined, file) = try Self.logged(format: "combined", misses: 4, hits: 4, notFound: 2, in: directory)
             #expect(combined.count == 10)
             #expect(combined.first?.contains("\"Tools 'Test'/1\"") == true, "\(combined.first ?? "")")
             let json = file + ".json"
@@ -122,7 +128,9 @@ extension IntegrationTests {
             #expect(general?["total_requests"] as? Int == 10, "\(goaccess.stderr)")
             #expect(general?["failed_requests"] as? Int == 0)
 
-            let (objects, _) = try Self.logged(format: "json", misses: 2, hits: 2, notFound: 1)
+            let jsonDirectory = Paths.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: jsonDirectory) }
+            let (objects, _) = try Self.logged(format: "json", misses: 2, hits: 2, notFound: 1, in: jsonDirectory)
             let parsed = try objects.map { try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
             #expect(parsed.count == 5)
             #expect(parsed.compactMap { $0?["outcome"] as? String }.filter { $0 == "hit" }.count == 2)

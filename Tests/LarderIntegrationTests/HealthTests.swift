@@ -14,8 +14,8 @@ extension IntegrationTests {
             return (blocker + "/cache", directory)
         }
 
-        static func serve(_ config: String, cache: String, environment: [String: String]) throws -> ChildProcess {
-            let directory = Paths.temporaryDirectory()
+        /// `larder serve` with `config` written into `directory` (the caller's, removed by it).
+        static func serve(_ config: String, cache: String, environment: [String: String], in directory: String) throws -> ChildProcess {
             let path = directory + "/larder.toml"
             try config.write(toFile: path, atomically: true, encoding: .utf8)
             return try ChildProcess(
@@ -46,17 +46,17 @@ extension IntegrationTests {
         @Test func aRequiredDiskTierRefusesToStartAndSystemdMakesItRequired() throws {
             let (cache, cleanup) = try Self.unusableCachePath()
             defer { try? FileManager.default.removeItem(atPath: cleanup) }
-            let required = try Self.serve("[disk]\nrequired = true\n", cache: cache, environment: [:])
+            let required = try Self.serve("[disk]\nrequired = true\n", cache: cache, environment: [:], in: cleanup)
             required.waitUntilExit()
             #expect(required.terminationStatus == 1)
             #expect(required.stderr.contains("cannot start: disk tier unavailable (\(cache))"), "\(required.stderr)")
             #expect(required.stderr.contains("disk.required = false"), "says how to run memory-only")
 
             // "auto" (the default): required when systemd started the process ($INVOCATION_ID).
-            let underSystemd = try Self.serve("", cache: cache, environment: ["INVOCATION_ID": "0123456789abcdef"])
+            let underSystemd = try Self.serve("", cache: cache, environment: ["INVOCATION_ID": "0123456789abcdef"], in: cleanup)
             underSystemd.waitUntilExit()
             #expect(underSystemd.terminationStatus == 1, "\(underSystemd.stderr)")
-            let byHand = try Self.serve("", cache: cache, environment: [:])
+            let byHand = try Self.serve("", cache: cache, environment: [:], in: cleanup)
             _ = try byHand.waitForOutput { $0.contains("listening") }
             byHand.kill()
         }

@@ -63,6 +63,8 @@ extension ClientConnection: FillReader {
     /// whether anything changed (bytes queued or the exchange ended); the caller flushes.
     @discardableResult
     func pumpFill() -> Bool {
+        // Released, told on the loop's next turn: a flush meanwhile takes nothing from it.
+        if let fill = exchange?.fill, fill.isReleasing(self) { return false }
         if let exchange, exchange.slices != nil { return pumpSlices(exchange) }
         guard let exchange, let fill = exchange.fill else { return false }
         var progressed = false
@@ -303,6 +305,7 @@ extension ClientConnection: FillReader {
     func respondUpstreamFailure(_ error: UpstreamError, exchange: Exchange) {
         if let bodyError = exchange.bodyError {
             exchange.keepAlive = false
+            proxy.shared.stats[.badRequests].add(1)
             respondGenerated(status: bodyError.status, message: bodyError.reason, outcome: .error, cause: FailureCause(bodyError))
             return
         }

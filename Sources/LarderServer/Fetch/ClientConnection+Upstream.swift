@@ -45,7 +45,7 @@ extension ClientConnection: RequestBodySource {
         var coalesceKey: FillKey?
         // A request whose own preconditions or Range go upstream gets an answer for itself
         // alone (a 304, 412, 416 or 206 of its range): no other request may join it.
-        if !exchange.goAlone, !sendsOwnSelectors(exchange), !head.headers.contains("Authorization") {
+        if !exchange.goAlone, !sendsOwnSelectors(exchange), !sendsOwnContent(exchange), !head.headers.contains("Authorization") {
             switch exchange.route?.dedup ?? .automatic {
             case .never:
                 break
@@ -138,6 +138,7 @@ extension ClientConnection: RequestBodySource {
         options.fallback = exchange.stored
         options.rangeStripped = exchange.range == .stripped
         options.ownSelectors = sendsOwnSelectors(exchange)
+        options.ownContent = sendsOwnContent(exchange)
         let fill = Fill(
             key: key, coalesceKey: coalesceKey, request: request, requestHeaders: head.headers,
             dedupAlways: exchange.route?.dedup == .always, options: options, runtime: runtime, proxy: proxy)
@@ -198,6 +199,18 @@ extension ClientConnection: RequestBodySource {
         if Preconditions.hasOriginConditions(headers) { return true }
         if exchange.range != .stripped, headers.contains("Range") { return true }
         return Preconditions.hasCacheableConditions(headers) && validatingStored(exchange) == nil
+    }
+
+    /// Whether a GET or HEAD goes upstream with content (RFC 9110 §9.3.1, §9.3.2): the origin
+    /// may answer what the content asks, which is no other request's answer (a route with
+    /// `dedup = "always"` keys its fills by the body and is left as it is).
+    func sendsOwnContent(_ exchange: Exchange) -> Bool {
+        let method = exchange.head.method
+        guard method == .get || method == .head, exchange.route?.dedup != .always else { return false }
+        switch exchange.requestFraming {
+        case .none, .contentLength(0): return false
+        case .contentLength, .chunked: return true
+        }
     }
 
     /// What a fill for `exchange` starts with: the route's policy, ttl, retry and parents, what
@@ -295,6 +308,7 @@ extension ClientConnection: RequestBodySource {
             case .failure(let error):
                 exchange.body = reader
                 exchange.keepAlive = false
+                proxy.shared.stats[.badRequests].add(1)
                 respondGenerated(status: error.status, message: error.reason, outcome: .error, cause: FailureCause(error))
                 return
             }

@@ -35,6 +35,7 @@ extension Fill {
         if matches {
             let updated = stored.freshened(by: head.headers, requestTime: requestTime, responseTime: responseTime)
             proxy.shared.cache.refresh(updated, promoting: false)
+            proxy.shared.stats[.revalidated].add(1)
         } else {
             proxy.shared.cache.invalidate(stored)
         }
@@ -68,7 +69,7 @@ extension Fill {
             validating: options.validating, fallback: options.fallback, staleIfErrorWindow: staleIfErrorWindow,
             dedupAlways: dedupAlways, maxMemoryObject: maxMemoryObject, negativeTTL: negativeTTL, sharedKey: options.sharedKey,
             holdsSuccess: options.policy == .cacheFirst && !CacheDecision.isSuccess(status) && holdsSuccess(),
-            ownSelectors: options.ownSelectors, contentAddressed: options.digest != nil)
+            ownSelectors: options.ownSelectors, ownContent: options.ownContent, contentAddressed: options.digest != nil)
     }
 
     /// Whether a success is stored for the key: the stored response this fill validates or

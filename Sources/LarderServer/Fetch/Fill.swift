@@ -71,6 +71,8 @@ final class Fill: UpstreamTransferDelegate {
     /// See ``diskCopyFailed()``.
     private(set) var diskCopyDamaged = false
     var notifyScheduled = false
+    /// Readers released whose (deferred) news has not reached them, by identity.
+    private var releasing: [ObjectIdentifier] = []
     let maxMemoryObject: Int
     let finishAbandonedMax: Int
     let rangeWholeMax: Int
@@ -208,7 +210,18 @@ final class Fill: UpstreamTransferDelegate {
         let entry = buffer.readers.remove(at: index)
         proxy.shared.stats[.waitersReleased].add(1)
         let reader = entry.reader
-        proxy.loop.enqueueDeferred { [self] in reader.fillReleased(self, reason: reason) }
+        let released = ObjectIdentifier(reader)
+        releasing.append(released)
+        proxy.loop.enqueueDeferred { [self] in
+            if let index = releasing.firstIndex(of: released) { releasing.remove(at: index) }
+            reader.fillReleased(self, reason: reason)
+        }
+    }
+
+    /// Whether `reader` was released and has not been told yet: until it is, it takes nothing
+    /// from this fill (a response it may not have, another variant or another client's own).
+    func isReleasing(_ reader: any FillReader) -> Bool {
+        !releasing.isEmpty && releasing.contains(ObjectIdentifier(reader))
     }
 
     /// Lets go of a reader that wants a range passed upstream as is.
@@ -426,6 +439,11 @@ final class Fill: UpstreamTransferDelegate {
             } else {
                 outcome = .success(())
                 sink.finish(chunks: buffer.chunks, received: received, queue: proxy.diskStores)
+            }
+            if case .failure(let error)? = outcome {
+                // Failed for good as much as an error from the transfer, and counted alike.
+                proxy.shared.stats[.upstreamFailures].add(1)
+                proxy.shared.stats.countFinalFailure(error.kind.rawValue)
             }
         case .failure(let error):
             if head == nil,

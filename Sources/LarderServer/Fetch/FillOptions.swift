@@ -41,4 +41,7 @@ struct FillOptions {
     /// The request carries the client's own preconditions or Range upstream
     /// (``ClientConnection/sendsOwnSelectors(_:)``): only a 200 is stored or shared.
     var ownSelectors = false
+    /// A GET or HEAD that carries content upstream (``ClientConnection/sendsOwnContent(_:)``):
+    /// its answer is neither stored nor shared.
+    var ownContent = false
 }
