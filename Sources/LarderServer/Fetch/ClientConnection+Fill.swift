@@ -14,7 +14,6 @@ extension ClientConnection: FillReader {
         guard let exchange, exchange.fill === fill, let url = exchange.url else { return }
         if exchange.slices != nil {
             // A slice fill that may not serve this client: fetch the slice alone.
-            exchange.fill = nil
             exchange.take(.sliceFillLeft(alone: true))
             if pumpSlices(exchange) { flush() }
             return
@@ -37,10 +36,6 @@ extension ClientConnection: FillReader {
     /// Leaves a shared fill and forwards again: alone, or keyed by the request's variant.
     func leaveFill(_ exchange: Exchange, url: AbsoluteURL, alone: Bool) {
         exchange.take(.released(alone: alone))
-        exchange.fill = nil
-        exchange.fillPosition = 0
-        exchange.fillBlockRead = nil
-        exchange.checkedFillBlock = nil
         exchange.cacheStatus.collapsed = false
         exchange.outcome = .miss
         forward(url, key: exchange.key ?? CacheKey(url), exchange: exchange)
@@ -83,7 +78,7 @@ extension ClientConnection: FillReader {
                 if startResponse(head, fill: fill, exchange: exchange) { return false }
                 progressed = true
             } else if case .failure(let error)? = fill.outcome {
-                exchange.fill = nil
+                exchange.take(.fillLeft)
                 fill.detach(self)
                 respondUpstreamFailure(error, exchange: exchange)
                 return false
@@ -92,11 +87,12 @@ extension ClientConnection: FillReader {
             }
         }
         let end = exchange.slice.map { $0.last + 1 } ?? Int.max
-        let position = queueFillBody(fill, from: exchange.fillPosition, to: end, exchange: exchange)
+        let start = exchange.attachment?.position ?? 0
+        let position = queueFillBody(fill, from: start, to: end, exchange: exchange)
         guard exchange.fill === fill else { return true }  // ended at bytes that are gone
-        if position != exchange.fillPosition {
+        if position != start {
             progressed = true
-            exchange.fillPosition = position
+            exchange.updateAttachment { $0.position = position }
             fill.reader(self, advancedTo: position)
         }
         if position >= end {
@@ -131,7 +127,7 @@ extension ClientConnection: FillReader {
                     metadata: ["url": "\(proxy.loggable(fill.key.url))", "error": "\(error)"])
                 exchange.failure = FailureCause(error)
                 endIncomplete(exchange)
-                exchange.fill = nil
+                exchange.take(.fillLeft)
                 fill.detach(self)
             }
         }
@@ -146,14 +142,14 @@ extension ClientConnection: FillReader {
         var position = position
         // What the fill lets readers have (a digest check holds its last byte back).
         let end = min(end, fill.readableBytes)
-        while output.pendingBytes < ClientConnection.outputHighWater, position < end, exchange.fillBlockRead == nil {
-            if let held = exchange.checkedFillBlock, held.fill === fill, position >= held.start,
-                position < held.start + held.bytes.count
-            {
+        while output.pendingBytes < ClientConnection.outputHighWater, position < end, let attachment = exchange.attachment,
+            attachment.fill === fill, attachment.blockRead == nil
+        {
+            if let held = attachment.checkedBlock, position >= held.start, position < held.start + held.bytes.count {
                 let count = min(held.start + held.bytes.count - position, end - position)
                 queueBody(held.bytes, from: position - held.start, count: count, exchange: exchange)
                 position += count
-                if position == held.start + held.bytes.count { exchange.checkedFillBlock = nil }
+                if position == held.start + held.bytes.count { exchange.updateAttachment { $0.checkedBlock = nil } }
                 continue
             }
             guard let data = fill.data(at: position) else { break }
@@ -179,7 +175,7 @@ extension ClientConnection: FillReader {
     /// comes back to ``receiveFillBlock(_:token:)``.
     private func readFillBlock(_ block: FillData.Block, fill: Fill, exchange: Exchange) {
         let token = proxy.park(self)
-        exchange.fillBlockRead = (token, fill, block)
+        exchange.updateAttachment { $0.blockRead = (token, block) }
         let handle = proxy.loop.handle
         block.write.readBlock(block.index, range: block.bytes, from: block.file) { read in
             handle.execute { loop in (loop.context as? ProxyLoop)?.unpark(token)?.receiveFillBlock(read, token: token) }
@@ -190,18 +186,19 @@ extension ClientConnection: FillReader {
     /// check (the write is spoiled and counted), ends this client's response short of its
     /// framing: never a byte that was not checked (RFC 9112 §8: an incomplete message).
     private func receiveFillBlock(_ read: DiskCache.BlockRead, token: Int) {
-        guard phase == .exchanging, let exchange, let pending = exchange.fillBlockRead, pending.token == token else { return }
-        exchange.fillBlockRead = nil
-        guard exchange.fill === pending.fill else { return }
+        guard phase == .exchanging, let exchange, let fill = exchange.fill, let pending = exchange.attachment?.blockRead,
+            pending.token == token
+        else { return }
+        exchange.updateAttachment { $0.blockRead = nil }
         guard case .checked(let bytes) = read else {
             proxy.logger.warning(
                 "a disk cache file being written failed its check while being sent; the response ends incomplete",
-                metadata: ["url": "\(proxy.loggable("\(pending.fill.key)"))", "block": "\(pending.block.index)"])
-            pending.fill.diskCopyFailed()
-            abandonFillBody(exchange, fill: pending.fill)
+                metadata: ["url": "\(proxy.loggable("\(fill.key)"))", "block": "\(pending.block.index)"])
+            fill.diskCopyFailed()
+            abandonFillBody(exchange, fill: fill)
             return
         }
-        exchange.checkedFillBlock = (pending.fill, pending.block.start, bytes)
+        exchange.updateAttachment { $0.checkedBlock = (pending.block.start, bytes) }
         if pumpFill() { flush() }
     }
 
@@ -214,8 +211,7 @@ extension ClientConnection: FillReader {
         }
         exchange.failure = .disk
         endIncomplete(exchange)
-        exchange.fill = nil
-        exchange.checkedFillBlock = nil
+        exchange.take(.fillLeft)
         fill.detach(self)
         flushSoon()
     }
@@ -249,7 +245,7 @@ extension ClientConnection: FillReader {
                     break
                 case .partial(let first, let last):
                     exchange.slice = (first, last)
-                    exchange.fillPosition = first
+                    exchange.updateAttachment { $0.position = first }
                     fill.reader(self, advancedTo: first)
                 case .unsatisfiable:
                     exchange.status = 416
@@ -273,7 +269,7 @@ extension ClientConnection: FillReader {
     /// Answers with a stored response a fill produced (a 304-refreshed copy, or a stale copy
     /// standing in for a failed origin), then leaves the fill.
     private func answerFromFill(_ exchange: Exchange, fill: Fill, stored: StoredResponse, staleIfError: Bool) {
-        exchange.fill = nil
+        exchange.take(.fillLeft)
         fill.detach(self)
         var status = exchange.cacheStatus
         status.fwdStatus = fill.upstreamStatus

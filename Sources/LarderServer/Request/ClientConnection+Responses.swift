@@ -27,7 +27,7 @@ extension ClientConnection {
     }
 
     /// Queues a stored response: its prepared head, the per-hit fields, and the body by
-    /// reference (a disk-tier body over one block starts ``startDiskBody(_:first:count:exchange:then:)``,
+    /// reference (a disk-tier body over one block starts ``startDiskBody(_:first:count:exchange:)``,
     /// which ends the exchange); or a 206 slice of it, or a 416.
     func queueStored(_ stored: StoredResponse, exchange: Exchange, range: RangeRequest.Resolution, now: Double) {
         let age = Int(stored.currentAge(now: now))
@@ -71,7 +71,7 @@ extension ClientConnection {
             case .file:
                 // From the disk tier: sent as its blocks are checked, never straight from the file.
                 exchange.framing = .length(count)
-                startDiskBody(stored, first: first, count: count, exchange: exchange, then: .finish)
+                startDiskBody(stored, first: first, count: count, exchange: exchange)
                 return
             case .memoryFile(let file, _):
                 output.appendFile(file, offset: Int64(first), count: Int64(count))
