@@ -1,6 +1,7 @@
 import LarderCache
 import LarderConfig
 import LarderHTTP
+import LarderUpstream
 import Testing
 
 @testable import LarderServer
@@ -66,6 +67,7 @@ import Testing
         case .sliceHeadQueued: "sliceHeadQueued"
         case .released: "released"
         case .headQueued: "headQueued"
+        case .fillProgressed: "fillProgressed"
         case .finished: "finished"
         }
     }
@@ -75,7 +77,7 @@ import Testing
             .routed, .connectAccepted, .bodyNeeded, .bodyRead(tooLargeToKey: false), .diskCheckStarted, .diskChecked(nil),
             .attached(fill), .sliceFillAttached(fill), .sliceFillWhole, .sliceFillLeft(alone: true), .fillLeft,
             .diskBodyStarted(stream), .diskBodyEnded, .slicesBegun, .sliceHeadQueued, .released(alone: false), .headQueued,
-            .finished,
+            .fillProgressed(FillNews()), .finished,
         ]
     }
 
@@ -106,8 +108,9 @@ import Testing
             "awaitingDisk": ["diskChecked": (.lookingUp, .lookUp)],
             "readingFill": [
                 "released": (.lookingUp, .forward), "headQueued": (.responding, .sendBody), "fillLeft": (.answering, .respond),
+                "fillProgressed": (.readingFill, .wait),
             ],
-            "responding": ["fillLeft": (.answering, .respond)],
+            "responding": ["fillLeft": (.answering, .respond), "fillProgressed": (.responding, .wait)],
             "streamingDisk": ["diskBodyEnded": (.answering, .finish)],
             "answering": ["diskBodyStarted": (.streamingDisk, .sendBody)],
             "tunnelling": [:],
@@ -117,7 +120,7 @@ import Testing
             "slicingDisk": Self.changing(slicing, ["diskBodyStarted": nil, "diskBodyEnded": (.slicing, .walkSlices)]),
         ]
         try Self.withFill { fill in
-            #expect(Set(Self.events(fill).map(Self.name)).count == 18, "every event is tried")
+            #expect(Set(Self.events(fill).map(Self.name)).count == 19, "every event is tried")
             for (stateName, state) in Self.states(fill) {
                 for event in Self.events(fill) {
                     let eventName = Self.name(event)
@@ -245,6 +248,78 @@ import Testing
         #expect(sliced.diskBody != nil)
         #expect(sliced.take(.diskBodyEnded) == .walkSlices)
         #expect(sliced.diskBody == nil && sliced.headSent && sliced.stage == .slicing)
+    }
+
+    static func news(
+        _ answer: FillNews.Answer = .head, readable: Int = 0, ended: Result<Void, UpstreamError>? = nil, end: Int = .max,
+        declared: Int? = nil, chunked: Bool = false, sent: Int = 0
+    ) -> FillNews {
+        FillNews(answer: answer, readable: readable, ended: ended, end: end, declared: declared, chunked: chunked, sent: sent)
+    }
+
+    static let reset = UpstreamError(kind: .connect, message: "reset", afterHead: true)
+
+    /// A fill's news for a reader with no head yet: what it answers with, and whether it leaves
+    /// the fill doing so.
+    @Test func aReaderBeforeItsHeadAnswersAsTheFillsNewsSays() throws {
+        let rows: [(String, FillNews, Stage, Exchange.Action)] = [
+            ("nothing yet", Self.news(.pending), .readingFill, .wait),
+            ("nothing yet, the body under way", Self.news(.pending, readable: 5), .readingFill, .wait),
+            ("a head", Self.news(.head), .readingFill, .queueHead),
+            ("a head and its end", Self.news(.head, readable: 5, ended: .success(())), .readingFill, .queueHead),
+            ("a 304 refreshed the stored copy", Self.news(.refreshed, ended: .success(())), .answering, .answerFromStore(stale: false)),
+            ("a stale copy stands in", Self.news(.stale, ended: .success(())), .answering, .answerFromStore(stale: true)),
+            ("failed before a head", Self.news(.pending, ended: .failure(Self.reset)), .answering, .fail(Self.reset)),
+        ]
+        try Self.withFill { fill in
+            for (name, news, stage, action) in rows {
+                let step = Exchange.step(.readingFill(FillAttachment(fill, since: 1)), on: .fillProgressed(news), now: 2)
+                #expect(step.map { Exchange.stage(of: $0.state) } == stage && step?.action == action, "\(name)")
+            }
+        }
+    }
+
+    /// A fill's news for a reader whose head is out, at a position in the body: how many bytes
+    /// to send, when its response is complete (its range, its declared length, the transfer's
+    /// end), and when it ends incomplete.
+    @Test func aReaderAfterItsHeadSendsFinishesOrFailsAsTheNewsSays() throws {
+        let truncated = UpstreamError(kind: .truncated, message: "body of 3 bytes, 5 declared", afterHead: true)
+        let rows: [(String, position: Int, FillNews, Stage, Exchange.Action)] = [
+            ("bytes to send", 0, Self.news(readable: 5, declared: 5), .responding, .sendBytes(upTo: 5)),
+            ("more arrived", 3, Self.news(readable: 8, sent: 3), .responding, .sendBytes(upTo: 8)),
+            ("up to its range's end", 2, Self.news(readable: 9, end: 4), .responding, .sendBytes(upTo: 4)),
+            ("its range is complete", 4, Self.news(readable: 9, end: 4), .responding, .finishBody(lastChunk: false)),
+            ("every declared byte sent", 5, Self.news(readable: 5, declared: 5, sent: 5), .responding, .finishBody(lastChunk: false)),
+            ("nothing new", 5, Self.news(readable: 5, declared: 9, sent: 5), .responding, .wait),
+            (
+                "the end of a chunked body", 5, Self.news(readable: 5, ended: .success(()), chunked: true, sent: 5), .responding,
+                .finishBody(lastChunk: true)
+            ),
+            (
+                "the end, as declared", 5, Self.news(readable: 5, ended: .success(()), declared: 5, sent: 5), .responding,
+                .finishBody(lastChunk: false)
+            ),
+            (
+                "the end, short of what was declared", 3, Self.news(readable: 3, ended: .success(()), declared: 5, sent: 3),
+                .answering, .fail(truncated)
+            ),
+            ("the transfer failed", 3, Self.news(readable: 3, ended: .failure(Self.reset), sent: 3), .answering, .fail(Self.reset)),
+            (
+                "failed, bytes still to send first", 1, Self.news(readable: 3, ended: .failure(Self.reset), sent: 1), .responding,
+                .sendBytes(upTo: 3)
+            ),
+        ]
+        try Self.withFill { fill in
+            for (name, position, news, stage, action) in rows {
+                var attachment = FillAttachment(fill, since: 1)
+                attachment.position = position
+                let step = Exchange.step(.responding(attachment), on: .fillProgressed(news), now: 2)
+                #expect(step.map { Exchange.stage(of: $0.state) } == stage && step?.action == action, "\(name)")
+            }
+        }
+        // A block of the fill's disk file being read for it: nothing more until it is checked.
+        #expect(Self.news(readable: 9).afterHead(position: 2, blockPending: true) == .wait)
+        #expect(Self.news(readable: 9).afterHead(position: 2, blockPending: false) == .sendBytes(upTo: 9))
     }
 
     /// The entry the reader thread checked goes to the lookup that follows, once; a sliced

@@ -1,4 +1,5 @@
 import LarderCache
+import LarderUpstream
 
 /// The exchange as a state machine, in the shape of Varnish's `cache_req_fsm.c`: each state
 /// carries what only it needs, and a pure ``step(_:on:now:)`` (unit-tested on its own) gives
@@ -110,6 +111,9 @@ extension Exchange {
         case released(alone: Bool)
         /// A fill's response head (or a 304/416 in its place) was queued.
         case headQueued
+        /// The fill read has news for this reader (``FillNews``): a head, body, an end, or
+        /// room in the client's output.
+        case fillProgressed(FillNews)
         /// Done (answered, or the connection closed).
         case finished
     }
@@ -134,6 +138,21 @@ extension Exchange {
         case sendBody
         /// Answer without the fill (from the store, or with an error).
         case respond
+        /// Nothing to do until the fill or the client's output moves.
+        case wait
+        /// Queue the fill's response head (or the 304, 416 or 206 it makes for this request).
+        case queueHead
+        /// Answer with the stored response the fill produced, leaving it: a 304-refreshed copy,
+        /// or a stale one standing in for a failed origin.
+        case answerFromStore(stale: Bool)
+        /// Queue the fill's body bytes from the attachment's position up to this one, as the
+        /// output has room.
+        case sendBytes(upTo: Int)
+        /// Every byte this client gets is queued (`lastChunk`: end a chunked body first).
+        case finishBody(lastChunk: Bool)
+        /// The fill failed this reader: before its head an error answer, after it an
+        /// incomplete body (RFC 9112 §8).
+        case fail(UpstreamError)
         /// Log the exchange, leave its fill, decide on keep-alive.
         case finish
     }
@@ -200,6 +219,13 @@ extension Exchange {
             return (.lookingUp(checked: nil, alone: alone), .forward)
         case (.readingFill(let attachment), .headQueued):
             return (.responding(attachment), .sendBody)
+        case (.readingFill(let attachment), .fillProgressed(let news)):
+            let next = news.beforeHead()
+            return (next.leaves ? .answering : .readingFill(attachment), next.action)
+        case (.responding(let attachment), .fillProgressed(let news)):
+            let action = news.afterHead(position: attachment.position, blockPending: attachment.blockRead != nil)
+            if case .fail = action { return (.answering, action) }
+            return (.responding(attachment), action)
         case (.readingFill, .fillLeft), (.responding, .fillLeft):
             return (.answering, .respond)
         case (.lookingUp, .diskBodyStarted(let stream)), (.answering, .diskBodyStarted(let stream)):
