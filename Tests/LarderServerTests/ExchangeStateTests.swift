@@ -1,7 +1,6 @@
 import LarderCache
 import LarderConfig
 import LarderHTTP
-import LarderUpstream
 import Testing
 
 @testable import LarderServer
@@ -251,13 +250,11 @@ import Testing
     }
 
     static func news(
-        _ answer: FillNews.Answer = .head, readable: Int = 0, ended: Result<Void, UpstreamError>? = nil, end: Int = .max,
+        _ answer: FillNews.Answer = .head, readable: Int = 0, ended: FillNews.Ended? = nil, end: Int = .max,
         declared: Int? = nil, chunked: Bool = false, sent: Int = 0
     ) -> FillNews {
         FillNews(answer: answer, readable: readable, ended: ended, end: end, declared: declared, chunked: chunked, sent: sent)
     }
-
-    static let reset = UpstreamError(kind: .connect, message: "reset", afterHead: true)
 
     /// A fill's news for a reader with no head yet: what it answers with, and whether it leaves
     /// the fill doing so.
@@ -266,10 +263,10 @@ import Testing
             ("nothing yet", Self.news(.pending), .readingFill, .wait),
             ("nothing yet, the body under way", Self.news(.pending, readable: 5), .readingFill, .wait),
             ("a head", Self.news(.head), .readingFill, .queueHead),
-            ("a head and its end", Self.news(.head, readable: 5, ended: .success(())), .readingFill, .queueHead),
-            ("a 304 refreshed the stored copy", Self.news(.refreshed, ended: .success(())), .answering, .answerFromStore(stale: false)),
-            ("a stale copy stands in", Self.news(.stale, ended: .success(())), .answering, .answerFromStore(stale: true)),
-            ("failed before a head", Self.news(.pending, ended: .failure(Self.reset)), .answering, .fail(Self.reset)),
+            ("a head and its end", Self.news(.head, readable: 5, ended: .complete), .readingFill, .queueHead),
+            ("a 304 refreshed the stored copy", Self.news(.refreshed, ended: .complete), .answering, .answerFromStore(stale: false)),
+            ("a stale copy stands in", Self.news(.stale, ended: .complete), .answering, .answerFromStore(stale: true)),
+            ("failed before a head", Self.news(.pending, ended: .failed), .answering, .fail(.beforeHead)),
         ]
         try Self.withFill { fill in
             for (name, news, stage, action) in rows {
@@ -283,7 +280,6 @@ import Testing
     /// to send, when its response is complete (its range, its declared length, the transfer's
     /// end), and when it ends incomplete.
     @Test func aReaderAfterItsHeadSendsFinishesOrFailsAsTheNewsSays() throws {
-        let truncated = UpstreamError(kind: .truncated, message: "body of 3 bytes, 5 declared", afterHead: true)
         let rows: [(String, position: Int, FillNews, Stage, Exchange.Action)] = [
             ("bytes to send", 0, Self.news(readable: 5, declared: 5), .responding, .sendBytes(upTo: 5)),
             ("more arrived", 3, Self.news(readable: 8, sent: 3), .responding, .sendBytes(upTo: 8)),
@@ -292,26 +288,26 @@ import Testing
             ("every declared byte sent", 5, Self.news(readable: 5, declared: 5, sent: 5), .responding, .finishBody(lastChunk: false)),
             ("nothing new", 5, Self.news(readable: 5, declared: 9, sent: 5), .responding, .wait),
             (
-                "the end of a chunked body", 5, Self.news(readable: 5, ended: .success(()), chunked: true, sent: 5), .responding,
+                "the end of a chunked body", 5, Self.news(readable: 5, ended: .complete, chunked: true, sent: 5), .responding,
                 .finishBody(lastChunk: true)
             ),
             (
-                "the end, as declared", 5, Self.news(readable: 5, ended: .success(()), declared: 5, sent: 5), .responding,
+                "the end, as declared", 5, Self.news(readable: 5, ended: .complete, declared: 5, sent: 5), .responding,
                 .finishBody(lastChunk: false)
             ),
             (
-                "the end, short of what was declared", 3, Self.news(readable: 3, ended: .success(()), declared: 5, sent: 3),
-                .answering, .fail(truncated)
+                "the end, short of what was declared", 3, Self.news(readable: 3, ended: .complete, declared: 5, sent: 3),
+                .answering, .fail(.short(sent: 3, declared: 5))
             ),
-            ("the transfer failed", 3, Self.news(readable: 3, ended: .failure(Self.reset), sent: 3), .answering, .fail(Self.reset)),
+            ("the transfer failed", 3, Self.news(readable: 3, ended: .failed, sent: 3), .answering, .fail(.transfer)),
             (
-                "failed, bytes still to send first", 1, Self.news(readable: 3, ended: .failure(Self.reset), sent: 1), .responding,
+                "failed, bytes still to send first", 1, Self.news(readable: 3, ended: .failed, sent: 1), .responding,
                 .sendBytes(upTo: 3)
             ),
         ]
         try Self.withFill { fill in
             for (name, position, news, stage, action) in rows {
-                var attachment = FillAttachment(fill, since: 1)
+                let attachment = FillAttachment(fill, since: 1)
                 attachment.position = position
                 let step = Exchange.step(.responding(attachment), on: .fillProgressed(news), now: 2)
                 #expect(step.map { Exchange.stage(of: $0.state) } == stage && step?.action == action, "\(name)")

@@ -78,15 +78,13 @@ extension ClientConnection: FillReader {
     /// The fill's news for this exchange, as ``Exchange/step(_:on:now:)`` reads it.
     private func news(of fill: Fill, for exchange: Exchange) -> FillNews {
         var news = FillNews()
-        if fill.refreshed != nil {
-            news.answer = .refreshed
-        } else if fill.staleAnswer != nil {
-            news.answer = .stale
-        } else if fill.headForReaders != nil {
-            news.answer = .head
-        }
+        news.answer = fill.answerForReaders
         news.readable = fill.readableBytes
-        news.ended = fill.outcome
+        switch fill.outcome {
+        case nil: break
+        case .success?: news.ended = .complete
+        case .failure?: news.ended = .failed
+        }
         if let slice = exchange.slice { news.end = slice.last + 1 }
         switch exchange.framing {
         case .length(let declared): news.declared = declared
@@ -103,9 +101,11 @@ extension ClientConnection: FillReader {
     private func readFill(_ exchange: Exchange, fill: Fill) -> Bool {
         exchange.attempts = fill.attempts
         exchange.retries = fill.retryLog.isEmpty ? nil : fill.retryLog.map { "\($0.reason):\($0.delayMillis)ms" }.joined(separator: ",")
+        guard let attachment = exchange.attachment else { return false }
         var progressed = false
-        while self.exchange === exchange, exchange.fill === fill {
-            let headSent = exchange.headSent
+        // Each action that does not leave the fill (or wait) keeps the exchange on it: the head
+        // queued (startResponse answers true otherwise), bytes sent from it.
+        while true {
             guard let action = exchange.take(.fillProgressed(news(of: fill, for: exchange)), now: proxy.loop.now) else { break }
             switch action {
             case .queueHead:
@@ -117,19 +117,28 @@ extension ClientConnection: FillReader {
                 answerFromFill(exchange, fill: fill, stored: (stale ? fill.staleAnswer : fill.refreshed)!, staleIfError: stale)
                 return false
             case .sendBytes(let end):
-                let start = exchange.attachment?.position ?? 0
+                let start = attachment.position
                 let position = queueFillBody(fill, from: start, to: end, exchange: exchange)
                 guard exchange.fill === fill else { return true }  // ended at bytes that are gone
                 guard position != start else { return progressed }
                 progressed = true
-                exchange.updateAttachment { $0.position = position }
+                attachment.position = position
             case .finishBody(let lastChunk):
                 if lastChunk { output.append(ClientConnection.lastChunk) }
                 finishExchange()
                 return true
-            case .fail(let error):
+            case .fail(let failure):
+                let error: UpstreamError
+                switch (failure, fill.outcome) {
+                case (.transfer, .failure(let transfer)?), (.beforeHead, .failure(let transfer)?):
+                    error = transfer
+                case (.short(let sent, let declared), _):
+                    error = UpstreamError(kind: .truncated, message: "body of \(sent) bytes, \(declared) declared", afterHead: true)
+                case (.transfer, _), (.beforeHead, _):
+                    error = UpstreamError(kind: .truncated, message: "the transfer ended", afterHead: true)
+                }
                 fill.detach(self)
-                guard headSent else {
+                guard failure != .beforeHead else {
                     respondUpstreamFailure(error, exchange: exchange)
                     return false
                 }
@@ -157,13 +166,13 @@ extension ClientConnection: FillReader {
         // What the fill lets readers have (a digest check holds its last byte back).
         let end = min(end, fill.readableBytes)
         while output.pendingBytes < ClientConnection.outputHighWater, position < end, let attachment = exchange.attachment,
-            attachment.fill === fill, attachment.blockRead == nil
+            attachment.fill === fill, !attachment.isReadingBlock
         {
             if let held = attachment.checkedBlock, position >= held.start, position < held.start + held.bytes.count {
                 let count = min(held.start + held.bytes.count - position, end - position)
                 queueBody(held.bytes, from: position - held.start, count: count, exchange: exchange)
                 position += count
-                if position == held.start + held.bytes.count { exchange.updateAttachment { $0.checkedBlock = nil } }
+                if position == held.start + held.bytes.count { attachment.checkedBlock = nil }
                 continue
             }
             guard let data = fill.data(at: position) else { break }
@@ -189,7 +198,7 @@ extension ClientConnection: FillReader {
     /// comes back to ``receiveFillBlock(_:token:)``.
     private func readFillBlock(_ block: FillData.Block, fill: Fill, exchange: Exchange) {
         let token = proxy.park(self)
-        exchange.updateAttachment { $0.blockRead = (token, block) }
+        exchange.attachment?.blockRead = (token, block)
         let handle = proxy.loop.handle
         block.write.readBlock(block.index, range: block.bytes, from: block.file) { read in
             handle.execute { loop in (loop.context as? ProxyLoop)?.unpark(token)?.receiveFillBlock(read, token: token) }
@@ -203,7 +212,7 @@ extension ClientConnection: FillReader {
         guard phase == .exchanging, let exchange, let fill = exchange.fill, let pending = exchange.attachment?.blockRead,
             pending.token == token
         else { return }
-        exchange.updateAttachment { $0.blockRead = nil }
+        exchange.attachment?.blockRead = nil
         guard case .checked(let bytes) = read else {
             proxy.logger.warning(
                 "a disk cache file being written failed its check while being sent; the response ends incomplete",
@@ -212,7 +221,7 @@ extension ClientConnection: FillReader {
             abandonFillBody(exchange, fill: fill)
             return
         }
-        exchange.updateAttachment { $0.checkedBlock = (pending.block.start, bytes) }
+        exchange.attachment?.checkedBlock = (pending.block.start, bytes)
         if pumpFill() { flush() }
     }
 
@@ -259,7 +268,7 @@ extension ClientConnection: FillReader {
                     break
                 case .partial(let first, let last):
                     exchange.slice = (first, last)
-                    exchange.updateAttachment { $0.position = first }
+                    exchange.attachment?.position = first
                     fill.reader(self, advancedTo: first)
                 case .unsatisfiable:
                     exchange.status = 416

@@ -231,6 +231,14 @@ final class Fill: UpstreamTransferDelegate {
     /// The head readers may send: none while a digest check holds it back.
     var headForReaders: ResponseHead? { digestHoldsHead ? nil : head }
 
+    /// What the fill has for a reader with no head yet, read in place (no copy of the head).
+    var answerForReaders: FillNews.Answer {
+        if refreshed != nil { return .refreshed }
+        if staleAnswer != nil { return .stale }
+        guard case .some = head, !digestHoldsHead else { return .pending }
+        return .head
+    }
+
     /// Where the body byte at `position` is, or nil if it has not arrived (``FillData/lost``
     /// when it will never be had again: the disk copy behind it failed).
     func data(at position: Int) -> FillData? {

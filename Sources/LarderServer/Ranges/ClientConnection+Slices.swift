@@ -234,7 +234,7 @@ extension ClientConnection {
         let progressed = position > start
         if progressed {
             exchange.slices?.sent(position - start)
-            exchange.updateAttachment { $0.position = position }
+            exchange.attachment?.position = position
             fill.reader(self, advancedTo: position)
         }
         if position >= end {
@@ -303,10 +303,8 @@ extension ClientConnection {
             }
             return true
         }
-        exchange.updateAttachment {
-            $0.position = needed.offset
-            $0.sliceEnd = needed.offset + needed.count
-        }
+        exchange.attachment?.position = needed.offset
+        exchange.attachment?.sliceEnd = needed.offset + needed.count
         fill.reader(self, advancedTo: needed.offset)
         readSliceFill(fill, exchange: exchange)
         return true

@@ -1,5 +1,4 @@
 import LarderCache
-import LarderUpstream
 
 /// The exchange as a state machine, in the shape of Varnish's `cache_req_fsm.c`: each state
 /// carries what only it needs, and a pure ``step(_:on:now:)`` (unit-tested on its own) gives
@@ -152,7 +151,7 @@ extension Exchange {
         case finishBody(lastChunk: Bool)
         /// The fill failed this reader: before its head an error answer, after it an
         /// incomplete body (RFC 9112 §8).
-        case fail(UpstreamError)
+        case fail(FillNews.Failure)
         /// Log the exchange, leave its fill, decide on keep-alive.
         case finish
     }
@@ -160,6 +159,9 @@ extension Exchange {
     /// The state and action `event` leads to from `state` at `now` (the loop's clock), or nil
     /// when the design has no such step.
     static func step(_ state: State, on event: Event, now: UInt64) -> (state: State, action: Action)? {
+        // A reader's steps come once or more per batch of body bytes: decided on the state
+        // alone, without building the pair the other steps match on.
+        if case .fillProgressed(let news) = event { return read(news, in: state) }
         switch (state, event) {
         case (.finished, _):
             return nil
@@ -219,19 +221,28 @@ extension Exchange {
             return (.lookingUp(checked: nil, alone: alone), .forward)
         case (.readingFill(let attachment), .headQueued):
             return (.responding(attachment), .sendBody)
-        case (.readingFill(let attachment), .fillProgressed(let news)):
-            let next = news.beforeHead()
-            return (next.leaves ? .answering : .readingFill(attachment), next.action)
-        case (.responding(let attachment), .fillProgressed(let news)):
-            let action = news.afterHead(position: attachment.position, blockPending: attachment.blockRead != nil)
-            if case .fail = action { return (.answering, action) }
-            return (.responding(attachment), action)
         case (.readingFill, .fillLeft), (.responding, .fillLeft):
             return (.answering, .respond)
         case (.lookingUp, .diskBodyStarted(let stream)), (.answering, .diskBodyStarted(let stream)):
             return (.streamingDisk(stream), .sendBody)
         case (.streamingDisk, .diskBodyEnded):
             return (.answering, .finish)
+        default:
+            return nil
+        }
+    }
+
+    /// A fill's reader's step on the fill's news: before its head (``FillNews/beforeHead()``),
+    /// after it (``FillNews/afterHead(position:blockPending:)``); nil in any other state.
+    private static func read(_ news: FillNews, in state: State) -> (state: State, action: Action)? {
+        switch state {
+        case .readingFill(let attachment):
+            let next = news.beforeHead()
+            return (next.leaves ? .answering : .readingFill(attachment), next.action)
+        case .responding(let attachment):
+            let action = news.afterHead(position: attachment.position, blockPending: attachment.isReadingBlock)
+            if case .fail = action { return (.answering, action) }
+            return (.responding(attachment), action)
         default:
             return nil
         }

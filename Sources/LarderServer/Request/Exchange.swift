@@ -126,29 +126,15 @@ final class Exchange {
     /// The fill the exchange reads, if any.
     var fill: Fill? { attachment?.fill }
 
-    /// Changes the fill attachment in the state that carries it (nothing when none does).
-    func updateAttachment(_ change: (inout FillAttachment) -> Void) {
-        switch state {
-        case .readingFill(var attachment):
-            change(&attachment)
-            state = .readingFill(attachment)
-        case .responding(var attachment):
-            change(&attachment)
-            state = .responding(attachment)
-        case .slicing(var progress):
-            guard var attachment = progress.fill else { return }
-            change(&attachment)
-            progress.fill = attachment
-            state = .slicing(progress)
-        default:
-            break
-        }
+    /// Changes the fill attachment the state carries (nothing when none does).
+    func updateAttachment(_ change: (FillAttachment) -> Void) {
+        if let attachment { change(attachment) }
     }
 
     /// The upstream transfer waits for request body bytes that had not arrived yet.
     var upstreamWaitsForBody: Bool {
         get { attachment?.bodyWanted ?? false }
-        set { updateAttachment { $0.bodyWanted = newValue } }
+        set { attachment?.bodyWanted = newValue }
     }
 
     /// A disk-tier body being sent a checked block at a time, as the state carries it.

@@ -4,7 +4,12 @@ import LarderCache
 /// (``Exchange/State/readingFill(_:)``, ``Exchange/State/responding(_:)``, or a sliced
 /// answer's ``Exchange/SliceProgress``): where the client is in the body, and the block of the
 /// fill's disk file it waits for or holds. Leaving the fill drops all of it at once.
-struct FillAttachment {
+///
+/// A class, one per attachment (a miss's, never a hit's): the reader moves its position in
+/// place on every batch, where a value in the state's payload would be copied out and back.
+///
+/// State: owned by its exchange, on the connection's loop.
+final class FillAttachment {
     let fill: Fill
     /// When it attached (for coalesce.wait_timeout).
     let since: UInt64
@@ -22,6 +27,12 @@ struct FillAttachment {
     /// The upstream transfer asked for request body bytes that had not arrived yet; the next
     /// read from the client resumes it.
     var bodyWanted = false
+
+    /// A block is being read for it.
+    var isReadingBlock: Bool {
+        if case .some = blockRead { return true }
+        return false
+    }
 
     init(_ fill: Fill, since: UInt64) {
         self.fill = fill

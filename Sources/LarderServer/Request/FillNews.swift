@@ -1,5 +1,3 @@
-import LarderUpstream
-
 /// What a fill offers one reader when it tells it of progress (once per batch of transfer
 /// events, or when the client's output drained): read from the fill and the exchange by the
 /// connection, decided on by ``Exchange/step(_:on:now:)`` as the event
@@ -17,11 +15,29 @@ struct FillNews {
         case stale
     }
 
+    /// How the transfer ended.
+    enum Ended: Equatable {
+        case complete
+        /// The fill's outcome holds the error.
+        case failed
+    }
+
+    /// Why the fill fails its reader.
+    enum Failure: Equatable {
+        /// The transfer failed before a head (the fill's outcome holds the error): an error
+        /// answer.
+        case beforeHead
+        /// The transfer failed (the fill's outcome holds the error).
+        case transfer
+        /// The transfer ended with fewer (or more) body bytes than the client's head declared.
+        case short(sent: Int, declared: Int)
+    }
+
     var answer = Answer.pending
     /// Body bytes the reader may take (all that arrived, less what a digest check holds).
     var readable = 0
     /// The transfer's end, once it came.
-    var ended: Result<Void, UpstreamError>?
+    var ended: Ended?
     /// Where this client's bytes end (past the last byte of its range; `Int.max` for all).
     var end = Int.max
     /// The body length the client's head declared, if it declared one.
@@ -39,7 +55,7 @@ struct FillNews {
         case .stale: return (true, .answerFromStore(stale: true))
         case .head: return (false, .queueHead)
         case .pending:
-            if case .failure(let error)? = ended { return (true, .fail(error)) }
+            if ended == .failed { return (true, .fail(.beforeHead)) }
             return (false, .wait)
         }
     }
@@ -54,14 +70,12 @@ struct FillNews {
         if ended == nil, let declared, sent == declared { return .finishBody(lastChunk: false) }
         if position == readable, let ended {
             switch ended {
-            case .success:
-                if let declared, sent != declared {
-                    // Fewer (or more) bytes than the head declared: never end it as if complete.
-                    return .fail(UpstreamError(kind: .truncated, message: "body of \(sent) bytes, \(declared) declared", afterHead: true))
-                }
+            case .complete:
+                // Fewer (or more) bytes than the head declared: never end it as if complete.
+                if let declared, sent != declared { return .fail(.short(sent: sent, declared: declared)) }
                 return .finishBody(lastChunk: chunked)
-            case .failure(let error):
-                return .fail(error)
+            case .failed:
+                return .fail(.transfer)
             }
         }
         if !blockPending, position < min(end, readable) { return .sendBytes(upTo: min(end, readable)) }
