@@ -13,7 +13,7 @@ import Testing
         requestTime: 0, responseTime: 0, varyValues: [:])
 
     @Test func aWholeBodyWalksEveryBlockOnce() {
-        var stream = DiskBodyStream(stored: Self.stored, first: 0, count: 2 * Self.block + 10, then: .finish)
+        var stream = DiskBodyStream(stored: Self.stored, first: 0, count: 2 * Self.block + 10)
         var sent = 0
         var blocks: [Int] = []
         while let block = stream.blockToRead(pendingOutput: 0) {
@@ -31,7 +31,7 @@ import Testing
     @Test func aRangeReadsOnlyTheBlocksItTouchesAndSendsOnlyItsBytes() {
         let first = 3_000_000
         let count = 700_001
-        var stream = DiskBodyStream(stored: Self.stored, first: first, count: count, then: .finish)
+        var stream = DiskBodyStream(stored: Self.stored, first: first, count: count)
         #expect(stream.blockToRead(pendingOutput: 0) == 2)
         let head = stream.take(block: 2, count: Self.block)
         #expect(head.offset == first - 2 * Self.block)
@@ -45,7 +45,7 @@ import Testing
     /// At most one block read at a time, and only while at most one block waits to be sent:
     /// a slow client holds about two blocks.
     @Test func aBlockIsAskedForOnlyWhenTheOutputHasRoomAndNoneIsBeingRead() {
-        var stream = DiskBodyStream(stored: Self.stored, first: 0, count: 4 * Self.block, then: .slices)
+        var stream = DiskBodyStream(stored: Self.stored, first: 0, count: 4 * Self.block)
         #expect(stream.blockToRead(pendingOutput: Self.block) == 0)
         #expect(stream.blockToRead(pendingOutput: Self.block + 1) == nil, "over a block waits: no read")
         stream.reading = 7

@@ -17,15 +17,33 @@ import Testing
         headers: ["Cache-Control": "max-age=60"], body: .memory([1, 2, 3]), requestTime: 1000, responseTime: 1000,
         freshnessLifetime: 60, correctedInitialAge: 0)
 
+    static let stream = DiskBodyStream(stored: entry, first: 0, count: 3)
+
+    /// Runs `body` with a fill made on a pipeline's loop (the steps only carry it) and lets go
+    /// of it on that loop.
+    static func withFill(_ body: (Fill) -> Void) throws {
+        let pipeline = try FillPipeline()
+        let made = UncheckedBox<Fill?>(pipeline.onLoop { pipeline, _ in pipeline.makeFill("/state", coalesceKey: nil) })
+        body(made.value!)
+        pipeline.onLoop { _, _ in made.value = nil }
+        pipeline.close()
+    }
+
     /// One state of each kind, and the slice states that differ in what they allow.
-    static let states: [(name: String, state: State)] = [
-        ("routing", .routing), ("awaitingRequestBody", .awaitingRequestBody(alone: false)),
-        ("lookingUp", .lookingUp(checked: nil, alone: false)),
-        ("awaitingDisk", .awaitingDisk), ("readingFill", .readingFill(since: 7)), ("responding", .responding),
-        ("slicing", .slicing(Exchange.SliceProgress(fillSince: 7))),
-        ("slicingChecking", .slicing(Exchange.SliceProgress(disk: .pending, fillSince: 7))), ("tunnelling", .tunnelling),
-        ("finished", .finished),
-    ]
+    static func states(_ fill: Fill) -> [(name: String, state: State)] {
+        let attachment = FillAttachment(fill, since: 7)
+        return [
+            ("routing", .routing), ("awaitingRequestBody", .awaitingRequestBody(alone: false)),
+            ("lookingUp", .lookingUp(checked: nil, alone: false)), ("awaitingDisk", .awaitingDisk),
+            ("readingFill", .readingFill(attachment)), ("responding", .responding(attachment)),
+            ("streamingDisk", .streamingDisk(stream)), ("answering", .answering),
+            ("slicing", .slicing(Exchange.SliceProgress())),
+            ("slicingChecking", .slicing(Exchange.SliceProgress(disk: .pending))),
+            ("slicingFill", .slicing(Exchange.SliceProgress(fill: attachment))),
+            ("slicingDisk", .slicing(Exchange.SliceProgress(diskBody: stream))), ("tunnelling", .tunnelling),
+            ("finished", .finished),
+        ]
+    }
 
     /// The name of each event; the switch lists every case, so a new event fails to compile
     /// here until the table below says where it is allowed.
@@ -39,92 +57,265 @@ import Testing
         case .diskChecked: "diskChecked"
         case .attached: "attached"
         case .sliceFillAttached: "sliceFillAttached"
+        case .sliceFillWhole: "sliceFillWhole"
         case .sliceFillLeft: "sliceFillLeft"
+        case .fillLeft: "fillLeft"
+        case .diskBodyStarted: "diskBodyStarted"
+        case .diskBodyEnded: "diskBodyEnded"
         case .slicesBegun: "slicesBegun"
         case .sliceHeadQueued: "sliceHeadQueued"
         case .released: "released"
         case .headQueued: "headQueued"
+        case .fillProgressed: "fillProgressed"
         case .finished: "finished"
         }
     }
 
-    static let events: [Event] = [
-        .routed, .connectAccepted, .bodyNeeded, .bodyRead(tooLargeToKey: false), .diskCheckStarted, .diskChecked(nil), .attached,
-        .sliceFillAttached, .sliceFillLeft(alone: true), .slicesBegun, .sliceHeadQueued, .released(alone: false), .headQueued,
-        .finished,
-    ]
+    static func events(_ fill: Fill) -> [Event] {
+        [
+            .routed, .connectAccepted, .bodyNeeded, .bodyRead(tooLargeToKey: false), .diskCheckStarted, .diskChecked(nil),
+            .attached(fill), .sliceFillAttached(fill), .sliceFillWhole, .sliceFillLeft(alone: true), .fillLeft,
+            .diskBodyStarted(stream), .diskBodyEnded, .slicesBegun, .sliceHeadQueued, .released(alone: false), .headQueued,
+            .fillProgressed(FillNews()), .finished,
+        ]
+    }
 
-    @Test func everyStepTheDesignAllowsAndNoOther() {
+    /// `table` with the entries of `changes` set (nil: removed).
+    static func changing(
+        _ table: [String: (Stage, Exchange.Action)], _ changes: [String: (Stage, Exchange.Action)?]
+    ) -> [String: (Stage, Exchange.Action)] {
+        var table = table
+        for (name, entry) in changes { table[name] = entry }
+        return table
+    }
+
+    @Test func everyStepTheDesignAllowsAndNoOther() throws {
+        // What any slicing state allows, whatever it is doing.
+        let slicing: [String: (Stage, Exchange.Action)] = [
+            "attached": (.readingFill, .readFill), "sliceFillAttached": (.slicing, .walkSlices),
+            "sliceFillLeft": (.slicing, .walkSlices), "sliceHeadQueued": (.slicing, .sendBody),
+            "diskCheckStarted": (.slicing, .waitForDisk), "diskBodyStarted": (.slicing, .sendBody),
+        ]
         let allowed: [String: [String: (Stage, Exchange.Action)]] = [
             "routing": ["routed": (.lookingUp, .lookUp), "connectAccepted": (.tunnelling, .setUpTunnel)],
             "lookingUp": [
                 "bodyNeeded": (.awaitingRequestBody, .readRequestBody), "diskCheckStarted": (.awaitingDisk, .waitForDisk),
                 "attached": (.readingFill, .readFill), "slicesBegun": (.slicing, .walkSlices),
+                "diskBodyStarted": (.streamingDisk, .sendBody),
             ],
             "awaitingRequestBody": ["bodyRead": (.lookingUp, .forward)],
             "awaitingDisk": ["diskChecked": (.lookingUp, .lookUp)],
-            "readingFill": ["released": (.lookingUp, .forward), "headQueued": (.responding, .sendBody)],
-            "responding": [:],
+            "readingFill": [
+                "released": (.lookingUp, .forward), "headQueued": (.responding, .sendBody), "fillLeft": (.answering, .respond),
+                "fillProgressed": (.readingFill, .wait),
+            ],
+            "responding": ["fillLeft": (.answering, .respond), "fillProgressed": (.responding, .wait)],
+            "streamingDisk": ["diskBodyEnded": (.answering, .finish)],
+            "answering": ["diskBodyStarted": (.streamingDisk, .sendBody)],
             "tunnelling": [:],
-            "slicing": [
-                "attached": (.readingFill, .readFill), "sliceFillAttached": (.slicing, .walkSlices),
-                "sliceFillLeft": (.slicing, .walkSlices),
-                "diskCheckStarted": (.slicing, .waitForDisk), "sliceHeadQueued": (.slicing, .sendBody),
-            ],
-            "slicingChecking": [
-                "attached": (.readingFill, .readFill), "sliceFillAttached": (.slicing, .walkSlices),
-                "sliceFillLeft": (.slicing, .walkSlices),
-                "diskChecked": (.slicing, .walkSlices), "sliceHeadQueued": (.slicing, .sendBody),
-            ],
+            "slicing": slicing,
+            "slicingChecking": Self.changing(slicing, ["diskCheckStarted": nil, "diskChecked": (.slicing, .walkSlices)]),
+            "slicingFill": Self.changing(slicing, ["sliceFillWhole": (.readingFill, .readFill)]),
+            "slicingDisk": Self.changing(slicing, ["diskBodyStarted": nil, "diskBodyEnded": (.slicing, .walkSlices)]),
         ]
-        #expect(Set(Self.events.map(Self.name)).count == 14, "every event is tried")
-        for (stateName, state) in Self.states {
-            for event in Self.events {
-                let eventName = Self.name(event)
-                let expected: (Stage, Exchange.Action)? =
-                    stateName == "finished" ? nil : eventName == "finished" ? (.finished, .finish) : allowed[stateName]?[eventName]
-                let step = Exchange.step(state, on: event, now: 42)
-                let taken = step.map { (Exchange.stage(of: $0.state), $0.action) }
-                #expect(taken?.0 == expected?.0 && taken?.1 == expected?.1, "\(stateName) on \(eventName)")
+        try Self.withFill { fill in
+            #expect(Set(Self.events(fill).map(Self.name)).count == 19, "every event is tried")
+            for (stateName, state) in Self.states(fill) {
+                for event in Self.events(fill) {
+                    let eventName = Self.name(event)
+                    let expected: (Stage, Exchange.Action)? =
+                        stateName == "finished" ? nil : eventName == "finished" ? (.finished, .finish) : allowed[stateName]?[eventName]
+                    let step = Exchange.step(state, on: event, now: 42)
+                    let taken = step.map { (Exchange.stage(of: $0.state), $0.action) }
+                    #expect(taken?.0 == expected?.0 && taken?.1 == expected?.1, "\(stateName) on \(eventName)")
+                }
             }
         }
     }
 
-    @Test func aMissReadsAFillAndResponds() {
-        var state = State.routing
-        var actions: [Exchange.Action] = []
-        for event: Event in [.routed, .attached, .headQueued, .finished] {
-            guard let step = Exchange.step(state, on: event, now: 9) else {
-                Issue.record("\(Self.name(event)) refused")
-                return
+    @Test func aMissReadsAFillAndResponds() throws {
+        try Self.withFill { fill in
+            var state = State.routing
+            var actions: [Exchange.Action] = []
+            for event: Event in [.routed, .attached(fill), .headQueued, .finished] {
+                guard let step = Exchange.step(state, on: event, now: 9) else {
+                    Issue.record("\(Self.name(event)) refused")
+                    return
+                }
+                state = step.state
+                actions.append(step.action)
             }
-            state = step.state
-            actions.append(step.action)
+            #expect(actions == [.lookUp, .readFill, .sendBody, .finish])
+            #expect(Exchange.stage(of: state) == .finished)
         }
-        #expect(actions == [.lookUp, .readFill, .sendBody, .finish])
-        #expect(Exchange.stage(of: state) == .finished)
     }
 
     /// The clock is the step's: attaching records when, for coalesce.wait_timeout, and a sliced
     /// answer that becomes an ordinary fill keeps waiting since its slice fill attached.
-    @Test func attachingRecordsWhenFromTheClockGiven() {
-        guard case .readingFill(let since)? = Exchange.step(.lookingUp(checked: nil, alone: false), on: .attached, now: 123)?.state else {
-            Issue.record("not reading a fill")
-            return
+    @Test func attachingRecordsWhenFromTheClockGiven() throws {
+        try Self.withFill { fill in
+            guard
+                case .readingFill(let attachment)? = Exchange.step(.lookingUp(checked: nil, alone: false), on: .attached(fill), now: 123)?
+                    .state
+            else {
+                Issue.record("not reading a fill")
+                return
+            }
+            #expect(attachment.since == 123 && attachment.fill === fill && attachment.position == 0)
+            guard let joined = Exchange.step(.slicing(Exchange.SliceProgress()), on: .sliceFillAttached(fill), now: 456)?.state,
+                case .slicing(let progress) = joined
+            else {
+                Issue.record("not slicing")
+                return
+            }
+            #expect(progress.fill?.since == 456)
+            guard case .readingFill(let whole)? = Exchange.step(joined, on: .sliceFillWhole, now: 789)?.state else {
+                Issue.record("not reading a fill")
+                return
+            }
+            #expect(whole.since == 456 && whole.fill === fill)
         }
-        #expect(since == 123)
-        guard let joined = Exchange.step(.slicing(Exchange.SliceProgress()), on: .sliceFillAttached, now: 456)?.state,
-            case .slicing(let progress) = joined
-        else {
-            Issue.record("not slicing")
-            return
+    }
+
+    /// Where the client is in the fill (its position, a block read, a checked block, the end of
+    /// a slice's part, a transfer waiting for the request body) lives and dies with the
+    /// attachment: kept from reading to responding, gone with a release or a slice fill left.
+    @Test func theAttachmentCarriesTheReadersPlaceAndGoesWithTheFill() throws {
+        let head = RequestHead(method: .get, target: .origin("/a"), version: .http1_1, headers: [:])
+        try Self.withFill { fill in
+            let exchange = Exchange(head: head, startNanos: 0, runtime: RuntimeConfig(config: Config()))
+            exchange.take(.routed)
+            exchange.updateAttachment { $0.position = 5 }
+            #expect(exchange.attachment == nil, "nothing to change before a fill")
+            exchange.take(.attached(fill), now: 3)
+            #expect(exchange.fill === fill && exchange.waitStart == 3)
+            exchange.updateAttachment {
+                $0.position = 5
+                $0.checkedBlock = (0, [1, 2, 3])
+            }
+            exchange.upstreamWaitsForBody = true
+            #expect(exchange.take(.headQueued) == .sendBody)
+            #expect(exchange.headSent)
+            #expect(exchange.attachment?.position == 5 && exchange.attachment?.checkedBlock?.bytes == [1, 2, 3])
+            #expect(exchange.upstreamWaitsForBody)
+            #expect(exchange.take(.fillLeft) == .respond)
+            #expect(exchange.fill == nil && !exchange.upstreamWaitsForBody && !exchange.headSent)
+
+            let released = Exchange(head: head, startNanos: 0, runtime: RuntimeConfig(config: Config()))
+            released.take(.routed)
+            released.take(.attached(fill), now: 1)
+            released.updateAttachment { $0.position = 9 }
+            #expect(released.take(.released(alone: true)) == .forward)
+            #expect(released.fill == nil && released.waitStart == 0)
+            released.take(.attached(fill), now: 2)
+            #expect(released.attachment?.position == 0, "a new attachment starts at the body's start")
+
+            let sliced = Exchange(head: head, startNanos: 0, runtime: RuntimeConfig(config: Config()))
+            sliced.take(.routed)
+            sliced.take(.slicesBegun)
+            sliced.take(.sliceFillAttached(fill), now: 4)
+            sliced.updateAttachment {
+                $0.position = 10
+                $0.sliceEnd = 20
+            }
+            #expect(sliced.attachment?.sliceEnd == 20 && sliced.waitStart == 4)
+            #expect(sliced.take(.sliceFillLeft(alone: false)) == .walkSlices)
+            #expect(sliced.fill == nil && sliced.attachment?.sliceEnd == nil)
         }
-        #expect(progress.fillSince == 456)
-        guard case .readingFill(let whole)? = Exchange.step(joined, on: .attached, now: 789)?.state else {
-            Issue.record("not reading a fill")
-            return
+    }
+
+    /// A stored body from disk is the state's: what follows its last block is the finish for a
+    /// whole answer and the next slice for a sliced one; its progress is kept in the state.
+    @Test func aDiskBodyIsCarriedByTheStateAndSaysWhatFollows() {
+        let head = RequestHead(method: .get, target: .origin("/a"), version: .http1_1, headers: [:])
+        let exchange = Exchange(head: head, startNanos: 0, runtime: RuntimeConfig(config: Config()))
+        exchange.take(.routed)
+        #expect(exchange.take(.diskBodyStarted(Self.stream)) == .sendBody)
+        #expect(exchange.headSent && exchange.stage == .streamingDisk)
+        var stream = Self.stream
+        stream.reading = 11
+        exchange.updateDiskBody(stream)
+        #expect(exchange.diskBody?.reading == 11)
+        #expect(exchange.take(.diskBodyEnded) == .finish)
+        #expect(exchange.diskBody == nil)
+
+        let sliced = Exchange(head: head, startNanos: 0, runtime: RuntimeConfig(config: Config()))
+        sliced.take(.routed)
+        sliced.take(.slicesBegun)
+        sliced.take(.sliceHeadQueued)
+        #expect(sliced.take(.diskBodyStarted(Self.stream)) == .sendBody)
+        #expect(sliced.diskBody != nil)
+        #expect(sliced.take(.diskBodyEnded) == .walkSlices)
+        #expect(sliced.diskBody == nil && sliced.headSent && sliced.stage == .slicing)
+    }
+
+    static func news(
+        _ answer: FillNews.Answer = .head, readable: Int = 0, ended: FillNews.Ended? = nil, end: Int = .max,
+        declared: Int? = nil, chunked: Bool = false, sent: Int = 0
+    ) -> FillNews {
+        FillNews(answer: answer, readable: readable, ended: ended, end: end, declared: declared, chunked: chunked, sent: sent)
+    }
+
+    /// A fill's news for a reader with no head yet: what it answers with, and whether it leaves
+    /// the fill doing so.
+    @Test func aReaderBeforeItsHeadAnswersAsTheFillsNewsSays() throws {
+        let rows: [(String, FillNews, Stage, Exchange.Action)] = [
+            ("nothing yet", Self.news(.pending), .readingFill, .wait),
+            ("nothing yet, the body under way", Self.news(.pending, readable: 5), .readingFill, .wait),
+            ("a head", Self.news(.head), .readingFill, .queueHead),
+            ("a head and its end", Self.news(.head, readable: 5, ended: .complete), .readingFill, .queueHead),
+            ("a 304 refreshed the stored copy", Self.news(.refreshed, ended: .complete), .answering, .answerFromStore(stale: false)),
+            ("a stale copy stands in", Self.news(.stale, ended: .complete), .answering, .answerFromStore(stale: true)),
+            ("failed before a head", Self.news(.pending, ended: .failed), .answering, .fail(.beforeHead)),
+        ]
+        try Self.withFill { fill in
+            for (name, news, stage, action) in rows {
+                let step = Exchange.step(.readingFill(FillAttachment(fill, since: 1)), on: .fillProgressed(news), now: 2)
+                #expect(step.map { Exchange.stage(of: $0.state) } == stage && step?.action == action, "\(name)")
+            }
         }
-        #expect(whole == 456)
+    }
+
+    /// A fill's news for a reader whose head is out, at a position in the body: how many bytes
+    /// to send, when its response is complete (its range, its declared length, the transfer's
+    /// end), and when it ends incomplete.
+    @Test func aReaderAfterItsHeadSendsFinishesOrFailsAsTheNewsSays() throws {
+        let rows: [(String, position: Int, FillNews, Stage, Exchange.Action)] = [
+            ("bytes to send", 0, Self.news(readable: 5, declared: 5), .responding, .sendBytes(upTo: 5)),
+            ("more arrived", 3, Self.news(readable: 8, sent: 3), .responding, .sendBytes(upTo: 8)),
+            ("up to its range's end", 2, Self.news(readable: 9, end: 4), .responding, .sendBytes(upTo: 4)),
+            ("its range is complete", 4, Self.news(readable: 9, end: 4), .responding, .finishBody(lastChunk: false)),
+            ("every declared byte sent", 5, Self.news(readable: 5, declared: 5, sent: 5), .responding, .finishBody(lastChunk: false)),
+            ("nothing new", 5, Self.news(readable: 5, declared: 9, sent: 5), .responding, .wait),
+            (
+                "the end of a chunked body", 5, Self.news(readable: 5, ended: .complete, chunked: true, sent: 5), .responding,
+                .finishBody(lastChunk: true)
+            ),
+            (
+                "the end, as declared", 5, Self.news(readable: 5, ended: .complete, declared: 5, sent: 5), .responding,
+                .finishBody(lastChunk: false)
+            ),
+            (
+                "the end, short of what was declared", 3, Self.news(readable: 3, ended: .complete, declared: 5, sent: 3),
+                .answering, .fail(.short(sent: 3, declared: 5))
+            ),
+            ("the transfer failed", 3, Self.news(readable: 3, ended: .failed, sent: 3), .answering, .fail(.transfer)),
+            (
+                "failed, bytes still to send first", 1, Self.news(readable: 3, ended: .failed, sent: 1), .responding,
+                .sendBytes(upTo: 3)
+            ),
+        ]
+        try Self.withFill { fill in
+            for (name, position, news, stage, action) in rows {
+                let attachment = FillAttachment(fill, since: 1)
+                attachment.position = position
+                let step = Exchange.step(.responding(attachment), on: .fillProgressed(news), now: 2)
+                #expect(step.map { Exchange.stage(of: $0.state) } == stage && step?.action == action, "\(name)")
+            }
+        }
+        // A block of the fill's disk file being read for it: nothing more until it is checked.
+        #expect(Self.news(readable: 9).afterHead(position: 2, blockPending: true) == .wait)
+        #expect(Self.news(readable: 9).afterHead(position: 2, blockPending: false) == .sendBytes(upTo: 9))
     }
 
     /// The entry the reader thread checked goes to the lookup that follows, once; a sliced
@@ -155,40 +346,47 @@ import Testing
 
     /// A request released from a shared fill (another variant) goes round again: it may need
     /// its body, a disk check, and attach to another fill.
-    @Test func aReleasedRequestGoesRoundAgain() {
-        let steps: [(Event, Stage, Exchange.Action)] = [
-            (.routed, .lookingUp, .lookUp), (.attached, .readingFill, .readFill), (.released(alone: false), .lookingUp, .forward),
-            (.bodyNeeded, .awaitingRequestBody, .readRequestBody), (.bodyRead(tooLargeToKey: false), .lookingUp, .forward),
-            (.diskCheckStarted, .awaitingDisk, .waitForDisk), (.diskChecked(nil), .lookingUp, .lookUp),
-            (.attached, .readingFill, .readFill), (.headQueued, .responding, .sendBody), (.finished, .finished, .finish),
-        ]
-        var state = State.routing
-        for (event, stage, action) in steps {
-            guard let step = Exchange.step(state, on: event, now: 0) else {
-                Issue.record("\(Self.name(event)) refused")
-                return
+    @Test func aReleasedRequestGoesRoundAgain() throws {
+        try Self.withFill { fill in
+            let steps: [(Event, Stage, Exchange.Action)] = [
+                (.routed, .lookingUp, .lookUp), (.attached(fill), .readingFill, .readFill),
+                (.released(alone: false), .lookingUp, .forward), (.bodyNeeded, .awaitingRequestBody, .readRequestBody),
+                (.bodyRead(tooLargeToKey: false), .lookingUp, .forward), (.diskCheckStarted, .awaitingDisk, .waitForDisk),
+                (.diskChecked(nil), .lookingUp, .lookUp), (.attached(fill), .readingFill, .readFill),
+                (.headQueued, .responding, .sendBody), (.finished, .finished, .finish),
+            ]
+            var state = State.routing
+            for (event, stage, action) in steps {
+                guard let step = Exchange.step(state, on: event, now: 0) else {
+                    Issue.record("\(Self.name(event)) refused")
+                    return
+                }
+                state = step.state
+                #expect(Exchange.stage(of: state) == stage && step.action == action, "after \(Self.name(event))")
             }
-            state = step.state
-            #expect(Exchange.stage(of: state) == stage && step.action == action, "after \(Self.name(event))")
+            #expect(Exchange.step(.finished, on: .finished, now: 0) == nil, "nothing follows the end")
         }
-        #expect(Exchange.step(.finished, on: .finished, now: 0) == nil, "nothing follows the end")
     }
 
     /// Going alone (no shared fill) is the state's: a release says whether, it lasts while the
     /// body is read, a body too large to key makes it so, and a slice walk sets it per slice.
-    @Test func goingAloneIsCarriedByTheStateThatNeedsIt() {
+    @Test func goingAloneIsCarriedByTheStateThatNeedsIt() throws {
+        try Self.withFill { fill in Self.goAlone(fill) }
+    }
+
+    static func goAlone(_ fill: Fill) {
         let head = RequestHead(method: .post, target: .origin("/a"), version: .http1_1, headers: [:])
         let exchange = Exchange(head: head, startNanos: 0, runtime: RuntimeConfig(config: Config()))
         exchange.take(.routed)
         #expect(!exchange.goAlone)
-        exchange.take(.attached, now: 1)
+        exchange.take(.attached(fill), now: 1)
         #expect(exchange.take(.released(alone: true)) == .forward)
         #expect(exchange.goAlone)
         exchange.take(.bodyNeeded)
         #expect(exchange.goAlone, "while the body is read")
         exchange.take(.bodyRead(tooLargeToKey: false))
         #expect(exchange.goAlone, "still")
-        exchange.take(.attached, now: 2)
+        exchange.take(.attached(fill), now: 2)
         #expect(!exchange.goAlone, "a fill's reader is past the choice")
         exchange.take(.released(alone: false))
         #expect(!exchange.goAlone, "keyed by its variant")

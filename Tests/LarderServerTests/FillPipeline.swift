@@ -27,14 +27,14 @@ final class FillPipeline: @unchecked Sendable {
             self.headers = headers
         }
 
-        func fillDidProgress(_ fill: Fill) {
+        func fillDidProgress(_ fill: Fill) -> Int? {
             progressCalls += 1
             var position = body.count
             while position < fill.readableBytes, case .memory(let bytes, let offset)? = fill.data(at: position) {
                 body += bytes[offset...]
                 position += bytes.count - offset
             }
-            fill.reader(self, advancedTo: position)
+            return position
         }
 
         func fillDidReceiveInterim(_ fill: Fill, head: ResponseHead) {}

@@ -171,4 +171,52 @@ import Testing
         #expect(range == "bytes 4-7/10")
         #expect(body == Array("4567".utf8))
     }
+
+    /// A reader that takes at most `limit` body bytes, as a client whose output is full.
+    final class PartReader: FillReader {
+        let limit: Int
+        private(set) var calls = 0
+
+        init(limit: Int) {
+            self.limit = limit
+        }
+
+        func fillDidProgress(_ fill: Fill) -> Int? {
+            calls += 1
+            return min(limit, fill.readableBytes)
+        }
+
+        func fillDidReceiveInterim(_ fill: Fill, head: ResponseHead) {}
+        func fillReleased(_ fill: Fill, reason: FillRelease) {}
+    }
+
+    /// The fill tells each reader once per batch of transfer events (not when it attaches to a
+    /// fill that has nothing yet), and records the position each answers with: no call back.
+    @Test func eachReaderIsToldOncePerBatchAndAnswersWithItsPosition() throws {
+        let pipeline = try FillPipeline()
+        defer { pipeline.close() }
+        let whole = FillPipeline.Reader()
+        let part = PartReader(limit: 2)
+        // Each step's deferred work (the fill telling its readers) has run when the next starts.
+        pipeline.onLoop { pipeline, _ in
+            let fill = pipeline.join(whole, "/batch")
+            fill?.attach(part, requestHeaders: HTTPHeaders())
+        }
+        let attached = pipeline.onLoop { _, _ in (whole.progressCalls, part.calls) }
+        #expect(attached == (0, 0), "nothing to tell yet")
+        pipeline.onLoop { pipeline, _ in
+            let transfer = pipeline.standIn.transfers[0]
+            transfer.head(200, [("Content-Length", "10")])
+            transfer.body(Array("01234".utf8))
+            transfer.body(Array("56789".utf8))
+        }
+        let told = pipeline.onLoop { _, _ in (whole.progressCalls, part.calls) }
+        #expect(told == (1, 1), "head and two bodies: one batch")
+        let positions = pipeline.onLoop { pipeline, _ in
+            pipeline.proxy.coalescer.fill(for: FillKey(method: "GET", url: CacheKey(FillPipeline.url("/batch")).url, bodyHash: nil))?
+                .buffer.readers.map(\.position)
+        }
+        #expect(positions == [10, 2])
+        #expect(pipeline.onLoop { _, _ in whole.body } == Array("0123456789".utf8))
+    }
 }

@@ -309,13 +309,11 @@ final class ClientConnection: IOHandler {
     /// Called when every byte of the current response is queued.
     func finishExchange() {
         guard let exchange else { return }
+        let fill = exchange.fill
         exchange.take(.finished)
         self.exchange = nil
         logExchange(exchange)
-        if exchange.fill != nil {
-            exchange.fill?.detach(self)
-            exchange.fill = nil
-        }
+        fill?.detach(self)
         // The decision the head announced, made again with this connection's own drain.
         if connectionField(exchange, draining: draining) == .close {
             closeWhenFlushed = true
@@ -448,7 +446,6 @@ final class ClientConnection: IOHandler {
             }
             self.exchange = nil
             exchange.fill?.detach(self)
-            exchange.fill = nil
             connect?.abandon()
             logExchange(exchange)
         }
@@ -582,7 +579,6 @@ final class ClientConnection: IOHandler {
                 proxy.shared.stats[.waitersTimedOut].add(1)
                 if exchange.slices != nil {
                     // The slice is fetched alone.
-                    exchange.fill = nil
                     exchange.take(.sliceFillLeft(alone: true))
                     exchange.cacheStatus.collapsed = false
                     if pumpSlices(exchange) { flush() }

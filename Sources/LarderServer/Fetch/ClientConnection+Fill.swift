@@ -5,16 +5,20 @@ import LarderUpstream
 
 /// Streaming a fill's response to this connection's client.
 extension ClientConnection: FillReader {
-    func fillDidProgress(_ fill: Fill) {
-        guard let exchange, exchange.fill === fill else { return }
-        if pumpFill() { flush() }
+    /// Takes what the fill has (once per batch of its events) and tells it how far this
+    /// client got, in the answer rather than by a call back; nil once it left the fill.
+    func fillDidProgress(_ fill: Fill) -> Int? {
+        guard let exchange, exchange.fill === fill else { return nil }
+        let progressed = exchange.slices != nil ? pumpSlices(exchange) : readFill(exchange, fill: fill)
+        if progressed { flush() }
+        guard let attachment = self.exchange?.attachment, attachment.fill === fill else { return nil }
+        return attachment.position
     }
 
     func fillReleased(_ fill: Fill, reason: FillRelease) {
         guard let exchange, exchange.fill === fill, let url = exchange.url else { return }
         if exchange.slices != nil {
             // A slice fill that may not serve this client: fetch the slice alone.
-            exchange.fill = nil
             exchange.take(.sliceFillLeft(alone: true))
             if pumpSlices(exchange) { flush() }
             return
@@ -37,10 +41,6 @@ extension ClientConnection: FillReader {
     /// Leaves a shared fill and forwards again: alone, or keyed by the request's variant.
     func leaveFill(_ exchange: Exchange, url: AbsoluteURL, alone: Bool) {
         exchange.take(.released(alone: alone))
-        exchange.fill = nil
-        exchange.fillPosition = 0
-        exchange.fillBlockRead = nil
-        exchange.checkedFillBlock = nil
         exchange.cacheStatus.collapsed = false
         exchange.outcome = .miss
         forward(url, key: exchange.key ?? CacheKey(url), exchange: exchange)
@@ -59,73 +59,91 @@ extension ClientConnection: FillReader {
         flushSoon()
     }
 
-    /// Moves what the fill has into the output, bounded by the output high-water mark. Returns
-    /// whether anything changed (bytes queued or the exchange ended); the caller flushes.
+    /// Moves what the fill has into the output, bounded by the output high-water mark, and
+    /// tells the fill how far the client got. Returns whether anything changed (bytes queued
+    /// or the exchange ended); the caller flushes.
     @discardableResult
     func pumpFill() -> Bool {
+        guard let exchange else { return false }
         // Released, told on the loop's next turn: a flush meanwhile takes nothing from it.
-        if let fill = exchange?.fill, fill.isReleasing(self) { return false }
-        if let exchange, exchange.slices != nil { return pumpSlices(exchange) }
-        guard let exchange, let fill = exchange.fill else { return false }
-        var progressed = false
+        if let fill = exchange.fill, fill.isReleasing(self) { return false }
+        if exchange.slices != nil { return pumpSlices(exchange) }
+        guard let fill = exchange.fill else { return false }
+        let before = exchange.attachment?.position
+        let progressed = readFill(exchange, fill: fill)
+        if let attachment = self.exchange?.attachment, attachment.fill === fill, attachment.position != before {
+            fill.reader(self, advancedTo: attachment.position)
+        }
+        return progressed
+    }
+
+    /// The fill's news for this exchange, as ``Exchange/step(_:on:now:)`` reads it.
+    private func news(of fill: Fill, for exchange: Exchange) -> FillNews {
+        var news = FillNews()
+        news.answer = fill.answerForReaders
+        news.readable = fill.readableBytes
+        switch fill.outcome {
+        case nil: break
+        case .success?: news.ended = .complete
+        case .failure?: news.ended = .failed
+        }
+        if let slice = exchange.slice { news.end = slice.last + 1 }
+        switch exchange.framing {
+        case .length(let declared): news.declared = declared
+        case .chunked: news.chunked = true
+        case .none, .close: break
+        }
+        news.sent = exchange.bodyBytesSent
+        return news
+    }
+
+    /// Carries out the steps the fill's news leads to, until one waits (for the fill, the
+    /// output, or a block from disk) or the exchange leaves the fill. Returns whether anything
+    /// changed. The one place a fill's reader acts on its news.
+    private func readFill(_ exchange: Exchange, fill: Fill) -> Bool {
         exchange.attempts = fill.attempts
         exchange.retries = fill.retryLog.isEmpty ? nil : fill.retryLog.map { "\($0.reason):\($0.delayMillis)ms" }.joined(separator: ",")
-        if !exchange.headSent {
-            if let refreshed = fill.refreshed {
-                // A 304 confirmed the stored response: answer from it.
-                answerFromFill(exchange, fill: fill, stored: refreshed, staleIfError: false)
-                return false
-            }
-            if let stale = fill.staleAnswer {
-                exchange.staleBecause = fill.staleCause
-                answerFromFill(exchange, fill: fill, stored: stale, staleIfError: true)
-                return false
-            }
-            if let head = fill.headForReaders {
-                if startResponse(head, fill: fill, exchange: exchange) { return false }
+        guard let attachment = exchange.attachment else { return false }
+        var progressed = false
+        // Each action that does not leave the fill (or wait) keeps the exchange on it: the head
+        // queued (startResponse answers true otherwise), bytes sent from it.
+        while true {
+            guard let action = exchange.take(.fillProgressed(news(of: fill, for: exchange)), now: proxy.loop.now) else { break }
+            switch action {
+            case .queueHead:
+                guard let head = fill.headForReaders, !startResponse(head, fill: fill, exchange: exchange) else { return false }
                 progressed = true
-            } else if case .failure(let error)? = fill.outcome {
-                exchange.fill = nil
+            case .answerFromStore(let stale):
                 fill.detach(self)
-                respondUpstreamFailure(error, exchange: exchange)
+                if stale { exchange.staleBecause = fill.staleCause }
+                answerFromFill(exchange, fill: fill, stored: (stale ? fill.staleAnswer : fill.refreshed)!, staleIfError: stale)
                 return false
-            } else {
-                return false
-            }
-        }
-        let end = exchange.slice.map { $0.last + 1 } ?? Int.max
-        let position = queueFillBody(fill, from: exchange.fillPosition, to: end, exchange: exchange)
-        guard exchange.fill === fill else { return true }  // ended at bytes that are gone
-        if position != exchange.fillPosition {
-            progressed = true
-            exchange.fillPosition = position
-            fill.reader(self, advancedTo: position)
-        }
-        if position >= end {
-            // The client's range is complete; the fill goes on for the others (or the cache).
-            finishExchange()
-            return true
-        }
-        if fill.outcome == nil, case .length(let declared) = exchange.framing, exchange.bodyBytesSent == declared {
-            // Every byte the head declared is queued: the response is complete for this client
-            // (RFC 9112 §6.3), whatever the transfer's end still does for the cache.
-            finishExchange()
-            return true
-        }
-        if position == fill.readableBytes, let outcome = fill.outcome {
-            progressed = true
-            var result = outcome
-            if case .success = outcome, case .length(let declared) = exchange.framing, exchange.bodyBytesSent != declared {
-                // Fewer (or more) bytes than the head declared: never end it as if complete.
-                result = .failure(
-                    UpstreamError(
-                        kind: .truncated, message: "body of \(exchange.bodyBytesSent) bytes, \(declared) declared", afterHead: true))
-            }
-            switch result {
-            case .success:
-                if case .chunked = exchange.framing { output.append(ClientConnection.lastChunk) }
+            case .sendBytes(let end):
+                let start = attachment.position
+                let position = queueFillBody(fill, from: start, to: end, exchange: exchange)
+                guard exchange.fill === fill else { return true }  // ended at bytes that are gone
+                guard position != start else { return progressed }
+                progressed = true
+                attachment.position = position
+            case .finishBody(let lastChunk):
+                if lastChunk { output.append(ClientConnection.lastChunk) }
                 finishExchange()
-            case .failure(let error):
+                return true
+            case .fail(let failure):
+                let error: UpstreamError
+                switch (failure, fill.outcome) {
+                case (.transfer, .failure(let transfer)?), (.beforeHead, .failure(let transfer)?):
+                    error = transfer
+                case (.short(let sent, let declared), _):
+                    error = UpstreamError(kind: .truncated, message: "body of \(sent) bytes, \(declared) declared", afterHead: true)
+                case (.transfer, _), (.beforeHead, _):
+                    error = UpstreamError(kind: .truncated, message: "the transfer ended", afterHead: true)
+                }
+                fill.detach(self)
+                guard failure != .beforeHead else {
+                    respondUpstreamFailure(error, exchange: exchange)
+                    return false
+                }
                 // The head is out: the only honest signal left is an incomplete message, so
                 // close without terminating the body (RFC 9112 §8).
                 proxy.logger.warning(
@@ -133,8 +151,9 @@ extension ClientConnection: FillReader {
                     metadata: ["url": "\(proxy.loggable(fill.key.url))", "error": "\(error)"])
                 exchange.failure = FailureCause(error)
                 endIncomplete(exchange)
-                exchange.fill = nil
-                fill.detach(self)
+                return true
+            default:
+                return progressed
             }
         }
         return progressed
@@ -148,14 +167,14 @@ extension ClientConnection: FillReader {
         var position = position
         // What the fill lets readers have (a digest check holds its last byte back).
         let end = min(end, fill.readableBytes)
-        while output.pendingBytes < ClientConnection.outputHighWater, position < end, exchange.fillBlockRead == nil {
-            if let held = exchange.checkedFillBlock, held.fill === fill, position >= held.start,
-                position < held.start + held.bytes.count
-            {
+        while output.pendingBytes < ClientConnection.outputHighWater, position < end, let attachment = exchange.attachment,
+            attachment.fill === fill, !attachment.isReadingBlock
+        {
+            if let held = attachment.checkedBlock, position >= held.start, position < held.start + held.bytes.count {
                 let count = min(held.start + held.bytes.count - position, end - position)
                 queueBody(held.bytes, from: position - held.start, count: count, exchange: exchange)
                 position += count
-                if position == held.start + held.bytes.count { exchange.checkedFillBlock = nil }
+                if position == held.start + held.bytes.count { attachment.checkedBlock = nil }
                 continue
             }
             guard let data = fill.data(at: position) else { break }
@@ -181,7 +200,7 @@ extension ClientConnection: FillReader {
     /// comes back to ``receiveFillBlock(_:token:)``.
     private func readFillBlock(_ block: FillData.Block, fill: Fill, exchange: Exchange) {
         let token = proxy.park(self)
-        exchange.fillBlockRead = (token, fill, block)
+        exchange.attachment?.blockRead = (token, block)
         let handle = proxy.loop.handle
         block.write.readBlock(block.index, range: block.bytes, from: block.file) { read in
             handle.execute { loop in (loop.context as? ProxyLoop)?.unpark(token)?.receiveFillBlock(read, token: token) }
@@ -192,18 +211,19 @@ extension ClientConnection: FillReader {
     /// check (the write is spoiled and counted), ends this client's response short of its
     /// framing: never a byte that was not checked (RFC 9112 §8: an incomplete message).
     private func receiveFillBlock(_ read: DiskCache.BlockRead, token: Int) {
-        guard phase == .exchanging, let exchange, let pending = exchange.fillBlockRead, pending.token == token else { return }
-        exchange.fillBlockRead = nil
-        guard exchange.fill === pending.fill else { return }
+        guard phase == .exchanging, let exchange, let fill = exchange.fill, let pending = exchange.attachment?.blockRead,
+            pending.token == token
+        else { return }
+        exchange.attachment?.blockRead = nil
         guard case .checked(let bytes) = read else {
             proxy.logger.warning(
                 "a disk cache file being written failed its check while being sent; the response ends incomplete",
-                metadata: ["url": "\(proxy.loggable("\(pending.fill.key)"))", "block": "\(pending.block.index)"])
-            pending.fill.diskCopyFailed()
-            abandonFillBody(exchange, fill: pending.fill)
+                metadata: ["url": "\(proxy.loggable("\(fill.key)"))", "block": "\(pending.block.index)"])
+            fill.diskCopyFailed()
+            abandonFillBody(exchange, fill: fill)
             return
         }
-        exchange.checkedFillBlock = (pending.fill, pending.block.start, bytes)
+        exchange.attachment?.checkedBlock = (pending.block.start, bytes)
         if pumpFill() { flush() }
     }
 
@@ -216,8 +236,7 @@ extension ClientConnection: FillReader {
         }
         exchange.failure = .disk
         endIncomplete(exchange)
-        exchange.fill = nil
-        exchange.checkedFillBlock = nil
+        exchange.take(.fillLeft)
         fill.detach(self)
         flushSoon()
     }
@@ -251,7 +270,7 @@ extension ClientConnection: FillReader {
                     break
                 case .partial(let first, let last):
                     exchange.slice = (first, last)
-                    exchange.fillPosition = first
+                    exchange.attachment?.position = first
                     fill.reader(self, advancedTo: first)
                 case .unsatisfiable:
                     exchange.status = 416
@@ -272,11 +291,58 @@ extension ClientConnection: FillReader {
         return false
     }
 
+    /// Queues the head of a response coming from upstream and picks its framing.
+    private func queueFillHead(_ head: ResponseHead, fill: Fill, exchange: Exchange) {
+        if let slice = exchange.slice, let length = fill.contentLength {
+            var start = ResponseHeadWriter(status: 206, capacity: 512)
+            start.fields(head.headers)
+            start.field("Content-Range", "bytes \(slice.first)-\(slice.last)/\(length)")
+            start.via()
+            output.append(start.bytes)
+        } else if let prepared = fill.preparedClientHead {
+            // Status line, fields and Via, serialized once for the memory and disk entries
+            // too: queued by reference, as a hit's head is.
+            output.append(prepared.bytes)
+        } else {
+            var start = ResponseHeadWriter(status: head.status, reason: head.reason, capacity: 512)
+            start.fields(head.headers)
+            start.via()
+            output.append(start.bytes)
+        }
+        // The framing this response goes out with, then the per-response fields written in
+        // place into the loop's scratch buffer (no array of their own).
+        var length: Int?
+        var chunked = false
+        if let slice = exchange.slice {
+            exchange.framing = .length(slice.last - slice.first + 1)
+            length = slice.last - slice.first + 1
+        } else if head.hasNoBody(for: exchange.head.method) {
+            exchange.framing = .none
+            // HEAD and 304 may carry the length of the representation (RFC 9110 §8.6).
+            if head.status != 204 { length = fill.announcedLength }
+        } else if let contentLength = fill.contentLength {
+            exchange.framing = .length(contentLength)
+            length = contentLength
+        } else if exchange.head.version == .http1_1 {
+            exchange.framing = .chunked
+            chunked = true
+        } else {
+            // An HTTP/1.0 client with no length to tell: the end of the body is the close.
+            exchange.framing = .close
+        }
+        let cacheStatus = exchange.cacheStatus
+        let connection = connectionField(exchange)
+        output.append(using: &proxy.scratch, capacity: 64 + ResponseHeadWriter.endCapacity + cacheStatus.renderedCapacity) { buffer in
+            var writer = ByteWriter(buffer)
+            cacheStatus.appendField(to: &writer)
+            ResponseHeadWriter.writeEnd(length: length, chunked: chunked, connection: connection, into: &writer)
+            return writer.count
+        }
+    }
+
     /// Answers with a stored response a fill produced (a 304-refreshed copy, or a stale copy
-    /// standing in for a failed origin), then leaves the fill.
+    /// standing in for a failed origin), the exchange having left the fill.
     private func answerFromFill(_ exchange: Exchange, fill: Fill, stored: StoredResponse, staleIfError: Bool) {
-        exchange.fill = nil
-        fill.detach(self)
         var status = exchange.cacheStatus
         status.fwdStatus = fill.upstreamStatus
         status.detail = staleIfError ? "stale-if-error" : nil

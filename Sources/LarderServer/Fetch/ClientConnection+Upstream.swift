@@ -88,13 +88,12 @@ extension ClientConnection: RequestBodySource {
         let registeredKey: FillKey?
         switch proxy.coalescer.join(key, maxWaiters: exchange.runtime.config.coalesce.maxWaiters) {
         case .attach(let fill):
-            exchange.fill = fill
             // A slice's answer stays a miss in the log; its head may be out already.
             if exchange.slices == nil {
-                exchange.take(.attached, now: proxy.loop.now)
+                exchange.take(.attached(fill), now: proxy.loop.now)
                 exchange.outcome = .coalesced
             } else {
-                exchange.take(.sliceFillAttached, now: proxy.loop.now)
+                exchange.take(.sliceFillAttached(fill), now: proxy.loop.now)
             }
             if !exchange.headSent { exchange.cacheStatus.collapsed = true }
             proxy.shared.stats[.requestsCoalesced].add(1)
@@ -107,7 +106,7 @@ extension ClientConnection: RequestBodySource {
             registeredKey = key
         }
         let fill = makeFill(registeredKey)
-        exchange.fill = fill
+        exchange.take(exchange.slices == nil ? .attached(fill) : .sliceFillAttached(fill), now: proxy.loop.now)
         proxy.coalescer.register(fill)
         fill.attach(self, requestHeaders: exchange.head.headers)
         fill.start()
@@ -149,7 +148,6 @@ extension ClientConnection: RequestBodySource {
             // side table, and every retain and release of it takes the slow path from then on.
             fill.bodySource = self
         }
-        exchange.take(.attached, now: proxy.loop.now)
         exchange.cacheStatus.collapsed = false
         exchange.attempts = 1
         return fill

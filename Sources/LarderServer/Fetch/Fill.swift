@@ -169,7 +169,8 @@ final class Fill: UpstreamTransferDelegate {
             release(at: buffer.readers.count - 1, reason: .otherVariant(head.headers.listElements("Vary")))
             return
         }
-        scheduleNotify()
+        // A reader of a fill that has nothing yet hears of it with the head.
+        if head != nil || outcome != nil { scheduleNotify() }
     }
 
     /// Removes a reader. When the last one leaves an unfinished fill, it is completed anyway if
@@ -243,6 +244,14 @@ final class Fill: UpstreamTransferDelegate {
     /// The head readers may send: none while a digest check holds it back.
     var headForReaders: ResponseHead? { digestHoldsHead ? nil : head }
 
+    /// What the fill has for a reader with no head yet, read in place (no copy of the head).
+    var answerForReaders: FillNews.Answer {
+        if refreshed != nil { return .refreshed }
+        if staleAnswer != nil { return .stale }
+        guard case .some = head, !digestHoldsHead else { return .pending }
+        return .head
+    }
+
     /// Where the body byte at `position` is, or nil if it has not arrived (``FillData/lost``
     /// when it will never be had again: the disk copy behind it failed).
     func data(at position: Int) -> FillData? {
@@ -283,15 +292,19 @@ final class Fill: UpstreamTransferDelegate {
         notifyScheduled = true
         proxy.loop.enqueueDeferred { [self] in
             notifyScheduled = false
-            // Readers move their positions in `readers` from inside the call: iterating the
-            // array itself would copy it on the first such change. One reader, the usual case,
-            // is called without holding the array; several, each from a snapshot.
+            // A reader may leave the fill from inside the call: iterating the array itself would
+            // copy it on the first such change. One reader, the usual case, is called without
+            // holding the array; several, each from a snapshot. Each answers with how far it got.
             if buffer.readers.count == 1 {
                 let only = buffer.readers[0].reader
-                only.fillDidProgress(self)
+                guard let position = only.fillDidProgress(self) else { return }
+                buffer.move(only, to: position)
             } else {
-                for entry in buffer.readers { entry.reader.fillDidProgress(self) }
+                for entry in buffer.readers {
+                    if let position = entry.reader.fillDidProgress(self) { buffer.move(entry.reader, to: position) }
+                }
             }
+            trimAndResume()
         }
     }
 

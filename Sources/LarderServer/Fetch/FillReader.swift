@@ -2,8 +2,11 @@ import LarderHTTP
 
 /// A reader of a fill: a client connection streaming the response out.
 protocol FillReader: AnyObject {
-    /// The fill has a head, more body, or an end; called after the current event batch.
-    func fillDidProgress(_ fill: Fill)
+    /// The fill has a head, more body, or an end; called once after each batch of transfer
+    /// events. The reader takes what it can send now and returns the body position it got
+    /// to (which the fill records, then trims and resumes once for all its readers), or nil
+    /// when it is no longer attached.
+    func fillDidProgress(_ fill: Fill) -> Int?
     /// The origin sent an interim (1xx) response before its final head: pass it on, or not.
     func fillDidReceiveInterim(_ fill: Fill, head: ResponseHead)
     /// The response may not go to this reader; the fill has already forgotten it.

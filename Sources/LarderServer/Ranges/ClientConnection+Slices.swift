@@ -189,7 +189,7 @@ extension ClientConnection {
             }
             exchange.slices = nil
             exchange.range = isRanged(exchange) ? .stripped : .none
-            exchange.take(.attached)
+            exchange.take(.sliceFillWhole)
             pumpFill()
             return nil
         case .pass:
@@ -226,13 +226,15 @@ extension ClientConnection {
     @discardableResult
     private func readSliceFill(_ fill: Fill, exchange: Exchange) -> Bool {
         exchange.attempts = fill.attempts
-        guard let end = exchange.sliceFillEnd else { return checkSliceFill(fill, exchange: exchange) }
-        let position = queueFillBody(fill, from: exchange.fillPosition, to: end, exchange: exchange)
+        guard let start = exchange.attachment?.position, let end = exchange.attachment?.sliceEnd else {
+            return checkSliceFill(fill, exchange: exchange)
+        }
+        let position = queueFillBody(fill, from: start, to: end, exchange: exchange)
         guard exchange.fill === fill else { return true }  // ended at bytes that are gone
-        let progressed = position > exchange.fillPosition
+        let progressed = position > start
         if progressed {
-            exchange.slices?.sent(position - exchange.fillPosition)
-            exchange.fillPosition = position
+            exchange.slices?.sent(position - start)
+            exchange.attachment?.position = position
             fill.reader(self, advancedTo: position)
         }
         if position >= end {
@@ -301,20 +303,15 @@ extension ClientConnection {
             }
             return true
         }
-        exchange.fillPosition = needed.offset
-        exchange.sliceFillEnd = needed.offset + needed.count
+        exchange.attachment?.position = needed.offset
+        exchange.attachment?.sliceEnd = needed.offset + needed.count
         fill.reader(self, advancedTo: needed.offset)
         readSliceFill(fill, exchange: exchange)
         return true
     }
 
     private func leaveSliceFill(_ fill: Fill, exchange: Exchange) {
-        exchange.fill = nil
         exchange.take(.sliceFillLeft(alone: false))
-        exchange.sliceFillEnd = nil
-        exchange.fillPosition = 0
-        exchange.fillBlockRead = nil
-        exchange.checkedFillBlock = nil
         fill.detach(self)
     }
 
@@ -422,7 +419,7 @@ extension ClientConnection {
             queueBody(bytes, from: offset, count: count, exchange: exchange)
         case .file:
             // From the disk tier: sent as its blocks are checked, then the walk goes on.
-            startDiskBody(stored, first: offset, count: count, exchange: exchange, then: .slices)
+            startDiskBody(stored, first: offset, count: count, exchange: exchange)
             return
         case .memoryFile(let file, _):
             queueBody(file: file, offset: Int64(offset), count: count, exchange: exchange)

@@ -8,9 +8,10 @@ import LarderIO
 /// that was not checked.
 extension ClientConnection {
     /// Starts sending body bytes `first..<first + count` of `stored` (a file-backed body); the
-    /// framing is already set. `then` says what follows the last byte.
-    func startDiskBody(_ stored: StoredResponse, first: Int, count: Int, exchange: Exchange, then: DiskBodyStream.Next) {
-        exchange.diskBody = DiskBodyStream(stored: stored, first: first, count: count, then: then)
+    /// framing is already set. The exchange's state says what follows the last byte: the
+    /// finish, or a sliced answer's next slice.
+    func startDiskBody(_ stored: StoredResponse, first: Int, count: Int, exchange: Exchange) {
+        exchange.take(.diskBodyStarted(DiskBodyStream(stored: stored, first: first, count: count)))
         pumpDiskBody(exchange)
     }
 
@@ -19,7 +20,7 @@ extension ClientConnection {
         guard var stream = exchange.diskBody, let block = stream.blockToRead(pendingOutput: output.pendingBytes) else { return }
         let token = proxy.park(self)
         stream.reading = token
-        exchange.diskBody = stream
+        exchange.updateDiskBody(stream)
         let handle = proxy.loop.handle
         proxy.shared.cache.readBlock(of: stream.stored, block: block) { read in
             handle.execute { loop in
@@ -37,14 +38,14 @@ extension ClientConnection {
             return
         }
         let part = stream.take(block: block, count: bytes.count)
-        exchange.diskBody = stream
+        exchange.updateDiskBody(stream)
         queueBody(bytes, from: part.offset, count: part.count, exchange: exchange)
         proxy.shared.stats[.bytesFromCache].add(part.count)
         if stream.isDone {
-            exchange.diskBody = nil
-            switch stream.then {
+            switch exchange.take(.diskBodyEnded) {
             case .finish: finishExchange()
-            case .slices: pumpSlices(exchange)
+            case .walkSlices: pumpSlices(exchange)
+            default: break
             }
         } else {
             pumpDiskBody(exchange)
@@ -58,7 +59,6 @@ extension ClientConnection {
         proxy.logger.warning(
             "a disk cache entry failed its check while being sent; the response ends incomplete",
             metadata: ["url": "\(proxy.loggable(exchange.key?.url ?? "-"))"])
-        exchange.diskBody = nil
         exchange.slices = nil
         exchange.failure = .disk
         endIncomplete(exchange)

@@ -27,7 +27,7 @@ extension ClientConnection {
     }
 
     /// Queues a stored response: its prepared head, the per-hit fields, and the body by
-    /// reference (a disk-tier body over one block starts ``startDiskBody(_:first:count:exchange:then:)``,
+    /// reference (a disk-tier body over one block starts ``startDiskBody(_:first:count:exchange:)``,
     /// which ends the exchange); or a 206 slice of it, or a 416.
     func queueStored(_ stored: StoredResponse, exchange: Exchange, range: RangeRequest.Resolution, now: Double) {
         let age = Int(stored.currentAge(now: now))
@@ -71,7 +71,7 @@ extension ClientConnection {
             case .file:
                 // From the disk tier: sent as its blocks are checked, never straight from the file.
                 exchange.framing = .length(count)
-                startDiskBody(stored, first: first, count: count, exchange: exchange, then: .finish)
+                startDiskBody(stored, first: first, count: count, exchange: exchange)
                 return
             case .memoryFile(let file, _):
                 output.appendFile(file, offset: Int64(first), count: Int64(count))
@@ -103,55 +103,6 @@ extension ClientConnection {
         head.via()
         head.cacheStatus(exchange.cacheStatus)
         queueHead(head, length: 0, exchange: exchange)
-    }
-
-    /// Queues the head of a response coming from upstream and picks its framing.
-    func queueFillHead(_ head: ResponseHead, fill: Fill, exchange: Exchange) {
-        if let slice = exchange.slice, let length = fill.contentLength {
-            var start = ResponseHeadWriter(status: 206, capacity: 512)
-            start.fields(head.headers)
-            start.field("Content-Range", "bytes \(slice.first)-\(slice.last)/\(length)")
-            start.via()
-            output.append(start.bytes)
-        } else if let prepared = fill.preparedClientHead {
-            // Status line, fields and Via, serialized once for the memory and disk entries
-            // too: queued by reference, as a hit's head is.
-            output.append(prepared.bytes)
-        } else {
-            var start = ResponseHeadWriter(status: head.status, reason: head.reason, capacity: 512)
-            start.fields(head.headers)
-            start.via()
-            output.append(start.bytes)
-        }
-        // The framing this response goes out with, then the per-response fields written in
-        // place into the loop's scratch buffer (no array of their own).
-        var length: Int?
-        var chunked = false
-        if let slice = exchange.slice {
-            exchange.framing = .length(slice.last - slice.first + 1)
-            length = slice.last - slice.first + 1
-        } else if head.hasNoBody(for: exchange.head.method) {
-            exchange.framing = .none
-            // HEAD and 304 may carry the length of the representation (RFC 9110 §8.6).
-            if head.status != 204 { length = fill.announcedLength }
-        } else if let contentLength = fill.contentLength {
-            exchange.framing = .length(contentLength)
-            length = contentLength
-        } else if exchange.head.version == .http1_1 {
-            exchange.framing = .chunked
-            chunked = true
-        } else {
-            // An HTTP/1.0 client with no length to tell: the end of the body is the close.
-            exchange.framing = .close
-        }
-        let cacheStatus = exchange.cacheStatus
-        let connection = connectionField(exchange)
-        output.append(using: &proxy.scratch, capacity: 64 + ResponseHeadWriter.endCapacity + cacheStatus.renderedCapacity) { buffer in
-            var writer = ByteWriter(buffer)
-            cacheStatus.appendField(to: &writer)
-            ResponseHeadWriter.writeEnd(length: length, chunked: chunked, connection: connection, into: &writer)
-            return writer.count
-        }
     }
 
     /// Queues body bytes from a fill chunk (by reference), framed as the head announced.

@@ -7,29 +7,19 @@ import LarderCache
 /// wait in the output, so a connection holds about two blocks at most, however slowly its
 /// client reads. A value owned by its exchange, on its connection's loop.
 struct DiskBodyStream {
-    /// What follows the last byte.
-    enum Next {
-        /// The response is complete.
-        case finish
-        /// A sliced answer goes on to its next slice.
-        case slices
-    }
-
     /// The stored response; its body is a file range.
     let stored: StoredResponse
     /// The next body byte to queue, and the end of those to send.
     private(set) var next: Int
     let end: Int
-    let then: Next
     /// The block being read on the reader thread (the parking token its answer comes back
     /// with), if one is.
     var reading: Int?
 
-    init(stored: StoredResponse, first: Int, count: Int, then: Next) {
+    init(stored: StoredResponse, first: Int, count: Int) {
         self.stored = stored
         next = first
         end = first + count
-        self.then = then
     }
 
     /// Every byte is queued.

@@ -21,10 +21,16 @@ extension Exchange {
         /// A disk entry is being checked on the reader thread; the decision resumes after.
         case awaitingDisk
         /// Attached to an upstream fill (its own or a shared one), no response head queued yet;
-        /// `since` is when it attached (for coalesce.wait_timeout).
-        case readingFill(since: UInt64)
-        /// The response head is queued; the body follows (from a fill).
-        case responding
+        /// the attachment says when it attached (for coalesce.wait_timeout) and where it reads.
+        case readingFill(FillAttachment)
+        /// The fill's response head is queued; its body follows from the attachment's position.
+        case responding(FillAttachment)
+        /// A stored body from the disk tier is sent a checked block at a time; the exchange
+        /// finishes with its last block.
+        case streamingDisk(DiskBodyStream)
+        /// Answered otherwise than from the fill it left (a stored response in memory, a
+        /// generated answer, or a body ended short): the finish follows.
+        case answering
         /// Answered from an object's slices (`cache.slice_size`), one at a time, each from the
         /// tiers or a slice fill (``SlicePlan`` says where it is within).
         case slicing(SliceProgress)
@@ -40,8 +46,10 @@ extension Exchange {
         var headQueued = false
         /// The stored slice being looked at, as the reader thread's check of it goes.
         var disk = SliceCheck.none
-        /// When it attached to its current slice fill (for coalesce.wait_timeout).
-        var fillSince: UInt64 = 0
+        /// The slice fill being read, if one is.
+        var fill: FillAttachment?
+        /// A stored slice's body being sent from the disk tier block by block.
+        var diskBody: DiskBodyStream?
         /// The current slice is fetched alone (its shared fill released it, or timed out).
         var alone = false
     }
@@ -57,7 +65,8 @@ extension Exchange {
 
     /// The payload-free name of a ``State``.
     enum Stage: Equatable, CaseIterable {
-        case routing, awaitingRequestBody, lookingUp, awaitingDisk, readingFill, responding, slicing, tunnelling, finished
+        case routing, awaitingRequestBody, lookingUp, awaitingDisk, readingFill, responding, streamingDisk, answering, slicing
+        case tunnelling, finished
     }
 
     /// What moves an exchange on.
@@ -75,13 +84,23 @@ extension Exchange {
         case diskCheckStarted
         /// The reader thread answered: the entry, when it is sound and was read for this request.
         case diskChecked(StoredResponse?)
-        /// Attached to a fill for the whole object (a slice walk that turned out to be one).
-        case attached
+        /// Attached to a fill for the whole object (its own or a shared one).
+        case attached(Fill)
         /// A sliced answer attached to the fill of one slice.
-        case sliceFillAttached
+        case sliceFillAttached(Fill)
+        /// The slice fill's answer is the whole object (or an error): it is read as an ordinary
+        /// fill's response from here.
+        case sliceFillWhole
         /// A sliced answer left the fill of one slice: `alone`, the slice is fetched again
         /// without attaching to a shared fill.
         case sliceFillLeft(alone: Bool)
+        /// The exchange left its fill to answer otherwise (the stored response a 304 refreshed
+        /// or a stale one, an error, a body ended short).
+        case fillLeft
+        /// A stored body over one block started from the disk tier.
+        case diskBodyStarted(DiskBodyStream)
+        /// The disk body's last block is queued.
+        case diskBodyEnded
         /// The object turned out to be stored (or fetched) in slices.
         case slicesBegun
         /// The head of a sliced answer was queued.
@@ -91,6 +110,9 @@ extension Exchange {
         case released(alone: Bool)
         /// A fill's response head (or a 304/416 in its place) was queued.
         case headQueued
+        /// The fill read has news for this reader (``FillNews``): a head, body, an end, or
+        /// room in the client's output.
+        case fillProgressed(FillNews)
         /// Done (answered, or the connection closed).
         case finished
     }
@@ -113,6 +135,23 @@ extension Exchange {
         case walkSlices
         /// Send the response body.
         case sendBody
+        /// Answer without the fill (from the store, or with an error).
+        case respond
+        /// Nothing to do until the fill or the client's output moves.
+        case wait
+        /// Queue the fill's response head (or the 304, 416 or 206 it makes for this request).
+        case queueHead
+        /// Answer with the stored response the fill produced, leaving it: a 304-refreshed copy,
+        /// or a stale one standing in for a failed origin.
+        case answerFromStore(stale: Bool)
+        /// Queue the fill's body bytes from the attachment's position up to this one, as the
+        /// output has room.
+        case sendBytes(upTo: Int)
+        /// Every byte this client gets is queued (`lastChunk`: end a chunked body first).
+        case finishBody(lastChunk: Bool)
+        /// The fill failed this reader: before its head an error answer, after it an
+        /// incomplete body (RFC 9112 §8).
+        case fail(FillNews.Failure)
         /// Log the exchange, leave its fill, decide on keep-alive.
         case finish
     }
@@ -120,6 +159,9 @@ extension Exchange {
     /// The state and action `event` leads to from `state` at `now` (the loop's clock), or nil
     /// when the design has no such step.
     static func step(_ state: State, on event: Event, now: UInt64) -> (state: State, action: Action)? {
+        // A reader's steps come once or more per batch of body bytes: decided on the state
+        // alone, without building the pair the other steps match on.
+        if case .fillProgressed(let news) = event { return read(news, in: state) }
         switch (state, event) {
         case (.finished, _):
             return nil
@@ -137,14 +179,15 @@ extension Exchange {
             return (.awaitingDisk, .waitForDisk)
         case (.awaitingDisk, .diskChecked(let entry)):
             return (.lookingUp(checked: entry, alone: false), .lookUp)
-        case (.lookingUp, .attached):
-            return (.readingFill(since: now), .readFill)
+        case (.lookingUp, .attached(let fill)):
+            return (.readingFill(FillAttachment(fill, since: now)), .readFill)
         case (.lookingUp, .slicesBegun):
             return (.slicing(SliceProgress()), .walkSlices)
-        case (.slicing(var progress), .sliceFillAttached):
-            progress.fillSince = now
+        case (.slicing(var progress), .sliceFillAttached(let fill)):
+            progress.fill = FillAttachment(fill, since: now)
             return (.slicing(progress), .walkSlices)
         case (.slicing(var progress), .sliceFillLeft(let alone)):
+            progress.fill = nil
             progress.alone = alone
             return (.slicing(progress), .walkSlices)
         case (.slicing(var progress), .diskCheckStarted):
@@ -158,14 +201,48 @@ extension Exchange {
         case (.slicing(var progress), .sliceHeadQueued):
             progress.headQueued = true
             return (.slicing(progress), .sendBody)
-        // No slice stored after all, or the origin answered a slice request whole: an
-        // ordinary fill's response from here (waiting since the slice fill attached).
-        case (.slicing(let progress), .attached):
-            return (.readingFill(since: progress.fillSince), .readFill)
+        // The origin answered a slice request whole (or with an error): an ordinary fill's
+        // response from here, waiting since the slice fill attached.
+        case (.slicing(let progress), .sliceFillWhole):
+            guard let attachment = progress.fill else { return nil }
+            return (.readingFill(attachment), .readFill)
+        // No slice stored after all: the whole object is fetched.
+        case (.slicing, .attached(let fill)):
+            return (.readingFill(FillAttachment(fill, since: now)), .readFill)
+        case (.slicing(var progress), .diskBodyStarted(let stream)):
+            guard progress.diskBody == nil else { return nil }
+            progress.diskBody = stream
+            return (.slicing(progress), .sendBody)
+        case (.slicing(var progress), .diskBodyEnded):
+            guard progress.diskBody != nil else { return nil }
+            progress.diskBody = nil
+            return (.slicing(progress), .walkSlices)
         case (.readingFill, .released(let alone)):
             return (.lookingUp(checked: nil, alone: alone), .forward)
-        case (.readingFill, .headQueued):
-            return (.responding, .sendBody)
+        case (.readingFill(let attachment), .headQueued):
+            return (.responding(attachment), .sendBody)
+        case (.readingFill, .fillLeft), (.responding, .fillLeft):
+            return (.answering, .respond)
+        case (.lookingUp, .diskBodyStarted(let stream)), (.answering, .diskBodyStarted(let stream)):
+            return (.streamingDisk(stream), .sendBody)
+        case (.streamingDisk, .diskBodyEnded):
+            return (.answering, .finish)
+        default:
+            return nil
+        }
+    }
+
+    /// A fill's reader's step on the fill's news: before its head (``FillNews/beforeHead()``),
+    /// after it (``FillNews/afterHead(position:blockPending:)``); nil in any other state.
+    private static func read(_ news: FillNews, in state: State) -> (state: State, action: Action)? {
+        switch state {
+        case .readingFill(let attachment):
+            let next = news.beforeHead()
+            return (next.leaves ? .answering : .readingFill(attachment), next.action)
+        case .responding(let attachment):
+            let action = news.afterHead(position: attachment.position, blockPending: attachment.isReadingBlock)
+            if case .fail = action { return (.answering, action) }
+            return (.responding(attachment), action)
         default:
             return nil
         }
@@ -183,16 +260,19 @@ extension Exchange {
         case .awaitingDisk: .awaitingDisk
         case .readingFill: .readingFill
         case .responding: .responding
+        case .streamingDisk: .streamingDisk
+        case .answering: .answering
         case .slicing: .slicing
         case .tunnelling: .tunnelling
         case .finished: .finished
         }
     }
 
-    /// The response head is queued (a fill's response is streaming, or a sliced answer's).
+    /// The response head is queued (a fill's response is streaming, a stored body from disk,
+    /// or a sliced answer's).
     var headSent: Bool {
         switch state {
-        case .responding: true
+        case .responding, .streamingDisk: true
         case .slicing(let progress): progress.headQueued
         default: false
         }
@@ -217,11 +297,5 @@ extension Exchange {
     }
 
     /// When the exchange attached to the fill it waits on (for coalesce.wait_timeout).
-    var waitStart: UInt64 {
-        switch state {
-        case .readingFill(let since): since
-        case .slicing(let progress): progress.fillSince
-        default: 0
-        }
-    }
+    var waitStart: UInt64 { attachment?.since ?? 0 }
 }

@@ -22,8 +22,6 @@ final class Exchange {
     var body: RequestBodyReader?
     /// A malformed request body found while streaming it upstream.
     var bodyError: HTTPParseError?
-    /// Set when the upstream wanted body bytes that had not arrived yet.
-    var upstreamWaitsForBody = false
 
     var status = 0
     var outcome: RequestOutcome = .miss
@@ -53,10 +51,8 @@ final class Exchange {
     /// The bytes of the body this client gets (a 206), once decided.
     var slice: (first: Int, last: Int)?
 
-    var fill: Fill?
     /// The connection moved here from another loop to join this loop's fill; it moves once.
     let moved: Bool
-    var fillPosition = 0
     /// Set when released from a fill for another variant: this request's values for its Vary.
     var variant: [String: String]?
     /// For `dedup = "always"`: the request body read in full before the fill key is known.
@@ -78,18 +74,6 @@ final class Exchange {
     var customKey: String?
     /// An answer assembled from slices, and where it is.
     var slices: SlicePlan?
-    /// Within the slice fill being read: where the client's bytes end (nil until its head
-    /// was checked).
-    var sliceFillEnd: Int?
-    /// A disk-tier body being sent a checked block at a time.
-    var diskBody: DiskBodyStream?
-    /// A block of a fill's disk file being read and checked on the reader thread, for a client
-    /// that fell behind the fill's memory: the parking token its answer comes back with, the
-    /// fill and the block.
-    var fillBlockRead: (token: Int, fill: Fill, block: FillData.Block)?
-    /// Such a block once checked: the fill, the body position of its first byte and its bytes,
-    /// queued as the client gets to them.
-    var checkedFillBlock: (fill: Fill, start: Int, bytes: [UInt8])?
 
     init(head: consuming RequestHead, startNanos: UInt64, runtime: RuntimeConfig, moved: Bool = false) {
         keepAlive = head.keepAlive
@@ -125,6 +109,51 @@ final class Exchange {
             return checked
         default:
             return nil
+        }
+    }
+
+    /// The fill the exchange reads and where it is in it, as its state carries it.
+    var attachment: FillAttachment? {
+        switch state {
+        case .readingFill(let attachment), .responding(let attachment): attachment
+        case .slicing(let progress): progress.fill
+        default: nil
+        }
+    }
+
+    /// The fill the exchange reads, if any.
+    var fill: Fill? { attachment?.fill }
+
+    /// Changes the fill attachment the state carries (nothing when none does).
+    func updateAttachment(_ change: (FillAttachment) -> Void) {
+        if let attachment { change(attachment) }
+    }
+
+    /// The upstream transfer waits for request body bytes that had not arrived yet.
+    var upstreamWaitsForBody: Bool {
+        get { attachment?.bodyWanted ?? false }
+        set { attachment?.bodyWanted = newValue }
+    }
+
+    /// A disk-tier body being sent a checked block at a time, as the state carries it.
+    var diskBody: DiskBodyStream? {
+        switch state {
+        case .streamingDisk(let stream): stream
+        case .slicing(let progress): progress.diskBody
+        default: nil
+        }
+    }
+
+    /// Puts the disk body's progress back into the state that carries it.
+    func updateDiskBody(_ stream: DiskBodyStream) {
+        switch state {
+        case .streamingDisk:
+            state = .streamingDisk(stream)
+        case .slicing(var progress) where progress.diskBody != nil:
+            progress.diskBody = stream
+            state = .slicing(progress)
+        default:
+            break
         }
     }
 
