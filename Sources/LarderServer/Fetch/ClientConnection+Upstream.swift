@@ -140,7 +140,7 @@ extension ClientConnection: RequestBodySource {
         options.ownSelectors = sendsOwnSelectors(exchange)
         let fill = Fill(
             key: key, coalesceKey: coalesceKey, request: request, requestHeaders: head.headers,
-            dedupAlways: exchange.route?.dedup == .always, options: options, runtime: runtime, proxy: proxy)
+            dedupAlways: exchange.route?.dedup == .always, options: options, settings: runtime.fill, proxy: proxy)
         if let buffered = exchange.bufferedBody, exchange.requestBodyComplete {
             fill.ownedBodySource = BufferedBody(buffered)
         } else if body != nil {
@@ -174,7 +174,7 @@ extension ClientConnection: RequestBodySource {
             validating: options.validating, stripRange: true)
         let fill = Fill(
             key: stored.key, coalesceKey: key, request: request, requestHeaders: head.headers, dedupAlways: false,
-            options: options, runtime: exchange.runtime, proxy: proxy)
+            options: options, settings: exchange.runtime.fill, proxy: proxy)
         _ = proxy.coalescer.claimOrFindOtherLoop(key)  // as before: a refresh runs wherever it started
         proxy.coalescer.register(fill)
         proxy.shared.stats[.backgroundRefreshes].add(1)
