@@ -90,6 +90,18 @@ public struct StoreSink {
         self.wholeLimit = wholeLimit
     }
 
+    /// A sink that keeps the body whole, to be stored as `whole` (and on disk with
+    /// `pendingDiskHead`, when there is a disk tier).
+    init(cache: TieredCache, entry: Entry, wholeLimit: Int, whole: WholeEntry, pendingDiskHead: DiskEntryFormat.Head?) {
+        self.cache = cache
+        self.entry = entry
+        self.wholeLimit = wholeLimit
+        self.whole = whole
+        self.pendingDiskHead = pendingDiskHead
+        stores = true
+        keepsWhole = true
+    }
+
     /// The stored head, when clients are sent it too.
     public var preparedClientHead: StoredResponse.PreparedHead? {
         whole?.isClientHead == true ? whole?.head : nil

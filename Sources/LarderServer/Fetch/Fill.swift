@@ -140,6 +140,7 @@ final class Fill: UpstreamTransferDelegate {
     /// still in memory, or the bytes dropped from memory readable from the disk file.
     var acceptsLateReaders: Bool {
         guard shareable, outcome == nil, !diskCopyDamaged else { return false }
+        let backing = backing
         return buffer.holdsFromStart(backing)
     }
 
@@ -242,6 +243,9 @@ final class Fill: UpstreamTransferDelegate {
 
     /// Drops what no reader needs from memory, then resumes a paused transfer.
     func trimAndResume() {
+        // Read before the buffer is: an argument read from the fill while the buffer is being
+        // accessed makes the compiler copy the whole buffer first.
+        let backing = backing
         buffer.trim(backing)
         if buffer.paused, !buffer.mustPause(backing) {
             buffer.paused = false
@@ -388,6 +392,7 @@ final class Fill: UpstreamTransferDelegate {
 
     func upstreamDidReceiveBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
         guard case .take = step(.body).action else { return false }
+        let backing = backing
         if buffer.mustPause(backing) {
             buffer.paused = true
             watchWriteBacklog()

@@ -203,7 +203,16 @@ final class ProxyLoop {
             }
             return idleStampCounter
         }
-        idleQueue.append((ObjectIdentifier(connection), idleStampCounter))
+        let id = ObjectIdentifier(connection)
+        if idleHead < idleQueue.count, idleQueue[idleQueue.count - 1].id == id {
+            // Idle again before any other connection was: its entry is still the newest and
+            // keeps its place, stamped anew, instead of leaving a stale one behind.
+            idleQueue[idleQueue.count - 1].stamp = idleStampCounter
+        } else {
+            idleQueue.append((id, idleStampCounter))
+            // Stale entries are dropped as the queue grows, by the work that grew it.
+            if idleQueue.count - idleHead > 2 * connections.count + 1024 { compactIdleQueue() }
+        }
         return idleStampCounter
     }
 
@@ -362,7 +371,6 @@ final class ProxyLoop {
                 for tunnel in Array(proxy.tunnels.values) { tunnel.checkIdle(now: now, timeout: idle) }
             }
             proxy.coalescer.sweep()
-            proxy.compactIdleQueue()
             proxy.scheduleSweep()
         }
     }

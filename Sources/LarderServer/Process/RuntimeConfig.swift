@@ -22,6 +22,8 @@ public final class RuntimeConfig: Sendable {
     let negativeTTL: Double
     /// What every fill started under this configuration reads of it.
     let fill: FillSettings
+    /// `proxy.setup_host`'s length in bytes (0: no setup page), which most hosts differ from.
+    let setupHostLength: Int
 
     /// The key a GET for `url` is stored under: its route's (purges find an entry a route keyed
     /// its own way).
@@ -40,5 +42,6 @@ public final class RuntimeConfig: Sendable {
         idleTimeout = config.proxy.idleTimeout.totalNanoseconds
         fill = FillSettings(config)
         negativeTTL = fill.negativeTTL
+        setupHostLength = config.proxy.setupHost.utf8.count
     }
 }

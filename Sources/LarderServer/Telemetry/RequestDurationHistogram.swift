@@ -49,6 +49,8 @@ final class RequestDurationHistogram: Sendable {
     /// Per result, one per bound, then one for everything above the last: result `r`'s bucket
     /// `i` is at `r * (bounds.count + 1) + i`.
     private let buckets: [AtomicCounter]
+    /// `bounds.count + 1`: how far apart two results' buckets are.
+    private let stride: Int
     private let sums: [AtomicCounter]
 
     init() {
@@ -60,6 +62,7 @@ final class RequestDurationHistogram: Sendable {
         ]
         bounds = table.map(\.0)
         labels = table.map(\.1)
+        stride = table.count + 1
         buckets = (0..<(Answer.allCases.count * (table.count + 1))).map { _ in AtomicCounter() }
         sums = Answer.allCases.map { _ in AtomicCounter() }
     }
@@ -67,10 +70,13 @@ final class RequestDurationHistogram: Sendable {
     /// Counts one request that took `nanoseconds`, answered as `result`.
     func record(nanoseconds: UInt64, result: Answer = .other) {
         let value = Int(clamping: nanoseconds)
-        var index = 0
         // Most requests land in the first buckets: a scan from the bottom beats a binary search.
-        while index < bounds.count && value > bounds[index] { index += 1 }
-        buckets[result.rawValue * (bounds.count + 1) + index].add(1)
+        let index = bounds.withUnsafeBufferPointer { bounds in
+            var index = 0
+            while index < bounds.count && value > bounds[index] { index += 1 }
+            return index
+        }
+        buckets[result.rawValue &* stride &+ index].add(1)
         sums[result.rawValue].add(value)
     }
 
