@@ -39,11 +39,13 @@ extension TieredCache {
         var stored = head.headers
         stored.remove("Age")
         let vary = VaryMatcher.values(for: head.headers, request: entry.requestHeaders)
-        var diskHead = DiskEntryFormat.Head(
-            key: entry.key.url, status: head.status, reason: head.reason, requestTime: entry.requestTime,
-            responseTime: entry.responseTime, vary: vary, headers: stored, url: entry.url)
-        // Each case builds its sink in one go, moving the parts in: the sink is large, and a
-        // copy of it (or of its parts) costs every miss that stores.
+        // Built where a case needs it, and moved in: a copy of it costs every miss that stores.
+        let (url, storedURL, requestTime, responseTime) = (entry.key.url, entry.url, entry.requestTime, entry.responseTime)
+        func diskHead() -> DiskEntryFormat.Head {
+            DiskEntryFormat.Head(
+                key: url, status: head.status, reason: head.reason, requestTime: requestTime, responseTime: responseTime,
+                vary: vary, headers: stored, url: storedURL)
+        }
         switch plan.action {
         case .whole:
             let whole = StoreSink.WholeEntry(
@@ -54,15 +56,16 @@ extension TieredCache {
                 head: StoredResponse.serializeHead(status: head.status, reason: head.reason, headers: stored),
                 isClientHead: stored.count == head.headers.count)
             return StoreSink(
-                cache: self, entry: entry, wholeLimit: plan.wholeLimit, whole: whole, pendingDiskHead: disk != nil ? diskHead : nil)
+                cache: self, entry: entry, wholeLimit: plan.wholeLimit, whole: whole, pendingDiskHead: disk != nil ? diskHead() : nil)
         case .streamed:
             var sink = StoreSink(cache: self, entry: entry, wholeLimit: plan.wholeLimit)
-            sink.startDiskWrite(diskHead, chunks: [])
+            sink.startDiskWrite(diskHead(), chunks: [])
             sink.stores = sink.diskWrite != nil
             return sink
         case .slice:
             guard let index = entry.sliceIndex else { return StoreSink() }
             let key = entry.key.slice(index)
+            var diskHead = diskHead()
             diskHead.key = key.url
             diskHead.status = 206
             guard let write = beginDiskWrite(key: key, head: diskHead, expectedLength: entry.contentLength) else { return StoreSink() }
@@ -71,6 +74,7 @@ extension TieredCache {
             sink.stores = true
             return sink
         case .slices:
+            var diskHead = diskHead()
             diskHead.status = 206
             diskHead.reason = HTTPStatus.reason(206)
             let write = SlicedDiskWrite(

@@ -393,7 +393,8 @@ final class Fill: UpstreamTransferDelegate {
     func upstreamDidReceiveBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
         guard case .take = step(.body).action else { return false }
         let backing = backing
-        if buffer.mustPause(backing) {
+        // A body kept whole never pauses: asked only otherwise (the call copies the buffer).
+        if !backing.keepsWhole, buffer.mustPause(backing) {
             buffer.paused = true
             watchWriteBacklog()
             return false

@@ -135,9 +135,10 @@ struct UpstreamFetch {
     /// The next step after `event`: pure but for `spendRetry`, which takes a retry from the
     /// budget shared by all loops (false: refused, the failure is final). `now` is the wall
     /// clock in seconds (Retry-After, stale-if-error), `random` in 0..<1 (the retry's jitter);
-    /// both, and `canResend`, are read only by the steps that need them.
+    /// these, `options` and `canResend` are read only by the steps that need them (a fill's
+    /// options are copied to be read: not for every body chunk).
     mutating func step(
-        on event: Event, options: FillOptions, canResend: @autoclosure () -> Bool, settings: FillSettings,
+        on event: Event, options: @autoclosure () -> FillOptions, canResend: @autoclosure () -> Bool, settings: FillSettings,
         now: @autoclosure () -> Double, random: @autoclosure () -> Double, spendRetry: (RetryPolicy.Reason) -> Bool
     ) -> Step {
         switch (phase, event) {
@@ -148,6 +149,7 @@ struct UpstreamFetch {
                 phase = .receivingBody
                 return Step(action: .accept(failure: nil))
             }
+            let options = options()
             let action = AttemptPlanner.afterStatus(
                 status, retryAfter: retryAfter, facts: facts(options: options, canResend: canResend()), policy: options.retry,
                 now: now(), random: random())
@@ -161,6 +163,7 @@ struct UpstreamFetch {
             return Step(action: .complete)
         case (.awaitingHead, .error(let error)):
             transfer = nil
+            let options = options()
             let (action, unreachable) = AttemptPlanner.afterError(
                 error, facts: facts(options: options, canResend: canResend()), policy: options.retry, random: random())
             let parentDown = unreachable ? currentParent : nil

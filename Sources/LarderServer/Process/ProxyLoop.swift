@@ -127,7 +127,11 @@ final class ProxyLoop {
 
     var logger: Logger { shared.logger }
     var connectionCount: Int { connections.count }
-    var isDraining: Bool { life != .running }
+    /// Read for every response head: a match on the case, not the enum's `==`.
+    var isDraining: Bool {
+        if case .running = life { return false }
+        return true
+    }
 
     /// Starts accepting on `socket`.
     func listen(on socket: Socket, kind: Listener.Kind) throws(SystemError) {
