@@ -128,7 +128,7 @@ public struct StoreSink {
         slicedWrite?.append(chunk)
         guard keepsWhole, received > wholeLimit else { return false }
         keepsWhole = false
-        if let pendingDiskHead = parts?.pendingDiskHead { startDiskWrite(pendingDiskHead, chunks: chunks) }
+        if let pendingDiskHead = parts?.pendingDiskHead.take() { startDiskWrite(pendingDiskHead, chunks: chunks) }
         stores = diskWrite != nil
         return true
     }
@@ -165,7 +165,8 @@ public struct StoreSink {
                 freshnessLifetime: whole.lifetime, correctedInitialAge: whole.initialAge, cacheControl: whole.cacheControl,
                 preparedHead: whole.head)
             cache.memory.insert(stored)
-            if let pendingDiskHead = parts.pendingDiskHead { queue.add(stored, body: body, head: pendingDiskHead) }
+            // Moved to the queue, not copied: the head is large.
+            if let pendingDiskHead = parts.pendingDiskHead.take() { queue.add(stored, body: body, head: pendingDiskHead) }
         }
         diskWrite?.finish(expectedLength: received)
         close()
