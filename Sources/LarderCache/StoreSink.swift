@@ -7,8 +7,8 @@ import LarderIO
 /// the entry's own, or one per slice). The fill hands it each chunk as it arrives and the
 /// end; it never picks a tier.
 ///
-/// State: loop-confined to the fill's loop, held by the fill as a value (opening one allocates
-/// only the disk writes it starts).
+/// State: loop-confined to the fill's loop, held by the fill as a value (opening one that
+/// stores allocates its ``Parts`` and the disk writes it starts).
 public struct StoreSink {
     /// What the entry is stored as, beyond the response head.
     public struct Entry: Sendable {
@@ -59,18 +59,32 @@ public struct StoreSink {
         let isClientHead: Bool
     }
 
+    /// What the response is stored as, by reference: the sink is a value inside its fill, and
+    /// these parts are large enough that moving them with it cost a miss more than allocating
+    /// them once. Shared by copies of the sink, which nothing makes.
+    final class Parts {
+        let entry: Entry
+        /// What a body kept whole is stored with.
+        let whole: WholeEntry?
+        /// The disk head of a body kept whole, written in one piece when complete (one append
+        /// per miss instead of a write per chunk).
+        var pendingDiskHead: DiskEntryFormat.Head?
+
+        init(entry: Entry, whole: WholeEntry?, pendingDiskHead: DiskEntryFormat.Head?) {
+            self.entry = entry
+            self.whole = whole
+            self.pendingDiskHead = pendingDiskHead
+        }
+    }
+
     let cache: TieredCache?
-    let entry: Entry?
+    let parts: Parts?
     /// Whether the response goes to a tier when complete (decided when the head arrived).
     public internal(set) var stores = false
     /// The body stays whole in the fill until it ends, to be stored in one piece.
     public internal(set) var keepsWhole = false
     /// A body of unknown length kept whole is streamed to disk once past this.
     let wholeLimit: Int
-    var whole: WholeEntry?
-    /// The disk head of a body kept whole, written in one piece when complete (one append per
-    /// miss instead of a write per chunk).
-    var pendingDiskHead: DiskEntryFormat.Head?
     /// The disk entry being written while the body streams (bodies larger than what is kept
     /// whole, declared or once past it), or one slice's.
     public internal(set) var diskWrite: DiskWrite?
@@ -83,19 +97,30 @@ public struct StoreSink {
     /// A sink that stores nothing.
     public init() {
         cache = nil
-        entry = nil
+        parts = nil
         wholeLimit = 0
     }
 
     init(cache: TieredCache, entry: Entry, wholeLimit: Int) {
         self.cache = cache
-        self.entry = entry
+        parts = Parts(entry: entry, whole: nil, pendingDiskHead: nil)
         self.wholeLimit = wholeLimit
+    }
+
+    /// A sink that keeps the body whole, to be stored as `whole` (and on disk with
+    /// `pendingDiskHead`, when there is a disk tier).
+    init(cache: TieredCache, entry: Entry, wholeLimit: Int, whole: WholeEntry, pendingDiskHead: DiskEntryFormat.Head?) {
+        self.cache = cache
+        parts = Parts(entry: entry, whole: whole, pendingDiskHead: pendingDiskHead)
+        self.wholeLimit = wholeLimit
+        stores = true
+        keepsWhole = true
     }
 
     /// The stored head, when clients are sent it too.
     public var preparedClientHead: StoredResponse.PreparedHead? {
-        whole?.isClientHead == true ? whole?.head : nil
+        guard let parts, parts.whole?.isClientHead == true else { return nil }
+        return parts.whole?.head
     }
 
     /// Takes the body's next chunk, `received` bytes in all with it, `chunks` every chunk the
@@ -107,15 +132,15 @@ public struct StoreSink {
         rangeSlices?.append(chunk)
         guard keepsWhole, received > wholeLimit else { return false }
         keepsWhole = false
-        if let pendingDiskHead { startDiskWrite(pendingDiskHead, chunks: chunks) }
+        if let pendingDiskHead = parts?.pendingDiskHead.take() { startDiskWrite(pendingDiskHead, chunks: chunks) }
         stores = diskWrite != nil
         return true
     }
 
     mutating func startDiskWrite(_ head: DiskEntryFormat.Head, chunks: [[UInt8]]) {
-        pendingDiskHead = nil
-        guard let cache, let entry,
-            let write = cache.beginDiskWrite(key: entry.key, head: head, expectedLength: entry.contentLength)
+        parts?.pendingDiskHead = nil
+        guard let cache, let parts,
+            let write = cache.beginDiskWrite(key: parts.entry.key, head: head, expectedLength: parts.entry.contentLength)
         else { return }
         for chunk in chunks { write.append(chunk) }
         diskWrite = write
@@ -125,7 +150,8 @@ public struct StoreSink {
     /// memory (up to `memory.max_object_bytes`) and queued for the disk tier on `queue`; a
     /// streamed one's file is completed.
     public mutating func finish(chunks: [[UInt8]], received: Int, queue: DiskStoreQueue) {
-        if keepsWhole, let cache, let entry, let whole {
+        if keepsWhole, let cache, let parts, let whole = parts.whole {
+            let entry = parts.entry
             let body: [UInt8]
             if chunks.count == 1 {
                 body = chunks[0]
@@ -143,7 +169,8 @@ public struct StoreSink {
                 freshnessLifetime: whole.lifetime, correctedInitialAge: whole.initialAge, cacheControl: whole.cacheControl,
                 preparedHead: whole.head)
             cache.memory.insert(stored)
-            if let pendingDiskHead { queue.add(stored, body: body, head: pendingDiskHead) }
+            // Moved to the queue, not copied: the head is large.
+            if let pendingDiskHead = parts.pendingDiskHead.take() { queue.add(stored, body: body, head: pendingDiskHead) }
         }
         diskWrite?.finish(expectedLength: received)
         close()
@@ -166,7 +193,7 @@ public struct StoreSink {
 
     /// Nothing more is stored; the writes stay readable.
     public mutating func close() {
-        pendingDiskHead = nil
+        parts?.pendingDiskHead = nil
         keepsWhole = false
     }
 }

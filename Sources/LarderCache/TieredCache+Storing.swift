@@ -32,58 +32,73 @@ extension TieredCache {
     /// started for the entry, for one slice of it, for the whole slices inside a slice fill's
     /// other range, or for every slice of the object (whose older whole copy goes). A sink that stores nothing for any other plan, or when the disk
     /// tier refuses the write.
-    public func open(_ plan: StoragePlan, head: ResponseHead, cacheControl: CacheControl, entry: StoreSink.Entry) -> StoreSink {
+    public func open(
+        _ plan: StoragePlan, head: ResponseHead, cacheControl: CacheControl, entry: consuming StoreSink.Entry
+    ) -> StoreSink {
         guard plan.stores else { return StoreSink() }
-        var sink = StoreSink(cache: self, entry: entry, wholeLimit: plan.wholeLimit)
         var stored = head.headers
         stored.remove("Age")
         let vary = VaryMatcher.values(for: head.headers, request: entry.requestHeaders)
-        var diskHead = DiskEntryFormat.Head(
-            key: entry.key.url, status: head.status, reason: head.reason, requestTime: entry.requestTime,
-            responseTime: entry.responseTime, vary: vary, headers: stored, url: entry.url)
+        // Built where a case needs it, and moved in: a copy of it costs every miss that stores.
+        let (url, storedURL, requestTime, responseTime) = (entry.key.url, entry.url, entry.requestTime, entry.responseTime)
+        func diskHead() -> DiskEntryFormat.Head {
+            DiskEntryFormat.Head(
+                key: url, status: head.status, reason: head.reason, requestTime: requestTime, responseTime: responseTime,
+                vary: vary, headers: stored, url: storedURL)
+        }
         switch plan.action {
         case .whole:
-            sink.keepsWhole = true
-            sink.stores = true
-            sink.whole = StoreSink.WholeEntry(
+            let whole = StoreSink.WholeEntry(
                 status: head.status, reason: head.reason, cacheControl: cacheControl, lifetime: plan.admission.lifetime,
                 initialAge: Freshness.correctedInitialAge(
                     headers: head.headers, requestTime: entry.requestTime, responseTime: entry.responseTime),
                 vary: vary, headers: stored,
                 head: StoredResponse.serializeHead(status: head.status, reason: head.reason, headers: stored),
                 isClientHead: stored.count == head.headers.count)
-            if disk != nil { sink.pendingDiskHead = diskHead }
+            return StoreSink(
+                cache: self, entry: entry, wholeLimit: plan.wholeLimit, whole: whole, pendingDiskHead: disk != nil ? diskHead() : nil)
         case .streamed:
-            sink.startDiskWrite(diskHead, chunks: [])
+            var sink = StoreSink(cache: self, entry: entry, wholeLimit: plan.wholeLimit)
+            sink.startDiskWrite(diskHead(), chunks: [])
             sink.stores = sink.diskWrite != nil
+            return sink
         case .slice:
             guard let index = entry.sliceIndex else { return StoreSink() }
             let key = entry.key.slice(index)
+            var diskHead = diskHead()
             diskHead.key = key.url
             diskHead.status = 206
             guard let write = beginDiskWrite(key: key, head: diskHead, expectedLength: entry.contentLength) else { return StoreSink() }
+            var sink = StoreSink(cache: self, entry: entry, wholeLimit: plan.wholeLimit)
             sink.diskWrite = write
             sink.stores = true
+            return sink
         case .slicesWithin(let range):
             guard entry.sliceSize > 0 else { return StoreSink() }
+            var diskHead = diskHead()
             diskHead.status = 206
             diskHead.reason = HTTPStatus.reason(206)
             // Each slice carries its own range.
             diskHead.headers.remove("Content-Range")
-            sink.rangeSlices = SlicedDiskWrite(cache: self, key: entry.key, size: entry.sliceSize, range: range, head: diskHead)
+            let write = SlicedDiskWrite(cache: self, key: entry.key, size: entry.sliceSize, range: range, head: diskHead)
+            var sink = StoreSink(cache: self, entry: entry, wholeLimit: plan.wholeLimit)
+            sink.rangeSlices = write
             sink.stores = true
+            return sink
         case .slices:
+            var diskHead = diskHead()
             diskHead.status = 206
             diskHead.reason = HTTPStatus.reason(206)
             let write = SlicedDiskWrite(
                 cache: self, key: entry.key, size: entry.sliceSize, length: entry.contentLength ?? 0, head: diskHead)
-            sink.slicedWrite = write
             // The object's own key must not keep an older whole copy beside the new slices.
             purge(entry.key)
+            var sink = StoreSink(cache: self, entry: entry, wholeLimit: plan.wholeLimit)
+            sink.slicedWrite = write
             sink.stores = !write.hasFailed
+            return sink
         default:
             return StoreSink()
         }
-        return sink
     }
 }

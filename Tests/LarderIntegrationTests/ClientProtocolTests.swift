@@ -158,6 +158,31 @@ extension IntegrationTests {
             _ = silent
         }
 
+        @Test func aConnectionIdleAgainCountsFromItsLatestRequestWhenRoomIsMade() throws {
+            let origin = try Origin()
+            // One loop: a loop makes room only among its own connections.
+            let larder = try Larder(config: "[proxy]\nmax_connections = 2\nworkers = 1\n")
+            let busy = try RawConnection(port: larder.proxyPort)
+            let quiet = try RawConnection(port: larder.proxyPort)
+            busy.send("GET \(origin.url("/a")) HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(try busy.readResponse().status == 200)
+            quiet.send("GET \(origin.url("/b")) HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(try quiet.readResponse().status == 200)
+            // Two requests in a row on one connection, the second while it is the latest idle.
+            for path in ["/c", "/d"] {
+                busy.send("GET \(origin.url(path)) HTTP/1.1\r\nHost: x\r\n\r\n")
+                #expect(try busy.readResponse().status == 200)
+            }
+            let fresh = try RawConnection(port: larder.proxyPort)
+            fresh.send("GET \(origin.url("/e")) HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(try fresh.readResponse().status == 200)
+            // The one idle longest gave up its place; the other is still served.
+            #expect(quiet.peerClosed())
+            #expect(try larder.stats().connections.evictedIdle == 1)
+            busy.send("GET \(origin.url("/f")) HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(try busy.readResponse().status == 200)
+        }
+
         @Test func clientOutsideTheAllowListGets403() throws {
             let origin = try Origin()
             let larder = try Larder(config: "[proxy]\nallow = [\"10.0.0.0/8\"]\n")

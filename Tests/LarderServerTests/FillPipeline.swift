@@ -106,7 +106,7 @@ final class FillPipeline: @unchecked Sendable {
         let url = FillPipeline.url(path)
         return Fill(
             key: CacheKey(url), coalesceKey: coalesceKey, request: UpstreamRequest(method: .get, url: url, headers: headers),
-            requestHeaders: headers, dedupAlways: false, options: options, runtime: runtime, proxy: proxy, starter: standIn)
+            requestHeaders: headers, dedupAlways: false, options: options, settings: runtime.fill, proxy: proxy, starter: standIn)
     }
 
     /// What a client connection does for a miss: attaches `reader` to the fill in flight for

@@ -7,10 +7,12 @@ import LarderIO
 /// resolved.
 extension ClientConnection {
     /// Answers a request for `proxy.setup_host` and returns true; false for any other host.
-    /// A string comparison per request, no more, when the host is another.
+    /// Every proxied request asks: a host of another length is told apart without a string
+    /// being copied or compared.
     func answersSetupPage(_ url: AbsoluteURL, exchange: Exchange) -> Bool {
+        guard Self.mayName(hostLength: url.host.utf8.count, setupHostLength: exchange.runtime.setupHostLength) else { return false }
         let host = exchange.runtime.config.proxy.setupHost
-        guard !host.isEmpty, Self.names(url.bareHost, host) else { return false }
+        guard Self.names(url.bareHost, host) else { return false }
         exchange.outcome = .admin
         // The address this client reached, never one it wrote (Host, the request line): the
         // page and the PAC tell other programs where the proxy is.
@@ -71,6 +73,13 @@ extension ClientConnection {
     func setupPageHint(_ exchange: Exchange) -> String {
         let host = exchange.runtime.config.proxy.setupHost
         return host.isEmpty ? "" : "; then open http://\(host)/ through the proxy for the CA and each tool's setup"
+    }
+
+    /// Whether a URL's host of `hostLength` bytes, brackets included, may name a setup host of
+    /// `setupHostLength` (0: none): the bare host ``names(_:_:)`` compares is that long or one
+    /// byte longer, and two bytes shorter than the host when it is bracketed.
+    static func mayName(hostLength: Int, setupHostLength: Int) -> Bool {
+        setupHostLength > 0 && UInt(bitPattern: hostLength &- setupHostLength) <= 3
     }
 
     /// Whether `host` (lower-case) is `setupHost`, written with or without the root's trailing

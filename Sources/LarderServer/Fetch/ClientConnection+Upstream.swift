@@ -140,7 +140,7 @@ extension ClientConnection: RequestBodySource {
         options.ownContent = sendsOwnContent(exchange)
         let fill = Fill(
             key: key, coalesceKey: coalesceKey, request: request, requestHeaders: head.headers,
-            dedupAlways: exchange.route?.dedup == .always, options: options, runtime: runtime, proxy: proxy)
+            dedupAlways: exchange.route?.dedup == .always, options: options, settings: runtime.fill, proxy: proxy)
         if let buffered = exchange.bufferedBody, exchange.requestBodyComplete {
             fill.ownedBodySource = BufferedBody(buffered)
         } else if body != nil {
@@ -173,7 +173,7 @@ extension ClientConnection: RequestBodySource {
             validating: options.validating, stripRange: true)
         let fill = Fill(
             key: stored.key, coalesceKey: key, request: request, requestHeaders: head.headers, dedupAlways: false,
-            options: options, runtime: exchange.runtime, proxy: proxy)
+            options: options, settings: exchange.runtime.fill, proxy: proxy)
         _ = proxy.coalescer.claimOrFindOtherLoop(key)  // as before: a refresh runs wherever it started
         proxy.coalescer.register(fill)
         proxy.shared.stats[.backgroundRefreshes].add(1)
@@ -194,6 +194,8 @@ extension ClientConnection: RequestBodySource {
     /// request, not the object: it is neither shared with other requests nor stored.
     func sendsOwnSelectors(_ exchange: Exchange) -> Bool {
         let headers = exchange.head.headers
+        // Most requests carry neither: one pass over the names instead of a search per field.
+        guard Self.mayCarrySelectors(headers) else { return false }
         if Preconditions.hasOriginConditions(headers) { return true }
         if exchange.range != .stripped, headers.contains("Range") { return true }
         return Preconditions.hasCacheableConditions(headers) && validatingStored(exchange) == nil
@@ -209,6 +211,23 @@ extension ClientConnection: RequestBodySource {
         case .none, .contentLength(0): return false
         case .contentLength, .chunked: return true
         }
+    }
+
+    /// False only when no field of `headers` is a precondition (`If-*`) or `Range`; true may
+    /// be a field of the same shape, which the exact checks then rule out.
+    static func mayCarrySelectors(_ headers: HTTPHeaders) -> Bool {
+        var found = false
+        headers.forEachField { name, _ in
+            guard !found, name.count >= 3 else { return }
+            let first = name[0] | 0x20
+            let second = name[1] | 0x20
+            if first == UInt8(ascii: "i"), second == UInt8(ascii: "f"), name[2] == UInt8(ascii: "-") {
+                found = true
+            } else if first == UInt8(ascii: "r"), second == UInt8(ascii: "a"), name.count == 5 {
+                found = true
+            }
+        }
+        return found
     }
 
     /// What a fill for `exchange` starts with: the route's policy, ttl, retry and parents, what

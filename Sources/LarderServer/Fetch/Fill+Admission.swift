@@ -66,8 +66,9 @@ extension Fill {
     func admissionRequest(for status: Int) -> ResponseAdmission.Request {
         ResponseAdmission.Request(
             method: method, headers: requestHeaders, policy: options.policy, directives: options.requestDirectives,
-            validating: options.validating, fallback: options.fallback, staleIfErrorWindow: staleIfErrorWindow,
-            dedupAlways: dedupAlways, maxMemoryObject: maxMemoryObject, negativeTTL: negativeTTL, sharedKey: options.sharedKey,
+            validating: options.validating, fallback: options.fallback, staleIfErrorWindow: settings.staleIfError,
+            dedupAlways: dedupAlways, maxMemoryObject: settings.maxMemoryObject,
+            negativeTTL: settings.negativeTTL, sharedKey: options.sharedKey,
             holdsSuccess: options.policy == .cacheFirst && !CacheDecision.isSuccess(status) && holdsSuccess(),
             ownSelectors: options.ownSelectors, ownContent: options.ownContent, contentAddressed: options.digest != nil)
     }
@@ -86,7 +87,7 @@ extension Fill {
     func share(_ forwarded: ResponseHead, shareable: Bool) {
         self.shareable = shareable
         if !shareable {
-            proxy.coalescer.markNotShareable(self, ttl: proxy.runtime.config.coalesce.notShareableTTL.totalNanoseconds)
+            proxy.coalescer.markNotShareable(self, ttl: settings.notShareableTTL)
             // The reader the fill was made for keeps it; everyone who attached goes on alone.
             while buffer.readers.count > 1 { release(at: 1, reason: .notShareable) }
             return

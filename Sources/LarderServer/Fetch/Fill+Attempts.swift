@@ -4,34 +4,55 @@ import LarderHTTP
 import LarderIO
 import LarderUpstream
 
-/// Sending the request again, as the fetch's ``UpstreamFetch/Next`` says: on the loop's next
-/// turn (the next parent, a fresh connection after a dead pooled one) or after a delay.
+/// Sending the request again, as the fetch's step says: on the loop's next turn (the next
+/// parent, a fresh connection after a dead pooled one) or after a delay.
 extension Fill {
     /// Whether the request can go out again: its body (if any) is kept, and someone still
     /// wants the answer.
+    /// Read while the fetch takes its step: the fetch itself is not read here.
     var canResend: Bool {
-        (fetch.request.body == nil || ownedBodySource is BufferedBody) && (!buffer.readers.isEmpty || options.background)
+        (!sendsBody || ownedBodySource is BufferedBody) && (!buffer.readers.isEmpty || options.background)
     }
 
-    /// Schedules what the fetch decided after a failed attempt; returns whether another
-    /// attempt follows.
-    func carryOut(_ next: UpstreamFetch.Next) -> Bool {
-        switch next {
-        case .resendNextTurn:
-            discardAttempt()
-            proxy.loop.enqueueDeferred { [self] in
-                guard outcome == nil else { return }
-                resend()
-            }
-        case .retry(let delay):
+    /// Schedules the next attempt the fetch decided on, counting it.
+    func carryOut(_ action: UpstreamFetch.Action) {
+        switch action {
+        case .failOver:
+            proxy.shared.stats[.parentFailovers].add(1)
+            resendNextTurn()
+        case .resendOnFreshConnection:
+            proxy.shared.stats[.deadConnectionRetries].add(1)
+            resendNextTurn()
+        case .retry(let reason, let delay):
+            proxy.shared.stats.retries[reason.rawValue]?.add(1)
             discardAttempt()
             fetch.retryTimer = proxy.loop.schedule(afterNanos: delay.totalNanoseconds) { [weak self] in
                 self?.retryDue()
             }
-        case .final:
-            return false
+        case .accept, .take, .complete, .answerStale, .fail, .ignore:
+            break
         }
-        return true
+    }
+
+    /// Drops the attempt and sends again on the loop's next turn (never from inside curl's
+    /// callback).
+    private func resendNextTurn() {
+        discardAttempt()
+        proxy.loop.enqueueDeferred { [self] in
+            guard outcome == nil else { return }
+            resend()
+        }
+    }
+
+    /// Takes a retry from the budget shared by all loops; the first refusal is logged.
+    func spendRetryBudget(_ reason: RetryPolicy.Reason) -> Bool {
+        let (allowed, firstRefusal) = proxy.shared.retryBudget.tryRetry()
+        if !allowed, firstRefusal {
+            proxy.logger.warning(
+                "retry budget exhausted: failures are final until it recovers",
+                metadata: ["url": "\(proxy.loggable(key.url))", "reason": "\(reason.rawValue)"])
+        }
+        return allowed
     }
 
     /// Forgets what a failed attempt received before the next one.

@@ -19,6 +19,8 @@ final class Fill: UpstreamTransferDelegate {
     /// The coalescing key when other requests may attach.
     let coalesceKey: FillKey?
     let method: HTTPMethod
+    /// Whether the request carries a body (kept to send again only when buffered).
+    let sendsBody: Bool
     /// The headers of the request the fill was made for (Vary and Authorization checks).
     let requestHeaders: HTTPHeaders
     let dedupAlways: Bool
@@ -73,19 +75,10 @@ final class Fill: UpstreamTransferDelegate {
     var notifyScheduled = false
     /// Readers released whose (deferred) news has not reached them, by identity.
     private var releasing: [ObjectIdentifier] = []
-    let maxMemoryObject: Int
-    let finishAbandonedMax: Int
-    let rangeWholeMax: Int
-    /// `cache.slice_size`: a whole response larger than this is stored as slices (0: never).
-    let sliceSize: Int
-    /// `cache.admission` and `cache.admission_min_bytes`.
-    let admissionPolicy: AdmissionPolicy
-    let admissionMinBytes: Int
+    /// The configuration's values for fills, as they were when this one started.
+    let settings: FillSettings
     /// The doorkeeper kept this storable response out (`Cache-Status: ...; detail=admission-deferred`).
     var admissionDeferred = false
-    let staleIfErrorWindow: Double
-    /// `cache.negative_ttl`, in seconds.
-    let negativeTTL: Double
     /// What the buffer needs of the sink.
     var backing: FillBuffer.Backing {
         FillBuffer.Backing(keepsWhole: sink.keepsWhole, diskWrite: sink.diskWrite, slicedWrite: sink.slicedWrite)
@@ -107,26 +100,20 @@ final class Fill: UpstreamTransferDelegate {
 
     init(
         key: CacheKey, coalesceKey: FillKey?, request: UpstreamRequest, requestHeaders: HTTPHeaders,
-        dedupAlways: Bool, options: FillOptions, runtime: RuntimeConfig, proxy: ProxyLoop,
+        dedupAlways: Bool, options: FillOptions, settings: FillSettings, proxy: ProxyLoop,
         starter: (any UpstreamStarting)? = nil
     ) {
         self.key = key
         self.coalesceKey = coalesceKey
         method = request.method
+        sendsBody = request.body != nil
         self.requestHeaders = requestHeaders
         self.dedupAlways = dedupAlways
         self.options = options
         self.proxy = proxy
         fetch = UpstreamFetch(request: request, parents: options.parents, starter: starter ?? proxy.upstream)
         requestTime = Clocks.wallSeconds()
-        maxMemoryObject = runtime.config.memory.maxObjectBytes
-        finishAbandonedMax = runtime.config.coalesce.finishAbandonedMax
-        rangeWholeMax = runtime.config.cache.rangeWholeMax
-        sliceSize = runtime.config.cache.sliceSize
-        admissionPolicy = runtime.config.cache.admission
-        admissionMinBytes = runtime.config.cache.admissionMinBytes
-        staleIfErrorWindow = runtime.staleIfError
-        negativeTTL = runtime.negativeTTL
+        self.settings = settings
     }
 
     /// Starts the upstream transfer.
@@ -137,7 +124,16 @@ final class Fill: UpstreamTransferDelegate {
     }
 
     func attempt() {
-        fetch.send(delegate: self, shared: proxy.shared)
+        proxy.shared.stats[.upstreamRequests].add(1)
+        if let parent = fetch.currentParent { proxy.shared.parentHealth.recordAttempt(parent) }
+        fetch.send(delegate: self)
+    }
+
+    /// The fetch's step for what the transfer reported, with what it reads of this fill.
+    func step(_ event: UpstreamFetch.Event) -> UpstreamFetch.Step {
+        fetch.step(
+            on: event, options: options, canResend: canResend, settings: settings, now: Clocks.wallSeconds(),
+            random: Double.random(in: 0..<1), spendRetry: spendRetryBudget)
     }
 
     // MARK: Readers
@@ -146,6 +142,7 @@ final class Fill: UpstreamTransferDelegate {
     /// still in memory, or the bytes dropped from memory readable from the disk file.
     var acceptsLateReaders: Bool {
         guard shareable, outcome == nil, !diskCopyDamaged else { return false }
+        let backing = backing
         return buffer.holdsFromStart(backing)
     }
 
@@ -196,8 +193,8 @@ final class Fill: UpstreamTransferDelegate {
         guard method == .get, coalesceKey != nil || options.background, shareable else { return false }
         guard let head else { return true }  // decided again when the head arrives
         guard willStore, head.status == 200 || head.status == 203 || (head.status == 206 && options.slice != nil) else { return false }
-        if let contentLength { return contentLength - received <= finishAbandonedMax }
-        return received <= finishAbandonedMax
+        if let contentLength { return contentLength - received <= settings.finishAbandonedMax }
+        return received <= settings.finishAbandonedMax
     }
 
     func cancel(reason: String) {
@@ -268,6 +265,9 @@ final class Fill: UpstreamTransferDelegate {
 
     /// Drops what no reader needs from memory, then resumes a paused transfer.
     func trimAndResume() {
+        // Read before the buffer is: an argument read from the fill while the buffer is being
+        // accessed makes the compiler copy the whole buffer first.
+        let backing = backing
         buffer.trim(backing)
         if buffer.paused, !buffer.mustPause(backing) {
             buffer.paused = false
@@ -319,16 +319,20 @@ final class Fill: UpstreamTransferDelegate {
     }
 
     func upstreamDidReceiveHead(_ upstreamHead: consuming ResponseHead) {
-        fetch.headArrived(proxy.shared.parentHealth)
-        // A retryable status is retried before anyone sees it (no byte has gone to a client).
-        if RetryPolicy.reason(forStatus: upstreamHead.status) != nil,
-            carryOut(fetch.next(afterStatus: upstreamHead, method: method, options: options, canResend: canResend, key: key, proxy: proxy))
-        {
+        // A head is the parent's answer, whatever follows: it is up.
+        if fetch.phase == .awaitingHead, let parent = fetch.currentParent { proxy.shared.parentHealth.recordSuccess(parent) }
+        let status = upstreamHead.status
+        let retryAfter = RetryPolicy.reason(forStatus: status) == nil ? nil : upstreamHead.headers["Retry-After"]
+        switch step(.head(status: status, retryAfter: retryAfter)).action {
+        case .accept(let failure?):
+            proxy.shared.stats.countFinalFailure(failure == .status429 ? "429" : "5xx")
+        case .accept(nil):
+            break
+        case let retried:
+            // A retryable status is retried before anyone sees it (no byte has gone to a client).
+            carryOut(retried)
             fetch.cancelTransfer()
             return
-        }
-        if let reason = RetryPolicy.reason(forStatus: upstreamHead.status), reason != .status500 || !fetch.retryLog.isEmpty {
-            proxy.shared.stats.countFinalFailure(reason == .status429 ? "429" : "5xx")
         }
         // The origin's framing, read before the hop-by-hop strip (a `Connection` naming it).
         // Checked by the parser: a head whose Content-Length is ambiguous never gets here.
@@ -359,8 +363,8 @@ final class Fill: UpstreamTransferDelegate {
             answer: StoragePlan.Answer(
                 head: forwarded, cacheControl: cacheControl, contentLength: contentLength, announcedLength: announcedLength,
                 sliceRange: sliceRange),
-            slicing: StoragePlan.Slicing(sliceFill: options.slice != nil, size: sliceSize), key: key, policy: admissionPolicy,
-            minBytes: admissionMinBytes, now: responseTime)
+            slicing: StoragePlan.Slicing(sliceFill: options.slice != nil, size: settings.sliceSize), key: key,
+            policy: settings.admission, minBytes: settings.admissionMinBytes, now: responseTime)
         let admission = plan.admission
         if plan.action == .skip(.deferred) { admissionDeferred = true }
         if admission.invalidates { invalidate(forwarded) }
@@ -388,7 +392,7 @@ final class Fill: UpstreamTransferDelegate {
         case .whole, .streamed, .slices, .slice, .slicesWithin, .skip:
             let entry = StoreSink.Entry(
                 key: key, url: options.storedURL, requestHeaders: requestHeaders, requestTime: requestTime,
-                responseTime: responseTime, contentLength: contentLength, sliceIndex: options.slice?.index, sliceSize: sliceSize)
+                responseTime: responseTime, contentLength: contentLength, sliceIndex: options.slice?.index, sliceSize: settings.sliceSize)
             sink = proxy.shared.cache.open(plan, head: forwarded, cacheControl: cacheControl, entry: entry)
         }
         if case .pending = digestCheck { digestHoldsHead = sink.keepsWhole }
@@ -409,11 +413,14 @@ final class Fill: UpstreamTransferDelegate {
     /// small enough); otherwise they send their range upstream themselves.
     var servesRangesFromWhole: Bool {
         guard let head, head.status == 200, willStore else { return false }
-        return (contentLength ?? Int.max) <= rangeWholeMax
+        return (contentLength ?? Int.max) <= settings.rangeWholeMax
     }
 
     func upstreamDidReceiveBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        if buffer.mustPause(backing) {
+        guard case .take = step(.body).action else { return false }
+        let backing = backing
+        // A body kept whole never pauses: asked only otherwise (the call copies the buffer).
+        if !backing.keepsWhole, buffer.mustPause(backing) {
             buffer.paused = true
             watchWriteBacklog()
             return false
@@ -441,9 +448,17 @@ final class Fill: UpstreamTransferDelegate {
     }
 
     func upstreamDidFinish(_ result: Result<UpstreamSummary, UpstreamError>) {
-        fetch.transferEnded()
+        let event: UpstreamFetch.Event
         switch result {
-        case .success:
+        case .success: event = .end
+        case .failure(let error): event = .error(error)
+        }
+        let step = step(event)
+        if let parent = step.parentDown, case .error(let error) = event {
+            proxy.shared.parentUnreachable(parent, backoff: options.parentBackoff, error: "\(error)")
+        }
+        switch step.action {
+        case .complete:
             if let contentLength, contentLength != received {
                 outcome = .failure(
                     UpstreamError(kind: .truncated, message: "body ended after \(received) of \(contentLength) bytes", afterHead: true))
@@ -453,30 +468,22 @@ final class Fill: UpstreamTransferDelegate {
                 outcome = .success(())
                 sink.finish(chunks: buffer.chunks, received: received, queue: proxy.diskStores)
             }
-            if case .failure(let error)? = outcome {
-                // Failed for good as much as an error from the transfer, and counted alike.
-                proxy.shared.stats[.upstreamFailures].add(1)
-                proxy.shared.stats.countFinalFailure(error.kind.rawValue)
-            }
-        case .failure(let error):
-            if head == nil,
-                carryOut(fetch.next(after: error, method: method, options: options, canResend: canResend, key: key, proxy: proxy))
-            {
-                return
-            }
-            proxy.shared.stats[.upstreamFailures].add(1)
-            proxy.shared.stats.countFinalFailure(error.kind.rawValue)
+            // Failed for good as much as an error from the transfer, and counted alike.
+            if case .failure(let error)? = outcome { countFailure(error) }
+        case .fail(let error):
+            countFailure(error)
             outcome = .failure(error)
-            if head == nil, error.kind != .forbidden, let fallback = options.fallback,
-                CacheDecision.canServeStaleOnError(
-                    fallback, request: options.requestDirectives, window: staleIfErrorWindow, negativeTTL: negativeTTL,
-                    now: Clocks.wallSeconds())
-            {
-                staleAnswer = fallback
-                staleCause = FailureCause(error)
-                proxy.shared.stats[.staleServedOnError].add(1)
-                outcome = .success(())
-            }
+        case .answerStale(let cause):
+            if case .error(let error) = event { countFailure(error) }
+            staleAnswer = options.fallback
+            staleCause = cause
+            proxy.shared.stats[.staleServedOnError].add(1)
+            outcome = .success(())
+        case .failOver, .resendOnFreshConnection, .retry:
+            carryOut(step.action)
+            return
+        case .accept, .take, .ignore:
+            return
         }
         if case .failure? = outcome {
             sink.abort()
@@ -488,4 +495,9 @@ final class Fill: UpstreamTransferDelegate {
         scheduleNotify()
     }
 
+    /// A failure with no usable answer from upstream, stale copy or not.
+    private func countFailure(_ error: UpstreamError) {
+        proxy.shared.stats[.upstreamFailures].add(1)
+        proxy.shared.stats.countFinalFailure(error.kind.rawValue)
+    }
 }

@@ -4,16 +4,15 @@ import LarderHTTP
 import LarderIO
 import LarderUpstream
 
-/// One upstream request and its attempts: the transfer running now, the parent it goes
-/// through, and what the ``AttemptPlanner`` decides after a failed attempt (the next parent,
-/// a resend on a fresh connection after a dead pooled one, a delayed retry under the policy
-/// and its budget), with the attempts and retries the access log reports.
+/// One upstream request and its attempts, as a state machine in the manner of Varnish's
+/// cache_fetch.c: the transfer's callbacks come in as ``Event``s, and the pure
+/// ``step(on:options:canResend:settings:now:random:spendRetry:)`` moves the ``Phase`` and
+/// returns the ``Action`` its ``Fill`` carries out (counters, parent health, timers, readers).
+/// It asks the ``AttemptPlanner`` what follows a failed attempt: the next parent, a resend on
+/// a fresh connection after a dead pooled one, a delayed retry under the policy and its
+/// budget, or the failure as the answer (a stale stored copy in its place when one may serve).
 ///
-/// A value inside its ``Fill``, which is the transfer's delegate and turns each of its
-/// callbacks into a step here: the fill schedules what a ``Next`` asks for on its loop (a
-/// resend is never made from inside curl's callback).
-///
-/// State: loop-confined, like its fill.
+/// State: loop-confined, like its fill; a resend is never made from inside curl's callback.
 struct UpstreamFetch {
     /// The request, kept to send again on a retry (its parent proxy changes on failover).
     var request: UpstreamRequest
@@ -32,15 +31,65 @@ struct UpstreamFetch {
     /// Each retry: why, and the delay before it (for the access log).
     private(set) var retryLog: [(reason: String, delayMillis: Int)] = []
     var retryTimer: EventLoop.TimerToken?
+    /// Where the fetch stands.
+    private(set) var phase = Phase.idle
 
-    /// What the fill does after a failed attempt.
-    enum Next: Equatable {
-        /// Drop the attempt and send again on the loop's next turn.
-        case resendNextTurn
-        /// Drop the attempt and send again after this delay, at the best parent up then.
-        case retry(after: Duration)
+    /// Where the fetch stands.
+    enum Phase: Equatable {
+        /// Not sent yet.
+        case idle
+        /// An attempt is out, no head yet: a failure may still be retried.
+        case awaitingHead
+        /// The attempt's head is the answer: its body streams to the readers.
+        case receivingBody
+        /// An attempt failed (or its head was a retryable status): another is due.
+        case waitingToResend
+        /// The fetch is over: the answer is complete, failed, or the fill stopped it.
+        case ended
+    }
+
+    /// What the transfer reported.
+    enum Event {
+        /// The final response head, with what the planner reads of it (RFC 9110 §10.2.3).
+        case head(status: Int, retryAfter: String?)
+        /// Body bytes.
+        case body
+        /// The transfer completed.
+        case end
+        /// The transfer failed.
+        case error(UpstreamError)
+    }
+
+    /// What the fill does.
+    enum Action: Equatable {
+        /// The head is the answer. `failure`: a retryable status that is not retried, counted
+        /// as a final failure.
+        case accept(failure: RetryPolicy.Reason?)
+        /// Body bytes of the answer: take them.
+        case take
+        /// The answer is complete.
+        case complete
+        /// Drop the attempt and send to the next parent on the loop's next turn.
+        case failOver
+        /// Drop the attempt and send again on a fresh connection on the loop's next turn.
+        case resendOnFreshConnection
+        /// Drop the attempt (a retried head too) and send again after `after`, at the best
+        /// parent that is up then.
+        case retry(RetryPolicy.Reason, after: Duration)
+        /// The failure stands, but a stale stored response answers in its place (RFC 5861 §4),
+        /// the cause kept for the access log.
+        case answerStale(FailureCause)
         /// The failure is the answer.
-        case final
+        case fail(UpstreamError)
+        /// The event does not belong to the phase (the fetch moved on): nothing to do.
+        case ignore
+    }
+
+    /// A step's action, and the parent to mark down whatever the action (it could not be
+    /// reached).
+    struct Step: Equatable {
+        let action: Action
+        var parentDown: ParentPlan.Parent? = nil
     }
 
     init(request: UpstreamRequest, parents: [ParentPlan.Parent], starter: any UpstreamStarting) {
@@ -55,27 +104,14 @@ struct UpstreamFetch {
     }
 
     /// Sends the request (again), through the current parent if any.
-    mutating func send(delegate: any UpstreamTransferDelegate, shared: SharedState) {
+    mutating func send(delegate: any UpstreamTransferDelegate) {
         attempts += 1
-        shared.stats[.upstreamRequests].add(1)
-        if let parent = currentParent {
-            request.parentProxy = parent.url
-            shared.parentHealth.recordAttempt(parent)
-        }
+        phase = .awaitingHead
+        if let parent = currentParent { request.parentProxy = parent.url }
         transfer = starter.startTransfer(request, delegate: delegate)
     }
 
-    /// A response head arrived: the parent it came through is up.
-    func headArrived(_ health: ParentHealth) {
-        if let parent = currentParent { health.recordSuccess(parent) }
-    }
-
-    /// The transfer ended (its delegate heard the end).
-    mutating func transferEnded() {
-        transfer = nil
-    }
-
-    /// Drops the transfer that delivered a head to be retried (the retry may be scheduled).
+    /// Drops the transfer whose head is retried (the retry is scheduled).
     mutating func cancelTransfer() {
         transfer?.cancel()
         transfer = nil
@@ -87,6 +123,7 @@ struct UpstreamFetch {
         retryTimer = nil
         transfer?.cancel()
         transfer = nil
+        phase = .ended
     }
 
     /// A delayed retry starts over at the best parent that is up now.
@@ -95,72 +132,92 @@ struct UpstreamFetch {
         parentIndex = 0
     }
 
+    /// The next step after `event`: pure but for `spendRetry`, which takes a retry from the
+    /// budget shared by all loops (false: refused, the failure is final). `now` is the wall
+    /// clock in seconds (Retry-After, stale-if-error), `random` in 0..<1 (the retry's jitter);
+    /// these, `options` and `canResend` are read only by the steps that need them (a fill's
+    /// options are copied to be read: not for every body chunk).
+    mutating func step(
+        on event: Event, options: @autoclosure () -> FillOptions, canResend: @autoclosure () -> Bool, settings: FillSettings,
+        now: @autoclosure () -> Double, random: @autoclosure () -> Double, spendRetry: (RetryPolicy.Reason) -> Bool
+    ) -> Step {
+        switch (phase, event) {
+        case (.receivingBody, .body):
+            return Step(action: .take)
+        case (.awaitingHead, .head(let status, let retryAfter)):
+            guard let reason = RetryPolicy.reason(forStatus: status) else {
+                phase = .receivingBody
+                return Step(action: .accept(failure: nil))
+            }
+            let options = options()
+            let action = AttemptPlanner.afterStatus(
+                status, retryAfter: retryAfter, facts: facts(options: options, canResend: canResend()), policy: options.retry,
+                now: now(), random: random())
+            if case .retry = action, let next = take(action, spendRetry: spendRetry) { return next }
+            phase = .receivingBody
+            // A first 500 is not yet a failure of the origin's: one retry is its due.
+            return Step(action: .accept(failure: reason != .status500 || !retryLog.isEmpty ? reason : nil))
+        case (.awaitingHead, .end), (.receivingBody, .end):
+            phase = .ended
+            transfer = nil
+            return Step(action: .complete)
+        case (.awaitingHead, .error(let error)):
+            transfer = nil
+            let options = options()
+            let (action, unreachable) = AttemptPlanner.afterError(
+                error, facts: facts(options: options, canResend: canResend()), policy: options.retry, random: random())
+            let parentDown = unreachable ? currentParent : nil
+            if let next = take(action, spendRetry: spendRetry) {
+                return Step(action: next.action, parentDown: parentDown)
+            }
+            phase = .ended
+            if error.kind != .forbidden, let fallback = options.fallback,
+                CacheDecision.canServeStaleOnError(
+                    fallback, request: options.requestDirectives, window: settings.staleIfError, negativeTTL: settings.negativeTTL,
+                    now: now())
+            {
+                return Step(action: .answerStale(FailureCause(error)), parentDown: parentDown)
+            }
+            return Step(action: .fail(error), parentDown: parentDown)
+        case (.receivingBody, .error(let error)):
+            // Bytes have gone to readers: the attempt cannot be made again.
+            phase = .ended
+            transfer = nil
+            return Step(action: .fail(error))
+        default:
+            return Step(action: .ignore)
+        }
+    }
+
     /// What the planner needs to know about these attempts.
-    func facts(method: HTTPMethod, options: FillOptions, canResend: Bool) -> AttemptPlanner.Facts {
+    private func facts(options: FillOptions, canResend: Bool) -> AttemptPlanner.Facts {
         AttemptPlanner.Facts(
-            method: method, routeDeclaresIdempotent: options.idempotentRoute, canResend: canResend, attempts: attempts,
+            method: request.method, routeDeclaresIdempotent: options.idempotentRoute, canResend: canResend, attempts: attempts,
             freeAttempts: freeAttempts, onFreshConnection: request.freshConnection,
             parent: currentParent == nil ? nil : (parentIndex, parents.count))
     }
 
-    /// After an attempt failed before any response head: marks an unreachable parent down and
-    /// takes the planner's next step.
-    mutating func next(
-        after error: UpstreamError, method: HTTPMethod, options: FillOptions, canResend: Bool, key: CacheKey, proxy: ProxyLoop
-    ) -> Next {
-        let (action, parentUnreachable) = AttemptPlanner.afterError(
-            error, facts: facts(method: method, options: options, canResend: canResend), policy: options.retry,
-            random: Double.random(in: 0..<1))
-        if parentUnreachable, let parent = currentParent {
-            proxy.shared.parentUnreachable(parent, backoff: options.parentBackoff, error: "\(error)")
-        }
-        return take(action, key: key, proxy: proxy)
-    }
-
-    /// After a response head with a retryable status: ``Next/final`` unless it is retried (the
-    /// fill then drops the transfer and its head, no byte having gone to a client).
-    mutating func next(
-        afterStatus head: ResponseHead, method: HTTPMethod, options: FillOptions, canResend: Bool, key: CacheKey, proxy: ProxyLoop
-    ) -> Next {
-        let action = AttemptPlanner.afterStatus(
-            head.status, retryAfter: head.headers["Retry-After"],
-            facts: facts(method: method, options: options, canResend: canResend), policy: options.retry,
-            now: Clocks.wallSeconds(), random: Double.random(in: 0..<1))
-        guard case .retry = action else { return .final }
-        return take(action, key: key, proxy: proxy)
-    }
-
-    /// Records what the planner decided; ``Next/final`` also for a retry the budget refuses.
-    private mutating func take(_ action: AttemptPlanner.Action, key: CacheKey, proxy: ProxyLoop) -> Next {
+    /// Records what the planner decided, when another attempt follows; nil when none does
+    /// (``AttemptPlanner/Action/final``, or a retry the budget refuses).
+    private mutating func take(_ action: AttemptPlanner.Action, spendRetry: (RetryPolicy.Reason) -> Bool) -> Step? {
         switch action {
         case .failOver:
             parentIndex += 1
             retryLog.append(("parent", 0))
-            proxy.shared.stats[.parentFailovers].add(1)
-            return .resendNextTurn
+            phase = .waitingToResend
+            return Step(action: .failOver)
         case .resendOnFreshConnection:
             freeAttempts += 1
             request.freshConnection = true
-            proxy.shared.stats[.deadConnectionRetries].add(1)
-            return .resendNextTurn
+            phase = .waitingToResend
+            return Step(action: .resendOnFreshConnection)
         case .retry(let reason, let delay):
-            guard spendRetryBudget(reason, key: key, proxy: proxy) else { return .final }
+            guard spendRetry(reason) else { return nil }
             retryLog.append((reason.rawValue, Int(delay.totalMilliseconds)))
-            proxy.shared.stats.retries[reason.rawValue]?.add(1)
-            return .retry(after: delay)
+            phase = .waitingToResend
+            return Step(action: .retry(reason, after: delay))
         case .final:
-            return .final
+            return nil
         }
-    }
-
-    /// Takes a retry from the budget shared by all loops; the first refusal is logged.
-    private func spendRetryBudget(_ reason: RetryPolicy.Reason, key: CacheKey, proxy: ProxyLoop) -> Bool {
-        let (allowed, firstRefusal) = proxy.shared.retryBudget.tryRetry()
-        if !allowed, firstRefusal {
-            proxy.logger.warning(
-                "retry budget exhausted: failures are final until it recovers",
-                metadata: ["url": "\(proxy.loggable(key.url))", "reason": "\(reason.rawValue)"])
-        }
-        return allowed
     }
 }

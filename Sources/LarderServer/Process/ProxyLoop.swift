@@ -127,7 +127,11 @@ final class ProxyLoop {
 
     var logger: Logger { shared.logger }
     var connectionCount: Int { connections.count }
-    var isDraining: Bool { life != .running }
+    /// Read for every response head: a match on the case, not the enum's `==`.
+    var isDraining: Bool {
+        if case .running = life { return false }
+        return true
+    }
 
     /// Starts accepting on `socket`.
     func listen(on socket: Socket, kind: Listener.Kind) throws(SystemError) {
@@ -203,7 +207,16 @@ final class ProxyLoop {
             }
             return idleStampCounter
         }
-        idleQueue.append((ObjectIdentifier(connection), idleStampCounter))
+        let id = ObjectIdentifier(connection)
+        if idleHead < idleQueue.count, idleQueue[idleQueue.count - 1].id == id {
+            // Idle again before any other connection was: its entry is still the newest and
+            // keeps its place, stamped anew, instead of leaving a stale one behind.
+            idleQueue[idleQueue.count - 1].stamp = idleStampCounter
+        } else {
+            idleQueue.append((id, idleStampCounter))
+            // Stale entries are dropped as the queue grows, by the work that grew it.
+            if idleQueue.count - idleHead > 2 * connections.count + 1024 { compactIdleQueue() }
+        }
         return idleStampCounter
     }
 
@@ -362,7 +375,6 @@ final class ProxyLoop {
                 for tunnel in Array(proxy.tunnels.values) { tunnel.checkIdle(now: now, timeout: idle) }
             }
             proxy.coalescer.sweep()
-            proxy.compactIdleQueue()
             proxy.scheduleSweep()
         }
     }

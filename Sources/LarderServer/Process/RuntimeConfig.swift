@@ -18,10 +18,12 @@ public final class RuntimeConfig: Sendable {
     public let interceptor: TLSInterceptor?
     let headerTimeout: UInt64
     let idleTimeout: UInt64
-    /// `cache.negative_ttl` and `cache.stale_if_error` in seconds, read on every lookup and
-    /// fill (a `Duration`'s seconds are worked out through 128-bit arithmetic each time).
+    /// `cache.negative_ttl` in seconds, read on every lookup.
     let negativeTTL: Double
-    let staleIfError: Double
+    /// What every fill started under this configuration reads of it.
+    let fill: FillSettings
+    /// `proxy.setup_host`'s length in bytes (0: no setup page), which most hosts differ from.
+    let setupHostLength: Int
 
     /// The key a GET for `url` is stored under: its route's (purges find an entry a route keyed
     /// its own way).
@@ -38,7 +40,8 @@ public final class RuntimeConfig: Sendable {
         self.generation = generation
         headerTimeout = config.proxy.headerTimeout.totalNanoseconds
         idleTimeout = config.proxy.idleTimeout.totalNanoseconds
-        negativeTTL = config.cache.negativeTTL.totalSeconds
-        staleIfError = config.cache.staleIfError.totalSeconds
+        fill = FillSettings(config)
+        negativeTTL = fill.negativeTTL
+        setupHostLength = config.proxy.setupHost.utf8.count
     }
 }

@@ -347,7 +347,7 @@ extension ClientConnection {
             options.slice = (index, plan.size)
             return Fill(
                 key: key, coalesceKey: registeredKey, request: request, requestHeaders: exchange.head.headers, dedupAlways: false,
-                options: options, runtime: runtime, proxy: proxy)
+                options: options, settings: runtime.fill, proxy: proxy)
         }
     }
 

@@ -1,4 +1,4 @@
-import LarderIO
+import Synchronization
 
 /// `larder_request_duration_seconds`: how long requests took, from the first byte of the
 /// head to the last byte of the response queued, in the buckets the endpoint has always had.
@@ -13,8 +13,10 @@ import LarderIO
 ///
 /// State: atomics only, written by every event loop, read by scrapes without stopping the
 /// writers. The count is the sum of the buckets read, so `+Inf` always equals `_count` and
-/// the cumulative buckets never go down; `_sum` may be a request ahead or behind.
-final class RequestDurationHistogram: Sendable {
+/// the cumulative buckets never go down; `_sum` may be a request ahead or behind. The atomics
+/// live in one allocation the histogram owns and frees (hence `@unchecked`): recording takes
+/// no retain of a counter object.
+final class RequestDurationHistogram: @unchecked Sendable {
     static let name = "larder_request_duration_seconds"
     static let help = "Time from a request's head to the last byte of its response queued."
     /// The same durations apart by how the request was answered (``Answer``).
@@ -46,10 +48,13 @@ final class RequestDurationHistogram: Sendable {
     /// Upper bounds in nanoseconds with their `le` labels, ascending.
     let bounds: [Int]
     private let labels: [String]
-    /// Per result, one per bound, then one for everything above the last: result `r`'s bucket
-    /// `i` is at `r * (bounds.count + 1) + i`.
-    private let buckets: [AtomicCounter]
-    private let sums: [AtomicCounter]
+    /// ``bounds`` again, where recording reads them.
+    private let limits: UnsafeMutablePointer<Int>
+    /// Per result, one counter per bound, one for everything above the last, then the sum:
+    /// result `r`'s bucket `i` is at `r * stride + i`, its sum at `r * stride + bounds.count + 1`.
+    private let cells: UnsafeMutablePointer<Atomic<Int>>
+    /// `bounds.count + 2`: how far apart two results' cells are.
+    private let stride: Int
 
     init() {
         let table: [(Int, String)] = [
@@ -60,25 +65,38 @@ final class RequestDurationHistogram: Sendable {
         ]
         bounds = table.map(\.0)
         labels = table.map(\.1)
-        buckets = (0..<(Answer.allCases.count * (table.count + 1))).map { _ in AtomicCounter() }
-        sums = Answer.allCases.map { _ in AtomicCounter() }
+        stride = table.count + 2
+        limits = UnsafeMutablePointer.allocate(capacity: table.count)
+        limits.initialize(from: bounds, count: table.count)
+        let count = Answer.allCases.count * stride
+        cells = UnsafeMutablePointer.allocate(capacity: count)
+        for index in 0..<count { (cells + index).initialize(to: Atomic(0)) }
+    }
+
+    deinit {
+        cells.deinitialize(count: Answer.allCases.count * stride)
+        cells.deallocate()
+        limits.deinitialize(count: bounds.count)
+        limits.deallocate()
     }
 
     /// Counts one request that took `nanoseconds`, answered as `result`.
     func record(nanoseconds: UInt64, result: Answer = .other) {
         let value = Int(clamping: nanoseconds)
-        var index = 0
         // Most requests land in the first buckets: a scan from the bottom beats a binary search.
-        while index < bounds.count && value > bounds[index] { index += 1 }
-        buckets[result.rawValue * (bounds.count + 1) + index].add(1)
-        sums[result.rawValue].add(value)
+        let last = stride &- 2
+        var index = 0
+        while index < last && value > limits[index] { index &+= 1 }
+        let base = result.rawValue &* stride
+        cells[base &+ index].add(1, ordering: .relaxed)
+        cells[base &+ last &+ 1].add(value, ordering: .relaxed)
     }
 
     /// The non-cumulative bucket counts of `results` added up (one per bound, then the rest).
     func counts(_ results: [Answer] = Answer.allCases) -> [Int] {
         var counts = [Int](repeating: 0, count: bounds.count + 1)
         for result in results {
-            for index in counts.indices { counts[index] += buckets[result.rawValue * (bounds.count + 1) + index].load() }
+            for index in counts.indices { counts[index] += cells[result.rawValue * stride + index].load(ordering: .relaxed) }
         }
         return counts
     }
@@ -87,12 +105,17 @@ final class RequestDurationHistogram: Sendable {
     /// every request under the name it always had, then apart by result.
     func render(into output: inout [UInt8]) {
         var text = "# HELP \(Self.name) \(Self.help)\n# TYPE \(Self.name) histogram\n"
-        append(Self.name, "", counts(), sum: sums.reduce(0) { $0 + $1.load() }, to: &text)
+        append(Self.name, "", counts(), sum: Answer.allCases.reduce(0) { $0 + sum(of: $1) }, to: &text)
         text += "# HELP \(Self.byResultName) \(Self.byResultHelp)\n# TYPE \(Self.byResultName) histogram\n"
         for result in [Answer.hit, .miss] {
-            append(Self.byResultName, "result=\"\(result.label)\",", counts([result]), sum: sums[result.rawValue].load(), to: &text)
+            append(Self.byResultName, "result=\"\(result.label)\",", counts([result]), sum: sum(of: result), to: &text)
         }
         output.append(contentsOf: text.utf8)
+    }
+
+    /// The nanoseconds recorded for `result`.
+    private func sum(of result: Answer) -> Int {
+        cells[result.rawValue * stride + bounds.count + 1].load(ordering: .relaxed)
     }
 
     private func append(_ name: String, _ label: String, _ counts: [Int], sum: Int, to text: inout String) {
