@@ -6,7 +6,9 @@ import LarderCache
 /// takes every step through it, so a step the design does not allow fails the debug build's
 /// tests at the point it happens.
 extension Exchange {
-    /// Where an exchange is in its life, and what that stage alone needs.
+    /// Where an exchange is in its life, and what that stage alone needs. The two large
+    /// payloads are boxed (`indirect`): every read of a payload copies the whole enum, so the
+    /// enum is kept to two words, and those two states change once per block or slice.
     enum State {
         /// Target checks, authentication, route.
         case routing
@@ -27,13 +29,13 @@ extension Exchange {
         case responding(FillAttachment)
         /// A stored body from the disk tier is sent a checked block at a time; the exchange
         /// finishes with its last block.
-        case streamingDisk(DiskBodyStream)
+        indirect case streamingDisk(DiskBodyStream)
         /// Answered otherwise than from the fill it left (a stored response in memory, a
         /// generated answer, or a body ended short): the finish follows.
         case answering
         /// Answered from an object's slices (`cache.slice_size`), one at a time, each from the
         /// tiers or a slice fill (``SlicePlan`` says where it is within).
-        case slicing(SliceProgress)
+        indirect case slicing(SliceProgress)
         /// A CONNECT being set up (resolving, dialling, waiting for the hand-over).
         case tunnelling
         /// Every byte of the response queued, or the connection closed.
