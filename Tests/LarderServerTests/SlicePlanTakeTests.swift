@@ -23,6 +23,7 @@ import Testing
         /// The client's Range, if any.
         let clientRange: String?
         let reply: SlicePlan.Reply
+        var validator: String? = SlicePlanTakeTests.tag
         let take: SlicePlan.Take
         var testDescription: String { name }
     }
@@ -57,6 +58,21 @@ import Testing
         First(
             name: "a larger range serves to its end", clientRange: "bytes=50-", reply: .part(range(0, 199, 250)),
             take: .located(.partial(first: 50, last: 249, length: 250), part: part(50, 150))),
+        First(
+            name: "no validator, the answer holding all the client needs", clientRange: "bytes=0-9", reply: .part(range(0, 99, 250)),
+            validator: nil, take: .located(.partial(first: 0, last: 9, length: 250), part: part(0, 10))),
+        First(
+            name: "no validator, the client's range over several slices", clientRange: "bytes=0-149",
+            reply: .part(range(0, 99, 250)), validator: nil, take: .pass),
+        First(
+            name: "no validator, a capped answer short of the client's bytes", clientRange: "bytes=0-49",
+            reply: .part(range(0, 4, 1000)), validator: nil, take: .pass),
+        First(
+            name: "no validator, a whole request over several slices", clientRange: nil, reply: .part(range(0, 99, 250)),
+            validator: nil, take: .pass),
+        First(
+            name: "no validator, the client's bytes in another slice", clientRange: "bytes=-10", reply: .part(range(0, 99, 1000)),
+            validator: nil, take: .pass),
         First(name: "multipart or a bad Content-Range", clientRange: "bytes=0-9", reply: .unusable, take: .pass),
         First(name: "a 200", clientRange: "bytes=0-9", reply: .whole(length: 250), take: .ordinary),
         First(name: "a 200 of unknown length", clientRange: nil, reply: .whole(length: nil), take: .ordinary),
@@ -69,7 +85,7 @@ import Testing
         if let clientRange = row.clientRange { request.add("Range", clientRange) }
         var plan = SlicePlan(size: Self.size, firstByte: SlicePlan.firstByte(ofRange: row.clientRange))
         let before = plan
-        let take = plan.take(row.reply, validator: Self.tag) { length in
+        let take = plan.take(row.reply, validator: row.validator) { length in
             RangeRequest.resolve(request: request, length: length, responseHeaders: HTTPHeaders())
         }
         #expect(take == row.take)

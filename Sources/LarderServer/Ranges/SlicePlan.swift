@@ -115,7 +115,8 @@ struct SlicePlan: Equatable {
     private(set) var last = 0
     private(set) var length = 0
     /// The first slice's validator: its strong ETag, else its Last-Modified text, else nil
-    /// (slices of such an object are never stored, only passed through).
+    /// (slices of such an object are never stored, and an answer is never combined from
+    /// several of them: the client's request is passed through).
     private(set) var validator: String?
     /// The slice requested last, and how many requests were made for it.
     private var requestedSlice = -1
@@ -238,6 +239,12 @@ struct SlicePlan: Equatable {
             guard located.stage == .sending else {
                 self = located
                 return .located(answer, part: nil)
+            }
+            // RFC 9110 §15.3.7.3: parts are combined only under one strong validator. Without
+            // one, an answer that lacks some of the client's bytes cannot be completed from
+            // other requests (the object may change between them): one request asks for it all.
+            if validator == nil, located.part(of: range).map({ located.next + $0.count <= located.last }) ?? true {
+                return .pass
             }
             if let part = located.part(of: range) {
                 self = located
