@@ -245,6 +245,28 @@ extension IntegrationTests {
             #expect(try Self.ranges(origin) == ["bytes=0-65535", "bytes=0-99999"])
         }
 
+        /// Slices are stored by their index: after a reload changes `cache.slice_size`, those
+        /// stored under the old size are not the new size's slices. They are fetched again,
+        /// never served with a gap (every later answer cut short until they expire).
+        @Test func slicesStoredUnderAnotherSizeAreFetchedAgainAfterAReload() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: Self.config)
+            let path = "/resized?ranges=1&size=300000&cc=max-age=600"
+            let url = origin.url(path)
+            let expected = try origin.directBody(path)
+            let first = try Curl.viaProxy(larder.proxy, ["-r", "0-299999", url])
+            #expect(first.status == 206 && first.body == expected, "\(first.status) \(first.body.count)")
+            try Self.waitUntilCached(larder, url, range: "290000-290009")
+            try larder.rewriteConfig("[cache]\nslice_size = \"96KiB\"\n")
+            larder.child.signal(SIGHUP)
+            try larder.child.waitForOutput { $0.contains("reloaded") }
+            for (range, bytes) in [("0-299999", 0...299_999), ("100000-199999", 100_000...199_999)] {
+                let answer = try Curl.viaProxy(larder.proxy, ["-r", range, url])
+                #expect(answer.exitCode == 0 && answer.status == 206, "\(range): \(answer.status) \(answer.stderr)")
+                #expect(answer.body == expected[bytes], "\(range): \(answer.body.count) bytes")
+            }
+        }
+
         /// A server that caps ranges: each answer short of the slice is followed by a request
         /// for the rest of it from the next byte, so the client gets every byte it asked for,
         /// before and after the head went out.

@@ -136,6 +136,19 @@ import Testing
         #expect(plan == before, "a later answer changes nothing but what is sent")
     }
 
+    /// A stored slice is used only when it is the slice the current size cuts: one stored
+    /// under another `cache.slice_size` is not.
+    @Test func aStoredSliceIsOneOfTheCurrentSize() {
+        let plan = SlicePlan(size: Self.size, firstByte: 0)
+        #expect(plan.isSlice(0, Self.range(0, 99, 250)))
+        #expect(plan.isSlice(2, Self.range(200, 249, 250)), "the last slice, clipped to the length")
+        #expect(plan.isSlice(0, Self.range(0, 49, 50)), "an object shorter than a slice")
+        #expect(!plan.isSlice(0, Self.range(0, 63, 250)), "a smaller size's first slice")
+        #expect(!plan.isSlice(1, Self.range(64, 127, 250)), "a smaller size's second slice")
+        #expect(!plan.isSlice(1, Self.range(150, 249, 250)), "a larger size's second slice")
+        #expect(plan.isSlice(2, Self.range(200, 299, 300)), "the same slice of a longer object")
+    }
+
     struct Head: CustomTestStringConvertible, Sendable {
         let name: String
         let status: Int

@@ -285,6 +285,13 @@ struct SlicePlan: Equatable {
         return Part(offset: next - range.first, count: min(last, range.last) - next + 1)
     }
 
+    /// Whether a stored slice `index` holding `range` is that slice as ``size`` cuts the
+    /// object: one stored under another `cache.slice_size` (before a reload) is not, and
+    /// using it would leave a gap no request for the slice fills.
+    func isSlice(_ index: Int, _ range: ContentRange) -> Bool {
+        range.length > 0 && range == slice(index, of: range.length)
+    }
+
     /// The Content-Range a complete slice `index` of an object of `length` bytes has.
     private func slice(_ index: Int, of length: Int) -> ContentRange {
         let first = index * size
