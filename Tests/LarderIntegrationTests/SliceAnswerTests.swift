@@ -221,6 +221,52 @@ extension IntegrationTests {
             #expect(fresh.body == expected, "the new object's bytes only")
         }
 
+        /// RFC 9110 §15.3.7.3: parts are combined only under one strong validator. An object
+        /// without one may change between two requests, so an answer the first slice cannot
+        /// complete is asked for whole, once: the client never gets bytes of two versions.
+        @Test func anObjectWithoutAValidatorIsNeverCombinedFromSeveralAnswers() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: Self.config)
+            let old = Data(repeating: 0x41, count: Self.length)
+            let new = Data(repeating: 0x42, count: Self.length)
+            func part(_ range: ClosedRange<Int>, of version: Data) -> Scripted {
+                Scripted(
+                    status: 206,
+                    headers: [
+                        ("Content-Range", "bytes \(range.lowerBound)-\(range.upperBound)/\(Self.length)"),
+                        ("Cache-Control", "max-age=3600"),
+                    ], body: "", body64: version[range].base64EncodedString())
+            }
+            // The first slice of one version, then the object changes: every later answer is the new one.
+            try origin.script(Self.target, [part(0...(Self.slice - 1), of: old), part(0...(Self.length - 1), of: new)], conditional: false)
+            let answer = try Curl.viaProxy(larder.proxy, ["-r", "0-99999", origin.url(Self.target)])
+            #expect(answer.exitCode == 0 && answer.status == 206, "\(answer.status) \(answer.stderr)")
+            #expect(answer.body == new, "\(answer.body.filter { $0 == 0x41 }.count) bytes of the old version")
+            #expect(try Self.ranges(origin) == ["bytes=0-65535", "bytes=0-99999"])
+        }
+
+        /// Slices are stored by their index: after a reload changes `cache.slice_size`, those
+        /// stored under the old size are not the new size's slices. They are fetched again,
+        /// never served with a gap (every later answer cut short until they expire).
+        @Test func slicesStoredUnderAnotherSizeAreFetchedAgainAfterAReload() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: Self.config)
+            let path = "/resized?ranges=1&size=300000&cc=max-age=600"
+            let url = origin.url(path)
+            let expected = try origin.directBody(path)
+            let first = try Curl.viaProxy(larder.proxy, ["-r", "0-299999", url])
+            #expect(first.status == 206 && first.body == expected, "\(first.status) \(first.body.count)")
+            try Self.waitUntilCached(larder, url, range: "290000-290009")
+            try larder.rewriteConfig("[cache]\nslice_size = \"96KiB\"\n")
+            larder.child.signal(SIGHUP)
+            try larder.child.waitForOutput { $0.contains("reloaded") }
+            for (range, bytes) in [("0-299999", 0...299_999), ("100000-199999", 100_000...199_999)] {
+                let answer = try Curl.viaProxy(larder.proxy, ["-r", range, url])
+                #expect(answer.exitCode == 0 && answer.status == 206, "\(range): \(answer.status) \(answer.stderr)")
+                #expect(answer.body == expected[bytes], "\(range): \(answer.body.count) bytes")
+            }
+        }
+
         /// A server that caps ranges: each answer short of the slice is followed by a request
         /// for the rest of it from the next byte, so the client gets every byte it asked for,
         /// before and after the head went out.

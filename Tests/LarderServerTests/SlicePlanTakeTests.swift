@@ -23,6 +23,7 @@ import Testing
         /// The client's Range, if any.
         let clientRange: String?
         let reply: SlicePlan.Reply
+        var validator: String? = SlicePlanTakeTests.tag
         let take: SlicePlan.Take
         var testDescription: String { name }
     }
@@ -57,6 +58,21 @@ import Testing
         First(
             name: "a larger range serves to its end", clientRange: "bytes=50-", reply: .part(range(0, 199, 250)),
             take: .located(.partial(first: 50, last: 249, length: 250), part: part(50, 150))),
+        First(
+            name: "no validator, the answer holding all the client needs", clientRange: "bytes=0-9", reply: .part(range(0, 99, 250)),
+            validator: nil, take: .located(.partial(first: 0, last: 9, length: 250), part: part(0, 10))),
+        First(
+            name: "no validator, the client's range over several slices", clientRange: "bytes=0-149",
+            reply: .part(range(0, 99, 250)), validator: nil, take: .pass),
+        First(
+            name: "no validator, a capped answer short of the client's bytes", clientRange: "bytes=0-49",
+            reply: .part(range(0, 4, 1000)), validator: nil, take: .pass),
+        First(
+            name: "no validator, a whole request over several slices", clientRange: nil, reply: .part(range(0, 99, 250)),
+            validator: nil, take: .pass),
+        First(
+            name: "no validator, the client's bytes in another slice", clientRange: "bytes=-10", reply: .part(range(0, 99, 1000)),
+            validator: nil, take: .pass),
         First(name: "multipart or a bad Content-Range", clientRange: "bytes=0-9", reply: .unusable, take: .pass),
         First(name: "a 200", clientRange: "bytes=0-9", reply: .whole(length: 250), take: .ordinary),
         First(name: "a 200 of unknown length", clientRange: nil, reply: .whole(length: nil), take: .ordinary),
@@ -69,7 +85,7 @@ import Testing
         if let clientRange = row.clientRange { request.add("Range", clientRange) }
         var plan = SlicePlan(size: Self.size, firstByte: SlicePlan.firstByte(ofRange: row.clientRange))
         let before = plan
-        let take = plan.take(row.reply, validator: Self.tag) { length in
+        let take = plan.take(row.reply, validator: row.validator) { length in
             RangeRequest.resolve(request: request, length: length, responseHeaders: HTTPHeaders())
         }
         #expect(take == row.take)
@@ -118,6 +134,19 @@ import Testing
         let before = plan
         #expect(plan.take(row.reply, validator: row.validator) { _ in .full } == row.take)
         #expect(plan == before, "a later answer changes nothing but what is sent")
+    }
+
+    /// A stored slice is used only when it is the slice the current size cuts: one stored
+    /// under another `cache.slice_size` is not.
+    @Test func aStoredSliceIsOneOfTheCurrentSize() {
+        let plan = SlicePlan(size: Self.size, firstByte: 0)
+        #expect(plan.isSlice(0, Self.range(0, 99, 250)))
+        #expect(plan.isSlice(2, Self.range(200, 249, 250)), "the last slice, clipped to the length")
+        #expect(plan.isSlice(0, Self.range(0, 49, 50)), "an object shorter than a slice")
+        #expect(!plan.isSlice(0, Self.range(0, 63, 250)), "a smaller size's first slice")
+        #expect(!plan.isSlice(1, Self.range(64, 127, 250)), "a smaller size's second slice")
+        #expect(!plan.isSlice(1, Self.range(150, 249, 250)), "a larger size's second slice")
+        #expect(plan.isSlice(2, Self.range(200, 299, 300)), "the same slice of a longer object")
     }
 
     struct Head: CustomTestStringConvertible, Sendable {

@@ -96,10 +96,10 @@ extension ClientConnection {
                 // Read back from the stored head once: the range here, the validator in useSlice.
                 let headers = stored.headers
                 guard stored.status == 206, let range = headers["Content-Range"].flatMap(ContentRange.init),
-                    StoragePlan.hasSliceValidator(headers)
+                    StoragePlan.hasSliceValidator(headers), plan.isSlice(index, range)
                 else {
-                    // Not a slice after all, or one without a strong validator (never combined):
-                    // forgotten, so the next look misses.
+                    // Not a slice after all, one without a strong validator (never combined), or
+                    // one cut under another `cache.slice_size`: forgotten, so the next look misses.
                     proxy.shared.cache.purge(key.slice(index))
                     continue
                 }

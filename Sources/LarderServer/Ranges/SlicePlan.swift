@@ -115,7 +115,8 @@ struct SlicePlan: Equatable {
     private(set) var last = 0
     private(set) var length = 0
     /// The first slice's validator: its strong ETag, else its Last-Modified text, else nil
-    /// (slices of such an object are never stored, only passed through).
+    /// (slices of such an object are never stored, and an answer is never combined from
+    /// several of them: the client's request is passed through).
     private(set) var validator: String?
     /// The slice requested last, and how many requests were made for it.
     private var requestedSlice = -1
@@ -239,6 +240,12 @@ struct SlicePlan: Equatable {
                 self = located
                 return .located(answer, part: nil)
             }
+            // RFC 9110 §15.3.7.3: parts are combined only under one strong validator. Without
+            // one, an answer that lacks some of the client's bytes cannot be completed from
+            // other requests (the object may change between them): one request asks for it all.
+            if validator == nil, located.part(of: range).map({ located.next + $0.count <= located.last }) ?? true {
+                return .pass
+            }
             if let part = located.part(of: range) {
                 self = located
                 return .located(answer, part: part)
@@ -276,6 +283,13 @@ struct SlicePlan: Equatable {
     func part(of range: ContentRange) -> Part? {
         guard range.length == length, range.first <= next, range.last >= next else { return nil }
         return Part(offset: next - range.first, count: min(last, range.last) - next + 1)
+    }
+
+    /// Whether a stored slice `index` holding `range` is that slice as ``size`` cuts the
+    /// object: one stored under another `cache.slice_size` (before a reload) is not, and
+    /// using it would leave a gap no request for the slice fills.
+    func isSlice(_ index: Int, _ range: ContentRange) -> Bool {
+        range.length > 0 && range == slice(index, of: range.length)
     }
 
     /// The Content-Range a complete slice `index` of an object of `length` bytes has.
