@@ -185,14 +185,11 @@ import Testing
         try Self.withFill { fill in
             let exchange = Exchange(head: head, startNanos: 0, runtime: RuntimeConfig(config: Config()))
             exchange.take(.routed)
-            exchange.updateAttachment { $0.position = 5 }
-            #expect(exchange.attachment == nil, "nothing to change before a fill")
+            #expect(exchange.attachment == nil, "no attachment before a fill")
             exchange.take(.attached(fill), now: 3)
             #expect(exchange.fill === fill && exchange.waitStart == 3)
-            exchange.updateAttachment {
-                $0.position = 5
-                $0.checkedBlock = (0, [1, 2, 3])
-            }
+            exchange.attachment?.position = 5
+            exchange.attachment?.checkedBlock = (0, [1, 2, 3])
             exchange.upstreamWaitsForBody = true
             #expect(exchange.take(.headQueued) == .sendBody)
             #expect(exchange.headSent)
@@ -204,7 +201,7 @@ import Testing
             let released = Exchange(head: head, startNanos: 0, runtime: RuntimeConfig(config: Config()))
             released.take(.routed)
             released.take(.attached(fill), now: 1)
-            released.updateAttachment { $0.position = 9 }
+            released.attachment?.position = 9
             #expect(released.take(.released(alone: true)) == .forward)
             #expect(released.fill == nil && released.waitStart == 0)
             released.take(.attached(fill), now: 2)
@@ -214,10 +211,8 @@ import Testing
             sliced.take(.routed)
             sliced.take(.slicesBegun)
             sliced.take(.sliceFillAttached(fill), now: 4)
-            sliced.updateAttachment {
-                $0.position = 10
-                $0.sliceEnd = 20
-            }
+            sliced.attachment?.position = 10
+            sliced.attachment?.sliceEnd = 20
             #expect(sliced.attachment?.sliceEnd == 20 && sliced.waitStart == 4)
             #expect(sliced.take(.sliceFillLeft(alone: false)) == .walkSlices)
             #expect(sliced.fill == nil && sliced.attachment?.sliceEnd == nil)

@@ -124,11 +124,6 @@ final class Exchange {
     /// The fill the exchange reads, if any.
     var fill: Fill? { attachment?.fill }
 
-    /// Changes the fill attachment the state carries (nothing when none does).
-    func updateAttachment(_ change: (FillAttachment) -> Void) {
-        if let attachment { change(attachment) }
-    }
-
     /// The upstream transfer waits for request body bytes that had not arrived yet.
     var upstreamWaitsForBody: Bool {
         get { attachment?.bodyWanted ?? false }
