@@ -311,7 +311,7 @@ extension StatsDocument {
                 splicedHosts: 0, bodyPath: stats[.kernelSessions].load() > 0 ? "ktls" : "copy", kernelSessions: 0, failingHosts: []))
         for family in CounterFamily.allCases { family.write(stats.values(family), into: &self) }
         // Sums shown beside their families.
-        requests["total"] = stats.values(.requests).reduce(0, +)
+        requests["total"] = requests.values.reduce(0, +)
         upstream.retriesTotal = upstream.retries.values.reduce(0, +)
         let proxied = RequestOutcome.proxied.reduce(0) { $0 + stats.value($1) }
         let fromCache = RequestOutcome.fromCache.reduce(0) { $0 + stats.value($1) }
