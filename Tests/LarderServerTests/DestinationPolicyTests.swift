@@ -17,7 +17,7 @@ import Testing
         config.allowLocalDestinations = allowLocal
         config.denyDestinations = deny.map { HostRule(parsing: $0)! }
         config.allowDestinations = allow.map { HostRule(parsing: $0)! }
-        var own = SharedState.OwnAddresses()
+        var own = ProcessState.OwnAddresses()
         own.proxy = listen.map(address)
         own.admin = admin.map(address)
         return DestinationPolicy(config: config, own: own, hostAddresses: host.map { address($0 + ":0") })

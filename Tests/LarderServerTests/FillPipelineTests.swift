@@ -46,11 +46,11 @@ import Testing
             let fill = pipeline.join(reader, "/stored")
             let transfer = pipeline.standIn.transfers[0]
             transfer.head(200, [("Cache-Control", "max-age=60"), ("Content-Length", "5")])
-            let before = pipeline.shared.cache.holds(key)
+            let before = pipeline.shared.storage.cache.holds(key)
             transfer.body(FillPipelineTests.hello)
             transfer.finish(bodyBytes: 5)
             guard fill?.willStore == true,
-                case .found(let response, fromDisk: false) = pipeline.shared.cache.lookup(key, request: HTTPHeaders()),
+                case .found(let response, fromDisk: false) = pipeline.shared.storage.cache.lookup(key, request: HTTPHeaders()),
                 case .memory(let bytes) = response.body
             else { return (before, nil) }
             return (before, bytes)
@@ -70,7 +70,7 @@ import Testing
             transfer.head(200, [("Cache-Control", "no-store"), ("Content-Length", "5")])
             transfer.body(FillPipelineTests.hello)
             transfer.finish(bodyBytes: 5)
-            return pipeline.shared.cache.holds(key)
+            return pipeline.shared.storage.cache.holds(key)
         }
         #expect(!held)
         #expect(pipeline.onLoop { _, _ in reader.body } == FillPipelineTests.hello)
@@ -118,7 +118,7 @@ import Testing
         #expect(answer === stale)
         #expect(succeeded)
         #expect(calls == 1)
-        #expect(pipeline.shared.stats[.staleServedOnError].load() == 1)
+        #expect(pipeline.shared.telemetry.stats[.staleServedOnError].load() == 1)
     }
 
     @Test func anAttemptThatCouldNotConnectIsRetried() throws {

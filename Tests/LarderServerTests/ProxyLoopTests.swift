@@ -20,7 +20,7 @@ import Testing
         config.disk.path = directory
         let runtime = RuntimeConfig(config: config)
         let shared = SharedState(runtime: runtime, logger: Logger(label: "proxy-loop-test"))
-        shared.heartbeats.withLock { $0 = [0] }
+        shared.process.heartbeats.withLock { $0 = [0] }
 
         let handle = try EventLoop.start(name: "proxy-loop-weak-test")
         defer { handle.execute { $0.stop() } }
@@ -35,8 +35,8 @@ import Testing
             // The runtime counts one weak reference for an object that has none.
             weakReferences.withLock { $0 = Int(_getWeakRetainCount(proxy!)) }
             loop.schedule(afterNanos: 30_000_000) {
-                stampedWhileAlive.withLock { $0 = shared.heartbeats.withLock { $0[0] } != 0 }
-                shared.heartbeats.withLock { $0[0] = 0 }
+                stampedWhileAlive.withLock { $0 = shared.process.heartbeats.withLock { $0[0] } != 0 }
+                shared.process.heartbeats.withLock { $0[0] = 0 }
                 proxy = nil
                 released.signal()
             }
@@ -46,6 +46,6 @@ import Testing
         #expect(stampedWhileAlive.withLock { $0 })
         // The heartbeat timer still queued finds nil: no stamp after the object is gone.
         usleep(20_000)
-        #expect(shared.heartbeats.withLock { $0[0] } == 0)
+        #expect(shared.process.heartbeats.withLock { $0[0] } == 0)
     }
 }

@@ -38,7 +38,7 @@ extension ClientConnection {
         case .health:
             // A tier the configuration asks for that is not working is unhealthy, not "ok":
             // a load balancer or orchestrator should know the cache is not caching.
-            let problems = proxy.shared.healthProblems
+            let problems = proxy.storage.healthProblems
             if proxy.isDraining {
                 respondAdmin(503, text: "draining")
             } else if !problems.isEmpty {
@@ -47,22 +47,23 @@ extension ClientConnection {
                 respondAdmin(200, text: "ok")
             }
         case .stats:
-            guard let json = try? StatsDocument(proxy.shared).json() else {
+            guard let json = try? statsDocument(proxy.process.currentRuntime).json() else {
                 return respondAdmin(500, text: "the stats document could not be encoded")
             }
             respondAdmin(.json(json))
         case .metrics:
-            respondAdmin(
-                .init(
-                    status: 200, contentType: "text/plain; version=0.0.4; charset=utf-8",
-                    body: proxy.shared.metrics.render(StatsDocument(proxy.shared), shared: proxy.shared)))
+            let runtime = proxy.process.currentRuntime
+            let text = proxy.telemetry.metrics.render(
+                statsDocument(runtime), parents: proxy.forwarding.parentHealth, tls: runtime.config.tls,
+                interceptedHosts: proxy.tunnelling.interceptedHosts)
+            respondAdmin(.init(status: 200, contentType: "text/plain; version=0.0.4; charset=utf-8", body: text))
         case .pac:
             answerAdminPAC(exchange)
         case .purgeKey(let key):
             answerKeyPurge(CacheKey(normalized: key))
         case .purgeURL(let url):
-            let purged = proxy.shared.cache.purge(exchange.runtime.key(for: url))
-            proxy.shared.stats[.invalidations].add(purged ? 1 : 0)
+            let purged = proxy.cache.purge(exchange.runtime.key(for: url))
+            proxy.telemetry.stats[.invalidations].add(purged ? 1 : 0)
             proxy.logger.notice("purged", metadata: ["url": "\(proxy.loggable(url.description))", "found": "\(purged)"])
             respondAdmin(.json(Array("{\"url\":\(JSON.string(url.description)),\"purged\":\(purged)}\n".utf8)))
         case .listCache(let prefix, let limit):
@@ -70,8 +71,8 @@ extension ClientConnection {
         case .ban(let pattern):
             answerBan(pattern)
         case .clearCache:
-            proxy.shared.cache.removeAll()
-            proxy.shared.hosts.removeAll()
+            proxy.cache.removeAll()
+            proxy.telemetry.hosts.removeAll()
             proxy.logger.notice("cache cleared through the admin endpoint")
             respondAdmin(.json(Array("{\"cleared\":true}\n".utf8)))
         case .tlsListing:
@@ -83,6 +84,13 @@ extension ClientConnection {
 
     /// Refuses (421 or 403, and a log line) what a web page could have sent: see
     /// ``AdminRequestGuard``. A system call per admin request reads the address it reached.
+    /// `/stats` and `/metrics` now: what each service's owner holds, under `runtime`.
+    private func statsDocument(_ runtime: RuntimeConfig) -> StatsDocument {
+        StatsDocument(
+            telemetry: proxy.telemetry, storage: proxy.storage, forwarding: proxy.forwarding, tunnelling: proxy.tunnelling,
+            runtime: runtime)
+    }
+
     private func admitAdmin(_ exchange: Exchange) -> Bool {
         let headers = exchange.head.headers
         let guardian = AdminRequestGuard(

@@ -21,7 +21,7 @@ extension ClientConnection {
         // Cut before any value the listing hides: otherwise the prefix is an oracle for it.
         let prefix = redaction.visiblePrefix(asked)
         let scope = KeyScope.resolve(.prefix(prefix), routes: runtime.routes)
-        let cache = proxy.shared.cache
+        let cache = proxy.cache
         offLoop {
             // One more than asked, to say whether there are more.
             let found = ClientConnection.list(cache, scope: scope, limit: limit + 1, now: Clocks.wallSeconds())
@@ -55,7 +55,7 @@ extension ClientConnection {
     /// eager ban: nothing is kept to test later lookups against, unlike Varnish's lazy bans).
     func answerBan(_ requested: BanPattern) {
         let scope = KeyScope.resolve(requested, routes: proxy.runtime.routes)
-        let cache = proxy.shared.cache
+        let cache = proxy.cache
         let start = Clocks.monotonicNanos()
         offLoop { .banned(cache.remove(matching: { scope.matches($0.url) }), pattern: requested, scope: scope, startNanos: start) }
     }
@@ -63,8 +63,8 @@ extension ClientConnection {
     /// `POST /purge?key=…`: removes the entry stored under a key a route built (`debian:/…`,
     /// `sha256:…`), whichever URLs it serves.
     func answerKeyPurge(_ key: CacheKey) {
-        let purged = proxy.shared.cache.purge(key)
-        proxy.shared.stats[.invalidations].add(purged ? 1 : 0)
+        let purged = proxy.cache.purge(key)
+        proxy.telemetry.stats[.invalidations].add(purged ? 1 : 0)
         proxy.logger.notice("purged", metadata: ["key": "\(proxy.loggable(key.url))", "found": "\(purged)"])
         respondAdmin(.json(Array("{\"key\":\(JSON.string(key.url)),\"purged\":\(purged)}\n".utf8)))
     }
@@ -77,8 +77,8 @@ extension ClientConnection {
             guard let json = try? listing.json() else { return respondAdmin(500, text: "the listing could not be encoded") }
             respondAdmin(.json(json))
         case .banned(let count, let pattern, let scope, let startNanos):
-            proxy.shared.stats[.invalidations].add(count)
-            let indexComplete = proxy.shared.cache.isIndexComplete
+            proxy.telemetry.stats[.invalidations].add(count)
+            let indexComplete = proxy.cache.isIndexComplete
             proxy.logger.notice(
                 "banned",
                 metadata: [
@@ -102,7 +102,7 @@ extension ClientConnection {
     private func offLoop(_ work: @escaping @Sendable () -> CacheAdminResult) {
         let token = proxy.park(self)
         let handle = proxy.loop.handle
-        proxy.shared.adminWorker.submit {
+        proxy.storage.walker.submit {
             let result = work()
             handle.execute { loop in (loop.context as? ProxyLoop)?.unpark(token)?.cacheAdminDone(result) }
         }

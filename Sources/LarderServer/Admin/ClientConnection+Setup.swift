@@ -50,7 +50,7 @@ extension ClientConnection {
     /// address this client reached the admin listener on when that listener is a wildcard.
     func answerAdminPAC(_ exchange: Exchange) {
         let local = (try? socket.localAddress()) ?? nil
-        guard var address = proxy.shared.ownAddresses.withLock({ $0.proxy.first }) else {
+        guard var address = proxy.process.ownAddresses.withLock({ $0.proxy.first }) else {
             return respondAdmin(503, text: "no proxy listener is open")
         }
         if address.isUnspecified, let local {

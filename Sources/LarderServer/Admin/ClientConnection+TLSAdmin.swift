@@ -8,7 +8,7 @@ extension ClientConnection {
     func answerTLSListing(_ exchange: Exchange) {
         let tls = exchange.runtime.config.tls
         let listing = SpliceListing(
-            proxy.shared.interceptedHosts, threshold: tls.spliceAfterFailures, spliceFor: tls.spliceFor, now: Clocks.monotonicNanos(),
+            proxy.tunnelling.interceptedHosts, threshold: tls.spliceAfterFailures, spliceFor: tls.spliceFor, now: Clocks.monotonicNanos(),
             wall: Clocks.wallSeconds())
         guard let json = try? listing.json() else { return respondAdmin(500, text: "the TLS listing could not be encoded") }
         respondAdmin(.json(json))
@@ -16,7 +16,7 @@ extension ClientConnection {
 
     /// Ends the splices of `host` (lower-case), of one client or of all.
     func answerEndSplices(host: String, client: String?) {
-        let cleared = proxy.shared.interceptedHosts.clear(host: host, client: client)
+        let cleared = proxy.tunnelling.interceptedHosts.clear(host: host, client: client)
         proxy.logger.notice(
             "tls: splices cleared through the admin endpoint",
             metadata: ["host": "\(host)", "client": "\(client ?? "*")", "cleared": "\(cleared)"])

@@ -6,7 +6,7 @@ import LarderIO
 /// so it is never forwarded upstream (see ``HopByHop``).
 extension ClientConnection {
     func refuseAuthentication(_ reason: String, exchange: Exchange) {
-        proxy.shared.stats[.authFailures].add(1)
+        proxy.telemetry.stats[.authFailures].add(1)
         let hadCredentials = exchange.head.headers.contains("Proxy-Authorization")
         if hadCredentials {
             // Missing credentials are the normal first step of every client; wrong ones are worth a line.
@@ -26,7 +26,7 @@ extension ClientConnection {
 
     /// Hashes on the authenticator's thread, then carries on with the request (or refuses it).
     func waitForAuthentication(_ job: ProxyAuthenticator.Job, exchange: Exchange) {
-        let authenticator = proxy.shared.authenticator
+        let authenticator = proxy.process.authenticator
         guard authenticator.hasRoom else {
             proxy.logger.warning("proxy authentication backlog full; refusing", metadata: ["client": "\(peer?.description ?? "-")"])
             exchange.keepAlive = false

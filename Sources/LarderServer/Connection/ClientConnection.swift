@@ -201,7 +201,7 @@ final class ClientConnection: IOHandler {
                 do {
                     outcome = try parser.parse(inbound.readable)
                 } catch {
-                    proxy.shared.stats[.badRequests].add(1)
+                    proxy.telemetry.stats[.badRequests].add(1)
                     proxy.logger.notice(
                         "rejected request", metadata: ["client": "\(peer?.description ?? "-")", "reason": "\(error.reason)"])
                     rejectAndClose(error)
@@ -327,18 +327,18 @@ final class ClientConnection: IOHandler {
     }
 
     private func logExchange(_ exchange: Exchange) {
-        proxy.shared.stats.count(exchange.outcome)
-        if exchange.outcome != .admin { proxy.shared.stats.countStatus(exchange.status) }
-        if interception != nil { proxy.shared.stats.countIntercepted(exchange.outcome) }
+        proxy.telemetry.stats.count(exchange.outcome)
+        if exchange.outcome != .admin { proxy.telemetry.stats.countStatus(exchange.status) }
+        if interception != nil { proxy.telemetry.stats.countIntercepted(exchange.outcome) }
         let duration = Clocks.monotonicNanos() &- exchange.startNanos
-        proxy.shared.metrics.requestDuration.record(nanoseconds: duration, result: .init(exchange.outcome))
+        proxy.telemetry.metrics.requestDuration.record(nanoseconds: duration, result: .init(exchange.outcome))
         if let url = exchange.head.url ?? exchange.url {
             let hit = exchange.outcome.isFromCache
             let slot: HostCounters.Slot
             if let held = hostSlot, held.holds(host: url.host, port: url.port) {
                 slot = held
             } else {
-                slot = proxy.shared.hosts.slot(for: .init(host: url.host, port: url.port, defaultPort: url.defaultPort))
+                slot = proxy.telemetry.hosts.slot(for: .init(host: url.host, port: url.port, defaultPort: url.defaultPort))
                 hostSlot = slot
             }
             slot.record(hit: hit, bytes: exchange.bodyBytesSent)
@@ -349,7 +349,7 @@ final class ClientConnection: IOHandler {
                 if let held = routeSlot, held.holds(host: label, port: 0) {
                     counters = held
                 } else {
-                    counters = proxy.shared.routeCounters.slot(for: .init(host: label, port: 0, defaultPort: 0))
+                    counters = proxy.telemetry.routeCounters.slot(for: .init(host: label, port: 0, defaultPort: 0))
                     routeSlot = counters
                 }
                 counters.record(hit: hit, bytes: exchange.bodyBytesSent)
@@ -383,7 +383,7 @@ final class ClientConnection: IOHandler {
     func noteFailure(_ exchange: Exchange, cause: FailureCause) {
         guard exchange.admitted else { return }
         let url = exchange.url?.description ?? exchange.head.targetText
-        proxy.shared.recentFailures.record(
+        proxy.telemetry.recentFailures.record(
             .init(
                 time: Clocks.wallSeconds(), client: peer?.ipString ?? "-", method: exchange.head.method.rawValue,
                 url: proxy.loggable(url), status: exchange.status, cause: cause))
@@ -413,7 +413,7 @@ final class ClientConnection: IOHandler {
             finishExchange()
         } else {
             // No exchange (the head itself was malformed): still one access line, with its status.
-            proxy.shared.stats.countStatus(error.status)
+            proxy.telemetry.stats.countStatus(error.status)
             proxy.accessLog.record(
                 client: peer, method: "-", url: .text("-"), status: error.status, outcome: .request(.error),
                 bytes: bodyBytes,
@@ -518,7 +518,7 @@ final class ClientConnection: IOHandler {
     func refusesDestination(host: String, port: Int, exchange: Exchange) -> Bool {
         let runtime = exchange.runtime
         let verdict = destinations.check(
-            host: host, port: port, headers: exchange.head.headers, identity: proxy.shared.viaIdentity, client: peer,
+            host: host, port: port, headers: exchange.head.headers, identity: proxy.forwarding.viaIdentity, client: peer,
             generation: proxy.refreshDestinations(runtime), policy: { proxy.destinationPolicy(runtime) })
         switch verdict {
         case .allowed:
@@ -546,7 +546,7 @@ final class ClientConnection: IOHandler {
     /// Answers 403 for a refused destination, with a log line naming the client and the target.
     func refuseDestination(_ refusal: DestinationPolicy.Refusal, target: String, exchange: Exchange) {
         exchange.keepAlive = false
-        proxy.shared.stats[.destinationsRefused].add(1)
+        proxy.telemetry.stats[.destinationsRefused].add(1)
         proxy.logger.notice(
             "refused a destination",
             metadata: ["client": "\(peer?.description ?? "-")", "target": "\(target)", "reason": "\(refusal)"])
@@ -576,7 +576,7 @@ final class ClientConnection: IOHandler {
                 now &- exchange.waitStart >= exchangeRuntime.config.coalesce.waitTimeout.totalNanoseconds
             {
                 exchange.fill?.detach(self)
-                proxy.shared.stats[.waitersTimedOut].add(1)
+                proxy.telemetry.stats[.waitersTimedOut].add(1)
                 if exchange.slices != nil {
                     // The slice is fetched alone.
                     exchange.take(.sliceFillLeft(alone: true))

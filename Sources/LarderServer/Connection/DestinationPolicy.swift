@@ -44,7 +44,7 @@ struct DestinationPolicy: Sendable {
     let deny: [HostRule]
     let allow: [HostRule]
 
-    init(config: ProxyConfig, own: SharedState.OwnAddresses, hostAddresses: [SocketAddress]) {
+    init(config: ProxyConfig, own: ProcessState.OwnAddresses, hostAddresses: [SocketAddress]) {
         var listeners = own.proxy.map { (kind: Listener.Kind.proxy, address: $0.unmapped) }
         if let admin = own.admin { listeners.append((.admin, admin.unmapped)) }
         self.listeners = listeners

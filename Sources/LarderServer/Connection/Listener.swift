@@ -43,7 +43,7 @@ final class Listener: IOHandler {
                 return
             }
             guard let (client, peer) = accepted else { return }
-            proxy.shared.stats[.acceptedConnections].add(1)
+            proxy.telemetry.stats[.acceptedConnections].add(1)
             let config = proxy.runtime.config.proxy
             if kind == .proxy, let peer, !config.allow.contains(where: { $0.contains(peer) }) {
                 refuse(client, status: 403, body: "Larder: client \(peer.ipString) is not in proxy.allow\n")
@@ -52,12 +52,12 @@ final class Listener: IOHandler {
             // At the limit, the longest-idle connection on this loop gives up its place; only
             // when every connection is busy is the new one refused.
             if kind == .admin {
-                if proxy.shared.stats[.adminConnections].load() >= Listener.maxAdminConnections && !proxy.evictIdleAdminConnection() {
+                if proxy.telemetry.stats[.adminConnections].load() >= Listener.maxAdminConnections && !proxy.evictIdleAdminConnection() {
                     logLimit("\(Listener.maxAdminConnections) admin connections open and none idle; refusing more")
                     refuse(client, status: 503, body: "Larder: too many admin connections\n")
                     continue
                 }
-            } else if proxy.shared.stats[.activeConnections].load() >= config.maxConnections && !proxy.evictIdleConnection() {
+            } else if proxy.telemetry.stats[.activeConnections].load() >= config.maxConnections && !proxy.evictIdleConnection() {
                 logLimit("max_connections (\(config.maxConnections)) reached and none idle; refusing connections")
                 refuse(client, status: 503, body: "Larder: too many connections\n")
                 continue
@@ -69,7 +69,7 @@ final class Listener: IOHandler {
 
     /// Answers a connection that will not be served and closes it (best effort, never blocks).
     private func refuse(_ client: Socket, status: Int, body: String) {
-        proxy.shared.stats[.rejectedConnections].add(1)
+        proxy.telemetry.stats[.rejectedConnections].add(1)
         var head = ResponseHeadWriter(status: status)
         head.field("Content-Type", "text/plain")
         head.end(length: body.utf8.count, connection: .close)

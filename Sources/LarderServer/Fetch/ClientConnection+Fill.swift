@@ -359,7 +359,7 @@ extension ClientConnection: FillReader {
         exchange.outcome = .error
         closeWhenFlushed = true
         self.exchange = nil
-        proxy.shared.stats.count(.error)
+        proxy.telemetry.stats.count(.error)
         noteFailure(exchange, cause: exchange.failure ?? .truncated)
         proxy.accessLog.record(
             client: peer, method: exchange.head.method.rawValue, url: exchange.head.url.map { .absolute($0) } ?? .text("-"),
@@ -371,14 +371,14 @@ extension ClientConnection: FillReader {
     func respondUpstreamFailure(_ error: UpstreamError, exchange: Exchange) {
         if let bodyError = exchange.bodyError {
             exchange.keepAlive = false
-            proxy.shared.stats[.badRequests].add(1)
+            proxy.telemetry.stats[.badRequests].add(1)
             respondGenerated(status: bodyError.status, message: bodyError.reason, outcome: .error, cause: FailureCause(bodyError))
             return
         }
         if error.kind == .forbidden {
             // As for a refusal by spelling: the connection closes after the 403.
             exchange.keepAlive = false
-            proxy.shared.stats[.destinationsRefused].add(1)
+            proxy.telemetry.stats[.destinationsRefused].add(1)
             proxy.logger.notice(
                 "refused a destination",
                 metadata: [

@@ -44,7 +44,7 @@ extension ClientConnection {
             interception: interception.flatMap { interception in session.map { ($0, interception.host, interception.port) } })
         self.exchange = nil
         leaveLoop(stillCounted: false)
-        proxy.shared.stats[.connectionsMoved].add(1)
+        proxy.telemetry.stats[.connectionsMoved].add(1)
         target.execute { loop in
             guard let proxy = loop.context as? ProxyLoop else {
                 moved.socket.close()

@@ -96,7 +96,7 @@ extension ClientConnection: RequestBodySource {
                 exchange.take(.sliceFillAttached(fill), now: proxy.loop.now)
             }
             if !exchange.headSent { exchange.cacheStatus.collapsed = true }
-            proxy.shared.stats[.requestsCoalesced].add(1)
+            proxy.telemetry.stats[.requestsCoalesced].add(1)
             fill.attach(self, requestHeaders: exchange.head.headers)
             return
         case .elsewhere(let owner, let key):
@@ -176,7 +176,7 @@ extension ClientConnection: RequestBodySource {
             options: options, settings: exchange.runtime.fill, proxy: proxy)
         _ = proxy.coalescer.claimOrFindOtherLoop(key)  // as before: a refresh runs wherever it started
         proxy.coalescer.register(fill)
-        proxy.shared.stats[.backgroundRefreshes].add(1)
+        proxy.telemetry.stats[.backgroundRefreshes].add(1)
         fill.start()
     }
 
@@ -263,7 +263,7 @@ extension ClientConnection: RequestBodySource {
     /// The parents a fill goes through (none: direct), the ones backing off last.
     func setParents(_ options: inout FillOptions, url: AbsoluteURL, exchange: Exchange) {
         let plan = exchange.runtime.parents
-        options.parents = proxy.shared.parentHealth.order(plan.candidates(for: url, routeParent: exchange.route?.parent))
+        options.parents = proxy.forwarding.parentHealth.order(plan.candidates(for: url, routeParent: exchange.route?.parent))
         options.parentBackoff = plan.backoff
     }
 
@@ -279,7 +279,7 @@ extension ClientConnection: RequestBodySource {
         var headers = head.headers.copy(reservingFields: 4)
         HopByHop.strip(&headers)
         headers.remove("Host")
-        let via = proxy.shared.via(after: headers)
+        let via = proxy.forwarding.via(after: headers)
         headers.remove("Via")
         if stripRange {
             headers.remove("Range")
@@ -325,7 +325,7 @@ extension ClientConnection: RequestBodySource {
             case .failure(let error):
                 exchange.body = reader
                 exchange.keepAlive = false
-                proxy.shared.stats[.badRequests].add(1)
+                proxy.telemetry.stats[.badRequests].add(1)
                 respondGenerated(status: error.status, message: error.reason, outcome: .error, cause: FailureCause(error))
                 return
             }

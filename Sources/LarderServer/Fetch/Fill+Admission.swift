@@ -12,9 +12,9 @@ extension Fill {
     func refresh(_ validating: StoredResponse, with notModified: ResponseHead) {
         upstreamStatus = 304
         let updated = validating.freshened(by: notModified.headers, requestTime: requestTime, responseTime: responseTime)
-        proxy.shared.cache.refresh(updated, promoting: true)
+        proxy.cache.refresh(updated, promoting: true)
         refreshed = updated
-        proxy.shared.stats[.revalidated].add(1)
+        proxy.telemetry.stats[.revalidated].add(1)
         var index = 1
         while index < buffer.readers.count {
             if VaryMatcher.matches(updated, request: buffer.readers[index].requestHeaders) {
@@ -34,10 +34,10 @@ extension Fill {
         guard let stored = options.validating ?? options.fallback else { return }
         if matches {
             let updated = stored.freshened(by: head.headers, requestTime: requestTime, responseTime: responseTime)
-            proxy.shared.cache.refresh(updated, promoting: false)
-            proxy.shared.stats[.revalidated].add(1)
+            proxy.cache.refresh(updated, promoting: false)
+            proxy.telemetry.stats[.revalidated].add(1)
         } else {
-            proxy.shared.cache.invalidate(stored)
+            proxy.cache.invalidate(stored)
         }
     }
 
@@ -58,8 +58,8 @@ extension Fill {
                 method: "GET", scheme: url.scheme, host: url.host, port: url.port, pathAndQuery: url.pathAndQuery)
             if route?.immutable != true { keys.append(CacheKey(url)) }
         }
-        for key in keys { proxy.shared.cache.purge(key) }
-        proxy.shared.stats[.invalidations].add(keys.count)
+        for key in keys { proxy.cache.purge(key) }
+        proxy.telemetry.stats[.invalidations].add(keys.count)
     }
 
     /// What the admission needs to know about the request this fill sent, answered `status`.
@@ -78,7 +78,7 @@ extension Fill {
     /// only; a stale failure stored is known through the fallback and may be replaced).
     private func holdsSuccess() -> Bool {
         if let known = options.validating ?? options.fallback { return CacheDecision.isSuccess(known.status) }
-        let cache = proxy.shared.cache
+        let cache = proxy.cache
         return cache.holds(key) || cache.mayHoldSlices && cache.holds(key.slice(0))
     }
 

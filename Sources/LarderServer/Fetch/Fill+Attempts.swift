@@ -18,13 +18,13 @@ extension Fill {
     func carryOut(_ action: UpstreamFetch.Action) {
         switch action {
         case .failOver:
-            proxy.shared.stats[.parentFailovers].add(1)
+            proxy.telemetry.stats[.parentFailovers].add(1)
             resendNextTurn()
         case .resendOnFreshConnection:
-            proxy.shared.stats[.deadConnectionRetries].add(1)
+            proxy.telemetry.stats[.deadConnectionRetries].add(1)
             resendNextTurn()
         case .retry(let reason, let delay):
-            proxy.shared.stats.retries[reason.rawValue]?.add(1)
+            proxy.telemetry.stats.retries[reason.rawValue]?.add(1)
             discardAttempt()
             fetch.retryTimer = proxy.loop.schedule(afterNanos: delay.totalNanoseconds) { [weak self] in
                 self?.retryDue()
@@ -46,7 +46,7 @@ extension Fill {
 
     /// Takes a retry from the budget shared by all loops; the first refusal is logged.
     func spendRetryBudget(_ reason: RetryPolicy.Reason) -> Bool {
-        let (allowed, firstRefusal) = proxy.shared.retryBudget.tryRetry()
+        let (allowed, firstRefusal) = proxy.forwarding.retryBudget.tryRetry()
         if !allowed, firstRefusal {
             proxy.logger.warning(
                 "retry budget exhausted: failures are final until it recovers",
@@ -78,7 +78,7 @@ extension Fill {
             cancel(reason: "every client left while waiting to retry")
             return
         }
-        fetch.startOverAtBestParent(proxy.shared.parentHealth)
+        fetch.startOverAtBestParent(proxy.forwarding.parentHealth)
         resend()
     }
 

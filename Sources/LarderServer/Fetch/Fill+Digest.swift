@@ -26,7 +26,7 @@ extension Fill {
         if digestHoldsHead {
             while buffer.readers.count > 1 { release(at: 1, reason: .notShareable) }
         }
-        proxy.shared.stats[.digestMismatches].add(1)
+        proxy.telemetry.stats[.digestMismatches].add(1)
         proxy.logger.warning(
             "body does not match the digest its URL names: not stored, not served",
             metadata: [

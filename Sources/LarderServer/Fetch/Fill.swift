@@ -118,14 +118,14 @@ final class Fill: UpstreamTransferDelegate {
 
     /// Starts the upstream transfer.
     func start() {
-        proxy.shared.stats[.fillsStarted].add(1)
-        proxy.shared.retryBudget.recordRequest()
+        proxy.telemetry.stats[.fillsStarted].add(1)
+        proxy.forwarding.retryBudget.recordRequest()
         attempt()
     }
 
     func attempt() {
-        proxy.shared.stats[.upstreamRequests].add(1)
-        if let parent = fetch.currentParent { proxy.shared.parentHealth.recordAttempt(parent) }
+        proxy.telemetry.stats[.upstreamRequests].add(1)
+        if let parent = fetch.currentParent { proxy.forwarding.parentHealth.recordAttempt(parent) }
         fetch.send(delegate: self)
     }
 
@@ -206,7 +206,7 @@ final class Fill: UpstreamTransferDelegate {
 
     func release(at index: Int, reason: FillRelease) {
         let entry = buffer.readers.remove(at: index)
-        proxy.shared.stats[.waitersReleased].add(1)
+        proxy.telemetry.stats[.waitersReleased].add(1)
         let reader = entry.reader
         let released = ObjectIdentifier(reader)
         releasing.append(released)
@@ -320,12 +320,12 @@ final class Fill: UpstreamTransferDelegate {
 
     func upstreamDidReceiveHead(_ upstreamHead: consuming ResponseHead) {
         // A head is the parent's answer, whatever follows: it is up.
-        if fetch.phase == .awaitingHead, let parent = fetch.currentParent { proxy.shared.parentHealth.recordSuccess(parent) }
+        if fetch.phase == .awaitingHead, let parent = fetch.currentParent { proxy.forwarding.parentHealth.recordSuccess(parent) }
         let status = upstreamHead.status
         let retryAfter = RetryPolicy.reason(forStatus: status) == nil ? nil : upstreamHead.headers["Retry-After"]
         switch step(.head(status: status, retryAfter: retryAfter)).action {
         case .accept(let failure?):
-            proxy.shared.stats.countFinalFailure(failure == .status429 ? "429" : "5xx")
+            proxy.telemetry.stats.countFinalFailure(failure == .status429 ? "429" : "5xx")
         case .accept(nil):
             break
         case let retried:
@@ -358,7 +358,7 @@ final class Fill: UpstreamTransferDelegate {
         }
         head = forwarded
         let cacheControl = CacheControl(forwarded.headers)
-        let plan = proxy.shared.cache.plan(
+        let plan = proxy.cache.plan(
             admissionRequest(for: sliceRange != nil ? 200 : forwarded.status),
             answer: StoragePlan.Answer(
                 head: forwarded, cacheControl: cacheControl, contentLength: contentLength, announcedLength: announcedLength,
@@ -382,7 +382,7 @@ final class Fill: UpstreamTransferDelegate {
             staleAnswer = options.fallback
             // An error status from the origin, not a failure to reach it.
             staleCause = .upstream
-            proxy.shared.stats[.staleServedOnError].add(1)
+            proxy.telemetry.stats[.staleServedOnError].add(1)
             cancel(reason: "answered from a stale copy")
             outcome = .success(())
             scheduleNotify()
@@ -393,14 +393,14 @@ final class Fill: UpstreamTransferDelegate {
             let entry = StoreSink.Entry(
                 key: key, url: options.storedURL, requestHeaders: requestHeaders, requestTime: requestTime,
                 responseTime: responseTime, contentLength: contentLength, sliceIndex: options.slice?.index, sliceSize: settings.sliceSize)
-            sink = proxy.shared.cache.open(plan, head: forwarded, cacheControl: cacheControl, entry: entry)
+            sink = proxy.cache.open(plan, head: forwarded, cacheControl: cacheControl, entry: entry)
         }
         if case .pending = digestCheck { digestHoldsHead = sink.keepsWhole }
         share(forwarded, shareable: admission.shareable)
         // The origin sent a new response that will not be stored: the old one is outdated (a
         // HEAD's answer has already updated or outdated it).
         if let validating = options.validating, !willStore, !admission.keepsStored, !plan.isHeadUpdate {
-            proxy.shared.cache.invalidate(validating)
+            proxy.cache.invalidate(validating)
         }
         if buffer.readers.isEmpty && !worthFinishingAlone {
             cancel(reason: "every client left")
@@ -427,7 +427,7 @@ final class Fill: UpstreamTransferDelegate {
         }
         let chunk = buffer.append(bytes)
         let received = buffer.received
-        proxy.shared.stats[.bytesFromUpstream].add(bytes.count)
+        proxy.telemetry.stats[.bytesFromUpstream].add(bytes.count)
         if case .pending(let digest) = digestCheck { digest.update(bytes) }
         if sink.append(chunk, received: received, chunks: buffer.chunks) {
             // Unknown length that outgrew what is kept whole: it streams to disk from here on.
@@ -455,7 +455,7 @@ final class Fill: UpstreamTransferDelegate {
         }
         let step = step(event)
         if let parent = step.parentDown, case .error(let error) = event {
-            proxy.shared.parentUnreachable(parent, backoff: options.parentBackoff, error: "\(error)")
+            proxy.forwarding.parentUnreachable(parent, backoff: options.parentBackoff, error: "\(error)")
         }
         switch step.action {
         case .complete:
@@ -477,7 +477,7 @@ final class Fill: UpstreamTransferDelegate {
             if case .error(let error) = event { countFailure(error) }
             staleAnswer = options.fallback
             staleCause = cause
-            proxy.shared.stats[.staleServedOnError].add(1)
+            proxy.telemetry.stats[.staleServedOnError].add(1)
             outcome = .success(())
         case .failOver, .resendOnFreshConnection, .retry:
             carryOut(step.action)
@@ -497,7 +497,7 @@ final class Fill: UpstreamTransferDelegate {
 
     /// A failure with no usable answer from upstream, stale copy or not.
     private func countFailure(_ error: UpstreamError) {
-        proxy.shared.stats[.upstreamFailures].add(1)
-        proxy.shared.stats.countFinalFailure(error.kind.rawValue)
+        proxy.telemetry.stats[.upstreamFailures].add(1)
+        proxy.telemetry.stats.countFinalFailure(error.kind.rawValue)
     }
 }

@@ -14,7 +14,15 @@ import Logging
 final class ProxyLoop {
     /// Strong; the loop's `context` points back here until shutdown clears it.
     let loop: EventLoop
-    let shared: SharedState
+    /// The services this loop's parts use, taken from ``SharedState`` (docs/ARCHITECTURE.md,
+    /// "Services"); the parts reach them through the loop they run on.
+    let process: ProcessState
+    let storage: Storage
+    /// ``Storage/cache``, held here for the lookup on every request.
+    let cache: TieredCache
+    let telemetry: Telemetry
+    let forwarding: Forwarding
+    let tunnelling: Tunnelling
     private(set) var runtime: RuntimeConfig
     let upstream: UpstreamClient
     let accessLog: AccessLog
@@ -76,7 +84,7 @@ final class ProxyLoop {
             return destinationGeneration
         }
         let policy = DestinationPolicy(
-            config: runtime.config.proxy, own: shared.ownAddresses.withLock { $0 }, hostAddresses: HostAddresses.current())
+            config: runtime.config.proxy, own: process.ownAddresses.withLock { $0 }, hostAddresses: HostAddresses.current())
         destinations = (policy, ObjectIdentifier(runtime), now)
         destinationGeneration += 1
         return destinationGeneration
@@ -84,15 +92,20 @@ final class ProxyLoop {
 
     init(loop: EventLoop, shared: SharedState, runtime: RuntimeConfig) {
         self.loop = loop
-        self.shared = shared
+        process = shared.process
+        storage = shared.storage
+        cache = shared.storage.cache
+        telemetry = shared.telemetry
+        forwarding = shared.forwarding
+        tunnelling = shared.tunnelling
         self.runtime = runtime
         upstream = UpstreamClient(loop: loop, maxConnectionsPerHost: runtime.config.upstream.maxConnectionsPerHost)
-        accessLog = AccessLog(loop: loop, fd: shared.accessLogFile.fd, enabled: runtime.config.log.access)
-        coalescer = Coalescer(loop: loop, registry: shared.fills.isActive ? shared.fills : nil)
-        diskStores = DiskStoreQueue(cache: shared.cache, loop: loop)
-        loop.busyPollCounters = (shared.stats[.busyPollsCaught], shared.stats[.busyPollsExpired])
-        upstream.idleConnectionClosed = { [shared] reason, origin in
-            shared.stats.idleUpstreamClosed[reason.rawValue]?.add(1)
+        accessLog = AccessLog(loop: loop, fd: telemetry.accessLogFile.fd, enabled: runtime.config.log.access)
+        coalescer = Coalescer(loop: loop, registry: forwarding.fills.isActive ? forwarding.fills : nil)
+        diskStores = DiskStoreQueue(cache: cache, loop: loop)
+        loop.busyPollCounters = (telemetry.stats[.busyPollsCaught], telemetry.stats[.busyPollsExpired])
+        upstream.idleConnectionClosed = { [telemetry, logger = shared.process.logger] reason, origin in
+            telemetry.stats.idleUpstreamClosed[reason.rawValue]?.add(1)
             // Bytes on an idle plain-HTTP connection are the origin's fault; a close, or a TLS
             // record (usually close_notify), is routine.
             let message: Logger.Message =
@@ -100,7 +113,7 @@ final class ProxyLoop {
                 ? "closed an idle upstream connection: bytes arrived that no request asked for (discarded unread)"
                 : "closed an idle upstream connection the origin had closed"
             let level: Logger.Level = reason == .data && origin.hasPrefix("http:") ? .info : .debug
-            shared.logger.log(level: level, message, metadata: ["origin": "\(origin)"])
+            logger.log(level: level, message, metadata: ["origin": "\(origin)"])
         }
         // The settings a reload may change, set as a reload sets them.
         apply(runtime)
@@ -125,7 +138,7 @@ final class ProxyLoop {
         return true
     }
 
-    var logger: Logger { shared.logger }
+    var logger: Logger { process.logger }
     var connectionCount: Int { connections.count }
     /// Read for every response head: a match on the case, not the enum's `==`.
     var isDraining: Bool {
@@ -228,7 +241,7 @@ final class ProxyLoop {
             guard let connection = connections[entry.id], connection.isEvictable(stamp: entry.stamp),
                 !connection.isFlushingWhileIdle
             else { continue }
-            shared.stats[.evictedIdleConnections].add(1)
+            telemetry.stats[.evictedIdleConnections].add(1)
             connection.close()
             return true
         }
@@ -249,7 +262,7 @@ final class ProxyLoop {
                     requeued.append(entry)
                     continue
                 }
-                shared.stats[.evictedIdleConnections].add(1)
+                telemetry.stats[.evictedIdleConnections].add(1)
                 connection.close()
                 compactIdleQueue()
                 return true
@@ -282,7 +295,7 @@ final class ProxyLoop {
     /// Proxy and admin connections are counted apart: max_connections is about clients, and
     /// an operator's stats call must not take a client's place (or be refused for one).
     private func counter(for kind: Listener.Kind) -> AtomicCounter {
-        kind == .proxy ? shared.stats[.activeConnections] : shared.stats[.adminConnections]
+        kind == .proxy ? telemetry.stats[.activeConnections] : telemetry.stats[.adminConnections]
     }
 
     /// A connection whose socket became a tunnel's (counted until the tunnel closes) or moved
@@ -305,7 +318,7 @@ final class ProxyLoop {
 
     func tunnelClosed(_ tunnel: Tunnel) {
         if tunnels.removeValue(forKey: ObjectIdentifier(tunnel)) != nil {
-            shared.stats[.activeConnections].subtract(1)
+            telemetry.stats[.activeConnections].subtract(1)
         }
     }
 
@@ -314,7 +327,7 @@ final class ProxyLoop {
     func startHeartbeat(every interval: UInt64, slot: Int) {
         loop.schedule(afterNanos: interval) { [weakSelf] in
             guard let proxy = weakSelf.object, !proxy.isDraining else { return }
-            proxy.shared.heartbeats.withLock { beats in
+            proxy.process.heartbeats.withLock { beats in
                 if slot < beats.count { beats[slot] = proxy.loop.now }
             }
             proxy.startHeartbeat(every: interval, slot: slot)
@@ -334,7 +347,7 @@ final class ProxyLoop {
                 guard let proxy = weakSelf.object, !proxy.isDraining else { return }
                 if let watchdog {
                     let now = Clocks.monotonicNanos()
-                    let healthy = proxy.shared.heartbeats.withLock { beats in beats.allSatisfy { now &- $0 < watchdog } }
+                    let healthy = proxy.process.heartbeats.withLock { beats in beats.allSatisfy { now &- $0 < watchdog } }
                     if healthy { Systemd.notify("WATCHDOG=1") }
                 }
                 sinceStatus += period

@@ -40,15 +40,15 @@ public final class Server: Sendable {
 
     /// Why the disk tier could not be set up (nil: it was); the daemon runs memory-only then,
     /// unless `disk.required` says it must not.
-    public var diskProblem: String? { shared.diskProblem }
+    public var diskProblem: String? { shared.storage.diskProblem }
 
     /// The addresses actually bound (port 0 resolved).
-    public var proxyAddresses: [SocketAddress] { shared.ownAddresses.withLock { $0.proxy } }
-    public var adminAddress: SocketAddress? { shared.ownAddresses.withLock { $0.admin } }
+    public var proxyAddresses: [SocketAddress] { shared.process.ownAddresses.withLock { $0.proxy } }
+    public var adminAddress: SocketAddress? { shared.process.ownAddresses.withLock { $0.admin } }
     /// How many event loops serve (``start()`` sets it: `proxy.workers`, or ``CPUBudget``).
     public var workerCount: Int { loops.withLock { $0.count } }
     /// Whether the listeners came from systemd socket activation.
-    public var socketActivated: Bool { shared.ownAddresses.withLock { $0.activated } }
+    public var socketActivated: Bool { shared.process.ownAddresses.withLock { $0.activated } }
 
     /// Binds every listener (or adopts the sockets systemd passed: `FileDescriptorName=proxy`
     /// and `admin`), starts the event loops, and tells systemd it is ready. Throws if an
@@ -66,7 +66,7 @@ public final class Server: Sendable {
     }
 
     private func bindAndRun() throws(SystemError) {
-        let config = shared.currentRuntime.config
+        let config = shared.process.currentRuntime.config
         // The soft limit goes up to the hard one, as HAProxy does; only a hard limit too low to
         // hold max_connections clients is worth a warning (DescriptorBudget).
         let descriptors = ResourceLimits.raiseOpenFiles()
@@ -74,11 +74,11 @@ public final class Server: Sendable {
         // eighth of the limit (past that they stay in arrays, which only costs speed).
         let memoryFiles = min(descriptors / 8, 1 << 16)
         MemoryFileBudget.shared.limit = memoryFiles
-        let segments = shared.cache.hasDiskTier ? DiskCache.segmentDescriptors(maxBytes: config.disk.maxBytes) : 0
+        let segments = shared.storage.cache.hasDiskTier ? DiskCache.segmentDescriptors(maxBytes: config.disk.maxBytes) : 0
         let budget = DescriptorBudget(
             limit: descriptors, maxConnections: config.proxy.maxConnections, segments: segments, memoryFiles: memoryFiles)
         if budget.isShort {
-            shared.logger.warning(
+            shared.process.logger.warning(
                 "the open-file limit holds fewer client connections than proxy.max_connections; the kernel refuses those past it",
                 metadata: [
                     "limit": "\(descriptors)", "max_connections": "\(config.proxy.maxConnections)", "clients": "\(budget.clients)",
@@ -111,31 +111,31 @@ public final class Server: Sendable {
             }
         }
         let addresses = opened.compactMap { kind, socket in (try? socket.localAddress()).flatMap { $0 }.map { (kind, $0) } }
-        shared.ownAddresses.withLock {
+        shared.process.ownAddresses.withLock {
             $0.proxy = addresses.filter { $0.0 == .proxy }.map(\.1)
             $0.admin = addresses.first { $0.0 == .admin }?.1
             $0.activated = !passed.isEmpty
         }
         sockets.withLock { $0 = opened }
         do {
-            try shared.accessLogFile.open()
+            try shared.telemetry.accessLogFile.open()
         } catch {
             for (_, socket) in opened { socket.close() }
             throw SystemError(call: "\(error.call) \(config.log.accessFile) (log.access_file)", errno: error.errno)
         }
-        shared.cache.start()
+        shared.storage.cache.start()
         let workers = config.proxy.workers ?? CPUBudget.current()
         var handles: [EventLoopHandle] = []
         for index in 0..<workers {
             handles.append(try EventLoop.start(name: "larder-loop-\(index)", index: index))
         }
-        shared.fills.setLoops(handles)
+        shared.forwarding.fills.setLoops(handles)
         let shared = self.shared
         let listeners = opened
         let ready = DispatchSemaphore(value: 0)
         for (index, handle) in handles.enumerated() {
             handle.execute { loop in
-                let proxy = ProxyLoop(loop: loop, shared: shared, runtime: shared.currentRuntime)
+                let proxy = ProxyLoop(loop: loop, shared: shared, runtime: shared.process.currentRuntime)
                 loop.context = proxy
                 // Admin connections live on loop 0 only: one budget, one idle queue, so a health
                 // check past the budget always finds an idle admin connection to close.
@@ -143,7 +143,7 @@ public final class Server: Sendable {
                     do {
                         try proxy.listen(on: socket, kind: kind)
                     } catch {
-                        shared.logger.error("cannot watch listener", metadata: ["error": "\(error)"])
+                        shared.process.logger.error("cannot watch listener", metadata: ["error": "\(error)"])
                     }
                 }
                 ready.signal()
@@ -162,7 +162,7 @@ public final class Server: Sendable {
         guard Systemd.isSupervised else { return }
         let watchdog = Systemd.watchdogInterval()
         let shared = self.shared
-        shared.heartbeats.withLock { $0 = Array(repeating: Clocks.monotonicNanos(), count: handles.count) }
+        shared.process.heartbeats.withLock { $0 = Array(repeating: Clocks.monotonicNanos(), count: handles.count) }
         let beat = min(watchdog.map { $0 / 4 } ?? 1_000_000_000, 1_000_000_000)
         for (index, handle) in handles.enumerated() {
             handle.execute { loop in
@@ -176,12 +176,12 @@ public final class Server: Sendable {
 
     /// `STATUS=` text: what an operator sees in `systemctl status larder`.
     var statusLine: String {
-        let stats = shared.stats
+        let stats = shared.telemetry.stats
         let served = RequestOutcome.allCases.reduce(0) { $0 + stats.value($1) }
         let fromCache = RequestOutcome.allCases.reduce(0) { $1.isFromCache ? $0 + stats.value($1) : $0 }
         let ratio = served > 0 ? Double(fromCache) * 100 / Double(served) : 0
-        let memory = shared.cache.memoryStatistics
-        let disk = shared.cache.diskStatistics?.figures
+        let memory = shared.storage.cache.memoryStatistics
+        let disk = shared.storage.cache.diskStatistics?.figures
         return "\(stats[.activeConnections].load()) connections, \(served) requests, "
             + "\(Int(ratio.rounded()))% from cache, memory \(Units.format(bytes: Int64(memory.bytes / 1024 * 1024))) "
             + "in \(memory.entries) entries, disk \(disk.map { "\($0.entries) entries" } ?? "off")"
@@ -195,23 +195,23 @@ public final class Server: Sendable {
     public func apply(_ config: Config, interceptor: TLSInterceptor?) -> Bool {
         guard life.acceptsReload else { return false }
         Systemd.notifyReloading()
-        let (runtime, replaced) = shared.runtime.withLock { current in
+        let (runtime, replaced) = shared.process.runtime.withLock { current in
             let replaced = current.interceptor
             current = RuntimeConfig(config: config, generation: current.generation + 1, interceptor: interceptor)
             return (current, replaced)
         }
         if let replaced, replaced !== interceptor {
             let counted = replaced.mint.statistics
-            shared.retiredMints.withLock { retired in
+            shared.tunnelling.retiredMints.withLock { retired in
                 retired.minted += counted.minted
                 retired.hits += counted.hits
             }
         }
         let memory = config.memory
-        shared.cache.setLimits(
+        shared.storage.cache.setLimits(
             memory: .init(maxBytes: memory.maxBytes, maxEntries: memory.maxEntries, maxObjectBytes: memory.maxObjectBytes),
             disk: .init(maxBytes: config.disk.maxBytes, maxObjectBytes: config.disk.maxObjectBytes), scrubRate: config.disk.scrubRate)
-        shared.retryBudget.setLimits(ratio: config.retry.budgetRatio, floor: config.retry.budgetMin)
+        shared.forwarding.retryBudget.setLimits(ratio: config.retry.budgetRatio, floor: config.retry.budgetMin)
         let done = DispatchSemaphore(value: 0)
         let handles = loops.withLock { $0 }
         for handle in handles {
@@ -229,7 +229,7 @@ public final class Server: Sendable {
     /// SIGUSR1: reopens `log.access_file` (after logrotate moved it); returns its path, or nil
     /// when access lines go to stdout.
     public func reopenAccessLog() throws(SystemError) -> String? {
-        try shared.accessLogFile.reopen() ? shared.accessLogFile.path : nil
+        try shared.telemetry.accessLogFile.reopen() ? shared.telemetry.accessLogFile.path : nil
     }
 
     public func reloadRejected() {
@@ -237,9 +237,9 @@ public final class Server: Sendable {
     }
 
     /// The configuration currently applied.
-    public var config: Config { shared.currentRuntime.config }
+    public var config: Config { shared.process.currentRuntime.config }
     /// The interceptor currently applied (a reload keeps it when the CA did not change).
-    public var interceptor: TLSInterceptor? { shared.currentRuntime.interceptor }
+    public var interceptor: TLSInterceptor? { shared.process.currentRuntime.interceptor }
 
     /// Stops accepting, lets in-flight exchanges finish for up to `timeout`, then closes the
     /// rest, flushes the disk tier and stops the loops.
@@ -247,12 +247,12 @@ public final class Server: Sendable {
     public func shutdown(drainTimeout timeout: Duration) {
         guard let draining = move(.drainRequested(now: Clocks.monotonicNanos(), timeout: timeout.totalNanoseconds))
         else { return }
-        Systemd.notify("STOPPING=1\nSTATUS=draining \(shared.stats[.activeConnections].load()) connections")
+        Systemd.notify("STOPPING=1\nSTATUS=draining \(shared.telemetry.stats[.activeConnections].load()) connections")
         let handles = loops.withLock { $0 }
         for handle in handles {
             handle.execute { loop in (loop.context as? ProxyLoop)?.beginDraining(draining) }
         }
-        while shared.stats[.activeConnections].load() > 0, !draining.drainExpired(now: Clocks.monotonicNanos()) {
+        while shared.telemetry.stats[.activeConnections].load() > 0, !draining.drainExpired(now: Clocks.monotonicNanos()) {
             usleep(20_000)
         }
         let done = DispatchSemaphore(value: 0)
@@ -268,7 +268,7 @@ public final class Server: Sendable {
         for (_, socket) in sockets.withLock({ $0 }) { socket.close() }
         // Queued disk writes finish (or fail) before exit, so an orderly stop leaves nothing
         // half-written in tmp/.
-        shared.cache.stop()
+        shared.storage.cache.stop()
         shared.stopHelpers()
         move(.loopsStopped)
     }
@@ -276,14 +276,14 @@ public final class Server: Sendable {
     /// Removes every stored variant of `url` from memory and disk. Returns whether anything
     /// was stored. `url` must be an absolute http(s) URL.
     public func purge(url: String) throws(HTTPParseError) -> Bool {
-        shared.cache.purge(shared.currentRuntime.key(for: try AbsoluteURL(parsing: url)))
+        shared.storage.cache.purge(shared.process.currentRuntime.key(for: try AbsoluteURL(parsing: url)))
     }
 
     /// Empties both cache tiers.
     public func removeAll() {
-        shared.cache.removeAll()
+        shared.storage.cache.removeAll()
     }
 
     /// Counters, for the admin endpoint and tests.
-    public var statistics: Statistics { shared.stats }
+    public var statistics: Statistics { shared.telemetry.stats }
 }

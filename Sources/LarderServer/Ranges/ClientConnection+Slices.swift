@@ -21,7 +21,7 @@ extension ClientConnection {
         let headers = exchange.head.headers
         let size = exchange.runtime.config.cache.sliceSize
         // A digest covers the whole body: its slices could not be checked one by one.
-        guard size > 0, exchange.route?.digest == nil, proxy.shared.cache.maxDiskObjectBytes != nil, method == .get || method == .head,
+        guard size > 0, exchange.route?.digest == nil, proxy.cache.maxDiskObjectBytes != nil, method == .get || method == .head,
             let key = exchange.key,
             !exchange.goAlone, exchange.range != .passed, exchange.variant == nil, !exchange.directives.noStore,
             !exchange.directives.noCache, !headers.contains("Authorization")
@@ -30,7 +30,7 @@ extension ClientConnection {
             // Only an object whose first slice is stored (an index probe: a plain miss costs no
             // more), and not while a fill of the whole object is in flight on any loop: that
             // one is joined (it writes the slices).
-            guard proxy.shared.cache.mayHoldSlices, proxy.shared.cache.holds(key.slice(0)) else { return false }
+            guard proxy.cache.mayHoldSlices, proxy.cache.holds(key.slice(0)) else { return false }
             guard cachedOnly || !proxy.coalescer.isFetched(FillKey(method: "GET", url: key.url, bodyHash: nil)) else { return false }
         }
         exchange.slices = SlicePlan(
@@ -65,12 +65,12 @@ extension ClientConnection {
             guard output.pendingBytes < ClientConnection.outputHighWater else { return progressed }
             let index = plan.sliceIndex
             let checked = exchange.takeCheckedEntry()
-            switch proxy.shared.cache.lookup(key.slice(index), request: exchange.head.headers, checked: checked) {
+            switch proxy.cache.lookup(key.slice(index), request: exchange.head.headers, checked: checked) {
             case .pending(let name):
                 waitForVerification(of: name)
                 return progressed
             case .miss:
-                if plan.stage == .locating, index != 0, proxy.shared.cache.holds(key.slice(0)) {
+                if plan.stage == .locating, index != 0, proxy.cache.holds(key.slice(0)) {
                     // The first slice tells the length: the range may be past the end, or
                     // a suffix; no fetch before that is known.
                     exchange.slices?.look(at: 0)
@@ -100,7 +100,7 @@ extension ClientConnection {
                 else {
                     // Not a slice after all, one without a strong validator (never combined), or
                     // one cut under another `cache.slice_size`: forgotten, so the next look misses.
-                    proxy.shared.cache.purge(key.slice(index))
+                    proxy.cache.purge(key.slice(index))
                     continue
                 }
                 let now = Clocks.wallSeconds()
@@ -370,7 +370,7 @@ extension ClientConnection {
         // object within disk.max_object_bytes, so past it none is looked for.
         let held =
             Int64(plan.length) <= exchange.runtime.config.disk.maxObjectBytes
-            ? needed.filter { $0 == anchor ? exchange.cacheStatus.hit : proxy.shared.cache.holds(key.slice($0)) }.count
+            ? needed.filter { $0 == anchor ? exchange.cacheStatus.hit : proxy.cache.holds(key.slice($0)) }.count
             : (exchange.cacheStatus.hit ? 1 : 0)
         if held == needed.count { return true }
         if held > 0 || exchange.cacheStatus.hit {
@@ -424,7 +424,7 @@ extension ClientConnection {
         case .memoryFile(let file, _):
             queueBody(file: file, offset: Int64(offset), count: count, exchange: exchange)
         }
-        proxy.shared.stats[.bytesFromCache].add(count)
+        proxy.telemetry.stats[.bytesFromCache].add(count)
     }
 
     /// Every byte of the answer is queued.
@@ -460,9 +460,9 @@ extension ClientConnection {
         // disk.max_object_bytes are ever stored, so none lies past it.
         let stored = min(Int64(length), exchange.runtime.config.disk.maxObjectBytes)
         let count = Int((stored + Int64(size) - 1) / Int64(size))
-        for index in 0..<count where index != keeping { proxy.shared.cache.purge(key.slice(index)) }
-        proxy.shared.cache.purge(key)
-        proxy.shared.stats[.invalidations].add(count)
+        for index in 0..<count where index != keeping { proxy.cache.purge(key.slice(index)) }
+        proxy.cache.purge(key)
+        proxy.telemetry.stats[.invalidations].add(count)
         proxy.logger.notice(
             "dropped the slices of a changed object", metadata: ["key": "\(proxy.loggable(key.url))", "slices": "\(count)"])
     }

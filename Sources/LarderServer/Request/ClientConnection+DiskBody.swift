@@ -22,7 +22,7 @@ extension ClientConnection {
         stream.reading = token
         exchange.updateDiskBody(stream)
         let handle = proxy.loop.handle
-        proxy.shared.cache.readBlock(of: stream.stored, block: block) { read in
+        proxy.cache.readBlock(of: stream.stored, block: block) { read in
             handle.execute { loop in
                 (loop.context as? ProxyLoop)?.unpark(token)?.receiveDiskBlock(read, block: block, token: token)
             }
@@ -40,7 +40,7 @@ extension ClientConnection {
         let part = stream.take(block: block, count: bytes.count)
         exchange.updateDiskBody(stream)
         queueBody(bytes, from: part.offset, count: part.count, exchange: exchange)
-        proxy.shared.stats[.bytesFromCache].add(part.count)
+        proxy.telemetry.stats[.bytesFromCache].add(part.count)
         if stream.isDone {
             switch exchange.take(.diskBodyEnded) {
             case .finish: finishExchange()

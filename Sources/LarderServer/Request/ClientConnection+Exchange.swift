@@ -26,7 +26,7 @@ extension ClientConnection {
         case .success(let found):
             framing = found
         case .failure(let error):
-            proxy.shared.stats[.badRequests].add(1)
+            proxy.telemetry.stats[.badRequests].add(1)
             rejectAndClose(error)
             return
         }
@@ -47,7 +47,7 @@ extension ClientConnection {
         // sends the origin no Proxy-Authorization.
         let users = runtime.config.proxy.authUsers
         if !users.isEmpty, interception == nil {
-            switch proxy.shared.authenticator.check(
+            switch proxy.process.authenticator.check(
                 exchange.head.headers.values("Proxy-Authorization"), users: users, now: proxy.loop.now)
             {
             case .allowed:
@@ -191,7 +191,7 @@ extension ClientConnection {
     /// The stored variant for this request, from memory, then disk (``TieredCache``).
     private func lookup(_ key: CacheKey, exchange: Exchange, varyMiss: inout Bool) -> LookupResult {
         let checked = exchange.takeCheckedEntry()
-        switch proxy.shared.cache.lookup(key, request: exchange.head.headers, checked: checked) {
+        switch proxy.cache.lookup(key, request: exchange.head.headers, checked: checked) {
         case .found(let stored, let fromDisk):
             return .found(stored, fromDisk: fromDisk)
         case .miss(let otherVariants):
@@ -254,7 +254,7 @@ extension ClientConnection {
         exchange?.take(.diskCheckStarted)
         let token = proxy.park(self)
         let handle = proxy.loop.handle
-        proxy.shared.cache.verify(name) { verification in
+        proxy.cache.verify(name) { verification in
             handle.execute { loop in (loop.context as? ProxyLoop)?.unpark(token)?.resumeAfterDiskCheck(verification) }
         }
     }

@@ -77,7 +77,7 @@ extension ClientConnection {
                 output.appendFile(file, offset: Int64(first), count: Int64(count))
             }
             exchange.bodyBytesSent = count
-            proxy.shared.stats[.bytesFromCache].add(count)
+            proxy.telemetry.stats[.bytesFromCache].add(count)
         }
     }
 

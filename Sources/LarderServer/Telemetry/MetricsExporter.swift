@@ -1,4 +1,5 @@
 import LarderCache
+import LarderConfig
 import LarderIO
 import LarderUpstream
 import Prometheus
@@ -58,7 +59,7 @@ final class MetricsExporter: Sendable {
 
     /// Brings the registry up to date with `document` (read from the counters just now) and
     /// returns the exposition text.
-    func render(_ document: StatsDocument, shared: SharedState) -> [UInt8] {
+    func render(_ document: StatsDocument, parents: ParentHealth, tls: TLSConfig, interceptedHosts: InterceptedHosts) -> [UInt8] {
         synced.withLock { last in
             for (index, row) in MetricsTable.rows.enumerated() {
                 let value = row.value(document)
@@ -73,8 +74,8 @@ final class MetricsExporter: Sendable {
                 }
             }
         }
-        syncParents(shared)
-        syncTLSRules(shared)
+        syncParents(parents)
+        syncTLSRules(tls, interceptedHosts)
         var text = registry.emitToBuffer()
         requestDuration.render(into: &text)
         ProcessMetrics.current()?.render(into: &text)
@@ -83,21 +84,20 @@ final class MetricsExporter: Sendable {
 
     /// `larder_tls_*{intercept}`: handshake failures, refusals and clients spliced now, counted
     /// under the `tls.intercept` entry their host matches.
-    private func syncTLSRules(_ shared: SharedState) {
-        let tls = shared.currentRuntime.config.tls
+    private func syncTLSRules(_ tls: TLSConfig, _ interceptedHosts: InterceptedHosts) {
         var spliced: [String: Int] = [:]
-        for (host, clients) in shared.interceptedHosts.splicedHosts(now: Clocks.monotonicNanos()) {
+        for (host, clients) in interceptedHosts.splicedHosts(now: Clocks.monotonicNanos()) {
             spliced[ConnectHandler.interceptRule(host, tls), default: 0] += clients
         }
-        tlsRules.sync(shared.interceptedHosts, spliced: spliced, registry: registry)
+        tlsRules.sync(interceptedHosts, spliced: spliced, registry: registry)
     }
 
     /// `larder_parent_*{parent}`: attempts, failures, skips while backing off, and whether
     /// each parent is backing off now. Labels carry the parent URL without credentials.
-    private func syncParents(_ shared: SharedState) {
+    private func syncParents(_ parents: ParentHealth) {
         let now = Clocks.monotonicNanos()
         parentMetrics.withLock { metrics in
-            for (label, counters) in shared.parentHealth.snapshot() {
+            for (label, counters) in parents.snapshot() {
                 if metrics[label] == nil {
                     let labels = [("parent", label)]
                     func counter(_ name: String, _ help: String) -> Prometheus.Counter {

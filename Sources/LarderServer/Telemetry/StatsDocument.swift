@@ -320,50 +320,51 @@ extension StatsDocument {
     }
 
     /// The document for the running daemon now: the counters, then what their owners hold
-    /// (the tiers, parents, hosts, TLS hosts, health, latency, history, routes).
-    init(_ shared: SharedState) {
-        self.init(counters: shared.stats)
-        let config = shared.currentRuntime.config
-        uptimeSeconds = Clocks.wallSeconds() - shared.startTime
-        workers = shared.fills.loopCount
-        let memory = shared.cache.memoryStatistics
+    /// (the tiers, parents, hosts, TLS hosts, health, latency, history, routes), read under
+    /// `runtime`, the configuration in force.
+    init(telemetry: Telemetry, storage: Storage, forwarding: Forwarding, tunnelling: Tunnelling, runtime: RuntimeConfig) {
+        self.init(counters: telemetry.stats)
+        let config = runtime.config
+        uptimeSeconds = telemetry.uptime
+        workers = forwarding.fills.loopCount
+        let memory = storage.cache.memoryStatistics
         self.memory = Memory(
             entries: memory.entries, bytes: memory.bytes, maxBytes: config.memory.maxBytes, evictions: memory.evictions,
             files: MemoryFileBudget.shared.count)
-        disk = shared.cache.diskStatistics.map { disk in
+        disk = storage.cache.diskStatistics.map { disk in
             let figures = disk.figures
             return Disk(
                 entries: figures.entries, bytes: Int(figures.bytes), maxBytes: Int(config.disk.maxBytes), evictions: figures.evictions,
                 corruptions: figures.corruptions, writeErrors: figures.writeErrors, degraded: figures.degraded,
                 indexComplete: figures.indexComplete, path: disk.directory, scrubbedBytes: disk.scrubbedBytes)
         }
-        upstream.retryBudgetExhausted = shared.retryBudget.exhausted.load()
+        upstream.retryBudgetExhausted = forwarding.retryBudget.exhausted.load()
         // Every configured parent, plus any a route or an earlier configuration used.
-        let health = shared.parentHealth.snapshot()
+        let health = forwarding.parentHealth.snapshot()
         let now = Clocks.monotonicNanos()
-        let configured = shared.currentRuntime.parents.parents.map(\.label)
+        let configured = runtime.parents.parents.map(\.label)
         let labels = configured + health.keys.filter { !configured.contains($0) }.sorted()
         parents = labels.map { label in
             let entry = health[label] ?? ParentHealth.Counters()
             return Parent(
                 parent: label, requests: entry.requests, failures: entry.failures, skipped: entry.skips, down: entry.downUntil > now)
         }
-        topHosts = shared.hosts.top(10).map { entry in
+        topHosts = telemetry.hosts.top(10).map { entry in
             Host(host: entry.host, requests: entry.counts.requests, hits: entry.counts.hits, bytes: entry.counts.bytes)
         }
-        tls.take(shared, now: now)
-        self.health = Health(status: shared.healthProblems.isEmpty ? "ok" : "unhealthy", problems: shared.healthProblems)
-        admissionsDeferred = shared.cache.admissionsDeferred.load()
-        latency = Latency(shared.metrics.requestDuration)
-        recentFailures = shared.recentFailures.all.map {
+        tls.take(tunnelling, runtime: runtime, now: now)
+        self.health = Health(status: storage.healthProblems.isEmpty ? "ok" : "unhealthy", problems: storage.healthProblems)
+        admissionsDeferred = storage.cache.admissionsDeferred.load()
+        latency = Latency(telemetry.metrics.requestDuration)
+        recentFailures = telemetry.recentFailures.all.map {
             Failure(time: $0.time, client: $0.client, method: $0.method, url: $0.url, status: $0.status, cause: $0.cause.rawValue)
         }
         history = History(
-            intervalSeconds: Double(shared.history.interval) / 1e9, capacity: shared.history.capacity,
-            samples: shared.history.samples.map {
+            intervalSeconds: Double(telemetry.history.interval) / 1e9, capacity: telemetry.history.capacity,
+            samples: telemetry.history.samples.map {
                 Sample(uptimeSeconds: $0.uptime, requests: $0.requests, fromCache: $0.bytesFromCache, fromUpstream: $0.bytesFromUpstream)
             })
-        routes = shared.routeCounters.top(50).map { entry in
+        routes = telemetry.routeCounters.top(50).map { entry in
             Route(
                 route: entry.host, requests: entry.counts.requests, hits: entry.counts.hits, bytes: entry.counts.bytes,
                 bytesSaved: entry.counts.savedBytes)
@@ -390,14 +391,13 @@ extension StatsDocument.Latency {
 extension StatsDocument.TLS {
     /// What the interceptor, the certificate mint and the host table hold; the counters came
     /// from ``Statistics``.
-    mutating func take(_ shared: SharedState, now: UInt64) {
-        let runtime = shared.currentRuntime
-        let mint = shared.mintStatistics(current: runtime.interceptor)
+    mutating func take(_ tunnelling: Tunnelling, runtime: RuntimeConfig, now: UInt64) {
+        let mint = tunnelling.mintStatistics(current: runtime.interceptor)
         intercepting = runtime.interceptor != nil
         certificatesMinted = mint.minted
         certificateCacheHits = mint.hits
-        splicedHosts = shared.interceptedHosts.splicedHosts(now: now).count
-        failingHosts = shared.interceptedHosts.failing(10, now: now).map { host, failures, splicedClients in
+        splicedHosts = tunnelling.interceptedHosts.splicedHosts(now: now).count
+        failingHosts = tunnelling.interceptedHosts.failing(10, now: now).map { host, failures, splicedClients in
             StatsDocument.TLSHost(
                 host: host, failures: failures.count, lastFailure: failures.last, spliced: splicedClients > 0,
                 splicedClients: splicedClients)

@@ -43,8 +43,15 @@ final class ConnectHandler {
     /// Set while the connection is an intercepted TLS session.
     private(set) var interception: Interception?
 
+    /// The services CONNECT uses: counters, parents and `Via`, resolvers and intercepted hosts.
+    private let telemetry: Telemetry
+    private let forwarding: Forwarding
+    private let tunnelling: Tunnelling
+
     init(connection: ClientConnection) {
         self.connection = connection
+        let proxy = connection.proxy
+        (telemetry, forwarding, tunnelling) = (proxy.telemetry, proxy.forwarding, proxy.tunnelling)
     }
 
     private var proxy: ProxyLoop { connection.proxy }
@@ -108,7 +115,7 @@ final class ConnectHandler {
         // RFC 9110 §9.3.6: CONNECT content has no defined semantics; bytes after the head
         // belong to the tunnel, so a declared body would be ambiguous.
         guard exchange.requestFraming == .none else {
-            proxy.shared.stats[.badRequests].add(1)
+            telemetry.stats[.badRequests].add(1)
             return connection.respondGenerated(
                 status: 400, message: "Larder: a CONNECT request cannot carry content", outcome: .error)
         }
@@ -130,7 +137,7 @@ final class ConnectHandler {
         }
         // Through the parents when the configuration has them (and `direct` does not exempt
         // the host): the tunnel is chained with a CONNECT of our own to the parent.
-        let parents = proxy.shared.parentHealth.order(
+        let parents = forwarding.parentHealth.order(
             exchange.runtime.parents.candidates(
                 for: AbsoluteURL(scheme: "https", host: host, port: port, pathAndQuery: "/"), routeParent: nil))
         setup = TunnelSetup(target: (bareHost, port), parents: parents)
@@ -150,7 +157,7 @@ final class ConnectHandler {
                     outcome: .error, cause: .parent)
             }
             (bareHost, port) = (endpoint.host, endpoint.port)
-            proxy.shared.parentHealth.recordAttempt(parent)
+            forwarding.parentHealth.recordAttempt(parent)
         } else {
             (bareHost, port) = setup.target
         }
@@ -158,7 +165,8 @@ final class ConnectHandler {
         let token = proxy.park(connection)
         let handle = proxy.loop.handle
         let id = ObjectIdentifier(exchange)
-        proxy.shared.resolve(bareHost, port: UInt16(port)) { result in
+        let pinned = proxy.process.currentRuntime.config.upstream.resolve
+        tunnelling.resolve(bareHost, port: UInt16(port), pinned: pinned) { result in
             handle.execute { loop in
                 (loop.context as? ProxyLoop)?.unpark(token)?.connect?.resolved(result, port: port, exchangeID: id)
             }
@@ -225,7 +233,7 @@ final class ConnectHandler {
     private func parentHandshake(_ exchange: Exchange) -> [UInt8]? {
         guard let parent = setup?.currentParent else { return nil }
         let target = exchange.head.targetText
-        let via = proxy.shared.via(after: exchange.head.headers)
+        let via = forwarding.via(after: exchange.head.headers)
         var text = "CONNECT \(target) HTTP/1.1\r\nHost: \(target)\r\nVia: \(via)\r\n"
         if let authorization = parent.endpoint?.authorization { text += "Proxy-Authorization: \(authorization)\r\n" }
         return Array((text + "\r\n").utf8)
@@ -245,7 +253,7 @@ final class ConnectHandler {
             // other than a 4xx or 5xx is no refusal the client could read with this message as
             // its body (a 304 has none, RFC 9110 §6.4.1: the message would be read as the next
             // response; a 3xx here has no Location).
-            if let parent { proxy.shared.parentHealth.recordSuccess(parent) }
+            if let parent { forwarding.parentHealth.recordSuccess(parent) }
             proxy.logger.notice(
                 "parent proxy refused a CONNECT",
                 metadata: ["parent": "\(parent?.label ?? "-")", "target": "\(exchange.head.targetText)", "answer": "\(statusLine)"])
@@ -266,11 +274,11 @@ final class ConnectHandler {
             // Failover as a miss's: the next parent when this one was not reached or reset us.
             let (action, unreachable) = AttemptPlanner.afterTunnelError(error, parent: (setup.parentIndex, setup.parents.count))
             if unreachable {
-                proxy.shared.parentUnreachable(parent, backoff: exchange.runtime.parents.backoff, error: error.message)
+                forwarding.parentUnreachable(parent, backoff: exchange.runtime.parents.backoff, error: error.message)
             }
             if action == .failOver {
                 self.setup?.parentIndex += 1
-                proxy.shared.stats[.parentFailovers].add(1)
+                telemetry.stats[.parentFailovers].add(1)
                 return resolveHop(exchange)
             }
             // Every parent tried was unreachable; else this one was reached and its answer ends it.
@@ -286,7 +294,7 @@ final class ConnectHandler {
             connection.respondGenerated(
                 status: timedOut ? 504 : 502, message: "Larder: " + message, outcome: .error, cause: .parent)
         case .success(let connected):
-            if let parent { proxy.shared.parentHealth.recordSuccess(parent) }
+            if let parent { forwarding.parentHealth.recordSuccess(parent) }
             exchange.status = 200
             setup?.server = connected.socket
             setup?.serverLeftover = connected.leftover
@@ -324,8 +332,8 @@ final class ConnectHandler {
         guard exchange.runtime.interceptor != nil, interception == nil else { return false }
         let lower = host.lowercased()
         guard exchange.runtime.config.tls.intercepts(host: lower) else { return false }
-        if proxy.shared.interceptedHosts.admits(client: clientAddress, host: lower, now: proxy.loop.now) { return true }
-        proxy.shared.stats[.splicedTunnels].add(1)
+        if tunnelling.interceptedHosts.admits(client: clientAddress, host: lower, now: proxy.loop.now) { return true }
+        telemetry.stats[.splicedTunnels].add(1)
         return false
     }
 
@@ -350,7 +358,7 @@ final class ConnectHandler {
         // The client spoke before it heard the 200: those bytes were read as plain text and
         // OpenSSL reads from the socket, so they cannot reach the handshake.
         guard connection.inbound.isEmpty else {
-            proxy.shared.stats.count(.failed)
+            telemetry.stats.count(.failed)
             proxy.logger.notice(
                 "closed an intercepted tunnel: the client sent bytes before the 200 to its CONNECT",
                 metadata: ["client": "\(connection.peer?.description ?? "-")", "host": "\(pending.host)"])
@@ -373,8 +381,8 @@ final class ConnectHandler {
     private func checkHandshake() {
         guard let interception, !interception.handshakeDone, interception.tls.stage == .open else { return }
         self.interception?.handshakeDone = true
-        proxy.shared.stats.count(.ok)
-        if interception.tls.canSendFile { proxy.shared.stats[.kernelSessions].add(1) }
+        telemetry.stats.count(.ok)
+        if interception.tls.canSendFile { telemetry.stats[.kernelSessions].add(1) }
         recordHandshake(failure: nil, isRefusal: false)
     }
 
@@ -413,7 +421,7 @@ final class ConnectHandler {
     private func handshakeFailed(_ outcome: Statistics.HandshakeOutcome, reason: String, isRefusal: Bool) {
         guard let interception else { return }
         self.interception?.handshakeDone = true  // counted once
-        proxy.shared.stats.count(outcome)
+        telemetry.stats.count(outcome)
         proxy.logger.notice(
             "TLS handshake with an intercepted client failed",
             metadata: [
@@ -427,7 +435,7 @@ final class ConnectHandler {
         guard let interception else { return }
         let tls = proxy.runtime.config.tls
         let client = clientAddress
-        let spliced = proxy.shared.interceptedHosts.record(
+        let spliced = tunnelling.interceptedHosts.record(
             client: client, host: interception.host, rule: Self.interceptRule(interception.host, tls), failure: failure,
             isRefusal: isRefusal, threshold: tls.spliceAfterFailures,
             spliceFor: tls.spliceFor.totalNanoseconds, now: proxy.loop.now)

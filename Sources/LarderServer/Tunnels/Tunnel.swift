@@ -85,8 +85,8 @@ final class Tunnel {
             proxy.loop.deregister(client.socket.fd)
             throw error
         }
-        proxy.shared.stats[.tunnelsOpened].add(1)
-        proxy.shared.stats.count(.tunnel)
+        proxy.telemetry.stats[.tunnelsOpened].add(1)
+        proxy.telemetry.stats.count(.tunnel)
         pump()
     }
 
@@ -198,8 +198,8 @@ final class Tunnel {
             proxy.loop.deregister(side.socket.fd)
             side.socket.close()
         }
-        proxy.shared.stats[.tunnelBytesUp].add(bytesUp)
-        proxy.shared.stats[.tunnelBytesDown].add(bytesDown)
+        proxy.telemetry.stats[.tunnelBytesUp].add(bytesUp)
+        proxy.telemetry.stats[.tunnelBytesDown].add(bytesDown)
         proxy.tunnelClosed(self)
         proxy.accessLog.record(
             client: peer, method: "CONNECT", url: .text(target), status: 200, outcome: .tunnel(reason),
