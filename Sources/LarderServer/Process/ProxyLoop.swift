@@ -18,7 +18,10 @@ final class ProxyLoop {
     private(set) var runtime: RuntimeConfig
     let upstream: UpstreamClient
     let accessLog: AccessLog
-    let coalescer: Coalescer
+    /// The request side of this loop: what a connection hands each parsed request to.
+    let pipeline: RequestPipeline
+    /// Attach-or-start for this loop's fetches (the pipeline's).
+    var coalescer: Coalescer { pipeline.coalescer }
     private var connections: [ObjectIdentifier: ClientConnection] = [:]
     /// CONNECT tunnels; each still counts as an active connection.
     private var tunnels: [ObjectIdentifier: Tunnel] = [:]
@@ -88,7 +91,7 @@ final class ProxyLoop {
         self.runtime = runtime
         upstream = UpstreamClient(loop: loop, maxConnectionsPerHost: runtime.config.upstream.maxConnectionsPerHost)
         accessLog = AccessLog(loop: loop, fd: shared.accessLogFile.fd, enabled: runtime.config.log.access)
-        coalescer = Coalescer(loop: loop, registry: shared.fills.isActive ? shared.fills : nil)
+        pipeline = RequestPipeline(loop: loop, fills: shared.fills)
         diskStores = DiskStoreQueue(cache: shared.cache, loop: loop)
         loop.busyPollCounters = (shared.stats[.busyPollsCaught], shared.stats[.busyPollsExpired])
         upstream.idleConnectionClosed = { [shared] reason, origin in
