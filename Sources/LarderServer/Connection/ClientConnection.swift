@@ -49,6 +49,8 @@ final class ClientConnection: IOHandler {
     var closeWhenFlushed = false
     private var lingerBytes = 0
     private var inProcess = false
+    /// Set during a fill's pass: no pipelined request is begun (``holdingRequests(_:)``).
+    private var requestsHeld = false
     /// The counts of the host this connection last asked for (see ``HostCounters``).
     var hostSlot: HostCounters.Slot?
     /// The route counters this connection last counted into (``hostSlot``'s reason).
@@ -269,11 +271,29 @@ final class ClientConnection: IOHandler {
             break
         }
         guard phase != .closed else { return }
-        if (phase == .waitingForRequest || phase == .readingHead) && !inbound.isEmpty {
+        if (phase == .waitingForRequest || phase == .readingHead) && !inbound.isEmpty && !requestsHeld {
             process()
         } else {
             updateInterest()
         }
+    }
+
+    /// Runs `body` (a fill's pass over its readers) without beginning a pipelined request
+    /// inside it: a request for the same URL would join the fill while this connection's
+    /// finished exchange is still one of its readers. What `body` leaves waiting is begun on
+    /// the loop's next turn.
+    func holdingRequests<Result>(_ body: () -> Result) -> Result {
+        let held = requestsHeld
+        requestsHeld = true
+        let result = body()
+        requestsHeld = held
+        if !held, phase == .waitingForRequest || phase == .readingHead, !inbound.isEmpty {
+            proxy.loop.enqueueDeferred { [weak self] in
+                guard let self, self.phase == .waitingForRequest || self.phase == .readingHead else { return }
+                self.process()
+            }
+        }
+        return result
     }
 
     // MARK: What the writer asks of the work on the connection
@@ -301,11 +321,12 @@ final class ClientConnection: IOHandler {
 
     // MARK: Ending exchanges and connections
 
-    /// Called when every byte of the current response is queued.
-    func finishExchange() {
+    /// Called when every byte of the current response is queued. `leftInPass`: called from a
+    /// fill's pass, which is told the reader left (``RequestPipeline/finished(_:on:leftInPass:)``).
+    func finishExchange(leftInPass: Bool = false) {
         guard let exchange else { return }
         self.exchange = nil
-        proxy.pipeline.finished(exchange, on: self)
+        proxy.pipeline.finished(exchange, on: self, leftInPass: leftInPass)
         // The decision the head announced, made again with this connection's own drain.
         if connectionField(exchange, draining: draining) == .close {
             closeWhenFlushed = true

@@ -6,13 +6,17 @@ import LarderUpstream
 /// Streaming a fill's response to this connection's client.
 extension ClientConnection: FillReader {
     /// Takes what the fill has (once per batch of its events) and tells it how far this
-    /// client got, in the answer rather than by a call back; nil once it left the fill.
+    /// client got, in the answer rather than by a call back; nil once it left the fill (a
+    /// response that ended here leaves it by that answer: the fill removes the reader). No
+    /// pipelined request is begun inside the pass (``holdingRequests(_:)``).
     func fillDidProgress(_ fill: Fill) -> Int? {
         guard let exchange, exchange.fill === fill else { return nil }
-        let progressed = exchange.slices != nil ? pumpSlices(exchange) : readFill(exchange, fill: fill)
-        if progressed { flush() }
-        guard let attachment = self.exchange?.attachment, attachment.fill === fill else { return nil }
-        return attachment.position
+        return holdingRequests {
+            let progressed = exchange.slices != nil ? pumpSlices(exchange) : readFill(exchange, fill: fill, inPass: true)
+            if progressed { flush() }
+            guard let attachment = self.exchange?.attachment, attachment.fill === fill else { return nil }
+            return attachment.position
+        }
     }
 
     func fillReleased(_ fill: Fill, reason: FillRelease) {
@@ -99,8 +103,9 @@ extension ClientConnection: FillReader {
 
     /// Carries out the steps the fill's news leads to, until one waits (for the fill, the
     /// output, or a block from disk) or the exchange leaves the fill. Returns whether anything
-    /// changed. The one place a fill's reader acts on its news.
-    private func readFill(_ exchange: Exchange, fill: Fill) -> Bool {
+    /// changed. The one place a fill's reader acts on its news. `inPass`: called from the
+    /// fill's pass, which the finished reader answers that it left.
+    private func readFill(_ exchange: Exchange, fill: Fill, inPass: Bool = false) -> Bool {
         exchange.attempts = fill.attempts
         exchange.retries = fill.retryLog.isEmpty ? nil : fill.retryLog.map { "\($0.reason):\($0.delayMillis)ms" }.joined(separator: ",")
         guard let attachment = exchange.attachment else { return false }
@@ -127,7 +132,7 @@ extension ClientConnection: FillReader {
                 attachment.position = position
             case .finishBody(let lastChunk):
                 if lastChunk { output.append(ClientConnection.lastChunk) }
-                finishExchange()
+                finishExchange(leftInPass: inPass)
                 return true
             case .fail(let failure):
                 let error: UpstreamError

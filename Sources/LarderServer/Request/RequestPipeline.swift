@@ -270,13 +270,14 @@ final class RequestPipeline {
         return connection.pumpFill()
     }
 
-    /// Every byte of `exchange`'s response is queued: it is counted and logged, and leaves
-    /// its fill.
-    func finished(_ exchange: Exchange, on connection: ClientConnection) {
+    /// Every byte of `exchange`'s response is queued (or the client went away): it leaves its
+    /// fill, unless the fill's own pass called (`leftInPass`: the reader answers the pass that
+    /// it left, and the fill removes it there), and is counted and logged.
+    func finished(_ exchange: Exchange, on connection: ClientConnection, leftInPass: Bool = false) {
         let fill = exchange.fill
         exchange.take(.finished)
         connection.record(exchange)
-        fill?.detach(connection)
+        if !leftInPass { fill?.detach(connection) }
     }
 
     /// The connection closed under `exchange` (its client left, or an error): it leaves its
