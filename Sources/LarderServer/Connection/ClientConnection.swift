@@ -49,8 +49,9 @@ final class ClientConnection: IOHandler {
     var closeWhenFlushed = false
     private var lingerBytes = 0
     private var inProcess = false
-    /// Set during a fill's pass: no pipelined request is begun (``holdingRequests(_:)``).
-    private var requestsHeld = false
+    /// Set while the writer must not begin a pipelined request: the work on the connection
+    /// begins it later (a fill's pass, ``holdingRequests(_:)``).
+    var requestsHeld = false
     /// The counts of the host this connection last asked for (see ``HostCounters``).
     var hostSlot: HostCounters.Slot?
     /// The route counters this connection last counted into (``hostSlot``'s reason).
@@ -276,24 +277,6 @@ final class ClientConnection: IOHandler {
         } else {
             updateInterest()
         }
-    }
-
-    /// Runs `body` (a fill's pass over its readers) without beginning a pipelined request
-    /// inside it: a request for the same URL would join the fill while this connection's
-    /// finished exchange is still one of its readers. What `body` leaves waiting is begun on
-    /// the loop's next turn.
-    func holdingRequests<Result>(_ body: () -> Result) -> Result {
-        let held = requestsHeld
-        requestsHeld = true
-        let result = body()
-        requestsHeld = held
-        if !held, phase == .waitingForRequest || phase == .readingHead, !inbound.isEmpty {
-            proxy.loop.enqueueDeferred { [weak self] in
-                guard let self, self.phase == .waitingForRequest || self.phase == .readingHead else { return }
-                self.process()
-            }
-        }
-        return result
     }
 
     // MARK: What the writer asks of the work on the connection

@@ -19,6 +19,24 @@ extension ClientConnection: FillReader {
         }
     }
 
+    /// Runs `body` (a fill's pass over its readers) without beginning a pipelined request
+    /// inside it: a request for the same URL would join the fill while this connection's
+    /// finished exchange is still one of its readers. What `body` leaves waiting is begun on
+    /// the loop's next turn.
+    private func holdingRequests<Result>(_ body: () -> Result) -> Result {
+        let held = requestsHeld
+        requestsHeld = true
+        let result = body()
+        requestsHeld = held
+        if !held, phase == .waitingForRequest || phase == .readingHead, !inbound.isEmpty {
+            proxy.loop.enqueueDeferred { [weak self] in
+                guard let self, self.phase == .waitingForRequest || self.phase == .readingHead else { return }
+                self.process()
+            }
+        }
+        return result
+    }
+
     func fillReleased(_ fill: Fill, reason: FillRelease) {
         guard let exchange, exchange.fill === fill, let url = exchange.url else { return }
         if exchange.slices != nil {
