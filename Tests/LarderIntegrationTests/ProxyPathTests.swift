@@ -294,6 +294,27 @@ extension IntegrationTests {
             }
         }
 
+        /// Pipelined misses for one URL while its fill runs: each request is begun only after
+        /// the fill's pass that ended the response before it (the finished reader leaves the
+        /// fill there), so each gets the whole body, in order, from the one fetch; sized and
+        /// chunked bodies alike.
+        @Test func pipelinedRequestsForTheURLBeingFetchedShareTheFetch() throws {
+            let origin = try Origin()
+            let larder = try Larder()
+            let sized = "/same?cc=max-age=60&size=3000&delay=0.2"
+            let chunked = "/same-chunked?cc=max-age=60&size=3000&chunked=1&delay=0.2"
+            let paths = [sized, sized, sized, chunked, chunked, "/other?size=10"]
+            let connection = try RawConnection(port: larder.proxyPort)
+            connection.send(paths.map { "GET \(origin.url($0)) HTTP/1.1\r\nHost: 127.0.0.1:\(origin.port)\r\n\r\n" }.joined())
+            for (index, path) in paths.enumerated() {
+                let response = try connection.readResponse()
+                #expect(response.status == 200, "response \(index)")
+                #expect(bodyMismatch(Data(response.body), try origin.directBody(path)) == nil, "response \(index)")
+            }
+            #expect(try origin.count(sized) == 4)  // one through the proxy, three direct
+            #expect(try origin.count(chunked) == 3)  // one through the proxy, two direct
+        }
+
         /// A hit's per-response fields are written into a buffer the event loop shares between
         /// connections; while they wait in a slow reader's queue, hits for other clients must
         /// not change them.

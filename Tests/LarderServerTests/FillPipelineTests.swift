@@ -219,4 +219,75 @@ import Testing
         #expect(positions == [10, 2])
         #expect(pipeline.onLoop { _, _ in whole.body } == Array("0123456789".utf8))
     }
+
+    /// A reader whose response ended in the fill's pass answers that it left (nil) without
+    /// detaching itself: the pass removes it, the others stay, and a reader that did detach
+    /// itself is not removed twice.
+    @Test func aReaderThatAnswersItLeftIsRemovedByThePass() throws {
+        let pipeline = try FillPipeline()
+        defer { pipeline.close() }
+        let leaving = LeavingReader(after: 10, detaches: false)
+        let detached = LeavingReader(after: 10, detaches: true)
+        let part = PartReader(limit: 2)
+        let fill = pipeline.onLoop { pipeline, _ in
+            let fill = pipeline.makeFill("/left", coalesceKey: nil)
+            for reader in [leaving, detached, part] as [any FillReader] { fill.attach(reader, requestHeaders: HTTPHeaders()) }
+            fill.start()
+            return UncheckedBox(fill)
+        }
+        pipeline.onLoop { pipeline, _ in
+            let transfer = pipeline.standIn.transfers[0]
+            transfer.head(200, [("Content-Length", "10"), ("Cache-Control", "max-age=60")])
+            transfer.body(Array("0123456789".utf8))
+        }
+        let after = pipeline.onLoop { _, _ in
+            (fill.value.buffer.readers.count, fill.value.buffer.readers.first?.reader === part, leaving.taken, detached.taken)
+        }
+        #expect(after.0 == 1, "only the reader still reading is left")
+        #expect(after.1 == true)
+        #expect(after.2 == 10 && after.3 == 10)
+        #expect(pipeline.onLoop { _, _ in fill.value.outcome == nil }, "the fill goes on for the reader left")
+
+        // Alone, the reader leaving by its answer leaves the fill with no reader, as a detach
+        // would (here the stand-in's head declares no length, so the fill is cancelled: every
+        // client left).
+        let alone = LeavingReader(after: 4, detaches: false)
+        let single = pipeline.onLoop { pipeline, _ in
+            let fill = pipeline.makeFill("/alone", coalesceKey: nil)
+            fill.attach(alone, requestHeaders: HTTPHeaders())
+            fill.start()
+            return UncheckedBox(fill)
+        }
+        pipeline.onLoop { pipeline, _ in
+            let transfer = pipeline.standIn.transfers[1]
+            transfer.head(200, [("Cache-Control", "max-age=60")])
+            transfer.body(Array("abcd".utf8))
+        }
+        let emptied = pipeline.onLoop { _, _ in (single.value.buffer.readers.isEmpty, single.value.outcome != nil) }
+        #expect(emptied == (true, true))
+    }
+
+    /// A reader that takes the body and, once it has `after` bytes, answers that it left, as a
+    /// connection whose response ended in the pass; `detaches`: it detaches itself first, as a
+    /// connection that left the fill another way.
+    final class LeavingReader: FillReader {
+        let after: Int
+        let detaches: Bool
+        private(set) var taken = 0
+
+        init(after: Int, detaches: Bool) {
+            self.after = after
+            self.detaches = detaches
+        }
+
+        func fillDidProgress(_ fill: Fill) -> Int? {
+            taken = min(after, fill.readableBytes)
+            guard taken == after else { return taken }
+            if detaches { fill.detach(self) }
+            return nil
+        }
+
+        func fillDidReceiveInterim(_ fill: Fill, head: ResponseHead) {}
+        func fillReleased(_ fill: Fill, reason: FillRelease) {}
+    }
 }

@@ -46,7 +46,7 @@ extension ClientConnection {
     private func authenticated(_ valid: Bool, exchangeID: ObjectIdentifier) {
         guard phase == .exchanging, let exchange, ObjectIdentifier(exchange) == exchangeID else { return }
         if valid {
-            route(exchange)
+            proxy.pipeline.route(exchange, on: self)
         } else {
             refuseAuthentication("wrong user name or password", exchange: exchange)
         }

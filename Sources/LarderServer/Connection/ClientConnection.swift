@@ -39,6 +39,8 @@ final class ClientConnection: IOHandler {
     var parser: RequestHeadParser
     var exchange: Exchange?
     private(set) var phase: Phase = .waitingForRequest
+    /// Whether a request is being answered (not waiting for one, not lingering or closed).
+    var isExchanging: Bool { phase == .exchanging }
     private var deadline: UInt64 = .max
     private var lastWriteProgress: UInt64 = 0
     private var lastReadProgress: UInt64 = 0
@@ -47,10 +49,13 @@ final class ClientConnection: IOHandler {
     var closeWhenFlushed = false
     private var lingerBytes = 0
     private var inProcess = false
+    /// Set while the writer must not begin a pipelined request: the work on the connection
+    /// begins it later (a fill's pass, ``holdingRequests(_:)``).
+    var requestsHeld = false
     /// The counts of the host this connection last asked for (see ``HostCounters``).
-    private var hostSlot: HostCounters.Slot?
+    var hostSlot: HostCounters.Slot?
     /// The route counters this connection last counted into (``hostSlot``'s reason).
-    private var routeSlot: HostCounters.Slot?
+    var routeSlot: HostCounters.Slot?
     /// Which idle spell this is, matched against the loop's idle queue (see ``ProxyLoop``).
     private(set) var idleStamp: UInt64 = 0
     /// Whether this client's requests and tunnels may go where they ask.
@@ -176,14 +181,7 @@ final class ClientConnection: IOHandler {
                 if lingerBytes > 1 << 20 { close() }
                 return
             case .exchanging:
-                if let exchange, exchange.bufferingBody {
-                    bufferRequestBody(exchange)
-                    return
-                }
-                if let exchange, exchange.upstreamWaitsForBody, !inbound.isEmpty {
-                    exchange.upstreamWaitsForBody = false
-                    exchange.fill?.transfer?.resumeSending()
-                }
+                if let exchange { proxy.pipeline.inputArrived(exchange, on: self) }
                 return
             case .waitingForRequest, .readingHead:
                 if closeWhenFlushed || connect?.holdsRequests == true { return }
@@ -212,7 +210,7 @@ final class ClientConnection: IOHandler {
                 parser.reset()
                 phase = .exchanging
                 deadline = .max
-                begin(head)
+                proxy.pipeline.begin(head, on: self)
             }
         }
     }
@@ -274,7 +272,7 @@ final class ClientConnection: IOHandler {
             break
         }
         guard phase != .closed else { return }
-        if (phase == .waitingForRequest || phase == .readingHead) && !inbound.isEmpty {
+        if (phase == .waitingForRequest || phase == .readingHead) && !inbound.isEmpty && !requestsHeld {
             process()
         } else {
             updateInterest()
@@ -283,16 +281,16 @@ final class ClientConnection: IOHandler {
 
     // MARK: What the writer asks of the work on the connection
 
-    /// Room in the output: the next block of a disk body can be read meanwhile.
+    /// Room in the output: the exchange may read ahead (the next block of a disk body).
     private func outputHasRoom() {
-        if let exchange, exchange.diskBody != nil { pumpDiskBody(exchange) }
+        if let exchange { proxy.pipeline.outputHasRoom(exchange, on: self) }
     }
 
     /// Everything queued is written: the CONNECT handler may take the socket, a streaming
     /// response may queue more of its body (if any arrived).
     private func outputWritten() -> AfterWrite {
         if let connect, let next = connect.outputWritten() { return next }
-        if exchange?.fill != nil || exchange?.slices != nil, pumpFill(), !output.isEmpty || closeWhenFlushed { return .writeMore }
+        if let exchange, proxy.pipeline.outputWritten(exchange, on: self), !output.isEmpty || closeWhenFlushed { return .writeMore }
         return .idle
     }
 
@@ -306,14 +304,12 @@ final class ClientConnection: IOHandler {
 
     // MARK: Ending exchanges and connections
 
-    /// Called when every byte of the current response is queued.
-    func finishExchange() {
+    /// Called when every byte of the current response is queued. `leftInPass`: called from a
+    /// fill's pass, which is told the reader left (``RequestPipeline/finished(_:on:leftInPass:)``).
+    func finishExchange(leftInPass: Bool = false) {
         guard let exchange else { return }
-        let fill = exchange.fill
-        exchange.take(.finished)
         self.exchange = nil
-        logExchange(exchange)
-        fill?.detach(self)
+        proxy.pipeline.finished(exchange, on: self, leftInPass: leftInPass)
         // The decision the head announced, made again with this connection's own drain.
         if connectionField(exchange, draining: draining) == .close {
             closeWhenFlushed = true
@@ -324,75 +320,6 @@ final class ClientConnection: IOHandler {
         phase = .waitingForRequest
         deadline = proxy.loop.now &+ proxy.runtime.idleTimeout
         idleStamp = proxy.noteIdle(self)
-    }
-
-    private func logExchange(_ exchange: Exchange) {
-        proxy.telemetry.stats.count(exchange.outcome)
-        if exchange.outcome != .admin { proxy.telemetry.stats.countStatus(exchange.status) }
-        if interception != nil { proxy.telemetry.stats.countIntercepted(exchange.outcome) }
-        let duration = Clocks.monotonicNanos() &- exchange.startNanos
-        proxy.telemetry.metrics.requestDuration.record(nanoseconds: duration, result: .init(exchange.outcome))
-        if let url = exchange.head.url ?? exchange.url {
-            let hit = exchange.outcome.isFromCache
-            let slot: HostCounters.Slot
-            if let held = hostSlot, held.holds(host: url.host, port: url.port) {
-                slot = held
-            } else {
-                slot = proxy.telemetry.hosts.slot(for: .init(host: url.host, port: url.port, defaultPort: url.defaultPort))
-                hostSlot = slot
-            }
-            slot.record(hit: hit, bytes: exchange.bodyBytesSent)
-            // A preset's routes count under its name, a file's under its pattern (read in place:
-            // a copy of the route would retain each of its fields).
-            if let label = exchange.route?.source ?? exchange.route?.match.text {
-                let counters: HostCounters.Slot
-                if let held = routeSlot, held.holds(host: label, port: 0) {
-                    counters = held
-                } else {
-                    counters = proxy.telemetry.routeCounters.slot(for: .init(host: label, port: 0, defaultPort: 0))
-                    routeSlot = counters
-                }
-                counters.record(hit: hit, bytes: exchange.bodyBytesSent)
-            }
-        }
-        let detail = exchange.failure ?? (exchange.outcome == .error ? FailureCause.implied(byStatus: exchange.status) : nil)
-        if let detail { noteFailure(exchange, cause: detail) }
-        // A stale answer the origin's failure brought (stale-if-error) names it, though it is not a failure.
-        let logged = detail ?? exchange.staleBecause
-        // The target's text is built only for a log that is on; the admin listener's requests
-        // (a dashboard polls every second) only when asked for. The onboarding page's, on the
-        // proxy port, always: who fetched the CA is worth a line.
-        guard proxy.accessLog.enabled, exchange.outcome != .admin || kind == .proxy || exchange.runtime.config.log.adminRequests
-        else { return }
-        let headers = exchange.head.headers
-        let user =
-            exchange.runtime.config.proxy.authUsers.isEmpty || interception != nil
-            ? nil : headers["Proxy-Authorization"].flatMap(BasicCredentials.init(header:))?.user
-        proxy.accessLog.record(
-            client: peer, method: exchange.head.method.rawValue,
-            url: interception == nil ? Self.logTarget(exchange.head) : .text(exchange.url?.description ?? exchange.head.targetText),
-            status: exchange.status, outcome: .request(exchange.outcome), bytes: exchange.bodyBytesSent,
-            durationNanos: duration, attempts: exchange.attempts, retries: exchange.retries, tls: interception?.tls.version,
-            key: exchange.customKey, user: user, agent: headers["User-Agent"], detail: logged)
-    }
-
-    /// Lists a failed request among the dashboard's recent failures, its query redacted as in the
-    /// log, with the client's address. Not a request refused before it passed proxy
-    /// authentication (a 407, a head refused before it was checked): with those, anyone who can
-    /// connect could push the users' failures out of the list. They are counted and logged.
-    func noteFailure(_ exchange: Exchange, cause: FailureCause) {
-        guard exchange.admitted else { return }
-        let url = exchange.url?.description ?? exchange.head.targetText
-        proxy.telemetry.recentFailures.record(
-            .init(
-                time: Clocks.wallSeconds(), client: peer?.ipString ?? "-", method: exchange.head.method.rawValue,
-                url: proxy.loggable(url), status: exchange.status, cause: cause))
-    }
-
-    /// What the access log names as `head`'s target: an absolute URL is written from its parts.
-    static func logTarget(_ head: RequestHead) -> AccessLog.Target {
-        if case .absolute(let url) = head.target { return .absolute(url) }
-        return .text(head.targetText)
     }
 
     /// Finishes the current exchange (if any), then closes once the output is written.
@@ -440,14 +367,8 @@ final class ClientConnection: IOHandler {
     func close() {
         guard phase != .closed else { return }
         if let exchange {
-            if exchange.status == 0 {
-                exchange.status = 499  // client closed before the response
-                exchange.failure = .clientGone
-            }
             self.exchange = nil
-            exchange.fill?.detach(self)
-            connect?.abandon()
-            logExchange(exchange)
+            proxy.pipeline.abandon(exchange, on: self)
         }
         phase = .closed
         output.removeAll()
@@ -490,7 +411,7 @@ final class ClientConnection: IOHandler {
         }
         phase = .exchanging
         deadline = .max
-        processing { begin(moved.head, moved: (moved.startNanos, moved.body)) }
+        processing { proxy.pipeline.begin(moved.head, on: self, moved: (moved.startNanos, moved.body)) }
         // Records the session decrypted before the move raise no event here.
         if phase != .closed, transport.hasBufferedInput {
             proxy.loop.enqueueDeferred { [weak self] in
@@ -571,22 +492,7 @@ final class ClientConnection: IOHandler {
         case .exchanging:
             // A client that stops reading its response must not pin the response in memory.
             if !output.isEmpty, now &- lastWriteProgress >= exchangeRuntime.idleTimeout { close() }
-            // A client waiting on a shared fill that has not answered goes on alone.
-            if let exchange, exchange.cacheStatus.collapsed, !exchange.headSent, let url = exchange.url,
-                now &- exchange.waitStart >= exchangeRuntime.config.coalesce.waitTimeout.totalNanoseconds
-            {
-                exchange.fill?.detach(self)
-                proxy.telemetry.stats[.waitersTimedOut].add(1)
-                if exchange.slices != nil {
-                    // The slice is fetched alone.
-                    exchange.take(.sliceFillLeft(alone: true))
-                    exchange.cacheStatus.collapsed = false
-                    if pumpSlices(exchange) { flush() }
-                    return
-                }
-                leaveFill(exchange, url: url, alone: true)
-                return
-            }
+            if let exchange, proxy.pipeline.waitedTooLong(exchange, now: now, on: self) { return }
             // A request body that stops arriving.
             if let exchange, exchange.upstreamWaitsForBody, now &- lastReadProgress >= exchangeRuntime.idleTimeout {
                 close()

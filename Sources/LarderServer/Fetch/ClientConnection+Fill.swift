@@ -6,13 +6,35 @@ import LarderUpstream
 /// Streaming a fill's response to this connection's client.
 extension ClientConnection: FillReader {
     /// Takes what the fill has (once per batch of its events) and tells it how far this
-    /// client got, in the answer rather than by a call back; nil once it left the fill.
+    /// client got, in the answer rather than by a call back; nil once it left the fill (a
+    /// response that ended here leaves it by that answer: the fill removes the reader). No
+    /// pipelined request is begun inside the pass (``holdingRequests(_:)``).
     func fillDidProgress(_ fill: Fill) -> Int? {
         guard let exchange, exchange.fill === fill else { return nil }
-        let progressed = exchange.slices != nil ? pumpSlices(exchange) : readFill(exchange, fill: fill)
-        if progressed { flush() }
-        guard let attachment = self.exchange?.attachment, attachment.fill === fill else { return nil }
-        return attachment.position
+        return holdingRequests {
+            let progressed = exchange.slices != nil ? pumpSlices(exchange) : readFill(exchange, fill: fill, inPass: true)
+            if progressed { flush() }
+            guard let attachment = self.exchange?.attachment, attachment.fill === fill else { return nil }
+            return attachment.position
+        }
+    }
+
+    /// Runs `body` (a fill's pass over its readers) without beginning a pipelined request
+    /// inside it: a request for the same URL would join the fill while this connection's
+    /// finished exchange is still one of its readers. What `body` leaves waiting is begun on
+    /// the loop's next turn.
+    private func holdingRequests<Result>(_ body: () -> Result) -> Result {
+        let held = requestsHeld
+        requestsHeld = true
+        let result = body()
+        requestsHeld = held
+        if !held, phase == .waitingForRequest || phase == .readingHead, !inbound.isEmpty {
+            proxy.loop.enqueueDeferred { [weak self] in
+                guard let self, self.phase == .waitingForRequest || self.phase == .readingHead else { return }
+                self.process()
+            }
+        }
+        return result
     }
 
     func fillReleased(_ fill: Fill, reason: FillRelease) {
@@ -99,8 +121,9 @@ extension ClientConnection: FillReader {
 
     /// Carries out the steps the fill's news leads to, until one waits (for the fill, the
     /// output, or a block from disk) or the exchange leaves the fill. Returns whether anything
-    /// changed. The one place a fill's reader acts on its news.
-    private func readFill(_ exchange: Exchange, fill: Fill) -> Bool {
+    /// changed. The one place a fill's reader acts on its news. `inPass`: called from the
+    /// fill's pass, which the finished reader answers that it left.
+    private func readFill(_ exchange: Exchange, fill: Fill, inPass: Bool = false) -> Bool {
         exchange.attempts = fill.attempts
         exchange.retries = fill.retryLog.isEmpty ? nil : fill.retryLog.map { "\($0.reason):\($0.delayMillis)ms" }.joined(separator: ",")
         guard let attachment = exchange.attachment else { return false }
@@ -127,7 +150,7 @@ extension ClientConnection: FillReader {
                 attachment.position = position
             case .finishBody(let lastChunk):
                 if lastChunk { output.append(ClientConnection.lastChunk) }
-                finishExchange()
+                finishExchange(leftInPass: inPass)
                 return true
             case .fail(let failure):
                 let error: UpstreamError

@@ -182,6 +182,11 @@ final class Fill: UpstreamTransferDelegate {
         }
     }
 
+    /// Removes `reader` if it is still listed: it answered a pass that it left.
+    private func readerLeft(_ reader: any FillReader) {
+        if buffer.readers.contains(where: { $0.reader === reader }) { detach(reader) }
+    }
+
     /// Every byte of a declared length has arrived and only the transfer's end is to come:
     /// where the response is stored. The last client leaving then cancels nothing.
     var hasWholeBody: Bool {
@@ -295,13 +300,19 @@ final class Fill: UpstreamTransferDelegate {
             // A reader may leave the fill from inside the call: iterating the array itself would
             // copy it on the first such change. One reader, the usual case, is called without
             // holding the array; several, each from a snapshot. Each answers with how far it got.
+            // A reader that answers it left and is still listed (its response ended in the
+            // pass) is removed here.
             if buffer.readers.count == 1 {
                 let only = buffer.readers[0].reader
-                guard let position = only.fillDidProgress(self) else { return }
+                guard let position = only.fillDidProgress(self) else { return readerLeft(only) }
                 buffer.move(only, to: position)
             } else {
                 for entry in buffer.readers {
-                    if let position = entry.reader.fillDidProgress(self) { buffer.move(entry.reader, to: position) }
+                    if let position = entry.reader.fillDidProgress(self) {
+                        buffer.move(entry.reader, to: position)
+                    } else {
+                        readerLeft(entry.reader)
+                    }
                 }
             }
             trimAndResume()

@@ -26,7 +26,10 @@ final class ProxyLoop {
     private(set) var runtime: RuntimeConfig
     let upstream: UpstreamClient
     let accessLog: AccessLog
-    let coalescer: Coalescer
+    /// The request side of this loop: what a connection hands each parsed request to.
+    let pipeline: RequestPipeline
+    /// Attach-or-start for this loop's fetches (the pipeline's).
+    var coalescer: Coalescer { pipeline.coalescer }
     private var connections: [ObjectIdentifier: ClientConnection] = [:]
     /// CONNECT tunnels; each still counts as an active connection.
     private var tunnels: [ObjectIdentifier: Tunnel] = [:]
@@ -101,7 +104,7 @@ final class ProxyLoop {
         self.runtime = runtime
         upstream = UpstreamClient(loop: loop, maxConnectionsPerHost: runtime.config.upstream.maxConnectionsPerHost)
         accessLog = AccessLog(loop: loop, fd: telemetry.accessLogFile.fd, enabled: runtime.config.log.access)
-        coalescer = Coalescer(loop: loop, registry: forwarding.fills.isActive ? forwarding.fills : nil)
+        pipeline = RequestPipeline(loop: loop, fills: forwarding.fills)
         diskStores = DiskStoreQueue(cache: cache, loop: loop)
         loop.busyPollCounters = (telemetry.stats[.busyPollsCaught], telemetry.stats[.busyPollsExpired])
         upstream.idleConnectionClosed = { [telemetry, logger = shared.process.logger] reason, origin in

@@ -67,7 +67,7 @@ extension ClientConnection {
             let checked = exchange.takeCheckedEntry()
             switch proxy.cache.lookup(key.slice(index), request: exchange.head.headers, checked: checked) {
             case .pending(let name):
-                waitForVerification(of: name)
+                proxy.pipeline.waitForVerification(of: name, on: self)
                 return progressed
             case .miss:
                 if plan.stage == .locating, index != 0, proxy.cache.holds(key.slice(0)) {

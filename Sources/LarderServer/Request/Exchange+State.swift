@@ -121,7 +121,7 @@ extension Exchange {
 
     /// What the connection does next, after a step.
     enum Action: Equatable {
-        /// The cache decision (``ClientConnection/proceed(_:)``).
+        /// The cache decision (``RequestPipeline/proceed(_:on:)``).
         case lookUp
         /// Resolve and dial the CONNECT target.
         case setUpTunnel
