@@ -29,7 +29,7 @@ extension TieredCache {
 
     /// Opens the sink that stores `head` (as forwarded, hop-by-hop fields removed) as `plan`
     /// says: the whole body kept for the memory tier and a segment record, or a disk write
-    /// started for the entry, for one slice of it, for the whole slices inside a slice fill's
+    /// started for the entry, for one slice of it, for the whole slices inside a slice fill's or range fill's
     /// other range, or for every slice of the object (whose older whole copy goes). A sink that stores nothing for any other plan, or when the disk
     /// tier refuses the write.
     public func open(

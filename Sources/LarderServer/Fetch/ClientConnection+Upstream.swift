@@ -136,6 +136,7 @@ extension ClientConnection: RequestBodySource {
         var options = fillOptions(for: exchange, url: url, validating: validating)
         options.fallback = exchange.stored
         options.rangeStripped = exchange.range == .stripped
+        options.rangePassed = head.method == .get && exchange.range != .stripped && head.headers.contains("Range")
         options.ownSelectors = sendsOwnSelectors(exchange)
         options.ownContent = sendsOwnContent(exchange)
         let fill = Fill(
