@@ -29,6 +29,10 @@ public struct StoragePlan: Sendable, Equatable {
         /// be combined with the others under the same strong validator (§3.4). The bytes
         /// outside them are not kept.
         case slicesWithin(ContentRange)
+        /// A slice fill's 206 of part of the slice asked for (a server that caps ranges): the
+        /// first part starts the slice's entry and each answer to a follow-up request for the
+        /// rest continues it, under the same validators (``SliceAssemblies``, RFC 9111 §3.4).
+        case slicePart(ContentRange)
         /// A 304 to Larder's validation: the stored response, freshened, answers (§4.3.4).
         case merge
         /// The origin erred and the stored fallback answers instead (RFC 5861 §4).
@@ -113,7 +117,7 @@ public struct StoragePlan: Sendable, Equatable {
     /// Whether the fill keeps the body it receives to store it.
     public var stores: Bool {
         switch action {
-        case .whole, .streamed, .slices, .slice, .slicesWithin: true
+        case .whole, .streamed, .slices, .slice, .slicesWithin, .slicePart: true
         default: false
         }
     }
@@ -173,8 +177,11 @@ public struct StoragePlan: Sendable, Equatable {
             // or outdates the whole response stored for the object.
             if slicing.rangeFill { admission.keepsStored = true }
             let exact = !slicing.rangeFill && range.isSlice(of: slicing.size)
+            let within = range.wholeSlices(of: slicing.size) != nil
+            // Part of one slice, to be completed by the answers to the requests for its rest.
+            let part = slicing.sliceFill && !within && slicing.size > 0 && range.first / slicing.size == range.last / slicing.size
             // (No slice size: no disk tier to hold slices, refused below.)
-            guard exact || slicing.size == 0 || range.wholeSlices(of: slicing.size) != nil else {
+            guard exact || slicing.size == 0 || within || part else {
                 admission.storage = .none
                 return StoragePlan(action: .skip(.otherRange), wholeLimit: wholeLimit, admission: admission)
             }
@@ -182,7 +189,8 @@ public struct StoragePlan: Sendable, Equatable {
             guard hasSliceValidator(head.headers), let maxDiskObject, Int64(range.length) <= maxDiskObject else {
                 return StoragePlan(action: .skip(.sliceRefused), wholeLimit: wholeLimit, admission: admission)
             }
-            return StoragePlan(action: exact ? .slice(range) : .slicesWithin(range), wholeLimit: wholeLimit, admission: admission)
+            let action: Action = exact ? .slice(range) : part ? .slicePart(range) : .slicesWithin(range)
+            return StoragePlan(action: action, wholeLimit: wholeLimit, admission: admission)
         }
         // A digest covers the whole body: a route that checks one never stores it in slices.
         if slicing.size > 0, !request.contentAddressed, request.method == .get, head.status == 200,

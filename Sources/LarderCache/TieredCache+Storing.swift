@@ -85,6 +85,37 @@ extension TieredCache {
             sink.rangeSlices = write
             sink.stores = true
             return sink
+        case .slicePart(let range):
+            guard let index = entry.sliceIndex, entry.sliceSize > 0 else { return StoreSink() }
+            let first = index * entry.sliceSize
+            let slice = ContentRange(first: first, last: min(first + entry.sliceSize, range.length) - 1, length: range.length)
+            // Only a part of the slice the fill asked for.
+            guard range.first >= slice.first, range.last <= slice.last else { return StoreSink() }
+            let key = entry.key.slice(index)
+            let pending: SliceAssemblies.Pending
+            if range.first == slice.first {
+                assemblies.drop(key)
+                var diskHead = diskHead()
+                diskHead.key = key.url
+                diskHead.status = 206
+                diskHead.reason = HTTPStatus.reason(206)
+                // The entry is the whole slice: its Content-Range, not the part's.
+                diskHead.headers.remove("Content-Range")
+                diskHead.headers.add("Content-Range", slice.fieldValue)
+                guard let write = beginDiskWrite(key: key, head: diskHead, expectedLength: slice.last - slice.first + 1) else {
+                    return StoreSink()
+                }
+                pending = SliceAssemblies.Pending(key: key, write: write, slice: slice, headers: head.headers)
+            } else {
+                guard let waiting = assemblies.take(key, for: range, headers: head.headers, now: entry.responseTime) else {
+                    return StoreSink()
+                }
+                pending = waiting
+            }
+            var sink = StoreSink(cache: self, entry: entry, wholeLimit: plan.wholeLimit)
+            sink.parts?.assembly = pending
+            sink.stores = true
+            return sink
         case .slices:
             var diskHead = diskHead()
             diskHead.status = 206

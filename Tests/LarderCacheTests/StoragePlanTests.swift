@@ -102,7 +102,14 @@ import Testing
             length: tail.last - tail.first + 1, sliceRange: tail, slicing: StoragePlan.Slicing(sliceFill: true, size: 1 << 20),
             expected: .slicesWithin(tail)),
         Row(
-            name: "a range inside one slice is not the object's", status: 206, headers: tagged, length: 100, sliceRange: withinOne,
+            name: "a part of one slice begins or continues that slice", status: 206, headers: tagged, length: 100,
+            sliceRange: withinOne, slicing: StoragePlan.Slicing(sliceFill: true, size: 1 << 20), expected: .slicePart(withinOne)),
+        Row(
+            name: "a part of one slice without a strong validator is refused", status: 206, length: 100, sliceRange: withinOne,
+            slicing: StoragePlan.Slicing(sliceFill: true, size: 1 << 20), expected: .skip(.sliceRefused)),
+        Row(
+            name: "a range across two slices holding neither whole is not the object's", status: 206, headers: tagged,
+            length: 1 << 20, sliceRange: ContentRange(first: (1 << 20) + 100, last: (2 << 20) + 99, length: 10 << 20),
             slicing: StoragePlan.Slicing(sliceFill: true, size: 1 << 20), expected: .skip(.otherRange)),
         Row(
             name: "another range without a strong validator is refused", status: 206, length: capped.last - capped.first + 1,
@@ -199,7 +206,7 @@ import Testing
         if let keepsStored = row.keepsStored { #expect(plan.admission.keepsStored == keepsStored, "\(row.name)") }
         let stores: Bool
         switch row.expected {
-        case .whole, .streamed, .slices, .slice, .slicesWithin: stores = true
+        case .whole, .streamed, .slices, .slice, .slicesWithin, .slicePart: stores = true
         default: stores = false
         }
         #expect(plan.stores == stores, "\(row.name)")

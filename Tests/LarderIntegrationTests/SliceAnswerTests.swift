@@ -341,6 +341,50 @@ extension IntegrationTests {
                 ], "\(sent)")
         }
 
+        /// RFC 9111 §3.4: the parts a server that caps ranges sends of each slice are put back
+        /// together under their one validator, so the next answer is a hit that asks nothing.
+        @Test func aSliceSentInPartsIsStoredWhole() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: Self.config)
+            let path = "/capped?ranges=1&size=\(Self.length)&cap=10000&cc=max-age=600"
+            let url = origin.url(path)
+            let expected = try origin.directBody(path)
+            let first = try Curl.viaProxy(larder.proxy, ["-r", "0-99999", url])
+            #expect(first.exitCode == 0 && first.status == 206 && first.body == expected, "\(first.status) \(first.body.count)")
+            try Self.waitUntilCached(larder, url, range: "60000-60009")
+            try Self.waitUntilCached(larder, url, range: "99990-99999")
+            let before = try origin.count(path)
+            let again = try Curl.viaProxy(larder.proxy, ["-r", "0-99999", url])
+            #expect(again.exitCode == 0 && again.status == 206 && again.body == expected, "\(again.status) \(again.body.count)")
+            #expect(again.header("cache-status")?.contains("hit") == true, "\(again.header("cache-status") ?? "-")")
+            #expect(try origin.count(path) == before, "answered from the cache")
+        }
+
+        /// The object changes between two parts of a slice: the parts are never put together,
+        /// so the slice is not stored and no later answer mixes the two versions.
+        @Test func partsUnderTwoValidatorsAreNeverPutTogether() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: Self.config)
+            func part(_ range: ClosedRange<Int>, etag: String) -> Scripted {
+                var answer = Self.partial(range)
+                answer.headers = answer.headers.filter { $0.0 != "ETag" } + [("ETag", etag)]
+                return answer
+            }
+            // Slice 0 in two parts, the second under another ETag (same bytes: only the
+            // validator says the object changed).
+            try origin.script(
+                Self.target, [part(0...39_999, etag: "\"one\""), part(40_000...65_535, etag: "\"two\"")], conditional: false)
+            let url = origin.url(Self.target)
+            let answer = try Curl.viaProxy(larder.proxy, ["-r", "0-65535", url])
+            #expect(answer.exitCode != 0 || answer.status >= 500 || answer.body.count < Self.slice, "never one answer of two")
+            var stored = false
+            for _ in 0..<10 where !stored {
+                stored = try Curl.viaProxy(larder.proxy, ["-H", "Cache-Control: only-if-cached", "-r", "0-9", url]).status == 206
+                usleep(50_000)
+            }
+            #expect(!stored, "a slice put together from two validators")
+        }
+
         /// An origin that answers one byte at a time neither holds the answer nor makes Larder
         /// ask without end: at most 16 requests for a slice, then the answer is cut short (its
         /// head is out) and a log line says why.

@@ -395,7 +395,7 @@ final class Fill: UpstreamTransferDelegate {
             return
         case .updateFromHead, .outdateFromHead:
             updateStored(from: forwarded, matches: plan.action == .updateFromHead)
-        case .whole, .streamed, .slices, .slice, .slicesWithin, .skip:
+        case .whole, .streamed, .slices, .slice, .slicesWithin, .slicePart, .skip:
             let entry = StoreSink.Entry(
                 key: key, url: options.storedURL, requestHeaders: requestHeaders, requestTime: requestTime,
                 responseTime: responseTime, contentLength: contentLength, sliceIndex: options.slice?.index, sliceSize: settings.sliceSize)
