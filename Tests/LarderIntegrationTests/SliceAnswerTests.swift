@@ -440,6 +440,26 @@ extension IntegrationTests {
             }
         }
 
+        /// RFC 9110 §14.2: a GET with content goes upstream on a fetch of its own, whose answer
+        /// no other request gets; its Range goes with it, so the client gets its range of the
+        /// answer to its content (not the whole of it), and nothing is stored.
+        @Test(arguments: [Self.config, "[cache]\nslice_size = \"0\"\n"])
+        func aGetWithContentSendsItsRangeWithIt(config: String) throws {
+            let origin = try Origin()
+            let larder = try Larder(config: config)
+            let path = "/search?echo=1&ranges=1&cc=max-age=600"
+            let url = origin.url(path)
+            // (curl sends no Range with -r when it sends content.)
+            let answer = try Curl.viaProxy(
+                larder.proxy, ["-X", "GET", "-H", "Content-Type:", "--data-binary", "0123456789ABCDEF", "-H", "Range: bytes=2-5", url])
+            let sent = try Self.rangesSent(origin, path)
+            #expect(answer.status == 206 && answer.header("content-range") == "bytes 2-5/16", "\(config): \(answer.status) \(sent)")
+            #expect(answer.text == "2345", "\(config): \(answer.text)")
+            #expect(sent == ["bytes=2-5"], "\(config)")
+            let cached = try Curl.viaProxy(larder.proxy, ["-H", "Cache-Control: only-if-cached", "-r", "2-5", url])
+            #expect(cached.status == 504, "\(config): \(cached.status): an answer to one request's content was stored")
+        }
+
         /// Waits (bounded) until `range` of `url` is answered from the cache.
         static func waitUntilCached(_ larder: Larder, _ url: String, range: String) throws {
             for _ in 0..<50 {
