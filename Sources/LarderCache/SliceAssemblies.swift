@@ -10,7 +10,8 @@ import LarderIO
 /// combine only under one strong validator); anything else drops the write, so no entry is
 /// ever made of two representations or of bytes at other positions.
 ///
-/// Bounded: at most ``maxWaiting`` writes wait, none longer than ``maxWait`` seconds.
+/// Bounded: at most ``maxWaiting`` writes wait, none longer than ``maxWait`` seconds (each
+/// loop's sweep calls ``TieredCache/expireSliceParts(now:)``).
 ///
 /// State: the waiting writes behind their own lock (a slice's parts may arrive on different
 /// loops); a write taken from here belongs to the fill that took it until it comes back.
@@ -95,11 +96,7 @@ public final class SliceAssemblies: Sendable {
             pending.write.finish(expectedLength: pending.slice.last - pending.slice.first + 1)
         } else {
             let dropped: [DiskWrite] = waiting.withLock { waiting in
-                var dropped: [DiskWrite] = []
-                for (key, entry) in waiting where now - entry.since > SliceAssemblies.maxWait {
-                    dropped.append(entry.pending.write)
-                    waiting[key] = nil
-                }
+                var dropped = SliceAssemblies.expired(&waiting, now: now)
                 if let older = waiting.updateValue((pending, now), forKey: pending.key) { dropped.append(older.pending.write) }
                 if waiting.count > SliceAssemblies.maxWaiting, let oldest = waiting.min(by: { $0.value.since < $1.value.since }) {
                     dropped.append(oldest.value.pending.write)
@@ -109,6 +106,21 @@ public final class SliceAssemblies: Sendable {
             }
             for write in dropped { write.abort() }
         }
+    }
+
+    /// Drops the writes that waited longer than ``maxWait`` for their next part.
+    func expire(now: Double) {
+        let dropped = waiting.withLock { SliceAssemblies.expired(&$0, now: now) }
+        for write in dropped { write.abort() }
+    }
+
+    private static func expired(_ waiting: inout [CacheKey: (pending: Pending, since: Double)], now: Double) -> [DiskWrite] {
+        var dropped: [DiskWrite] = []
+        for (key, entry) in waiting where now - entry.since > SliceAssemblies.maxWait {
+            dropped.append(entry.pending.write)
+            waiting[key] = nil
+        }
+        return dropped
     }
 
     /// How many writes wait for a part (tests).

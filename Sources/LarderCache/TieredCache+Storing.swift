@@ -19,6 +19,10 @@ extension TieredCache {
         }
     }
 
+    /// Drops the slices sent in parts whose next part did not come in time (``SliceAssemblies``):
+    /// their disk writes hold a descriptor and a temporary file each.
+    public func expireSliceParts(now: Double) { assemblies.expire(now: now) }
+
     /// Whether there is a disk tier (false when its directory could not be set up).
     public var hasDiskTier: Bool { disk != nil }
 

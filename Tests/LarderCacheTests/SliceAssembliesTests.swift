@@ -90,6 +90,18 @@ import Testing
         #expect(SlicedDiskWriteTests.slice(fixture.cache, key, 2) == nil)
     }
 
+    @Test func aWriteWaitingTooLongIsDroppedBySweep() throws {
+        let fixture = try DiskFixture()
+        let cache = TieredCache(memory: MemoryCache(limits: Fixtures.limits()), disk: fixture.cache)
+        var pending = try Self.begin(cache, Fixtures.key("/idle"))
+        pending.append(Array(Self.object[200..<240]))
+        cache.assemblies.settle(pending, now: 10)
+        cache.expireSliceParts(now: 10 + SliceAssemblies.maxWait)
+        #expect(cache.assemblies.count == 1)
+        cache.expireSliceParts(now: 10 + SliceAssemblies.maxWait + 1)
+        #expect(cache.assemblies.count == 0)
+    }
+
     @Test func atMostSoManyWritesWait() throws {
         let fixture = try DiskFixture()
         let cache = TieredCache(memory: MemoryCache(limits: Fixtures.limits()), disk: fixture.cache)
