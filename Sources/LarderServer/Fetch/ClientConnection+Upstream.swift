@@ -139,8 +139,9 @@ extension ClientConnection: RequestBodySource {
         var options = fillOptions(for: exchange, url: url, validating: validating)
         options.fallback = exchange.stored
         options.rangeStripped = exchange.range == .stripped
-        options.rangePassed = head.method == .get && exchange.range != .stripped && head.headers.contains("Range")
         options.ownSelectors = sendsOwnSelectors(exchange)
+        // (Most requests carry no selector: the field is looked for only in those that do.)
+        options.rangePassed = options.ownSelectors && head.method == .get && exchange.range != .stripped && head.headers.contains("Range")
         options.ownContent = sendsOwnContent(exchange)
         let fill = Fill(
             key: key, coalesceKey: coalesceKey, request: request, requestHeaders: head.headers,
