@@ -33,9 +33,10 @@ extension TieredCache {
 
     /// Opens the sink that stores `head` (as forwarded, hop-by-hop fields removed) as `plan`
     /// says: the whole body kept for the memory tier and a segment record, or a disk write
-    /// started for the entry, for one slice of it, for the whole slices inside a slice fill's or range fill's
-    /// other range, or for every slice of the object (whose older whole copy goes). A sink that stores nothing for any other plan, or when the disk
-    /// tier refuses the write.
+    /// started for the entry, for one slice of it, for the whole slices inside another range
+    /// (a slice fill's or a client's own), for every slice of the object (whose older whole
+    /// copy goes), or begun or continued for a slice sent in parts (``SliceAssemblies``). A
+    /// sink that stores nothing for any other plan, or when the disk tier refuses the write.
     public func open(
         _ plan: StoragePlan, head: ResponseHead, cacheControl: CacheControl, entry: consuming StoreSink.Entry
     ) -> StoreSink {
