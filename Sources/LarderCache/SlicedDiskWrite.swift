@@ -6,8 +6,9 @@ import LarderIO
 /// ``DiskWrite`` and finished the moment its last byte arrives. A transfer that breaks off
 /// keeps every slice completed before it; the next request fetches only the missing ones.
 ///
-/// A slice fill's answer for another range of the object is written the same way, from the
-/// first whole slice inside it to the last (``TieredCache/open(_:head:cacheControl:entry:)``):
+/// A slice fill's answer for another range of the object, or the 206 to a client's own Range,
+/// is written the same way, from the first whole slice inside it to the last
+/// (``TieredCache/open(_:head:cacheControl:entry:)``):
 /// its body starts at `start` of the object, the bytes outside those slices are skipped, and
 /// no reader follows its files (the fill keeps no disk file for them), so a disk that falls
 /// ``maxBacklog`` behind stops the storing rather than the transfer.
@@ -18,8 +19,9 @@ public final class SlicedDiskWrite {
     private let key: CacheKey
     private let size: Int
     private let length: Int
-    /// Where the body starts in the object (0 for a whole response).
-    private let start: Int
+    /// The slices inside a range: no reader follows their files, so nothing paces the
+    /// transfer to the disk (``maxBacklog``).
+    private let unpaced: Bool
     /// The slices written: all of a whole response's, or the whole ones inside a range.
     private let indexes: ClosedRange<Int>
     /// The slices' common head: status 206; each slice adds its Content-Range.
@@ -44,17 +46,19 @@ public final class SlicedDiskWrite {
 
     /// A whole response of `length` bytes, every slice of it.
     convenience init(cache: TieredCache, key: CacheKey, size: Int, length: Int, head: DiskEntryFormat.Head) {
-        self.init(cache: cache, key: key, size: size, range: ContentRange(first: 0, last: max(0, length - 1), length: length), head: head)
+        self.init(
+            cache: cache, key: key, size: size, range: ContentRange(first: 0, last: max(0, length - 1), length: length), head: head,
+            unpaced: false)
     }
 
     /// The body of a 206 holding `range`: the whole slices inside it (at least one, as the
     /// storage plan checked). `head` carries no Content-Range; each slice adds its own.
-    init(cache: TieredCache, key: CacheKey, size: Int, range: ContentRange, head: DiskEntryFormat.Head) {
+    init(cache: TieredCache, key: CacheKey, size: Int, range: ContentRange, head: DiskEntryFormat.Head, unpaced: Bool = true) {
         self.cache = cache
         self.key = key
         self.size = size
         length = range.length
-        start = range.first
+        self.unpaced = unpaced
         indexes = range.wholeSlices(of: size) ?? 0...0
         received = range.first
         self.head = head
@@ -98,7 +102,7 @@ public final class SlicedDiskWrite {
             if received == sliceEnd { write.finish(expectedLength: sliceEnd - index * size) }
             if write.hasFailed { hasFailed = true }
         }
-        if start > 0, !hasFailed, written - durableBytes >= SlicedDiskWrite.maxBacklog {
+        if unpaced, !hasFailed, written - durableBytes >= SlicedDiskWrite.maxBacklog {
             abortUnfinished()
             hasFailed = true
         }

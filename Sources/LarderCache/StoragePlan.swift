@@ -24,10 +24,15 @@ public struct StoragePlan: Sendable, Equatable {
         /// A slice fill's 206 holding exactly the slice asked for, stored as that slice.
         case slice(ContentRange)
         /// A slice fill's 206 of another range of the object (a server that caps ranges, or
-        /// answers a range of its choosing): each whole slice inside it is stored as that slice
-        /// (RFC 9111 §3.3), to be combined with the others under the same strong validator
-        /// (§3.4). The bytes outside them are not kept.
+        /// answers a range of its choosing), or the 206 to a client's own Range passed upstream
+        /// as it came: each whole slice inside it is stored as that slice (RFC 9111 §3.3), to
+        /// be combined with the others under the same strong validator (§3.4). The bytes
+        /// outside them are not kept.
         case slicesWithin(ContentRange)
+        /// A slice fill's 206 of part of the slice asked for (a server that caps ranges): the
+        /// first part starts the slice's entry and each answer to a follow-up request for the
+        /// rest continues it, under the same validators (``SliceAssemblies``, RFC 9111 §3.4).
+        case slicePart(ContentRange)
         /// A 304 to Larder's validation: the stored response, freshened, answers (§4.3.4).
         case merge
         /// The origin erred and the stored fallback answers instead (RFC 5861 §4).
@@ -63,10 +68,14 @@ public struct StoragePlan: Sendable, Equatable {
         public var sliceFill: Bool
         /// `cache.slice_size`.
         public var size: Int
+        /// The fill sends a client's own Range upstream as it came: a 206 to it keeps the whole
+        /// slices inside it and nothing else (the client gets the answer as it came).
+        public var rangeFill: Bool
 
-        public init(sliceFill: Bool = false, size: Int = 0) {
+        public init(sliceFill: Bool = false, size: Int = 0, rangeFill: Bool = false) {
             self.sliceFill = sliceFill
             self.size = size
+            self.rangeFill = rangeFill
         }
     }
 
@@ -80,8 +89,9 @@ public struct StoragePlan: Sendable, Equatable {
         public var contentLength: Int?
         /// The Content-Length the origin sent, even where no body follows (a HEAD's).
         public var announcedLength: Int?
-        /// The range of a slice fill's 206: one range of its object, the body exactly that
-        /// range (the slice asked for, or another the origin chose).
+        /// The range of a slice fill's 206, or of a range fill's (``Slicing/rangeFill``): one
+        /// range of its object, the body exactly that range (the slice asked for, another the
+        /// origin chose, or the client's own).
         public var sliceRange: ContentRange?
 
         public init(
@@ -107,7 +117,7 @@ public struct StoragePlan: Sendable, Equatable {
     /// Whether the fill keeps the body it receives to store it.
     public var stores: Bool {
         switch action {
-        case .whole, .streamed, .slices, .slice, .slicesWithin: true
+        case .whole, .streamed, .slices, .slice, .slicesWithin, .slicePart: true
         default: false
         }
     }
@@ -151,18 +161,27 @@ public struct StoragePlan: Sendable, Equatable {
             return StoragePlan(action: .skip(.rules), wholeLimit: wholeLimit, admission: admission)
         }
         // Only new GET entries wait for a second request: a response that replaces a stored
-        // one (validation, stale fallback) already earned its place, and slice fills follow the
-        // slice rules alone (a doorkeeper per slice would store objects in pieces).
-        let newEntry = request.method == .get && request.validating == nil && request.fallback == nil && !slicing.sliceFill
+        // one (validation, stale fallback) already earned its place, and slices (a slice fill's,
+        // or those inside a 206) follow the slice rules alone (a doorkeeper per slice would
+        // store objects in pieces).
+        let newEntry =
+            request.method == .get && request.validating == nil && request.fallback == nil && !slicing.sliceFill
+            && answer.sliceRange == nil
         if newEntry, !admitted(answer.contentLength) {
             admission.storage = .none
             return StoragePlan(action: .skip(.deferred), wholeLimit: wholeLimit, admission: admission)
         }
         let maxDiskObject = disk?.maxObjectBytes
         if let range = answer.sliceRange {
-            let exact = range.isSlice(of: slicing.size)
+            // A range fill's answer is the client's own: stored or not, it never replaces
+            // or outdates the whole response stored for the object.
+            if slicing.rangeFill { admission.keepsStored = true }
+            let exact = !slicing.rangeFill && range.isSlice(of: slicing.size)
+            let within = range.wholeSlices(of: slicing.size) != nil
+            // Part of one slice, to be completed by the answers to the requests for its rest.
+            let part = slicing.sliceFill && !within && slicing.size > 0 && range.first / slicing.size == range.last / slicing.size
             // (No slice size: no disk tier to hold slices, refused below.)
-            guard exact || slicing.size == 0 || range.wholeSlices(of: slicing.size) != nil else {
+            guard exact || slicing.size == 0 || within || part else {
                 admission.storage = .none
                 return StoragePlan(action: .skip(.otherRange), wholeLimit: wholeLimit, admission: admission)
             }
@@ -170,7 +189,8 @@ public struct StoragePlan: Sendable, Equatable {
             guard hasSliceValidator(head.headers), let maxDiskObject, Int64(range.length) <= maxDiskObject else {
                 return StoragePlan(action: .skip(.sliceRefused), wholeLimit: wholeLimit, admission: admission)
             }
-            return StoragePlan(action: exact ? .slice(range) : .slicesWithin(range), wholeLimit: wholeLimit, admission: admission)
+            let action: Action = exact ? .slice(range) : part ? .slicePart(range) : .slicesWithin(range)
+            return StoragePlan(action: action, wholeLimit: wholeLimit, admission: admission)
         }
         // A digest covers the whole body: a route that checks one never stores it in slices.
         if slicing.size > 0, !request.contentAddressed, request.method == .get, head.status == 200,

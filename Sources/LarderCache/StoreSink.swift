@@ -69,6 +69,8 @@ public struct StoreSink {
         /// The disk head of a body kept whole, written in one piece when complete (one append
         /// per miss instead of a write per chunk).
         var pendingDiskHead: DiskEntryFormat.Head?
+        /// A part of a slice sent in parts: the slice's write, continued by this body.
+        var assembly: SliceAssemblies.Pending?
 
         init(entry: Entry, whole: WholeEntry?, pendingDiskHead: DiskEntryFormat.Head?) {
             self.entry = entry
@@ -130,6 +132,7 @@ public struct StoreSink {
         diskWrite?.append(chunk)
         slicedWrite?.append(chunk)
         rangeSlices?.append(chunk)
+        if let parts, parts.assembly != nil { parts.assembly?.append(chunk) }
         guard keepsWhole, received > wholeLimit else { return false }
         keepsWhole = false
         if let pendingDiskHead = parts?.pendingDiskHead.take() { startDiskWrite(pendingDiskHead, chunks: chunks) }
@@ -173,6 +176,8 @@ public struct StoreSink {
             if let pendingDiskHead = parts.pendingDiskHead.take() { queue.add(stored, body: body, head: pendingDiskHead) }
         }
         diskWrite?.finish(expectedLength: received)
+        // A slice's part: the slice is complete, or its write waits for the next part.
+        if let cache, let parts, let assembly = parts.assembly.take() { cache.assemblies.settle(assembly, now: parts.entry.responseTime) }
         close()
     }
 
@@ -183,6 +188,7 @@ public struct StoreSink {
         diskWrite = nil
         slicedWrite?.abortUnfinished()
         rangeSlices?.abortUnfinished()
+        parts?.assembly.take()?.write.abort()
     }
 
     /// A stale copy answers instead: what was streamed is not kept.
@@ -195,5 +201,7 @@ public struct StoreSink {
     public mutating func close() {
         parts?.pendingDiskHead = nil
         keepsWhole = false
+        // A part that did not end as a part (a stale copy answered instead): its slice's write goes.
+        parts?.assembly.take()?.write.abort()
     }
 }

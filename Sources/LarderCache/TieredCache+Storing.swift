@@ -19,6 +19,10 @@ extension TieredCache {
         }
     }
 
+    /// Drops the slices sent in parts whose next part did not come in time (``SliceAssemblies``):
+    /// their disk writes hold a descriptor and a temporary file each.
+    public func expireSliceParts(now: Double) { assemblies.expire(now: now) }
+
     /// Whether there is a disk tier (false when its directory could not be set up).
     public var hasDiskTier: Bool { disk != nil }
 
@@ -29,9 +33,10 @@ extension TieredCache {
 
     /// Opens the sink that stores `head` (as forwarded, hop-by-hop fields removed) as `plan`
     /// says: the whole body kept for the memory tier and a segment record, or a disk write
-    /// started for the entry, for one slice of it, for the whole slices inside a slice fill's
-    /// other range, or for every slice of the object (whose older whole copy goes). A sink that stores nothing for any other plan, or when the disk
-    /// tier refuses the write.
+    /// started for the entry, for one slice of it, for the whole slices inside another range
+    /// (a slice fill's or a client's own), for every slice of the object (whose older whole
+    /// copy goes), or begun or continued for a slice sent in parts (``SliceAssemblies``). A
+    /// sink that stores nothing for any other plan, or when the disk tier refuses the write.
     public func open(
         _ plan: StoragePlan, head: ResponseHead, cacheControl: CacheControl, entry: consuming StoreSink.Entry
     ) -> StoreSink {
@@ -83,6 +88,37 @@ extension TieredCache {
             let write = SlicedDiskWrite(cache: self, key: entry.key, size: entry.sliceSize, range: range, head: diskHead)
             var sink = StoreSink(cache: self, entry: entry, wholeLimit: plan.wholeLimit)
             sink.rangeSlices = write
+            sink.stores = true
+            return sink
+        case .slicePart(let range):
+            guard let index = entry.sliceIndex, entry.sliceSize > 0 else { return StoreSink() }
+            let first = index * entry.sliceSize
+            let slice = ContentRange(first: first, last: min(first + entry.sliceSize, range.length) - 1, length: range.length)
+            // Only a part of the slice the fill asked for.
+            guard range.first >= slice.first, range.last <= slice.last else { return StoreSink() }
+            let key = entry.key.slice(index)
+            let pending: SliceAssemblies.Pending
+            if range.first == slice.first {
+                assemblies.drop(key)
+                var diskHead = diskHead()
+                diskHead.key = key.url
+                diskHead.status = 206
+                diskHead.reason = HTTPStatus.reason(206)
+                // The entry is the whole slice: its Content-Range, not the part's.
+                diskHead.headers.remove("Content-Range")
+                diskHead.headers.add("Content-Range", slice.fieldValue)
+                guard let write = beginDiskWrite(key: key, head: diskHead, expectedLength: slice.last - slice.first + 1) else {
+                    return StoreSink()
+                }
+                pending = SliceAssemblies.Pending(key: key, write: write, slice: slice, headers: head.headers)
+            } else {
+                guard let waiting = assemblies.take(key, for: range, headers: head.headers, now: entry.responseTime) else {
+                    return StoreSink()
+                }
+                pending = waiting
+            }
+            var sink = StoreSink(cache: self, entry: entry, wholeLimit: plan.wholeLimit)
+            sink.parts?.assembly = pending
             sink.stores = true
             return sink
         case .slices:

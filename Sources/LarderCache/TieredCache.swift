@@ -20,6 +20,8 @@ public final class TieredCache: Sendable {
     public let admissionsDeferred = AtomicCounter()
     /// Where bodies moved to memory files on their first hit take their place.
     let memoryFiles: MemoryFileBudget
+    /// Slices an origin sends in parts, waiting for their next part.
+    let assemblies = SliceAssemblies()
 
     public init(memory: MemoryCache, disk: DiskCache?, memoryFiles: MemoryFileBudget = .shared) {
         self.memory = memory

@@ -38,10 +38,16 @@ import Testing
         var slicing = StoragePlan.Slicing(sliceFill: false, size: 1 << 20)
         var disk: ResponseAdmission.DiskTier? = StoragePlanTests.disk
         var admitted = true
+        /// The request sent the client's own Range (or preconditions) upstream.
+        var ownSelectors = false
         let expected: StoragePlan.Action
         /// Whether the doorkeeper is asked (only about a new entry that would be stored).
         var asksDoorkeeper = false
+        /// Whether the stored response stays as it is, where the row says.
+        var keepsStored: Bool? = nil
     }
+
+    static let rangeFill = StoragePlan.Slicing(sliceFill: false, size: 1 << 20, rangeFill: true)
 
     static let rows: [Row] = [
         Row(name: "a small fresh 200 is kept whole", expected: .whole, asksDoorkeeper: true),
@@ -96,7 +102,14 @@ import Testing
             length: tail.last - tail.first + 1, sliceRange: tail, slicing: StoragePlan.Slicing(sliceFill: true, size: 1 << 20),
             expected: .slicesWithin(tail)),
         Row(
-            name: "a range inside one slice is not the object's", status: 206, headers: tagged, length: 100, sliceRange: withinOne,
+            name: "a part of one slice begins or continues that slice", status: 206, headers: tagged, length: 100,
+            sliceRange: withinOne, slicing: StoragePlan.Slicing(sliceFill: true, size: 1 << 20), expected: .slicePart(withinOne)),
+        Row(
+            name: "a part of one slice without a strong validator is refused", status: 206, length: 100, sliceRange: withinOne,
+            slicing: StoragePlan.Slicing(sliceFill: true, size: 1 << 20), expected: .skip(.sliceRefused)),
+        Row(
+            name: "a range across two slices holding neither whole is not the object's", status: 206, headers: tagged,
+            length: 1 << 20, sliceRange: ContentRange(first: (1 << 20) + 100, last: (2 << 20) + 99, length: 10 << 20),
             slicing: StoragePlan.Slicing(sliceFill: true, size: 1 << 20), expected: .skip(.otherRange)),
         Row(
             name: "another range without a strong validator is refused", status: 206, length: capped.last - capped.first + 1,
@@ -141,6 +154,36 @@ import Testing
             name: "a HEAD on a digest route updates nothing", method: .head, fallback: stored, contentAddressed: true,
             headers: tagged, length: nil, announced: 100, expected: .skip(.rules)),
         Row(name: "a POST's answer is not stored", method: .post, status: 201, expected: .skip(.rules)),
+        Row(
+            name: "a 206 to the client's own Range keeps the whole slices inside it", validating: stored, status: 206,
+            headers: tagged, length: capped.last - capped.first + 1, sliceRange: capped, slicing: rangeFill, admitted: false,
+            ownSelectors: true, expected: .slicesWithin(capped), keepsStored: true),
+        Row(
+            name: "a 206 to the client's own Range that is one slice keeps that slice", status: 206, headers: tagged,
+            length: 1 << 20, sliceRange: slice, slicing: rangeFill, ownSelectors: true, expected: .slicesWithin(slice)),
+        Row(
+            name: "a 206 to the client's own Range inside one slice keeps nothing", validating: stored, status: 206,
+            headers: tagged, length: 100, sliceRange: withinOne, slicing: rangeFill, ownSelectors: true,
+            expected: .skip(.otherRange), keepsStored: true),
+        Row(
+            name: "a 206 to the client's own Range without a strong validator keeps nothing", validating: stored, status: 206,
+            length: capped.last - capped.first + 1, sliceRange: capped, slicing: rangeFill, ownSelectors: true,
+            expected: .skip(.sliceRefused), keepsStored: true),
+        Row(
+            name: "a 206 to the client's own Range without a disk tier keeps nothing", status: 206, headers: tagged,
+            length: 1 << 20, sliceRange: capped, slicing: rangeFill, disk: nil, ownSelectors: true,
+            expected: .skip(.sliceRefused)),
+        Row(
+            name: "a 206 to the client's own Range claiming a huge length keeps nothing", status: 206, headers: tagged,
+            length: capped.last - capped.first + 1,
+            sliceRange: ContentRange(first: capped.first, last: capped.last, length: Int(Int64.max >> 1)), slicing: rangeFill,
+            ownSelectors: true, expected: .skip(.sliceRefused)),
+        Row(
+            name: "a 206 to the client's own Range that is not one range is not stored", validating: stored, status: 206,
+            headers: tagged, slicing: rangeFill, ownSelectors: true, expected: .skip(.rules), keepsStored: true),
+        Row(
+            name: "a 200 to the client's own Range is stored as any 200", headers: tagged, slicing: rangeFill, ownSelectors: true,
+            expected: .whole, asksDoorkeeper: true),
     ]
 
     @Test(arguments: rows.indices) func eachCase(_ index: Int) {
@@ -148,7 +191,8 @@ import Testing
         let request = ResponseAdmission.Request(
             method: row.method, headers: [:], policy: row.policy, directives: .none, validating: row.validating,
             fallback: row.fallback, staleIfErrorWindow: 3600, dedupAlways: false, maxMemoryObject: 1 << 20, negativeTTL: 30,
-            sharedKey: row.contentAddressed, holdsSuccess: false, contentAddressed: row.contentAddressed)
+            sharedKey: row.contentAddressed, holdsSuccess: false, ownSelectors: row.ownSelectors,
+            contentAddressed: row.contentAddressed)
         let answer = StoragePlan.Answer(
             head: ResponseHead(status: row.status, headers: row.headers), cacheControl: CacheControl(row.headers),
             contentLength: row.length, announcedLength: row.announced ?? row.length, sliceRange: row.sliceRange)
@@ -159,9 +203,10 @@ import Testing
         }
         #expect(plan.action == row.expected, "\(row.name)")
         #expect((asked > 0) == row.asksDoorkeeper, "\(row.name): doorkeeper asked \(asked) times")
+        if let keepsStored = row.keepsStored { #expect(plan.admission.keepsStored == keepsStored, "\(row.name)") }
         let stores: Bool
         switch row.expected {
-        case .whole, .streamed, .slices, .slice, .slicesWithin: stores = true
+        case .whole, .streamed, .slices, .slice, .slicesWithin, .slicePart: stores = true
         default: stores = false
         }
         #expect(plan.stores == stores, "\(row.name)")

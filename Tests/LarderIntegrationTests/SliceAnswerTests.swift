@@ -200,6 +200,56 @@ extension IntegrationTests {
             #expect(try Self.ranges(origin) == ["bytes=65536-131071", "bytes=0-65535"])
         }
 
+        /// RFC 9111 §3.3, §3.4: the origin's 206 to the client's own Range, passed upstream as
+        /// it came, keeps the whole slices inside it under its strong validator: a later range
+        /// within them is a hit, and a later answer combines them with a slice fetched since.
+        @Test func aRangePassedAsItCameKeepsTheWholeSlicesInsideIt() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: Self.config)
+            let url = origin.url(Self.target)
+            // The slice request's answer lacks the client's first byte: its Range goes upstream.
+            try origin.script(Self.target, [Self.partial(50...99), Self.partial(0...70_000)], conditional: false)
+            let first = try Curl.viaProxy(larder.proxy, ["-r", "0-70000", url])
+            #expect(first.status == 206 && first.header("content-range") == "bytes 0-70000/\(Self.length)", "\(first.status)")
+            #expect(first.body == Self.bytes(0...70_000), "\(first.body.count) bytes")
+            #expect(try Self.ranges(origin) == ["bytes=0-65535", "bytes=0-70000"])
+            // Slice 0 lay wholly inside it.
+            try Self.waitUntilCached(larder, url, range: "10-19")
+            let hit = try Curl.viaProxy(larder.proxy, ["-r", "60000-60009", url])
+            #expect(hit.status == 206 && hit.body == Self.bytes(60_000...60_009), "\(hit.status)")
+            #expect(hit.header("cache-status")?.contains("hit") == true, "\(hit.header("cache-status") ?? "-")")
+            // The bytes past it were not kept: the whole object fetches slice 1 alone.
+            try origin.script(Self.target, [Self.partial(65_536...(Self.length - 1))], conditional: false)
+            let whole = try Curl.viaProxy(larder.proxy, ["-r", "0-99999", url])
+            #expect(whole.status == 206 && whole.body == Self.bytes(0...(Self.length - 1)), "\(whole.status) \(whole.body.count)")
+            #expect(whole.header("cache-status")?.contains("fwd=partial") == true, "\(whole.header("cache-status") ?? "-")")
+            #expect(try Self.ranges(origin) == ["bytes=0-65535", "bytes=0-70000", "bytes=65536-99999"])
+        }
+
+        /// A request's no-cache takes it past the slice walk; for an object over
+        /// `cache.range_whole_max` its Range then goes upstream as it came, and the whole slices
+        /// inside the 206 are kept: the same range asked again without no-cache is a hit.
+        @Test func aRangeOverRangeWholeMaxKeepsTheWholeSlicesInsideIt() throws {
+            let origin = try Origin()
+            // No fill of the whole object finishes for the cache once its client left it.
+            let larder = try Larder(config: Self.config + "range_whole_max = \"50KiB\"\n[coalesce]\nfinish_abandoned_max = \"0KiB\"\n")
+            let path = "/reloaded?ranges=1&size=8000000&cc=max-age=600"
+            let url = origin.url(path)
+            let expected = try origin.directBody(path)
+            // The last two slices, far from what the whole object's fill got before it stopped.
+            let range = 121 * Self.slice...7_999_999
+            let first = try Curl.viaProxy(
+                larder.proxy, ["-H", "Cache-Control: no-cache", "-r", "\(range.lowerBound)-\(range.upperBound)", url])
+            #expect(first.status == 206 && first.body == expected[range], "\(first.status) \(first.body.count)")
+            #expect(try Self.rangesSent(origin, path).last == "bytes=\(range.lowerBound)-\(range.upperBound)")
+            try Self.waitUntilCached(larder, url, range: "7990000-7990009")
+            let before = try origin.count(path)
+            let again = try Curl.viaProxy(larder.proxy, ["-r", "\(range.lowerBound)-\(range.upperBound)", url])
+            #expect(again.status == 206 && again.body == expected[range], "\(again.status) \(again.body.count)")
+            #expect(again.header("cache-status")?.contains("hit") == true, "\(again.header("cache-status") ?? "-")")
+            #expect(try origin.count(path) == before, "answered from the cache")
+        }
+
         /// RFC 9111 §3.4: a part under another validator is never combined with what is stored.
         /// The answer whose first part is the new object stops short at the old slice and drops
         /// it, and the next answer is the new object's alone.
@@ -291,6 +341,50 @@ extension IntegrationTests {
                 ], "\(sent)")
         }
 
+        /// RFC 9111 §3.4: the parts a server that caps ranges sends of each slice are put back
+        /// together under their one validator, so the next answer is a hit that asks nothing.
+        @Test func aSliceSentInPartsIsStoredWhole() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: Self.config)
+            let path = "/capped?ranges=1&size=\(Self.length)&cap=10000&cc=max-age=600"
+            let url = origin.url(path)
+            let expected = try origin.directBody(path)
+            let first = try Curl.viaProxy(larder.proxy, ["-r", "0-99999", url])
+            #expect(first.exitCode == 0 && first.status == 206 && first.body == expected, "\(first.status) \(first.body.count)")
+            try Self.waitUntilCached(larder, url, range: "60000-60009")
+            try Self.waitUntilCached(larder, url, range: "99990-99999")
+            let before = try origin.count(path)
+            let again = try Curl.viaProxy(larder.proxy, ["-r", "0-99999", url])
+            #expect(again.exitCode == 0 && again.status == 206 && again.body == expected, "\(again.status) \(again.body.count)")
+            #expect(again.header("cache-status")?.contains("hit") == true, "\(again.header("cache-status") ?? "-")")
+            #expect(try origin.count(path) == before, "answered from the cache")
+        }
+
+        /// The object changes between two parts of a slice: the parts are never put together,
+        /// so the slice is not stored and no later answer mixes the two versions.
+        @Test func partsUnderTwoValidatorsAreNeverPutTogether() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: Self.config)
+            func part(_ range: ClosedRange<Int>, etag: String) -> Scripted {
+                var answer = Self.partial(range)
+                answer.headers = answer.headers.filter { $0.0 != "ETag" } + [("ETag", etag)]
+                return answer
+            }
+            // Slice 0 in two parts, the second under another ETag (same bytes: only the
+            // validator says the object changed).
+            try origin.script(
+                Self.target, [part(0...39_999, etag: "\"one\""), part(40_000...65_535, etag: "\"two\"")], conditional: false)
+            let url = origin.url(Self.target)
+            let answer = try Curl.viaProxy(larder.proxy, ["-r", "0-65535", url])
+            #expect(answer.exitCode != 0 || answer.status >= 500 || answer.body.count < Self.slice, "never one answer of two")
+            var stored = false
+            for _ in 0..<10 where !stored {
+                stored = try Curl.viaProxy(larder.proxy, ["-H", "Cache-Control: only-if-cached", "-r", "0-9", url]).status == 206
+                usleep(50_000)
+            }
+            #expect(!stored, "a slice put together from two validators")
+        }
+
         /// An origin that answers one byte at a time neither holds the answer nor makes Larder
         /// ask without end: at most 16 requests for a slice, then the answer is cut short (its
         /// head is out) and a log line says why.
@@ -337,6 +431,33 @@ extension IntegrationTests {
             // the 206 is never what is stored.
             let cached = try Curl.viaProxy(larder.proxy, ["-H", "Cache-Control: only-if-cached", "-r", "0-9", origin.url(large)])
             #expect(cached.status == 504 || cached.body == largeBody[0...9], "\(cached.status)")
+        }
+
+        /// The Range of each request the origin got for `path` ("-": none).
+        static func rangesSent(_ origin: Origin, _ path: String) throws -> [String] {
+            try origin.requests().filter { $0.target == path }.map { request in
+                request.headers.first { $0.0.lowercased() == "range" }?.1 ?? "-"
+            }
+        }
+
+        /// RFC 9110 §14.2: a GET with content goes upstream on a fetch of its own, whose answer
+        /// no other request gets; its Range goes with it, so the client gets its range of the
+        /// answer to its content (not the whole of it), and nothing is stored.
+        @Test(arguments: [Self.config, "[cache]\nslice_size = \"0\"\n"])
+        func aGetWithContentSendsItsRangeWithIt(config: String) throws {
+            let origin = try Origin()
+            let larder = try Larder(config: config)
+            let path = "/search?echo=1&ranges=1&cc=max-age=600"
+            let url = origin.url(path)
+            // (curl sends no Range with -r when it sends content.)
+            let answer = try Curl.viaProxy(
+                larder.proxy, ["-X", "GET", "-H", "Content-Type:", "--data-binary", "0123456789ABCDEF", "-H", "Range: bytes=2-5", url])
+            let sent = try Self.rangesSent(origin, path)
+            #expect(answer.status == 206 && answer.header("content-range") == "bytes 2-5/16", "\(config): \(answer.status) \(sent)")
+            #expect(answer.text == "2345", "\(config): \(answer.text)")
+            #expect(sent == ["bytes=2-5"], "\(config)")
+            let cached = try Curl.viaProxy(larder.proxy, ["-H", "Cache-Control: only-if-cached", "-r", "2-5", url])
+            #expect(cached.status == 504, "\(config): \(cached.status): an answer to one request's content was stored")
         }
 
         /// Waits (bounded) until `range` of `url` is answered from the cache.

@@ -39,7 +39,10 @@ extension ClientConnection: RequestBodySource {
         if exchange.cacheStatus.fwd == nil && !exchange.cacheStatus.hit { exchange.cacheStatus = .forwarded(.uriMiss) }
         // A GET with Range for something not stored: fetch it whole (to store it) and slice,
         // unless it turns out too large, in which case the range goes upstream (Fill decides).
-        if head.method == .get, head.headers.contains("Range"), exchange.range != .passed, exchange.policy != .networkOnly {
+        // A GET with content has a fetch of its own that stores nothing: its Range goes with it.
+        if head.method == .get, head.headers.contains("Range"), exchange.range != .passed, exchange.policy != .networkOnly,
+            !sendsOwnContent(exchange)
+        {
             exchange.range = .stripped
         }
         var coalesceKey: FillKey?
@@ -137,6 +140,8 @@ extension ClientConnection: RequestBodySource {
         options.fallback = exchange.stored
         options.rangeStripped = exchange.range == .stripped
         options.ownSelectors = sendsOwnSelectors(exchange)
+        // (Most requests carry no selector: the field is looked for only in those that do.)
+        options.rangePassed = options.ownSelectors && head.method == .get && exchange.range != .stripped && head.headers.contains("Range")
         options.ownContent = sendsOwnContent(exchange)
         let fill = Fill(
             key: key, coalesceKey: coalesceKey, request: request, requestHeaders: head.headers,

@@ -361,7 +361,12 @@ final class Fill: UpstreamTransferDelegate {
             // fields that describe the bytes.
             ContentAddressedFields.restrict(&forwarded.headers, digest: "\(digest.algorithm.rawValue):\(digest.expected)")
         }
-        let sliceRange = options.slice == nil ? nil : SlicePlan.Reply.storableRange(of: &forwarded, contentLength: &contentLength)
+        var sliceRange: ContentRange?
+        if options.slice != nil {
+            sliceRange = SlicePlan.Reply.storableRange(of: &forwarded, contentLength: &contentLength)
+        } else if options.rangePassed, settings.sliceSize > 0, options.digest == nil {
+            sliceRange = SlicePlan.Reply.passedRange(of: forwarded, contentLength: contentLength)
+        }
         responseTime = Clocks.wallSeconds()
         if !forwarded.headers.contains("Date") {
             // RFC 9110 §6.6.1: a recipient with a clock may add Date when the origin did not.
@@ -374,7 +379,8 @@ final class Fill: UpstreamTransferDelegate {
             answer: StoragePlan.Answer(
                 head: forwarded, cacheControl: cacheControl, contentLength: contentLength, announcedLength: announcedLength,
                 sliceRange: sliceRange),
-            slicing: StoragePlan.Slicing(sliceFill: options.slice != nil, size: settings.sliceSize), key: key,
+            slicing: StoragePlan.Slicing(sliceFill: options.slice != nil, size: settings.sliceSize, rangeFill: options.rangePassed),
+            key: key,
             policy: settings.admission, minBytes: settings.admissionMinBytes, now: responseTime)
         let admission = plan.admission
         if plan.action == .skip(.deferred) { admissionDeferred = true }
@@ -400,7 +406,7 @@ final class Fill: UpstreamTransferDelegate {
             return
         case .updateFromHead, .outdateFromHead:
             updateStored(from: forwarded, matches: plan.action == .updateFromHead)
-        case .whole, .streamed, .slices, .slice, .slicesWithin, .skip:
+        case .whole, .streamed, .slices, .slice, .slicesWithin, .slicePart, .skip:
             let entry = StoreSink.Entry(
                 key: key, url: options.storedURL, requestHeaders: requestHeaders, requestTime: requestTime,
                 responseTime: responseTime, contentLength: contentLength, sliceIndex: options.slice?.index, sliceSize: settings.sliceSize)

@@ -16,6 +16,9 @@ struct FillOptions {
     var background = false
     /// The first client asked for a range and the request went upstream without it.
     var rangeStripped = false
+    /// A GET whose client's Range goes upstream as it came: the whole slices inside its 206
+    /// may be stored (``SlicePlan/Reply/passedRange(of:contentLength:)``).
+    var rangePassed = false
     /// How failed attempts are retried (the route's `[route.retry]`, else `[retry]`).
     var retry = FillOptions.defaultRetry
     /// Built once: a `RetryConfig` holds a set, and options are made for every miss.

@@ -391,6 +391,7 @@ final class ProxyLoop {
                 for tunnel in Array(proxy.tunnels.values) { tunnel.checkIdle(now: now, timeout: idle) }
             }
             proxy.coalescer.sweep()
+            proxy.cache.expireSliceParts(now: Clocks.wallSeconds())
             proxy.scheduleSweep()
         }
     }

@@ -20,8 +20,10 @@ extension ClientConnection {
         let method = exchange.head.method
         let headers = exchange.head.headers
         let size = exchange.runtime.config.cache.sliceSize
-        // A digest covers the whole body: its slices could not be checked one by one.
-        guard size > 0, exchange.route?.digest == nil, proxy.cache.maxDiskObjectBytes != nil, method == .get || method == .head,
+        // A digest covers the whole body: its slices could not be checked one by one. A GET
+        // with content is answered by a fetch of its own (its Range goes with it).
+        guard size > 0, exchange.route?.digest == nil, !sendsOwnContent(exchange), proxy.cache.maxDiskObjectBytes != nil,
+            method == .get || method == .head,
             let key = exchange.key,
             !exchange.goAlone, exchange.range != .passed, exchange.variant == nil, !exchange.directives.noStore,
             !exchange.directives.noCache, !headers.contains("Authorization")

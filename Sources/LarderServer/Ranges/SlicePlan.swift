@@ -81,6 +81,18 @@ struct SlicePlan: Equatable {
             }
             return range
         }
+
+        /// The range of a 206 to the client's own Range, passed upstream as it came, whose
+        /// whole slices may be stored (RFC 9111 §3.3): one range of its object, its body framed
+        /// by a Content-Length that is exactly that range (RFC 9110 §14.4). Unlike a slice
+        /// fill's, the answer goes to its client as it came: nothing in it is changed, and a
+        /// body of unknown length is not stored.
+        static func passedRange(of forwarded: ResponseHead, contentLength: Int?) -> ContentRange? {
+            guard forwarded.status == 206, let contentLength,
+                case .part(let range) = Reply(status: 206, headers: forwarded.headers, bodyLength: contentLength)
+            else { return nil }
+            return range
+        }
     }
 
     /// Bytes of an answer's body to send: `count` from `offset`.
