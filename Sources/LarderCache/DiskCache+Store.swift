@@ -223,8 +223,10 @@ extension DiskCache {
         checksum.update(body)
         let entryHead = DiskEntryFormat.entryHead(
             head, wireFields: wireFields, bodyLength: Int64(body.count), bodyChecksum: checksum.value)
-        // Empty up to one block (every segment record): only larger bodies have a table.
-        let table = head.version >= DiskEntryFormat.firstBlockedVersion ? DiskEntryFormat.blockTable(of: body) : []
+        // Empty up to one block (every segment record): only larger bodies have a table, and a
+        // body of one block is not checksummed a second time to learn so.
+        let blocked = head.version >= DiskEntryFormat.firstBlockedVersion && body.count > DiskEntryFormat.blockSize
+        let table = blocked ? DiskEntryFormat.blockTable(of: body) : []
         let entry = DiskIndex.Entry(
             key: key, vary: head.vary, name: name, size: Int64(entryHead.count + body.count + table.count))
         let elapsed: UInt64?

@@ -22,7 +22,9 @@ public final class DiskStoreQueue {
     }
 
     /// Queues `stored` (its body's bytes, its disk head) for the disk tier, if there is one.
-    func add(_ stored: StoredResponse, body: [UInt8], head: DiskEntryFormat.Head) {
+    /// The head is moved into the queue, not copied: it holds the stored fields and the Vary
+    /// values.
+    func add(_ stored: StoredResponse, body: [UInt8], head: consuming DiskEntryFormat.Head) {
         guard cache.disk != nil else { return }
         pending.append(.init(response: stored, body: body, head: head))
         guard pending.count == 1 else { return }

@@ -130,11 +130,18 @@ public struct StoragePlan: Sendable, Equatable {
         admitted: (Int?) -> Bool
     ) -> StoragePlan {
         let head = answer.head
-        // A slice is judged as the whole response it is part of would be.
-        var judged = head
-        if answer.sliceRange != nil { judged.status = 200 }
-        var admission = ResponseAdmission.decide(
-            request, head: judged, contentLength: answer.contentLength, cacheControl: answer.cacheControl, disk: disk, now: now)
+        // A slice is judged as the whole response it is part of would be; any other head as it
+        // is, without a copy made to change nothing.
+        var admission: ResponseAdmission
+        if answer.sliceRange == nil {
+            admission = ResponseAdmission.decide(
+                request, head: head, contentLength: answer.contentLength, cacheControl: answer.cacheControl, disk: disk, now: now)
+        } else {
+            var judged = head
+            judged.status = 200
+            admission = ResponseAdmission.decide(
+                request, head: judged, contentLength: answer.contentLength, cacheControl: answer.cacheControl, disk: disk, now: now)
+        }
         let wholeLimit = ResponseAdmission.wholeLimit(maxMemoryObject: request.maxMemoryObject, disk: disk)
         switch admission.verdict {
         case .merge: return StoragePlan(action: .merge, wholeLimit: wholeLimit, admission: admission)

@@ -43,8 +43,10 @@ public struct StoreSink {
     /// What a body kept whole is stored with, worked out once when the head came (so
     /// Cache-Control and the dates are not parsed again when it is stored), with the
     /// stored head in wire form (status line, stored fields, Via), serialized once for the
-    /// memory entry, its disk entry and, where they match, the clients' heads.
-    public struct WholeEntry {
+    /// memory entry, its disk entry and, where they match, the clients' heads. A class: read
+    /// when the body ends and for each reader's head, where a value would be copied field by
+    /// field each time.
+    final class WholeEntry {
         let status: Int
         let reason: String
         let cacheControl: CacheControl
@@ -57,6 +59,21 @@ public struct StoreSink {
         /// Whether `head` is also what clients are sent before their own fields: the forwarded
         /// fields are the stored ones (no `Age` was dropped).
         let isClientHead: Bool
+
+        init(
+            status: Int, reason: String, cacheControl: CacheControl, lifetime: Double, initialAge: Double, vary: [String: String],
+            headers: HTTPHeaders, head: StoredResponse.PreparedHead, isClientHead: Bool
+        ) {
+            self.status = status
+            self.reason = reason
+            self.cacheControl = cacheControl
+            self.lifetime = lifetime
+            self.initialAge = initialAge
+            self.vary = vary
+            self.headers = headers
+            self.head = head
+            self.isClientHead = isClientHead
+        }
     }
 
     /// What the response is stored as, by reference: the sink is a value inside its fill, and
@@ -121,8 +138,8 @@ public struct StoreSink {
 
     /// The stored head, when clients are sent it too.
     public var preparedClientHead: StoredResponse.PreparedHead? {
-        guard let parts, parts.whole?.isClientHead == true else { return nil }
-        return parts.whole?.head
+        guard let whole = parts?.whole, whole.isClientHead else { return nil }
+        return whole.head
     }
 
     /// Takes the body's next chunk, `received` bytes in all with it, `chunks` every chunk the
@@ -154,7 +171,6 @@ public struct StoreSink {
     /// streamed one's file is completed.
     public mutating func finish(chunks: [[UInt8]], received: Int, queue: DiskStoreQueue) {
         if keepsWhole, let cache, let parts, let whole = parts.whole {
-            let entry = parts.entry
             let body: [UInt8]
             if chunks.count == 1 {
                 body = chunks[0]
@@ -167,8 +183,9 @@ public struct StoreSink {
             // The body stays in the array it arrived in: a large one moves to a memory file on
             // its first hit (TieredCache.lookup), so a response asked for once never pays for one.
             let stored = StoredResponse(
-                key: entry.key, url: entry.url, status: whole.status, reason: whole.reason, headers: whole.headers,
-                body: .memory(body), requestTime: entry.requestTime, responseTime: entry.responseTime, varyValues: whole.vary,
+                key: parts.entry.key, url: parts.entry.url, status: whole.status, reason: whole.reason, headers: whole.headers,
+                body: .memory(body), requestTime: parts.entry.requestTime, responseTime: parts.entry.responseTime,
+                varyValues: whole.vary,
                 freshnessLifetime: whole.lifetime, correctedInitialAge: whole.initialAge, cacheControl: whole.cacheControl,
                 preparedHead: whole.head)
             cache.memory.insert(stored)

@@ -54,6 +54,7 @@ public final class TieredCache: Sendable {
         return result
     }
 
+    @inline(__always)
     private func lookUpStored(_ key: CacheKey, request headers: HTTPHeaders, checked: StoredResponse?) -> Lookup {
         var varyMiss = false
         if let variants = memory.lookup(key) {

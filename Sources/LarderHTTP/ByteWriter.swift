@@ -50,28 +50,33 @@ public struct ByteWriter {
     }
 
     /// Appends `value` in decimal, left-padded with zeros to exactly `width` digits (traps if
-    /// the value is negative or wider).
+    /// the value is negative or wider). Written last digit first, down to the field's start.
     @inlinable
     public mutating func append(_ value: Int, zeroPaddedTo width: Int) {
         precondition(value >= 0)
         var rest = value
-        for index in stride(from: written + width - 1, through: written, by: -1) {
-            buffer[index] = UInt8(truncatingIfNeeded: 48 + rest % 10)
-            rest /= 10
+        var index = written &+ width
+        while index > written {
+            index &-= 1
+            let (quotient, digit) = rest.quotientAndRemainder(dividingBy: 10)
+            buffer[index] = UInt8(truncatingIfNeeded: 48 &+ digit)
+            rest = quotient
         }
         precondition(rest == 0, "value wider than its field")
         written += width
     }
 
     /// Appends a non-negative `value` in decimal, as many digits as it takes (`String(value)`
-    /// goes through `CustomStringConvertible` and a new string).
+    /// goes through `CustomStringConvertible` and a new string). The digits are counted by
+    /// comparison, not division: the only divisions are the ones that write them.
     @inlinable
     public mutating func append(decimal value: Int) {
         var digits = 1
-        var rest = value
-        while rest >= 10 {
-            rest /= 10
-            digits += 1
+        var bound = 10
+        // 10^18 is the largest power of ten in an Int; a value past it has 19 digits.
+        while digits < 19, value >= bound {
+            digits &+= 1
+            bound = bound &* 10
         }
         append(value, zeroPaddedTo: digits)
     }

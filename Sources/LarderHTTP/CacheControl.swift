@@ -10,6 +10,52 @@ public struct CacheControl: Sendable, Equatable {
     }
 
     public private(set) var directives: [Directive] = []
+    /// The directives named below (``noStore`` and the rest), one bit each, set as they are
+    /// parsed: a response's are asked about a dozen times between its head and its storing, and
+    /// a bit is read where the list would be scanned. Derived from `directives` alone.
+    private var named: Named = []
+
+    private struct Named: OptionSet, Sendable, Equatable {
+        let rawValue: UInt16
+        init(rawValue: UInt16) { self.rawValue = rawValue }
+        static let maxAge = Named(rawValue: 1 << 0)
+        static let noCache = Named(rawValue: 1 << 1)
+        static let noStore = Named(rawValue: 1 << 2)
+        static let isPublic = Named(rawValue: 1 << 3)
+        static let isPrivate = Named(rawValue: 1 << 4)
+        static let mustRevalidate = Named(rawValue: 1 << 5)
+        static let sMaxAge = Named(rawValue: 1 << 6)
+        static let immutable = Named(rawValue: 1 << 7)
+        static let proxyRevalidate = Named(rawValue: 1 << 8)
+        static let mustUnderstand = Named(rawValue: 1 << 9)
+        static let onlyIfCached = Named(rawValue: 1 << 10)
+        static let minFresh = Named(rawValue: 1 << 11)
+        static let maxStale = Named(rawValue: 1 << 12)
+        static let staleWhileRevalidate = Named(rawValue: 1 << 13)
+        static let staleIfError = Named(rawValue: 1 << 14)
+
+        /// The bit of a lower-cased directive name, the most common first; none for others.
+        init(_ name: String) {
+            switch name {
+            case "max-age": self = .maxAge
+            case "no-cache": self = .noCache
+            case "no-store": self = .noStore
+            case "public": self = .isPublic
+            case "private": self = .isPrivate
+            case "must-revalidate": self = .mustRevalidate
+            case "s-maxage": self = .sMaxAge
+            case "immutable": self = .immutable
+            case "proxy-revalidate": self = .proxyRevalidate
+            case "must-understand": self = .mustUnderstand
+            case "only-if-cached": self = .onlyIfCached
+            case "min-fresh": self = .minFresh
+            case "max-stale": self = .maxStale
+            case "stale-while-revalidate": self = .staleWhileRevalidate
+            case "stale-if-error": self = .staleIfError
+            default: self = []
+            }
+        }
+    }
 
     public init() {}
 
@@ -60,23 +106,26 @@ public struct CacheControl: Sendable, Equatable {
         return digits > 0 ? value : nil
     }
 
-    public var noStore: Bool { has("no-store") }
-    public var noCache: Bool { has("no-cache") }
-    public var isPrivate: Bool { has("private") }
-    public var isPublic: Bool { has("public") }
-    public var mustRevalidate: Bool { has("must-revalidate") }
-    public var proxyRevalidate: Bool { has("proxy-revalidate") }
-    public var mustUnderstand: Bool { has("must-understand") }
-    public var onlyIfCached: Bool { has("only-if-cached") }
-    public var immutable: Bool { has("immutable") }
-    public var maxAge: Int? { deltaSeconds("max-age") }
-    public var sMaxAge: Int? { deltaSeconds("s-maxage") }
-    public var minFresh: Int? { deltaSeconds("min-fresh") }
-    public var staleWhileRevalidate: Int? { deltaSeconds("stale-while-revalidate") }
-    public var staleIfError: Int? { deltaSeconds("stale-if-error") }
+    public var noStore: Bool { named.contains(.noStore) }
+    public var noCache: Bool { named.contains(.noCache) }
+    public var isPrivate: Bool { named.contains(.isPrivate) }
+    public var isPublic: Bool { named.contains(.isPublic) }
+    public var mustRevalidate: Bool { named.contains(.mustRevalidate) }
+    public var proxyRevalidate: Bool { named.contains(.proxyRevalidate) }
+    public var mustUnderstand: Bool { named.contains(.mustUnderstand) }
+    public var onlyIfCached: Bool { named.contains(.onlyIfCached) }
+    public var immutable: Bool { named.contains(.immutable) }
+    public var maxAge: Int? { named.contains(.maxAge) ? deltaSeconds("max-age") : nil }
+    public var sMaxAge: Int? { named.contains(.sMaxAge) ? deltaSeconds("s-maxage") : nil }
+    public var minFresh: Int? { named.contains(.minFresh) ? deltaSeconds("min-fresh") : nil }
+    public var staleWhileRevalidate: Int? {
+        named.contains(.staleWhileRevalidate) ? deltaSeconds("stale-while-revalidate") : nil
+    }
+    public var staleIfError: Int? { named.contains(.staleIfError) ? deltaSeconds("stale-if-error") : nil }
 
     /// `max-stale` with no value means "any staleness" (RFC 9111 §5.2.1.2): `Int.max`.
     public var maxStale: Int? {
+        guard named.contains(.maxStale) else { return nil }
         if directives.contains(where: { $0.name == "max-stale" && $0.value == nil }) { return Int.max }
         return deltaSeconds("max-stale")
     }
@@ -143,7 +192,10 @@ public struct CacheControl: Sendable, Equatable {
                 valid = false
                 while index < count, bytes[index] != UInt8(ascii: ",") { index += 1 }
             }
-            if valid { directives.append(Directive(name: name, value: value)) }
+            if valid {
+                named.insert(Named(name))
+                directives.append(Directive(name: name, value: value))
+            }
         }
     }
 }

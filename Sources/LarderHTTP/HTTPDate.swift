@@ -90,7 +90,9 @@ public enum HTTPDate {
             bytes[16] == 0x20, bytes[19] == 0x3A, bytes[22] == 0x3A, bytes[25] == 0x20,
             bytes[26] == 0x47, bytes[27] == 0x4D, bytes[28] == 0x54
         else { return nil }
-        func digits(_ start: Int, _ count: Int) -> Int? {
+        // Inlined: five calls per date, and a stored response's Date and Last-Modified are read
+        // on every miss.
+        @inline(__always) func digits(_ start: Int, _ count: Int) -> Int? {
             var value = 0
             for index in start..<(start + count) {
                 let byte = bytes[index]

@@ -24,7 +24,8 @@ public final class UpstreamTransfer {
     /// Its place in the client's table while in flight.
     var slot: Int?
     var headerList: HeaderList?
-    var headParser = ResponseHeadParser()
+    /// Reads the response head; made by the initializer, for the request's method.
+    var headParser: ResponseHeadParser
     /// Whether the final response head has arrived (the head itself goes to the delegate).
     var receivedHead = false
     /// Its Content-Length, if it has one.

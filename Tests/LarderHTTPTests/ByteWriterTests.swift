@@ -21,15 +21,22 @@ import Testing
     }
 
     @Test func decimalsTakeAsManyDigitsAsTheyNeed() {
-        let bytes = [UInt8](unsafeUninitializedCapacity: 64) { buffer, count in
+        // Each side of every power of ten the digit count turns at, up to the largest in an Int.
+        var values = [0, Int.max]
+        var power = 10
+        for _ in 1...18 {
+            values += [power - 1, power]
+            if power <= Int.max / 10 { power *= 10 }
+        }
+        let bytes = [UInt8](unsafeUninitializedCapacity: 1024) { buffer, count in
             var writer = ByteWriter(buffer)
-            for value in [0, 7, 10, 99, 100, 65535, Int.max] {
+            for value in values {
                 writer.append(decimal: value)
                 writer.append(UInt8(ascii: " "))
             }
             count = writer.count
         }
-        #expect(String(decoding: bytes, as: UTF8.self) == "0 7 10 99 100 65535 \(Int.max) ")
+        #expect(String(decoding: bytes, as: UTF8.self) == values.map { "\($0) " }.joined())
     }
 
     @Test func zeroPaddingFillsTheWholeWidth() {

@@ -31,6 +31,37 @@ import Testing
         #expect(CacheControl(parsing: "max-stale").maxStale == Int.max)
         #expect(CacheControl(parsing: "max-stale=5").maxStale == 5)
     }
+
+    /// Each named directive reads as a scan of the parsed list answers it: present or not,
+    /// and a value as ``CacheControl/deltaSeconds(_:)`` reads it (conflicting, malformed,
+    /// quoted, upper-case, junk-dropped members included).
+    @Test(arguments: [
+        "", "max-age=3600", "MAX-AGE=60, Public", "no-cache", "no-cache=\"Set-Cookie\"", "no-store", "no-store, must-understand",
+        "private", "private=\"X\", public", "must-revalidate, proxy-revalidate", "s-maxage=10", "s-maxage=x", "immutable",
+        "only-if-cached", "min-fresh=5", "max-stale", "max-stale=5", "max-stale=5, max-stale", "stale-while-revalidate=30",
+        "stale-if-error=1, stale-if-error=2", "max-age=1 junk, no-store", "x-custom=1, no-cache",
+        "max-age=1, s-maxage=2, min-fresh=3, max-stale=4, stale-while-revalidate=5, stale-if-error=6, public, private, no-cache, "
+            + "no-store, must-revalidate, proxy-revalidate, must-understand, only-if-cached, immutable",
+    ])
+    func namedDirectivesReadAsTheListSaysThem(_ value: String) {
+        let parsed = CacheControl(parsing: value)
+        #expect(parsed.noStore == parsed.has("no-store"))
+        #expect(parsed.noCache == parsed.has("no-cache"))
+        #expect(parsed.isPrivate == parsed.has("private"))
+        #expect(parsed.isPublic == parsed.has("public"))
+        #expect(parsed.mustRevalidate == parsed.has("must-revalidate"))
+        #expect(parsed.proxyRevalidate == parsed.has("proxy-revalidate"))
+        #expect(parsed.mustUnderstand == parsed.has("must-understand"))
+        #expect(parsed.onlyIfCached == parsed.has("only-if-cached"))
+        #expect(parsed.immutable == parsed.has("immutable"))
+        #expect(parsed.maxAge == parsed.deltaSeconds("max-age"))
+        #expect(parsed.sMaxAge == parsed.deltaSeconds("s-maxage"))
+        #expect(parsed.minFresh == parsed.deltaSeconds("min-fresh"))
+        #expect(parsed.staleWhileRevalidate == parsed.deltaSeconds("stale-while-revalidate"))
+        #expect(parsed.staleIfError == parsed.deltaSeconds("stale-if-error"))
+        let bare = parsed.directives.contains { $0.name == "max-stale" && $0.value == nil }
+        #expect(parsed.maxStale == (bare ? Int.max : parsed.deltaSeconds("max-stale")))
+    }
 }
 
 @Suite(.timeLimit(.minutes(1))) struct HTTPDateTests {

@@ -72,17 +72,14 @@ struct ResponseHeadWriter {
         status.appendField(to: &bytes)
     }
 
-    /// Ends a final head: the framing field, `Connection`, the blank line, written in place
-    /// at the end of the head's own array (no array of their own).
+    /// Ends a final head: the framing field, `Connection`, the blank line, written on the
+    /// stack and appended in one copy (no array of their own, no room zeroed in the head's).
     mutating func end(length: Int?, chunked: Bool = false, connection: ConnectionField) {
-        let start = bytes.count
-        bytes.append(contentsOf: repeatElement(0, count: Self.endCapacity))
-        let written = bytes.withUnsafeMutableBufferPointer { buffer in
-            var writer = ByteWriter(UnsafeMutableBufferPointer(rebasing: buffer[start...]))
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: Self.endCapacity) { buffer in
+            var writer = ByteWriter(buffer)
             Self.writeEnd(length: length, chunked: chunked, connection: connection, into: &writer)
-            return writer.count
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[..<writer.count]))
         }
-        bytes.removeLast(Self.endCapacity - written)
     }
 
     /// Ends an interim head (RFC 9110 §15.2), which has no framing and says nothing of the
@@ -105,6 +102,7 @@ struct ResponseHeadWriter {
     /// Writes a final head's last lines in place: `Content-Length` (or `Transfer-Encoding:
     /// chunked`), the `Connection` field (RFC 9112 §9.3), and the blank line. A stored hit's
     /// head ends here, in the loop's scratch buffer, without an array of its own.
+    @inline(__always)
     static func writeEnd(length: Int?, chunked: Bool, connection: ConnectionField, into writer: inout ByteWriter) {
         if let length {
             writer.append("Content-Length: " as StaticString)
