@@ -116,8 +116,12 @@ final class Fill: UpstreamTransferDelegate {
         self.settings = settings
     }
 
-    /// Starts the upstream transfer.
-    func start() {
+    /// Starts the upstream transfer, with the reader it was made for (nil: none waits on it);
+    /// with nothing received yet, the reader hears of the fill with the head.
+    func start(firstReader: (any FillReader)?, requestHeaders: HTTPHeaders) {
+        if let firstReader {
+            buffer.readers.append(FillBuffer.Reader(reader: firstReader, position: 0, requestHeaders: requestHeaders))
+        }
         proxy.shared.stats[.fillsStarted].add(1)
         proxy.shared.retryBudget.recordRequest()
         attempt()
