@@ -470,7 +470,6 @@ final class Fill: UpstreamTransferDelegate {
                 outcome = .failure(mismatch)
             } else {
                 outcome = .success(())
-                sink.finish(chunks: buffer.chunks, received: received, queue: proxy.diskStores)
             }
             // Failed for good as much as an error from the transfer, and counted alike.
             if case .failure(let error)? = outcome { countFailure(error) }
@@ -489,14 +488,23 @@ final class Fill: UpstreamTransferDelegate {
         case .accept, .take, .ignore:
             return
         }
+        end()
+    }
+
+    /// The fill's end once its transfer ended, in one place: the sink stores the body or drops
+    /// what it wrote (each closes it), the readers hear of the outcome after the batch, and the
+    /// coalescer forgets the fill last, so that with several loops the key is free only once
+    /// the body is stored.
+    private func end() {
         if case .failure? = outcome {
             sink.abort()
         } else if staleAnswer != nil {
             sink.abandonStream()
+        } else {
+            sink.finish(chunks: buffer.chunks, received: received, queue: proxy.diskStores)
         }
-        sink.close()
-        proxy.coalescer.remove(self)
         scheduleNotify()
+        proxy.coalescer.remove(self)
     }
 
     /// A failure with no usable answer from upstream, stale copy or not.
