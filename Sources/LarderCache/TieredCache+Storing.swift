@@ -19,6 +19,19 @@ extension TieredCache {
         }
     }
 
+    /// The fill's one call into the cache when an origin's head arrives: the storage plan
+    /// (``plan(_:answer:slicing:key:policy:minBytes:now:)``) and, when it stores, the sink
+    /// opened for it (``open(_:head:cacheControl:entry:)``, with the entry `entry` gives);
+    /// a sink that stores nothing otherwise.
+    public func begin(
+        _ request: ResponseAdmission.Request, answer: StoragePlan.Answer, slicing: StoragePlan.Slicing, key: CacheKey,
+        policy: AdmissionPolicy, minBytes: Int, now: Double, entry: () -> StoreSink.Entry
+    ) -> (plan: StoragePlan, sink: StoreSink) {
+        let plan = plan(request, answer: answer, slicing: slicing, key: key, policy: policy, minBytes: minBytes, now: now)
+        guard plan.stores else { return (plan, StoreSink()) }
+        return (plan, open(plan, head: answer.head, cacheControl: answer.cacheControl, entry: entry()))
+    }
+
     /// Whether there is a disk tier (false when its directory could not be set up).
     public var hasDiskTier: Bool { disk != nil }
 

@@ -362,13 +362,20 @@ final class Fill: UpstreamTransferDelegate {
         }
         head = forwarded
         let cacheControl = CacheControl(forwarded.headers)
-        let plan = proxy.shared.cache.plan(
+        // One call plans and, when the plan stores, opens the sink; the plan's other actions
+        // are carried out here.
+        let (plan, opened) = proxy.shared.cache.begin(
             admissionRequest(for: sliceRange != nil ? 200 : forwarded.status),
             answer: StoragePlan.Answer(
                 head: forwarded, cacheControl: cacheControl, contentLength: contentLength, announcedLength: announcedLength,
                 sliceRange: sliceRange),
             slicing: StoragePlan.Slicing(sliceFill: options.slice != nil, size: settings.sliceSize), key: key,
-            policy: settings.admission, minBytes: settings.admissionMinBytes, now: responseTime)
+            policy: settings.admission, minBytes: settings.admissionMinBytes, now: responseTime
+        ) {
+            StoreSink.Entry(
+                key: key, url: options.storedURL, requestHeaders: requestHeaders, requestTime: requestTime,
+                responseTime: responseTime, contentLength: contentLength, sliceIndex: options.slice?.index, sliceSize: settings.sliceSize)
+        }
         let admission = plan.admission
         if plan.action == .skip(.deferred) { admissionDeferred = true }
         if admission.invalidates { invalidate(forwarded) }
@@ -394,10 +401,7 @@ final class Fill: UpstreamTransferDelegate {
         case .updateFromHead, .outdateFromHead:
             updateStored(from: forwarded, matches: plan.action == .updateFromHead)
         case .whole, .streamed, .slices, .slice, .slicesWithin, .skip:
-            let entry = StoreSink.Entry(
-                key: key, url: options.storedURL, requestHeaders: requestHeaders, requestTime: requestTime,
-                responseTime: responseTime, contentLength: contentLength, sliceIndex: options.slice?.index, sliceSize: settings.sliceSize)
-            sink = proxy.shared.cache.open(plan, head: forwarded, cacheControl: cacheControl, entry: entry)
+            sink = opened
         }
         if case .pending = digestCheck { digestHoldsHead = sink.keepsWhole }
         share(forwarded, shareable: admission.shareable)
