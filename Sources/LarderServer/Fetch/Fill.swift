@@ -220,6 +220,28 @@ final class Fill: UpstreamTransferDelegate {
         }
     }
 
+    /// Releases the readers that may not receive this response: all but the first when it may
+    /// not be shared at all, or those whose request selects another variant.
+    func share(_ forwarded: ResponseHead, shareable: Bool) {
+        self.shareable = shareable
+        if !shareable {
+            proxy.coalescer.markNotShareable(self, ttl: settings.notShareableTTL)
+            // The reader the fill was made for keeps it; everyone who attached goes on alone.
+            while buffer.readers.count > 1 { release(at: 1, reason: .notShareable) }
+            return
+        }
+        var index = 1
+        while index < buffer.readers.count {
+            if Shareability.sameVariant(
+                responseHeaders: forwarded.headers, fillRequest: requestHeaders, waiter: buffer.readers[index].requestHeaders)
+            {
+                index += 1
+            } else {
+                release(at: index, reason: .otherVariant(forwarded.headers.listElements("Vary")))
+            }
+        }
+    }
+
     /// Whether `reader` was released and has not been told yet: until it is, it takes nothing
     /// from this fill (a response it may not have, another variant or another client's own).
     func isReleasing(_ reader: any FillReader) -> Bool {
