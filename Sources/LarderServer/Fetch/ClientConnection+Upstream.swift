@@ -84,17 +84,18 @@ extension ClientConnection: RequestBodySource {
     /// `makeFill` builds (registered under the key it is given, which others then attach to),
     /// both through ``Coalescer/join(_:maxWaiters:reader:requestHeaders:makeFill:)``, the one
     /// attach-or-start for whole objects and slices; or moves the connection to the loop
-    /// fetching the key. A nil `key`: a fill of its own.
+    /// fetching the key. A nil `key`: a fill of its own. Inlined, as `join` is, so that the
+    /// caller's builder runs without a closure context holding copies of its captures.
+    @inline(__always)
     func joinFill(_ key: FillKey?, exchange: Exchange, makeFill: (_ registeredKey: FillKey?) -> Fill) {
-        // The exchange reads the fill from here on: taken before the fill starts.
-        func started(_ registeredKey: FillKey?) -> Fill {
+        // The exchange reads the fill it starts from here on: taken before the fill starts.
+        let joined = proxy.coalescer.join(
+            key, maxWaiters: exchange.runtime.config.coalesce.maxWaiters, reader: self, requestHeaders: exchange.head.headers
+        ) { registeredKey in
             let fill = makeFill(registeredKey)
             exchange.take(exchange.slices == nil ? .attached(fill) : .sliceFillAttached(fill), now: proxy.loop.now)
             return fill
         }
-        let joined = proxy.coalescer.join(
-            key, maxWaiters: exchange.runtime.config.coalesce.maxWaiters, reader: self, requestHeaders: exchange.head.headers,
-            makeFill: started)
         switch joined {
         case .started:
             return
@@ -110,7 +111,9 @@ extension ClientConnection: RequestBodySource {
             proxy.shared.stats[.requestsCoalesced].add(1)
         case .elsewhere(let owner, let key):
             if moveToFill(on: owner, exchange: exchange) { return }
-            proxy.coalescer.start(started(key), firstReader: self, requestHeaders: exchange.head.headers)
+            let fill = makeFill(key)
+            exchange.take(exchange.slices == nil ? .attached(fill) : .sliceFillAttached(fill), now: proxy.loop.now)
+            proxy.coalescer.start(fill, firstReader: self, requestHeaders: exchange.head.headers)
         }
     }
 

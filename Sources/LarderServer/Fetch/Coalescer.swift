@@ -61,6 +61,9 @@ final class Coalescer {
     /// loop's fill for `key`; or claims the key for this loop, builds the fill with
     /// `makeFill` (given the key it registers under, nil when not registered), registers it
     /// and starts it with `reader` as its first reader; or names the loop fetching the key.
+    /// Inlined into its callers so that the builder, a closure of the caller's, is called
+    /// directly and its captures are not copied into a context of their own.
+    @inline(__always)
     func join(
         _ key: FillKey?, maxWaiters: Int, reader: any FillReader, requestHeaders: HTTPHeaders,
         makeFill: (_ registeredKey: FillKey?) -> Fill

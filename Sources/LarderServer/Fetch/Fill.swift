@@ -384,15 +384,15 @@ final class Fill: UpstreamTransferDelegate {
         }
         head = forwarded
         let cacheControl = CacheControl(forwarded.headers)
-        // One call plans and, when the plan stores, opens the sink; the plan's other actions
-        // are carried out here.
-        let (plan, opened) = proxy.shared.cache.begin(
+        // One call plans and, when the plan stores, opens the sink (a fill's sink stores
+        // nothing until then); the plan's other actions are carried out here.
+        let plan = proxy.shared.cache.begin(
             admissionRequest(for: sliceRange != nil ? 200 : forwarded.status),
             answer: StoragePlan.Answer(
                 head: forwarded, cacheControl: cacheControl, contentLength: contentLength, announcedLength: announcedLength,
                 sliceRange: sliceRange),
             slicing: StoragePlan.Slicing(sliceFill: options.slice != nil, size: settings.sliceSize), key: key,
-            policy: settings.admission, minBytes: settings.admissionMinBytes, now: responseTime
+            policy: settings.admission, minBytes: settings.admissionMinBytes, now: responseTime, sink: &sink
         ) {
             StoreSink.Entry(
                 key: key, url: options.storedURL, requestHeaders: requestHeaders, requestTime: requestTime,
@@ -423,7 +423,7 @@ final class Fill: UpstreamTransferDelegate {
         case .updateFromHead, .outdateFromHead:
             updateStored(from: forwarded, matches: plan.action == .updateFromHead)
         case .whole, .streamed, .slices, .slice, .slicesWithin, .skip:
-            sink = opened
+            break
         }
         if case .pending = digestCheck { digestHoldsHead = sink.keepsWhole }
         share(forwarded, shareable: admission.shareable)
