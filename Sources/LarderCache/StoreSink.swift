@@ -199,23 +199,25 @@ public struct StoreSink {
     }
 
     /// The transfer failed or was cancelled: the file being written is deleted, and the slice
-    /// in progress (completed slices stay).
+    /// in progress (completed slices stay); nothing more is stored.
     public mutating func abort() {
         diskWrite?.abort()
         diskWrite = nil
         slicedWrite?.abortUnfinished()
         rangeSlices?.abortUnfinished()
-        parts?.assembly.take()?.write.abort()
+        close()
     }
 
-    /// A stale copy answers instead: what was streamed is not kept.
+    /// A stale copy answers instead: what was streamed is not kept, nothing more is stored.
     public mutating func abandonStream() {
         diskWrite?.abort()
         diskWrite = nil
+        close()
     }
 
-    /// Nothing more is stored; the writes stay readable.
-    public mutating func close() {
+    /// Nothing more is stored; the writes stay readable. Each way the sink ends (``finish(chunks:received:queue:)``,
+    /// ``abort()``, ``abandonStream()``) closes it.
+    mutating func close() {
         parts?.pendingDiskHead = nil
         keepsWhole = false
         // A part that did not end as a part (a stale copy answered instead): its slice's write goes.

@@ -23,6 +23,19 @@ extension TieredCache {
     /// their disk writes hold a descriptor and a temporary file each.
     public func expireSliceParts(now: Double) { assemblies.expire(now: now) }
 
+    /// The fill's one call into the cache when an origin's head arrives: the storage plan
+    /// (``plan(_:answer:slicing:key:policy:minBytes:now:)``) and, when it stores, `sink`
+    /// opened for it (``open(_:head:cacheControl:entry:)``, with the entry `entry` gives);
+    /// `sink` is left as it is otherwise.
+    public func begin(
+        _ request: ResponseAdmission.Request, answer: StoragePlan.Answer, slicing: StoragePlan.Slicing, key: CacheKey,
+        policy: AdmissionPolicy, minBytes: Int, now: Double, sink: inout StoreSink, entry: () -> StoreSink.Entry
+    ) -> StoragePlan {
+        let plan = plan(request, answer: answer, slicing: slicing, key: key, policy: policy, minBytes: minBytes, now: now)
+        if plan.stores { sink = open(plan, head: answer.head, cacheControl: answer.cacheControl, entry: entry()) }
+        return plan
+    }
+
     /// Whether there is a disk tier (false when its directory could not be set up).
     public var hasDiskTier: Bool { disk != nil }
 

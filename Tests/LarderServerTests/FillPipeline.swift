@@ -110,22 +110,18 @@ final class FillPipeline: @unchecked Sendable {
     }
 
     /// What a client connection does for a miss: attaches `reader` to the fill in flight for
-    /// GET `path` on this loop, or starts one (``ClientConnection/joinFill(_:exchange:makeFill:)``).
+    /// GET `path` on this loop, or starts one (``Coalescer/join(_:maxWaiters:reader:requestHeaders:makeFill:)``).
     @discardableResult
     func join(_ reader: Reader, _ path: String, options: FillOptions = FillOptions()) -> Fill? {
         let key = FillKey(method: "GET", url: CacheKey(FillPipeline.url(path)).url, bodyHash: nil)
-        switch proxy.coalescer.join(key, maxWaiters: runtime.config.coalesce.maxWaiters) {
-        case .attach(let fill):
-            fill.attach(reader, requestHeaders: reader.headers)
-            return fill
-        case .start(let registered):
-            let fill = makeFill(path, headers: reader.headers, options: options, coalesceKey: registered)
-            proxy.coalescer.register(fill)
-            fill.attach(reader, requestHeaders: reader.headers)
-            fill.start()
-            return fill
-        case .elsewhere:
-            return nil
+        let joined = proxy.coalescer.join(
+            key, maxWaiters: runtime.config.coalesce.maxWaiters, reader: reader, requestHeaders: reader.headers
+        ) { registered in
+            makeFill(path, headers: reader.headers, options: options, coalesceKey: registered)
+        }
+        switch joined {
+        case .attached(let fill), .started(let fill): return fill
+        case .elsewhere: return nil
         }
     }
 }

@@ -232,7 +232,7 @@ import Testing
         let fill = pipeline.onLoop { pipeline, _ in
             let fill = pipeline.makeFill("/left", coalesceKey: nil)
             for reader in [leaving, detached, part] as [any FillReader] { fill.attach(reader, requestHeaders: HTTPHeaders()) }
-            fill.start()
+            fill.start(firstReader: nil, requestHeaders: HTTPHeaders())
             return UncheckedBox(fill)
         }
         pipeline.onLoop { pipeline, _ in
@@ -255,7 +255,7 @@ import Testing
         let single = pipeline.onLoop { pipeline, _ in
             let fill = pipeline.makeFill("/alone", coalesceKey: nil)
             fill.attach(alone, requestHeaders: HTTPHeaders())
-            fill.start()
+            fill.start(firstReader: nil, requestHeaders: HTTPHeaders())
             return UncheckedBox(fill)
         }
         pipeline.onLoop { pipeline, _ in

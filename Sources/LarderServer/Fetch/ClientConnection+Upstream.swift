@@ -83,14 +83,26 @@ extension ClientConnection: RequestBodySource {
         }
     }
 
-    /// The one attach-or-start, for whole objects and slices: attaches `exchange` to the fill
-    /// in flight for `key` on this loop, or moves the connection to the loop fetching it, or
-    /// starts the fill `makeFill` builds (registered under the key it is given, which others
-    /// then attach to). A nil `key`: a fill of its own.
+    /// Attaches `exchange` to the fill in flight for `key` on this loop, or starts the fill
+    /// `makeFill` builds (registered under the key it is given, which others then attach to),
+    /// both through ``Coalescer/join(_:maxWaiters:reader:requestHeaders:makeFill:)``, the one
+    /// attach-or-start for whole objects and slices; or moves the connection to the loop
+    /// fetching the key. A nil `key`: a fill of its own. Inlined, as `join` is, so that the
+    /// caller's builder runs without a closure context holding copies of its captures.
+    @inline(__always)
     func joinFill(_ key: FillKey?, exchange: Exchange, makeFill: (_ registeredKey: FillKey?) -> Fill) {
-        let registeredKey: FillKey?
-        switch proxy.coalescer.join(key, maxWaiters: exchange.runtime.config.coalesce.maxWaiters) {
-        case .attach(let fill):
+        // The exchange reads the fill it starts from here on: taken before the fill starts.
+        let joined = proxy.coalescer.join(
+            key, maxWaiters: exchange.runtime.config.coalesce.maxWaiters, reader: self, requestHeaders: exchange.head.headers
+        ) { registeredKey in
+            let fill = makeFill(registeredKey)
+            exchange.take(exchange.slices == nil ? .attached(fill) : .sliceFillAttached(fill), now: proxy.loop.now)
+            return fill
+        }
+        switch joined {
+        case .started:
+            return
+        case .attached(let fill):
             // A slice's answer stays a miss in the log; its head may be out already.
             if exchange.slices == nil {
                 exchange.take(.attached(fill), now: proxy.loop.now)
@@ -100,19 +112,12 @@ extension ClientConnection: RequestBodySource {
             }
             if !exchange.headSent { exchange.cacheStatus.collapsed = true }
             proxy.telemetry.stats[.requestsCoalesced].add(1)
-            fill.attach(self, requestHeaders: exchange.head.headers)
-            return
         case .elsewhere(let owner, let key):
             if moveToFill(on: owner, exchange: exchange) { return }
-            registeredKey = key
-        case .start(let key):
-            registeredKey = key
+            let fill = makeFill(key)
+            exchange.take(exchange.slices == nil ? .attached(fill) : .sliceFillAttached(fill), now: proxy.loop.now)
+            proxy.coalescer.start(fill, firstReader: self, requestHeaders: exchange.head.headers)
         }
-        let fill = makeFill(registeredKey)
-        exchange.take(exchange.slices == nil ? .attached(fill) : .sliceFillAttached(fill), now: proxy.loop.now)
-        proxy.coalescer.register(fill)
-        fill.attach(self, requestHeaders: exchange.head.headers)
-        fill.start()
     }
 
     /// The fill for a whole object, registered under `coalesceKey` (nil: not registered).
@@ -180,9 +185,8 @@ extension ClientConnection: RequestBodySource {
             key: stored.key, coalesceKey: key, request: request, requestHeaders: head.headers, dedupAlways: false,
             options: options, settings: exchange.runtime.fill, proxy: proxy)
         _ = proxy.coalescer.claimOrFindOtherLoop(key)  // as before: a refresh runs wherever it started
-        proxy.coalescer.register(fill)
         proxy.telemetry.stats[.backgroundRefreshes].add(1)
-        fill.start()
+        proxy.coalescer.start(fill, firstReader: nil, requestHeaders: head.headers)
     }
 
     /// The stored response Larder validates with its own validators (RFC 9111 §4.3.1), which

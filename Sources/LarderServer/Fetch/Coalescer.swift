@@ -1,3 +1,4 @@
+import LarderHTTP
 import LarderIO
 
 /// The fills in flight on one event loop, by key, so that a request for something already
@@ -43,32 +44,57 @@ final class Coalescer {
         return local.acceptsLateReaders && local.readerCount < maxWaiters ? .attach : .alone
     }
 
-    /// What ``join(_:maxWaiters:)`` found.
+    /// What ``join(_:maxWaiters:reader:requestHeaders:makeFill:)`` did.
     enum Joined {
-        /// This loop's fill, to attach to.
-        case attach(Fill)
-        /// Another loop fetches the key: the request moves there if it can, else starts a fill
-        /// registered here under the key.
+        /// The reader reads this loop's fill for the key, already in flight.
+        case attached(Fill)
+        /// The reader is the first of the fill `makeFill` built, registered and started.
+        case started(Fill)
+        /// Another loop fetches the key, and nothing was done here: the request moves there if
+        /// it can, else starts a fill registered here under the key
+        /// (``start(_:firstReader:requestHeaders:)``).
         case elsewhere(EventLoopHandle, FillKey)
-        /// Start a fill, registered under the key given (nil: not registered).
-        case start(FillKey?)
     }
 
-    /// Attach-or-start for every fetch a client waits on, whole objects and slices alike:
-    /// the fill to attach to, the loop to move to, or the key a new fill registers under (the
-    /// key is then claimed for this loop).
-    func join(_ key: FillKey?, maxWaiters: Int) -> Joined {
+    /// Attach-or-start for every fetch a client waits on, whole objects and slices alike, in
+    /// one call: attaches `reader` (with its request's headers, for the Vary check) to this
+    /// loop's fill for `key`; or claims the key for this loop, builds the fill with
+    /// `makeFill` (given the key it registers under, nil when not registered), registers it
+    /// and starts it with `reader` as its first reader; or names the loop fetching the key.
+    /// Inlined into its callers so that the builder, a closure of the caller's, is called
+    /// directly and its captures are not copied into a context of their own.
+    @inline(__always)
+    func join(
+        _ key: FillKey?, maxWaiters: Int, reader: any FillReader, requestHeaders: HTTPHeaders,
+        makeFill: (_ registeredKey: FillKey?) -> Fill
+    ) -> Joined {
         let local = key.flatMap { fills[$0] }
         let step = Coalescer.step(
             hasKey: key != nil, notShareable: key.map(isNotShareable) ?? false,
             local: local.map { ($0.acceptsLateReaders, $0.readerCount) }, maxWaiters: maxWaiters)
+        let registeredKey: FillKey?
         switch (step, key, local) {
-        case (.attach, _, let fill?): return .attach(fill)
+        case (.attach, _, let fill?):
+            fill.attach(reader, requestHeaders: requestHeaders)
+            return .attached(fill)
         case (.claim, let key?, _):
             if let owner = claimOrFindOtherLoop(key) { return .elsewhere(owner, key) }
-            return .start(key)
-        default: return .start(nil)
+            registeredKey = key
+        default:
+            registeredKey = nil
         }
+        let fill = makeFill(registeredKey)
+        start(fill, firstReader: reader, requestHeaders: requestHeaders)
+        return .started(fill)
+    }
+
+    /// Makes `fill` the one requests for its key attach to (with several loops the key was
+    /// claimed first, ``claimOrFindOtherLoop(_:)``, or another loop holds it and this fill is
+    /// this loop's own) and starts its transfer, with `firstReader` attached (nil: a fetch no
+    /// client waits on).
+    func start(_ fill: Fill, firstReader: (any FillReader)?, requestHeaders: HTTPHeaders) {
+        if let key = fill.coalesceKey { fills[key] = fill }
+        fill.start(firstReader: firstReader, requestHeaders: requestHeaders)
     }
 
     /// The loop already fetching `key`, when that is another loop; otherwise this loop now
@@ -91,13 +117,6 @@ final class Coalescer {
         if loop.now < until { return true }
         notShareableUntil.removeValue(forKey: key)
         return false
-    }
-
-    /// Makes `fill` the one requests for its key attach to; with several loops the key was
-    /// claimed first (``claimOrFindOtherLoop(_:)``).
-    func register(_ fill: Fill) {
-        guard let key = fill.coalesceKey else { return }
-        fills[key] = fill
     }
 
     /// Forgets `fill` (finished, failed or cancelled) if it is the one registered.

@@ -4,8 +4,8 @@ import LarderHTTP
 import LarderIO
 import LarderUpstream
 
-/// What a response may become once its head is in: a 304 refresh, an invalidation, a stored
-/// entry (memory, disk), a response shared with the other readers (RFC 9111 §3, §4.3.4, §4.4).
+/// What a response may become once its head is in: a 304 refresh, a HEAD's update of the
+/// stored response, an invalidation (RFC 9111 §3, §4.3.4, §4.3.5, §4.4).
 extension Fill {
     /// A 304 to a validation request (RFC 9111 §4.3.3, §4.3.4): the stored response, updated
     /// with the 304's fields and times, goes back into the tiers and answers every reader.
@@ -81,27 +81,4 @@ extension Fill {
         let cache = proxy.cache
         return cache.holds(key) || cache.mayHoldSlices && cache.holds(key.slice(0))
     }
-
-    /// Releases the readers that may not receive this response: all but the first when it may
-    /// not be shared at all, or those whose request selects another variant.
-    func share(_ forwarded: ResponseHead, shareable: Bool) {
-        self.shareable = shareable
-        if !shareable {
-            proxy.coalescer.markNotShareable(self, ttl: settings.notShareableTTL)
-            // The reader the fill was made for keeps it; everyone who attached goes on alone.
-            while buffer.readers.count > 1 { release(at: 1, reason: .notShareable) }
-            return
-        }
-        var index = 1
-        while index < buffer.readers.count {
-            if Shareability.sameVariant(
-                responseHeaders: forwarded.headers, fillRequest: requestHeaders, waiter: buffer.readers[index].requestHeaders)
-            {
-                index += 1
-            } else {
-                release(at: index, reason: .otherVariant(forwarded.headers.listElements("Vary")))
-            }
-        }
-    }
-
 }

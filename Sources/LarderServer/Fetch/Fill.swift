@@ -116,8 +116,12 @@ final class Fill: UpstreamTransferDelegate {
         self.settings = settings
     }
 
-    /// Starts the upstream transfer.
-    func start() {
+    /// Starts the upstream transfer, with the reader it was made for (nil: none waits on it);
+    /// with nothing received yet, the reader hears of the fill with the head.
+    func start(firstReader: (any FillReader)?, requestHeaders: HTTPHeaders) {
+        if let firstReader {
+            buffer.readers.append(FillBuffer.Reader(reader: firstReader, position: 0, requestHeaders: requestHeaders))
+        }
         proxy.telemetry.stats[.fillsStarted].add(1)
         proxy.forwarding.retryBudget.recordRequest()
         attempt()
@@ -218,6 +222,28 @@ final class Fill: UpstreamTransferDelegate {
         proxy.loop.enqueueDeferred { [self] in
             if let index = releasing.firstIndex(of: released) { releasing.remove(at: index) }
             reader.fillReleased(self, reason: reason)
+        }
+    }
+
+    /// Releases the readers that may not receive this response: all but the first when it may
+    /// not be shared at all, or those whose request selects another variant.
+    func share(_ forwarded: ResponseHead, shareable: Bool) {
+        self.shareable = shareable
+        if !shareable {
+            proxy.coalescer.markNotShareable(self, ttl: settings.notShareableTTL)
+            // The reader the fill was made for keeps it; everyone who attached goes on alone.
+            while buffer.readers.count > 1 { release(at: 1, reason: .notShareable) }
+            return
+        }
+        var index = 1
+        while index < buffer.readers.count {
+            if Shareability.sameVariant(
+                responseHeaders: forwarded.headers, fillRequest: requestHeaders, waiter: buffer.readers[index].requestHeaders)
+            {
+                index += 1
+            } else {
+                release(at: index, reason: .otherVariant(forwarded.headers.listElements("Vary")))
+            }
         }
     }
 
@@ -374,14 +400,21 @@ final class Fill: UpstreamTransferDelegate {
         }
         head = forwarded
         let cacheControl = CacheControl(forwarded.headers)
-        let plan = proxy.cache.plan(
+        // One call plans and, when the plan stores, opens the sink (a fill's sink stores
+        // nothing until then); the plan's other actions are carried out here.
+        let plan = proxy.cache.begin(
             admissionRequest(for: sliceRange != nil ? 200 : forwarded.status),
             answer: StoragePlan.Answer(
                 head: forwarded, cacheControl: cacheControl, contentLength: contentLength, announcedLength: announcedLength,
                 sliceRange: sliceRange),
             slicing: StoragePlan.Slicing(sliceFill: options.slice != nil, size: settings.sliceSize, rangeFill: options.rangePassed),
             key: key,
-            policy: settings.admission, minBytes: settings.admissionMinBytes, now: responseTime)
+            policy: settings.admission, minBytes: settings.admissionMinBytes, now: responseTime, sink: &sink
+        ) {
+            StoreSink.Entry(
+                key: key, url: options.storedURL, requestHeaders: requestHeaders, requestTime: requestTime,
+                responseTime: responseTime, contentLength: contentLength, sliceIndex: options.slice?.index, sliceSize: settings.sliceSize)
+        }
         let admission = plan.admission
         if plan.action == .skip(.deferred) { admissionDeferred = true }
         if admission.invalidates { invalidate(forwarded) }
@@ -407,10 +440,7 @@ final class Fill: UpstreamTransferDelegate {
         case .updateFromHead, .outdateFromHead:
             updateStored(from: forwarded, matches: plan.action == .updateFromHead)
         case .whole, .streamed, .slices, .slice, .slicesWithin, .slicePart, .skip:
-            let entry = StoreSink.Entry(
-                key: key, url: options.storedURL, requestHeaders: requestHeaders, requestTime: requestTime,
-                responseTime: responseTime, contentLength: contentLength, sliceIndex: options.slice?.index, sliceSize: settings.sliceSize)
-            sink = proxy.cache.open(plan, head: forwarded, cacheControl: cacheControl, entry: entry)
+            break
         }
         if case .pending = digestCheck { digestHoldsHead = sink.keepsWhole }
         share(forwarded, shareable: admission.shareable)
@@ -483,7 +513,6 @@ final class Fill: UpstreamTransferDelegate {
                 outcome = .failure(mismatch)
             } else {
                 outcome = .success(())
-                sink.finish(chunks: buffer.chunks, received: received, queue: proxy.diskStores)
             }
             // Failed for good as much as an error from the transfer, and counted alike.
             if case .failure(let error)? = outcome { countFailure(error) }
@@ -502,14 +531,23 @@ final class Fill: UpstreamTransferDelegate {
         case .accept, .take, .ignore:
             return
         }
+        end()
+    }
+
+    /// The fill's end once its transfer ended, in one place: the sink stores the body or drops
+    /// what it wrote (each closes it), the readers hear of the outcome after the batch, and the
+    /// coalescer forgets the fill last, so that with several loops the key is free only once
+    /// the body is stored.
+    private func end() {
         if case .failure? = outcome {
             sink.abort()
         } else if staleAnswer != nil {
             sink.abandonStream()
+        } else {
+            sink.finish(chunks: buffer.chunks, received: received, queue: proxy.diskStores)
         }
-        sink.close()
-        proxy.coalescer.remove(self)
         scheduleNotify()
+        proxy.coalescer.remove(self)
     }
 
     /// A failure with no usable answer from upstream, stale copy or not.
