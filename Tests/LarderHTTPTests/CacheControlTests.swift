@@ -27,6 +27,13 @@ import Testing
         #expect(directives.noStore && directives.isPrivate)
     }
 
+    @Test func namesAreKeptLowerCasedAndOthersKeptAsGiven() {
+        let parsed = CacheControl(parsing: "Max-Age=5, X-Custom=\"A b\", NO-STORE, community=\"UCI\"")
+        #expect(parsed.directives.map(\.name) == ["max-age", "x-custom", "no-store", "community"])
+        #expect(parsed.directives.map(\.value) == ["5", "A b", nil, "UCI"])
+        #expect(parsed.has("no-store") && parsed.noStore && parsed.maxAge == 5 && !parsed.has("Max-Age"))
+    }
+
     @Test func bareMaxStaleMeansAnyStaleness() {
         #expect(CacheControl(parsing: "max-stale").maxStale == Int.max)
         #expect(CacheControl(parsing: "max-stale=5").maxStale == 5)
@@ -42,6 +49,9 @@ import Testing
         "stale-if-error=1, stale-if-error=2", "max-age=1 junk, no-store", "x-custom=1, no-cache",
         "max-age=1, s-maxage=2, min-fresh=3, max-stale=4, stale-while-revalidate=5, stale-if-error=6, public, private, no-cache, "
             + "no-store, must-revalidate, proxy-revalidate, must-understand, only-if-cached, immutable",
+        "MAX-AGE=1, S-MaxAge=2, Min-Fresh=3, MAX-STALE, Stale-While-Revalidate=5, STALE-IF-ERROR=6, PUBLIC, Private, "
+            + "No-Cache, NO-STORE, Must-Revalidate, PROXY-REVALIDATE, Must-Understand, Only-If-Cached, IMMUTABLE",
+        "max-agE=7, no-storx, publik, max-ages=1, stale-if-errors=2, no-cachee, privat, x=1",
     ])
     func namedDirectivesReadAsTheListSaysThem(_ value: String) {
         let parsed = CacheControl(parsing: value)
