@@ -10,6 +10,9 @@ public struct CacheControl: Sendable, Equatable {
         /// The bit of a directive named below, empty for others: the accessors find their
         /// directive by it instead of comparing names.
         fileprivate let bit: Named
+        /// The value read as delta-seconds when it is one (``CacheControl/deltaSeconds(_:)``),
+        /// read from its bytes as it is parsed.
+        fileprivate let seconds: Int?
     }
 
     public private(set) var directives: [Directive] = []
@@ -111,7 +114,7 @@ public struct CacheControl: Sendable, Equatable {
     private func deltaSeconds(of matches: (Directive) -> Bool) -> Int? {
         var result: Int?
         for directive in directives where matches(directive) {
-            guard let parsed = directive.value.flatMap(CacheControl.deltaSeconds) else { return 0 }
+            guard let parsed = directive.seconds else { return 0 }
             if let result, result != parsed { return 0 }
             result = parsed
         }
@@ -119,10 +122,10 @@ public struct CacheControl: Sendable, Equatable {
     }
 
     /// Digits only, capped at 2^31; nil when empty or not all digits.
-    private static func deltaSeconds(_ text: String) -> Int? {
+    private static func deltaSeconds(_ bytes: UnsafeBufferPointer<UInt8>) -> Int? {
         var value = 0
         var digits = 0
-        for byte in text.utf8 {
+        for byte in bytes {
             guard byte >= 48 && byte <= 57 else { return nil }
             value = min(value * 10 + Int(byte - 48), 2_147_483_648)
             digits += 1
@@ -176,6 +179,7 @@ public struct CacheControl: Sendable, Equatable {
             let name = known?.1 ?? ASCII.lowercasedString(nameBytes)
             skipWhitespace()
             var value: String?
+            var seconds: Int?
             var valid = !name.isEmpty
             if index < count, bytes[index] == UInt8(ascii: "=") {
                 index += 1
@@ -200,10 +204,13 @@ public struct CacheControl: Sendable, Equatable {
                     }
                     valid = valid && closed
                     value = String(decoding: unescaped, as: UTF8.self)
+                    seconds = unescaped.withUnsafeBufferPointer { CacheControl.deltaSeconds($0) }
                 } else {
                     let valueStart = index
                     while index < count, ASCII.isTokenChar(bytes[index]) { index += 1 }
-                    value = String(decoding: UnsafeBufferPointer(rebasing: bytes[valueStart..<index]), as: UTF8.self)
+                    let valueBytes = UnsafeBufferPointer(rebasing: bytes[valueStart..<index])
+                    value = String(decoding: valueBytes, as: UTF8.self)
+                    seconds = CacheControl.deltaSeconds(valueBytes)
                 }
             }
             skipWhitespace()
@@ -217,7 +224,7 @@ public struct CacheControl: Sendable, Equatable {
                 named.insert(bit)
                 // Room for a few at once: a field seldom has more, and growing copies the list.
                 if directives.isEmpty { directives.reserveCapacity(4) }
-                directives.append(Directive(name: name, value: value, bit: bit))
+                directives.append(Directive(name: name, value: value, bit: bit, seconds: seconds))
             }
         }
     }

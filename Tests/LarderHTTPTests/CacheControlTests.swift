@@ -15,6 +15,13 @@ import Testing
         #expect(CacheControl(parsing: "max-age=60, max-age=30").maxAge == 0)
         #expect(CacheControl(parsing: "max-age=abc").maxAge == 0)
         #expect(CacheControl(parsing: "max-age=60, max-age=60").maxAge == 60)
+        #expect(CacheControl(parsing: "max-age=").maxAge == 0)
+        #expect(CacheControl(parsing: "max-age=\"\"").maxAge == 0)
+        #expect(CacheControl(parsing: "max-age=6a").maxAge == 0)
+        #expect(CacheControl(parsing: "max-age=-1").maxAge == 0)
+        #expect(CacheControl(parsing: "max-age=\"1\\2\"").maxAge == 12)
+        #expect(CacheControl(parsing: "max-age=007").maxAge == 7)
+        #expect(CacheControl(parsing: "x-age=5, max-age=9").deltaSeconds("x-age") == 5)
     }
 
     @Test func hugeDeltaSecondsAreCapped() {
