@@ -55,7 +55,7 @@ public struct RequestDirectives: Sendable, Equatable {
     public init(_ headers: HTTPHeaders) {
         let cacheControl = CacheControl(headers)
         if cacheControl.isEmpty {
-            noCache = headers.listElements("Pragma").contains("no-cache")
+            noCache = headers.hasListElement("Pragma", "no-cache")
             return
         }
         noCache = cacheControl.noCache

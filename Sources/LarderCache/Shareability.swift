@@ -21,7 +21,7 @@ public enum Shareability {
         if fillRequest.contains("Authorization"), !(response.isPublic || response.sMaxAge != nil || response.mustRevalidate) {
             return false
         }
-        if responseHeaders.listElements("Vary").contains("*") { return false }
+        if responseHeaders.hasListElement("Vary", "*") { return false }
         if !dedupAlways && response.noCache { return false }
         return true
     }

@@ -42,7 +42,7 @@ public enum Storability {
             return .doNotStore("authorization")
         }
         // Vary: * can never be matched by a later request (§4.1).
-        if responseHeaders.listElements("Vary").contains("*") { return .doNotStore("vary *") }
+        if responseHeaders.hasListElement("Vary", "*") { return .doNotStore("vary *") }
         // A shared cache must not hand one user's cookie to another; Larder does not store them.
         if responseHeaders.contains("Set-Cookie") { return .doNotStore("set-cookie") }
         // cache_first keeps a success on its own terms.

@@ -7,6 +7,12 @@ public struct CacheControl: Sendable, Equatable {
     public struct Directive: Sendable, Equatable {
         public let name: String
         public let value: String?
+        /// The bit of a directive named below, empty for others: the accessors find their
+        /// directive by it instead of comparing names.
+        fileprivate let bit: Named
+        /// The value read as delta-seconds when it is one (``CacheControl/deltaSeconds(_:)``),
+        /// read from its bytes as it is parsed.
+        fileprivate let seconds: Int?
     }
 
     public private(set) var directives: [Directive] = []
@@ -15,9 +21,8 @@ public struct CacheControl: Sendable, Equatable {
     /// a bit is read where the list would be scanned. Derived from `directives` alone.
     private var named: Named = []
 
-    private struct Named: OptionSet, Sendable, Equatable {
+    fileprivate struct Named: OptionSet, Sendable, Equatable {
         let rawValue: UInt16
-        init(rawValue: UInt16) { self.rawValue = rawValue }
         static let maxAge = Named(rawValue: 1 << 0)
         static let noCache = Named(rawValue: 1 << 1)
         static let noStore = Named(rawValue: 1 << 2)
@@ -34,26 +39,38 @@ public struct CacheControl: Sendable, Equatable {
         static let staleWhileRevalidate = Named(rawValue: 1 << 13)
         static let staleIfError = Named(rawValue: 1 << 14)
 
-        /// The bit of a lower-cased directive name, the most common first; none for others.
-        init(_ name: String) {
-            switch name {
-            case "max-age": self = .maxAge
-            case "no-cache": self = .noCache
-            case "no-store": self = .noStore
-            case "public": self = .isPublic
-            case "private": self = .isPrivate
-            case "must-revalidate": self = .mustRevalidate
-            case "s-maxage": self = .sMaxAge
-            case "immutable": self = .immutable
-            case "proxy-revalidate": self = .proxyRevalidate
-            case "must-understand": self = .mustUnderstand
-            case "only-if-cached": self = .onlyIfCached
-            case "min-fresh": self = .minFresh
-            case "max-stale": self = .maxStale
-            case "stale-while-revalidate": self = .staleWhileRevalidate
-            case "stale-if-error": self = .staleIfError
-            default: self = []
+        /// The bit and the lower-cased name of a directive named below, matched on the name's bytes
+        /// in any case (RFC 9111 §5.2: directive names are case-insensitive) and only against
+        /// the names of its length; nil for others.
+        static func known(_ name: UnsafeBufferPointer<UInt8>) -> (Named, String)? {
+            let name = UnsafeRawBufferPointer(name)
+            switch name.count {
+            case 6: if ASCII.equalsIgnoringCase(name, "public") { return (.isPublic, "public") }
+            case 7:
+                if ASCII.equalsIgnoringCase(name, "max-age") { return (.maxAge, "max-age") }
+                if ASCII.equalsIgnoringCase(name, "private") { return (.isPrivate, "private") }
+            case 8:
+                if ASCII.equalsIgnoringCase(name, "no-cache") { return (.noCache, "no-cache") }
+                if ASCII.equalsIgnoringCase(name, "no-store") { return (.noStore, "no-store") }
+                if ASCII.equalsIgnoringCase(name, "s-maxage") { return (.sMaxAge, "s-maxage") }
+            case 9:
+                if ASCII.equalsIgnoringCase(name, "immutable") { return (.immutable, "immutable") }
+                if ASCII.equalsIgnoringCase(name, "min-fresh") { return (.minFresh, "min-fresh") }
+                if ASCII.equalsIgnoringCase(name, "max-stale") { return (.maxStale, "max-stale") }
+            case 14:
+                if ASCII.equalsIgnoringCase(name, "only-if-cached") { return (.onlyIfCached, "only-if-cached") }
+                if ASCII.equalsIgnoringCase(name, "stale-if-error") { return (.staleIfError, "stale-if-error") }
+            case 15:
+                if ASCII.equalsIgnoringCase(name, "must-revalidate") { return (.mustRevalidate, "must-revalidate") }
+                if ASCII.equalsIgnoringCase(name, "must-understand") { return (.mustUnderstand, "must-understand") }
+            case 16: if ASCII.equalsIgnoringCase(name, "proxy-revalidate") { return (.proxyRevalidate, "proxy-revalidate") }
+            case 22:
+                if ASCII.equalsIgnoringCase(name, "stale-while-revalidate") {
+                    return (.staleWhileRevalidate, "stale-while-revalidate")
+                }
+            default: break
             }
+            return nil
         }
     }
 
@@ -85,9 +102,19 @@ public struct CacheControl: Sendable, Equatable {
     /// different values, yields 0: the conservative reading (§4.2.1) treats the response as stale.
     /// Values beyond 2^31 are capped at 2^31 as §1.2.2 asks.
     public func deltaSeconds(_ name: String) -> Int? {
+        deltaSeconds(of: { $0.name == name })
+    }
+
+    /// ``deltaSeconds(_:)`` of a directive named below, found by its bit.
+    private func deltaSeconds(_ bit: Named) -> Int? {
+        guard named.contains(bit) else { return nil }
+        return deltaSeconds(of: { $0.bit == bit })
+    }
+
+    private func deltaSeconds(of matches: (Directive) -> Bool) -> Int? {
         var result: Int?
-        for directive in directives where directive.name == name {
-            guard let parsed = directive.value.flatMap(CacheControl.deltaSeconds) else { return 0 }
+        for directive in directives where matches(directive) {
+            guard let parsed = directive.seconds else { return 0 }
             if let result, result != parsed { return 0 }
             result = parsed
         }
@@ -95,10 +122,10 @@ public struct CacheControl: Sendable, Equatable {
     }
 
     /// Digits only, capped at 2^31; nil when empty or not all digits.
-    private static func deltaSeconds(_ text: String) -> Int? {
+    private static func deltaSeconds(_ bytes: UnsafeBufferPointer<UInt8>) -> Int? {
         var value = 0
         var digits = 0
-        for byte in text.utf8 {
+        for byte in bytes {
             guard byte >= 48 && byte <= 57 else { return nil }
             value = min(value * 10 + Int(byte - 48), 2_147_483_648)
             digits += 1
@@ -115,19 +142,17 @@ public struct CacheControl: Sendable, Equatable {
     public var mustUnderstand: Bool { named.contains(.mustUnderstand) }
     public var onlyIfCached: Bool { named.contains(.onlyIfCached) }
     public var immutable: Bool { named.contains(.immutable) }
-    public var maxAge: Int? { named.contains(.maxAge) ? deltaSeconds("max-age") : nil }
-    public var sMaxAge: Int? { named.contains(.sMaxAge) ? deltaSeconds("s-maxage") : nil }
-    public var minFresh: Int? { named.contains(.minFresh) ? deltaSeconds("min-fresh") : nil }
-    public var staleWhileRevalidate: Int? {
-        named.contains(.staleWhileRevalidate) ? deltaSeconds("stale-while-revalidate") : nil
-    }
-    public var staleIfError: Int? { named.contains(.staleIfError) ? deltaSeconds("stale-if-error") : nil }
+    public var maxAge: Int? { deltaSeconds(.maxAge) }
+    public var sMaxAge: Int? { deltaSeconds(.sMaxAge) }
+    public var minFresh: Int? { deltaSeconds(.minFresh) }
+    public var staleWhileRevalidate: Int? { deltaSeconds(.staleWhileRevalidate) }
+    public var staleIfError: Int? { deltaSeconds(.staleIfError) }
 
     /// `max-stale` with no value means "any staleness" (RFC 9111 §5.2.1.2): `Int.max`.
     public var maxStale: Int? {
         guard named.contains(.maxStale) else { return nil }
-        if directives.contains(where: { $0.name == "max-stale" && $0.value == nil }) { return Int.max }
-        return deltaSeconds("max-stale")
+        if directives.contains(where: { $0.bit == .maxStale && $0.value == nil }) { return Int.max }
+        return deltaSeconds(.maxStale)
     }
 
     private mutating func parse(_ text: String) {
@@ -147,15 +172,14 @@ public struct CacheControl: Sendable, Equatable {
             while index < count, bytes[index] == 32 || bytes[index] == 9 || bytes[index] == UInt8(ascii: ",") { index += 1 }
             guard index < count else { break }
             let nameStart = index
-            var upper = false
-            while index < count, ASCII.isTokenChar(bytes[index]) {
-                upper = upper || (bytes[index] >= 65 && bytes[index] <= 90)
-                index += 1
-            }
-            let rawName = String(decoding: UnsafeBufferPointer(rebasing: bytes[nameStart..<index]), as: UTF8.self)
-            let name = upper ? rawName.lowercased() : rawName
+            while index < count, ASCII.isTokenChar(bytes[index]) { index += 1 }
+            let nameBytes = UnsafeBufferPointer(rebasing: bytes[nameStart..<index])
+            // A known name's string is a literal: nothing decoded or lowered for it.
+            let known = Named.known(nameBytes)
+            let name = known?.1 ?? ASCII.lowercasedString(nameBytes)
             skipWhitespace()
             var value: String?
+            var seconds: Int?
             var valid = !name.isEmpty
             if index < count, bytes[index] == UInt8(ascii: "=") {
                 index += 1
@@ -180,10 +204,13 @@ public struct CacheControl: Sendable, Equatable {
                     }
                     valid = valid && closed
                     value = String(decoding: unescaped, as: UTF8.self)
+                    seconds = unescaped.withUnsafeBufferPointer { CacheControl.deltaSeconds($0) }
                 } else {
                     let valueStart = index
                     while index < count, ASCII.isTokenChar(bytes[index]) { index += 1 }
-                    value = String(decoding: UnsafeBufferPointer(rebasing: bytes[valueStart..<index]), as: UTF8.self)
+                    let valueBytes = UnsafeBufferPointer(rebasing: bytes[valueStart..<index])
+                    value = String(decoding: valueBytes, as: UTF8.self)
+                    seconds = CacheControl.deltaSeconds(valueBytes)
                 }
             }
             skipWhitespace()
@@ -193,8 +220,11 @@ public struct CacheControl: Sendable, Equatable {
                 while index < count, bytes[index] != UInt8(ascii: ",") { index += 1 }
             }
             if valid {
-                named.insert(Named(name))
-                directives.append(Directive(name: name, value: value))
+                let bit = known?.0 ?? []
+                named.insert(bit)
+                // Room for a few at once: a field seldom has more, and growing copies the list.
+                if directives.isEmpty { directives.reserveCapacity(4) }
+                directives.append(Directive(name: name, value: value, bit: bit, seconds: seconds))
             }
         }
     }

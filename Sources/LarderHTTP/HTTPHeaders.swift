@@ -374,9 +374,19 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     /// order), moving the kept lines down in one pass; nothing is copied or rewritten when none
     /// matches, the common case.
     public mutating func removeFields(whereName predicate: (UnsafeRawBufferPointer) -> Bool) {
+        removeEachField { name, _ in predicate(name) }
+    }
+
+    /// ``removeFields(whereName:)`` with each field's value bytes as well: a predicate that reads
+    /// a field as it decides (hop-by-hop stripping reads `Connection`) needs no pass of its own.
+    public mutating func removeEachField(where predicate: (_ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) -> Bool) {
         var spans = self.spans
         let first: Int? = wire.withUnsafeBytes { bytes in
-            spans.firstIndex { predicate(UnsafeRawBufferPointer(rebasing: bytes[$0.start..<($0.start + $0.nameCount)])) }
+            spans.firstIndex {
+                predicate(
+                    UnsafeRawBufferPointer(rebasing: bytes[$0.start..<($0.start + $0.nameCount)]),
+                    UnsafeRawBufferPointer(rebasing: bytes[$0.valueStart..<($0.valueStart + $0.valueCount)]))
+            }
         }
         guard let first else { return }
         var kept = first
@@ -385,7 +395,12 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
         wire.withUnsafeMutableBytes { bytes in
             for index in (first + 1)..<spans.count {
                 let span = spans[index]
-                if predicate(UnsafeRawBufferPointer(rebasing: bytes[span.start..<(span.start + span.nameCount)])) { continue }
+                if predicate(
+                    UnsafeRawBufferPointer(rebasing: bytes[span.start..<(span.start + span.nameCount)]),
+                    UnsafeRawBufferPointer(rebasing: bytes[span.valueStart..<(span.valueStart + span.valueCount)]))
+                {
+                    continue
+                }
                 if span.start != end {
                     (bytes.baseAddress! + end).copyMemory(from: bytes.baseAddress! + span.start, byteCount: span.lineCount)
                 }

@@ -319,7 +319,7 @@ extension UpstreamTransfer {
         larder_easy_set_pointer(easy, CURLOPT_PRIVATE, UnsafeMutableRawPointer(bitPattern: slot + 1))
         larder_easy_set_pointer(easy, CURLOPT_OPENSOCKETDATA, key)
         larder_easy_set_pointer(easy, CURLOPT_PREREQDATA, key)
-        larder_easy_set_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(request.connectTimeout.totalMilliseconds))
+        larder_easy_set_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(request.connectTimeoutNanos / 1_000_000))
         larder_easy_set_slist(easy, CURLOPT_RESOLVE, client.resolveList)
         // An empty proxy string disables curl's reading of http_proxy/HTTP_PROXY: the daemon's
         // own environment must not redirect its upstream traffic.

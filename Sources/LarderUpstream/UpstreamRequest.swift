@@ -27,9 +27,11 @@ public struct UpstreamRequest: Sendable {
     public var headers: HTTPHeaders { _read { yield message.headers } }
     /// The request body: nil for none, otherwise its length (nil inside for unknown, sent chunked).
     public var body: BodyLength? { message.body }
-    public var connectTimeout: Duration
-    /// Time allowed for the response head, and then for any stall of the body.
-    public var timeout: Duration
+    /// Time allowed to connect, in nanoseconds. Timeouts are held as integers: a `Duration`'s
+    /// conversion takes 128-bit division, and these are read for every transfer.
+    public var connectTimeoutNanos: UInt64
+    /// Time allowed for the response head, and then for any stall of the body, in nanoseconds.
+    public var timeoutNanos: UInt64
     /// The body must average at least this many bytes a second over every `timeout`-long
     /// window (0: no minimum), so a trickling origin is cut too.
     public var minRate = 0
@@ -53,11 +55,11 @@ public struct UpstreamRequest: Sendable {
 
     public init(
         method: HTTPMethod, url: AbsoluteURL, headers: HTTPHeaders, body: BodyLength? = nil,
-        connectTimeout: Duration = .seconds(5), timeout: Duration = .seconds(60), parentProxy: String? = nil
+        connectTimeoutNanos: UInt64 = 5_000_000_000, timeoutNanos: UInt64 = 60_000_000_000, parentProxy: String? = nil
     ) {
         message = Message(method: method, url: url, headers: headers, body: body)
-        self.connectTimeout = connectTimeout
-        self.timeout = timeout
+        self.connectTimeoutNanos = connectTimeoutNanos
+        self.timeoutNanos = timeoutNanos
         self.parentProxy = parentProxy
     }
 }

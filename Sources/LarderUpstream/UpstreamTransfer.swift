@@ -53,7 +53,7 @@ public final class UpstreamTransfer {
         self.handle = handle
         // A parent's address is the operator's choice: only a direct transfer is checked.
         destinationCheck = request.parentProxy == nil ? request.destinationCheck : nil
-        timeoutNanos = request.timeout.totalNanoseconds
+        timeoutNanos = request.timeoutNanos
         minRate = request.minRate
         viaParent = request.parentProxy != nil
         headParser = ResponseHeadParser(answersHEAD: request.method == .head)

@@ -57,6 +57,8 @@ private func decide(
     @Test func noCacheOnEitherSideMeansValidation() {
         #expect(decide(fresh60, at: 1001, request: ["Cache-Control": "no-cache"]) == .revalidate)
         #expect(decide(plain60, at: 1001, request: ["Pragma": "no-cache"]) == .forward(reason: .request))
+        #expect(decide(plain60, at: 1001, request: ["Pragma": "x, No-Cache"]) == .forward(reason: .request))
+        #expect(decide(plain60, at: 1001, request: ["Pragma": "no-cache-x"]) != .forward(reason: .request))
         let noCache = stored(["Cache-Control": "no-cache, max-age=60", "ETag": "\"a\""])
         #expect(decide(noCache, at: 1001) == .revalidate)
     }

@@ -89,6 +89,8 @@ import Testing
     @Test func refusesPartialContentAndVaryStar() {
         #expect(!decide(["Cache-Control": "max-age=60"], status: 206).canStore)
         #expect(!decide(["Cache-Control": "max-age=60", "Vary": "*"]).canStore)
+        #expect(!decide(["Cache-Control": "max-age=60", "Vary": "Accept-Encoding,  * "]).canStore)
+        #expect(decide(["Cache-Control": "max-age=60", "Vary": "Accept-Encoding, X-*"]).canStore)
     }
 
     @Test func heuristicallyCacheableStatusesNeedNoExplicitLifetime() {

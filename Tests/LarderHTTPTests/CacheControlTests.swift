@@ -15,6 +15,13 @@ import Testing
         #expect(CacheControl(parsing: "max-age=60, max-age=30").maxAge == 0)
         #expect(CacheControl(parsing: "max-age=abc").maxAge == 0)
         #expect(CacheControl(parsing: "max-age=60, max-age=60").maxAge == 60)
+        #expect(CacheControl(parsing: "max-age=").maxAge == 0)
+        #expect(CacheControl(parsing: "max-age=\"\"").maxAge == 0)
+        #expect(CacheControl(parsing: "max-age=6a").maxAge == 0)
+        #expect(CacheControl(parsing: "max-age=-1").maxAge == 0)
+        #expect(CacheControl(parsing: "max-age=\"1\\2\"").maxAge == 12)
+        #expect(CacheControl(parsing: "max-age=007").maxAge == 7)
+        #expect(CacheControl(parsing: "x-age=5, max-age=9").deltaSeconds("x-age") == 5)
     }
 
     @Test func hugeDeltaSecondsAreCapped() {
@@ -25,6 +32,13 @@ import Testing
         let headers = HTTPHeaders([("Cache-Control", "no-store"), ("cache-control", "private")])
         let directives = CacheControl(headers)
         #expect(directives.noStore && directives.isPrivate)
+    }
+
+    @Test func namesAreKeptLowerCasedAndOthersKeptAsGiven() {
+        let parsed = CacheControl(parsing: "Max-Age=5, X-Custom=\"A b\", NO-STORE, community=\"UCI\"")
+        #expect(parsed.directives.map(\.name) == ["max-age", "x-custom", "no-store", "community"])
+        #expect(parsed.directives.map(\.value) == ["5", "A b", nil, "UCI"])
+        #expect(parsed.has("no-store") && parsed.noStore && parsed.maxAge == 5 && !parsed.has("Max-Age"))
     }
 
     @Test func bareMaxStaleMeansAnyStaleness() {
@@ -42,6 +56,9 @@ import Testing
         "stale-if-error=1, stale-if-error=2", "max-age=1 junk, no-store", "x-custom=1, no-cache",
         "max-age=1, s-maxage=2, min-fresh=3, max-stale=4, stale-while-revalidate=5, stale-if-error=6, public, private, no-cache, "
             + "no-store, must-revalidate, proxy-revalidate, must-understand, only-if-cached, immutable",
+        "MAX-AGE=1, S-MaxAge=2, Min-Fresh=3, MAX-STALE, Stale-While-Revalidate=5, STALE-IF-ERROR=6, PUBLIC, Private, "
+            + "No-Cache, NO-STORE, Must-Revalidate, PROXY-REVALIDATE, Must-Understand, Only-If-Cached, IMMUTABLE",
+        "max-agE=7, no-storx, publik, max-ages=1, stale-if-errors=2, no-cachee, privat, x=1",
     ])
     func namedDirectivesReadAsTheListSaysThem(_ value: String) {
         let parsed = CacheControl(parsing: value)

@@ -55,6 +55,31 @@ import Testing
         #expect(Self.stripped([("Connection", "keep-alive,,X-A"), ("X-A", "named"), ("Date", "now")]) == ["Date"])
     }
 
+    /// A field named in `Connection` goes wherever it stands, before or after, and whatever the
+    /// case; a `close` element names a field too (RFC 9110 §7.6.1).
+    @Test(arguments: [
+        ([("X-A", "1"), ("Connection", "x-a"), ("Date", "now")], ["Date"]),
+        ([("Close", "1"), ("Connection", "close"), ("x-b", "2")], ["x-b"]),
+        ([("X-A", "1"), ("Connection", "X-B"), ("x-b", "2"), ("Connection", "x-A, upgrade"), ("Upgrade", "h2c")], [String]()),
+        ([("Connection", "Upgrade, TE"), ("Upgrade", "h2c"), ("TE", "trailers"), ("Date", "now")], ["Date"]),
+        ([("Connection", ""), ("Date", "now")], ["Date"]),
+    ])
+    func removesListedFieldsBeforeAndAfterConnection(_ fields: [(String, String)], _ expected: [String]) {
+        #expect(Self.stripped(fields) == expected)
+    }
+
+    @Test func removeFieldsSeesEachFieldOnceInOrderWithItsValue() {
+        var headers = HTTPHeaders([("A", "1"), ("B", "2"), ("C", "3"), ("D", "4")])
+        var seen: [String] = []
+        headers.removeEachField { name, value in
+            seen.append(ASCII.string(name) + "=" + ASCII.string(value))
+            return value.first == UInt8(ascii: "2") || value.first == UInt8(ascii: "3")
+        }
+        #expect(seen == ["A=1", "B=2", "C=3", "D=4"])
+        #expect(headers.fields.map(\.name) == ["A", "D"])
+        #expect(headers.wire == Array("A: 1\r\nD: 4\r\n".utf8))
+    }
+
     @Test func leavesAMessageWithoutHopByHopFieldsAsItIs() {
         let fields = [("Server", "origin"), ("Content-Length", "3"), ("ETag", "\"a\""), ("Cache-Control", "max-age=60")]
         #expect(Self.stripped(fields) == fields.map(\.0))

@@ -307,8 +307,8 @@ extension ClientConnection: RequestBodySource {
         headers.add("Via", via)
         var request = UpstreamRequest(
             method: head.method, url: url, headers: headers, body: body,
-            connectTimeout: runtime.config.upstream.connectTimeout,
-            timeout: route?.timeout ?? runtime.config.upstream.timeout)
+            connectTimeoutNanos: runtime.upstreamConnectTimeout,
+            timeoutNanos: route?.timeout.map(\.totalNanoseconds) ?? runtime.upstreamTimeout)
         request.destinationCheck = destinationCheck(host: url.bareHost, runtime: runtime)
         request.minRate = route?.minRate ?? runtime.config.upstream.minRate
         let extraTrust = runtime.config.tls.upstreamCAFile

@@ -18,6 +18,10 @@ public final class RuntimeConfig: Sendable {
     public let interceptor: TLSInterceptor?
     let headerTimeout: UInt64
     let idleTimeout: UInt64
+    /// `upstream.connect_timeout` and `upstream.timeout` in nanoseconds, which every upstream
+    /// request carries.
+    let upstreamConnectTimeout: UInt64
+    let upstreamTimeout: UInt64
     /// `cache.negative_ttl` in seconds, read on every lookup.
     let negativeTTL: Double
     /// What every fill started under this configuration reads of it.
@@ -40,6 +44,8 @@ public final class RuntimeConfig: Sendable {
         self.generation = generation
         headerTimeout = config.proxy.headerTimeout.totalNanoseconds
         idleTimeout = config.proxy.idleTimeout.totalNanoseconds
+        upstreamConnectTimeout = config.upstream.connectTimeout.totalNanoseconds
+        upstreamTimeout = config.upstream.timeout.totalNanoseconds
         fill = FillSettings(config)
         negativeTTL = fill.negativeTTL
         setupHostLength = config.proxy.setupHost.utf8.count
