@@ -226,6 +226,22 @@ extension IntegrationTests {
             #expect(try Self.ranges(origin) == ["bytes=0-65535", "bytes=0-70000", "bytes=65536-99999"])
         }
 
+        /// RFC 9211 §2.5: `stored` says the answer the client got was stored. The first part of
+        /// a capped slice starts that slice's entry, but when it lacks the client's first byte the
+        /// client's Range goes upstream as it came, and an answer to it holding no whole slice is
+        /// stored nowhere: its Cache-Status does not say stored.
+        @Test func aPassedRangeStoringNothingDoesNotSayStored() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: Self.config)
+            let url = origin.url(Self.target)
+            try origin.script(Self.target, [Self.partial(0...9_999), Self.partial(30_000...40_000)], conditional: false)
+            let answer = try Curl.viaProxy(larder.proxy, ["-r", "30000-40000", url])
+            #expect(answer.status == 206 && answer.body == Self.bytes(30_000...40_000), "\(answer.status) \(answer.body.count)")
+            #expect(try Self.ranges(origin) == ["bytes=0-65535", "bytes=30000-40000"])
+            let status = answer.header("cache-status") ?? "-"
+            #expect(status.contains("fwd=") && !status.contains("stored"), "\(status)")
+        }
+
         /// A request's no-cache takes it past the slice walk; for an object over
         /// `cache.range_whole_max` its Range then goes upstream as it came, and the whole slices
         /// inside the 206 are kept: the same range asked again without no-cache is a hit.

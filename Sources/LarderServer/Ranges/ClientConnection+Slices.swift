@@ -219,6 +219,8 @@ extension ClientConnection {
         exchange.outcome = .miss
         if isRanged(exchange) { exchange.range = .passed }
         if exchange.cacheStatus.hit { exchange.cacheStatus = .forwarded(.uriMiss) }
+        // What the slice fill stored (a capped slice's first part) is not this answer.
+        exchange.cacheStatus.stored = false
         exchange.cacheStatus.collapsed = false
         forward(url, key: key, exchange: exchange)
     }
