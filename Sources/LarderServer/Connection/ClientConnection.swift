@@ -313,12 +313,12 @@ final class ClientConnection: IOHandler {
         endExchange(exchange)
     }
 
-    /// Ends `exchange`, whose response is all queued and which has left what it was reading:
-    /// it is counted and logged, and the connection closes once the output is written or waits
-    /// for the next request, as the head announced. `flushing`: the caller (a fill's pass,
-    /// which is told the reader left) writes nothing more itself, so the output is written here.
+    /// Ends `exchange`, whose response is all queued, which has left what it was reading and
+    /// which the connection no longer holds: it is counted and logged, and the connection
+    /// closes once the output is written or waits for the next request, as the head announced.
+    /// `flushing`: the caller (a fill's pass, which is told the reader left) writes nothing
+    /// more itself, so the output is written here.
     func endExchange(_ exchange: Exchange, flushing: Bool = false) {
-        self.exchange = nil
         record(exchange)
         // The decision the head announced, made again with this connection's own drain.
         if connectionField(exchange, draining: draining) == .close {

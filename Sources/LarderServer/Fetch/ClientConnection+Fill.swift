@@ -157,6 +157,7 @@ extension ClientConnection: FillReader {
                 }
                 // The fill's pass removes the reader when it answers that it left: the exchange
                 // ends here, and the end writes the output, as nothing follows in the pass.
+                self.exchange = nil
                 exchange.take(.finished)
                 endExchange(exchange, flushing: true)
                 return false
