@@ -304,22 +304,33 @@ final class ClientConnection: IOHandler {
 
     // MARK: Ending exchanges and connections
 
-    /// Called when every byte of the current response is queued. `leftInPass`: called from a
-    /// fill's pass, which is told the reader left (``RequestPipeline/finished(_:on:leftInPass:)``).
-    func finishExchange(leftInPass: Bool = false) {
+    /// Called when every byte of the current response is queued: the exchange leaves what it
+    /// was reading (``RequestPipeline/finished(_:on:)``), then ends here.
+    func finishExchange() {
         guard let exchange else { return }
         self.exchange = nil
-        proxy.pipeline.finished(exchange, on: self, leftInPass: leftInPass)
+        proxy.pipeline.finished(exchange, on: self)
+        endExchange(exchange)
+    }
+
+    /// Ends `exchange`, whose response is all queued, which has left what it was reading and
+    /// which the connection no longer holds: it is counted and logged, and the connection
+    /// closes once the output is written or waits for the next request, as the head announced.
+    /// `flushing`: the caller (a fill's pass, which is told the reader left) writes nothing
+    /// more itself, so the output is written here.
+    func endExchange(_ exchange: Exchange, flushing: Bool = false) {
+        record(exchange)
         // The decision the head announced, made again with this connection's own drain.
         if connectionField(exchange, draining: draining) == .close {
             closeWhenFlushed = true
             phase = .waitingForRequest
-            flushSoon()
+            if flushing { flush() } else { flushSoon() }
             return
         }
         phase = .waitingForRequest
         deadline = proxy.loop.now &+ proxy.runtime.idleTimeout
         idleStamp = proxy.noteIdle(self)
+        if flushing { flush() }
     }
 
     /// Finishes the current exchange (if any), then closes once the output is written.

@@ -121,8 +121,9 @@ extension ClientConnection: FillReader {
 
     /// Carries out the steps the fill's news leads to, until one waits (for the fill, the
     /// output, or a block from disk) or the exchange leaves the fill. Returns whether anything
-    /// changed. The one place a fill's reader acts on its news. `inPass`: called from the
-    /// fill's pass, which the finished reader answers that it left.
+    /// changed that the caller still writes. The one place a fill's reader acts on its news.
+    /// `inPass`: called from the fill's pass, which the finished reader answers that it left
+    /// (its end writes the output itself).
     private func readFill(_ exchange: Exchange, fill: Fill, inPass: Bool = false) -> Bool {
         exchange.attempts = fill.attempts
         exchange.retries = fill.retryLog.isEmpty ? nil : fill.retryLog.map { "\($0.reason):\($0.delayMillis)ms" }.joined(separator: ",")
@@ -150,8 +151,16 @@ extension ClientConnection: FillReader {
                 attachment.position = position
             case .finishBody(let lastChunk):
                 if lastChunk { output.append(ClientConnection.lastChunk) }
-                finishExchange(leftInPass: inPass)
-                return true
+                guard inPass else {
+                    finishExchange()
+                    return true
+                }
+                // The fill's pass removes the reader when it answers that it left: the exchange
+                // ends here, and the end writes the output, as nothing follows in the pass.
+                self.exchange = nil
+                exchange.take(.finished)
+                endExchange(exchange, flushing: true)
+                return false
             case .fail(let failure):
                 let error: UpstreamError
                 switch (failure, fill.outcome) {

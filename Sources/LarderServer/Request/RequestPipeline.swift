@@ -270,14 +270,14 @@ final class RequestPipeline {
         return connection.pumpFill()
     }
 
-    /// Every byte of `exchange`'s response is queued (or the client went away): it leaves its
-    /// fill, unless the fill's own pass called (`leftInPass`: the reader answers the pass that
-    /// it left, and the fill removes it there), and is counted and logged.
-    func finished(_ exchange: Exchange, on connection: ClientConnection, leftInPass: Bool = false) {
+    /// Every byte of `exchange`'s response is queued: it leaves its fill, if any; the
+    /// connection then counts and logs it (``ClientConnection/endExchange(_:flushing:)``). A
+    /// fill's own pass does not come here: its reader answers the pass that it left, and the
+    /// fill removes it there.
+    func finished(_ exchange: Exchange, on connection: ClientConnection) {
         let fill = exchange.fill
         exchange.take(.finished)
-        connection.record(exchange)
-        if !leftInPass { fill?.detach(connection) }
+        fill?.detach(connection)
     }
 
     /// The connection closed under `exchange` (its client left, or an error): it leaves its
