@@ -13,6 +13,7 @@
 # instead of curl's (Host, User-Agent, Accept, Proxy-Connection). -v: responses that carry
 # `Vary: Accept-Encoding`, asked for with `Accept-Encoding: gzip, deflate, br`. CONFIG=FILE runs every
 # binary with that configuration (default Benchmarks/shared-bench.toml, as the harness does).
+# ORIGIN_PORT and PROXY_PORT (default 18693, 18694) let two measurements run side by side.
 #
 # miss: N distinct 1 KiB URLs, the same for every binary (each a miss, stored in memory and
 # on disk, into a fresh cache directory); hit: 200 URLs
@@ -34,7 +35,7 @@ shift $((OPTIND - 1))
 [[ $# -ge 1 ]] || { echo "usage: $0 [-w miss|hit] [-n requests] [-b] [-v] BIN..." >&2; exit 2; }
 [[ $WORKLOAD == miss || $WORKLOAD == hit ]] || { echo "unknown workload $WORKLOAD" >&2; exit 2; }
 command -v valgrind >/dev/null || { echo "needs valgrind (apt-get install valgrind)" >&2; exit 2; }
-ORIGIN_PORT=${ORIGIN_PORT:-18693}; PROXY_PORT=18694
+ORIGIN_PORT=${ORIGIN_PORT:-18693}; PROXY_PORT=${PROXY_PORT:-18694}
 
 source Benchmarks/common.sh
 bench_setup instructions "$ORIGIN_PORT"
