@@ -8,7 +8,7 @@ extension TieredCache {
     /// The storage plan for an origin's answer (``StoragePlan/decide(_:answer:slicing:disk:now:admitted:)``)
     /// with the tiers as they are now: the disk tier's limits and health, slices only with a
     /// disk tier, and the doorkeeper of `cache.admission` (`policy`, `minBytes`) for `key`.
-    public func plan(
+    func plan(
         _ request: ResponseAdmission.Request, answer: StoragePlan.Answer, slicing: StoragePlan.Slicing, key: CacheKey,
         policy: AdmissionPolicy, minBytes: Int, now: Double
     ) -> StoragePlan {
@@ -50,7 +50,7 @@ extension TieredCache {
     /// (a slice fill's or a client's own), for every slice of the object (whose older whole
     /// copy goes), or begun or continued for a slice sent in parts (``SliceAssemblies``). A
     /// sink that stores nothing for any other plan, or when the disk tier refuses the write.
-    public func open(
+    func open(
         _ plan: StoragePlan, head: ResponseHead, cacheControl: CacheControl, entry: consuming StoreSink.Entry
     ) -> StoreSink {
         guard plan.stores else { return StoreSink() }
