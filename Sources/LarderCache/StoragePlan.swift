@@ -30,8 +30,8 @@ public struct StoragePlan: Sendable, Equatable {
         /// outside them are not kept.
         case slicesWithin(ContentRange)
         /// A slice fill's 206 of part of the slice asked for (a server that caps ranges): the
-        /// first part starts the slice's entry and each answer to a follow-up request for the
-        /// rest continues it, under the same validators (``SliceAssemblies``, RFC 9111 §3.4).
+        /// first part starts the slice's one entry, and any answer holding the byte it waits
+        /// for continues it, under the same validators (``SliceAssemblies``, RFC 9111 §3.4).
         case slicePart(ContentRange)
         /// A 304 to Larder's validation: the stored response, freshened, answers (§4.3.4).
         case merge

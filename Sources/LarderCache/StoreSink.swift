@@ -86,8 +86,8 @@ public struct StoreSink {
         /// The disk head of a body kept whole, written in one piece when complete (one append
         /// per miss instead of a write per chunk).
         var pendingDiskHead: DiskEntryFormat.Head?
-        /// A part of a slice sent in parts: the slice's write, continued by this body.
-        var assembly: SliceAssemblies.Pending?
+        /// A part of a slice sent in parts: this body's place in the slice's assembly.
+        var assembly: SliceAssemblies.Part?
 
         init(entry: Entry, whole: WholeEntry?, pendingDiskHead: DiskEntryFormat.Head?) {
             self.entry = entry
@@ -193,8 +193,8 @@ public struct StoreSink {
             if let pendingDiskHead = parts.pendingDiskHead.take() { queue.add(stored, body: body, head: pendingDiskHead) }
         }
         diskWrite?.finish(expectedLength: received)
-        // A slice's part: the slice is complete, or its write waits for the next part.
-        if let cache, let parts, let assembly = parts.assembly.take() { cache.assemblies.settle(assembly, now: parts.entry.responseTime) }
+        // A slice's part: completes the slice when it wrote the slice's last byte.
+        parts?.assembly.take()?.end(succeeded: true)
         close()
     }
 
@@ -220,7 +220,8 @@ public struct StoreSink {
     mutating func close() {
         parts?.pendingDiskHead = nil
         keepsWhole = false
-        // A part that did not end as a part (a stale copy answered instead): its slice's write goes.
-        parts?.assembly.take()?.write.abort()
+        // A part that did not end well: it writes no more (the slice's write goes only if
+        // it wrote the last byte).
+        parts?.assembly.take()?.end(succeeded: false)
     }
 }

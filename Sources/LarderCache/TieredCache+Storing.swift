@@ -48,8 +48,9 @@ extension TieredCache {
     /// says: the whole body kept for the memory tier and a segment record, or a disk write
     /// started for the entry, for one slice of it, for the whole slices inside another range
     /// (a slice fill's or a client's own), for every slice of the object (whose older whole
-    /// copy goes), or begun or continued for a slice sent in parts (``SliceAssemblies``). A
-    /// sink that stores nothing for any other plan, or when the disk tier refuses the write.
+    /// copy goes), or a part of a slice sent in parts joined to that slice's assembly
+    /// (``SliceAssemblies``). A sink that stores nothing for any other plan, or when the disk
+    /// tier refuses the write.
     func open(
         _ plan: StoragePlan, head: ResponseHead, cacheControl: CacheControl, entry: consuming StoreSink.Entry
     ) -> StoreSink {
@@ -110,9 +111,7 @@ extension TieredCache {
             // Only a part of the slice the fill asked for.
             guard range.first >= slice.first, range.last <= slice.last else { return StoreSink() }
             let key = entry.key.slice(index)
-            let pending: SliceAssemblies.Pending
-            if range.first == slice.first {
-                assemblies.drop(key)
+            let part = assemblies.join(key, slice: slice, range: range, headers: head.headers, now: entry.responseTime) {
                 var diskHead = diskHead()
                 diskHead.key = key.url
                 diskHead.status = 206
@@ -120,18 +119,11 @@ extension TieredCache {
                 // The entry is the whole slice: its Content-Range, not the part's.
                 diskHead.headers.remove("Content-Range")
                 diskHead.headers.add("Content-Range", slice.fieldValue)
-                guard let write = beginDiskWrite(key: key, head: diskHead, expectedLength: slice.last - slice.first + 1) else {
-                    return StoreSink()
-                }
-                pending = SliceAssemblies.Pending(key: key, write: write, slice: slice, headers: head.headers)
-            } else {
-                guard let waiting = assemblies.take(key, for: range, headers: head.headers, now: entry.responseTime) else {
-                    return StoreSink()
-                }
-                pending = waiting
+                return beginDiskWrite(key: key, head: diskHead, expectedLength: slice.last - slice.first + 1)
             }
+            guard let part else { return StoreSink() }
             var sink = StoreSink(cache: self, entry: entry, wholeLimit: plan.wholeLimit)
-            sink.parts?.assembly = pending
+            sink.parts?.assembly = part
             sink.stores = true
             return sink
         case .slices:

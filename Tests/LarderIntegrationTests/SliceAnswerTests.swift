@@ -376,6 +376,71 @@ extension IntegrationTests {
             #expect(try origin.count(path) == before, "answered from the cache")
         }
 
+        /// Each part's answer ends a moment after its last byte (its chunked body's last chunk
+        /// comes late), so the request for the rest of the slice is answered before the part
+        /// before it ended: the parts are put together all the same, and the next answer is a
+        /// hit that asks nothing.
+        @Test func partsAnsweredBeforeThePartBeforeEndedAreStored() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: Self.config)
+            let path = "/capped?ranges=1&size=\(Self.length)&cap=10000&chunked=1&slow=0.3&cc=max-age=600"
+            let url = origin.url(path)
+            let expected = try origin.directBody(path)
+            let first = try Curl.viaProxy(larder.proxy, ["-r", "0-99999", url])
+            #expect(first.exitCode == 0 && first.status == 206 && first.body == expected, "\(first.status) \(first.body.count)")
+            try Self.waitUntilCached(larder, url, range: "60000-60009")
+            try Self.waitUntilCached(larder, url, range: "99990-99999")
+            let before = try origin.count(path)
+            let again = try Curl.viaProxy(larder.proxy, ["-r", "0-99999", url])
+            #expect(again.exitCode == 0 && again.status == 206 && again.body == expected, "\(again.status) \(again.body.count)")
+            #expect(again.header("cache-status")?.contains("hit") == true, "\(again.header("cache-status") ?? "-")")
+            #expect(try origin.count(path) == before, "answered from the cache")
+        }
+
+        /// Two clients of one capped slice, their parts interleaved: A's first part (0-29999)
+        /// ended and its request for the rest waits at the origin when B's first part comes,
+        /// capped shorter (0-19999), then B's request for its rest. B's parts neither replace
+        /// nor spoil A's assembly (they store nothing), A's rest completes the slice, each
+        /// client gets exactly its bytes, and the next answer is a hit that asks nothing.
+        @Test func anotherClientsPartsLeaveASliceBeingPutTogether() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: Self.config)
+            func part(_ range: ClosedRange<Int>, delay: Double) -> Scripted {
+                var answer = Self.partial(range)
+                answer.delay = delay
+                return answer
+            }
+            try origin.script(
+                Self.target,
+                [part(0...29_999, delay: 0), part(30_000...65_535, delay: 1), part(0...19_999, delay: 0), part(20_000...65_535, delay: 2)],
+                conditional: false)
+            let url = origin.url(Self.target)
+            let directory = Paths.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let clientA = try ChildProcess(
+                "/usr/bin/curl",
+                ["-s", "-S", "--max-time", "30", "--proxy", larder.proxy, "-r", "0-65535", "-o", directory + "/a", url])
+            // B starts once A's request for the rest of the slice is at the origin.
+            var asked = 0
+            for _ in 0..<250 where asked < 2 {
+                asked = try Self.ranges(origin).count
+                usleep(20_000)
+            }
+            #expect(asked == 2, "A asked for its slice and then its rest")
+            let clientB = try Curl.viaProxy(larder.proxy, ["-r", "0-65535", url])
+            clientA.waitUntilExit()
+            let bodyA = try Data(contentsOf: URL(fileURLWithPath: directory + "/a"))
+            #expect(clientA.process.terminationStatus == 0 && bodyA == Self.bytes(0...65_535), "A: \(bodyA.count) \(clientA.stderr)")
+            #expect(clientB.status == 206 && clientB.body == Self.bytes(0...65_535), "B: \(clientB.status) \(clientB.body.count)")
+            let sent = try Self.ranges(origin)
+            #expect(sent == ["bytes=0-65535", "bytes=30000-65535", "bytes=0-65535", "bytes=20000-65535"], "\(sent)")
+            try Self.waitUntilCached(larder, url, range: "65530-65535")
+            let again = try Curl.viaProxy(larder.proxy, ["-r", "0-65535", url])
+            #expect(again.status == 206 && again.body == Self.bytes(0...65_535), "\(again.status) \(again.body.count)")
+            #expect(again.header("cache-status")?.contains("hit") == true, "\(again.header("cache-status") ?? "-")")
+            #expect(try Self.ranges(origin).count == 4, "answered from the cache")
+        }
+
         /// The object changes between two parts of a slice: the parts are never put together,
         /// so the slice is not stored and no later answer mixes the two versions.
         @Test func partsUnderTwoValidatorsAreNeverPutTogether() throws {
