@@ -441,6 +441,36 @@ extension IntegrationTests {
             #expect(try Self.ranges(origin).count == 4, "answered from the cache")
         }
 
+        /// Several clients of the same capped slices at once, their parts interleaved and ending
+        /// late: each client gets exactly its bytes, and every slice is put together once, so
+        /// the next answer is a hit that asks nothing.
+        @Test func clientsOfTheSameCappedSlicesAtOnceStoreThemOnce() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: Self.config)
+            let path = "/capped?ranges=1&size=\(Self.length)&cap=10000&chunked=1&slow=0.1&cc=max-age=600"
+            let url = origin.url(path)
+            let expected = try origin.directBody(path)
+            let directory = Paths.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let clients = try (0..<4).map { index in
+                try ChildProcess(
+                    "/usr/bin/curl",
+                    ["-s", "-S", "--max-time", "30", "--proxy", larder.proxy, "-r", "0-99999", "-o", directory + "/\(index)", url])
+            }
+            for (index, client) in clients.enumerated() {
+                client.waitUntilExit()
+                let body = try Data(contentsOf: URL(fileURLWithPath: directory + "/\(index)"))
+                #expect(client.process.terminationStatus == 0 && body == expected, "\(index): \(body.count) \(client.stderr)")
+            }
+            try Self.waitUntilCached(larder, url, range: "60000-60009")
+            try Self.waitUntilCached(larder, url, range: "99990-99999")
+            let before = try origin.count(path)
+            let again = try Curl.viaProxy(larder.proxy, ["-r", "0-99999", url])
+            #expect(again.exitCode == 0 && again.status == 206 && again.body == expected, "\(again.status) \(again.body.count)")
+            #expect(again.header("cache-status")?.contains("hit") == true, "\(again.header("cache-status") ?? "-")")
+            #expect(try origin.count(path) == before, "answered from the cache")
+        }
+
         /// The object changes between two parts of a slice: the parts are never put together,
         /// so the slice is not stored and no later answer mixes the two versions.
         @Test func partsUnderTwoValidatorsAreNeverPutTogether() throws {
