@@ -471,6 +471,28 @@ extension IntegrationTests {
             #expect(try origin.count(path) == before, "answered from the cache")
         }
 
+        /// A part's answer cut short keeps the bytes it brought, each at its place, and the next
+        /// client's parts continue from the first byte it lacked: the slice stored is exactly
+        /// the object's bytes.
+        @Test func aPartCutShortLeavesExactBytesForTheNextClient() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: Self.config)
+            var cut = Self.partial(0...29_999)
+            cut.truncate = 10_000
+            try origin.script(
+                Self.target, [cut, Self.partial(0...29_999), Self.partial(30_000...65_535)], conditional: false)
+            let url = origin.url(Self.target)
+            let first = try Curl.viaProxy(larder.proxy, ["-r", "0-65535", url])
+            #expect(first.exitCode != 0 && first.body.count <= 10_000, "\(first.status) \(first.body.count)")
+            let second = try Curl.viaProxy(larder.proxy, ["-r", "0-65535", url])
+            #expect(second.status == 206 && second.body == Self.bytes(0...65_535), "\(second.status) \(second.body.count)")
+            try Self.waitUntilCached(larder, url, range: "65530-65535")
+            let again = try Curl.viaProxy(larder.proxy, ["-r", "0-65535", url])
+            #expect(again.status == 206 && again.body == Self.bytes(0...65_535), "\(again.status) \(again.body.count)")
+            #expect(again.header("cache-status")?.contains("hit") == true, "\(again.header("cache-status") ?? "-")")
+            #expect(try Self.ranges(origin) == ["bytes=0-65535", "bytes=0-65535", "bytes=30000-65535"])
+        }
+
         /// The object changes between two parts of a slice: the parts are never put together,
         /// so the slice is not stored and no later answer mixes the two versions.
         @Test func partsUnderTwoValidatorsAreNeverPutTogether() throws {
