@@ -399,20 +399,27 @@ extension IntegrationTests {
 
         /// Two clients of one capped slice, their parts interleaved: A's first part (0-29999)
         /// ended and its request for the rest waits at the origin when B's first part comes,
-        /// capped shorter (0-19999), then B's request for its rest. B's parts neither replace
-        /// nor spoil A's assembly (they store nothing), A's rest completes the slice, each
-        /// client gets exactly its bytes, and the next answer is a hit that asks nothing.
-        @Test func anotherClientsPartsLeaveASliceBeingPutTogether() throws {
+        /// capped shorter (0-19999) or under another ETag (an answer B's own request fields
+        /// made differ), then B's request for its rest. B's parts neither replace nor spoil A's
+        /// assembly (they store nothing), A's rest completes the slice, each client gets the
+        /// bytes it was sent at their places, and the next answer is a hit on A's that asks
+        /// nothing.
+        @Test(arguments: [(0...19_999, Self.etag), (0...29_999, "\"other\"")])
+        func anotherClientsPartsLeaveASliceBeingPutTogether(firstOfB: ClosedRange<Int>, etagOfB: String) throws {
             let origin = try Origin()
             let larder = try Larder(config: Self.config)
-            func part(_ range: ClosedRange<Int>, delay: Double) -> Scripted {
+            func part(_ range: ClosedRange<Int>, delay: Double, etag: String = Self.etag) -> Scripted {
                 var answer = Self.partial(range)
+                answer.headers = answer.headers.filter { $0.0 != "ETag" } + [("ETag", etag)]
                 answer.delay = delay
                 return answer
             }
             try origin.script(
                 Self.target,
-                [part(0...29_999, delay: 0), part(30_000...65_535, delay: 1), part(0...19_999, delay: 0), part(20_000...65_535, delay: 2)],
+                [
+                    part(0...29_999, delay: 0), part(30_000...65_535, delay: 1), part(firstOfB, delay: 0, etag: etagOfB),
+                    part((firstOfB.upperBound + 1)...65_535, delay: 2, etag: etagOfB),
+                ],
                 conditional: false)
             let url = origin.url(Self.target)
             let directory = Paths.temporaryDirectory()
@@ -432,11 +439,14 @@ extension IntegrationTests {
             let bodyA = try Data(contentsOf: URL(fileURLWithPath: directory + "/a"))
             #expect(clientA.process.terminationStatus == 0 && bodyA == Self.bytes(0...65_535), "A: \(bodyA.count) \(clientA.stderr)")
             #expect(clientB.status == 206 && clientB.body == Self.bytes(0...65_535), "B: \(clientB.status) \(clientB.body.count)")
+            #expect(clientB.header("etag") == etagOfB)
             let sent = try Self.ranges(origin)
-            #expect(sent == ["bytes=0-65535", "bytes=30000-65535", "bytes=0-65535", "bytes=20000-65535"], "\(sent)")
+            #expect(
+                sent == ["bytes=0-65535", "bytes=30000-65535", "bytes=0-65535", "bytes=\(firstOfB.upperBound + 1)-65535"], "\(sent)")
             try Self.waitUntilCached(larder, url, range: "65530-65535")
             let again = try Curl.viaProxy(larder.proxy, ["-r", "0-65535", url])
             #expect(again.status == 206 && again.body == Self.bytes(0...65_535), "\(again.status) \(again.body.count)")
+            #expect(again.header("etag") == Self.etag, "A's representation")
             #expect(again.header("cache-status")?.contains("hit") == true, "\(again.header("cache-status") ?? "-")")
             #expect(try Self.ranges(origin).count == 4, "answered from the cache")
         }
