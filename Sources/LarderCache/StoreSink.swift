@@ -102,8 +102,9 @@ public struct StoreSink {
     public internal(set) var stores = false
     /// The body stays whole in the fill until it ends, to be stored in one piece.
     public internal(set) var keepsWhole = false
-    /// A body of unknown length kept whole is streamed to disk once past this.
-    let wholeLimit: Int
+    /// A body of unknown length kept whole is streamed to disk once past this: the fill
+    /// calls ``stopKeepingWhole(chunks:)``, once, before the chunk that takes it past.
+    public let wholeLimit: Int
     /// The disk entry being written while the body streams (bodies larger than what is kept
     /// whole, declared or once past it), or one slice's.
     public internal(set) var diskWrite: DiskWrite?
@@ -142,19 +143,22 @@ public struct StoreSink {
         return whole.head
     }
 
-    /// Takes the body's next chunk, `received` bytes in all with it, `chunks` every chunk the
-    /// fill still holds (this one included). Returns true when a body of unknown length kept
-    /// whole just outgrew ``wholeLimit`` and streams to disk from here on.
-    public mutating func append(_ chunk: [UInt8], received: Int, chunks: [[UInt8]]) -> Bool {
+    /// A body of unknown length kept whole outgrew ``wholeLimit``: it streams to disk from
+    /// here on, starting with `chunks` (every chunk the fill holds); the response is stored
+    /// only if a disk tier takes it.
+    public mutating func stopKeepingWhole(chunks: [[UInt8]]) {
+        keepsWhole = false
+        if let pendingDiskHead = parts?.pendingDiskHead.take() { startDiskWrite(pendingDiskHead, chunks: chunks) }
+        stores = diskWrite != nil
+    }
+
+    /// Takes the body's next chunk into the writes it streams to. Nothing the fill reads
+    /// changes: a body kept whole stays in the fill until ``finish(chunks:received:queue:)``.
+    public mutating func append(_ chunk: [UInt8]) {
         diskWrite?.append(chunk)
         slicedWrite?.append(chunk)
         rangeSlices?.append(chunk)
         if let parts, parts.assembly != nil { parts.assembly?.append(chunk) }
-        guard keepsWhole, received > wholeLimit else { return false }
-        keepsWhole = false
-        if let pendingDiskHead = parts?.pendingDiskHead.take() { startDiskWrite(pendingDiskHead, chunks: chunks) }
-        stores = diskWrite != nil
-        return true
     }
 
     mutating func startDiskWrite(_ head: DiskEntryFormat.Head, chunks: [[UInt8]]) {

@@ -110,18 +110,19 @@ final class FillPipeline: @unchecked Sendable {
     }
 
     /// What a client connection does for a miss: attaches `reader` to the fill in flight for
-    /// GET `path` on this loop, or starts one (``Coalescer/join(_:maxWaiters:reader:requestHeaders:makeFill:)``).
+    /// GET `path` on this loop, or builds and starts one (``Coalescer/join(_:maxWaiters:reader:requestHeaders:)``).
     @discardableResult
     func join(_ reader: Reader, _ path: String, options: FillOptions = FillOptions()) -> Fill? {
         let key = FillKey(method: "GET", url: CacheKey(FillPipeline.url(path)).url, bodyHash: nil)
-        let joined = proxy.coalescer.join(
-            key, maxWaiters: runtime.config.coalesce.maxWaiters, reader: reader, requestHeaders: reader.headers
-        ) { registered in
-            makeFill(path, headers: reader.headers, options: options, coalesceKey: registered)
-        }
-        switch joined {
-        case .attached(let fill), .started(let fill): return fill
-        case .elsewhere: return nil
+        switch proxy.coalescer.join(key, maxWaiters: runtime.config.coalesce.maxWaiters, reader: reader, requestHeaders: reader.headers) {
+        case .attached(let fill):
+            return fill
+        case .start(let registered):
+            let fill = makeFill(path, headers: reader.headers, options: options, coalesceKey: registered)
+            proxy.coalescer.start(fill, firstReader: reader, requestHeaders: reader.headers)
+            return fill
+        case .elsewhere:
+            return nil
         }
     }
 }

@@ -204,7 +204,7 @@ extension ClientConnection: FillReader {
         {
             if let held = attachment.checkedBlock, position >= held.start, position < held.start + held.bytes.count {
                 let count = min(held.start + held.bytes.count - position, end - position)
-                queueBody(held.bytes, from: position - held.start, count: count, exchange: exchange)
+                queueFillBytes(held.bytes, from: position - held.start, count: count, exchange: exchange)
                 position += count
                 if position == held.start + held.bytes.count { attachment.checkedBlock = nil }
                 continue
@@ -213,7 +213,7 @@ extension ClientConnection: FillReader {
             switch data {
             case .memory(let bytes, let offset):
                 let count = min(bytes.count - offset, end - position)
-                queueBody(bytes, from: offset, count: count, exchange: exchange)
+                queueFillBytes(bytes, from: offset, count: count, exchange: exchange)
                 position += count
             case .block(let block):
                 readFillBlock(block, fill: fill, exchange: exchange)
@@ -226,6 +226,18 @@ extension ClientConnection: FillReader {
             }
         }
         return position
+    }
+
+    /// Queues `count` of `bytes` from `offset` on (by reference), framed here as the head
+    /// announced (``BodyFrame``).
+    private func queueFillBytes(_ bytes: [UInt8], from offset: Int, count: Int, exchange: Exchange) {
+        let frame = BodyFrame(count: count, framing: exchange.framing, sent: exchange.bodyBytesSent)
+        if frame.overran { bodyOverran(exchange) }
+        guard frame.count > 0 else { return }
+        if frame.chunked { output.append(frame.sizeLine) }
+        output.append(bytes, from: offset, count: frame.count)
+        if frame.chunked { output.append(HeadSerializer.crlf) }
+        exchange.bodyBytesSent += frame.count
     }
 
     /// Reads a block of a fill's disk file and checks it on the reader thread; its answer

@@ -85,23 +85,18 @@ extension ClientConnection: RequestBodySource {
 
     /// Attaches `exchange` to the fill in flight for `key` on this loop, or starts the fill
     /// `makeFill` builds (registered under the key it is given, which others then attach to),
-    /// both through ``Coalescer/join(_:maxWaiters:reader:requestHeaders:makeFill:)``, the one
-    /// attach-or-start for whole objects and slices; or moves the connection to the loop
-    /// fetching the key. A nil `key`: a fill of its own. Inlined, as `join` is, so that the
-    /// caller's builder runs without a closure context holding copies of its captures.
+    /// the one attach-or-start for whole objects and slices: ``Coalescer/join(_:maxWaiters:reader:requestHeaders:)``
+    /// attaches or claims, and the fill is built here and started by the coalescer; or moves
+    /// the connection to the loop fetching the key. A nil `key`: a fill of its own. Inlined,
+    /// so that the caller's builder runs without a closure context holding copies of its captures.
     @inline(__always)
     func joinFill(_ key: FillKey?, exchange: Exchange, makeFill: (_ registeredKey: FillKey?) -> Fill) {
-        // The exchange reads the fill it starts from here on: taken before the fill starts.
-        let joined = proxy.coalescer.join(
-            key, maxWaiters: exchange.runtime.config.coalesce.maxWaiters, reader: self, requestHeaders: exchange.head.headers
-        ) { registeredKey in
-            let fill = makeFill(registeredKey)
-            exchange.take(exchange.slices == nil ? .attached(fill) : .sliceFillAttached(fill), now: proxy.loop.now)
-            return fill
-        }
-        switch joined {
-        case .started:
-            return
+        let registeredKey: FillKey?
+        switch proxy.coalescer.join(
+            key, maxWaiters: exchange.runtime.config.coalesce.maxWaiters, reader: self, requestHeaders: exchange.head.headers)
+        {
+        case .start(let key):
+            registeredKey = key
         case .attached(let fill):
             // A slice's answer stays a miss in the log; its head may be out already.
             if exchange.slices == nil {
@@ -112,12 +107,15 @@ extension ClientConnection: RequestBodySource {
             }
             if !exchange.headSent { exchange.cacheStatus.collapsed = true }
             proxy.telemetry.stats[.requestsCoalesced].add(1)
+            return
         case .elsewhere(let owner, let key):
             if moveToFill(on: owner, exchange: exchange) { return }
-            let fill = makeFill(key)
-            exchange.take(exchange.slices == nil ? .attached(fill) : .sliceFillAttached(fill), now: proxy.loop.now)
-            proxy.coalescer.start(fill, firstReader: self, requestHeaders: exchange.head.headers)
+            registeredKey = key
         }
+        let fill = makeFill(registeredKey)
+        // The exchange reads the fill it starts from here on: taken before the fill starts.
+        exchange.take(exchange.slices == nil ? .attached(fill) : .sliceFillAttached(fill), now: proxy.loop.now)
+        proxy.coalescer.start(fill, firstReader: self, requestHeaders: exchange.head.headers)
     }
 
     /// The fill for a whole object, registered under `coalesceKey` (nil: not registered).

@@ -34,8 +34,8 @@ final class Coalescer {
         case alone
     }
 
-    /// The decision behind ``join(_:maxWaiters:)``: a pure function, so every case has a test.
-    /// `local`: this loop's fill for the key, if any.
+    /// The decision behind ``join(_:maxWaiters:reader:requestHeaders:)``: a pure function, so
+    /// every case has a test. `local`: this loop's fill for the key, if any.
     static func step(
         hasKey: Bool, notShareable: Bool, local: (acceptsLateReaders: Bool, readerCount: Int)?, maxWaiters: Int
     ) -> Step {
@@ -44,48 +44,39 @@ final class Coalescer {
         return local.acceptsLateReaders && local.readerCount < maxWaiters ? .attach : .alone
     }
 
-    /// What ``join(_:maxWaiters:reader:requestHeaders:makeFill:)`` did.
+    /// What ``join(_:maxWaiters:reader:requestHeaders:)`` did.
     enum Joined {
         /// The reader reads this loop's fill for the key, already in flight.
         case attached(Fill)
-        /// The reader is the first of the fill `makeFill` built, registered and started.
-        case started(Fill)
+        /// Nothing in flight to attach to: the caller builds the fill, registered under
+        /// `registeredKey` (claimed for this loop; nil: a fill no other request attaches to),
+        /// and starts it with ``start(_:firstReader:requestHeaders:)``.
+        case start(registeredKey: FillKey?)
         /// Another loop fetches the key, and nothing was done here: the request moves there if
-        /// it can, else starts a fill registered here under the key
-        /// (``start(_:firstReader:requestHeaders:)``).
+        /// it can, else starts a fill registered here under the key.
         case elsewhere(EventLoopHandle, FillKey)
     }
 
-    /// Attach-or-start for every fetch a client waits on, whole objects and slices alike, in
-    /// one call: attaches `reader` (with its request's headers, for the Vary check) to this
-    /// loop's fill for `key`; or claims the key for this loop, builds the fill with
-    /// `makeFill` (given the key it registers under, nil when not registered), registers it
-    /// and starts it with `reader` as its first reader; or names the loop fetching the key.
-    /// Inlined into its callers so that the builder, a closure of the caller's, is called
-    /// directly and its captures are not copied into a context of their own.
-    @inline(__always)
-    func join(
-        _ key: FillKey?, maxWaiters: Int, reader: any FillReader, requestHeaders: HTTPHeaders,
-        makeFill: (_ registeredKey: FillKey?) -> Fill
-    ) -> Joined {
+    /// Attach-or-claim for every fetch a client waits on, whole objects and slices alike:
+    /// attaches `reader` (with its request's headers, for the Vary check) to this loop's fill
+    /// for `key`; or claims the key for this loop and answers that the caller starts the fill;
+    /// or names the loop fetching the key. The caller builds the fill itself, so control does
+    /// not come back out of the coalescer through a builder.
+    func join(_ key: FillKey?, maxWaiters: Int, reader: any FillReader, requestHeaders: HTTPHeaders) -> Joined {
         let local = key.flatMap { fills[$0] }
         let step = Coalescer.step(
             hasKey: key != nil, notShareable: key.map(isNotShareable) ?? false,
             local: local.map { ($0.acceptsLateReaders, $0.readerCount) }, maxWaiters: maxWaiters)
-        let registeredKey: FillKey?
         switch (step, key, local) {
         case (.attach, _, let fill?):
             fill.attach(reader, requestHeaders: requestHeaders)
             return .attached(fill)
         case (.claim, let key?, _):
             if let owner = claimOrFindOtherLoop(key) { return .elsewhere(owner, key) }
-            registeredKey = key
+            return .start(registeredKey: key)
         default:
-            registeredKey = nil
+            return .start(registeredKey: nil)
         }
-        let fill = makeFill(registeredKey)
-        start(fill, firstReader: reader, requestHeaders: requestHeaders)
-        return .started(fill)
     }
 
     /// Makes `fill` the one requests for its key attach to (with several loops the key was

@@ -472,20 +472,25 @@ final class Fill: UpstreamTransferDelegate {
             watchWriteBacklog()
             return false
         }
-        let chunk = buffer.append(bytes)
-        let received = buffer.received
-        proxy.telemetry.stats[.bytesFromUpstream].add(bytes.count)
-        if case .pending(let digest) = digestCheck { digest.update(bytes) }
-        if sink.append(chunk, received: received, chunks: buffer.chunks) {
-            // Unknown length that outgrew what is kept whole: it streams to disk from here on.
+        // Unknown length that outgrows what is kept whole: it streams to disk from here on,
+        // decided once, before this chunk, which the sink then takes like any other.
+        if backing.keepsWhole, buffer.received + bytes.count > sink.wholeLimit {
+            sink.stopKeepingWhole(chunks: buffer.chunks)
             digestHoldsHead = false
         }
+        let chunk = buffer.append(bytes)
+        proxy.telemetry.stats[.bytesFromUpstream].add(bytes.count)
+        if case .pending(let digest) = digestCheck { digest.update(bytes) }
         if buffer.readers.isEmpty, !worthFinishingAlone {
+            // Taken first, so that a slice this chunk completes stays stored.
+            sink.append(chunk)
             cancel(reason: "every client left and the rest is too large to fetch for nobody")
             return false
         }
         trimAndResume()
         scheduleNotify()
+        // Last: the sink answers nothing the fill goes on with.
+        sink.append(chunk)
         return true
     }
 

@@ -417,16 +417,25 @@ extension ClientConnection {
         exchange.framing = exchange.head.method == .head ? .none : .length(count)
     }
 
+    /// Queues `count` bytes of a stored slice from `offset` on, framed here as the head
+    /// announced (``BodyFrame``).
     private func queueSlicePart(_ stored: StoredResponse, offset: Int, count: Int, exchange: Exchange) {
-        switch stored.body {
-        case .memory(let bytes):
-            queueBody(bytes, from: offset, count: count, exchange: exchange)
-        case .file:
+        if case .file = stored.body {
             // From the disk tier: sent as its blocks are checked, then the walk goes on.
             startDiskBody(stored, first: offset, count: count, exchange: exchange)
             return
-        case .memoryFile(let file, _):
-            queueBody(file: file, offset: Int64(offset), count: count, exchange: exchange)
+        }
+        let frame = BodyFrame(count: count, framing: exchange.framing, sent: exchange.bodyBytesSent)
+        if frame.overran { bodyOverran(exchange) }
+        if frame.count > 0 {
+            if frame.chunked { output.append(frame.sizeLine) }
+            switch stored.body {
+            case .memory(let bytes): output.append(bytes, from: offset, count: frame.count)
+            case .memoryFile(let file, _): output.appendFile(file, offset: Int64(offset), count: Int64(frame.count))
+            case .file: break
+            }
+            if frame.chunked { output.append(HeadSerializer.crlf) }
+            exchange.bodyBytesSent += frame.count
         }
         proxy.telemetry.stats[.bytesFromCache].add(count)
     }

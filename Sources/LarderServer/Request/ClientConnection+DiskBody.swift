@@ -1,4 +1,5 @@
 import LarderCache
+import LarderHTTP
 import LarderIO
 
 /// Sending a body over one block from the disk tier: block by block, each read and checked on
@@ -39,7 +40,15 @@ extension ClientConnection {
         }
         let part = stream.take(block: block, count: bytes.count)
         exchange.updateDiskBody(stream)
-        queueBody(bytes, from: part.offset, count: part.count, exchange: exchange)
+        // Framed here as the head announced (``BodyFrame``).
+        let frame = BodyFrame(count: part.count, framing: exchange.framing, sent: exchange.bodyBytesSent)
+        if frame.overran { bodyOverran(exchange) }
+        if frame.count > 0 {
+            if frame.chunked { output.append(frame.sizeLine) }
+            output.append(bytes, from: part.offset, count: frame.count)
+            if frame.chunked { output.append(HeadSerializer.crlf) }
+            exchange.bodyBytesSent += frame.count
+        }
         proxy.telemetry.stats[.bytesFromCache].add(part.count)
         if stream.isDone {
             switch exchange.take(.diskBodyEnded) {

@@ -106,46 +106,18 @@ extension ClientConnection {
         queueHead(head, length: 0, exchange: exchange)
     }
 
-    /// Queues body bytes from a fill chunk (by reference), framed as the head announced.
-    func queueBody(_ bytes: [UInt8], from offset: Int, count: Int, exchange: Exchange) {
-        queueFramed(count: count, exchange: exchange) { $0.append(bytes, from: offset, count: $1) }
-    }
-
-    /// Queues body bytes from the disk tier's file (a reader behind the fill's memory window).
-    func queueBody(file: OpenFile, offset: Int64, count: Int, exchange: Exchange) {
-        queueFramed(count: count, exchange: exchange) { $0.appendFile(file, offset: offset, count: Int64($1)) }
-    }
-
-    /// Frames `count` body bytes as the head announced (a chunk of its own when chunked);
-    /// `appendPayload` queues the first so many bytes themselves. A body never runs past the
-    /// Content-Length its head declared (RFC 9112 §6.3): the excess is dropped, the exchange
-    /// marked broken and the connection closed after what was declared.
-    private func queueFramed(count: Int, exchange: Exchange, appendPayload: (inout OutputQueue, Int) -> Void) {
-        var count = count
-        if case .length(let declared) = exchange.framing, exchange.bodyBytesSent + count > declared {
-            count = max(0, declared - exchange.bodyBytesSent)
-            if !exchange.framingBroken {
-                exchange.framingBroken = true
-                exchange.keepAlive = false
-                proxy.logger.error(
-                    "a response body ran past its declared length; the excess was dropped and the connection closes",
-                    metadata: ["url": "\(proxy.loggable(exchange.head.url?.description ?? "-"))", "declared": "\(declared)"])
-            }
-        }
-        guard count > 0 else { return }
-        switch exchange.framing {
-        case .none:
-            return
-        case .chunked:
-            var size: [UInt8] = []
-            HeadSerializer.appendChunkSize(count, to: &size)
-            output.append(size)
-            appendPayload(&output, count)
-            output.append(HeadSerializer.crlf)
-        case .length, .close:
-            appendPayload(&output, count)
-        }
-        exchange.bodyBytesSent += count
+    /// A body writer's bytes ran past the Content-Length its head declared (``BodyFrame``):
+    /// the excess was dropped; the exchange is marked broken and the connection closes after
+    /// what was declared. Logged once per exchange.
+    func bodyOverran(_ exchange: Exchange) {
+        guard !exchange.framingBroken else { return }
+        exchange.framingBroken = true
+        exchange.keepAlive = false
+        var declared = "-"
+        if case .length(let length) = exchange.framing { declared = "\(length)" }
+        proxy.logger.error(
+            "a response body ran past its declared length; the excess was dropped and the connection closes",
+            metadata: ["url": "\(proxy.loggable(exchange.head.url?.description ?? "-"))", "declared": "\(declared)"])
     }
 
     /// Queues a response Larder generates itself (errors, refusals): a one-line text body.
