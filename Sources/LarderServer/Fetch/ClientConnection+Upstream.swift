@@ -40,7 +40,7 @@ extension ClientConnection: RequestBodySource {
         // A GET with Range for something not stored: fetch it whole (to store it) and slice,
         // unless it turns out too large, in which case the range goes upstream (Fill decides).
         // A GET with content has a fetch of its own that stores nothing: its Range goes with it.
-        if head.method == .get, head.headers.contains("Range"), exchange.range != .passed, exchange.policy != .networkOnly,
+        if head.method == .get, head.headers.contains(.range), exchange.range != .passed, exchange.policy != .networkOnly,
             !sendsOwnContent(exchange)
         {
             exchange.range = .stripped
@@ -48,7 +48,7 @@ extension ClientConnection: RequestBodySource {
         var coalesceKey: FillKey?
         // A request whose own preconditions or Range go upstream gets an answer for itself
         // alone (a 304, 412, 416 or 206 of its range): no other request may join it.
-        if !exchange.goAlone, !sendsOwnSelectors(exchange), !sendsOwnContent(exchange), !head.headers.contains("Authorization") {
+        if !exchange.goAlone, !sendsOwnSelectors(exchange), !sendsOwnContent(exchange), !head.headers.contains(.authorization) {
             switch exchange.route?.dedup ?? .automatic {
             case .never:
                 break
@@ -146,7 +146,7 @@ extension ClientConnection: RequestBodySource {
         options.rangeStripped = exchange.range == .stripped
         options.ownSelectors = sendsOwnSelectors(exchange)
         // (Most requests carry no selector: the field is looked for only in those that do.)
-        options.rangePassed = options.ownSelectors && head.method == .get && exchange.range != .stripped && head.headers.contains("Range")
+        options.rangePassed = options.ownSelectors && head.method == .get && exchange.range != .stripped && head.headers.contains(.range)
         options.ownContent = sendsOwnContent(exchange)
         let fill = Fill(
             key: key, coalesceKey: coalesceKey, request: request, requestHeaders: head.headers,
@@ -206,7 +206,7 @@ extension ClientConnection: RequestBodySource {
         // Most requests carry neither: one pass over the names instead of a search per field.
         guard Self.mayCarrySelectors(headers) else { return false }
         if Preconditions.hasOriginConditions(headers) { return true }
-        if exchange.range != .stripped, headers.contains("Range") { return true }
+        if exchange.range != .stripped, headers.contains(.range) { return true }
         return Preconditions.hasCacheableConditions(headers) && validatingStored(exchange) == nil
     }
 
