@@ -41,6 +41,7 @@ public struct ResponseAdmission: Sendable, Equatable {
         /// key is shared by every host and trusts the digest, not the host that answered.
         public var contentAddressed: Bool
 
+        @inlinable
         public init(
             method: HTTPMethod, headers: HTTPHeaders, policy: CachePolicy, directives: RequestDirectives,
             validating: StoredResponse?, fallback: StoredResponse?, staleIfErrorWindow: Double, dedupAlways: Bool,

@@ -429,7 +429,21 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     }
 
     public mutating func remove(_ name: String) {
+        let known = ASCII.withUTF8(of: name) { KnownField(name: UnsafeRawBufferPointer($0)) }
+        if let known { return remove(known) }
         removeFields(named: name) { true }
+    }
+
+    /// Removes every `field`, found by its tag: nothing is read when none is there, and one that
+    /// is (the `Host` a forwarded head replaces) goes without a comparison of every name.
+    public mutating func remove(_ field: KnownField) {
+        guard present & field.bit != 0 else { return }
+        while let index = spans.firstIndex(where: { $0.known == field.rawValue }) {
+            let removed = spans.remove(at: index)
+            wire.removeSubrange(removed.start..<(removed.start + removed.lineCount))
+            for later in index..<spans.count { spans[later].start -= removed.lineCount }
+        }
+        present &= ~field.bit
     }
 
     /// Appends text to the last field's value (for folded lines).

@@ -203,7 +203,7 @@ extension ClientConnection: RequestBodySource {
     /// request, not the object: it is neither shared with other requests nor stored.
     func sendsOwnSelectors(_ exchange: Exchange) -> Bool {
         let headers = exchange.head.headers
-        // Most requests carry neither: one pass over the names instead of a search per field.
+        // Most requests carry neither: their bits, read before the exact checks.
         guard Self.mayCarrySelectors(headers) else { return false }
         if Preconditions.hasOriginConditions(headers) { return true }
         if exchange.range != .stripped, headers.contains(.range) { return true }
@@ -222,21 +222,11 @@ extension ClientConnection: RequestBodySource {
         }
     }
 
-    /// False only when no field of `headers` is a precondition (`If-*`) or `Range`; true may
-    /// be a field of the same shape, which the exact checks then rule out.
+    /// Whether `headers` has a precondition (RFC 9110 §13.1) or `Range`/`If-Range` (§14.2): the
+    /// fields' bits, read without a pass over the names.
     static func mayCarrySelectors(_ headers: HTTPHeaders) -> Bool {
-        var found = false
-        headers.forEachField { name, _ in
-            guard !found, name.count >= 3 else { return }
-            let first = name[0] | 0x20
-            let second = name[1] | 0x20
-            if first == UInt8(ascii: "i"), second == UInt8(ascii: "f"), name[2] == UInt8(ascii: "-") {
-                found = true
-            } else if first == UInt8(ascii: "r"), second == UInt8(ascii: "a"), name.count == 5 {
-                found = true
-            }
-        }
-        return found
+        headers.contains(.ifNoneMatch) || headers.contains(.ifModifiedSince) || headers.contains(.ifMatch)
+            || headers.contains(.ifUnmodifiedSince) || headers.contains(.range) || headers.contains(.ifRange)
     }
 
     /// What a fill for `exchange` starts with: the route's policy, ttl, retry and parents, what
