@@ -277,19 +277,19 @@ extension ClientConnection: RequestBodySource {
         // Unshared, with room for the fields added below: no copy-on-write, no growing.
         var headers = head.headers.copy(reservingFields: 4)
         HopByHop.strip(&headers)
-        headers.remove("Host")
+        headers.remove(.host)
         let via = proxy.forwarding.via(after: headers)
-        headers.remove("Via")
+        headers.remove(.via)
         if stripRange {
-            headers.remove("Range")
-            headers.remove("If-Range")
+            headers.remove(.range)
+            headers.remove(.ifRange)
         }
         if let validating {
-            headers.remove("If-None-Match")
-            headers.remove("If-Modified-Since")
+            headers.remove(.ifNoneMatch)
+            headers.remove(.ifModifiedSince)
             // RFC 9111 §4.3.1: validate with the stored validators.
             if let etag = validating.etag { headers.add("If-None-Match", etag) }
-            if let modified = validating.headers["Last-Modified"] { headers.add("If-Modified-Since", modified) }
+            if let modified = validating.headers[.lastModified] { headers.add("If-Modified-Since", modified) }
         }
         // Last in the list, first on the wire: curl writes a given Host right after the request
         // line (RFC 9112 §3.2) and leaves it out of the other fields.
