@@ -18,8 +18,8 @@ public enum Freshness {
     ) -> Double {
         if let sMaxAge = cacheControl.sMaxAge { return Double(sMaxAge) }
         if let maxAge = cacheControl.maxAge { return Double(maxAge) }
-        let expiresValues = headers.values("Expires")
-        if !expiresValues.isEmpty {
+        if headers.contains(.expires) {
+            let expiresValues = headers.values("Expires")
             // §5.3: a cache recipient MUST interpret invalid date formats, especially "0",
             // as a time in the past; several Expires lines are treated the same way.
             guard expiresValues.count == 1, let expires = HTTPDate.parse(expiresValues[0]) else { return 0 }
@@ -29,7 +29,7 @@ public enum Freshness {
         // §4.2.2: heuristics only when nothing explicit is given, and not past "public" alone for
         // statuses that are not heuristically cacheable.
         guard heuristicallyCacheable.contains(status) || cacheControl.isPublic,
-            let lastModified = headers.date("Last-Modified")
+            let lastModified = headers.date(.lastModified)
         else { return 0 }
         let date = dateValue(headers) ?? responseTime
         let age = date - Double(lastModified)
@@ -39,14 +39,14 @@ public enum Freshness {
 
     /// The Date header as seconds, when valid.
     public static func dateValue(_ headers: HTTPHeaders) -> Double? {
-        headers.date("Date").map(Double.init)
+        headers.date(.date).map(Double.init)
     }
 
     /// The `Age` value (RFC 9111 §5.1): the first member of the first field line when there
     /// are several ("7200, 0" is 7200), nil when that is not delta-seconds (§1.2.2: digits only;
     /// too large a value is 2^31).
     public static func age(_ headers: HTTPHeaders) -> Int? {
-        guard let first = headers.values("Age").first else { return nil }
+        guard headers.contains(.age), let first = headers.values("Age").first else { return nil }
         let member = ASCII.trimOWS(first.split(separator: ",", maxSplits: 1, omittingEmptySubsequences: false).first ?? "")
         guard !member.isEmpty, member.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
         return member.utf8.count > 10 ? 1 << 31 : min(Int(member) ?? (1 << 31), 1 << 31)

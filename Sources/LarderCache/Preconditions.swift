@@ -6,22 +6,22 @@ public enum Preconditions {
     /// Whether the request carries a precondition a cache can answer (If-None-Match,
     /// If-Modified-Since).
     public static func hasCacheableConditions(_ request: HTTPHeaders) -> Bool {
-        request.contains("If-None-Match") || request.contains("If-Modified-Since")
+        request.contains(.ifNoneMatch) || request.contains(.ifModifiedSince)
     }
 
     /// Preconditions that only the origin can judge for state-changing intent (If-Match,
     /// If-Unmodified-Since): such requests are forwarded, not answered from cache.
     public static func hasOriginConditions(_ request: HTTPHeaders) -> Bool {
-        request.contains("If-Match") || request.contains("If-Unmodified-Since")
+        request.contains(.ifMatch) || request.contains(.ifUnmodifiedSince)
     }
 
     /// True when a 304 Not Modified should be sent instead of the 200 `response`.
     /// If-None-Match uses weak comparison and wins over If-Modified-Since (§13.2.2).
     public static func notModified(request: HTTPHeaders, status: Int, responseHeaders: HTTPHeaders) -> Bool {
         // The validators are read only for a conditional request: most are not.
-        guard status == 200, request.contains("If-None-Match") || request.contains("If-Modified-Since") else { return false }
+        guard status == 200, request.contains(.ifNoneMatch) || request.contains(.ifModifiedSince) else { return false }
         return notModified(
-            request: request, status: status, etag: responseHeaders["ETag"], lastModified: responseHeaders.date("Last-Modified"))
+            request: request, status: status, etag: responseHeaders[.etag], lastModified: responseHeaders.date(.lastModified))
     }
 
     /// The same, with the response's validators already read (a stored response keeps them

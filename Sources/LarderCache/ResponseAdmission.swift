@@ -41,6 +41,7 @@ public struct ResponseAdmission: Sendable, Equatable {
         /// key is shared by every host and trusts the digest, not the host that answered.
         public var contentAddressed: Bool
 
+        @inlinable
         public init(
             method: HTTPMethod, headers: HTTPHeaders, policy: CachePolicy, directives: RequestDirectives,
             validating: StoredResponse?, fallback: StoredResponse?, staleIfErrorWindow: Double, dedupAlways: Bool,
@@ -199,7 +200,7 @@ public struct ResponseAdmission: Sendable, Equatable {
     /// answer outdates the stored entry: its body is pinned by the digest, and the answer (a 404,
     /// a coded or forged body) may come from another host than filled it.
     private static func addressByContent(_ admission: inout ResponseAdmission, request: Request, head: ResponseHead) {
-        admission.checksDigest = request.method == .get && head.status == 200 && !head.headers.contains("Content-Encoding")
+        admission.checksDigest = request.method == .get && head.status == 200 && !head.headers.contains(.contentEncoding)
         if !admission.checksDigest {
             admission.storage = .none
             admission.shareable = false
@@ -222,7 +223,7 @@ public struct ResponseAdmission: Sendable, Equatable {
         let success = CacheDecision.isSuccess(head.status)
         lifetime = Freshness.lifetime(status: head.status, headers: head.headers, cacheControl: cacheControl, responseTime: now)
         if !success { lifetime = min(lifetime, request.negativeTTL) }
-        let validatable = head.headers.contains("ETag") || head.headers.contains("Last-Modified")
+        let validatable = head.headers.contains(.etag) || head.headers.contains(.lastModified)
         // http and revalidate keep only what can be reused fresh or validated; the other
         // policies keep successes on their own terms.
         let ownTerms = success && request.policy != .http && request.policy != .revalidate

@@ -17,11 +17,11 @@ public enum Shareability {
     ) -> Bool {
         let response = responseCacheControl ?? CacheControl(responseHeaders)
         if response.noStore || response.isPrivate { return false }
-        if responseHeaders.contains("Set-Cookie") { return false }
-        if fillRequest.contains("Authorization"), !(response.isPublic || response.sMaxAge != nil || response.mustRevalidate) {
+        if responseHeaders.contains(.setCookie) { return false }
+        if fillRequest.contains(.authorization), !(response.isPublic || response.sMaxAge != nil || response.mustRevalidate) {
             return false
         }
-        if responseHeaders.hasListElement("Vary", "*") { return false }
+        if responseHeaders.hasListElement(.vary, "*") { return false }
         if !dedupAlways && response.noCache { return false }
         return true
     }

@@ -36,21 +36,21 @@ public enum Storability {
         // §3.5: Authorization only with public, s-maxage or must-revalidate; never on cache_first's
         // own terms, which read none of them.
         let ownTerms = ignoringCacheControl && status == 200
-        if requestHeaders.contains("Authorization")
+        if requestHeaders.contains(.authorization)
             && (ownTerms || !(response.isPublic || response.sMaxAge != nil || response.mustRevalidate))
         {
             return .doNotStore("authorization")
         }
         // Vary: * can never be matched by a later request (§4.1).
-        if responseHeaders.hasListElement("Vary", "*") { return .doNotStore("vary *") }
+        if responseHeaders.hasListElement(.vary, "*") { return .doNotStore("vary *") }
         // A shared cache must not hand one user's cookie to another; Larder does not store them.
-        if responseHeaders.contains("Set-Cookie") { return .doNotStore("set-cookie") }
+        if responseHeaders.contains(.setCookie) { return .doNotStore("set-cookie") }
         // cache_first keeps a success on its own terms.
         if ownTerms { return .store }
         // §3: something must make it cacheable.
         let explicit =
             response.isPublic || response.maxAge != nil || response.sMaxAge != nil
-            || responseHeaders.contains("Expires")
+            || responseHeaders.contains(.expires)
         guard explicit || Freshness.heuristicallyCacheable.contains(status) else {
             return .doNotStore("not cacheable")
         }

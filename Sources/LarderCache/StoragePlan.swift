@@ -215,8 +215,8 @@ public struct StoragePlan: Sendable, Equatable {
     /// the stored body is that long. A stored answer other than a 200 never matches.
     public static func headMatches(_ stored: StoredResponse, head: ResponseHead, announcedLength: Int?) -> Bool {
         guard stored.status == 200 else { return false }
-        guard stored.etag == head.headers["ETag"] else { return false }
-        guard stored.lastModified == head.headers.date("Last-Modified") else { return false }
+        guard stored.etag == head.headers[.etag] else { return false }
+        guard stored.lastModified == head.headers.date(.lastModified) else { return false }
         return announcedLength.map { $0 == stored.bodyLength } ?? true
     }
 
@@ -235,8 +235,8 @@ public struct StoragePlan: Sendable, Equatable {
     /// RFC 9110 §8.8.2.2 (at least 60 seconds before the response's Date: a change within that
     /// time may keep the same date).
     public static func hasSliceValidator(_ headers: HTTPHeaders) -> Bool {
-        if let etag = headers["ETag"], !etag.hasPrefix("W/") { return true }
-        guard let modified = headers.date("Last-Modified"), let date = headers.date("Date") else { return false }
+        if let etag = headers[.etag], !etag.hasPrefix("W/") { return true }
+        guard let modified = headers.date(.lastModified), let date = headers.date(.date) else { return false }
         return date - modified >= 60
     }
 }

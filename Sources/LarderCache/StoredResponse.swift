@@ -101,8 +101,8 @@ public final class StoredResponse: Sendable {
         headBytes = prepared.bytes
         fieldsRange = prepared.fields
         directives = ResponseDirectives(cacheControl ?? CacheControl(headers))
-        etag = headers["ETag"]
-        lastModified = headers.date("Last-Modified")
+        etag = headers[.etag]
+        lastModified = headers.date(.lastModified)
     }
 
     /// A stored response whose lifetime and initial age are computed from its headers

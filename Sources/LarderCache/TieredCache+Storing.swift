@@ -56,7 +56,7 @@ extension TieredCache {
     ) -> StoreSink {
         guard plan.stores else { return StoreSink() }
         var stored = head.headers
-        stored.remove("Age")
+        stored.remove(.age)
         let vary = VaryMatcher.values(for: head.headers, request: entry.requestHeaders)
         // Built where a case needs it, and moved in: a copy of it costs every miss that stores.
         let (url, storedURL, requestTime, responseTime) = (entry.key.url, entry.url, entry.requestTime, entry.responseTime)

@@ -6,7 +6,7 @@ public enum VaryMatcher {
     /// The normalized request values for the headers named by the response's `Vary`
     /// (lower-cased names; absent headers map to the empty string).
     public static func values(for responseHeaders: HTTPHeaders, request: HTTPHeaders) -> [String: String] {
-        let names = responseHeaders.listElements("Vary")
+        let names = responseHeaders.contains(.vary) ? responseHeaders.listElements("Vary") : []
         guard !names.isEmpty else { return [:] }
         var result: [String: String] = [:]
         for name in names where name != "*" {

@@ -11,10 +11,10 @@ public enum BodyFraming: Sendable, Equatable {
     /// smuggling relies on (RFC 9112 §6.1, §6.3, §11.2).
     public static func ofRequest(_ head: RequestHead) throws(HTTPParseError) -> BodyFraming {
         // Most requests carry neither field: two lookups instead of two lists built.
-        guard head.headers.contains("Transfer-Encoding") || head.headers.contains("Content-Length") else { return .none }
+        guard head.headers.contains(.transferEncoding) || head.headers.contains(.contentLength) else { return .none }
         let transferEncodings = head.headers.values("Transfer-Encoding")
         if !transferEncodings.isEmpty {
-            if head.headers.contains("Content-Length") { throw .bad("both Transfer-Encoding and Content-Length") }
+            if head.headers.contains(.contentLength) { throw .bad("both Transfer-Encoding and Content-Length") }
             if head.version == .http1_0 { throw .bad("Transfer-Encoding in an HTTP/1.0 request") }
             var codings: [String] = []
             for value in transferEncodings {
@@ -46,7 +46,7 @@ public enum BodyFraming: Sendable, Equatable {
     public static func checkResponse(_ headers: HTTPHeaders, withoutBody: Bool = false) throws(HTTPParseError) -> Int? {
         if !withoutBody { try checkResponseCodings(headers) }
         guard let length = try declaredLength(headers) else { return nil }
-        if headers.contains("Transfer-Encoding") { throw .bad("both Transfer-Encoding and Content-Length") }
+        if headers.contains(.transferEncoding) { throw .bad("both Transfer-Encoding and Content-Length") }
         return length
     }
 
@@ -56,10 +56,10 @@ public enum BodyFraming: Sendable, Equatable {
     /// content, to be stored and served as such. Refused (502) like the framing faults above,
     /// whether chunked follows it (RFC 9112 §6.1) or the close ends the body (§6.3 ¶4).
     static func checkResponseCodings(_ headers: HTTPHeaders) throws(HTTPParseError) {
-        guard headers.contains("Transfer-Encoding") else { return }
+        guard headers.contains(.transferEncoding) else { return }
         var codings = 0
         var chunked = 0
-        headers.forEachListElement("Transfer-Encoding", keepingEmpty: true) { element in
+        headers.forEachListElement(.transferEncoding, keepingEmpty: true) { element in
             codings += 1
             if ASCII.equalsIgnoringCase(UnsafeRawBufferPointer(element), "chunked") { chunked += 1 }
             return true
@@ -75,7 +75,7 @@ public enum BodyFraming: Sendable, Equatable {
     static func declaredLength(_ headers: HTTPHeaders) throws(HTTPParseError) -> Int? {
         var length: Int?
         var problem: HTTPParseError?
-        headers.forEachListElement("Content-Length", keepingEmpty: true) { element in
+        headers.forEachListElement(.contentLength, keepingEmpty: true) { element in
             guard !element.isEmpty, element.count <= 18, element.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
                 problem = .bad("invalid Content-Length")
                 return false

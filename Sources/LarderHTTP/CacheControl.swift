@@ -78,7 +78,7 @@ public struct CacheControl: Sendable, Equatable {
 
     /// Parses every `Cache-Control` field of `headers`.
     public init(_ headers: HTTPHeaders) {
-        headers.forEachValue(of: "Cache-Control") { parse($0.assumingMemoryBound(to: UInt8.self)) }
+        headers.forEachValue(of: .cacheControl) { parse($0.assumingMemoryBound(to: UInt8.self)) }
     }
 
     /// Parses one field value.

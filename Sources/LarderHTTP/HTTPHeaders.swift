@@ -20,16 +20,33 @@ public struct HTTPField: Sendable, Equatable {
 /// (`subscript`, `values`, iteration). A value's bytes are what went on or came off the wire;
 /// as a `String` each byte is one scalar (``ASCII/string(_:)``), so text added as a `String`
 /// reads back as it was when it is Latin-1, which everything on the wire is.
+///
+/// Each field whose name is a ``KnownField`` is tagged as it is added, and a bit per known
+/// name says whether any field has it: a lookup of a known name that is absent reads that word
+/// alone, and one that is present compares tags, not names.
 public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionaryLiteral {
     /// Every field as `Name: value\r\n`, in order: the fields of a head in wire form.
     public private(set) var wire: [UInt8]
     private var spans: [Span]
+    /// The ``KnownField/bit`` of every known name among the fields (bit 0: any other name):
+    /// derived from `spans`.
+    @usableFromInline private(set) var present: UInt32 = 0
 
-    /// A field's line in `wire`: the name at `start`, then `: `, the value, CRLF.
+    /// The ``KnownField`` raw value of the field named `name`, 0 for another name. Called, not
+    /// inlined: the appends that tag each field stay small enough for their own arrays' appends
+    /// to be inlined.
+    @inline(never)
+    private static func tag(_ name: UnsafeRawBufferPointer) -> UInt8 {
+        KnownField(name: name)?.rawValue ?? 0
+    }
+
+    /// A field's line in `wire`: the name at `start`, then `: `, the value, CRLF; `known`, the
+    /// name's ``KnownField`` raw value (0: another name).
     private struct Span: Sendable, Equatable {
         var start: Int
         var nameCount: Int
         var valueCount: Int
+        var known: UInt8
         var valueStart: Int { start + nameCount + 2 }
         var lineCount: Int { nameCount + valueCount + 4 }
     }
@@ -73,7 +90,9 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
                 guard let colonPointer = memchr(base + end, Int32(UInt8(ascii: ":")), lineEnd - end) else { break }
                 let colon = base.distance(to: UnsafeRawPointer(colonPointer))
                 guard colon > end, lineEnd + 1 < bytes.count, lineEnd >= colon + 2, bytes[colon + 1] == 32 else { break }
-                spans.append(Span(start: end, nameCount: colon - end, valueCount: lineEnd - colon - 2))
+                let known = HTTPHeaders.tag(UnsafeRawBufferPointer(rebasing: bytes[end..<colon]))
+                present |= 1 << UInt32(known)
+                spans.append(Span(start: end, nameCount: colon - end, valueCount: lineEnd - colon - 2, known: known))
                 end = lineEnd + 2
             }
         }
@@ -139,6 +158,7 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     }
 
     private func forEachIndex(nameBytes target: UnsafeBufferPointer<UInt8>, _ body: (Int, UnsafeRawBufferPointer) -> Bool) {
+        if let known = KnownField(name: UnsafeRawBufferPointer(target)) { return forEachIndex(of: known, body) }
         wire.withUnsafeBytes { bytes in
             for index in spans.indices {
                 let span = spans[index]
@@ -150,6 +170,52 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
                     return
                 }
             }
+        }
+    }
+
+    /// ``forEachIndex(named:_:)`` for a known name: nothing read when none has it, and the
+    /// fields found by their tag.
+    private func forEachIndex(of field: KnownField, _ body: (Int, UnsafeRawBufferPointer) -> Bool) {
+        guard present & field.bit != 0 else { return }
+        wire.withUnsafeBytes { bytes in
+            for index in spans.indices where spans[index].known == field.rawValue {
+                let span = spans[index]
+                if !body(index, UnsafeRawBufferPointer(rebasing: bytes[span.valueStart..<(span.valueStart + span.valueCount)])) {
+                    return
+                }
+            }
+        }
+    }
+
+    /// Whether a field named `field` is present: one bit read.
+    @inlinable
+    public func contains(_ field: KnownField) -> Bool { present & field.bit != 0 }
+
+    /// The first value of `field`.
+    public subscript(field: KnownField) -> String? {
+        var value: String?
+        forEachIndex(of: field) { _, bytes in
+            value = ASCII.string(bytes)
+            return false
+        }
+        return value
+    }
+
+    /// The first value of `field` read as an HTTP date, without making a string for it.
+    public func date(_ field: KnownField) -> Int? {
+        var seconds: Int?
+        forEachIndex(of: field) { _, bytes in
+            seconds = HTTPDate.parse(bytes)
+            return false
+        }
+        return seconds
+    }
+
+    /// Calls `body` with the value bytes of each `field`, in order.
+    public func forEachValue(of field: KnownField, _ body: (UnsafeRawBufferPointer) -> Void) {
+        forEachIndex(of: field) { _, bytes in
+            body(bytes)
+            return true
         }
     }
 
@@ -193,6 +259,7 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
         copy.wire.append(contentsOf: wire)
         copy.spans.reserveCapacity(spans.count + extraFields)
         copy.spans.append(contentsOf: spans)
+        copy.present = present
         return copy
     }
 
@@ -247,6 +314,16 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
         return found
     }
 
+    /// ``hasListElement(_:_:)-(String,_)`` for a known field.
+    public func hasListElement(_ field: KnownField, _ token: StaticString) -> Bool {
+        var found = false
+        forEachListElement(field) { element in
+            found = ASCII.equalsIgnoringCase(UnsafeRawBufferPointer(element), token)
+            return !found
+        }
+        return found
+    }
+
     /// Calls `body` with the bytes of each non-empty, OWS-trimmed element of the field `name`
     /// (RFC 9110 §5.6.1) until it returns false; `keepingEmpty` passes empty elements too (a
     /// field whose empty elements are errors, such as Content-Length). Walks the values' bytes
@@ -256,7 +333,12 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
         forEachIndex(named: name) { _, raw in HTTPHeaders.forEachElement(ofList: raw, keepingEmpty: keepingEmpty, body) }
     }
 
-    /// ``forEachListElement(_:keepingEmpty:_:)`` over one field value already in hand. Returns
+    /// ``forEachListElement(_:keepingEmpty:_:)-(String,_,_)`` for a known field.
+    public func forEachListElement(_ field: KnownField, keepingEmpty: Bool = false, _ body: (UnsafeBufferPointer<UInt8>) -> Bool) {
+        forEachIndex(of: field) { _, raw in HTTPHeaders.forEachElement(ofList: raw, keepingEmpty: keepingEmpty, body) }
+    }
+
+    /// ``forEachListElement(_:keepingEmpty:_:)-(String,_,_)`` over one field value already in hand. Returns
     /// false when `body` stopped the walk.
     @discardableResult
     static func forEachElement(
@@ -287,7 +369,9 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
         let valueCount = wire.count - start - nameCount - 2
         wire.append(13)
         wire.append(10)
-        spans.append(Span(start: start, nameCount: nameCount, valueCount: valueCount))
+        let known = wire.withUnsafeBytes { HTTPHeaders.tag(UnsafeRawBufferPointer(rebasing: $0[start..<(start + nameCount)])) }
+        present |= 1 << UInt32(known)
+        spans.append(Span(start: start, nameCount: nameCount, valueCount: valueCount, known: known))
     }
 
     /// Appends a field from bytes read off the wire, as they are: the parsers have checked the
@@ -301,7 +385,9 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
         wire.append(contentsOf: value.assumingMemoryBound(to: UInt8.self))
         wire.append(13)
         wire.append(10)
-        spans.append(Span(start: start, nameCount: name.count, valueCount: value.count))
+        let known = HTTPHeaders.tag(name)
+        present |= 1 << UInt32(known)
+        spans.append(Span(start: start, nameCount: name.count, valueCount: value.count, known: known))
     }
 
     /// Appends a field from a line read off the wire: `line` is the whole line with its CRLF,
@@ -313,7 +399,9 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
         if valueStart == nameCount + 2, line[nameCount + 1] == 32, valueStart + value.count + 2 == line.count,
             line[line.count - 2] == 13, line[line.count - 1] == 10
         {
-            spans.append(Span(start: wire.count, nameCount: nameCount, valueCount: value.count))
+            let known = HTTPHeaders.tag(UnsafeRawBufferPointer(rebasing: line[0..<nameCount]))
+            present |= 1 << UInt32(known)
+            spans.append(Span(start: wire.count, nameCount: nameCount, valueCount: value.count, known: known))
             wire.append(contentsOf: line.assumingMemoryBound(to: UInt8.self))
         } else {
             append(name: UnsafeRawBufferPointer(rebasing: line[0..<nameCount]), value: value)
@@ -341,7 +429,21 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     }
 
     public mutating func remove(_ name: String) {
+        let known = ASCII.withUTF8(of: name) { KnownField(name: UnsafeRawBufferPointer($0)) }
+        if let known { return remove(known) }
         removeFields(named: name) { true }
+    }
+
+    /// Removes every `field`, found by its tag: nothing is read when none is there, and one that
+    /// is (the `Host` a forwarded head replaces) goes without a comparison of every name.
+    public mutating func remove(_ field: KnownField) {
+        guard present & field.bit != 0 else { return }
+        while let index = spans.firstIndex(where: { $0.known == field.rawValue }) {
+            let removed = spans.remove(at: index)
+            wire.removeSubrange(removed.start..<(removed.start + removed.lineCount))
+            for later in index..<spans.count { spans[later].start -= removed.lineCount }
+        }
+        present &= ~field.bit
     }
 
     /// Appends text to the last field's value (for folded lines).
@@ -366,6 +468,7 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     /// with each in order, returns true.
     private mutating func removeFields(named name: String, _ predicate: () -> Bool) {
         ASCII.withUTF8(of: name) { target in
+            if let known = KnownField(name: UnsafeRawBufferPointer(target)), present & known.bit == 0 { return }
             removeFields(whereName: { ASCII.equalsIgnoringCase($0, target) && predicate() })
         }
     }
@@ -404,12 +507,14 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
                 if span.start != end {
                     (bytes.baseAddress! + end).copyMemory(from: bytes.baseAddress! + span.start, byteCount: span.lineCount)
                 }
-                spans[kept] = Span(start: end, nameCount: span.nameCount, valueCount: span.valueCount)
+                spans[kept] = Span(start: end, nameCount: span.nameCount, valueCount: span.valueCount, known: span.known)
                 end += span.lineCount
                 kept += 1
             }
         }
         spans.removeSubrange(kept...)
+        present = 0
+        for span in spans { present |= 1 << UInt32(span.known) }
         self.spans = spans
         wire.removeSubrange(end...)
     }

@@ -31,9 +31,9 @@ public struct RequestHead: Sendable {
     /// Whether the client wants the connection kept open after this exchange
     /// (RFC 9112 §9.3: HTTP/1.1 persists unless "close"; HTTP/1.0 only with "keep-alive").
     public var keepAlive: Bool {
-        if headers.hasListElement("Connection", "close") || headers.hasListElement("Proxy-Connection", "close") { return false }
+        if headers.hasListElement(.connection, "close") || headers.hasListElement("Proxy-Connection", "close") { return false }
         if version == .http1_1 { return true }
-        return headers.hasListElement("Connection", "keep-alive") || headers.hasListElement("Proxy-Connection", "keep-alive")
+        return headers.hasListElement(.connection, "keep-alive") || headers.hasListElement("Proxy-Connection", "keep-alive")
     }
 
     /// Whether the client sent `Expect: 100-continue`.

@@ -4,7 +4,7 @@ import Testing
 
 @testable import LarderServer
 
-/// The one pass a miss makes before the exact checks of the client's preconditions and Range:
+/// The check a miss makes before the exact checks of the client's preconditions and Range:
 /// it never misses a field those checks would find.
 @Suite struct SelectorFieldsTests {
     @Test(arguments: [

@@ -7,7 +7,7 @@ import LarderIO
 extension ClientConnection {
     func refuseAuthentication(_ reason: String, exchange: Exchange) {
         proxy.telemetry.stats[.authFailures].add(1)
-        let hadCredentials = exchange.head.headers.contains("Proxy-Authorization")
+        let hadCredentials = exchange.head.headers.contains(.proxyAuthorization)
         if hadCredentials {
             // Missing credentials are the normal first step of every client; wrong ones are worth a line.
             proxy.logger.notice(

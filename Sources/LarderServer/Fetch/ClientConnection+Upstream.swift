@@ -40,7 +40,7 @@ extension ClientConnection: RequestBodySource {
         // A GET with Range for something not stored: fetch it whole (to store it) and slice,
         // unless it turns out too large, in which case the range goes upstream (Fill decides).
         // A GET with content has a fetch of its own that stores nothing: its Range goes with it.
-        if head.method == .get, head.headers.contains("Range"), exchange.range != .passed, exchange.policy != .networkOnly,
+        if head.method == .get, head.headers.contains(.range), exchange.range != .passed, exchange.policy != .networkOnly,
             !sendsOwnContent(exchange)
         {
             exchange.range = .stripped
@@ -48,7 +48,7 @@ extension ClientConnection: RequestBodySource {
         var coalesceKey: FillKey?
         // A request whose own preconditions or Range go upstream gets an answer for itself
         // alone (a 304, 412, 416 or 206 of its range): no other request may join it.
-        if !exchange.goAlone, !sendsOwnSelectors(exchange), !sendsOwnContent(exchange), !head.headers.contains("Authorization") {
+        if !exchange.goAlone, !sendsOwnSelectors(exchange), !sendsOwnContent(exchange), !head.headers.contains(.authorization) {
             switch exchange.route?.dedup ?? .automatic {
             case .never:
                 break
@@ -144,7 +144,7 @@ extension ClientConnection: RequestBodySource {
         options.rangeStripped = exchange.range == .stripped
         options.ownSelectors = sendsOwnSelectors(exchange)
         // (Most requests carry no selector: the field is looked for only in those that do.)
-        options.rangePassed = options.ownSelectors && head.method == .get && exchange.range != .stripped && head.headers.contains("Range")
+        options.rangePassed = options.ownSelectors && head.method == .get && exchange.range != .stripped && head.headers.contains(.range)
         options.ownContent = sendsOwnContent(exchange)
         let fill = Fill(
             key: key, coalesceKey: coalesceKey, request: request, requestHeaders: head.headers,
@@ -201,10 +201,10 @@ extension ClientConnection: RequestBodySource {
     /// request, not the object: it is neither shared with other requests nor stored.
     func sendsOwnSelectors(_ exchange: Exchange) -> Bool {
         let headers = exchange.head.headers
-        // Most requests carry neither: one pass over the names instead of a search per field.
+        // Most requests carry neither: their bits, read before the exact checks.
         guard Self.mayCarrySelectors(headers) else { return false }
         if Preconditions.hasOriginConditions(headers) { return true }
-        if exchange.range != .stripped, headers.contains("Range") { return true }
+        if exchange.range != .stripped, headers.contains(.range) { return true }
         return Preconditions.hasCacheableConditions(headers) && validatingStored(exchange) == nil
     }
 
@@ -220,21 +220,11 @@ extension ClientConnection: RequestBodySource {
         }
     }
 
-    /// False only when no field of `headers` is a precondition (`If-*`) or `Range`; true may
-    /// be a field of the same shape, which the exact checks then rule out.
+    /// Whether `headers` has a precondition (RFC 9110 §13.1) or `Range`/`If-Range` (§14.2): the
+    /// fields' bits, read without a pass over the names.
     static func mayCarrySelectors(_ headers: HTTPHeaders) -> Bool {
-        var found = false
-        headers.forEachField { name, _ in
-            guard !found, name.count >= 3 else { return }
-            let first = name[0] | 0x20
-            let second = name[1] | 0x20
-            if first == UInt8(ascii: "i"), second == UInt8(ascii: "f"), name[2] == UInt8(ascii: "-") {
-                found = true
-            } else if first == UInt8(ascii: "r"), second == UInt8(ascii: "a"), name.count == 5 {
-                found = true
-            }
-        }
-        return found
+        headers.contains(.ifNoneMatch) || headers.contains(.ifModifiedSince) || headers.contains(.ifMatch)
+            || headers.contains(.ifUnmodifiedSince) || headers.contains(.range) || headers.contains(.ifRange)
     }
 
     /// What a fill for `exchange` starts with: the route's policy, ttl, retry and parents, what
@@ -285,19 +275,19 @@ extension ClientConnection: RequestBodySource {
         // Unshared, with room for the fields added below: no copy-on-write, no growing.
         var headers = head.headers.copy(reservingFields: 4)
         HopByHop.strip(&headers)
-        headers.remove("Host")
+        headers.remove(.host)
         let via = proxy.forwarding.via(after: headers)
-        headers.remove("Via")
+        headers.remove(.via)
         if stripRange {
-            headers.remove("Range")
-            headers.remove("If-Range")
+            headers.remove(.range)
+            headers.remove(.ifRange)
         }
         if let validating {
-            headers.remove("If-None-Match")
-            headers.remove("If-Modified-Since")
+            headers.remove(.ifNoneMatch)
+            headers.remove(.ifModifiedSince)
             // RFC 9111 §4.3.1: validate with the stored validators.
             if let etag = validating.etag { headers.add("If-None-Match", etag) }
-            if let modified = validating.headers["Last-Modified"] { headers.add("If-Modified-Since", modified) }
+            if let modified = validating.headers[.lastModified] { headers.add("If-Modified-Since", modified) }
         }
         // Last in the list, first on the wire: curl writes a given Host right after the request
         // line (RFC 9112 §3.2) and leaves it out of the other fields.

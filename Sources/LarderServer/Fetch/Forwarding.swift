@@ -35,7 +35,7 @@ final class Forwarding: Sendable {
     /// The `Via` value a request goes on with: the elements it came with, then this hop's
     /// (RFC 9110 §7.6.3).
     func via(after headers: HTTPHeaders) -> String {
-        headers.combined("Via").map { $0 + ", " + viaElement } ?? viaElement
+        headers.contains(.via) ? headers.combined("Via").map { $0 + ", " + viaElement } ?? viaElement : viaElement
     }
 
     /// A parent proxy could not be reached (by a fill or a tunnel): it is skipped for

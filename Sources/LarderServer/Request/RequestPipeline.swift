@@ -121,7 +121,7 @@ final class RequestPipeline {
         exchange.key = key
         if exchange.route?.hasCustomKey == true { exchange.customKey = key.url }
         exchange.policy = exchange.route?.policy ?? runtime.config.cache.defaultPolicy
-        if exchange.head.headers.contains("Cache-Control") || exchange.head.headers.contains("Pragma") {
+        if exchange.head.headers.contains(.cacheControl) || exchange.head.headers.contains(.pragma) {
             exchange.directives = RequestDirectives(exchange.head.headers)
         }
         if exchange.take(.routed) == .lookUp { proceed(exchange, on: connection) }
