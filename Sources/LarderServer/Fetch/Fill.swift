@@ -482,7 +482,8 @@ final class Fill: UpstreamTransferDelegate {
         proxy.telemetry.stats[.bytesFromUpstream].add(bytes.count)
         if case .pending(let digest) = digestCheck { digest.update(bytes) }
         if buffer.readers.isEmpty, !worthFinishingAlone {
-            // Taken first, so that a slice this chunk completes stays stored.
+            // Taken first, so that a slice of a streamed response this chunk completes stays
+            // stored (a capped part, cancelled, fails and drops its slice's assembly).
             sink.append(chunk)
             cancel(reason: "every client left and the rest is too large to fetch for nobody")
             return false
