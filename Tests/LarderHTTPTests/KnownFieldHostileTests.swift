@@ -14,6 +14,13 @@ import Testing
         name.withUnsafeBytes { KnownField(name: $0) }
     }
 
+    /// Every tag has its own bit in the set of names present (a shift past 31 would give 0, and
+    /// that name would read as absent).
+    @Test func everyTagHasItsOwnBit() {
+        #expect(KnownField.allCases.allSatisfy { $0.rawValue >= 1 && $0.rawValue < 32 })
+        #expect(Set(KnownField.allCases.map(\.rawValue)).count == KnownField.allCases.count)
+    }
+
     /// Every known name with every token byte in every position, and one token byte longer or
     /// shorter at either end: the classification is the naive one.
     @Test func everyTokenByteInEveryPositionClassifiesAsTheNaiveComparison() {
