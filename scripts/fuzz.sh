@@ -2,13 +2,13 @@
 # Runs every libFuzzer target for FUZZ_SECONDS (default 30) each. Seeds come from Fuzz/corpus/
 # (committed, read-only here); what the fuzzer finds goes to .build/fuzz-corpus/<target>, and a
 # crashing input to .build/fuzz-artifacts/. Exit status is non-zero if any target crashed.
-# Usage: scripts/fuzz.sh [target ...]     (targets: request-parser chunked cache-control config disk-entry)
+# Usage: scripts/fuzz.sh [target ...]     (targets: request-parser response-parser chunked cache-control config disk-entry)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 SECONDS_EACH=${FUZZ_SECONDS:-30}
 TARGETS=("$@")
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(request-parser chunked cache-control config disk-entry)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(request-parser response-parser chunked cache-control config disk-entry)
 
 # -DFUZZING makes main() hand over to libFuzzer's driver; -fsanitize=address covers the C shims.
 # Release builds leave out the run-time exclusivity checks (Package.swift); the fuzzer turns

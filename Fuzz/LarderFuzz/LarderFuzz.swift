@@ -7,6 +7,7 @@ import LarderHTTP
 /// one exists: the same bytes fed whole and in two pieces must give the same answer).
 enum FuzzTarget: String, CaseIterable {
     case requestParser = "request-parser"
+    case responseParser = "response-parser"
     case chunked
     case cacheControl = "cache-control"
     case config
@@ -15,6 +16,7 @@ enum FuzzTarget: String, CaseIterable {
     func run(_ input: UnsafeRawBufferPointer) {
         switch self {
         case .requestParser: FuzzTarget.requestParser(input)
+        case .responseParser: FuzzTarget.responseParser(input)
         case .chunked: FuzzTarget.chunked(input)
         case .cacheControl: FuzzTarget.cacheControl(input)
         case .config: FuzzTarget.config(input)
@@ -47,6 +49,7 @@ enum FuzzTarget: String, CaseIterable {
                 return "incomplete"
             case .complete(let head, let length):
                 precondition(length <= input.count)
+                checkKnownFieldTags(head.headers, pick: input.count)
                 return describe(head, length)
             }
         } catch {
@@ -62,6 +65,28 @@ enum FuzzTarget: String, CaseIterable {
             framing = "framing error \(error.status)"
         }
         return "\(head.method.rawValue) \(head.targetText) \(head.headers.fields.count) fields, \(length) bytes, \(framing)"
+    }
+
+    /// The response-head parser fed one line at a time, as libcurl hands an origin's head over
+    /// (the input split after each LF; its first byte's low bit says whether it answers a HEAD):
+    /// every head it ends, interim or final, has known-field tags that agree with its names.
+    static func responseParser(_ input: UnsafeRawBufferPointer) {
+        var parser = ResponseHeadParser(answersHEAD: input.first.map { $0 & 1 == 1 } ?? false)
+        var start = 0
+        for index in 0..<input.count where input[index] == 10 || index == input.count - 1 {
+            let line = UnsafeRawBufferPointer(rebasing: input[start...index])
+            start = index + 1
+            let event: ResponseHeadParser.Event
+            do {
+                event = try parser.feed(line)
+            } catch {
+                return
+            }
+            switch event {
+            case .none: break
+            case .interim(let head), .final(let head): checkKnownFieldTags(head.headers, pick: input.count)
+            }
+        }
     }
 
     /// The chunked decoder, whole and split.
@@ -166,6 +191,7 @@ enum FuzzTarget: String, CaseIterable {
             precondition(preamble.bodyLength >= 0 && preamble.headLength >= 0 && preamble.headLength < 1 << 20)
         }
         guard let head = try? DiskEntryFormat.decodeHead(bytes[...], bodyLength: 0, bodyChecksum: 0) else { return }
+        checkKnownFieldTags(head.headers, pick: bytes.count)
         precondition((100...999).contains(head.status))
         func writable(_ text: String, ascii: Bool) -> Bool {
             text.unicodeScalars.allSatisfy { $0 != "\r" && $0 != "\n" && (!ascii || $0.isASCII) }

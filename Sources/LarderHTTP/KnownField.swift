@@ -70,10 +70,12 @@ public enum KnownField: UInt8, Sendable, CaseIterable {
     var bit: UInt32 { 1 << UInt32(rawValue) }
 
     /// The known field named `name` (any case), nil for any other name: this runs for every
-    /// field parsed. The name is read eight bytes at a time with bit 0x20 set in each byte, which
-    /// folds the letters' case and leaves `-` as it is, and compared with the names of its length
-    /// read the same way (the constants below; a test checks each against ``name``). A token
-    /// holds no byte that folds onto a letter or `-` other than those (RFC 9110 §5.6.2).
+    /// field parsed. The name is read eight bytes at a time with bit 0x20 set in each byte that
+    /// has bit 0x40, which folds the letters' case and leaves `-` as it is, and compared with the
+    /// names of its length read the same way (the constants below; a test checks each against
+    /// ``name``). Only a letter's two cases fold onto it, and only `-` itself is `-`: setting 0x20
+    /// in every byte would also read a CR (0x0D) as `-`, so a name that is not a token
+    /// (RFC 9110 §5.6.2) could pass for `Set-Cookie` or `Content-Length`.
     public init?(name: UnsafeRawBufferPointer) {
         guard let field = KnownField.match(name) else { return nil }
         self = field
@@ -167,20 +169,20 @@ public enum KnownField: UInt8, Sendable, CaseIterable {
         return nil
     }
 
-    /// Up to eight bytes as one word with bit 0x20 set in every byte: two overlapping four-byte
-    /// reads for four to seven, little-endian as on every target (the constants are made the
-    /// same way).
+    /// Up to eight bytes as one word, each byte with bit 0x40 given bit 0x20 too (A-Z read as
+    /// a-z): two overlapping four-byte reads for four to seven, fewer bytes padded with 0x20,
+    /// little-endian as on every target (the constants are made the same way).
     @inline(__always)
     private static func chunk(_ start: UnsafeRawPointer, count: Int) -> UInt64 {
-        let fold: UInt64 = 0x2020_2020_2020_2020
-        if count >= 8 { return start.loadUnaligned(as: UInt64.self) | fold }
+        @inline(__always) func folded(_ word: UInt64) -> UInt64 { word | (word & 0x4040_4040_4040_4040) >> 1 }
+        if count >= 8 { return folded(start.loadUnaligned(as: UInt64.self)) }
         if count >= 4 {
             let low = UInt64(start.loadUnaligned(as: UInt32.self))
             let high = UInt64((start + count - 4).loadUnaligned(as: UInt32.self))
-            return low | high << 32 | fold
+            return folded(low | high << 32)
         }
         var value: UInt64 = 0
         for index in 0..<count { value |= UInt64(start.load(fromByteOffset: index, as: UInt8.self)) << (8 * UInt64(index)) }
-        return value | fold
+        return folded(value) | 0x2020_2020_2020_2020 << (8 * UInt64(count))
     }
 }

@@ -5,7 +5,7 @@ import Testing
 /// through the normal debug build of `larder-fuzz`, so a regression shows up in `swift test`
 /// even where libFuzzer is not run.
 @Suite(.timeLimit(.minutes(3))) struct FuzzCorpusTests {
-    static let targets = ["request-parser", "chunked", "cache-control", "config", "disk-entry"]
+    static let targets = ["request-parser", "response-parser", "chunked", "cache-control", "config", "disk-entry"]
 
     @Test(arguments: targets)
     func corpusReplaysWithoutFailure(target: String) throws {
@@ -22,6 +22,6 @@ import Testing
         let child = try ChildProcess(Paths.fuzzer, [], environment: ["FUZZ_TARGET": "nope"])
         child.waitUntilExit()
         #expect(child.terminationStatus == 2)
-        #expect(child.stderr.contains("request-parser, chunked, cache-control, config, disk-entry"))
+        #expect(child.stderr.contains("request-parser, response-parser, chunked, cache-control, config, disk-entry"))
     }
 }

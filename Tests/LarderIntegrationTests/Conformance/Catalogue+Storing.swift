@@ -105,6 +105,33 @@ enum StoringCases {
                     script: [ok(header("Last-Modified", "{now-100000}"), status: status)],
                     steps: [get(status: status, origin: 1, hit: false), get(status: status, origin: 1, hit: true)]))
         }
+        // Field names compare case-insensitively (RFC 9110 §5.1): the fields that keep a
+        // response out of a shared cache count however they are spelled, in the request or the
+        // response, and a field the response's Connection names in another case is not kept.
+        for name in ["authorization", "AUTHORIZATION", "aUtHoRiZaTiOn"] {
+            cases.append(
+                ConformanceCase(
+                    section: "3.5", name: "a response to \(name) is not stored", script: [ok(maxAgeHour)],
+                    steps: notReused(header(name, "Bearer a"))))
+        }
+        let privateResponses = [
+            header("set-cookie", "a=1"), header("SET-COOKIE", "a=1"), header("cache-control", "PRIVATE, max-age=3600"),
+            header("CACHE-CONTROL", "max-age=3600, No-Store"), header("vary", "*"), header("VARY", "*"),
+        ]
+        for field in privateResponses {
+            let script = field.0.lowercased() == "cache-control" ? [ok(field)] : [ok(maxAgeHour, field)]
+            cases.append(
+                ConformanceCase(
+                    section: "3", name: "a response with \(field.0): \(field.1) is not stored", script: script, steps: notReused()))
+        }
+        cases.append(
+            ConformanceCase(
+                section: "3", name: "a field Connection names in another case is not stored",
+                script: [ok(maxAgeHour, header("CONNECTION", "x-HOP, SET-COOKIE"), header("X-Hop", "2"), header("set-cookie", "a=1"))],
+                steps: [
+                    get(origin: 1, expectHeaders: [("X-Hop", nil), ("Set-Cookie", nil)]),
+                    get(origin: 1, hit: true, expectHeaders: [("X-Hop", nil), ("Set-Cookie", nil), ("Connection", nil)]),
+                ]))
         return cases
     }
 }
