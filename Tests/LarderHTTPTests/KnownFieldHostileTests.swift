@@ -88,7 +88,7 @@ import Testing
     /// Duplicates and every order of add, set, remove by tag and by name, in any case: after
     /// each step, contains and the values read by tag equal the naive reading of the fields.
     @Test func sequencesOfChangesKeepTheTagsTrue() {
-        var generator = SplitMix(seed: 59)
+        var generator = SplitMix64(seed: 59)
         let names = [
             "Set-Cookie", "SET-COOKIE", "set-cookie", "Authorization", "authorization", "Vary", "VARY", "X-A", "x-a",
             "Content-Length", "CONTENT-LENGTH", "Transfer-Encoding", "Connection", "Proxy-Authorization", "proxy-AUTHORIZATION",
@@ -158,18 +158,5 @@ import Testing
             #expect(headers.contains(field) == !byName.isEmpty, "\(field)", sourceLocation: sourceLocation)
             #expect(byTag == byName && headers[field] == byName.first, "\(field)", sourceLocation: sourceLocation)
         }
-    }
-}
-
-/// A small seeded generator, so a failing sequence repeats.
-private struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
