@@ -171,10 +171,17 @@ public struct StoreSink {
     }
 
     /// The body arrived whole (`received` bytes, in `chunks`): a body kept whole is stored in
-    /// memory (up to `memory.max_object_bytes`) and queued for the disk tier on `queue`; a
-    /// streamed one's file is completed.
+    /// memory (up to `memory.max_object_bytes`) and, last, queued for the disk tier on `queue`;
+    /// a streamed one's file is completed.
     public mutating func finish(chunks: [[UInt8]], received: Int, queue: DiskStoreQueue) {
-        if keepsWhole, let cache, let parts, let whole = parts.whole {
+        diskWrite?.finish(expectedLength: received)
+        // A slice's part: completes the slice when it wrote the slice's last byte.
+        parts?.assembly.take()?.end(succeeded: true)
+        // Read before close() drops it.
+        let pendingDiskHead = parts?.pendingDiskHead.take()
+        let keptWhole = keepsWhole
+        close()
+        if keptWhole, let cache, let parts, let whole = parts.whole {
             let body: [UInt8]
             if chunks.count == 1 {
                 body = chunks[0]
@@ -194,12 +201,8 @@ public struct StoreSink {
                 preparedHead: whole.head)
             cache.memory.insert(stored)
             // Moved to the queue, not copied: the head is large.
-            if let pendingDiskHead = parts.pendingDiskHead.take() { queue.add(stored, body: body, head: pendingDiskHead) }
+            if let pendingDiskHead { queue.add(stored, body: body, head: pendingDiskHead) }
         }
-        diskWrite?.finish(expectedLength: received)
-        // A slice's part: completes the slice when it wrote the slice's last byte.
-        parts?.assembly.take()?.end(succeeded: true)
-        close()
     }
 
     /// The transfer failed or was cancelled: the file being written is deleted, and the slice

@@ -80,6 +80,63 @@ extension IntegrationTests {
             }
         }
 
+        /// With two loops, requests that arrive while the fill ends (the origin holds the
+        /// chunked body's end back for 0.4 s) join the fill, move to its loop, or find the
+        /// stored response: the key is free only once the body is stored, so none fetches it
+        /// again, and each gets the whole body. Requests are sent 12 ms apart on connections
+        /// opened at once (which loop accepts each is the kernel's choice: the round is
+        /// repeated, on a new URL and a new daemon, until some request had to move, 5 rounds
+        /// at most).
+        @Test func requestsOnEitherLoopAsTheFillEndsMakeOneOriginRequest() throws {
+            let origin = try Origin()
+            var moved = 0
+            for round in 0..<5 {
+                // A daemon of its own each round: which loop the kernel wakes for a connection
+                // tends to stay the same for the life of one.
+                let larder = try Larder(config: "[proxy]\nworkers = 2\n")
+                let path = "/ending?size=20000&chunked=1&slow=0.4&cc=max-age=60&id=\(round)"
+                // Opened from 8 threads at once, each connection asking for a stored response
+                // first: a connection that arrives while one loop is busy wakes the other.
+                let warm = origin.url("/warm?size=100000&cc=max-age=60")
+                _ = try Curl.viaProxy(larder.proxy, [warm])
+                let opened = OpenedConnections()
+                let port = larder.proxyPort
+                let warmRequest = "GET \(warm) HTTP/1.1\r\nHost: 127.0.0.1:\(origin.port)\r\n\r\n"
+                DispatchQueue.concurrentPerform(iterations: 8) { _ in
+                    for _ in 0..<8 {
+                        guard let connection = try? RawConnection(port: port, receiveTimeout: 10) else { continue }
+                        connection.send(warmRequest)
+                        if (try? connection.readResponse())?.status == 200 { opened.add(connection) }
+                    }
+                }
+                let connections = opened.all
+                #expect(connections.count == 64)
+                let request = "GET \(origin.url(path)) HTTP/1.1\r\nHost: 127.0.0.1:\(origin.port)\r\n\r\n"
+                for connection in connections {
+                    connection.send(request)
+                    usleep(12_000)
+                }
+                var statuses: [String] = []
+                var bodies = Set<Data>()
+                for connection in connections {
+                    let response = try connection.readResponse()
+                    #expect(response.status == 200)
+                    bodies.insert(Data(response.body))
+                    statuses.append(response.header("cache-status") ?? "-")
+                }
+                #expect(try origin.count(path) == 1, "one origin request: \(statuses)")
+                #expect(bodies == [try origin.directBody(path)], "every client got the whole body")
+                let after = try Curl.viaProxy(larder.proxy, [origin.url(path)])
+                #expect(after.header("cache-status")?.hasPrefix("larder; hit") == true, "\(after.headers)")
+                #expect(after.body == (try origin.directBody(path)))
+                moved = try SharedKeys.metric(larder, "larder_coalesce_moved_total") ?? 0
+                let kinds = Dictionary(grouping: statuses) { $0.split(separator: ";").dropFirst().first.map(String.init) ?? $0 }
+                print("round \(round): \(kinds.mapValues(\.count)), \(moved) moved so far")
+                if moved > 0 { break }
+            }
+            #expect(moved > 0, "some request arrived on the loop that was not fetching")
+        }
+
         @Test func waitersReceiveTheBodyWhileItArrives() throws {
             let origin = try Origin()
             let larder = try Larder()
@@ -226,4 +283,17 @@ extension IntegrationTests {
             #expect(count >= 3 && count <= 5, "fills of at most 2 clients: \(count) origin requests")
         }
     }
+}
+
+/// Connections opened on several threads, collected under a lock: each is handed over once and
+/// used only by the test's thread afterwards (RawConnection is not Sendable).
+private final class OpenedConnections: @unchecked Sendable {
+    private let lock = NSLock()
+    private var connections: [RawConnection] = []
+
+    func add(_ connection: RawConnection) {
+        lock.withLock { connections.append(connection) }
+    }
+
+    var all: [RawConnection] { lock.withLock { connections } }
 }

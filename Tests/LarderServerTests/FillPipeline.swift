@@ -48,10 +48,14 @@ final class FillPipeline: @unchecked Sendable {
     let runtime: RuntimeConfig
     let shared: SharedState
     private let handle: EventLoopHandle
+    /// Loops that only count in the fill registry (`loops` > 1): nothing runs on them.
+    private let others: [EventLoopHandle]
     private(set) var proxy: ProxyLoop!
     let standIn = FetchStandIn()
 
-    init(configure: (inout Config) -> Void = { _ in }) throws {
+    /// With `loops` > 1 the fill registry is active, as with `proxy.workers` = `loops`: the
+    /// pipeline's loop is loop 0, and the others only hold keys a test claims for them.
+    init(loops: Int = 1, configure: (inout Config) -> Void = { _ in }) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("larder-fill-\(UUID().uuidString)").path
         var config = Config()
         config.disk.path = directory
@@ -59,6 +63,8 @@ final class FillPipeline: @unchecked Sendable {
         runtime = RuntimeConfig(config: config)
         shared = SharedState(runtime: runtime, logger: Logger(label: "fill-pipeline-test"))
         handle = try EventLoop.start(name: "fill-pipeline-test")
+        others = try (1..<max(1, loops)).map { try EventLoop.start(name: "fill-pipeline-test-\($0)", index: $0) }
+        if loops > 1 { shared.forwarding.fills.setLoops([handle] + others) }
         onLoop { pipeline, loop in pipeline.proxy = ProxyLoop(loop: loop, shared: pipeline.shared, runtime: pipeline.runtime) }
     }
 
@@ -66,6 +72,7 @@ final class FillPipeline: @unchecked Sendable {
     func close() {
         onLoop { pipeline, _ in pipeline.proxy = nil }
         handle.execute { $0.stop() }
+        for other in others { other.execute { $0.stop() } }
         try? FileManager.default.removeItem(atPath: directory)
     }
 

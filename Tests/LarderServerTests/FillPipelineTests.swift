@@ -59,6 +59,53 @@ import Testing
         #expect(stored.1 == FillPipelineTests.hello)
     }
 
+    /// With several loops a fill's key is released in the fill's pass after its end, once the
+    /// body is stored: a request on another loop in between is sent to this loop (where the
+    /// stored response answers it), never left to fetch the key again; a request on this loop in
+    /// between no longer finds the ended fill, and claims the key for a fill of its own.
+    @Test func anEndedFillHoldsItsKeyUntilItsPassWithTheBodyStored() throws {
+        let pipeline = try FillPipeline(loops: 2)
+        defer { pipeline.close() }
+        let key = FillKey(method: "GET", url: CacheKey(FillPipeline.url("/ending")).url, bodyHash: nil)
+        let first = FillPipeline.Reader()
+        let next = FillPipeline.Reader()
+        let during: (held: Bool, stored: Bool, offered: Bool, calls: Int) = pipeline.onLoop { pipeline, _ in
+            pipeline.join(first, "/ending")
+            let transfer = pipeline.standIn.transfers[0]
+            transfer.head(200, [("Cache-Control", "max-age=60"), ("Content-Length", "5")])
+            transfer.body(FillPipelineTests.hello)
+            transfer.finish(bodyBytes: 5)
+            // The end ran; its pass has not.
+            let held = pipeline.shared.forwarding.fills.owner(of: key, besides: 1) != nil
+            let stored = pipeline.shared.storage.cache.holds(CacheKey(FillPipeline.url("/ending")))
+            let offered = pipeline.proxy.coalescer.fill(for: key) != nil
+            return (held, stored, offered, pipeline.standIn.calls)
+        }
+        #expect(during == (true, true, false, 1), "held for the other loop, stored, no longer offered here")
+        let after: (owner: Bool, calls: Int, body: [UInt8]) = pipeline.onLoop { pipeline, _ in
+            (pipeline.shared.forwarding.fills.owner(of: key, besides: 1) != nil, pipeline.standIn.calls, first.body)
+        }
+        #expect(after == (false, 1, FillPipelineTests.hello), "released after the pass")
+        // The same window on the fill's own loop: the next request claims the key for a fill of
+        // its own, which the ended fill's pass leaves registered.
+        let againKey = FillKey(method: "GET", url: CacheKey(FillPipeline.url("/again")).url, bodyHash: nil)
+        let started: Fill? = pipeline.onLoop { pipeline, _ in
+            pipeline.join(FillPipeline.Reader(), "/again")
+            let transfer = pipeline.standIn.transfers[1]
+            transfer.head(200, [("Content-Length", "5")])
+            transfer.body(FillPipelineTests.hello)
+            transfer.finish(bodyBytes: 5)
+            return pipeline.join(next, "/again")
+        }
+        let kept: (registered: Bool, held: Bool, calls: Int) = pipeline.onLoop { pipeline, _ in
+            (
+                started != nil && pipeline.proxy.coalescer.fill(for: againKey) === started,
+                pipeline.shared.forwarding.fills.owner(of: againKey, besides: 1) != nil, pipeline.standIn.calls
+            )
+        }
+        #expect(kept == (true, true, 3), "a fill of its own, registered past the ended fill's pass")
+    }
+
     @Test func aResponseThatMayNotBeStoredIsServedButNotStored() throws {
         let pipeline = try FillPipeline()
         defer { pipeline.close() }

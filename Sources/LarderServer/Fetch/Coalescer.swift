@@ -35,12 +35,13 @@ final class Coalescer {
     }
 
     /// The decision behind ``join(_:maxWaiters:reader:requestHeaders:)``: a pure function, so
-    /// every case has a test. `local`: this loop's fill for the key, if any.
+    /// every case has a test. `local`: this loop's fill for the key, if any; one that `ended`
+    /// is still registered until its pass releases the key, and counts as none.
     static func step(
-        hasKey: Bool, notShareable: Bool, local: (acceptsLateReaders: Bool, readerCount: Int)?, maxWaiters: Int
+        hasKey: Bool, notShareable: Bool, local: (ended: Bool, acceptsLateReaders: Bool, readerCount: Int)?, maxWaiters: Int
     ) -> Step {
         guard hasKey, !notShareable else { return .alone }
-        guard let local else { return .claim }
+        guard let local, !local.ended else { return .claim }
         return local.acceptsLateReaders && local.readerCount < maxWaiters ? .attach : .alone
     }
 
@@ -66,7 +67,7 @@ final class Coalescer {
         let local = key.flatMap { fills[$0] }
         let step = Coalescer.step(
             hasKey: key != nil, notShareable: key.map(isNotShareable) ?? false,
-            local: local.map { ($0.acceptsLateReaders, $0.readerCount) }, maxWaiters: maxWaiters)
+            local: local.map { ($0.hasEnded, $0.acceptsLateReaders, $0.readerCount) }, maxWaiters: maxWaiters)
         switch (step, key, local) {
         case (.attach, _, let fill?):
             fill.attach(reader, requestHeaders: requestHeaders)
@@ -96,11 +97,14 @@ final class Coalescer {
 
     /// Whether some loop, this one or another, is fetching `key` (nothing is claimed).
     func isFetched(_ key: FillKey) -> Bool {
-        fills[key] != nil || registry?.owner(of: key, besides: loop.handle.index) != nil
+        fill(for: key) != nil || registry?.owner(of: key, besides: loop.handle.index) != nil
     }
 
-    /// The fill in flight for `key`.
-    func fill(for key: FillKey) -> Fill? { fills[key] }
+    /// The fill in flight for `key` (not one that ended and has yet to release it).
+    func fill(for key: FillKey) -> Fill? {
+        guard let fill = fills[key], !fill.hasEnded else { return nil }
+        return fill
+    }
 
     /// Whether `key` is in its not-shareable period.
     func isNotShareable(_ key: FillKey) -> Bool {
@@ -110,7 +114,9 @@ final class Coalescer {
         return false
     }
 
-    /// Forgets `fill` (finished, failed or cancelled) if it is the one registered.
+    /// Forgets `fill` (finished, failed or cancelled) if it is the one registered: not when a
+    /// request claimed the key again after the fill ended (``step(hasKey:notShareable:local:maxWaiters:)``)
+    /// and registered a fill of its own.
     func remove(_ fill: Fill) {
         guard let key = fill.coalesceKey, fills[key] === fill else { return }
         fills.removeValue(forKey: key)

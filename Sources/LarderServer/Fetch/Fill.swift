@@ -73,6 +73,11 @@ final class Fill: UpstreamTransferDelegate {
     /// See ``diskCopyFailed()``.
     private(set) var diskCopyDamaged = false
     var notifyScheduled = false
+    /// The transfer ended (``end()``): the next pass releases the key, after the sink stored the
+    /// body. Until then the coalescer offers this fill to no one (``hasEnded``).
+    private var releasesKey = false
+    /// Whether the transfer ended (finished, failed, cancelled or answered from a stale copy).
+    var hasEnded: Bool { outcome != nil }
     /// Readers released whose (deferred) news has not reached them, by identity.
     private var releasing: [ObjectIdentifier] = []
     /// The configuration's values for fills, as they were when this one started.
@@ -330,8 +335,12 @@ final class Fill: UpstreamTransferDelegate {
             // pass) is removed here.
             if buffer.readers.count == 1 {
                 let only = buffer.readers[0].reader
-                guard let position = only.fillDidProgress(self) else { return readerLeft(only) }
-                buffer.move(only, to: position)
+                if let position = only.fillDidProgress(self) {
+                    buffer.move(only, to: position)
+                    trimAndResume()
+                } else {
+                    readerLeft(only)
+                }
             } else {
                 for entry in buffer.readers {
                     if let position = entry.reader.fillDidProgress(self) {
@@ -340,8 +349,12 @@ final class Fill: UpstreamTransferDelegate {
                         readerLeft(entry.reader)
                     }
                 }
+                trimAndResume()
             }
-            trimAndResume()
+            if releasesKey {
+                releasesKey = false
+                proxy.coalescer.remove(self)
+            }
         }
     }
 
@@ -540,11 +553,13 @@ final class Fill: UpstreamTransferDelegate {
         end()
     }
 
-    /// The fill's end once its transfer ended, in one place: the sink stores the body or drops
-    /// what it wrote (each closes it), the readers hear of the outcome after the batch, and the
-    /// coalescer forgets the fill last, so that with several loops the key is free only once
-    /// the body is stored.
+    /// The fill's end once its transfer ended, in one place: the pass after the batch tells the
+    /// readers and then releases the key (``releasesKey``), and the sink, last, stores the body
+    /// or drops what it wrote (each way closes it). So with several loops the key is free only
+    /// once the body is stored, and nothing here goes on after the sink returns.
     private func end() {
+        releasesKey = true
+        scheduleNotify()
         if case .failure? = outcome {
             sink.abort()
         } else if staleAnswer != nil {
@@ -552,8 +567,6 @@ final class Fill: UpstreamTransferDelegate {
         } else {
             sink.finish(chunks: buffer.chunks, received: received, queue: proxy.diskStores)
         }
-        scheduleNotify()
-        proxy.coalescer.remove(self)
     }
 
     /// A failure with no usable answer from upstream, stale copy or not.
