@@ -38,7 +38,7 @@ final class ClientConnection: IOHandler {
     private var output = OutputQueue()
     private var parser: RequestHeadParser
     var exchange: Exchange?
-    private(set) var phase: Phase = .waitingForRequest
+    private var phase: Phase = .waitingForRequest
     /// Whether a request is being answered (not waiting for one, not lingering or closed).
     var isExchanging: Bool { phase == .exchanging }
     private var deadline: UInt64 = .max
@@ -315,15 +315,12 @@ final class ClientConnection: IOHandler {
     }
 
     /// Queues the last fields and the end of a head, which `write` puts in place into the
-    /// loop's scratch buffer (at most `capacity` bytes): per-response fields with no array of
-    /// their own.
+    /// loop's scratch buffer (at most `capacity` bytes; it returns how many): per-response
+    /// fields with no array of their own. `write` is handed on as it is: wrapped in a closure
+    /// of ours, it would no longer be compiled into its caller.
     @inline(__always)
-    func sendHeadEnd(capacity: Int, _ write: (inout ByteWriter) -> Void) {
-        output.append(using: &proxy.scratch, capacity: capacity) { buffer in
-            var writer = ByteWriter(buffer)
-            write(&writer)
-            return writer.count
-        }
+    func sendHeadEnd(capacity: Int, _ write: (UnsafeMutableBufferPointer<UInt8>) -> Int) {
+        output.append(using: &proxy.scratch, capacity: capacity, write)
     }
 
     /// Queues a body whose length the head declared as exactly this: `bytes` whole, by reference.

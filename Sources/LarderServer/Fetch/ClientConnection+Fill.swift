@@ -348,9 +348,11 @@ extension ClientConnection: FillReader {
         }
         let cacheStatus = exchange.cacheStatus
         let connection = connectionField(exchange)
-        sendHeadEnd(capacity: 64 + ResponseHeadWriter.endCapacity + cacheStatus.renderedCapacity) { writer in
+        sendHeadEnd(capacity: 64 + ResponseHeadWriter.endCapacity + cacheStatus.renderedCapacity) { buffer in
+            var writer = ByteWriter(buffer)
             cacheStatus.appendField(to: &writer)
             ResponseHeadWriter.writeEnd(length: length, chunked: chunked, connection: connection, into: &writer)
+            return writer.count
         }
     }
 

@@ -54,12 +54,14 @@ extension ClientConnection {
         let cacheStatus = exchange.cacheStatus
         let hasBody = stored.status != 204 && stored.status != 304
         let connection = connectionField(exchange)
-        sendHeadEnd(capacity: 64 + ResponseHeadWriter.endCapacity + cacheStatus.renderedCapacity) { writer in
+        sendHeadEnd(capacity: 64 + ResponseHeadWriter.endCapacity + cacheStatus.renderedCapacity) { buffer in
+            var writer = ByteWriter(buffer)
             writer.append("Age: " as StaticString)
             writer.append(decimal: max(0, age))
             writer.append("\r\n" as StaticString)
             cacheStatus.appendField(to: &writer)
             ResponseHeadWriter.writeEnd(length: hasBody ? count : nil, chunked: false, connection: connection, into: &writer)
+            return writer.count
         }
         if hasBody && exchange.head.method != .head && count > 0 {
             switch stored.body {

@@ -184,7 +184,7 @@ final class ConnectHandler {
     }
 
     private func resolved(_ result: Result<[SocketAddress], Resolver.Failure>, port: Int, exchangeID: ObjectIdentifier) {
-        guard connection.phase == .exchanging, let exchange = connection.exchange, ObjectIdentifier(exchange) == exchangeID,
+        guard connection.isExchanging, let exchange = connection.exchange, ObjectIdentifier(exchange) == exchangeID,
             setup?.deadline != nil
         else { return }
         switch result {
@@ -241,7 +241,7 @@ final class ConnectHandler {
 
     private func connected(_ result: Result<TunnelDial.Connected, TunnelDial.Failure>, exchange: Exchange) {
         setup?.dial = nil
-        guard connection.phase == .exchanging, connection.exchange === exchange else {
+        guard connection.isExchanging, connection.exchange === exchange else {
             if case .success(let connected) = result { connected.socket.close() }
             return
         }
