@@ -450,6 +450,20 @@ final class ClientConnection: IOHandler {
 
     // MARK: Ending exchanges and connections
 
+    /// The `Connection` field of the current response's head, which decides whether the
+    /// connection stays open after it (``ResponseHeadWriter/connection(version:keepAlive:requestBodyComplete:closeDelimited:draining:)``);
+    /// a close is kept in the exchange for ``finishExchange()``. `draining`: the server's, unless
+    /// given (a connection told to drain on its own).
+    func connectionField(_ exchange: Exchange, draining: Bool? = nil) -> ResponseHeadWriter.ConnectionField {
+        var closeDelimited = false
+        if case .close = exchange.framing { closeDelimited = true }
+        let field = ResponseHeadWriter.connection(
+            version: exchange.head.version, keepAlive: exchange.keepAlive, requestBodyComplete: exchange.requestBodyComplete,
+            closeDelimited: closeDelimited, draining: draining ?? proxy.isDraining)
+        if field == .close { exchange.keepAlive = false }
+        return field
+    }
+
     /// Called when every byte of the current response is queued: the exchange leaves what it
     /// was reading (``RequestPipeline/finished(_:on:)``), then ends here.
     func finishExchange() {

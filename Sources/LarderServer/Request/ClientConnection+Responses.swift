@@ -5,20 +5,6 @@ import LarderIO
 /// Response heads and bodies as they go on the wire, answers from the store and generated
 /// ones, and the record (counters, access line) each exchange leaves.
 extension ClientConnection {
-    /// The `Connection` field of the current response's head, which decides whether the
-    /// connection stays open after it (``ResponseHeadWriter/connection(version:keepAlive:requestBodyComplete:closeDelimited:draining:)``);
-    /// a close is kept in the exchange for ``finishExchange()``. `draining`: the server's, unless
-    /// given (a connection told to drain on its own).
-    func connectionField(_ exchange: Exchange, draining: Bool? = nil) -> ResponseHeadWriter.ConnectionField {
-        var closeDelimited = false
-        if case .close = exchange.framing { closeDelimited = true }
-        let field = ResponseHeadWriter.connection(
-            version: exchange.head.version, keepAlive: exchange.keepAlive, requestBodyComplete: exchange.requestBodyComplete,
-            closeDelimited: closeDelimited, draining: draining ?? proxy.isDraining)
-        if field == .close { exchange.keepAlive = false }
-        return field
-    }
-
     /// Ends `head` with its framing and `Connection` field and queues it.
     func queueHead(_ head: consuming ResponseHeadWriter, length: Int?, chunked: Bool = false, exchange: Exchange) {
         head.end(length: length, chunked: chunked, connection: connectionField(exchange))
