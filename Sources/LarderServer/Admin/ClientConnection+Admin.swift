@@ -124,7 +124,7 @@ extension ClientConnection {
         for field in response.fields { head.field(field.name, field.value) }
         queueHead(head, length: response.body.count, exchange: exchange)
         if exchange.head.method != .head {
-            output.append(response.body)
+            sendBody(response.body)
             exchange.bodyBytesSent = response.body.count
         }
         finishExchange()

@@ -71,7 +71,7 @@ extension ClientConnection {
 
     /// Answers with what the admin thread found.
     func cacheAdminDone(_ result: CacheAdminResult) {
-        guard phase == .exchanging, exchange != nil else { return }  // the client left meanwhile
+        guard isExchanging, exchange != nil else { return }  // the client left meanwhile
         switch result {
         case .listing(let listing):
             guard let json = try? listing.json() else { return respondAdmin(500, text: "the listing could not be encoded") }

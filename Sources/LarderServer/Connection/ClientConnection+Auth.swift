@@ -44,7 +44,7 @@ extension ClientConnection {
     }
 
     private func authenticated(_ valid: Bool, exchangeID: ObjectIdentifier) {
-        guard phase == .exchanging, let exchange, ObjectIdentifier(exchange) == exchangeID else { return }
+        guard isExchanging, let exchange, ObjectIdentifier(exchange) == exchangeID else { return }
         if valid {
             proxy.pipeline.route(exchange, on: self)
         } else {

@@ -34,11 +34,11 @@ final class ClientConnection: IOHandler {
     /// Strong: the loop's connection table holds this connection until `close()` removes it,
     /// which breaks the cycle. (An unowned reference costs an atomic retain per access.)
     let proxy: ProxyLoop
-    let inbound = ByteBuffer(capacity: 2048)
-    var output = OutputQueue()
-    var parser: RequestHeadParser
+    private let inbound = ByteBuffer(capacity: 2048)
+    private var output = OutputQueue()
+    private var parser: RequestHeadParser
     var exchange: Exchange?
-    private(set) var phase: Phase = .waitingForRequest
+    private var phase: Phase = .waitingForRequest
     /// Whether a request is being answered (not waiting for one, not lingering or closed).
     var isExchanging: Bool { phase == .exchanging }
     private var deadline: UInt64 = .max
@@ -46,12 +46,12 @@ final class ClientConnection: IOHandler {
     private var lastReadProgress: UInt64 = 0
     private(set) var peerClosed = false
     private var draining = false
-    var closeWhenFlushed = false
+    private var closeWhenFlushed = false
     private var lingerBytes = 0
     private var inProcess = false
     /// Set while the writer must not begin a pipelined request: the work on the connection
-    /// begins it later (a fill's pass, ``holdingRequests(_:)``).
-    var requestsHeld = false
+    /// begins it later (``holdingRequests(_:)``).
+    private var requestsHeld = false
     /// The counts of the host this connection last asked for (see ``HostCounters``).
     var hostSlot: HostCounters.Slot?
     /// The route counters this connection last counted into (``hostSlot``'s reason).
@@ -249,7 +249,7 @@ final class ClientConnection: IOHandler {
                 return
             }
             if output.pendingBytes != before { lastWriteProgress = proxy.loop.now }
-            outputHasRoom()
+            outputGainedRoom()
             switch result {
             case .wouldBlock:
                 updateInterest()
@@ -282,7 +282,7 @@ final class ClientConnection: IOHandler {
     // MARK: What the writer asks of the work on the connection
 
     /// Room in the output: the exchange may read ahead (the next block of a disk body).
-    private func outputHasRoom() {
+    private func outputGainedRoom() {
         if let exchange { proxy.pipeline.outputHasRoom(exchange, on: self) }
     }
 
@@ -302,7 +302,167 @@ final class ClientConnection: IOHandler {
         proxy.loop.setInterest(socket.fd, interest)
     }
 
+    // MARK: What the request side writes and reads through
+
+    // The answer writers (Request/, Fetch/, Ranges/, Admin/, Tunnels/) reach the output, the
+    // input and the close only through these: heads and bodies queued in order, a body framed
+    // as its head announced, room asked, a close announced, the request body read.
+
+    /// Queues a response head, or an interim (1xx) one, as it goes on the wire.
+    @inline(__always)
+    func sendHead(_ bytes: [UInt8]) {
+        output.append(bytes)
+    }
+
+    /// Queues the last fields and the end of a head, which `write` puts in place into the
+    /// loop's scratch buffer (at most `capacity` bytes; it returns how many): per-response
+    /// fields with no array of their own. `write` is handed on as it is: wrapped in a closure
+    /// of ours, it would no longer be compiled into its caller.
+    @inline(__always)
+    func sendHeadEnd(capacity: Int, _ write: (UnsafeMutableBufferPointer<UInt8>) -> Int) {
+        output.append(using: &proxy.scratch, capacity: capacity, write)
+    }
+
+    /// Queues a body whose length the head declared as exactly this: `bytes` whole, by reference.
+    @inline(__always)
+    func sendBody(_ bytes: [UInt8]) {
+        output.append(bytes)
+    }
+
+    /// Queues a body whose length the head declared as exactly this: `count` of `bytes` from
+    /// `offset` on, by reference.
+    @inline(__always)
+    func sendBody(_ bytes: [UInt8], from offset: Int, count: Int) {
+        output.append(bytes, from: offset, count: count)
+    }
+
+    /// Queues a body whose length the head declared as exactly this: `count` bytes of `file`
+    /// from `offset` on, sent with sendfile(2) where the transport can.
+    @inline(__always)
+    func sendBody(file: OpenFile, offset: Int, count: Int) {
+        output.appendFile(file, offset: Int64(offset), count: Int64(count))
+    }
+
+    /// Queues `count` of `bytes` from `offset` on (by reference) as the next part of
+    /// `exchange`'s body, framed as its head announced (``BodyFrame``).
+    func sendBodyPart(_ bytes: [UInt8], from offset: Int, count: Int, exchange: Exchange) {
+        sendFramed(count, exchange: exchange) { output, count in output.append(bytes, from: offset, count: count) }
+    }
+
+    /// Queues `count` bytes of `file` from `offset` on as the next part of `exchange`'s body,
+    /// framed as its head announced (``BodyFrame``).
+    func sendBodyPart(file: OpenFile, offset: Int, count: Int, exchange: Exchange) {
+        sendFramed(count, exchange: exchange) { output, count in
+            output.appendFile(file, offset: Int64(offset), count: Int64(count))
+        }
+    }
+
+    /// Ends a chunked body: the last chunk, no trailer fields (RFC 9112 §7.1).
+    func sendLastChunk() {
+        output.append(ClientConnection.lastChunk)
+    }
+
+    private static let lastChunk: [UInt8] = Array("0\r\n\r\n".utf8)
+
+    /// Frames a body part of `count` bytes: a chunk of its own when chunked; what would run
+    /// past a declared Content-Length is dropped (``bodyOverran(_:)``). `queue` appends the
+    /// part's bytes, as many as it is given.
+    @inline(__always)
+    private func sendFramed(_ count: Int, exchange: Exchange, _ queue: (inout OutputQueue, Int) -> Void) {
+        let frame = BodyFrame(count: count, framing: exchange.framing, sent: exchange.bodyBytesSent)
+        if frame.overran { bodyOverran(exchange) }
+        guard frame.count > 0 else { return }
+        if frame.chunked { output.append(frame.sizeLine) }
+        queue(&output, frame.count)
+        if frame.chunked { output.append(HeadSerializer.crlf) }
+        exchange.bodyBytesSent += frame.count
+    }
+
+    /// A body writer's bytes ran past the Content-Length its head declared (``BodyFrame``):
+    /// the excess was dropped; the exchange is marked broken and the connection closes after
+    /// what was declared. Logged once per exchange.
+    private func bodyOverran(_ exchange: Exchange) {
+        guard !exchange.framingBroken else { return }
+        exchange.framingBroken = true
+        exchange.keepAlive = false
+        var declared = "-"
+        if case .length(let length) = exchange.framing { declared = "\(length)" }
+        proxy.logger.error(
+            "a response body ran past its declared length; the excess was dropped and the connection closes",
+            metadata: ["url": "\(proxy.loggable(exchange.head.url?.description ?? "-"))", "declared": "\(declared)"])
+    }
+
+    /// Whether a streaming body may queue more now: the output is below its high-water mark.
+    /// Past it, the body waits for ``RequestPipeline/outputWritten(_:on:)``.
+    var outputHasRoom: Bool { output.pendingBytes < ClientConnection.outputHighWater }
+
+    /// Bytes queued and not yet written.
+    var pendingOutputBytes: Int { output.pendingBytes }
+
+    /// Announces that the connection closes once what is queued is written, whatever the
+    /// response's head said (a body that cannot be completed, RFC 9112 §8).
+    func closeAfterResponse() {
+        closeWhenFlushed = true
+    }
+
+    /// Whether the client sent bytes not read yet: a request body's, or a pipelined request's.
+    var hasUnreadInput: Bool { !inbound.isEmpty }
+
+    /// Moves request body bytes from the input into `buffer` as `reader` decodes its framing
+    /// (RFC 9112 §6.3, §7.1), consuming what it read: returns the body bytes written.
+    func takeRequestBody(_ reader: inout RequestBodyReader, into buffer: UnsafeMutableRawBufferPointer) throws(HTTPParseError)
+        -> Int
+    {
+        let moved = try reader.transfer(from: inbound.readable, into: buffer)
+        inbound.consume(moved.consumed)
+        return moved.written
+    }
+
+    /// Takes every byte read and not consumed: the socket goes to a new owner (a tunnel,
+    /// another loop), which gets them first.
+    func takeUnreadInput() -> [UInt8] {
+        let bytes = Array(inbound.readable)
+        inbound.consume(inbound.readableCount)
+        return bytes
+    }
+
+    /// Whether the socket may go to another owner now: an exchange under way, nothing queued
+    /// to write, no close announced.
+    var mayLeaveLoop: Bool { phase == .exchanging && output.isEmpty && !closeWhenFlushed }
+
+    /// Runs `body` without beginning a pipelined request inside it (a fill's pass over its
+    /// readers: a request for the same URL would join the fill while this connection's
+    /// finished exchange is still one of its readers). What `body` leaves waiting is begun on
+    /// the loop's next turn.
+    func holdingRequests<Result>(_ body: () -> Result) -> Result {
+        let held = requestsHeld
+        requestsHeld = true
+        let result = body()
+        requestsHeld = held
+        if !held, phase == .waitingForRequest || phase == .readingHead, !inbound.isEmpty {
+            proxy.loop.enqueueDeferred { [weak self] in
+                guard let self, self.phase == .waitingForRequest || self.phase == .readingHead else { return }
+                self.process()
+            }
+        }
+        return result
+    }
+
     // MARK: Ending exchanges and connections
+
+    /// The `Connection` field of the current response's head, which decides whether the
+    /// connection stays open after it (``ResponseHeadWriter/connection(version:keepAlive:requestBodyComplete:closeDelimited:draining:)``);
+    /// a close is kept in the exchange for ``finishExchange()``. `draining`: the server's, unless
+    /// given (a connection told to drain on its own).
+    func connectionField(_ exchange: Exchange, draining: Bool? = nil) -> ResponseHeadWriter.ConnectionField {
+        var closeDelimited = false
+        if case .close = exchange.framing { closeDelimited = true }
+        let field = ResponseHeadWriter.connection(
+            version: exchange.head.version, keepAlive: exchange.keepAlive, requestBodyComplete: exchange.requestBodyComplete,
+            closeDelimited: closeDelimited, draining: draining ?? proxy.isDraining)
+        if field == .close { exchange.keepAlive = false }
+        return field
+    }
 
     /// Called when every byte of the current response is queued: the exchange leaves what it
     /// was reading (``RequestPipeline/finished(_:on:)``), then ends here.

@@ -8,7 +8,9 @@ extension ClientConnection: FillReader {
     /// Takes what the fill has (once per batch of its events) and tells it how far this
     /// client got, in the answer rather than by a call back; nil once it left the fill (a
     /// response that ended here leaves it by that answer: the fill removes the reader). No
-    /// pipelined request is begun inside the pass (``holdingRequests(_:)``).
+    /// pipelined request is begun inside the pass (``ClientConnection/holdingRequests(_:)``): a
+    /// request for the same URL would join the fill while this connection's finished exchange
+    /// is still one of its readers.
     func fillDidProgress(_ fill: Fill) -> Int? {
         guard let exchange, exchange.fill === fill else { return nil }
         return holdingRequests {
@@ -17,24 +19,6 @@ extension ClientConnection: FillReader {
             guard let attachment = self.exchange?.attachment, attachment.fill === fill else { return nil }
             return attachment.position
         }
-    }
-
-    /// Runs `body` (a fill's pass over its readers) without beginning a pipelined request
-    /// inside it: a request for the same URL would join the fill while this connection's
-    /// finished exchange is still one of its readers. What `body` leaves waiting is begun on
-    /// the loop's next turn.
-    private func holdingRequests<Result>(_ body: () -> Result) -> Result {
-        let held = requestsHeld
-        requestsHeld = true
-        let result = body()
-        requestsHeld = held
-        if !held, phase == .waitingForRequest || phase == .readingHead, !inbound.isEmpty {
-            proxy.loop.enqueueDeferred { [weak self] in
-                guard let self, self.phase == .waitingForRequest || self.phase == .readingHead else { return }
-                self.process()
-            }
-        }
-        return result
     }
 
     func fillReleased(_ fill: Fill, reason: FillRelease) {
@@ -77,7 +61,7 @@ extension ClientConnection: FillReader {
         HopByHop.strip(&fields)
         var interim = ResponseHeadWriter(status: head.status, reason: head.reason)
         interim.fields(fields)
-        output.append(interim.interim())
+        sendHead(interim.interim())
         flushSoon()
     }
 
@@ -150,7 +134,7 @@ extension ClientConnection: FillReader {
                 progressed = true
                 attachment.position = position
             case .finishBody(let lastChunk):
-                if lastChunk { output.append(ClientConnection.lastChunk) }
+                if lastChunk { sendLastChunk() }
                 guard inPass else {
                     finishExchange()
                     return true
@@ -199,12 +183,12 @@ extension ClientConnection: FillReader {
         var position = position
         // What the fill lets readers have (a digest check holds its last byte back).
         let end = min(end, fill.readableBytes)
-        while output.pendingBytes < ClientConnection.outputHighWater, position < end, let attachment = exchange.attachment,
+        while outputHasRoom, position < end, let attachment = exchange.attachment,
             attachment.fill === fill, !attachment.isReadingBlock
         {
             if let held = attachment.checkedBlock, position >= held.start, position < held.start + held.bytes.count {
                 let count = min(held.start + held.bytes.count - position, end - position)
-                queueFillBytes(held.bytes, from: position - held.start, count: count, exchange: exchange)
+                sendBodyPart(held.bytes, from: position - held.start, count: count, exchange: exchange)
                 position += count
                 if position == held.start + held.bytes.count { attachment.checkedBlock = nil }
                 continue
@@ -213,7 +197,7 @@ extension ClientConnection: FillReader {
             switch data {
             case .memory(let bytes, let offset):
                 let count = min(bytes.count - offset, end - position)
-                queueFillBytes(bytes, from: offset, count: count, exchange: exchange)
+                sendBodyPart(bytes, from: offset, count: count, exchange: exchange)
                 position += count
             case .block(let block):
                 readFillBlock(block, fill: fill, exchange: exchange)
@@ -226,18 +210,6 @@ extension ClientConnection: FillReader {
             }
         }
         return position
-    }
-
-    /// Queues `count` of `bytes` from `offset` on (by reference), framed here as the head
-    /// announced (``BodyFrame``).
-    private func queueFillBytes(_ bytes: [UInt8], from offset: Int, count: Int, exchange: Exchange) {
-        let frame = BodyFrame(count: count, framing: exchange.framing, sent: exchange.bodyBytesSent)
-        if frame.overran { bodyOverran(exchange) }
-        guard frame.count > 0 else { return }
-        if frame.chunked { output.append(frame.sizeLine) }
-        output.append(bytes, from: offset, count: frame.count)
-        if frame.chunked { output.append(HeadSerializer.crlf) }
-        exchange.bodyBytesSent += frame.count
     }
 
     /// Reads a block of a fill's disk file and checks it on the reader thread; its answer
@@ -255,7 +227,7 @@ extension ClientConnection: FillReader {
     /// check (the write is spoiled and counted), ends this client's response short of its
     /// framing: never a byte that was not checked (RFC 9112 §8: an incomplete message).
     private func receiveFillBlock(_ read: DiskCache.BlockRead, token: Int) {
-        guard phase == .exchanging, let exchange, let fill = exchange.fill, let pending = exchange.attachment?.blockRead,
+        guard isExchanging, let exchange, let fill = exchange.fill, let pending = exchange.attachment?.blockRead,
             pending.token == token
         else { return }
         exchange.attachment?.blockRead = nil
@@ -342,16 +314,16 @@ extension ClientConnection: FillReader {
             start.fields(head.headers)
             start.field("Content-Range", "bytes \(slice.first)-\(slice.last)/\(length)")
             start.via()
-            output.append(start.bytes)
+            sendHead(start.bytes)
         } else if let prepared = fill.preparedClientHead {
             // Status line, fields and Via, serialized once for the memory and disk entries
             // too: queued by reference, as a hit's head is.
-            output.append(prepared.bytes)
+            sendHead(prepared.bytes)
         } else {
             var start = ResponseHeadWriter(status: head.status, reason: head.reason, capacity: 512)
             start.fields(head.headers)
             start.via()
-            output.append(start.bytes)
+            sendHead(start.bytes)
         }
         // The framing this response goes out with, then the per-response fields written in
         // place into the loop's scratch buffer (no array of their own).
@@ -376,7 +348,7 @@ extension ClientConnection: FillReader {
         }
         let cacheStatus = exchange.cacheStatus
         let connection = connectionField(exchange)
-        output.append(using: &proxy.scratch, capacity: 64 + ResponseHeadWriter.endCapacity + cacheStatus.renderedCapacity) { buffer in
+        sendHeadEnd(capacity: 64 + ResponseHeadWriter.endCapacity + cacheStatus.renderedCapacity) { buffer in
             var writer = ByteWriter(buffer)
             cacheStatus.appendField(to: &writer)
             ResponseHeadWriter.writeEnd(length: length, chunked: chunked, connection: connection, into: &writer)
@@ -401,7 +373,7 @@ extension ClientConnection: FillReader {
     func endIncomplete(_ exchange: Exchange) {
         exchange.keepAlive = false
         exchange.outcome = .error
-        closeWhenFlushed = true
+        closeAfterResponse()
         self.exchange = nil
         proxy.telemetry.stats.count(.error)
         noteFailure(exchange, cause: exchange.failure ?? .truncated)

@@ -29,8 +29,7 @@ extension ClientConnection {
         let bodyRead =
             exchange.requestFraming == .none
             || (exchange.bufferedBody != nil && exchange.requestBodyComplete && exchange.bufferedOffset == 0)
-        guard !exchange.moved, !exchange.headSent, bodyRead, !exchange.continueSent, exchange.fill == nil, output.isEmpty,
-            !closeWhenFlushed, phase == .exchanging
+        guard !exchange.moved, !exchange.headSent, bodyRead, !exchange.continueSent, exchange.fill == nil, mayLeaveLoop
         else { return false }
         var session: TLSTransport.Handoff?
         if let interception {
@@ -39,7 +38,7 @@ extension ClientConnection {
         }
         let moved = MovedConnection(
             socket: socket, peer: peer, kind: kind, head: exchange.head,
-            body: exchange.requestFraming == .none ? nil : exchange.bufferedBody, pending: Array(inbound.readable),
+            body: exchange.requestFraming == .none ? nil : exchange.bufferedBody, pending: takeUnreadInput(),
             startNanos: exchange.startNanos,
             interception: interception.flatMap { interception in session.map { ($0, interception.host, interception.port) } })
         self.exchange = nil

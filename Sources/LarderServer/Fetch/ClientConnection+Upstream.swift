@@ -25,7 +25,7 @@ extension ClientConnection: RequestBodySource {
             if fits {
                 if head.expectsContinue, head.version == .http1_1 {
                     // RFC 9110 §10.1.1: the body will be read, so tell a waiting client to send it.
-                    output.append(ResponseHeadWriter.continueHead)
+                    sendHead(ResponseHeadWriter.continueHead)
                     exchange.continueSent = true
                     flushSoon()
                 }
@@ -136,7 +136,7 @@ extension ClientConnection: RequestBodySource {
 
         // RFC 9110 §10.1.1: the body will be read, so tell a waiting client to send it.
         if body != nil, head.expectsContinue, head.version == .http1_1, !exchange.requestBodyComplete, !exchange.continueSent {
-            output.append(ResponseHeadWriter.continueHead)
+            sendHead(ResponseHeadWriter.continueHead)
             flushSoon()
         }
         var options = fillOptions(for: exchange, url: url, validating: validating)
@@ -311,14 +311,13 @@ extension ClientConnection: RequestBodySource {
     func bufferRequestBody(_ exchange: Exchange) {
         guard exchange.bufferingBody, var reader = exchange.body else { return }
         var scratch = [UInt8](repeating: 0, count: 16 * 1024)
-        while !reader.isComplete, !inbound.isEmpty {
+        while !reader.isComplete, hasUnreadInput {
             let result = scratch.withUnsafeMutableBytes { buffer in
-                Result { () throws(HTTPParseError) in try reader.transfer(from: inbound.readable, into: buffer) }
+                Result { () throws(HTTPParseError) in try takeRequestBody(&reader, into: buffer) }
             }
             switch result {
-            case .success(let moved):
-                inbound.consume(moved.consumed)
-                exchange.bufferedBody!.append(contentsOf: scratch[0..<moved.written])
+            case .success(let written):
+                exchange.bufferedBody!.append(contentsOf: scratch[0..<written])
             case .failure(let error):
                 exchange.body = reader
                 exchange.keepAlive = false
@@ -352,11 +351,9 @@ extension ClientConnection: RequestBodySource {
             return .bytes(count)
         }
         var written = 0
-        while !reader.isComplete, written == 0, !inbound.isEmpty {
+        while !reader.isComplete, written == 0, hasUnreadInput {
             do {
-                let result = try reader.transfer(from: inbound.readable, into: buffer)
-                inbound.consume(result.consumed)
-                written = result.written
+                written = try takeRequestBody(&reader, into: buffer)
             } catch {
                 exchange.bodyError = error
                 exchange.body = reader

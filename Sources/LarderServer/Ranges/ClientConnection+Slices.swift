@@ -64,7 +64,7 @@ extension ClientConnection {
                 endSlices(exchange)
                 return true
             }
-            guard output.pendingBytes < ClientConnection.outputHighWater else { return progressed }
+            guard outputHasRoom else { return progressed }
             let index = plan.sliceIndex
             let checked = exchange.takeCheckedEntry()
             switch proxy.cache.lookup(key.slice(index), request: exchange.head.headers, checked: checked) {
@@ -425,17 +425,10 @@ extension ClientConnection {
             startDiskBody(stored, first: offset, count: count, exchange: exchange)
             return
         }
-        let frame = BodyFrame(count: count, framing: exchange.framing, sent: exchange.bodyBytesSent)
-        if frame.overran { bodyOverran(exchange) }
-        if frame.count > 0 {
-            if frame.chunked { output.append(frame.sizeLine) }
-            switch stored.body {
-            case .memory(let bytes): output.append(bytes, from: offset, count: frame.count)
-            case .memoryFile(let file, _): output.appendFile(file, offset: Int64(offset), count: Int64(frame.count))
-            case .file: break
-            }
-            if frame.chunked { output.append(HeadSerializer.crlf) }
-            exchange.bodyBytesSent += frame.count
+        switch stored.body {
+        case .memory(let bytes): sendBodyPart(bytes, from: offset, count: count, exchange: exchange)
+        case .memoryFile(let file, _): sendBodyPart(file: file, offset: offset, count: count, exchange: exchange)
+        case .file: break
         }
         proxy.telemetry.stats[.bytesFromCache].add(count)
     }

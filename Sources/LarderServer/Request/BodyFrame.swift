@@ -1,11 +1,11 @@
 import LarderHTTP
 
 /// How body bytes a writer has go on the wire under the framing the response head announced:
-/// a pure value that each body writer (a fill's reader, the slice walk, the disk body) works
-/// out and applies to the output itself. A body never runs past the Content-Length its head
-/// declared (RFC 9112 §6.3): the bytes that would are dropped, and ``overran`` says so
-/// (``ClientConnection/bodyOverran(_:)`` logs it once and closes the connection after what was
-/// declared). A chunked body sends each write as a chunk of its own (RFC 9112 §7.1), never
+/// a pure value the connection applies to every part a body writer (a fill's reader, the
+/// slice walk, the disk body) sends (``ClientConnection/sendBodyPart(_:from:count:exchange:)``).
+/// A body never runs past the Content-Length its head declared (RFC 9112 §6.3): the bytes that
+/// would are dropped, and ``overran`` says so (the connection logs it once and closes after
+/// what was declared). A chunked body sends each write as a chunk of its own (RFC 9112 §7.1), never
 /// one of size 0, which would end the body.
 struct BodyFrame: Equatable {
     /// The bytes that go: all those asked, or what the declared length leaves of them; 0

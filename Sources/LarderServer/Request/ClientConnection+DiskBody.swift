@@ -18,7 +18,7 @@ extension ClientConnection {
 
     /// Asks the reader thread for the next block when the output has room for it.
     func pumpDiskBody(_ exchange: Exchange) {
-        guard var stream = exchange.diskBody, let block = stream.blockToRead(pendingOutput: output.pendingBytes) else { return }
+        guard var stream = exchange.diskBody, let block = stream.blockToRead(pendingOutput: pendingOutputBytes) else { return }
         let token = proxy.park(self)
         stream.reading = token
         exchange.updateDiskBody(stream)
@@ -32,7 +32,7 @@ extension ClientConnection {
 
     /// A block is read: queues its checked bytes and asks for the next, or ends the response.
     private func receiveDiskBlock(_ read: DiskCache.BlockRead, block: Int, token: Int) {
-        guard phase == .exchanging, let exchange, var stream = exchange.diskBody, stream.reading == token else { return }
+        guard isExchanging, let exchange, var stream = exchange.diskBody, stream.reading == token else { return }
         stream.reading = nil
         guard case .checked(let bytes) = read else {
             abandonDiskBody(exchange)
@@ -40,15 +40,7 @@ extension ClientConnection {
         }
         let part = stream.take(block: block, count: bytes.count)
         exchange.updateDiskBody(stream)
-        // Framed here as the head announced (``BodyFrame``).
-        let frame = BodyFrame(count: part.count, framing: exchange.framing, sent: exchange.bodyBytesSent)
-        if frame.overran { bodyOverran(exchange) }
-        if frame.count > 0 {
-            if frame.chunked { output.append(frame.sizeLine) }
-            output.append(bytes, from: part.offset, count: frame.count)
-            if frame.chunked { output.append(HeadSerializer.crlf) }
-            exchange.bodyBytesSent += frame.count
-        }
+        sendBodyPart(bytes, from: part.offset, count: part.count, exchange: exchange)
         proxy.telemetry.stats[.bytesFromCache].add(part.count)
         if stream.isDone {
             switch exchange.take(.diskBodyEnded) {

@@ -5,26 +5,10 @@ import LarderIO
 /// Response heads and bodies as they go on the wire, answers from the store and generated
 /// ones, and the record (counters, access line) each exchange leaves.
 extension ClientConnection {
-    static let lastChunk: [UInt8] = Array("0\r\n\r\n".utf8)
-
-    /// The `Connection` field of the current response's head, which decides whether the
-    /// connection stays open after it (``ResponseHeadWriter/connection(version:keepAlive:requestBodyComplete:closeDelimited:draining:)``);
-    /// a close is kept in the exchange for ``finishExchange()``. `draining`: the server's, unless
-    /// given (a connection told to drain on its own).
-    func connectionField(_ exchange: Exchange, draining: Bool? = nil) -> ResponseHeadWriter.ConnectionField {
-        var closeDelimited = false
-        if case .close = exchange.framing { closeDelimited = true }
-        let field = ResponseHeadWriter.connection(
-            version: exchange.head.version, keepAlive: exchange.keepAlive, requestBodyComplete: exchange.requestBodyComplete,
-            closeDelimited: closeDelimited, draining: draining ?? proxy.isDraining)
-        if field == .close { exchange.keepAlive = false }
-        return field
-    }
-
     /// Ends `head` with its framing and `Connection` field and queues it.
     func queueHead(_ head: consuming ResponseHeadWriter, length: Int?, chunked: Bool = false, exchange: Exchange) {
         head.end(length: length, chunked: chunked, connection: connectionField(exchange))
-        output.append(head.bytes)
+        sendHead(head.bytes)
     }
 
     /// Queues a stored response: its prepared head, the per-hit fields, and the body by
@@ -47,16 +31,16 @@ extension ClientConnection {
             head.fields(wire: stored.wireFields)
             head.via()
             head.field("Content-Range", "bytes \(start)-\(last)/\(stored.bodyLength)")
-            output.append(head.bytes)
+            sendHead(head.bytes)
         case .full:
             exchange.status = stored.status
-            output.append(stored.headBytes)
+            sendHead(stored.headBytes)
         }
         // The per-hit fields written in place into the loop's scratch buffer: no array of their own.
         let cacheStatus = exchange.cacheStatus
         let hasBody = stored.status != 204 && stored.status != 304
         let connection = connectionField(exchange)
-        output.append(using: &proxy.scratch, capacity: 64 + ResponseHeadWriter.endCapacity + cacheStatus.renderedCapacity) { buffer in
+        sendHeadEnd(capacity: 64 + ResponseHeadWriter.endCapacity + cacheStatus.renderedCapacity) { buffer in
             var writer = ByteWriter(buffer)
             writer.append("Age: " as StaticString)
             writer.append(decimal: max(0, age))
@@ -68,14 +52,14 @@ extension ClientConnection {
         if hasBody && exchange.head.method != .head && count > 0 {
             switch stored.body {
             case .memory(let bytes):
-                output.append(bytes, from: first, count: count)
+                sendBody(bytes, from: first, count: count)
             case .file:
                 // From the disk tier: sent as its blocks are checked, never straight from the file.
                 exchange.framing = .length(count)
                 startDiskBody(stored, first: first, count: count, exchange: exchange)
                 return
             case .memoryFile(let file, _):
-                output.appendFile(file, offset: Int64(first), count: Int64(count))
+                sendBody(file: file, offset: first, count: count)
             }
             exchange.bodyBytesSent = count
             proxy.telemetry.stats[.bytesFromCache].add(count)
@@ -106,20 +90,6 @@ extension ClientConnection {
         queueHead(head, length: 0, exchange: exchange)
     }
 
-    /// A body writer's bytes ran past the Content-Length its head declared (``BodyFrame``):
-    /// the excess was dropped; the exchange is marked broken and the connection closes after
-    /// what was declared. Logged once per exchange.
-    func bodyOverran(_ exchange: Exchange) {
-        guard !exchange.framingBroken else { return }
-        exchange.framingBroken = true
-        exchange.keepAlive = false
-        var declared = "-"
-        if case .length(let length) = exchange.framing { declared = "\(length)" }
-        proxy.logger.error(
-            "a response body ran past its declared length; the excess was dropped and the connection closes",
-            metadata: ["url": "\(proxy.loggable(exchange.head.url?.description ?? "-"))", "declared": "\(declared)"])
-    }
-
     /// Queues a response Larder generates itself (errors, refusals): a one-line text body.
     /// Returns the body bytes queued (none for a HEAD), which the access line counts.
     @discardableResult
@@ -135,9 +105,9 @@ extension ClientConnection {
         if let cacheStatus { head.cacheStatus(cacheStatus) }
         for (name, value) in extra { head.field(name, value) }
         head.end(length: body.count, connection: connection)
-        output.append(head.bytes)
+        sendHead(head.bytes)
         guard !headOnly else { return 0 }
-        output.append(body)
+        sendBody(body)
         return body.count
     }
 

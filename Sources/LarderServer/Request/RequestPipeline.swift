@@ -10,8 +10,11 @@ import LarderIO
 /// (more input, room in the output, everything written, a deadline, the end), so the
 /// connection itself knows nothing of the cache, routes or fills.
 ///
-/// The answers themselves (stored responses, fills, slices, disk bodies, admin) are still
-/// written by the connection's request extensions, which the pipeline calls.
+/// The answers themselves (stored responses, fills, slices, disk bodies, admin) are written
+/// by the connection's request extensions, which the pipeline calls, through the connection's
+/// narrow interface (``ClientConnection/sendHead(_:)``, ``ClientConnection/sendBodyPart(_:from:count:exchange:)``,
+/// ``ClientConnection/outputHasRoom``, ``ClientConnection/closeAfterResponse()``,
+/// ``ClientConnection/takeRequestBody(_:into:)``): none touches its output queue or parser.
 ///
 /// State: loop-confined; one per ``ProxyLoop``.
 final class RequestPipeline {
@@ -250,7 +253,7 @@ final class RequestPipeline {
             connection.bufferRequestBody(exchange)
             return
         }
-        if exchange.upstreamWaitsForBody, !connection.inbound.isEmpty {
+        if exchange.upstreamWaitsForBody, connection.hasUnreadInput {
             exchange.upstreamWaitsForBody = false
             exchange.fill?.transfer?.resumeSending()
         }

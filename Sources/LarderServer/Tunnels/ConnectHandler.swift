@@ -184,7 +184,7 @@ final class ConnectHandler {
     }
 
     private func resolved(_ result: Result<[SocketAddress], Resolver.Failure>, port: Int, exchangeID: ObjectIdentifier) {
-        guard connection.phase == .exchanging, let exchange = connection.exchange, ObjectIdentifier(exchange) == exchangeID,
+        guard connection.isExchanging, let exchange = connection.exchange, ObjectIdentifier(exchange) == exchangeID,
             setup?.deadline != nil
         else { return }
         switch result {
@@ -241,7 +241,7 @@ final class ConnectHandler {
 
     private func connected(_ result: Result<TunnelDial.Connected, TunnelDial.Failure>, exchange: Exchange) {
         setup?.dial = nil
-        guard connection.phase == .exchanging, connection.exchange === exchange else {
+        guard connection.isExchanging, connection.exchange === exchange else {
             if case .success(let connected) = result { connected.socket.close() }
             return
         }
@@ -300,7 +300,7 @@ final class ConnectHandler {
             setup?.serverLeftover = connected.leftover
             // Responses to requests pipelined before the CONNECT leave first; the writer hands
             // over once they are written (``outputWritten()``).
-            if connection.output.isEmpty { handOff() } else { connection.flushSoon() }
+            if connection.pendingOutputBytes == 0 { handOff() } else { connection.flushSoon() }
         }
     }
 
@@ -312,8 +312,7 @@ final class ConnectHandler {
         let serverLeftover = setup?.serverLeftover ?? []
         setup = nil
         connection.exchange = nil
-        let leftover = Array(connection.inbound.readable)
-        connection.inbound.consume(connection.inbound.readableCount)
+        let leftover = connection.takeUnreadInput()
         let proxy = connection.proxy
         let tunnel = Tunnel(
             proxy: proxy, client: connection.socket, peer: connection.peer, server: server, target: exchange.head.targetText,
@@ -345,7 +344,7 @@ final class ConnectHandler {
         exchange.outcome = .intercept
         exchange.keepAlive = true
         pendingInterception = PendingInterception(host: host.lowercased(), port: port, interceptor: interceptor)
-        connection.output.append(ConnectHandler.tunnelGreeting)
+        connection.sendHead(ConnectHandler.tunnelGreeting)
         connection.finishExchange()
         connection.flushSoon()
     }
@@ -357,7 +356,7 @@ final class ConnectHandler {
         pendingInterception = nil
         // The client spoke before it heard the 200: those bytes were read as plain text and
         // OpenSSL reads from the socket, so they cannot reach the handshake.
-        guard connection.inbound.isEmpty else {
+        guard !connection.hasUnreadInput else {
             telemetry.stats.count(.failed)
             proxy.logger.notice(
                 "closed an intercepted tunnel: the client sent bytes before the 200 to its CONNECT",
