@@ -96,7 +96,7 @@ public enum KnownField: UInt8, Sendable, CaseIterable {
     private static func match(_ name: UnsafeRawBufferPointer) -> KnownField? {
         let count = name.count
         guard count >= 2, count <= 19, let base = name.baseAddress else { return nil }
-        let w0 = KnownField.chunk(base, count: min(count, 8))
+        let w0 = KnownField.chunk(base, count: count < 8 ? count : 8)
         switch count {
         case 2:
             if w0 == 0x2020_2020_2020_6574 { return .te }  // te
@@ -121,74 +121,74 @@ public enum KnownField: UInt8, Sendable, CaseIterable {
             if w0 == 0x6567_6e61_722d_6669 { return .ifRange }  // if-range
             if w0 == 0x6e6f_6974_6163_6f6c { return .location }  // location
         case 10:
-            if w0 == 0x6974_6365_6e6e_6f63 && KnownField.chunk(base + 8, count: min(count - 8, 8)) == 0x2020_2020_2020_6e6f {
+            if w0 == 0x6974_6365_6e6e_6f63 && KnownField.chunk(base + 8, count: 2) == 0x2020_2020_2020_6e6f {
                 return .connection
             }  // connection
-            if w0 == 0x6b6f_6f63_2d74_6573 && KnownField.chunk(base + 8, count: min(count - 8, 8)) == 0x2020_2020_2020_6569 {
+            if w0 == 0x6b6f_6f63_2d74_6573 && KnownField.chunk(base + 8, count: 2) == 0x2020_2020_2020_6569 {
                 return .setCookie
             }  // set-cookie
-            if w0 == 0x696c_612d_7065_656b && KnownField.chunk(base + 8, count: min(count - 8, 8)) == 0x2020_2020_2020_6576 {
+            if w0 == 0x696c_612d_7065_656b && KnownField.chunk(base + 8, count: 2) == 0x2020_2020_2020_6576 {
                 return .keepAlive
             }  // keep-alive
         case 11:
-            if w0 == 0x6661_2d79_7274_6572 && KnownField.chunk(base + 8, count: min(count - 8, 8)) == 0x2020_2020_2072_6574 {
+            if w0 == 0x6661_2d79_7274_6572 && KnownField.chunk(base + 8, count: 3) == 0x2020_2020_2072_6574 {
                 return .retryAfter
             }  // retry-after
         case 13:
-            if w0 == 0x7a69_726f_6874_7561 && KnownField.chunk(base + 8, count: min(count - 8, 8)) == 0x6e6f_6974_6f69_7461 {
+            if w0 == 0x7a69_726f_6874_7561 && KnownField.chunk(base + 8, count: 5) == 0x6e6f_6974_6f69_7461 {
                 return .authorization
             }  // authorization
-            if w0 == 0x6f63_2d65_6863_6163 && KnownField.chunk(base + 8, count: min(count - 8, 8)) == 0x6c6f_7274_6f72_746e {
+            if w0 == 0x6f63_2d65_6863_6163 && KnownField.chunk(base + 8, count: 5) == 0x6c6f_7274_6f72_746e {
                 return .cacheControl
             }  // cache-control
-            if w0 == 0x2d74_6e65_746e_6f63 && KnownField.chunk(base + 8, count: min(count - 8, 8)) == 0x6567_6e61_676e_6172 {
+            if w0 == 0x2d74_6e65_746e_6f63 && KnownField.chunk(base + 8, count: 5) == 0x6567_6e61_676e_6172 {
                 return .contentRange
             }  // content-range
-            if w0 == 0x2d65_6e6f_6e2d_6669 && KnownField.chunk(base + 8, count: min(count - 8, 8)) == 0x6863_7461_6374_616d {
+            if w0 == 0x2d65_6e6f_6e2d_6669 && KnownField.chunk(base + 8, count: 5) == 0x6863_7461_6374_616d {
                 return .ifNoneMatch
             }  // if-none-match
-            if w0 == 0x646f_6d2d_7473_616c && KnownField.chunk(base + 8, count: min(count - 8, 8)) == 0x6465_6966_6569_6669 {
+            if w0 == 0x646f_6d2d_7473_616c && KnownField.chunk(base + 8, count: 5) == 0x6465_6966_6569_6669 {
                 return .lastModified
             }  // last-modified
         case 14:
-            if w0 == 0x2d74_6e65_746e_6f63 && KnownField.chunk(base + 8, count: min(count - 8, 8)) == 0x6874_676e_676e_656c {
+            if w0 == 0x2d74_6e65_746e_6f63 && KnownField.chunk(base + 8, count: 6) == 0x6874_676e_676e_656c {
                 return .contentLength
             }  // content-length
         case 16:
-            if w0 == 0x2d74_6e65_746e_6f63 && KnownField.chunk(base + 8, count: min(count - 8, 8)) == 0x676e_6964_6f63_6e65 {
+            if w0 == 0x2d74_6e65_746e_6f63 && KnownField.chunk(base + 8, count: 8) == 0x676e_6964_6f63_6e65 {
                 return .contentEncoding
             }  // content-encoding
-            if w0 == 0x2d74_6e65_746e_6f63 && KnownField.chunk(base + 8, count: min(count - 8, 8)) == 0x6e6f_6974_6163_6f6c {
+            if w0 == 0x2d74_6e65_746e_6f63 && KnownField.chunk(base + 8, count: 8) == 0x6e6f_6974_6163_6f6c {
                 return .contentLocation
             }  // content-location
-            if w0 == 0x6f63_2d79_786f_7270 && KnownField.chunk(base + 8, count: min(count - 8, 8)) == 0x6e6f_6974_6365_6e6e {
+            if w0 == 0x6f63_2d79_786f_7270 && KnownField.chunk(base + 8, count: 8) == 0x6e6f_6974_6365_6e6e {
                 return .proxyConnection
             }  // proxy-connection
         case 17:
-            if w0 == 0x6669_646f_6d2d_6669 && KnownField.chunk(base + 8, count: min(count - 8, 8)) == 0x636e_6973_2d64_6569
-                && KnownField.chunk(base + 16, count: count - 16) == 0x2020_2020_2020_2065
+            if w0 == 0x6669_646f_6d2d_6669 && KnownField.chunk(base + 8, count: 8) == 0x636e_6973_2d64_6569
+                && KnownField.chunk(base + 16, count: 1) == 0x2020_2020_2020_2065
             {
                 return .ifModifiedSince
             }  // if-modified-since
-            if w0 == 0x7265_6673_6e61_7274 && KnownField.chunk(base + 8, count: min(count - 8, 8)) == 0x6e69_646f_636e_652d
-                && KnownField.chunk(base + 16, count: count - 16) == 0x2020_2020_2020_2067
+            if w0 == 0x7265_6673_6e61_7274 && KnownField.chunk(base + 8, count: 8) == 0x6e69_646f_636e_652d
+                && KnownField.chunk(base + 16, count: 1) == 0x2020_2020_2020_2067
             {
                 return .transferEncoding
             }  // transfer-encoding
         case 18:
-            if w0 == 0x7561_2d79_786f_7270 && KnownField.chunk(base + 8, count: min(count - 8, 8)) == 0x6163_6974_6e65_6874
-                && KnownField.chunk(base + 16, count: count - 16) == 0x2020_2020_2020_6574
+            if w0 == 0x7561_2d79_786f_7270 && KnownField.chunk(base + 8, count: 8) == 0x6163_6974_6e65_6874
+                && KnownField.chunk(base + 16, count: 2) == 0x2020_2020_2020_6574
             {
                 return .proxyAuthenticate
             }  // proxy-authenticate
         case 19:
-            if w0 == 0x646f_6d6e_752d_6669 && KnownField.chunk(base + 8, count: min(count - 8, 8)) == 0x6973_2d64_6569_6669
-                && KnownField.chunk(base + 16, count: count - 16) == 0x2020_2020_2065_636e
+            if w0 == 0x646f_6d6e_752d_6669 && KnownField.chunk(base + 8, count: 8) == 0x6973_2d64_6569_6669
+                && KnownField.chunk(base + 16, count: 3) == 0x2020_2020_2065_636e
             {
                 return .ifUnmodifiedSince
             }  // if-unmodified-since
-            if w0 == 0x7561_2d79_786f_7270 && KnownField.chunk(base + 8, count: min(count - 8, 8)) == 0x7461_7a69_726f_6874
-                && KnownField.chunk(base + 16, count: count - 16) == 0x2020_2020_206e_6f69
+            if w0 == 0x7561_2d79_786f_7270 && KnownField.chunk(base + 8, count: 8) == 0x7461_7a69_726f_6874
+                && KnownField.chunk(base + 16, count: 3) == 0x2020_2020_206e_6f69
             {
                 return .proxyAuthorization
             }  // proxy-authorization
