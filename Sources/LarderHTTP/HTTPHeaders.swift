@@ -503,8 +503,8 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     }
 
     /// Removes the lines for which `doomed` (called once for each field, in order, with the
-    /// bytes of `wire`) returns true, moving the kept lines down in one pass; nothing is copied
-    /// or rewritten when none is doomed.
+    /// bytes of `wire`) returns true, moving the kept lines down in one pass, a run of them at a
+    /// time; nothing is copied or rewritten when none is doomed.
     @inline(__always)
     private mutating func removeLines(where doomed: (Span, UnsafeRawBufferPointer) -> Bool) {
         var spans = self.spans
@@ -512,22 +512,43 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
         guard let first else { return }
         var kept = first
         var end = spans[first].start
+        var present: UInt64 = 0
         self.spans = []  // `spans` is then the only reference: no copy when it changes
-        wire.withUnsafeMutableBytes { bytes in
-            for index in (first + 1)..<spans.count {
-                let span = spans[index]
-                if doomed(span, UnsafeRawBufferPointer(bytes)) { continue }
-                if span.start != end {
-                    (bytes.baseAddress! + end).copyMemory(from: bytes.baseAddress! + span.start, byteCount: span.lineCount)
+        spans.withUnsafeMutableBufferPointer { spans in
+            for index in 0..<first { present |= 1 << UInt64(spans[index].known) }
+            wire.withUnsafeMutableBytes { bytes in
+                let base = bytes.baseAddress!
+                // The kept lines since the last doomed one: contiguous where they are and where
+                // they go, so moved in one call. A line not yet moved is still where its span
+                // says, for `doomed` to read.
+                var runFrom = 0
+                var runTo = 0
+                var runCount = 0
+                func moveRun() {
+                    if runCount > 0 && runFrom != runTo { (base + runTo).copyMemory(from: base + runFrom, byteCount: runCount) }
+                    runCount = 0
                 }
-                spans[kept] = Span(start: end, nameCount: span.nameCount, valueCount: span.valueCount, known: span.known)
-                end += span.lineCount
-                kept += 1
+                for index in (first + 1)..<spans.count {
+                    let span = spans[index]
+                    if doomed(span, UnsafeRawBufferPointer(bytes)) {
+                        moveRun()
+                        continue
+                    }
+                    if runCount == 0 {
+                        runFrom = span.start
+                        runTo = end
+                    }
+                    runCount += span.lineCount
+                    spans[kept] = Span(start: end, nameCount: span.nameCount, valueCount: span.valueCount, known: span.known)
+                    present |= 1 << UInt64(span.known)
+                    end += span.lineCount
+                    kept += 1
+                }
+                moveRun()
             }
         }
         spans.removeSubrange(kept...)
-        present = 0
-        for span in spans { present |= 1 << UInt64(span.known) }
+        self.present = present
         self.spans = spans
         wire.removeSubrange(end...)
     }
