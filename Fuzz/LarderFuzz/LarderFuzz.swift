@@ -138,12 +138,28 @@ enum FuzzTarget: String, CaseIterable {
     static func cacheControl(_ input: UnsafeRawBufferPointer) {
         let text = String(decoding: input, as: UTF8.self)
         let parsed = CacheControl(parsing: text)
-        for directive in parsed.directives {
-            precondition(!directive.name.isEmpty && directive.name == directive.name.lowercased())
+        for directive in parsed.others {
+            precondition(!directive.name.isEmpty && directive.name == directive.name.lowercased() && parsed.has(directive.name))
         }
-        _ = (parsed.maxAge, parsed.sMaxAge, parsed.minFresh, parsed.noStore, parsed.values("no-cache"))
-        let rendered = parsed.directives.map { directive in
-            guard let value = directive.value else { return directive.name }
+        _ = (parsed.minFresh, parsed.onlyIfCached, parsed.deltaSeconds("x"))
+        var members: [String] = []
+        let seconds: [(String, Int?)] = [
+            ("max-age", parsed.maxAge), ("s-maxage", parsed.sMaxAge), ("min-fresh", parsed.minFresh),
+            ("stale-while-revalidate", parsed.staleWhileRevalidate), ("stale-if-error", parsed.staleIfError),
+        ]
+        for (name, value) in seconds { if let value { members.append("\(name)=\(value)") } }
+        if let maxStale = parsed.maxStale { members.append(maxStale == Int.max ? "max-stale" : "max-stale=\(maxStale)") }
+        let flags: [(String, Bool)] = [
+            ("no-cache", parsed.noCache), ("no-store", parsed.noStore), ("public", parsed.isPublic), ("private", parsed.isPrivate),
+            ("must-revalidate", parsed.mustRevalidate), ("proxy-revalidate", parsed.proxyRevalidate),
+            ("must-understand", parsed.mustUnderstand), ("only-if-cached", parsed.onlyIfCached), ("immutable", parsed.immutable),
+        ]
+        for (name, set) in flags where set { members.append(name) }
+        for directive in parsed.others {
+            guard let value = directive.value else {
+                members.append(directive.name)
+                continue
+            }
             // Escape per Unicode scalar: a quote followed by a combining mark is one Character,
             // which String.replacing would not see.
             var escaped = String.UnicodeScalarView()
@@ -151,8 +167,9 @@ enum FuzzTarget: String, CaseIterable {
                 if scalar == "\\" || scalar == "\"" { escaped.append("\\") }
                 escaped.append(scalar)
             }
-            return "\(directive.name)=\"\(String(escaped))\""
-        }.joined(separator: ", ")
+            members.append("\(directive.name)=\"\(String(escaped))\"")
+        }
+        let rendered = members.joined(separator: ", ")
         precondition(CacheControl(parsing: rendered) == parsed, "Cache-Control re-parse differs: \(text.debugDescription) -> \(rendered)")
     }
 

@@ -30,7 +30,7 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     private var spans: [Span]
     /// The ``KnownField/bit`` of every known name among the fields (bit 0: any other name):
     /// derived from `spans`.
-    @usableFromInline private(set) var present: UInt32 = 0
+    @usableFromInline private(set) var present: UInt64 = 0
 
     /// The ``KnownField`` raw value of the field named `name`, 0 for another name. Called, not
     /// inlined: the appends that tag each field stay small enough for their own arrays' appends
@@ -91,7 +91,7 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
                 let colon = base.distance(to: UnsafeRawPointer(colonPointer))
                 guard colon > end, lineEnd + 1 < bytes.count, lineEnd >= colon + 2, bytes[colon + 1] == 32 else { break }
                 let known = HTTPHeaders.tag(UnsafeRawBufferPointer(rebasing: bytes[end..<colon]))
-                present |= 1 << UInt32(known)
+                present |= 1 << UInt64(known)
                 spans.append(Span(start: end, nameCount: colon - end, valueCount: lineEnd - colon - 2, known: known))
                 end = lineEnd + 2
             }
@@ -370,7 +370,7 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
         wire.append(13)
         wire.append(10)
         let known = wire.withUnsafeBytes { HTTPHeaders.tag(UnsafeRawBufferPointer(rebasing: $0[start..<(start + nameCount)])) }
-        present |= 1 << UInt32(known)
+        present |= 1 << UInt64(known)
         spans.append(Span(start: start, nameCount: nameCount, valueCount: valueCount, known: known))
     }
 
@@ -386,7 +386,7 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
         wire.append(13)
         wire.append(10)
         let known = HTTPHeaders.tag(name)
-        present |= 1 << UInt32(known)
+        present |= 1 << UInt64(known)
         spans.append(Span(start: start, nameCount: name.count, valueCount: value.count, known: known))
     }
 
@@ -400,7 +400,7 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
             line[line.count - 2] == 13, line[line.count - 1] == 10
         {
             let known = HTTPHeaders.tag(UnsafeRawBufferPointer(rebasing: line[0..<nameCount]))
-            present |= 1 << UInt32(known)
+            present |= 1 << UInt64(known)
             spans.append(Span(start: wire.count, nameCount: nameCount, valueCount: value.count, known: known))
             wire.append(contentsOf: line.assumingMemoryBound(to: UInt8.self))
         } else {
@@ -481,40 +481,74 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     }
 
     /// ``removeFields(whereName:)`` with each field's value bytes as well: a predicate that reads
-    /// a field as it decides (hop-by-hop stripping reads `Connection`) needs no pass of its own.
+    /// a field as it decides needs no pass of its own.
     public mutating func removeEachField(where predicate: (_ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) -> Bool) {
-        var spans = self.spans
-        let first: Int? = wire.withUnsafeBytes { bytes in
-            spans.firstIndex {
-                predicate(
-                    UnsafeRawBufferPointer(rebasing: bytes[$0.start..<($0.start + $0.nameCount)]),
-                    UnsafeRawBufferPointer(rebasing: bytes[$0.valueStart..<($0.valueStart + $0.valueCount)]))
-            }
+        removeLines { span, bytes in
+            predicate(
+                UnsafeRawBufferPointer(rebasing: bytes[span.start..<(span.start + span.nameCount)]),
+                UnsafeRawBufferPointer(rebasing: bytes[span.valueStart..<(span.valueStart + span.valueCount)]))
         }
+    }
+
+    /// Whether any field has a known name whose ``KnownField/bit`` is in `bits`: one word read.
+    @inline(__always)
+    func containsAny(_ bits: UInt64) -> Bool { present & bits != 0 }
+
+    /// Removes every field whose known name's ``KnownField/bit`` is in `bits` (bit 0, any other
+    /// name, is ignored), by their tags: no name is read, and nothing is moved when none is there.
+    mutating func removeFields(tagged bits: UInt64) {
+        let bits = bits & ~1
+        guard present & bits != 0 else { return }
+        removeLines { span, _ in (1 << UInt64(span.known)) & bits != 0 }
+    }
+
+    /// Removes the lines for which `doomed` (called once for each field, in order, with the
+    /// bytes of `wire`) returns true, moving the kept lines down in one pass, a run of them at a
+    /// time; nothing is copied or rewritten when none is doomed.
+    @inline(__always)
+    private mutating func removeLines(where doomed: (Span, UnsafeRawBufferPointer) -> Bool) {
+        var spans = self.spans
+        let first: Int? = wire.withUnsafeBytes { bytes in spans.firstIndex { doomed($0, bytes) } }
         guard let first else { return }
         var kept = first
         var end = spans[first].start
+        var present: UInt64 = 0
         self.spans = []  // `spans` is then the only reference: no copy when it changes
-        wire.withUnsafeMutableBytes { bytes in
-            for index in (first + 1)..<spans.count {
-                let span = spans[index]
-                if predicate(
-                    UnsafeRawBufferPointer(rebasing: bytes[span.start..<(span.start + span.nameCount)]),
-                    UnsafeRawBufferPointer(rebasing: bytes[span.valueStart..<(span.valueStart + span.valueCount)]))
-                {
-                    continue
+        spans.withUnsafeMutableBufferPointer { spans in
+            for index in 0..<first { present |= 1 << UInt64(spans[index].known) }
+            wire.withUnsafeMutableBytes { bytes in
+                let base = bytes.baseAddress!
+                // The kept lines since the last doomed one: contiguous where they are and where
+                // they go, so moved in one call. A line not yet moved is still where its span
+                // says, for `doomed` to read.
+                var runFrom = 0
+                var runTo = 0
+                var runCount = 0
+                func moveRun() {
+                    if runCount > 0 && runFrom != runTo { (base + runTo).copyMemory(from: base + runFrom, byteCount: runCount) }
+                    runCount = 0
                 }
-                if span.start != end {
-                    (bytes.baseAddress! + end).copyMemory(from: bytes.baseAddress! + span.start, byteCount: span.lineCount)
+                for index in (first + 1)..<spans.count {
+                    let span = spans[index]
+                    if doomed(span, UnsafeRawBufferPointer(bytes)) {
+                        moveRun()
+                        continue
+                    }
+                    if runCount == 0 {
+                        runFrom = span.start
+                        runTo = end
+                    }
+                    runCount += span.lineCount
+                    spans[kept] = Span(start: end, nameCount: span.nameCount, valueCount: span.valueCount, known: span.known)
+                    present |= 1 << UInt64(span.known)
+                    end += span.lineCount
+                    kept += 1
                 }
-                spans[kept] = Span(start: end, nameCount: span.nameCount, valueCount: span.valueCount, known: span.known)
-                end += span.lineCount
-                kept += 1
+                moveRun()
             }
         }
         spans.removeSubrange(kept...)
-        present = 0
-        for span in spans { present |= 1 << UInt32(span.known) }
+        self.present = present
         self.spans = spans
         wire.removeSubrange(end...)
     }

@@ -31,6 +31,12 @@ public enum KnownField: UInt8, Sendable, CaseIterable {
     case transferEncoding
     case ifUnmodifiedSince
     case proxyAuthorization
+    case te
+    case trailer
+    case upgrade
+    case keepAlive
+    case proxyConnection
+    case proxyAuthenticate
 
     /// The field's name as registered (RFC 9110 §18.4 and RFC 9111 §8.2).
     public var name: StaticString {
@@ -62,12 +68,18 @@ public enum KnownField: UInt8, Sendable, CaseIterable {
         case .transferEncoding: "Transfer-Encoding"
         case .ifUnmodifiedSince: "If-Unmodified-Since"
         case .proxyAuthorization: "Proxy-Authorization"
+        case .te: "TE"
+        case .trailer: "Trailer"
+        case .upgrade: "Upgrade"
+        case .keepAlive: "Keep-Alive"
+        case .proxyConnection: "Proxy-Connection"
+        case .proxyAuthenticate: "Proxy-Authenticate"
         }
     }
 
     /// The field's bit in ``HTTPHeaders``' set of names present.
     @inlinable @inline(__always)
-    var bit: UInt32 { 1 << UInt32(rawValue) }
+    var bit: UInt64 { 1 << UInt64(rawValue) }
 
     /// The known field named `name` (any case), nil for any other name: this runs for every
     /// field parsed. The name is read eight bytes at a time with bit 0x20 set in each byte that
@@ -83,9 +95,11 @@ public enum KnownField: UInt8, Sendable, CaseIterable {
 
     private static func match(_ name: UnsafeRawBufferPointer) -> KnownField? {
         let count = name.count
-        guard count >= 3, count <= 19, let base = name.baseAddress else { return nil }
-        let w0 = KnownField.chunk(base, count: min(count, 8))
+        guard count >= 2, count <= 19, let base = name.baseAddress else { return nil }
+        let w0 = KnownField.chunk(base, count: count < 8 ? count : 8)
         switch count {
+        case 2:
+            if w0 == 0x2020_2020_2020_6574 { return .te }  // te
         case 3:
             if w0 == 0x2020_2020_2065_6761 { return .age }  // age
             if w0 == 0x2020_2020_2061_6976 { return .via }  // via
@@ -100,67 +114,81 @@ public enum KnownField: UInt8, Sendable, CaseIterable {
             if w0 == 0x616d_6761_6761_7270 { return .pragma }  // pragma
         case 7:
             if w0 == 0x7365_7269_6970_7865 { return .expires }  // expires
+            if w0 == 0x7265_6c69_6961_7274 { return .trailer }  // trailer
+            if w0 == 0x6564_6172_7267_7075 { return .upgrade }  // upgrade
         case 8:
             if w0 == 0x6863_7461_6d2d_6669 { return .ifMatch }  // if-match
             if w0 == 0x6567_6e61_722d_6669 { return .ifRange }  // if-range
             if w0 == 0x6e6f_6974_6163_6f6c { return .location }  // location
         case 10:
-            if w0 == 0x6974_6365_6e6e_6f63 && KnownField.chunk(base + 8, count: min(count - 8, 8)) == 0x2020_2020_2020_6e6f {
+            if w0 == 0x6974_6365_6e6e_6f63 && KnownField.chunk(base + 8, count: 2) == 0x2020_2020_2020_6e6f {
                 return .connection
             }  // connection
-            if w0 == 0x6b6f_6f63_2d74_6573 && KnownField.chunk(base + 8, count: min(count - 8, 8)) == 0x2020_2020_2020_6569 {
+            if w0 == 0x6b6f_6f63_2d74_6573 && KnownField.chunk(base + 8, count: 2) == 0x2020_2020_2020_6569 {
                 return .setCookie
             }  // set-cookie
+            if w0 == 0x696c_612d_7065_656b && KnownField.chunk(base + 8, count: 2) == 0x2020_2020_2020_6576 {
+                return .keepAlive
+            }  // keep-alive
         case 11:
-            if w0 == 0x6661_2d79_7274_6572 && KnownField.chunk(base + 8, count: min(count - 8, 8)) == 0x2020_2020_2072_6574 {
+            if w0 == 0x6661_2d79_7274_6572 && KnownField.chunk(base + 8, count: 3) == 0x2020_2020_2072_6574 {
                 return .retryAfter
             }  // retry-after
         case 13:
-            if w0 == 0x7a69_726f_6874_7561 && KnownField.chunk(base + 8, count: min(count - 8, 8)) == 0x6e6f_6974_6f69_7461 {
+            if w0 == 0x7a69_726f_6874_7561 && KnownField.chunk(base + 8, count: 5) == 0x6e6f_6974_6f69_7461 {
                 return .authorization
             }  // authorization
-            if w0 == 0x6f63_2d65_6863_6163 && KnownField.chunk(base + 8, count: min(count - 8, 8)) == 0x6c6f_7274_6f72_746e {
+            if w0 == 0x6f63_2d65_6863_6163 && KnownField.chunk(base + 8, count: 5) == 0x6c6f_7274_6f72_746e {
                 return .cacheControl
             }  // cache-control
-            if w0 == 0x2d74_6e65_746e_6f63 && KnownField.chunk(base + 8, count: min(count - 8, 8)) == 0x6567_6e61_676e_6172 {
+            if w0 == 0x2d74_6e65_746e_6f63 && KnownField.chunk(base + 8, count: 5) == 0x6567_6e61_676e_6172 {
                 return .contentRange
             }  // content-range
-            if w0 == 0x2d65_6e6f_6e2d_6669 && KnownField.chunk(base + 8, count: min(count - 8, 8)) == 0x6863_7461_6374_616d {
+            if w0 == 0x2d65_6e6f_6e2d_6669 && KnownField.chunk(base + 8, count: 5) == 0x6863_7461_6374_616d {
                 return .ifNoneMatch
             }  // if-none-match
-            if w0 == 0x646f_6d2d_7473_616c && KnownField.chunk(base + 8, count: min(count - 8, 8)) == 0x6465_6966_6569_6669 {
+            if w0 == 0x646f_6d2d_7473_616c && KnownField.chunk(base + 8, count: 5) == 0x6465_6966_6569_6669 {
                 return .lastModified
             }  // last-modified
         case 14:
-            if w0 == 0x2d74_6e65_746e_6f63 && KnownField.chunk(base + 8, count: min(count - 8, 8)) == 0x6874_676e_676e_656c {
+            if w0 == 0x2d74_6e65_746e_6f63 && KnownField.chunk(base + 8, count: 6) == 0x6874_676e_676e_656c {
                 return .contentLength
             }  // content-length
         case 16:
-            if w0 == 0x2d74_6e65_746e_6f63 && KnownField.chunk(base + 8, count: min(count - 8, 8)) == 0x676e_6964_6f63_6e65 {
+            if w0 == 0x2d74_6e65_746e_6f63 && KnownField.chunk(base + 8, count: 8) == 0x676e_6964_6f63_6e65 {
                 return .contentEncoding
             }  // content-encoding
-            if w0 == 0x2d74_6e65_746e_6f63 && KnownField.chunk(base + 8, count: min(count - 8, 8)) == 0x6e6f_6974_6163_6f6c {
+            if w0 == 0x2d74_6e65_746e_6f63 && KnownField.chunk(base + 8, count: 8) == 0x6e6f_6974_6163_6f6c {
                 return .contentLocation
             }  // content-location
+            if w0 == 0x6f63_2d79_786f_7270 && KnownField.chunk(base + 8, count: 8) == 0x6e6f_6974_6365_6e6e {
+                return .proxyConnection
+            }  // proxy-connection
         case 17:
-            if w0 == 0x6669_646f_6d2d_6669 && KnownField.chunk(base + 8, count: min(count - 8, 8)) == 0x636e_6973_2d64_6569
-                && KnownField.chunk(base + 16, count: count - 16) == 0x2020_2020_2020_2065
+            if w0 == 0x6669_646f_6d2d_6669 && KnownField.chunk(base + 8, count: 8) == 0x636e_6973_2d64_6569
+                && KnownField.chunk(base + 16, count: 1) == 0x2020_2020_2020_2065
             {
                 return .ifModifiedSince
             }  // if-modified-since
-            if w0 == 0x7265_6673_6e61_7274 && KnownField.chunk(base + 8, count: min(count - 8, 8)) == 0x6e69_646f_636e_652d
-                && KnownField.chunk(base + 16, count: count - 16) == 0x2020_2020_2020_2067
+            if w0 == 0x7265_6673_6e61_7274 && KnownField.chunk(base + 8, count: 8) == 0x6e69_646f_636e_652d
+                && KnownField.chunk(base + 16, count: 1) == 0x2020_2020_2020_2067
             {
                 return .transferEncoding
             }  // transfer-encoding
+        case 18:
+            if w0 == 0x7561_2d79_786f_7270 && KnownField.chunk(base + 8, count: 8) == 0x6163_6974_6e65_6874
+                && KnownField.chunk(base + 16, count: 2) == 0x2020_2020_2020_6574
+            {
+                return .proxyAuthenticate
+            }  // proxy-authenticate
         case 19:
-            if w0 == 0x646f_6d6e_752d_6669 && KnownField.chunk(base + 8, count: min(count - 8, 8)) == 0x6973_2d64_6569_6669
-                && KnownField.chunk(base + 16, count: count - 16) == 0x2020_2020_2065_636e
+            if w0 == 0x646f_6d6e_752d_6669 && KnownField.chunk(base + 8, count: 8) == 0x6973_2d64_6569_6669
+                && KnownField.chunk(base + 16, count: 3) == 0x2020_2020_2065_636e
             {
                 return .ifUnmodifiedSince
             }  // if-unmodified-since
-            if w0 == 0x7561_2d79_786f_7270 && KnownField.chunk(base + 8, count: min(count - 8, 8)) == 0x7461_7a69_726f_6874
-                && KnownField.chunk(base + 16, count: count - 16) == 0x2020_2020_206e_6f69
+            if w0 == 0x7561_2d79_786f_7270 && KnownField.chunk(base + 8, count: 8) == 0x7461_7a69_726f_6874
+                && KnownField.chunk(base + 16, count: 3) == 0x2020_2020_206e_6f69
             {
                 return .proxyAuthorization
             }  // proxy-authorization

@@ -209,7 +209,8 @@ import Testing
     /// one the fields, the wire form and every lookup agree with the model. Seeded, bounded.
     @Test func randomEditsAgreeWithAListOfPairs() {
         var random = SplitMix64(seed: 0x1A2D_E120)
-        let names = ["A", "a", "Via", "VIA", "x-y", "Host"]
+        let names = ["A", "a", "Via", "VIA", "x-y", "Host", "Connection", "te", "Keep-Alive"]
+        let hopByHop: Set<String> = ["connection", "te", "keep-alive"]
         let alphabet = Array("ab ,;=\"\u{E9}")  // a Latin-1 letter among them
         func word() -> String { String((0..<Int(random.next() % 5)).map { _ in alphabet[Int(random.next() % UInt64(alphabet.count))] }) }
         func same(_ a: String, _ b: String) -> Bool { a.lowercased() == b.lowercased() }
@@ -218,7 +219,7 @@ import Testing
         for step in 0..<3000 {
             let name = names[Int(random.next() % UInt64(names.count))]
             let value = word()
-            switch random.next() % 7 {
+            switch random.next() % 8 {
             case 0, 1:
                 headers.add(name, value)
                 model.append((name, value))
@@ -239,6 +240,20 @@ import Testing
             case 5:
                 headers.removeAll { same($0.name, name) || $0.value == value }
                 model.removeAll { same($0.name, name) || $0.value == value }
+            case 6:
+                // A Connection naming one of the names, then the hop-by-hop strip: the fixed
+                // fields and every field a Connection element names go, by tag or by name.
+                headers.add("Connection", name + "," + value)
+                model.append(("Connection", name + "," + value))
+                HopByHop.strip(&headers)
+                var listed = hopByHop
+                for field in model where same(field.name, "Connection") {
+                    for element in field.value.split(separator: ",") {
+                        let trimmed = element.drop { $0 == " " }.reversed().drop { $0 == " " }
+                        if !trimmed.isEmpty { listed.insert(String(trimmed.reversed()).lowercased()) }
+                    }
+                }
+                model.removeAll { listed.contains($0.name.lowercased()) }
             default:
                 // A line as a parser hands it over: already `Name: value`, value without OWS.
                 let trimmed = String(value.drop { $0 == " " }.reversed().drop { $0 == " " }.reversed())

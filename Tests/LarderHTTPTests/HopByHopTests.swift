@@ -12,15 +12,15 @@ import Testing
         for connection in [[("Connection", "Keep-Alive")], [("Connection", "close")], []] {
             var headers = HTTPHeaders(
                 connection + [("Content-Length", "12"), ("Close", "named by close"), ("content-length", "12"), ("ETag", "\"a\"")])
-            HopByHop.strip(&headers, alsoRemoving: "Content-Length")
+            HopByHop.strip(&headers, alsoRemoving: .contentLength)
             let expected = connection.first?.1 == "close" ? ["ETag"] : ["Close", "ETag"]
             #expect(headers.fields.map(\.name) == expected, "\(connection)")
         }
     }
 
     @Test func removesEveryFixedHopByHopFieldInAnyCase() {
-        let fixed = HopByHop.names.enumerated().map { index, name in
-            (index.isMultiple(of: 2) ? name.uppercased() : name, "x")
+        let fixed = HopByHop.fields.enumerated().map { index, field in
+            (index.isMultiple(of: 2) ? "\(field.name)".uppercased() : "\(field.name)".lowercased(), "x")
         }
         #expect(
             Self.stripped(fixed + [("Content-Type", "text/plain"), ("Tex", "1"), ("Upgrades", "2")]) == ["Content-Type", "Tex", "Upgrades"])
@@ -78,6 +78,20 @@ import Testing
         #expect(seen == ["A=1", "B=2", "C=3", "D=4"])
         #expect(headers.fields.map(\.name) == ["A", "D"])
         #expect(headers.wire == Array("A: 1\r\nD: 4\r\n".utf8))
+    }
+
+    /// The fixed fields, `alsoRemoving` and the known names `Connection` lists (hop-by-hop or not)
+    /// go by their tags; what is left reads back the same by tag and by name.
+    @Test func knownNamesGoByTheirTagsAndWhatIsLeftReadsAsBefore() {
+        var headers = HTTPHeaders([
+            ("Date", "now"), ("Connection", "Cache-Control, x-a"), ("cache-control", "no-store"), ("TE", "trailers"), ("X-A", "1"),
+            ("Content-Length", "3"), ("ETag", "\"a\""), ("Proxy-Authenticate", "Basic"), ("Te-X", "kept"), ("Vary", "Accept"),
+        ])
+        HopByHop.strip(&headers, alsoRemoving: .contentLength)
+        #expect(headers.fields.map(\.name) == ["Date", "ETag", "Te-X", "Vary"])
+        #expect(headers.wire == Array("Date: now\r\nETag: \"a\"\r\nTe-X: kept\r\nVary: Accept\r\n".utf8))
+        for gone in [KnownField.connection, .cacheControl, .te, .contentLength, .proxyAuthenticate] { #expect(!headers.contains(gone)) }
+        #expect(headers[.vary] == "Accept" && headers[.etag] == "\"a\"" && headers["date"] == "now" && headers["te-x"] == "kept")
     }
 
     @Test func leavesAMessageWithoutHopByHopFieldsAsItIs() {

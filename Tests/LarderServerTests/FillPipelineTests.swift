@@ -152,7 +152,7 @@ import Testing
             key: CacheKey(url), status: 200, reason: "OK", headers: ["Cache-Control": "max-age=60"],
             body: .memory(FillPipelineTests.hello), requestTime: Clocks.wallSeconds() - 120,
             responseTime: Clocks.wallSeconds() - 120, freshnessLifetime: 60, correctedInitialAge: 0)
-        var options = FillOptions()
+        let options = FillOptions()
         options.fallback = stale
         let reader = FillPipeline.Reader()
         let (answer, succeeded, calls) = pipeline.onLoop { pipeline, _ in
@@ -174,7 +174,7 @@ import Testing
         var retry = RetryConfig()
         retry.baseDelay = .milliseconds(1)
         retry.jitter = .zero
-        var options = FillOptions()
+        let options = FillOptions()
         options.retry = RetryPolicy(retry)
         let reader = FillPipeline.Reader()
         let fill = pipeline.onLoop { pipeline, _ in
@@ -202,7 +202,7 @@ import Testing
     @Test func aSliceFillAnswersWithTheSlicesPartialContent() throws {
         let pipeline = try FillPipeline()
         defer { pipeline.close() }
-        var options = FillOptions()
+        let options = FillOptions()
         options.slice = (index: 1, size: 4)
         let reader = FillPipeline.Reader()
         let (status, range) = pipeline.onLoop { pipeline, _ in

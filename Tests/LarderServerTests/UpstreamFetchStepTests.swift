@@ -145,7 +145,7 @@ import Testing
         var fetch = UpstreamFetch(
             request: UpstreamRequest(method: row.method, url: Self.url, headers: HTTPHeaders()), parents: parents,
             starter: FetchStandIn())
-        var options = FillOptions()
+        let options = FillOptions()
         options.retry = Self.policy
         options.fallback = row.stale ? Self.stale : nil
         let settings = FillSettings(Config())
@@ -171,7 +171,7 @@ import Testing
         let parents = [ParentPlan.Parent(url: "http://a.test:3128"), ParentPlan.Parent(url: "http://b.test:3128")]
         var fetch = UpstreamFetch(
             request: UpstreamRequest(method: .get, url: Self.url, headers: HTTPHeaders()), parents: parents, starter: FetchStandIn())
-        var options = FillOptions()
+        let options = FillOptions()
         options.retry = Self.policy
         let delegate = Silent()
         let settings = FillSettings(Config())

@@ -13,7 +13,10 @@ import LarderIO
 /// 5. local addresses (loopback, link-local, this host's own): allowed only for a local client
 ///    and when `proxy.allow_local_destinations` (by default: when every listener is loopback);
 /// 6. anything else: allowed.
-struct DestinationPolicy: Sendable {
+///
+/// State: immutable once built. A class: each fill's connect check captures the policy, and
+/// a reference is one retain where the value was a copy of every list in it.
+final class DestinationPolicy: Sendable {
     /// Why a destination was refused (403).
     enum Refusal: Sendable, Equatable, CustomStringConvertible {
         case ownListener(Listener.Kind)

@@ -139,7 +139,7 @@ extension ClientConnection: RequestBodySource {
             sendHead(ResponseHeadWriter.continueHead)
             flushSoon()
         }
-        var options = fillOptions(for: exchange, url: url, validating: validating)
+        let options = fillOptions(for: exchange, url: url, validating: validating)
         options.fallback = exchange.stored
         options.rangeStripped = exchange.range == .stripped
         options.ownSelectors = sendsOwnSelectors(exchange)
@@ -166,7 +166,7 @@ extension ClientConnection: RequestBodySource {
     func refreshInBackground(_ stored: StoredResponse, url: AbsoluteURL, exchange: Exchange) {
         let key = FillKey(method: "GET", url: stored.key.url, bodyHash: nil)
         guard proxy.coalescer.fill(for: key) == nil, !exchange.runtime.config.cache.offline else { return }
-        var options = fillOptions(for: exchange, url: url, validating: stored.hasValidator ? stored : nil)
+        let options = fillOptions(for: exchange, url: url, validating: stored.hasValidator ? stored : nil)
         // No client waits on it: the directives of the request that found the entry stale
         // (its no-store, its stale-if-error) are not this fetch's.
         options.requestDirectives = .none
@@ -232,12 +232,14 @@ extension ClientConnection: RequestBodySource {
     /// URL kept under a key template), the request's directives, the stored response it
     /// validates. Every fill's options are built here, a background refresh's too.
     func fillOptions(for exchange: Exchange, url: AbsoluteURL, validating: StoredResponse?) -> FillOptions {
-        var options = FillOptions()
+        let runtime = exchange.runtime
+        // Read once: a route is a large value, and most requests have none.
+        let route = exchange.route
+        let options = FillOptions(retry: RetryPolicy(route?.retry ?? runtime.config.retry))
         options.validating = validating
         options.requestDirectives = exchange.directives
         options.policy = exchange.policy
-        options.retry = RetryPolicy(exchange.route?.retry ?? exchange.runtime.config.retry)
-        if let route = exchange.route {
+        if let route {
             options.ttl = route.ttl?.totalSeconds
             options.idempotentRoute = route.idempotent ?? false
             options.sharedKey = route.hasCustomKey
@@ -253,15 +255,10 @@ extension ClientConnection: RequestBodySource {
                 options.storedURL = CacheKey(url, route: plain).url
             }
         }
-        setParents(&options, url: url, exchange: exchange)
+        // The parents a fill goes through (none: direct), the ones backing off last.
+        options.parents = proxy.forwarding.parentHealth.order(runtime.parents.candidates(for: url, routeParent: route?.parent))
+        options.parentBackoff = runtime.parents.backoff
         return options
-    }
-
-    /// The parents a fill goes through (none: direct), the ones backing off last.
-    func setParents(_ options: inout FillOptions, url: AbsoluteURL, exchange: Exchange) {
-        let plan = exchange.runtime.parents
-        options.parents = proxy.forwarding.parentHealth.order(plan.candidates(for: url, routeParent: exchange.route?.parent))
-        options.parentBackoff = plan.backoff
     }
 
     /// The request as it goes upstream: hop-by-hop fields removed, Host from the URL, Via

@@ -390,7 +390,7 @@ final class Fill: UpstreamTransferDelegate {
         // Moved, not copied: the transfer keeps no reference, so the fields change in place.
         var forwarded = upstreamHead
         // Larder frames the body itself: Content-Length goes in the same pass.
-        HopByHop.strip(&forwarded.headers, alsoRemoving: "Content-Length")
+        HopByHop.strip(&forwarded.headers, alsoRemoving: .contentLength)
         if let length = announced {
             announcedLength = length
             if !forwarded.hasNoBody(for: method) { contentLength = length }

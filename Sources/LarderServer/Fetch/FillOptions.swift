@@ -2,8 +2,13 @@ import LarderCache
 import LarderConfig
 import LarderUpstream
 
-/// Options a fill is started with, beyond the request itself.
-struct FillOptions {
+/// Options a fill is started with, beyond the request itself: set once where the fill is
+/// made (``ClientConnection/fillOptions(for:url:validating:)`` and its callers), then only read.
+/// A class: its twenty-odd fields are written once, in place, instead of being copied as a
+/// whole at each hand-off from the builder to the fill.
+///
+/// State: made on the loop of the connection that starts the fill, read by the fill on it.
+final class FillOptions {
     /// The stored response a conditional request was sent for (304 refreshes it).
     var validating: StoredResponse?
     /// A stale stored response to answer with if the origin fails (stale-if-error).
@@ -20,9 +25,7 @@ struct FillOptions {
     /// may be stored (``SlicePlan/Reply/passedRange(of:contentLength:)``).
     var rangePassed = false
     /// How failed attempts are retried (the route's `[route.retry]`, else `[retry]`).
-    var retry = FillOptions.defaultRetry
-    /// Built once: a `RetryConfig` holds a set, and options are made for every miss.
-    static let defaultRetry = RetryPolicy(RetryConfig())
+    var retry: RetryPolicy
     /// The route declares its requests safe to repeat whatever the method.
     var idempotentRoute = false
     /// The parent proxies to go through, best first (empty: direct).
@@ -47,4 +50,8 @@ struct FillOptions {
     /// A GET or HEAD that carries content upstream (``ClientConnection/sendsOwnContent(_:)``):
     /// its answer is neither stored nor shared.
     var ownContent = false
+
+    init(retry: RetryPolicy = RetryPolicy(RetryConfig())) {
+        self.retry = retry
+    }
 }

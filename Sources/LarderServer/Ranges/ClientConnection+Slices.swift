@@ -346,7 +346,7 @@ extension ClientConnection {
             let runtime = exchange.runtime
             let request = upstreamRequest(
                 url: url, head: head, runtime: runtime, route: exchange.route, body: nil, validating: validating, stripRange: false)
-            var options = fillOptions(for: exchange, url: url, validating: validating)
+            let options = fillOptions(for: exchange, url: url, validating: validating)
             options.fallback = validating
             options.slice = (index, plan.size)
             return Fill(
