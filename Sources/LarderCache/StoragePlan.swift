@@ -4,7 +4,8 @@ import LarderHTTP
 /// stored, where, and how, or what it does to the response already stored (a 304's merge, a
 /// HEAD's update). The HTTP rules (RFC 9111 §3, §4.3, §4.4, ``ResponseAdmission``), the slice
 /// rules, the disk tier's limits and the doorkeeper meet here; the fill only carries the plan
-/// out through the ``StoreSink`` that ``TieredCache/open(_:for:)`` gives it, and never picks a
+/// out through the ``StoreSink`` that
+/// ``TieredCache/open(_:head:cacheControl:entry:replacing:)`` gives it, and never picks a
 /// tier. A value: deciding allocates nothing.
 public struct StoragePlan: Sendable, Equatable {
     /// What happens to the cache.

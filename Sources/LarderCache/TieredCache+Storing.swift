@@ -2,13 +2,16 @@ import LarderConfig
 import LarderHTTP
 
 /// Storing: the plan for an origin's answer, and the sink that carries it out. The fill asks
-/// for a plan when the head arrives and hands the body to the sink it opens; which tier takes
+/// for a plan when the head arrives, opens the sink it needs, and hands the body to it; which tier takes
 /// the response, and how, is decided here alone.
 extension TieredCache {
     /// The storage plan for an origin's answer (``StoragePlan/decide(_:answer:slicing:disk:now:admitted:)``)
     /// with the tiers as they are now: the disk tier's limits and health, slices only with a
     /// disk tier, and the doorkeeper of `cache.admission` (`policy`, `minBytes`) for `key`.
-    func plan(
+    /// A decision the fill consults when an origin's head arrives; it opens the sink the plan
+    /// needs (``open(_:head:cacheControl:entry:replacing:)``) last, once it has carried out the
+    /// plan's other actions.
+    public func plan(
         _ request: ResponseAdmission.Request, answer: StoragePlan.Answer, slicing: StoragePlan.Slicing, key: CacheKey,
         policy: AdmissionPolicy, minBytes: Int, now: Double
     ) -> StoragePlan {
@@ -22,19 +25,6 @@ extension TieredCache {
     /// Drops the slices sent in parts whose next part did not come in time (``SliceAssemblies``):
     /// their disk writes hold a descriptor and a temporary file each.
     public func expireSliceParts(now: Double) { assemblies.expire(now: now) }
-
-    /// The fill's one call into the cache when an origin's head arrives: the storage plan
-    /// (``plan(_:answer:slicing:key:policy:minBytes:now:)``) and, when it stores, `sink`
-    /// opened for it (``open(_:head:cacheControl:entry:)``, with the entry `entry` gives);
-    /// `sink` is left as it is otherwise.
-    public func begin(
-        _ request: ResponseAdmission.Request, answer: StoragePlan.Answer, slicing: StoragePlan.Slicing, key: CacheKey,
-        policy: AdmissionPolicy, minBytes: Int, now: Double, sink: inout StoreSink, entry: () -> StoreSink.Entry
-    ) -> StoragePlan {
-        let plan = plan(request, answer: answer, slicing: slicing, key: key, policy: policy, minBytes: minBytes, now: now)
-        if plan.stores { sink = open(plan, head: answer.head, cacheControl: answer.cacheControl, entry: entry()) }
-        return plan
-    }
 
     /// Whether there is a disk tier (false when its directory could not be set up).
     public var hasDiskTier: Bool { disk != nil }
@@ -50,9 +40,19 @@ extension TieredCache {
     /// (a slice fill's or a client's own), for every slice of the object (whose older whole
     /// copy goes), or a part of a slice sent in parts joined to that slice's assembly
     /// (``SliceAssemblies``). A sink that stores nothing for any other plan, or when the disk
-    /// tier refuses the write.
-    func open(
-        _ plan: StoragePlan, head: ResponseHead, cacheControl: CacheControl, entry: consuming StoreSink.Entry
+    /// tier refuses the write; then `replacing`, the stored response the fill validated, goes
+    /// unless the plan keeps it: the origin sent a new response, which will not be stored.
+    public func open(
+        _ plan: StoragePlan, head: ResponseHead, cacheControl: CacheControl, entry: consuming StoreSink.Entry,
+        replacing: StoredResponse?
+    ) -> StoreSink {
+        let sink = sink(for: plan, head: head, cacheControl: cacheControl, entry: entry)
+        if !sink.stores, let replacing, !plan.admission.keepsStored, !plan.isHeadUpdate { invalidate(replacing) }
+        return sink
+    }
+
+    private func sink(
+        for plan: StoragePlan, head: ResponseHead, cacheControl: CacheControl, entry: consuming StoreSink.Entry
     ) -> StoreSink {
         guard plan.stores else { return StoreSink() }
         var stored = head.headers

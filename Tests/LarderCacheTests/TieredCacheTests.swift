@@ -479,4 +479,54 @@ import Testing
         let both = TieredCache(memory: memory, disk: cache.disk).list(prefix: prefix, limit: 2 * count, now: 0)
         #expect(both.count == count && both.allSatisfy { $0.inMemory && $0.onDisk })
     }
+
+    /// A plan that stores but whose sink cannot open stores nothing, and the response the fill
+    /// validated goes (the origin sent a new one); a sink that opens leaves it to be replaced,
+    /// and a plan that keeps the stored response leaves it either way.
+    @Test func aSinkThatCannotOpenOutdatesTheResponseItWasToReplace() {
+        let headers: HTTPHeaders = ["Cache-Control": "max-age=60"]
+        func plan(validating: StoredResponse, status: Int = 200, ownSelectors: Bool = false) -> StoragePlan {
+            let request = ResponseAdmission.Request(
+                method: .get, headers: [:], policy: .http, directives: .none, validating: validating, fallback: nil,
+                staleIfErrorWindow: 3600, dedupAlways: false, maxMemoryObject: 1 << 20, negativeTTL: 30, sharedKey: false,
+                holdsSuccess: false, ownSelectors: ownSelectors, contentAddressed: false)
+            let answer = StoragePlan.Answer(
+                head: ResponseHead(status: status, headers: headers), cacheControl: CacheControl(headers), contentLength: 10)
+            return StoragePlan.decide(request, answer: answer, slicing: StoragePlan.Slicing(), disk: nil, now: 1000) { _ in true }
+        }
+        func open(_ plan: StoragePlan, _ path: String, replacing: StoredResponse) -> StoreSink {
+            cache.open(
+                plan, head: ResponseHead(status: 200, headers: headers), cacheControl: CacheControl(headers),
+                entry: StoreSink.Entry(
+                    key: Fixtures.key(path), url: nil, requestHeaders: [:], requestTime: 1000, responseTime: 1000, contentLength: 10),
+                replacing: replacing)
+        }
+        let rows: [(name: String, sliceWithoutIndex: Bool, status: Int, stores: Bool, keeps: Bool)] = [
+            ("a whole body opens: the old copy waits for the new one", false, 200, true, true),
+            ("a slice without its index cannot open: the old copy goes", true, 200, false, false),
+        ]
+        for (index, row) in rows.enumerated() {
+            let path = "/replaced-\(index)"
+            let stored = Fixtures.response(path, bodySize: 10)
+            cache.insertInMemory(stored)
+            var planned = plan(validating: stored, status: row.status)
+            #expect(planned.action == .whole, "\(row.name)")
+            if row.sliceWithoutIndex { planned.action = .slice(ContentRange(first: 0, last: 9, length: 10)) }
+            var sink = open(planned, path, replacing: stored)
+            #expect(sink.stores == row.stores, "\(row.name)")
+            #expect((cache.memory.lookup(Fixtures.key(path)) != nil) == row.keeps, "\(row.name)")
+            sink.abort()
+        }
+        // A plan whose rules keep the stored response (a 412 to the client's own preconditions)
+        // is not opened by the fill; opened anyway, a sink that stores nothing leaves it.
+        let success = Fixtures.response("/kept", bodySize: 10)
+        cache.insertInMemory(success)
+        var kept = plan(validating: success, status: 412, ownSelectors: true)
+        #expect(kept.admission.keepsStored)
+        kept.action = .slice(ContentRange(first: 0, last: 9, length: 10))
+        var sink = open(kept, "/kept", replacing: success)
+        #expect(!sink.stores)
+        #expect(cache.memory.lookup(Fixtures.key("/kept")) != nil)
+        sink.abort()
+    }
 }

@@ -203,10 +203,13 @@ final class Fill: UpstreamTransferDelegate {
         return received >= contentLength
     }
 
-    var worthFinishingAlone: Bool {
+    var worthFinishingAlone: Bool { worthFinishingAlone(storing: willStore) }
+
+    /// Whether the fill goes on for the cache with no reader left, `storing` or not.
+    private func worthFinishingAlone(storing: Bool) -> Bool {
         guard method == .get, coalesceKey != nil || options.background, shareable else { return false }
         guard let head else { return true }  // decided again when the head arrives
-        guard willStore, head.status == 200 || head.status == 203 || (head.status == 206 && options.slice != nil) else { return false }
+        guard storing, head.status == 200 || head.status == 203 || (head.status == 206 && options.slice != nil) else { return false }
         if let contentLength { return contentLength - received <= settings.finishAbandonedMax }
         return received <= settings.finishAbandonedMax
     }
@@ -413,21 +416,16 @@ final class Fill: UpstreamTransferDelegate {
         }
         head = forwarded
         let cacheControl = CacheControl(forwarded.headers)
-        // One call plans and, when the plan stores, opens the sink (a fill's sink stores
-        // nothing until then); the plan's other actions are carried out here.
-        let plan = proxy.cache.begin(
+        // The plan is consulted here; the sink it needs is opened last (a fill's sink stores
+        // nothing until then), once the plan's other actions are carried out.
+        let plan = proxy.cache.plan(
             admissionRequest(for: sliceRange != nil ? 200 : forwarded.status),
             answer: StoragePlan.Answer(
                 head: forwarded, cacheControl: cacheControl, contentLength: contentLength, announcedLength: announcedLength,
                 sliceRange: sliceRange),
             slicing: StoragePlan.Slicing(sliceFill: options.slice != nil, size: settings.sliceSize, rangeFill: options.rangePassed),
             key: key,
-            policy: settings.admission, minBytes: settings.admissionMinBytes, now: responseTime, sink: &sink
-        ) {
-            StoreSink.Entry(
-                key: key, url: options.storedURL, requestHeaders: requestHeaders, requestTime: requestTime,
-                responseTime: responseTime, contentLength: contentLength, sliceIndex: options.slice?.index, sliceSize: settings.sliceSize)
-        }
+            policy: settings.admission, minBytes: settings.admissionMinBytes, now: responseTime)
         let admission = plan.admission
         if plan.action == .skip(.deferred) { admissionDeferred = true }
         if admission.invalidates { invalidate(forwarded) }
@@ -455,18 +453,30 @@ final class Fill: UpstreamTransferDelegate {
         case .whole, .streamed, .slices, .slice, .slicesWithin, .slicePart, .skip:
             break
         }
-        if case .pending = digestCheck { digestHoldsHead = sink.keepsWhole }
+        // Only a body kept whole (the plan `whole`, whose sink always opens) is checked before
+        // any byte goes out.
+        if case .pending = digestCheck { digestHoldsHead = plan.action == .whole }
         share(forwarded, shareable: admission.shareable)
         // The origin sent a new response that will not be stored: the old one is outdated (a
-        // HEAD's answer has already updated or outdated it).
-        if let validating = options.validating, !willStore, !admission.keepsStored, !plan.isHeadUpdate {
+        // HEAD's answer has already updated or outdated it; a sink the disk refuses does the
+        // same in `open`).
+        if let validating = options.validating, !plan.stores, !admission.keepsStored, !plan.isHeadUpdate {
             proxy.cache.invalidate(validating)
         }
-        if buffer.readers.isEmpty && !worthFinishingAlone {
+        if buffer.readers.isEmpty && !worthFinishingAlone(storing: plan.stores) {
             cancel(reason: "every client left")
             return
         }
         scheduleNotify()
+        // Last: the head's work ends in the cache. A sink the disk tier refuses stores nothing,
+        // and the first chunk's check cancels a fill that no one reads.
+        guard plan.stores else { return }
+        sink = proxy.cache.open(
+            plan, head: forwarded, cacheControl: cacheControl,
+            entry: StoreSink.Entry(
+                key: key, url: options.storedURL, requestHeaders: requestHeaders, requestTime: requestTime,
+                responseTime: responseTime, contentLength: contentLength, sliceIndex: options.slice?.index, sliceSize: settings.sliceSize),
+            replacing: options.validating)
     }
 
     /// Whether the body may be fetched whole for readers that asked for a range (stored, and
