@@ -357,6 +357,30 @@ extension IntegrationTests {
                 ], "\(sent)")
         }
 
+        /// A range that starts inside a slice, the first slice stored (it locates the object):
+        /// the capped answer to the request for the whole slice ends before the client's first
+        /// byte, so the rest of the slice is asked for, and the client gets every byte after
+        /// its head instead of a head and a cut.
+        @Test func aCappedAnswerShortOfARangeStartingInsideTheSliceIsFollowedByTheRest() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: Self.config)
+            let path = "/capped?ranges=1&size=200000&cap=10000&cc=max-age=600"
+            let url = origin.url(path)
+            let expected = try origin.directBody(path)
+            let first = try Curl.viaProxy(larder.proxy, ["-r", "0-65535", url])
+            #expect(first.exitCode == 0 && first.body == expected[0...65_535], "\(first.status) \(first.body.count)")
+            try Self.waitUntilCached(larder, url, range: "65530-65535")
+            let before = try origin.requests().count
+            let answer = try Curl.viaProxy(larder.proxy, ["-r", "150000-", url])
+            #expect(answer.exitCode == 0, "\(answer.stderr)")
+            #expect(answer.status == 206 && answer.header("content-range") == "bytes 150000-199999/200000")
+            #expect(answer.body == expected[150_000...], "\(answer.body.count) bytes")
+            let sent = try origin.requests().dropFirst(before).filter { $0.target == path }.compactMap { request in
+                request.headers.first { $0.0.lowercased() == "range" }?.1
+            }
+            #expect(Array(sent.prefix(3)) == ["bytes=131072-196607", "bytes=150000-196607", "bytes=160000-196607"], "\(sent)")
+        }
+
         /// RFC 9111 §3.4: the parts a server that caps ranges sends of each slice are put back
         /// together under their one validator, so the next answer is a hit that asks nothing.
         /// With `chunked=1&slow=0.3` each part's answer ends a moment after its last byte (its

@@ -136,6 +136,44 @@ import Testing
         #expect(plan == before, "a later answer changes nothing but what is sent")
     }
 
+    struct Inside: CustomTestStringConvertible, Sendable {
+        let name: String
+        /// Requests made for slice 1 before the answer (the first asks for all of it).
+        let asked: Int
+        let reply: SlicePlan.Reply
+        let take: SlicePlan.Take
+        var testDescription: String { name }
+    }
+
+    /// The client's range starts inside slice 1 (byte 150 of 250, located from slice 0): a
+    /// capped answer to the request for the whole slice may end before byte 150, and the rest
+    /// of the slice is then asked for; an answer to that request must hold byte 150.
+    static let insides: [Inside] = [
+        Inside(name: "a capped answer short of the client's first byte", asked: 1, reply: .part(range(100, 129, 250)), take: .askAgain),
+        Inside(name: "a capped answer holding it", asked: 1, reply: .part(range(100, 159, 250)), take: .serve(part(50, 10))),
+        Inside(
+            name: "the same answer to the request for the rest", asked: 2, reply: .part(range(100, 129, 250)),
+            take: .cut("the origin answered a slice request with bytes 100-129, not 150-")),
+        Inside(
+            name: "a short answer not from the slice's first byte", asked: 1, reply: .part(range(110, 129, 250)),
+            take: .cut("the origin answered a slice request with bytes 110-129, not 150-")),
+        Inside(
+            name: "a short answer of the slice before", asked: 1, reply: .part(range(0, 29, 250)),
+            take: .cut("the origin answered a slice request with bytes 0-29, not 150-")),
+        Inside(name: "another length", asked: 1, reply: .part(range(100, 129, 300)), take: .changed),
+    ]
+
+    @Test(arguments: insides) func aCappedAnswerShortOfARangeStartingInsideTheSliceAsksAgain(_ row: Inside) {
+        var plan = SlicePlan(size: Self.size, firstByte: 150)
+        plan.look(at: 0)
+        _ = plan.locate(length: 250, validator: Self.tag, resolution: .partial(first: 150, last: 249))
+        for _ in 0..<row.asked { _ = plan.ask(for: 1) }
+        let before = plan
+        #expect(plan.take(row.reply, validator: Self.tag) { _ in .full } == row.take)
+        #expect(plan == before, "a later answer changes nothing but what is sent")
+        if row.take == .askAgain { #expect(plan.ask(for: 1) == "bytes=150-199", "the rest, from the client's next byte") }
+    }
+
     /// A stored slice is used only when it is the slice the current size cuts: one stored
     /// under another `cache.slice_size` is not.
     @Test func aStoredSliceIsOneOfTheCurrentSize() {

@@ -147,7 +147,7 @@ extension ClientConnection {
     /// Takes an answer to a slice request (stored or arriving) into the client's answer: the
     /// first one decides the head; later ones must belong to the same object
     /// (``SlicePlan/take(_:validator:resolve:)`` decides). Returns the part of it to send, or
-    /// nil when none (the answer ended, went another way, or needs another slice first).
+    /// nil when none (the answer ended, went another way, or needs another slice or request first).
     private func useSlice(_ reply: SlicePlan.Reply, headers: HTTPHeaders, age: Double?, exchange: Exchange) -> SlicePlan.Part? {
         guard var plan = exchange.slices else { return nil }
         let request = exchange.head.headers
@@ -202,6 +202,9 @@ extension ClientConnection {
             if case .part(let range) = reply { length = max(length, range.length) }
             dropSlices(of: exchange, length: length, keeping: nil)
             failSlices(exchange, status: 502, reason: "the object changed between its slices (validator or length)")
+            return nil
+        case .askAgain:
+            // The caller leaves the fill and the walk asks for the rest of the slice.
             return nil
         case .cut(let reason):
             failSlices(exchange, status: 502, reason: reason)

@@ -115,6 +115,11 @@ struct SlicePlan: Equatable {
         case pass
         /// The object changed (validator or length): its stored slices are outdated.
         case changed
+        /// After the head: a capped answer to the request for the whole slice (this client's,
+        /// or another's it joined) ends before the next byte this client needs (its range starts
+        /// inside the slice). Nothing of it is sent; the rest of the slice is asked for
+        /// (``ask(for:)``, bounded like every follow-up).
+        case askAgain
         /// After the head: the answer cannot go on.
         case cut(String)
     }
@@ -283,6 +288,10 @@ struct SlicePlan: Equatable {
         }
         guard range.length == length, validator == self.validator else { return .changed }
         guard let part = part(of: range) else {
+            // Only an answer to the first request for the slice, which asked from its first byte.
+            if range.last < next, range.first == bounds(of: sliceIndex).first, requestedSlice == sliceIndex, requestCount == 1 {
+                return .askAgain
+            }
             return .cut("the origin answered a slice request with bytes \(range.first)-\(range.last), not \(next)-")
         }
         return .serve(part)
