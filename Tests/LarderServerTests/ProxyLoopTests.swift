@@ -48,4 +48,37 @@ import Testing
         usleep(20_000)
         #expect(shared.process.heartbeats.withLock { $0[0] } == 0)
     }
+
+    /// A reload's configuration gets its own destination policy even when it is allocated where
+    /// the one before it was freed: the loop knows the configuration by the object it holds, not
+    /// by an address another object can take.
+    @Test func eachConfigurationGetsItsOwnPolicyEvenAtAFreedOnesAddress() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("larder-proxyloop-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var config = Config()
+        config.disk.path = directory
+        let base = config
+        let first = RuntimeConfig(config: base)
+        let shared = SharedState(runtime: first, logger: Logger(label: "proxy-loop-test"))
+        let handle = try EventLoop.start(name: "proxy-loop-policy-test")
+        defer { handle.execute { $0.stop() } }
+        let wrong = Mutex<[Int]>([])
+        let done = DispatchSemaphore(value: 0)
+        handle.execute { loop in
+            let proxy = ProxyLoop(loop: loop, shared: shared, runtime: first)
+            // Reloads in a row, each configuration dropped before the next is made (as a
+            // reload replaces it): allocators hand the freed address to the next one.
+            for round in 0..<40 {
+                var next = base
+                next.proxy.allowLocalDestinations = round % 2 == 0
+                let runtime = RuntimeConfig(config: next, generation: round + 1)
+                if proxy.destinationPolicy(runtime).allowLocal != (round % 2 == 0) {
+                    wrong.withLock { $0.append(round) }
+                }
+            }
+            done.signal()
+        }
+        #expect(done.wait(timeout: .now() + 10) == .success)
+        #expect(wrong.withLock { $0 } == [])
+    }
 }

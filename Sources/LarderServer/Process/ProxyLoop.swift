@@ -66,7 +66,9 @@ final class ProxyLoop {
 
     /// The destination policy for the current configuration, rebuilt on reload and every
     /// ``ProxyLoop/hostAddressRefresh`` so addresses that interfaces gain later count as local.
-    private var destinations: (policy: DestinationPolicy, runtime: ObjectIdentifier, built: UInt64)?
+    /// It holds the configuration it was built for: an identifier alone could be taken by a later
+    /// configuration allocated where that one was freed, which would keep the old rules.
+    private var destinations: (policy: DestinationPolicy, runtime: RuntimeConfig, built: UInt64)?
     static let hostAddressRefresh: UInt64 = 10_000_000_000
 
     /// Bumped each time the policy is rebuilt: verdicts cached by connections name it.
@@ -83,12 +85,12 @@ final class ProxyLoop {
     @discardableResult
     func refreshDestinations(_ runtime: RuntimeConfig) -> Int {
         let now = loop.now
-        if let destinations, destinations.runtime == ObjectIdentifier(runtime), now &- destinations.built < ProxyLoop.hostAddressRefresh {
+        if let destinations, destinations.runtime === runtime, now &- destinations.built < ProxyLoop.hostAddressRefresh {
             return destinationGeneration
         }
         let policy = DestinationPolicy(
             config: runtime.config.proxy, own: process.ownAddresses.withLock { $0 }, hostAddresses: HostAddresses.current())
-        destinations = (policy, ObjectIdentifier(runtime), now)
+        destinations = (policy, runtime, now)
         destinationGeneration += 1
         return destinationGeneration
     }
