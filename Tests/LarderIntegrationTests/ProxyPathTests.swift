@@ -462,6 +462,32 @@ extension IntegrationTests {
             #expect(seen.headers.first { $0.0.lowercased() == "host" }?.1 == "127.0.0.1:\(origin.port)")
         }
 
+        /// An origin's hop-by-hop fields in any case and more than once, and the names its
+        /// `Connection` lines list (a known one, Set-Cookie, among them), are gone from the
+        /// answer and from the stored copy a hit serves (RFC 9110 §7.6.1); the rest stays. With
+        /// the listed Set-Cookie gone, the response is stored (RFC 9111 §3).
+        @Test func hopByHopResponseFieldsInAnyCaseAreGoneFromTheStoredCopy() throws {
+            let origin = try Origin()
+            let larder = try Larder()
+            let fields = [
+                "connection:SET-COOKIE,X-Secret", "CONNECTION:x-other", "Set-Cookie:a=b", "X-Secret:1", "x-other:2",
+                "kEEp-aLive:timeout=5", "Keep-Alive:max=3", "PROXY-CONNECTION:keep-alive", "upgrade:h2c", "TRAILER:X-T",
+                "Proxy-Authenticate:Basic", "te:trailers", "X-Kept:yes",
+            ]
+            let path = "/hop-stored?cc=max-age=60&" + fields.map { "h=\($0)" }.joined(separator: "&")
+            let gone = [
+                "set-cookie", "x-secret", "x-other", "keep-alive", "proxy-connection", "upgrade", "trailer", "proxy-authenticate", "te",
+            ]
+            for round in 0..<2 {
+                let result = try Curl.viaProxy(larder.proxy, [origin.url(path)])
+                #expect(result.status == 200)
+                for name in gone { #expect(result.header(name) == nil, "\(name) in answer \(round)") }
+                #expect(result.header("x-kept") == "yes")
+                #expect(result.header("cache-control") == "max-age=60")
+            }
+            #expect(try origin.count(path) == 1, "the second answer is the stored copy")
+        }
+
         @Test func requestBodiesStreamUpstream() throws {
             let origin = try Origin()
             let larder = try Larder()
