@@ -48,6 +48,14 @@ public struct StoragePlan: Sendable, Equatable {
     /// Whether a HEAD's answer updates or outdates the stored response.
     public var isHeadUpdate: Bool { action == .updateFromHead || action == .outdateFromHead }
 
+    /// Whether the stored response a conditional request was sent for goes, once it is known
+    /// whether the answer is stored (`stored`: a sink opened for it): a new response that is
+    /// not stored outdates it (RFC 9111 §4.3.3), unless the rules keep it (an answer to the
+    /// client's own preconditions, a failure while a success is kept) or a HEAD's answer
+    /// already updated or outdated it (§4.3.5). The fill asks when the plan stores nothing,
+    /// ``TieredCache/open(_:head:cacheControl:entry:replacing:)`` when the tier refuses the sink.
+    public func outdatesValidated(stored: Bool) -> Bool { !stored && !admission.keepsStored && !isHeadUpdate }
+
     /// Why nothing is stored.
     public enum Skip: Sendable, Equatable {
         /// The HTTP rules, the route's policy, or the tiers' limits keep it out.

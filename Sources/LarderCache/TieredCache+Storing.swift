@@ -47,7 +47,7 @@ extension TieredCache {
         replacing: StoredResponse?
     ) -> StoreSink {
         let sink = sink(for: plan, head: head, cacheControl: cacheControl, entry: entry)
-        if !sink.stores, let replacing, !plan.admission.keepsStored, !plan.isHeadUpdate { invalidate(replacing) }
+        if let replacing, plan.outdatesValidated(stored: sink.stores) { invalidate(replacing) }
         return sink
     }
 

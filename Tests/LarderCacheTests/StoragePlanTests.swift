@@ -186,8 +186,7 @@ import Testing
             expected: .whole, asksDoorkeeper: true),
     ]
 
-    @Test(arguments: rows.indices) func eachCase(_ index: Int) {
-        let row = Self.rows[index]
+    static func plan(_ row: Row, doorkeeper: (Int?) -> Bool = { _ in true }) -> StoragePlan {
         let request = ResponseAdmission.Request(
             method: row.method, headers: [:], policy: row.policy, directives: .none, validating: row.validating,
             fallback: row.fallback, staleIfErrorWindow: 3600, dedupAlways: false, maxMemoryObject: 1 << 20, negativeTTL: 30,
@@ -196,8 +195,13 @@ import Testing
         let answer = StoragePlan.Answer(
             head: ResponseHead(status: row.status, headers: row.headers), cacheControl: CacheControl(row.headers),
             contentLength: row.length, announcedLength: row.announced ?? row.length, sliceRange: row.sliceRange)
+        return StoragePlan.decide(request, answer: answer, slicing: row.slicing, disk: row.disk, now: now, admitted: doorkeeper)
+    }
+
+    @Test(arguments: rows.indices) func eachCase(_ index: Int) {
+        let row = Self.rows[index]
         var asked = 0
-        let plan = StoragePlan.decide(request, answer: answer, slicing: row.slicing, disk: row.disk, now: Self.now) { _ in
+        let plan = Self.plan(row) { _ in
             asked += 1
             return row.admitted
         }
@@ -211,6 +215,41 @@ import Testing
         }
         #expect(plan.stores == stores, "\(row.name)")
         #expect(plan.wholeLimit == ResponseAdmission.wholeLimit(maxMemoryObject: 1 << 20, disk: row.disk), "\(row.name)")
+    }
+
+    /// Whether the copy a conditional request was sent for goes, with the answer stored or not
+    /// (a sink the disk tier refuses stores nothing although the plan stores).
+    @Test func aNewAnswerNotStoredOutdatesTheValidatedCopy() {
+        let cases: [(row: Row, stored: Bool, outdates: Bool)] = [
+            (Row(name: "a new 200 stored replaces it", validating: Self.stored, expected: .whole), true, false),
+            (Row(name: "a new 200 the disk refused", validating: Self.stored, expected: .whole), false, true),
+            (
+                Row(name: "a new no-store 200", validating: Self.stored, headers: ["Cache-Control": "no-store"], expected: .skip(.rules)),
+                false, true
+            ),
+            (
+                Row(
+                    name: "a 412 to the client's own preconditions keeps it", validating: Self.stored, status: 412, headers: Self.tagged,
+                    ownSelectors: true, expected: .skip(.rules)), false, false
+            ),
+            (
+                Row(
+                    name: "a HEAD matching it updated it", method: .head, validating: Self.stored, headers: Self.tagged, length: nil,
+                    announced: 100, expected: .updateFromHead), false, false
+            ),
+            (
+                Row(
+                    name: "a HEAD with another ETag outdated it already", method: .head, validating: Self.stored,
+                    headers: ["Cache-Control": "max-age=60", "ETag": "\"b\""], length: nil, announced: 100, expected: .outdateFromHead),
+                false,
+                false
+            ),
+        ]
+        for (row, stored, outdates) in cases {
+            let plan = Self.plan(row)
+            #expect(plan.action == row.expected, "\(row.name)")
+            #expect(plan.outdatesValidated(stored: stored) == outdates, "\(row.name)")
+        }
     }
 
     /// Which slices lie wholly inside a range: the object's last slice ends at its length.

@@ -457,10 +457,9 @@ final class Fill: UpstreamTransferDelegate {
         // any byte goes out.
         if case .pending = digestCheck { digestHoldsHead = plan.action == .whole }
         share(forwarded, shareable: admission.shareable)
-        // The origin sent a new response that will not be stored: the old one is outdated (a
-        // HEAD's answer has already updated or outdated it; a sink the disk refuses does the
-        // same in `open`).
-        if let validating = options.validating, !plan.stores, !admission.keepsStored, !plan.isHeadUpdate {
+        // A new response that will not be stored outdates the validated one (a sink the disk
+        // refuses does the same in `open`).
+        if let validating = options.validating, plan.outdatesValidated(stored: plan.stores) {
             proxy.cache.invalidate(validating)
         }
         if buffer.readers.isEmpty && !worthFinishingAlone(storing: plan.stores) {
