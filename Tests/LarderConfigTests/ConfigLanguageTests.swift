@@ -1,14 +1,16 @@
 import LarderConfig
 import Testing
 
-private func errors(_ text: String) -> [ConfigError] {
+/// The errors `text` gives, none when it parses (shared by this target's config suites).
+func errors(_ text: String) -> [ConfigError] {
     switch ConfigLoader.parse(text, file: "t.toml") {
     case .success: []
     case .failure(let failure): failure.errors
     }
 }
 
-private func config(_ text: String) throws -> Config {
+/// The configuration `text` gives; throws its errors.
+func config(_ text: String) throws -> Config {
     try ConfigLoader.parse(text, file: "t.toml").get()
 }
 

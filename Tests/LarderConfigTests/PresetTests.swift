@@ -1,17 +1,6 @@
 import LarderConfig
 import Testing
 
-private func errors(_ text: String) -> [ConfigError] {
-    switch ConfigLoader.parse(text, file: "t.toml") {
-    case .success: []
-    case .failure(let failure): failure.errors
-    }
-}
-
-private func config(_ text: String) throws -> Config {
-    try ConfigLoader.parse(text, file: "t.toml").get()
-}
-
 @Suite struct PresetTests {
     /// What each preset's routes make of its ecosystem's URLs: artefacts immutable, indexes
     /// revalidated, everything else left to the defaults.
