@@ -288,8 +288,8 @@ extension ClientConnection: RequestBodySource {
         }
         // Last in the list, first on the wire: curl writes a given Host right after the request
         // line (RFC 9112 §3.2) and leaves it out of the other fields.
-        headers.add("Host", url.authority)
-        headers.add("Via", via)
+        headers.addHost(of: url)
+        headers.add(.via, via)
         var request = UpstreamRequest(
             method: head.method, url: url, headers: headers, body: body,
             connectTimeoutNanos: runtime.upstreamConnectTimeout,

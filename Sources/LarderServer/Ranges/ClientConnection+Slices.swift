@@ -26,7 +26,7 @@ extension ClientConnection {
             method == .get || method == .head,
             let key = exchange.key,
             !exchange.goAlone, exchange.range != .passed, exchange.variant == nil, !exchange.directives.noStore,
-            !exchange.directives.noCache, !headers.contains("Authorization")
+            !exchange.directives.noCache, !headers.contains(.authorization)
         else { return false }
         if !isRanged(exchange) {
             // Only an object whose first slice is stored (an index probe: a plain miss costs no
@@ -44,7 +44,7 @@ extension ClientConnection {
     }
 
     private func isRanged(_ exchange: Exchange) -> Bool {
-        exchange.head.method == .get && exchange.head.headers.contains("Range")
+        exchange.head.method == .get && exchange.head.headers.contains(.range)
     }
 
     /// Moves a sliced answer on: reads the slice fill it is attached to, else queues stored
