@@ -293,8 +293,8 @@ extension ClientConnection: RequestBodySource {
         var request = UpstreamRequest(
             method: head.method, url: url, headers: headers, body: body,
             connectTimeoutNanos: runtime.upstreamConnectTimeout,
-            timeoutNanos: route?.timeout.map(\.totalNanoseconds) ?? runtime.upstreamTimeout)
-        request.destinationCheck = destinationCheck(host: url.bareHost, runtime: runtime)
+            timeoutNanos: route?.timeout.map(\.totalNanoseconds) ?? runtime.upstreamTimeout,
+            destinationCheck: destinationCheck(host: url.bareHost, runtime: runtime))
         request.minRate = route?.minRate ?? runtime.config.upstream.minRate
         let extraTrust = runtime.config.tls.upstreamCAFile
         if !extraTrust.isEmpty { request.extraTrustAnchors = extraTrust }
