@@ -10,6 +10,9 @@ public struct CacheKey: Hashable, Sendable, CustomStringConvertible {
     /// memory tier, disk index), and would otherwise hash the whole URL for each.
     /// From Swift's per-process seeded hasher, so hash flooding stays as hard as it was.
     private let urlHash: Int
+    /// `url.hashValue`, as computed when the key was made: a table keyed by the URL and more
+    /// (the coalescer's) combines it instead of hashing the URL again.
+    public var urlHashValue: Int { urlHash }
 
     public init(_ url: AbsoluteURL) {
         let path = url.pathAndQuery

@@ -138,6 +138,15 @@ public enum ASCII {
             }
             index += 8
         }
+        if index < bytes.count, bytes.count >= 8 {
+            // The rest as the last eight bytes, some of them checked again.
+            let last = bytes.count - 8
+            let word = UnsafeRawPointer(base + last).loadUnaligned(as: UInt64.self)
+            if hasByte(in: word, below: 0x20) || hasByte(in: word, equalTo: 0x7F) {
+                for offset in last..<bytes.count where !isFieldValueChar(base[offset]) { return false }
+            }
+            return true
+        }
         while index < bytes.count {
             if !isFieldValueChar(base[index]) { return false }
             index += 1
@@ -154,6 +163,11 @@ public enum ASCII {
             let word = UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self)
             if hasByte(in: word, below: 0x21) || hasByte(in: word, equalTo: 0x7F) { return false }
             index += 8
+        }
+        if index < bytes.count, bytes.count >= 8 {
+            // The rest as the last eight bytes, some of them checked again.
+            let word = UnsafeRawPointer(base + bytes.count - 8).loadUnaligned(as: UInt64.self)
+            return !hasByte(in: word, below: 0x21) && !hasByte(in: word, equalTo: 0x7F)
         }
         while index < bytes.count {
             if base[index] <= 0x20 || base[index] == 0x7F { return false }

@@ -33,7 +33,7 @@ public struct AbsoluteURL: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// `host`, then `:port` when the port is not the default.
-    private func appendAuthority(to writer: inout ByteWriter) {
+    func appendAuthority(to writer: inout ByteWriter) {
         writer.append(host)
         if port != defaultPort {
             writer.append(UInt8(ascii: ":"))
@@ -77,9 +77,16 @@ public struct AbsoluteURL: Sendable, Hashable, CustomStringConvertible {
     /// (RFC 9112 §3, §3.2): no space, control byte or DEL in either, only host characters in
     /// the host. What ``parse(_:)`` accepts always is; a URL put together from parts may not be.
     public var isPlainOnTheWire: Bool {
-        let hostByte = { (byte: UInt8) in AbsoluteURL.isRegNameChar(byte) || byte == 0x3A || byte == 0x5B || byte == 0x5D }  // : [ ]
-        return host.utf8.allSatisfy(hostByte) && ASCII.withUTF8(of: pathAndQuery) { ASCII.allVisibleOrHigh($0) }
+        let plainHost = ASCII.withUTF8(of: host) { bytes in
+            for byte in bytes where !ASCII.isIn(byte, low: AbsoluteURL.hostMaskLow, high: AbsoluteURL.hostMaskHigh) { return false }
+            return true
+        }
+        return plainHost && ASCII.withUTF8(of: pathAndQuery) { ASCII.allVisibleOrHigh($0) }
     }
+
+    /// A host's bytes on the wire: ``isRegNameChar(_:)``'s, and `:` `[` `]` of an IPv6 literal.
+    private static var hostMaskLow: UInt64 { regNameMaskLow | 1 << 58 }
+    private static var hostMaskHigh: UInt64 { regNameMaskHigh | 1 << (91 - 64) | 1 << (93 - 64) }
 
     /// The host without IPv6 brackets, for resolving and matching.
     public var bareHost: String {
@@ -103,6 +110,13 @@ public struct AbsoluteURL: Sendable, Hashable, CustomStringConvertible {
 
     /// Parses the bytes of an absolute-form target.
     public static func parse(_ bytes: UnsafeRawBufferPointer) throws(HTTPParseError) -> AbsoluteURL {
+        var authority = 0..<0
+        return try parse(bytes, authority: &authority)
+    }
+
+    /// Parses the bytes of an absolute-form target; `authority` is set to where in them the
+    /// authority is, which ``parseAuthority(_:defaultPort:requirePort:)`` accepted.
+    static func parse(_ bytes: UnsafeRawBufferPointer, authority: inout Range<Int>) throws(HTTPParseError) -> AbsoluteURL {
         // scheme "://"; the two schemes are compared byte-wise and stored as literals, so no
         // string is built from the bytes for every request.
         var index = 0
@@ -129,6 +143,7 @@ public struct AbsoluteURL: Sendable, Hashable, CustomStringConvertible {
         }
         let authorityBytes = UnsafeRawBufferPointer(rebasing: bytes[authorityStart..<index])
         let (host, port) = try parseAuthority(authorityBytes, defaultPort: secure ? 443 : 80, requirePort: false)
+        authority = authorityStart..<index
         let rest = UnsafeRawBufferPointer(rebasing: bytes[index...])
         try validatePathAndQuery(rest)
         let pathAndQuery: String
@@ -242,8 +257,11 @@ public struct AbsoluteURL: Sendable, Hashable, CustomStringConvertible {
     @inline(__always)
     static func isRegNameChar(_ byte: UInt8) -> Bool {
         // "-" 45, "." 46, "0"-"9" 48-57 | "A"-"Z" 65-90, "_" 95, "a"-"z" 97-122
-        ASCII.isIn(byte, low: 0x03FF_6000_0000_0000, high: 0x07FF_FFFE_87FF_FFFE)
+        ASCII.isIn(byte, low: regNameMaskLow, high: regNameMaskHigh)
     }
+
+    private static var regNameMaskLow: UInt64 { 0x03FF_6000_0000_0000 }
+    private static var regNameMaskHigh: UInt64 { 0x07FF_FFFE_87FF_FFFE }
 
     /// RFC 3986 path-abempty and query characters; percent-escapes must be well formed. A
     /// fragment has no place in a request target (RFC 9112 §3.2).

@@ -374,6 +374,47 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
         spans.append(Span(start: start, nameCount: nameCount, valueCount: valueCount, known: known))
     }
 
+    /// Appends `field` with `value`, as ``add(_:_:)-(String,String)`` does with the field's
+    /// name: its tag is known, so the name is not read again to find it.
+    public mutating func add(_ field: KnownField, _ value: String) {
+        let start = wire.count
+        let nameCount = field.name.withUTF8Buffer { name in
+            wire.append(contentsOf: name)
+            return name.count
+        }
+        wire.append(58)
+        wire.append(32)
+        ASCII.appendBytes(of: value, to: &wire)
+        let valueCount = wire.count - start - nameCount - 2
+        wire.append(13)
+        wire.append(10)
+        present |= field.bit
+        spans.append(Span(start: start, nameCount: nameCount, valueCount: valueCount, known: field.rawValue))
+    }
+
+    /// Appends `Host` with `url`'s ``AbsoluteURL/authority``, the same bytes as adding that
+    /// string, written in place: every request forwarded upstream gets one.
+    public mutating func addHost(of url: AbsoluteURL) {
+        let written: Bool = ASCII.withUTF8(of: url.host) { host in
+            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: host.count + 21) { buffer in
+                var writer = ByteWriter(buffer)
+                url.appendAuthority(to: &writer)
+                let authority = UnsafeBufferPointer(rebasing: buffer[0..<writer.count])
+                // Other bytes go through the string as `add` writes them.
+                guard !authority.contains(where: { $0 >= 0x80 }) else { return false }
+                let start = wire.count
+                ("Host: " as StaticString).withUTF8Buffer { wire.append(contentsOf: $0) }
+                wire.append(contentsOf: authority)
+                wire.append(13)
+                wire.append(10)
+                present |= KnownField.host.bit
+                spans.append(Span(start: start, nameCount: 4, valueCount: authority.count, known: KnownField.host.rawValue))
+                return true
+            }
+        }
+        if !written { add(.host, url.authority) }
+    }
+
     /// Appends a field from bytes read off the wire, as they are: the parsers have checked the
     /// name is a token and the value has no CR, LF or NUL.
     public mutating func append(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {

@@ -98,7 +98,7 @@ public struct RequestHeadParser: Sendable {
         if lineCount - 1 > maxFields { throw HTTPParseError(431, "more than \(maxFields) header fields") }
 
         var lineEnd = try endOfLine(bytes, from: 0)
-        let (method, target, version) = try parseRequestLine(UnsafeRawBufferPointer(rebasing: bytes[0..<lineEnd]))
+        let (method, target, version, targetAuthority) = try parseRequestLine(UnsafeRawBufferPointer(rebasing: bytes[0..<lineEnd]))
         var headers = HTTPHeaders(capacity: lineCount - 1)
         var hostCount = 0
         var lineStart = lineEnd + 2
@@ -112,8 +112,9 @@ public struct RequestHeadParser: Sendable {
             {
                 hostCount += 1
                 if hostCount > 1 { throw .bad("more than one Host header") }
-                // RFC 9112 §3.2: an invalid Host is rejected (an empty one is allowed).
-                if !value.isEmpty {
+                // RFC 9112 §3.2: an invalid Host is rejected (an empty one is allowed). The same
+                // bytes as the target's authority were checked with it.
+                if !value.isEmpty, !Self.same(value, as: targetAuthority.map { UnsafeRawBufferPointer(rebasing: bytes[$0]) }) {
                     do throws(HTTPParseError) {
                         try AbsoluteURL.validateAuthority(value, defaultPort: 80)
                     } catch {
@@ -141,7 +142,19 @@ public struct RequestHeadParser: Sendable {
         return cr
     }
 
-    private func parseRequestLine(_ line: UnsafeRawBufferPointer) throws(HTTPParseError) -> (HTTPMethod, RequestTarget, HTTPVersion) {
+    /// The method, target and version, and where in `line` the target's authority is (an
+    /// absolute-form or authority-form target's, accepted as ``AbsoluteURL/validateAuthority(_:defaultPort:)``
+    /// accepts a `Host`: the port does not change what is valid, and authority-form's required
+    /// port only refuses more).
+    /// Whether `value` is byte for byte `other`.
+    private static func same(_ value: UnsafeRawBufferPointer, as other: UnsafeRawBufferPointer?) -> Bool {
+        guard let other, other.count == value.count else { return false }
+        return memcmp(value.baseAddress!, other.baseAddress!, value.count) == 0
+    }
+
+    private func parseRequestLine(
+        _ line: UnsafeRawBufferPointer
+    ) throws(HTTPParseError) -> (HTTPMethod, RequestTarget, HTTPVersion, authority: Range<Int>?) {
         var firstSpace = 0
         while firstSpace < line.count, line[firstSpace] != 32 {
             guard ASCII.isTokenChar(line[firstSpace]) else { throw .bad("invalid method") }
@@ -161,9 +174,11 @@ public struct RequestHeadParser: Sendable {
         let version = try parseVersion(UnsafeRawBufferPointer(rebasing: line[(secondSpace + 1)...]))
         let method = Self.method(UnsafeRawBufferPointer(rebasing: line[0..<firstSpace]))
         let target: RequestTarget
+        var authority: Range<Int>?
         if method == .connect {
             let (host, port) = try AbsoluteURL.parseAuthority(targetBytes, defaultPort: 0, requirePort: true)
             target = .authority(host: host, port: port)
+            authority = (firstSpace + 1)..<secondSpace
         } else if targetBytes.count == 1 && targetBytes[0] == UInt8(ascii: "*") {
             guard method == .options else { throw .bad("asterisk-form target is only for OPTIONS") }
             target = .asterisk
@@ -171,9 +186,11 @@ public struct RequestHeadParser: Sendable {
             try AbsoluteURL.validatePathAndQuery(targetBytes)
             target = .origin(String(decoding: targetBytes, as: UTF8.self))
         } else {
-            target = .absolute(try AbsoluteURL.parse(targetBytes))
+            var range = 0..<0
+            target = .absolute(try AbsoluteURL.parse(targetBytes, authority: &range))
+            authority = (firstSpace + 1 + range.lowerBound)..<(firstSpace + 1 + range.upperBound)
         }
-        return (method, target, version)
+        return (method, target, version, authority)
     }
 
     /// The method; GET and HEAD (nearly every request a cache sees) from literals instead of

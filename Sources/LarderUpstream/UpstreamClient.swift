@@ -129,10 +129,9 @@ public final class UpstreamClient: UpstreamSockets.Owner {
     public func start(_ request: UpstreamRequest, delegate: any UpstreamTransferDelegate) -> UpstreamTransfer {
         let handle = spareHandles.popLast() ?? EasyHandle(client: self)
         let transfer = UpstreamTransfer(client: self, handle: handle, request: request, delegate: delegate)
-        let key = Unmanaged.passUnretained(transfer).toOpaque()
         let slot = active.insert(transfer)
         transfer.slot = slot
-        let code = transfer.configure(key: key, slot: slot, request: request) ? curl_multi_add_handle(multi, handle.pointer) : nil
+        let code = transfer.configure(slot: slot, request: request) ? curl_multi_add_handle(multi, handle.pointer) : nil
         if code != CURLM_OK {
             let message =
                 code.map { String(cString: curl_multi_strerror($0)) }
@@ -301,6 +300,7 @@ extension UpstreamTransfer {
     }
 
     fileprivate func detachFromCurl() {
+        if handle.running === self { handle.running = nil }
         if let headerList {
             // curl keeps the list pointer in the recycled handle; clear it before freeing.
             larder_easy_set_slist(easy, CURLOPT_HTTPHEADER, nil)
@@ -312,23 +312,15 @@ extension UpstreamTransfer {
     // MARK: Setup
 
     /// Sets the handle up for `request`; false when its URL cannot be handed to curl.
-    fileprivate func configure(key: UnsafeMutableRawPointer, slot: Int, request: UpstreamRequest) -> Bool {
+    fileprivate func configure(slot: Int, request: UpstreamRequest) -> Bool {
         handle.prepareForTransfer()
+        handle.running = self
         guard handle.target(request.url, viaParent: request.parentProxy != nil) else { return false }
         // curl copies string options (CURLOPT_PROXY, _CUSTOMREQUEST) when they are set.
-        larder_easy_set_pointer(easy, CURLOPT_PRIVATE, UnsafeMutableRawPointer(bitPattern: slot + 1))
-        larder_easy_set_pointer(easy, CURLOPT_OPENSOCKETDATA, key)
-        larder_easy_set_pointer(easy, CURLOPT_PREREQDATA, key)
-        larder_easy_set_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(request.connectTimeoutNanos / 1_000_000))
+        handle.setSlot(slot)
+        handle.setConnectTimeout(milliseconds: Int(request.connectTimeoutNanos / 1_000_000))
         larder_easy_set_slist(easy, CURLOPT_RESOLVE, client.resolveList)
-        // An empty proxy string disables curl's reading of http_proxy/HTTP_PROXY: the daemon's
-        // own environment must not redirect its upstream traffic.
-        // A literal goes to C as it is (a String made here would be copied into a new array).
-        if let parent = request.parentProxy {
-            larder_easy_set_string(easy, CURLOPT_PROXY, parent)
-        } else {
-            larder_easy_set_string(easy, CURLOPT_PROXY, "")
-        }
+        handle.setProxy(request.parentProxy)
         if request.url.scheme == "https", handle.trustAnchors != request.extraTrustAnchors {
             handle.trust(request.extraTrustAnchors)
         }
@@ -360,14 +352,11 @@ extension UpstreamTransfer {
             case .known(let length): larder_easy_set_offset(easy, CURLOPT_INFILESIZE_LARGE, curl_off_t(length))
             case .unknown: larder_easy_set_offset(easy, CURLOPT_INFILESIZE_LARGE, -1)
             }
-            larder_easy_set_pointer(easy, CURLOPT_READDATA, key)
         }
 
         let list = HeaderList(request.headers)
         headerList = list
         larder_easy_set_slist(easy, CURLOPT_HTTPHEADER, list.first)
-        larder_easy_set_pointer(easy, CURLOPT_HEADERDATA, key)
-        larder_easy_set_pointer(easy, CURLOPT_WRITEDATA, key)
         return true
     }
 
@@ -470,6 +459,9 @@ final class EasyHandle {
     let errorBuffer: UnsafeMutablePointer<CChar>
     /// Set when a transfer changed an option the next one would inherit (method, upload).
     var needsReset = false
+    /// The transfer curl is running on the handle: from its setup until it is taken out of
+    /// curl, which calls back only in between. Unowned: the transfer holds its handle.
+    unowned(unsafe) var running: UpstreamTransfer?
     /// The extra trust anchors the handle verifies origins with (nil: the system store only).
     private(set) var trustAnchors: String?
     /// The owning client, unretained (it outlives its handles), for the socket callbacks.
@@ -478,6 +470,13 @@ final class EasyHandle {
     /// transfer starts (a CURLOPT_URL string it would parse and print back), and that origin.
     private let url: OpaquePointer
     private var urlOrigin: (scheme: String, host: String, port: Int)?
+    /// Options as the handle holds them now (nil or false: not known to be set), so a transfer
+    /// sets only those that differ from its predecessor's; cleared with the handle's options.
+    /// curl keeps them as they were set (it copies strings when they are set).
+    private var urlHandleSet = false
+    private var privateSlot: Int?
+    private var connectTimeoutMS: Int?
+    private var proxy: String?
 
     /// The origin the handle points at, `scheme://host:port`, for logs.
     var origin: String {
@@ -520,8 +519,41 @@ final class EasyHandle {
         let requestTarget = viaParent && target.scheme == "http" ? target.description : target.pathAndQuery
         // curl copies it; withCString lends a short target from the stack, not a new array.
         _ = requestTarget.withCString { larder_easy_set_string(pointer, CURLOPT_REQUEST_TARGET, $0) }
-        larder_easy_set_pointer(pointer, CURLOPT_CURLU, UnsafeMutableRawPointer(url))
+        // curl reads the URL handle anew when each transfer starts.
+        if !urlHandleSet {
+            larder_easy_set_pointer(pointer, CURLOPT_CURLU, UnsafeMutableRawPointer(url))
+            urlHandleSet = true
+        }
         return true
+    }
+
+    /// CURLOPT_PRIVATE: the transfer's slot in its client's table, plus one.
+    func setSlot(_ slot: Int) {
+        guard privateSlot != slot else { return }
+        larder_easy_set_pointer(pointer, CURLOPT_PRIVATE, UnsafeMutableRawPointer(bitPattern: slot + 1))
+        privateSlot = slot
+    }
+
+    /// CURLOPT_CONNECTTIMEOUT_MS.
+    func setConnectTimeout(milliseconds: Int) {
+        guard connectTimeoutMS != milliseconds else { return }
+        larder_easy_set_long(pointer, CURLOPT_CONNECTTIMEOUT_MS, milliseconds)
+        connectTimeoutMS = milliseconds
+    }
+
+    /// CURLOPT_PROXY: the parent proxy's URL, or "" for none. An empty string, not an unset
+    /// option, disables curl's reading of http_proxy/HTTP_PROXY: the daemon's own environment
+    /// must not redirect its upstream traffic.
+    func setProxy(_ parent: String?) {
+        let value = parent ?? ""
+        guard proxy != value else { return }
+        larder_easy_set_string(pointer, CURLOPT_PROXY, value)
+        proxy = value
+    }
+
+    /// The transfer running on the handle `data` points at, in a callback of curl's.
+    private static func running(_ data: UnsafeMutableRawPointer?) -> UpstreamTransfer {
+        Unmanaged<EasyHandle>.fromOpaque(data!).takeUnretainedValue().running!
     }
 
     /// Brings the handle back to its constant options if the last transfer changed others.
@@ -531,6 +563,10 @@ final class EasyHandle {
             setConstantOptions()
             needsReset = false
             trustAnchors = nil
+            urlHandleSet = false
+            privateSlot = nil
+            connectTimeoutMS = nil
+            proxy = nil
         }
         errorBuffer[0] = 0
     }
@@ -568,9 +604,13 @@ final class EasyHandle {
         larder_easy_set_long(pointer, CURLOPT_TCP_NODELAY, 1)
         larder_easy_set_long(pointer, CURLOPT_SUPPRESS_CONNECT_HEADERS, 1)
         larder_easy_set_pointer(pointer, CURLOPT_ERRORBUFFER, errorBuffer)
-        // The open-socket and pre-request data is the transfer (set per transfer, in configure).
-        larder_easy_set_opensocket_callback(pointer) { transferp, _, address in
-            let transfer = Unmanaged<UpstreamTransfer>.fromOpaque(transferp!).takeUnretainedValue()
+        // Every callback's data is the handle, set once: the transfer is the one it runs.
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        for option in [CURLOPT_OPENSOCKETDATA, CURLOPT_PREREQDATA, CURLOPT_HEADERDATA, CURLOPT_WRITEDATA, CURLOPT_READDATA] {
+            larder_easy_set_pointer(pointer, option, me)
+        }
+        larder_easy_set_opensocket_callback(pointer) { handlep, _, address in
+            let transfer = EasyHandle.running(handlep)
             guard let address else { return CURL_SOCKET_BAD }
             let target = withUnsafePointer(to: &address.pointee.addr) { raw in
                 SocketAddress(raw, length: Int(address.pointee.addrlen))
@@ -581,8 +621,8 @@ final class EasyHandle {
         }
         // Runs once the connection is up, new or pooled, before the request is sent: a pooled
         // connection was checked for whoever opened it, not for this transfer.
-        larder_easy_set_prereq_callback(pointer) { transferp, primaryIP, _, primaryPort, _ in
-            let transfer = Unmanaged<UpstreamTransfer>.fromOpaque(transferp!).takeUnretainedValue()
+        larder_easy_set_prereq_callback(pointer) { handlep, primaryIP, _, primaryPort, _ in
+            let transfer = EasyHandle.running(handlep)
             let address = primaryIP.flatMap { SocketAddress(literal: String(cString: $0), port: UInt16(clamping: primaryPort)) }
             return transfer.mayConnect(to: address) ? CURL_PREREQFUNC_OK : CURL_PREREQFUNC_ABORT
         }
@@ -593,7 +633,7 @@ final class EasyHandle {
         }
         larder_easy_set_pointer(pointer, CURLOPT_CLOSESOCKETDATA, client)
         larder_easy_set_data_callback(pointer, CURLOPT_HEADERFUNCTION) { buffer, size, count, userdata in
-            let transfer = Unmanaged<UpstreamTransfer>.fromOpaque(userdata!).takeUnretainedValue()
+            let transfer = EasyHandle.running(userdata)
             let hadHead = transfer.receivedHead
             let taken = transfer.receiveHeaderLine(UnsafeRawBufferPointer(start: buffer, count: size * count))
             // Once a transfer, while its connection is surely attached.
@@ -601,13 +641,13 @@ final class EasyHandle {
             return taken
         }
         larder_easy_set_data_callback(pointer, CURLOPT_WRITEFUNCTION) { buffer, size, count, userdata in
-            let transfer = Unmanaged<UpstreamTransfer>.fromOpaque(userdata!).takeUnretainedValue()
+            let transfer = EasyHandle.running(userdata)
             let taken = transfer.receiveBody(UnsafeRawBufferPointer(start: buffer, count: size * count))
             if taken == size * count, transfer.bodyBytes == transfer.declaredLength { transfer.bodyComplete() }
             return taken
         }
         larder_easy_set_data_callback(pointer, CURLOPT_READFUNCTION) { buffer, size, count, userdata in
-            let transfer = Unmanaged<UpstreamTransfer>.fromOpaque(userdata!).takeUnretainedValue()
+            let transfer = EasyHandle.running(userdata)
             return transfer.readBody(into: UnsafeMutableRawBufferPointer(start: buffer, count: size * count))
         }
     }
@@ -616,37 +656,27 @@ final class EasyHandle {
 /// A request's header lines as a `curl_slist` in one allocation: the nodes first, then the
 /// NUL-terminated lines they point at. curl only reads a CURLOPT_HTTPHEADER list (the caller
 /// owns it), so one free releases everything; `curl_slist_append` costs two mallocs per line.
-/// Sized in a first pass and written in place in a second (no intermediate array).
+/// Written in one pass into room sized from the fields' wire form, which is never shorter:
+/// `Name: value\r\n` becomes `Name: value\0` or, for an empty value, `Name;\0`.
 struct HeaderList {
     private let storage: UnsafeMutableRawPointer
     /// The list's first node.
     let first: UnsafeMutablePointer<curl_slist>
 
     init(_ headers: HTTPHeaders) {
-        // Pass 1: lines and their bytes.
-        var lines = 1  // "Expect:"
-        var textBytes = 8
+        // Every field, then "Accept:" and "Expect:".
+        let maxLines = headers.count + 2
+        let maxTextBytes = headers.wire.count + 16
+        let nodeBytes = maxLines * MemoryLayout<curl_slist>.stride
+        storage = .allocate(byteCount: nodeBytes + maxTextBytes, alignment: MemoryLayout<curl_slist>.alignment)
+        let nodes = storage.bindMemory(to: curl_slist.self, capacity: maxLines)
+        let text = (storage + nodeBytes).bindMemory(to: UInt8.self, capacity: maxTextBytes)
+        var writer = ByteWriter(UnsafeMutableBufferPointer(start: text, count: maxTextBytes))
+        var lines = 0
         var sawAccept = false
         headers.forEachField { name, value in
             guard Self.isForwarded(name) else { return }
             if ASCII.equalsIgnoringCase(name, "Accept") { sawAccept = true }
-            lines += 1
-            textBytes += name.count + 3 + value.count
-        }
-        if !sawAccept {
-            lines += 1
-            textBytes += 8
-        }
-
-        let nodeBytes = lines * MemoryLayout<curl_slist>.stride
-        storage = .allocate(byteCount: nodeBytes + textBytes, alignment: MemoryLayout<curl_slist>.alignment)
-        let nodes = storage.bindMemory(to: curl_slist.self, capacity: lines)
-        let text = (storage + nodeBytes).bindMemory(to: UInt8.self, capacity: textBytes)
-        var writer = ByteWriter(UnsafeMutableBufferPointer(start: text, count: textBytes))
-        var line = 0
-        // Pass 2: each line, then its node (linked to the next, nil after the last).
-        headers.forEachField { name, value in
-            guard Self.isForwarded(name) else { return }
             let start = writer.count
             writer.append(contentsOf: name.assumingMemoryBound(to: UInt8.self))
             if value.isEmpty {
@@ -656,19 +686,17 @@ struct HeaderList {
                 writer.append(contentsOf: value.assumingMemoryBound(to: UInt8.self))
             }
             writer.append(0)
-            Self.link(nodes, line, of: lines, to: text + start)
-            line += 1
+            Self.link(nodes, &lines, to: text + start)
         }
         // Remove the headers curl would add on its own.
         if !sawAccept {
             let start = writer.count
             writer.append("Accept:\0" as StaticString)
-            Self.link(nodes, line, of: lines, to: text + start)
-            line += 1
+            Self.link(nodes, &lines, to: text + start)
         }
         let start = writer.count
         writer.append("Expect:\0" as StaticString)
-        Self.link(nodes, line, of: lines, to: text + start)
+        Self.link(nodes, &lines, to: text + start)
         first = nodes
     }
 
@@ -677,11 +705,11 @@ struct HeaderList {
         !ASCII.equalsIgnoringCase(name, "Content-Length") && !ASCII.equalsIgnoringCase(name, "Expect")
     }
 
-    private static func link(
-        _ nodes: UnsafeMutablePointer<curl_slist>, _ index: Int, of count: Int, to line: UnsafeMutablePointer<UInt8>
-    ) {
-        let next = index + 1 < count ? nodes + index + 1 : nil
-        (nodes + index).initialize(to: curl_slist(data: UnsafeMutableRawPointer(line).assumingMemoryBound(to: CChar.self), next: next))
+    /// Makes node `count` the list's last, pointing at `line`, and links the one before to it.
+    private static func link(_ nodes: UnsafeMutablePointer<curl_slist>, _ count: inout Int, to line: UnsafeMutablePointer<UInt8>) {
+        (nodes + count).initialize(to: curl_slist(data: UnsafeMutableRawPointer(line).assumingMemoryBound(to: CChar.self), next: nil))
+        if count > 0 { nodes[count - 1].next = nodes + count }
+        count += 1
     }
 
     func free() { storage.deallocate() }

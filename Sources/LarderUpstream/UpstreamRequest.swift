@@ -12,12 +12,14 @@ public struct UpstreamRequest: Sendable {
         let url: AbsoluteURL
         let headers: HTTPHeaders
         let body: BodyLength?
+        let destinationCheck: DestinationCheck?
 
-        init(method: HTTPMethod, url: AbsoluteURL, headers: HTTPHeaders, body: BodyLength?) {
+        init(method: HTTPMethod, url: AbsoluteURL, headers: HTTPHeaders, body: BodyLength?, destinationCheck: DestinationCheck?) {
             self.method = method
             self.url = url
             self.headers = headers
             self.body = body
+            self.destinationCheck = destinationCheck
         }
     }
 
@@ -40,9 +42,9 @@ public struct UpstreamRequest: Sendable {
     /// A parent proxy URL (`http://user:pass@host:port`), or nil for direct.
     public var parentProxy: String?
     /// Decides, for each address a direct transfer is about to connect to or send on (a pooled
-    /// connection included), whether it may: nil to go on, or the reason it is refused. Not
-    /// asked for a parent's address.
-    public var destinationCheck: (@Sendable (SocketAddress) -> String?)?
+    /// connection included), whether it may (nil: every address may be used). Not asked for a
+    /// parent's address.
+    public var destinationCheck: DestinationCheck? { message.destinationCheck }
     /// A PEM file of trust anchors for an `https` origin, besides the system store
     /// (`tls.upstream_ca_file`); nil for the system store alone.
     public var extraTrustAnchors: String?
@@ -55,9 +57,10 @@ public struct UpstreamRequest: Sendable {
 
     public init(
         method: HTTPMethod, url: AbsoluteURL, headers: HTTPHeaders, body: BodyLength? = nil,
-        connectTimeoutNanos: UInt64 = 5_000_000_000, timeoutNanos: UInt64 = 60_000_000_000, parentProxy: String? = nil
+        connectTimeoutNanos: UInt64 = 5_000_000_000, timeoutNanos: UInt64 = 60_000_000_000, parentProxy: String? = nil,
+        destinationCheck: DestinationCheck? = nil
     ) {
-        message = Message(method: method, url: url, headers: headers, body: body)
+        message = Message(method: method, url: url, headers: headers, body: body, destinationCheck: destinationCheck)
         self.connectTimeoutNanos = connectTimeoutNanos
         self.timeoutNanos = timeoutNanos
         self.parentProxy = parentProxy

@@ -9,7 +9,7 @@ extension UpstreamTransfer {
     func mayConnect(to address: SocketAddress?) -> Bool {
         guard let check = destinationCheck else { return true }
         guard let address else { return false }
-        guard let reason = check(address) else { return true }
+        guard let reason = check.refusal(for: address) else { return true }
         refusal = "\(address): \(reason)"
         return false
     }

@@ -11,7 +11,7 @@ public final class UpstreamTransfer {
     /// What the transfer keeps of its request once curl has it (the request itself stays with
     /// the caller, who retries with it): the destination check of a direct transfer, and the
     /// timeout's terms.
-    let destinationCheck: (@Sendable (SocketAddress) -> String?)?
+    let destinationCheck: DestinationCheck?
     let timeoutNanos: UInt64
     let minRate: Int
     /// Sent through a parent proxy: its connection is the parent's.

@@ -124,6 +124,43 @@ import Testing
         #expect(try AbsoluteURL(parsing: "https://[::1]:65535/").authority == "[::1]:65535")
     }
 
+    /// `Host` and a known field added by their tags are the fields added by name, byte for byte.
+    @Test func hostAndKnownFieldsAddedByTagAreTheFieldsAddedByName() throws {
+        for text in ["http://Example.org:8080/a", "https://h:443/", "https://[::1]:65535/", "http://h/"] {
+            let url = try AbsoluteURL(parsing: text)
+            var byTag = HTTPHeaders([("X-A", "1")])
+            byTag.addHost(of: url)
+            byTag.add(.via, "1.1 larder")
+            var byName = HTTPHeaders([("X-A", "1")])
+            byName.add("Host", url.authority)
+            byName.add("Via", "1.1 larder")
+            #expect(byTag == byName, "\(text)")
+            #expect(byTag.wire == byName.wire)
+            #expect(byTag["host"] == url.authority)
+            #expect(byTag.contains(.host) && byTag.contains(.via))
+        }
+        let unicode = AbsoluteURL(scheme: "http", host: "é.example", port: 81, pathAndQuery: "/")
+        var byTag = HTTPHeaders()
+        byTag.addHost(of: unicode)
+        var byName = HTTPHeaders()
+        byName.add("Host", unicode.authority)
+        #expect(byTag == byName)
+        #expect(!unicode.isPlainOnTheWire)
+    }
+
+    /// Only host characters pass in the host, only visible bytes in the path.
+    @Test func aURLIsPlainOnTheWireOnlyWithHostCharactersAndVisibleBytes() throws {
+        #expect(AbsoluteURL(scheme: "http", host: "a-b.c_d.9Z", port: 8, pathAndQuery: "/x?y=%20").isPlainOnTheWire)
+        #expect(try AbsoluteURL(parsing: "http://[::1]:8/").isPlainOnTheWire)
+        for host in ["a b", "a\r\nb", "a/b", "a@b", "a\u{7F}", "a%b", "a~b", "a{b}", "a\u{0}"] {
+            #expect(!AbsoluteURL(scheme: "http", host: host, port: 80, pathAndQuery: "/").isPlainOnTheWire, "\(host)")
+        }
+        for path in ["/a b", "/\t", "/\u{7F}", "/\r\n"] {
+            #expect(!AbsoluteURL(scheme: "http", host: "h", port: 80, pathAndQuery: path).isPlainOnTheWire, "\(path)")
+        }
+        #expect(AbsoluteURL(scheme: "http", host: "h", port: 80, pathAndQuery: "/é").isPlainOnTheWire)
+    }
+
     @Test func removingAFieldKeepsTheOthersInOrder() {
         var headers = HTTPHeaders([("Age", "1"), ("Date", "d"), ("age", "2"), ("ETag", "e"), ("Vary", "v"), ("AGE", "3")])
         headers.remove("Age")

@@ -134,6 +134,21 @@ private let cases: [Case] = [
     Case(name: "CONNECT without port", raw: "CONNECT example.org HTTP/1.1\r\n\(host)\r\n", expected: .rejected(400)),
     Case(name: "asterisk with GET", raw: "GET * HTTP/1.1\r\n\(host)\r\n", expected: .rejected(400)),
     Case(name: "header without colon", raw: "GET http://example.org/ HTTP/1.1\r\n\(host)Broken\r\n\r\n", expected: .rejected(400)),
+    Case(
+        name: "Host the target's authority, with a port", raw: "GET http://example.org:8080/x HTTP/1.1\r\nHost: example.org:8080\r\n\r\n",
+        expected: .head(method: "GET", target: "http://example.org:8080/x", version: "HTTP/1.1")),
+    Case(
+        name: "Host the target's authority, in other case", raw: "GET http://Example.ORG/ HTTP/1.1\r\nHost:  Example.ORG \r\n\r\n",
+        expected: .head(method: "GET", target: "http://example.org/", version: "HTTP/1.1")),
+    Case(
+        name: "Host the target's authority but a bad port", raw: "GET http://example.org:8080/ HTTP/1.1\r\nHost: example.org:80800\r\n\r\n",
+        expected: .rejected(400)),
+    Case(
+        name: "Host the target's authority and more", raw: "GET http://example.org/ HTTP/1.1\r\nHost: example.org/x\r\n\r\n",
+        expected: .rejected(400)),
+    Case(
+        name: "Host with userinfo the target's authority lacks", raw: "GET http://example.org/ HTTP/1.1\r\nHost: u@example.org\r\n\r\n",
+        expected: .rejected(400)),
     Case(name: "Host with userinfo", raw: "GET http://example.org/ HTTP/1.1\r\nHost: u@example.org\r\n\r\n", expected: .rejected(400)),
     Case(name: "Host with a bad port", raw: "GET http://example.org/ HTTP/1.1\r\nHost: example.org:0\r\n\r\n", expected: .rejected(400)),
     Case(name: "Host with a space inside", raw: "GET http://example.org/ HTTP/1.1\r\nHost: exa mple.org\r\n\r\n", expected: .rejected(400)),

@@ -1,5 +1,6 @@
 import LarderHTTP
 import LarderIO
+import LarderUpstream
 import Testing
 
 @testable import LarderServer
@@ -94,12 +95,14 @@ import Testing
         let policy = DestinationPolicyTests.policy(deny: ["*.internal"])
         let remote = guardian.connectCheck(host: "db.internal", client: Self.remoteClient, generation: 1, policy: policy)
         let denied = DestinationPolicy.Refusal.denied(rule: "*.internal").description
-        #expect(remote(DestinationPolicyTests.address("198.51.100.7:80")) == denied)
+        #expect(remote.refusal(for: DestinationPolicyTests.address("198.51.100.7:80")) == denied)
         let check = guardian.connectCheck(host: "example.com", client: Self.localClient, generation: 2, policy: policy)
-        #expect(check(DestinationPolicyTests.address("198.51.100.7:80")) == nil)
-        #expect(check(DestinationPolicyTests.address("127.0.0.1:8080")) == nil, "a local client may reach a local origin")
-        #expect(check(DestinationPolicyTests.address("127.0.0.1:3129")) == DestinationPolicy.Refusal.ownListener(.admin).description)
+        #expect(check.refusal(for: DestinationPolicyTests.address("198.51.100.7:80")) == nil)
+        #expect(check.refusal(for: DestinationPolicyTests.address("127.0.0.1:8080")) == nil, "a local client may reach a local origin")
+        #expect(
+            check.refusal(for: DestinationPolicyTests.address("127.0.0.1:3129"))
+                == DestinationPolicy.Refusal.ownListener(.admin).description)
         let fromAfar = guardian.connectCheck(host: "example.com", client: Self.remoteClient, generation: 3, policy: policy)
-        #expect(fromAfar(DestinationPolicyTests.address("127.0.0.1:8080")) == DestinationPolicy.Refusal.local.description)
+        #expect(fromAfar.refusal(for: DestinationPolicyTests.address("127.0.0.1:8080")) == DestinationPolicy.Refusal.local.description)
     }
 }

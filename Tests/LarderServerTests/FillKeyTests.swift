@@ -1,3 +1,4 @@
+import LarderCache
 import Testing
 
 @testable import LarderServer
@@ -11,6 +12,18 @@ import Testing
         #expect(first == second)
         #expect(first.hashValue == second.hashValue)
         #expect(Set([first, second, first]).count == 1)
+    }
+
+    /// A key made from a cache key reuses its URL hash: it is the key made from the URL alone.
+    @Test func aKeyFromACacheKeyIsTheKeyFromItsURL() {
+        let cacheKey = CacheKey(normalized: "http://o/a")
+        let fromCacheKey = FillKey(method: "GET", key: cacheKey, bodyHash: 7)
+        let fromURL = FillKey(method: "GET", url: "http://o/a", bodyHash: 7)
+        #expect(fromCacheKey == fromURL)
+        #expect(fromCacheKey.hashValue == fromURL.hashValue)
+        #expect(fromCacheKey.with(variant: ["a": "b"]) == fromURL.with(variant: ["a": "b"]))
+        #expect(fromCacheKey.with(variant: ["a": "b"]).hashValue == fromURL.with(variant: ["a": "b"]).hashValue)
+        #expect(FillKey(method: "GET", key: CacheKey(normalized: "http://o/b"), bodyHash: 7) != fromURL)
     }
 
     @Test func everyPartTellsKeysApart() {

@@ -3,18 +3,24 @@ import LarderIO
 
 /// An origin on a test's event loop: accepts connections, keeps them open, and answers each
 /// request head read on them (the requests carry no body) with what `answer` returns for its
-/// target. `accepted` sees each new connection. Loop-confined.
+/// target. `accepted` sees each new connection, `received` each request head as it came.
+/// Loop-confined.
 final class LoopOrigin: IOHandler {
     let loop: EventLoop
     let listener: Socket
     private let accepted: (Socket) -> Void
     private let answer: (String) -> [UInt8]
+    private let received: (String) -> Void
     private var connections: [Int32: Connection] = [:]
 
-    init(loop: EventLoop, listener: Socket, accepted: @escaping (Socket) -> Void = { _ in }, answer: @escaping (String) -> [UInt8]) {
+    init(
+        loop: EventLoop, listener: Socket, accepted: @escaping (Socket) -> Void = { _ in }, received: @escaping (String) -> Void = { _ in },
+        answer: @escaping (String) -> [UInt8]
+    ) {
         self.loop = loop
         self.listener = listener
         self.accepted = accepted
+        self.received = received
         self.answer = answer
     }
 
@@ -61,6 +67,7 @@ final class LoopOrigin: IOHandler {
                 received += buffer[0..<count]
                 while let end = headEnd() {
                     let line = String(decoding: received.prefix { $0 != 13 }, as: UTF8.self).split(separator: " ")
+                    origin.received(String(decoding: received[0..<end], as: UTF8.self))
                     received.removeFirst(end)
                     let response = origin.answer(line.count == 3 ? String(line[1]) : "/")
                     _ = response.withUnsafeBytes { try? socket.write($0) }

@@ -28,6 +28,27 @@ import Testing
         #expect(log.clientWeakReferences.withLock { $0 } == 1)
     }
 
+    /// The request's fields go out in order as they are given, an empty value included; the
+    /// fields curl would add on its own (`Accept`, `Expect`) and a `Content-Length` for a body
+    /// there is none of stay out, and a client's own `Accept` goes out once.
+    @Test func theRequestsFieldsGoOutAsGivenWithoutCurlsOwn() throws {
+        let response = Array("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n".utf8)
+        let plain = HTTPHeaders([("X-Empty", ""), ("Content-Length", "5"), ("Expect", "100-continue"), ("Via", "1.1 larder")])
+        let log = try Self.transfer(response: response, headers: plain) { port in try AbsoluteURL(parsing: "http://127.0.0.1:\(port)/x") }
+        let head = try #require(log.heads.withLock { $0 }.first)
+        var lines = head.split(separator: "\r\n", omittingEmptySubsequences: false).map(String.init)
+        #expect(lines.removeFirst() == "GET /x HTTP/1.1")
+        #expect(lines.removeFirst().hasPrefix("Host: 127.0.0.1:"))
+        #expect(lines == ["X-Empty:", "Via: 1.1 larder", "", ""])
+
+        let accepting = HTTPHeaders([("accept", "text/plain"), ("X-A", "1")])
+        let second = try Self.transfer(response: response, headers: accepting) { port in
+            try AbsoluteURL(parsing: "http://127.0.0.1:\(port)/y")
+        }
+        let secondHead = try #require(second.heads.withLock { $0 }.first)
+        #expect(secondHead.split(separator: "\r\n").dropFirst(2) == ["accept: text/plain", "X-A: 1"])
+    }
+
     /// curl writes the request line and `Host` from the URL's parts as they are (a URL handle,
     /// not a string its parser checks): a URL put together with bytes that would split them is
     /// refused before curl has it, and nothing reaches the origin.
@@ -46,13 +67,18 @@ import Testing
     }
 
     /// One transfer of `url(port)` against an origin on the loop answering `response`.
-    private static func transfer(response: [UInt8], url: (UInt16) throws -> AbsoluteURL) throws -> EventLog {
+    private static func transfer(response: [UInt8], headers: HTTPHeaders = HTTPHeaders(), url: (UInt16) throws -> AbsoluteURL) throws
+        -> EventLog
+    {
         let listener = try Socket.listen(on: #require(SocketAddress(parsing: "127.0.0.1:0")))
         let url = try url(try #require(try listener.localAddress()).port)
         let log = EventLog()
         let loopHandle = try EventLoop.start(name: "upstream-test")
         loopHandle.execute { loop in
-            let origin = LoopOrigin(loop: loop, listener: listener, accepted: { _ in log.accepted.withLock { $0 += 1 } }) { _ in response }
+            let origin = LoopOrigin(
+                loop: loop, listener: listener, accepted: { _ in log.accepted.withLock { $0 += 1 } },
+                received: { head in log.heads.withLock { $0.append(head) } }
+            ) { _ in response }
             do {
                 try loop.register(listener.fd, interest: .readable, handler: origin)
             } catch {
@@ -62,7 +88,7 @@ import Testing
             }
             let client = UpstreamClient(loop: loop, maxConnectionsPerHost: 1)
             let recorder = Recorder(loop: loop, log: log, client: client)
-            _ = client.start(UpstreamRequest(method: .get, url: url, headers: HTTPHeaders()), delegate: recorder)
+            _ = client.start(UpstreamRequest(method: .get, url: url, headers: headers), delegate: recorder)
         }
         let finished = log.done.wait(timeout: .now() + 10) == .success
         loopHandle.execute { loop in
@@ -81,6 +107,8 @@ private final class EventLog: Sendable {
     let done = DispatchSemaphore(value: 0)
     /// Connections the origin accepted.
     let accepted = Mutex(0)
+    /// The request heads the origin received, as they came.
+    let heads = Mutex<[String]>([])
     /// The runtime's weak reference count of the client when its transfer ended.
     let clientWeakReferences = Mutex(0)
     var events: [String] { entries.withLock { $0 } }

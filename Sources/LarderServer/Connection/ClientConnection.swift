@@ -2,6 +2,7 @@ import Glibc
 import LarderHTTP
 import LarderIO
 import LarderTLS
+import LarderUpstream
 
 /// One client connection: reads requests, answers them in order, keeps the connection alive
 /// between them, and enforces the header, idle and write-stall timeouts.
@@ -630,7 +631,7 @@ final class ClientConnection: IOHandler {
     }
 
     /// The check a fill's transfer runs on each address it connects to or reuses.
-    func destinationCheck(host: String, runtime: RuntimeConfig) -> @Sendable (SocketAddress) -> String? {
+    func destinationCheck(host: String, runtime: RuntimeConfig) -> DestinationCheck {
         let policy = proxy.destinationPolicy(runtime)
         return destinations.connectCheck(host: host, client: peer, generation: proxy.destinationGeneration, policy: policy)
     }

@@ -1,5 +1,6 @@
 import LarderHTTP
 import LarderIO
+import LarderUpstream
 
 /// Whether a client's request may go where it asks, for proxied requests and CONNECT alike: the
 /// one place that asks the ``DestinationPolicy``. Asked twice, as the security checks need:
@@ -65,9 +66,8 @@ struct DestinationGuard {
     /// the refusal's text, or nil to go ahead.
     mutating func connectCheck(
         host: String, client: SocketAddress?, generation: Int, policy: DestinationPolicy
-    ) -> @Sendable (SocketAddress) -> String? {
-        let local = isLocal(client, generation: generation, policy: policy)
-        return { address in policy.refusal(host: host, address: address, clientIsLocal: local)?.description }
+    ) -> DestinationCheck {
+        DestinationCheck(checker: policy, host: host, clientIsLocal: isLocal(client, generation: generation, policy: policy))
     }
 
     /// Whether the client is on this host (loopback or one of its addresses).

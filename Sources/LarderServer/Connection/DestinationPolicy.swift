@@ -1,5 +1,6 @@
 import LarderConfig
 import LarderIO
+import LarderUpstream
 
 /// Where a request or tunnel may go. Decided on the address really connected to (curl's
 /// open-socket and pre-request hooks for fills, the resolved list for tunnels), so every
@@ -102,5 +103,12 @@ final class DestinationPolicy: Sendable {
             if address.isUnspecified && isLocal(listener) { return kind }
         }
         return nil
+    }
+}
+
+extension DestinationPolicy: DestinationCheck.Checker {
+    /// ``refusal(host:address:clientIsLocal:)``, as a fill's transfer reports it.
+    func refusalReason(host: String, address: SocketAddress, clientIsLocal: Bool) -> String? {
+        refusal(host: host, address: address, clientIsLocal: clientIsLocal)?.description
     }
 }

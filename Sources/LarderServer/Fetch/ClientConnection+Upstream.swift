@@ -54,13 +54,13 @@ extension ClientConnection: RequestBodySource {
                 break
             case .automatic:
                 if head.method == .get || head.method == .head {
-                    coalesceKey = FillKey(method: head.method.rawValue, url: key.url, bodyHash: nil)
+                    coalesceKey = FillKey(method: head.method.rawValue, key: key, bodyHash: nil)
                 }
             case .always:
                 if exchange.requestFraming == .none {
-                    coalesceKey = FillKey(method: head.method.rawValue, url: key.url, bodyHash: nil)
+                    coalesceKey = FillKey(method: head.method.rawValue, key: key, bodyHash: nil)
                 } else if let body = exchange.bufferedBody, exchange.requestBodyComplete {
-                    coalesceKey = FillKey(method: head.method.rawValue, url: key.url, bodyHash: BufferedBody.hash(body))
+                    coalesceKey = FillKey(method: head.method.rawValue, key: key, bodyHash: BufferedBody.hash(body))
                 } else if exchange.bufferedBody == nil || exchange.bodyBufferLimit < ClientConnection.maxDedupBody && !exchange.goAlone {
                     // The key needs the whole body: read it first (process() continues here).
                     if exchange.bufferedBody == nil { exchange.bufferedBody = [] }
@@ -164,7 +164,7 @@ extension ClientConnection: RequestBodySource {
     /// Revalidates (or refetches) a stored response that was just served stale, with no client
     /// waiting; at most one such fetch per URL is in flight (through the coalescer).
     func refreshInBackground(_ stored: StoredResponse, url: AbsoluteURL, exchange: Exchange) {
-        let key = FillKey(method: "GET", url: stored.key.url, bodyHash: nil)
+        let key = FillKey(method: "GET", key: stored.key, bodyHash: nil)
         guard proxy.coalescer.fill(for: key) == nil, !exchange.runtime.config.cache.offline else { return }
         let options = fillOptions(for: exchange, url: url, validating: stored.hasValidator ? stored : nil)
         // No client waits on it: the directives of the request that found the entry stale
@@ -288,13 +288,13 @@ extension ClientConnection: RequestBodySource {
         }
         // Last in the list, first on the wire: curl writes a given Host right after the request
         // line (RFC 9112 §3.2) and leaves it out of the other fields.
-        headers.add("Host", url.authority)
-        headers.add("Via", via)
+        headers.addHost(of: url)
+        headers.add(.via, via)
         var request = UpstreamRequest(
             method: head.method, url: url, headers: headers, body: body,
             connectTimeoutNanos: runtime.upstreamConnectTimeout,
-            timeoutNanos: route?.timeout.map(\.totalNanoseconds) ?? runtime.upstreamTimeout)
-        request.destinationCheck = destinationCheck(host: url.bareHost, runtime: runtime)
+            timeoutNanos: route?.timeout.map(\.totalNanoseconds) ?? runtime.upstreamTimeout,
+            destinationCheck: destinationCheck(host: url.bareHost, runtime: runtime))
         request.minRate = route?.minRate ?? runtime.config.upstream.minRate
         let extraTrust = runtime.config.tls.upstreamCAFile
         if !extraTrust.isEmpty { request.extraTrustAnchors = extraTrust }

@@ -64,7 +64,8 @@ final class Coalescer {
     /// or names the loop fetching the key. The caller builds the fill itself, so control does
     /// not come back out of the coalescer through a builder.
     func join(_ key: FillKey?, maxWaiters: Int, reader: any FillReader, requestHeaders: HTTPHeaders) -> Joined {
-        let local = key.flatMap { fills[$0] }
+        // An empty table is not hashed into: the key's lookup is most of a miss's hashing.
+        let local = fills.isEmpty ? nil : key.flatMap { fills[$0] }
         let step = Coalescer.step(
             hasKey: key != nil, notShareable: key.map(isNotShareable) ?? false,
             local: local.map { ($0.hasEnded, $0.acceptsLateReaders, $0.readerCount) }, maxWaiters: maxWaiters)
@@ -108,7 +109,7 @@ final class Coalescer {
 
     /// Whether `key` is in its not-shareable period.
     func isNotShareable(_ key: FillKey) -> Bool {
-        guard let until = notShareableUntil[key] else { return false }
+        guard !notShareableUntil.isEmpty, let until = notShareableUntil[key] else { return false }
         if loop.now < until { return true }
         notShareableUntil.removeValue(forKey: key)
         return false
@@ -118,8 +119,8 @@ final class Coalescer {
     /// request claimed the key again after the fill ended (``step(hasKey:notShareable:local:maxWaiters:)``)
     /// and registered a fill of its own.
     func remove(_ fill: Fill) {
-        guard let key = fill.coalesceKey, fills[key] === fill else { return }
-        fills.removeValue(forKey: key)
+        guard let key = fill.coalesceKey, let index = fills.index(forKey: key), fills.values[index] === fill else { return }
+        fills.remove(at: index)
         registry?.release(key, loop: loop.handle.index)
     }
 

@@ -410,7 +410,7 @@ final class Fill: UpstreamTransferDelegate {
             sliceRange = SlicePlan.Reply.passedRange(of: forwarded, contentLength: contentLength)
         }
         responseTime = Clocks.wallSeconds()
-        if !forwarded.headers.contains("Date") {
+        if !forwarded.headers.contains(.date) {
             // RFC 9110 §6.6.1: a recipient with a clock may add Date when the origin did not.
             forwarded.headers.add("Date", HTTPDate.format(Int(responseTime)))
         }

@@ -1,3 +1,4 @@
+import LarderCache
 import LarderIO
 
 /// What identifies requests that may share one upstream fetch: the method, the normalized
@@ -12,19 +13,22 @@ struct FillKey: Hashable, Sendable {
         let url: String
         let bodyHash: UInt64?
         let variant: [String: String]?
+        /// `url.hashValue`.
+        let urlHash: Int
         /// Computed once: a miss looks its key up a dozen times (this loop's fills, the
         /// registry, the not-shareable marks), and hashing the URL again each time cost ~240
         /// instructions.
         let hashValue: Int
 
-        init(method: String, url: String, bodyHash: UInt64?, variant: [String: String]?) {
+        init(method: String, url: String, urlHash: Int, bodyHash: UInt64?, variant: [String: String]?) {
             self.method = method
             self.url = url
             self.bodyHash = bodyHash
             self.variant = variant
+            self.urlHash = urlHash
             var hasher = Hasher()
             hasher.combine(method)
-            hasher.combine(url)
+            hasher.combine(urlHash)
             hasher.combine(bodyHash)
             hasher.combine(variant)
             hashValue = hasher.finalize()
@@ -37,13 +41,20 @@ struct FillKey: Hashable, Sendable {
     var bodyHash: UInt64? { parts.bodyHash }
     var variant: [String: String]? { parts.variant }
 
-    init(method: String, url: String, bodyHash: UInt64?, variant: [String: String]? = nil) {
-        parts = Parts(method: method, url: url, bodyHash: bodyHash, variant: variant)
+    /// The URL is hashed by its `hashValue` (the seeded hasher's, so hash flooding stays as
+    /// hard as it was), or `urlHash` when that is already known.
+    init(method: String, url: String, urlHash: Int? = nil, bodyHash: UInt64?, variant: [String: String]? = nil) {
+        parts = Parts(method: method, url: url, urlHash: urlHash ?? url.hashValue, bodyHash: bodyHash, variant: variant)
+    }
+
+    /// The key for `method` on `key`'s URL, whose hash the cache key has already computed.
+    init(method: String, key: CacheKey, bodyHash: UInt64?) {
+        self.init(method: method, url: key.url, urlHash: key.urlHashValue, bodyHash: bodyHash)
     }
 
     /// The same key for one variant of a response that varies (RFC 9111 §4.1).
     func with(variant: [String: String]) -> FillKey {
-        FillKey(method: method, url: url, bodyHash: bodyHash, variant: variant)
+        FillKey(method: method, url: url, urlHash: parts.urlHash, bodyHash: bodyHash, variant: variant)
     }
 
     /// The same key for the clients of one origin only (a key several hosts share, such as a

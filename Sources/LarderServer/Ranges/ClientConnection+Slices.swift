@@ -26,14 +26,14 @@ extension ClientConnection {
             method == .get || method == .head,
             let key = exchange.key,
             !exchange.goAlone, exchange.range != .passed, exchange.variant == nil, !exchange.directives.noStore,
-            !exchange.directives.noCache, !headers.contains("Authorization")
+            !exchange.directives.noCache, !headers.contains(.authorization)
         else { return false }
         if !isRanged(exchange) {
             // Only an object whose first slice is stored (an index probe: a plain miss costs no
             // more), and not while a fill of the whole object is in flight on any loop: that
             // one is joined (it writes the slices).
             guard proxy.cache.mayHoldSlices, proxy.cache.holds(key.slice(0)) else { return false }
-            guard cachedOnly || !proxy.coalescer.isFetched(FillKey(method: "GET", url: key.url, bodyHash: nil)) else { return false }
+            guard cachedOnly || !proxy.coalescer.isFetched(FillKey(method: "GET", key: key, bodyHash: nil)) else { return false }
         }
         exchange.slices = SlicePlan(
             size: size, firstByte: isRanged(exchange) ? SlicePlan.firstByte(ofRange: headers["Range"]) : 0, cachedOnly: cachedOnly)
@@ -44,7 +44,7 @@ extension ClientConnection {
     }
 
     private func isRanged(_ exchange: Exchange) -> Bool {
-        exchange.head.method == .get && exchange.head.headers.contains("Range")
+        exchange.head.method == .get && exchange.head.headers.contains(.range)
     }
 
     /// Moves a sliced answer on: reads the slice fill it is attached to, else queues stored
@@ -341,7 +341,7 @@ extension ClientConnection {
             exchange.cacheStatus = .forwarded(validating != nil ? .stale : .uriMiss)
         }
         // The rest of a slice is this answer's alone: no other request for the slice wants it.
-        let coalesceKey = exchange.goAlone || resumes ? nil : FillKey(method: "GET", url: key.slice(index).url, bodyHash: nil)
+        let coalesceKey = exchange.goAlone || resumes ? nil : FillKey(method: "GET", key: key.slice(index), bodyHash: nil)
         joinFill(coalesceKey, exchange: exchange) { registeredKey in
             var head = exchange.head
             for name in ["Range", "If-Range", "If-None-Match", "If-Modified-Since"] { head.headers.remove(name) }
