@@ -142,16 +142,16 @@ public struct RequestHeadParser: Sendable {
         return cr
     }
 
-    /// The method, target and version, and where in `line` the target's authority is (an
-    /// absolute-form or authority-form target's, accepted as ``AbsoluteURL/validateAuthority(_:defaultPort:)``
-    /// accepts a `Host`: the port does not change what is valid, and authority-form's required
-    /// port only refuses more).
     /// Whether `value` is byte for byte `other`.
     private static func same(_ value: UnsafeRawBufferPointer, as other: UnsafeRawBufferPointer?) -> Bool {
         guard let other, other.count == value.count else { return false }
         return memcmp(value.baseAddress!, other.baseAddress!, value.count) == 0
     }
 
+    /// The method, target and version, and where in `line` the target's authority is (an
+    /// absolute-form or authority-form target's, accepted as ``AbsoluteURL/validateAuthority(_:defaultPort:)``
+    /// accepts a `Host`: the port does not change what is valid, and authority-form's required
+    /// port only refuses more).
     private func parseRequestLine(
         _ line: UnsafeRawBufferPointer
     ) throws(HTTPParseError) -> (HTTPMethod, RequestTarget, HTTPVersion, authority: Range<Int>?) {
