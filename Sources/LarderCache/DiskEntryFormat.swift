@@ -122,7 +122,7 @@ public enum DiskEntryFormat {
     }
 
     /// Preamble and head of an entry in one buffer, ready to be written before the body (one
-    /// allocation: the disk tier builds this for every miss it stores), in `head.version`, whose
+    /// array: the disk tier builds this for every miss it stores), in `head.version`, whose
     /// checksum `bodyChecksum` must be. `wireFields`, when given, are `head.headers` already in
     /// wire form (a stored response's), copied as they are.
     public static func entryHead(
@@ -138,7 +138,7 @@ public enum DiskEntryFormat {
             preambleLength + 64 + 20 + 48 + head.key.utf8.count + (head.url.map { $0.utf8.count + 5 } ?? 0) + head.reason.utf8.count
             + varyBytes
             + (wireFields?.count ?? head.headers.wire.count)
-        return [UInt8](unsafeUninitializedCapacity: capacity) { buffer, count in
+        return ByteArrays.make(capacity: capacity) { buffer in
             var writer = ByteWriter(UnsafeMutableBufferPointer(rebasing: buffer[preambleLength...]))
             writeHead(head, vary: vary, wireFields: wireFields, into: &writer)
             let section = UnsafeMutableBufferPointer(rebasing: buffer[preambleLength..<(preambleLength + writer.count)])
@@ -146,7 +146,7 @@ public enum DiskEntryFormat {
                 version: head.version, bodyLength: bodyLength, bodyChecksum: bodyChecksum,
                 headChecksum: headChecksum(of: UnsafeRawBufferPointer(section), version: head.version), headLength: writer.count,
                 into: UnsafeMutableBufferPointer(rebasing: buffer[0..<preambleLength]))
-            count = preambleLength + writer.count
+            return preambleLength + writer.count
         }
     }
 
