@@ -66,13 +66,16 @@ extension DiskCache {
         var left: [TieredCache.PendingStore] = []
         var records: [InlineRecord] = []
         records.reserveCapacity(stores.count)
-        for (position, store) in stores.enumerated() {
-            assert(store.head.headers == store.response.headers, "the entry's fields are taken from stored")
-            guard store.body.count <= DiskCache.inlineLimit, Int64(store.body.count) <= maxObject else {
-                left.append(store)
-                continue
+        stores.withUnsafeBufferPointer { stores in
+            for position in stores.indices {
+                assert(stores[position].head.headers == stores[position].response.headers, "the entry's fields are taken from stored")
+                let length = stores[position].body.count
+                guard length <= DiskCache.inlineLimit, Int64(length) <= maxObject else {
+                    left.append(stores[position])
+                    continue
+                }
+                records.append(InlineRecord(stores.baseAddress! + position, source: position))
             }
-            records.append(InlineRecord(store, source: position))
         }
         let started = Clocks.monotonicNanos()
         var next = records.startIndex
@@ -90,7 +93,7 @@ extension DiskCache {
             }
             if Clocks.monotonicNanos() &- started >= budgetNanos { break }
         }
-        if !isDegraded {
+        if next < records.endIndex, !isDegraded {
             left.append(contentsOf: records[next...].map { stores[$0.source] })
         }
         if index.withLock({ $0.physicalBytes }) > limits.withLock({ $0.maxBytes }) {
@@ -108,17 +111,19 @@ extension DiskCache {
         /// Its position in the batch it came from.
         let source: Int
 
-        init(_ store: TieredCache.PendingStore, source: Int) {
-            var checksum = BodyChecksum(entryVersion: store.head.version)
-            checksum.update(store.body)
+        /// The record of the store at `store`, read in place: handed over by value (even
+        /// borrowed) from its batch, each store was first copied, each of its references retained.
+        init(_ store: UnsafePointer<TieredCache.PendingStore>, source: Int) {
+            var checksum = BodyChecksum(entryVersion: store.pointee.head.version)
+            checksum.update(store.pointee.body)
             head = DiskEntryFormat.entryHead(
-                store.head, wireFields: store.response.wireFields, bodyLength: Int64(store.body.count),
+                store.pointee.head, wireFields: store.pointee.response.wireFields, bodyLength: Int64(store.pointee.body.count),
                 bodyChecksum: checksum.value)
-            body = store.body
+            body = store.pointee.body
             entry = DiskIndex.Entry(
-                key: store.response.key, vary: store.head.vary,
-                name: DiskCache.entryName(key: store.response.key, vary: store.head.vary),
-                size: Int64(head.count + store.body.count))
+                key: store.pointee.response.key, vary: store.pointee.head.vary,
+                name: DiskCache.entryName(key: store.pointee.response.key, vary: store.pointee.head.vary),
+                size: Int64(head.count + store.pointee.body.count))
             self.source = source
         }
     }
@@ -153,8 +158,7 @@ extension DiskCache {
         }
         do throws(SystemError) {
             if end - records.startIndex == 1 {
-                let record = records[records.startIndex]
-                _ = try segments.append(&appender, head: record.head, body: record.body)
+                _ = try segments.append(&appender, head: records[records.startIndex].head, body: records[records.startIndex].body)
             } else {
                 var bytes: [UInt8] = []
                 bytes.reserveCapacity(length)
@@ -177,8 +181,8 @@ extension DiskCache {
             index.recordSegment(filled.id, size: filled.size, sealed: sealed)
             var offset = base
             var replaced: [DiskIndex.Entry] = []
-            for record in records[..<end] {
-                var entry = record.entry
+            for position in records.startIndex..<end {
+                var entry = records[position].entry
                 entry.segment = filled.id
                 entry.offset = offset
                 offset += entry.size

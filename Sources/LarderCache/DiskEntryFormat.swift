@@ -122,13 +122,14 @@ public enum DiskEntryFormat {
     }
 
     /// Preamble and head of an entry in one buffer, ready to be written before the body (one
-    /// allocation: the disk tier builds this for every miss it stores), in `head.version`, whose
+    /// array: the disk tier builds this for every miss it stores), in `head.version`, whose
     /// checksum `bodyChecksum` must be. `wireFields`, when given, are `head.headers` already in
     /// wire form (a stored response's), copied as they are.
     public static func entryHead(
         _ head: Head, wireFields: ArraySlice<UInt8>? = nil, bodyLength: Int64, bodyChecksum: UInt64
     ) -> [UInt8] {
-        let vary = head.vary.sorted { $0.key < $1.key }
+        // Most responses have no Vary values: sorting an empty dictionary still allocates.
+        let vary = head.vary.isEmpty ? [] : head.vary.sorted { $0.key < $1.key }
         var varyBytes = 0
         for (name, value) in vary { varyBytes += 8 + name.utf8.count + value.utf8.count }
         // Room for every text at its UTF-8 length (a Latin-1 reason or value takes a byte a
@@ -137,7 +138,7 @@ public enum DiskEntryFormat {
             preambleLength + 64 + 20 + 48 + head.key.utf8.count + (head.url.map { $0.utf8.count + 5 } ?? 0) + head.reason.utf8.count
             + varyBytes
             + (wireFields?.count ?? head.headers.wire.count)
-        return [UInt8](unsafeUninitializedCapacity: capacity) { buffer, count in
+        return ByteArrays.make(capacity: capacity) { buffer in
             var writer = ByteWriter(UnsafeMutableBufferPointer(rebasing: buffer[preambleLength...]))
             writeHead(head, vary: vary, wireFields: wireFields, into: &writer)
             let section = UnsafeMutableBufferPointer(rebasing: buffer[preambleLength..<(preambleLength + writer.count)])
@@ -145,7 +146,7 @@ public enum DiskEntryFormat {
                 version: head.version, bodyLength: bodyLength, bodyChecksum: bodyChecksum,
                 headChecksum: headChecksum(of: UnsafeRawBufferPointer(section), version: head.version), headLength: writer.count,
                 into: UnsafeMutableBufferPointer(rebasing: buffer[0..<preambleLength]))
-            count = preambleLength + writer.count
+            return preambleLength + writer.count
         }
     }
 
@@ -170,9 +171,55 @@ public enum DiskEntryFormat {
             return
         }
         let micros = Int((seconds * 1_000_000).rounded())
-        writer.append(decimal: micros / 1_000_000)
+        let (whole, fraction) = micros.quotientAndRemainder(dividingBy: 1_000_000)
+        // The last eight digits of the whole seconds (a time since 1970 has ten) in one piece.
+        let (high, low) = whole.quotientAndRemainder(dividingBy: 100_000_000)
+        if (10..<100).contains(high) {
+            // A time of ten digits (2001 to 2286): its 17 bytes put together in three words and
+            // copied at once. Each store overwrites what the one before put past its place.
+            var text: (UInt64, UInt64, UInt64) = (0, 0, 0)
+            withUnsafeMutableBytes(of: &text) { bytes in
+                bytes.storeBytes(of: eightDigits(UInt32(truncatingIfNeeded: fraction)).littleEndian, toByteOffset: 9, as: UInt64.self)
+                bytes.storeBytes(of: eightDigits(UInt32(truncatingIfNeeded: low)).littleEndian, toByteOffset: 2, as: UInt64.self)
+                bytes.storeBytes(of: UInt8(ascii: "."), toByteOffset: 10, as: UInt8.self)
+                bytes.storeBytes(of: UInt8(truncatingIfNeeded: 48 + high / 10), toByteOffset: 0, as: UInt8.self)
+                bytes.storeBytes(of: UInt8(truncatingIfNeeded: 48 + high % 10), toByteOffset: 1, as: UInt8.self)
+                UnsafeRawBufferPointer(rebasing: bytes[..<17]).withMemoryRebound(to: UInt8.self) { writer.append(contentsOf: $0) }
+            }
+            return
+        }
+        if high > 0 {
+            writer.append(decimal: high)
+            writer.append(length: 8) { digits in
+                UnsafeMutableRawPointer(digits.baseAddress!).storeBytes(
+                    of: eightDigits(UInt32(truncatingIfNeeded: low)).littleEndian, as: UInt64.self)
+            }
+        } else {
+            writer.append(decimal: low)
+        }
         writer.append(UInt8(ascii: "."))
-        writer.append(micros % 1_000_000, zeroPaddedTo: 6)
+        writer.append(length: 6) { digits in
+            // The last six of the fraction's eight digits (the first two are zeros).
+            let word = eightDigits(UInt32(truncatingIfNeeded: fraction)) >> 16
+            let raw = UnsafeMutableRawPointer(digits.baseAddress!)
+            raw.storeBytes(of: UInt32(truncatingIfNeeded: word).littleEndian, as: UInt32.self)
+            raw.storeBytes(of: UInt16(truncatingIfNeeded: word >> 32).littleEndian, toByteOffset: 4, as: UInt16.self)
+        }
+    }
+
+    /// The eight decimal digits of `value` (under 10^8, zero-padded) as the bytes of a word,
+    /// the first digit in its lowest byte: four digits in each half of the word, then two in
+    /// each quarter, then one in each byte, with a multiplication and a shift for each division
+    /// (exact in these ranges: 10486 / 2^20 for / 100 below 10^4, 103 / 2^10 for / 10 below 100).
+    @inline(__always)
+    static func eightDigits(_ value: UInt32) -> UInt64 {
+        let value = UInt64(value)
+        let fours = (value / 10_000) | ((value % 10_000) << 32)
+        let hundreds = ((fours &* 10486) >> 20) & 0x0000_007F_0000_007F
+        let twos = hundreds | ((fours &- hundreds &* 100) << 16)
+        let tens = ((twos &* 103) >> 10) & 0x000F_000F_000F_000F
+        let ones = tens | ((twos &- tens &* 10) << 8)
+        return ones | 0x3030_3030_3030_3030
     }
 
     /// The head section: key, status, times, the Vary values in name order, a blank line, and
@@ -227,15 +274,32 @@ public enum DiskEntryFormat {
         writer.append(magicLiteral)
         writer.append(version, zeroPaddedTo: 1)
         writer.append("\nbody-length " as StaticString)
-        writer.append(Int(bodyLength), zeroPaddedTo: 20)
+        writer.append(length: 20) { writeZeroPadded(Int(bodyLength), into: $0) }
         writer.append("\nbody-checksum " as StaticString)
         writer.append(length: 16) { StableHash.writeHex(bodyChecksum, into: $0) }
         writer.append("\nhead-checksum " as StaticString)
         writer.append(length: 16) { StableHash.writeHex(headChecksum, into: $0) }
         writer.append("\nhead-length " as StaticString)
-        writer.append(headLength, zeroPaddedTo: 10)
+        writer.append(length: 10) { writeZeroPadded(headLength, into: $0) }
         writer.append("\n" as StaticString)
         precondition(writer.count == preambleLength)
+    }
+
+    /// `value` in decimal filling `digits`, left-padded with zeros (traps if it is negative or
+    /// wider), as ``ByteWriter/append(_:zeroPaddedTo:)`` writes it: the preamble's lengths are
+    /// mostly leading zeros, which are filled in at once instead of divided out one by one.
+    static func writeZeroPadded(_ value: Int, into digits: UnsafeMutableBufferPointer<UInt8>) {
+        precondition(value >= 0)
+        var rest = value
+        var index = digits.count
+        while rest > 0 {
+            precondition(index > 0, "value wider than its field")
+            index &-= 1
+            let (quotient, digit) = rest.quotientAndRemainder(dividingBy: 10)
+            digits[index] = UInt8(truncatingIfNeeded: 48 &+ digit)
+            rest = quotient
+        }
+        UnsafeMutableBufferPointer(rebasing: digits[..<index]).initialize(repeating: UInt8(ascii: "0"))
     }
 
     /// A record's preamble: the lengths that say where its head, body and the next record start.

@@ -137,7 +137,8 @@ struct DiskIndex {
             replaced = slots[existing]
             removeSlot(existing, keepingName: true)
         }
-        if let others = varied[entry.key] {
+        // Not looked up while no key has entries with Vary values (the usual case).
+        if varied.count > 0, let others = varied[entry.key] {
             varied[entry.key] = others.adding(index)
         } else if !entry.vary.isEmpty {
             // The key's first entry with Vary values: it joins its entry without them, if any.
@@ -173,12 +174,17 @@ struct DiskIndex {
 
     /// Records a segment's size after an append (or as the start-up scan found it).
     mutating func recordSegment(_ id: UInt32, size: Int64, sealed: Bool) {
-        var usage = segments[id] ?? SegmentUsage()
-        let grown = max(usage.size, size)
-        segmentBytes += grown - usage.size
-        usage.size = grown
+        // Changed in place: one probe of the table, not a read and a write.
+        let growth = Self.record(size: size, sealed: sealed, in: &segments[id, default: SegmentUsage()])
+        segmentBytes += growth
+    }
+
+    /// Grows `usage` to `size` (never shrinks it) and seals it if `sealed`; returns the growth.
+    private static func record(size: Int64, sealed: Bool, in usage: inout SegmentUsage) -> Int64 {
+        let growth = max(usage.size, size) - usage.size
+        usage.size += growth
         usage.sealed = usage.sealed || sealed
-        segments[id] = usage
+        return growth
     }
 
     /// Sealed segments without live records: their files can go.

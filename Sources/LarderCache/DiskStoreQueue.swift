@@ -29,9 +29,15 @@ public final class DiskStoreQueue {
         pending.append(.init(response: stored, body: body, head: head))
         guard pending.count == 1 else { return }
         loop.enqueueBeforeWait { [self] in
-            let stores = pending
-            pending.removeAll(keepingCapacity: true)
+            // The batch is taken out whole, and its emptied array comes back for the next one:
+            // emptying a queue still shared with the batch would allocate a new array each time.
+            var stores: [TieredCache.PendingStore] = []
+            swap(&stores, &pending)
             cache.storeOnDisk(stores, budgetNanos: Self.inlineBudget)
+            // One by one: `removeAll(keepingCapacity:)` goes through the generic replaceSubrange,
+            // which costs more than a batch of a few.
+            while stores.popLast() != nil {}
+            if pending.isEmpty { pending = stores }
         }
     }
 }

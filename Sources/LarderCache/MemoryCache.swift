@@ -131,7 +131,9 @@ public final class MemoryCache: Sendable {
                 cost - response.bodyMemoryCost + response.bodyLength <= state.limits.maxObjectBytes + 4096,
                 cost <= state.limits.maxBytes
             else { return false }
-            if let slot = state.index[response.key] {
+            // One probe of the index: the key's slot, or one taken for it now (left empty).
+            let (slot, isNew) = MemoryCache.takeSlot(&state.index[response.key, default: -1], slots: &state.slots, free: &state.free)
+            if !isNew {
                 var variants = state.slots[slot].variants
                 variants.removeAll { $0.varyValues == response.varyValues }
                 variants.insert(response, at: 0)
@@ -141,21 +143,26 @@ public final class MemoryCache: Sendable {
                 state.slots[slot].cost = newCost
                 state.recency.touch(slot, in: &state.slots)
             } else {
-                let slot: Int
-                if let reused = state.free.popLast() {
-                    slot = reused
-                } else {
-                    slot = state.slots.count
-                    state.slots.append(Slot())
-                }
                 state.slots[slot] = Slot(key: response.key, variants: [response], cost: cost)
-                state.index[response.key] = slot
                 state.recency.linkNewest(slot, in: &state.slots)
                 state.bytes += cost
             }
             MemoryCache.evict(&state)
             return true
         }
+    }
+
+    /// The slot of an index entry: its own (`indexed` is one), or a free or new one, empty,
+    /// which `indexed` then records (it is -1 for a key not yet indexed).
+    private static func takeSlot(_ indexed: inout Int, slots: inout [Slot], free: inout [Int]) -> (slot: Int, isNew: Bool) {
+        guard indexed < 0 else { return (indexed, false) }
+        if let reused = free.popLast() {
+            indexed = reused
+        } else {
+            indexed = slots.count
+            slots.append(Slot())
+        }
+        return (indexed, true)
     }
 
     /// Replaces the variant `old` by `new` if `old` is still stored (a revalidation result).

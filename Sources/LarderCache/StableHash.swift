@@ -45,13 +45,27 @@ public enum StableHash {
     }
 
     /// 16 lower-case hex digits of `value` into `buffer` (written in place: this names every
-    /// file the disk tier stores, on its writer thread).
+    /// file the disk tier stores, on its writer thread, and spells both checksums of every
+    /// entry's preamble). Eight digits at a time, each word's nibbles spread into bytes.
     static func writeHex(_ value: UInt64, into buffer: UnsafeMutableBufferPointer<UInt8>) {
-        var remaining = value
-        for index in stride(from: 15, through: 0, by: -1) {
-            let digit = UInt8(remaining & 0xF)
-            buffer[index] = digit < 10 ? UInt8(ascii: "0") + digit : UInt8(ascii: "a") + digit - 10
-            remaining >>= 4
-        }
+        precondition(buffer.count >= 16)
+        let raw = UnsafeMutableRawPointer(buffer.baseAddress!)
+        raw.storeBytes(of: hexDigits(UInt32(truncatingIfNeeded: value >> 32)).bigEndian, as: UInt64.self)
+        raw.storeBytes(of: hexDigits(UInt32(truncatingIfNeeded: value)).bigEndian, toByteOffset: 8, as: UInt64.self)
+    }
+
+    /// The eight lower-case hex digits of `value` as the bytes of a word, the last digit in
+    /// its lowest byte (stored big-endian, they read first digit first).
+    @inline(__always)
+    static func hexDigits(_ value: UInt32) -> UInt64 {
+        // Nibble i of `value` into byte i.
+        var nibbles = UInt64(value)
+        nibbles = (nibbles | nibbles << 16) & 0x0000_FFFF_0000_FFFF
+        nibbles = (nibbles | nibbles << 8) & 0x00FF_00FF_00FF_00FF
+        nibbles = (nibbles | nibbles << 4) & 0x0F0F_0F0F_0F0F_0F0F
+        // A byte's bit 4 is set after adding 6 exactly when its nibble is 10 or more: those
+        // go past "9" by the 39 bytes from ":" to "a". No byte carries into the next.
+        let letters = ((nibbles &+ 0x0606_0606_0606_0606) >> 4) & 0x0101_0101_0101_0101
+        return nibbles &+ 0x3030_3030_3030_3030 &+ letters &* 39
     }
 }

@@ -133,8 +133,33 @@ public final class StoredResponse: Sendable {
 
     /// The wire form of a stored head: `HTTP/1.1 status reason`, the fields, `Via`.
     public static func serializeHead(status: Int, reason: String, headers: HTTPHeaders) -> PreparedHead {
+        let wire = headers.wire
+        guard (100..<1000).contains(status) else { return serializeHead(anyStatus: status, reason: reason, headers: headers) }
+        // Room for what it will hold ("HTTP/1.1 200 " is 13 bytes; a reason of Latin-1 text
+        // takes a byte a scalar, no more than its UTF-8), written in place in one piece rather
+        // than appended piece by piece.
+        var fields = 0..<0
+        let bytes = ByteArrays.make(capacity: 13 + reason.utf8.count + 2 + wire.count + viaLine.count) { buffer in
+            var writer = ByteWriter(buffer)
+            writer.append("HTTP/1.1 " as StaticString)
+            writer.append(status, zeroPaddedTo: 3)
+            writer.append(32)
+            ASCII.appendBytes(of: reason, to: &writer)
+            writer.append(13)
+            writer.append(10)
+            let start = writer.count
+            wire.withUnsafeBufferPointer { writer.append(contentsOf: $0) }
+            fields = start..<writer.count
+            viaLine.withUnsafeBufferPointer { writer.append(contentsOf: $0) }
+            return writer.count
+        }
+        return PreparedHead(bytes: bytes, fields: fields)
+    }
+
+    /// ``serializeHead(status:reason:headers:)`` for a status of other than three digits, as
+    /// ``HeadSerializer`` spells it.
+    private static func serializeHead(anyStatus status: Int, reason: String, headers: HTTPHeaders) -> PreparedHead {
         var bytes: [UInt8] = []
-        // Exactly what it will hold ("HTTP/1.1 200 " is 13 bytes): it lives as long as the entry.
         bytes.reserveCapacity(13 + reason.utf8.count + 2 + headers.wire.count + viaLine.count)
         HeadSerializer.appendStatusLine(status, reason, to: &bytes)
         let start = bytes.count

@@ -231,8 +231,9 @@ public final class TieredCache: Sendable {
     public func storeOnDisk(_ stores: [PendingStore], budgetNanos: UInt64) {
         guard let disk, !stores.isEmpty else { return }
         let left = disk.storeInline(stores, budgetNanos: budgetNanos)
-        for store in left {
-            disk.store(store.response, body: store.body, head: store.head, wakeWriter: false)
+        // By position: a store taken out of the array is a copy of each of its references.
+        for position in left.indices {
+            disk.store(left[position].response, body: left[position].body, head: left[position].head, wakeWriter: false)
         }
         if !left.isEmpty { disk.wakeWriter() }
     }

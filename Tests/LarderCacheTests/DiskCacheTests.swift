@@ -435,6 +435,41 @@ import Testing
         let back = try #require(Double(text))
         #expect(abs(back - seconds) <= 0.000001)
     }
+
+    /// Every time in range is spelled as its whole seconds in decimal, a dot and six digits of
+    /// microseconds: the digits written eight at a time are the ones division gives.
+    @Test func secondsMatchTheirDecimalSpelling() {
+        var random = SplitMix64(seed: 60)
+        var times: [Double] = [1e8 - 0.0000001, 1e8, 99_999_999.999999, 100_000_000.000001, 999_999_999_999.5, 12_345_678.9]
+        for _ in 0..<5000 { times.append(Double(random.next() % 1_000_000_000_000_000) / 1_000_000) }
+        for _ in 0..<5000 { times.append(Double(random.next() % 10_000_000_000_000_000) / 1_000_000) }
+        times += [999_999_999.999999, 1_000_000_000, 9_999_999_999.999999, 10_000_000_000.5, 0.000001, 99_999_999.5]
+        for _ in 0..<1000 { times.append(Double(random.next() % 2_000_000_000)) }
+        for seconds in times {
+            let bytes = [UInt8](unsafeUninitializedCapacity: 24) { buffer, count in
+                var writer = ByteWriter(buffer)
+                DiskEntryFormat.appendSeconds(seconds, to: &writer)
+                count = writer.count
+            }
+            let micros = Int((seconds * 1_000_000).rounded())
+            let fraction = String(micros % 1_000_000)
+            let expected = "\(micros / 1_000_000)." + String(repeating: "0", count: 6 - fraction.count) + fraction
+            #expect(String(decoding: bytes, as: UTF8.self) == expected)
+        }
+    }
+
+    /// The preamble's lengths: zero-padded to their field, a value wider than it traps.
+    @Test(arguments: [
+        (0, 1, "0"), (7, 1, "7"), (0, 10, "0000000000"), (312, 10, "0000000312"), (9_999_999_999, 10, "9999999999"),
+        (1 << 50, 20, "00001125899906842624"), (1024, 20, "00000000000000001024"),
+    ])
+    func lengthsAreZeroPadded(_ value: Int, _ width: Int, _ text: String) {
+        let bytes = [UInt8](unsafeUninitializedCapacity: width) { buffer, count in
+            DiskEntryFormat.writeZeroPadded(value, into: buffer)
+            count = width
+        }
+        #expect(String(decoding: bytes, as: UTF8.self) == text)
+    }
 }
 
 /// Texts from the wire in an entry's head: obs-text (RFC 9112 §4: a reason phrase may carry

@@ -168,8 +168,8 @@ import Testing
     }
 }
 
-/// A small seeded generator, so a failing round can be replayed.
-private struct SplitMix64 {
+/// A small seeded generator, so a failing round can be replayed (shared by this target's tests).
+struct SplitMix64 {
     var state: UInt64
     init(seed: UInt64) { state = seed }
     mutating func next() -> UInt64 {

@@ -70,6 +70,21 @@ import Testing
         #expect(stored.headBytes == StoredResponse.serializeHead(status: 200, reason: "OK", headers: head.headers).bytes)
     }
 
+    /// A stored head is the status line, the stored fields and `Via`, as a response head is
+    /// serialized for the wire, whatever the status's width and the reason's bytes.
+    @Test(arguments: [(200, "OK"), (404, "Not Found"), (299, ""), (99, "Odd"), (1000, "Wide"), (7, "X"), (200, "Caf\u{e9}")])
+    func aStoredHeadIsTheWireForm(_ status: Int, _ reason: String) {
+        let headers: HTTPHeaders = ["Content-Type": "text/plain", "Cache-Control": "max-age=60"]
+        let prepared = StoredResponse.serializeHead(status: status, reason: reason, headers: headers)
+        var expected: [UInt8] = []
+        HeadSerializer.appendStatusLine(status, reason, to: &expected)
+        let start = expected.count
+        HeadSerializer.appendFields(headers, to: &expected)
+        #expect(prepared.fields == start..<expected.count)
+        expected += StoredResponse.viaLine
+        #expect(prepared.bytes == expected)
+    }
+
     /// A body in a memory file costs whole pages: one byte over a page takes another.
     @Test func aMemoryFileBodyCountsWholePages() throws {
         let budget = MemoryFileBudget(limit: 2)

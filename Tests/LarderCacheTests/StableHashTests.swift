@@ -31,6 +31,17 @@ import Testing
         #expect(EntryName(fileName: file) == nil)
     }
 
+    /// Checksums and names are spelled as 16 lower-case hex digits a word, zero-padded.
+    @Test func wordsAreSpelledInLowerCaseHex() {
+        var random = SplitMix64(seed: 60)
+        var values: [UInt64] = [0, 1, 9, 10, 15, 16, 0xa, 0x9f, 0xfa, .max, 0x0123_4567_89ab_cdef, 0xfedc_ba98_7654_3210]
+        for _ in 0..<2000 { values.append(random.next()) }
+        for value in values {
+            let text = String(value, radix: 16)
+            #expect(StableHash.hex64(value) == String(repeating: "0", count: 16 - text.count) + text)
+        }
+    }
+
     @Test func anEntryFileLivesUnderItsFirstFourDigits() throws {
         let fixture = try DiskFixture()
         let name = try #require(EntryName(fileName: "0123456789abcdeffedcba9876543210"))
