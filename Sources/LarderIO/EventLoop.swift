@@ -95,13 +95,16 @@ public final class EventLoop {
         }
     }
 
-    /// Changes what `fd` is watched for (no system call when nothing changes).
-    public func setInterest(_ fd: Int32, _ interest: IOEvents) {
+    /// Changes what `fd` is watched for (no system call when nothing changes). False when the
+    /// kernel no longer has `fd` registered: it was closed (EBADF), or closed and its number
+    /// reused by a descriptor nobody registered (ENOENT); the caller deregisters it.
+    @discardableResult
+    public func setInterest(_ fd: Int32, _ interest: IOEvents) -> Bool {
         let index = Int(fd)
-        guard index < slots.count, slots[index].handler != nil, slots[index].interest != interest else { return }
+        guard index < slots.count, slots[index].handler != nil, slots[index].interest != interest else { return true }
         slots[index].interest = interest
         var event = epollEvent(fd: fd, interest: interest)
-        _ = try? Syscall.call("epoll_ctl") { epoll_ctl(handle.epollFD, EPOLL_CTL_MOD, fd, &event) }
+        return (try? Syscall.call("epoll_ctl") { epoll_ctl(handle.epollFD, EPOLL_CTL_MOD, fd, &event) }) != nil
     }
 
     /// Stops watching `fd`. Call before closing it.

@@ -96,6 +96,11 @@ final class UpstreamSockets {
     func open(family: Int32, type: Int32, protocol: Int32, origin: String) -> Int32? {
         let type = type | Int32(SOCK_CLOEXEC.rawValue)
         guard let fd = try? Syscall.call("socket", { socket(family, type, `protocol`) }) else { return nil }
+        // The number was free, so a socket still listed under it was closed without a word:
+        // libcurl 7.88 closes a socket whose connect timed out itself, not through
+        // CURLOPT_CLOSESOCKETFUNCTION. Its registration went with it; kept, it would stand for
+        // the new socket, which epoll would then never report.
+        forget(fd)
         let index = entryIndex(fd)
         entries[index].own = true
         entries[index].origin = origin
@@ -104,9 +109,14 @@ final class UpstreamSockets {
 
     /// CURLOPT_CLOSESOCKETFUNCTION: deregistered and forgotten before the number can be reused.
     func close(_ fd: Int32) {
+        forget(fd)
+        Syscall.close(fd)
+    }
+
+    /// Deregisters `fd` and drops what the table knows of it.
+    private func forget(_ fd: Int32) {
         unwatch(fd)
         if Int(fd) < entries.count { entries[Int(fd)] = Entry() }
-        Syscall.close(fd)
     }
 
     /// curl watches `fd` for `interest` (CURL_POLL_IN, _OUT, _INOUT).
@@ -114,16 +124,20 @@ final class UpstreamSockets {
         let index = entryIndex(fd)
         entries[index].pausedBy = nil
         if let watch = entries[index].watch {
-            watch.parked = .no
-            loop.setInterest(fd, interest)
-        } else {
-            let watch = SocketWatch(fd: fd, sockets: self)
-            do {
-                try loop.register(fd, interest: interest, handler: watch)
-                entries[index].watch = watch
-            } catch {
-                // Registration failing leaves curl's own timeout to end the transfer.
+            if loop.setInterest(fd, interest) {
+                watch.parked = .no
+                return
             }
+            // Registered for a socket closed behind the table's back whose number this one
+            // reuses (see ``open(family:type:protocol:origin:)``): that socket's entry goes.
+            forget(fd)
+        }
+        let watch = SocketWatch(fd: fd, sockets: self)
+        do {
+            try loop.register(fd, interest: interest, handler: watch)
+            entries[index].watch = watch
+        } catch {
+            // Registration failing leaves curl's own timeout to end the transfer.
         }
     }
 
@@ -139,7 +153,12 @@ final class UpstreamSockets {
             unwatch(fd)
             return false
         }
-        loop.setInterest(fd, .readable)
+        // Closed behind the table's back (see ``open(family:type:protocol:origin:)``): nothing
+        // left to park.
+        guard loop.setInterest(fd, .readable) else {
+            forget(fd)
+            return false
+        }
         guard let pausedTransfer else {
             watch.parked = .idle
             return false

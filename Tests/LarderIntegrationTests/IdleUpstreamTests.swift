@@ -184,5 +184,30 @@ extension IntegrationTests {
             #expect(try origin.connections() == 1, "five misses, five clients, one upstream connection")
             #expect(try Self.idleClosed(larder, "data") == 0)
         }
+
+        /// libcurl 7.88 closes a socket whose connect timed out itself, not through the close
+        /// callback: the next upstream socket, which the kernel gives the same number, must still
+        /// be watched, or a miss to a healthy origin waits out its own connect timeout (4 s
+        /// here) before curl looks at it. One client's unreachable origin slowed everyone's.
+        @Test func aConnectTimeoutLeavesTheNextConnectionWatched() throws {
+            let hole = try TunnelTarget(.blackhole)
+            let origin = try RawOrigin()
+            let larder = try Larder(config: Self.config + "[upstream]\nconnect_timeout = \"4s\"\n[retry]\nstrategy = \"none\"\n")
+            var stalled: [String] = []
+            for round in 1...3 {
+                let timedOut = try Curl.viaProxy(larder.proxy, ["http://127.0.0.1:\(hole.port)/hole\(round)"], timeout: 20)
+                #expect(timedOut.status == 504, "round \(round): \(timedOut.status) \(timedOut.stderr)")
+                for index in 1...3 {
+                    let path = "/ok\(round)-\(index)"
+                    origin.script(path, Self.keptAlive(Self.response(path, "no-store")))
+                    // Half the connect timeout: only a socket epoll never reports waits that long.
+                    let answer = try Curl.viaProxy(larder.proxy, [origin.url(path)], timeout: 2)
+                    if answer.status != 200 || answer.text != path {
+                        stalled.append("\(path): exit \(answer.exitCode), \(answer.status)")
+                    }
+                }
+            }
+            #expect(stalled.isEmpty, "misses after a connect timeout waited for it: \(stalled)")
+        }
     }
 }
