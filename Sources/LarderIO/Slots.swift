@@ -15,7 +15,8 @@ public struct Slots<Element> {
     @inlinable public init() {}
 
     /// Stores `value` and returns its slot.
-    @inlinable public mutating func insert(_ value: Element) -> Int {
+    /// `value` is taken, not copied: a caller passes on what it made.
+    @inlinable public mutating func insert(_ value: consuming Element) -> Int {
         if let slot = free.popLast() {
             storage[slot] = value
             return slot
@@ -32,8 +33,10 @@ public struct Slots<Element> {
     /// Frees `slot` and returns what it held (nil, changing nothing, when it was free).
     @inlinable @discardableResult
     public mutating func remove(at slot: Int) -> Element? {
-        guard slot >= 0, slot < storage.count, let value = storage[slot] else { return nil }
-        storage[slot] = nil
+        guard slot >= 0, slot < storage.count else { return nil }
+        // Moved out of its slot, which is left nil: no copy of the value to return and no
+        // release of the one left behind.
+        guard let value = storage[slot].take() else { return nil }
         free.append(slot)
         return value
     }

@@ -30,7 +30,7 @@ struct TimerHeap {
     /// Heap entries, live and cancelled ones not yet dropped.
     var entryCount: Int { heap.count }
 
-    mutating func schedule(at deadline: UInt64, _ body: @escaping () -> Void) -> Token {
+    mutating func schedule(at deadline: UInt64, _ body: consuming @escaping () -> Void) -> Token {
         let id = nextID
         nextID += 1
         let slot = slots.insert(LoopWork(body: body))

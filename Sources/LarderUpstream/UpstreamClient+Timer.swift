@@ -24,7 +24,7 @@ extension UpstreamClient {
     /// The loop's clock and timers, for transfers' deadlines.
     var loopNow: UInt64 { loop.now }
 
-    func schedule(afterNanos: UInt64, _ body: @escaping () -> Void) -> EventLoop.TimerToken {
+    func schedule(afterNanos: UInt64, _ body: consuming @escaping () -> Void) -> EventLoop.TimerToken {
         loop.schedule(afterNanos: afterNanos, body)
     }
 }

@@ -70,6 +70,55 @@ import Testing
         #expect(log.done.wait(timeout: .now() + 5) == .success)
         #expect(log.entries == ["weak references 1", "deinit", "gone"])
     }
+
+    /// The loop lets go of a closure, and of what it captured, once: deferred and before-wait
+    /// work when it has run, a timer's when it fired or was cancelled. Several rounds on one loop, so the queues' buffers are reused.
+    @Test func workAndWhatItCapturesAreLetGoOnceRunCancelledOrFired() throws {
+        let handle = try EventLoop.start(name: "work-lifetime-test")
+        defer { handle.execute { $0.stop() } }
+        for round in 0..<3 {
+            let log = Log()
+            handle.execute { loop in
+                var deferred: Captured? = Captured("deferred", log: log)
+                loop.enqueueDeferred { [deferred] in log.append("run \(deferred!.name)") }
+                var cancelled: Captured? = Captured("cancelled", log: log)
+                let token = loop.schedule(afterNanos: 60_000_000_000) { [cancelled] in log.append("run \(cancelled!.name)") }
+                var fired: Captured? = Captured("fired", log: log)
+                _ = loop.schedule(afterNanos: 1_000_000) { [fired] in
+                    log.append("run \(fired!.name)")
+                    loop.enqueueDeferred {
+                        log.append("after fired")
+                        log.done.signal()
+                    }
+                }
+                var beforeWait: Captured? = Captured("before-wait", log: log)
+                loop.enqueueBeforeWait { [beforeWait] in log.append("run \(beforeWait!.name)") }
+                deferred = nil
+                cancelled = nil
+                fired = nil
+                beforeWait = nil
+                log.append("queued")
+                loop.cancel(token)
+            }
+            #expect(log.done.wait(timeout: .now() + 5) == .success, "round \(round)")
+            #expect(
+                log.entries == [
+                    "queued", "freed cancelled", "run deferred", "freed deferred", "run before-wait",
+                    "freed before-wait", "run fired", "freed fired", "after fired",
+                ], "round \(round)")
+        }
+    }
+}
+
+/// An object whose `deinit` is logged. Loop-confined.
+private final class Captured {
+    let name: String
+    let log: Log
+    init(_ name: String, log: Log) {
+        self.name = name
+        self.log = log
+    }
+    deinit { log.append("freed \(name)") }
 }
 
 /// Queues a timer that reaches it through a ``LoopWeak``. Loop-confined.
