@@ -363,12 +363,7 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
         let start = wire.count
         ASCII.withUTF8(of: name) { wire.append(contentsOf: $0) }
         let nameCount = wire.count - start
-        wire.append(58)
-        wire.append(32)
-        ASCII.appendBytes(of: value, to: &wire)
-        let valueCount = wire.count - start - nameCount - 2
-        wire.append(13)
-        wire.append(10)
+        let valueCount = appendValue(value, start: start, nameCount: nameCount)
         let known = wire.withUnsafeBytes { HTTPHeaders.tag(UnsafeRawBufferPointer(rebasing: $0[start..<(start + nameCount)])) }
         present |= 1 << UInt64(known)
         spans.append(Span(start: start, nameCount: nameCount, valueCount: valueCount, known: known))
@@ -382,14 +377,22 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
             wire.append(contentsOf: name)
             return name.count
         }
+        let valueCount = appendValue(value, start: start, nameCount: nameCount)
+        present |= field.bit
+        spans.append(Span(start: start, nameCount: nameCount, valueCount: valueCount, known: field.rawValue))
+    }
+
+    /// Writes `: value CRLF` behind the name written from `start` (`nameCount` bytes); the
+    /// value's byte count.
+    @inline(__always)
+    private mutating func appendValue(_ value: String, start: Int, nameCount: Int) -> Int {
         wire.append(58)
         wire.append(32)
         ASCII.appendBytes(of: value, to: &wire)
         let valueCount = wire.count - start - nameCount - 2
         wire.append(13)
         wire.append(10)
-        present |= field.bit
-        spans.append(Span(start: start, nameCount: nameCount, valueCount: valueCount, known: field.rawValue))
+        return valueCount
     }
 
     /// Appends `Host` with `url`'s ``AbsoluteURL/authority``, the same bytes as adding that
