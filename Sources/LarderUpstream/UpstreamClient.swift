@@ -4,8 +4,8 @@ import LarderHTTP
 import LarderIO
 import LarderTLS
 
-// This file is Larder's only contact with libcurl: no CURL* type or curl_* call appears
-// anywhere else. It drives curl's multi interface from an EventLoop (curl tells us which
+// This file and EasyHandle.swift are Larder's only contact with libcurl: no CURL* type or
+// curl_* call appears anywhere else. This one drives curl's multi interface from an EventLoop (curl tells us which
 // sockets and timeouts to watch, we tell curl when they are ready), so upstream I/O shares
 // the loop thread with the client connections and needs no locks or thread hops.
 
@@ -56,7 +56,7 @@ public final class UpstreamClient: UpstreamSockets.Owner {
     private var active = Slots<UpstreamTransfer>()
     private var spareHandles: [EasyHandle] = []
     /// Set while curl is running one of our callbacks; removing a handle then is not allowed.
-    fileprivate var inCallback = 0
+    var inCallback = 0
 
     /// Called (on the loop) for each pooled connection closed because it turned readable or
     /// closed while idle, with why and the origin it was opened for.
@@ -102,7 +102,7 @@ public final class UpstreamClient: UpstreamSockets.Owner {
     /// `upstream.resolve` as curl's CURLOPT_RESOLVE list, set on every transfer. curl reads it
     /// when a transfer starts, into the multi handle's DNS cache; a list replaced by a reload
     /// is kept until the client ends, since a transfer set up earlier may not have started.
-    fileprivate private(set) var resolveList: UnsafeMutablePointer<curl_slist>?
+    private(set) var resolveList: UnsafeMutablePointer<curl_slist>?
     private var retiredResolveLists: [UnsafeMutablePointer<curl_slist>] = []
     private var resolveEntries: [String] = []
 
@@ -162,7 +162,7 @@ public final class UpstreamClient: UpstreamSockets.Owner {
 
     /// CURLOPT_OPENSOCKETFUNCTION: the address about to be connected to passes the transfer's
     /// destination check first; the socket is made by the table, which sees it closed.
-    fileprivate func openSocket(for transfer: UpstreamTransfer, address: SocketAddress?, family: Int32, type: Int32, protocol: Int32)
+    func openSocket(for transfer: UpstreamTransfer, address: SocketAddress?, family: Int32, type: Int32, protocol: Int32)
         -> Int32
     {
         if !transfer.mayConnect(to: address) { return CURL_SOCKET_BAD }
@@ -186,13 +186,13 @@ public final class UpstreamClient: UpstreamSockets.Owner {
 
     /// Whether `transfer`, paused, left its socket with bytes (or a close) behind the body it
     /// has now taken whole.
-    fileprivate func bytesBehindPausedBody(of transfer: UpstreamTransfer) -> Bool {
+    func bytesBehindPausedBody(of transfer: UpstreamTransfer) -> Bool {
         guard let fd = transfer.pausedSocket else { return false }
         return sockets.bytesBehindPausedBody(on: fd, of: transfer)
     }
 
     /// CURLOPT_CLOSESOCKETFUNCTION.
-    fileprivate func closeSocket(_ fd: Int32) {
+    func closeSocket(_ fd: Int32) {
         sockets.close(fd)
     }
 
@@ -259,7 +259,7 @@ public final class UpstreamClient: UpstreamSockets.Owner {
     }
 
     /// Takes the transfer out of curl and recycles its handle; false if already released.
-    fileprivate func release(_ transfer: UpstreamTransfer) -> Bool {
+    func release(_ transfer: UpstreamTransfer) -> Bool {
         guard let slot = transfer.slot, active[slot] === transfer else { return false }
         active.remove(at: slot)
         transfer.disarmTimeout(loop: loop)
@@ -291,15 +291,15 @@ public final class UpstreamClient: UpstreamSockets.Owner {
 // MARK: UpstreamTransfer, curl side
 
 extension UpstreamTransfer {
-    fileprivate var easy: UnsafeMutableRawPointer { handle.pointer }
+    var easy: UnsafeMutableRawPointer { handle.pointer }
 
-    fileprivate var summary: UpstreamSummary {
+    var summary: UpstreamSummary {
         var connects = 0
         larder_easy_get_long(easy, CURLINFO_NUM_CONNECTS, &connects)
         return UpstreamSummary(bodyBytes: bodyBytes, reusedConnection: connects == 0)
     }
 
-    fileprivate func detachFromCurl() {
+    func detachFromCurl() {
         if handle.running === self { handle.running = nil }
         if let headerList {
             // curl keeps the list pointer in the recycled handle; clear it before freeing.
@@ -312,7 +312,7 @@ extension UpstreamTransfer {
     // MARK: Setup
 
     /// Sets the handle up for `request`; false when its URL cannot be handed to curl.
-    fileprivate func configure(slot: Int, request: UpstreamRequest) -> Bool {
+    func configure(slot: Int, request: UpstreamRequest) -> Bool {
         handle.prepareForTransfer()
         handle.running = self
         guard handle.target(request.url, viaParent: request.parentProxy != nil) else { return false }
@@ -362,7 +362,7 @@ extension UpstreamTransfer {
 
     // MARK: Callbacks (run inside curl_multi_socket_action or curl_easy_pause)
 
-    fileprivate func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Int {
+    func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Int {
         guard let delegate else { return 0 }
         if delegate.upstreamDidReceiveBody(bytes) {
             bodyBytes += bytes.count
@@ -374,7 +374,7 @@ extension UpstreamTransfer {
         return Int(CURL_WRITEFUNC_PAUSE)
     }
 
-    fileprivate func readBody(into buffer: UnsafeMutableRawBufferPointer) -> Int {
+    func readBody(into buffer: UnsafeMutableRawBufferPointer) -> Int {
         guard let delegate else { return Int(CURL_READFUNC_ABORT) }
         switch delegate.upstreamWantsRequestBody(into: buffer) {
         case .bytes(let count):
@@ -395,7 +395,7 @@ extension UpstreamTransfer {
     /// curl returns the connection to its pool as this transfer ends, where a transfer queued
     /// for the same origin (the per-host limit) takes it in the same call, before the loop can
     /// look: curl is told not to keep it.
-    fileprivate func bodyComplete() {
+    func bodyComplete() {
         let buffered = tlsSession.map(OpenSSL.sessionHasPendingBytes) ?? false
         guard buffered || client.bytesBehindPausedBody(of: self) else { return }
         larder_easy_set_long(easy, CURLOPT_FORBID_REUSE, 1)
@@ -405,7 +405,7 @@ extension UpstreamTransfer {
 
     // MARK: Errors
 
-    fileprivate func classify(_ code: CURLcode) -> UpstreamError {
+    func classify(_ code: CURLcode) -> UpstreamError {
         if let refusal { return UpstreamError(kind: .forbidden, message: refusal, afterHead: false, connected: false) }
         let afterHead = receivedHead
         var detail = handle.errorBuffer[0] != 0 ? String(cString: handle.errorBuffer) : String(cString: curl_easy_strerror(code))
@@ -444,273 +444,4 @@ extension UpstreamTransfer {
             kind: kind, message: protocolError ?? detail, afterHead: afterHead, connected: connectTime > 0,
             reusedConnection: connects == 0)
     }
-}
-
-/// One libcurl easy handle, kept across transfers. Options that never change are set once when
-/// the handle is made; a plain GET then only sets what differs per request. `curl_easy_reset`
-/// before every transfer cost more than the options it cleared: it also frees curl's receive
-/// buffer, which curl then mallocs again (64 KiB) for the next transfer.
-///
-/// State: loop-confined; held by the client while spare, by one transfer while in use.
-final class EasyHandle {
-    let pointer: UnsafeMutableRawPointer
-    /// curl writes the text of a failure here (CURLOPT_ERRORBUFFER); a stable allocation,
-    /// because curl keeps the pointer for as long as the handle lives.
-    let errorBuffer: UnsafeMutablePointer<CChar>
-    /// Set when a transfer changed an option the next one would inherit (method, upload).
-    var needsReset = false
-    /// The transfer curl is running on the handle: from its setup until it is taken out of
-    /// curl, which calls back only in between. Unowned: the transfer holds its handle.
-    unowned(unsafe) var running: UpstreamTransfer?
-    /// The extra trust anchors the handle verifies origins with (nil: the system store only).
-    private(set) var trustAnchors: String?
-    /// The owning client, unretained (it outlives its handles), for the socket callbacks.
-    private let client: UnsafeMutableRawPointer
-    /// The transfer's origin as curl's URL handle (CURLOPT_CURLU), copied by curl when a
-    /// transfer starts (a CURLOPT_URL string it would parse and print back), and that origin.
-    private let url: OpaquePointer
-    private var urlOrigin: (scheme: String, host: String, port: Int)?
-    /// Options as the handle holds them now (nil or false: not known to be set), so a transfer
-    /// sets only those that differ from its predecessor's; cleared with the handle's options.
-    /// curl keeps them as they were set (it copies strings when they are set).
-    private var urlHandleSet = false
-    private var privateSlot: Int?
-    private var connectTimeoutMS: Int?
-    private var proxy: String?
-
-    /// The origin the handle points at, `scheme://host:port`, for logs.
-    var origin: String {
-        guard let urlOrigin else { return "" }
-        return "\(urlOrigin.scheme)://\(urlOrigin.host):\(urlOrigin.port)"
-    }
-
-    init(client: UpstreamClient) {
-        guard let pointer = curl_easy_init() else { fatalError("curl_easy_init failed") }
-        self.pointer = pointer
-        self.client = Unmanaged.passUnretained(client).toOpaque()
-        errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
-        errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
-        guard let url = curl_url() else { fatalError("curl_url failed") }
-        self.url = url
-        setConstantOptions()
-    }
-
-    // A transfer that has ended may still hold its handle (and read from it) after the
-    // client let it go; the last reference frees it.
-    deinit {
-        curl_easy_cleanup(pointer)
-        curl_url_cleanup(url)
-        errorBuffer.deallocate()
-    }
-
-    /// Points the handle at `target`: its origin as curl's URL handle, set when it changes; its
-    /// path and query as the request target, which curl writes as it is (its URL setters
-    /// would lower-case percent-escapes), or the whole URL for an http request through a
-    /// parent (RFC 9112 §3.2.2; https goes through a CONNECT tunnel). No parser checks these
-    /// bytes after this one: any that could split the request refuse the URL.
-    func target(_ target: AbsoluteURL, viaParent: Bool) -> Bool {
-        guard target.isPlainOnTheWire else { return false }
-        if let origin = urlOrigin, origin != (target.scheme, target.host, target.port) { urlOrigin = nil }
-        if urlOrigin == nil {
-            let port = target.port == target.defaultPort ? nil : String(target.port)
-            guard larder_url_set_origin(url, target.scheme, target.host, port) == CURLUE_OK else { return false }
-            urlOrigin = (target.scheme, target.host, target.port)
-        }
-        let requestTarget = viaParent && target.scheme == "http" ? target.description : target.pathAndQuery
-        // curl copies it; withCString lends a short target from the stack, not a new array.
-        _ = requestTarget.withCString { larder_easy_set_string(pointer, CURLOPT_REQUEST_TARGET, $0) }
-        // curl reads the URL handle anew when each transfer starts.
-        if !urlHandleSet {
-            larder_easy_set_pointer(pointer, CURLOPT_CURLU, UnsafeMutableRawPointer(url))
-            urlHandleSet = true
-        }
-        return true
-    }
-
-    /// CURLOPT_PRIVATE: the transfer's slot in its client's table, plus one.
-    func setSlot(_ slot: Int) {
-        guard privateSlot != slot else { return }
-        larder_easy_set_pointer(pointer, CURLOPT_PRIVATE, UnsafeMutableRawPointer(bitPattern: slot + 1))
-        privateSlot = slot
-    }
-
-    /// CURLOPT_CONNECTTIMEOUT_MS.
-    func setConnectTimeout(milliseconds: Int) {
-        guard connectTimeoutMS != milliseconds else { return }
-        larder_easy_set_long(pointer, CURLOPT_CONNECTTIMEOUT_MS, milliseconds)
-        connectTimeoutMS = milliseconds
-    }
-
-    /// CURLOPT_PROXY: the parent proxy's URL, or "" for none. An empty string, not an unset
-    /// option, disables curl's reading of http_proxy/HTTP_PROXY: the daemon's own environment
-    /// must not redirect its upstream traffic.
-    func setProxy(_ parent: String?) {
-        let value = parent ?? ""
-        guard proxy != value else { return }
-        larder_easy_set_string(pointer, CURLOPT_PROXY, value)
-        proxy = value
-    }
-
-    /// The transfer running on the handle `data` points at, in a callback of curl's.
-    private static func running(_ data: UnsafeMutableRawPointer?) -> UpstreamTransfer {
-        Unmanaged<EasyHandle>.fromOpaque(data!).takeUnretainedValue().running!
-    }
-
-    /// Brings the handle back to its constant options if the last transfer changed others.
-    func prepareForTransfer() {
-        if needsReset {
-            curl_easy_reset(pointer)
-            setConstantOptions()
-            needsReset = false
-            trustAnchors = nil
-            urlHandleSet = false
-            privateSlot = nil
-            connectTimeoutMS = nil
-            proxy = nil
-        }
-        errorBuffer[0] = 0
-    }
-
-    /// Verifies origins against the PEM file `file` and the system store, or (nil) the system
-    /// store alone. curl takes one CA file, so with an extra one the system store comes in
-    /// through its hashed directory (CURLOPT_CAPATH); curl's built-in defaults otherwise.
-    /// Connections verified under other anchors are not reused for these (curl compares them).
-    func trust(_ file: String?) {
-        let defaults = EasyHandle.systemTrust
-        larder_easy_set_string(pointer, CURLOPT_CAINFO, file ?? defaults.file)
-        larder_easy_set_string(pointer, CURLOPT_CAPATH, defaults.directory ?? "/etc/ssl/certs")
-        trustAnchors = file
-    }
-
-    /// curl's compiled-in CA bundle and directory (Debian: /etc/ssl/certs/ca-certificates.crt
-    /// and /etc/ssl/certs).
-    private static let systemTrust: (file: String?, directory: String?) = {
-        guard let info = larder_curl_version_info() else { return (nil, nil) }
-        return (info.pointee.cainfo.map { String(cString: $0) }, info.pointee.capath.map { String(cString: $0) })
-    }()
-
-    private func setConstantOptions() {
-        larder_easy_set_long(pointer, CURLOPT_NOSIGNAL, 1)
-        larder_easy_set_long(pointer, CURLOPT_FOLLOWLOCATION, 0)
-        larder_easy_set_long(pointer, CURLOPT_PATH_AS_IS, 1)
-        // As for CURLOPT_PROXY: without a list of its own, curl reads no_proxy/NO_PROXY for
-        // every transfer and goes around the parent for the hosts named there. Exceptions to
-        // the parent are `upstream.direct`'s, not the service environment's.
-        larder_easy_set_string(pointer, CURLOPT_NOPROXY, "")
-        larder_easy_set_long(pointer, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_1_1))
-        larder_easy_set_long(pointer, CURLOPT_HTTP_CONTENT_DECODING, 0)
-        larder_easy_set_long(pointer, CURLOPT_HTTP_TRANSFER_DECODING, 1)
-        larder_easy_set_long(pointer, CURLOPT_BUFFERSIZE, 64 * 1024)
-        larder_easy_set_long(pointer, CURLOPT_TCP_NODELAY, 1)
-        larder_easy_set_long(pointer, CURLOPT_SUPPRESS_CONNECT_HEADERS, 1)
-        larder_easy_set_pointer(pointer, CURLOPT_ERRORBUFFER, errorBuffer)
-        // Every callback's data is the handle, set once: the transfer is the one it runs.
-        let me = Unmanaged.passUnretained(self).toOpaque()
-        for option in [CURLOPT_OPENSOCKETDATA, CURLOPT_PREREQDATA, CURLOPT_HEADERDATA, CURLOPT_WRITEDATA, CURLOPT_READDATA] {
-            larder_easy_set_pointer(pointer, option, me)
-        }
-        larder_easy_set_opensocket_callback(pointer) { handlep, _, address in
-            let transfer = EasyHandle.running(handlep)
-            guard let address else { return CURL_SOCKET_BAD }
-            let target = withUnsafePointer(to: &address.pointee.addr) { raw in
-                SocketAddress(raw, length: Int(address.pointee.addrlen))
-            }
-            return transfer.client.openSocket(
-                for: transfer, address: target, family: address.pointee.family, type: address.pointee.socktype,
-                protocol: address.pointee.`protocol`)
-        }
-        // Runs once the connection is up, new or pooled, before the request is sent: a pooled
-        // connection was checked for whoever opened it, not for this transfer.
-        larder_easy_set_prereq_callback(pointer) { handlep, primaryIP, _, primaryPort, _ in
-            let transfer = EasyHandle.running(handlep)
-            let address = primaryIP.flatMap { SocketAddress(literal: String(cString: $0), port: UInt16(clamping: primaryPort)) }
-            return transfer.mayConnect(to: address) ? CURL_PREREQFUNC_OK : CURL_PREREQFUNC_ABORT
-        }
-        larder_easy_set_closesocket_callback(pointer) { clientp, fd in
-            let client = Unmanaged<UpstreamClient>.fromOpaque(clientp!).takeUnretainedValue()
-            client.closeSocket(fd)
-            return 0
-        }
-        larder_easy_set_pointer(pointer, CURLOPT_CLOSESOCKETDATA, client)
-        larder_easy_set_data_callback(pointer, CURLOPT_HEADERFUNCTION) { buffer, size, count, userdata in
-            let transfer = EasyHandle.running(userdata)
-            let hadHead = transfer.receivedHead
-            let taken = transfer.receiveHeaderLine(UnsafeRawBufferPointer(start: buffer, count: size * count))
-            // Once a transfer, while its connection is surely attached.
-            if !hadHead, transfer.receivedHead { transfer.tlsSession = larder_easy_tls_session(transfer.easy) }
-            return taken
-        }
-        larder_easy_set_data_callback(pointer, CURLOPT_WRITEFUNCTION) { buffer, size, count, userdata in
-            let transfer = EasyHandle.running(userdata)
-            let taken = transfer.receiveBody(UnsafeRawBufferPointer(start: buffer, count: size * count))
-            if taken == size * count, transfer.bodyBytes == transfer.declaredLength { transfer.bodyComplete() }
-            return taken
-        }
-        larder_easy_set_data_callback(pointer, CURLOPT_READFUNCTION) { buffer, size, count, userdata in
-            let transfer = EasyHandle.running(userdata)
-            return transfer.readBody(into: UnsafeMutableRawBufferPointer(start: buffer, count: size * count))
-        }
-    }
-}
-
-/// A request's header lines as a `curl_slist` in one allocation: the nodes first, then the
-/// NUL-terminated lines they point at. curl only reads a CURLOPT_HTTPHEADER list (the caller
-/// owns it), so one free releases everything; `curl_slist_append` costs two mallocs per line.
-/// Written in one pass into room sized from the fields' wire form, which is never shorter:
-/// `Name: value\r\n` becomes `Name: value\0` or, for an empty value, `Name;\0`.
-struct HeaderList {
-    private let storage: UnsafeMutableRawPointer
-    /// The list's first node.
-    let first: UnsafeMutablePointer<curl_slist>
-
-    init(_ headers: HTTPHeaders) {
-        // Every field, then "Accept:" and "Expect:".
-        let maxLines = headers.count + 2
-        let maxTextBytes = headers.wire.count + 16
-        let nodeBytes = maxLines * MemoryLayout<curl_slist>.stride
-        storage = .allocate(byteCount: nodeBytes + maxTextBytes, alignment: MemoryLayout<curl_slist>.alignment)
-        let nodes = storage.bindMemory(to: curl_slist.self, capacity: maxLines)
-        let text = (storage + nodeBytes).bindMemory(to: UInt8.self, capacity: maxTextBytes)
-        var writer = ByteWriter(UnsafeMutableBufferPointer(start: text, count: maxTextBytes))
-        var lines = 0
-        var sawAccept = false
-        headers.forEachField { name, value in
-            guard Self.isForwarded(name) else { return }
-            if ASCII.equalsIgnoringCase(name, "Accept") { sawAccept = true }
-            let start = writer.count
-            writer.append(contentsOf: name.assumingMemoryBound(to: UInt8.self))
-            if value.isEmpty {
-                writer.append(UInt8(ascii: ";"))  // "Name;" is curl's spelling for an empty value
-            } else {
-                writer.append(": " as StaticString)
-                writer.append(contentsOf: value.assumingMemoryBound(to: UInt8.self))
-            }
-            writer.append(0)
-            Self.link(nodes, &lines, to: text + start)
-        }
-        // Remove the headers curl would add on its own.
-        if !sawAccept {
-            let start = writer.count
-            writer.append("Accept:\0" as StaticString)
-            Self.link(nodes, &lines, to: text + start)
-        }
-        let start = writer.count
-        writer.append("Expect:\0" as StaticString)
-        Self.link(nodes, &lines, to: text + start)
-        first = nodes
-    }
-
-    /// curl frames the body itself; 100-continue is handled on the client side.
-    private static func isForwarded(_ name: UnsafeRawBufferPointer) -> Bool {
-        !ASCII.equalsIgnoringCase(name, "Content-Length") && !ASCII.equalsIgnoringCase(name, "Expect")
-    }
-
-    /// Makes node `count` the list's last, pointing at `line`, and links the one before to it.
-    private static func link(_ nodes: UnsafeMutablePointer<curl_slist>, _ count: inout Int, to line: UnsafeMutablePointer<UInt8>) {
-        (nodes + count).initialize(to: curl_slist(data: UnsafeMutableRawPointer(line).assumingMemoryBound(to: CChar.self), next: nil))
-        if count > 0 { nodes[count - 1].next = nodes + count }
-        count += 1
-    }
-
-    func free() { storage.deallocate() }
 }
