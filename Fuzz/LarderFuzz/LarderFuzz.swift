@@ -193,12 +193,39 @@ enum FuzzTarget: String, CaseIterable {
         }
     }
 
+    /// Every format's checksum of the bytes fed whole and in pieces of lengths the input picks,
+    /// each piece an exact-size heap copy at its own alignment (so the address sanitizer sees any
+    /// read past a piece, the stripe loop's last stripe included): the same value.
+    static func checksumInPieces(_ input: UnsafeRawBufferPointer) {
+        for version in DiskEntryFormat.readableVersions {
+            var whole = BodyChecksum(entryVersion: version)
+            whole.update(input)
+            var pieces = BodyChecksum(entryVersion: version)
+            var offset = 0
+            var pick = 0
+            while offset < input.count {
+                let length = min(input.count - offset, 1 + Int(input[pick % input.count]) % 131)
+                let shift = Int(input[(pick + 1) % input.count]) % 8
+                let raw = UnsafeMutableRawPointer.allocate(byteCount: length + shift, alignment: 16)
+                (raw + shift).copyMemory(from: input.baseAddress! + offset, byteCount: length)
+                // Only the copy: bytes before it are left uninitialised on purpose (never read).
+                let piece = UnsafeMutableRawBufferPointer(start: raw + shift, count: length)
+                pieces.update(UnsafeRawBufferPointer(piece))
+                raw.deallocate()
+                offset += length
+                pick += 2
+            }
+            precondition(whole.value == pieces.value, "format \(version): \(input.count) bytes in pieces give another checksum")
+        }
+    }
+
     /// A disk record's preamble and head (what a damaged or tampered cache file holds): the
     /// preamble's lengths are in range when it reads, and a head that reads, of the kind Larder
     /// writes (an ASCII key, URL and Vary names, no CR or LF in its texts), is written and read back
     /// to the same head (times to the microsecond the writer keeps). The same bytes as a block
     /// table: an entry is read only where the table holds all eight of its bytes.
     static func diskEntry(_ input: UnsafeRawBufferPointer) {
+        checksumInPieces(input)
         let bytes = Array(input)
         for block in [-1, 0, 1, bytes.count / 8 - 1, bytes.count / 8] {
             let entry = DiskEntryFormat.blockChecksum(inTable: bytes[...], at: block)
