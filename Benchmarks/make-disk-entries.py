@@ -49,21 +49,20 @@ def words(data):
 BLOCK = 1 << 20
 
 
-STRIPE_KEY, STRIPE_STEP = 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9
-
+KEYS = ((0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9), (0x27D4EB2F165667C5, 0x85EBCA77C2B2AE63))
 
 def checksum(body, version=5):
     """BodyChecksum (docs/DISK-FORMAT.md, "Checksums") of entry format `version`."""
     seed, step = 0x243F6A8885A308D3, 0x9E3779B97F4A7C15
     whole = len(body) // 8 * 8
     if version >= 5:
-        sums = [(seed + lane * step) & M for lane in range(8)]
+        sums = [(seed + index * step) & M for index in range(16)]
         stripes = len(body) // 64 * 64
         for index, word in enumerate(words(body[:stripes])):
             stripe, lane = divmod(index, 8)
-            keyed = word ^ (((lane + 1) * STRIPE_KEY + stripe * STRIPE_STEP) & M)
-            sums[lane] = (sums[lane] + (keyed & 0xFFFFFFFF) * (keyed >> 32)) & M
-            sums[lane ^ 1] = (sums[lane ^ 1] + word) & M
+            for pair, (key, key_step) in enumerate(KEYS):
+                keyed = word ^ (((lane + 1) * key + stripe * key_step) & M)
+                sums[8 * pair + lane] = (sums[8 * pair + lane] + (keyed & 0xFFFFFFFF) * (keyed >> 32)) & M
         state = sums[0]
         for value in sums[1:]:
             state = absorb(state, value)

@@ -11,40 +11,47 @@
 
 typedef uint64_t Lanes __attribute__((vector_size(64)));
 
-static const uint64_t stripeKey = 0xc2b2ae3d27d4eb4fULL;
-static const uint64_t stripeStep = 0x165667b19e3779f9ULL;
+static const uint64_t firstKey = 0xc2b2ae3d27d4eb4fULL;
+static const uint64_t firstStep = 0x165667b19e3779f9ULL;
+static const uint64_t secondKey = 0x27d4eb2f165667c5ULL;
+static const uint64_t secondStep = 0x85ebca77c2b2ae63ULL;
 
-// Word i of stripe s, XORed with the stripe's key for lane i ((i + 1) * stripeKey + s * stripeStep),
-// adds the product of its two 32-bit halves to accumulator i, and the word itself to the
-// accumulator beside it (i ^ 1): the product mixes, the plain sum keeps every flipped bit, the
-// key makes a word's place count.
-__attribute__((always_inline)) static inline void absorb(uint64_t accumulators[8], uint64_t first,
+// Word i of stripe n is XORed with two keys of its place, (i + 1) * key + n * step for each pair
+// above; the product of the two 32-bit halves of each goes into sum i of its set. A flipped
+// bit changes both products unless the word's other half equals both keys' halves, which
+// differ; two products keyed apart keep two damaged places from cancelling in both sets.
+__attribute__((always_inline)) static inline void absorb(uint64_t accumulators[16], uint64_t first,
                                                          const unsigned char *bytes, size_t count) {
-    Lanes sums;
-    memcpy(&sums, accumulators, sizeof(sums));
-    Lanes key;
+    Lanes firstSums, secondSums;
+    memcpy(&firstSums, accumulators, sizeof(firstSums));
+    memcpy(&secondSums, accumulators + 8, sizeof(secondSums));
+    Lanes firstKeys, secondKeys;
     for (int lane = 0; lane < 8; lane++) {
-        key[lane] = (uint64_t)(lane + 1) * stripeKey + first * stripeStep;
+        firstKeys[lane] = (uint64_t)(lane + 1) * firstKey + first * firstStep;
+        secondKeys[lane] = (uint64_t)(lane + 1) * secondKey + first * secondStep;
     }
     for (size_t stripe = 0; stripe < count; stripe++) {
         Lanes words;
         memcpy(&words, bytes + stripe * 64, sizeof(words));
-        Lanes keyed = words ^ key;
-        sums += (keyed & 0xffffffffULL) * (keyed >> 32);
-        sums += __builtin_shufflevector(words, words, 1, 0, 3, 2, 5, 4, 7, 6);
-        key += stripeStep;
+        Lanes one = words ^ firstKeys;
+        Lanes two = words ^ secondKeys;
+        firstSums += (one & 0xffffffffULL) * (one >> 32);
+        secondSums += (two & 0xffffffffULL) * (two >> 32);
+        firstKeys += firstStep;
+        secondKeys += secondStep;
     }
-    memcpy(accumulators, &sums, sizeof(sums));
+    memcpy(accumulators, &firstSums, sizeof(firstSums));
+    memcpy(accumulators + 8, &secondSums, sizeof(secondSums));
 }
 
 #if defined(__x86_64__)
-__attribute__((target("avx2"))) static void absorbAVX2(uint64_t accumulators[8], uint64_t first,
+__attribute__((target("avx2"))) static void absorbAVX2(uint64_t accumulators[16], uint64_t first,
                                                        const unsigned char *bytes, size_t count) {
     absorb(accumulators, first, bytes, count);
 }
 #endif
 
-void larder_stripes_absorb_portable(uint64_t accumulators[8], uint64_t first, const void *bytes, size_t count) {
+void larder_stripes_absorb_portable(uint64_t accumulators[16], uint64_t first, const void *bytes, size_t count) {
     absorb(accumulators, first, bytes, count);
 }
 
@@ -56,7 +63,7 @@ int larder_stripes_vectorized(void) {
 #endif
 }
 
-void larder_stripes_absorb(uint64_t accumulators[8], uint64_t first, const void *bytes, size_t count) {
+void larder_stripes_absorb(uint64_t accumulators[16], uint64_t first, const void *bytes, size_t count) {
 #if defined(__x86_64__)
     if (__builtin_cpu_supports("avx2")) {
         absorbAVX2(accumulators, first, bytes, count);

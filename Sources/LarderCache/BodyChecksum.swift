@@ -1,8 +1,8 @@
 /// A streaming 64-bit checksum of a body, fed in chunks of any size; it detects truncation and
 /// flipped bits, not deliberate forgery. Formats 2 to 4 mix each eight-byte word into a state
 /// with one 64×64→128-bit multiply, its halves folded (in the manner of wyhash); format 5 sums
-/// 32×32→64-bit products of keyed words in eight accumulators, a loop a vector unit runs
-/// (``ChecksumStripes``), and folds those with the same multiply.
+/// two 32×32→64-bit products of each word keyed two ways in sixteen sums, a loop a vector unit
+/// runs (``ChecksumStripes``), and folds those with the same multiply.
 ///
 /// Three layouts, by disk entry format (DISK-FORMAT.md, "Checksums"): format 5 the stripes,
 /// formats 3 and 4 four states, one for each word of a 32-byte block, so four multiplies are in
@@ -82,18 +82,14 @@ public struct BodyChecksum: Sendable {
         return StableHash.mix(Self.absorb(state, length))
     }
 
-    /// Format 5: the accumulators fold into one state, then the last stripe's whole words, its
+    /// Format 5: the sixteen sums fold into one state, then the last stripe's whole words, its
     /// partial word and the length, as in the formats before.
     private var stripesValue: UInt64 {
-        let sums = stripes.accumulators
-        var state = sums.0
-        state = Self.absorb(state, sums.1)
-        state = Self.absorb(state, sums.2)
-        state = Self.absorb(state, sums.3)
-        state = Self.absorb(state, sums.4)
-        state = Self.absorb(state, sums.5)
-        state = Self.absorb(state, sums.6)
-        state = Self.absorb(state, sums.7)
+        var state: UInt64 = 0
+        withUnsafeBytes(of: stripes.sums) { sums in
+            state = sums.load(as: UInt64.self)
+            for index in 1..<16 { state = Self.absorb(state, sums.load(fromByteOffset: index * 8, as: UInt64.self)) }
+        }
         let count = stripes.pendingCount
         withUnsafeBytes(of: stripes.pending) { pending in
             for word in 0..<(count / 8) { state = Self.absorb(state, pending.load(fromByteOffset: word * 8, as: UInt64.self)) }

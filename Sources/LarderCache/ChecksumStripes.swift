@@ -1,14 +1,15 @@
 import CStripes
 
-/// Entry format 5's checksum state before its finish (DISK-FORMAT.md, "Checksums"): eight
-/// 64-bit accumulators fed 64-byte stripes, each word keyed by its place, through the vector
-/// loop of CStripes; and the bytes of a stripe not yet whole. ``BodyChecksum`` folds it.
+/// Entry format 5's checksum state before its finish (DISK-FORMAT.md, "Checksums"): two sets
+/// of eight 64-bit sums fed 64-byte stripes, each word keyed twice by its place, through the
+/// vector loop of CStripes; and the bytes of a stripe not yet whole. ``BodyChecksum`` folds it.
 struct ChecksumStripes: Sendable {
     static let stripeLength = 64
     private static let seed: UInt64 = 0x243f_6a88_85a3_08d3
     private static let laneSeedStep: UInt64 = 0x9e37_79b9_7f4a_7c15
 
-    private(set) var accumulators: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64)
+    /// The first set's sums, then the second's.
+    private(set) var sums: Sums
     /// Stripes absorbed so far: the next one's number, which keys its words.
     private var stripes: UInt64 = 0
     /// Bytes of the stripe not yet whole, as they came; zero past ``pendingCount``.
@@ -17,13 +18,19 @@ struct ChecksumStripes: Sendable {
     /// Whether the stripes go through the loop built without AVX2 (tests compare the two).
     private let portable: Bool
 
+    typealias Sums = (
+        UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64,
+        UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64
+    )
+
     init(portable: Bool = false) {
-        let seed = Self.seed
-        let step = Self.laneSeedStep
-        accumulators = (
-            seed, seed &+ step, seed &+ 2 &* step, seed &+ 3 &* step,
-            seed &+ 4 &* step, seed &+ 5 &* step, seed &+ 6 &* step, seed &+ 7 &* step
-        )
+        // Sum i (of the sixteen) starts at seed + i × step.
+        sums = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &sums) { sums in
+            for index in 0..<16 {
+                sums.storeBytes(of: Self.seed &+ UInt64(index) &* Self.laneSeedStep, toByteOffset: index * 8, as: UInt64.self)
+            }
+        }
         self.portable = portable
     }
 
@@ -57,7 +64,7 @@ struct ChecksumStripes: Sendable {
     private mutating func absorb(_ bytes: UnsafeRawPointer, count: Int) {
         let first = stripes
         let portable = portable
-        withUnsafeMutableBytes(of: &accumulators) { sums in
+        withUnsafeMutableBytes(of: &sums) { sums in
             let sums = sums.baseAddress!.assumingMemoryBound(to: UInt64.self)
             if portable {
                 larder_stripes_absorb_portable(sums, first, bytes, count)
