@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include <signal.h>
+#include <sys/syscall.h>
 
 int larder_available_cpus(void) {
     cpu_set_t set;
@@ -31,4 +32,25 @@ int larder_memfd_create(const char *name) {
 
 int larder_set_thread_name(pthread_t thread, const char *name) {
     return pthread_setname_np(thread, name);
+}
+
+ssize_t larder_pread_nowait(int fd, void *buffer, size_t count, off_t offset) {
+    struct iovec vector = {buffer, count};
+    return preadv2(fd, &vector, 1, offset, RWF_NOWAIT);
+}
+
+int larder_cached_pages(int fd, uint64_t offset, uint64_t length, uint64_t *cached) {
+    // cachestat(2), Linux 6.5: glibc has no wrapper. Its number is the same on every
+    // architecture (new calls are numbered once for all).
+    struct {
+        uint64_t offset, length;
+    } range = {offset, length};
+    struct {
+        uint64_t cache, dirty, writeback, evicted, recentlyEvicted;
+    } stats;
+    if (syscall(451, fd, &range, &stats, 0) != 0) {
+        return -1;
+    }
+    *cached = stats.cache;
+    return 0;
 }

@@ -32,8 +32,15 @@ extension DiskCache {
     /// "Design choices").
     public static let verifyEveryReadMax: Int64 = 1 << 20
     /// Records up to this size are read and checked on the event loop itself (a segment
-    /// record's body is at most 64 KiB); larger ones on the reader thread.
+    /// record's body is at most 64 KiB); larger ones on the reader thread, unless they are
+    /// within ``verifyCachedOnLoopMax``.
     static let verifyOnLoopMax: Int64 = 80 * 1024
+    /// Records up to this size are read and checked on the event loop too when the page cache
+    /// holds them all (``FileSystem/readIfCached(_:at:count:)``): a hit handed to the reader
+    /// thread and back costs more CPU in the wake-ups and the second pass than checking 256 KiB
+    /// does, and the loop never waits for the disk. Larger ones still go to the reader thread,
+    /// so one hit holds the loop for at most ~30 µs (docs/PERFORMANCE.md, "disk hits").
+    static let verifyCachedOnLoopMax: Int64 = 256 * 1024
 
     /// The outcome of ``verify(_:completion:)``.
     public enum Verification: Sendable {
@@ -64,9 +71,10 @@ extension DiskCache {
             return .miss
         }
         if entry.size <= DiskCache.verifyEveryReadMax {
-            guard entry.size <= DiskCache.verifyOnLoopMax else { return .unverified(entry.name) }
+            let waiting = entry.size <= DiskCache.verifyOnLoopMax
+            guard waiting || entry.size <= DiskCache.verifyCachedOnLoopMax else { return .unverified(entry.name) }
             do {
-                let checked = try readChecked(entry)
+                guard let checked = try readChecked(loadHead(entry), onlyIfCached: !waiting) else { return .unverified(entry.name) }
                 guard checked.head.key == key.url else { throw DiskEntryFormat.Problem.keyMismatch }
                 return .hit(storedResponse(key: key, head: checked.head, body: .memory(checked.body)))
             } catch {
@@ -164,7 +172,17 @@ extension DiskCache {
 
     /// ``readChecked(_:)`` of a record whose head is read.
     func readChecked(_ loaded: LoadedHead) throws -> (head: DiskEntryFormat.Head, body: [UInt8]) {
-        let body = try FileSystem.read(loaded.file.fd, at: loaded.bodyOffset, count: Int(loaded.head.bodyLength))
+        try readChecked(loaded, onlyIfCached: false)!
+    }
+
+    /// ``readChecked(_:)`` of a record whose head is read; `onlyIfCached`: nil when the body's
+    /// bytes are not all in the page cache (``FileSystem/readIfCached(_:at:count:)``).
+    func readChecked(_ loaded: LoadedHead, onlyIfCached: Bool) throws -> (head: DiskEntryFormat.Head, body: [UInt8])? {
+        let fd = loaded.file.fd
+        let count = Int(loaded.head.bodyLength)
+        let read = onlyIfCached ? try FileSystem.readIfCached(fd, at: loaded.bodyOffset, count: count) : nil
+        if onlyIfCached && read == nil { return nil }
+        let body = try read ?? FileSystem.read(fd, at: loaded.bodyOffset, count: count)
         guard body.count == Int(loaded.head.bodyLength) else {
             throw DiskEntryFormat.Problem.truncated(expected: loaded.head.bodyLength, actual: Int64(body.count))
         }

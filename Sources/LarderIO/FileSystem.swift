@@ -1,5 +1,6 @@
 import CLarderSystem
 import Glibc
+import Synchronization
 
 /// File operations used by the disk cache, each through ``Syscall``. All of them block:
 /// call them from a ``BlockingWorker``, except the few reads the hit path makes from the page
@@ -196,6 +197,68 @@ public enum FileSystem {
         }
         if let failure { throw failure }
         return bytes
+    }
+
+    /// Reads `count` bytes at `offset` only if the page cache holds every page of them, so
+    /// that an event loop never waits for a disk: nil when one is not in memory, when the read
+    /// comes up short (the caller's blocking read then finds out why), or when the kernel
+    /// cannot tell. Asks with preadv2(RWF_NOWAIT), or, on a file system without it (tmpfs),
+    /// cachestat(2) before a plain read; a page dropped between the two makes that read wait.
+    public static func readIfCached(_ fd: Int32, at offset: Int64, count: Int) throws(SystemError) -> [UInt8]? {
+        guard count > 0 else { return [] }
+        var failure: SystemError?
+        var whole = false
+        let bytes = [UInt8](unsafeUninitializedCapacity: count) { buffer, total in
+            do throws(SystemError) {
+                if !cacheQueries.withoutNoWait.load(ordering: .relaxed) {
+                    do throws(SystemError) {
+                        total = try Syscall.call("preadv2") { larder_pread_nowait(fd, buffer.baseAddress, count, off_t(offset)) }
+                        whole = total == count
+                        return
+                    } catch  where error.errno == EAGAIN {
+                        return
+                    } catch  where error.errno == EOPNOTSUPP {
+                        cacheQueries.withoutNoWait.store(true, ordering: .relaxed)
+                    }
+                }
+                guard isCached(fd, offset: offset, count: count) else { return }
+                while total < count {
+                    let got = try Syscall.call("pread") {
+                        pread(fd, buffer.baseAddress! + total, count - total, off_t(offset) + off_t(total))
+                    }
+                    if got == 0 { break }
+                    total += got
+                }
+                whole = total == count
+            } catch {
+                failure = error
+            }
+        }
+        if let failure { throw failure }
+        return whole ? bytes : nil
+    }
+
+    /// Whether cachestat(2) finds every page of the range in the page cache; false where it
+    /// cannot say (before Linux 6.5; remembered).
+    private static func isCached(_ fd: Int32, offset: Int64, count: Int) -> Bool {
+        guard !cacheQueries.withoutCachestat.load(ordering: .relaxed) else { return false }
+        var cached: UInt64 = 0
+        guard larder_cached_pages(fd, UInt64(offset), UInt64(count), &cached) == 0 else {
+            if errno == ENOSYS { cacheQueries.withoutCachestat.store(true, ordering: .relaxed) }
+            return false
+        }
+        let page = Int64(cacheQueries.pageSize)
+        let pages = (offset + Int64(count) - 1) / page - offset / page + 1
+        return cached >= UInt64(pages)
+    }
+
+    /// What the kernel was found not to offer, asked once per process.
+    private static let cacheQueries = CacheQueries()
+
+    private final class CacheQueries: Sendable {
+        let withoutNoWait = Atomic<Bool>(false)
+        let withoutCachestat = Atomic<Bool>(false)
+        let pageSize = max(4096, sysconf(Int32(_SC_PAGESIZE)))
     }
 
     /// Writes all of `bytes` at the current position.

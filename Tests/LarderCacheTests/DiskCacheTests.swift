@@ -336,7 +336,7 @@ import Testing
     /// entry's name under the wrong directory) are neither indexed nor deleted nor counted.
     @Test func filesThatAreNotEntriesAreLeftAloneAtStart() throws {
         let fixture = try DiskFixture()
-        let body = pattern(100_000)
+        let body = pattern(300_000)  // read and checked on the reader thread: found unverified
         fixture.store("/a", body: body)
         let file = try #require(fixture.entryFiles().first)
         let name = URL(fileURLWithPath: file).lastPathComponent

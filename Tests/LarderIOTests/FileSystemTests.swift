@@ -28,4 +28,41 @@ import Testing
         #expect(throws: SystemError(call: "pread", errno: EISDIR)) { try FileSystem.read(fd, at: 0, count: 4096) }
         #expect(throws: SystemError(call: "pread", errno: EBADF)) { try FileSystem.read(-1, at: 0, count: 16) }
     }
+
+    /// `readIfCached`, which an event loop reads a disk hit through: the bytes when the page
+    /// cache holds them, nil when it does not (where the file system lets the test drop them),
+    /// nil for a read that comes up short, so that the blocking read finds out why.
+    @Test func readIfCachedReadsOnlyWhatThePageCacheHolds() throws {
+        let path = NSTemporaryDirectory() + "larder-cached-" + UUID().uuidString
+        defer { unlink(path) }
+        let bytes = (0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ 5) }
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        let fd = open(path, O_RDONLY)
+        try #require(fd >= 0)
+        defer { close(fd) }
+        #expect(try FileSystem.readIfCached(fd, at: 0, count: 300_000) == bytes, "just written: in the page cache")
+        #expect(try FileSystem.readIfCached(fd, at: 4_097, count: 200_000) == Array(bytes[4_097..<204_097]))
+        #expect(try FileSystem.readIfCached(fd, at: 5, count: 0) == [])
+        #expect(try FileSystem.readIfCached(fd, at: 299_990, count: 100) == nil, "short at the end")
+        #expect(throws: SystemError.self) { try FileSystem.readIfCached(-1, at: 0, count: 16) }
+        // Dropping the pages: clean ones go with POSIX_FADV_DONTNEED, except on tmpfs, where
+        // they are the file (mincore(2) says which, independently of what is tested).
+        try #require(fsync(fd) == 0)
+        try #require(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0)
+        guard try residentPages(fd, length: 300_000) < (300_000 + 4_095) / 4_096 else { return }
+        #expect(try FileSystem.readIfCached(fd, at: 0, count: 300_000) == nil, "dropped: the read would wait")
+        #expect(try FileSystem.read(fd, at: 0, count: 300_000) == bytes)
+        #expect(try FileSystem.readIfCached(fd, at: 0, count: 300_000) == bytes, "read again: cached again")
+    }
+
+    /// How many pages of the first `length` bytes of `fd` are in memory (mincore(2)).
+    private func residentPages(_ fd: Int32, length: Int) throws -> Int {
+        let mapping = try #require(mmap(nil, length, PROT_READ, MAP_SHARED, fd, 0))
+        try #require(mapping != MAP_FAILED)
+        defer { munmap(mapping, length) }
+        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+        var vector = [UInt8](repeating: 0, count: (length + page - 1) / page)
+        try #require(mincore(mapping, length, &vector) == 0)
+        return vector.filter { $0 & 1 != 0 }.count
+    }
 }

@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 #include <pthread.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /// The number of CPUs this process may run on (sched_getaffinity), at least 1.
 int larder_available_cpus(void);
@@ -34,6 +35,14 @@ int larder_dup3_cloexec(int source, int target);
 
 /// memfd_create(2) with MFD_CLOEXEC (a GNU extension): an anonymous file in memory.
 int larder_memfd_create(const char *name);
+
+/// preadv2(2) of one buffer with RWF_NOWAIT (a GNU extension): fails with EAGAIN, or reads
+/// short, rather than wait for a disk; EOPNOTSUPP where the file system cannot tell.
+ssize_t larder_pread_nowait(int fd, void *buffer, size_t count, off_t offset);
+
+/// cachestat(2): how many of the pages holding bytes `offset..<offset + length` of `fd` are in
+/// the page cache, in `cached`. -1 and errno (ENOSYS before Linux 6.5) when it cannot say.
+int larder_cached_pages(int fd, uint64_t offset, uint64_t length, uint64_t *cached);
 
 /// pthread_setname_np (a GNU extension).
 int larder_set_thread_name(pthread_t thread, const char *name);

@@ -1,0 +1,71 @@
+import Foundation
+import Glibc
+import Testing
+
+@testable import LarderCache
+
+/// Disk hits of 80 to 256 KiB whose bytes the page cache holds are read and checked by the
+/// lookup itself, on the event loop (`DiskCache.verifyCachedOnLoopMax`); others go to the
+/// reader thread as before, and damage is found either way.
+@Suite struct DiskCachedReadTests {
+    @Test func aCachedEntryOf200KiBIsCheckedAndServedByTheLookup() throws {
+        let fixture = try DiskFixture()
+        let body = pattern(200_000, seed: 6)
+        #expect(fixture.store("/cached", body: body))
+        guard case .hit(let stored) = fixture.cache.lookup(Fixtures.key("/cached"), request: [:]) else {
+            Issue.record("not served by the lookup")
+            return
+        }
+        #expect(stored.memoryBody == body)
+        // Over the limit: still the reader thread's.
+        #expect(fixture.store("/larger", body: pattern(300_000)))
+        guard case .unverified = fixture.cache.lookup(Fixtures.key("/larger"), request: [:]) else {
+            Issue.record("a 300 KB entry was read on the loop")
+            return
+        }
+    }
+
+    @Test func aDamagedEntryOf200KiBIsNotServedFromTheLoop() throws {
+        let fixture = try DiskFixture()
+        let body = pattern(200_000, seed: 2)
+        #expect(fixture.store("/damaged", body: body))
+        let file = try #require(fixture.entryFiles().first)
+        let fd = open(file, O_WRONLY)
+        try #require(fd >= 0)
+        var byte: UInt8 = 0xff
+        let size = try #require(try FileManager.default.attributesOfItem(atPath: file)[.size] as? Int)
+        #expect(pwrite(fd, &byte, 1, off_t(size - 1_000)) == 1, "a byte of the body, overwritten in place")
+        close(fd)
+        if case .miss = fixture.cache.lookup(Fixtures.key("/damaged"), request: [:]) {} else { Issue.record("served damaged") }
+        fixture.cache.drain()
+        #expect(fixture.cache.statistics.corruptions == 1)
+        #expect(fixture.entryFiles().isEmpty, "deleted")
+    }
+
+    /// Pages the kernel dropped are read on the reader thread, never waited for on the loop
+    /// (where the file system lets the test drop them: not tmpfs).
+    @Test func anEntryNotInThePageCacheGoesToTheReaderThread() throws {
+        let fixture = try DiskFixture()
+        let body = pattern(250_000, seed: 3)
+        #expect(fixture.store("/dropped", body: body))
+        let file = try #require(fixture.entryFiles().first)
+        let fd = open(file, O_RDONLY)
+        try #require(fd >= 0)
+        defer { close(fd) }
+        try #require(fsync(fd) == 0)
+        try #require(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0)
+        // tmpfs keeps them; mincore(2) says (not readIfCached, whose asking starts readahead).
+        let mapping = try #require(mmap(nil, 250_000, PROT_READ, MAP_SHARED, fd, 0))
+        try #require(mapping != MAP_FAILED)
+        var resident = [UInt8](repeating: 0, count: (250_000 + 4_095) / 4_096)
+        try #require(mincore(mapping, 250_000, &resident) == 0)
+        munmap(mapping, 250_000)
+        guard resident.allSatisfy({ $0 & 1 == 0 }) else { return }
+        guard case .unverified = fixture.cache.lookup(Fixtures.key("/dropped"), request: [:]) else {
+            Issue.record("read on the loop though not cached")
+            return
+        }
+        #expect(fixture.read("/dropped") == body, "the reader thread reads and checks it")
+        #expect(fixture.cache.statistics.corruptions == 0)
+    }
+}
