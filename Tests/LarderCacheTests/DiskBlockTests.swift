@@ -167,17 +167,7 @@ import Testing
     @Test func aFormatFourEntryIsCheckedWithFormatFourChecksums() throws {
         let fixture = try DiskFixture()
         let sizes = [("/four-large", 2 * Self.block + 300), ("/four-small", 500_000), ("/four-record", 2_000)]
-        for (path, size) in sizes {
-            let key = Fixtures.key(path)
-            let head = DiskEntryFormat.Head(
-                key: key.url, status: 200, reason: "OK", requestTime: 100, responseTime: 101, vary: [:],
-                headers: ["Cache-Control": "max-age=60"], version: 4)
-            let cache = fixture.cache
-            cache.writer.submit {
-                cache.writeEntry(
-                    key: key, name: DiskCache.entryName(key: key, vary: [:]), head: head, wireFields: nil, body: pattern(size, seed: 4))
-            }
-        }
+        for (path, size) in sizes { Self.writeEntry(fixture, path, body: pattern(size, seed: 4), version: 4) }
         fixture.cache.drain()
         for file in fixture.entryFiles() {
             let text = String(decoding: try Data(contentsOf: URL(fileURLWithPath: file)).prefix(20), as: UTF8.self)
@@ -214,15 +204,7 @@ import Testing
     @Test func aFormatThreeBodyOverOneBlockIsDroppedAsAnOlderFormat() throws {
         let fixture = try DiskFixture()
         for (path, size) in [("/old-large", 2 * Self.block), ("/old-small", 500_000)] {
-            let key = Fixtures.key(path)
-            let head = DiskEntryFormat.Head(
-                key: key.url, status: 200, reason: "OK", requestTime: 100, responseTime: 101, vary: [:],
-                headers: ["Cache-Control": "max-age=60"], version: 3)
-            let cache = fixture.cache
-            cache.writer.submit {
-                cache.writeEntry(
-                    key: key, name: DiskCache.entryName(key: key, vary: [:]), head: head, wireFields: nil, body: pattern(size))
-            }
+            Self.writeEntry(fixture, path, body: pattern(size), version: 3)
         }
         fixture.cache.drain()
         let files = fixture.entryFiles()
@@ -236,5 +218,18 @@ import Testing
         fixture.cache.drain()
         #expect(fixture.cache.statistics.corruptions == 0)
         #expect(fixture.entryFiles().count == 1, "the large one is deleted")
+    }
+
+    /// Writes an entry of format `version` for `path`, as a Larder of that format did, on the
+    /// writer thread (wait with `drain()`).
+    static func writeEntry(_ fixture: DiskFixture, _ path: String, body: [UInt8], version: Int) {
+        let key = Fixtures.key(path)
+        let head = DiskEntryFormat.Head(
+            key: key.url, status: 200, reason: "OK", requestTime: 100, responseTime: 101, vary: [:],
+            headers: ["Cache-Control": "max-age=60"], version: version)
+        let cache = fixture.cache
+        cache.writer.submit {
+            cache.writeEntry(key: key, name: DiskCache.entryName(key: key, vary: [:]), head: head, wireFields: nil, body: body)
+        }
     }
 }
