@@ -54,16 +54,12 @@ let package = Package(
             name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "openssl",
             providers: [.apt(["libssl-dev"])]),
         .target(name: "CLarderSystem", path: "Sources/CLarderSystem"),
-        // The disk entries' checksum loop, built for AVX2 and for the baseline in one binary.
-        .target(name: "CStripes", path: "Sources/CStripes"),
         .target(name: "LarderIO", dependencies: ["CLarderSystem"], swiftSettings: strict),
         .target(name: "LarderHTTP", swiftSettings: strict),
         .target(name: "LarderConfig", dependencies: ["LarderIO", "LarderHTTP"], swiftSettings: strict),
         .target(
             name: "LarderCache",
-            dependencies: [
-                "CStripes", "LarderIO", "LarderHTTP", "LarderConfig", .product(name: "Logging", package: "swift-log"),
-            ],
+            dependencies: ["LarderIO", "LarderHTTP", "LarderConfig", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
         .target(name: "LarderTLS", dependencies: ["COpenSSL", "LarderIO", "LarderConfig"], swiftSettings: strict),
         .target(

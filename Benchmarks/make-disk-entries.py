@@ -2,15 +2,14 @@
 """Writes N disk-cache entries in Larder's documented format (docs/DISK-FORMAT.md), without
 going through the daemon, to measure start-up with a large cache.
 
-    make-disk-entries.py [--segments] [--format 2|3|4|5] DIRECTORY COUNT URL_PREFIX [BODY_SIZE]
+    make-disk-entries.py [--segments] [--format 2|3|4] DIRECTORY COUNT URL_PREFIX [BODY_SIZE]
 
 Entry i has key URL_PREFIX + str(i), a body of BODY_SIZE bytes (default 1024) derived from i,
 and Cache-Control: max-age=86400. Prints the key of the last entry. Each entry is a file of its
 own (v1/ab/cd/<name>), or with --segments a record in a segment file (v1/seg/<id>, 32 MiB
-each), the form Larder stores bodies up to 64 KiB in. --format 2, 3 and 4 write the entries an
-older Larder wrote (4: four checksum lanes instead of stripes; 3 also no block table after a
-body over 1 MiB, which Larder now drops; 2 also one checksum chain instead of four lanes); the
-default is the current format, 5.
+each), the form Larder stores bodies up to 64 KiB in. --format 2 and 3 write the entries an older
+Larder wrote (2: one checksum chain instead of four lanes; both: no block table after a body
+over 1 MiB, which Larder now drops); the default is the current format, 4.
 """
 import os
 import sys
@@ -49,26 +48,11 @@ def words(data):
 BLOCK = 1 << 20
 
 
-KEYS = ((0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9), (0x27D4EB2F165667C5, 0x85EBCA77C2B2AE63))
-
-def checksum(body, version=5):
+def checksum(body, version=4):
     """BodyChecksum (docs/DISK-FORMAT.md, "Checksums") of entry format `version`."""
     seed, step = 0x243F6A8885A308D3, 0x9E3779B97F4A7C15
     whole = len(body) // 8 * 8
-    if version >= 5:
-        sums = [(seed + index * step) & M for index in range(16)]
-        stripes = len(body) // 64 * 64
-        for index, word in enumerate(words(body[:stripes])):
-            stripe, lane = divmod(index, 8)
-            for pair, (key, key_step) in enumerate(KEYS):
-                keyed = word ^ (((lane + 1) * key + stripe * key_step) & M)
-                sums[8 * pair + lane] = (sums[8 * pair + lane] + (keyed & 0xFFFFFFFF) * (keyed >> 32)) & M
-        state = sums[0]
-        for value in sums[1:]:
-            state = absorb(state, value)
-        for word in words(body[stripes:whole]):
-            state = absorb(state, word)
-    elif version == 2:
+    if version == 2:
         state = seed
         for word in words(body):
             state = absorb(state, word)
@@ -99,23 +83,23 @@ def entry(key, body, now, version):
 
 
 def block_table(body, version):
-    """From format 4, the table after a body over one block: each 1 MiB block's checksum, 8 bytes
+    """Format 4's table after a body over one block: each 1 MiB block's checksum, 8 bytes
     little-endian (docs/DISK-FORMAT.md, "Checksums per block")."""
     if version < 4 or len(body) <= BLOCK:
         return b""
-    return b"".join(checksum(body[start:start + BLOCK], version).to_bytes(8, "little") for start in range(0, len(body), BLOCK))
+    return b"".join(checksum(body[start:start + BLOCK], 4).to_bytes(8, "little") for start in range(0, len(body), BLOCK))
 
 
 def main():
     arguments = sys.argv[1:]
     segments = "--segments" in arguments
     arguments = [argument for argument in arguments if argument != "--segments"]
-    version = 5
+    version = 4
     if "--format" in arguments:
         at = arguments.index("--format")
         version = int(arguments[at + 1])
-        if version not in (2, 3, 4, 5):
-            sys.exit(f"make-disk-entries.py: no format {version} (2, 3, 4 or 5)")
+        if version not in (2, 3, 4):
+            sys.exit(f"make-disk-entries.py: no format {version} (2, 3 or 4)")
         del arguments[at:at + 2]
     directory, count, prefix = arguments[0], int(arguments[1]), arguments[2]
     size = int(arguments[3]) if len(arguments) > 3 else 1024

@@ -195,7 +195,7 @@ enum FuzzTarget: String, CaseIterable {
 
     /// Every format's checksum of the bytes fed whole and in pieces of lengths the input picks,
     /// each piece an exact-size heap copy at its own alignment (so the address sanitizer sees any
-    /// read past a piece, the stripe loop's last stripe included): the same value.
+    /// read past a piece, a lane block's last word included): the same value.
     static func checksumInPieces(_ input: UnsafeRawBufferPointer) {
         for version in DiskEntryFormat.readableVersions {
             var whole = BodyChecksum(entryVersion: version)

@@ -2,18 +2,12 @@
 /// ``DiskEntryFormat/blockSize`` block's checksum as it completes, the last (short) one at
 /// ``table``. A value type, owned by whoever feeds it.
 public struct BlockChecksums: Sendable {
-    private let version: Int
-    private var current: BodyChecksum
+    private var current = BodyChecksum(entryVersion: DiskEntryFormat.version)
     private var filled = 0
     private var length: Int64 = 0
     private var entries: [UInt8] = []
 
-    /// The table of an entry in format `version` (the one written, unless a head is rewritten
-    /// over an older entry's body).
-    public init(version: Int = DiskEntryFormat.version) {
-        self.version = version
-        current = BodyChecksum(entryVersion: version)
-    }
+    public init() {}
 
     public mutating func update(_ bytes: UnsafeRawBufferPointer) {
         var index = 0
@@ -57,7 +51,7 @@ public struct BlockChecksums: Sendable {
             entries.append(UInt8(truncatingIfNeeded: value))
             value >>= 8
         }
-        current = BodyChecksum(entryVersion: version)
+        current = BodyChecksum(entryVersion: DiskEntryFormat.version)
         filled = 0
     }
 }

@@ -1,14 +1,11 @@
 /// A streaming 64-bit checksum of a body, fed in chunks of any size; it detects truncation and
-/// flipped bits, not deliberate forgery. Formats 2 to 4 mix each eight-byte word into a state
-/// with one 64×64→128-bit multiply, its halves folded (in the manner of wyhash); format 5 sums
-/// two 32×32→64-bit products of each word keyed two ways in sixteen sums, a loop a vector unit
-/// runs (``ChecksumStripes``), and folds those with the same multiply.
+/// flipped bits, not deliberate forgery. Each step mixes an eight-byte word into a state with
+/// one 64×64→128-bit multiply, its halves folded (in the manner of wyhash).
 ///
-/// Three layouts, by disk entry format (DISK-FORMAT.md, "Checksums"): format 5 the stripes,
-/// formats 3 and 4 four states, one for each word of a 32-byte block, so four multiplies are in
-/// flight instead of one chain waiting on each; format 2 one chain. Formats 2 to 4 are kept to
-/// read entries written by an older Larder. All finish the same way: what is left, the length,
-/// then a finalizer.
+/// Two layouts, one per disk entry format (DISK-FORMAT.md, "Checksums"): format 3 keeps four
+/// states, one for each word of a 32-byte block, so four multiplies are in flight instead of
+/// one chain waiting on each; format 2 has one chain, and is kept to read entries written by
+/// an older Larder. Both finish the same way: what is left, the length, then a finalizer.
 public struct BodyChecksum: Sendable {
     private static let multiplier: UInt64 = 0xa076_1d64_78bd_642f
     private static let seed: UInt64 = 0x243f_6a88_85a3_08d3
@@ -26,34 +23,20 @@ public struct BodyChecksum: Sendable {
     /// Bytes not yet absorbed, little-endian: up to a block (format 3) or a word (format 2).
     private var pending: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
     private var lane3: UInt64 = seed &+ 3 &* laneSeedStep
-    private var stripes: ChecksumStripes
-    private let layout: Layout
-
-    private enum Layout { case chain, lanes, stripes }
+    private let lanes: Bool
 
     /// The checksum of the current entry format (``DiskEntryFormat/version``).
-    public init() { self.init(entryVersion: DiskEntryFormat.version) }
+    public init() { lanes = true }
 
-    /// The checksum of entry format `version` (see ``DiskEntryFormat/readableVersions``).
+    /// The checksum of entry format `version` (2 or 3; see ``DiskEntryFormat/readableVersions``).
     public init(entryVersion version: Int) {
         precondition(DiskEntryFormat.readableVersions.contains(version), "no checksum for entry format \(version)")
-        layout = version >= 5 ? .stripes : version >= 3 ? .lanes : .chain
-        stripes = ChecksumStripes()
-    }
-
-    /// Format 5's checksum computed without the AVX2 loop, whatever the CPU (for tests).
-    init(portableStripes: Void) {
-        layout = .stripes
-        stripes = ChecksumStripes(portable: true)
+        lanes = version >= 3
     }
 
     public mutating func update(_ bytes: UnsafeRawBufferPointer) {
         length &+= UInt64(bytes.count)
-        switch layout {
-        case .stripes: stripes.update(bytes)
-        case .lanes: updateLanes(bytes)
-        case .chain: updateChain(bytes)
-        }
+        if lanes { updateLanes(bytes) } else { updateChain(bytes) }
     }
 
     public mutating func update(_ bytes: [UInt8]) {
@@ -62,13 +45,12 @@ public struct BodyChecksum: Sendable {
 
     /// The checksum of everything fed so far.
     public var value: UInt64 {
-        if layout == .stripes { return stripesValue }
         var state = state
         var pending = pending
         let whole = pendingCount / 8
         let partial = pendingCount % 8 > 0
         withUnsafeBytes(of: &pending) { pending in
-            if layout == .lanes {
+            if lanes {
                 // The lanes fold into one state; the last block's whole words follow it.
                 state = Self.absorb(state, lane1)
                 state = Self.absorb(state, lane2)
@@ -77,25 +59,6 @@ public struct BodyChecksum: Sendable {
             }
             if partial {
                 state = Self.absorb(state, pending.load(fromByteOffset: whole * 8, as: UInt64.self) ^ Self.partialWordMark)
-            }
-        }
-        return StableHash.mix(Self.absorb(state, length))
-    }
-
-    /// Format 5: the sixteen sums fold into one state, then the last stripe's whole words, its
-    /// partial word and the length, as in the formats before.
-    private var stripesValue: UInt64 {
-        var state: UInt64 = 0
-        withUnsafeBytes(of: stripes.sums) { sums in
-            state = sums.load(as: UInt64.self)
-            for index in 1..<16 { state = Self.absorb(state, sums.load(fromByteOffset: index * 8, as: UInt64.self)) }
-        }
-        let count = stripes.pendingCount
-        withUnsafeBytes(of: stripes.pending) { pending in
-            for word in 0..<(count / 8) { state = Self.absorb(state, pending.load(fromByteOffset: word * 8, as: UInt64.self)) }
-            if count % 8 > 0 {
-                // Zero-padded: the bytes past the count are zero (ChecksumStripes.pending).
-                state = Self.absorb(state, pending.load(fromByteOffset: count / 8 * 8, as: UInt64.self) ^ Self.partialWordMark)
             }
         }
         return StableHash.mix(Self.absorb(state, length))

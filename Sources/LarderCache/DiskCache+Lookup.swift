@@ -36,10 +36,11 @@ extension DiskCache {
     /// within ``verifyCachedOnLoopMax``.
     static let verifyOnLoopMax: Int64 = 80 * 1024
     /// Records up to this size are read and checked on the event loop too when the page cache
-    /// holds them all (``FileSystem/readIfCached(_:at:count:)``): a hit handed to the reader
-    /// thread and back costs more CPU in the wake-ups and the second pass than checking 256 KiB
-    /// does, and the loop never waits for the disk. Larger ones still go to the reader thread,
-    /// so one hit holds the loop for at most ~30 µs (docs/PERFORMANCE.md, "disk hits").
+    /// holds all of them, head and body (``FileSystem/readIfCached(_:at:count:)``): a hit
+    /// handed to the reader thread and back costs more CPU in the wake-ups and the second pass
+    /// than checking 256 KiB does, and the loop waits for no read (opening the file aside).
+    /// Larger ones still go to the reader thread, so one hit holds the loop for at most ~40 µs
+    /// (docs/PERFORMANCE.md, "disk hits").
     static let verifyCachedOnLoopMax: Int64 = 256 * 1024
 
     /// The outcome of ``verify(_:completion:)``.
@@ -74,7 +75,9 @@ extension DiskCache {
             let waiting = entry.size <= DiskCache.verifyOnLoopMax
             guard waiting || entry.size <= DiskCache.verifyCachedOnLoopMax else { return .unverified(entry.name) }
             do {
-                guard let checked = try readChecked(loadHead(entry), onlyIfCached: !waiting) else { return .unverified(entry.name) }
+                guard let loaded = try loadHead(entry, onlyIfCached: !waiting),
+                    let checked = try readChecked(loaded, onlyIfCached: !waiting)
+                else { return .unverified(entry.name) }
                 guard checked.head.key == key.url else { throw DiskEntryFormat.Problem.keyMismatch }
                 return .hit(storedResponse(key: key, head: checked.head, body: .memory(checked.body)))
             } catch {
@@ -110,25 +113,48 @@ extension DiskCache {
 
     /// Opens an indexed entry — its file, or its record in a segment — and parses its head.
     func loadHead(_ entry: DiskIndex.Entry) throws -> LoadedHead {
-        guard entry.segment != 0 else { return try loadHead(name: entry.name) }
+        try loadHead(entry, onlyIfCached: false)!
+    }
+
+    /// ``loadHead(_:)``; `onlyIfCached`: nil when the head's bytes are not all in the page
+    /// cache (``FileSystem/readIfCached(_:at:count:)``), so that a loop does not wait for them.
+    func loadHead(_ entry: DiskIndex.Entry, onlyIfCached: Bool) throws -> LoadedHead? {
+        guard entry.segment != 0 else { return try loadHead(name: entry.name, onlyIfCached: onlyIfCached) }
         guard let file = segments.file(entry.segment) else {
             throw SystemError(call: "open (segment \(entry.segment))", errno: ENOENT)
         }
-        return try loadRecord(file, at: entry.offset, length: entry.size, inSegment: true)
+        return try loadRecord(file, at: entry.offset, length: entry.size, inSegment: true, onlyIfCached: onlyIfCached)
     }
 
     /// Opens an entry file and parses its head; checks the file size against the recorded lengths.
     func loadHead(name: EntryName) throws -> LoadedHead {
+        try loadHead(name: name, onlyIfCached: false)!
+    }
+
+    /// ``loadHead(name:)``; `onlyIfCached` as for ``loadHead(_:onlyIfCached:)``.
+    func loadHead(name: EntryName, onlyIfCached: Bool) throws -> LoadedHead? {
         let file = try OpenFile.open(at: entriesDirectoryFD.load(ordering: .acquiring), relativePath(forName: name))
         let fileSize = try FileSystem.size(of: file.fd)
-        return try loadRecord(file, at: 0, length: fileSize, inSegment: false)
+        return try loadRecord(file, at: 0, length: fileSize, inSegment: false, onlyIfCached: onlyIfCached)
     }
 
     /// Parses the record at `offset` in `file` (an entry file's only one, or one in a segment)
     /// whose length is known to be `length`: a record whose lengths say otherwise is corrupt.
     /// A record freed in its segment since it was indexed is gone (ENOENT), not corrupt.
     func loadRecord(_ file: OpenFile, at offset: Int64, length: Int64, inSegment: Bool) throws -> LoadedHead {
-        var prefix = try FileSystem.read(file.fd, at: offset, count: Int(min(length, 4096)))
+        try loadRecord(file, at: offset, length: length, inSegment: inSegment, onlyIfCached: false)!
+    }
+
+    /// ``loadRecord(_:at:length:inSegment:)``; `onlyIfCached`: nil when the head's bytes are
+    /// not all in the page cache.
+    func loadRecord(_ file: OpenFile, at offset: Int64, length: Int64, inSegment: Bool, onlyIfCached: Bool) throws
+        -> LoadedHead?
+    {
+        func read(_ count: Int) throws -> [UInt8]? {
+            try onlyIfCached
+                ? FileSystem.readIfCached(file.fd, at: offset, count: count) : FileSystem.read(file.fd, at: offset, count: count)
+        }
+        guard var prefix = try read(Int(min(length, 4096))) else { return nil }
         let preamble = try DiskEntryFormat.decodePreamble(prefix[...], acceptingFreed: inSegment)
         if preamble.freed { throw SystemError(call: "read (record freed)", errno: ENOENT) }
         guard preamble.recordLength == length else {
@@ -144,16 +170,15 @@ extension DiskCache {
         }
         let headEnd = DiskEntryFormat.preambleLength + preamble.headLength
         if prefix.count < headEnd {
-            prefix = try FileSystem.read(file.fd, at: offset, count: headEnd)
+            guard let whole = try read(headEnd) else { return nil }
+            prefix = whole
         }
         let head = try DiskEntryFormat.decodeHead(prefix[DiskEntryFormat.preambleLength..<headEnd], preamble: preamble)
         return LoadedHead(head: head, file: file, bodyOffset: offset + Int64(headEnd), recordLength: length)
     }
 
     func storedResponse(key: CacheKey, loaded: LoadedHead) -> StoredResponse {
-        storedResponse(
-            key: key, head: loaded.head,
-            body: .file(loaded.file, offset: loaded.bodyOffset, length: loaded.head.bodyLength, format: loaded.head.version))
+        storedResponse(key: key, head: loaded.head, body: .file(loaded.file, offset: loaded.bodyOffset, length: loaded.head.bodyLength))
     }
 
     func storedResponse(key: CacheKey, head: DiskEntryFormat.Head, body: StoredResponse.Body) -> StoredResponse {
@@ -231,7 +256,7 @@ extension DiskCache {
                 guard let expected = DiskEntryFormat.blockChecksum(inTable: table[...], at: block) else {
                     throw DiskEntryFormat.Problem.truncated(expected: head.tableLength, actual: Int64(table.count))
                 }
-                try DiskEntryFormat.checkBlock(chunk, block: block, expected: expected, version: head.version)
+                try DiskEntryFormat.checkBlock(chunk, block: block, expected: expected)
             }
             checksum.update(chunk)
         }
@@ -257,7 +282,7 @@ extension DiskCache {
 
     /// ``readBlock(of:block:completion:)``'s work, on the calling thread.
     func readCheckedBlock(of stored: StoredResponse, block: Int) -> BlockRead {
-        guard case .file(let file, let bodyOffset, let bodyLength, let format) = stored.body else { return .failed }
+        guard case .file(let file, let bodyOffset, let bodyLength) = stored.body else { return .failed }
         do {
             let range = DiskEntryFormat.blockRange(block, bodyLength: bodyLength)
             let tableOffset = bodyOffset + bodyLength + Int64(block) * 8
@@ -269,7 +294,7 @@ extension DiskCache {
             guard bytes.count == range.count else {
                 throw DiskEntryFormat.Problem.truncated(expected: range.upperBound, actual: range.lowerBound + Int64(bytes.count))
             }
-            try DiskEntryFormat.checkBlock(bytes, block: block, expected: expected, version: format)
+            try DiskEntryFormat.checkBlock(bytes, block: block, expected: expected)
             return .checked(bytes)
         } catch {
             // Dropped and counted once: a promotion's read may have found the damage first.

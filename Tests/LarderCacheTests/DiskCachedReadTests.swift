@@ -42,8 +42,8 @@ import Testing
         #expect(fixture.entryFiles().isEmpty, "deleted")
     }
 
-    /// Pages the kernel dropped are read on the reader thread, never waited for on the loop
-    /// (where the file system lets the test drop them: not tmpfs).
+    /// Pages the kernel dropped, the head's or the body's, are read on the reader thread, never
+    /// waited for on the loop (where the file system lets the test drop them: not tmpfs).
     @Test func anEntryNotInThePageCacheGoesToTheReaderThread() throws {
         let fixture = try DiskFixture()
         let body = pattern(250_000, seed: 3)
@@ -61,6 +61,9 @@ import Testing
         try #require(mincore(mapping, 250_000, &resident) == 0)
         munmap(mapping, 250_000)
         guard resident.allSatisfy({ $0 & 1 == 0 }) else { return }
+        // Not even the head is read with a wait: before the body, it is asked for as cached.
+        let entry = try #require(fixture.cache.index.withLock { $0.lookup(Fixtures.key("/dropped")) }.first)
+        #expect(try fixture.cache.loadHead(entry, onlyIfCached: true) == nil)
         guard case .unverified = fixture.cache.lookup(Fixtures.key("/dropped"), request: [:]) else {
             Issue.record("read on the loop though not cached")
             return
