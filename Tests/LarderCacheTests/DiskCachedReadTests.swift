@@ -71,4 +71,27 @@ import Testing
         #expect(fixture.read("/dropped") == body, "the reader thread reads and checks it")
         #expect(fixture.cache.statistics.corruptions == 0)
     }
+    /// The reader thread checks the record's key as the loop does: an entry file replaced by
+    /// another URL's whole, sound record (a copy, a restore, a rename gone wrong) is not that
+    /// URL's response. Over 256 KiB every such hit goes to the reader thread.
+    @Test func anotherURLsRecordInAnEntryFileIsNotServedByTheReaderThread() throws {
+        let fixture = try DiskFixture()
+        #expect(fixture.store("/a", body: pattern(300_000, seed: 4)))
+        let before = Set(fixture.entryFiles())
+        #expect(fixture.store("/b", body: pattern(200_000, seed: 5)))
+        let a = try #require(before.first)
+        let b = try #require(Set(fixture.entryFiles()).subtracting(before).first)
+        try FileManager.default.removeItem(atPath: a)
+        try FileManager.default.copyItem(atPath: b, toPath: a)
+        guard case .unverified = fixture.cache.lookup(Fixtures.key("/a"), request: [:]) else {
+            Issue.record("a 300 KB entry was not sent to the reader thread")
+            return
+        }
+        let served = fixture.read("/a") != nil
+        #expect(!served, "/b's bytes served for /a")
+        fixture.cache.drain()
+        #expect(fixture.cache.statistics.corruptions == 1)
+        let intact = fixture.read("/b") == pattern(200_000, seed: 5)
+        #expect(intact, "/b itself still served")
+    }
 }
