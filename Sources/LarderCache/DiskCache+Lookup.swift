@@ -314,6 +314,8 @@ extension DiskCache {
             }
             do {
                 let loaded = try loadHead(entry)
+                // As lookup checks on the loop: a sound record of another URL is not this one's.
+                guard loaded.head.key == entry.key.url else { throw DiskEntryFormat.Problem.keyMismatch }
                 if DiskEntryFormat.isBlocked(bodyLength: loaded.head.bodyLength, version: loaded.head.version) {
                     completion(.sound(nil))  // checked block by block as it is sent
                 } else {
