@@ -92,5 +92,8 @@ bench_cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 bench_system_ticks() { awk '{print $15}' "/proc/$1/stat"; }
 # bench_minor_faults PID: the page faults a process took that needed no I/O (its new pages).
 bench_minor_faults() { awk '{print $10}' "/proc/$1/stat"; }
+# bench_switches PID: context switches, voluntary and not, summed over all its threads (a hand-off
+# between threads costs a wake-up and a switch on each side).
+bench_switches() { cat /proc/"$1"/task/*/status 2>/dev/null | awk '/_ctxt_switches:/ {n += $2} END {print n + 0}'; }
 # bench_seconds "XmY.ZZZs": the seconds in one field of bash's `times` (a subshell's children).
 bench_seconds() { awk -v t="$1" 'BEGIN { split(t, p, "m"); sub("s", "", p[2]); print p[1] * 60 + p[2] }'; }

@@ -11,7 +11,8 @@
 # HAProxy configured as there. -m MIB keeps that much memory touched by another process during
 # the run, as the idle peers of the shared harness do (HAProxy's cache alone is 2 GiB): on a VM
 # whose memory the host backs on first touch, a proxy's new pages then cost more ("faults" is
-# page faults per request).
+# page faults per request). "switches" is context switches per request over all the proxy's
+# threads: a thread hand-off shows there whatever the VM's speed does to the CPU figures.
 # Same setup as compare.sh: local nginx origin, caches on a tmpfs, proxies pinned to CPU 1 and
 # wrk and the origin to CPU 0. Prints each rep and the medians per binary. CONFIG=FILE runs
 # every binary with that configuration (Benchmarks/shared-bench.toml: as the shared harness);
@@ -97,16 +98,18 @@ if [[ -n ${PERF:-} ]]; then
 fi
 
 hertz=$(getconf CLK_TCK)
-declare -A cpu system client latency rates faults
+declare -A cpu system client latency rates faults switches
 for rep in $(seq "$REPS"); do
     line="rep $rep:"
     for index in "${!proxies[@]}"; do
         pid=${proxies[$index]}; port=$((FIRST_PORT + index))
         before=$(bench_cpu_ticks "$pid"); system_before=$(bench_system_ticks "$pid"); faults_before=$(bench_minor_faults "$pid")
+        switches_before=$(bench_switches "$pid")
         # wrk runs in a subshell whose `times` then reports its children's user and system time.
         out=$( ("${pin_load[@]}" wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" --latency -s Benchmarks/absolute-form.lua \
             "http://127.0.0.1:$port/" -- "$url" "$mode"; times >"$dir/times") )
         after=$(bench_cpu_ticks "$pid"); system_after=$(bench_system_ticks "$pid"); faults_after=$(bench_minor_faults "$pid")
+        switches_after=$(bench_switches "$pid")
         requests=$(awk '/requests in/ {print $1}' <<<"$out")
         p50=$(awk '$1 == "50%" {print $2}' <<<"$out")
         rate=$(awk '/^Requests\/sec:/ {printf "%d", $2}' <<<"$out")
@@ -116,6 +119,7 @@ for rep in $(seq "$REPS"); do
         client_micros=$(echo "($(bench_seconds "$client_user") + $(bench_seconds "$client_system")) * 1000000 / $requests" | bc -l)
         cpu[$index]="${cpu[$index]:-} $micros"; system[$index]="${system[$index]:-} $system_micros"
         faults[$index]="${faults[$index]:-} $(echo "($faults_after - $faults_before) / $requests" | bc -l)"
+        switches[$index]="${switches[$index]:-} $(echo "($switches_after - $switches_before) / $requests" | bc -l)"
         latency[$index]="${latency[$index]:-} $p50"
         client[$index]="${client[$index]:-} $client_micros"; rates[$index]="${rates[$index]:-} $rate"
         line+=$(printf '  #%d %6.1f µs CPU/req (system %5.1f, client %5.1f) %6d req/s p50 %s' \
@@ -125,8 +129,8 @@ for rep in $(seq "$REPS"); do
 done
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 for index in "${!proxies[@]}"; do
-    printf '#%d %s: median %.1f µs CPU per request (system %.1f, client %.1f, faults %.2f), median %d req/s, p50 latencies:%s (%s, %s connections)\n' \
+    printf '#%d %s: median %.1f µs CPU per request (system %.1f, client %.1f, faults %.2f, switches %.2f), median %d req/s, p50 latencies:%s (%s, %s connections)\n' \
         "$index" "${binaries[$index]}" "$(median <<<"${cpu[$index]}")" "$(median <<<"${system[$index]}")" "$(median <<<"${client[$index]}")" \
-        "$(median <<<"${faults[$index]}")" \
+        "$(median <<<"${faults[$index]}")" "$(median <<<"${switches[$index]}")" \
         "$(median <<<"${rates[$index]}")" "${latency[$index]}" "$WORKLOAD" "$CONNECTIONS"
 done
