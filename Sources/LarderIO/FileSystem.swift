@@ -182,21 +182,28 @@ public enum FileSystem {
         // filling it before the read overwrites it was a tenth of such a hit's CPU.
         var failure: SystemError?
         let bytes = [UInt8](unsafeUninitializedCapacity: count) { buffer, total in
-            while total < count {
-                do throws(SystemError) {
-                    let got = try Syscall.call("pread") {
-                        pread(fd, buffer.baseAddress! + total, count - total, off_t(offset) + off_t(total))
-                    }
-                    if got == 0 { break }
-                    total += got
-                } catch {
-                    failure = error
-                    return
-                }
+            do throws(SystemError) {
+                try readFully(fd, at: offset, into: buffer, from: &total)
+            } catch {
+                failure = error
             }
         }
         if let failure { throw failure }
         return bytes
+    }
+
+    /// Reads into `buffer[total...]` from `offset + total` until it is full or the file ends,
+    /// advancing `total`.
+    private static func readFully(
+        _ fd: Int32, at offset: Int64, into buffer: UnsafeMutableBufferPointer<UInt8>, from total: inout Int
+    ) throws(SystemError) {
+        while total < buffer.count {
+            let got = try Syscall.call("pread") {
+                pread(fd, buffer.baseAddress! + total, buffer.count - total, off_t(offset) + off_t(total))
+            }
+            if got == 0 { return }
+            total += got
+        }
     }
 
     /// Reads `count` bytes at `offset` only if the page cache holds every page of them, so
@@ -222,13 +229,7 @@ public enum FileSystem {
                     }
                 }
                 guard isCached(fd, offset: offset, count: count) else { return }
-                while total < count {
-                    let got = try Syscall.call("pread") {
-                        pread(fd, buffer.baseAddress! + total, count - total, off_t(offset) + off_t(total))
-                    }
-                    if got == 0 { break }
-                    total += got
-                }
+                try readFully(fd, at: offset, into: buffer, from: &total)
                 whole = total == count
             } catch {
                 failure = error

@@ -1,3 +1,4 @@
+import CLarderSystem
 import Foundation
 import Glibc
 import LarderIO
@@ -53,6 +54,25 @@ import Testing
         #expect(try FileSystem.readIfCached(fd, at: 0, count: 300_000) == nil, "dropped: the read would wait")
         #expect(try FileSystem.read(fd, at: 0, count: 300_000) == bytes)
         #expect(try FileSystem.readIfCached(fd, at: 0, count: 300_000) == bytes, "read again: cached again")
+    }
+
+    /// On tmpfs, which has no RWF_NOWAIT, `readIfCached` asks cachestat(2) and reads: every
+    /// page of a file there is in memory. Where /dev/shm is not a tmpfs, nothing to check.
+    @Test func readIfCachedReadsATmpfsFileThroughCachestat() throws {
+        let path = "/dev/shm/larder-cached-" + UUID().uuidString
+        guard FileManager.default.createFile(atPath: path, contents: nil) else { return }
+        defer { unlink(path) }
+        let bytes = (0..<150_000).map { UInt8(truncatingIfNeeded: $0 &* 11 &+ 1) }
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        let fd = open(path, O_RDONLY)
+        try #require(fd >= 0)
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: 16)
+        let probe = buffer.withUnsafeMutableBytes { larder_pread_nowait(fd, $0.baseAddress, $0.count, 0) }
+        guard probe < 0, errno == EOPNOTSUPP else { return }  // not a tmpfs: the first test covers it
+        #expect(try FileSystem.readIfCached(fd, at: 0, count: 150_000) == bytes)
+        #expect(try FileSystem.readIfCached(fd, at: 10_000, count: 100_000) == Array(bytes[10_000..<110_000]))
+        #expect(try FileSystem.readIfCached(fd, at: 149_990, count: 100) == nil, "short at the end")
     }
 
     /// How many pages of the first `length` bytes of `fd` are in memory (mincore(2)).
