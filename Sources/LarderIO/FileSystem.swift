@@ -228,7 +228,7 @@ public enum FileSystem {
                         cacheQueries.withoutNoWait.store(true, ordering: .relaxed)
                     }
                 }
-                guard isCached(fd, offset: offset, count: count) else { return }
+                guard try isCached(fd, offset: offset, count: count) else { return }
                 try readFully(fd, at: offset, into: buffer, from: &total)
                 whole = total == count
             } catch {
@@ -240,13 +240,16 @@ public enum FileSystem {
     }
 
     /// Whether cachestat(2) finds every page of the range in the page cache; false where it
-    /// cannot say (before Linux 6.5; remembered).
-    private static func isCached(_ fd: Int32, offset: Int64, count: Int) -> Bool {
+    /// cannot say (before Linux 6.5, remembered; a file system without a page cache). Other
+    /// failures (a bad descriptor) are the read's.
+    private static func isCached(_ fd: Int32, offset: Int64, count: Int) throws(SystemError) -> Bool {
         guard !cacheQueries.withoutCachestat.load(ordering: .relaxed) else { return false }
         var cached: UInt64 = 0
         guard larder_cached_pages(fd, UInt64(offset), UInt64(count), &cached) == 0 else {
-            if errno == ENOSYS { cacheQueries.withoutCachestat.store(true, ordering: .relaxed) }
-            return false
+            let code = errno
+            if code == ENOSYS { cacheQueries.withoutCachestat.store(true, ordering: .relaxed) }
+            if code == ENOSYS || code == EOPNOTSUPP { return false }
+            throw SystemError(call: "cachestat", errno: code)
         }
         let page = Int64(cacheQueries.pageSize)
         let pages = (offset + Int64(count) - 1) / page - offset / page + 1

@@ -73,6 +73,7 @@ import Testing
         #expect(try FileSystem.readIfCached(fd, at: 0, count: 150_000) == bytes)
         #expect(try FileSystem.readIfCached(fd, at: 10_000, count: 100_000) == Array(bytes[10_000..<110_000]))
         #expect(try FileSystem.readIfCached(fd, at: 149_990, count: 100) == nil, "short at the end")
+        #expect(throws: SystemError(call: "cachestat", errno: EBADF)) { try FileSystem.readIfCached(-1, at: 0, count: 16) }
     }
 
     /// How many pages of the first `length` bytes of `fd` are in memory (mincore(2)).
