@@ -15,9 +15,11 @@
 # Workloads, each measured by tlsload (Benchmarks/tls/tlsload.c) pinned to CPU 0 with the
 # proxies on CPU 1:
 #   hit-1k, hit-100k   keep-alive GETs on CONNECTIONS (8) intercepted sessions, req/s
+#   hit-2m             the same for a 2 MiB body (a wheel, a layer), req/s; only when named
 #   handshake          a new connection per request (CONNECT, full TLS 1.3 handshake, no
 #                      resumption, one 1 KiB hit), handshakes/s
-# Prints each rep and the median ratio Larder/Squid per workload.
+# Prints each rep and the median ratio Larder/Squid per workload. WORKLOADS (default "hit-1k
+# hit-100k handshake") picks which run.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 LARDER=${1:-.build/release/larder}
@@ -101,7 +103,8 @@ chown -R proxy:proxy "$dir/squid"
 pids+=($!)
 
 # Preflight: each object through each proxy three times, bytes equal to the origin's.
-objects=(hit-1k "/obj/1k?size=1024&cc=max-age=86400" hit-100k "/obj/100k?size=102400&cc=max-age=86400")
+objects=(hit-1k "/obj/1k?size=1024&cc=max-age=86400" hit-100k "/obj/100k?size=102400&cc=max-age=86400"
+    hit-2m "/obj/2m?size=2097152&cc=max-age=86400")
 for port in $LARDER_PORT $SQUID_PORT; do
     ready=no
     for _ in $(seq 100); do
@@ -127,11 +130,13 @@ field() { python3 -c "import json,sys; d=json.loads(sys.argv[1]); print(d[sys.ar
 
 echo "CPU: $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1), $(nproc) CPUs; Larder $($LARDER --version 2>/dev/null || echo "$LARDER"), Squid $($squid -v | sed -n 's/^Squid Cache: Version //p') (OpenSSL)"
 printf '%-10s %-4s %14s %14s %8s\n' workload rep larder squid ratio
-for workload in hit-1k hit-100k handshake; do
+for workload in ${WORKLOADS:-hit-1k hit-100k handshake}; do
     case $workload in
         hit-1k) path=${objects[1]}; extra=""; key=requests_per_second ;;
         hit-100k) path=${objects[3]}; extra=""; key=requests_per_second ;;
+        hit-2m) path=${objects[5]}; extra=""; key=requests_per_second ;;
         handshake) path=${objects[1]}; extra=--new-connections; key=handshakes_per_second ;;
+        *) echo "unknown workload $workload (hit-1k, hit-100k, hit-2m, handshake)" >&2; exit 2 ;;
     esac
     ratios=()
     for rep in $(seq "$REPS"); do

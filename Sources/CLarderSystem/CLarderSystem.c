@@ -1,6 +1,8 @@
 #define _GNU_SOURCE
 #include "CLarderSystem.h"
 #include <sys/mman.h>
+#include <fcntl.h>
+#include <stdint.h>
 #include <unistd.h>
 #include <signal.h>
 #include <sys/syscall.h>
@@ -27,7 +29,20 @@ int larder_dup3_cloexec(int source, int target) {
 }
 
 int larder_memfd_create(const char *name) {
-    return memfd_create(name, MFD_CLOEXEC);
+    return memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+}
+
+int larder_seal_memfd(int fd) {
+    return fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
+}
+
+intptr_t larder_map_shared_readonly(int fd, size_t length) {
+    void *address = mmap(NULL, length, PROT_READ, MAP_SHARED, fd, 0);
+    return address == MAP_FAILED ? -1 : (intptr_t)address;
+}
+
+int larder_unmap(intptr_t address, size_t length) {
+    return munmap((void *)address, length);
 }
 
 int larder_set_thread_name(pthread_t thread, const char *name) {

@@ -258,7 +258,7 @@ public final class StoredResponse: Sendable {
     public var memoryBody: [UInt8]? {
         switch body {
         case .memory(let bytes): bytes
-        case .memoryFile(let file, let length): try? FileSystem.read(file.fd, at: 0, count: length)
+        case .memoryFile(let file, let length): file.mapped.map { Array($0) } ?? (try? FileSystem.read(file.fd, at: 0, count: length))
         case .file: nil
         }
     }

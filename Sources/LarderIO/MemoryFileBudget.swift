@@ -1,7 +1,7 @@
 import Synchronization
 
 /// How many anonymous memory files (``OpenFile/anonymous(copying:budget:)``) may be open at
-/// once, how many are, and how many were made. Each holds a descriptor, so the process keeps
+/// once, how many are, how many were made, and how many are mapped. Each holds a descriptor, so the process keeps
 /// their number under a limit set at start-up from the descriptor limit; past it, callers keep
 /// their bytes in arrays.
 ///
@@ -14,9 +14,18 @@ public final class MemoryFileBudget: Sendable {
     private let open = Atomic<Int>(0)
     private let maximum: Atomic<Int>
     private let made = Atomic<Int>(0)
+    private let mappings = Atomic<Int>(0)
 
-    public init(limit: Int) {
+    /// The most memory files mapped at once (``OpenFile/mapped``) unless told: each mapping is
+    /// one of the process's `vm.max_map_count` areas (65,530 by default), which the allocator
+    /// and thread stacks need too; files past it are read with `pread` by transports that copy.
+    public static let defaultMappingLimit = 4096
+    /// The most memory files mapped at once.
+    public let mappingLimit: Int
+
+    public init(limit: Int, mappingLimit: Int = MemoryFileBudget.defaultMappingLimit) {
         maximum = Atomic(max(0, limit))
+        self.mappingLimit = max(0, mappingLimit)
     }
 
     /// The most files open at once.
@@ -46,5 +55,21 @@ public final class MemoryFileBudget: Sendable {
 
     func giveBack() {
         open.subtract(1, ordering: .relaxed)
+    }
+
+    /// Memory files mapped now.
+    package var mappedCount: Int { mappings.load(ordering: .relaxed) }
+
+    /// Takes one of the ``mappingLimit`` mappings; false (taking nothing) when none is left.
+    func takeMapping() -> Bool {
+        guard mappings.add(1, ordering: .relaxed).newValue <= mappingLimit else {
+            giveBackMapping()
+            return false
+        }
+        return true
+    }
+
+    func giveBackMapping() {
+        mappings.subtract(1, ordering: .relaxed)
     }
 }

@@ -7,20 +7,38 @@ import Glibc
 /// readers finish (an unlinked file lives while a descriptor is open).
 ///
 /// Sendable: the descriptor is an immutable integer; every read and write through it
-/// (pread, pwrite, sendfile) names its offset, so there is no shared cursor state.
+/// (pread, pwrite, sendfile) names its offset, so there is no shared cursor state. A sealed
+/// memory file's read-only mapping, set once before the file is shared, is immutable too.
 public final class OpenFile: Sendable {
     public let fd: Int32
     /// The budget an anonymous memory file holds a place in (`OpenFile+Anonymous.swift`).
     private let budget: MemoryFileBudget?
+    /// Where a sealed memory file is mapped (its address as an integer, 0 when not mapped),
+    /// and how many bytes; unmapped by deinit.
+    private let mappedAddress: Int
+    private let mappedCount: Int
 
     public init(fd: Int32) {
         self.fd = fd
         budget = nil
+        mappedAddress = 0
+        mappedCount = 0
     }
 
-    init(fd: Int32, budget: MemoryFileBudget) {
+    init(fd: Int32, budget: MemoryFileBudget, mappedAddress: Int = 0, mappedCount: Int = 0) {
         self.fd = fd
         self.budget = budget
+        self.mappedAddress = mappedAddress
+        self.mappedCount = mappedCount
+    }
+
+    /// The file's bytes, read-only, for a memory file sealed and mapped when it was made
+    /// (``anonymous(copying:budget:)``): a transport that must see the bytes (TLS without
+    /// kernel offload) writes them from here instead of reading them into a buffer first.
+    /// Valid while this object lives: hold it for as long as the pointer is used.
+    public var mapped: UnsafeRawBufferPointer? {
+        guard mappedAddress != 0 else { return nil }
+        return UnsafeRawBufferPointer(start: UnsafeRawPointer(bitPattern: mappedAddress), count: mappedCount)
     }
 
     /// Opens `path` read-only; a relative path is relative to the directory handle `directory`.
@@ -30,6 +48,10 @@ public final class OpenFile: Sendable {
     }
 
     deinit {
+        if mappedAddress != 0 {
+            _ = larder_unmap(mappedAddress, mappedCount)
+            budget?.giveBackMapping()
+        }
         Syscall.close(fd)
         budget?.giveBack()
     }

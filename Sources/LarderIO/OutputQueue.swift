@@ -95,7 +95,8 @@ public struct OutputQueue {
                     var position = offset
                     written = try transport.sendFile(from: file.fd, offset: &position, count: count)
                 } else {
-                    written = try copy(file, offset: offset, count: min(count, OutputQueue.copyChunk), to: transport)
+                    let chunk = file.mapped == nil ? OutputQueue.copyChunk : OutputQueue.writeChunk
+                    written = try copy(file, offset: offset, count: Int(min(remaining, Int64(chunk))), to: transport)
                 }
                 if let written, written == 0 {
                     // The file is shorter than promised (truncated underneath us): the response
@@ -118,9 +119,20 @@ public struct OutputQueue {
     static let copyChunk = 64 << 10
 
     /// Reads `count` bytes of `file` at `offset` and writes them (a transport that must see
-    /// the bytes): returns what the transport took; the rest is read again next time.
+    /// the bytes): returns what the transport took; the rest is read again next time. A
+    /// mapped memory file's bytes are written from its mapping, up to ``writeChunk`` a call as
+    /// an array's are, with no read into a buffer.
     private func copy(_ file: OpenFile, offset: Int64, count: Int, to transport: some Transport) throws(SystemError) -> Int? {
-        try withUnsafeTemporaryAllocation(byteCount: count, alignment: 16) { (buffer) throws(SystemError) -> Int? in
+        if let mapped = file.mapped {
+            let start = Int(offset)
+            guard start < mapped.count else { return 0 }
+            var vector = iovec(
+                iov_base: UnsafeMutableRawPointer(mutating: mapped.baseAddress! + start), iov_len: min(count, mapped.count - start))
+            return try withUnsafePointer(to: &vector) { (pointer) throws(SystemError) -> Int? in
+                try transport.write(UnsafeBufferPointer(start: pointer, count: 1), more: false)
+            }
+        }
+        return try withUnsafeTemporaryAllocation(byteCount: count, alignment: 16) { (buffer) throws(SystemError) -> Int? in
             let got = try Syscall.call("pread") { pread(file.fd, buffer.baseAddress, buffer.count, off_t(offset)) }
             guard got > 0 else { return 0 }
             var vector = iovec(iov_base: buffer.baseAddress, iov_len: got)

@@ -74,15 +74,21 @@ import Testing
 
 extension OutputQueueTests {
     /// Given a transport that must see the bytes (as TLS does: no sendfile), when file
-    /// responses are written through it, including over short writes, then the queue reads
-    /// the file itself and every response arrives whole and in order.
-    @Test func aTransportWithoutSendfileGetsFileBodiesCopied() throws {
+    /// responses are written through it, including over short writes, then every response
+    /// arrives whole and in order: a mapped memory file's bytes are written from its mapping
+    /// (no read into a buffer), an unmapped one's read by the queue itself.
+    @Test(arguments: [true, false])
+    func aTransportWithoutSendfileGetsFileBodiesCopied(mapped: Bool) throws {
         let pair = try LoopbackPair()
         defer { pair.close() }
         try pair.server.setOption(SOL_SOCKET, SO_SNDBUF, 16 << 10)
         try pair.client.setOption(SOL_SOCKET, SO_RCVBUF, 16 << 10)
         let copying = CopyingTransport(pair.server)
-        let response = try LargeResponse(bodyCount: 300_000)
+        let budget = MemoryFileBudget(limit: 4, mappingLimit: mapped ? 4 : 0)
+        let response = try LargeResponse(bodyCount: 300_000, budget: budget)
+        let mapping = response.file.mapped
+        #expect((mapping != nil) == mapped)
+        copying.mapping = mapping
         var queue = OutputQueue()
         for index in 0..<4 {
             response.append(to: &queue)
@@ -93,19 +99,21 @@ extension OutputQueueTests {
             #expect(received == response.bytes, "response \(index)")
         }
         #expect(copying.writes > 4 * 2, "bodies went through write(), in pieces")
+        #expect(copying.bytesFromMapping == (mapped ? 4 * response.body.count : 0))
     }
 }
 
 extension OutputQueueTests {
     /// Given a file shorter than the range queued (truncated underneath a response), when the
-    /// queue reaches its end, then the flush fails naming the call, through either transport,
-    /// rather than spinning on zero-byte writes.
-    @Test(arguments: [false, true])
-    func aFileShorterThanPromisedFailsTheFlush(copying: Bool) throws {
+    /// queue reaches its end, then the flush fails naming the call, through either transport
+    /// and from a mapping or not, rather than spinning on zero-byte writes.
+    @Test(arguments: [(false, true), (true, true), (true, false)])
+    func aFileShorterThanPromisedFailsTheFlush(copying: Bool, mapped: Bool) throws {
         let pair = try LoopbackPair()
         defer { pair.close() }
         let body = [UInt8](repeating: 5, count: 10_000)
-        let file = try #require(OpenFile.anonymous(copying: body))
+        let file = try #require(OpenFile.anonymous(copying: body, budget: MemoryFileBudget(limit: 1, mappingLimit: mapped ? 1 : 0)))
+        #expect((file.mapped != nil) == mapped)
         var queue = OutputQueue()
         queue.appendFile(file, offset: 0, count: Int64(body.count * 2))
         let transport: any Transport = copying ? CopyingTransport(pair.server) : pair.transport
@@ -155,12 +163,21 @@ private final class CopyingTransport: Transport {
     var writes = 0
     /// The most bytes one write was asked to take.
     var largestAsked = 0
+    /// A memory file's mapping, and how many bytes written came straight from it.
+    var mapping: UnsafeRawBufferPointer?
+    var bytesFromMapping = 0
     init(_ socket: Socket) { self.socket = socket }
     func read(into buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> Int? { try socket.read(into: buffer) }
     func write(_ vectors: UnsafeBufferPointer<iovec>, more: Bool) throws(SystemError) -> Int? {
         writes += 1
         largestAsked = max(largestAsked, vectors.reduce(0) { $0 + $1.iov_len })
-        return try socket.writev(vectors, more: more)
+        let written = try socket.writev(vectors, more: more)
+        if let mapping, let written, vectors.count == 1, let base = vectors[0].iov_base,
+            UnsafeRawPointer(base) >= mapping.baseAddress!, UnsafeRawPointer(base) < mapping.baseAddress! + mapping.count
+        {
+            bytesFromMapping += written
+        }
+        return written
     }
     var canSendFile: Bool { false }
     func sendFile(from file: Int32, offset: inout Int64, count: Int) throws(SystemError) -> Int? {
@@ -179,10 +196,10 @@ private struct LargeResponse {
     let body: [UInt8]
     let file: OpenFile
 
-    init(bodyCount: Int = 102_400) throws {
+    init(bodyCount: Int = 102_400, budget: MemoryFileBudget = .shared) throws {
         head = [UInt8]("HTTP/1.1 200 OK\r\nContent-Length: \(bodyCount)\r\n\r\n".utf8)
         body = (0..<bodyCount).map { UInt8(truncatingIfNeeded: $0 &* 7) }
-        file = try #require(OpenFile.anonymous(copying: body))
+        file = try #require(OpenFile.anonymous(copying: body, budget: budget))
     }
 
     var bytes: [UInt8] { head + body }

@@ -373,6 +373,30 @@ extension IntegrationTests {
             #expect(try larder.handshakes("ok") == 1, "still intercepted: junk does not splice a host")
         }
 
+        /// A large body moves to a memory file on its first hit; later intercepted hits, whole
+        /// and ranged, carry its bytes through the session (without kTLS, written from the
+        /// file's mapping).
+        @Test func hitsFromAMemoryFileGoThroughTheSessionWhole() throws {
+            let setup = try InterceptionSetup()
+            defer { setup.remove() }
+            let origin = try setup.origin()
+            let larder = try Larder(config: setup.config(ports: [origin.port]))
+            let path = "/wheel.whl?size=300000&cc=max-age=600"
+            let direct = try origin.directBody("/wheel.whl?size=300000&cc=max-age=601")  // the same bytes, another key
+            #expect(try setup.curl(larder, origin.url(path)).body == direct)
+            #expect(try setup.curl(larder, origin.url(path)).body == direct)
+            for _ in 0..<100 where try larder.stats().memory.files == 0 { usleep(20_000) }
+            #expect(try larder.stats().memory.files == 1, "moved to a memory file on its first hit")
+            for _ in 0..<3 {
+                let hit = try setup.curl(larder, origin.url(path))
+                #expect(hit.status == 200 && hit.body == direct, "\(hit.headers)")
+                #expect(hit.header("cache-status")?.hasPrefix("larder; hit") == true, "\(hit.headers)")
+            }
+            let range = try setup.curl(larder, origin.url(path), ["-r", "100000-250000"])
+            #expect(range.status == 206 && range.body == direct.subdata(in: 100_000..<250_001))
+            #expect(try origin.count(path) == 1)
+        }
+
         @Test func aRestartKeepsTheHTTPSEntriesOnDisk() throws {
             let setup = try InterceptionSetup()
             defer { setup.remove() }

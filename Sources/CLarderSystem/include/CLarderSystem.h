@@ -33,8 +33,21 @@ int larder_sigrtmax(void);
 /// dup3(2) with O_CLOEXEC (needs _GNU_SOURCE): `target` atomically refers to `source`'s file.
 int larder_dup3_cloexec(int source, int target);
 
-/// memfd_create(2) with MFD_CLOEXEC (a GNU extension): an anonymous file in memory.
+/// memfd_create(2) with MFD_CLOEXEC and MFD_ALLOW_SEALING (a GNU extension): an anonymous
+/// file in memory.
 int larder_memfd_create(const char *name);
+
+/// Seals a memory file against any change of size or content (F_SEAL_SHRINK, F_SEAL_GROW,
+/// F_SEAL_WRITE, F_SEAL_SEAL): a mapping of it can then never see its bytes change nor fault
+/// past its end (SIGBUS). -1 and errno on failure.
+int larder_seal_memfd(int fd);
+
+/// mmap(2) of the first `length` bytes of `fd`, read-only and shared: the address, or -1
+/// (MAP_FAILED) and errno.
+intptr_t larder_map_shared_readonly(int fd, size_t length);
+
+/// munmap(2) of what larder_map_shared_readonly mapped.
+int larder_unmap(intptr_t address, size_t length);
 
 /// preadv2(2) of one buffer with RWF_NOWAIT (a GNU extension): fails with EAGAIN, or reads
 /// short, rather than wait for a disk; EOPNOTSUPP where the file system cannot tell.
