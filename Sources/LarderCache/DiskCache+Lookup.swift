@@ -331,7 +331,7 @@ extension DiskCache {
 
     /// Reads a file-backed response's body into memory on the reader thread, checked against
     /// its checksum, as the array it was read into (the memory tier moves a body of
-    /// ``StoredResponse/Body/memoryFileSizes`` into a memory file on its first hit there): nil
+    /// ``MemoryFileBudget/fileSizes`` into a memory file on its first hit there): nil
     /// (and the entry dropped) if it does not match. Nothing is read, and nil returned, when
     /// `alreadyHeld` says so as the read would start (a promotion queued by another hit before
     /// this one has landed).

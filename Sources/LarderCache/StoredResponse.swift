@@ -17,19 +17,12 @@ public final class StoredResponse: Sendable {
         /// of copying them into the socket (see ``inMemory(_:budget:)``).
         case memoryFile(OpenFile, length: Int)
 
-        /// The body sizes the memory tier keeps in an anonymous memory file once hit. Below
-        /// them, one `sendmsg` of head and body costs less than the copy it would save. Above
-        /// them, sendfile's work per 4 KiB page (a pipe buffer and a socket fragment each, every
-        /// step an indirect call) outgrows one copy of the array, most where indirect calls are
-        /// retpolines (docs/PERFORMANCE.md, "Design choices").
-        public static let memoryFileSizes = 32 * 1024..<1024 * 1024
-
         /// `bytes` in the form the memory tier keeps for a body that has been hit there (until
         /// then, from a miss or a disk read, it keeps the array, ``TieredCache``): an anonymous
-        /// memory file for sizes in ``memoryFileSizes`` while `budget` has places left, the
-        /// array otherwise.
+        /// memory file for sizes in `budget`'s ``MemoryFileBudget/fileSizes`` while it has places
+        /// left, the array otherwise.
         public static func inMemory(_ bytes: [UInt8], budget: MemoryFileBudget) -> Body {
-            if memoryFileSizes.contains(bytes.count), let file = OpenFile.anonymous(copying: bytes, budget: budget) {
+            if budget.fileSizes.contains(bytes.count), let file = OpenFile.anonymous(copying: bytes, budget: budget) {
                 return .memoryFile(file, length: bytes.count)
             }
             return .memory(bytes)

@@ -84,13 +84,13 @@ public final class TieredCache: Sendable {
 
     /// On its first hit, a large body stored as the array it arrived in moves to an anonymous
     /// memory file, which later hits send with `sendfile` instead of copying it into the socket
-    /// each time (``StoredResponse/Body/memoryFileSizes``); a response never asked for again
+    /// each time (``MemoryFileBudget/fileSizes``); a response never asked for again
     /// never pays for the file. Only the lookup that takes the count to 1 (one thread) moves it,
     /// on the disk tier's reader thread so that no event loop waits for the file's pages (inline
     /// without a disk tier); hits until then send the array. The copy replaces the entry only if
     /// nothing replaced it meanwhile.
     private func moveBodyToFile(_ stored: StoredResponse) {
-        guard case .memory(let bytes) = stored.body, StoredResponse.Body.memoryFileSizes.contains(bytes.count) else { return }
+        guard case .memory(let bytes) = stored.body, memoryFiles.fileSizes.contains(bytes.count) else { return }
         let memory = self.memory
         let budget = memoryFiles
         let move: @Sendable () -> Void = {

@@ -260,7 +260,7 @@ import Testing
     /// when the caller has no array at hand, with the stored response's serialized fields.
     @Test func memoryFileBodyIsStoredFromItsFile() throws {
         let fixture = try DiskFixture()
-        let body = pattern(StoredResponse.Body.memoryFileSizes.lowerBound + 100)
+        let body = pattern(MemoryFileBudget.smallestFileBody + 100)
         let (stored, head) = complete("/memory-file", body: body)
         let inFile = stored.withBody(.inMemory(body, budget: MemoryFileBudget(limit: 1)))
         guard case .memoryFile = inFile.body else {

@@ -222,16 +222,16 @@ import Testing
     /// their length. A budget of its own: no other test can use up its places.
     @Test func largeBodiesAreKeptInAMemoryFile() throws {
         let budget = MemoryFileBudget(limit: 4)
-        let large = (0..<StoredResponse.Body.memoryFileSizes.lowerBound).map { UInt8(truncatingIfNeeded: $0 &* 31) }
-        let small = Array(large.prefix(StoredResponse.Body.memoryFileSizes.lowerBound - 1))
+        let large = (0..<MemoryFileBudget.smallestFileBody).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        let small = Array(large.prefix(MemoryFileBudget.smallestFileBody - 1))
         let inFile = Fixtures.response("/large", body: .inMemory(large, budget: budget))
         let inArray = Fixtures.response("/small", body: .inMemory(small, budget: budget))
         guard case .memoryFile(let file, let length) = inFile.body else {
-            Issue.record("a body of memoryFileSizes.lowerBound bytes stayed in an array")
+            Issue.record("a body of smallestFileBody bytes stayed in an array")
             return
         }
         guard case .memory = inArray.body else {
-            Issue.record("a body under memoryFileSizes.lowerBound went into a file")
+            Issue.record("a body under smallestFileBody went into a file")
             return
         }
         #expect(budget.count == 1)
@@ -250,7 +250,7 @@ import Testing
     /// response gives its place back.
     @Test func memoryFilesStayWithinTheirBudget() {
         let budget = MemoryFileBudget(limit: 1)
-        let bytes = [UInt8](repeating: 1, count: StoredResponse.Body.memoryFileSizes.lowerBound)
+        let bytes = [UInt8](repeating: 1, count: MemoryFileBudget.smallestFileBody)
         var first: OpenFile? = OpenFile.anonymous(copying: bytes, budget: budget)
         #expect(first != nil)
         #expect(OpenFile.anonymous(copying: bytes, budget: budget) == nil, "over the limit")

@@ -88,10 +88,10 @@ import Testing
     @Test func aLargeBodyMovesToAMemoryFileOnItsFirstHit() throws {
         let budget = MemoryFileBudget(limit: 8)
         let tiers = TieredCache(memory: MemoryCache(limits: Fixtures.limits()), disk: cache.disk, memoryFiles: budget)
-        let bytes = (0..<(StoredResponse.Body.memoryFileSizes.lowerBound + 5)).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        let bytes = (0..<(MemoryFileBudget.smallestFileBody + 5)).map { UInt8(truncatingIfNeeded: $0 &* 31) }
         let large = Fixtures.response("/large", body: .memory(bytes))
         tiers.insertInMemory(large)
-        tiers.insertInMemory(Fixtures.response("/small", bodySize: StoredResponse.Body.memoryFileSizes.lowerBound - 1))
+        tiers.insertInMemory(Fixtures.response("/small", bodySize: MemoryFileBudget.smallestFileBody - 1))
         func hit(_ path: String) -> StoredResponse? {
             guard case .found(let stored, false) = tiers.lookup(Fixtures.key(path), request: [:]) else { return nil }
             return stored
@@ -125,7 +125,7 @@ import Testing
     /// Without a disk tier the first hit moves the body itself; with no memory-file place left
     /// the body stays an array and the next hits are served from it.
     @Test func withoutADiskTierOrAPlaceLeftTheMoveIsInlineOrNone() throws {
-        let bytes = [UInt8](repeating: 9, count: StoredResponse.Body.memoryFileSizes.lowerBound)
+        let bytes = [UInt8](repeating: 9, count: MemoryFileBudget.smallestFileBody)
         let budget = MemoryFileBudget(limit: 8)
         let memoryOnly = TieredCache(memory: MemoryCache(limits: Fixtures.limits()), disk: nil, memoryFiles: budget)
         memoryOnly.insertInMemory(Fixtures.response("/inline", body: .memory(bytes)))
@@ -156,7 +156,7 @@ import Testing
     @Test func concurrentFirstHitsMoveTheBodyOnce() throws {
         let budget = MemoryFileBudget(limit: 8)
         let tiers = TieredCache(memory: MemoryCache(limits: Fixtures.limits()), disk: cache.disk, memoryFiles: budget)
-        let bytes = (0..<(StoredResponse.Body.memoryFileSizes.lowerBound * 2)).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        let bytes = (0..<(MemoryFileBudget.smallestFileBody * 2)).map { UInt8(truncatingIfNeeded: $0 &* 7) }
         tiers.insertInMemory(Fixtures.response("/shared", body: .memory(bytes)))
         let bodies = Mutex<[[UInt8]?]>([])
         DispatchQueue.concurrentPerform(iterations: 8) { _ in
@@ -238,7 +238,7 @@ import Testing
 
     /// A disk entry over 1 MiB is served from its file and promoted by a read on the reader
     /// thread: the memory tier gets the array read and keeps it, since bodies past
-    /// ``StoredResponse/Body/memoryFileSizes`` are written from the array rather than sent from
+    /// ``MemoryFileBudget/fileSizes`` are written from the array rather than sent from
     /// a memory file.
     @Test func aPromotedFileBodyOver1MiBStaysTheArrayItWasReadInto() throws {
         let budget = MemoryFileBudget(limit: 8)
@@ -265,6 +265,35 @@ import Testing
             return
         }
         #expect(kept === promoted && budget.filesMade == 0)
+    }
+
+    /// Where the kernel's indirect calls are not retpolines (a budget whose sizes have no upper
+    /// bound), the same body, promoted as its array, moves to a memory file on its first memory
+    /// hit, which sends the array; the hits after it find the file, holding the same bytes.
+    @Test func aPromotedFileBodyOver1MiBMovesToAMemoryFileWhereSendfileIsCheap() throws {
+        let budget = MemoryFileBudget(limit: 8, fileSizes: MemoryFileBudget.fileSizes(retpolines: false))
+        let (tiers, bytes) = tiersWithLargeDiskEntry("/large-moved", seed: 5, memoryFiles: budget)
+        #expect(diskHitFromFile(tiers, "/large-moved") != nil, "not served from its disk file")
+        tiers.disk?.reader.drain()
+        let promoted = try #require(tiers.memory.lookup(Fixtures.key("/large-moved"))?.first, "promoted")
+        guard case .memory = promoted.body else {
+            Issue.record("promoted as \(promoted.body)")
+            return
+        }
+        guard case .found(let first, false) = tiers.lookup(Fixtures.key("/large-moved"), request: [:]) else {
+            Issue.record("no memory hit")
+            return
+        }
+        #expect(first === promoted && first.memoryBody == bytes)
+        tiers.disk?.reader.drain()
+        #expect(budget.filesMade == 1 && budget.count == 1)
+        guard case .found(let later, false) = tiers.lookup(Fixtures.key("/large-moved"), request: [:]),
+            case .memoryFile(_, let length) = later.body
+        else {
+            Issue.record("the hit after the first did not find a memory file")
+            return
+        }
+        #expect(length == bytes.count && later.memoryBody == bytes)
     }
 
     /// Disk hits that come before the first one's promotion has landed each ask for it; once

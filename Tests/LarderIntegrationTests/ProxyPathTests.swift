@@ -66,6 +66,38 @@ extension IntegrationTests {
             #expect(try reportedMemoryFiles(larder) == 0)
         }
 
+        /// Bodies over 1 MiB move to a memory file too where the kernel's indirect calls are not
+        /// retpolines (`sendfile`'s per-page work is then cheaper than a copy of the array), and
+        /// stay arrays where they are or may be: whichever this host is, hits and ranges carry
+        /// the origin's bytes.
+        @Test func bodiesOver1MiBUseAMemoryFileUnlessTheKernelUsesRetpolines() throws {
+            let origin = try Origin()
+            let larder = try Larder()
+            let large = "/over-1mib?cc=max-age=60&size=3000000"
+            let expected = try origin.directBody(large)
+            #expect(try bodyMismatch(Curl.viaProxy(larder.proxy, [origin.url(large)]).body, expected) == nil)
+            let hit = try Curl.viaProxy(larder.proxy, [origin.url(large)])
+            #expect(hit.cacheStatus?.isMemoryHit == true)
+            #expect(bodyMismatch(hit.body, expected) == nil)
+            let mitigation = try? String(contentsOfFile: "/sys/devices/system/cpu/vulnerabilities/spectre_v2", encoding: .utf8)
+            let expectFile = mitigation.map { !$0.isEmpty && !$0.contains("Retpoline") } ?? false
+            if expectFile {
+                for _ in 0..<100 where try memoryFiles(of: larder) == 0 { usleep(20_000) }
+            } else {
+                usleep(200_000)
+            }
+            #expect(try memoryFiles(of: larder) == (expectFile ? 1 : 0), "kernel: \(mitigation ?? "no spectre_v2 line")")
+            for _ in 0..<2 {
+                let again = try Curl.viaProxy(larder.proxy, [origin.url(large)])
+                #expect(again.cacheStatus?.isMemoryHit == true)
+                #expect(bodyMismatch(again.body, expected) == nil)
+            }
+            let range = try Curl.viaProxy(larder.proxy, ["-r", "1048000-2500000", origin.url(large)])
+            #expect(range.status == 206)
+            #expect(bodyMismatch(range.body, expected.subdata(in: 1_048_000..<2_500_001)) == nil)
+            #expect(try origin.count(large) == 2)  // one through the proxy, one direct
+        }
+
         /// On a keep-alive connection consecutive large hits (sendfile bodies behind in-memory
         /// heads) arrive whole and in order.
         @Test func consecutiveLargeHitsOnOneConnectionArriveWhole() throws {

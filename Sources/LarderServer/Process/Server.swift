@@ -74,6 +74,8 @@ public final class Server: Sendable {
         // eighth of the limit (past that they stay in arrays, which only costs speed).
         let memoryFiles = min(descriptors / 8, 1 << 16)
         MemoryFileBudget.shared.limit = memoryFiles
+        // Bodies over 1 MiB too, unless the kernel's indirect calls are (or may be) retpolines.
+        MemoryFileBudget.shared.fileSizes = MemoryFileBudget.fileSizes(retpolines: IndirectCalls.areRetpolines)
         let segments = shared.storage.cache.hasDiskTier ? DiskCache.segmentDescriptors(maxBytes: config.disk.maxBytes) : 0
         let budget = DescriptorBudget(
             limit: descriptors, maxConnections: config.proxy.maxConnections, segments: segments, memoryFiles: memoryFiles)
