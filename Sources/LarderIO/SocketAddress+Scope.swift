@@ -31,6 +31,19 @@ extension SocketAddress {
         self.init(ipBytes: bytes, port: port)
     }
 
+    /// ``init(literal:port:)`` from a C string, parsed where it is (libcurl's address of the
+    /// connection, on every transfer): no Swift string made and converted back.
+    public init?(literal: UnsafePointer<CChar>, port: UInt16) {
+        var v4 = in_addr()
+        if inet_pton(AF_INET, literal, &v4) == 1 {
+            self.init(ipBytes: withUnsafeBytes(of: &v4) { Array($0) }, port: port)
+            return
+        }
+        var v6 = in6_addr()
+        guard inet_pton(AF_INET6, literal, &v6) == 1 else { return nil }
+        self.init(ipBytes: withUnsafeBytes(of: &v6) { Array($0) }, port: port)
+    }
+
     /// The address with another port.
     public func with(port: UInt16) -> SocketAddress { SocketAddress(ipBytes: ipBytes, port: port) }
 

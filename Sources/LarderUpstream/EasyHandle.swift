@@ -184,7 +184,7 @@ final class EasyHandle {
         // connection was checked for whoever opened it, not for this transfer.
         larder_easy_set_prereq_callback(pointer) { handlep, primaryIP, _, primaryPort, _ in
             let transfer = EasyHandle.running(handlep)
-            let address = primaryIP.flatMap { SocketAddress(literal: String(cString: $0), port: UInt16(clamping: primaryPort)) }
+            let address = primaryIP.flatMap { SocketAddress(literal: $0, port: UInt16(clamping: primaryPort)) }
             return transfer.mayConnect(to: address) ? CURL_PREREQFUNC_OK : CURL_PREREQFUNC_ABORT
         }
         larder_easy_set_closesocket_callback(pointer) { clientp, fd in
