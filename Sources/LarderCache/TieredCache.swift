@@ -87,10 +87,15 @@ public final class TieredCache: Sendable {
     /// each time (``MemoryFileBudget/fileSizes``); a response never asked for again
     /// never pays for the file. Only the lookup that takes the count to 1 (one thread) moves it,
     /// on the disk tier's reader thread so that no event loop waits for the file's pages (inline
-    /// without a disk tier); hits until then send the array. The copy replaces the entry only if
-    /// nothing replaced it meanwhile.
+    /// without a disk tier, and then only bodies under ``inlineMoveLimit``: a loop copying
+    /// 16 MiB would hold up every client on it); hits until then send the array. The copy
+    /// replaces the entry only if nothing replaced it meanwhile.
+    static let inlineMoveLimit = 1024 * 1024
+
     private func moveBodyToFile(_ stored: StoredResponse) {
-        guard case .memory(let bytes) = stored.body, memoryFiles.fileSizes.contains(bytes.count) else { return }
+        guard case .memory(let bytes) = stored.body, memoryFiles.fileSizes.contains(bytes.count),
+            disk != nil || bytes.count < TieredCache.inlineMoveLimit
+        else { return }
         let memory = self.memory
         let budget = memoryFiles
         let move: @Sendable () -> Void = {

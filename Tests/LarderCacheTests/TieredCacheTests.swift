@@ -137,6 +137,20 @@ import Testing
         }
         #expect(budget.filesMade == 1 && moved.memoryBody == bytes)
 
+        // A body of 1 MiB or more is not copied on the loop, even where its size is worth a file.
+        let unbounded = MemoryFileBudget(limit: 8, fileSizes: MemoryFileBudget.fileSizes(retpolines: false))
+        let large = [UInt8](repeating: 4, count: 1 << 20)
+        let memoryOnlyLarge = TieredCache(
+            memory: MemoryCache(limits: Fixtures.limits(bytes: 16 << 20, object: 4 << 20)), disk: nil, memoryFiles: unbounded)
+        memoryOnlyLarge.insertInMemory(Fixtures.response("/large-inline", body: .memory(large)))
+        for _ in 0..<2 { _ = memoryOnlyLarge.lookup(Fixtures.key("/large-inline"), request: [:]) }
+        let kept = try #require(memoryOnlyLarge.memory.lookup(Fixtures.key("/large-inline"))?.first)
+        guard case .memory = kept.body else {
+            Issue.record("a 1 MiB body was moved inline: \(kept.body)")
+            return
+        }
+        #expect(unbounded.filesMade == 0)
+
         let full = MemoryFileBudget(limit: 0)
         let noPlace = TieredCache(memory: MemoryCache(limits: Fixtures.limits()), disk: nil, memoryFiles: full)
         let array = Fixtures.response("/array", body: .memory(bytes))
