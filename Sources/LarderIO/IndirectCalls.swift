@@ -8,12 +8,15 @@ public enum IndirectCalls {
     /// Where the kernel says how it mitigates Spectre v2.
     public static let mitigationPath = "/sys/devices/system/cpu/vulnerabilities/spectre_v2"
 
-    /// Whether the kernel's indirect calls are retpolines, from its mitigation line
-    /// (`Mitigation: Retpolines`, `Mitigation: Enhanced / Automatic IBRS`, `Not affected`...);
-    /// nil (unknown) when there is no line.
+    /// Whether the kernel's indirect calls are retpolines, or otherwise fenced, from its
+    /// mitigation line: `Mitigation: Retpolines` (and before Linux 5.17 `Full generic
+    /// retpoline`, `Full AMD retpoline`, `Minimal generic ASM retpoline`), `LFENCE` (AMD's
+    /// variant, alone or after enhanced IBRS) all count; `Enhanced / Automatic IBRS`, `IBRS`,
+    /// `Not affected`, `Vulnerable` do not. Nil (unknown) when there is no line.
     public static func areRetpolines(mitigation: String?) -> Bool? {
         guard let line = mitigation?.split(separator: "\n").first, !line.isEmpty else { return nil }
-        return line.contains("Retpoline")
+        let lowered = line.lowercased()
+        return lowered.contains("retpoline") || lowered.contains("lfence")
     }
 
     /// Whether the running kernel's indirect calls are retpolines; nil when it does not say
