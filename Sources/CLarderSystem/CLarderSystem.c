@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "CLarderSystem.h"
 #include <sys/mman.h>
+#include <sys/vfs.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <unistd.h>
@@ -30,6 +31,15 @@ int larder_dup3_cloexec(int source, int target) {
 
 int larder_memfd_create(const char *name) {
     return memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+}
+
+int larder_fs_magic(int fd, long *magic) {
+    struct statfs info;
+    if (fstatfs(fd, &info) != 0) {
+        return -1;
+    }
+    *magic = (long)info.f_type;
+    return 0;
 }
 
 int larder_seal_memfd(int fd) {

@@ -32,8 +32,10 @@ extension DiskCache {
     /// "Design choices").
     public static let verifyEveryReadMax: Int64 = 1 << 20
     /// Records up to this size are read and checked on the event loop itself (a segment
-    /// record's body is at most 64 KiB); larger ones on the reader thread, unless they are
-    /// within ``verifyCachedOnLoopMax``.
+    /// record's body is at most 64 KiB) when the page cache holds them, or the kernel cannot
+    /// say whether it does; larger ones on the reader thread, unless they are within
+    /// ``verifyCachedOnLoopMax``. On a memory-backed file system (``memoryBacked``) every
+    /// record up to that size is read on the loop without asking.
     static let verifyOnLoopMax: Int64 = 80 * 1024
     /// Records up to this size are read and checked on the event loop too when the page cache
     /// holds all of them, head and body (``FileSystem/readIfCached(_:at:count:)``): a hit
@@ -72,11 +74,15 @@ extension DiskCache {
             return .miss
         }
         if entry.size <= DiskCache.verifyEveryReadMax {
-            let waiting = entry.size <= DiskCache.verifyOnLoopMax
-            guard waiting || entry.size <= DiskCache.verifyCachedOnLoopMax else { return .unverified(entry.name) }
+            let small = entry.size <= DiskCache.verifyOnLoopMax
+            guard small || entry.size <= DiskCache.verifyCachedOnLoopMax else { return .unverified(entry.name) }
+            // A cold page is a disk read the loop, and every client on it, would wait for:
+            // only what the page cache holds is read here, unless the kernel cannot tell (then
+            // small records still are, as they always were) or the pages are memory anyway.
+            let onlyIfCached = !memoryBacked && (!small || FileSystem.canTellCached)
             do {
-                guard let loaded = try loadHead(entry, onlyIfCached: !waiting),
-                    let checked = try readChecked(loaded, onlyIfCached: !waiting)
+                guard let loaded = try loadHead(entry, onlyIfCached: onlyIfCached),
+                    let checked = try readChecked(loaded, onlyIfCached: onlyIfCached)
                 else { return .unverified(entry.name) }
                 guard checked.head.key == key.url else { throw DiskEntryFormat.Problem.keyMismatch }
                 return .hit(storedResponse(key: key, head: checked.head, body: .memory(checked.body)))

@@ -74,6 +74,9 @@ public final class DiskCache: Sendable {
     let inlineAllowedAfter = Atomic<UInt64>(0)
     /// Segments whose compaction failed (writer thread): not tried again.
     let uncompactable = Locked<Set<UInt32>>([])
+    /// The entries live on a memory-backed file system (tmpfs): their pages are memory, so a
+    /// lookup reads them without asking the page cache first (``lookup(_:request:)``).
+    let memoryBacked: Bool
 
     public let evictions = AtomicCounter()
     public let corruptions = AtomicCounter()
@@ -123,12 +126,15 @@ public final class DiskCache: Sendable {
         startSegments = DiskSegments.list(entriesPath: absolute + "/v1")
         segments = DiskSegments(lastID: startSegments.last ?? 0)
         temporaryDirectoryFD = try FileSystem.openDirectory(absolute + "/tmp")
+        let entries: Int32
         do {
-            entriesDirectoryFD = Atomic(try FileSystem.openDirectory(absolute + "/v1"))
+            entries = try FileSystem.openDirectory(absolute + "/v1")
         } catch {
             Syscall.close(temporaryDirectoryFD)
             throw error
         }
+        entriesDirectoryFD = Atomic(entries)
+        memoryBacked = FileSystem.isMemoryBacked(entries)
     }
 
     deinit {

@@ -256,6 +256,20 @@ public enum FileSystem {
         return cached >= UInt64(pages)
     }
 
+    /// Whether ``readIfCached(_:at:count:)`` can still tell cached pages from others: false once
+    /// the kernel was found to offer neither preadv2(RWF_NOWAIT) nor cachestat(2).
+    public static var canTellCached: Bool {
+        !(cacheQueries.withoutNoWait.load(ordering: .relaxed) && cacheQueries.withoutCachestat.load(ordering: .relaxed))
+    }
+
+    /// Whether the file system holding `fd` keeps its files in memory (tmpfs, ramfs): a read
+    /// of it never waits for a disk (swap aside), so there is nothing to ask the page cache.
+    public static func isMemoryBacked(_ fd: Int32) -> Bool {
+        var magic = 0
+        guard (try? Syscall.call("fstatfs", { larder_fs_magic(fd, &magic) })) != nil else { return false }
+        return magic == 0x0102_1994 || magic == 0x8584_58f6  // TMPFS_MAGIC, RAMFS_MAGIC
+    }
+
     /// What the kernel was found not to offer, asked once per process.
     private static let cacheQueries = CacheQueries()
 

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import LarderIO
 import Testing
 
 @testable import LarderCache
@@ -43,10 +44,12 @@ import Testing
     }
 
     /// Pages the kernel dropped, the head's or the body's, are read on the reader thread, never
-    /// waited for on the loop (where the file system lets the test drop them: not tmpfs).
-    @Test func anEntryNotInThePageCacheGoesToTheReaderThread() throws {
+    /// waited for on the loop (where the file system lets the test drop them: not tmpfs), for
+    /// records over 80 KiB and, where the kernel can tell, for smaller ones too.
+    @Test(arguments: [250_000, 70_000])
+    func anEntryNotInThePageCacheGoesToTheReaderThread(size: Int) throws {
         let fixture = try DiskFixture()
-        let body = pattern(250_000, seed: 3)
+        let body = pattern(size, seed: 3)
         #expect(fixture.store("/dropped", body: body))
         let file = try #require(fixture.entryFiles().first)
         let fd = open(file, O_RDONLY)
@@ -55,12 +58,12 @@ import Testing
         try #require(fsync(fd) == 0)
         try #require(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0)
         // tmpfs keeps them; mincore(2) says (not readIfCached, whose asking starts readahead).
-        let mapping = try #require(mmap(nil, 250_000, PROT_READ, MAP_SHARED, fd, 0))
+        let mapping = try #require(mmap(nil, size, PROT_READ, MAP_SHARED, fd, 0))
         try #require(mapping != MAP_FAILED)
-        var resident = [UInt8](repeating: 0, count: (250_000 + 4_095) / 4_096)
-        try #require(mincore(mapping, 250_000, &resident) == 0)
-        munmap(mapping, 250_000)
-        guard resident.allSatisfy({ $0 & 1 == 0 }) else { return }
+        var resident = [UInt8](repeating: 0, count: (size + 4_095) / 4_096)
+        try #require(mincore(mapping, size, &resident) == 0)
+        munmap(mapping, size)
+        guard resident.allSatisfy({ $0 & 1 == 0 }), FileSystem.canTellCached else { return }
         // Not even the head is read with a wait: before the body, it is asked for as cached.
         let entry = try #require(fixture.cache.index.withLock { $0.lookup(Fixtures.key("/dropped")) }.first)
         #expect(try fixture.cache.loadHead(entry, onlyIfCached: true) == nil)
@@ -71,6 +74,35 @@ import Testing
         #expect(fixture.read("/dropped") == body, "the reader thread reads and checks it")
         #expect(fixture.cache.statistics.corruptions == 0)
     }
+    /// On tmpfs (where the shared harness keeps caches) entry pages are memory: the lookup reads
+    /// records up to 256 KiB without asking the page cache, and serves them checked.
+    @Test func aMemoryBackedCacheIsReadOnTheLoopWithoutAsking() throws {
+        let shm = try DiskFixture(directory: "/dev/shm/larder-disk-" + UUID().uuidString)
+        let disk = try DiskFixture()
+        #expect(shm.cache.memoryBacked == (try fileSystemType("/dev/shm") == "tmpfs"))
+        #expect(disk.cache.memoryBacked == (try fileSystemType(disk.directory) == "tmpfs"))
+        let body = pattern(200_000, seed: 8)
+        #expect(shm.store("/shm", body: body))
+        guard case .hit(let stored) = shm.cache.lookup(Fixtures.key("/shm"), request: [:]) else {
+            Issue.record("not served by the lookup")
+            return
+        }
+        #expect(stored.memoryBody == body)
+    }
+
+    /// `stat -f -c %T PATH`: the file system's type as coreutils names it.
+    private func fileSystemType(_ path: String) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/stat")
+        process.arguments = ["-f", "-c", "%T", path]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        process.waitUntilExit()
+        return String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
     /// The reader thread checks the record's key as the loop does: an entry file replaced by
     /// another URL's whole, sound record (a copy, a restore, a rename gone wrong) is not that
     /// URL's response. Over 256 KiB every such hit goes to the reader thread.

@@ -37,6 +37,10 @@ int larder_dup3_cloexec(int source, int target);
 /// file in memory.
 int larder_memfd_create(const char *name);
 
+/// fstatfs(2)'s f_type of the file system holding `fd` (TMPFS_MAGIC, EXT4_SUPER_MAGIC...),
+/// in `magic`. -1 and errno on failure.
+int larder_fs_magic(int fd, long *magic);
+
 /// Seals a memory file against any change of size or content (F_SEAL_SHRINK, F_SEAL_GROW,
 /// F_SEAL_WRITE, F_SEAL_SEAL): a mapping of it can then never see its bytes change nor fault
 /// past its end (SIGBUS). -1 and errno on failure.
