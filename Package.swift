@@ -54,12 +54,17 @@ let package = Package(
             name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "openssl",
             providers: [.apt(["libssl-dev"])]),
         .target(name: "CLarderSystem", path: "Sources/CLarderSystem"),
+        // The disk entries' CRC-64: loops for the CPU's carry-less multiply and a table loop in
+        // one binary, chosen per call (Swift cannot build a function for a CPU feature).
+        .target(name: "CChecksum", path: "Sources/CChecksum"),
         .target(name: "LarderIO", dependencies: ["CLarderSystem"], swiftSettings: strict),
         .target(name: "LarderHTTP", swiftSettings: strict),
         .target(name: "LarderConfig", dependencies: ["LarderIO", "LarderHTTP"], swiftSettings: strict),
         .target(
             name: "LarderCache",
-            dependencies: ["LarderIO", "LarderHTTP", "LarderConfig", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "CChecksum", "LarderIO", "LarderHTTP", "LarderConfig", .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strict),
         .target(name: "LarderTLS", dependencies: ["COpenSSL", "LarderIO", "LarderConfig"], swiftSettings: strict),
         .target(

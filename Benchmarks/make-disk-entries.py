@@ -2,14 +2,15 @@
 """Writes N disk-cache entries in Larder's documented format (docs/DISK-FORMAT.md), without
 going through the daemon, to measure start-up with a large cache.
 
-    make-disk-entries.py [--segments] [--format 2|3|4] DIRECTORY COUNT URL_PREFIX [BODY_SIZE]
+    make-disk-entries.py [--segments] [--format 2|3|4|5] DIRECTORY COUNT URL_PREFIX [BODY_SIZE]
 
 Entry i has key URL_PREFIX + str(i), a body of BODY_SIZE bytes (default 1024) derived from i,
 and Cache-Control: max-age=86400. Prints the key of the last entry. Each entry is a file of its
 own (v1/ab/cd/<name>), or with --segments a record in a segment file (v1/seg/<id>, 32 MiB
 each), the form Larder stores bodies up to 64 KiB in. --format 2 and 3 write the entries an older
 Larder wrote (2: one checksum chain instead of four lanes; both: no block table after a body
-over 1 MiB, which Larder now drops); the default is the current format, 4.
+over 1 MiB, which Larder now drops); --format 4 those with format 4's multiply checksums; the
+default is the current format, 5 (CRC-64/XZ).
 """
 import os
 import sys
@@ -48,8 +49,41 @@ def words(data):
 BLOCK = 1 << 20
 
 
-def checksum(body, version=4):
+def crc64_tables():
+    """Eight tables of the reflected ECMA-182 polynomial: table k advances a byte k more places."""
+    first = []
+    for byte in range(256):
+        value = byte
+        for _ in range(8):
+            value = (value >> 1) ^ (0xC96C5795D7870F42 if value & 1 else 0)
+        first.append(value)
+    tables = [first]
+    for _ in range(7):
+        tables.append([(value >> 8) ^ first[value & 0xFF] for value in tables[-1]])
+    return tables
+
+
+CRC_TABLES = crc64_tables()
+
+
+def crc64(data):
+    """CRC-64/XZ: initial value and final XOR all ones, eight bytes a step."""
+    t0, t1, t2, t3, t4, t5, t6, t7 = CRC_TABLES
+    state = M
+    whole = len(data) // 8 * 8
+    for word in words(data):
+        state ^= word
+        state = (t7[state & 0xFF] ^ t6[(state >> 8) & 0xFF] ^ t5[(state >> 16) & 0xFF] ^ t4[(state >> 24) & 0xFF]
+                 ^ t3[(state >> 32) & 0xFF] ^ t2[(state >> 40) & 0xFF] ^ t1[(state >> 48) & 0xFF] ^ t0[state >> 56])
+    for byte in data[whole:]:
+        state = t0[(state ^ byte) & 0xFF] ^ (state >> 8)
+    return state ^ M
+
+
+def checksum(body, version=5):
     """BodyChecksum (docs/DISK-FORMAT.md, "Checksums") of entry format `version`."""
+    if version >= 5:
+        return crc64(body)
     seed, step = 0x243F6A8885A308D3, 0x9E3779B97F4A7C15
     whole = len(body) // 8 * 8
     if version == 2:
@@ -83,23 +117,23 @@ def entry(key, body, now, version):
 
 
 def block_table(body, version):
-    """Format 4's table after a body over one block: each 1 MiB block's checksum, 8 bytes
-    little-endian (docs/DISK-FORMAT.md, "Checksums per block")."""
+    """The table after a body over one block (from format 4): each 1 MiB block's checksum, 8
+    bytes little-endian (docs/DISK-FORMAT.md, "Checksums per block")."""
     if version < 4 or len(body) <= BLOCK:
         return b""
-    return b"".join(checksum(body[start:start + BLOCK], 4).to_bytes(8, "little") for start in range(0, len(body), BLOCK))
+    return b"".join(checksum(body[start:start + BLOCK], version).to_bytes(8, "little") for start in range(0, len(body), BLOCK))
 
 
 def main():
     arguments = sys.argv[1:]
     segments = "--segments" in arguments
     arguments = [argument for argument in arguments if argument != "--segments"]
-    version = 4
+    version = 5
     if "--format" in arguments:
         at = arguments.index("--format")
         version = int(arguments[at + 1])
-        if version not in (2, 3, 4):
-            sys.exit(f"make-disk-entries.py: no format {version} (2, 3 or 4)")
+        if version not in (2, 3, 4, 5):
+            sys.exit(f"make-disk-entries.py: no format {version} (2 to 5)")
         del arguments[at:at + 2]
     directory, count, prefix = arguments[0], int(arguments[1]), arguments[2]
     size = int(arguments[3]) if len(arguments) > 3 else 1024

@@ -2,12 +2,18 @@
 /// ``DiskEntryFormat/blockSize`` block's checksum as it completes, the last (short) one at
 /// ``table``. A value type, owned by whoever feeds it.
 public struct BlockChecksums: Sendable {
-    private var current = BodyChecksum(entryVersion: DiskEntryFormat.version)
+    private let version: Int
+    private var current: BodyChecksum
     private var filled = 0
     private var length: Int64 = 0
     private var entries: [UInt8] = []
 
-    public init() {}
+    /// The table of an entry in format `version` (the one written, unless a head is rewritten
+    /// over an older entry's body).
+    public init(version: Int = DiskEntryFormat.version) {
+        self.version = version
+        current = BodyChecksum(entryVersion: version)
+    }
 
     public mutating func update(_ bytes: UnsafeRawBufferPointer) {
         var index = 0
@@ -51,7 +57,7 @@ public struct BlockChecksums: Sendable {
             entries.append(UInt8(truncatingIfNeeded: value))
             value >>= 8
         }
-        current = BodyChecksum(entryVersion: DiskEntryFormat.version)
+        current = BodyChecksum(entryVersion: version)
         filled = 0
     }
 }

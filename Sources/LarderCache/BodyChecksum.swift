@@ -1,42 +1,56 @@
+import CChecksum
+
 /// A streaming 64-bit checksum of a body, fed in chunks of any size; it detects truncation and
-/// flipped bits, not deliberate forgery. Each step mixes an eight-byte word into a state with
-/// one 64×64→128-bit multiply, its halves folded (in the manner of wyhash).
+/// flipped bits, not deliberate forgery.
 ///
-/// Two layouts, one per disk entry format (DISK-FORMAT.md, "Checksums"): format 3 keeps four
-/// states, one for each word of a 32-byte block, so four multiplies are in flight instead of
-/// one chain waiting on each; format 2 has one chain, and is kept to read entries written by
-/// an older Larder. Both finish the same way: what is left, the length, then a finalizer.
+/// Three kinds, by disk entry format (DISK-FORMAT.md, "Checksums"): format 5 is CRC-64/XZ, run
+/// in C by carry-less multiplication where the CPU has it (``CChecksum``); formats 3 and 4 keep
+/// four states, one for each word of a 32-byte block, each step mixing an eight-byte word in
+/// with one 64×64→128-bit multiply, its halves folded (in the manner of wyhash); format 2 has
+/// one such chain. 2 to 4 are kept to read entries written by an older Larder; they finish the
+/// same way: what is left, the length, then a finalizer.
 public struct BodyChecksum: Sendable {
     private static let multiplier: UInt64 = 0xa076_1d64_78bd_642f
     private static let seed: UInt64 = 0x243f_6a88_85a3_08d3
     private static let laneSeedStep: UInt64 = 0x9e37_79b9_7f4a_7c15
     private static let partialWordMark: UInt64 = 0xe703_7ed1_a0b4_28db
 
+    private enum Kind { case chain, lanes, crc }
+
     // The four lanes' states are kept apart in memory, other fields between them: stored side
     // by side, LLVM's SLP vectorizer packs two of them into one vector register and puts a
     // move between registers into each multiply chain, which costs more than half the speed.
-    private var state: UInt64 = seed
+    // Format 5 keeps its CRC in `state`.
+    private var state: UInt64
     private var length: UInt64 = 0
     private var lane1: UInt64 = seed &+ laneSeedStep
     private var pendingCount = 0
     private var lane2: UInt64 = seed &+ 2 &* laneSeedStep
-    /// Bytes not yet absorbed, little-endian: up to a block (format 3) or a word (format 2).
+    /// Bytes not yet absorbed, little-endian: up to a block (formats 3-4) or a word (format 2).
     private var pending: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
     private var lane3: UInt64 = seed &+ 3 &* laneSeedStep
-    private let lanes: Bool
+    private let kind: Kind
 
     /// The checksum of the current entry format (``DiskEntryFormat/version``).
-    public init() { lanes = true }
+    public init() { self.init(entryVersion: DiskEntryFormat.version) }
 
-    /// The checksum of entry format `version` (2 or 3; see ``DiskEntryFormat/readableVersions``).
+    /// The checksum of entry format `version` (2 to 5; see ``DiskEntryFormat/readableVersions``).
     public init(entryVersion version: Int) {
         precondition(DiskEntryFormat.readableVersions.contains(version), "no checksum for entry format \(version)")
-        lanes = version >= 3
+        kind = version >= 5 ? .crc : version >= 3 ? .lanes : .chain
+        state = kind == .crc ? 0 : Self.seed
     }
 
     public mutating func update(_ bytes: UnsafeRawBufferPointer) {
-        length &+= UInt64(bytes.count)
-        if lanes { updateLanes(bytes) } else { updateChain(bytes) }
+        switch kind {
+        case .crc: state = larder_crc64(state, bytes.baseAddress, bytes.count)
+        case .lanes:
+            length &+= UInt64(bytes.count)
+            updateLanes(bytes)
+        case .chain:
+            length &+= UInt64(bytes.count)
+            updateChain(bytes)
+        }
     }
 
     public mutating func update(_ bytes: [UInt8]) {
@@ -45,12 +59,13 @@ public struct BodyChecksum: Sendable {
 
     /// The checksum of everything fed so far.
     public var value: UInt64 {
+        if kind == .crc { return state }
         var state = state
         var pending = pending
         let whole = pendingCount / 8
         let partial = pendingCount % 8 > 0
         withUnsafeBytes(of: &pending) { pending in
-            if lanes {
+            if kind == .lanes {
                 // The lanes fold into one state; the last block's whole words follow it.
                 state = Self.absorb(state, lane1)
                 state = Self.absorb(state, lane2)
@@ -73,7 +88,7 @@ public struct BodyChecksum: Sendable {
         return mixed.high ^ mixed.low
     }
 
-    /// Format 3: 32-byte blocks, word `i` of each into lane `i`.
+    /// Formats 3 and 4: 32-byte blocks, word `i` of each into lane `i`.
     private mutating func updateLanes(_ bytes: UnsafeRawBufferPointer) {
         var index = fillPending(from: bytes, upTo: 32)
         if pendingCount == 32 {

@@ -184,7 +184,9 @@ extension DiskCache {
     }
 
     func storedResponse(key: CacheKey, loaded: LoadedHead) -> StoredResponse {
-        storedResponse(key: key, head: loaded.head, body: .file(loaded.file, offset: loaded.bodyOffset, length: loaded.head.bodyLength))
+        storedResponse(
+            key: key, head: loaded.head,
+            body: .file(loaded.file, offset: loaded.bodyOffset, length: loaded.head.bodyLength, format: loaded.head.version))
     }
 
     func storedResponse(key: CacheKey, head: DiskEntryFormat.Head, body: StoredResponse.Body) -> StoredResponse {
@@ -262,7 +264,7 @@ extension DiskCache {
                 guard let expected = DiskEntryFormat.blockChecksum(inTable: table[...], at: block) else {
                     throw DiskEntryFormat.Problem.truncated(expected: head.tableLength, actual: Int64(table.count))
                 }
-                try DiskEntryFormat.checkBlock(chunk, block: block, expected: expected)
+                try DiskEntryFormat.checkBlock(chunk, block: block, expected: expected, version: head.version)
             }
             checksum.update(chunk)
         }
@@ -288,7 +290,7 @@ extension DiskCache {
 
     /// ``readBlock(of:block:completion:)``'s work, on the calling thread.
     func readCheckedBlock(of stored: StoredResponse, block: Int) -> BlockRead {
-        guard case .file(let file, let bodyOffset, let bodyLength) = stored.body else { return .failed }
+        guard case .file(let file, let bodyOffset, let bodyLength, let format) = stored.body else { return .failed }
         do {
             let range = DiskEntryFormat.blockRange(block, bodyLength: bodyLength)
             let tableOffset = bodyOffset + bodyLength + Int64(block) * 8
@@ -300,7 +302,7 @@ extension DiskCache {
             guard bytes.count == range.count else {
                 throw DiskEntryFormat.Problem.truncated(expected: range.upperBound, actual: range.lowerBound + Int64(bytes.count))
             }
-            try DiskEntryFormat.checkBlock(bytes, block: block, expected: expected)
+            try DiskEntryFormat.checkBlock(bytes, block: block, expected: expected, version: format)
             return .checked(bytes)
         } catch {
             // Dropped and counted once: a promotion's read may have found the damage first.

@@ -230,7 +230,7 @@ extension DiskCache {
         // Empty up to one block (every segment record): only larger bodies have a table, and a
         // body of one block is not checksummed a second time to learn so.
         let blocked = head.version >= DiskEntryFormat.firstBlockedVersion && body.count > DiskEntryFormat.blockSize
-        let table = blocked ? DiskEntryFormat.blockTable(of: body) : []
+        let table = blocked ? DiskEntryFormat.blockTable(of: body, version: head.version) : []
         let entry = DiskIndex.Entry(
             key: key, vary: head.vary, name: name, size: Int64(entryHead.count + body.count + table.count))
         let elapsed: UInt64?

@@ -1,4 +1,4 @@
-/// Checksums per block (format 4): a body over one block (``blockSize``) is followed by a table
+/// Checksums per block (formats 4 and 5): a body over one block (``blockSize``) is followed by a table
 /// holding each block's ``BodyChecksum``, eight bytes little-endian a block, in order. A body
 /// of at most one block has no table: its body checksum is its one block's. So a large body is
 /// checked block by block as it is read, and a block goes out only once it is checked
@@ -22,7 +22,7 @@ extension DiskEntryFormat {
         return Int64(blockCount(bodyLength: bodyLength)) * 8
     }
 
-    /// Whether a body must be checked block by block: one over a block in format 4. Others are
+    /// Whether a body must be checked block by block: one over a block from format 4. Others are
     /// read and checked whole (at most a block), or, over a block in an older format, cannot be
     /// served (``Problem/unblockedLargeBody(version:)``).
     public static func isBlocked(bodyLength: Int64, version: Int) -> Bool {
@@ -40,16 +40,16 @@ extension DiskEntryFormat {
         Int(first / Int64(blockSize))...Int(last / Int64(blockSize))
     }
 
-    /// The checksum of one block's bytes.
-    public static func blockChecksum(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
+    /// The checksum of one block's bytes in format `version` (the entry's).
+    public static func blockChecksum(_ bytes: UnsafeRawBufferPointer, version: Int = DiskEntryFormat.version) -> UInt64 {
         var checksum = BodyChecksum(entryVersion: version)
         checksum.update(bytes)
         return checksum.value
     }
 
-    /// The block table of `body`: empty for a body of at most one block.
-    public static func blockTable(of body: [UInt8]) -> [UInt8] {
-        var checksums = BlockChecksums()
+    /// The block table of `body` in format `version`: empty for a body of at most one block.
+    public static func blockTable(of body: [UInt8], version: Int = DiskEntryFormat.version) -> [UInt8] {
+        var checksums = BlockChecksums(version: version)
         checksums.update(body)
         return checksums.table
     }
@@ -64,9 +64,12 @@ extension DiskEntryFormat {
         return value
     }
 
-    /// Checks `bytes` as block `block` against the checksum the table holds for it.
-    public static func checkBlock(_ bytes: [UInt8], block: Int, expected: UInt64) throws(Problem) {
-        let actual = bytes.withUnsafeBytes { blockChecksum($0) }
+    /// Checks `bytes` as block `block` against the checksum the table of an entry in format
+    /// `version` holds for it.
+    public static func checkBlock(
+        _ bytes: [UInt8], block: Int, expected: UInt64, version: Int = DiskEntryFormat.version
+    ) throws(Problem) {
+        let actual = bytes.withUnsafeBytes { blockChecksum($0, version: version) }
         guard actual == expected else { throw .blockChecksumMismatch(block: block) }
     }
 }

@@ -1,10 +1,10 @@
 import LarderHTTP
 
-/// The on-disk form of one stored response (format version 4). Text up to the body, so an
+/// The on-disk form of one stored response (format version 5). Text up to the body, so an
 /// operator can read an entry with `head -c 2000 FILE`:
 ///
 /// ```
-/// LARDER-ENTRY 3\n                              preamble: 133 bytes, fixed width
+/// LARDER-ENTRY 5\n                              preamble: 133 bytes, fixed width
 /// body-length 00000000000000012345\n            (rewritten in place when the body is complete)
 /// body-checksum 0123456789abcdef\n
 /// head-checksum 0123456789abcdef\n             of the head section below
@@ -24,15 +24,16 @@ import LarderHTTP
 /// Both checksums are ``BodyChecksum`` (64-bit) of the entry's version. A file whose size is not
 /// `133 + head-length + body-length` (and, from version 4, the block table's length), whose magic
 /// or version is unknown, whose head does not parse or match its checksum, or whose body (or one
-/// of its blocks) does not match its checksum is corrupt: it is deleted, never served. Version 3
-/// differs only in having no block table, version 2 also in its checksums (one chain instead of
-/// four lanes); both are still read up to one block of body. Version 1 had no head checksum,
-/// and its entries are dropped at start-up (DISK-FORMAT.md, "Versions").
+/// of its blocks) does not match its checksum is corrupt: it is deleted, never served. Version 4
+/// differs only in its checksums (four multiply chains instead of version 5's CRC-64), version
+/// 3 also in having no block table, version 2 also in its checksums (one chain); 3 and 2 are
+/// still read up to one block of body. Version 1 had no head checksum, and its entries are
+/// dropped at start-up (DISK-FORMAT.md, "Versions").
 public enum DiskEntryFormat {
     /// The version written.
-    public static let version = 4
+    public static let version = 5
     /// The versions read: an entry keeps the version it was written in.
-    public static let readableVersions = 2...4
+    public static let readableVersions = 2...5
     public static let magic = magicLiteral.description
     /// ``magic`` as a literal, for the preamble's writer and reader (a String's UTF-8 view is
     /// walked through the generic sequence path).

@@ -10,8 +10,9 @@ public final class StoredResponse: Sendable {
         /// In memory.
         case memory([UInt8])
         /// In a disk-cache file (kept open, so eviction cannot pull it from under a reader): the
-        /// body starts at `offset` and has `length` bytes.
-        case file(OpenFile, offset: Int64, length: Int64)
+        /// body starts at `offset` and has `length` bytes; `format`, the entry's format version,
+        /// says which checksums its block table holds.
+        case file(OpenFile, offset: Int64, length: Int64, format: Int)
         /// In memory, in an anonymous memory file of exactly `length` bytes: the memory tier's
         /// form for large bodies once hit there, which later hits send with sendfile(2) instead
         /// of copying them into the socket (see ``inMemory(_:budget:)``).
@@ -241,7 +242,7 @@ public final class StoredResponse: Sendable {
     public var bodyLength: Int {
         switch body {
         case .memory(let bytes): bytes.count
-        case .file(_, _, let length): Int(length)
+        case .file(_, _, let length, _): Int(length)
         case .memoryFile(_, let length): length
         }
     }

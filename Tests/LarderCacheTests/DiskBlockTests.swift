@@ -161,6 +161,54 @@ import Testing
         #expect(fixture.cache.statistics.corruptions == 0)
     }
 
+    /// Entries of format 4 (four checksum lanes) written before format 5 are served as they
+    /// are: bodies up to a block checked whole, larger ones block by block against their table,
+    /// each with format 4's checksums; a 304 refreshing one keeps its format and its table.
+    @Test func aFormatFourEntryIsCheckedWithFormatFourChecksums() throws {
+        let fixture = try DiskFixture()
+        let sizes = [("/four-large", 2 * Self.block + 300), ("/four-small", 500_000), ("/four-record", 2_000)]
+        for (path, size) in sizes {
+            let key = Fixtures.key(path)
+            let head = DiskEntryFormat.Head(
+                key: key.url, status: 200, reason: "OK", requestTime: 100, responseTime: 101, vary: [:],
+                headers: ["Cache-Control": "max-age=60"], version: 4)
+            let cache = fixture.cache
+            cache.writer.submit {
+                cache.writeEntry(
+                    key: key, name: DiskCache.entryName(key: key, vary: [:]), head: head, wireFields: nil, body: pattern(size, seed: 4))
+            }
+        }
+        fixture.cache.drain()
+        for file in fixture.entryFiles() {
+            let text = String(decoding: try Data(contentsOf: URL(fileURLWithPath: file)).prefix(20), as: UTF8.self)
+            #expect(text.hasPrefix("LARDER-ENTRY 4\n"))
+        }
+        for (path, size) in sizes { #expect(fixture.read(path) == pattern(size, seed: 4), "\(path)") }
+        fixture.cache.refresh(Fixtures.response("/four-large", headers: ["Cache-Control": "max-age=60", "ETag": "\"f\""]))
+        fixture.cache.drain()
+        guard case .hit(let refreshed) = fixture.cache.lookup(Fixtures.key("/four-large"), request: [:]) else {
+            Issue.record("no hit after the refresh")
+            return
+        }
+        #expect(refreshed.headers["ETag"] == "\"f\"")
+        #expect(checkedBody(fixture.cache, refreshed) == pattern(2 * Self.block + 300, seed: 4))
+        #expect(fixture.cache.statistics.corruptions == 0)
+        #expect(fixture.entryFiles().count >= 2)
+    }
+
+    /// A block table written for a head of an older format holds that format's checksums.
+    @Test func aBlockTableIsInTheFormatOfItsEntry() {
+        let body = pattern(Self.block + 70, seed: 5)
+        let four = DiskEntryFormat.blockTable(of: body, version: 4)
+        let five = DiskEntryFormat.blockTable(of: body)
+        #expect(four.count == 16 && five.count == 16)
+        #expect(four != five)
+        body[..<Self.block].withUnsafeBytes { first in
+            #expect(DiskEntryFormat.blockChecksum(inTable: four[...], at: 0) == DiskEntryFormat.blockChecksum(first, version: 4))
+            #expect(DiskEntryFormat.blockChecksum(inTable: five[...], at: 0) == DiskEntryFormat.blockChecksum(first))
+        }
+    }
+
     /// An entry of format 3 with a body over one block cannot be checked as it is sent: it is
     /// dropped as one of an older format, not counted as damage; one within a block is served.
     @Test func aFormatThreeBodyOverOneBlockIsDroppedAsAnOlderFormat() throws {

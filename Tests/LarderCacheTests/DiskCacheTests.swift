@@ -192,7 +192,7 @@ import Testing
         let body = pattern(4_000_000)
         fixture.store("/a", body: body)
         guard case .hit(let stored) = fixture.cache.lookup(Fixtures.key("/a"), request: [:]),
-            case .file(let file, let offset, let length) = stored.body
+            case .file(let file, let offset, let length, _) = stored.body
         else {
             Issue.record("no hit")
             return

@@ -98,11 +98,11 @@ import Testing
     @Test func damageAtTheDecidingPlacesIsReadAsBefore() {
         let text = String(decoding: Self.record(Self.heads[0]), as: UTF8.self)
         let edits: [(String, String)] = [
-            ("LARDER-ENTRY 4", "LARDER-ENTRY 1"), ("LARDER-ENTRY 4", "LARDER-ENTRY 2"), ("LARDER-ENTRY 4", "LARDER-ENTRY 3"),
-            ("LARDER-ENTRY 4", "LARDER-ENTRY +"), ("LARDER-ENTRY 4", "LARDER-ENTRY 9"),
+            ("LARDER-ENTRY 5", "LARDER-ENTRY 1"), ("LARDER-ENTRY 5", "LARDER-ENTRY 2"), ("LARDER-ENTRY 5", "LARDER-ENTRY 3"),
+            ("LARDER-ENTRY 5", "LARDER-ENTRY 4"), ("LARDER-ENTRY 5", "LARDER-ENTRY +"), ("LARDER-ENTRY 5", "LARDER-ENTRY 9"),
             ("body-length 0", "body-length +"), ("body-length 0", "body-length -"), ("body-checksum f", "body-checksum +"),
             ("body-length 00", "body-length 09"),
-            ("body-checksum f", "body-checksum F"), ("head-length 0", "head-length\u{0}"), ("4\nbody", "4\r\nbody"),
+            ("body-checksum f", "body-checksum F"), ("head-length 0", "head-length\u{0}"), ("5\nbody", "5\r\nbody"),
             ("status 200 OK", "status  200  OK"), ("status 200 OK", "status 200"), ("status 200 OK", "status +200 OK"),
             ("status 200 OK", "status 2000 OK"), ("status 200 OK", "status OK"), ("status 200 OK", "status "),
             ("\nrequest-time", "\r\nrequest-time"), ("request-time 1764000000.123456", "request-time 1e3"),

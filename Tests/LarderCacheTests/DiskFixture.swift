@@ -124,7 +124,7 @@ func read(_ cache: DiskCache, _ path: String, request: HTTPHeaders = [:]) -> [UI
 /// A hit's body as a client gets it: a file-backed one read block by block, each checked
 /// (nil when one fails its check).
 func checkedBody(_ cache: DiskCache, _ stored: StoredResponse) -> [UInt8]? {
-    guard case .file(_, _, let length) = stored.body else { return stored.memoryBody }
+    guard case .file(_, _, let length, _) = stored.body else { return stored.memoryBody }
     var bytes: [UInt8] = []
     for block in 0..<DiskEntryFormat.blockCount(bodyLength: length) {
         guard case .checked(let checked) = cache.readCheckedBlock(of: stored, block: block) else { return nil }
@@ -135,7 +135,7 @@ func checkedBody(_ cache: DiskCache, _ stored: StoredResponse) -> [UInt8]? {
 
 /// A stored response's body, wherever it lives.
 func body(of stored: StoredResponse) -> [UInt8]? {
-    if case .file(let file, let offset, let length) = stored.body {
+    if case .file(let file, let offset, let length, _) = stored.body {
         return try? FileSystem.read(file.fd, at: offset, count: Int(length))
     }
     return stored.memoryBody

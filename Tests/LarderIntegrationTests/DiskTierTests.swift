@@ -498,8 +498,9 @@ extension IntegrationTests {
 
         /// Entries written by a second implementation of the format (Benchmarks/make-disk-entries.py):
         /// 5,000 small files of the current format, 200 records of format 2 (an older Larder's)
-        /// in a segment, and a large entry of each format: the current one's blocks checked as
-        /// they are sent, the older ones (no block checksums) dropped, not counted as damage.
+        /// in a segment, and a large entry of each format: format 4's and the current one's
+        /// blocks checked as they are sent (each with its format's checksums), the older ones (no
+        /// block checksums) dropped, not counted as damage.
         @Test func manyEntriesOnDiskServeHitsWhileTheIndexRebuilds() throws {
             let cache = Paths.temporaryDirectory()
             defer { try? FileManager.default.removeItem(atPath: cache) }
@@ -507,7 +508,8 @@ extension IntegrationTests {
                 [cache, "5000", "http://127.0.0.1:9/gen/"], ["--segments", "--format", "2", cache, "200", "http://127.0.0.1:9/old/"],
                 ["--format", "2", cache, "1", "http://127.0.0.1:9/big2/", "1500000"],
                 ["--format", "3", cache, "1", "http://127.0.0.1:9/big3/", "1500000"],
-                [cache, "1", "http://127.0.0.1:9/big4/", "2500000"],
+                ["--format", "4", cache, "1", "http://127.0.0.1:9/big4/", "2500000"],
+                [cache, "1", "http://127.0.0.1:9/big5/", "2600000"],
             ]
             for arguments in runs {
                 let generator = try ChildProcess("/usr/bin/env", ["python3", Paths.root + "/Benchmarks/make-disk-entries.py"] + arguments)
@@ -523,10 +525,12 @@ extension IntegrationTests {
                 let index = String(path.split(separator: "/")[1])
                 #expect(result.body.prefix(index.count) == Data(index.utf8), "\(path)")
             }
-            try larder.child.waitForOutput { $0.contains("disk cache index rebuilt") && $0.contains("entries=5203") }
-            let large = try Curl.viaProxy(larder.proxy, ["http://127.0.0.1:9/big4/0"])
-            #expect(large.status == 200 && large.cacheStatus?.isDiskHit == true)
-            #expect(large.body.count == 2_500_000 && large.body.prefix(1) == Data("0".utf8))
+            try larder.child.waitForOutput { $0.contains("disk cache index rebuilt") && $0.contains("entries=5204") }
+            for (path, size) in [("big4/0", 2_500_000), ("big5/0", 2_600_000)] {
+                let large = try Curl.viaProxy(larder.proxy, ["http://127.0.0.1:9/" + path])
+                #expect(large.status == 200 && large.cacheStatus?.isDiskHit == true, "\(path)")
+                #expect(large.body == Data(String(repeating: "0", count: size).utf8), "\(path)")
+            }
             for path in ["big2/0", "big3/0"] {
                 let old = try Curl.viaProxy(larder.proxy, ["http://127.0.0.1:9/" + path])
                 #expect(old.status == 502, "\(path): dropped as an older format, so only the (absent) origin could answer")

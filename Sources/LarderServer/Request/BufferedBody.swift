@@ -24,9 +24,10 @@ final class BufferedBody: RequestBodySource {
         return .bytes(count)
     }
 
-    /// A 64-bit hash of a body, for the coalescing key.
+    /// A 64-bit hash of a body, for the coalescing key: format 4's multiply chains, not format
+    /// 5's CRC, whose collisions are made by solving linear equations.
     static func hash(_ bytes: [UInt8]) -> UInt64 {
-        var checksum = BodyChecksum()
+        var checksum = BodyChecksum(entryVersion: 4)
         checksum.update(bytes)
         return checksum.value
     }
