@@ -47,8 +47,8 @@ extension DiskCache {
 
     /// The outcome of ``verify(_:completion:)``.
     public enum Verification: Sendable {
-        /// Sound: the response with the checked body in memory, to serve as it is; nil for a
-        /// body checked block by block as it is sent: look up again.
+        /// Sound: the response with the checked body in memory, to serve as it is, or with a
+        /// body checked block by block as it is sent (its head checked); nil: look up again.
         case sound(StoredResponse?)
         /// Damaged (deleted, counted) or gone: look up again.
         case dropped
@@ -81,7 +81,7 @@ extension DiskCache {
             // small records still are, as they always were) or the pages are memory anyway.
             let onlyIfCached = !memoryBacked && (!small || FileSystem.canTellCached)
             do {
-                guard let loaded = try loadHead(entry, onlyIfCached: onlyIfCached),
+                guard let loaded = try loadHeadOnLoop(entry, onlyIfCached: onlyIfCached),
                     let checked = try readChecked(loaded, onlyIfCached: onlyIfCached)
                 else { return .unverified(entry.name) }
                 guard checked.head.key == key.url else { throw DiskEntryFormat.Problem.keyMismatch }
@@ -92,7 +92,8 @@ extension DiskCache {
             }
         }
         do {
-            let loaded = try loadHead(entry)
+            let onlyIfCached = !memoryBacked && FileSystem.canTellCached
+            guard let loaded = try loadHeadOnLoop(entry, onlyIfCached: onlyIfCached) else { return .unverified(entry.name) }
             guard loaded.head.key == key.url else { throw DiskEntryFormat.Problem.keyMismatch }
             guard DiskEntryFormat.isBlocked(bodyLength: loaded.head.bodyLength, version: loaded.head.version) else {
                 // A body of one block behind a large head is read and checked whole; a larger
@@ -115,6 +116,20 @@ extension DiskCache {
         let bodyOffset: Int64
         /// Preamble, head and body: the whole file for an entry file.
         let recordLength: Int64
+    }
+
+    /// ``loadHead(_:onlyIfCached:)`` on an event loop, which opens no file: an entry file is
+    /// read through the descriptor ``openFiles`` keeps for it; nil when there is none (or its
+    /// file has been replaced or removed since), for the reader thread to open it.
+    func loadHeadOnLoop(_ entry: DiskIndex.Entry, onlyIfCached: Bool) throws -> LoadedHead? {
+        guard entry.segment == 0 else { return try loadHead(entry, onlyIfCached: onlyIfCached) }
+        guard let file = openFiles.file(named: entry.name) else { return nil }
+        let status = try FileSystem.status(of: file.fd)
+        guard status.links > 0 else {
+            openFiles.forget(entry.name)
+            return nil
+        }
+        return try loadRecord(file, at: 0, length: status.size, inSegment: false, onlyIfCached: onlyIfCached)
     }
 
     /// Opens an indexed entry — its file, or its record in a segment — and parses its head.
@@ -324,9 +339,18 @@ extension DiskCache {
                 let loaded = try loadHead(entry)
                 // As lookup checks on the loop: a sound record of another URL is not this one's.
                 guard loaded.head.key == entry.key.url else { throw DiskEntryFormat.Problem.keyMismatch }
+                // Later hits on the loops read the file through this descriptor.
+                if entry.segment == 0 { openFiles.keep(loaded.file, named: entry.name) }
                 if DiskEntryFormat.isBlocked(bodyLength: loaded.head.bodyLength, version: loaded.head.version) {
-                    completion(.sound(nil))  // checked block by block as it is sent
+                    // Checked block by block as it is sent: served from this descriptor, not
+                    // looked up again (the loop could find it closed by then, and come back).
+                    completion(.sound(storedResponse(key: entry.key, loaded: loaded)))
                 } else {
+                    // As lookup: a body over a block without block checksums (an older format)
+                    // is not held in memory whole to be checked; it is dropped.
+                    guard loaded.head.bodyLength <= Int64(DiskEntryFormat.blockSize) else {
+                        throw DiskEntryFormat.Problem.unblockedLargeBody(version: loaded.head.version)
+                    }
                     let checked = try readChecked(loaded)
                     completion(.sound(storedResponse(key: entry.key, head: checked.head, body: .memory(checked.body))))
                 }

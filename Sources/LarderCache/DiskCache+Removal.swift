@@ -17,8 +17,12 @@ extension DiskCache {
             if entry.segment != 0 {
                 segments.markFreed(entry.segment, at: entry.offset)
                 freedRecords = true
-            } else if index.withLock({ $0.entry(named: entry.name)?.segment }) != 0 {
-                try? FileSystem.remove(at: entries, relativePath(forName: entry.name))
+            } else {
+                // Replaced (renamed over) or removed: a kept descriptor holds the old file.
+                openFiles.forget(entry.name)
+                if index.withLock({ $0.entry(named: entry.name)?.segment }) != 0 {
+                    try? FileSystem.remove(at: entries, relativePath(forName: entry.name))
+                }
             }
         }
         if freedRecords { reclaimEmptySegments() }
@@ -110,6 +114,7 @@ extension DiskCache {
                 try FileSystem.rename(temporary, path)
                 let replaced = index.withLock { $0.insert(entry) }
                 if let replaced { dispose([replaced]) }
+                keepOpen(name)
             } catch {
                 try? FileSystem.remove(temporary)
             }
@@ -169,6 +174,7 @@ extension DiskCache {
     /// Removes everything: the entry tree is renamed away at once and deleted in the background.
     public func removeAll() {
         _ = index.withLock { $0.removeAll() }
+        openFiles.forgetAll()
         let trash = "\(directory)/trash-\(getpid())-\(trashCounter.add(1, ordering: .relaxed).newValue)"
         writer.submit { [self] in
             do {
@@ -185,6 +191,7 @@ extension DiskCache {
                 return
             }
             FileSystem.removeTree(trash)
+            openFiles.forgetAll()  // any kept by a check that opened an old file meanwhile
         }
     }
 }

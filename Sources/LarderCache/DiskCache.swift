@@ -39,6 +39,10 @@ public final class DiskCache: Sendable {
     /// they are written).
     let startSegments: [UInt32]
     let limits: Locked<Limits>
+    /// Entry files kept open for lookups on the event loops, which never open one themselves.
+    let openFiles = OpenEntryFiles(capacity: DiskCache.defaultOpenFiles)
+    /// Entry files kept open unless ``openFileLimit`` says otherwise.
+    public static let defaultOpenFiles = 256
     let writer = BlockingWorker(name: "larder-disk-w")
     let reader = BlockingWorker(name: "larder-disk-r")
     /// Reads and checks the blocks of bodies over 1 MiB as they are sent (disk hits, and
@@ -141,6 +145,13 @@ public final class DiskCache: Sendable {
         scrubber.requestStop()
         Syscall.close(temporaryDirectoryFD)
         Syscall.close(entriesDirectoryFD.load(ordering: .acquiring))
+    }
+
+    /// How many entry files stay open for hits on the event loops (``OpenEntryFiles``): the
+    /// server sets it from the open-file limit at start.
+    public var openFileLimit: Int {
+        get { openFiles.capacity }
+        set { openFiles.capacity = newValue }
     }
 
     /// Removes leftover temporary files and starts rebuilding the index from the entry files in

@@ -29,6 +29,10 @@ extension TieredCache {
     /// Whether there is a disk tier (false when its directory could not be set up).
     public var hasDiskTier: Bool { disk != nil }
 
+    /// How many disk entry files stay open for hits on the event loops
+    /// (``DiskCache/openFileLimit``); nothing without a disk tier.
+    public func keepEntryFilesOpen(_ count: Int) { disk?.openFileLimit = count }
+
     /// The disk tier as a storage plan sees it now (nil: none).
     public var diskTier: ResponseAdmission.DiskTier? {
         disk.map { ResponseAdmission.DiskTier(maxObjectBytes: $0.currentLimits.maxObjectBytes, acceptingWrites: !$0.isDegraded) }

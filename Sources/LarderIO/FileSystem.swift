@@ -162,6 +162,14 @@ public enum FileSystem {
         return Int64(info.st_size)
     }
 
+    /// The size of the file open as `fd` and how many names it has: 0 once it is unlinked, or
+    /// renamed over, while still open.
+    public static func status(of fd: Int32) throws(SystemError) -> (size: Int64, links: Int) {
+        var info = stat()
+        _ = try Syscall.call("fstat") { fstat(fd, &info) }
+        return (Int64(info.st_size), Int(info.st_nlink))
+    }
+
     /// A whole small file (a configuration, a certificate, a /proc entry); fails with EFBIG
     /// past `limit` bytes.
     public static func readWhole(_ path: String, limit: Int) throws(SystemError) -> [UInt8] {

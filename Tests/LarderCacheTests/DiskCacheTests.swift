@@ -27,16 +27,25 @@ import Testing
         let reopened = try fixture.reopen()
         waitForIndex(reopened)
         // A small entry is read whole and checked on every lookup, and served from those bytes.
-        guard case .hit(let stored) = reopened.lookup(Fixtures.key("/a"), request: [:]) else {
-            Issue.record("a small entry is checked and served at once")
+        guard let stored = hit(reopened, "/a") else {
+            Issue.record("a small entry is checked and served")
             return
         }
         #expect(stored.isInMemory)
         #expect(stored.memoryBody == small)
         #expect(stored.headers["Content-Type"] == "application/octet-stream")
-        // A large one is found at once, its blocks checked as they are read.
-        guard case .hit(let file) = reopened.lookup(Fixtures.key("/large"), request: [:]) else {
+        // A large one is found (its file opened on the reader thread: the new process keeps
+        // none open yet), its blocks checked as they are read.
+        guard case .unverified = reopened.lookup(Fixtures.key("/large"), request: [:]) else {
+            Issue.record("an entry file not kept open is opened on the reader thread, not the loop")
+            return
+        }
+        guard let file = hit(reopened, "/large") else {
             Issue.record("a large entry is found, to be checked block by block")
+            return
+        }
+        guard case .hit = reopened.lookup(Fixtures.key("/large"), request: [:]) else {
+            Issue.record("then kept open: found on the loop")
             return
         }
         #expect(checkedBody(reopened, file) == large)
@@ -53,7 +62,7 @@ import Testing
         bytes[bytes.count - 100] ^= 0x01
         try bytes.write(to: URL(fileURLWithPath: file))
         let reopened = try fixture.reopen()
-        guard case .hit(let stored) = reopened.lookup(Fixtures.key("/large"), request: [:]) else {
+        guard let stored = hit(reopened, "/large") else {
             Issue.record("expected a hit, its blocks to be checked as they are read")
             return
         }

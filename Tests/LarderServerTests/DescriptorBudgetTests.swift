@@ -6,10 +6,10 @@ import Testing
 @Suite struct DescriptorBudgetTests {
     @Test func twiceTheConnectionsIsNotShortAndLeavesRoomForUpstreams() {
         // The defaults (10 GiB disk: 648 segment files) under a hard limit of 20000.
-        let budget = DescriptorBudget(limit: 20_000, maxConnections: 10_000, segments: 648, memoryFiles: 2_500)
+        let budget = DescriptorBudget(limit: 20_000, maxConnections: 10_000, segments: 648, memoryFiles: 2_500, entryFiles: 1_024)
         #expect(!budget.isShort)
         #expect(budget.clients == 10_000)
-        #expect(budget.upstreams == 20_000 - 10_000 - 648 - 2_500 - DescriptorBudget.fixed)
+        #expect(budget.upstreams == 20_000 - 10_000 - 648 - 2_500 - 1_024 - DescriptorBudget.fixed)
     }
 
     @Test func aLimitBelowTheClientsAndStandingFilesIsShort() {

@@ -1,5 +1,6 @@
 /// How the open-file limit divides up at start: Larder's standing descriptors (listeners,
-/// event loops, logs, the disk tier's segment files, the memory tier's files), then one per
+/// event loops, logs, the disk tier's segment files and the entry files it keeps open, the
+/// memory tier's files), then one per
 /// client connection up to `proxy.max_connections`, and what is left for the upstream sockets
 /// and tunnels those connections open. Only a limit that cannot hold the clients themselves is
 /// short: a connection past it would be refused by the kernel rather than by Larder's 503.
@@ -14,12 +15,12 @@ struct DescriptorBudget: Sendable, Equatable {
     /// generous round number, as the loops are few.
     static let fixed = 64
 
-    /// The budget for `limit` with `segments` disk segment files and `memoryFiles` memory-tier
-    /// files at most.
-    init(limit: Int, maxConnections: Int, segments: Int, memoryFiles: Int) {
+    /// The budget for `limit` with `segments` disk segment files, `memoryFiles` memory-tier
+    /// files and `entryFiles` disk entry files kept open at most.
+    init(limit: Int, maxConnections: Int, segments: Int, memoryFiles: Int, entryFiles: Int = 0) {
         self.limit = limit
         self.maxConnections = maxConnections
-        standing = Self.fixed + segments + memoryFiles
+        standing = Self.fixed + segments + memoryFiles + entryFiles
     }
 
     /// Whether the limit cannot hold `max_connections` clients beside the standing descriptors.

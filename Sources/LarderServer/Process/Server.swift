@@ -77,8 +77,13 @@ public final class Server: Sendable {
         // Bodies over 1 MiB too, unless the kernel's indirect calls are (or may be) retpolines.
         MemoryFileBudget.shared.fileSizes = MemoryFileBudget.fileSizes(retpolines: IndirectCalls.areRetpolines)
         let segments = shared.storage.cache.hasDiskTier ? DiskCache.segmentDescriptors(maxBytes: config.disk.maxBytes) : 0
+        // Disk entry files kept open for hits on the loops (which never open one): a sixteenth
+        // of the limit, at most 1,024 (a hit on one not kept is opened on the reader thread).
+        let entryFiles = shared.storage.cache.hasDiskTier ? min(descriptors / 16, 1024) : 0
+        shared.storage.cache.keepEntryFilesOpen(entryFiles)
         let budget = DescriptorBudget(
-            limit: descriptors, maxConnections: config.proxy.maxConnections, segments: segments, memoryFiles: memoryFiles)
+            limit: descriptors, maxConnections: config.proxy.maxConnections, segments: segments, memoryFiles: memoryFiles,
+            entryFiles: entryFiles)
         if budget.isShort {
             shared.process.logger.warning(
                 "the open-file limit holds fewer client connections than proxy.max_connections; the kernel refuses those past it",
