@@ -101,7 +101,8 @@ public struct OutputQueue {
                 if let written, written == 0 {
                     // The file is shorter than promised (truncated underneath us): the response
                     // cannot be completed, so fail rather than spin.
-                    throw SystemError(call: transport.canSendFile ? "sendfile" : "pread", errno: EIO)
+                    // No call failed on a mapping: the mapping itself ended.
+                    throw SystemError(call: transport.canSendFile ? "sendfile" : file.mapped == nil ? "pread" : "mapped file", errno: EIO)
                 }
             case .bytes:
                 written = try writeGathered(to: transport)
@@ -126,19 +127,20 @@ public struct OutputQueue {
         if let mapped = file.mapped {
             let start = Int(offset)
             guard start < mapped.count else { return 0 }
-            var vector = iovec(
-                iov_base: UnsafeMutableRawPointer(mutating: mapped.baseAddress! + start), iov_len: min(count, mapped.count - start))
-            return try withUnsafePointer(to: &vector) { (pointer) throws(SystemError) -> Int? in
-                try transport.write(UnsafeBufferPointer(start: pointer, count: 1), more: false)
-            }
+            return try write(mapped.baseAddress! + start, count: min(count, mapped.count - start), to: transport)
         }
         return try withUnsafeTemporaryAllocation(byteCount: count, alignment: 16) { (buffer) throws(SystemError) -> Int? in
             let got = try Syscall.call("pread") { pread(file.fd, buffer.baseAddress, buffer.count, off_t(offset)) }
             guard got > 0 else { return 0 }
-            var vector = iovec(iov_base: buffer.baseAddress, iov_len: got)
-            return try withUnsafePointer(to: &vector) { (pointer) throws(SystemError) -> Int? in
-                try transport.write(UnsafeBufferPointer(start: pointer, count: 1), more: false)
-            }
+            return try write(UnsafeRawPointer(buffer.baseAddress!), count: got, to: transport)
+        }
+    }
+
+    /// One write of `count` bytes at `bytes`: what the transport took (nil if it would block).
+    private func write(_ bytes: UnsafeRawPointer, count: Int, to transport: some Transport) throws(SystemError) -> Int? {
+        var vector = iovec(iov_base: UnsafeMutableRawPointer(mutating: bytes), iov_len: count)
+        return try withUnsafePointer(to: &vector) { (pointer) throws(SystemError) -> Int? in
+            try transport.write(UnsafeBufferPointer(start: pointer, count: 1), more: false)
         }
     }
 

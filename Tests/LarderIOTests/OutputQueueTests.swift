@@ -117,7 +117,8 @@ extension OutputQueueTests {
         var queue = OutputQueue()
         queue.appendFile(file, offset: 0, count: Int64(body.count * 2))
         let transport: any Transport = copying ? CopyingTransport(pair.server) : pair.transport
-        #expect(throws: SystemError(call: copying ? "pread" : "sendfile", errno: EIO)) {
+        let call = copying ? (mapped ? "mapped file" : "pread") : "sendfile"
+        #expect(throws: SystemError(call: call, errno: EIO)) {
             _ = try queue.flush(to: transport)
         }
         #expect(try pair.client.receive(count: body.count) == body, "what the file had was sent")
