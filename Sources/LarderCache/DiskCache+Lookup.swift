@@ -118,6 +118,20 @@ extension DiskCache {
         let recordLength: Int64
     }
 
+    /// Whether lookups on the loops read records of `recordSize` bytes themselves (a record
+    /// read whole there, or a head before blocks), so that keeping its file open serves them:
+    /// those between are always read and checked on the reader thread.
+    static func readOnLoop(recordSize: Int64) -> Bool {
+        recordSize <= verifyCachedOnLoopMax || recordSize > verifyEveryReadMax
+    }
+
+    /// Lets go of kept entry files that have no name left (removed or renamed over, by hand or
+    /// between a check and its keep), on the writer thread, so that they do not hold their disk
+    /// space until they are asked for again: the server asks every few seconds.
+    public func forgetRemovedFiles() {
+        writer.submit { [openFiles] in openFiles.forgetUnlinked() }
+    }
+
     /// ``loadHead(_:onlyIfCached:)`` on an event loop, which opens no file: an entry file is
     /// read through the descriptor ``openFiles`` keeps for it; nil when there is none (or its
     /// file has been replaced or removed since), for the reader thread to open it.
@@ -340,7 +354,7 @@ extension DiskCache {
                 // As lookup checks on the loop: a sound record of another URL is not this one's.
                 guard loaded.head.key == entry.key.url else { throw DiskEntryFormat.Problem.keyMismatch }
                 // Later hits on the loops read the file through this descriptor.
-                if entry.segment == 0 { openFiles.keep(loaded.file, named: entry.name) }
+                if entry.segment == 0, DiskCache.readOnLoop(recordSize: entry.size) { openFiles.keep(loaded.file, named: entry.name) }
                 if DiskEntryFormat.isBlocked(bodyLength: loaded.head.bodyLength, version: loaded.head.version) {
                     // Checked block by block as it is sent: served from this descriptor, not
                     // looked up again (the loop could find it closed by then, and come back).

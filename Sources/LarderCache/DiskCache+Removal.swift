@@ -34,6 +34,19 @@ extension DiskCache {
     /// and deleted. Returns whether it was.
     @discardableResult
     func discard(_ entry: DiskIndex.Entry, after error: any Error) -> Bool {
+        if let error = error as? SystemError, DiskCache.isExhaustion(error.errno) {
+            // Out of descriptors or memory (a flood of connections can do it): the entry is
+            // sound, only this read failed. Kept, not counted; the request goes upstream.
+            let now = Clocks.monotonicNanos()
+            let last = lastExhaustionLog.load(ordering: .relaxed)
+            if last == 0 || now - last > 10_000_000_000 {
+                lastExhaustionLog.store(now, ordering: .relaxed)
+                logger.warning(
+                    "cannot read a disk cache entry for now; served from upstream",
+                    metadata: ["error": "\(error)", "advice": "raise LimitNOFILE or lower proxy.max_connections"])
+            }
+            return false
+        }
         let removed = index.withLock { index -> DiskIndex.Entry? in
             guard let current = index.entry(named: entry.name), current.segment == entry.segment,
                 current.offset == entry.offset
@@ -55,6 +68,12 @@ extension DiskCache {
         logger.warning("dropping corrupt disk cache entry", metadata: ["file": "\(place)", "reason": "\(error)"])
         writer.submit { [self] in dispose([doomed]) }
         return true
+    }
+
+    /// Whether `errno` says the process ran out of something (descriptors, memory), not
+    /// that the entry is damaged.
+    static func isExhaustion(_ errno: Int32) -> Bool {
+        errno == EMFILE || errno == ENFILE || errno == ENOMEM || errno == EAGAIN
     }
 
     /// ``discard(_:after:)`` for an entry file the index does not hold (yet): the start-up
@@ -114,7 +133,7 @@ extension DiskCache {
                 try FileSystem.rename(temporary, path)
                 let replaced = index.withLock { $0.insert(entry) }
                 if let replaced { dispose([replaced]) }
-                keepOpen(name)
+                keepOpen(name, size: entry.size)
             } catch {
                 try? FileSystem.remove(temporary)
             }

@@ -384,15 +384,16 @@ extension DiskCache {
         }
         writesCompleted.add(1)
         if let replaced { dispose([replaced]) }
-        keepOpen(name)
+        keepOpen(name, size: size)
         if evict { evictIfNeeded() }
     }
 
-    /// Keeps the entry file `name` open (writer thread, once it is in place) for the hits that
-    /// follow, which the loops then serve without opening it; its inode is in memory now. A
-    /// descriptor kept for the name before held the file this one replaced.
-    func keepOpen(_ name: EntryName) {
-        guard openFiles.capacity > 0 else { return openFiles.forget(name) }
+    /// Keeps the entry file `name` (a record of `size` bytes) open (writer thread, once it is
+    /// in place) for the hits that follow, which the loops then serve without opening it; its
+    /// inode is in memory now. A descriptor kept for the name before held the file this one
+    /// replaced.
+    func keepOpen(_ name: EntryName, size: Int64) {
+        guard openFiles.capacity > 0, DiskCache.readOnLoop(recordSize: size) else { return openFiles.forget(name) }
         if let file = try? OpenFile.open(at: entriesDirectoryFD.load(ordering: .acquiring), relativePath(forName: name)) {
             openFiles.keep(file, named: name)
         } else {

@@ -60,6 +60,8 @@ public final class DiskCache: Sendable {
     /// Monotonic time until which new writes are refused after a disk error.
     let degradedUntil = Atomic<UInt64>(0)
     let lastErrorLog = Atomic<UInt64>(0)
+    /// When a read last failed for want of descriptors or memory was logged (every 10 s at most).
+    let lastExhaustionLog = Atomic<UInt64>(0)
     let trashCounter = Atomic<Int>(0)
     let temporarySequence = Atomic<UInt64>(0)
     /// `tmp/` and `v1/`, opened once: stores and lookups name files relative to them (see

@@ -73,6 +73,28 @@ final class OpenEntryFiles: Sendable {
         _ = dropped
     }
 
+    /// Stops keeping the files that have no name left (`st_nlink` 0: removed or renamed over,
+    /// also by hand, and not asked for since), which would otherwise hold their disk space
+    /// until they were. Off the loops: an `fstat` per kept file, outside the lock. Returns how
+    /// many it let go.
+    @discardableResult
+    func forgetUnlinked() -> Int {
+        let kept = state.withLock { $0.files.map { ($0.key, $0.value.file) } }
+        var unlinked: [(EntryName, OpenFile)] = []
+        for (name, file) in kept where (try? FileSystem.status(of: file.fd).links) ?? 0 == 0 {
+            unlinked.append((name, file))
+        }
+        guard !unlinked.isEmpty else { return 0 }
+        let dropped = state.withLock { state -> [OpenFile] in
+            // Only if the name still holds that very file, not one kept for it since.
+            unlinked.compactMap { name, file in
+                guard state.files[name]?.file === file else { return nil }
+                return state.files.removeValue(forKey: name)?.file
+            }
+        }
+        return dropped.count
+    }
+
     /// Stops keeping every file (the whole cache was removed).
     func forgetAll() {
         let dropped = state.withLock { state -> [EntryName: Kept] in

@@ -33,6 +33,9 @@ extension TieredCache {
     /// (``DiskCache/openFileLimit``); nothing without a disk tier.
     public func keepEntryFilesOpen(_ count: Int) { disk?.openFileLimit = count }
 
+    /// Lets go of kept entry files removed since (``DiskCache/forgetRemovedFiles()``).
+    public func forgetRemovedEntryFiles() { disk?.forgetRemovedFiles() }
+
     /// The disk tier as a storage plan sees it now (nil: none).
     public var diskTier: ResponseAdmission.DiskTier? {
         disk.map { ResponseAdmission.DiskTier(maxObjectBytes: $0.currentLimits.maxObjectBytes, acceptingWrites: !$0.isDegraded) }

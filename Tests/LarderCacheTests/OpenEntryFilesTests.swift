@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import LarderIO
 import Testing
 
@@ -67,6 +68,46 @@ import Testing
         fixture.store("/v", body: pattern(120_000, seed: 6))
         #expect(fixture.read("/v") == pattern(120_000, seed: 6))
         #expect(fixture.cache.openFiles.count == 1)
+    }
+
+    /// Files removed by hand are let go by the sweep the server runs every few seconds, so
+    /// that they do not hold their space until their URL is asked for again.
+    @Test func theSweepLetsGoOfFilesRemovedByHand() throws {
+        let fixture = try DiskFixture()
+        fixture.store("/one", body: pattern(3 << 20, seed: 1))
+        fixture.store("/two", body: pattern(3 << 20, seed: 2))
+        #expect(fixture.cache.openFiles.count == 2)
+        #expect(fixture.cache.openFiles.forgetUnlinked() == 0, "both still have their names")
+        let first = try #require(fixture.entryFiles().first)
+        try FileManager.default.removeItem(atPath: first)
+        #expect(fixture.cache.openFiles.forgetUnlinked() == 1)
+        #expect(fixture.cache.openFiles.count == 1)
+    }
+
+    /// Only records the loops read themselves are kept: up to 256 KiB (read whole on the loop
+    /// when cached) and over 1 MiB (a head there, then blocks); those between are always
+    /// checked whole on the reader thread, which opens them.
+    @Test(arguments: [(70_000, true), (300_000, false), (3 << 20, true)])
+    func onlyRecordsTheLoopsReadAreKept(size: Int, kept: Bool) throws {
+        let fixture = try DiskFixture()
+        fixture.store("/sized", body: pattern(size))
+        #expect(fixture.cache.openFiles.count == (kept ? 1 : 0))
+        #expect(fixture.read("/sized") == pattern(size))
+        #expect(fixture.cache.openFiles.count == (kept ? 1 : 0), "nor kept by the reader thread's check")
+    }
+
+    /// Running out of descriptors (or memory) while opening a sound entry is not damage: the
+    /// entry stays, uncounted, and is served once descriptors are back.
+    @Test(arguments: [EMFILE, ENFILE, ENOMEM]) func aReadWithoutDescriptorsDropsNothing(errno: Int32) throws {
+        let fixture = try DiskFixture()
+        fixture.store("/sound", body: pattern(100_000))
+        let name = DiskCache.entryName(key: Fixtures.key("/sound"), vary: [:])
+        let entry = try #require(fixture.cache.index.withLock { $0.entry(named: name) })
+        #expect(!fixture.cache.discard(entry, after: SystemError(call: "open", errno: errno)))
+        fixture.cache.drain()
+        #expect(fixture.cache.statistics.corruptions == 0)
+        #expect(fixture.entryFiles().count == 1)
+        #expect(fixture.read("/sound") == pattern(100_000))
     }
 
     /// At most the capacity is kept, the least recently used closed first.
