@@ -340,8 +340,7 @@ final class ProxyLoop {
     }
 
     /// On loop 0: WATCHDOG=1 at half the watchdog interval while every loop's heartbeat is
-    /// recent, and STATUS= every few seconds; then too, the disk tier lets go of kept entry
-    /// files removed since (by hand: nothing else would free their space while nobody asks).
+    /// recent, and STATUS= every few seconds.
     func startSupervisor(watchdog: UInt64?, status: @escaping () -> String) {
         let period = watchdog.map { max($0 / 2, 10_000_000) } ?? 5_000_000_000
         var sinceStatus: UInt64 = 0
@@ -360,7 +359,6 @@ final class ProxyLoop {
                 if sinceStatus >= 5_000_000_000 {
                     sinceStatus = 0
                     Systemd.notify("STATUS=\(status())")
-                    proxy.cache.forgetRemovedEntryFiles()
                 }
                 tick()
             }

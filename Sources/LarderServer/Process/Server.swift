@@ -159,7 +159,10 @@ public final class Server: Sendable {
         for _ in handles { ready.wait() }
         loops.withLock { $0 = handles }
         startSupervision(handles)
-        handles.first?.execute { loop in (loop.context as? ProxyLoop)?.startHistory() }
+        handles.first?.execute { loop in
+            (loop.context as? ProxyLoop)?.startHistory()
+            (loop.context as? ProxyLoop)?.startHousekeeping()
+        }
     }
 
     /// Watchdog pings and STATUS updates when running under systemd. Each loop stamps a
