@@ -37,10 +37,7 @@ extension DiskCache {
         if let error = error as? SystemError, DiskCache.isExhaustion(error.errno) {
             // Out of descriptors or memory (a flood of connections can do it): the entry is
             // sound, only this read failed. Kept, not counted; the request goes upstream.
-            let now = Clocks.monotonicNanos()
-            let last = lastExhaustionLog.load(ordering: .relaxed)
-            if last == 0 || now - last > 10_000_000_000 {
-                lastExhaustionLog.store(now, ordering: .relaxed)
+            if DiskCache.isLogDue(lastExhaustionLog) {
                 logger.warning(
                     "cannot read a disk cache entry for now; served from upstream",
                     metadata: ["error": "\(error)", "advice": "raise LimitNOFILE or lower proxy.max_connections"])

@@ -401,14 +401,21 @@ extension DiskCache {
         }
     }
 
+    /// Whether a message last logged at `stamp` may be logged again (at most every 10 s), and
+    /// if so, `stamp` set to now: repeated disk failures say so once, not per request.
+    static func isLogDue(_ stamp: borrowing Atomic<UInt64>) -> Bool {
+        let now = Clocks.monotonicNanos()
+        let last = stamp.load(ordering: .relaxed)
+        guard last == 0 || now - last > 10_000_000_000 else { return false }
+        stamp.store(now, ordering: .relaxed)
+        return true
+    }
+
     /// Records a failed write: the tier stops taking writes for a while and says so once.
     func writeFailed(_ error: SystemError) {
         writeErrors.add(1)
-        let now = Clocks.monotonicNanos()
-        degradedUntil.store(now + 30_000_000_000, ordering: .releasing)
-        let last = lastErrorLog.load(ordering: .relaxed)
-        if last == 0 || now - last > 10_000_000_000 {
-            lastErrorLog.store(now, ordering: .relaxed)
+        degradedUntil.store(Clocks.monotonicNanos() + 30_000_000_000, ordering: .releasing)
+        if DiskCache.isLogDue(lastErrorLog) {
             logger.error(
                 "disk cache write failed; storing in memory only for 30s",
                 metadata: ["error": "\(error)", "directory": "\(directory)"])
