@@ -16,8 +16,9 @@ extension DiskCache {
         /// ``readBlock(of:block:completion:)`` before they are sent.
         case hit(StoredResponse)
         /// An entry whose body must be read and checked whole first, off the event loop: one
-        /// too large to check on the loop (a body of at most a block). Call
-        /// ``verify(_:completion:)``.
+        /// too large to check on the loop (a body of at most a block), one whose file no loop
+        /// holds open, or one the start-up scan has not indexed yet. Call
+        /// ``verify(_:key:completion:)``.
         case unverified(EntryName)
     }
 
@@ -50,25 +51,22 @@ extension DiskCache {
         /// Sound: the response with the checked body in memory, to serve as it is, or with a
         /// body checked block by block as it is sent (its head checked); nil: look up again.
         case sound(StoredResponse?)
-        /// Damaged (deleted, counted) or gone: look up again.
+        /// Damaged (deleted, counted), gone, or not on disk: look up again, without the
+        /// reader thread (``TieredCache/lookup(_:request:checked:)``).
         case dropped
     }
 
-    /// Finds a stored response for `key` whose Vary values match `request`. Cheap: an index probe,
-    /// then open and a small pread of the head (page cache). While the start-up scan has not
-    /// reached an entry, it is found by its file name (entries without Vary).
-    public func lookup(_ key: CacheKey, request: HTTPHeaders) -> Lookup {
-        var candidates = index.withLock { $0.lookup(key) }
+    /// Finds a stored response for `key` whose Vary values match `request`. Cheap: an index
+    /// probe, then a small pread of the head through a kept descriptor (page cache); the loop
+    /// opens no file. While the start-up scan has not reached an entry, it may still be on disk
+    /// under its file name (entries without Vary): with `byName`, that name is handed to the
+    /// reader thread to open and check (``verify(_:key:completion:)``), as `.unverified`;
+    /// without (the reader thread already looked for this request), it is a miss.
+    public func lookup(_ key: CacheKey, request: HTTPHeaders, byName: Bool = true) -> Lookup {
+        let candidates = index.withLock { $0.lookup(key) }
         if candidates.isEmpty {
-            guard !isIndexComplete else { return .miss }
-            let name = DiskCache.entryName(key: key, vary: [:])
-            guard let loaded = try? loadHead(name: name), loaded.head.key == key.url, loaded.head.vary.isEmpty else {
-                return .miss
-            }
-            let entry = DiskIndex.Entry(
-                key: key, vary: [:], name: name, size: loaded.recordLength)
-            _ = index.withLock { $0.insertIfAbsent(entry) }
-            candidates = [entry]
+            guard byName, !isIndexComplete else { return .miss }
+            return .unverified(DiskCache.entryName(key: key, vary: [:]))
         }
         guard let entry = candidates.first(where: { VaryMatcher.matches(vary: $0.vary, request: request) }) else {
             return .miss
@@ -341,16 +339,23 @@ extension DiskCache {
         }
     }
 
-    /// Checks an entry on the reader thread; `completion` (called there) receives the
-    /// outcome. A bad entry is deleted and counted.
-    public func verify(_ name: EntryName, completion: @escaping @Sendable (Verification) -> Void) {
+    /// Checks an entry of `key` on the reader thread; `completion` (called there) receives the
+    /// outcome. A bad entry is deleted and counted. While the start-up scan runs, a name not
+    /// indexed yet is looked for on disk here (``unindexedEntry(named:key:)``).
+    public func verify(_ name: EntryName, key: CacheKey, completion: @escaping @Sendable (Verification) -> Void) {
         reader.submit { [self] in
-            guard let entry = index.withLock({ $0.entry(named: name) }) else {
-                completion(.dropped)  // removed meanwhile
+            let found: (entry: DiskIndex.Entry, loaded: LoadedHead?)
+            if let entry = index.withLock({ $0.entry(named: name) }) {
+                found = (entry, nil)
+            } else if let unindexed = unindexedEntry(named: name, key: key) {
+                found = (unindexed.entry, unindexed.loaded)
+            } else {
+                completion(.dropped)  // removed meanwhile, or not on disk
                 return
             }
+            let entry = found.entry
             do {
-                let loaded = try loadHead(entry)
+                let loaded = try found.loaded ?? loadHead(entry)
                 // As lookup checks on the loop: a sound record of another URL is not this one's.
                 guard loaded.head.key == entry.key.url else { throw DiskEntryFormat.Problem.keyMismatch }
                 // Later hits on the loops read the file through this descriptor.
@@ -373,6 +378,20 @@ extension DiskCache {
                 completion(.dropped)
             }
         }
+    }
+
+    /// While the start-up scan runs, the entry of `key` without Vary that it may not have
+    /// reached yet, looked for under its file name `name` (on the reader thread: a loop opens no
+    /// file) and indexed when its head is this key's; nil when there is none, it is another
+    /// URL's or unreadable (the scan drops a damaged one when it gets there), or the index has
+    /// it, or a removal since the scan began forbids it (``DiskIndex/insertIfAbsent(_:)``).
+    func unindexedEntry(named name: EntryName, key: CacheKey) -> (entry: DiskIndex.Entry, loaded: LoadedHead)? {
+        guard !isIndexComplete, name == DiskCache.entryName(key: key, vary: [:]),
+            let loaded = try? loadHead(name: name), loaded.head.key == key.url, loaded.head.vary.isEmpty
+        else { return nil }
+        let entry = DiskIndex.Entry(key: key, vary: [:], name: name, size: loaded.recordLength)
+        guard index.withLock({ $0.insertIfAbsent(entry) }) else { return nil }
+        return (entry, loaded)
     }
 
     /// Reads a file-backed response's body into memory on the reader thread, checked against

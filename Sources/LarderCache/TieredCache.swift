@@ -35,15 +35,17 @@ public final class TieredCache: Sendable {
         case found(StoredResponse, fromDisk: Bool)
         /// Nothing stored for this request; `varyMiss` when other variants of the URL are.
         case miss(varyMiss: Bool)
-        /// A disk entry that must be checked first (``verify(_:completion:)``), then looked up
-        /// again with the checked entry.
+        /// A disk entry that must be checked first (``verify(_:key:completion:)``), then looked
+        /// up again with the check's outcome.
         case pending(name: EntryName)
     }
 
     /// The stored variant for a request with `headers`: memory first, then disk. `checked` is
-    /// an entry ``verify(_:completion:)`` just read and checked for this request: it is served
-    /// from those bytes.
-    public func lookup(_ key: CacheKey, request headers: HTTPHeaders, checked: StoredResponse? = nil) -> Lookup {
+    /// what ``verify(_:key:completion:)`` just found for this request: a sound entry is served
+    /// from the bytes it checked; after any outcome the disk tier is not asked to look for an
+    /// entry the start-up scan has not indexed again (the reader thread just did), so a lookup
+    /// goes to the reader thread at most once per check.
+    public func lookup(_ key: CacheKey, request headers: HTTPHeaders, checked: DiskCache.Verification? = nil) -> Lookup {
         let result = lookUpStored(key, request: headers, checked: checked)
         if case .found(let stored, _) = result, stored.directives.forbidsSharedStorage {
             // Kept by an older version, whose cache_first stored private and no-store answers
@@ -55,7 +57,7 @@ public final class TieredCache: Sendable {
     }
 
     @inline(__always)
-    private func lookUpStored(_ key: CacheKey, request headers: HTTPHeaders, checked: StoredResponse?) -> Lookup {
+    private func lookUpStored(_ key: CacheKey, request headers: HTTPHeaders, checked: DiskCache.Verification?) -> Lookup {
         var varyMiss = false
         if let variants = memory.lookup(key) {
             if let stored = variants.first(where: { VaryMatcher.matches($0, request: headers) }) {
@@ -65,12 +67,12 @@ public final class TieredCache: Sendable {
             varyMiss = true
         }
         guard let disk else { return .miss(varyMiss: varyMiss) }
-        if let checked, checked.key == key, VaryMatcher.matches(checked, request: headers) {
+        if case .sound(let checked?) = checked, checked.key == key, VaryMatcher.matches(checked, request: headers) {
             disk.countHit(checked)
             promote(checked)
             return .found(checked, fromDisk: true)
         }
-        switch disk.lookup(key, request: headers) {
+        switch disk.lookup(key, request: headers, byName: checked == nil) {
         case .miss:
             return .miss(varyMiss: varyMiss)
         case .unverified(let name):
@@ -108,10 +110,10 @@ public final class TieredCache: Sendable {
         if let disk { disk.reader.submit(move) } else { move() }
     }
 
-    /// Checks a disk entry's body on the reader thread; `completion` runs there.
-    public func verify(_ name: EntryName, completion: @escaping @Sendable (DiskCache.Verification) -> Void) {
+    /// Checks the disk entry `name` of `key` on the reader thread; `completion` runs there.
+    public func verify(_ name: EntryName, key: CacheKey, completion: @escaping @Sendable (DiskCache.Verification) -> Void) {
         guard let disk else { return completion(.dropped) }
-        disk.verify(name, completion: completion)
+        disk.verify(name, key: key, completion: completion)
     }
 
     /// Reads and checks one block of a disk-tier body (``DiskCache/readBlock(of:block:completion:)``);

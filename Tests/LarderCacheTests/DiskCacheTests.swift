@@ -54,6 +54,78 @@ import Testing
         reopened.stop()
     }
 
+    /// While the start-up scan has not reached an entry, a lookup on a loop opens no file (a
+    /// cold inode is a disk read every client of the loop would wait for): the name goes to
+    /// the reader thread, which finds the entry and indexes it, or finds nothing; after that
+    /// check the lookup is a miss, not another trip.
+    @Test func anEntryTheScanHasNotReachedIsLookedForOnTheReaderThread() throws {
+        let fixture = try DiskFixture()
+        let body = pattern(100_000, seed: 5)
+        fixture.store("/early", body: body)
+        let early = Fixtures.key("/early")
+        let foreignPath = fixture.cache.path(forName: DiskCache.entryName(key: Fixtures.key("/foreign"), vary: [:]))
+        let reopened = try fixture.reopen(scanning: false)
+        defer { reopened.stop() }
+        #expect(!reopened.isIndexComplete)
+        guard case .unverified(let name) = reopened.lookup(early, request: [:]) else {
+            Issue.record("an entry the scan has not indexed is looked for on the reader thread, not opened on the loop")
+            return
+        }
+        #expect(name == DiskCache.entryName(key: early, vary: [:]))
+        guard case .sound(let stored?) = Self.check(reopened, name, early) else {
+            Issue.record("the reader thread finds the entry under its name")
+            return
+        }
+        #expect(stored.memoryBody == body)
+        #expect(reopened.isIndexed(early), "indexed by the check, for the scan and later lookups")
+
+        // Nothing under the name: the check says so, and the lookup after it is a miss.
+        let never = Fixtures.key("/never")
+        guard case .unverified(let absent) = reopened.lookup(never, request: [:]) else {
+            Issue.record("an unindexed name is looked for on the reader thread")
+            return
+        }
+        guard case .dropped = Self.check(reopened, absent, never) else {
+            Issue.record("nothing is found under a name with no file")
+            return
+        }
+        guard case .miss = reopened.lookup(never, request: [:], byName: false) else {
+            Issue.record("after the reader thread's check, the lookup is a miss")
+            return
+        }
+        let tiers = TieredCache(memory: MemoryCache(limits: Fixtures.limits()), disk: reopened)
+        guard case .pending = tiers.lookup(never, request: [:]), case .miss = tiers.lookup(never, request: [:], checked: .dropped)
+        else {
+            Issue.record("the tiers go to the reader thread once, then miss")
+            return
+        }
+
+        // Another URL's entry under this one's name (moved by hand): not served, not damage.
+        try FileManager.default.createDirectory(
+            atPath: (foreignPath as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: reopened.path(forName: name), toPath: foreignPath)
+        let foreign = Fixtures.key("/foreign")
+        guard case .unverified(let moved) = reopened.lookup(foreign, request: [:]), case .dropped = Self.check(reopened, moved, foreign)
+        else {
+            Issue.record("another URL's entry is not this one's")
+            return
+        }
+        #expect(!reopened.isIndexed(foreign))
+        #expect(reopened.statistics.corruptions == 0)
+    }
+
+    /// The reader thread's check of `name` for `key`, waited for.
+    private static func check(_ cache: DiskCache, _ name: EntryName, _ key: CacheKey) -> DiskCache.Verification? {
+        let done = DispatchSemaphore(value: 0)
+        let result = Mutex<DiskCache.Verification?>(nil)
+        cache.verify(name, key: key) { verification in
+            result.withLock { $0 = verification }
+            done.signal()
+        }
+        done.wait()
+        return result.withLock { $0 }
+    }
+
     @Test func flippedByteIsDetectedAndTheEntryDeleted() throws {
         let fixture = try DiskFixture()
         fixture.store("/large", body: pattern(3 << 20))
@@ -413,7 +485,7 @@ import Testing
         }
         for file in fixture.entryFiles() { try FileManager.default.removeItem(atPath: file) }
         let done = DispatchSemaphore(value: 0)
-        reopened.verify(name) { verification in
+        reopened.verify(name, key: Fixtures.key("/v")) { verification in
             if case .sound = verification { Issue.record("a deleted entry passed") }
             done.signal()
         }

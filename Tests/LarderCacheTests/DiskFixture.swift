@@ -85,11 +85,13 @@ final class DiskFixture {
         return files
     }
 
-    func reopen() throws -> DiskCache {
+    /// `scanning`: start the new cache (its start-up scan); without, it stays as one whose scan
+    /// has reached nothing yet.
+    func reopen(scanning: Bool = true) throws -> DiskCache {
         cache.stop()
         let fresh = try DiskCache(directory: directory, limits: cache.currentLimits, logger: Logger(label: "test"))
         fresh.slowInlineWrite.store(.max, ordering: .relaxed)
-        fresh.start()
+        if scanning { fresh.start() }
         return fresh
     }
 
@@ -107,8 +109,9 @@ func read(_ cache: DiskCache, _ path: String, request: HTTPHeaders = [:]) -> [UI
 /// What a client's lookup of `path` finds, as the server gets it: at once on the loop, or
 /// from the reader thread's check (an entry file not kept open, a body checked whole there).
 func hit(_ cache: DiskCache, _ path: String, request: HTTPHeaders = [:]) -> StoredResponse? {
+    var byName = true
     for _ in 0..<2 {
-        switch cache.lookup(Fixtures.key(path), request: request) {
+        switch cache.lookup(Fixtures.key(path), request: request, byName: byName) {
         case .miss:
             return nil
         case .hit(let stored):
@@ -116,11 +119,12 @@ func hit(_ cache: DiskCache, _ path: String, request: HTTPHeaders = [:]) -> Stor
         case .unverified(let name):
             let done = DispatchSemaphore(value: 0)
             let result = Mutex<DiskCache.Verification?>(nil)
-            cache.verify(name) { verification in
+            cache.verify(name, key: Fixtures.key(path)) { verification in
                 result.withLock { $0 = verification }
                 done.signal()
             }
             done.wait()
+            byName = false
             switch result.withLock({ $0 }) {
             case .sound(let checked?): return checked
             case .sound(nil): continue

@@ -21,7 +21,7 @@ import Testing
                 return (stored.headers["Content-Range"], checkedBody(disk, stored))
             case .unverified(let name):
                 let done = DispatchSemaphore(value: 0)
-                disk.verify(name) { _ in done.signal() }
+                disk.verify(name, key: key.slice(index)) { _ in done.signal() }
                 done.wait()
             }
         }

@@ -37,9 +37,9 @@ import Testing
         var result = cache.lookup(Fixtures.key(path), request: [:])
         if case .pending(let name) = result {
             let done = DispatchSemaphore(value: 0)
-            nonisolated(unsafe) var checked: StoredResponse?
-            cache.verify(name) { verification in
-                if case .sound(let entry) = verification { checked = entry }
+            nonisolated(unsafe) var checked: DiskCache.Verification?
+            cache.verify(name, key: Fixtures.key(path)) { verification in
+                checked = verification
                 done.signal()
             }
             done.wait()

@@ -73,7 +73,7 @@ import Testing
 
     static func events(_ fill: Fill) -> [Event] {
         [
-            .routed, .connectAccepted, .bodyNeeded, .bodyRead(tooLargeToKey: false), .diskCheckStarted, .diskChecked(nil),
+            .routed, .connectAccepted, .bodyNeeded, .bodyRead(tooLargeToKey: false), .diskCheckStarted, .diskChecked(.dropped),
             .attached(fill), .sliceFillAttached(fill), .sliceFillWhole, .sliceFillLeft(alone: true), .fillLeft,
             .diskBodyStarted(stream), .diskBodyEnded, .slicesBegun, .sliceHeadQueued, .released(alone: false), .headQueued,
             .fillProgressed(FillNews()), .finished,
@@ -313,16 +313,31 @@ import Testing
         #expect(Self.news(readable: 9).afterHead(position: 2, blockPending: false) == .sendBytes(upTo: 9))
     }
 
-    /// The entry the reader thread checked goes to the lookup that follows, once; a sliced
-    /// answer's goes to its walk.
+    /// The length of the sound entry a check found, if it found one.
+    private static func checkedLength(_ check: DiskCache.Verification?) -> Int? {
+        guard case .sound(let entry?) = check else { return nil }
+        return entry.bodyLength
+    }
+
+    /// What the reader thread's check found goes to the lookup that follows, once; a sliced
+    /// answer's goes to its walk. Nothing found is carried too: that lookup must not send the
+    /// request back to the reader thread for a name the start-up scan has not indexed, or
+    /// a miss would go round forever.
     @Test func aCheckedEntryIsCarriedToTheNextLookupOnce() {
         let head = RequestHead(method: .get, target: .origin("/a"), version: .http1_1, headers: [:])
         let exchange = Exchange(head: head, startNanos: 0, runtime: RuntimeConfig(config: Config()))
         #expect(exchange.take(.routed) == .lookUp)
         #expect(exchange.take(.diskCheckStarted) == .waitForDisk)
         #expect(exchange.stage == .awaitingDisk)
-        #expect(exchange.take(.diskChecked(Self.entry)) == .lookUp)
-        #expect(exchange.takeCheckedEntry()?.bodyLength == 3)
+        #expect(exchange.take(.diskChecked(.sound(Self.entry))) == .lookUp)
+        #expect(Self.checkedLength(exchange.takeCheckedEntry()) == 3)
+        #expect(exchange.takeCheckedEntry() == nil, "once")
+        exchange.take(.diskCheckStarted)
+        #expect(exchange.take(.diskChecked(.dropped)) == .lookUp)
+        guard case .dropped = exchange.takeCheckedEntry() else {
+            Issue.record("a check that found nothing is not carried to the lookup")
+            return
+        }
         #expect(exchange.takeCheckedEntry() == nil, "once")
 
         let sliced = Exchange(head: head, startNanos: 0, runtime: RuntimeConfig(config: Config()))
@@ -331,9 +346,9 @@ import Testing
         #expect(!sliced.headSent)
         sliced.take(.diskCheckStarted)
         #expect(sliced.sliceCheckPending)
-        #expect(sliced.take(.diskChecked(Self.entry)) == .walkSlices)
+        #expect(sliced.take(.diskChecked(.sound(Self.entry))) == .walkSlices)
         #expect(!sliced.sliceCheckPending)
-        #expect(sliced.takeCheckedEntry()?.bodyLength == 3)
+        #expect(Self.checkedLength(sliced.takeCheckedEntry()) == 3)
         #expect(sliced.takeCheckedEntry() == nil, "once")
         sliced.take(.sliceHeadQueued)
         #expect(sliced.headSent)
@@ -347,7 +362,7 @@ import Testing
                 (.routed, .lookingUp, .lookUp), (.attached(fill), .readingFill, .readFill),
                 (.released(alone: false), .lookingUp, .forward), (.bodyNeeded, .awaitingRequestBody, .readRequestBody),
                 (.bodyRead(tooLargeToKey: false), .lookingUp, .forward), (.diskCheckStarted, .awaitingDisk, .waitForDisk),
-                (.diskChecked(nil), .lookingUp, .lookUp), (.attached(fill), .readingFill, .readFill),
+                (.diskChecked(.dropped), .lookingUp, .lookUp), (.attached(fill), .readingFill, .readFill),
                 (.headQueued, .responding, .sendBody), (.finished, .finished, .finish),
             ]
             var state = State.routing

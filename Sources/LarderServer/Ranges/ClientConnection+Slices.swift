@@ -69,7 +69,7 @@ extension ClientConnection {
             let checked = exchange.takeCheckedEntry()
             switch proxy.cache.lookup(key.slice(index), request: exchange.head.headers, checked: checked) {
             case .pending(let name):
-                proxy.pipeline.waitForVerification(of: name, on: self)
+                proxy.pipeline.waitForVerification(of: name, key: key.slice(index), on: self)
                 return progressed
             case .miss:
                 if plan.stage == .locating, index != 0, proxy.cache.holds(key.slice(0)) {

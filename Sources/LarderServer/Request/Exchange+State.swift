@@ -15,11 +15,12 @@ extension Exchange {
         /// The request body is read whole before going on (`proxy.request_body_buffer`, or the
         /// body hash of a `dedup = "always"` key); `alone` as in `lookingUp`.
         case awaitingRequestBody(alone: Bool)
-        /// The cache decision: serve what is stored, revalidate it, or forward. `checked`: a
-        /// disk entry the reader thread checked for this request, to serve as it is. `alone`:
+        /// The cache decision: serve what is stored, revalidate it, or forward. `checked`: what
+        /// the reader thread's check found for this request (a sound entry is served as it is;
+        /// after any, the lookup does not go back to it). `alone`:
         /// it must not attach to a shared fill (released from one, timed out waiting, or a
         /// body too large to key).
-        case lookingUp(checked: StoredResponse?, alone: Bool)
+        case lookingUp(checked: DiskCache.Verification?, alone: Bool)
         /// A disk entry is being checked on the reader thread; the decision resumes after.
         case awaitingDisk
         /// Attached to an upstream fill (its own or a shared one), no response head queued yet;
@@ -61,8 +62,9 @@ extension Exchange {
         case none
         /// The walk waits for its answer.
         case pending
-        /// Checked sound: the next lookup serves it as it is.
-        case checked(StoredResponse)
+        /// Checked: the next lookup serves a sound entry as it is, and does not go back to the
+        /// reader thread for that slice.
+        case checked(DiskCache.Verification)
     }
 
     /// The payload-free name of a ``State``.
@@ -84,8 +86,8 @@ extension Exchange {
         case bodyRead(tooLargeToKey: Bool)
         /// A disk entry (or a stored slice) went to the reader thread to be checked.
         case diskCheckStarted
-        /// The reader thread answered: the entry, when it is sound and was read for this request.
-        case diskChecked(StoredResponse?)
+        /// The reader thread answered (a sound entry read for this request, or none).
+        case diskChecked(DiskCache.Verification)
         /// Attached to a fill for the whole object (its own or a shared one).
         case attached(Fill)
         /// A sliced answer attached to the fill of one slice.
@@ -198,7 +200,7 @@ extension Exchange {
             return (.slicing(progress), .waitForDisk)
         case (.slicing(var progress), .diskChecked(let entry)):
             guard case .pending = progress.disk else { return nil }
-            progress.disk = entry.map { .checked($0) } ?? .none
+            progress.disk = .checked(entry)
             return (.slicing(progress), .walkSlices)
         case (.slicing(var progress), .sliceHeadQueued):
             progress.headQueued = true

@@ -95,9 +95,9 @@ final class Exchange {
         return action
     }
 
-    /// Hands over the disk entry the reader thread checked for this request (once: the next
-    /// lookup checks again).
-    func takeCheckedEntry() -> StoredResponse? {
+    /// Hands over what the reader thread's check found for this request (once: the lookup
+    /// after the next may go to it again).
+    func takeCheckedEntry() -> DiskCache.Verification? {
         switch state {
         case .lookingUp(let checked?, let alone):
             state = .lookingUp(checked: nil, alone: alone)

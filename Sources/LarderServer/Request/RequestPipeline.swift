@@ -209,19 +209,19 @@ final class RequestPipeline {
             varyMiss = otherVariants
             return .none
         case .pending(let name):
-            waitForVerification(of: name, on: connection)
+            waitForVerification(of: name, key: key, on: connection)
             return .pending
         }
     }
 
-    /// Checks a disk entry's body on the reader thread, then resumes `connection`'s exchange on
-    /// its loop.
-    func waitForVerification(of name: EntryName, on connection: ClientConnection) {
+    /// Checks the disk entry `name` of `key` on the reader thread, then resumes `connection`'s
+    /// exchange on its loop.
+    func waitForVerification(of name: EntryName, key: CacheKey, on connection: ClientConnection) {
         let proxy = connection.proxy
         connection.exchange?.take(.diskCheckStarted)
         let token = proxy.park(connection)
         let handle = proxy.loop.handle
-        proxy.cache.verify(name) { verification in
+        proxy.cache.verify(name, key: key) { verification in
             handle.execute { loop in
                 guard let proxy = loop.context as? ProxyLoop, let connection = proxy.unpark(token) else { return }
                 proxy.pipeline.resumeAfterDiskCheck(verification, on: connection)
@@ -231,9 +231,7 @@ final class RequestPipeline {
 
     private func resumeAfterDiskCheck(_ verification: DiskCache.Verification, on connection: ClientConnection) {
         guard connection.isExchanging, let exchange = connection.exchange else { return }
-        var checked: StoredResponse?
-        if case .sound(let entry?) = verification { checked = entry }
-        switch exchange.take(.diskChecked(checked)) {
+        switch exchange.take(.diskChecked(verification)) {
         case .lookUp:
             proceed(exchange, on: connection)
             connection.flushSoon()
