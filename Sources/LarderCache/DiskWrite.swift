@@ -35,6 +35,10 @@ public final class DiskWrite: Sendable {
     public let checkableBytes = Atomic<Int>(0)
     /// A block read back failed its check: the entry is never stored (or is dropped).
     private let spoiled = Atomic<Bool>(false)
+    /// The file's device and inode, set as it is renamed into place: what a descriptor
+    /// ``openForReading()`` opens by the entry's name must be, since by then that name may hold
+    /// another write's file (the object stored again) or none. Its own lock, as `published`.
+    private let renamedFile = Mutex<(device: UInt64, inode: UInt64)?>(nil)
 
     private struct State {
         var fd: Int32 = -1
@@ -77,9 +81,19 @@ public final class DiskWrite: Sendable {
     /// rename (completion) does not take the data away.
     public func openForReading() -> OpenFile? {
         guard !hasFailed else { return nil }
+        // The temporary name is this write's alone.
         if let file = try? OpenFile.open(temporaryPath) { return file }
-        // Already renamed into place.
-        return try? OpenFile.open(cache.path(forName: name))
+        // Already renamed into place: the name counts only while it holds this very file.
+        guard let renamed = renamedFile.withLock({ $0 }), let file = try? OpenFile.open(cache.path(forName: name)) else {
+            return nil
+        }
+        var info = stat()
+        guard (try? Syscall.call("fstat", { fstat(file.fd, &info) })) != nil, UInt64(info.st_dev) == renamed.device,
+            UInt64(info.st_ino) == renamed.inode
+        else {
+            return nil
+        }
+        return file
     }
 
     /// Whether a write error (or the size limit) ended this write.
@@ -126,6 +140,7 @@ public final class DiskWrite: Sendable {
                 }
                 Syscall.close(state.fd)
                 state.fd = -1
+                renamedFile.withLock { $0 = (UInt64(info.st_dev), UInt64(info.st_ino)) }
                 try FileSystem.renameCreatingDirectory(temporaryPath, cache.path(forName: name))
                 state.done = true
                 state.stored = (UInt64(info.st_dev), UInt64(info.st_ino))

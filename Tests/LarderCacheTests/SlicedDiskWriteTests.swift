@@ -1,5 +1,6 @@
 import Dispatch
 import LarderHTTP
+import Synchronization
 import Testing
 
 @testable import LarderCache
@@ -51,6 +52,36 @@ import Testing
             #expect(stored?.range == "bytes \(index * 100)-\(index * 100 + 99)/1000", "slice \(index)")
             #expect(stored?.body == Array(object[(index * 100)..<(index * 100 + 100)]), "slice \(index)")
         }
+    }
+
+    /// A reader behind the fill's memory takes a finished slice's bytes from that slice's own
+    /// file. When the object was stored again meanwhile (its slice renamed over the name), the
+    /// name holds another write's bytes: those are not this fill's, so none are read, and
+    /// nothing is counted as damage (that newer entry is sound).
+    @Test func aSliceRenamedOverByANewerWriteIsNotReadAsThisFillsBytes() throws {
+        let fixture = try DiskFixture()
+        let cache = TieredCache(memory: MemoryCache(limits: Fixtures.limits()), disk: fixture.cache)
+        let key = Fixtures.key("/replaced")
+        let object = pattern(1000, seed: 7)
+        let write = SlicedDiskWrite(cache: cache, key: key, size: 100, length: 1000, head: Self.head)
+        write.append(Array(object[0..<200]))
+        fixture.cache.drain()
+        let newer = SlicedDiskWrite(cache: cache, key: key, size: 100, length: 1000, head: Self.head)
+        newer.append(Array(pattern(1000, seed: 8)[0..<100]))
+        fixture.cache.drain()
+        #expect(write.data(at: 10, limit: 200) == nil, "slice 0's name holds the newer write's file")
+        let block = try #require(write.data(at: 150, limit: 200), "slice 1's name still holds this write's file")
+        let done = DispatchSemaphore(value: 0)
+        let read = Mutex<[UInt8]?>(nil)
+        block.write.readBlock(block.index, range: block.bytes, from: block.file) { result in
+            if case .checked(let bytes) = result { read.withLock { $0 = bytes } }
+            done.signal()
+        }
+        done.wait()
+        #expect(read.withLock { $0 } == Array(object[100..<200]))
+        fixture.cache.drain()
+        #expect(fixture.cache.statistics.corruptions == 0)
+        #expect(Self.slice(fixture.cache, key, 0)?.body == Array(pattern(1000, seed: 8)[0..<100]), "the newer slice stays")
     }
 
     @Test func aRangeThatBreaksOffKeepsTheSlicesItCompleted() throws {

@@ -203,7 +203,7 @@ extension ClientConnection: FillReader {
                 readFillBlock(block, fill: fill, exchange: exchange)
             case .lost:
                 proxy.logger.warning(
-                    "bytes a lagging client needs are gone from a damaged disk cache file; the response ends incomplete",
+                    "bytes a lagging client needs are gone from the disk cache (its file replaced, removed or damaged); the response ends incomplete",
                     metadata: ["url": "\(proxy.loggable("\(fill.key)"))", "position": "\(position)"])
                 abandonFillBody(exchange, fill: fill)
                 return position
