@@ -47,11 +47,11 @@ final class OpenEntryFiles: Sendable {
     /// The file kept for `name`, marked used; nil when none is.
     func file(named name: EntryName) -> OpenFile? {
         state.withLock { state in
-            guard var kept = state.files[name] else { return nil }
+            // One probe: the use is marked in place, through the index.
+            guard let index = state.files.index(forKey: name) else { return nil }
             state.clock += 1
-            kept.used = state.clock
-            state.files[name] = kept
-            return kept.file
+            state.files.values[index].used = state.clock
+            return state.files.values[index].file
         }
     }
 
