@@ -82,7 +82,9 @@ struct DiskIndex {
 
     /// The slots of `key`'s entries.
     private func slots(of key: CacheKey) -> [Int] {
-        if let variants = varied[key] { return variants.indices }
+        // Not looked up while no key has entries with Vary values (the usual case), as in insert:
+        // a probe hashes the key twice (its shard, then the shard's table).
+        if varied.count > 0, let variants = varied[key] { return variants.indices }
         guard let index = byName[DiskCache.entryName(key: key, vary: [:])], slots[index]?.key == key else { return [] }
         return [index]
     }
@@ -273,7 +275,7 @@ struct DiskIndex {
         guard let entry = slots[index] else { return }
         recency.unlink(index, in: &slots)
         if !keepingName { byName.removeValue(forKey: entry.name) }
-        if let variants = varied.removeValue(forKey: entry.key), let rest = variants.removing(index),
+        if varied.count > 0, let variants = varied.removeValue(forKey: entry.key), let rest = variants.removing(index),
             rest.indices.contains(where: { slots[$0]?.vary.isEmpty == false })
         {
             varied[entry.key] = rest
