@@ -42,14 +42,16 @@ public struct ResponseHeadParser: Sendable {
         if content.isEmpty {
             guard started else { return .none }
             started = false
-            var finished = ResponseHead(status: 0)
-            swap(&finished, &head)
-            if (100..<200).contains(finished.status) { return .interim(finished) }
-            let withoutBody = answersHEAD || finished.status == 204 || finished.status == 304
-            finished.declaredLength = try BodyFraming.checkResponse(finished.headers, withoutBody: withoutBody)
-            return .final(finished)
+            if (100..<200).contains(head.status) { return .interim(takeHead()) }
+            let withoutBody = answersHEAD || head.status == 204 || head.status == 304
+            head.declaredLength = try BodyFraming.checkResponse(head.headers, withoutBody: withoutBody)
+            return .final(takeHead())
         }
-        if content[0] == UInt8(ascii: "H"), content.starts(with: "HTTP/".utf8) {
+        // Byte by byte rather than `starts(with:)`, whose generic walk of a UTF-8 view cost more
+        // than the rest of the status line's checks.
+        if content[0] == UInt8(ascii: "H"), content.count >= 5, content[1] == UInt8(ascii: "T"), content[2] == UInt8(ascii: "T"),
+            content[3] == UInt8(ascii: "P"), content[4] == UInt8(ascii: "/")
+        {
             head = try ResponseHeadParser.parseStatusLine(content)
             started = true
             return .none
@@ -65,12 +67,11 @@ public struct ResponseHeadParser: Sendable {
         // One pass over the bytes through a typed pointer: every field of every response
         // comes through here.
         let bytes = content.assumingMemoryBound(to: UInt8.self)
+        // The name's token characters, then its colon: ":" is not one, so a single test per
+        // byte finds both the colon and a name that is not a token (the line is dropped).
         var colon = 0
-        while colon < bytes.count, bytes[colon] != UInt8(ascii: ":") {
-            guard ASCII.isTokenChar(bytes[colon]) else { return .none }  // not a field name: dropped
-            colon += 1
-        }
-        guard colon > 0, colon < bytes.count else { return .none }
+        while colon < bytes.count, ASCII.isTokenChar(bytes[colon]) { colon += 1 }
+        guard colon > 0, colon < bytes.count, bytes[colon] == UInt8(ascii: ":") else { return .none }
         var valueStart = colon + 1
         var valueEnd = bytes.count
         while valueStart < valueEnd, bytes[valueStart] == 32 || bytes[valueStart] == 9 { valueStart += 1 }
@@ -79,6 +80,15 @@ public struct ResponseHeadParser: Sendable {
         guard ASCII.allFieldValueChars(UnsafeBufferPointer(rebasing: bytes[valueStart..<valueEnd])) else { return .none }
         head.headers.append(line: line, nameCount: colon, value: UnsafeRawBufferPointer(rebasing: content[valueStart..<valueEnd]))
         return .none
+    }
+
+    /// The head built so far, moved out and replaced by an empty one: the caller's is then the
+    /// only reference to its fields, which it changes in place. The empty head's reason is
+    /// given, not looked up: it is never read (the next status line replaces the head).
+    private mutating func takeHead() -> ResponseHead {
+        var taken = ResponseHead(status: 0, reason: "")
+        swap(&taken, &head)
+        return taken
     }
 
     /// Room reserved for a response's fields (an origin's 1 KiB response carries 6-12).
