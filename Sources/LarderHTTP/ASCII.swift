@@ -1,14 +1,17 @@
 /// Byte-level helpers for the HTTP grammar (RFC 9110 §5.6).
 public enum ASCII {
     /// tchar: "!" / "#" / "$" / "%" / "&" / "'" / "*" / "+" / "-" / "." / "^" / "_" / "`" / "|" / "~" / DIGIT / ALPHA,
-    /// as two bit masks over the bytes 0-63 and 64-127 (constants: a lazily built table cost a
-    /// `swift_once` check on every byte of every header name).
-    static let tokenMaskLow: UInt64 = 0x03FF_6CFA_0000_0000
-    static let tokenMaskHigh: UInt64 = 0x57FF_FFFF_C7FF_FFFE
+    /// as a table of one byte per ASCII code, "t" for a tchar. A literal is a constant in the
+    /// binary (a lazily built table would cost a `swift_once` check on every byte of every
+    /// header name), and a byte is one load and compare (``isIn(_:low:high:)``'s masks need two
+    /// range checks and a bit test). ASCIITests checks it against the tchar set on every byte.
+    static var tokenTable: StaticString {
+        ".................................t.ttttt..tt.tt.tttttttttt.......tttttttttttttttttttttttttt...ttttttttttttttttttttttttttttt.t.t."
+    }
 
     @inline(__always)
     public static func isTokenChar(_ byte: UInt8) -> Bool {
-        isIn(byte, low: tokenMaskLow, high: tokenMaskHigh)
+        byte < 0x80 && tokenTable.utf8Start[Int(byte)] == UInt8(ascii: "t")
     }
 
     /// Whether `byte` is in the ASCII set given as two bit masks over the bytes 0-63 (`low`)
