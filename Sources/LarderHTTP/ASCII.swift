@@ -179,6 +179,29 @@ public enum ASCII {
         return true
     }
 
+    /// Whether every byte is visible ASCII, 0x21-0x7E: no space, control byte, DEL or byte over
+    /// 0x7F (a request target as the request line carries it), eight at a time.
+    public static func allVisibleASCII(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let base = bytes.baseAddress else { return true }
+        @inline(__always) func visible(_ word: UInt64) -> Bool {
+            word & 0x8080_8080_8080_8080 == 0 && !hasByte(in: word, below: 0x21) && !hasByte(in: word, equalTo: 0x7F)
+        }
+        var index = 0
+        while index + 8 <= bytes.count {
+            if !visible(UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self)) { return false }
+            index += 8
+        }
+        if index < bytes.count, bytes.count >= 8 {
+            // The rest as the last eight bytes, some of them checked again.
+            return visible(UnsafeRawPointer(base + bytes.count - 8).loadUnaligned(as: UInt64.self))
+        }
+        while index < bytes.count {
+            if base[index] <= 0x20 || base[index] >= 0x7F { return false }
+            index += 1
+        }
+        return true
+    }
+
     /// Whether a byte of `word` is below `limit` (at most 0x80): exact as a yes or no, since a
     /// borrow only starts at a byte that is below it.
     @inline(__always)

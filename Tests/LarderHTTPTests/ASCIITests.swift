@@ -18,6 +18,8 @@ import Testing
             let visible = bytes.allSatisfy { $0 > 0x20 && $0 != 0x7F }
             #expect(bytes.withUnsafeBufferPointer { ASCII.allFieldValueChars($0) } == value, "\(bytes)")
             #expect(bytes.withUnsafeBufferPointer { ASCII.allVisibleOrHigh($0) } == visible, "\(bytes)")
+            let visibleASCII = bytes.allSatisfy { $0 > 0x20 && $0 < 0x7F }
+            #expect(bytes.withUnsafeBufferPointer { ASCII.allVisibleASCII($0) } == visibleASCII, "\(bytes)")
         }
         let neighbours: [UInt8] = [0x00, 0x08, 0x09, 0x0A, 0x1F, 0x20, 0x21, 0x7E, 0x7F, 0x80, 0xFF]
         for length in [1, 7, 8, 9, 16, 19] {
