@@ -269,6 +269,11 @@ public struct AbsoluteURL: Sendable, Hashable, CustomStringConvertible {
         var index = 0
         while index < bytes.count {
             let byte = bytes[index]
+            // The plain characters first, nearly every byte ("%" and "#" are not among them).
+            if isURIChar(byte) {
+                index += 1
+                continue
+            }
             if byte == UInt8(ascii: "%") {
                 guard index + 2 < bytes.count, isHex(bytes[index + 1]), isHex(bytes[index + 2]) else {
                     throw .bad("malformed percent-encoding in URL")
@@ -277,17 +282,20 @@ public struct AbsoluteURL: Sendable, Hashable, CustomStringConvertible {
                 continue
             }
             if byte == UInt8(ascii: "#") { throw .bad("URL must not carry a fragment") }
-            guard isURIChar(byte) else { throw .bad("invalid character in URL") }
-            index += 1
+            throw .bad("invalid character in URL")
         }
     }
 
-    /// unreserved / sub-delims / ":" / "@" / "/" / "?" (as masks: the lazily built table this
-    /// replaced cost a `swift_once` check and a bounds check per byte).
+    /// unreserved / sub-delims / ":" / "@" / "/" / "?": ! $ & ' ( ) * + , - . / 0-9 : ; = ? @
+    /// A-Z _ a-z ~, as a table of one byte per ASCII code, "u" for a URI character (a literal:
+    /// a constant in the binary, read with one load and compare, as ``ASCII/tokenTable``).
+    static var uriTable: StaticString {
+        ".................................u..u.uuuuuuuuuuuuuuuuuuuuuu.u.uuuuuuuuuuuuuuuuuuuuuuuuuuuu....u.uuuuuuuuuuuuuuuuuuuuuuuuuu...u."
+    }
+
     @inline(__always)
     static func isURIChar(_ byte: UInt8) -> Bool {
-        // ! $ & ' ( ) * + , - . / 0-9 : ; = ?  |  @ A-Z _ a-z ~
-        ASCII.isIn(byte, low: 0xAFFF_FFD2_0000_0000, high: 0x47FF_FFFE_87FF_FFFF)
+        byte < 0x80 && uriTable.utf8Start[Int(byte)] == UInt8(ascii: "u")
     }
 
     @inline(__always)
