@@ -42,9 +42,10 @@ public final class TieredCache: Sendable {
 
     /// The stored variant for a request with `headers`: memory first, then disk. `checked` is
     /// what ``verify(_:key:completion:)`` just found for this request: a sound entry is served
-    /// from the bytes it checked; after any outcome the disk tier is not asked to look for an
-    /// entry the start-up scan has not indexed again (the reader thread just did), so a lookup
-    /// goes to the reader thread at most once per check.
+    /// from the bytes it checked; after any other outcome the disk tier is a miss for this
+    /// lookup (it neither looks for an entry the start-up scan has not indexed, nor sends one
+    /// to the reader thread again), so a request goes to the reader thread at most once per
+    /// lookup.
     public func lookup(_ key: CacheKey, request headers: HTTPHeaders, checked: DiskCache.Verification? = nil) -> Lookup {
         let result = lookUpStored(key, request: headers, checked: checked)
         if case .found(let stored, _) = result, stored.directives.forbidsSharedStorage {
@@ -76,7 +77,10 @@ public final class TieredCache: Sendable {
         case .miss:
             return .miss(varyMiss: varyMiss)
         case .unverified(let name):
-            return .pending(name: name)
+            // Once per check: an entry the reader thread could not read for this request (out
+            // of descriptors, replaced meanwhile) is not sent back to it, or the request would
+            // go round between the loop and the reader for as long as that lasts.
+            return checked == nil ? .pending(name: name) : .miss(varyMiss: varyMiss)
         case .hit(let stored):
             disk.countHit(stored)
             promote(stored)
