@@ -155,8 +155,16 @@ extension DiskCache {
     /// Removes every stored variant of `key`. Returns whether anything was stored.
     @discardableResult
     public func purge(_ key: CacheKey) -> Bool {
-        var removed = index.withLock { $0.remove(key: key) }
         let direct = DiskCache.entryName(key: key, vary: [:])
+        var removed = index.withLock { index in
+            let removed = index.remove(key: key)
+            // While the start-up scan runs, the key's entry without Vary may be a file it has
+            // not indexed yet: its name is tombstoned as well (`remove(named:)`), so that
+            // neither the scan nor a lookup on the reader thread indexes it again before the
+            // writer deletes it.
+            index.remove(named: direct)
+            return removed
+        }
         if !isIndexComplete && !removed.contains(where: { $0.name == direct }) && access(path(forName: direct), F_OK) == 0 {
             removed.append(DiskCache.unindexedFile(direct))
         }
