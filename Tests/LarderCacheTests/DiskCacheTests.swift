@@ -114,6 +114,54 @@ import Testing
         #expect(reopened.statistics.corruptions == 0)
     }
 
+    /// A purge while the start-up scan runs tombstones the key's own name even when the scan
+    /// has not indexed it: a lookup on the reader thread (or the scan) that finds the file
+    /// before the writer deletes it does not index it again.
+    @Test func anEntryPurgedBeforeTheScanReachedItStaysPurged() throws {
+        let fixture = try DiskFixture()
+        fixture.store("/purged", body: pattern(100_000, seed: 9))
+        let key = Fixtures.key("/purged")
+        let reopened = try fixture.reopen(scanning: false)
+        defer { reopened.stop() }
+        reopened.index.withLock { $0.beginScan() }
+        let gate = DispatchSemaphore(value: 0)
+        reopened.writer.submit { gate.wait() }  // the file is still there when the lookup runs
+        #expect(reopened.purge(key))
+        guard case .unverified(let name) = reopened.lookup(key, request: [:]) else {
+            gate.signal()
+            Issue.record("the purged name is looked for on the reader thread")
+            return
+        }
+        let check = Self.check(reopened, name, key)
+        gate.signal()
+        reopened.drain()
+        guard case .dropped = check else {
+            Issue.record("a purged entry the scan had not indexed is found again")
+            return
+        }
+        #expect(!reopened.isIndexed(key))
+        #expect(fixture.entryFiles().isEmpty, "the writer deleted the file")
+    }
+
+    /// After the reader thread's check, the tiers do not send the same lookup back to it: an
+    /// entry it could not read for this request (out of descriptors) would otherwise go round
+    /// between the loop and the reader for as long as that lasts.
+    @Test func aLookupAfterACheckNeverGoesBackToTheReaderThread() throws {
+        let fixture = try DiskFixture()
+        fixture.store("/large", body: pattern(500_000, seed: 4))
+        let key = Fixtures.key("/large")
+        let tiers = TieredCache(memory: MemoryCache(limits: Fixtures.limits()), disk: fixture.cache)
+        guard case .pending = tiers.lookup(key, request: [:]) else {
+            Issue.record("a 500 KB record is checked on the reader thread")
+            return
+        }
+        guard case .miss = tiers.lookup(key, request: [:], checked: .dropped) else {
+            Issue.record("after a check that found nothing usable, the lookup is a miss")
+            return
+        }
+        #expect(fixture.cache.isIndexed(key), "the entry stays: the check dropped nothing")
+    }
+
     /// The reader thread's check of `name` for `key`, waited for.
     private static func check(_ cache: DiskCache, _ name: EntryName, _ key: CacheKey) -> DiskCache.Verification? {
         let done = DispatchSemaphore(value: 0)
