@@ -33,6 +33,36 @@ extension IntegrationTests {
             #expect(!larder.child.stderr.contains("open-file"), "\(larder.child.stderr)")
         }
 
+        /// Out of descriptors with connections still waiting to be accepted, the loops do not
+        /// spin on the listening socket (which stays readable): each stops watching it for a
+        /// moment, and accepts again once descriptors are free.
+        @Test func runningOutOfDescriptorsDoesNotSpinTheLoops() throws {
+            let origin = try Origin()
+            let larder = try Larder(launcher: ["/usr/bin/prlimit", "--nofile=160:160"])
+            #expect(try Curl.viaProxy(larder.proxy, [origin.url("/before")]).status == 200)
+            let flood = try ChildProcess("/usr/bin/env", ["python3", Paths.floodScript, String(larder.proxyPort), "400"])
+            defer { _ = flood.stop() }
+            _ = try flood.waitForOutput(timeout: 60, stream: \.stdout) { $0.contains("OPEN ") }
+            usleep(500_000)
+            let before = larder.child.cpuTicks()
+            usleep(3_000_000)
+            let spent = larder.child.cpuTicks() - before
+            // A loop woken at once, again and again, takes a whole CPU: 300 ticks in 3 s.
+            #expect(spent < 60, "\(spent) clock ticks of CPU in 3 s with the flood held")
+            #expect(larder.child.stderr.contains("out of file descriptors"), "\(larder.child.stderr)")
+            _ = flood.stop()  // its connections close
+            var status = 0
+            var body = ""
+            for _ in 0..<50 where status != 200 {
+                let result = try? Curl.viaProxy(larder.proxy, [origin.url("/after")])
+                status = result?.status ?? 0
+                body = result?.text ?? ""
+                if status != 200 { usleep(100_000) }
+            }
+            #expect(status == 200, "accepting again once the flood has gone: \(body)")
+            #expect(larder.child.isRunning)
+        }
+
         @Test func aHardLimitBelowTheConnectionsWarnsOnce() throws {
             try #require(Self.hardLimit() >= 6_000)
             let larder = try Larder(launcher: ["/usr/bin/prlimit", "--nofile=1024:6000"])

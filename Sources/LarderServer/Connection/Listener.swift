@@ -11,6 +11,10 @@ final class Listener: IOHandler {
     let kind: Kind
     let proxy: ProxyLoop
     private var lastLimitLog: UInt64 = 0
+    /// Not watched for a moment: out of descriptors, with no spare to refuse the next one.
+    private var paused = false
+    /// How long a listener out of descriptors waits before it is watched again.
+    static let exhaustedPauseNanos: UInt64 = 100_000_000
     /// Admin connections are few (scrapers, the CLI); this bounds what a flood of them holds.
     static let maxAdminConnections = 64
 
@@ -37,6 +41,10 @@ final class Listener: IOHandler {
                         }
                         proxy.reserveSpareDescriptor()
                     }
+                    // No spare left (another thread took the one freed, or none could be had):
+                    // the next pending connection would wake this loop again at once, and
+                    // again, for as long as descriptors run short. It waits a moment instead.
+                    if !proxy.holdsSpareDescriptor { pauseAccepting() }
                 } else if error.errno != ECONNABORTED {
                     proxy.logger.error("accept failed", metadata: ["error": "\(error)"])
                 }
@@ -64,6 +72,28 @@ final class Listener: IOHandler {
             }
             client.setNoDelay()
             proxy.adopt(client, peer: peer, kind: kind)
+        }
+    }
+
+    /// Stops watching the listening socket for ``exhaustedPauseNanos``, then watches it again
+    /// (with a spare descriptor, if one can be had by then), unless the daemon drains meanwhile.
+    /// Deregistered rather than left idle: it is registered exclusive (EPOLLEXCLUSIVE), which
+    /// epoll does not let be modified.
+    private func pauseAccepting() {
+        guard !paused else { return }
+        paused = true
+        let loop = proxy.loop
+        loop.deregister(socket.fd)
+        _ = loop.schedule(afterNanos: Listener.exhaustedPauseNanos) { [weak self] in
+            guard let self else { return }
+            self.paused = false
+            guard !self.proxy.isDraining else { return }
+            self.proxy.reserveSpareDescriptor()
+            do {
+                try loop.register(self.socket.fd, interest: .readable, handler: self, exclusive: true)
+            } catch {
+                self.proxy.logger.error("cannot watch the listening socket again", metadata: ["error": "\(error)"])
+            }
         }
     }
 

@@ -135,6 +135,9 @@ final class ProxyLoop {
         spareDescriptor = (try? Syscall.call("open") { open("/dev/null", O_RDONLY | O_CLOEXEC) }) ?? -1
     }
 
+    /// Whether a spare descriptor is held.
+    var holdsSpareDescriptor: Bool { spareDescriptor >= 0 }
+
     /// Closes the spare descriptor; false if there was none.
     func releaseSpareDescriptor() -> Bool {
         guard spareDescriptor >= 0 else { return false }

@@ -167,6 +167,17 @@ final class ChildProcess {
         waitUntilExit()
     }
 
+    /// User and system CPU time from /proc, in clock ticks (all threads).
+    func cpuTicks() -> Int {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let end = stat.lastIndex(of: ")")
+        else { return 0 }
+        // After the command name: state is field 3, utime and stime fields 14 and 15.
+        let fields = stat[stat.index(after: end)...].split(separator: " ")
+        guard fields.count > 12 else { return 0 }
+        return (Int(fields[11]) ?? 0) + (Int(fields[12]) ?? 0)
+    }
+
     /// Resident memory from /proc, in KiB.
     func residentKiB() -> Int {
         guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return 0 }
