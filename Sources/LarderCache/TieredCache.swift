@@ -285,6 +285,19 @@ public final class TieredCache: Sendable {
         return inMemory || onDisk
     }
 
+    /// Removes the slices of `key`'s object (`cache.slice_size`) numbered below `count`, from
+    /// both tiers; whether any was stored. A purge of the object's URL means its slices too,
+    /// which are stored under keys of their own (``CacheKey/slice(_:)``). One probe a number
+    /// (slices may have gaps: a range stores the whole slices inside it): callers bound
+    /// `count` by the largest object a slice size allows, and run this off the event loops.
+    @discardableResult
+    public func purgeSlices(of key: CacheKey, below count: Int) -> Bool {
+        guard mayHoldSlices else { return false }
+        var found = false
+        for index in 0..<max(0, count) where purge(key.slice(index)) { found = true }
+        return found
+    }
+
     /// Removes, from both tiers, every stored response whose key `matches` (a ban: eager, done
     /// when this returns, apart from the disk files the writer thread deletes after). Returns how
     /// many distinct keys were stored.

@@ -38,6 +38,31 @@ extension IntegrationTests {
 
         static func sliceRange(_ index: Int) -> String { "bytes=\(index * slice)-\((index + 1) * slice - 1)" }
 
+        /// `POST /purge?url=` of an object stored in slices removes the slices, which are
+        /// stored under keys of their own: the next request goes to the origin.
+        @Test func aPurgeOfTheObjectsURLRemovesItsSlices() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: "[cache]\nslice_size = \"1MiB\"\n")
+            let size = 3 << 20
+            let target = "/big?size=\(size)&ranges=1&cc=max-age=3600"
+            let url = origin.url(target)
+            #expect(try Curl.viaProxy(larder.proxy, [url], timeout: 60).body.count == size)
+            var listed = 0
+            for _ in 0..<100 where listed < 3 {
+                let answer = try Curl.run(["http://127.0.0.1:\(larder.adminPort)/cache?prefix=\(url)"])
+                listed = ((try JSONSerialization.jsonObject(with: answer.body) as? [String: Any])?["entries"] as? [Any])?.count ?? 0
+                if listed < 3 { usleep(50_000) }
+            }
+            #expect(listed == 3, "stored as three slices")
+            #expect(try Curl.viaProxy(larder.proxy, [url]).cacheStatus?.hit == true)
+            let encoded = url.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? url
+            let purge = try Curl.run(["-X", "POST", "http://127.0.0.1:\(larder.adminPort)/purge?url=\(encoded)"])
+            #expect(purge.text.contains("\"purged\":true"), "\(purge.text)")
+            let after = try Curl.viaProxy(larder.proxy, [url], timeout: 60)
+            #expect(after.body.count == size && after.cacheStatus?.hit == false, "\(after.headers)")
+            #expect(try origin.bytes(target) == 2 * size, "fetched whole again after the purge")
+        }
+
         @Test func rangesAndAResumeOfA64MiBObjectComeFromItsSlices() throws {
             let origin = try Origin()
             let larder = try Larder(config: "")

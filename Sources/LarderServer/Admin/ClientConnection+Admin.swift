@@ -60,12 +60,9 @@ extension ClientConnection {
         case .pac:
             answerAdminPAC(exchange)
         case .purgeKey(let key):
-            answerKeyPurge(CacheKey(normalized: key))
+            answerPurge(CacheKey(normalized: key), subject: .key(key), config: exchange.runtime.config)
         case .purgeURL(let url):
-            let purged = proxy.cache.purge(exchange.runtime.key(for: url))
-            proxy.telemetry.stats[.invalidations].add(purged ? 1 : 0)
-            proxy.logger.notice("purged", metadata: ["url": "\(proxy.loggable(url.description))", "found": "\(purged)"])
-            respondAdmin(.json(Array("{\"url\":\(JSON.string(url.description)),\"purged\":\(purged)}\n".utf8)))
+            answerPurge(exchange.runtime.key(for: url), subject: .url(url.description), config: exchange.runtime.config)
         case .listCache(let prefix, let limit):
             answerCacheListing(prefix: prefix, limit: limit)
         case .ban(let pattern):

@@ -4,14 +4,22 @@ import LarderHTTP
 import LarderIO
 
 /// The admin calls over the cache's contents: `GET /cache?prefix=…&limit=…` lists entries,
-/// `POST /ban?prefix=…` or `?glob=…` removes every match. Both walk the cache on the admin
-/// thread (a listing reads disk heads; a ban of a million entries takes a while), and the
-/// connection waits parked.
+/// `POST /ban?prefix=…` or `?glob=…` removes every match, `POST /purge?url=…` or `?key=…` one
+/// object and its slices. They run on the admin thread (a listing reads disk heads; a ban of a
+/// million entries takes a while; a purge looks for slices by number), and the connection
+/// waits parked.
 extension ClientConnection {
     /// What the admin thread hands back.
     enum CacheAdminResult: Sendable {
         case listing(CacheListing)
         case banned(Int, pattern: BanPattern, scope: KeyScope, startNanos: UInt64)
+        case purged(PurgeSubject, found: Bool)
+    }
+
+    /// What a purge named: a URL, or a key a route built.
+    enum PurgeSubject: Sendable {
+        case url(String)
+        case key(String)
     }
 
     func answerCacheListing(prefix asked: String, limit: Int) {
@@ -60,13 +68,21 @@ extension ClientConnection {
         offLoop { .banned(cache.remove(matching: { scope.matches($0.url) }), pattern: requested, scope: scope, startNanos: start) }
     }
 
-    /// `POST /purge?key=…`: removes the entry stored under a key a route built (`debian:/…`,
-    /// `sha256:…`), whichever URLs it serves.
-    func answerKeyPurge(_ key: CacheKey) {
-        let purged = proxy.cache.purge(key)
-        proxy.telemetry.stats[.invalidations].add(purged ? 1 : 0)
-        proxy.logger.notice("purged", metadata: ["key": "\(proxy.loggable(key.url))", "found": "\(purged)"])
-        respondAdmin(.json(Array("{\"key\":\(JSON.string(key.url)),\"purged\":\(purged)}\n".utf8)))
+    /// `POST /purge?url=…`, or `?key=…` for a key a route built (`debian:/…`, `sha256:…`,
+    /// whichever URLs it serves): removes what is stored under `key`, and the slices of an
+    /// object stored in slices (`cache.slice_size`), which have keys of their own. On the
+    /// admin thread: the slices are looked for by number, up to as many as the current slice
+    /// size cuts the largest storable object into (slices stored under another slice size
+    /// are left to a ban).
+    func answerPurge(_ key: CacheKey, subject: PurgeSubject, config: Config) {
+        let cache = proxy.cache
+        let size = Int64(config.cache.sliceSize)
+        let slices = size > 0 ? Int((config.disk.maxObjectBytes + size - 1) / size) : 0
+        offLoop {
+            let whole = cache.purge(key)
+            let sliced = cache.purgeSlices(of: key, below: slices)
+            return .purged(subject, found: whole || sliced)
+        }
     }
 
     /// Answers with what the admin thread found.
@@ -93,6 +109,15 @@ extension ClientConnection {
                         ("{\"banned\":\(count),\"pattern\":\(JSON.string(pattern.description)),\"index_complete\":\(indexComplete),"
                             + "\"keys\":\(JSON.strings(scope.patterns.map(\.text))),\"shared\":\(JSON.strings(scope.shared)),"
                             + "\"not_covered\":\(JSON.strings(scope.notCovered))}\n").utf8)))
+        case .purged(let subject, let found):
+            proxy.telemetry.stats[.invalidations].add(found ? 1 : 0)
+            let (name, value) =
+                switch subject {
+                case .url(let url): ("url", url)
+                case .key(let key): ("key", key)
+                }
+            proxy.logger.notice("purged", metadata: [name: "\(proxy.loggable(value))", "found": "\(found)"])
+            respondAdmin(.json(Array("{\"\(name)\":\(JSON.string(value)),\"purged\":\(found)}\n".utf8)))
         }
         flushSoon()
     }
