@@ -47,13 +47,7 @@ extension IntegrationTests {
             let target = "/big?size=\(size)&ranges=1&cc=max-age=3600"
             let url = origin.url(target)
             #expect(try Curl.viaProxy(larder.proxy, [url], timeout: 60).body.count == size)
-            var listed = 0
-            for _ in 0..<100 where listed < 3 {
-                let answer = try Curl.run(["http://127.0.0.1:\(larder.adminPort)/cache?prefix=\(url)"])
-                listed = ((try JSONSerialization.jsonObject(with: answer.body) as? [String: Any])?["entries"] as? [Any])?.count ?? 0
-                if listed < 3 { usleep(50_000) }
-            }
-            #expect(listed == 3, "stored as three slices")
+            #expect(try Self.sliceTiers(larder, url) { $0.count == 3 }.count == 3, "stored as three slices")
             #expect(try Curl.viaProxy(larder.proxy, [url]).cacheStatus?.hit == true)
             let encoded = url.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? url
             let purge = try Curl.run(["-X", "POST", "http://127.0.0.1:\(larder.adminPort)/purge?url=\(encoded)"])
