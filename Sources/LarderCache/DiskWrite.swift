@@ -35,28 +35,10 @@ public final class DiskWrite: Sendable {
     public let checkableBytes = Atomic<Int>(0)
     /// A block read back failed its check: the entry is never stored (or is dropped).
     private let spoiled = Atomic<Bool>(false)
-    /// The file as it was renamed into place: what a descriptor ``openForReading()`` opens by
-    /// the entry's name must be, since by then that name may hold another write's file (the
-    /// object stored again) or none. Its own lock, as `published`.
-    private let renamedFile = Mutex<RenamedFile?>(nil)
-
-    /// A file's device and inode number, and its status-change time once renamed: the number
-    /// alone is not enough, since a file system hands a freed inode's number to the next file
-    /// it creates (ext4 does, in order), and a newer write of the same name can then carry
-    /// it. The rename sets the time; nil only while the job that renamed it runs (on the
-    /// writer thread, where every rename and removal of entry files happens, so none can
-    /// intervene).
-    private struct RenamedFile {
-        let device: UInt64
-        let inode: UInt64
-        var changed: timespec?
-
-        func matches(_ info: stat) -> Bool {
-            guard UInt64(info.st_dev) == device, UInt64(info.st_ino) == inode else { return false }
-            guard let changed else { return true }
-            return info.st_ctim.tv_sec == changed.tv_sec && info.st_ctim.tv_nsec == changed.tv_nsec
-        }
-    }
+    /// The file's device and inode, set as it is renamed into place: what a descriptor
+    /// ``openForReading()`` opens by the entry's name must be, since by then that name may hold
+    /// another write's file (the object stored again) or none. Its own lock, as `published`.
+    private let renamedFile = Mutex<(device: UInt64, inode: UInt64)?>(nil)
 
     private struct State {
         var fd: Int32 = -1
@@ -106,7 +88,9 @@ public final class DiskWrite: Sendable {
             return nil
         }
         var info = stat()
-        guard (try? Syscall.call("fstat", { fstat(file.fd, &info) })) != nil, renamed.matches(info) else {
+        guard (try? Syscall.call("fstat", { fstat(file.fd, &info) })) != nil, UInt64(info.st_dev) == renamed.device,
+            UInt64(info.st_ino) == renamed.inode
+        else {
             return nil
         }
         return file
@@ -154,14 +138,10 @@ public final class DiskWrite: Sendable {
                 guard size == bodyOffset + state.written + Int64(table.count) else {
                     throw SystemError(call: "fstat (size mismatch)", errno: EIO)
                 }
-                renamedFile.withLock { $0 = RenamedFile(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)) }
-                try FileSystem.renameCreatingDirectory(temporaryPath, cache.path(forName: name))
-                var renamed = stat()
-                let changed = (try? Syscall.call("fstat") { fstat(state.fd, &renamed) }) != nil ? renamed.st_ctim : nil
-                // Unknown, it matches no file: a reader then finds the bytes gone, never another's.
-                renamedFile.withLock { $0?.changed = changed ?? timespec(tv_sec: -1, tv_nsec: -1) }
                 Syscall.close(state.fd)
                 state.fd = -1
+                renamedFile.withLock { $0 = (UInt64(info.st_dev), UInt64(info.st_ino)) }
+                try FileSystem.renameCreatingDirectory(temporaryPath, cache.path(forName: name))
                 state.done = true
                 state.stored = (UInt64(info.st_dev), UInt64(info.st_ino))
                 cache.didStore(key: key, name: name, vary: vary, size: size)

@@ -1,5 +1,4 @@
 import Dispatch
-import Glibc
 import LarderHTTP
 import Synchronization
 import Testing
@@ -83,24 +82,6 @@ import Testing
         fixture.cache.drain()
         #expect(fixture.cache.statistics.corruptions == 0)
         #expect(Self.slice(fixture.cache, key, 0)?.body == Array(pattern(1000, seed: 8)[0..<100]), "the newer slice stays")
-    }
-
-    /// A file system hands a freed inode's number to the next file it creates, so a newer
-    /// write of a slice can carry the number of the file this write renamed: the file's
-    /// status-change time, set by the rename, tells them apart. Standing in for such a file
-    /// here: this write's own file with its status changed after the rename (`chmod`).
-    @Test func aSliceFileWithTheSameInodeNumberButAnotherStatusChangeIsNotRead() throws {
-        let fixture = try DiskFixture()
-        let cache = TieredCache(memory: MemoryCache(limits: Fixtures.limits()), disk: fixture.cache)
-        let key = Fixtures.key("/renumbered")
-        let write = SlicedDiskWrite(cache: cache, key: key, size: 100, length: 1000, head: Self.head)
-        write.append(Array(pattern(1000, seed: 3)[0..<200]))
-        fixture.cache.drain()
-        let path = fixture.cache.path(forName: DiskCache.entryName(key: key.slice(1), vary: [:]))
-        usleep(50_000)  // past the file system's timestamp granularity
-        #expect(chmod(path, 0o640) == 0)
-        #expect(write.data(at: 150, limit: 200) == nil, "another status-change time: not the file this write renamed")
-        #expect(write.data(at: 50, limit: 200) != nil, "slice 0's file is as it was renamed")
     }
 
     @Test func aRangeThatBreaksOffKeepsTheSlicesItCompleted() throws {
