@@ -37,7 +37,8 @@ public final class DiskWrite: Sendable {
     private let spoiled = Atomic<Bool>(false)
     /// The file's device and inode, set as it is renamed into place: what a descriptor
     /// ``openForReading()`` opens by the entry's name must be, since by then that name may hold
-    /// another write's file (the object stored again) or none. Its own lock, as `published`.
+    /// another write's file (the object stored again) or none, and what a later
+    /// ``spoil(block:)`` drops if the name still holds it. Its own lock, as `published`.
     private let renamedFile = Mutex<(device: UInt64, inode: UInt64)?>(nil)
 
     private struct State {
@@ -46,9 +47,6 @@ public final class DiskWrite: Sendable {
         var checksum = BodyChecksum()
         var blocks = BlockChecksums()
         var done = false
-        /// The file's device and inode once renamed into place: what a later ``spoil(block:)``
-        /// drops, if its name still holds that very file.
-        var stored: (device: UInt64, inode: UInt64)?
     }
 
     private let state = Locked(State())
@@ -84,16 +82,16 @@ public final class DiskWrite: Sendable {
         // The temporary name is this write's alone.
         if let file = try? OpenFile.open(temporaryPath) { return file }
         // Already renamed into place: the name counts only while it holds this very file.
-        guard let renamed = renamedFile.withLock({ $0 }), let file = try? OpenFile.open(cache.path(forName: name)) else {
-            return nil
-        }
+        guard renamedFile.withLock({ $0 }) != nil, let file = try? OpenFile.open(cache.path(forName: name)) else { return nil }
         var info = stat()
-        guard (try? Syscall.call("fstat", { fstat(file.fd, &info) })) != nil, UInt64(info.st_dev) == renamed.device,
-            UInt64(info.st_ino) == renamed.inode
-        else {
-            return nil
-        }
+        guard (try? Syscall.call("fstat", { fstat(file.fd, &info) })) != nil, isRenamedFile(info) else { return nil }
         return file
+    }
+
+    /// Whether `info` describes the file this write renamed into place.
+    private func isRenamedFile(_ info: stat) -> Bool {
+        guard let renamed = renamedFile.withLock({ $0 }) else { return false }
+        return UInt64(info.st_dev) == renamed.device && UInt64(info.st_ino) == renamed.inode
     }
 
     /// Whether a write error (or the size limit) ended this write.
@@ -143,7 +141,6 @@ public final class DiskWrite: Sendable {
                 renamedFile.withLock { $0 = (UInt64(info.st_dev), UInt64(info.st_ino)) }
                 try FileSystem.renameCreatingDirectory(temporaryPath, cache.path(forName: name))
                 state.done = true
-                state.stored = (UInt64(info.st_dev), UInt64(info.st_ino))
                 cache.didStore(key: key, name: name, vary: vary, size: size)
             }
             completion?(stored)
@@ -201,7 +198,7 @@ public final class DiskWrite: Sendable {
         guard !spoiled.exchange(true, ordering: .acquiringAndReleasing) else { return }
         let problem = DiskEntryFormat.Problem.blockChecksumMismatch(block: block)
         cache.writer.submit { [self] in
-            let stored = state.withLock { state -> (device: UInt64, inode: UInt64)? in
+            state.withLock { state in
                 if !state.done {
                     if state.fd >= 0 { Syscall.close(state.fd) }
                     state.fd = -1
@@ -209,11 +206,10 @@ public final class DiskWrite: Sendable {
                     failed.store(true, ordering: .releasing)
                     try? FileSystem.remove(temporaryPath)
                 }
-                return state.stored
             }
             var info = stat()
-            if let stored, stat(cache.path(forName: name), &info) == 0, UInt64(info.st_dev) == stored.device,
-                UInt64(info.st_ino) == stored.inode, let entry = cache.index.withLock({ $0.entry(named: name) }), entry.segment == 0
+            if stat(cache.path(forName: name), &info) == 0, isRenamedFile(info),
+                let entry = cache.index.withLock({ $0.entry(named: name) }), entry.segment == 0
             {
                 cache.discard(entry, after: problem)  // counts and logs it
                 return
