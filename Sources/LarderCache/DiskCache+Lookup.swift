@@ -383,15 +383,20 @@ extension DiskCache {
     /// While the start-up scan runs, the entry of `key` without Vary that it may not have
     /// reached yet, looked for under its file name `name` (on the reader thread: a loop opens no
     /// file) and indexed when its head is this key's; nil when there is none, it is another
-    /// URL's or unreadable (the scan drops a damaged one when it gets there), or the index has
-    /// it, or a removal since the scan began forbids it (``DiskIndex/insertIfAbsent(_:)``).
-    func unindexedEntry(named name: EntryName, key: CacheKey) -> (entry: DiskIndex.Entry, loaded: LoadedHead)? {
-        guard !isIndexComplete, name == DiskCache.entryName(key: key, vary: [:]),
+    /// URL's or unreadable (the scan drops a damaged one when it gets there), or a removal since
+    /// the scan began forbids it (``DiskIndex/insertIfAbsent(_:)``). The caller found `name`
+    /// unindexed, but the scan may have indexed it (or ended) since: then the index's entry is
+    /// the one to check, with no head loaded.
+    func unindexedEntry(named name: EntryName, key: CacheKey) -> (entry: DiskIndex.Entry, loaded: LoadedHead?)? {
+        guard !isIndexComplete else { return index.withLock { $0.entry(named: name) }.map { ($0, nil) } }
+        guard name == DiskCache.entryName(key: key, vary: [:]),
             let loaded = try? loadHead(name: name), loaded.head.key == key.url, loaded.head.vary.isEmpty
         else { return nil }
         let entry = DiskIndex.Entry(key: key, vary: [:], name: name, size: loaded.recordLength)
-        guard index.withLock({ $0.insertIfAbsent(entry) }) else { return nil }
-        return (entry, loaded)
+        return index.withLock { index in
+            if let indexed = index.entry(named: name) { return (indexed, nil) }
+            return index.insertIfAbsent(entry) ? (entry, loaded) : nil
+        }
     }
 
     /// Reads a file-backed response's body into memory on the reader thread, checked against
