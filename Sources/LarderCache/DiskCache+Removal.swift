@@ -83,8 +83,9 @@ extension DiskCache {
     /// Rewrites the head of the entry `refreshed` replaces (same key and variant) after a
     /// revalidation (RFC 9111 §4.3.4), on the writer thread: the body is copied into a new
     /// record (appended to a segment) or a new file (renamed over the old one), and the old
-    /// record is freed. Nothing happens if the entry is gone.
-    public func refresh(_ refreshed: StoredResponse) {
+    /// record is freed. Nothing happens if the entry is gone, or a purge or ban since `stamp`
+    /// (when the revalidation began) covers it.
+    public func refresh(_ refreshed: StoredResponse, stamp: InvalidationLog.Stamp? = nil) {
         let name = DiskCache.entryName(key: refreshed.key, vary: refreshed.varyValues)
         let path = path(forName: name)
         var headers = refreshed.headers
@@ -95,7 +96,7 @@ extension DiskCache {
             headers: headers, url: refreshed.url)
         let temporary = temporaryPath(name, suffix: "refresh")
         writer.submit { [self] in
-            guard let current = index.withLock({ $0.entry(named: name) }) else { return }
+            guard stamp?.allows(refreshed.key) ?? true, let current = index.withLock({ $0.entry(named: name) }) else { return }
             do {
                 let old = try loadHead(current)
                 guard old.head.key == refreshed.key.url else { return }
@@ -112,7 +113,7 @@ extension DiskCache {
                     guard body.count == Int(old.head.bodyLength) else {
                         throw DiskEntryFormat.Problem.truncated(expected: old.head.bodyLength, actual: Int64(body.count))
                     }
-                    appendRecord(entry, head: entryHead, body: body)
+                    appendRecord(entry, head: entryHead, body: body, stamp: stamp)
                     return
                 }
                 let fd = try FileSystem.createExclusive(temporary)
@@ -127,10 +128,12 @@ extension DiskCache {
                     try FileSystem.writeAll(fd, chunk)
                     offset += Int64(chunk.count)
                 }
+                guard stamp?.allows(refreshed.key) ?? true else {
+                    try? FileSystem.remove(temporary)  // purged meanwhile: not renamed over a newer entry
+                    return
+                }
                 try FileSystem.rename(temporary, path)
-                let replaced = index.withLock { $0.insert(entry) }
-                if let replaced { dispose([replaced]) }
-                keepOpen(name, size: entry.size)
+                didStore(key: entry.key, name: name, vary: entry.vary, size: entry.size, evict: false, stamp: stamp)
             } catch {
                 try? FileSystem.remove(temporary)
             }

@@ -8,13 +8,16 @@ import Synchronization
 /// indexed once complete.
 extension DiskCache {
     /// Starts storing a response whose head is known; nil when the disk tier is refusing
-    /// writes after an error, or the announced length is over `max_object_bytes`.
-    public func beginWrite(key: CacheKey, head: DiskEntryFormat.Head, expectedLength: Int?) -> DiskWrite? {
+    /// writes after an error, or the announced length is over `max_object_bytes`. It is not
+    /// indexed when a purge or ban since `stamp` covers `key` (``InvalidationLog``).
+    public func beginWrite(
+        key: CacheKey, head: DiskEntryFormat.Head, expectedLength: Int?, stamp: InvalidationLog.Stamp? = nil
+    ) -> DiskWrite? {
         guard !isDegraded else { return nil }
         let maxObject = limits.withLock { $0.maxObjectBytes }
         if let expectedLength, Int64(expectedLength) > maxObject { return nil }
         let name = DiskCache.entryName(key: key, vary: head.vary)
-        return DiskWrite(cache: self, key: key, name: name, head: head, maxBytes: maxObject)
+        return DiskWrite(cache: self, key: key, name: name, head: head, maxBytes: maxObject, stamp: stamp)
     }
 
     /// Stores a complete response whose body is in memory, in one writer job (temporary file,
@@ -23,8 +26,12 @@ extension DiskCache {
     /// epoll batch and wakes the writer once (on one core each wake-up is a context switch).
     /// `body` is the body's bytes when the caller has them at hand (the stored response may keep
     /// them in an anonymous memory file); by default they are taken from `stored`. `head`
-    /// describes `stored`: the entry's header fields are `stored`'s, copied in wire form.
-    public func store(_ stored: StoredResponse, body: [UInt8]? = nil, head: DiskEntryFormat.Head, wakeWriter: Bool = true) {
+    /// describes `stored`: the entry's header fields are `stored`'s, copied in wire form. Not
+    /// indexed when a purge or ban since `stamp` covers it.
+    public func store(
+        _ stored: StoredResponse, body: [UInt8]? = nil, head: DiskEntryFormat.Head, wakeWriter: Bool = true,
+        stamp: InvalidationLog.Stamp? = nil
+    ) {
         assert(head.headers == stored.headers, "the entry's fields are taken from stored")
         guard let body = body ?? stored.memoryBody, !isDegraded,
             Int64(body.count) <= limits.withLock({ $0.maxObjectBytes })
@@ -33,13 +40,13 @@ extension DiskCache {
         let key = stored.key
         let wireFields = stored.wireFields
         writer.submit(wake: wakeWriter) { [self] in
-            writeEntry(key: key, name: name, head: head, wireFields: wireFields, body: body)
+            writeEntry(key: key, name: name, head: head, wireFields: wireFields, body: body, stamp: stamp)
         }
     }
 
     /// Stores a small complete response on the calling thread: ``storeInline(_:budgetNanos:)``
     /// for one response. Returns false, doing nothing, when the entry must go to
-    /// ``store(_:body:head:wakeWriter:)`` instead. `body` and `head` as for that method.
+    /// ``store(_:body:head:wakeWriter:stamp:)`` instead. `body` and `head` as for that method.
     public func storeInline(_ stored: StoredResponse, body: [UInt8]? = nil, head: DiskEntryFormat.Head) -> Bool {
         assert(head.headers == stored.headers, "the entry's fields are taken from stored")
         guard let body = body ?? stored.memoryBody else { return false }
@@ -110,6 +117,7 @@ extension DiskCache {
         let body: [UInt8]
         /// Its position in the batch it came from.
         let source: Int
+        let stamp: InvalidationLog.Stamp?
 
         /// The record of the store at `store`, read in place: handed over by value (even
         /// borrowed) from its batch, each store was first copied, each of its references retained.
@@ -125,6 +133,7 @@ extension DiskCache {
                 name: DiskCache.entryName(key: store.pointee.response.key, vary: store.pointee.head.vary),
                 size: Int64(head.count + store.pointee.body.count))
             self.source = source
+            stamp = store.pointee.stamp
         }
     }
 
@@ -186,7 +195,11 @@ extension DiskCache {
                 entry.segment = filled.id
                 entry.offset = offset
                 offset += entry.size
-                if let old = index.insert(entry) { replaced.append(old) }
+                if let stamp = records[position].stamp, !stamp.allows(entry.key) {
+                    replaced.append(entry)  // purged since its fetch began: its record is freed
+                } else if let old = index.insert(entry) {
+                    replaced.append(old)
+                }
             }
             return replaced
         }
@@ -218,10 +231,12 @@ extension DiskCache {
 
     /// Writes an entry and indexes it, on the writer thread: a record appended to a segment up
     /// to ``inlineLimit``, else a file; then evicts if the tier is over its limit. Returns the
-    /// time the file calls took, or nil when the entry could not be stored.
+    /// time the file calls took, or nil when the entry could not be stored. Not indexed when a
+    /// purge or ban since `stamp` covers it.
     @discardableResult
     func writeEntry(
-        key: CacheKey, name: EntryName, head: DiskEntryFormat.Head, wireFields: ArraySlice<UInt8>?, body: [UInt8]
+        key: CacheKey, name: EntryName, head: DiskEntryFormat.Head, wireFields: ArraySlice<UInt8>?, body: [UInt8],
+        stamp: InvalidationLog.Stamp? = nil
     ) -> UInt64? {
         var checksum = BodyChecksum(entryVersion: head.version)
         checksum.update(body)
@@ -235,9 +250,9 @@ extension DiskCache {
             key: key, vary: head.vary, name: name, size: Int64(entryHead.count + body.count + table.count))
         let elapsed: UInt64?
         if body.count <= DiskCache.inlineLimit {
-            elapsed = appendRecord(entry, head: entryHead, body: body)
+            elapsed = appendRecord(entry, head: entryHead, body: body, stamp: stamp)
         } else {
-            elapsed = writeFile(entry, head: entryHead, body: body, table: table)
+            elapsed = writeFile(entry, head: entryHead, body: body, table: table, stamp: stamp)
         }
         guard let elapsed else { return nil }
         evictIfNeeded()
@@ -247,8 +262,9 @@ extension DiskCache {
     /// Appends `entry` as a record (``appendToSegment(head:body:place:)``) and indexes it, on the
     /// writer thread; the record it replaces, if any, is freed. Returns the time the file calls
     /// took, nil when the record could not be stored.
+    /// Not indexed (its record freed) when a purge or ban since `stamp` covers it.
     @discardableResult
-    func appendRecord(_ entry: DiskIndex.Entry, head: [UInt8], body: [UInt8]) -> UInt64? {
+    func appendRecord(_ entry: DiskIndex.Entry, head: [UInt8], body: [UInt8], stamp: InvalidationLog.Stamp? = nil) -> UInt64? {
         let replaced: DiskIndex.Entry?
         let fileNanos: UInt64
         do throws(SystemError) {
@@ -256,6 +272,7 @@ extension DiskCache {
                 var record = entry
                 record.segment = segment
                 record.offset = offset
+                if let stamp, !stamp.allows(entry.key) { return record }
                 return index.insert(record)
             }
         } catch {
@@ -304,8 +321,12 @@ extension DiskCache {
     /// `tmp/`). That saves the rename, the most expensive of the file calls on tmpfs. A name that
     /// exists (a replaced response) is written to `tmp/` and renamed over it, so that clients
     /// still sending the old file keep their bytes. Returns the time the file calls took, nil
-    /// when the file could not be stored.
-    func writeFile(_ entry: DiskIndex.Entry, head: [UInt8], body: [UInt8], table: [UInt8]) -> UInt64? {
+    /// when the file could not be stored. Nothing is written when a purge or ban since `stamp`
+    /// covers it (a file renamed over its name would replace a newer entry's).
+    func writeFile(
+        _ entry: DiskIndex.Entry, head: [UInt8], body: [UInt8], table: [UInt8], stamp: InvalidationLog.Stamp? = nil
+    ) -> UInt64? {
+        if let stamp, !stamp.allows(entry.key) { return 0 }
         let entries = entriesDirectoryFD.load(ordering: .acquiring)
         let relative = relativePath(forName: entry.name)
         let start = Clocks.monotonicNanos()
@@ -337,7 +358,7 @@ extension DiskCache {
             return nil
         }
         let elapsed = Clocks.monotonicNanos() - start
-        didStore(key: entry.key, name: entry.name, vary: entry.vary, size: entry.size, evict: false)
+        didStore(key: entry.key, name: entry.name, vary: entry.vary, size: entry.size, evict: false, stamp: stamp)
         return elapsed
     }
 
@@ -377,10 +398,21 @@ extension DiskCache {
     static let processID = getpid()
 
     /// Indexes an entry file once it is in place (writer thread: a finished ``DiskWrite``, or
-    /// ``writeFile(_:head:body:table:)``), and frees the record it replaces.
-    func didStore(key: CacheKey, name: EntryName, vary: [String: String], size: Int64, evict: Bool = true) {
-        let replaced = index.withLock { index in
-            index.insert(DiskIndex.Entry(key: key, vary: vary, name: name, size: size))
+    /// ``writeFile(_:head:body:table:stamp:)``), and frees the record it replaces. When a purge or
+    /// ban since `stamp` covers it (recorded after the caller's own check, before this lock),
+    /// the file goes instead, and whatever the index holds under its name: that entry's file
+    /// is the one this file was renamed over.
+    func didStore(
+        key: CacheKey, name: EntryName, vary: [String: String], size: Int64, evict: Bool = true,
+        stamp: InvalidationLog.Stamp? = nil
+    ) {
+        let (stored, replaced) = index.withLock { index -> (Bool, DiskIndex.Entry?) in
+            if let stamp, !stamp.allows(key) { return (false, index.remove(named: name)) }
+            return (true, index.insert(DiskIndex.Entry(key: key, vary: vary, name: name, size: size)))
+        }
+        guard stored else {
+            dispose((replaced.map { [$0] } ?? []) + [DiskCache.unindexedFile(name)])
+            return
         }
         writesCompleted.add(1)
         if let replaced { dispose([replaced]) }

@@ -23,10 +23,10 @@ public final class DiskStoreQueue {
 
     /// Queues `stored` (its body's bytes, its disk head) for the disk tier, if there is one.
     /// The head is moved into the queue, not copied: it holds the stored fields and the Vary
-    /// values.
-    func add(_ stored: StoredResponse, body: [UInt8], head: consuming DiskEntryFormat.Head) {
+    /// values. Not indexed when a purge or ban since `stamp` covers it.
+    func add(_ stored: StoredResponse, body: [UInt8], head: consuming DiskEntryFormat.Head, stamp: InvalidationLog.Stamp?) {
         guard cache.disk != nil else { return }
-        pending.append(.init(response: stored, body: body, head: head))
+        pending.append(.init(response: stored, body: body, head: head, stamp: stamp))
         guard pending.count == 1 else { return }
         loop.enqueueBeforeWait { [self] in
             // The batch is taken out whole, and its emptied array comes back for the next one:

@@ -15,6 +15,8 @@ public final class DiskWrite: Sendable {
     let name: EntryName
     let vary: [String: String]
     private let maxBytes: Int64
+    /// When the fetch began: a purge or ban since that covers `key` keeps it out of the index.
+    private let stamp: InvalidationLog.Stamp?
     /// The temporary file while the body streams.
     public let temporaryPath: String
     /// Where the body starts in the file.
@@ -51,12 +53,13 @@ public final class DiskWrite: Sendable {
 
     private let state = Locked(State())
 
-    init(cache: DiskCache, key: CacheKey, name: EntryName, head: DiskEntryFormat.Head, maxBytes: Int64) {
+    init(cache: DiskCache, key: CacheKey, name: EntryName, head: DiskEntryFormat.Head, maxBytes: Int64, stamp: InvalidationLog.Stamp?) {
         self.cache = cache
         self.key = key
         self.name = name
         vary = head.vary
         self.maxBytes = maxBytes
+        self.stamp = stamp
         temporaryPath = cache.temporaryPath(name, suffix: "tmp")
         // Lengths zero until `finish` rewrites the preamble in place; a body streamed now is
         // checksummed in the current format, whatever head it came with.
@@ -115,9 +118,12 @@ public final class DiskWrite: Sendable {
     }
 
     /// Completes the entry: writes the block table, length and checksum, checks the file size, renames it into
-    /// place and indexes it. `completion` (on the writer thread) says whether it was stored.
+    /// place and indexes it. `completion` (on the writer thread) says whether it was stored. A
+    /// purge or ban of the key since the fetch began (``InvalidationLog``) leaves the file
+    /// unnamed: readers that opened it keep their bytes, nothing is stored.
     public func finish(expectedLength: Int, completion: (@Sendable (Bool) -> Void)? = nil) {
         cache.writer.submit { [self] in
+            var purged = false
             let stored = run { state throws(SystemError) in
                 guard state.written == Int64(expectedLength) else {
                     throw SystemError(call: "finish (body length mismatch)", errno: EIO)
@@ -138,12 +144,17 @@ public final class DiskWrite: Sendable {
                 }
                 Syscall.close(state.fd)
                 state.fd = -1
+                state.done = true
+                if let stamp, !stamp.allows(key) {
+                    purged = true
+                    try? FileSystem.remove(temporaryPath)
+                    return
+                }
                 renamedFile.withLock { $0 = (UInt64(info.st_dev), UInt64(info.st_ino)) }
                 try FileSystem.renameCreatingDirectory(temporaryPath, cache.path(forName: name))
-                state.done = true
-                cache.didStore(key: key, name: name, vary: vary, size: size)
+                cache.didStore(key: key, name: name, vary: vary, size: size, stamp: stamp)
             }
-            completion?(stored)
+            completion?(stored && !purged)
         }
     }
 

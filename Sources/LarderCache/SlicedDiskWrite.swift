@@ -26,6 +26,8 @@ public final class SlicedDiskWrite {
     private let indexes: ClosedRange<Int>
     /// The slices' common head: status 206; each slice adds its Content-Range.
     private let head: DiskEntryFormat.Head
+    /// When the fetch began: no slice is stored after a purge or ban of the object since.
+    private let stamp: InvalidationLog.Stamp?
     private var writes: [DiskWrite] = []
     /// Read descriptors on slices a lagging reader follows, opened on first use.
     private var files: [Int: OpenFile] = [:]
@@ -45,16 +47,22 @@ public final class SlicedDiskWrite {
     static let maxBacklog = 8 << 20
 
     /// A whole response of `length` bytes, every slice of it.
-    convenience init(cache: TieredCache, key: CacheKey, size: Int, length: Int, head: DiskEntryFormat.Head) {
+    convenience init(
+        cache: TieredCache, key: CacheKey, size: Int, length: Int, head: DiskEntryFormat.Head, stamp: InvalidationLog.Stamp? = nil
+    ) {
         self.init(
             cache: cache, key: key, size: size, range: ContentRange(first: 0, last: max(0, length - 1), length: length), head: head,
-            unpaced: false)
+            stamp: stamp, unpaced: false)
     }
 
     /// The body of a 206 holding `range`: the whole slices inside it (at least one, as the
     /// storage plan checked). `head` carries no Content-Range; each slice adds its own.
-    init(cache: TieredCache, key: CacheKey, size: Int, range: ContentRange, head: DiskEntryFormat.Head, unpaced: Bool = true) {
+    init(
+        cache: TieredCache, key: CacheKey, size: Int, range: ContentRange, head: DiskEntryFormat.Head,
+        stamp: InvalidationLog.Stamp? = nil, unpaced: Bool = true
+    ) {
         self.cache = cache
+        self.stamp = stamp
         self.key = key
         self.size = size
         length = range.length
@@ -86,7 +94,10 @@ public final class SlicedDiskWrite {
                 sliceHead.key = key.slice(index).url
                 sliceHead.headers.add(
                     "Content-Range", ContentRange(first: range.lowerBound, last: range.upperBound - 1, length: length).fieldValue)
-                guard let write = cache.beginDiskWrite(key: key.slice(index), head: sliceHead, expectedLength: range.count) else {
+                guard
+                    let write = cache.beginDiskWrite(
+                        key: key.slice(index), head: sliceHead, expectedLength: range.count, stamp: stamp)
+                else {
                     hasFailed = true
                     return
                 }

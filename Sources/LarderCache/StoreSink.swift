@@ -24,10 +24,13 @@ public struct StoreSink {
         /// A slice fill's slice index, and the slice size whole objects are cut into.
         public var sliceIndex: Int?
         public var sliceSize: Int
+        /// When the fetch began (``TieredCache/storeStamp()``): what a purge or ban since
+        /// covers is not stored.
+        public var stamp: InvalidationLog.Stamp?
 
         public init(
             key: CacheKey, url: String?, requestHeaders: HTTPHeaders, requestTime: Double, responseTime: Double, contentLength: Int?,
-            sliceIndex: Int? = nil, sliceSize: Int = 0
+            sliceIndex: Int? = nil, sliceSize: Int = 0, stamp: InvalidationLog.Stamp? = nil
         ) {
             self.key = key
             self.url = url
@@ -37,6 +40,7 @@ public struct StoreSink {
             self.contentLength = contentLength
             self.sliceIndex = sliceIndex
             self.sliceSize = sliceSize
+            self.stamp = stamp
         }
     }
 
@@ -164,7 +168,8 @@ public struct StoreSink {
     mutating func startDiskWrite(_ head: DiskEntryFormat.Head, chunks: [[UInt8]]) {
         parts?.pendingDiskHead = nil
         guard let cache, let parts,
-            let write = cache.beginDiskWrite(key: parts.entry.key, head: head, expectedLength: parts.entry.contentLength)
+            let write = cache.beginDiskWrite(
+                key: parts.entry.key, head: head, expectedLength: parts.entry.contentLength, stamp: parts.entry.stamp)
         else { return }
         for chunk in chunks { write.append(chunk) }
         diskWrite = write
@@ -199,9 +204,9 @@ public struct StoreSink {
                 varyValues: whole.vary,
                 freshnessLifetime: whole.lifetime, correctedInitialAge: whole.initialAge, cacheControl: whole.cacheControl,
                 preparedHead: whole.head)
-            cache.memory.insert(stored)
+            cache.memory.insert(stored, stamp: parts.entry.stamp)
             // Moved to the queue, not copied: the head is large.
-            if let pendingDiskHead { queue.add(stored, body: body, head: pendingDiskHead) }
+            if let pendingDiskHead { queue.add(stored, body: body, head: pendingDiskHead, stamp: parts.entry.stamp) }
         }
     }
 

@@ -94,7 +94,9 @@ extension TieredCache {
             var diskHead = diskHead()
             diskHead.key = key.url
             diskHead.status = 206
-            guard let write = beginDiskWrite(key: key, head: diskHead, expectedLength: entry.contentLength) else { return StoreSink() }
+            guard let write = beginDiskWrite(key: key, head: diskHead, expectedLength: entry.contentLength, stamp: entry.stamp) else {
+                return StoreSink()
+            }
             var sink = StoreSink(cache: self, entry: entry, wholeLimit: plan.wholeLimit)
             sink.diskWrite = write
             sink.stores = true
@@ -106,7 +108,8 @@ extension TieredCache {
             diskHead.reason = HTTPStatus.reason(206)
             // Each slice carries its own range.
             diskHead.headers.remove("Content-Range")
-            let write = SlicedDiskWrite(cache: self, key: entry.key, size: entry.sliceSize, range: range, head: diskHead)
+            let write = SlicedDiskWrite(
+                cache: self, key: entry.key, size: entry.sliceSize, range: range, head: diskHead, stamp: entry.stamp)
             var sink = StoreSink(cache: self, entry: entry, wholeLimit: plan.wholeLimit)
             sink.rangeSlices = write
             sink.stores = true
@@ -126,7 +129,7 @@ extension TieredCache {
                 // The entry is the whole slice: its Content-Range, not the part's.
                 diskHead.headers.remove("Content-Range")
                 diskHead.headers.add("Content-Range", slice.fieldValue)
-                return beginDiskWrite(key: key, head: diskHead, expectedLength: slice.last - slice.first + 1)
+                return beginDiskWrite(key: key, head: diskHead, expectedLength: slice.last - slice.first + 1, stamp: entry.stamp)
             }
             guard let part else { return StoreSink() }
             var sink = StoreSink(cache: self, entry: entry, wholeLimit: plan.wholeLimit)
@@ -138,7 +141,8 @@ extension TieredCache {
             diskHead.status = 206
             diskHead.reason = HTTPStatus.reason(206)
             let write = SlicedDiskWrite(
-                cache: self, key: entry.key, size: entry.sliceSize, length: entry.contentLength ?? 0, head: diskHead)
+                cache: self, key: entry.key, size: entry.sliceSize, length: entry.contentLength ?? 0, head: diskHead,
+                stamp: entry.stamp)
             // The object's own key must not keep an older whole copy beside the new slices.
             purge(entry.key)
             var sink = StoreSink(cache: self, entry: entry, wholeLimit: plan.wholeLimit)

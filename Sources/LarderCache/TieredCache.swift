@@ -22,6 +22,8 @@ public final class TieredCache: Sendable {
     let memoryFiles: MemoryFileBudget
     /// Slices an origin sends in parts, waiting for their next part.
     let assemblies = SliceAssemblies()
+    /// The operator's purges and bans, for stores that began before them.
+    let invalidations = InvalidationLog()
 
     public init(memory: MemoryCache, disk: DiskCache?, memoryFiles: MemoryFileBudget = .shared) {
         self.memory = memory
@@ -129,11 +131,13 @@ public final class TieredCache: Sendable {
 
     /// Puts a disk entry small enough for the memory tier into it: at once when its body is
     /// already in memory, else read (and checked) on the reader thread, unless that version is
-    /// in memory by then.
-    public func promote(_ stored: StoredResponse) {
+    /// in memory by then, or purged since `stamp` (by default, now: a read that finds the entry
+    /// purged finds it gone from the index).
+    public func promote(_ stored: StoredResponse, stamp: InvalidationLog.Stamp? = nil) {
         guard fitsInMemory(stored) else { return }
+        let stamp = stamp ?? storeStamp()
         if stored.isInMemory {
-            memory.insert(stored)
+            memory.insert(stored, stamp: stamp)
             return
         }
         guard let disk else { return }
@@ -145,7 +149,7 @@ public final class TieredCache: Sendable {
                 ?? false
         }
         disk.readIntoMemory(stored, unless: held) { promoted in
-            if let promoted { memory.insert(promoted) }
+            if let promoted { memory.insert(promoted, stamp: stamp) }
         }
     }
 
@@ -179,9 +183,10 @@ public final class TieredCache: Sendable {
     /// evicting.
     var isFull: Bool { disk?.isFull ?? memory.isFull }
 
-    /// Stores a complete response whose body is in memory into the memory tier.
-    public func insertInMemory(_ stored: StoredResponse) {
-        memory.insert(stored)
+    /// Stores a complete response whose body is in memory into the memory tier, unless a purge
+    /// or ban since `stamp` covers it.
+    public func insertInMemory(_ stored: StoredResponse, stamp: InvalidationLog.Stamp? = nil) {
+        memory.insert(stored, stamp: stamp)
     }
 
     /// Starts the disk tier's threads (its index scan, writer, reader and scrubber).
@@ -218,20 +223,26 @@ public final class TieredCache: Sendable {
     /// sliced object counts whole: its slices are not a way around the limit.
     public var maxDiskObjectBytes: Int64? { disk?.currentLimits.maxObjectBytes }
 
-    /// Starts streaming a body to the disk tier (nil: no disk, or it refuses the entry).
-    public func beginDiskWrite(key: CacheKey, head: DiskEntryFormat.Head, expectedLength: Int?) -> DiskWrite? {
-        disk?.beginWrite(key: key, head: head, expectedLength: expectedLength)
+    /// Starts streaming a body to the disk tier (nil: no disk, or it refuses the entry); it is
+    /// not indexed if a purge or ban since `stamp` covers `key`.
+    public func beginDiskWrite(
+        key: CacheKey, head: DiskEntryFormat.Head, expectedLength: Int?, stamp: InvalidationLog.Stamp? = nil
+    ) -> DiskWrite? {
+        disk?.beginWrite(key: key, head: head, expectedLength: expectedLength, stamp: stamp)
     }
 
-    /// A complete response waiting to be written to disk (``storeOnDisk(_:budgetNanos:)``).
+    /// A complete response waiting to be written to disk (``storeOnDisk(_:budgetNanos:)``);
+    /// not indexed if a purge or ban since `stamp` covers it.
     public struct PendingStore {
         public let response: StoredResponse
         public let body: [UInt8]
         public let head: DiskEntryFormat.Head
-        public init(response: StoredResponse, body: [UInt8], head: DiskEntryFormat.Head) {
+        public let stamp: InvalidationLog.Stamp?
+        public init(response: StoredResponse, body: [UInt8], head: DiskEntryFormat.Head, stamp: InvalidationLog.Stamp? = nil) {
             self.response = response
             self.body = body
             self.head = head
+            self.stamp = stamp
         }
     }
 
@@ -244,21 +255,24 @@ public final class TieredCache: Sendable {
         let left = disk.storeInline(stores, budgetNanos: budgetNanos)
         // By position: a store taken out of the array is a copy of each of its references.
         for position in left.indices {
-            disk.store(left[position].response, body: left[position].body, head: left[position].head, wakeWriter: false)
+            disk.store(
+                left[position].response, body: left[position].body, head: left[position].head, wakeWriter: false,
+                stamp: left[position].stamp)
         }
         if !left.isEmpty { disk.wakeWriter() }
     }
 
     /// A stored response freshened by a 304 or a matching HEAD (RFC 9111 §4.3.4, §4.3.5): the
     /// new fields and times replace the old in both tiers. `promoting`: a disk entry small
-    /// enough is read into memory too (a 304 answers clients now; a HEAD does not).
-    public func refresh(_ updated: StoredResponse, promoting: Bool) {
+    /// enough is read into memory too (a 304 answers clients now; a HEAD does not). Nothing
+    /// is stored when a purge or ban since `stamp`, when the revalidation began, covers it.
+    public func refresh(_ updated: StoredResponse, promoting: Bool, stamp: InvalidationLog.Stamp? = nil) {
         if promoting {
-            promote(updated)
+            promote(updated, stamp: stamp)
         } else if updated.isInMemory {
-            memory.insert(updated)
+            memory.insert(updated, stamp: stamp)
         }
-        disk?.refresh(updated)
+        disk?.refresh(updated, stamp: stamp)
     }
 
     /// Drops one stored variant the origin showed to be outdated.
@@ -285,23 +299,31 @@ public final class TieredCache: Sendable {
         return inMemory || onDisk
     }
 
-    /// Removes the slices of `key`'s object (`cache.slice_size`) numbered below `count`, from
-    /// both tiers; whether any was stored. A purge of the object's URL means its slices too,
-    /// which are stored under keys of their own (``CacheKey/slice(_:)``). One probe a number
-    /// (slices may have gaps: a range stores the whole slices inside it): callers bound
-    /// `count` by the largest object a slice size allows, and run this off the event loops.
+    /// The operator's purge of an object (the admin API): what is stored under `key`, and its
+    /// slices numbered below `slices` (`cache.slice_size`), which are stored under keys of their
+    /// own (``CacheKey/slice(_:)``); whether any of it was stored. Recorded first
+    /// (``InvalidationLog``): a fill, revalidation or promotion of the object that began before
+    /// this does not store after it. One probe a slice number (slices may have gaps: a range
+    /// stores the whole slices inside it): callers bound `slices` by the largest object a slice
+    /// size allows, and run this off the event loops.
     @discardableResult
-    public func purgeSlices(of key: CacheKey, below count: Int) -> Bool {
-        guard mayHoldSlices else { return false }
-        var found = false
-        for index in 0..<max(0, count) where purge(key.slice(index)) { found = true }
+    public func purgeObject(_ key: CacheKey, slicesBelow slices: Int) -> Bool {
+        invalidations.record(.object(key.url))
+        var found = purge(key)
+        if mayHoldSlices {
+            for index in 0..<max(0, slices) where purge(key.slice(index)) { found = true }
+        }
         return found
     }
 
+    /// A stamp for a store whose fetch begins now (``InvalidationLog``).
+    public func storeStamp() -> InvalidationLog.Stamp { invalidations.stamp() }
+
     /// Removes, from both tiers, every stored response whose key `matches` (a ban: eager, done
-    /// when this returns, apart from the disk files the writer thread deletes after). Returns how
-    /// many distinct keys were stored.
-    public func remove(matching matches: @Sendable (CacheKey) -> Bool) -> Int {
+    /// when this returns, apart from the disk files the writer thread deletes after; recorded
+    /// first, as ``purgeObject(_:slicesBelow:)``). Returns how many distinct keys were stored.
+    public func remove(matching matches: @escaping @Sendable (CacheKey) -> Bool) -> Int {
+        invalidations.record(.matching(matches))
         var keys = Set(memory.remove(matching: matches))
         for key in disk?.remove(matching: matches) ?? [] { keys.insert(key) }
         return keys.count
@@ -379,8 +401,9 @@ public final class TieredCache: Sendable {
         return Array(sorted.prefix(limit))
     }
 
-    /// Empties both tiers.
+    /// Empties both tiers (recorded first, as ``purgeObject(_:slicesBelow:)``).
     public func removeAll() {
+        invalidations.record(.matching { _ in true })
         memory.removeAll()
         disk?.removeAll()
     }

@@ -109,9 +109,14 @@ func read(_ cache: DiskCache, _ path: String, request: HTTPHeaders = [:]) -> [UI
 /// What a client's lookup of `path` finds, as the server gets it: at once on the loop, or
 /// from the reader thread's check (an entry file not kept open, a body checked whole there).
 func hit(_ cache: DiskCache, _ path: String, request: HTTPHeaders = [:]) -> StoredResponse? {
+    hit(cache, key: Fixtures.key(path), request: request)
+}
+
+/// ``hit(_:_:request:)`` for any key (a slice's).
+func hit(_ cache: DiskCache, key: CacheKey, request: HTTPHeaders = [:]) -> StoredResponse? {
     var byName = true
     for _ in 0..<2 {
-        switch cache.lookup(Fixtures.key(path), request: request, byName: byName) {
+        switch cache.lookup(key, request: request, byName: byName) {
         case .miss:
             return nil
         case .hit(let stored):
@@ -119,7 +124,7 @@ func hit(_ cache: DiskCache, _ path: String, request: HTTPHeaders = [:]) -> Stor
         case .unverified(let name):
             let done = DispatchSemaphore(value: 0)
             let result = Mutex<DiskCache.Verification?>(nil)
-            cache.verify(name, key: Fixtures.key(path)) { verification in
+            cache.verify(name, key: key) { verification in
                 result.withLock { $0 = verification }
                 done.signal()
             }

@@ -76,13 +76,15 @@ extension ClientConnection {
     /// are left to a ban).
     func answerPurge(_ key: CacheKey, subject: PurgeSubject, config: Config) {
         let cache = proxy.cache
+        let slices = ClientConnection.purgedSlices(config)
+        offLoop { .purged(subject, found: cache.purgeObject(key, slicesBelow: slices)) }
+    }
+
+    /// How many slice numbers a purge looks for: as many as the current slice size cuts the
+    /// largest storable object into.
+    static func purgedSlices(_ config: Config) -> Int {
         let size = Int64(config.cache.sliceSize)
-        let slices = size > 0 ? Int((config.disk.maxObjectBytes + size - 1) / size) : 0
-        offLoop {
-            let whole = cache.purge(key)
-            let sliced = cache.purgeSlices(of: key, below: slices)
-            return .purged(subject, found: whole || sliced)
-        }
+        return size > 0 ? Int((config.disk.maxObjectBytes + size - 1) / size) : 0
     }
 
     /// Answers with what the admin thread found.

@@ -12,7 +12,7 @@ extension Fill {
     func refresh(_ validating: StoredResponse, with notModified: ResponseHead) {
         upstreamStatus = 304
         let updated = validating.freshened(by: notModified.headers, requestTime: requestTime, responseTime: responseTime)
-        proxy.cache.refresh(updated, promoting: true)
+        proxy.cache.refresh(updated, promoting: true, stamp: stamp)
         refreshed = updated
         proxy.telemetry.stats[.revalidated].add(1)
         var index = 1
@@ -34,7 +34,7 @@ extension Fill {
         guard let stored = options.validating ?? options.fallback else { return }
         if matches {
             let updated = stored.freshened(by: head.headers, requestTime: requestTime, responseTime: responseTime)
-            proxy.cache.refresh(updated, promoting: false)
+            proxy.cache.refresh(updated, promoting: false, stamp: stamp)
             proxy.telemetry.stats[.revalidated].add(1)
         } else {
             proxy.cache.invalidate(stored)

@@ -65,6 +65,9 @@ final class Fill: UpstreamTransferDelegate {
     /// fwd-status).
     var upstreamStatus: Int?
     let requestTime: Double
+    /// When the fetch began, for the stores it makes: a purge or ban since keeps them out
+    /// (``InvalidationLog``).
+    let stamp: InvalidationLog.Stamp
     private(set) var responseTime = 0.0
     /// Attempts made so far (1 once started).
     var attempts: Int { fetch.attempts }
@@ -118,6 +121,7 @@ final class Fill: UpstreamTransferDelegate {
         self.proxy = proxy
         fetch = UpstreamFetch(request: request, parents: options.parents, starter: starter ?? proxy.upstream)
         requestTime = Clocks.wallSeconds()
+        stamp = proxy.cache.storeStamp()
         self.settings = settings
     }
 
@@ -474,7 +478,8 @@ final class Fill: UpstreamTransferDelegate {
             plan, head: forwarded, cacheControl: cacheControl,
             entry: StoreSink.Entry(
                 key: key, url: options.storedURL, requestHeaders: requestHeaders, requestTime: requestTime,
-                responseTime: responseTime, contentLength: contentLength, sliceIndex: options.slice?.index, sliceSize: settings.sliceSize),
+                responseTime: responseTime, contentLength: contentLength, sliceIndex: options.slice?.index, sliceSize: settings.sliceSize,
+                stamp: stamp),
             replacing: options.validating)
     }
 

@@ -283,10 +283,13 @@ public final class Server: Sendable {
         move(.loopsStopped)
     }
 
-    /// Removes every stored variant of `url` from memory and disk. Returns whether anything
-    /// was stored. `url` must be an absolute http(s) URL.
+    /// Removes every stored variant of `url` and its slices from memory and disk, as the admin
+    /// API's purge does. Returns whether anything was stored. `url` must be an absolute
+    /// http(s) URL.
     public func purge(url: String) throws(HTTPParseError) -> Bool {
-        shared.storage.cache.purge(shared.process.currentRuntime.key(for: try AbsoluteURL(parsing: url)))
+        let runtime = shared.process.currentRuntime
+        return shared.storage.cache.purgeObject(
+            runtime.key(for: try AbsoluteURL(parsing: url)), slicesBelow: ClientConnection.purgedSlices(runtime.config))
     }
 
     /// Empties both cache tiers.

@@ -1,0 +1,126 @@
+import Foundation
+import LarderHTTP
+import Synchronization
+import Testing
+
+@testable import LarderCache
+
+/// A store that began before the operator purged or banned what it stores is not kept after:
+/// on either tier, whichever way it is written.
+@Suite(.timeLimit(.minutes(1))) struct InvalidationLogTests {
+    @Test func aStampAllowsWhatNoLaterRecordCovers() {
+        let log = InvalidationLog()
+        let before = log.stamp()
+        #expect(before.allows(Fixtures.key("/a")))
+        log.record(.object(Fixtures.key("/a").url))
+        let after = log.stamp()
+        #expect(!before.allows(Fixtures.key("/a")))
+        #expect(!before.allows(Fixtures.key("/a").slice(7)), "an object's purge covers its slices")
+        #expect(before.allows(Fixtures.key("/ab")), "and no other URL, even one it begins")
+        #expect(before.allows(Fixtures.key("/b")))
+        #expect(after.allows(Fixtures.key("/a")), "a fetch begun after the purge stores")
+
+        log.record(.matching { $0.url.hasSuffix("/b") })
+        #expect(!after.allows(Fixtures.key("/b")))
+        #expect(after.allows(Fixtures.key("/c")))
+    }
+
+    @Test func aStampOlderThanEveryRecordKeptAllowsNothing() {
+        let log = InvalidationLog()
+        let old = log.stamp()
+        log.record(.object(Fixtures.key("/elsewhere").url))
+        let recent = log.stamp()
+        for index in 0..<InvalidationLog.capacity { log.record(.object(Fixtures.key("/other\(index)").url)) }
+        #expect(!old.allows(Fixtures.key("/a")), "the record after it is forgotten: nothing is known")
+        #expect(recent.allows(Fixtures.key("/a")), "every record since is kept")
+        #expect(!recent.allows(Fixtures.key("/other3")))
+    }
+
+    @Test func theMemoryTierRefusesAResponseFetchedBeforeItsPurge() {
+        let tiers = TieredCache(memory: MemoryCache(limits: Fixtures.limits()), disk: nil)
+        let stamp = tiers.storeStamp()
+        #expect(tiers.purgeObject(Fixtures.key("/a"), slicesBelow: 4) == false)
+        tiers.insertInMemory(Fixtures.response("/a").withBody(.memory([1, 2, 3])), stamp: stamp)
+        guard case .miss = tiers.lookup(Fixtures.key("/a"), request: [:]) else {
+            Issue.record("fetched before the purge, not stored after it")
+            return
+        }
+        tiers.insertInMemory(Fixtures.response("/a").withBody(.memory([1, 2, 3])), stamp: tiers.storeStamp())
+        guard case .found = tiers.lookup(Fixtures.key("/a"), request: [:]) else {
+            Issue.record("fetched after it, stored")
+            return
+        }
+    }
+
+    /// A streamed write (a large body, a slice) finished after a purge of its object: no file
+    /// under its name, nothing indexed, and a newer entry stored meanwhile is left alone.
+    @Test func aDiskWriteFinishedAfterAPurgeIsNotStored() throws {
+        let fixture = try DiskFixture()
+        let tiers = TieredCache(memory: MemoryCache(limits: Fixtures.limits()), disk: fixture.cache)
+        let key = Fixtures.key("/big").slice(2)
+        let head = DiskEntryFormat.Head(
+            key: key.url, status: 206, reason: "Partial Content", requestTime: 100, responseTime: 101, vary: [:],
+            headers: ["Cache-Control": "max-age=60"])
+        let before = tiers.storeStamp()
+        let old = try #require(tiers.beginDiskWrite(key: key, head: head, expectedLength: 200_000, stamp: before))
+        old.append(pattern(200_000, seed: 1))
+        tiers.purgeObject(Fixtures.key("/big"), slicesBelow: 4)
+        old.finish(expectedLength: 200_000)
+        fixture.cache.drain()
+        #expect(!fixture.cache.isIndexed(key), "the old version's slice is not stored after the purge")
+        #expect(fixture.entryFiles().isEmpty, "nor left on disk")
+
+        let newer = try #require(tiers.beginDiskWrite(key: key, head: head, expectedLength: 200_000, stamp: tiers.storeStamp()))
+        newer.append(pattern(200_000, seed: 2))
+        newer.finish(expectedLength: 200_000)
+        fixture.cache.drain()
+        let late = try #require(tiers.beginDiskWrite(key: key, head: head, expectedLength: 200_000, stamp: before))
+        late.append(pattern(200_000, seed: 3))
+        late.finish(expectedLength: 200_000)
+        fixture.cache.drain()
+        let stored = try #require(hit(fixture.cache, key: key), "the newer slice stays")
+        let isNewer = checkedBody(fixture.cache, stored) == pattern(200_000, seed: 2)
+        #expect(isNewer, "not replaced by a write begun before the purge")
+    }
+
+    /// Whole bodies queued for disk (segment records inline or on the writer, a file) begun
+    /// before a ban: none is indexed, no file is left.
+    @Test func storesBegunBeforeABanAreNotIndexed() throws {
+        let fixture = try DiskFixture()
+        let tiers = TieredCache(memory: MemoryCache(limits: Fixtures.limits()), disk: fixture.cache)
+        let stamp = tiers.storeStamp()
+        #expect(tiers.remove(matching: { $0.url.contains("/banned") }) == 0)
+        let small = complete("/banned-small", body: pattern(1000, seed: 5))
+        let large = complete("/banned-large", body: pattern(100_000, seed: 6))
+        let other = complete("/other", body: pattern(1000, seed: 7))
+        tiers.storeOnDisk(
+            [
+                .init(response: small.0, body: pattern(1000, seed: 5), head: small.1, stamp: stamp),
+                .init(response: large.0, body: pattern(100_000, seed: 6), head: large.1, stamp: stamp),
+                .init(response: other.0, body: pattern(1000, seed: 7), head: other.1, stamp: stamp),
+            ], budgetNanos: .max)
+        fixture.cache.store(small.0, body: pattern(1000, seed: 5), head: small.1, stamp: stamp)
+        fixture.cache.drain()
+        #expect(!fixture.cache.isIndexed(small.0.key) && !fixture.cache.isIndexed(large.0.key))
+        #expect(fixture.cache.isIndexed(other.0.key), "what the ban does not cover is stored")
+        #expect(fixture.entryFiles().filter { !$0.contains("/seg/") }.isEmpty, "no file left for the large body")
+    }
+
+    /// A 304's refresh that began before a purge does not rewrite the entry stored again since.
+    @Test func aRefreshBegunBeforeAPurgeLeavesTheEntryAlone() throws {
+        let fixture = try DiskFixture()
+        let tiers = TieredCache(memory: MemoryCache(limits: Fixtures.limits()), disk: fixture.cache)
+        let (kept, head) = complete("/refreshed", body: pattern(500, seed: 4))
+        #expect(fixture.cache.storeInline(kept, head: head))
+        let stamp = tiers.storeStamp()
+        #expect(tiers.purgeObject(kept.key, slicesBelow: 0))
+        #expect(fixture.cache.storeInline(kept, head: head), "stored again by a fetch begun after the purge")
+        let updated = kept.freshened(by: ["Cache-Control": "max-age=600"], requestTime: 500, responseTime: 501)
+        tiers.refresh(updated, promoting: false, stamp: stamp)
+        fixture.cache.drain()
+        #expect(hit(fixture.cache, key: kept.key)?.responseTime == 101, "the refresh begun before the purge is dropped")
+        tiers.refresh(updated, promoting: false, stamp: tiers.storeStamp())
+        fixture.cache.drain()
+        #expect(hit(fixture.cache, key: kept.key)?.responseTime == 501, "one begun after it applies")
+    }
+}
