@@ -14,11 +14,25 @@ extension CacheKey {
 
     /// Whether this is a slice's key: request URLs carry no `#` (``AbsoluteURL`` refuses a
     /// fragment, and key templates may not write one), so any `#` is the marker's.
-    public var isSlice: Bool {
+    public var isSlice: Bool { markerOffset != nil }
+
+    /// The URL of the object this key stores: its own, or the object's for a slice's key. What
+    /// a ban's pattern is matched against, so that a glob ending in the URL's own text covers
+    /// the object's slices too.
+    public var objectURL: String { sliceObjectURL ?? url }
+
+    /// The key of the object this slice's key belongs to, as its URL; nil for any other key.
+    var sliceObjectURL: String? {
+        guard let offset = markerOffset else { return nil }
+        return String(decoding: url.utf8.prefix(offset), as: UTF8.self)
+    }
+
+    /// Where the first `#` is in the URL.
+    private var markerOffset: Int? {
         var url = url
         return url.withUTF8 { bytes in
-            guard let base = bytes.baseAddress else { return false }
-            return memchr(base, Int32(UInt8(ascii: "#")), bytes.count) != nil
+            guard let base = bytes.baseAddress, let found = memchr(base, Int32(UInt8(ascii: "#")), bytes.count) else { return nil }
+            return UnsafeRawPointer(found) - UnsafeRawPointer(base)
         }
     }
 }

@@ -176,6 +176,18 @@ extension DiskCache {
         return !removed.isEmpty
     }
 
+    /// Removes every indexed slice of the object `key` (``CacheKey/slice(_:)``), whatever slice
+    /// size cut it: as many index probes as it has slices. Returns whether any was stored.
+    /// Slices the start-up scan has not indexed yet are not seen (``isIndexComplete``).
+    @discardableResult
+    public func purgeSlices(of key: CacheKey) -> Bool {
+        guard slicesInserted.load() > 0 else { return false }
+        let removed = index.withLock { $0.removeSlices(of: key) }
+        guard !removed.isEmpty else { return false }
+        writer.submit { [self] in dispose(removed) }
+        return true
+    }
+
     /// Removes every indexed entry whose key `matches` (a ban), walking the index in spans so
     /// the loops are not stalled; the files and records go on the writer thread. Returns the
     /// keys removed. Entries the start-up scan has not indexed yet are not seen

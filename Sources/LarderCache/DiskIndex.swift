@@ -40,6 +40,8 @@ struct DiskIndex {
     /// usual case, is found by its name alone: a table of every key cost ~70 bytes an entry.
     private var varied = ShardedDictionary<CacheKey, Variants>()
     private var recency = RecencyList()
+    /// The slots of each object's slices.
+    private var sliceSlots = SliceSlots()
     /// Bytes of the entries (files and live records).
     private(set) var totalBytes: Int64 = 0
 
@@ -147,7 +149,10 @@ struct DiskIndex {
             let plain = byName[DiskCache.entryName(key: entry.key, vary: [:])].flatMap { slots[$0]?.key == entry.key ? $0 : nil }
             varied[entry.key] = plain.map { .many([$0, index]) } ?? .one(index)
         }
-        if entry.key.isSlice { slicesInserted.add(1) }
+        if entry.key.isSlice {
+            slicesInserted.add(1)
+            sliceSlots.add(entry.key, slot: index)
+        }
         recency.linkNewest(index, in: &slots)
         totalBytes += entry.size
         if entry.segment != 0 {
@@ -252,6 +257,14 @@ struct DiskIndex {
         return names.compactMap { remove(named: $0) }
     }
 
+    /// Removes every slice stored for the object `key` (``CacheKey/slice(_:)``, whatever the
+    /// slice size it was cut by); returns them.
+    mutating func removeSlices(of key: CacheKey) -> [Entry] {
+        guard !sliceSlots.isEmpty else { return [] }
+        let names = sliceSlots.slots(ofObject: key.url).compactMap { slots[$0]?.name }
+        return names.compactMap { remove(named: $0) }
+    }
+
     /// Removes least recently used entries until the total is at most `target`; returns them.
     mutating func evict(downTo target: Int64) -> [Entry] {
         var evicted: [Entry] = []
@@ -280,6 +293,7 @@ struct DiskIndex {
         {
             varied[entry.key] = rest
         }
+        if !sliceSlots.isEmpty { sliceSlots.remove(entry.key, slot: index) }
         totalBytes -= entry.size
         if entry.segment != 0 {
             segments[entry.segment]?.live -= entry.size

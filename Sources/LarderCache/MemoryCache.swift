@@ -37,6 +37,8 @@ public final class MemoryCache: Sendable {
         var slots: [Slot] = []
         var free: [Int] = []
         var index: [CacheKey: Int] = [:]
+        /// The slots of each object's slices (promoted from disk).
+        var sliceSlots = SliceSlots()
         var recency = RecencyList()
         var bytes = 0
         var evictions = 0
@@ -146,6 +148,7 @@ public final class MemoryCache: Sendable {
                 state.recency.touch(slot, in: &state.slots)
             } else {
                 state.slots[slot] = Slot(key: response.key, variants: [response], cost: cost)
+                state.sliceSlots.add(response.key, slot: slot)
                 state.recency.linkNewest(slot, in: &state.slots)
                 state.bytes += cost
             }
@@ -206,6 +209,17 @@ public final class MemoryCache: Sendable {
         }
     }
 
+    /// Removes every slice held for the object `key` (``CacheKey/slice(_:)``). Returns whether
+    /// any was.
+    @discardableResult
+    public func removeSlices(of key: CacheKey) -> Bool {
+        state.withLock { state in
+            let slots = state.sliceSlots.slots(ofObject: key.url)
+            for slot in slots { MemoryCache.removeSlot(&state, slot) }
+            return !slots.isEmpty
+        }
+    }
+
     /// Drops everything.
     public func removeAll() {
         state.withLock { state in
@@ -252,7 +266,10 @@ public final class MemoryCache: Sendable {
 
     private static func removeSlot(_ state: inout State, _ slot: Int) {
         state.recency.unlink(slot, in: &state.slots)
-        if let key = state.slots[slot].key { state.index.removeValue(forKey: key) }
+        if let key = state.slots[slot].key {
+            state.index.removeValue(forKey: key)
+            if !state.sliceSlots.isEmpty { state.sliceSlots.remove(key, slot: slot) }
+        }
         state.bytes -= state.slots[slot].cost
         state.slots[slot] = Slot()
         state.free.append(slot)

@@ -91,6 +91,8 @@ extension TieredCache {
         case .slice:
             guard let index = entry.sliceIndex else { return StoreSink() }
             let key = entry.key.slice(index)
+            // A copy promoted from an older disk slice must not answer beside the new one.
+            memory.remove(key)
             var diskHead = diskHead()
             diskHead.key = key.url
             diskHead.status = 206
@@ -108,6 +110,8 @@ extension TieredCache {
             diskHead.reason = HTTPStatus.reason(206)
             // Each slice carries its own range.
             diskHead.headers.remove("Content-Range")
+            // Promoted copies of older slices must not answer beside the new ones.
+            memory.removeSlices(of: entry.key)
             let write = SlicedDiskWrite(
                 cache: self, key: entry.key, size: entry.sliceSize, range: range, head: diskHead, stamp: entry.stamp)
             var sink = StoreSink(cache: self, entry: entry, wholeLimit: plan.wholeLimit)
@@ -121,6 +125,7 @@ extension TieredCache {
             // Only a part of the slice the fill asked for.
             guard range.first >= slice.first, range.last <= slice.last else { return StoreSink() }
             let key = entry.key.slice(index)
+            memory.remove(key)
             let part = assemblies.join(key, slice: slice, range: range, headers: head.headers, now: entry.responseTime) {
                 var diskHead = diskHead()
                 diskHead.key = key.url
@@ -143,8 +148,9 @@ extension TieredCache {
             let write = SlicedDiskWrite(
                 cache: self, key: entry.key, size: entry.sliceSize, length: entry.contentLength ?? 0, head: diskHead,
                 stamp: entry.stamp)
-            // The object's own key must not keep an older whole copy beside the new slices.
-            purge(entry.key)
+            // Neither the object's own key (an older whole copy) nor its older slices, on either
+            // tier, may answer beside the new slices.
+            invalidateObject(entry.key)
             var sink = StoreSink(cache: self, entry: entry, wholeLimit: plan.wholeLimit)
             sink.slicedWrite = write
             sink.stores = !write.hasFailed

@@ -299,18 +299,29 @@ public final class TieredCache: Sendable {
         return inMemory || onDisk
     }
 
-    /// The operator's purge of an object (the admin API): what is stored under `key`, and its
-    /// slices numbered below `slices` (`cache.slice_size`), which are stored under keys of their
-    /// own (``CacheKey/slice(_:)``); whether any of it was stored. Recorded first
-    /// (``InvalidationLog``): a fill, revalidation or promotion of the object that began before
-    /// this does not store after it. One probe a slice number (slices may have gaps: a range
-    /// stores the whole slices inside it): callers bound `slices` by the largest object a slice
-    /// size allows, and run this off the event loops.
+    /// Removes what is stored under `key` and every slice stored of that object (keys of their
+    /// own, ``CacheKey/slice(_:)``), found through each tier's table of slices; whether any of
+    /// it was stored. The invalidation of RFC 9111 §4.4, and the heart of a purge.
+    @discardableResult
+    public func invalidateObject(_ key: CacheKey) -> Bool {
+        var found = purge(key)
+        guard mayHoldSlices else { return found }
+        if memory.removeSlices(of: key) { found = true }
+        if disk?.purgeSlices(of: key) == true { found = true }
+        return found
+    }
+
+    /// The operator's purge of an object (the admin API): ``invalidateObject(_:)``, recorded
+    /// first (``InvalidationLog``), so that a fill, revalidation or promotion of the object
+    /// that began before this does not store after it. While the start-up scan runs, slices it
+    /// has not indexed yet are also looked for by number, below `slices` (one probe each, and a
+    /// tombstone: callers bound it by the largest object the slice size allows, and run this
+    /// off the event loops).
     @discardableResult
     public func purgeObject(_ key: CacheKey, slicesBelow slices: Int) -> Bool {
         invalidations.record(.object(key.url))
-        var found = purge(key)
-        if mayHoldSlices {
+        var found = invalidateObject(key)
+        if !isIndexComplete {
             for index in 0..<max(0, slices) where purge(key.slice(index)) { found = true }
         }
         return found

@@ -83,6 +83,36 @@ import Testing
         #expect(isNewer, "not replaced by a write begun before the purge")
     }
 
+    /// A purge finds an object's slices in each tier's table of slices: whatever numbers they
+    /// have (a larger object than the current slice size allows, slices cut by another size),
+    /// without probing numbers; other objects' slices stay.
+    @Test func aPurgeRemovesEverySliceStoredWithoutProbingNumbers() throws {
+        let fixture = try DiskFixture()
+        let tiers = TieredCache(memory: MemoryCache(limits: Fixtures.limits()), disk: fixture.cache)
+        let object = Fixtures.key("/sliced")
+        let other = Fixtures.key("/sliced-other")
+        for key in [object.slice(0), object.slice(5), object.slice(70_000), other.slice(0)] {
+            let headers: HTTPHeaders = ["Cache-Control": "max-age=60", "Content-Range": "bytes 0-299/300"]
+            let slice = StoredResponse(
+                key: key, status: 206, reason: "Partial Content", headers: headers, body: .memory(pattern(300, seed: 8)),
+                requestTime: 100, responseTime: 101, freshnessLifetime: 60, correctedInitialAge: 0)
+            let head = DiskEntryFormat.Head(
+                key: key.url, status: 206, reason: "Partial Content", requestTime: 100, responseTime: 101, vary: [:], headers: headers)
+            #expect(fixture.cache.storeInline(slice, head: head))
+            tiers.insertInMemory(slice)
+        }
+        #expect(tiers.purgeObject(object, slicesBelow: 0))
+        for index in [0, 5, 70_000] {
+            #expect(!fixture.cache.isIndexed(object.slice(index)), "slice \(index) purged from disk")
+            guard case .miss = tiers.lookup(object.slice(index), request: [:]) else {
+                Issue.record("slice \(index) purged from memory")
+                continue
+            }
+        }
+        #expect(fixture.cache.isIndexed(other.slice(0)), "another object's slice stays")
+        #expect(tiers.invalidateObject(other) && !fixture.cache.isIndexed(other.slice(0)), "and goes with its own invalidation")
+    }
+
     /// Whole bodies queued for disk (segment records inline or on the writer, a file) begun
     /// before a ban: none is indexed, no file is left.
     @Test func storesBegunBeforeABanAreNotIndexed() throws {

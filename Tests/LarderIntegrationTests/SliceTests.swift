@@ -57,40 +57,6 @@ extension IntegrationTests {
             #expect(try origin.bytes(target) == 2 * size, "fetched whole again after the purge")
         }
 
-        /// A purge while a fill stores an object in slices: the slices it fetched before the
-        /// purge and finishes after it are not stored, or the old version would be served as
-        /// hits after the operator purged it (and a range across old and new slices cut short).
-        @Test func slicesAFillFinishesAfterAPurgeAreNotStored() throws {
-            let origin = try Origin()
-            let larder = try Larder(config: "[cache]\nslice_size = \"1MiB\"\n")
-            let size = 4 << 20
-            // 64 pieces of 64 KiB, 40 ms apart: the fill takes about 2.6 s.
-            let target = "/big?size=\(size)&ranges=1&cc=max-age=3600&slow=0.04"
-            let url = origin.url(target)
-            let download = try ChildProcess(
-                "/usr/bin/curl",
-                ["-s", "-o", "/dev/null", "-w", "%{http_code} %{size_download}", "--max-time", "60", "-x", larder.proxy, url])
-            defer { download.kill() }
-            #expect(try Self.sliceTiers(larder, url) { !$0.isEmpty }.count == 1, "the first slice stored: the fill is under way")
-            try origin.bump("/big")
-            let encoded = url.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? url
-            let purge = try Curl.run(["-X", "POST", "http://127.0.0.1:\(larder.adminPort)/purge?url=\(encoded)"])
-            #expect(purge.text.contains("\"purged\":true"), "\(purge.text)")
-            download.waitUntilExit()
-            #expect(download.stdout == "200 \(size)", "the client in flight gets the object it asked for")
-            var stored: [String] = []
-            for _ in 0..<20 {
-                stored = try Self.sliceTiers(larder, url) { _ in true }
-                if !stored.isEmpty { break }
-                usleep(50_000)
-            }
-            #expect(stored.isEmpty, "no slice of the purged version stored after the purge")
-            let tail = try Curl.viaProxy(larder.proxy, ["-r", "\(size - 1000)-\(size - 1)", url])
-            let direct = try Curl.run(["-r", "\(size - 1000)-\(size - 1)", url])
-            #expect(tail.status == 206 && tail.cacheStatus?.hit == false, "\(tail.headers)")
-            #expect(tail.body == direct.body, "the origin's new version")
-        }
-
         @Test func rangesAndAResumeOfA64MiBObjectComeFromItsSlices() throws {
             let origin = try Origin()
             let larder = try Larder(config: "")

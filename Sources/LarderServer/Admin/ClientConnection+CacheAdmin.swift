@@ -6,8 +6,8 @@ import LarderIO
 /// The admin calls over the cache's contents: `GET /cache?prefix=…&limit=…` lists entries,
 /// `POST /ban?prefix=…` or `?glob=…` removes every match, `POST /purge?url=…` or `?key=…` one
 /// object and its slices. They run on the admin thread (a listing reads disk heads; a ban of a
-/// million entries takes a while; a purge looks for slices by number), and the connection
-/// waits parked.
+/// million entries takes a while; a purge during the start-up scan looks for slices by
+/// number), and the connection waits parked.
 extension ClientConnection {
     /// What the admin thread hands back.
     enum CacheAdminResult: Sendable {
@@ -65,23 +65,26 @@ extension ClientConnection {
         let scope = KeyScope.resolve(requested, routes: proxy.runtime.routes)
         let cache = proxy.cache
         let start = Clocks.monotonicNanos()
-        offLoop { .banned(cache.remove(matching: { scope.matches($0.url) }), pattern: requested, scope: scope, startNanos: start) }
+        // A slice's key is matched as its object's URL: the slices go with the object.
+        offLoop {
+            .banned(cache.remove(matching: { scope.matches($0.objectURL) }), pattern: requested, scope: scope, startNanos: start)
+        }
     }
 
     /// `POST /purge?url=…`, or `?key=…` for a key a route built (`debian:/…`, `sha256:…`,
     /// whichever URLs it serves): removes what is stored under `key`, and the slices of an
-    /// object stored in slices (`cache.slice_size`), which have keys of their own. On the
-    /// admin thread: the slices are looked for by number, up to as many as the current slice
-    /// size cuts the largest storable object into (slices stored under another slice size
-    /// are left to a ban).
+    /// object stored in slices (`cache.slice_size`), which have keys of their own and are found
+    /// through each tier's table of slices. On the admin thread: while the start-up scan runs,
+    /// slices it has not indexed are also looked for by number, up to as many as the current
+    /// slice size cuts the largest storable object into.
     func answerPurge(_ key: CacheKey, subject: PurgeSubject, config: Config) {
         let cache = proxy.cache
         let slices = ClientConnection.purgedSlices(config)
         offLoop { .purged(subject, found: cache.purgeObject(key, slicesBelow: slices)) }
     }
 
-    /// How many slice numbers a purge looks for: as many as the current slice size cuts the
-    /// largest storable object into.
+    /// How many slice numbers a purge during the start-up scan looks for: as many as the
+    /// current slice size cuts the largest storable object into.
     static func purgedSlices(_ config: Config) -> Int {
         let size = Int64(config.cache.sliceSize)
         return size > 0 ? Int((config.disk.maxObjectBytes + size - 1) / size) : 0

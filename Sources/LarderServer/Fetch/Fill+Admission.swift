@@ -58,7 +58,8 @@ extension Fill {
                 method: "GET", scheme: url.scheme, host: url.host, port: url.port, pathAndQuery: url.pathAndQuery)
             if route?.immutable != true { keys.append(CacheKey(url)) }
         }
-        for key in keys { proxy.cache.purge(key) }
+        // Slices too: they are stored responses of the same URI.
+        for key in keys { proxy.cache.invalidateObject(key) }
         proxy.telemetry.stats[.invalidations].add(keys.count)
     }
 
