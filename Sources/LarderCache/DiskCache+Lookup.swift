@@ -50,7 +50,9 @@ extension DiskCache {
     public enum Verification: Sendable {
         /// Sound: the response with the checked body in memory, to serve as it is, or with a
         /// body checked block by block as it is sent (its head checked); nil: look up again.
-        case sound(StoredResponse?)
+        /// `since`: taken before the check read the index; a promotion of the response to the
+        /// memory tier is refused when a purge or ban since covers it (``InvalidationLog``).
+        case sound(StoredResponse?, since: InvalidationLog.Stamp? = nil)
         /// Damaged (deleted, counted), gone, or not on disk: look up again, without the
         /// reader thread (``TieredCache/lookup(_:request:checked:)``).
         case dropped
@@ -341,8 +343,11 @@ extension DiskCache {
 
     /// Checks an entry of `key` on the reader thread; `completion` (called there) receives the
     /// outcome. A bad entry is deleted and counted. While the start-up scan runs, a name not
-    /// indexed yet is looked for on disk here (``unindexedEntry(named:key:)``).
-    public func verify(_ name: EntryName, key: CacheKey, completion: @escaping @Sendable (Verification) -> Void) {
+    /// indexed yet is looked for on disk here (``unindexedEntry(named:key:)``). `stamp`, taken
+    /// before this is called, goes with a sound outcome.
+    public func verify(
+        _ name: EntryName, key: CacheKey, stamp: InvalidationLog.Stamp? = nil, completion: @escaping @Sendable (Verification) -> Void
+    ) {
         reader.submit { [self] in
             let found: (entry: DiskIndex.Entry, loaded: LoadedHead?)
             if let entry = index.withLock({ $0.entry(named: name) }) {
@@ -363,7 +368,7 @@ extension DiskCache {
                 if DiskEntryFormat.isBlocked(bodyLength: loaded.head.bodyLength, version: loaded.head.version) {
                     // Checked block by block as it is sent: served from this descriptor, not
                     // looked up again (the loop could find it closed by then, and come back).
-                    completion(.sound(storedResponse(key: entry.key, loaded: loaded)))
+                    completion(.sound(storedResponse(key: entry.key, loaded: loaded), since: stamp))
                 } else {
                     // As lookup: a body over a block without block checksums (an older format)
                     // is not held in memory whole to be checked; it is dropped.
@@ -371,7 +376,7 @@ extension DiskCache {
                         throw DiskEntryFormat.Problem.unblockedLargeBody(version: loaded.head.version)
                     }
                     let checked = try readChecked(loaded)
-                    completion(.sound(storedResponse(key: entry.key, head: checked.head, body: .memory(checked.body))))
+                    completion(.sound(storedResponse(key: entry.key, head: checked.head, body: .memory(checked.body)), since: stamp))
                 }
             } catch {
                 discard(entry, after: error)

@@ -70,11 +70,13 @@ public final class TieredCache: Sendable {
             varyMiss = true
         }
         guard let disk else { return .miss(varyMiss: varyMiss) }
-        if case .sound(let checked?) = checked, checked.key == key, VaryMatcher.matches(checked, request: headers) {
+        if case .sound(let checked?, let since) = checked, checked.key == key, VaryMatcher.matches(checked, request: headers) {
             disk.countHit(checked)
-            promote(checked)
+            promote(checked, stamp: since)
             return .found(checked, fromDisk: true)
         }
+        // Before the index is read: a purge after this keeps the promotion of what it finds out.
+        let stamp = storeStamp()
         switch disk.lookup(key, request: headers, byName: checked == nil) {
         case .miss:
             return .miss(varyMiss: varyMiss)
@@ -85,7 +87,7 @@ public final class TieredCache: Sendable {
             return checked == nil ? .pending(name: name) : .miss(varyMiss: varyMiss)
         case .hit(let stored):
             disk.countHit(stored)
-            promote(stored)
+            promote(stored, stamp: stamp)
             return .found(stored, fromDisk: true)
         }
     }
@@ -116,10 +118,12 @@ public final class TieredCache: Sendable {
         if let disk { disk.reader.submit(move) } else { move() }
     }
 
-    /// Checks the disk entry `name` of `key` on the reader thread; `completion` runs there.
+    /// Checks the disk entry `name` of `key` on the reader thread; `completion` runs there. A
+    /// sound outcome carries a stamp taken now, before the check reads the index, for the
+    /// promotion of the entry the lookup after it makes.
     public func verify(_ name: EntryName, key: CacheKey, completion: @escaping @Sendable (DiskCache.Verification) -> Void) {
         guard let disk else { return completion(.dropped) }
-        disk.verify(name, key: key, completion: completion)
+        disk.verify(name, key: key, stamp: storeStamp(), completion: completion)
     }
 
     /// Reads and checks one block of a disk-tier body (``DiskCache/readBlock(of:block:completion:)``);
@@ -131,11 +135,10 @@ public final class TieredCache: Sendable {
 
     /// Puts a disk entry small enough for the memory tier into it: at once when its body is
     /// already in memory, else read (and checked) on the reader thread, unless that version is
-    /// in memory by then, or purged since `stamp` (by default, now: a read that finds the entry
-    /// purged finds it gone from the index).
-    public func promote(_ stored: StoredResponse, stamp: InvalidationLog.Stamp? = nil) {
+    /// in memory by then, or a purge or ban since `stamp` covers it. `stamp` must be taken
+    /// before the index lookup that found `stored` (nil: none is refused).
+    public func promote(_ stored: StoredResponse, stamp: InvalidationLog.Stamp?) {
         guard fitsInMemory(stored) else { return }
-        let stamp = stamp ?? storeStamp()
         if stored.isInMemory {
             memory.insert(stored, stamp: stamp)
             return

@@ -29,7 +29,7 @@ import Testing
             return
         }
         #expect(name == DiskCache.entryName(key: early, vary: [:]))
-        guard case .sound(let stored?) = Self.check(reopened, name, early) else {
+        guard case .sound(let stored?, _) = Self.check(reopened, name, early) else {
             Issue.record("the reader thread finds the entry under its name")
             return
         }
@@ -136,7 +136,7 @@ import Testing
             return
         }
         #expect(again.entry.name == name && again.loaded == nil)
-        guard case .sound(let stored?) = Self.check(reopened, name, key) else {
+        guard case .sound(let stored?, _) = Self.check(reopened, name, key) else {
             Issue.record("the check serves it")
             return
         }

@@ -131,8 +131,8 @@ func hit(_ cache: DiskCache, key: CacheKey, request: HTTPHeaders = [:]) -> Store
             done.wait()
             byName = false
             switch result.withLock({ $0 }) {
-            case .sound(let checked?): return checked
-            case .sound(nil): continue
+            case .sound(let checked?, _): return checked
+            case .sound(nil, _): continue
             default: return nil
             }
         }

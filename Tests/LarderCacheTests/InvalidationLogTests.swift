@@ -52,6 +52,37 @@ import Testing
         }
     }
 
+    /// A disk hit checked on the reader thread and purged before the lookup after the check:
+    /// the client that asked gets what was checked, but the memory tier does not keep it (the
+    /// promotion's stamp is the check's, taken before it read the index).
+    @Test func aCheckedDiskHitPurgedBeforeItsPromotionStaysOutOfMemory() throws {
+        let fixture = try DiskFixture()
+        fixture.store("/checked", body: pattern(600_000, seed: 9))
+        let tiers = TieredCache(memory: MemoryCache(limits: Fixtures.limits(bytes: 4 << 20)), disk: fixture.cache)
+        let key = Fixtures.key("/checked")
+        guard case .pending(let name) = tiers.lookup(key, request: [:]) else {
+            Issue.record("a 600 KB entry is checked on the reader thread")
+            return
+        }
+        let done = DispatchSemaphore(value: 0)
+        let outcome = Mutex<DiskCache.Verification?>(nil)
+        tiers.verify(name, key: key) { verification in
+            outcome.withLock { $0 = verification }
+            done.signal()
+        }
+        done.wait()
+        #expect(tiers.purgeObject(key, slicesBelow: 0))
+        guard case .found(_, fromDisk: true) = tiers.lookup(key, request: [:], checked: outcome.withLock { $0 }) else {
+            Issue.record("the checked response answers the request that asked")
+            return
+        }
+        fixture.cache.drain()
+        guard case .miss = tiers.lookup(key, request: [:]) else {
+            Issue.record("purged before its promotion: not kept in memory")
+            return
+        }
+    }
+
     /// A streamed write (a large body, a slice) finished after a purge of its object: no file
     /// under its name, nothing indexed, and a newer entry stored meanwhile is left alone.
     @Test func aDiskWriteFinishedAfterAPurgeIsNotStored() throws {

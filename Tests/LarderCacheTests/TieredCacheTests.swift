@@ -360,10 +360,10 @@ import Testing
                 body: .memory(pattern(1000, seed: 3)), requestTime: 1000, responseTime: 1000, varyValues: [:],
                 freshnessLifetime: 60, correctedInitialAge: 0)
         }
-        tiers.promote(slice("/fits", objectLength: limit))
-        tiers.promote(slice("/too-large", objectLength: limit + 1))
-        tiers.promote(slice("/no-range", objectLength: nil))
-        tiers.promote(Fixtures.response("/whole", bodySize: 1000))
+        tiers.promote(slice("/fits", objectLength: limit), stamp: nil)
+        tiers.promote(slice("/too-large", objectLength: limit + 1), stamp: nil)
+        tiers.promote(slice("/no-range", objectLength: nil), stamp: nil)
+        tiers.promote(Fixtures.response("/whole", bodySize: 1000), stamp: nil)
         #expect(tiers.memory.lookup(Fixtures.key("/fits").slice(0)) != nil, "its object fits")
         #expect(tiers.memory.lookup(Fixtures.key("/too-large").slice(0)) == nil, "its object is over the limit")
         #expect(tiers.memory.lookup(Fixtures.key("/no-range").slice(0)) == nil, "no length to judge by")

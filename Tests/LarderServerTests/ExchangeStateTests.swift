@@ -315,7 +315,7 @@ import Testing
 
     /// The length of the sound entry a check found, if it found one.
     private static func checkedLength(_ check: DiskCache.Verification?) -> Int? {
-        guard case .sound(let entry?) = check else { return nil }
+        guard case .sound(let entry?, _) = check else { return nil }
         return entry.bodyLength
     }
 
