@@ -96,7 +96,7 @@ extension DiskCache {
             headers: headers, url: refreshed.url)
         let temporary = temporaryPath(name, suffix: "refresh")
         writer.submit { [self] in
-            guard stamp?.allows(refreshed.key) ?? true, let current = index.withLock({ $0.entry(named: name) }) else { return }
+            guard invalidations.allows(refreshed.key, since: stamp), let current = index.withLock({ $0.entry(named: name) }) else { return }
             do {
                 let old = try loadHead(current)
                 guard old.head.key == refreshed.key.url else { return }
@@ -128,7 +128,7 @@ extension DiskCache {
                     try FileSystem.writeAll(fd, chunk)
                     offset += Int64(chunk.count)
                 }
-                guard stamp?.allows(refreshed.key) ?? true else {
+                guard invalidations.allows(refreshed.key, since: stamp) else {
                     try? FileSystem.remove(temporary)  // purged meanwhile: not renamed over a newer entry
                     return
                 }

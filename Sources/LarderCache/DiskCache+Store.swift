@@ -195,7 +195,7 @@ extension DiskCache {
                 entry.segment = filled.id
                 entry.offset = offset
                 offset += entry.size
-                if let stamp = records[position].stamp, !stamp.allows(entry.key) {
+                if !invalidations.allows(entry.key, since: records[position].stamp) {
                     replaced.append(entry)  // purged since its fetch began: its record is freed
                 } else if let old = index.insert(entry) {
                     replaced.append(old)
@@ -272,7 +272,7 @@ extension DiskCache {
                 var record = entry
                 record.segment = segment
                 record.offset = offset
-                if let stamp, !stamp.allows(entry.key) { return record }
+                if !invalidations.allows(entry.key, since: stamp) { return record }
                 return index.insert(record)
             }
         } catch {
@@ -326,7 +326,7 @@ extension DiskCache {
     func writeFile(
         _ entry: DiskIndex.Entry, head: [UInt8], body: [UInt8], table: [UInt8], stamp: InvalidationLog.Stamp? = nil
     ) -> UInt64? {
-        if let stamp, !stamp.allows(entry.key) { return 0 }
+        if !invalidations.allows(entry.key, since: stamp) { return 0 }
         let entries = entriesDirectoryFD.load(ordering: .acquiring)
         let relative = relativePath(forName: entry.name)
         let start = Clocks.monotonicNanos()
@@ -407,7 +407,7 @@ extension DiskCache {
         stamp: InvalidationLog.Stamp? = nil
     ) {
         let (stored, replaced) = index.withLock { index -> (Bool, DiskIndex.Entry?) in
-            if let stamp, !stamp.allows(key) { return (false, index.remove(named: name)) }
+            if !invalidations.allows(key, since: stamp) { return (false, index.remove(named: name)) }
             return (true, index.insert(DiskIndex.Entry(key: key, vary: vary, name: name, size: size)))
         }
         guard stored else {

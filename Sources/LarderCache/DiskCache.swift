@@ -34,6 +34,9 @@ public final class DiskCache: Sendable {
     let index: Locked<DiskIndex>
     /// Slice entries ever indexed (``DiskIndex/slicesInserted``).
     let slicesInserted = AtomicCounter()
+    /// The operator's purges and bans, for stores that began before them (``TieredCache``
+    /// records into it; its memory tier asks it too).
+    let invalidations = InvalidationLog()
     let segments: DiskSegments
     /// Segments that existed at start: the start-up scan reads them (later ones are indexed as
     /// they are written).

@@ -145,7 +145,7 @@ public final class DiskWrite: Sendable {
                 Syscall.close(state.fd)
                 state.fd = -1
                 state.done = true
-                if let stamp, !stamp.allows(key) {
+                if !cache.invalidations.allows(key, since: stamp) {
                     purged = true
                     try? FileSystem.remove(temporaryPath)
                     return

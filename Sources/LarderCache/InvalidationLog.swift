@@ -4,7 +4,7 @@ import Synchronization
 /// fetched a response before its URL was purged finishes after; storing it then would undo
 /// the purge (its slices, its memory copy), and a revalidation or a promotion in flight would
 /// bring the old entry back the same way. Each store carries the ``Stamp`` taken when its
-/// fetch (or read) began, and each tier asks ``Stamp/allows(_:)`` under the lock its insert
+/// fetch (or read) began, and each tier asks ``allows(_:since:)`` under the lock its insert
 /// holds; a purge records here before it removes anything under those locks, so either the
 /// store is in place when the removal runs, or the store sees the record and is skipped.
 ///
@@ -14,14 +14,10 @@ import Synchronization
 /// the last ``capacity`` records; a stamp older than all of them allows nothing (its store is
 /// skipped, and a later request fetches the response again).
 public final class InvalidationLog: Sendable {
-    /// When a store's fetch began, as far as this log is concerned.
-    public struct Stamp: Sendable {
-        let log: InvalidationLog
+    /// When a store's fetch began, as far as this log is concerned: a plain number, copied
+    /// with every store on the miss path without reference counting.
+    public struct Stamp: Sendable, Equatable {
         let generation: UInt64
-
-        /// Whether a response for `key` fetched since this stamp may be stored: no purge or
-        /// ban that covers `key` has been recorded since. Lock-free while nothing was.
-        public func allows(_ key: CacheKey) -> Bool { log.allows(key, since: generation) }
     }
 
     /// What a record covers.
@@ -62,7 +58,7 @@ public final class InvalidationLog: Sendable {
     public init() {}
 
     /// A stamp for a store whose fetch begins now.
-    public func stamp() -> Stamp { Stamp(log: self, generation: generation.load(ordering: .acquiring)) }
+    public func stamp() -> Stamp { Stamp(generation: generation.load(ordering: .acquiring)) }
 
     /// Records a purge or a ban, before the tiers remove what it covers.
     public func record(_ subject: Subject) {
@@ -78,8 +74,10 @@ public final class InvalidationLog: Sendable {
         }
     }
 
-    func allows(_ key: CacheKey, since stamp: UInt64) -> Bool {
-        if generation.load(ordering: .acquiring) == stamp { return true }
+    /// Whether a response for `key` fetched since `stamp` may be stored: no purge or ban that
+    /// covers `key` has been recorded since (nil: no stamp, always). Lock-free while nothing was.
+    public func allows(_ key: CacheKey, since stamp: Stamp?) -> Bool {
+        guard let stamp = stamp?.generation, generation.load(ordering: .acquiring) != stamp else { return true }
         return state.withLock { state in
             guard state.forgottenThrough <= stamp else { return false }
             for record in state.records.reversed() {

@@ -204,7 +204,7 @@ public struct StoreSink {
                 varyValues: whole.vary,
                 freshnessLifetime: whole.lifetime, correctedInitialAge: whole.initialAge, cacheControl: whole.cacheControl,
                 preparedHead: whole.head)
-            cache.memory.insert(stored, stamp: parts.entry.stamp)
+            cache.memory.insert(stored, admittedBy: cache.invalidations, since: parts.entry.stamp)
             // Moved to the queue, not copied: the head is large.
             if let pendingDiskHead { queue.add(stored, body: body, head: pendingDiskHead, stamp: parts.entry.stamp) }
         }

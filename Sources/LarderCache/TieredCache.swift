@@ -22,12 +22,14 @@ public final class TieredCache: Sendable {
     let memoryFiles: MemoryFileBudget
     /// Slices an origin sends in parts, waiting for their next part.
     let assemblies = SliceAssemblies()
-    /// The operator's purges and bans, for stores that began before them.
-    let invalidations = InvalidationLog()
+    /// The operator's purges and bans, for stores that began before them: the disk tier's,
+    /// which it asks itself.
+    let invalidations: InvalidationLog
 
     public init(memory: MemoryCache, disk: DiskCache?, memoryFiles: MemoryFileBudget = .shared) {
         self.memory = memory
         self.disk = disk
+        invalidations = disk?.invalidations ?? InvalidationLog()
         self.memoryFiles = memoryFiles
     }
 
@@ -140,7 +142,7 @@ public final class TieredCache: Sendable {
     public func promote(_ stored: StoredResponse, stamp: InvalidationLog.Stamp?) {
         guard fitsInMemory(stored) else { return }
         if stored.isInMemory {
-            memory.insert(stored, stamp: stamp)
+            memory.insert(stored, admittedBy: invalidations, since: stamp)
             return
         }
         guard let disk else { return }
@@ -151,8 +153,9 @@ public final class TieredCache: Sendable {
             memory.lookup(stored.key)?.contains { $0.varyValues == stored.varyValues && $0.responseTime == stored.responseTime }
                 ?? false
         }
+        let invalidations = self.invalidations
         disk.readIntoMemory(stored, unless: held) { promoted in
-            if let promoted { memory.insert(promoted, stamp: stamp) }
+            if let promoted { memory.insert(promoted, admittedBy: invalidations, since: stamp) }
         }
     }
 
@@ -189,7 +192,7 @@ public final class TieredCache: Sendable {
     /// Stores a complete response whose body is in memory into the memory tier, unless a purge
     /// or ban since `stamp` covers it.
     public func insertInMemory(_ stored: StoredResponse, stamp: InvalidationLog.Stamp? = nil) {
-        memory.insert(stored, stamp: stamp)
+        memory.insert(stored, admittedBy: invalidations, since: stamp)
     }
 
     /// Starts the disk tier's threads (its index scan, writer, reader and scrubber).
@@ -273,7 +276,7 @@ public final class TieredCache: Sendable {
         if promoting {
             promote(updated, stamp: stamp)
         } else if updated.isInMemory {
-            memory.insert(updated, stamp: stamp)
+            memory.insert(updated, admittedBy: invalidations, since: stamp)
         }
         disk?.refresh(updated, stamp: stamp)
     }

@@ -11,18 +11,18 @@ import Testing
     @Test func aStampAllowsWhatNoLaterRecordCovers() {
         let log = InvalidationLog()
         let before = log.stamp()
-        #expect(before.allows(Fixtures.key("/a")))
+        #expect(log.allows(Fixtures.key("/a"), since: before))
         log.record(.object(Fixtures.key("/a").url))
         let after = log.stamp()
-        #expect(!before.allows(Fixtures.key("/a")))
-        #expect(!before.allows(Fixtures.key("/a").slice(7)), "an object's purge covers its slices")
-        #expect(before.allows(Fixtures.key("/ab")), "and no other URL, even one it begins")
-        #expect(before.allows(Fixtures.key("/b")))
-        #expect(after.allows(Fixtures.key("/a")), "a fetch begun after the purge stores")
+        #expect(!log.allows(Fixtures.key("/a"), since: before))
+        #expect(!log.allows(Fixtures.key("/a").slice(7), since: before), "an object's purge covers its slices")
+        #expect(log.allows(Fixtures.key("/ab"), since: before), "and no other URL, even one it begins")
+        #expect(log.allows(Fixtures.key("/b"), since: before))
+        #expect(log.allows(Fixtures.key("/a"), since: after), "a fetch begun after the purge stores")
 
         log.record(.matching { $0.url.hasSuffix("/b") })
-        #expect(!after.allows(Fixtures.key("/b")))
-        #expect(after.allows(Fixtures.key("/c")))
+        #expect(!log.allows(Fixtures.key("/b"), since: after))
+        #expect(log.allows(Fixtures.key("/c"), since: after))
     }
 
     @Test func aStampOlderThanEveryRecordKeptAllowsNothing() {
@@ -31,9 +31,9 @@ import Testing
         log.record(.object(Fixtures.key("/elsewhere").url))
         let recent = log.stamp()
         for index in 0..<InvalidationLog.capacity { log.record(.object(Fixtures.key("/other\(index)").url)) }
-        #expect(!old.allows(Fixtures.key("/a")), "the record after it is forgotten: nothing is known")
-        #expect(recent.allows(Fixtures.key("/a")), "every record since is kept")
-        #expect(!recent.allows(Fixtures.key("/other3")))
+        #expect(!log.allows(Fixtures.key("/a"), since: old), "the record after it is forgotten: nothing is known")
+        #expect(log.allows(Fixtures.key("/a"), since: recent), "every record since is kept")
+        #expect(!log.allows(Fixtures.key("/other3"), since: recent))
     }
 
     @Test func theMemoryTierRefusesAResponseFetchedBeforeItsPurge() {
