@@ -150,15 +150,7 @@ import Testing
         #expect(ended.statistics.entries == 1)
     }
 
-    /// The reader thread's check of `name` for `key`, waited for.
     private static func check(_ cache: DiskCache, _ name: EntryName, _ key: CacheKey) -> DiskCache.Verification? {
-        let done = DispatchSemaphore(value: 0)
-        let result = Mutex<DiskCache.Verification?>(nil)
-        cache.verify(name, key: key) { verification in
-            result.withLock { $0 = verification }
-            done.signal()
-        }
-        done.wait()
-        return result.withLock { $0 }
+        verified(cache, name, key: key)
     }
 }

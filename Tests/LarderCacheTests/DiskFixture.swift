@@ -122,15 +122,8 @@ func hit(_ cache: DiskCache, key: CacheKey, request: HTTPHeaders = [:]) -> Store
         case .hit(let stored):
             return stored
         case .unverified(let name):
-            let done = DispatchSemaphore(value: 0)
-            let result = Mutex<DiskCache.Verification?>(nil)
-            cache.verify(name, key: key) { verification in
-                result.withLock { $0 = verification }
-                done.signal()
-            }
-            done.wait()
             byName = false
-            switch result.withLock({ $0 }) {
+            switch verified(cache, name, key: key) {
             case .sound(let checked?, _): return checked
             case .sound(nil, _): continue
             default: return nil
@@ -138,6 +131,27 @@ func hit(_ cache: DiskCache, key: CacheKey, request: HTTPHeaders = [:]) -> Store
         }
     }
     return nil
+}
+
+/// The reader thread's check of the entry `name` of `key`, waited for.
+func verified(_ cache: DiskCache, _ name: EntryName, key: CacheKey) -> DiskCache.Verification? {
+    waitForCheck { cache.verify(name, key: key, completion: $0) }
+}
+
+/// ``verified(_:_:key:)`` through the tiers' face (the outcome carries its stamp).
+func verified(_ tiers: TieredCache, _ name: EntryName, key: CacheKey) -> DiskCache.Verification? {
+    waitForCheck { tiers.verify(name, key: key, completion: $0) }
+}
+
+private func waitForCheck(_ start: (@escaping @Sendable (DiskCache.Verification) -> Void) -> Void) -> DiskCache.Verification? {
+    let done = DispatchSemaphore(value: 0)
+    let result = Mutex<DiskCache.Verification?>(nil)
+    start { verification in
+        result.withLock { $0 = verification }
+        done.signal()
+    }
+    done.wait()
+    return result.withLock { $0 }
 }
 
 /// A hit's body as a client gets it: a file-backed one read block by block, each checked

@@ -64,15 +64,9 @@ import Testing
             Issue.record("a 600 KB entry is checked on the reader thread")
             return
         }
-        let done = DispatchSemaphore(value: 0)
-        let outcome = Mutex<DiskCache.Verification?>(nil)
-        tiers.verify(name, key: key) { verification in
-            outcome.withLock { $0 = verification }
-            done.signal()
-        }
-        done.wait()
+        let outcome = verified(tiers, name, key: key)
         #expect(tiers.purgeObject(key, slicesBelow: 0))
-        guard case .found(_, fromDisk: true) = tiers.lookup(key, request: [:], checked: outcome.withLock { $0 }) else {
+        guard case .found(_, fromDisk: true) = tiers.lookup(key, request: [:], checked: outcome) else {
             Issue.record("the checked response answers the request that asked")
             return
         }
