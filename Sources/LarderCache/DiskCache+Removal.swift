@@ -177,12 +177,12 @@ extension DiskCache {
     }
 
     /// Removes every indexed slice of the object `key` (``CacheKey/slice(_:)``), whatever slice
-    /// size cut it: as many index probes as it has slices. Returns whether any was stored.
+    /// size cut it, but `keeping`: linear in the number it has. Returns whether any was stored.
     /// Slices the start-up scan has not indexed yet are not seen (``isIndexComplete``).
     @discardableResult
-    public func purgeSlices(of key: CacheKey) -> Bool {
+    public func purgeSlices(of key: CacheKey, keeping: CacheKey? = nil) -> Bool {
         guard slicesInserted.load() > 0 else { return false }
-        let removed = index.withLock { $0.removeSlices(of: key) }
+        let removed = index.withLock { $0.removeSlices(of: key, keeping: keeping) }
         guard !removed.isEmpty else { return false }
         writer.submit { [self] in dispose(removed) }
         return true

@@ -258,11 +258,19 @@ struct DiskIndex {
     }
 
     /// Removes every slice stored for the object `key` (``CacheKey/slice(_:)``, whatever the
-    /// slice size it was cut by); returns them.
-    mutating func removeSlices(of key: CacheKey) -> [Entry] {
+    /// slice size it was cut by) but `keeping`; returns them.
+    mutating func removeSlices(of key: CacheKey, keeping: CacheKey? = nil) -> [Entry] {
         guard !sliceSlots.isEmpty else { return [] }
-        let names = sliceSlots.slots(ofObject: key.url).compactMap { slots[$0]?.name }
-        return names.compactMap { remove(named: $0) }
+        var removed: [Entry] = []
+        for slot in sliceSlots.take(ofObject: key.url) {
+            guard let entry = slots[slot] else { continue }
+            if entry.key == keeping {
+                sliceSlots.add(entry.key, slot: slot)
+            } else if let gone = remove(named: entry.name) {
+                removed.append(gone)
+            }
+        }
+        return removed
     }
 
     /// Removes least recently used entries until the total is at most `target`; returns them.

@@ -211,14 +211,22 @@ public final class MemoryCache: Sendable {
         }
     }
 
-    /// Removes every slice held for the object `key` (``CacheKey/slice(_:)``). Returns whether
-    /// any was.
+    /// Removes every slice held for the object `key` (``CacheKey/slice(_:)``) but `keeping`.
+    /// Returns whether any was.
     @discardableResult
-    public func removeSlices(of key: CacheKey) -> Bool {
+    public func removeSlices(of key: CacheKey, keeping: CacheKey? = nil) -> Bool {
         state.withLock { state in
-            let slots = state.sliceSlots.slots(ofObject: key.url)
-            for slot in slots { MemoryCache.removeSlot(&state, slot) }
-            return !slots.isEmpty
+            var removed = false
+            for slot in state.sliceSlots.take(ofObject: key.url) {
+                guard let held = state.slots[slot].key else { continue }
+                if held == keeping {
+                    state.sliceSlots.add(held, slot: slot)
+                } else {
+                    MemoryCache.removeSlot(&state, slot)
+                    removed = true
+                }
+            }
+            return removed
         }
     }
 

@@ -4,23 +4,25 @@
 /// `disk.max_object_bytes / cache.slice_size` of them, and the slice size may have changed since
 /// they were stored). Empty while the tier holds no slice; not thread-safe (its tier's lock).
 struct SliceSlots {
-    private var byObject: [String: [Int]] = [:]
+    private var byObject: [String: Set<Int>] = [:]
 
     var isEmpty: Bool { byObject.isEmpty }
 
     /// Records that `slot` holds `key`, if it is a slice's key.
     mutating func add(_ key: CacheKey, slot: Int) {
         guard let object = key.sliceObjectURL else { return }
-        byObject[object, default: []].append(slot)
+        byObject[object, default: []].insert(slot)
     }
 
     /// Forgets that `slot` held `key`.
     mutating func remove(_ key: CacheKey, slot: Int) {
-        guard !byObject.isEmpty, let object = key.sliceObjectURL, var slots = byObject[object] else { return }
-        slots.removeAll { $0 == slot }
-        byObject[object] = slots.isEmpty ? nil : slots
+        guard !byObject.isEmpty, let object = key.sliceObjectURL, let index = byObject.index(forKey: object) else { return }
+        byObject.values[index].remove(slot)
+        if byObject.values[index].isEmpty { byObject.remove(at: index) }
     }
 
-    /// The slots of the slices stored for the object at `url`.
-    func slots(ofObject url: String) -> [Int] { byObject[url] ?? [] }
+    /// Takes the slots of the object at `url`'s slices out of the table, for the caller to
+    /// remove them (each removal then finds nothing left to forget here: removing all of an
+    /// object's slices is linear in their number).
+    mutating func take(ofObject url: String) -> Set<Int> { byObject.removeValue(forKey: url) ?? [] }
 }

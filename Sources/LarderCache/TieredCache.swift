@@ -307,13 +307,15 @@ public final class TieredCache: Sendable {
 
     /// Removes what is stored under `key` and every slice stored of that object (keys of their
     /// own, ``CacheKey/slice(_:)``), found through each tier's table of slices; whether any of
-    /// it was stored. The invalidation of RFC 9111 §4.4, and the heart of a purge.
+    /// it was stored. The invalidation of RFC 9111 §4.4, and the heart of a purge. `keeping`:
+    /// one slice to leave (the one an origin's changed answer just gave).
     @discardableResult
-    public func invalidateObject(_ key: CacheKey) -> Bool {
+    public func invalidateObject(_ key: CacheKey, keepingSlice keeping: Int? = nil) -> Bool {
         var found = purge(key)
         guard mayHoldSlices else { return found }
-        if memory.removeSlices(of: key) { found = true }
-        if disk?.purgeSlices(of: key) == true { found = true }
+        let kept = keeping.map { key.slice($0) }
+        if memory.removeSlices(of: key, keeping: kept) { found = true }
+        if disk?.purgeSlices(of: key, keeping: kept) == true { found = true }
         return found
     }
 
@@ -335,6 +337,12 @@ public final class TieredCache: Sendable {
 
     /// A stamp for a store whose fetch begins now (``InvalidationLog``).
     public func storeStamp() -> InvalidationLog.Stamp { invalidations.stamp() }
+
+    /// Whether no purge or ban since `stamp` covers `key`: what a fetch begun then gets is
+    /// still what the operator wants served and stored. Lock-free while none was recorded.
+    public func isCurrent(_ key: CacheKey, since stamp: InvalidationLog.Stamp) -> Bool {
+        invalidations.allows(key, since: stamp)
+    }
 
     /// Removes, from both tiers, every stored response whose key `matches` (a ban: eager, done
     /// when this returns, apart from the disk files the writer thread deletes after; recorded

@@ -135,6 +135,19 @@ import Testing
             }
         }
         #expect(fixture.cache.isIndexed(other.slice(0)), "another object's slice stays")
+        for index in 1...3 {
+            let key = other.slice(index)
+            let headers: HTTPHeaders = ["Cache-Control": "max-age=60", "Content-Range": "bytes 0-299/300"]
+            let slice = StoredResponse(
+                key: key, status: 206, reason: "Partial Content", headers: headers, body: .memory(pattern(300, seed: 8)),
+                requestTime: 100, responseTime: 101, freshnessLifetime: 60, correctedInitialAge: 0)
+            let head = DiskEntryFormat.Head(
+                key: key.url, status: 206, reason: "Partial Content", requestTime: 100, responseTime: 101, vary: [:], headers: headers)
+            #expect(fixture.cache.storeInline(slice, head: head))
+        }
+        // The object changed under a slice walk: every slice goes but the one just fetched.
+        #expect(tiers.invalidateObject(other, keepingSlice: 2))
+        #expect((0...3).map { fixture.cache.isIndexed(other.slice($0)) } == [false, false, true, false])
         #expect(tiers.invalidateObject(other) && !fixture.cache.isIndexed(other.slice(0)), "and goes with its own invalidation")
     }
 

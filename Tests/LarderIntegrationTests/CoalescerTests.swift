@@ -41,6 +41,33 @@ private struct ParallelCurl {
 extension IntegrationTests {
     /// One upstream fill per key, streamed to every waiting client.
     @Suite(.timeLimit(.minutes(3))) struct Coalescer {
+        /// A request after an operator's purge does not join the fill that began before it
+        /// (that fill fetches what was purged, for its own readers): it gets the origin's
+        /// current version. One loop, so that the request would meet that fill.
+        @Test func aRequestAfterAPurgeDoesNotJoinTheFillFromBeforeIt() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: "[proxy]\nworkers = 1\n")
+            let target = "/late?size=\(2 << 20)&ranges=1&cc=max-age=600&slow=0.05"
+            let url = origin.url(target)
+            let first = try ChildProcess(
+                "/usr/bin/curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "60", "-x", larder.proxy, url])
+            defer { first.kill() }
+            // The fill's head is in and its body streams (a fill with no head yet takes no readers).
+            for _ in 0..<200 {
+                if try origin.bytes(target) >= 256 << 10 { break }
+                usleep(10_000)
+            }
+            try origin.bump("/late")
+            let encoded = url.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? url
+            _ = try Curl.run(["-X", "POST", "http://127.0.0.1:\(larder.adminPort)/purge?url=\(encoded)"])
+            let late = try Curl.viaProxy(larder.proxy, [url], timeout: 60)
+            let current = try Curl.run([url], timeout: 60)
+            #expect(late.status == 200 && late.header("cache-status")?.contains("collapsed") != true, "\(late.headers)")
+            #expect(late.body == current.body, "the origin's current version, not the purged one")
+            first.waitUntilExit()
+            #expect(first.stdout == "200", "the client in flight is served")
+        }
+
         /// With several event loops too: a request on another loop moves to the one fetching.
         /// Which loop accepts each connection is the kernel's choice (one listener, exclusive
         /// wake-ups): a burst can land on one loop alone, so with 4 loops the burst is repeated,

@@ -36,7 +36,8 @@ final class Coalescer {
 
     /// The decision behind ``join(_:maxWaiters:reader:requestHeaders:)``: a pure function, so
     /// every case has a test. `local`: this loop's fill for the key, if any; one that `ended`
-    /// is still registered until its pass releases the key, and counts as none.
+    /// is still registered until its pass releases the key, and counts as none, as does one an
+    /// operator's purge or ban overtook (it fetches what they removed).
     static func step(
         hasKey: Bool, notShareable: Bool, local: (ended: Bool, acceptsLateReaders: Bool, readerCount: Int)?, maxWaiters: Int
     ) -> Step {
@@ -68,7 +69,7 @@ final class Coalescer {
         let local = fills.isEmpty ? nil : key.flatMap { fills[$0] }
         let step = Coalescer.step(
             hasKey: key != nil, notShareable: key.map(isNotShareable) ?? false,
-            local: local.map { ($0.hasEnded, $0.acceptsLateReaders, $0.readerCount) }, maxWaiters: maxWaiters)
+            local: local.map { ($0.hasEnded || $0.wasInvalidated, $0.acceptsLateReaders, $0.readerCount) }, maxWaiters: maxWaiters)
         switch (step, key, local) {
         case (.attach, _, let fill?):
             fill.attach(reader, requestHeaders: requestHeaders)

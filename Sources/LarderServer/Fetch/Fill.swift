@@ -81,6 +81,9 @@ final class Fill: UpstreamTransferDelegate {
     private var releasesKey = false
     /// Whether the transfer ended (finished, failed, cancelled or answered from a stale copy).
     var hasEnded: Bool { outcome != nil }
+    /// An operator purged or banned the key since this fill began: what it fetches is what
+    /// they removed, for the readers it has, not for requests that come after.
+    var wasInvalidated: Bool { !proxy.cache.isCurrent(key, since: stamp) }
     /// Readers released whose (deferred) news has not reached them, by identity.
     private var releasing: [ObjectIdentifier] = []
     /// The configuration's values for fills, as they were when this one started.

@@ -469,8 +469,12 @@ extension ClientConnection {
         // disk.max_object_bytes are ever stored, so none lies past it.
         let stored = min(Int64(length), exchange.runtime.config.disk.maxObjectBytes)
         let count = Int((stored + Int64(size) - 1) / Int64(size))
-        for index in 0..<count where index != keeping { proxy.cache.purge(key.slice(index)) }
-        proxy.cache.purge(key)
+        // Found through the tiers' tables of slices; by number only while the start-up scan
+        // has not indexed them all.
+        proxy.cache.invalidateObject(key, keepingSlice: keeping)
+        if !proxy.cache.isIndexComplete {
+            for index in 0..<count where index != keeping { proxy.cache.purge(key.slice(index)) }
+        }
         proxy.telemetry.stats[.invalidations].add(count)
         proxy.logger.notice(
             "dropped the slices of a changed object", metadata: ["key": "\(proxy.loggable(key.url))", "slices": "\(count)"])
