@@ -56,7 +56,7 @@ extension IntegrationTests {
             let tail = try Curl.viaProxy(larder.proxy, ["-r", "\(size - 1000)-\(size - 1)", url])
             let direct = try Curl.run(["-r", "\(size - 1000)-\(size - 1)", url])
             #expect(tail.status == 206 && tail.cacheStatus?.hit == false, "\(tail.headers)")
-            #expect(tail.body == direct.body, "the origin's new version")
+            #expect(bodyMismatch(tail.body, direct.body) == nil, "the origin's new version")
         }
 
         /// A ban's glob is matched against an object's URL for its slices too (their keys end
@@ -97,7 +97,8 @@ extension IntegrationTests {
             let direct = try Curl.run([url], timeout: 60)
             let again = try Curl.viaProxy(larder.proxy, [url], timeout: 60)
             #expect(again.status == 200 && again.cacheStatus?.hit == true, "\(again.headers)")
-            #expect(again.body.count == size && again.body == direct.body, "the new version, whole: \(again.body.count) bytes")
+            #expect(again.body.count == size, "whole: \(again.body.count) bytes")
+            #expect(bodyMismatch(again.body, direct.body) == nil, "the new version")
         }
     }
 }
