@@ -117,14 +117,7 @@ import Testing
         let object = Fixtures.key("/sliced")
         let other = Fixtures.key("/sliced-other")
         for key in [object.slice(0), object.slice(5), object.slice(70_000), other.slice(0)] {
-            let headers: HTTPHeaders = ["Cache-Control": "max-age=60", "Content-Range": "bytes 0-299/300"]
-            let slice = StoredResponse(
-                key: key, status: 206, reason: "Partial Content", headers: headers, body: .memory(pattern(300, seed: 8)),
-                requestTime: 100, responseTime: 101, freshnessLifetime: 60, correctedInitialAge: 0)
-            let head = DiskEntryFormat.Head(
-                key: key.url, status: 206, reason: "Partial Content", requestTime: 100, responseTime: 101, vary: [:], headers: headers)
-            #expect(fixture.cache.storeInline(slice, head: head))
-            tiers.insertInMemory(slice)
+            tiers.insertInMemory(Self.storeSlice(key, in: fixture))
         }
         #expect(tiers.purgeObject(object, slicesBelow: 0))
         for index in [0, 5, 70_000] {
@@ -135,20 +128,24 @@ import Testing
             }
         }
         #expect(fixture.cache.isIndexed(other.slice(0)), "another object's slice stays")
-        for index in 1...3 {
-            let key = other.slice(index)
-            let headers: HTTPHeaders = ["Cache-Control": "max-age=60", "Content-Range": "bytes 0-299/300"]
-            let slice = StoredResponse(
-                key: key, status: 206, reason: "Partial Content", headers: headers, body: .memory(pattern(300, seed: 8)),
-                requestTime: 100, responseTime: 101, freshnessLifetime: 60, correctedInitialAge: 0)
-            let head = DiskEntryFormat.Head(
-                key: key.url, status: 206, reason: "Partial Content", requestTime: 100, responseTime: 101, vary: [:], headers: headers)
-            #expect(fixture.cache.storeInline(slice, head: head))
-        }
+        for index in 1...3 { Self.storeSlice(other.slice(index), in: fixture) }
         // The object changed under a slice walk: every slice goes but the one just fetched.
         #expect(tiers.invalidateObject(other, keepingSlice: 2))
         #expect((0...3).map { fixture.cache.isIndexed(other.slice($0)) } == [false, false, true, false])
         #expect(tiers.invalidateObject(other) && !fixture.cache.isIndexed(other.slice(0)), "and goes with its own invalidation")
+    }
+
+    /// Stores a 300-byte slice under `key` on the fixture's disk tier; returns it.
+    @discardableResult
+    private static func storeSlice(_ key: CacheKey, in fixture: DiskFixture) -> StoredResponse {
+        let headers: HTTPHeaders = ["Cache-Control": "max-age=60", "Content-Range": "bytes 0-299/300"]
+        let slice = StoredResponse(
+            key: key, status: 206, reason: "Partial Content", headers: headers, body: .memory(pattern(300, seed: 8)),
+            requestTime: 100, responseTime: 101, freshnessLifetime: 60, correctedInitialAge: 0)
+        let head = DiskEntryFormat.Head(
+            key: key.url, status: 206, reason: "Partial Content", requestTime: 100, responseTime: 101, vary: [:], headers: headers)
+        #expect(fixture.cache.storeInline(slice, head: head))
+        return slice
     }
 
     /// Whole bodies queued for disk (segment records inline or on the writer, a file) begun
