@@ -149,10 +149,7 @@ struct DiskIndex {
             let plain = byName[DiskCache.entryName(key: entry.key, vary: [:])].flatMap { slots[$0]?.key == entry.key ? $0 : nil }
             varied[entry.key] = plain.map { .many([$0, index]) } ?? .one(index)
         }
-        if entry.key.isSlice {
-            slicesInserted.add(1)
-            sliceSlots.add(entry.key, slot: index)
-        }
+        if sliceSlots.add(entry.key, slot: index) { slicesInserted.add(1) }
         recency.linkNewest(index, in: &slots)
         totalBytes += entry.size
         if entry.segment != 0 {

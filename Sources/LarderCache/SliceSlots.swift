@@ -8,10 +8,13 @@ struct SliceSlots {
 
     var isEmpty: Bool { byObject.isEmpty }
 
-    /// Records that `slot` holds `key`, if it is a slice's key.
-    mutating func add(_ key: CacheKey, slot: Int) {
-        guard let object = key.sliceObjectURL else { return }
+    /// Records that `slot` holds `key`, if it is a slice's key; whether it is (one scan of the
+    /// key for its tier's insert).
+    @discardableResult
+    mutating func add(_ key: CacheKey, slot: Int) -> Bool {
+        guard let object = key.sliceObjectURL else { return false }
         byObject[object, default: []].insert(slot)
+        return true
     }
 
     /// Forgets that `slot` held `key`.

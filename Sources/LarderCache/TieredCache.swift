@@ -320,19 +320,20 @@ public final class TieredCache: Sendable {
     }
 
     /// The operator's purge of an object (the admin API): ``invalidateObject(_:)``, recorded
-    /// first (``InvalidationLog``), so that a fill, revalidation or promotion of the object
+    /// before and after (``InvalidationLog/invalidate(_:during:)``), so that a fill, revalidation or promotion of the object
     /// that began before this does not store after it. While the start-up scan runs, slices it
     /// has not indexed yet are also looked for by number, below `slices` (one probe each, and a
     /// tombstone: callers bound it by the largest object the slice size allows, and run this
     /// off the event loops).
     @discardableResult
     public func purgeObject(_ key: CacheKey, slicesBelow slices: Int) -> Bool {
-        invalidations.record(.object(key.url))
-        var found = invalidateObject(key)
-        if !isIndexComplete {
-            for index in 0..<max(0, slices) where purge(key.slice(index)) { found = true }
+        invalidations.invalidate(.object(key.url)) {
+            var found = invalidateObject(key)
+            if !isIndexComplete {
+                for index in 0..<max(0, slices) where purge(key.slice(index)) { found = true }
+            }
+            return found
         }
-        return found
     }
 
     /// A stamp for a store whose fetch begins now (``InvalidationLog``).
@@ -346,12 +347,13 @@ public final class TieredCache: Sendable {
 
     /// Removes, from both tiers, every stored response whose key `matches` (a ban: eager, done
     /// when this returns, apart from the disk files the writer thread deletes after; recorded
-    /// first, as ``purgeObject(_:slicesBelow:)``). Returns how many distinct keys were stored.
+    /// before and after, as ``purgeObject(_:slicesBelow:)``). Returns how many distinct keys were stored.
     public func remove(matching matches: @escaping @Sendable (CacheKey) -> Bool) -> Int {
-        invalidations.record(.matching(matches))
-        var keys = Set(memory.remove(matching: matches))
-        for key in disk?.remove(matching: matches) ?? [] { keys.insert(key) }
-        return keys.count
+        invalidations.invalidate(.matching(matches)) {
+            var keys = Set(memory.remove(matching: matches))
+            for key in disk?.remove(matching: matches) ?? [] { keys.insert(key) }
+            return keys.count
+        }
     }
 
     /// A stored variant as ``list(prefix:limit:now:)`` reports it.
@@ -426,10 +428,11 @@ public final class TieredCache: Sendable {
         return Array(sorted.prefix(limit))
     }
 
-    /// Empties both tiers (recorded first, as ``purgeObject(_:slicesBelow:)``).
+    /// Empties both tiers (recorded before and after, as ``purgeObject(_:slicesBelow:)``).
     public func removeAll() {
-        invalidations.record(.matching { _ in true })
-        memory.removeAll()
-        disk?.removeAll()
+        invalidations.invalidate(.matching { _ in true }) {
+            memory.removeAll()
+            disk?.removeAll()
+        }
     }
 }

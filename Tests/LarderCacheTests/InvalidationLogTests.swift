@@ -25,15 +25,74 @@ import Testing
         #expect(log.allows(Fixtures.key("/c"), since: after))
     }
 
-    @Test func aStampOlderThanEveryRecordKeptAllowsNothing() {
+    @Test func aStampOlderThanEveryBanKeptAllowsNothing() {
         let log = InvalidationLog()
         let old = log.stamp()
-        log.record(.object(Fixtures.key("/elsewhere").url))
+        log.record(.matching { $0.url.hasSuffix("/elsewhere") })
         let recent = log.stamp()
-        for index in 0..<InvalidationLog.capacity { log.record(.object(Fixtures.key("/other\(index)").url)) }
-        #expect(!log.allows(Fixtures.key("/a"), since: old), "the record after it is forgotten: nothing is known")
-        #expect(log.allows(Fixtures.key("/a"), since: recent), "every record since is kept")
+        for index in 0..<InvalidationLog.capacity { log.record(.matching { $0.url.hasSuffix("/other\(index)") }) }
+        #expect(!log.allows(Fixtures.key("/a"), since: old), "the ban after it is forgotten: nothing is known")
+        #expect(log.allows(Fixtures.key("/a"), since: recent), "every ban since is kept")
         #expect(!log.allows(Fixtures.key("/other3"), since: recent))
+    }
+
+    /// A URL's record is kept in its bucket, not in a list that forgets: 4,000 purges of other
+    /// URLs during a long fill leave most fills storable (each refused only when another purged
+    /// URL shares its bucket), where a list of 1,024 would have refused them all.
+    @Test func purgesOfOtherURLsAreNotForgottenNorRefuseEverything() {
+        let log = InvalidationLog()
+        let old = log.stamp()
+        log.record(.object(Fixtures.key("/purged").url))
+        for index in 0..<4000 { log.record(.object(Fixtures.key("/other\(index)").url)) }
+        #expect(!log.allows(Fixtures.key("/purged"), since: old) && !log.allows(Fixtures.key("/purged").slice(3), since: old))
+        #expect(!log.allows(Fixtures.key("/other3999"), since: old))
+        let allowed = (0..<200).filter { log.allows(Fixtures.key("/unrelated\($0)"), since: old) }.count
+        #expect(allowed >= 120, "about 1 in 8 shares a bucket with one of 4,001 records: \(allowed) of 200 allowed")
+    }
+
+    /// A removal is recorded before and after it runs: a lookup whose stamp was taken while
+    /// it ran may have read what it had not reached yet, and its promotion is refused.
+    @Test func aStampTakenDuringTheRemovalIsRefusedToo() {
+        let log = InvalidationLog()
+        let key = Fixtures.key("/a")
+        var during: InvalidationLog.Stamp?
+        let removed = log.invalidate(.object(key.url)) {
+            during = log.stamp()
+            return 7
+        }
+        #expect(removed == 7)
+        #expect(!log.allows(key, since: during) && log.allows(key, since: log.stamp()))
+        log.invalidate(.matching { $0.url.hasSuffix("/b") }) { during = log.stamp() }
+        #expect(!log.allows(Fixtures.key("/b"), since: during) && log.allows(Fixtures.key("/c"), since: during))
+    }
+
+    /// A fill storing an object anew in slices: its renewed stamp refuses what began before on
+    /// the object's slices (a promotion of an older one in flight), not the object's whole key
+    /// (a client's fills keep no one else's whole responses out), and not its own stores; an
+    /// operator's purge before or during it leaves it nothing to store.
+    @Test func aFillRenewingItsSlicesRefusesOlderSliceStoresOnly() {
+        let log = InvalidationLog()
+        let object = Fixtures.key("/sliced")
+        let fill = log.stamp()
+        let before = log.stamp()
+        var removals = 0
+        let renewed = log.renew(object, from: fill) { removals += 1 }
+        #expect(renewed != nil && removals == 1)
+        #expect(!log.allows(object.slice(2), since: before), "an older slice's promotion")
+        #expect(log.allows(object, since: before), "the whole key is the operator's to refuse")
+        #expect(log.allows(object.slice(2), since: renewed) && log.allows(object, since: renewed), "its own stores")
+        #expect(log.allows(Fixtures.key("/other").slice(2), since: before))
+
+        let one = object.slice(5)
+        let sliceFill = log.stamp()
+        #expect(log.renew(one, from: sliceFill) { removals += 1 } != nil)
+        #expect(!log.allows(one, since: sliceFill) && log.allows(object.slice(6), since: sliceFill), "one slice key covers itself only")
+
+        let purged = log.stamp()
+        log.record(.object(object.url))
+        #expect(log.renew(object, from: purged) { removals += 1 } == nil, "fetched before a purge: nothing to store")
+        #expect(removals == 2, "and nothing removed for it")
+        #expect(log.renew(object, from: log.stamp()) { log.record(.object(object.url)) } == nil, "a purge during the removal")
     }
 
     @Test func theMemoryTierRefusesAResponseFetchedBeforeItsPurge() {
@@ -133,6 +192,45 @@ import Testing
         #expect(tiers.invalidateObject(other, keepingSlice: 2))
         #expect((0...3).map { fixture.cache.isIndexed(other.slice($0)) } == [false, false, true, false])
         #expect(tiers.invalidateObject(other) && !fixture.cache.isIndexed(other.slice(0)), "and goes with its own invalidation")
+    }
+
+    /// Review 62b N2: a whole fill stored anew in slices removes the older slices; a promotion
+    /// of one read before that lands after it and the next whole hit was cut short where that
+    /// slice began. The sink's stamp is renewed: the promotion is refused, its own slices store.
+    @Test func aPromotionOfAnOlderSliceDoesNotLandAfterAWholeFillReplacesIt() throws {
+        let fixture = try DiskFixture()
+        let tiers = TieredCache(memory: MemoryCache(limits: Fixtures.limits(bytes: 4 << 20)), disk: fixture.cache)
+        let object = Fixtures.key("/resliced")
+        let old = Self.storeSlice(object.slice(0), in: fixture)
+        // The lookup's stamp, taken before its index probe found the older slice.
+        let lookup = tiers.storeStamp()
+        let fill = tiers.storeStamp()
+        let headers: HTTPHeaders = ["Cache-Control": "max-age=60", "Content-Length": "600"]
+        let request = ResponseAdmission.Request(
+            method: .get, headers: [:], policy: .http, directives: .none, validating: nil, fallback: nil, staleIfErrorWindow: 0,
+            dedupAlways: false, maxMemoryObject: 1 << 20, negativeTTL: 30, sharedKey: false, holdsSuccess: false, ownSelectors: false,
+            contentAddressed: false)
+        let answer = StoragePlan.Answer(
+            head: ResponseHead(status: 200, headers: headers), cacheControl: CacheControl(headers), contentLength: 600)
+        var plan = StoragePlan.decide(request, answer: answer, slicing: StoragePlan.Slicing(), disk: tiers.diskTier, now: 1000) {
+            _ in true
+        }
+        plan.action = .slices
+        var sink = tiers.open(
+            plan, head: ResponseHead(status: 200, headers: headers), cacheControl: CacheControl(headers),
+            entry: StoreSink.Entry(
+                key: object, url: nil, requestHeaders: [:], requestTime: 1000, responseTime: 1000, contentLength: 600, sliceSize: 300,
+                stamp: fill),
+            replacing: nil)
+        defer { sink.abort() }
+        #expect(sink.stores && !fixture.cache.isIndexed(object.slice(0)), "the older slice went")
+        tiers.promote(old, stamp: lookup)
+        guard case .miss = tiers.lookup(object.slice(0), request: [:]) else {
+            Issue.record("a promotion read before the whole fill began is not kept in memory after it")
+            return
+        }
+        let renewed = try #require(sink.stamp)
+        #expect(renewed != fill && tiers.isCurrent(object.slice(0), since: renewed), "the fill's own slices store")
     }
 
     /// Stores a 300-byte slice under `key` on the fixture's disk tier; returns it.
