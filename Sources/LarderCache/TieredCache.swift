@@ -298,6 +298,9 @@ public final class TieredCache: Sendable {
     }
 
     /// Removes every stored variant of `key` from both tiers; whether anything was stored.
+    /// That key alone, and unrecorded: for one slice, or a copy found unusable. An object with
+    /// its slices is ``invalidateObject(_:keepingSlice:)``; the operator's purge, which also
+    /// keeps what is in flight from storing, is ``purgeObject(_:slicesBelow:)``.
     @discardableResult
     public func purge(_ key: CacheKey) -> Bool {
         let inMemory = memory.remove(key)

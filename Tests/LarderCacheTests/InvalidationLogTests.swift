@@ -233,6 +233,35 @@ import Testing
         #expect(renewed != fill && tiers.isCurrent(object.slice(0), since: renewed), "the fill's own slices store")
     }
 
+    /// A write that passed its own check before a purge and was renamed into place after the
+    /// purge's removal ran: where it would be indexed, the record refuses it, and its file goes,
+    /// with whatever the index holds under its name by then.
+    @Test func aFileRenamedIntoPlaceAfterAPurgeIsRemovedNotIndexed() throws {
+        let fixture = try DiskFixture()
+        let tiers = TieredCache(memory: MemoryCache(limits: Fixtures.limits()), disk: fixture.cache)
+        let key = Fixtures.key("/renamed")
+        #expect(fixture.store("/renamed", body: pattern(100_000, seed: 3)))
+        let file = try #require(fixture.entryFiles().first { !$0.contains("/seg/") })
+        let bytes = try #require(FileManager.default.contents(atPath: file))
+        let name = DiskCache.entryName(key: key, vary: [:])
+        let stamp = tiers.storeStamp()
+        #expect(tiers.purgeObject(key, slicesBelow: 0))
+        fixture.cache.drain()
+        // What the writer thread's rename put in place after the purge removed the old entry.
+        #expect(FileManager.default.createFile(atPath: file, contents: bytes))
+        let cache = fixture.cache
+        cache.writer.submit { cache.didStore(key: key, name: name, vary: [:], size: Int64(bytes.count), stamp: stamp) }
+        fixture.cache.drain()
+        #expect(!fixture.cache.isIndexed(key) && !FileManager.default.fileExists(atPath: file))
+
+        // Stored again by a fetch begun after the purge, then renamed over by the late write.
+        #expect(fixture.store("/renamed", body: pattern(100_000, seed: 4)))
+        #expect(fixture.cache.isIndexed(key))
+        cache.writer.submit { cache.didStore(key: key, name: name, vary: [:], size: Int64(bytes.count), stamp: stamp) }
+        fixture.cache.drain()
+        #expect(!fixture.cache.isIndexed(key) && !FileManager.default.fileExists(atPath: file), "the file under its name was the late one")
+    }
+
     /// Stores a 300-byte slice under `key` on the fixture's disk tier; returns it.
     @discardableResult
     private static func storeSlice(_ key: CacheKey, in fixture: DiskFixture) -> StoredResponse {
@@ -269,15 +298,21 @@ import Testing
         #expect(fixture.entryFiles().filter { !$0.contains("/seg/") }.isEmpty, "no file left for the large body")
     }
 
-    /// A 304's refresh that began before a purge does not rewrite the entry stored again since.
-    @Test func aRefreshBegunBeforeAPurgeLeavesTheEntryAlone() throws {
+    /// A 304's refresh that began before a purge does not rewrite the entry stored again since:
+    /// a segment record (500 bytes) or a file of its own (100 KB, copied and renamed over).
+    @Test(arguments: [500, 100_000]) func aRefreshBegunBeforeAPurgeLeavesTheEntryAlone(size: Int) throws {
         let fixture = try DiskFixture()
         let tiers = TieredCache(memory: MemoryCache(limits: Fixtures.limits()), disk: fixture.cache)
-        let (kept, head) = complete("/refreshed", body: pattern(500, seed: 4))
-        #expect(fixture.cache.storeInline(kept, head: head))
+        let (kept, head) = complete("/refreshed", body: pattern(size, seed: 4))
+        func store() -> Bool {
+            fixture.cache.store(kept, body: pattern(size, seed: 4), head: head)
+            fixture.cache.drain()
+            return fixture.cache.isIndexed(kept.key)
+        }
+        #expect(store())
         let stamp = tiers.storeStamp()
         #expect(tiers.purgeObject(kept.key, slicesBelow: 0))
-        #expect(fixture.cache.storeInline(kept, head: head), "stored again by a fetch begun after the purge")
+        #expect(store(), "stored again by a fetch begun after the purge")
         let updated = kept.freshened(by: ["Cache-Control": "max-age=600"], requestTime: 500, responseTime: 501)
         tiers.refresh(updated, promoting: false, stamp: stamp)
         fixture.cache.drain()

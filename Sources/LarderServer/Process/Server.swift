@@ -283,20 +283,6 @@ public final class Server: Sendable {
         move(.loopsStopped)
     }
 
-    /// Removes every stored variant of `url` and its slices from memory and disk, as the admin
-    /// API's purge does. Returns whether anything was stored. `url` must be an absolute
-    /// http(s) URL.
-    public func purge(url: String) throws(HTTPParseError) -> Bool {
-        let runtime = shared.process.currentRuntime
-        return shared.storage.cache.purgeObject(
-            runtime.key(for: try AbsoluteURL(parsing: url)), slicesBelow: ClientConnection.purgedSlices(runtime.config))
-    }
-
-    /// Empties both cache tiers.
-    public func removeAll() {
-        shared.storage.cache.removeAll()
-    }
-
     /// Counters, for the admin endpoint and tests.
     public var statistics: Statistics { shared.telemetry.stats }
 }
