@@ -38,16 +38,23 @@ extension IntegrationTests {
 
         static func sliceRange(_ index: Int) -> String { "bytes=\(index * slice)-\((index + 1) * slice - 1)" }
 
+        /// A Larder with 1 MiB slices, and the 3 MiB object at `target` fetched whole through it
+        /// and stored as three slices (asserted); returns the Larder and the object's URL.
+        static func objectInThreeSlices(_ origin: Origin, _ target: String) throws -> (larder: Larder, url: String) {
+            let larder = try Larder(config: "[cache]\nslice_size = \"1MiB\"\n")
+            let url = origin.url(target)
+            #expect(try Curl.viaProxy(larder.proxy, [url], timeout: 60).body.count == 3 << 20)
+            #expect(try sliceTiers(larder, url) { $0.count == 3 }.count == 3, "stored as three slices")
+            return (larder, url)
+        }
+
         /// `POST /purge?url=` of an object stored in slices removes the slices, which are
         /// stored under keys of their own: the next request goes to the origin.
         @Test func aPurgeOfTheObjectsURLRemovesItsSlices() throws {
             let origin = try Origin()
-            let larder = try Larder(config: "[cache]\nslice_size = \"1MiB\"\n")
             let size = 3 << 20
             let target = "/big?size=\(size)&ranges=1&cc=max-age=3600"
-            let url = origin.url(target)
-            #expect(try Curl.viaProxy(larder.proxy, [url], timeout: 60).body.count == size)
-            #expect(try Self.sliceTiers(larder, url) { $0.count == 3 }.count == 3, "stored as three slices")
+            let (larder, url) = try Self.objectInThreeSlices(origin, target)
             #expect(try Curl.viaProxy(larder.proxy, [url]).cacheStatus?.hit == true)
             let encoded = url.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? url
             let purge = try Curl.run(["-X", "POST", "http://127.0.0.1:\(larder.adminPort)/purge?url=\(encoded)"])

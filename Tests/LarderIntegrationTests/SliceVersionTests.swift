@@ -12,12 +12,8 @@ extension IntegrationTests {
         /// its slices (stored responses of the same URI under keys of their own) included.
         @Test func aPostToAnObjectStoredInSlicesInvalidatesTheSlices() throws {
             let origin = try Origin()
-            let larder = try Larder(config: "[cache]\nslice_size = \"1MiB\"\n")
             let size = 3 << 20
-            let target = "/big?size=\(size)&ranges=1&cc=max-age=3600"
-            let url = origin.url(target)
-            #expect(try Curl.viaProxy(larder.proxy, [url], timeout: 60).body.count == size)
-            #expect(try Slices.sliceTiers(larder, url) { $0.count == 3 }.count == 3, "stored as three slices")
+            let (larder, url) = try Slices.objectInThreeSlices(origin, "/big?size=\(size)&ranges=1&cc=max-age=3600")
             let post = try Curl.viaProxy(larder.proxy, ["--data-binary", "x", url])
             #expect(post.status == 200)
             #expect(try Slices.sliceTiers(larder, url) { $0.isEmpty }.isEmpty, "no slice left")
@@ -63,11 +59,8 @@ extension IntegrationTests {
         /// in `#slice=N`): a glob ending in the URL's own text bans the slices with the object.
         @Test func aGlobBanEndingInTheURLsTextCoversItsSlices() throws {
             let origin = try Origin()
-            let larder = try Larder(config: "[cache]\nslice_size = \"1MiB\"\n")
             let size = 3 << 20
-            let url = origin.url("/g/object.bin?size=\(size)&ranges=1&cc=max-age=600")
-            #expect(try Curl.viaProxy(larder.proxy, [url], timeout: 60).body.count == size)
-            #expect(try Slices.sliceTiers(larder, url) { $0.count == 3 }.count == 3, "stored as three slices")
+            let (larder, url) = try Slices.objectInThreeSlices(origin, "/g/object.bin?size=\(size)&ranges=1&cc=max-age=600")
             let glob = (origin.url("/g/*.bin?*max-age=600")).addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
             let ban = try Curl.run(["-X", "POST", "http://127.0.0.1:\(larder.adminPort)/ban?glob=\(glob)"])
             #expect(ban.text.contains("\"banned\":3"), "\(ban.text)")
