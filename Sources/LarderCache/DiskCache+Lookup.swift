@@ -85,7 +85,7 @@ extension DiskCache {
                     let checked = try readChecked(loaded, onlyIfCached: onlyIfCached)
                 else { return .unverified(entry.name) }
                 guard checked.head.key == key.url else { throw DiskEntryFormat.Problem.keyMismatch }
-                return .hit(storedResponse(key: key, head: checked.head, body: .memory(checked.body)))
+                return .hit(storedResponse(key: key, head: checked.head, body: .memory(checked.body), serial: entry.serial))
             } catch {
                 discard(entry, after: error)
                 return .miss
@@ -103,7 +103,7 @@ extension DiskCache {
                 }
                 return .unverified(entry.name)
             }
-            return .hit(storedResponse(key: key, loaded: loaded))
+            return .hit(storedResponse(key: key, loaded: loaded, serial: entry.serial))
         } catch {
             discard(entry, after: error)
             return .miss
@@ -212,16 +212,18 @@ extension DiskCache {
         return LoadedHead(head: head, file: file, bodyOffset: offset + Int64(headEnd), recordLength: length)
     }
 
-    func storedResponse(key: CacheKey, loaded: LoadedHead) -> StoredResponse {
+    /// `serial`: the index entry's it was read from (``StoredResponse/diskSerial``; 0 for a listing).
+    func storedResponse(key: CacheKey, loaded: LoadedHead, serial: UInt64 = 0) -> StoredResponse {
         storedResponse(
             key: key, head: loaded.head,
-            body: .file(loaded.file, offset: loaded.bodyOffset, length: loaded.head.bodyLength, format: loaded.head.version))
+            body: .file(loaded.file, offset: loaded.bodyOffset, length: loaded.head.bodyLength, format: loaded.head.version),
+            serial: serial)
     }
 
-    func storedResponse(key: CacheKey, head: DiskEntryFormat.Head, body: StoredResponse.Body) -> StoredResponse {
+    func storedResponse(key: CacheKey, head: DiskEntryFormat.Head, body: StoredResponse.Body, serial: UInt64 = 0) -> StoredResponse {
         StoredResponse.make(
             key: key, url: head.url, status: head.status, reason: head.reason, headers: head.headers, body: body,
-            requestTime: head.requestTime, responseTime: head.responseTime, varyValues: head.vary)
+            requestTime: head.requestTime, responseTime: head.responseTime, varyValues: head.vary, diskSerial: serial)
     }
 
     // MARK: Verification and promotion (reader thread)
@@ -368,7 +370,7 @@ extension DiskCache {
                 if DiskEntryFormat.isBlocked(bodyLength: loaded.head.bodyLength, version: loaded.head.version) {
                     // Checked block by block as it is sent: served from this descriptor, not
                     // looked up again (the loop could find it closed by then, and come back).
-                    completion(.sound(storedResponse(key: entry.key, loaded: loaded), since: stamp))
+                    completion(.sound(storedResponse(key: entry.key, loaded: loaded, serial: entry.serial), since: stamp))
                 } else {
                     // As lookup: a body over a block without block checksums (an older format)
                     // is not held in memory whole to be checked; it is dropped.
@@ -376,7 +378,10 @@ extension DiskCache {
                         throw DiskEntryFormat.Problem.unblockedLargeBody(version: loaded.head.version)
                     }
                     let checked = try readChecked(loaded)
-                    completion(.sound(storedResponse(key: entry.key, head: checked.head, body: .memory(checked.body)), since: stamp))
+                    completion(
+                        .sound(
+                            storedResponse(key: entry.key, head: checked.head, body: .memory(checked.body), serial: entry.serial),
+                            since: stamp))
                 }
             } catch {
                 discard(entry, after: error)
@@ -400,8 +405,20 @@ extension DiskCache {
         let entry = DiskIndex.Entry(key: key, vary: [:], name: name, size: loaded.recordLength)
         return index.withLock { index in
             if let indexed = index.entry(named: name) { return (indexed, nil) }
-            return index.insertIfAbsent(entry) ? (entry, loaded) : nil
+            guard index.insertIfAbsent(entry), let indexed = index.entry(named: name) else { return nil }
+            return (indexed, loaded)
         }
+    }
+
+    /// A check of whether the index still holds the entry `stored` was read from
+    /// (``StoredResponse/diskSerial``), for the memory tier to make under its lock as a
+    /// promotion lands (the index's lock is taken inside the memory tier's, never the other
+    /// way). Always true for a response not read from disk.
+    public func stillHolds(_ stored: StoredResponse) -> @Sendable () -> Bool {
+        let serial = stored.diskSerial
+        guard serial != 0 else { return { true } }
+        let name = DiskCache.entryName(key: stored.key, vary: stored.varyValues)
+        return { [index] in index.withLock { $0.holds(name, serial: serial) } }
     }
 
     /// Reads a file-backed response's body into memory on the reader thread, checked against
@@ -416,7 +433,10 @@ extension DiskCache {
     ) {
         let name = DiskCache.entryName(key: stored.key, vary: stored.varyValues)
         reader.submit { [self] in
-            guard case .file = stored.body, !alreadyHeld(), let entry = index.withLock({ $0.entry(named: name) }) else {
+            // The version `stored` was read from, not one stored under its name since.
+            guard case .file = stored.body, !alreadyHeld(), let entry = index.withLock({ $0.entry(named: name) }),
+                stored.diskSerial == 0 || entry.serial == stored.diskSerial
+            else {
                 completion(nil)
                 return
             }

@@ -10,14 +10,16 @@ extension DiskCache {
     /// Starts storing a response whose head is known; nil when the disk tier is refusing
     /// writes after an error, or the announced length is over `max_object_bytes`. It is not
     /// indexed when a purge or ban since `stamp` covers `key` (``InvalidationLog``).
+    /// `whenIndexed` runs on the writer thread once it is.
     public func beginWrite(
-        key: CacheKey, head: DiskEntryFormat.Head, expectedLength: Int?, stamp: InvalidationLog.Stamp? = nil
+        key: CacheKey, head: DiskEntryFormat.Head, expectedLength: Int?, stamp: InvalidationLog.Stamp? = nil,
+        whenIndexed: (@Sendable () -> Void)? = nil
     ) -> DiskWrite? {
         guard !isDegraded else { return nil }
         let maxObject = limits.withLock { $0.maxObjectBytes }
         if let expectedLength, Int64(expectedLength) > maxObject { return nil }
         let name = DiskCache.entryName(key: key, vary: head.vary)
-        return DiskWrite(cache: self, key: key, name: name, head: head, maxBytes: maxObject, stamp: stamp)
+        return DiskWrite(cache: self, key: key, name: name, head: head, maxBytes: maxObject, stamp: stamp, whenIndexed: whenIndexed)
     }
 
     /// Stores a complete response whose body is in memory, in one writer job (temporary file,

@@ -20,6 +20,10 @@ struct DiskIndex {
         var recency = RecencyLinks()
         /// Lookups that found the entry since this process started (not kept across restarts).
         var hits = 0
+        /// Set by ``DiskIndex/insert(_:)``, different for every entry it indexes in this process:
+        /// whether what a lookup read is still what the index holds under the name (a response
+        /// read from disk carries it, ``StoredResponse/diskSerial``).
+        var serial: UInt64 = 0
     }
 
     /// Slice entries ever inserted, shared with ``DiskCache`` and never decremented: while it is
@@ -42,6 +46,8 @@ struct DiskIndex {
     private var recency = RecencyList()
     /// The slots of each object's slices.
     private var sliceSlots = SliceSlots()
+    /// The serial of the entry indexed last (``Entry/serial``).
+    private var lastSerial: UInt64 = 0
     /// Bytes of the entries (files and live records).
     private(set) var totalBytes: Int64 = 0
 
@@ -127,6 +133,9 @@ struct DiskIndex {
     /// Adds or replaces (same file name) an entry; returns the entry it replaced.
     @discardableResult
     mutating func insert(_ entry: Entry) -> Entry? {
+        var entry = entry
+        lastSerial += 1
+        entry.serial = lastSerial
         let index: Int
         if let reused = free.popLast() {
             index = reused
@@ -282,8 +291,16 @@ struct DiskIndex {
 
     mutating func removeAll() -> [EntryName] {
         let names = byName.keys
+        let serial = lastSerial
         self = DiskIndex(slicesInserted: slicesInserted)
+        // Never handed out twice: a lookup from before the clear holds one.
+        lastSerial = serial
         return names
+    }
+
+    /// Whether the entry under `name` is still the one with `serial` (``Entry/serial``).
+    func holds(_ name: EntryName, serial: UInt64) -> Bool {
+        byName[name].flatMap { slots[$0]?.serial } == serial
     }
 
     // MARK: List maintenance

@@ -17,6 +17,8 @@ public final class DiskWrite: Sendable {
     private let maxBytes: Int64
     /// When the fetch began: a purge or ban since that covers `key` keeps it out of the index.
     private let stamp: InvalidationLog.Stamp?
+    /// Called on the writer thread once the entry is in place and indexed.
+    private let whenIndexed: (@Sendable () -> Void)?
     /// The temporary file while the body streams.
     public let temporaryPath: String
     /// Where the body starts in the file.
@@ -53,8 +55,12 @@ public final class DiskWrite: Sendable {
 
     private let state = Locked(State())
 
-    init(cache: DiskCache, key: CacheKey, name: EntryName, head: DiskEntryFormat.Head, maxBytes: Int64, stamp: InvalidationLog.Stamp?) {
+    init(
+        cache: DiskCache, key: CacheKey, name: EntryName, head: DiskEntryFormat.Head, maxBytes: Int64, stamp: InvalidationLog.Stamp?,
+        whenIndexed: (@Sendable () -> Void)? = nil
+    ) {
         self.cache = cache
+        self.whenIndexed = whenIndexed
         self.key = key
         self.name = name
         vary = head.vary
@@ -154,6 +160,7 @@ public final class DiskWrite: Sendable {
                 try FileSystem.renameCreatingDirectory(temporaryPath, cache.path(forName: name))
                 cache.didStore(key: key, name: name, vary: vary, size: size, stamp: stamp)
             }
+            if stored && !purged { whenIndexed?() }
             completion?(stored && !purged)
         }
     }

@@ -121,15 +121,18 @@ public final class MemoryCache: Sendable {
     }
 
     /// Stores `response`, replacing a variant selected by the same request headers. Returns
-    /// false when the object is larger than the per-object limit, or when a purge or ban
-    /// `log` recorded since `stamp` covers it (asked under the lock a removal takes).
+    /// false when the object is larger than the per-object limit, when a purge or ban `log`
+    /// recorded since `stamp` covers it, or when `stillStored` (a promotion's: the disk tier
+    /// still holds what it read) says no; both asked under the lock a removal takes.
     @discardableResult
     public func insert(
-        _ response: StoredResponse, admittedBy log: InvalidationLog? = nil, since stamp: InvalidationLog.Stamp? = nil
+        _ response: StoredResponse, admittedBy log: InvalidationLog? = nil, since stamp: InvalidationLog.Stamp? = nil,
+        stillStored: (() -> Bool)? = nil
     ) -> Bool {
         let cost = response.memoryCost
         return state.withLock { state in
             if let log, !log.allows(response.key, since: stamp) { return false }
+            if let stillStored, !stillStored() { return false }
             // `memory.max_object_bytes` bounds the body as received (how the allocator rounds
             // its array is not held against it); the entry's head and bookkeeping get 4 KiB of
             // room on top.

@@ -104,9 +104,6 @@ public struct StoreSink {
     let parts: Parts?
     /// Whether the response goes to a tier when complete (decided when the head arrived).
     public internal(set) var stores = false
-    /// The stamp its stores carry: the fill's, or a newer one when storing the response
-    /// removed older slices first (``InvalidationLog/renew(_:from:during:)``); nil when it stores nothing.
-    public var stamp: InvalidationLog.Stamp? { parts?.entry.stamp }
     /// The body stays whole in the fill until it ends, to be stored in one piece.
     public internal(set) var keepsWhole = false
     /// A body of unknown length kept whole is streamed to disk once past this: the fill

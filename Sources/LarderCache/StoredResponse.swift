@@ -67,6 +67,10 @@ public final class StoredResponse: Sendable {
     public let etag: String?
     /// Last-Modified as seconds, if valid (validator for If-Modified-Since).
     public let lastModified: Int?
+    /// The disk index entry this was read from (``DiskIndex/Entry/serial``), kept by copies of
+    /// it; 0 when it was not read from disk. A promotion to memory lands only while the index
+    /// still holds that entry: a removal, or a newer version stored since, wins.
+    public let diskSerial: UInt64
 
     /// `cacheControl`, when given, is `headers`' Cache-Control already parsed (a fill parses it
     /// once for every decision it makes); `preparedHead`, when given, is
@@ -76,9 +80,10 @@ public final class StoredResponse: Sendable {
         key: CacheKey, url: String? = nil, status: Int, reason: String, headers: HTTPHeaders, body: Body,
         requestTime: Double, responseTime: Double, varyValues: [String: String] = [:],
         freshnessLifetime: Double, correctedInitialAge: Double, cacheControl: CacheControl? = nil,
-        preparedHead: PreparedHead? = nil
+        preparedHead: PreparedHead? = nil, diskSerial: UInt64 = 0
     ) {
         self.key = key
+        self.diskSerial = diskSerial
         self.url = url
         self.status = status
         self.reason = reason
@@ -103,7 +108,7 @@ public final class StoredResponse: Sendable {
     /// (RFC 9111 §4.2.1, §4.2.3), their Cache-Control parsed once for both.
     public static func make(
         key: CacheKey, url: String? = nil, status: Int, reason: String, headers: HTTPHeaders, body: Body,
-        requestTime: Double, responseTime: Double, varyValues: [String: String]
+        requestTime: Double, responseTime: Double, varyValues: [String: String], diskSerial: UInt64 = 0
     ) -> StoredResponse {
         let cacheControl = CacheControl(headers)
         return StoredResponse(
@@ -112,7 +117,7 @@ public final class StoredResponse: Sendable {
             freshnessLifetime: Freshness.lifetime(
                 status: status, headers: headers, cacheControl: cacheControl, responseTime: responseTime),
             correctedInitialAge: Freshness.correctedInitialAge(headers: headers, requestTime: requestTime, responseTime: responseTime),
-            cacheControl: cacheControl)
+            cacheControl: cacheControl, diskSerial: diskSerial)
     }
 
     /// A stored head in wire form: status line, fields, `Via`.
@@ -193,7 +198,7 @@ public final class StoredResponse: Sendable {
             requestTime: requestTime, responseTime: responseTime, varyValues: varyValues,
             freshnessLifetime: Freshness.lifetime(status: status, headers: merged, cacheControl: cacheControl, responseTime: responseTime),
             correctedInitialAge: Freshness.correctedInitialAge(headers: timing, requestTime: requestTime, responseTime: responseTime),
-            cacheControl: cacheControl)
+            cacheControl: cacheControl, diskSerial: diskSerial)
     }
 
     /// Seconds past its freshness lifetime at `now` (negative while fresh).
@@ -223,6 +228,7 @@ public final class StoredResponse: Sendable {
         directives = other.directives
         etag = other.etag
         lastModified = other.lastModified
+        diskSerial = other.diskSerial
     }
 
     /// Whether the body lives in a disk file.

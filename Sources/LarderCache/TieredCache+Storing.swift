@@ -91,14 +91,13 @@ extension TieredCache {
         case .slice:
             guard let index = entry.sliceIndex else { return StoreSink() }
             let key = entry.key.slice(index)
-            // A copy promoted from an older disk slice must not answer beside the new one, nor
-            // a promotion of it in flight land after.
-            guard let stamp = invalidations.renew(key, from: entry.stamp, during: { memory.remove(key) }) else { return StoreSink() }
-            entry.stamp = stamp
+            // A copy promoted from an older disk slice must not answer beside the new one (nor
+            // one whose promotion is in flight: it goes when the new slice is indexed).
+            memory.remove(key)
             var diskHead = diskHead()
             diskHead.key = key.url
             diskHead.status = 206
-            guard let write = beginDiskWrite(key: key, head: diskHead, expectedLength: entry.contentLength, stamp: stamp) else {
+            guard let write = beginDiskWrite(key: key, head: diskHead, expectedLength: entry.contentLength, stamp: entry.stamp) else {
                 return StoreSink()
             }
             var sink = StoreSink(cache: self, entry: entry, wholeLimit: plan.wholeLimit)
@@ -145,15 +144,15 @@ extension TieredCache {
             return sink
         case .slices:
             // Neither the object's own key (an older whole copy) nor its older slices, on either
-            // tier, may answer beside the new slices, nor a promotion of one in flight land after.
-            let key = entry.key
-            guard let stamp = invalidations.renew(key, from: entry.stamp, during: { invalidateObject(key) }) else { return StoreSink() }
-            entry.stamp = stamp
+            // tier, may answer beside the new slices (nor one whose promotion is in flight: it
+            // finds its disk entry gone, ``promote(_:stamp:)``).
+            invalidateObject(entry.key)
             var diskHead = diskHead()
             diskHead.status = 206
             diskHead.reason = HTTPStatus.reason(206)
             let write = SlicedDiskWrite(
-                cache: self, key: entry.key, size: entry.sliceSize, length: entry.contentLength ?? 0, head: diskHead, stamp: stamp)
+                cache: self, key: entry.key, size: entry.sliceSize, length: entry.contentLength ?? 0, head: diskHead,
+                stamp: entry.stamp)
             var sink = StoreSink(cache: self, entry: entry, wholeLimit: plan.wholeLimit)
             sink.slicedWrite = write
             sink.stores = !write.hasFailed

@@ -141,11 +141,18 @@ public final class TieredCache: Sendable {
     /// before the index lookup that found `stored` (nil: none is refused).
     public func promote(_ stored: StoredResponse, stamp: InvalidationLog.Stamp?) {
         guard fitsInMemory(stored) else { return }
-        if stored.isInMemory {
-            memory.insert(stored, admittedBy: invalidations, since: stamp)
+        guard let disk else {
+            if stored.isInMemory { memory.insert(stored, admittedBy: invalidations, since: stamp) }
             return
         }
-        guard let disk else { return }
+        // Lands only while the disk tier holds the entry it was read from: a removal of it
+        // (by any client's invalidation, not only the operator's) or a newer version stored
+        // under its name since wins. Removals take the disk copy first, then the memory one.
+        let stillStored = disk.stillHolds(stored)
+        if stored.isInMemory {
+            memory.insert(stored, admittedBy: invalidations, since: stamp, stillStored: stillStored)
+            return
+        }
         let memory = self.memory
         // Concurrent disk hits each ask for the promotion; the version read first is enough (a
         // slice is 8 MiB to read and check).
@@ -155,7 +162,7 @@ public final class TieredCache: Sendable {
         }
         let invalidations = self.invalidations
         disk.readIntoMemory(stored, unless: held) { promoted in
-            if let promoted { memory.insert(promoted, admittedBy: invalidations, since: stamp) }
+            if let promoted { memory.insert(promoted, admittedBy: invalidations, since: stamp, stillStored: stillStored) }
         }
     }
 
@@ -230,11 +237,16 @@ public final class TieredCache: Sendable {
     public var maxDiskObjectBytes: Int64? { disk?.currentLimits.maxObjectBytes }
 
     /// Starts streaming a body to the disk tier (nil: no disk, or it refuses the entry); it is
-    /// not indexed if a purge or ban since `stamp` covers `key`.
+    /// not indexed if a purge or ban since `stamp` covers `key`. A slice's copy in memory, of
+    /// the version it replaces, goes once it is indexed: a promotion of that version that began
+    /// before lands either before (and goes) or after (and finds its entry replaced).
     public func beginDiskWrite(
         key: CacheKey, head: DiskEntryFormat.Head, expectedLength: Int?, stamp: InvalidationLog.Stamp? = nil
     ) -> DiskWrite? {
-        disk?.beginWrite(key: key, head: head, expectedLength: expectedLength, stamp: stamp)
+        let memory = self.memory
+        var whenIndexed: (@Sendable () -> Void)?
+        if key.isSlice { whenIndexed = { memory.remove(key) } }
+        return disk?.beginWrite(key: key, head: head, expectedLength: expectedLength, stamp: stamp, whenIndexed: whenIndexed)
     }
 
     /// A complete response waiting to be written to disk (``storeOnDisk(_:budgetNanos:)``);
@@ -276,15 +288,15 @@ public final class TieredCache: Sendable {
         if promoting {
             promote(updated, stamp: stamp)
         } else if updated.isInMemory {
-            memory.insert(updated, admittedBy: invalidations, since: stamp)
+            memory.insert(updated, admittedBy: invalidations, since: stamp, stillStored: disk?.stillHolds(updated))
         }
         disk?.refresh(updated, stamp: stamp)
     }
 
     /// Drops one stored variant the origin showed to be outdated.
     public func invalidate(_ stored: StoredResponse) {
-        memory.remove(stored)
         disk?.remove(stored)
+        memory.remove(stored)
     }
 
     /// Whether any slice may be stored: false until the disk tier indexes its first slice
@@ -303,8 +315,9 @@ public final class TieredCache: Sendable {
     /// keeps what is in flight from storing, is ``purgeObject(_:slicesBelow:)``.
     @discardableResult
     public func purge(_ key: CacheKey) -> Bool {
-        let inMemory = memory.remove(key)
+        // Disk first: a promotion landing after this finds its entry gone (``promote(_:stamp:)``).
         let onDisk = disk?.purge(key) ?? false
+        let inMemory = memory.remove(key)
         return inMemory || onDisk
     }
 
@@ -317,8 +330,8 @@ public final class TieredCache: Sendable {
         var found = purge(key)
         guard mayHoldSlices else { return found }
         let kept = keeping.map { key.slice($0) }
-        if memory.removeSlices(of: key, keeping: kept) { found = true }
         if disk?.purgeSlices(of: key, keeping: kept) == true { found = true }
+        if memory.removeSlices(of: key, keeping: kept) { found = true }
         return found
     }
 
@@ -353,8 +366,8 @@ public final class TieredCache: Sendable {
     /// before and after, as ``purgeObject(_:slicesBelow:)``). Returns how many distinct keys were stored.
     public func remove(matching matches: @escaping @Sendable (CacheKey) -> Bool) -> Int {
         invalidations.invalidate(.matching(matches)) {
-            var keys = Set(memory.remove(matching: matches))
-            for key in disk?.remove(matching: matches) ?? [] { keys.insert(key) }
+            var keys = Set(disk?.remove(matching: matches) ?? [])
+            for key in memory.remove(matching: matches) { keys.insert(key) }
             return keys.count
         }
     }
@@ -434,8 +447,8 @@ public final class TieredCache: Sendable {
     /// Empties both tiers (recorded before and after, as ``purgeObject(_:slicesBelow:)``).
     public func removeAll() {
         invalidations.invalidate(.matching { _ in true }) {
-            memory.removeAll()
             disk?.removeAll()
+            memory.removeAll()
         }
     }
 }

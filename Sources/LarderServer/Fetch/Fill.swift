@@ -66,9 +66,8 @@ final class Fill: UpstreamTransferDelegate {
     var upstreamStatus: Int?
     let requestTime: Double
     /// When the fetch began, for the stores it makes: a purge or ban since keeps them out
-    /// (``InvalidationLog``). Newer once its sink removed the older slices it replaces
-    /// (``StoreSink/stamp``).
-    private(set) var stamp: InvalidationLog.Stamp
+    /// (``InvalidationLog``).
+    let stamp: InvalidationLog.Stamp
     private(set) var responseTime = 0.0
     /// Attempts made so far (1 once started).
     var attempts: Int { fetch.attempts }
@@ -485,8 +484,6 @@ final class Fill: UpstreamTransferDelegate {
                 responseTime: responseTime, contentLength: contentLength, sliceIndex: options.slice?.index, sliceSize: settings.sliceSize,
                 stamp: stamp),
             replacing: options.validating)
-        // Its own removal of older slices is not one that keeps later requests from joining it.
-        if let renewed = sink.stamp { stamp = renewed }
     }
 
     /// Whether the body may be fetched whole for readers that asked for a range (stored, and
