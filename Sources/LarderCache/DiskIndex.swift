@@ -130,9 +130,17 @@ struct DiskIndex {
         byName[name].flatMap { slots[$0] }
     }
 
-    /// Adds or replaces (same file name) an entry; returns the entry it replaced.
+    /// Stored variants kept per key (RFC 9111 §4.1): a response that varies on a field its
+    /// clients choose freely (`Vary: User-Agent`, or a hostile origin's) would otherwise let one
+    /// client store a variant per request, and make every lookup of the key and every store of
+    /// a variant cost as many steps as there are variants, under the index lock.
+    static let maxVariants = MemoryCache.maxVariants
+
+    /// Adds or replaces (same file name) an entry; returns the entry it replaced, or, when it
+    /// is a new variant past ``maxVariants`` (`capped`: a store's, not the start-up scan's,
+    /// which disposes of nothing), the key's oldest variant, removed for it.
     @discardableResult
-    mutating func insert(_ entry: Entry) -> Entry? {
+    mutating func insert(_ entry: Entry, capped: Bool = true) -> Entry? {
         var entry = entry
         lastSerial += 1
         entry.serial = lastSerial
@@ -152,7 +160,12 @@ struct DiskIndex {
         }
         // Not looked up while no key has entries with Vary values (the usual case).
         if varied.count > 0, let others = varied[entry.key] {
-            varied[entry.key] = others.adding(index)
+            let variants = others.adding(index)
+            varied[entry.key] = variants
+            if capped, replaced == nil, variants.count > DiskIndex.maxVariants, let oldest = variants.indices.first, oldest != index {
+                replaced = slots[oldest]
+                removeSlot(oldest)
+            }
         } else if !entry.vary.isEmpty {
             // The key's first entry with Vary values: it joins its entry without them, if any.
             let plain = byName[DiskCache.entryName(key: entry.key, vary: [:])].flatMap { slots[$0]?.key == entry.key ? $0 : nil }
@@ -174,7 +187,7 @@ struct DiskIndex {
     mutating func insertIfAbsent(_ entry: Entry) -> Bool {
         let name = entry.name
         guard byName[name] == nil, tombstones?.contains(name) != true else { return false }
-        insert(entry)
+        insert(entry, capped: false)
         // Scanned entries are older than anything used since start-up.
         if let index = byName[name] {
             recency.unlink(index, in: &slots)
@@ -342,6 +355,13 @@ struct DiskIndex {
 
         func adding(_ index: Int) -> Variants {
             .many(indices + [index])
+        }
+
+        var count: Int {
+            switch self {
+            case .one: 1
+            case .many(let indices): indices.count
+            }
         }
 
         /// Without `index`; nil when none is left.

@@ -120,6 +120,12 @@ public final class MemoryCache: Sendable {
         return removed
     }
 
+    /// Stored variants kept per key (RFC 9111 §4.1), newest first: a response that varies on a
+    /// field its clients choose freely (`Vary: User-Agent`, or a hostile origin's) would
+    /// otherwise let one client store a variant per request under one entry, each store and
+    /// lookup of the key costing as many steps as it has variants, under the tier's lock.
+    public static let maxVariants = 64
+
     /// Stores `response`, replacing a variant selected by the same request headers. Returns
     /// false when the object is larger than the per-object limit, when a purge or ban `log`
     /// recorded since `stamp` covers it, or when `stillStored` (a promotion's: the disk tier
@@ -146,6 +152,8 @@ public final class MemoryCache: Sendable {
                 var variants = state.slots[slot].variants
                 variants.removeAll { $0.varyValues == response.varyValues }
                 variants.insert(response, at: 0)
+                // The oldest goes past the bound: see ``maxVariants``.
+                if variants.count > MemoryCache.maxVariants { variants.removeLast(variants.count - MemoryCache.maxVariants) }
                 let newCost = variants.reduce(0) { $0 + $1.memoryCost }
                 state.bytes += newCost - state.slots[slot].cost
                 state.slots[slot].variants = variants

@@ -170,6 +170,27 @@ import Testing
         #expect(!variants.contains { $0 === gzip })
     }
 
+    /// Review 64 F3: `Vary` on a field clients choose let one client store ~30,000 variants of
+    /// a URL, each store and lookup walking them all under the tier's lock. The newest
+    /// ``MemoryCache/maxVariants`` stay, on either tier.
+    @Test func aKeyKeepsItsNewestVariantsOnly() {
+        let cache = MemoryCache(limits: Fixtures.limits(bytes: 10 << 20, entries: 1000))
+        var index = DiskIndex()
+        let key = Fixtures.key("/many")
+        let total = MemoryCache.maxVariants + 36
+        var evicted: [[String: String]] = []
+        for agent in 0..<total {
+            let vary = ["user-agent": "agent \(agent)"]
+            cache.insert(Fixtures.response("/many", bodySize: 10, vary: vary))
+            let replaced = index.insert(DiskIndex.Entry(key: key, vary: vary, name: DiskCache.entryName(key: key, vary: vary), size: 10))
+            if let replaced { evicted.append(replaced.vary) }
+        }
+        let kept = (cache.lookup(key) ?? []).map { $0.varyValues["user-agent"] ?? "" }
+        #expect(kept.count == MemoryCache.maxVariants && kept.first == "agent \(total - 1)" && !kept.contains("agent 35"))
+        #expect(index.lookup(key).count == DiskIndex.maxVariants && index.count == DiskIndex.maxVariants)
+        #expect(evicted == (0..<36).map { ["user-agent": "agent \($0)"] }, "the oldest went, each returned for its file to go")
+    }
+
     @Test func shrinkingTheLimitEvictsDownToIt() {
         let cache = MemoryCache(limits: Fixtures.limits(bytes: 100_000, entries: 1000))
         for index in 0..<20 { cache.insert(Fixtures.response("/\(index)", bodySize: 1000)) }
