@@ -102,7 +102,9 @@ public enum ConfigKeyTable {
             "hash: each URL has a home parent (rendezvous hashing) | failover: first that is up"),
         .live("upstream.parent_backoff", .duration, #""30s""#, "a parent that fails to connect is skipped this long"),
         .live("upstream.direct", .list, "[]", #"hosts that bypass parents: "localhost", "*.internal", "10.0.0.0/8" (IP-literal hosts)"#),
-        .live("upstream.max_connections_per_host", .integer, "32", "concurrent connections to one origin; more requests queue"),
+        .live(
+            "upstream.max_connections_per_host", .integer, "32",
+            "connections to one origin per loop (one client: half); more requests queue"),
         .live(
             "upstream.resolve", .list, "[]",
             #"pin names to addresses, curl's CURLOPT_RESOLVE: ["deb.debian.org:80:192.0.2.7"]; tunnels too; the destination policy still applies"#

@@ -78,6 +78,36 @@ extension IntegrationTests {
             #expect(larder.child.isRunning)
         }
 
+        /// Review 64 F1: a client whose downloads of an uncacheable body it reads slowly (here
+        /// not at all) take every one of the origin's connections on a loop kept every other
+        /// client's misses to that origin waiting, until they timed out. Each client now has
+        /// half of `upstream.max_connections_per_host` at most; its other requests wait for one
+        /// of its own to end, so another client (another address: 127.0.0.2) is answered at once.
+        @Test func oneClientsSlowDownloadsLeaveOtherClientsTheirShareOfTheOrigin() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: "[proxy]\nworkers = 1\n[upstream]\nmax_connections_per_host = 4\n")
+            // 8 MiB in 64 KiB pieces 0.2 s apart: each transfer holds its connection for 25 s.
+            let hog = origin.url("/hog?size=\(8 << 20)&cc=no-store&slow=0.2")
+            var connections: [RawConnection] = []
+            for index in 0..<4 {
+                let connection = try RawConnection(port: larder.proxyPort, receiveTimeout: 10)
+                connection.send("GET \(hog)&n=\(index) HTTP/1.1\r\nHost: x\r\n\r\n")
+                connections.append(connection)
+                usleep(300_000)
+            }
+            let answered = connections.map { $0.hasInput(within: 2000) }
+            #expect(answered == [true, true, false, false], "two downloads under way, two waiting: \(answered)")
+            let started = Date()
+            let other = try Curl.viaProxy(larder.proxy, ["--interface", "127.0.0.2", origin.url("/other?size=100")], timeout: 20)
+            #expect(other.status == 200 && other.body.count == 100)
+            #expect(Date().timeIntervalSince(started) < 10, "answered while the first client's downloads go on")
+            // One of the first client's downloads ends (it leaves): its next request goes on.
+            connections.removeFirst()  // closed
+            #expect(connections[1].hasInput(within: 5000) && connections[1].readLine()?.hasPrefix("HTTP/1.1 200") == true)
+            #expect(!connections[2].hasInput(within: 500), "the fourth still waits: two in flight again")
+            #expect(larder.child.stderr.contains("wait for its share"), "the wait is logged")
+        }
+
         @Test(arguments: ["cc=max-age=60", "cc=no-store"])
         func aClientThatStopsReadingALargeDownloadIsNotBufferedInMemory(_ cacheability: String) throws {
             let origin = try Origin()

@@ -31,6 +31,8 @@ final class ClientConnection: IOHandler {
     /// The socket under ``transport``.
     let socket: Socket
     let peer: SocketAddress?
+    /// The client as ``UpstreamShares`` counts it (nil: no address).
+    let shareClient: (client: UInt64, isIPv6: Bool)?
     let kind: Listener.Kind
     /// Strong: the loop's connection table holds this connection until `close()` removes it,
     /// which breaks the cycle. (An unowned reference costs an atomic retain per access.)
@@ -73,6 +75,7 @@ final class ClientConnection: IOHandler {
         self.socket = socket
         transport = SocketTransport(socket)
         self.peer = peer
+        shareClient = UpstreamShares.client(peer)
         self.kind = kind
         self.proxy = proxy
         let maxHead = proxy.runtime.config.proxy.maxHeaderBytes

@@ -78,8 +78,51 @@ extension ClientConnection: RequestBodySource {
         if exchange.route?.digest != nil, let shared = coalesceKey {
             coalesceKey = shared.on(origin: CacheKey.origin(of: CacheKey(url).url))
         }
+        if let share = shareToWaitFor(url, coalesceKey: coalesceKey, exchange: exchange) {
+            waitForShare(share, exchange: exchange) { [self] in
+                joinFill(coalesceKey, exchange: exchange) { registeredKey in
+                    startFill(url, key: key, exchange: exchange, coalesceKey: registeredKey)
+                }
+            }
+            return
+        }
         joinFill(coalesceKey, exchange: exchange) { registeredKey in
             startFill(url, key: key, exchange: exchange, coalesceKey: registeredKey)
+        }
+    }
+
+    /// The share `exchange` waits for (``UpstreamShares``): its client has its share of
+    /// `url`'s origin's connections on this loop in flight, and no fill in flight here for
+    /// `coalesceKey` to attach to. Nil (the usual case, without a probe while no client has
+    /// any): it goes on now.
+    func shareToWaitFor(_ url: AbsoluteURL, coalesceKey: FillKey?, exchange: Exchange) -> UpstreamShares.Key? {
+        guard let client = shareClient, !proxy.upstreamShares.isEmpty else { return nil }
+        let share = UpstreamShares.Key(client: client.client, isIPv6: client.isIPv6, host: url.host, port: url.port)
+        let limit = UpstreamShares.limit(perHost: exchange.runtime.config.upstream.maxConnectionsPerHost)
+        guard proxy.upstreamShares.isAtLimit(share, limit: limit), coalesceKey.flatMap(proxy.coalescer.fill(for:)) == nil else {
+            return nil
+        }
+        return share
+    }
+
+    /// Parks `resume` until one of the client's fills to the origin ends (it is dropped if the
+    /// client has moved on, or left, by then).
+    func waitForShare(_ share: UpstreamShares.Key, exchange: Exchange, resume: @escaping () -> Void) {
+        if proxy.upstreamShares.waiters(share) == 0 {
+            proxy.logger.notice(
+                "a client's requests to one origin wait for its share of the connections",
+                metadata: [
+                    "client": "\(peer.map(\.description) ?? "-")", "origin": "\(proxy.loggable(share.host)):\(share.port)",
+                    "in_flight": "\(proxy.upstreamShares.count(share))",
+                ])
+        }
+        exchange.cacheStatus.detail = "waited-for-client-share"
+        exchange.waitsForShare = true
+        proxy.upstreamShares.wait(share) { [weak self] in
+            exchange.waitsForShare = false
+            guard let self, self.exchange === exchange else { return false }
+            resume()
+            return true
         }
     }
 
@@ -113,6 +156,13 @@ extension ClientConnection: RequestBodySource {
             registeredKey = key
         }
         let fill = makeFill(registeredKey)
+        // The fill takes one of the origin's connections on this loop, counted against its
+        // client's share (``shareToWaitFor(_:coalesceKey:exchange:)`` held it back if it had it).
+        if let client = shareClient, let url = exchange.url {
+            let share = UpstreamShares.Key(client: client.client, isIPv6: client.isIPv6, host: url.host, port: url.port)
+            proxy.upstreamShares.take(share)
+            fill.share = share
+        }
         // The exchange reads the fill it starts from here on: taken before the fill starts.
         exchange.take(exchange.slices == nil ? .attached(fill) : .sliceFillAttached(fill), now: proxy.loop.now)
         proxy.coalescer.start(fill, firstReader: self, requestHeaders: exchange.head.headers)

@@ -76,6 +76,9 @@ final class Fill: UpstreamTransferDelegate {
     /// See ``diskCopyFailed()``.
     private(set) var diskCopyDamaged = false
     var notifyScheduled = false
+    /// The client's share of the origin's connections this fill counts against
+    /// (``UpstreamShares``), given back when its transfer ends.
+    var share: UpstreamShares.Key?
     /// The transfer ended (``end()``): the next pass releases the key, after the sink stored the
     /// body. Until then the coalescer offers this fill to no one (``hasEnded``).
     private var releasesKey = false
@@ -222,6 +225,7 @@ final class Fill: UpstreamTransferDelegate {
     }
 
     func cancel(reason: String) {
+        giveShareBack()
         fetch.stop(on: proxy.loop)
         outcome = .failure(UpstreamError(kind: .aborted, message: reason, afterHead: head != nil))
         sink.abort()
@@ -575,6 +579,7 @@ final class Fill: UpstreamTransferDelegate {
     /// or drops what it wrote (each way closes it). So with several loops the key is free only
     /// once the body is stored, and nothing here goes on after the sink returns.
     private func end() {
+        giveShareBack()
         releasesKey = true
         scheduleNotify()
         if case .failure? = outcome {
@@ -584,6 +589,17 @@ final class Fill: UpstreamTransferDelegate {
         } else {
             sink.finish(chunks: buffer.chunks, received: received, queue: proxy.diskStores)
         }
+    }
+
+    // A fill dropped without its transfer's end (the loop stopping) must not leave its
+    // client's share taken. Fills live and die on their loop.
+    deinit { giveShareBack() }
+
+    /// Gives the client's share back (once): the transfer no longer holds a connection.
+    private func giveShareBack() {
+        guard let share else { return }
+        self.share = nil
+        proxy.giveShare(share)
     }
 
     /// A failure with no usable answer from upstream, stale copy or not.

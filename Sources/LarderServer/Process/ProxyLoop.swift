@@ -30,6 +30,8 @@ final class ProxyLoop {
     let pipeline: RequestPipeline
     /// Attach-or-start for this loop's fetches (the pipeline's).
     var coalescer: Coalescer { pipeline.coalescer }
+    /// Each client's fills in flight to each origin on this loop.
+    var upstreamShares = UpstreamShares()
     private var connections: [ObjectIdentifier: ClientConnection] = [:]
     /// CONNECT tunnels; each still counts as an active connection.
     private var tunnels: [ObjectIdentifier: Tunnel] = [:]
@@ -291,6 +293,16 @@ final class ProxyLoop {
                 connections[entry.id].map { $0.idleStamp == entry.stamp } ?? false
             }
             idleHead = 0
+        }
+    }
+
+    /// Gives back a fill's share of its origin's connections (``UpstreamShares``) and, on the
+    /// next pass, lets the requests of that client waiting for it go on while it has room.
+    func giveShare(_ key: UpstreamShares.Key) {
+        guard upstreamShares.give(key) else { return }
+        loop.enqueueDeferred { [self] in
+            let limit = UpstreamShares.limit(perHost: runtime.config.upstream.maxConnectionsPerHost)
+            while !upstreamShares.isAtLimit(key, limit: limit), let next = upstreamShares.nextWaiting(key) { _ = next() }
         }
     }
 

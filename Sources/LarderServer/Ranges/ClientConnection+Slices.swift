@@ -55,7 +55,7 @@ extension ClientConnection {
         if let fill = exchange.fill { return readSliceFill(fill, exchange: exchange) }
         // A slice being checked on the reader thread, or sent from disk block by block: its
         // answer, or its last block, resumes the walk.
-        guard !exchange.sliceCheckPending, exchange.diskBody == nil else { return false }
+        guard !exchange.sliceCheckPending, exchange.diskBody == nil, !exchange.waitsForShare else { return false }
         var progressed = false
         while self.exchange === exchange, exchange.fill == nil, exchange.diskBody == nil, let plan = exchange.slices,
             let key = exchange.key
@@ -329,6 +329,12 @@ extension ClientConnection {
     private func fetchSlice(_ index: Int, validating: StoredResponse?, exchange: Exchange) {
         guard let url = exchange.url, let key = exchange.key, var plan = exchange.slices else { return }
         let resumes = plan.resumes(index)
+        // The rest of a slice is this answer's alone: no other request for the slice wants it.
+        let coalesceKey = exchange.goAlone || resumes ? nil : FillKey(method: "GET", key: key.slice(index), bodyHash: nil)
+        if let share = shareToWaitFor(url, coalesceKey: coalesceKey, exchange: exchange) {
+            waitForShare(share, exchange: exchange) { [self] in fetchSlice(index, validating: validating, exchange: exchange) }
+            return
+        }
         guard let range = plan.ask(for: index) else {
             failSlices(
                 exchange, status: 502,
@@ -340,8 +346,6 @@ extension ClientConnection {
         if !exchange.headSent, validating != nil || exchange.cacheStatus.hit {
             exchange.cacheStatus = .forwarded(validating != nil ? .stale : .uriMiss)
         }
-        // The rest of a slice is this answer's alone: no other request for the slice wants it.
-        let coalesceKey = exchange.goAlone || resumes ? nil : FillKey(method: "GET", key: key.slice(index), bodyHash: nil)
         joinFill(coalesceKey, exchange: exchange) { registeredKey in
             var head = exchange.head
             for name in ["Range", "If-Range", "If-None-Match", "If-Modified-Since"] { head.headers.remove(name) }

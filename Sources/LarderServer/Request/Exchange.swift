@@ -28,6 +28,9 @@ final class Exchange {
     var bodyBytesSent = 0
     /// The body did not match the length its head declared: the connection must close.
     var framingBroken = false
+    /// Its next fill waits for its client's share of the origin's connections
+    /// (``UpstreamShares``): nothing else starts one meanwhile.
+    var waitsForShare = false
     var attempts = 0
     /// The retries made for this request (`connect:200ms,5xx:400ms`), for the access log.
     var retries: String?
