@@ -108,6 +108,27 @@ extension IntegrationTests {
             #expect(larder.child.stderr.contains("wait for its share"), "the wait is logged")
         }
 
+        /// Review 64 F2: once a shared download outgrew what is stored (a chunked body past
+        /// `disk.max_object_bytes`) it had no disk copy, and the transfer paused for its slowest
+        /// reader: a client that stopped reading held every other client of it still until its
+        /// connection timed out. Now the reader that falls behind is cut and the others go on.
+        @Test func aClientThatStopsReadingDoesNotHoldUpOthersOfAFillThatStopsStoring() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: "[disk]\nmax_object_bytes = \"4MiB\"\n[memory]\nmax_object_bytes = \"1MiB\"\n")
+            let size = 12 << 20
+            let path = "/grows?size=\(size)&cc=max-age=600&chunked=1&slow=0.02"
+            let stalled = try RawConnection(port: larder.proxyPort, receiveTimeout: 5)
+            stalled.send("GET \(origin.url(path)) HTTP/1.1\r\nHost: x\r\n\r\n")
+            usleep(300_000)
+            let started = Date()
+            let other = try Curl.viaProxy(larder.proxy, [origin.url(path)], timeout: 40)
+            #expect(other.status == 200 && other.body.count == size, "\(other.status) \(other.body.count)")
+            #expect(other.header("cache-status")?.contains("collapsed") == true, "it shared the stalled client's fill")
+            #expect(Date().timeIntervalSince(started) < 25, "not held until the stalled client's idle timeout")
+            #expect(larder.child.stderr.contains("fell behind a shared download"))
+            #expect(try origin.count(path) == 1)
+        }
+
         @Test(arguments: ["cc=max-age=60", "cc=no-store"])
         func aClientThatStopsReadingALargeDownloadIsNotBufferedInMemory(_ cacheability: String) throws {
             let origin = try Origin()

@@ -41,6 +41,14 @@ extension ClientConnection: FillReader {
         case .passRange:
             exchange.range = .passed
             leaveFill(exchange, url: url, alone: true)
+        case .fellBehind:
+            guard exchange.headSent else { return leaveFill(exchange, url: url, alone: true) }
+            proxy.logger.warning(
+                "a client fell behind a shared download with no disk copy; its response is cut so the others go on",
+                metadata: ["url": "\(proxy.loggable(url.description))", "sent": "\(exchange.bodyBytesSent)"])
+            exchange.failure = .limit
+            endIncomplete(exchange)
+            flushSoon()
         }
     }
 

@@ -502,9 +502,15 @@ final class Fill: UpstreamTransferDelegate {
         let backing = backing
         // A body kept whole never pauses: asked only otherwise (the call copies the buffer).
         if !backing.keepsWhole, buffer.mustPause(backing) {
-            buffer.paused = true
-            watchWriteBacklog()
-            return false
+            // Without a disk copy (the body outgrew what is stored, or the disk failed) the
+            // transfer would wait for its slowest reader, and every other reader with it: one
+            // client that stops reading must not hold up the others it shares the fill with.
+            for index in buffer.laggards(backing).reversed() { release(at: index, reason: .fellBehind) }
+            if buffer.mustPause(backing) {
+                buffer.paused = true
+                watchWriteBacklog()
+                return false
+            }
         }
         // Unknown length that outgrows what is kept whole: it streams to disk from here on,
         // decided once, before this chunk, which the sink then takes like any other.

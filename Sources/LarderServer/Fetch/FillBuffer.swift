@@ -9,7 +9,8 @@ import LarderIO
 /// to the disk tier's file with their checksums published, from which a reader that fell
 /// behind continues, a checked block at a time. So a slow client never slows the fill or the
 /// other clients; only without a disk file does the transfer pause for the slowest reader
-/// (bounded memory either way).
+/// (bounded memory either way), and then only while no other reader keeps up
+/// (``laggards(_:)``: those are let go instead).
 ///
 /// A value inside its ``Fill``: nothing allocated for it per fill. What it knows of the disk
 /// file comes from the fill's ``StoreSink``, passed in as a ``Backing``.
@@ -141,6 +142,17 @@ struct FillBuffer {
             spillWrite = diskWrite
         }
         return diskWrite.checkableBytes.load(ordering: .acquiring)
+    }
+
+    /// The readers (by index, ascending) a transfer about to pause for its slowest reader lets
+    /// go instead: with no file to fall back on, those ``highWater`` behind, when another
+    /// reader keeps up. Empty when the pause holds up no one else (one reader, or all behind).
+    func laggards(_ backing: Backing) -> [Int] {
+        guard readers.count > 1, !backing.keepsWhole, backing.diskWrite?.hasFailed ?? true,
+            backing.slicedWrite?.hasFailed ?? true
+        else { return [] }
+        let behind = readers.indices.filter { received - readers[$0].position >= FillBuffer.highWater }
+        return behind.count < readers.count ? behind : []
     }
 
     /// Whether the transfer must wait: the slowest reader is far behind and there is no file

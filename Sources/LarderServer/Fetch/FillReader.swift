@@ -23,4 +23,7 @@ enum FillRelease {
     /// The reader asked for a range of an object too large (or uncacheable) to fetch whole:
     /// send the Range upstream.
     case passRange
+    /// The reader fell ``FillBuffer/highWater`` behind a body with no disk copy while another
+    /// kept up: the transfer would have paused for it, holding up every other reader.
+    case fellBehind
 }
