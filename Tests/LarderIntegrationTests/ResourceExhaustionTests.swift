@@ -82,10 +82,11 @@ extension IntegrationTests {
         /// not at all) take every one of the origin's connections on a loop kept every other
         /// client's misses to that origin waiting, until they timed out. Each client now has
         /// half of `upstream.max_connections_per_host` at most; its other requests wait for one
-        /// of its own to end, so another client (another address: 127.0.0.2) is answered at once.
+        /// of its own to end (for `upstream.timeout` at most), so another client (another
+        /// address: 127.0.0.2) is answered at once.
         @Test func oneClientsSlowDownloadsLeaveOtherClientsTheirShareOfTheOrigin() throws {
             let origin = try Origin()
-            let larder = try Larder(config: "[proxy]\nworkers = 1\n[upstream]\nmax_connections_per_host = 4\n")
+            let larder = try Larder(config: "[proxy]\nworkers = 1\n[upstream]\nmax_connections_per_host = 4\ntimeout = \"6s\"\n")
             // 8 MiB in 64 KiB pieces 0.2 s apart: each transfer holds its connection for 25 s.
             let hog = origin.url("/hog?size=\(8 << 20)&cc=no-store&slow=0.2")
             var connections: [RawConnection] = []
@@ -106,6 +107,8 @@ extension IntegrationTests {
             #expect(connections[1].hasInput(within: 5000) && connections[1].readLine()?.hasPrefix("HTTP/1.1 200") == true)
             #expect(!connections[2].hasInput(within: 500), "the fourth still waits: two in flight again")
             #expect(larder.child.stderr.contains("wait for its share"), "the wait is logged")
+            // Not for ever: as long as upstream.timeout, then a 504 as for an origin that does not answer.
+            #expect(connections[2].hasInput(within: 8000) && connections[2].readLine()?.hasPrefix("HTTP/1.1 504") == true)
         }
 
         /// Review 64 F2: once a shared download outgrew what is stored (a chunked body past

@@ -6,26 +6,27 @@ import Testing
 /// Each client's share of an origin's connections on a loop: who counts as one client, and
 /// the order in which its waiting requests go on.
 @Suite struct UpstreamSharesTests {
-    @Test func aClientIsItsIPv4AddressOrItsIPv6Slash64() throws {
+    /// A client is its address: an IPv4 client on a dual-stack socket is that IPv4 client, and
+    /// IPv6 clients of one LAN (one /64) are each their own.
+    @Test func aClientIsItsWholeAddress() throws {
         let v4 = try #require(UpstreamShares.client(SocketAddress(ipBytes: [10, 0, 0, 7], port: 5000)))
         let mappedBytes: [UInt8] = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 7]
         let mapped = try #require(UpstreamShares.client(SocketAddress(ipBytes: mappedBytes, port: 6000)))
         #expect(v4 == mapped, "an IPv4 client on a dual-stack socket is the same client")
-        #expect(v4.client == 0x0A00_0007 && !v4.isIPv6)
         let net: [UInt8] = [0x20, 0x01, 0xd, 0xb8, 0, 1, 0, 2]
-        let otherNetBytes: [UInt8] = [0x20, 0x01, 0xd, 0xb8, 0, 1, 0, 3]
-        let privacy1 = try #require(UpstreamShares.client(SocketAddress(ipBytes: net + [1, 2, 3, 4, 5, 6, 7, 8], port: 1)))
-        let privacy2 = try #require(UpstreamShares.client(SocketAddress(ipBytes: net + [9, 9, 9, 9, 9, 9, 9, 9], port: 2)))
-        let otherNet = try #require(UpstreamShares.client(SocketAddress(ipBytes: otherNetBytes + [1, 2, 3, 4, 5, 6, 7, 8], port: 1)))
-        #expect(privacy1 == privacy2 && privacy1 != otherNet && privacy1.isIPv6)
+        let first = try #require(UpstreamShares.client(SocketAddress(ipBytes: net + [1, 2, 3, 4, 5, 6, 7, 8], port: 1)))
+        let again = try #require(UpstreamShares.client(SocketAddress(ipBytes: net + [1, 2, 3, 4, 5, 6, 7, 8], port: 2)))
+        let neighbour = try #require(UpstreamShares.client(SocketAddress(ipBytes: net + [9, 9, 9, 9, 9, 9, 9, 9], port: 1)))
+        #expect(first == again && first != neighbour, "hosts of one /64 are not one client")
+        #expect(first != v4)
         #expect(UpstreamShares.client(nil) == nil)
     }
 
     @Test func theShareIsHalfTheOriginsConnectionsAndWaitersGoOnInOrder() {
         #expect(UpstreamShares.limit(perHost: 32) == 16 && UpstreamShares.limit(perHost: 1) == 1 && UpstreamShares.limit(perHost: 3) == 1)
         var shares = UpstreamShares()
-        let key = UpstreamShares.Key(client: 1, isIPv6: false, host: "example.org", port: 80)
-        let other = UpstreamShares.Key(client: 2, isIPv6: false, host: "example.org", port: 80)
+        let key = UpstreamShares.Key(client: (0, 1), host: "example.org", port: 80)
+        let other = UpstreamShares.Key(client: (0, 2), host: "example.org", port: 80)
         #expect(shares.isEmpty && !shares.isAtLimit(key, limit: 2))
         shares.take(key)
         shares.take(key)

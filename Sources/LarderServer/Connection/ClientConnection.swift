@@ -32,7 +32,7 @@ final class ClientConnection: IOHandler {
     let socket: Socket
     let peer: SocketAddress?
     /// The client as ``UpstreamShares`` counts it (nil: no address).
-    let shareClient: (client: UInt64, isIPv6: Bool)?
+    let shareClient: (high: UInt64, low: UInt64)?
     let kind: Listener.Kind
     /// Strong: the loop's connection table holds this connection until `close()` removes it,
     /// which breaks the cycle. (An unowned reference costs an atomic retain per access.)

@@ -93,16 +93,23 @@ extension ClientConnection: RequestBodySource {
 
     /// The share `exchange` waits for (``UpstreamShares``): its client has its share of
     /// `url`'s origin's connections on this loop in flight, and no fill in flight here for
-    /// `coalesceKey` to attach to. Nil (the usual case, without a probe while no client has
-    /// any): it goes on now.
+    /// `coalesceKey` to attach to. Nil (the usual case, without a probe while fewer fills than
+    /// a share are in flight on the loop): it goes on now.
     func shareToWaitFor(_ url: AbsoluteURL, coalesceKey: FillKey?, exchange: Exchange) -> UpstreamShares.Key? {
-        guard let client = shareClient, !proxy.upstreamShares.isEmpty else { return nil }
-        let share = UpstreamShares.Key(client: client.client, isIPv6: client.isIPv6, host: url.host, port: url.port)
         let limit = UpstreamShares.limit(perHost: exchange.runtime.config.upstream.maxConnectionsPerHost)
+        guard let client = shareClient, proxy.upstreamShares.mayBeAtLimit(limit) else { return nil }
+        let parents = exchange.runtime.parents.candidates(for: url, routeParent: exchange.route?.parent)
+        let share = Self.share(of: client, url: url, parent: parents.first)
         guard proxy.upstreamShares.isAtLimit(share, limit: limit), coalesceKey.flatMap(proxy.coalescer.fill(for:)) == nil else {
             return nil
         }
         return share
+    }
+
+    /// The share a fill to `url` counts against: its origin's, or its first parent's.
+    static func share(of client: (high: UInt64, low: UInt64), url: AbsoluteURL, parent: ParentPlan.Parent?) -> UpstreamShares.Key {
+        guard let parent else { return UpstreamShares.Key(client: client, host: url.host, port: url.port) }
+        return UpstreamShares.Key(client: client, host: parent.endpoint?.host ?? parent.label, port: parent.endpoint?.port ?? 0)
     }
 
     /// Parks `resume` until one of the client's fills to the origin ends (it is dropped if the
@@ -119,10 +126,28 @@ extension ClientConnection: RequestBodySource {
         exchange.cacheStatus.detail = "waited-for-client-share"
         exchange.waitsForShare = true
         proxy.upstreamShares.wait(share) { [weak self] in
+            // Answered meanwhile (its wait timed out), or its client left.
+            guard exchange.waitsForShare else { return false }
             exchange.waitsForShare = false
             guard let self, self.exchange === exchange else { return false }
             resume()
             return true
+        }
+        // As long as it would have waited for an answer upstream, then a 504, as there.
+        let timeout = exchange.runtime.config.upstream.timeout
+        _ = proxy.loop.schedule(afterNanos: UInt64(timeout.totalNanoseconds)) { [weak self] in
+            guard exchange.waitsForShare else { return }
+            exchange.waitsForShare = false
+            guard let self, self.exchange === exchange else { return }
+            let message = "Larder: waited \(timeout) for this client's share of the connections to \(share.host):\(share.port)"
+            exchange.failure = .timeout
+            if exchange.headSent {
+                endIncomplete(exchange)
+            } else {
+                exchange.cacheStatus.detail = "client-share-timeout"
+                respondGenerated(status: 504, message: message, outcome: .error, cause: .timeout)
+            }
+            flushSoon()
         }
     }
 
@@ -159,7 +184,7 @@ extension ClientConnection: RequestBodySource {
         // The fill takes one of the origin's connections on this loop, counted against its
         // client's share (``shareToWaitFor(_:coalesceKey:exchange:)`` held it back if it had it).
         if let client = shareClient, let url = exchange.url {
-            let share = UpstreamShares.Key(client: client.client, isIPv6: client.isIPv6, host: url.host, port: url.port)
+            let share = Self.share(of: client, url: url, parent: fill.options.parents.first)
             proxy.upstreamShares.take(share)
             fill.share = share
         }

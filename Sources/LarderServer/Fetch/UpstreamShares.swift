@@ -1,25 +1,37 @@
 import LarderIO
 
-/// How many fills each client has in flight to each origin on one loop, so that no client
-/// holds more than half of `upstream.max_connections_per_host`. libcurl queues a loop's
+/// How many fills each client (an address) has in flight to each origin on one loop, so that
+/// no client holds more than half of `upstream.max_connections_per_host`. libcurl queues a loop's
 /// transfers to an origin behind that many connections, and a transfer whose client reads
 /// slowly, or not at all, keeps its connection for as long as the client keeps up the pace
 /// (its transfer is paused while the client's buffer is full); a client with every
 /// connection to an origin its own made every other client's misses to it wait, or time out.
 /// A request that would take a client past its share waits here, not in libcurl's queue,
-/// until one of that client's own fills to the origin ends. Loop-confined.
+/// until one of that client's own fills to the origin ends (or `upstream.timeout` passes: 504).
+/// A client with several addresses has a share for each. Loop-confined.
 struct UpstreamShares {
-    /// One client's fills to one origin.
+    /// One client's fills to one origin (or to the parent proxy they go through: libcurl's
+    /// limit counts connections to the host it connects to).
     struct Key: Hashable {
-        /// The client: an IPv4 address whole, an IPv6 address by its /64 (one host's privacy
-        /// addresses are one client).
-        let client: UInt64
-        let isIPv6: Bool
+        /// The client's address: IPv4 in `low`, IPv6 in both (every host of a LAN shares its
+        /// /64, so nothing shorter than the whole address tells them apart).
+        let high: UInt64
+        let low: UInt64
         let host: String
         let port: Int
+
+        init(client: (high: UInt64, low: UInt64), host: String, port: Int) {
+            high = client.high
+            low = client.low
+            self.host = host
+            self.port = port
+        }
     }
 
     private var held: [Key: Int] = [:]
+    /// Fills counted, all clients and origins: below a limit, no client can be at it, and a
+    /// miss asks nothing more.
+    private var total = 0
     /// Requests waiting for their client's share, oldest first: each says whether it went on
     /// (false: its client left meanwhile).
     private var waiting: [Key: [() -> Bool]] = [:]
@@ -28,23 +40,29 @@ struct UpstreamShares {
     /// connections (`upstream.max_connections_per_host`).
     static func limit(perHost: Int) -> Int { max(1, perHost / 2) }
 
-    /// The client part of a key for a connection from `peer` (nil: no address, no limit).
-    static func client(_ peer: SocketAddress?) -> (client: UInt64, isIPv6: Bool)? {
+    /// The client part of a key for a connection from `peer` (nil: no address, no limit). An
+    /// IPv4 client on a dual-stack socket (::ffff:a.b.c.d) is that IPv4 client; an IPv4 one
+    /// has the bits of ::ffff:0:0/96 above its address, as an IPv6 one never has.
+    static func client(_ peer: SocketAddress?) -> (high: UInt64, low: UInt64)? {
         guard let bytes = peer?.ipBytes else { return nil }
-        // An IPv4 client on a dual-stack socket (::ffff:a.b.c.d) is that IPv4 client.
-        let isMapped = bytes.count == 16 && bytes[0..<10].allSatisfy { $0 == 0 } && bytes[10] == 0xff && bytes[11] == 0xff
-        let significant = bytes.count == 4 ? bytes[...] : isMapped ? bytes[12..<16] : bytes[0..<8]
-        let value = significant.reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
-        return (value, bytes.count == 16 && !isMapped)
+        func word(_ part: ArraySlice<UInt8>) -> UInt64 { part.reduce(UInt64(0)) { $0 << 8 | UInt64($1) } }
+        if bytes.count == 4 { return (0, 0xffff_0000_0000 | word(bytes[...])) }
+        return (word(bytes[0..<8]), word(bytes[8..<16]))
     }
 
     /// Whether the client has its share (`limit`) of fills to the origin in flight.
     func isAtLimit(_ key: Key, limit: Int) -> Bool {
-        !held.isEmpty && held[key, default: 0] >= limit
+        total >= limit && held[key, default: 0] >= limit
     }
 
+    /// Whether a probe for some client could find it at `limit` (a check without hashing).
+    func mayBeAtLimit(_ limit: Int) -> Bool { total >= limit }
+
     /// Counts a fill for `key` (its transfer holds one of the origin's connections).
-    mutating func take(_ key: Key) { held[key, default: 0] += 1 }
+    mutating func take(_ key: Key) {
+        held[key, default: 0] += 1
+        total += 1
+    }
 
     /// Parks `resume` until one of `key`'s fills ends.
     mutating func wait(_ key: Key, resume: @escaping () -> Bool) { waiting[key, default: []].append(resume) }
@@ -54,8 +72,9 @@ struct UpstreamShares {
     mutating func give(_ key: Key) -> Bool {
         if let index = held.index(forKey: key) {
             if held.values[index] <= 1 { held.remove(at: index) } else { held.values[index] -= 1 }
+            total -= 1
         }
-        return waiting[key] != nil
+        return !waiting.isEmpty && waiting[key] != nil
     }
 
     /// The oldest request waiting for `key`'s share, taken off the list: run, it takes the
@@ -68,7 +87,7 @@ struct UpstreamShares {
         return next
     }
 
-    /// Whether no fill is counted at all (a miss then skips the probe).
+    /// Whether no fill is counted at all.
     var isEmpty: Bool { held.isEmpty }
 
     /// Fills in flight counted for `key`.
