@@ -71,12 +71,6 @@ public final class InvalidationLog: Sendable {
     /// A stamp for a store whose fetch begins now.
     public func stamp() -> Stamp { Stamp(generation: generation.load(ordering: .acquiring)) }
 
-    /// Records a purge or a ban, before the tiers remove what it covers (see
-    /// ``invalidate(_:during:)`` for the removal itself).
-    public func record(_ subject: Subject) {
-        state.withLock { state in _ = record(subject, in: &state) }
-    }
-
     /// Records `subject`, runs `removal` (which takes each tier's lock in turn), and records it
     /// again: a revalidation whose stamp was taken while the removal ran may have read what it
     /// had not reached yet.

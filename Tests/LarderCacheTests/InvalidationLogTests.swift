@@ -12,7 +12,7 @@ import Testing
         let log = InvalidationLog()
         let before = log.stamp()
         #expect(log.allows(Fixtures.key("/a"), since: before))
-        log.record(.object(Fixtures.key("/a").url))
+        log.invalidate(.object(Fixtures.key("/a").url)) {}
         let after = log.stamp()
         #expect(!log.allows(Fixtures.key("/a"), since: before))
         #expect(!log.allows(Fixtures.key("/a").slice(7), since: before), "an object's purge covers its slices")
@@ -20,7 +20,7 @@ import Testing
         #expect(log.allows(Fixtures.key("/b"), since: before))
         #expect(log.allows(Fixtures.key("/a"), since: after), "a fetch begun after the purge stores")
 
-        log.record(.matching { $0.url.hasSuffix("/b") })
+        log.invalidate(.matching { $0.url.hasSuffix("/b") }) {}
         #expect(!log.allows(Fixtures.key("/b"), since: after))
         #expect(log.allows(Fixtures.key("/c"), since: after))
     }
@@ -28,9 +28,9 @@ import Testing
     @Test func aStampOlderThanEveryBanKeptAllowsNothing() {
         let log = InvalidationLog()
         let old = log.stamp()
-        log.record(.matching { $0.url.hasSuffix("/elsewhere") })
+        log.invalidate(.matching { $0.url.hasSuffix("/elsewhere") }) {}
         let recent = log.stamp()
-        for index in 0..<InvalidationLog.capacity { log.record(.matching { $0.url.hasSuffix("/other\(index)") }) }
+        for index in 0..<InvalidationLog.capacity { log.invalidate(.matching { $0.url.hasSuffix("/other\(index)") }) {} }
         #expect(!log.allows(Fixtures.key("/a"), since: old), "the ban after it is forgotten: nothing is known")
         #expect(log.allows(Fixtures.key("/a"), since: recent), "every ban since is kept")
         #expect(!log.allows(Fixtures.key("/other3"), since: recent))
@@ -43,14 +43,14 @@ import Testing
     @Test func purgesOfOtherURLsAreNotForgottenNorRefuseEverything() {
         let log = InvalidationLog()
         let old = log.stamp()
-        log.record(.object(Fixtures.key("/purged").url))
-        for index in 0..<4000 { log.record(.object(Fixtures.key("/other\(index)").url)) }
+        log.invalidate(.object(Fixtures.key("/purged").url)) {}
+        for index in 0..<4000 { log.invalidate(.object(Fixtures.key("/other\(index)").url)) {} }
         #expect(!log.allows(Fixtures.key("/purged"), since: old) && !log.allows(Fixtures.key("/purged").slice(3), since: old))
         #expect(!log.allows(Fixtures.key("/other3999"), since: old))
         let unrelated = (0..<200).map { Fixtures.key("/unrelated\($0)") }
         #expect(unrelated.allSatisfy { log.allows($0, since: old) && log.allows($0.slice(1), since: old) })
 
-        for index in 0..<(InvalidationLog.exactPurges + 3000) { log.record(.object(Fixtures.key("/more\(index)").url)) }
+        for index in 0..<(InvalidationLog.exactPurges + 3000) { log.invalidate(.object(Fixtures.key("/more\(index)").url)) {} }
         #expect(!log.allows(Fixtures.key("/purged"), since: old) && !log.allows(Fixtures.key("/purged").slice(3), since: old))
         let allowed = unrelated.filter { log.allows($0, since: old) }.count
         #expect(allowed >= 150, "about 1 in 5 shares a bucket with one of 7,000 folded purges: \(allowed) of 200 allowed")

@@ -98,7 +98,10 @@ extension ClientConnection: RequestBodySource {
     func shareToWaitFor(_ url: AbsoluteURL, coalesceKey: FillKey?, exchange: Exchange) -> UpstreamShares.Key? {
         let limit = UpstreamShares.limit(perHost: exchange.runtime.config.upstream.maxConnectionsPerHost)
         guard let client = shareClient, proxy.upstreamShares.mayBeAtLimit(limit) else { return nil }
-        let parents = exchange.runtime.parents.candidates(for: url, routeParent: exchange.route?.parent)
+        // The parent the fill would go through first, as ``fillOptions(for:url:validating:)``
+        // orders them: the share its start counts against.
+        let candidates = exchange.runtime.parents.candidates(for: url, routeParent: exchange.route?.parent)
+        let parents = proxy.forwarding.parentHealth.order(candidates)
         let share = Self.share(of: client, url: url, parent: parents.first)
         guard proxy.upstreamShares.isAtLimit(share, limit: limit), coalesceKey.flatMap(proxy.coalescer.fill(for:)) == nil else {
             return nil
@@ -129,13 +132,19 @@ extension ClientConnection: RequestBodySource {
             // Answered meanwhile (its wait timed out), or its client left.
             guard exchange.waitsForShare else { return false }
             exchange.waitsForShare = false
-            guard let self, self.exchange === exchange else { return false }
+            guard let self else { return false }
+            if let deadline = exchange.shareDeadline {
+                exchange.shareDeadline = nil
+                proxy.loop.cancel(deadline)
+            }
+            guard self.exchange === exchange else { return false }
             resume()
             return true
         }
         // As long as it would have waited for an answer upstream, then a 504, as there.
         let timeout = exchange.runtime.config.upstream.timeout
-        _ = proxy.loop.schedule(afterNanos: UInt64(timeout.totalNanoseconds)) { [weak self] in
+        exchange.shareDeadline = proxy.loop.schedule(afterNanos: UInt64(timeout.totalNanoseconds)) { [weak self] in
+            exchange.shareDeadline = nil
             guard exchange.waitsForShare else { return }
             exchange.waitsForShare = false
             guard let self, self.exchange === exchange else { return }

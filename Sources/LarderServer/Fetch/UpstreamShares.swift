@@ -87,9 +87,6 @@ struct UpstreamShares {
         return next
     }
 
-    /// Whether no fill is counted at all.
-    var isEmpty: Bool { held.isEmpty }
-
     /// Fills in flight counted for `key`.
     func count(_ key: Key) -> Int { held[key, default: 0] }
 
