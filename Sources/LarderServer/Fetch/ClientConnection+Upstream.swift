@@ -122,7 +122,7 @@ extension ClientConnection: RequestBodySource {
             proxy.logger.notice(
                 "a client's requests to one origin wait for its share of the connections",
                 metadata: [
-                    "client": "\(peer.map(\.description) ?? "-")", "origin": "\(proxy.loggable(share.host)):\(share.port)",
+                    "client": "\(peer.map(\.description) ?? "-")", "origin": "\(proxy.loggable(exchange.url?.authority ?? "-"))",
                     "in_flight": "\(proxy.upstreamShares.count(share))",
                 ])
         }
@@ -148,7 +148,8 @@ extension ClientConnection: RequestBodySource {
             guard exchange.waitsForShare else { return }
             exchange.waitsForShare = false
             guard let self, self.exchange === exchange else { return }
-            let message = "Larder: waited \(timeout) for this client's share of the connections to \(share.host):\(share.port)"
+            let origin = exchange.url?.authority ?? "the origin"
+            let message = "Larder: waited \(timeout) for this client's share of the connections to \(origin)"
             exchange.failure = .timeout
             if exchange.headSent {
                 endIncomplete(exchange)
