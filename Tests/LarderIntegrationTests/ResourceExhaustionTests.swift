@@ -107,8 +107,46 @@ extension IntegrationTests {
             #expect(connections[1].hasInput(within: 5000) && connections[1].readLine()?.hasPrefix("HTTP/1.1 200") == true)
             #expect(!connections[2].hasInput(within: 500), "the fourth still waits: two in flight again")
             #expect(larder.child.stderr.contains("wait for its share"), "the wait is logged")
+            #expect(try larder.stats().upstream.shareWaits == 2, "two requests waited")
             // Not for ever: as long as upstream.timeout, then a 504 as for an origin that does not answer.
             #expect(connections[2].hasInput(within: 8000) && connections[2].readLine()?.hasPrefix("HTTP/1.1 504") == true)
+        }
+
+        /// Review 65 N1: the share is per address, so a client with two (here 127.0.0.1 and
+        /// 127.0.0.3) held every connection to the origin again with downloads it does not
+        /// read, and another client's miss waited in libcurl's queue until it timed out. A
+        /// transfer that has waited 5 s for its client gives its connection up while others
+        /// wait for the origin: at once for a transfer paused that long already, or once it
+        /// has; never while no one waits.
+        @Test(arguments: [true, false]) func slowClientsWithSeveralAddressesGiveConnectionsUpToOthers(pausedLong: Bool) throws {
+            let origin = try Origin()
+            let larder = try Larder(config: "[proxy]\nworkers = 1\n[upstream]\nmax_connections_per_host = 4\ntimeout = \"30s\"\n")
+            var hogs: [RawConnection] = []
+            for (index, address) in ["127.0.0.1", "127.0.0.1", "127.0.0.3", "127.0.0.3"].enumerated() {
+                let connection = try RawConnection(port: larder.proxyPort, from: address, receiveTimeout: 10)
+                connection.send("GET \(origin.url("/hog?size=\(256 << 20)&cc=no-store&n=\(index)")) HTTP/1.1\r\nHost: x\r\n\r\n")
+                hogs.append(connection)
+            }
+            #expect(hogs.allSatisfy { $0.hasInput(within: 3000) }, "the four downloads are under way, two per address")
+            usleep(pausedLong ? 6_500_000 : 1_000_000)
+            #expect(!larder.child.stderr.contains("read too slowly"), "paused past the limit, but no one waited")
+            let started = Date()
+            let other = try Curl.viaProxy(larder.proxy, ["--interface", "127.0.0.2", origin.url("/other?size=100")], timeout: 25)
+            let waited = Date().timeIntervalSince(started)
+            #expect(other.status == 200 && other.body.count == 100, "\(other.status)")
+            #expect(waited < (pausedLong ? 3 : 12), "answered after \(waited) s, not at the 30 s timeout")
+            let cuts = larder.child.stderr.components(separatedBy: "read too slowly").count - 1
+            #expect(cuts == 1, "one download cut for the one request that waited (\(cuts))")
+            #expect(try larder.stats().upstream.slowClientCuts == 1)
+            // The cut client's response ends short of its length: its connection closes.
+            let closed = hogs.filter { hog in
+                var buffer = [UInt8](repeating: 0, count: 1 << 20)
+                for _ in 0..<400 where hog.hasInput(within: 50) {
+                    if recv(hog.fd, &buffer, buffer.count, 0) <= 0 { return true }
+                }
+                return false
+            }
+            #expect(closed.count == 1, "\(closed.count) of the slow clients were cut")
         }
 
         /// Review 64 F2: once a shared download outgrew what is stored (a chunked body past

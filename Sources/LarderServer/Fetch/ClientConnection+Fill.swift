@@ -49,6 +49,17 @@ extension ClientConnection: FillReader {
             exchange.failure = .limit
             endIncomplete(exchange)
             flushSoon()
+        case .heldConnection:
+            guard exchange.headSent else { return leaveFill(exchange, url: url, alone: true) }
+            proxy.logger.warning(
+                "a download its client read too slowly is cut: other requests waited for a connection to its origin",
+                metadata: [
+                    "client": "\(peer.map(\.description) ?? "-")", "url": "\(proxy.loggable(url.description))",
+                    "sent": "\(exchange.bodyBytesSent)",
+                ])
+            exchange.failure = .limit
+            endIncomplete(exchange)
+            flushSoon()
         }
     }
 

@@ -127,6 +127,7 @@ extension ClientConnection: RequestBodySource {
                 ])
         }
         exchange.cacheStatus.detail = "waited-for-client-share"
+        proxy.telemetry.stats[.shareWaits].add(1)
         exchange.waitsForShare = true
         proxy.upstreamShares.wait(share) { [weak self] in
             // Answered meanwhile (its wait timed out), or its client left.
@@ -197,6 +198,9 @@ extension ClientConnection: RequestBodySource {
             let share = Self.share(of: client, url: url, parent: fill.options.parents.first)
             proxy.upstreamShares.take(share)
             fill.share = share
+            // Past the origin's connections, it waits in libcurl's queue: a transfer that only
+            // waits for its clients gives its connection up (``HeldTransfers``).
+            if !proxy.heldTransfers.isEmpty { proxy.yieldConnection(to: share.target) }
         }
         // The exchange reads the fill it starts from here on: taken before the fill starts.
         exchange.take(exchange.slices == nil ? .attached(fill) : .sliceFillAttached(fill), now: proxy.loop.now)

@@ -79,6 +79,10 @@ final class Fill: UpstreamTransferDelegate {
     /// The client's share of the origin's connections this fill counts against
     /// (``UpstreamShares``), given back when its transfer ends.
     var share: UpstreamShares.Key?
+    /// The origin of a transfer paused for its readers, listed as holding its connection
+    /// (``HeldTransfers``); the timer looks at the origin once it has been for the limit.
+    private var heldTarget: Int?
+    private var heldTimer: EventLoop.TimerToken?
     /// The transfer ended (``end()``): the next pass releases the key, after the sink stored the
     /// body. Until then the coalescer offers this fill to no one (``hasEnded``).
     private var releasesKey = false
@@ -321,8 +325,39 @@ final class Fill: UpstreamTransferDelegate {
         buffer.trim(backing)
         if buffer.paused, !buffer.mustPause(backing) {
             buffer.paused = false
+            if heldTarget != nil { stopHolding() }
             transfer?.resumeReceiving()
         }
+    }
+
+    /// The transfer paused for its readers keeps its connection: listed, and looked at again
+    /// once it has waited ``HeldTransfers/holdLimit`` (others may wait for its origin by then).
+    private func holdConnection(_ share: UpstreamShares.Key) {
+        guard heldTarget == nil else { return }
+        heldTarget = share.target
+        proxy.heldTransfers.paused(self, share: share, now: proxy.loop.now)
+        heldTimer = proxy.loop.schedule(afterNanos: HeldTransfers<Fill>.holdLimit) { [weak self] in
+            guard let self else { return }
+            heldTimer = nil
+            proxy.yieldConnection(to: share.target)
+        }
+    }
+
+    /// The transfer no longer waits for its readers (resumed or ended).
+    private func stopHolding() {
+        if let target = heldTarget { proxy.heldTransfers.resumed(self, target: target) }
+        heldTarget = nil
+        if let heldTimer {
+            self.heldTimer = nil
+            proxy.loop.cancel(heldTimer)
+        }
+    }
+
+    /// Cuts the transfer, held for its readers, to free its connection for requests waiting
+    /// for the origin (``HeldTransfers``): every reader's response ends incomplete.
+    func giveUpConnection() {
+        while let last = buffer.readers.indices.last { release(at: last, reason: .heldConnection) }
+        cancel(reason: "paused for its clients while other requests waited for its origin")
     }
 
     /// While paused for the disk thread, look again every few milliseconds: its progress does
@@ -509,6 +544,7 @@ final class Fill: UpstreamTransferDelegate {
             if buffer.mustPause(backing) {
                 buffer.paused = true
                 watchWriteBacklog()
+                if let share, buffer.waitsForReaders(backing) { holdConnection(share) }
                 return false
             }
         }
@@ -603,6 +639,7 @@ final class Fill: UpstreamTransferDelegate {
 
     /// Gives the client's share back (once): the transfer no longer holds a connection.
     private func giveShareBack() {
+        if heldTarget != nil { stopHolding() }
         guard let share else { return }
         self.share = nil
         proxy.giveShare(share)

@@ -148,11 +148,14 @@ struct FillBuffer {
     /// go instead: with no file to fall back on, those ``highWater`` behind, when another
     /// reader keeps up. Empty when the pause holds up no one else (one reader, or all behind).
     func laggards(_ backing: Backing) -> [Int] {
-        guard readers.count > 1, !backing.keepsWhole, backing.diskWrite?.hasFailed ?? true,
-            backing.slicedWrite?.hasFailed ?? true
-        else { return [] }
+        guard readers.count > 1, waitsForReaders(backing) else { return [] }
         let behind = readers.indices.filter { received - readers[$0].position >= FillBuffer.highWater }
         return behind.count < readers.count ? behind : []
+    }
+
+    /// Whether a pause waits for the readers (no disk file to fall back on), not the disk thread.
+    func waitsForReaders(_ backing: Backing) -> Bool {
+        !backing.keepsWhole && backing.diskWrite?.hasFailed ?? true && backing.slicedWrite?.hasFailed ?? true
     }
 
     /// Whether the transfer must wait: the slowest reader is far behind and there is no file

@@ -26,4 +26,7 @@ enum FillRelease {
     /// The reader fell ``FillBuffer/highWater`` behind a body with no disk copy while another
     /// kept up: the transfer would have paused for it, holding up every other reader.
     case fellBehind
+    /// The transfer waited ``HeldTransfers/holdLimit`` for its readers while other requests
+    /// waited for a connection to its origin: it was cut to free its connection.
+    case heldConnection
 }

@@ -32,6 +32,8 @@ struct UpstreamShares {
     }
 
     private var held: [Key: Int] = [:]
+    /// Fills counted for each origin (``Key/target``), every client's.
+    private var toTarget: [Int: Int] = [:]
     /// Fills counted, all clients and origins: below a limit, no client can be at it, and a
     /// miss asks nothing more.
     private var total = 0
@@ -64,6 +66,7 @@ struct UpstreamShares {
     /// Counts a fill for `key` (its transfer holds one of the origin's connections).
     mutating func take(_ key: Key) {
         held[key, default: 0] += 1
+        toTarget[key.target, default: 0] += 1
         total += 1
     }
 
@@ -75,6 +78,9 @@ struct UpstreamShares {
     mutating func give(_ key: Key) -> Bool {
         if let index = held.index(forKey: key) {
             if held.values[index] <= 1 { held.remove(at: index) } else { held.values[index] -= 1 }
+            if let origin = toTarget.index(forKey: key.target) {
+                if toTarget.values[origin] <= 1 { toTarget.remove(at: origin) } else { toTarget.values[origin] -= 1 }
+            }
             total -= 1
         }
         return !waiting.isEmpty && waiting[key] != nil
@@ -92,6 +98,10 @@ struct UpstreamShares {
 
     /// Fills in flight counted for `key`.
     func count(_ key: Key) -> Int { held[key, default: 0] }
+
+    /// Fills in flight to the origin `target` (``Key/target``), every client's: more than its
+    /// `upstream.max_connections_per_host` and the rest wait in libcurl's queue.
+    func inFlight(target: Int) -> Int { toTarget[target, default: 0] }
 
     /// Requests waiting for `key`'s share.
     func waiters(_ key: Key) -> Int { waiting[key]?.count ?? 0 }

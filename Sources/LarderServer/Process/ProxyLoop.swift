@@ -32,6 +32,8 @@ final class ProxyLoop {
     var coalescer: Coalescer { pipeline.coalescer }
     /// Each client's fills in flight to each origin on this loop.
     var upstreamShares = UpstreamShares()
+    /// Fills whose transfers are paused for their clients, keeping their connections.
+    var heldTransfers = HeldTransfers<Fill>()
     private var connections: [ObjectIdentifier: ClientConnection] = [:]
     /// CONNECT tunnels; each still counts as an active connection.
     private var tunnels: [ObjectIdentifier: Tunnel] = [:]
@@ -293,6 +295,21 @@ final class ProxyLoop {
                 connections[entry.id].map { $0.idleStamp == entry.stamp } ?? false
             }
             idleHead = 0
+        }
+    }
+
+    /// Cuts transfers to the origin `target` that have waited too long for their clients, one
+    /// for each request to the origin waiting for a connection (``HeldTransfers``).
+    func yieldConnection(to target: Int) {
+        let perHost = runtime.config.upstream.maxConnectionsPerHost
+        // Each cut gives its fill's share back: one fewer in flight, and one fewer listed.
+        while !heldTransfers.isEmpty,
+            let fill = heldTransfers.toCut(
+                target: target, inFlight: upstreamShares.inFlight(target: target), perHost: perHost, now: loop.now,
+                held: { upstreamShares.count($0) })
+        {
+            telemetry.stats[.slowClientCuts].add(1)
+            fill.giveUpConnection()
         }
     }
 

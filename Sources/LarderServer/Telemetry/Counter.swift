@@ -55,6 +55,11 @@ public enum Counter: Int, CaseIterable, Sendable {
     case tunnelBytesDown
     /// Requests sent again at once on a new connection after a pooled one turned out dead.
     case deadConnectionRetries
+    /// Requests that waited for their client's share of an origin's connections
+    /// (``UpstreamShares``), and transfers paused for slow clients cut to free a connection
+    /// others waited for (``HeldTransfers``).
+    case shareWaits
+    case slowClientCuts
     /// Requests sent to the next parent proxy after one could not be reached.
     case parentFailovers
     /// Requests refused for missing or wrong Proxy-Authorization.
@@ -192,6 +197,16 @@ public enum Counter: Int, CaseIterable, Sendable {
                 .counter, "larder_upstream_dead_connection_retries_total",
                 "Requests sent again at once on a new connection after a pooled keep-alive connection turned out dead (not policy retries).",
                 .value(\.upstream.deadConnectionRetries))
+        case .shareWaits:
+            .init(
+                .counter, "larder_upstream_share_waits_total",
+                "Requests that waited for their client's share (half) of an origin's connections on a loop.",
+                .optional(\.upstream.shareWaits))
+        case .slowClientCuts:
+            .init(
+                .counter, "larder_upstream_slow_client_cuts_total",
+                "Transfers paused 5 s for slow clients, cut to free their origin connection for requests that waited for one.",
+                .optional(\.upstream.slowClientCuts))
         case .parentFailovers:
             .init(
                 .counter, "larder_parent_failovers_total", "Requests sent to the next parent proxy after one could not be reached.",

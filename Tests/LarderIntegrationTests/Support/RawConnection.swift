@@ -5,13 +5,26 @@ import Glibc
 final class RawConnection {
     let fd: Int32
 
-    init(port: Int, host: String = "127.0.0.1", receiveTimeout: Int = 5) throws {
+    /// Connects to `host`:`port`, from the IPv4 address `source` if given (another client).
+    init(port: Int, host: String = "127.0.0.1", from source: String? = nil, receiveTimeout: Int = 5) throws {
         let isIPv6 = host.contains(":")
         fd = socket(isIPv6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw TestFailure("socket failed") }
         var timeout = timeval(tv_sec: receiveTimeout, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var result: Int32
+        if let source {
+            var local = sockaddr_in()
+            local.sin_family = sa_family_t(AF_INET)
+            inet_pton(AF_INET, source, &local.sin_addr)
+            result = withUnsafePointer(to: &local) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            guard result == 0 else {
+                close(fd)
+                throw TestFailure("bind to \(source) failed: errno \(errno)")
+            }
+        }
         if isIPv6 {
             var address = sockaddr_in6()
             address.sin6_family = sa_family_t(AF_INET6)

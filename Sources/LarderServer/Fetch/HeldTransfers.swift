@@ -1,0 +1,69 @@
+/// Transfers paused for their clients, and which of them gives its connection up when other
+/// requests wait for one to the same origin.
+///
+/// A transfer with no disk copy to fall back on (a body not stored, or past what is stored)
+/// waits for its slowest reader (``FillBuffer``), and keeps its connection to the origin while it
+/// waits. libcurl queues a loop's further transfers to that origin behind
+/// `upstream.max_connections_per_host` connections, so clients that read slowly, or not at
+/// all, could hold every connection while everyone else's misses to the origin timed out.
+/// ``UpstreamShares`` bounds what one address holds; this bounds what any number of addresses
+/// hold, by what they do rather than who they are: while requests to the origin wait, a
+/// transfer that has waited ``holdLimit`` for its clients (they took less than the 768 KiB
+/// that would resume it, slower than ~150 KiB/s) is cut, and its clients' responses end
+/// incomplete. With no one waiting, a slow client keeps its transfer as long as it likes.
+///
+/// Generic over what holds the connection (a ``Fill``), so the choice is tested without one.
+/// State: loop-confined.
+struct HeldTransfers<Holder: AnyObject> {
+    /// A transfer paused for its clients since `since` (the loop's clock, nanoseconds).
+    struct Entry {
+        let holder: Holder
+        /// The client's share it counts against: its origin (``UpstreamShares/Key/target``)
+        /// and the address whose fills to it are counted.
+        let share: UpstreamShares.Key
+        let since: UInt64
+    }
+
+    /// How long a transfer may wait for its clients while others wait for its origin.
+    static var holdLimit: UInt64 { 5_000_000_000 }
+
+    /// One per paused transfer, by origin (``UpstreamShares/Key/target``): a choice reads one
+    /// origin's, at most about its connections.
+    private(set) var entries: [Int: [Entry]] = [:]
+
+    var isEmpty: Bool { entries.isEmpty }
+
+    /// Records that `holder`'s transfer paused for its clients at `now`.
+    mutating func paused(_ holder: Holder, share: UpstreamShares.Key, now: UInt64) {
+        let entry = Entry(holder: holder, share: share, since: now)
+        guard let index = entries.index(forKey: share.target) else {
+            entries[share.target] = [entry]
+            return
+        }
+        guard !entries.values[index].contains(where: { $0.holder === holder }) else { return }
+        entries.values[index].append(entry)
+    }
+
+    /// Forgets `holder`, paused for its clients of the origin `target`: its transfer resumed
+    /// or ended.
+    mutating func resumed(_ holder: Holder, target: Int) {
+        guard let index = entries.index(forKey: target) else { return }
+        entries.values[index].removeAll { $0.holder === holder }
+        if entries.values[index].isEmpty { entries.remove(at: index) }
+    }
+
+    /// The transfer to cut for the origin `target`, at `now`, or nil: none while the fills to
+    /// it (`inFlight`) fit in its `perHost` connections (no one waits); otherwise the one,
+    /// paused for at least ``holdLimit``, whose client holds the most fills to the origin
+    /// (`held`: ``UpstreamShares/count(_:)``), the longest paused of those.
+    func toCut(target: Int, inFlight: Int, perHost: Int, now: UInt64, held: (UpstreamShares.Key) -> Int) -> Holder? {
+        guard inFlight > perHost, let paused = entries[target] else { return nil }
+        var chosen: (entry: Entry, held: Int)?
+        for entry in paused where now >= entry.since &+ Self.holdLimit {
+            let count = held(entry.share)
+            if let best = chosen, best.held > count || (best.held == count && best.entry.since <= entry.since) { continue }
+            chosen = (entry, count)
+        }
+        return chosen?.entry.holder
+    }
+}
