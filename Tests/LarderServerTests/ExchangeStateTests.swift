@@ -40,7 +40,10 @@ import Testing
             ("slicing", .slicing(Exchange.SliceProgress())),
             ("slicingChecking", .slicing(Exchange.SliceProgress(disk: .pending))),
             ("slicingFill", .slicing(Exchange.SliceProgress(fill: attachment))),
-            ("slicingDisk", .slicing(Exchange.SliceProgress(diskBody: stream))), ("tunnelling", .tunnelling),
+            ("slicingDisk", .slicing(Exchange.SliceProgress(diskBody: stream))),
+            ("waitingForShare", .waitingForShare(after: .lookingUp(checked: nil, alone: true))),
+            ("waitingForShareSlicing", .waitingForShare(after: .slicing(Exchange.SliceProgress(headQueued: true)))),
+            ("tunnelling", .tunnelling),
             ("finished", .finished),
         ]
     }
@@ -66,6 +69,9 @@ import Testing
         case .sliceHeadQueued: "sliceHeadQueued"
         case .released: "released"
         case .headQueued: "headQueued"
+        case .shareAwaited: "shareAwaited"
+        case .shareGiven: "shareGiven"
+        case .shareTimedOut: "shareTimedOut"
         case .fillProgressed: "fillProgressed"
         case .finished: "finished"
         }
@@ -76,7 +82,7 @@ import Testing
             .routed, .connectAccepted, .bodyNeeded, .bodyRead(tooLargeToKey: false), .diskCheckStarted, .diskChecked(.dropped),
             .attached(fill), .sliceFillAttached(fill), .sliceFillWhole, .sliceFillLeft(alone: true), .fillLeft,
             .diskBodyStarted(stream), .diskBodyEnded, .slicesBegun, .sliceHeadQueued, .released(alone: false), .headQueued,
-            .fillProgressed(FillNews()), .finished,
+            .shareAwaited, .shareGiven, .shareTimedOut, .fillProgressed(FillNews()), .finished,
         ]
     }
 
@@ -95,13 +101,14 @@ import Testing
             "attached": (.readingFill, .readFill), "sliceFillAttached": (.slicing, .walkSlices),
             "sliceFillLeft": (.slicing, .walkSlices), "sliceHeadQueued": (.slicing, .sendBody),
             "diskCheckStarted": (.slicing, .waitForDisk), "diskBodyStarted": (.slicing, .sendBody),
+            "shareAwaited": (.waitingForShare, .wait),
         ]
         let allowed: [String: [String: (Stage, Exchange.Action)]] = [
             "routing": ["routed": (.lookingUp, .lookUp), "connectAccepted": (.tunnelling, .setUpTunnel)],
             "lookingUp": [
                 "bodyNeeded": (.awaitingRequestBody, .readRequestBody), "diskCheckStarted": (.awaitingDisk, .waitForDisk),
                 "attached": (.readingFill, .readFill), "slicesBegun": (.slicing, .walkSlices),
-                "diskBodyStarted": (.streamingDisk, .sendBody),
+                "diskBodyStarted": (.streamingDisk, .sendBody), "shareAwaited": (.waitingForShare, .wait),
             ],
             "awaitingRequestBody": ["bodyRead": (.lookingUp, .forward)],
             "awaitingDisk": ["diskChecked": (.lookingUp, .lookUp)],
@@ -114,12 +121,17 @@ import Testing
             "answering": ["diskBodyStarted": (.streamingDisk, .sendBody)],
             "tunnelling": [:],
             "slicing": slicing,
-            "slicingChecking": Self.changing(slicing, ["diskCheckStarted": nil, "diskChecked": (.slicing, .walkSlices)]),
-            "slicingFill": Self.changing(slicing, ["sliceFillWhole": (.readingFill, .readFill)]),
-            "slicingDisk": Self.changing(slicing, ["diskBodyStarted": nil, "diskBodyEnded": (.slicing, .walkSlices)]),
+            // A slice walk waits for its share between slices only.
+            "slicingChecking": Self.changing(
+                slicing, ["diskCheckStarted": nil, "diskChecked": (.slicing, .walkSlices), "shareAwaited": nil]),
+            "slicingFill": Self.changing(slicing, ["sliceFillWhole": (.readingFill, .readFill), "shareAwaited": nil]),
+            "slicingDisk": Self.changing(
+                slicing, ["diskBodyStarted": nil, "diskBodyEnded": (.slicing, .walkSlices), "shareAwaited": nil]),
+            "waitingForShare": ["shareGiven": (.lookingUp, .forward), "shareTimedOut": (.lookingUp, .respond)],
+            "waitingForShareSlicing": ["shareGiven": (.slicing, .walkSlices), "shareTimedOut": (.slicing, .respond)],
         ]
         try Self.withFill { fill in
-            #expect(Set(Self.events(fill).map(Self.name)).count == 19, "every event is tried")
+            #expect(Set(Self.events(fill).map(Self.name)).count == 22, "every event is tried")
             for (stateName, state) in Self.states(fill) {
                 for event in Self.events(fill) {
                     let eventName = Self.name(event)
@@ -376,6 +388,28 @@ import Testing
             }
             #expect(Exchange.step(.finished, on: .finished, now: 0) == nil, "nothing follows the end")
         }
+    }
+
+    /// A wait for the client's share keeps what the state it began in says (a sliced answer's
+    /// head is out, the request goes alone) and goes back to it: a lookup forwards again, a
+    /// slice walk walks on, and a wait that timed out answers from where it was.
+    @Test func aWaitForTheSharePausesWhereItWasAndGoesBackThere() {
+        let head = RequestHead(method: .get, target: .origin("/a"), version: .http1_1, headers: [:])
+        let exchange = Exchange(head: head, startNanos: 0, runtime: RuntimeConfig(config: Config()))
+        exchange.take(.routed)
+        #expect(exchange.take(.shareAwaited) == .wait && exchange.waitsForShare && !exchange.headSent)
+        #expect(exchange.take(.shareGiven) == .forward && exchange.stage == .lookingUp)
+
+        let sliced = Exchange(head: head, startNanos: 0, runtime: RuntimeConfig(config: Config()))
+        sliced.take(.routed)
+        sliced.take(.slicesBegun)
+        sliced.take(.sliceFillLeft(alone: true))
+        sliced.take(.sliceHeadQueued)
+        #expect(sliced.take(.shareAwaited) == .wait)
+        #expect(sliced.waitsForShare && sliced.headSent && sliced.goAlone, "what the walk carried is kept while it waits")
+        #expect(sliced.attachment == nil && sliced.diskBody == nil)
+        #expect(sliced.take(.shareTimedOut) == .respond && sliced.stage == .slicing && sliced.headSent)
+        #expect(!sliced.waitsForShare)
     }
 
     /// Going alone (no shared fill) is the state's: a release says whether, it lasts while the

@@ -78,12 +78,7 @@ extension ClientConnection: RequestBodySource {
         if exchange.route?.digest != nil, let shared = coalesceKey {
             coalesceKey = shared.on(origin: CacheKey.origin(of: CacheKey(url).url))
         }
-        if let share = shareToWaitFor(url, coalesceKey: coalesceKey, exchange: exchange) {
-            waitForShare(share, exchange: exchange) { [self] in
-                joinFill(coalesceKey, exchange: exchange) { registeredKey in
-                    startFill(url, key: key, exchange: exchange, coalesceKey: registeredKey)
-                }
-            }
+        if let share = shareToWaitFor(url, coalesceKey: coalesceKey, exchange: exchange), waitForShare(share, exchange: exchange) {
             return
         }
         joinFill(coalesceKey, exchange: exchange) { registeredKey in
@@ -115,9 +110,11 @@ extension ClientConnection: RequestBodySource {
         return UpstreamShares.Key(client: client, host: parent.endpoint?.host ?? parent.label, port: parent.endpoint?.port ?? 0)
     }
 
-    /// Parks `resume` until one of the client's fills to the origin ends (it is dropped if the
-    /// client has moved on, or left, by then).
-    func waitForShare(_ share: UpstreamShares.Key, exchange: Exchange, resume: @escaping () -> Void) {
+    /// Parks the exchange (``Exchange/State/waitingForShare(after:)``) until one of its client's
+    /// fills to the origin ends, then goes on where it was (it is dropped if the client has
+    /// moved on, or left, by then); or answers with an error after `upstream.timeout`. False:
+    /// it may not wait where it is, and goes on.
+    func waitForShare(_ share: UpstreamShares.Key, exchange: Exchange) -> Bool {
         if proxy.upstreamShares.waiters(share) == 0 {
             proxy.logger.notice(
                 "a client's requests to one origin wait for its share of the connections",
@@ -126,29 +123,34 @@ extension ClientConnection: RequestBodySource {
                     "in_flight": "\(proxy.upstreamShares.count(share))",
                 ])
         }
+        guard exchange.take(.shareAwaited) == .wait else { return false }
         exchange.cacheStatus.detail = "waited-for-client-share"
         proxy.telemetry.stats[.shareWaits].add(1)
-        exchange.waitsForShare = true
         proxy.upstreamShares.wait(share) { [weak self] in
             // Answered meanwhile (its wait timed out), or its client left.
-            guard exchange.waitsForShare else { return false }
-            exchange.waitsForShare = false
-            guard let self else { return false }
+            guard exchange.waitsForShare, let self, self.exchange === exchange else { return false }
             if let deadline = exchange.shareDeadline {
                 exchange.shareDeadline = nil
                 proxy.loop.cancel(deadline)
             }
-            guard self.exchange === exchange else { return false }
-            resume()
+            switch exchange.take(.shareGiven) {
+            case .forward?:
+                guard let url = exchange.url else { return false }
+                forward(url, key: exchange.key ?? CacheKey(url), exchange: exchange)
+            case .walkSlices?:
+                if pumpSlices(exchange) { flushSoon() }
+            default:
+                return false
+            }
             return true
         }
         // As long as it would have waited for an answer upstream, then a 504, as there.
         let timeout = exchange.runtime.config.upstream.timeout
         exchange.shareDeadline = proxy.loop.schedule(afterNanos: UInt64(timeout.totalNanoseconds)) { [weak self] in
             exchange.shareDeadline = nil
-            guard exchange.waitsForShare else { return }
-            exchange.waitsForShare = false
-            guard let self, self.exchange === exchange else { return }
+            guard exchange.waitsForShare, let self, self.exchange === exchange, exchange.take(.shareTimedOut) == .respond else {
+                return
+            }
             let origin = exchange.url?.authority ?? "the origin"
             let message = "Larder: waited \(timeout) for this client's share of the connections to \(origin)"
             exchange.failure = .timeout
@@ -160,6 +162,7 @@ extension ClientConnection: RequestBodySource {
             }
             flushSoon()
         }
+        return true
     }
 
     /// Attaches `exchange` to the fill in flight for `key` on this loop, or starts the fill

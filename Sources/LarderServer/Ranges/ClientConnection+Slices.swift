@@ -331,8 +331,7 @@ extension ClientConnection {
         let resumes = plan.resumes(index)
         // The rest of a slice is this answer's alone: no other request for the slice wants it.
         let coalesceKey = exchange.goAlone || resumes ? nil : FillKey(method: "GET", key: key.slice(index), bodyHash: nil)
-        if let share = shareToWaitFor(url, coalesceKey: coalesceKey, exchange: exchange) {
-            waitForShare(share, exchange: exchange) { [self] in fetchSlice(index, validating: validating, exchange: exchange) }
+        if let share = shareToWaitFor(url, coalesceKey: coalesceKey, exchange: exchange), waitForShare(share, exchange: exchange) {
             return
         }
         guard let range = plan.ask(for: index) else {

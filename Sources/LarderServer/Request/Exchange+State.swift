@@ -37,6 +37,10 @@ extension Exchange {
         /// Answered from an object's slices (`cache.slice_size`), one at a time, each from the
         /// tiers or a slice fill (``SlicePlan`` says where it is within).
         indirect case slicing(SliceProgress)
+        /// The fill it would start next waits for its client's share of the origin's
+        /// connections (``UpstreamShares``): nothing starts one meanwhile. `after`: the state
+        /// the wait began in (looking up, or a slice walk), which it goes back to.
+        indirect case waitingForShare(after: State)
         /// A CONNECT being set up (resolving, dialling, waiting for the hand-over).
         case tunnelling
         /// Every byte of the response queued, or the connection closed.
@@ -55,6 +59,12 @@ extension Exchange {
         var diskBody: DiskBodyStream?
         /// The current slice is fetched alone (its shared fill released it, or timed out).
         var alone = false
+
+        /// A stored slice is being checked on the reader thread.
+        var isChecking: Bool {
+            if case .pending = disk { return true }
+            return false
+        }
     }
 
     /// A stored slice's check on the reader thread.
@@ -70,7 +80,7 @@ extension Exchange {
     /// The payload-free name of a ``State``.
     enum Stage: Equatable, CaseIterable {
         case routing, awaitingRequestBody, lookingUp, awaitingDisk, readingFill, responding, streamingDisk, answering, slicing
-        case tunnelling, finished
+        case waitingForShare, tunnelling, finished
     }
 
     /// What moves an exchange on.
@@ -114,6 +124,14 @@ extension Exchange {
         case released(alone: Bool)
         /// A fill's response head (or a 304/416 in its place) was queued.
         case headQueued
+        /// The fill it would start must wait for its client's share of the origin's connections.
+        case shareAwaited
+        /// One of its client's fills to the origin ended: the lookup (``Action/forward``) or the
+        /// slice walk (``Action/walkSlices``) goes on.
+        case shareGiven
+        /// It waited `upstream.timeout`: answered with an error where it was
+        /// (``Action/respond``: a 504, or a sliced answer's body ended short).
+        case shareTimedOut
         /// The fill read has news for this reader (``FillNews``): a head, body, an end, or
         /// room in the client's output.
         case fillProgressed(FillNews)
@@ -231,6 +249,17 @@ extension Exchange {
             return (.streamingDisk(stream), .sendBody)
         case (.streamingDisk, .diskBodyEnded):
             return (.answering, .finish)
+        case (.lookingUp, .shareAwaited), (.slicing, .shareAwaited):
+            // A slice walk waits between slices: not while a slice is checked, read or sent.
+            if case .slicing(let progress) = state, progress.fill != nil || progress.diskBody != nil || progress.isChecking {
+                return nil
+            }
+            return (.waitingForShare(after: state), .wait)
+        case (.waitingForShare(let after), .shareGiven):
+            guard case .slicing = after else { return (after, .forward) }
+            return (after, .walkSlices)
+        case (.waitingForShare(let after), .shareTimedOut):
+            return (after, .respond)
         default:
             return nil
         }
@@ -267,6 +296,7 @@ extension Exchange {
         case .streamingDisk: .streamingDisk
         case .answering: .answering
         case .slicing: .slicing
+        case .waitingForShare: .waitingForShare
         case .tunnelling: .tunnelling
         case .finished: .finished
         }
@@ -274,29 +304,38 @@ extension Exchange {
 
     /// The response head is queued (a fill's response is streaming, a stored body from disk,
     /// or a sliced answer's).
-    var headSent: Bool {
+    var headSent: Bool { Exchange.headSent(in: state) }
+
+    static func headSent(in state: State) -> Bool {
         switch state {
         case .responding, .streamingDisk: true
         case .slicing(let progress): progress.headQueued
+        case .waitingForShare(let after): headSent(in: after)
         default: false
         }
     }
 
     /// The request must not attach to a shared fill (nor, looking up, begin a sliced answer).
-    var goAlone: Bool {
+    var goAlone: Bool { Exchange.goesAlone(in: state) }
+
+    static func goesAlone(in state: State) -> Bool {
         switch state {
         case .lookingUp(_, let alone), .awaitingRequestBody(let alone): alone
         case .slicing(let progress): progress.alone
+        case .waitingForShare(let after): goesAlone(in: after)
         default: false
         }
     }
+
+    /// Its next fill waits for its client's share of the origin's connections.
+    var waitsForShare: Bool { stage == .waitingForShare }
 
     /// The request body is being read whole before the exchange goes on.
     var bufferingBody: Bool { stage == .awaitingRequestBody }
 
     /// A stored slice is being checked on the reader thread (the walk waits for its answer).
     var sliceCheckPending: Bool {
-        if case .slicing(let progress) = state, case .pending = progress.disk { return true }
+        if case .slicing(let progress) = state { return progress.isChecking }
         return false
     }
 

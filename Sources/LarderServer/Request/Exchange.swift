@@ -28,11 +28,9 @@ final class Exchange {
     var bodyBytesSent = 0
     /// The body did not match the length its head declared: the connection must close.
     var framingBroken = false
-    /// Its next fill waits for its client's share of the origin's connections
-    /// (``UpstreamShares``): nothing else starts one meanwhile.
-    var waitsForShare = false
-    /// The deadline of that wait, cancelled when it ends sooner (a timer left to every
-    /// request that waited would pile up in the loop's heap for `upstream.timeout`).
+    /// The deadline of a wait for the client's share (``State/waitingForShare(after:)``),
+    /// cancelled when the wait ends sooner (a timer left to every request that waited would
+    /// pile up in the loop's heap for `upstream.timeout`).
     var shareDeadline: EventLoop.TimerToken?
     var attempts = 0
     /// The retries made for this request (`connect:200ms,5xx:400ms`), for the access log.
