@@ -149,6 +149,36 @@ extension IntegrationTests {
             #expect(closed.count == 1, "\(closed.count) of the slow clients were cut")
         }
 
+        /// Review 65 N4: a reload that raises `upstream.max_connections_per_host` (and so each
+        /// client's share) lets the requests already waiting for their share go on; before,
+        /// they waited for one of their client's downloads to end.
+        @Test func aReloadRaisingTheShareLetsWaitingRequestsGoOn() throws {
+            let origin = try Origin()
+            let config = "[proxy]\nworkers = 1\n[upstream]\ntimeout = \"30s\"\nmax_connections_per_host = "
+            let larder = try Larder(config: config + "2\n")
+            let hog = origin.url("/hog?size=\(64 << 20)&cc=no-store")
+            let first = try RawConnection(port: larder.proxyPort, receiveTimeout: 10)
+            first.send("GET \(hog)&n=1 HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(first.hasInput(within: 3000), "the first download is under way")
+            var waiting: [RawConnection] = []
+            for index in 2...3 {
+                let connection = try RawConnection(port: larder.proxyPort, receiveTimeout: 10)
+                connection.send("GET \(hog)&n=\(index) HTTP/1.1\r\nHost: x\r\n\r\n")
+                waiting.append(connection)
+            }
+            #expect(!waiting[0].hasInput(within: 1000) && !waiting[1].hasInput(within: 0), "both wait: a share of one")
+            try larder.rewriteConfig(config + "4\n")
+            larder.child.signal(SIGHUP)
+            try larder.child.waitForOutput { $0.contains("reloaded") }
+            #expect(waiting[0].hasInput(within: 3000) && waiting[0].readLine()?.hasPrefix("HTTP/1.1 200") == true, "a share of two now")
+            #expect(!waiting[1].hasInput(within: 500), "the third still waits: two in flight")
+            // The first ends: the third goes on (requests begun before the reload count against
+            // the new share too; one that must wait again waits, it does not spin the loop).
+            _ = consume first
+            #expect(waiting[1].hasInput(within: 3000) && waiting[1].readLine()?.hasPrefix("HTTP/1.1 200") == true)
+            #expect(try Curl.run(["--max-time", "5", "http://127.0.0.1:\(larder.adminPort)/healthz"]).status == 200)
+        }
+
         /// Review 64 F2: once a shared download outgrew what is stored (a chunked body past
         /// `disk.max_object_bytes`) it had no disk copy, and the transfer paused for its slowest
         /// reader: a client that stopped reading held every other client of it still until its

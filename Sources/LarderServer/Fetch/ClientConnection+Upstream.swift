@@ -91,7 +91,7 @@ extension ClientConnection: RequestBodySource {
     /// `coalesceKey` to attach to. Nil (the usual case, without a probe while fewer fills than
     /// a share are in flight on the loop): it goes on now.
     func shareToWaitFor(_ url: AbsoluteURL, coalesceKey: FillKey?, exchange: Exchange) -> UpstreamShares.Key? {
-        let limit = UpstreamShares.limit(perHost: exchange.runtime.config.upstream.maxConnectionsPerHost)
+        let limit = proxy.shareLimit
         guard let client = shareClient, proxy.upstreamShares.mayBeAtLimit(limit) else { return nil }
         // The parent the fill would go through first, as ``fillOptions(for:url:validating:)``
         // orders them: the share its start counts against.

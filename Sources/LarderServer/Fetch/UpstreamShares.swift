@@ -103,6 +103,9 @@ struct UpstreamShares {
     /// `upstream.max_connections_per_host` and the rest wait in libcurl's queue.
     func inFlight(target: Int) -> Int { toTarget[target, default: 0] }
 
+    /// The shares requests wait for.
+    var waitingKeys: [Key] { Array(waiting.keys) }
+
     /// Requests waiting for `key`'s share.
     func waiters(_ key: Key) -> Int { waiting[key]?.count ?? 0 }
 }

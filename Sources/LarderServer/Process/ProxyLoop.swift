@@ -175,6 +175,9 @@ final class ProxyLoop {
         accessLog.format = newRuntime.config.log.accessFormat
         accessLog.redaction = newRuntime.config.log.redactQuery
         loop.busyPollNanos = newRuntime.config.proxy.busyPoll.totalNanoseconds
+        // A larger share lets requests already waiting for theirs go on, on the next pass.
+        let waiting = upstreamShares.waitingKeys
+        if !waiting.isEmpty { loop.enqueueDeferred { [self] in for key in waiting { resumeWaiting(for: key) } } }
     }
 
     /// Stops accepting; open connections finish their current exchange and close.
@@ -317,9 +320,21 @@ final class ProxyLoop {
     /// next pass, lets the requests of that client waiting for it go on while it has room.
     func giveShare(_ key: UpstreamShares.Key) {
         guard upstreamShares.give(key) else { return }
-        loop.enqueueDeferred { [self] in
-            let limit = UpstreamShares.limit(perHost: runtime.config.upstream.maxConnectionsPerHost)
-            while !upstreamShares.isAtLimit(key, limit: limit), let next = upstreamShares.nextWaiting(key) { _ = next() }
+        loop.enqueueDeferred { [self] in resumeWaiting(for: key) }
+    }
+
+    /// The most fills one client may have in flight to one origin on this loop now: the
+    /// loop's configuration decides, for a request begun before a reload too, so that a
+    /// request let go on finds the room it was let go for.
+    var shareLimit: Int { UpstreamShares.limit(perHost: runtime.config.upstream.maxConnectionsPerHost) }
+
+    /// Lets the requests waiting for `key`'s share go on, oldest first, while it has room;
+    /// each is asked once (one that waits again is at the back for the next pass).
+    private func resumeWaiting(for key: UpstreamShares.Key) {
+        var asked = upstreamShares.waiters(key)
+        while asked > 0, !upstreamShares.isAtLimit(key, limit: shareLimit), let next = upstreamShares.nextWaiting(key) {
+            asked -= 1
+            _ = next()
         }
     }
 
