@@ -33,6 +33,9 @@ struct HeldTransfers<Holder: AnyObject> {
 
     var isEmpty: Bool { entries.isEmpty }
 
+    /// Transfers listed for the origin `target`.
+    func count(target: Int) -> Int { entries[target]?.count ?? 0 }
+
     /// Records that `holder`'s transfer paused for its clients at `now`.
     mutating func paused(_ holder: Holder, share: UpstreamShares.Key, now: UInt64) {
         let entry = Entry(holder: holder, share: share, since: now)

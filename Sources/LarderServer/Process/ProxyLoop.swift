@@ -305,12 +305,15 @@ final class ProxyLoop {
     /// for each request to the origin waiting for a connection (``HeldTransfers``).
     func yieldConnection(to target: Int) {
         let perHost = runtime.config.upstream.maxConnectionsPerHost
-        // Each cut gives its fill's share back: one fewer in flight, and one fewer listed.
-        while !heldTransfers.isEmpty,
+        // Each cut gives its fill's share back: one fewer in flight, and one fewer listed
+        // (bounded by the listed count all the same).
+        var listed = heldTransfers.count(target: target)
+        while listed > 0,
             let fill = heldTransfers.toCut(
                 target: target, inFlight: upstreamShares.inFlight(target: target), perHost: perHost, now: loop.now,
                 held: { upstreamShares.count($0) })
         {
+            listed -= 1
             telemetry.stats[.slowClientCuts].add(1)
             fill.giveUpConnection()
         }
