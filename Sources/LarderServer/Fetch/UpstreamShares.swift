@@ -32,8 +32,6 @@ struct UpstreamShares {
     }
 
     private var held: [Key: Int] = [:]
-    /// Fills counted for each origin (``Key/target``), every client's.
-    private var toTarget: [Int: Int] = [:]
     /// Fills counted, all clients and origins: below a limit, no client can be at it, and a
     /// miss asks nothing more.
     private var total = 0
@@ -66,7 +64,6 @@ struct UpstreamShares {
     /// Counts a fill for `key` (its transfer holds one of the origin's connections).
     mutating func take(_ key: Key) {
         held[key, default: 0] += 1
-        toTarget[key.target, default: 0] += 1
         total += 1
     }
 
@@ -78,9 +75,6 @@ struct UpstreamShares {
     mutating func give(_ key: Key) -> Bool {
         if let index = held.index(forKey: key) {
             if held.values[index] <= 1 { held.remove(at: index) } else { held.values[index] -= 1 }
-            if let origin = toTarget.index(forKey: key.target) {
-                if toTarget.values[origin] <= 1 { toTarget.remove(at: origin) } else { toTarget.values[origin] -= 1 }
-            }
             total -= 1
         }
         return !waiting.isEmpty && waiting[key] != nil
@@ -100,8 +94,14 @@ struct UpstreamShares {
     func count(_ key: Key) -> Int { held[key, default: 0] }
 
     /// Fills in flight to the origin `target` (``Key/target``), every client's: more than its
-    /// `upstream.max_connections_per_host` and the rest wait in libcurl's queue.
-    func inFlight(target: Int) -> Int { toTarget[target, default: 0] }
+    /// `upstream.max_connections_per_host` and the rest wait in libcurl's queue. Counted when
+    /// asked, over the clients' counts (at most one per fill in flight), so that a miss pays
+    /// nothing for it: asked only while transfers to the origin are paused for their clients.
+    func inFlight(target: Int) -> Int {
+        var count = 0
+        for (key, fills) in held where key.target == target { count += fills }
+        return count
+    }
 
     /// The shares requests wait for.
     var waitingKeys: [Key] { Array(waiting.keys) }

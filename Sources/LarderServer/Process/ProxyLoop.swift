@@ -308,6 +308,8 @@ final class ProxyLoop {
         // Each cut gives its fill's share back: one fewer in flight, and one fewer listed
         // (bounded by the listed count all the same).
         var listed = heldTransfers.count(target: target)
+        // No fill to the origin beyond its connections unless more than them are in flight.
+        guard listed > 0, upstreamShares.mayBeAtLimit(perHost + 1) else { return }
         while listed > 0,
             let fill = heldTransfers.toCut(
                 target: target, inFlight: upstreamShares.inFlight(target: target), perHost: perHost, now: loop.now,

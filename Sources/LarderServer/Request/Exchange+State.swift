@@ -304,25 +304,19 @@ extension Exchange {
 
     /// The response head is queued (a fill's response is streaming, a stored body from disk,
     /// or a sliced answer's).
-    var headSent: Bool { Exchange.headSent(in: state) }
-
-    static func headSent(in state: State) -> Bool {
+    var headSent: Bool {
         switch state {
         case .responding, .streamingDisk: true
-        case .slicing(let progress): progress.headQueued
-        case .waitingForShare(let after): headSent(in: after)
+        case .slicing(let progress), .waitingForShare(after: .slicing(let progress)): progress.headQueued
         default: false
         }
     }
 
     /// The request must not attach to a shared fill (nor, looking up, begin a sliced answer).
-    var goAlone: Bool { Exchange.goesAlone(in: state) }
-
-    static func goesAlone(in state: State) -> Bool {
+    var goAlone: Bool {
         switch state {
-        case .lookingUp(_, let alone), .awaitingRequestBody(let alone): alone
-        case .slicing(let progress): progress.alone
-        case .waitingForShare(let after): goesAlone(in: after)
+        case .lookingUp(_, let alone), .awaitingRequestBody(let alone), .waitingForShare(after: .lookingUp(_, let alone)): alone
+        case .slicing(let progress), .waitingForShare(after: .slicing(let progress)): progress.alone
         default: false
         }
     }
