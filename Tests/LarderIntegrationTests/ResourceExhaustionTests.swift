@@ -149,6 +149,32 @@ extension IntegrationTests {
             #expect(closed.count == 1, "\(closed.count) of the slow clients were cut")
         }
 
+        /// Review 66 F1: a connection freed went to the head of libcurl's queue, the requests of
+        /// an attacker with more addresses than its shares fill: each cut served one of them,
+        /// and another client waited a round (5 s) per two addresses. Requests past the origin's
+        /// connections now wait in Larder, and a freed connection goes to the client holding
+        /// the fewest.
+        @Test func aConnectionFreedGoesToTheClientHoldingTheFewestNotTheQueuesHead() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: "[proxy]\nworkers = 1\n[upstream]\nmax_connections_per_host = 4\ntimeout = \"30s\"\n")
+            var hogs: [RawConnection] = []
+            for (index, address) in ["127.0.0.1", "127.0.0.3", "127.0.0.4", "127.0.0.5"].flatMap({ [$0, $0] }).enumerated() {
+                let connection = try RawConnection(port: larder.proxyPort, from: address, receiveTimeout: 10)
+                connection.send("GET \(origin.url("/hog?size=\(256 << 20)&cc=no-store&n=\(index)")) HTTP/1.1\r\nHost: x\r\n\r\n")
+                hogs.append(connection)
+                usleep(50_000)
+            }
+            usleep(1_000_000)
+            #expect(hogs.filter { $0.hasInput(within: 0) }.count == 4, "four downloads under way, four waiting")
+            let started = Date()
+            let other = try Curl.viaProxy(larder.proxy, ["--interface", "127.0.0.2", origin.url("/other?size=100")], timeout: 25)
+            let waited = Date().timeIntervalSince(started)
+            #expect(other.status == 200 && other.body.count == 100, "\(other.status)")
+            #expect(waited < 7.5, "served in the first round of cuts, after \(waited) s")
+            #expect(other.header("cache-status")?.contains("detail=waited-for-origin-connection") == true)
+            #expect(larder.child.stderr.contains("wait for a connection: every one is taken"))
+        }
+
         /// Review 65 N4: a reload that raises `upstream.max_connections_per_host` (and so each
         /// client's share) lets the requests already waiting for their share go on; before,
         /// they waited for one of their client's downloads to end.

@@ -15,10 +15,11 @@ import Testing
         let transfer = Transfer()
         held.paused(transfer, share: origin, now: 1_000)
         let later = 1_000 + 10 * limit
-        #expect(held.toCut(target: origin.target, inFlight: 4, perHost: 4, now: later) { _ in 4 } == nil, "no one waits")
-        #expect(held.toCut(target: origin.target, inFlight: 5, perHost: 4, now: later) { _ in 4 } === transfer)
+        let served = held.toCut(target: origin.target, waiting: 1, free: 1, now: later) { _ in 4 }
+        #expect(served == nil, "a free connection serves the request that waits")
+        #expect(held.toCut(target: origin.target, waiting: 1, free: 0, now: later) { _ in 4 } === transfer)
         let elsewhere = UpstreamShares.Key(client: (0, 1), host: "example.net", port: 80)
-        #expect(held.toCut(target: elsewhere.target, inFlight: 5, perHost: 4, now: later) { _ in 4 } == nil, "another origin's wait")
+        #expect(held.toCut(target: elsewhere.target, waiting: 1, free: 0, now: later) { _ in 4 } == nil, "another origin's wait")
     }
 
     @Test func aTransferIsCutOnlyOnceItHasWaitedTheLimitForItsClients() {
@@ -27,11 +28,11 @@ import Testing
         held.paused(transfer, share: origin, now: 1_000)
         held.paused(transfer, share: origin, now: 1_000 + limit)  // already listed: the first pause counts
         #expect(held.entries[origin.target]?.count == 1)
-        #expect(held.toCut(target: origin.target, inFlight: 9, perHost: 4, now: 1_000 + limit - 1) { _ in 1 } == nil)
-        #expect(held.toCut(target: origin.target, inFlight: 9, perHost: 4, now: 1_000 + limit) { _ in 1 } === transfer)
+        #expect(held.toCut(target: origin.target, waiting: 5, free: 0, now: 1_000 + limit - 1) { _ in 1 } == nil)
+        #expect(held.toCut(target: origin.target, waiting: 5, free: 0, now: 1_000 + limit) { _ in 1 } === transfer)
         held.resumed(transfer, target: origin.target)
         #expect(held.isEmpty)
-        #expect(held.toCut(target: origin.target, inFlight: 9, perHost: 4, now: 1_000 + 2 * limit) { _ in 1 } == nil, "resumed")
+        #expect(held.toCut(target: origin.target, waiting: 5, free: 0, now: 1_000 + 2 * limit) { _ in 1 } == nil, "resumed")
     }
 
     /// A client with several addresses holds the most through one of them, and the longest
@@ -48,24 +49,10 @@ import Testing
         held.paused(older, share: busy, now: 100)
         let counts = [lone: 1, busy: 3]
         let now = 200 + limit
-        #expect(held.toCut(target: origin.target, inFlight: 5, perHost: 4, now: now) { counts[$0] ?? 0 } === older)
+        #expect(held.toCut(target: origin.target, waiting: 1, free: 0, now: now) { counts[$0] ?? 0 } === older)
         held.resumed(older, target: origin.target)
-        #expect(held.toCut(target: origin.target, inFlight: 5, perHost: 4, now: now) { counts[$0] ?? 0 } === newer)
+        #expect(held.toCut(target: origin.target, waiting: 1, free: 0, now: now) { counts[$0] ?? 0 } === newer)
         held.resumed(newer, target: origin.target)
-        #expect(held.toCut(target: origin.target, inFlight: 5, perHost: 4, now: now) { counts[$0] ?? 0 } === victim)
-    }
-
-    @Test func theFillsInFlightToAnOriginAreEveryClients() {
-        var shares = UpstreamShares()
-        let one = UpstreamShares.Key(client: (0, 1), host: "example.org", port: 80)
-        let two = UpstreamShares.Key(client: (0, 2), host: "example.org", port: 80)
-        let elsewhere = UpstreamShares.Key(client: (0, 2), host: "example.org", port: 8080)
-        shares.take(one)
-        shares.take(one)
-        shares.take(two)
-        shares.take(elsewhere)
-        #expect(shares.inFlight(target: one.target) == 3 && shares.inFlight(target: elsewhere.target) == 1)
-        _ = shares.give(one)
-        #expect(shares.inFlight(target: one.target) == 2)
+        #expect(held.toCut(target: origin.target, waiting: 1, free: 0, now: now) { counts[$0] ?? 0 } === victim)
     }
 }

@@ -22,37 +22,72 @@ import Testing
         #expect(UpstreamShares.client(nil) == nil)
     }
 
-    @Test func theShareIsHalfTheOriginsConnectionsAndWaitersGoOnInOrder() {
+    @Test func aRequestWaitsForItsClientsShareOrForAFreeConnection() {
         #expect(UpstreamShares.limit(perHost: 32) == 16 && UpstreamShares.limit(perHost: 1) == 1 && UpstreamShares.limit(perHost: 3) == 1)
         var shares = UpstreamShares()
         let key = UpstreamShares.Key(client: (0, 1), host: "example.org", port: 80)
         let other = UpstreamShares.Key(client: (0, 2), host: "example.org", port: 80)
-        #expect(shares.count(key) == 0 && !shares.isAtLimit(key, limit: 2))
+        let elsewhere = UpstreamShares.Key(client: (0, 2), host: "example.net", port: 80)
+        #expect(shares.count(key) == 0 && shares.mustWait(key, share: 2, perHost: 4) == nil)
         shares.take(key)
         shares.take(key)
-        #expect(shares.isAtLimit(key, limit: 2) && !shares.isAtLimit(other, limit: 2), "another client keeps its own share")
-        var ran: [Int] = []
-        shares.wait(key) {
-            ran.append(1)
-            return true
+        #expect(shares.mustWait(key, share: 2, perHost: 4) == .clientShare)
+        #expect(shares.mustWait(other, share: 2, perHost: 4) == nil, "another client keeps its own share")
+        shares.take(other)
+        shares.take(other)
+        #expect(shares.mustWait(UpstreamShares.Key(client: (0, 3), host: "example.org", port: 80), share: 2, perHost: 4) == .originFull)
+        #expect(shares.mustWait(elsewhere, share: 2, perHost: 4) == nil, "another origin's connections")
+        #expect(shares.inFlight(target: key.target) == 4 && shares.inFlight(target: elsewhere.target) == 0)
+    }
+
+    /// A connection freed goes to the waiting request whose client holds the fewest fills to
+    /// the origin (the oldest of those), never to one whose client is at its share, and to
+    /// none while every connection is taken.
+    @Test func aFreedConnectionGoesToTheClientHoldingTheFewest() {
+        var shares = UpstreamShares()
+        let origin = "example.org"
+        let busy = UpstreamShares.Key(client: (0, 1), host: origin, port: 80)
+        let some = UpstreamShares.Key(client: (0, 2), host: origin, port: 80)
+        let none = UpstreamShares.Key(client: (0, 3), host: origin, port: 80)
+        let target = busy.target
+        for key in [busy, busy, some, some] { shares.take(key) }
+        var ran: [String] = []
+        func park(_ key: UpstreamShares.Key, _ name: String) {
+            shares.wait(key) {
+                ran.append(name)
+                return true
+            }
         }
-        shares.wait(key) {
-            ran.append(2)
-            return true
-        }
-        #expect(shares.waiters(key) == 2)
-        let waited = shares.give(key)
-        #expect(waited, "one of its fills ended: requests wait")
-        while !shares.isAtLimit(key, limit: 2), let next = shares.nextWaiting(key) {
-            _ = next()
-            if ran.count == 1 { shares.take(key) }  // the first took the share
-        }
-        #expect(ran == [1] && shares.waiters(key) == 1 && shares.count(key) == 2)
-        _ = shares.give(key)
-        _ = shares.give(key)
-        #expect(shares.count(key) == 0)
-        _ = shares.nextWaiting(key).map { $0() }
-        let waitedAgain = shares.give(key)
-        #expect(ran == [1, 2] && shares.waiters(key) == 0 && !waitedAgain && shares.count(key) == 0 && !shares.mayBeAtLimit(1))
+        park(busy, "busy")
+        park(some, "some-1")
+        park(none, "none")
+        park(some, "some-2")
+        #expect(shares.waiters(target: target) == 4 && shares.eligibleWaiters(target: target, share: 2) == 0 + 1)
+        let whileFull = shares.nextWaiting(target: target, share: 2, perHost: 4)
+        #expect(whileFull == nil, "every connection taken")
+        let waited = shares.give(some)
+        #expect(waited, "requests wait for the origin")
+        #expect(shares.eligibleWaiters(target: target, share: 2) == 3, "the busy client is at its share")
+        shares.nextWaiting(target: target, share: 2, perHost: 4).map { _ = $0() }
+        #expect(ran == ["none"], "the client holding none goes first, though it came later")
+        shares.take(none)
+        let full = shares.nextWaiting(target: target, share: 2, perHost: 4)
+        #expect(full == nil)
+        _ = shares.give(none)
+        shares.nextWaiting(target: target, share: 2, perHost: 4).map { _ = $0() }
+        #expect(ran == ["none", "some-1"], "then the oldest of those holding one; never the busy one")
+        shares.take(some)
+        _ = shares.give(busy)
+        _ = shares.give(busy)
+        shares.nextWaiting(target: target, share: 2, perHost: 4).map { _ = $0() }
+        #expect(ran == ["none", "some-1", "busy"], "the busy client, down to none, now holds the fewest")
+        shares.take(busy)
+        let blocked = shares.nextWaiting(target: target, share: 2, perHost: 4)
+        #expect(blocked == nil, "a connection is free, but the last one's client is at its share")
+        _ = shares.give(some)
+        shares.nextWaiting(target: target, share: 2, perHost: 4).map { _ = $0() }
+        #expect(ran.last == "some-2" && shares.waiters(target: target) == 0)
+        let waitedAgain = shares.give(some)
+        #expect(!waitedAgain && shares.count(some) == 0)
     }
 }

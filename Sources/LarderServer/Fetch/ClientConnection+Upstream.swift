@@ -78,7 +78,9 @@ extension ClientConnection: RequestBodySource {
         if exchange.route?.digest != nil, let shared = coalesceKey {
             coalesceKey = shared.on(origin: CacheKey.origin(of: CacheKey(url).url))
         }
-        if let share = shareToWaitFor(url, coalesceKey: coalesceKey, exchange: exchange), waitForShare(share, exchange: exchange) {
+        if let (share, why) = shareToWaitFor(url, coalesceKey: coalesceKey, exchange: exchange),
+            waitForShare(share, why: why, exchange: exchange)
+        {
             return
         }
         joinFill(coalesceKey, exchange: exchange) { registeredKey in
@@ -86,11 +88,13 @@ extension ClientConnection: RequestBodySource {
         }
     }
 
-    /// The share `exchange` waits for (``UpstreamShares``): its client has its share of
-    /// `url`'s origin's connections on this loop in flight, and no fill in flight here for
-    /// `coalesceKey` to attach to. Nil (the usual case, without a probe while fewer fills than
-    /// a share are in flight on the loop): it goes on now.
-    func shareToWaitFor(_ url: AbsoluteURL, coalesceKey: FillKey?, exchange: Exchange) -> UpstreamShares.Key? {
+    /// The share `exchange` waits for (``UpstreamShares``), and why: its client has its share
+    /// of `url`'s origin's connections on this loop in flight, or every connection is taken;
+    /// and no fill in flight here for `coalesceKey` to attach to. Nil (the usual case, without
+    /// a probe while fewer fills than a share are in flight on the loop): it goes on now.
+    func shareToWaitFor(
+        _ url: AbsoluteURL, coalesceKey: FillKey?, exchange: Exchange
+    ) -> (UpstreamShares.Key, UpstreamShares.Wait)? {
         let limit = proxy.shareLimit
         guard let client = shareClient, proxy.upstreamShares.mayBeAtLimit(limit) else { return nil }
         // The parent the fill would go through first, as ``fillOptions(for:url:validating:)``
@@ -98,10 +102,10 @@ extension ClientConnection: RequestBodySource {
         let candidates = exchange.runtime.parents.candidates(for: url, routeParent: exchange.route?.parent)
         let parents = proxy.forwarding.parentHealth.order(candidates)
         let share = Self.share(of: client, url: url, parent: parents.first)
-        guard proxy.upstreamShares.isAtLimit(share, limit: limit), coalesceKey.flatMap(proxy.coalescer.fill(for:)) == nil else {
-            return nil
-        }
-        return share
+        guard let why = proxy.upstreamShares.mustWait(share, share: limit, perHost: proxy.perHostLimit),
+            coalesceKey.flatMap(proxy.coalescer.fill(for:)) == nil
+        else { return nil }
+        return (share, why)
     }
 
     /// The share a fill to `url` counts against: its origin's, or its first parent's.
@@ -110,21 +114,26 @@ extension ClientConnection: RequestBodySource {
         return UpstreamShares.Key(client: client, host: parent.endpoint?.host ?? parent.label, port: parent.endpoint?.port ?? 0)
     }
 
-    /// Parks the exchange (``Exchange/State/waitingForShare(after:)``) until one of its client's
-    /// fills to the origin ends, then goes on where it was (it is dropped if the client has
-    /// moved on, or left, by then); or answers with an error after `upstream.timeout`. False:
-    /// it may not wait where it is, and goes on.
-    func waitForShare(_ share: UpstreamShares.Key, exchange: Exchange) -> Bool {
-        if proxy.upstreamShares.waiters(share) == 0 {
+    /// Parks the exchange (``Exchange/State/waitingForShare(after:)``) until its origin has a
+    /// connection for it and its client is below its share, then goes on where it was (it is
+    /// dropped if the client has moved on, or left, by then); or answers with an error after
+    /// `upstream.timeout`. False: it may not wait where it is, and goes on.
+    func waitForShare(_ share: UpstreamShares.Key, why: UpstreamShares.Wait, exchange: Exchange) -> Bool {
+        guard exchange.take(.shareAwaited) == .wait else { return false }
+        if proxy.upstreamShares.waiters(target: share.target) == 0 {
+            let message =
+                why == .clientShare
+                ? "a client's requests to one origin wait for its share of the connections"
+                : "requests to one origin wait for a connection: every one is taken"
+            let inFlight = why == .clientShare ? proxy.upstreamShares.count(share) : proxy.upstreamShares.inFlight(target: share.target)
             proxy.logger.notice(
-                "a client's requests to one origin wait for its share of the connections",
+                "\(message)",
                 metadata: [
                     "client": "\(peer.map(\.description) ?? "-")", "origin": "\(proxy.loggable(exchange.url?.authority ?? "-"))",
-                    "in_flight": "\(proxy.upstreamShares.count(share))",
+                    "in_flight": "\(inFlight)",
                 ])
         }
-        guard exchange.take(.shareAwaited) == .wait else { return false }
-        exchange.cacheStatus.detail = "waited-for-client-share"
+        exchange.cacheStatus.detail = why == .clientShare ? "waited-for-client-share" : "waited-for-origin-connection"
         proxy.telemetry.stats[.shareWaits].add(1)
         proxy.upstreamShares.wait(share) { [weak self] in
             // Answered meanwhile (its wait timed out), or its client left.
@@ -152,16 +161,21 @@ extension ClientConnection: RequestBodySource {
                 return
             }
             let origin = exchange.url?.authority ?? "the origin"
-            let message = "Larder: waited \(timeout) for this client's share of the connections to \(origin)"
+            let message =
+                why == .clientShare
+                ? "Larder: waited \(timeout) for this client's share of the connections to \(origin)"
+                : "Larder: waited \(timeout) for a connection to \(origin)"
             exchange.failure = .timeout
             if exchange.headSent {
                 endIncomplete(exchange)
             } else {
-                exchange.cacheStatus.detail = "client-share-timeout"
+                exchange.cacheStatus.detail = why == .clientShare ? "client-share-timeout" : "origin-connection-timeout"
                 respondGenerated(status: 504, message: message, outcome: .error, cause: .timeout)
             }
             flushSoon()
         }
+        // Transfers that only wait for their clients give their connections up to it.
+        if !proxy.heldTransfers.isEmpty { proxy.yieldConnection(to: share.target) }
         return true
     }
 
@@ -201,9 +215,6 @@ extension ClientConnection: RequestBodySource {
             let share = Self.share(of: client, url: url, parent: fill.options.parents.first)
             proxy.upstreamShares.take(share)
             fill.share = share
-            // Past the origin's connections, it waits in libcurl's queue: a transfer that only
-            // waits for its clients gives its connection up (``HeldTransfers``).
-            if !proxy.heldTransfers.isEmpty { proxy.yieldConnection(to: share.target) }
         }
         // The exchange reads the fill it starts from here on: taken before the fill starts.
         exchange.take(exchange.slices == nil ? .attached(fill) : .sliceFillAttached(fill), now: proxy.loop.now)

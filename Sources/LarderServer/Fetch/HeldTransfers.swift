@@ -3,14 +3,14 @@
 ///
 /// A transfer with no disk copy to fall back on (a body not stored, or past what is stored)
 /// waits for its slowest reader (``FillBuffer``), and keeps its connection to the origin while it
-/// waits. libcurl queues a loop's further transfers to that origin behind
-/// `upstream.max_connections_per_host` connections, so clients that read slowly, or not at
-/// all, could hold every connection while everyone else's misses to the origin timed out.
-/// ``UpstreamShares`` bounds what one address holds; this bounds what any number of addresses
-/// hold, by what they do rather than who they are: while requests to the origin wait, a
-/// transfer that has waited ``holdLimit`` for its clients (they took less than the 768 KiB
-/// that would resume it, slower than ~150 KiB/s) is cut, and its clients' responses end
-/// incomplete. With no one waiting, a slow client keeps its transfer as long as it likes.
+/// waits: clients that read slowly, or not at all, could hold every one of an origin's
+/// `upstream.max_connections_per_host` connections while everyone else's misses to it timed
+/// out. ``UpstreamShares`` bounds what one address holds and serves waiting requests fairly;
+/// this bounds what any number of addresses hold, by what they do rather than who they are:
+/// while requests wait that no free connection serves, a transfer that has waited
+/// ``holdLimit`` for its clients (they took less than the 768 KiB that would resume it) is
+/// cut, and its clients' responses end incomplete. With no one waiting, a slow client keeps
+/// its transfer as long as it likes.
 ///
 /// Generic over what holds the connection (a ``Fill``), so the choice is tested without one.
 /// State: loop-confined.
@@ -55,12 +55,13 @@ struct HeldTransfers<Holder: AnyObject> {
         if entries.values[index].isEmpty { entries.remove(at: index) }
     }
 
-    /// The transfer to cut for the origin `target`, at `now`, or nil: none while the fills to
-    /// it (`inFlight`) fit in its `perHost` connections (no one waits); otherwise the one,
-    /// paused for at least ``holdLimit``, whose client holds the most fills to the origin
-    /// (`held`: ``UpstreamShares/count(_:)``), the longest paused of those.
-    func toCut(target: Int, inFlight: Int, perHost: Int, now: UInt64, held: (UpstreamShares.Key) -> Int) -> Holder? {
-        guard inFlight > perHost, let paused = entries[target] else { return nil }
+    /// The transfer to cut for the origin `target`, at `now`, or nil: none while the requests
+    /// `waiting` for a connection to it (that one would let go on) are no more than the
+    /// connections `free`; otherwise the one, paused for at least ``holdLimit``, whose client
+    /// holds the most fills to the origin (`held`: ``UpstreamShares/count(_:)``), the longest
+    /// paused of those.
+    func toCut(target: Int, waiting: Int, free: Int, now: UInt64, held: (UpstreamShares.Key) -> Int) -> Holder? {
+        guard waiting > free, let paused = entries[target] else { return nil }
         var chosen: (entry: Entry, held: Int)?
         for entry in paused where now >= entry.since &+ Self.holdLimit {
             let count = held(entry.share)

@@ -1,14 +1,19 @@
 import LarderIO
 
-/// How many fills each client (an address) has in flight to each origin on one loop, so that
-/// no client holds more than half of `upstream.max_connections_per_host`. libcurl queues a loop's
-/// transfers to an origin behind that many connections, and a transfer whose client reads
-/// slowly, or not at all, keeps its connection for as long as the client keeps up the pace
-/// (its transfer is paused while the client's buffer is full); a client with every
-/// connection to an origin its own made every other client's misses to it wait, or time out.
-/// A request that would take a client past its share waits here, not in libcurl's queue,
-/// until one of that client's own fills to the origin ends (or `upstream.timeout` passes: 504).
-/// A client with several addresses has a share for each. Loop-confined.
+/// How many fills each client (an address) has in flight to each origin on one loop, and the
+/// requests waiting for one of the origin's connections, served fairly.
+///
+/// libcurl holds a loop's transfers to an origin to `upstream.max_connections_per_host`
+/// connections and queues the rest first come, first served; a transfer whose client reads
+/// slowly, or not at all, keeps its connection (it is paused while the client's buffer is
+/// full). So a client with many connections had every connection to an origin, and then the
+/// head of the queue behind them: each connection freed went to its next request. Here a
+/// request waits, not in libcurl's queue, when its client has its share (half the connections)
+/// in flight, or when every connection is taken; a connection freed goes to the waiting
+/// request whose client holds the fewest fills to the origin, the oldest of those (a client
+/// with many addresses gets no further ahead than one per address). Transfers that only wait
+/// for their clients give their connections up to waiting requests (``HeldTransfers``). A
+/// request waits for `upstream.timeout` at most (then 504). Loop-confined.
 struct UpstreamShares {
     /// One client's fills to one origin (or to the parent proxy they go through: libcurl's
     /// limit counts connections to the host it connects to).
@@ -32,12 +37,19 @@ struct UpstreamShares {
     }
 
     private var held: [Key: Int] = [:]
-    /// Fills counted, all clients and origins: below a limit, no client can be at it, and a
-    /// miss asks nothing more.
+    /// Fills counted for each origin (``Key/target``), every client's.
+    private var toTarget: [Int: Int] = [:]
+    /// Fills counted, all clients and origins: below a limit, no client or origin can be at
+    /// it, and a miss asks nothing more.
     private var total = 0
-    /// Requests waiting for their client's share, oldest first: each says whether it went on
-    /// (false: its client left meanwhile).
-    private var waiting: [Key: [() -> Bool]] = [:]
+    /// A request waiting for a connection to its origin: it says whether it went on (false:
+    /// its client left meanwhile).
+    struct Waiter {
+        let key: Key
+        let resume: () -> Bool
+    }
+    /// Requests waiting, by origin, oldest first.
+    private var waiting: [Int: [Waiter]] = [:]
 
     /// The most fills one client may have in flight to one origin on a loop, of `perHost`
     /// connections (`upstream.max_connections_per_host`).
@@ -53,9 +65,16 @@ struct UpstreamShares {
         return (word(bytes[0..<8]), word(bytes[8..<16]))
     }
 
-    /// Whether the client has its share (`limit`) of fills to the origin in flight.
-    func isAtLimit(_ key: Key, limit: Int) -> Bool {
-        total >= limit && held[key, default: 0] >= limit
+    /// Why a request for `key` must wait, or nil: its client has its `share` in flight to the
+    /// origin, or all `perHost` connections to the origin are taken.
+    func mustWait(_ key: Key, share: Int, perHost: Int) -> Wait? {
+        guard total >= min(share, perHost) else { return nil }
+        if held[key, default: 0] >= share { return .clientShare }
+        return toTarget[key.target, default: 0] >= perHost ? .originFull : nil
+    }
+
+    enum Wait {
+        case clientShare, originFull
     }
 
     /// Whether a probe for some client could find it at `limit` (a check without hashing).
@@ -64,48 +83,64 @@ struct UpstreamShares {
     /// Counts a fill for `key` (its transfer holds one of the origin's connections).
     mutating func take(_ key: Key) {
         held[key, default: 0] += 1
+        toTarget[key.target, default: 0] += 1
         total += 1
     }
 
-    /// Parks `resume` until one of `key`'s fills ends.
-    mutating func wait(_ key: Key, resume: @escaping () -> Bool) { waiting[key, default: []].append(resume) }
+    /// Parks `resume` until the origin has a connection for it and its client is below its
+    /// share (``nextWaiting(target:share:perHost:)``).
+    mutating func wait(_ key: Key, resume: @escaping () -> Bool) {
+        waiting[key.target, default: []].append(Waiter(key: key, resume: resume))
+    }
 
-    /// Forgets a fill counted by ``take(_:)``; whether requests wait for the share (the caller
-    /// then runs them, ``nextWaiting(_:)``, outside its own transfer's end).
+    /// Forgets a fill counted by ``take(_:)``; whether requests wait for its origin (the
+    /// caller then lets them go on, outside its own transfer's end).
     mutating func give(_ key: Key) -> Bool {
         if let index = held.index(forKey: key) {
             if held.values[index] <= 1 { held.remove(at: index) } else { held.values[index] -= 1 }
+            if let origin = toTarget.index(forKey: key.target) {
+                if toTarget.values[origin] <= 1 { toTarget.remove(at: origin) } else { toTarget.values[origin] -= 1 }
+            }
             total -= 1
         }
-        return !waiting.isEmpty && waiting[key] != nil
+        return !waiting.isEmpty && waiting[key.target] != nil
     }
 
-    /// The oldest request waiting for `key`'s share, taken off the list: run, it takes the
-    /// share, attaches to a fill in flight, waits again (at the back) if the share was taken
-    /// meanwhile, or (false) finds its client gone.
-    mutating func nextWaiting(_ key: Key) -> (() -> Bool)? {
-        guard let index = waiting.index(forKey: key) else { return nil }
-        let next = waiting.values[index].removeFirst()
+    /// The request to let go on next for the origin `target`, taken off the list: none while
+    /// every connection is taken; else, of those whose client is below its `share`, the one
+    /// whose client holds the fewest fills to the origin, the oldest of those. Run, it takes
+    /// a connection, attaches to a fill in flight, waits again (at the back), or (false)
+    /// finds its client gone.
+    mutating func nextWaiting(target: Int, share: Int, perHost: Int) -> (() -> Bool)? {
+        guard toTarget[target, default: 0] < perHost, let index = waiting.index(forKey: target) else { return nil }
+        var best: (position: Int, held: Int)?
+        for (position, waiter) in waiting.values[index].enumerated() {
+            let count = held[waiter.key, default: 0]
+            guard count < share, best.map({ count < $0.held }) ?? true else { continue }
+            best = (position, count)
+            if count == 0 { break }
+        }
+        guard let best else { return nil }
+        let next = waiting.values[index].remove(at: best.position)
         if waiting.values[index].isEmpty { waiting.remove(at: index) }
-        return next
+        return next.resume
     }
 
     /// Fills in flight counted for `key`.
     func count(_ key: Key) -> Int { held[key, default: 0] }
 
-    /// Fills in flight to the origin `target` (``Key/target``), every client's: more than its
-    /// `upstream.max_connections_per_host` and the rest wait in libcurl's queue. Counted when
-    /// asked, over the clients' counts (at most one per fill in flight), so that a miss pays
-    /// nothing for it: asked only while transfers to the origin are paused for their clients.
-    func inFlight(target: Int) -> Int {
-        var count = 0
-        for (key, fills) in held where key.target == target { count += fills }
-        return count
+    /// Fills in flight to the origin `target` (``Key/target``), every client's.
+    func inFlight(target: Int) -> Int { toTarget[target, default: 0] }
+
+    /// The origins requests wait for.
+    var waitingTargets: [Int] { Array(waiting.keys) }
+
+    /// Requests waiting for the origin `target`.
+    func waiters(target: Int) -> Int { waiting[target]?.count ?? 0 }
+
+    /// Requests waiting for the origin `target` that a connection freed would let go on
+    /// (their client is below its `share`).
+    func eligibleWaiters(target: Int, share: Int) -> Int {
+        waiting[target]?.reduce(0) { $0 + (held[$1.key, default: 0] < share ? 1 : 0) } ?? 0
     }
-
-    /// The shares requests wait for.
-    var waitingKeys: [Key] { Array(waiting.keys) }
-
-    /// Requests waiting for `key`'s share.
-    func waiters(_ key: Key) -> Int { waiting[key]?.count ?? 0 }
 }

@@ -176,8 +176,8 @@ final class ProxyLoop {
         accessLog.redaction = newRuntime.config.log.redactQuery
         loop.busyPollNanos = newRuntime.config.proxy.busyPoll.totalNanoseconds
         // A larger share lets requests already waiting for theirs go on, on the next pass.
-        let waiting = upstreamShares.waitingKeys
-        if !waiting.isEmpty { loop.enqueueDeferred { [self] in for key in waiting { resumeWaiting(for: key) } } }
+        let waiting = upstreamShares.waitingTargets
+        if !waiting.isEmpty { loop.enqueueDeferred { [self] in for target in waiting { resumeWaiting(for: target) } } }
     }
 
     /// Stops accepting; open connections finish their current exchange and close.
@@ -302,17 +302,16 @@ final class ProxyLoop {
     }
 
     /// Cuts transfers to the origin `target` that have waited too long for their clients, one
-    /// for each request to the origin waiting for a connection (``HeldTransfers``).
+    /// for each request waiting for a connection to it that no free connection serves
+    /// (``HeldTransfers``).
     func yieldConnection(to target: Int) {
-        let perHost = runtime.config.upstream.maxConnectionsPerHost
-        // Each cut gives its fill's share back: one fewer in flight, and one fewer listed
-        // (bounded by the listed count all the same).
+        // Each cut gives its fill's share back (one more connection free, one fewer listed),
+        // and is bounded by the count listed all the same.
         var listed = heldTransfers.count(target: target)
-        // No fill to the origin beyond its connections unless more than them are in flight.
-        guard listed > 0, upstreamShares.mayBeAtLimit(perHost + 1) else { return }
         while listed > 0,
             let fill = heldTransfers.toCut(
-                target: target, inFlight: upstreamShares.inFlight(target: target), perHost: perHost, now: loop.now,
+                target: target, waiting: upstreamShares.eligibleWaiters(target: target, share: shareLimit),
+                free: perHostLimit - upstreamShares.inFlight(target: target), now: loop.now,
                 held: { upstreamShares.count($0) })
         {
             listed -= 1
@@ -322,22 +321,26 @@ final class ProxyLoop {
     }
 
     /// Gives back a fill's share of its origin's connections (``UpstreamShares``) and, on the
-    /// next pass, lets the requests of that client waiting for it go on while it has room.
+    /// next pass, lets requests waiting for that origin go on while it has room.
     func giveShare(_ key: UpstreamShares.Key) {
         guard upstreamShares.give(key) else { return }
-        loop.enqueueDeferred { [self] in resumeWaiting(for: key) }
+        loop.enqueueDeferred { [self] in resumeWaiting(for: key.target) }
     }
+
+    /// `upstream.max_connections_per_host` as this loop has it now.
+    var perHostLimit: Int { runtime.config.upstream.maxConnectionsPerHost }
 
     /// The most fills one client may have in flight to one origin on this loop now: the
     /// loop's configuration decides, for a request begun before a reload too, so that a
     /// request let go on finds the room it was let go for.
-    var shareLimit: Int { UpstreamShares.limit(perHost: runtime.config.upstream.maxConnectionsPerHost) }
+    var shareLimit: Int { UpstreamShares.limit(perHost: perHostLimit) }
 
-    /// Lets the requests waiting for `key`'s share go on, oldest first, while it has room;
-    /// each is asked once (one that waits again is at the back for the next pass).
-    private func resumeWaiting(for key: UpstreamShares.Key) {
-        var asked = upstreamShares.waiters(key)
-        while asked > 0, !upstreamShares.isAtLimit(key, limit: shareLimit), let next = upstreamShares.nextWaiting(key) {
+    /// Lets requests waiting for the origin `target` go on while it has connections free, in
+    /// the order ``UpstreamShares/nextWaiting(target:share:perHost:)`` gives; each is asked
+    /// once (one that waits again is at the back for the next pass).
+    private func resumeWaiting(for target: Int) {
+        var asked = upstreamShares.waiters(target: target)
+        while asked > 0, let next = upstreamShares.nextWaiting(target: target, share: shareLimit, perHost: perHostLimit) {
             asked -= 1
             _ = next()
         }

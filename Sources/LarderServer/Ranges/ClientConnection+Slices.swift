@@ -331,7 +331,9 @@ extension ClientConnection {
         let resumes = plan.resumes(index)
         // The rest of a slice is this answer's alone: no other request for the slice wants it.
         let coalesceKey = exchange.goAlone || resumes ? nil : FillKey(method: "GET", key: key.slice(index), bodyHash: nil)
-        if let share = shareToWaitFor(url, coalesceKey: coalesceKey, exchange: exchange), waitForShare(share, exchange: exchange) {
+        if let (share, why) = shareToWaitFor(url, coalesceKey: coalesceKey, exchange: exchange),
+            waitForShare(share, why: why, exchange: exchange)
+        {
             return
         }
         guard let range = plan.ask(for: index) else {

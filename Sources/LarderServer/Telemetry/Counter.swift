@@ -200,7 +200,7 @@ public enum Counter: Int, CaseIterable, Sendable {
         case .shareWaits:
             .init(
                 .counter, "larder_upstream_share_waits_total",
-                "Requests that waited for their client's share (half) of an origin's connections on a loop.",
+                "Requests that waited for a connection to their origin: their client's share (half) in flight, or every one taken.",
                 .optional(\.upstream.shareWaits))
         case .slowClientCuts:
             .init(
