@@ -305,16 +305,17 @@ final class ProxyLoop {
     /// for each request waiting for a connection to it that no free connection serves
     /// (``HeldTransfers``).
     func yieldConnection(to target: Int) {
-        // Each cut gives its fill's share back (one more connection free, one fewer listed),
-        // and is bounded by the count listed all the same.
         var listed = heldTransfers.count(target: target)
+        guard listed > 0 else { return }
+        // Counted once (a walk of the origin's waiters): each cut frees one more connection.
+        let waiting = upstreamShares.eligibleWaiters(target: target, share: shareLimit)
+        var free = perHostLimit - upstreamShares.inFlight(target: target)
         while listed > 0,
             let fill = heldTransfers.toCut(
-                target: target, waiting: upstreamShares.eligibleWaiters(target: target, share: shareLimit),
-                free: perHostLimit - upstreamShares.inFlight(target: target), now: loop.now,
-                held: { upstreamShares.count($0) })
+                target: target, waiting: waiting, free: free, now: loop.now, held: { upstreamShares.count($0) })
         {
             listed -= 1
+            free += 1
             telemetry.stats[.slowClientCuts].add(1)
             fill.giveUpConnection()
         }
