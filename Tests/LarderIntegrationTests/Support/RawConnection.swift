@@ -12,19 +12,13 @@ final class RawConnection {
         guard fd >= 0 else { throw TestFailure("socket failed") }
         var timeout = timeval(tv_sec: receiveTimeout, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var result: Int32
         if let source {
-            var local = sockaddr_in()
-            local.sin_family = sa_family_t(AF_INET)
-            inet_pton(AF_INET, source, &local.sin_addr)
-            result = withUnsafePointer(to: &local) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
-            guard result == 0 else {
+            guard Self.withIPv4(source, port: 0, { bind(fd, $0, $1) }) == 0 else {
                 close(fd)
                 throw TestFailure("bind to \(source) failed: errno \(errno)")
             }
         }
+        let result: Int32
         if isIPv6 {
             var address = sockaddr_in6()
             address.sin6_family = sa_family_t(AF_INET6)
@@ -34,13 +28,7 @@ final class RawConnection {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
             }
         } else {
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = UInt16(port).bigEndian
-            inet_pton(AF_INET, host, &address.sin_addr)
-            result = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
+            result = Self.withIPv4(host, port: port) { connect(fd, $0, $1) }
         }
         guard result == 0 else {
             close(fd)
@@ -49,6 +37,17 @@ final class RawConnection {
     }
 
     deinit { close(fd) }
+
+    /// Runs `body` (bind or connect) on the IPv4 socket address `host`:`port`.
+    private static func withIPv4(_ host: String, port: Int, _ body: (UnsafePointer<sockaddr>, socklen_t) -> Int32) -> Int32 {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        inet_pton(AF_INET, host, &address.sin_addr)
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+    }
 
     func send(_ text: String) {
         send(Array(text.utf8))
