@@ -175,6 +175,37 @@ extension IntegrationTests {
             #expect(larder.child.stderr.contains("wait for a connection: every one is taken"))
         }
 
+        /// Review 67 N1: a request that stopped waiting for a connection (its client left, or
+        /// it timed out) stayed on the origin's list until its turn came, which a client at its
+        /// share never has: 40,000 such requests, each closed at once, made every fill's end to
+        /// that origin walk them all (other clients' throughput fell from ~8,000 to ~400
+        /// requests/s). It is taken off when it leaves: the origin's queue is empty again, so
+        /// the next wait logs its notice anew.
+        @Test func aRequestThatStopsWaitingLeavesTheOriginsQueue() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: "[proxy]\nworkers = 1\n[upstream]\nmax_connections_per_host = 4\ntimeout = \"30s\"\n")
+            let hog = origin.url("/hog?size=\(64 << 20)&cc=no-store")
+            var holding: [RawConnection] = []
+            for index in 0..<2 {
+                let connection = try RawConnection(port: larder.proxyPort, receiveTimeout: 10)
+                connection.send("GET \(hog)&n=\(index) HTTP/1.1\r\nHost: x\r\n\r\n")
+                #expect(connection.hasInput(within: 3000), "download \(index) under way")
+                holding.append(connection)
+            }
+            let notice = "wait for its share of the connections"
+            for attempt in 1...3 {
+                let waiting = try RawConnection(port: larder.proxyPort, receiveTimeout: 10)
+                waiting.send("GET \(hog)&n=w\(attempt) HTTP/1.1\r\nHost: x\r\n\r\n")
+                let log = try larder.child.waitForOutput(timeout: 5) {
+                    $0.components(separatedBy: notice).count - 1 >= attempt
+                }
+                #expect(log.components(separatedBy: notice).count - 1 == attempt, "wait \(attempt) began an empty queue")
+                _ = consume waiting  // the client leaves while it waits
+                usleep(200_000)
+            }
+            #expect(holding.count == 2)
+        }
+
         /// Review 65 N4: a reload that raises `upstream.max_connections_per_host` (and so each
         /// client's share) lets the requests already waiting for their share go on; before,
         /// they waited for one of their client's downloads to end.

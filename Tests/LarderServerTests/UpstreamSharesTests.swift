@@ -90,4 +90,42 @@ import Testing
         let waitedAgain = shares.give(some)
         #expect(!waitedAgain && shares.count(some) == 0)
     }
+
+    /// A wait that ends otherwise than by its turn (timed out, its client gone) leaves the
+    /// list at once, and takes nothing else with it.
+    @Test func aWaitThatEndsIsTakenOffTheList() {
+        var shares = UpstreamShares()
+        let key = UpstreamShares.Key(client: (0, 1), host: "example.org", port: 80)
+        let other = UpstreamShares.Key(client: (0, 2), host: "example.org", port: 80)
+        shares.take(key)
+        var ran: [UInt64] = []
+        var ids: [UInt64] = []
+        for _ in 0..<3 {
+            let slot = UncheckedCounter()
+            ids.append(
+                shares.wait(key) {
+                    ran.append(slot.value)
+                    return true
+                })
+            slot.value = ids.last!
+        }
+        let otherID = shares.wait(other) { true }
+        #expect(shares.waiters(target: key.target) == 4 && ids == ids.sorted())
+        shares.cancelWait(key, id: ids[1])
+        shares.cancelWait(key, id: ids[1])  // once only
+        shares.cancelWait(other, id: otherID)
+        #expect(shares.waiters(target: key.target) == 2 && shares.isWaitedFor(target: key.target))
+        _ = shares.give(key)
+        while let next = shares.nextWaiting(target: key.target, share: 1, perHost: 4) {
+            _ = next()
+            shares.take(key)  // it took its client's share
+        }
+        #expect(ran == [ids[0]], "its client's share holds the third back")
+        shares.cancelWait(key, id: ids[2])
+        #expect(!shares.isWaitedFor(target: key.target) && shares.waiters(target: key.target) == 0)
+    }
+
+    final class UncheckedCounter {
+        var value: UInt64 = 0
+    }
 }

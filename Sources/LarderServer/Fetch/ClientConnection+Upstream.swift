@@ -120,7 +120,7 @@ extension ClientConnection: RequestBodySource {
     /// `upstream.timeout`. False: it may not wait where it is, and goes on.
     func waitForShare(_ share: UpstreamShares.Key, why: UpstreamShares.Wait, exchange: Exchange) -> Bool {
         guard exchange.take(.shareAwaited) == .wait else { return false }
-        if proxy.upstreamShares.waiters(target: share.target) == 0 {
+        if !proxy.upstreamShares.isWaitedFor(target: share.target) {
             let message =
                 why == .clientShare
                 ? "a client's requests to one origin wait for its share of the connections"
@@ -135,7 +135,8 @@ extension ClientConnection: RequestBodySource {
         }
         exchange.cacheStatus.detail = why == .clientShare ? "waited-for-client-share" : "waited-for-origin-connection"
         proxy.telemetry.stats[.shareWaits].add(1)
-        proxy.upstreamShares.wait(share) { [weak self] in
+        let id = proxy.upstreamShares.wait(share) { [weak self] in
+            exchange.shareWait = nil
             // Answered meanwhile (its wait timed out), or its client left.
             guard exchange.waitsForShare, let self, self.exchange === exchange else { return false }
             if let deadline = exchange.shareDeadline {
@@ -155,11 +156,12 @@ extension ClientConnection: RequestBodySource {
         }
         // As long as it would have waited for an answer upstream, then a 504, as there.
         let timeout = exchange.runtime.config.upstream.timeout
+        exchange.shareWait = (share, id)
         exchange.shareDeadline = proxy.loop.schedule(afterNanos: UInt64(timeout.totalNanoseconds)) { [weak self] in
             exchange.shareDeadline = nil
-            guard exchange.waitsForShare, let self, self.exchange === exchange, exchange.take(.shareTimedOut) == .respond else {
-                return
-            }
+            guard let self else { return }
+            leaveShareWait(exchange)
+            guard exchange.waitsForShare, self.exchange === exchange, exchange.take(.shareTimedOut) == .respond else { return }
             let origin = exchange.url?.authority ?? "the origin"
             let message =
                 why == .clientShare
@@ -177,6 +179,19 @@ extension ClientConnection: RequestBodySource {
         // Transfers that only wait for their clients give their connections up to it.
         if !proxy.heldTransfers.isEmpty { proxy.yieldConnection(to: share.target) }
         return true
+    }
+
+    /// Takes `exchange` out of its wait for a connection (timed out, or its client left): off
+    /// the origin's list, its deadline cancelled.
+    func leaveShareWait(_ exchange: Exchange) {
+        if let wait = exchange.shareWait {
+            exchange.shareWait = nil
+            proxy.upstreamShares.cancelWait(wait.key, id: wait.id)
+        }
+        if let deadline = exchange.shareDeadline {
+            exchange.shareDeadline = nil
+            proxy.loop.cancel(deadline)
+        }
     }
 
     /// Attaches `exchange` to the fill in flight for `key` on this loop, or starts the fill

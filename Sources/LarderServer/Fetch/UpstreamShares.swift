@@ -45,11 +45,15 @@ struct UpstreamShares {
     /// A request waiting for a connection to its origin: it says whether it went on (false:
     /// its client left meanwhile).
     struct Waiter {
-        let key: Key
+        /// Its place in the order of waits (``wait(_:resume:)``'s answer, for ``cancelWait(_:id:)``).
+        let id: UInt64
         let resume: () -> Bool
     }
-    /// Requests waiting, by origin, oldest first.
-    private var waiting: [Int: [Waiter]] = [:]
+    /// Requests waiting, by origin, then by client, each client's oldest first: a choice walks
+    /// the clients waiting, and a request that leaves is taken off at once, so neither grows
+    /// with requests that are gone or that their client's share holds back.
+    private var waiting: [Int: [Key: [Waiter]]] = [:]
+    private var lastID: UInt64 = 0
 
     /// The most fills one client may have in flight to one origin on a loop, of `perHost`
     /// connections (`upstream.max_connections_per_host`).
@@ -88,9 +92,33 @@ struct UpstreamShares {
     }
 
     /// Parks `resume` until the origin has a connection for it and its client is below its
-    /// share (``nextWaiting(target:share:perHost:)``).
-    mutating func wait(_ key: Key, resume: @escaping () -> Bool) {
-        waiting[key.target, default: []].append(Waiter(key: key, resume: resume))
+    /// share (``nextWaiting(target:share:perHost:)``); the wait's id, to cancel it.
+    @discardableResult
+    mutating func wait(_ key: Key, resume: @escaping () -> Bool) -> UInt64 {
+        lastID += 1
+        waiting[key.target, default: [:]][key, default: []].append(Waiter(id: lastID, resume: resume))
+        return lastID
+    }
+
+    /// Takes the wait `id` of `key` off the list (its request timed out, or its client left).
+    mutating func cancelWait(_ key: Key, id: UInt64) {
+        guard let origin = waiting.index(forKey: key.target), let client = waiting.values[origin].index(forKey: key) else {
+            return
+        }
+        // Ids grow in the order the client's requests waited.
+        let queue = waiting.values[origin].values[client]
+        var low = 0
+        var high = queue.count
+        while low < high {
+            let middle = (low + high) / 2
+            if queue[middle].id < id { low = middle + 1 } else { high = middle }
+        }
+        guard low < queue.count, queue[low].id == id else { return }
+        waiting.values[origin].values[client].remove(at: low)
+        if waiting.values[origin].values[client].isEmpty {
+            waiting.values[origin].remove(at: client)
+            if waiting.values[origin].isEmpty { waiting.remove(at: origin) }
+        }
     }
 
     /// Forgets a fill counted by ``take(_:)``; whether requests wait for its origin (the
@@ -112,17 +140,21 @@ struct UpstreamShares {
     /// a connection, attaches to a fill in flight, waits again (at the back), or (false)
     /// finds its client gone.
     mutating func nextWaiting(target: Int, share: Int, perHost: Int) -> (() -> Bool)? {
-        guard toTarget[target, default: 0] < perHost, let index = waiting.index(forKey: target) else { return nil }
-        var best: (position: Int, held: Int)?
-        for (position, waiter) in waiting.values[index].enumerated() {
-            let count = held[waiter.key, default: 0]
-            guard count < share, best.map({ count < $0.held }) ?? true else { continue }
-            best = (position, count)
-            if count == 0 { break }
+        guard toTarget[target, default: 0] < perHost, let origin = waiting.index(forKey: target) else { return nil }
+        var best: (client: [Key: [Waiter]].Index, held: Int, id: UInt64)?
+        let clients = waiting.values[origin]
+        for client in clients.indices {
+            let count = held[clients.keys[client], default: 0]
+            guard count < share, let first = clients.values[client].first else { continue }
+            if let best, best.held < count || (best.held == count && best.id < first.id) { continue }
+            best = (client, count, first.id)
         }
         guard let best else { return nil }
-        let next = waiting.values[index].remove(at: best.position)
-        if waiting.values[index].isEmpty { waiting.remove(at: index) }
+        let next = waiting.values[origin].values[best.client].removeFirst()
+        if waiting.values[origin].values[best.client].isEmpty {
+            waiting.values[origin].remove(at: best.client)
+            if waiting.values[origin].isEmpty { waiting.remove(at: origin) }
+        }
         return next.resume
     }
 
@@ -136,11 +168,14 @@ struct UpstreamShares {
     var waitingTargets: [Int] { Array(waiting.keys) }
 
     /// Requests waiting for the origin `target`.
-    func waiters(target: Int) -> Int { waiting[target]?.count ?? 0 }
+    func waiters(target: Int) -> Int { waiting[target]?.values.reduce(0) { $0 + $1.count } ?? 0 }
+
+    /// Whether any request waits for the origin `target`.
+    func isWaitedFor(target: Int) -> Bool { waiting[target] != nil }
 
     /// Requests waiting for the origin `target` that a connection freed would let go on
     /// (their client is below its `share`).
     func eligibleWaiters(target: Int, share: Int) -> Int {
-        waiting[target]?.reduce(0) { $0 + (held[$1.key, default: 0] < share ? 1 : 0) } ?? 0
+        waiting[target]?.reduce(0) { $0 + (held[$1.key, default: 0] < share ? $1.value.count : 0) } ?? 0
     }
 }
