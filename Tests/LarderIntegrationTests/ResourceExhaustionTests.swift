@@ -173,6 +173,10 @@ extension IntegrationTests {
             #expect(waited < 7.5, "served in the first round of cuts, after \(waited) s")
             #expect(other.header("cache-status")?.contains("detail=waited-for-origin-connection") == true)
             #expect(larder.child.stderr.contains("wait for a connection: every one is taken"))
+            // Several downloads cut at once (one per waiting request): counted, logged once.
+            let cuts = try larder.stats().upstream.slowClientCuts ?? 0
+            let lines = larder.child.stderr.components(separatedBy: "read too slowly").count - 1
+            #expect(cuts >= 2 && lines < cuts, "\(cuts) cuts, \(lines) lines")
         }
 
         /// Review 67 N1: a request that stopped waiting for a connection (its client left, or

@@ -51,12 +51,14 @@ extension ClientConnection: FillReader {
             flushSoon()
         case .heldConnection:
             guard exchange.headSent else { return leaveFill(exchange, url: url, alone: true) }
-            proxy.logger.warning(
-                "a download its client read too slowly is cut: other requests waited for a connection to its origin",
-                metadata: [
-                    "client": "\(peer.map(\.description) ?? "-")", "url": "\(proxy.loggable(url.description))",
-                    "sent": "\(exchange.bodyBytesSent)",
-                ])
+            if let left = proxy.cutWarnings.allow(now: proxy.loop.now) {
+                proxy.logger.warning(
+                    "a download its client read too slowly is cut: other requests waited for a connection to its origin",
+                    metadata: [
+                        "client": "\(peer.map(\.description) ?? "-")", "url": "\(proxy.loggable(url.description))",
+                        "sent": "\(exchange.bodyBytesSent)", "not_logged_since_last": "\(left)",
+                    ])
+            }
             exchange.failure = .limit
             endIncomplete(exchange)
             flushSoon()

@@ -34,6 +34,8 @@ final class ProxyLoop {
     var upstreamShares = UpstreamShares()
     /// Fills whose transfers are paused for their clients, keeping their connections.
     var heldTransfers = HeldTransfers<Fill>()
+    /// The warning for a client's download cut for others, once a second at most.
+    var cutWarnings = LogThrottle()
     private var connections: [ObjectIdentifier: ClientConnection] = [:]
     /// CONNECT tunnels; each still counts as an active connection.
     private var tunnels: [ObjectIdentifier: Tunnel] = [:]
