@@ -121,19 +121,15 @@ extension ClientConnection: RequestBodySource {
     func waitForShare(_ share: UpstreamShares.Key, why: UpstreamShares.Wait, exchange: Exchange) -> Bool {
         guard exchange.take(.shareAwaited) == .wait else { return false }
         if !proxy.upstreamShares.isWaitedFor(target: share.target) {
-            let message =
-                why == .clientShare
-                ? "a client's requests to one origin wait for its share of the connections"
-                : "requests to one origin wait for a connection: every one is taken"
             let inFlight = why == .clientShare ? proxy.upstreamShares.count(share) : proxy.upstreamShares.inFlight(target: share.target)
             proxy.logger.notice(
-                "\(message)",
+                "\(why.notice)",
                 metadata: [
                     "client": "\(peer.map(\.description) ?? "-")", "origin": "\(proxy.loggable(exchange.url?.authority ?? "-"))",
                     "in_flight": "\(inFlight)",
                 ])
         }
-        exchange.cacheStatus.detail = why == .clientShare ? "waited-for-client-share" : "waited-for-origin-connection"
+        exchange.cacheStatus.detail = why.detail
         proxy.telemetry.stats[.shareWaits].add(1)
         let id = proxy.upstreamShares.wait(share) { [weak self] in
             exchange.shareWait = nil
@@ -162,16 +158,12 @@ extension ClientConnection: RequestBodySource {
             guard let self else { return }
             leaveShareWait(exchange)
             guard exchange.waitsForShare, self.exchange === exchange, exchange.take(.shareTimedOut) == .respond else { return }
-            let origin = exchange.url?.authority ?? "the origin"
-            let message =
-                why == .clientShare
-                ? "Larder: waited \(timeout) for this client's share of the connections to \(origin)"
-                : "Larder: waited \(timeout) for a connection to \(origin)"
+            let message = why.timeoutMessage(timeout, origin: exchange.url?.authority ?? "the origin")
             exchange.failure = .timeout
             if exchange.headSent {
                 endIncomplete(exchange)
             } else {
-                exchange.cacheStatus.detail = why == .clientShare ? "client-share-timeout" : "origin-connection-timeout"
+                exchange.cacheStatus.detail = why.timeoutDetail
                 respondGenerated(status: 504, message: message, outcome: .error, cause: .timeout)
             }
             flushSoon()

@@ -79,6 +79,22 @@ struct UpstreamShares {
 
     enum Wait {
         case clientShare, originFull
+
+        /// The notice logged when an origin's queue begins.
+        var notice: String {
+            self == .clientShare
+                ? "a client's requests to one origin wait for its share of the connections"
+                : "requests to one origin wait for a connection: every one is taken"
+        }
+        /// `Cache-Status` detail while waiting, and after waiting too long.
+        var detail: String { self == .clientShare ? "waited-for-client-share" : "waited-for-origin-connection" }
+        var timeoutDetail: String { self == .clientShare ? "client-share-timeout" : "origin-connection-timeout" }
+        /// What the 504 after `timeout` says, for `origin`.
+        func timeoutMessage(_ timeout: Duration, origin: String) -> String {
+            self == .clientShare
+                ? "Larder: waited \(timeout) for this client's share of the connections to \(origin)"
+                : "Larder: waited \(timeout) for a connection to \(origin)"
+        }
     }
 
     /// Whether a probe for some client could find it at `limit` (a check without hashing).
