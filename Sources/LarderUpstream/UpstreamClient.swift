@@ -125,6 +125,10 @@ public final class UpstreamClient: UpstreamSockets.Owner {
         larder_multi_set_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, max(1, count))
     }
 
+    /// The delegates of the transfers in flight, in no particular order: a walk for a rare
+    /// decision (which transfer gives its connection up), not for every request.
+    public var activeDelegates: [any UpstreamTransferDelegate] { active.values.compactMap(\.delegate) }
+
     /// Starts a transfer; events go to `delegate` on this loop.
     public func start(_ request: UpstreamRequest, delegate: any UpstreamTransferDelegate) -> UpstreamTransfer {
         let handle = spareHandles.popLast() ?? EasyHandle(client: self)

@@ -179,6 +179,58 @@ extension IntegrationTests {
             #expect(cuts >= 2 && lines < cuts, "\(cuts) cuts, \(lines) lines")
         }
 
+        /// Review 66 F5 and F2: transfers that never pause for their clients (they store what
+        /// they fetch, or wait for a trickling origin) were never cut, so clients with two
+        /// addresses held every connection to an origin (or, through a parent, to every origin
+        /// behind it) while another client's request waited for its timeout. Once a request
+        /// has waited 5 s with no connection free, a transfer of a client holding at least two
+        /// more than the waiting one is cut; one, as that evens the share out.
+        @Test(arguments: [false, true]) func aClientHoldingMoreConnectionsGivesOneUpToAClientThatWaited(throughParent: Bool) throws {
+            let origin = try Origin()
+            let other = try Origin()
+            var parent: Larder?
+            var config = "[proxy]\nworkers = 1\n[upstream]\nmax_connections_per_host = 4\ntimeout = \"30s\"\n"
+            if throughParent {
+                let started = try Larder(config: "[proxy]\nworkers = 1\n")
+                config += "parent = \"http://127.0.0.1:\(started.proxyPort)\"\n"
+                parent = started
+            }
+            let larder = try Larder(config: config)
+            // 32 KiB/s: far above upstream.min_rate, and too little in 30 s to fill a buffer
+            // and pause; stored (cacheable) when direct, not through the parent.
+            let cacheability = throughParent ? "no-store" : "max-age=60"
+            var hogs: [RawConnection] = []
+            for (index, address) in ["127.0.0.1", "127.0.0.1", "127.0.0.3", "127.0.0.3"].enumerated() {
+                let connection = try RawConnection(port: larder.proxyPort, from: address, receiveTimeout: 10)
+                let url = origin.url("/trickle?size=\(4 << 20)&slow=2&cc=\(cacheability)&n=\(index)")
+                connection.send("GET \(url) HTTP/1.1\r\nHost: x\r\n\r\n")
+                hogs.append(connection)
+            }
+            #expect(hogs.allSatisfy { $0.hasInput(within: 3000) }, "the four downloads are under way, two per address")
+            let started = Date()
+            // Through the parent, another origin: the parent's connections are what is shared.
+            let target = (throughParent ? other : origin).url("/other?size=100")
+            let answer = try Curl.viaProxy(larder.proxy, ["--interface", "127.0.0.2", target], timeout: 25)
+            let waited = Date().timeIntervalSince(started)
+            #expect(answer.status == 200 && answer.body.count == 100, "\(answer.status)")
+            #expect(waited >= 4 && waited < 12, "answered after \(waited) s: once it waited 5 s, not at the 30 s timeout")
+            // (Through the parent, the parent's member comes first.)
+            #expect(answer.combined("cache-status")?.contains("detail=waited-for-origin-connection") == true)
+            let stats = try larder.stats().upstream
+            #expect(stats.overShareCuts == 1 && stats.slowClientCuts == 0, "\(String(describing: stats.overShareCuts))")
+            #expect(larder.child.stderr.contains("held more connections to the origin than another client that waited"))
+            // The cut download's response ends short: its connection closes; the others go on.
+            let closed = hogs.filter { hog in
+                var buffer = [UInt8](repeating: 0, count: 1 << 20)
+                for _ in 0..<40 where hog.hasInput(within: 50) {
+                    if recv(hog.fd, &buffer, buffer.count, 0) <= 0 { return true }
+                }
+                return false
+            }
+            #expect(closed.count == 1, "\(closed.count) of the downloads were cut")
+            withExtendedLifetime(parent) {}
+        }
+
         /// Review 67 N1: a request that stopped waiting for a connection (its client left, or
         /// it timed out) stayed on the origin's list until its turn came, which a client at its
         /// share never has: 40,000 such requests, each closed at once, made every fill's end to

@@ -55,4 +55,40 @@ import Testing
         held.resumed(newer, target: origin.target)
         #expect(held.toCut(target: origin.target, waiting: 1, free: 0, now: now) { counts[$0] ?? 0 } === victim)
     }
+
+    /// Transfers that never pause (they wait for their origin, or store what they fetch): one
+    /// is cut for a client that waited only if its own client holds at least two more fills
+    /// to the origin than the waiting client holding the fewest, and only once it has run the
+    /// limit; the busiest client's first, then the one fewest read, then the newest.
+    @Test func aRunningTransferIsCutOnlyForAClientHoldingTwoFewer() {
+        typealias Running = HeldTransfers<Transfer>.Running
+        let busy = UpstreamShares.Key(client: (0, 8), host: "example.org", port: 80)
+        let other = UpstreamShares.Key(client: (0, 9), host: "example.org", port: 80)
+        let old = Transfer()
+        let new = Transfer()
+        let joined = Transfer()
+        let young = Transfer()
+        let otherClients = Transfer()
+        let running = [
+            Running(holder: old, share: busy, began: 100, readers: 1),
+            Running(holder: new, share: busy, began: 300, readers: 1),
+            Running(holder: joined, share: busy, began: 400, readers: 3),
+            Running(holder: young, share: busy, began: 500, readers: 1),
+            Running(holder: otherClients, share: other, began: 0, readers: 1),
+        ]
+        var counts = [busy: 4, other: 2]
+        let now = 300 + limit
+        let held = { (key: UpstreamShares.Key) in counts[key] ?? 0 }
+        #expect(
+            HeldTransfers.overShare(running, fewest: 0, now: now, held: held) === new,
+            "the busiest client's newest of those that ran the limit, read by its client alone")
+        #expect(HeldTransfers.overShare(running, fewest: 1, now: now, held: held) === new)
+        #expect(HeldTransfers.overShare(running, fewest: 3, now: now, held: held) == nil, "it would hold no more than the waiter")
+        #expect(HeldTransfers.overShare(running, fewest: 0, now: 100 + limit - 1, held: held) === otherClients, "the rest too young")
+        #expect(HeldTransfers.overShare(running, fewest: 0, now: 99 + limit - 100, held: held) == nil, "none ran the limit")
+        #expect(HeldTransfers.overShare(Array(running.prefix(3)), fewest: 0, now: 400 + limit, held: held) === new, "fewest readers first")
+        counts = [busy: 2, other: 2]
+        #expect(HeldTransfers.overShare(running, fewest: 1, now: now, held: held) == nil, "each holds one more than the waiter: even")
+        #expect(HeldTransfers.overShare(running, fewest: 0, now: now, held: held) === new, "a tie of clients: the newest transfer")
+    }
 }

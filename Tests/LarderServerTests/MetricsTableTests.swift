@@ -31,7 +31,7 @@ import Testing
                 retriesTotal: n(), failures: Dictionary(uniqueKeysWithValues: Statistics.failureReasons.map { ($0, n()) }),
                 retryBudgetExhausted: n(), revalidated: n(), staleIfError: n(), backgroundRefreshes: n(), deadConnectionRetries: n(),
                 idleConnectionsClosed: Dictionary(uniqueKeysWithValues: IdleConnectionClose.allCases.map { ($0.rawValue, n()) }),
-                errors: n(), shareWaits: n(), slowClientCuts: n()),
+                errors: n(), shareWaits: n(), slowClientCuts: n(), overShareCuts: n()),
             invalidations: n(),
             connections: .init(active: n(), accepted: n(), rejected: n(), evictedIdle: n(), admin: n()),
             refused: .init(badRequests: n(), destinations: n(), proxyAuth: n()),

@@ -53,7 +53,7 @@ import Testing
         for key in [busy, busy, some, some] { shares.take(key) }
         var ran: [String] = []
         func park(_ key: UpstreamShares.Key, _ name: String) {
-            shares.wait(key) {
+            shares.wait(key, now: 0) {
                 ran.append(name)
                 return true
             }
@@ -103,13 +103,13 @@ import Testing
         for _ in 0..<3 {
             let slot = UncheckedCounter()
             ids.append(
-                shares.wait(key) {
+                shares.wait(key, now: 0) {
                     ran.append(slot.value)
                     return true
                 })
             slot.value = ids.last!
         }
-        let otherID = shares.wait(other) { true }
+        let otherID = shares.wait(other, now: 0) { true }
         #expect(shares.waiters(target: key.target) == 4 && ids == ids.sorted())
         shares.cancelWait(key, id: ids[1])
         shares.cancelWait(key, id: ids[1])  // once only
@@ -127,5 +127,25 @@ import Testing
 
     final class UncheckedCounter {
         var value: UInt64 = 0
+    }
+
+    /// How long the waiting clients have waited and what they hold decides whether a running
+    /// transfer is cut for them: the fewest held among clients whose oldest request waited
+    /// since the time asked, below their share.
+    @Test func theFewestHeldByAClientWaitingSinceLongEnough() {
+        var shares = UpstreamShares()
+        let early = UpstreamShares.Key(client: (0, 1), host: "example.org", port: 80)
+        let late = UpstreamShares.Key(client: (0, 2), host: "example.org", port: 80)
+        let full = UpstreamShares.Key(client: (0, 3), host: "example.org", port: 80)
+        for _ in 0..<2 { shares.take(early) }
+        for _ in 0..<3 { shares.take(full) }
+        shares.wait(early, now: 100) { true }
+        shares.wait(late, now: 500) { true }
+        shares.wait(full, now: 50) { true }
+        #expect(shares.fewestHeld(waitingSince: 99, target: early.target, share: 3) == nil, "no one waited that long")
+        #expect(shares.fewestHeld(waitingSince: 100, target: early.target, share: 3) == 2, "the client at its share does not count")
+        #expect(shares.fewestHeld(waitingSince: 500, target: early.target, share: 3) == 0)
+        let elsewhere = UpstreamShares.Key(client: (0, 1), host: "example.net", port: 80)
+        #expect(shares.fewestHeld(waitingSince: 500, target: elsewhere.target, share: 3) == nil)
     }
 }

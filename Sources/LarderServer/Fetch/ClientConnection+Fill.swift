@@ -2,6 +2,7 @@ import LarderCache
 import LarderHTTP
 import LarderIO
 import LarderUpstream
+import Logging
 
 /// Streaming a fill's response to this connection's client.
 extension ClientConnection: FillReader {
@@ -49,11 +50,17 @@ extension ClientConnection: FillReader {
             exchange.failure = .limit
             endIncomplete(exchange)
             flushSoon()
-        case .heldConnection:
+        case .heldConnection, .overShare:
             guard exchange.headSent else { return leaveFill(exchange, url: url, alone: true) }
             if let left = proxy.cutWarnings.allow(now: proxy.loop.now) {
+                let message: Logger.Message =
+                    if case .overShare = reason {
+                        "a download is cut: its client held more connections to the origin than another client that waited for one"
+                    } else {
+                        "a download its client read too slowly is cut: other requests waited for a connection to its origin"
+                    }
                 proxy.logger.warning(
-                    "a download its client read too slowly is cut: other requests waited for a connection to its origin",
+                    message,
                     metadata: [
                         "client": "\(peer.map(\.description) ?? "-")", "url": "\(proxy.loggable(url.description))",
                         "sent": "\(exchange.bodyBytesSent)", "not_logged_since_last": "\(left)",

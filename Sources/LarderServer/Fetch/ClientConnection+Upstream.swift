@@ -131,7 +131,7 @@ extension ClientConnection: RequestBodySource {
         }
         exchange.cacheStatus.detail = why.detail
         proxy.telemetry.stats[.shareWaits].add(1)
-        let id = proxy.upstreamShares.wait(share) { [weak self] in
+        let id = proxy.upstreamShares.wait(share, now: proxy.loop.now) { [weak self] in
             exchange.shareWait = nil
             // Answered meanwhile (its wait timed out), or its client left.
             guard exchange.waitsForShare, let self, self.exchange === exchange else { return false }
@@ -168,7 +168,9 @@ extension ClientConnection: RequestBodySource {
             }
             flushSoon()
         }
-        // Transfers that only wait for their clients give their connections up to it.
+        // Transfers that only wait for their clients give their connections up to it, now or
+        // at the loop's look at its queues; so does a client holding more than others.
+        proxy.watchWaits()
         if !proxy.heldTransfers.isEmpty { proxy.yieldConnection(to: share.target) }
         return true
     }

@@ -80,9 +80,11 @@ final class Fill: UpstreamTransferDelegate {
     /// (``UpstreamShares``), given back when its transfer ends.
     var share: UpstreamShares.Key?
     /// The origin of a transfer paused for its readers, listed as holding its connection
-    /// (``HeldTransfers``); the timer looks at the origin once it has been for the limit.
+    /// (``HeldTransfers``).
     private var heldTarget: Int?
-    private var heldTimer: EventLoop.TimerToken?
+    /// When the fill began (the loop's clock): a transfer running longer than
+    /// ``HeldTransfers/holdLimit`` may be cut for a client that waits (``HeldTransfers/overShare(_:fewest:now:held:)``).
+    let began: UInt64
     /// The transfer ended (``end()``): the next pass releases the key, after the sink stored the
     /// body. Until then the coalescer offers this fill to no one (``hasEnded``).
     private var releasesKey = false
@@ -131,6 +133,7 @@ final class Fill: UpstreamTransferDelegate {
         self.proxy = proxy
         fetch = UpstreamFetch(request: request, parents: options.parents, starter: starter ?? proxy.upstream)
         requestTime = Clocks.wallSeconds()
+        began = proxy.loop.now
         stamp = proxy.cache.storeStamp()
         self.settings = settings
     }
@@ -330,34 +333,33 @@ final class Fill: UpstreamTransferDelegate {
         }
     }
 
-    /// The transfer paused for its readers keeps its connection: listed, and looked at again
-    /// once it has waited ``HeldTransfers/holdLimit`` (others may wait for its origin by then).
+    /// The transfer paused for its readers keeps its connection: listed, so that while other
+    /// requests wait for its origin, the loop's look at them cuts it once it has waited
+    /// ``HeldTransfers/holdLimit`` (``ProxyLoop/yieldConnection(to:)``).
     private func holdConnection(_ share: UpstreamShares.Key) {
         guard heldTarget == nil else { return }
         heldTarget = share.target
         proxy.heldTransfers.paused(self, share: share, now: proxy.loop.now)
-        heldTimer = proxy.loop.schedule(afterNanos: HeldTransfers<Fill>.holdLimit) { [weak self] in
-            guard let self else { return }
-            heldTimer = nil
-            proxy.yieldConnection(to: share.target)
-        }
     }
 
     /// The transfer no longer waits for its readers (resumed or ended).
     private func stopHolding() {
         if let target = heldTarget { proxy.heldTransfers.resumed(self, target: target) }
         heldTarget = nil
-        if let heldTimer {
-            self.heldTimer = nil
-            proxy.loop.cancel(heldTimer)
-        }
     }
 
-    /// Cuts the transfer, held for its readers, to free its connection for requests waiting
-    /// for the origin (``HeldTransfers``): every reader's response ends incomplete.
-    func giveUpConnection() {
-        while let last = buffer.readers.indices.last { release(at: last, reason: .heldConnection) }
-        cancel(reason: "paused for its clients while other requests waited for its origin")
+    /// Cuts the transfer to free its connection for requests waiting for the origin
+    /// (``HeldTransfers``): every reader's response ends incomplete, for `reason`
+    /// (``FillRelease/heldConnection`` or ``FillRelease/overShare``).
+    func giveUpConnection(_ reason: FillRelease) {
+        while let last = buffer.readers.indices.last { release(at: last, reason: reason) }
+        let why =
+            if case .overShare = reason {
+                "its client held more of the origin's connections than another client that waited for one"
+            } else {
+                "paused for its clients while other requests waited for its origin"
+            }
+        cancel(reason: why)
     }
 
     /// While paused for the disk thread, look again every few milliseconds: its progress does

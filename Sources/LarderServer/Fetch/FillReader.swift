@@ -29,4 +29,8 @@ enum FillRelease {
     /// The transfer waited ``HeldTransfers/holdLimit`` for its readers while other requests
     /// waited for a connection to its origin: it was cut to free its connection.
     case heldConnection
+    /// The transfer's client held more of its origin's connections than another that waited
+    /// ``HeldTransfers/holdLimit`` for one: it was cut to free its connection
+    /// (``HeldTransfers/overShare(_:fewest:now:held:)``).
+    case overShare
 }

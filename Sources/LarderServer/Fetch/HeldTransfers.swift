@@ -12,6 +12,16 @@
 /// cut, and its clients' responses end incomplete. With no one waiting, a slow client keeps
 /// its transfer as long as it likes.
 ///
+/// Transfers that wait for their origin, or that store what they fetch, never pause: clients
+/// with several addresses asking a trickling origin of their own for bodies through a parent
+/// proxy (whose connections every origin behind it shares), or many large downloads of a slow
+/// origin, held every connection for as long as the transfers ran. So once a request has
+/// waited ``holdLimit`` with no connection free, a running transfer of the client holding the
+/// most fills to the origin is cut, if that client holds at least two more than the waiting
+/// client holding the fewest (``overShare(_:fewest:now:held:)``): the connections end up
+/// shared evenly among the clients that want them (max-min fair), and an honest client that
+/// holds no more than others loses nothing.
+///
 /// Generic over what holds the connection (a ``Fill``), so the choice is tested without one.
 /// State: loop-confined.
 struct HeldTransfers<Holder: AnyObject> {
@@ -69,5 +79,41 @@ struct HeldTransfers<Holder: AnyObject> {
             chosen = (entry, count)
         }
         return chosen?.entry.holder
+    }
+
+    /// A transfer running to the origin (``overShare(_:fewest:now:held:)``).
+    struct Running {
+        let holder: Holder
+        let share: UpstreamShares.Key
+        /// When its fill began (the loop's clock, nanoseconds).
+        let began: UInt64
+        /// Responses reading it: a cut ends each of them.
+        let readers: Int
+    }
+
+    /// The transfer to cut, at `now`, so that a client waiting since ``holdLimit`` ago gets a
+    /// connection, or nil: of the `running` transfers begun at least ``holdLimit`` ago, one
+    /// whose client holds (`held`) at least two more fills to the origin than `fewest` (the
+    /// waiting client holding the fewest), so that it still holds more after the cut. The
+    /// client holding the most first; then the transfer with the fewest readers (a client's
+    /// own download rather than one that others joined); then the newest (the least fetched
+    /// for nothing).
+    static func overShare(_ running: [Running], fewest: Int, now: UInt64, held: (UpstreamShares.Key) -> Int) -> Holder? {
+        var chosen: (transfer: Running, held: Int)?
+        for transfer in running where now >= transfer.began &+ holdLimit {
+            let count = held(transfer.share)
+            guard count >= fewest + 2 else { continue }
+            if let best = chosen {
+                if best.held != count {
+                    if best.held > count { continue }
+                } else if best.transfer.readers != transfer.readers {
+                    if best.transfer.readers < transfer.readers { continue }
+                } else if best.transfer.began >= transfer.began {
+                    continue
+                }
+            }
+            chosen = (transfer, count)
+        }
+        return chosen?.transfer.holder
     }
 }

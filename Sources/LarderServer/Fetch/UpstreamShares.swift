@@ -47,6 +47,8 @@ struct UpstreamShares {
     struct Waiter {
         /// Its place in the order of waits (``wait(_:resume:)``'s answer, for ``cancelWait(_:id:)``).
         let id: UInt64
+        /// When it began to wait (the loop's clock, nanoseconds).
+        let since: UInt64
         let resume: () -> Bool
     }
     /// Requests waiting, by origin, then by client, each client's oldest first: a choice walks
@@ -108,11 +110,11 @@ struct UpstreamShares {
     }
 
     /// Parks `resume` until the origin has a connection for it and its client is below its
-    /// share (``nextWaiting(target:share:perHost:)``); the wait's id, to cancel it.
+    /// share (``nextWaiting(target:share:perHost:)``), from `now`; the wait's id, to cancel it.
     @discardableResult
-    mutating func wait(_ key: Key, resume: @escaping () -> Bool) -> UInt64 {
+    mutating func wait(_ key: Key, now: UInt64, resume: @escaping () -> Bool) -> UInt64 {
         lastID += 1
-        waiting[key.target, default: [:]][key, default: []].append(Waiter(id: lastID, resume: resume))
+        waiting[key.target, default: [:]][key, default: []].append(Waiter(id: lastID, since: now, resume: resume))
         return lastID
     }
 
@@ -188,6 +190,20 @@ struct UpstreamShares {
 
     /// Whether any request waits for the origin `target`.
     func isWaitedFor(target: Int) -> Bool { waiting[target] != nil }
+
+    /// Of the clients with a request waiting for the origin `target` since `since` or before,
+    /// that a connection freed would let go on (below their `share`), the fewest fills one
+    /// holds to it; nil when none has waited that long (``HeldTransfers/overShare(_:fewest:now:held:)``).
+    func fewestHeld(waitingSince since: UInt64, target: Int, share: Int) -> Int? {
+        var fewest: Int?
+        for (client, queue) in waiting[target] ?? [:] {
+            let count = held[client, default: 0]
+            // A client's oldest request is first.
+            guard count < share, let first = queue.first, first.since <= since else { continue }
+            fewest = min(fewest ?? count, count)
+        }
+        return fewest
+    }
 
     /// Requests waiting for the origin `target` that a connection freed would let go on
     /// (their client is below its `share`).

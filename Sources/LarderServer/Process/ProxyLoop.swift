@@ -36,6 +36,9 @@ final class ProxyLoop {
     var heldTransfers = HeldTransfers<Fill>()
     /// The warning for a client's download cut for others, once a second at most.
     var cutWarnings = LogThrottle()
+    /// The look, every ``waitsLookInterval`` while requests wait for a connection, at which
+    /// transfers give theirs up (``yieldConnection(to:)``).
+    private var waitsLook: EventLoop.TimerToken?
     private var connections: [ObjectIdentifier: ClientConnection] = [:]
     /// CONNECT tunnels; each still counts as an active connection.
     private var tunnels: [ObjectIdentifier: Tunnel] = [:]
@@ -303,24 +306,76 @@ final class ProxyLoop {
         }
     }
 
-    /// Cuts transfers to the origin `target` that have waited too long for their clients, one
-    /// for each request waiting for a connection to it that no free connection serves
-    /// (``HeldTransfers``).
-    func yieldConnection(to target: Int) {
-        var listed = heldTransfers.count(target: target)
-        guard listed > 0 else { return }
+    /// How often the loop looks at its origins' queues while requests wait: a transfer paused
+    /// or a request waiting past ``HeldTransfers/holdLimit`` is acted on within this.
+    static var waitsLookInterval: UInt64 { HeldTransfers<Fill>.holdLimit / 5 }
+
+    /// Looks at the origins requests wait for every ``waitsLookInterval`` until none is
+    /// waited for (one timer for the loop, not one per paused transfer or waiting request).
+    func watchWaits() {
+        guard waitsLook == nil else { return }
+        waitsLook = loop.schedule(afterNanos: Self.waitsLookInterval) { [weak self] in
+            guard let self else { return }
+            waitsLook = nil
+            let targets = upstreamShares.waitingTargets
+            guard !targets.isEmpty else { return }
+            lookAtWaits(targets)
+            watchWaits()
+        }
+    }
+
+    /// Frees connections to the origins `targets` for requests that wait for one: transfers
+    /// paused too long (``yieldConnection(to:)``), then, for an origin where a request has
+    /// waited ``HeldTransfers/holdLimit`` and still no connection would be free, one running
+    /// transfer of a client holding at least two more fills to it than the waiting client
+    /// holding the fewest (``HeldTransfers/overShare(_:fewest:now:held:)``). The loop's
+    /// transfers are walked once, and only when some origin needs it.
+    private func lookAtWaits(_ targets: [Int]) {
+        var short: [Int: Int] = [:]
+        for target in targets {
+            if let fewest = yieldConnection(to: target) { short[target] = fewest }
+        }
+        guard !short.isEmpty else { return }
+        var running: [Int: [HeldTransfers<Fill>.Running]] = [:]
+        for case let fill as Fill in upstream.activeDelegates where !fill.hasEnded {
+            guard let share = fill.share, short[share.target] != nil else { continue }
+            running[share.target, default: []].append(
+                .init(holder: fill, share: share, began: fill.began, readers: fill.readerCount))
+        }
+        let now = loop.now
+        for (target, fewest) in short {
+            guard let transfers = running[target],
+                let fill = HeldTransfers.overShare(transfers, fewest: fewest, now: now, held: { upstreamShares.count($0) })
+            else { continue }
+            telemetry.stats[.overShareCuts].add(1)
+            fill.giveUpConnection(.overShare)
+        }
+    }
+
+    /// Cuts transfers to the origin `target` paused ``HeldTransfers/holdLimit`` for their
+    /// clients, one for each request waiting for a connection to it that no free connection
+    /// serves (``HeldTransfers``). Then, if such requests remain and one of them has waited
+    /// that long: the fewest fills a client with a request waiting that long holds to the
+    /// origin (nil: nothing more to do).
+    @discardableResult
+    func yieldConnection(to target: Int) -> Int? {
         // Counted once (a walk of the origin's waiters): each cut frees one more connection.
         let waiting = upstreamShares.eligibleWaiters(target: target, share: shareLimit)
         var free = perHostLimit - upstreamShares.inFlight(target: target)
+        guard waiting > free else { return nil }
+        let now = loop.now
+        var listed = heldTransfers.count(target: target)
         while listed > 0,
             let fill = heldTransfers.toCut(
-                target: target, waiting: waiting, free: free, now: loop.now, held: { upstreamShares.count($0) })
+                target: target, waiting: waiting, free: free, now: now, held: { upstreamShares.count($0) })
         {
             listed -= 1
             free += 1
             telemetry.stats[.slowClientCuts].add(1)
-            fill.giveUpConnection()
+            fill.giveUpConnection(.heldConnection)
         }
+        guard waiting > free, now >= HeldTransfers<Fill>.holdLimit else { return nil }
+        return upstreamShares.fewestHeld(waitingSince: now - HeldTransfers<Fill>.holdLimit, target: target, share: shareLimit)
     }
 
     /// Gives back a fill's share of its origin's connections (``UpstreamShares``) and, on the

@@ -56,10 +56,12 @@ public enum Counter: Int, CaseIterable, Sendable {
     /// Requests sent again at once on a new connection after a pooled one turned out dead.
     case deadConnectionRetries
     /// Requests that waited for their client's share of an origin's connections
-    /// (``UpstreamShares``), and transfers paused for slow clients cut to free a connection
-    /// others waited for (``HeldTransfers``).
+    /// (``UpstreamShares``); transfers paused for slow clients cut to free a connection
+    /// others waited for, and transfers of clients holding more connections than one that
+    /// waited (``HeldTransfers``).
     case shareWaits
     case slowClientCuts
+    case overShareCuts
     /// Requests sent to the next parent proxy after one could not be reached.
     case parentFailovers
     /// Requests refused for missing or wrong Proxy-Authorization.
@@ -207,6 +209,11 @@ public enum Counter: Int, CaseIterable, Sendable {
                 .counter, "larder_upstream_slow_client_cuts_total",
                 "Transfers paused 5 s for slow clients, cut to free their origin connection for requests that waited for one.",
                 .optional(\.upstream.slowClientCuts))
+        case .overShareCuts:
+            .init(
+                .counter, "larder_upstream_over_share_cuts_total",
+                "Transfers cut because their client held at least two more connections to the origin than another client that waited 5 s for one.",
+                .optional(\.upstream.overShareCuts))
         case .parentFailovers:
             .init(
                 .counter, "larder_parent_failovers_total", "Requests sent to the next parent proxy after one could not be reached.",

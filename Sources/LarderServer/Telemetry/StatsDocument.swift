@@ -162,11 +162,13 @@ public struct StatsDocument: Codable, Sendable, Equatable {
         /// Exchanges that failed for good without a usable response (no status: DNS, connect,
         /// timeout, reset, TLS...); nil from a daemon older than the field.
         public var errors: Int? = nil
-        /// Requests that waited for their client's share of an origin's connections, and
-        /// transfers paused for slow clients cut for others (nil from a daemon older than the
+        /// Requests that waited for their client's share of an origin's connections;
+        /// transfers paused for slow clients cut for others; transfers of clients holding more
+        /// connections than one that waited, cut for it (nil from a daemon older than the
         /// fields).
         public var shareWaits: Int? = nil
         public var slowClientCuts: Int? = nil
+        public var overShareCuts: Int? = nil
     }
 
     public struct Connections: Codable, Sendable, Equatable {
