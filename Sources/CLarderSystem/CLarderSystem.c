@@ -7,6 +7,8 @@
 #include <unistd.h>
 #include <signal.h>
 #include <sys/syscall.h>
+#include <sys/ioctl.h>
+#include <linux/sockios.h>
 
 int larder_available_cpus(void) {
     cpu_set_t set;
@@ -31,6 +33,10 @@ int larder_dup3_cloexec(int source, int target) {
 
 int larder_memfd_create(const char *name) {
     return memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+}
+
+int larder_unsent_bytes(int fd, int *bytes) {
+    return ioctl(fd, SIOCOUTQ, bytes);
 }
 
 int larder_fs_magic(int fd, long *magic) {

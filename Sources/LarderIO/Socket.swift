@@ -122,6 +122,14 @@ public struct Socket: Sendable, Hashable {
         return value
     }
 
+    /// The bytes written that the peer has not acknowledged yet (SIOCOUTQ), or nil when the
+    /// kernel cannot say: what a client has really received is what was written less these.
+    public func unsentBytes() -> Int? {
+        var bytes: Int32 = 0
+        guard (try? Syscall.call("ioctl(SIOCOUTQ)") { larder_unsent_bytes(fd, &bytes) }) != nil else { return nil }
+        return Int(bytes)
+    }
+
     /// The local address the socket is bound to.
     public func localAddress() throws(SystemError) -> SocketAddress? {
         var storage = sockaddr_storage()

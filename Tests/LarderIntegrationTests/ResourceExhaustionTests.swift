@@ -231,6 +231,51 @@ extension IntegrationTests {
             withExtendedLifetime(parent) {}
         }
 
+        /// Review 66 F3: a client reading at 200 KiB/s was cut as if it had stopped: the
+        /// socket's buffers move the position Larder sees in megabyte steps, so its transfer
+        /// stayed paused past 5 s. What the client really received (the socket's unsent bytes
+        /// taken off) is measured: it is spared. Holding no more than the others, it loses
+        /// nothing to the over-share cut either; the request that waits times out.
+        @Test func aClientReadingSlowlyButSteadilyIsNotCut() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: "[proxy]\nworkers = 1\n[upstream]\nmax_connections_per_host = 2\ntimeout = \"12s\"\n")
+            // Reads 180 KiB a second, paced in small reads (as a slow link delivers).
+            let script = """
+                import socket, sys, time
+                port, url, rate, seconds = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+                s = socket.create_connection(("127.0.0.1", port))
+                s.sendall(b"GET %s HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n" % url.encode())
+                start = time.monotonic(); got = 0
+                while time.monotonic() - start < seconds:
+                    allowed = int(rate * (time.monotonic() - start)) - got
+                    if allowed <= 0:
+                        time.sleep(0.01)
+                        continue
+                    data = s.recv(min(allowed, 65536))
+                    if not data:
+                        break
+                    got += len(data)
+                    print(got, flush=True)
+                """
+            let url = origin.url("/steady?size=\(64 << 20)&cc=no-store")
+            let reader = try ChildProcess("/usr/bin/python3", ["-c", script, "\(larder.proxyPort)", url, "\(180 << 10)", "40"])
+            defer { _ = reader.stop(grace: 2) }
+            // The origin's other connection: a transfer that trickles, from another address.
+            let trickle = try RawConnection(port: larder.proxyPort, from: "127.0.0.3", receiveTimeout: 10)
+            trickle.send("GET \(origin.url("/trickle?size=\(4 << 20)&slow=2&cc=no-store")) HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(trickle.hasInput(within: 3000))
+            usleep(1_000_000)
+            let waiting = try Curl.viaProxy(larder.proxy, ["--interface", "127.0.0.2", origin.url("/other?size=100")], timeout: 20)
+            #expect(waiting.status == 504, "no connection was given up: \(waiting.status)")
+            #expect(waiting.header("cache-status")?.contains("detail=origin-connection-timeout") == true)
+            let stats = try larder.stats().upstream
+            #expect(stats.slowClientCuts == 0 && stats.overShareCuts == 0, "\(String(describing: stats.slowClientCuts))")
+            #expect(reader.isRunning, "the steady reader's download goes on")
+            let received = reader.stdout.split(separator: "\n").last.flatMap { Int($0) } ?? 0
+            #expect(received > 1_500_000, "it received \(received) bytes")
+            withExtendedLifetime(trickle) {}
+        }
+
         /// Review 67 N1: a request that stopped waiting for a connection (its client left, or
         /// it timed out) stayed on the origin's list until its turn came, which a client at its
         /// share never has: 40,000 such requests, each closed at once, made every fill's end to

@@ -91,4 +91,36 @@ import Testing
         #expect(HeldTransfers.overShare(running, fewest: 1, now: now, held: held) == nil, "each holds one more than the waiter: even")
         #expect(HeldTransfers.overShare(running, fewest: 0, now: now, held: held) === new, "a tie of clients: the newest transfer")
     }
+
+    /// The socket's buffers move a slow reader's position in steps longer than the limit: what
+    /// its client really received is measured over at least a second, and a client taking at
+    /// least the resume amount per limit (~150 KiB/s) is spared; one taking less is cut; one
+    /// not yet measured waits for a second look.
+    @Test func aPausedTransferWhoseClientStillReceivesIsSpared() {
+        var held = HeldTransfers<Transfer>()
+        let reading = Transfer()
+        let stalled = Transfer()
+        held.paused(reading, share: origin, now: 0)
+        held.paused(stalled, share: origin, now: 0)
+        let span = HeldTransfers<Transfer>.measureSpan
+        let perSpan = Int((HeldTransfers<Transfer>.minimumRate * Double(span) / 1e9).rounded(.up))
+        var received: [ObjectIdentifier: Int] = [ObjectIdentifier(reading): 1_000, ObjectIdentifier(stalled): 5_000]
+        let delivered = { (transfer: Transfer) in received[ObjectIdentifier(transfer)] }
+        func cut(_ waiting: Int, at now: UInt64) -> Transfer? {
+            held.toCut(target: origin.target, waiting: waiting, free: 0, now: now, held: { _ in 1 }, delivered: delivered)
+        }
+        let first = limit + 1
+        #expect(cut(2, at: first) == nil, "marked, not judged")
+        received[ObjectIdentifier(reading)] = 1_000 + perSpan
+        let early = first + span - 1
+        #expect(cut(2, at: early) == nil, "too soon")
+        let later = first + span
+        #expect(cut(2, at: later) === stalled)
+        held.resumed(stalled, target: origin.target)
+        // The reader's mark moved on: it must keep the rate from there.
+        received[ObjectIdentifier(reading)] = 1_000 + perSpan + perSpan / 2
+        let next = later + span
+        #expect(cut(1, at: next) === reading, "slowed")
+        #expect(held.toCut(target: origin.target, waiting: 1, free: 0, now: next) { _ in 1 } === reading, "unmeasured: the pause decides")
+    }
 }

@@ -41,6 +41,10 @@ int larder_memfd_create(const char *name);
 /// in `magic`. -1 and errno on failure.
 int larder_fs_magic(int fd, long *magic);
 
+/// SIOCOUTQ: the bytes written to socket `fd` that its peer has not yet acknowledged (still in
+/// the kernel's send queue), in `bytes`. -1 and errno on failure.
+int larder_unsent_bytes(int fd, int *bytes);
+
 /// Seals a memory file against any change of size or content (F_SEAL_SHRINK, F_SEAL_GROW,
 /// F_SEAL_WRITE, F_SEAL_SEAL): a mapping of it can then never see its bytes change nor fault
 /// past its end (SIGBUS). -1 and errno on failure.

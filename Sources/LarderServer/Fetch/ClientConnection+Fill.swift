@@ -22,6 +22,11 @@ extension ClientConnection: FillReader {
         }
     }
 
+    func delivered(upTo position: Int) -> Int? {
+        guard let unsent = socket.unsentBytes() else { return nil }
+        return position - pendingOutputBytes - unsent
+    }
+
     func fillReleased(_ fill: Fill, reason: FillRelease) {
         guard let exchange, exchange.fill === fill, let url = exchange.url else { return }
         if exchange.slices != nil {

@@ -342,6 +342,13 @@ final class Fill: UpstreamTransferDelegate {
         proxy.heldTransfers.paused(self, share: share, now: proxy.loop.now)
     }
 
+    /// The bytes of the body the slowest reader's client has really received (the reader
+    /// the transfer is paused for), or nil when it cannot tell (``FillReader/delivered(upTo:)``).
+    func slowestDelivered() -> Int? {
+        guard let slowest = buffer.readers.min(by: { $0.position < $1.position }) else { return nil }
+        return slowest.reader.delivered(upTo: slowest.position)
+    }
+
     /// The transfer no longer waits for its readers (resumed or ended).
     private func stopHolding() {
         if let target = heldTarget { proxy.heldTransfers.resumed(self, target: target) }

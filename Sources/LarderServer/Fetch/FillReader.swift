@@ -11,6 +11,14 @@ protocol FillReader: AnyObject {
     func fillDidReceiveInterim(_ fill: Fill, head: ResponseHead)
     /// The response may not go to this reader; the fill has already forgotten it.
     func fillReleased(_ fill: Fill, reason: FillRelease)
+    /// Of the body up to `position` (what this reader took), the bytes its client has really
+    /// received: less what still waits in the reader's own queue and the socket's (nil: it
+    /// cannot tell). Asked only when a paused transfer may be cut (``HeldTransfers``).
+    func delivered(upTo position: Int) -> Int?
+}
+
+extension FillReader {
+    func delivered(upTo position: Int) -> Int? { nil }
 }
 
 /// Why a reader was let go by a fill.

@@ -10,7 +10,10 @@
 /// while requests wait that no free connection serves, a transfer that has waited
 /// ``holdLimit`` for its clients (they took less than the 768 KiB that would resume it) is
 /// cut, and its clients' responses end incomplete. With no one waiting, a slow client keeps
-/// its transfer as long as it likes.
+/// its transfer as long as it likes. The socket's buffers move what a client takes in steps
+/// of a megabyte or so, so a pause alone made readers up to ~250 KiB/s look stalled: a
+/// transfer is cut only once its slowest client has also received (by the socket's unsent
+/// bytes) less than ``minimumRate`` over at least ``measureSpan``, measured at the loop's looks.
 ///
 /// Transfers that wait for their origin, or that store what they fetch, never pause: clients
 /// with several addresses asking a trickling origin of their own for bodies through a parent
@@ -32,10 +35,19 @@ struct HeldTransfers<Holder: AnyObject> {
         /// and the address whose fills to it are counted.
         let share: UpstreamShares.Key
         let since: UInt64
+        /// What its slowest client had received, and when (``toCut(target:waiting:free:now:held:delivered:)``
+        /// measures from it).
+        var mark: (delivered: Int, at: UInt64)?
     }
 
     /// How long a transfer may wait for its clients while others wait for its origin.
     static var holdLimit: UInt64 { 5_000_000_000 }
+    /// The shortest time a client's reading is measured over before its transfer is cut.
+    static var measureSpan: UInt64 { 1_000_000_000 }
+    /// Bytes a second a client must receive for its paused transfer to be spared: what
+    /// resumes a transfer (``FillBuffer/highWater`` less ``FillBuffer/lowWater``) per
+    /// ``holdLimit``, ~150 KiB/s.
+    static var minimumRate: Double { Double(FillBuffer.highWater - FillBuffer.lowWater) / (Double(holdLimit) / 1e9) }
 
     /// One per paused transfer, by origin (``UpstreamShares/Key/target``): a choice reads one
     /// origin's, at most about its connections.
@@ -69,11 +81,31 @@ struct HeldTransfers<Holder: AnyObject> {
     /// `waiting` for a connection to it (that one would let go on) are no more than the
     /// connections `free`; otherwise the one, paused for at least ``holdLimit``, whose client
     /// holds the most fills to the origin (`held`: ``UpstreamShares/count(_:)``), the longest
-    /// paused of those.
-    func toCut(target: Int, waiting: Int, free: Int, now: UInt64, held: (UpstreamShares.Key) -> Int) -> Holder? {
-        guard waiting > free, let paused = entries[target] else { return nil }
+    /// paused of those. A transfer whose slowest client received (`delivered`:
+    /// ``Fill/slowestDelivered()``) at least ``minimumRate`` since the last mark, at least
+    /// ``measureSpan`` ago, is spared and marked anew; one not yet measured that long is marked
+    /// and not cut yet; one that cannot be measured (nil) is judged by its pause alone.
+    mutating func toCut(
+        target: Int, waiting: Int, free: Int, now: UInt64, held: (UpstreamShares.Key) -> Int,
+        delivered: (Holder) -> Int? = { _ in nil }
+    ) -> Holder? {
+        guard waiting > free, let index = entries.index(forKey: target) else { return nil }
         var chosen: (entry: Entry, held: Int)?
-        for entry in paused where now >= entry.since &+ Self.holdLimit {
+        for slot in entries.values[index].indices {
+            let entry = entries.values[index][slot]
+            let received = delivered(entry.holder)
+            if let received {
+                guard let mark = entry.mark, now >= mark.at &+ Self.measureSpan else {
+                    if entry.mark == nil { entries.values[index][slot].mark = (received, now) }
+                    continue
+                }
+                let seconds = Double(now - mark.at) / 1e9
+                if Double(received - mark.delivered) >= Self.minimumRate * seconds {
+                    entries.values[index][slot].mark = (received, now)
+                    continue
+                }
+            }
+            guard now >= entry.since &+ Self.holdLimit else { continue }
             let count = held(entry.share)
             if let best = chosen, best.held > count || (best.held == count && best.entry.since <= entry.since) { continue }
             chosen = (entry, count)

@@ -367,7 +367,8 @@ final class ProxyLoop {
         var listed = heldTransfers.count(target: target)
         while listed > 0,
             let fill = heldTransfers.toCut(
-                target: target, waiting: waiting, free: free, now: now, held: { upstreamShares.count($0) })
+                target: target, waiting: waiting, free: free, now: now, held: { upstreamShares.count($0) },
+                delivered: { $0.slowestDelivered() })
         {
             listed -= 1
             free += 1
