@@ -231,6 +231,61 @@ extension IntegrationTests {
             withExtendedLifetime(parent) {}
         }
 
+        /// Review 68 F1: a request whose head had not come was cut for a share, and its reader
+        /// sent it again (a POST too): the new request took the connection back, and every
+        /// request was sent again about every 5 s while anyone waited. A request cut before
+        /// its head is answered 503 with Retry-After, and the origin sees it once.
+        @Test func aRequestCutBeforeItsHeadIsAnsweredNotSentAgain() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: "[proxy]\nworkers = 1\n[upstream]\nmax_connections_per_host = 4\ntimeout = \"30s\"\n")
+            var slow: [(connection: RawConnection, path: String)] = []
+            for (index, address) in ["127.0.0.1", "127.0.0.1", "127.0.0.3", "127.0.0.3"].enumerated() {
+                let connection = try RawConnection(port: larder.proxyPort, from: address, receiveTimeout: 10)
+                let path = "/slowhead?delay=14&cc=no-store&n=\(index)"
+                let method = index == 0 ? "POST" : "GET"
+                connection.send("\(method) \(origin.url(path)) HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello")
+                slow.append((connection, path))
+            }
+            usleep(500_000)
+            let started = Date()
+            let answer = try Curl.viaProxy(larder.proxy, ["--interface", "127.0.0.2", origin.url("/other?size=100")], timeout: 25)
+            let waited = Date().timeIntervalSince(started)
+            #expect(answer.status == 200 && waited < 10, "\(answer.status) after \(waited) s")
+            usleep(1_500_000)
+            let cut = slow.filter { $0.connection.hasInput(within: 0) }
+            #expect(cut.count == 1, "one request cut for the waiting client: \(cut.count)")
+            if let first = cut.first {
+                let response = try first.connection.readResponse()
+                #expect(response.status == 503 && response.header("retry-after") == "5", "\(response.status)")
+            }
+            for request in slow { #expect(try origin.count(request.path) == 1, "\(request.path) sent once") }
+            #expect(try larder.stats().upstream.overShareCuts == 1)
+            #expect(larder.child.stderr.contains("a request is cut: its client held more connections"))
+        }
+
+        /// Review 68 F3: one address asking for a small URL every few seconds had an honest
+        /// client's large downloads cut again and again (each cut threw tens of megabytes
+        /// away for a request that needed a connection for a millisecond). A transfer whose
+        /// body moves is never cut for a share: the waiting request waits its turn.
+        @Test func aDownloadThatMovesIsNotCutForAShare() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: "[proxy]\nworkers = 1\n[upstream]\nmax_connections_per_host = 4\ntimeout = \"9s\"\n")
+            var holders: [RawConnection] = []
+            // Two downloads of ~1.3 MB/s from one address (stored as they come), and one
+            // trickle from each of two others.
+            for (index, address) in ["127.0.0.5", "127.0.0.5", "127.0.0.1", "127.0.0.3"].enumerated() {
+                let connection = try RawConnection(port: larder.proxyPort, from: address, receiveTimeout: 10)
+                let query = index < 2 ? "size=\(40 << 20)&slow=0.05&cc=max-age=60" : "size=\(4 << 20)&slow=2&cc=no-store"
+                connection.send("GET \(origin.url("/held?\(query)&n=\(index)")) HTTP/1.1\r\nHost: x\r\n\r\n")
+                holders.append(connection)
+            }
+            #expect(holders.allSatisfy { $0.hasInput(within: 3000) }, "the four transfers are under way")
+            let answer = try Curl.viaProxy(larder.proxy, ["--interface", "127.0.0.2", origin.url("/other?size=100")], timeout: 20)
+            #expect(answer.status == 504, "it waited for its turn: \(answer.status)")
+            #expect(try larder.stats().upstream.overShareCuts == 0)
+            #expect(!larder.child.stderr.contains("is cut"))
+        }
+
         /// Review 66 F3: a client reading at 200 KiB/s was cut as if it had stopped: the
         /// socket's buffers move the position Larder sees in megabyte steps, so its transfer
         /// stayed paused past 5 s. What the client really received (the socket's unsent bytes

@@ -57,9 +57,10 @@ import Testing
     }
 
     /// Transfers that never pause (they wait for their origin, or store what they fetch): one
-    /// is cut for a client that waited only if its own client holds at least two more fills
-    /// to the origin than the waiting client holding the fewest, and only once it has run the
-    /// limit; the busiest client's first, then the one fewest read, then the newest.
+    /// that barely moves is cut for a client that waited only if its own client holds at least
+    /// two more fills to the origin than the waiting client holding the fewest, and only once
+    /// it has run the limit; the busiest client's first, then the one fewest read, then the
+    /// newest. One whose body moves is never cut for a share.
     @Test func aRunningTransferIsCutOnlyForAClientHoldingTwoFewer() {
         typealias Running = HeldTransfers<Transfer>.Running
         let busy = UpstreamShares.Key(client: (0, 8), host: "example.org", port: 80)
@@ -70,11 +71,11 @@ import Testing
         let young = Transfer()
         let otherClients = Transfer()
         let running = [
-            Running(holder: old, share: busy, began: 100, readers: 1),
-            Running(holder: new, share: busy, began: 300, readers: 1),
-            Running(holder: joined, share: busy, began: 400, readers: 3),
-            Running(holder: young, share: busy, began: 500, readers: 1),
-            Running(holder: otherClients, share: other, began: 0, readers: 1),
+            Running(holder: old, share: busy, began: 100, readers: 1, received: 0),
+            Running(holder: new, share: busy, began: 300, readers: 1, received: 0),
+            Running(holder: joined, share: busy, began: 400, readers: 3, received: 0),
+            Running(holder: young, share: busy, began: 500, readers: 1, received: 0),
+            Running(holder: otherClients, share: other, began: 0, readers: 1, received: 0),
         ]
         var counts = [busy: 4, other: 2]
         let now = 300 + limit
@@ -87,6 +88,11 @@ import Testing
         #expect(HeldTransfers.overShare(running, fewest: 0, now: 100 + limit - 1, held: held) === otherClients, "the rest too young")
         #expect(HeldTransfers.overShare(running, fewest: 0, now: 99 + limit - 100, held: held) == nil, "none ran the limit")
         #expect(HeldTransfers.overShare(Array(running.prefix(3)), fewest: 0, now: 400 + limit, held: held) === new, "fewest readers first")
+        let atRate = Int(HeldTransfers<Transfer>.minimumRate * Double(now - 300) / 1e9)
+        let moving = Running(holder: new, share: busy, began: 300, readers: 1, received: atRate + 1)
+        let slow = Running(holder: old, share: busy, began: 300, readers: 1, received: atRate - 1)
+        #expect(HeldTransfers.overShare([moving], fewest: 0, now: now, held: held) == nil, "its body moves: never cut for a share")
+        #expect(HeldTransfers.overShare([moving, slow], fewest: 0, now: now, held: held) === old, "a body that trickles is")
         counts = [busy: 2, other: 2]
         #expect(HeldTransfers.overShare(running, fewest: 1, now: now, held: held) == nil, "each holds one more than the waiter: even")
         #expect(HeldTransfers.overShare(running, fewest: 0, now: now, held: held) === new, "a tie of clients: the newest transfer")

@@ -56,14 +56,16 @@ extension ClientConnection: FillReader {
             endIncomplete(exchange)
             flushSoon()
         case .heldConnection, .overShare:
-            guard exchange.headSent else { return leaveFill(exchange, url: url, alone: true) }
+            let overShare = if case .overShare = reason { true } else { false }
+            // A transfer paused for its readers has a head; one cut for a share may not: its
+            // request is answered, never sent again (it may not be idempotent, RFC 9110
+            // §9.2.2, and sent again it would take the connection back).
+            guard exchange.headSent || overShare else { return leaveFill(exchange, url: url, alone: true) }
             if let left = proxy.cutWarnings.allow(now: proxy.loop.now) {
                 let message: Logger.Message =
-                    if case .overShare = reason {
-                        "a download is cut: its client held more connections to the origin than another client that waited for one"
-                    } else {
-                        "a download its client read too slowly is cut: other requests waited for a connection to its origin"
-                    }
+                    overShare
+                    ? "a request is cut: its client held more connections to the origin than another client that waited for one"
+                    : "a download its client read too slowly is cut: other requests waited for a connection to its origin"
                 proxy.logger.warning(
                     message,
                     metadata: [
@@ -72,6 +74,15 @@ extension ClientConnection: FillReader {
                     ])
             }
             exchange.failure = .limit
+            guard exchange.headSent else {
+                exchange.take(.fillLeft)
+                exchange.cacheStatus.detail = "connection-share-cut"
+                respondGenerated(
+                    status: 503, message: "Larder: this client held more connections to \(url.authority) than another that waited for one",
+                    outcome: .error, cause: .limit, extra: [("Retry-After", "5")])
+                flushSoon()
+                return
+            }
             endIncomplete(exchange)
             flushSoon()
         }

@@ -16,14 +16,14 @@
 /// bytes) less than ``minimumRate`` over at least ``measureSpan``, measured at the loop's looks.
 ///
 /// Transfers that wait for their origin, or that store what they fetch, never pause: clients
-/// with several addresses asking a trickling origin of their own for bodies through a parent
-/// proxy (whose connections every origin behind it shares), or many large downloads of a slow
-/// origin, held every connection for as long as the transfers ran. So once a request has
-/// waited ``holdLimit`` with no connection free, a running transfer of the client holding the
-/// most fills to the origin is cut, if that client holds at least two more than the waiting
-/// client holding the fewest (``overShare(_:fewest:now:held:)``): the connections end up
-/// shared evenly among the clients that want them (max-min fair), and an honest client that
-/// holds no more than others loses nothing.
+/// with several addresses asking an origin of their own for heads that do not come or bodies
+/// that trickle, through a parent proxy (whose connections every origin behind it shares),
+/// held every connection for as long as the transfers ran. So once a request has waited
+/// ``holdLimit`` with no connection free, a running transfer that barely uses its connection,
+/// of the client holding the most fills to the origin, is cut if that client holds at least
+/// two more than the waiting client holding the fewest (``overShare(_:fewest:now:held:)``):
+/// such connections end up shared evenly among the clients that want them, and an honest
+/// client that holds no more than others, or whose downloads move, loses nothing.
 ///
 /// Generic over what holds the connection (a ``Fill``), so the choice is tested without one.
 /// State: loop-confined.
@@ -121,18 +121,24 @@ struct HeldTransfers<Holder: AnyObject> {
         let began: UInt64
         /// Responses reading it: a cut ends each of them.
         let readers: Int
+        /// Body bytes it has received from the origin.
+        let received: Int
     }
 
     /// The transfer to cut, at `now`, so that a client waiting since ``holdLimit`` ago gets a
-    /// connection, or nil: of the `running` transfers begun at least ``holdLimit`` ago, one
-    /// whose client holds (`held`) at least two more fills to the origin than `fewest` (the
-    /// waiting client holding the fewest), so that it still holds more after the cut. The
-    /// client holding the most first; then the transfer with the fewest readers (a client's
-    /// own download rather than one that others joined); then the newest (the least fetched
-    /// for nothing).
+    /// connection, or nil: of the `running` transfers begun at least ``holdLimit`` ago that
+    /// barely use their connection (less than ``minimumRate`` received on average: a head
+    /// that does not come, or a body that trickles), one whose client holds (`held`) at least
+    /// two more fills to the origin than `fewest` (the waiting client holding the fewest), so
+    /// that it still holds more after the cut. A transfer moving its body faster is never cut
+    /// for a share: what a waiting request would gain is less than what the cut would throw
+    /// away. The client holding the most first; then the transfer with the fewest readers (a
+    /// client's own request rather than one that others joined); then the newest.
     static func overShare(_ running: [Running], fewest: Int, now: UInt64, held: (UpstreamShares.Key) -> Int) -> Holder? {
         var chosen: (transfer: Running, held: Int)?
         for transfer in running where now >= transfer.began &+ holdLimit {
+            let seconds = Double(now - transfer.began) / 1e9
+            guard Double(transfer.received) < minimumRate * seconds else { continue }
             let count = held(transfer.share)
             guard count >= fewest + 2 else { continue }
             if let best = chosen {

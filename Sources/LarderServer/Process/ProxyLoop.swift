@@ -340,7 +340,7 @@ final class ProxyLoop {
         for case let fill as Fill in upstream.activeDelegates where !fill.hasEnded {
             guard let share = fill.share, short[share.target] != nil else { continue }
             running[share.target, default: []].append(
-                .init(holder: fill, share: share, began: fill.began, readers: fill.readerCount))
+                .init(holder: fill, share: share, began: fill.began, readers: fill.readerCount, received: fill.received))
         }
         let now = loop.now
         for (target, fewest) in short {
