@@ -18,6 +18,7 @@ import Testing
         freshnessLifetime: 60, correctedInitialAge: 0)
 
     static let stream = DiskBodyStream(stored: entry, first: 0, count: 3)
+    static let shareWait = Exchange.ShareWait(key: UpstreamShares.Key(client: (0, 1), host: "example.org", port: 80), id: 1)
 
     /// Runs `body` with a fill made on a pipeline's loop (the steps only carry it) and lets go
     /// of it on that loop.
@@ -41,8 +42,8 @@ import Testing
             ("slicingChecking", .slicing(Exchange.SliceProgress(disk: .pending))),
             ("slicingFill", .slicing(Exchange.SliceProgress(fill: attachment))),
             ("slicingDisk", .slicing(Exchange.SliceProgress(diskBody: stream))),
-            ("waitingForShare", .waitingForShare(after: .lookingUp(checked: nil, alone: true))),
-            ("waitingForShareSlicing", .waitingForShare(after: .slicing(Exchange.SliceProgress(headQueued: true)))),
+            ("waitingForShare", .waitingForShare(after: .lookingUp(checked: nil, alone: true), wait: shareWait)),
+            ("waitingForShareSlicing", .waitingForShare(after: .slicing(Exchange.SliceProgress(headQueued: true)), wait: shareWait)),
             ("tunnelling", .tunnelling),
             ("finished", .finished),
         ]
@@ -82,7 +83,7 @@ import Testing
             .routed, .connectAccepted, .bodyNeeded, .bodyRead(tooLargeToKey: false), .diskCheckStarted, .diskChecked(.dropped),
             .attached(fill), .sliceFillAttached(fill), .sliceFillWhole, .sliceFillLeft(alone: true), .fillLeft,
             .diskBodyStarted(stream), .diskBodyEnded, .slicesBegun, .sliceHeadQueued, .released(alone: false), .headQueued,
-            .shareAwaited, .shareGiven, .shareTimedOut, .fillProgressed(FillNews()), .finished,
+            .shareAwaited(shareWait), .shareGiven, .shareTimedOut, .fillProgressed(FillNews()), .finished,
         ]
     }
 
@@ -397,15 +398,16 @@ import Testing
         let head = RequestHead(method: .get, target: .origin("/a"), version: .http1_1, headers: [:])
         let exchange = Exchange(head: head, startNanos: 0, runtime: RuntimeConfig(config: Config()))
         exchange.take(.routed)
-        #expect(exchange.take(.shareAwaited) == .wait && exchange.waitsForShare && !exchange.headSent)
-        #expect(exchange.take(.shareGiven) == .forward && exchange.stage == .lookingUp)
+        #expect(exchange.take(.shareAwaited(Self.shareWait)) == .wait && exchange.waitsForShare && !exchange.headSent)
+        #expect(exchange.shareWait == Self.shareWait, "the wait's place is the stage's")
+        #expect(exchange.take(.shareGiven) == .forward && exchange.stage == .lookingUp && exchange.shareWait == nil)
 
         let sliced = Exchange(head: head, startNanos: 0, runtime: RuntimeConfig(config: Config()))
         sliced.take(.routed)
         sliced.take(.slicesBegun)
         sliced.take(.sliceFillLeft(alone: true))
         sliced.take(.sliceHeadQueued)
-        #expect(sliced.take(.shareAwaited) == .wait)
+        #expect(sliced.take(.shareAwaited(Self.shareWait)) == .wait)
         #expect(sliced.waitsForShare && sliced.headSent && sliced.goAlone, "what the walk carried is kept while it waits")
         #expect(sliced.attachment == nil && sliced.diskBody == nil)
         #expect(sliced.take(.shareTimedOut) == .respond && sliced.stage == .slicing && sliced.headSent)

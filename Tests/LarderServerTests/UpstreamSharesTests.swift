@@ -53,7 +53,7 @@ import Testing
         for key in [busy, busy, some, some] { shares.take(key) }
         var ran: [String] = []
         func park(_ key: UpstreamShares.Key, _ name: String) {
-            shares.wait(key, now: 0) {
+            shares.wait(key, now: 0, until: .max) {
                 ran.append(name)
                 return true
             }
@@ -103,13 +103,13 @@ import Testing
         for _ in 0..<3 {
             let slot = UncheckedCounter()
             ids.append(
-                shares.wait(key, now: 0) {
+                shares.wait(key, now: 0, until: .max) {
                     ran.append(slot.value)
                     return true
                 })
             slot.value = ids.last!
         }
-        let otherID = shares.wait(other, now: 0) { true }
+        let otherID = shares.wait(other, now: 0, until: .max) { true }
         #expect(shares.waiters(target: key.target) == 4 && ids == ids.sorted())
         shares.cancelWait(key, id: ids[1])
         shares.cancelWait(key, id: ids[1])  // once only
@@ -139,13 +139,31 @@ import Testing
         let full = UpstreamShares.Key(client: (0, 3), host: "example.org", port: 80)
         for _ in 0..<2 { shares.take(early) }
         for _ in 0..<3 { shares.take(full) }
-        shares.wait(early, now: 100) { true }
-        shares.wait(late, now: 500) { true }
-        shares.wait(full, now: 50) { true }
+        shares.wait(early, now: 100, until: .max) { true }
+        shares.wait(late, now: 500, until: .max) { true }
+        shares.wait(full, now: 50, until: .max) { true }
         #expect(shares.fewestHeld(waitingSince: 99, target: early.target, share: 3) == nil, "no one waited that long")
         #expect(shares.fewestHeld(waitingSince: 100, target: early.target, share: 3) == 2, "the client at its share does not count")
         #expect(shares.fewestHeld(waitingSince: 500, target: early.target, share: 3) == 0)
         let elsewhere = UpstreamShares.Key(client: (0, 1), host: "example.net", port: 80)
         #expect(shares.fewestHeld(waitingSince: 500, target: elsewhere.target, share: 3) == nil)
+    }
+
+    /// A wait that reaches its end is taken off its list and its time-out handed back to run;
+    /// the others stay, in their order.
+    @Test func aWaitThatReachesItsEndIsTimedOut() {
+        var shares = UpstreamShares()
+        let key = UpstreamShares.Key(client: (0, 1), host: "example.org", port: 80)
+        let other = UpstreamShares.Key(client: (0, 2), host: "example.net", port: 80)
+        var timedOut: [String] = []
+        shares.wait(key, now: 0, until: 100, resume: { true }, timeOut: { timedOut.append("first") })
+        shares.wait(key, now: 0, until: 300, resume: { true }, timeOut: { timedOut.append("second") })
+        shares.wait(other, now: 0, until: 100, resume: { true }, timeOut: { timedOut.append("other") })
+        #expect(shares.expired(now: 99).isEmpty)
+        for timeOut in shares.expired(now: 100) { timeOut() }
+        #expect(timedOut.sorted() == ["first", "other"])
+        #expect(shares.waiters(target: key.target) == 1 && !shares.isWaitedFor(target: other.target))
+        for timeOut in shares.expired(now: 300) { timeOut() }
+        #expect(timedOut.count == 3 && shares.waitingTargets.isEmpty)
     }
 }

@@ -114,31 +114,18 @@ extension ClientConnection: RequestBodySource {
         return UpstreamShares.Key(client: client, host: parent.endpoint?.host ?? parent.label, port: parent.endpoint?.port ?? 0)
     }
 
-    /// Parks the exchange (``Exchange/State/waitingForShare(after:)``) until its origin has a
-    /// connection for it and its client is below its share, then goes on where it was (it is
+    /// Parks the exchange (``Exchange/State/waitingForShare(after:wait:)``) until its origin has
+    /// a connection for it and its client is below its share, then goes on where it was (it is
     /// dropped if the client has moved on, or left, by then); or answers with an error after
     /// `upstream.timeout`. False: it may not wait where it is, and goes on.
     func waitForShare(_ share: UpstreamShares.Key, why: UpstreamShares.Wait, exchange: Exchange) -> Bool {
-        guard exchange.take(.shareAwaited) == .wait else { return false }
-        if !proxy.upstreamShares.isWaitedFor(target: share.target) {
-            let inFlight = why == .clientShare ? proxy.upstreamShares.count(share) : proxy.upstreamShares.inFlight(target: share.target)
-            proxy.logger.notice(
-                "\(why.notice)",
-                metadata: [
-                    "client": "\(peer.map(\.description) ?? "-")", "origin": "\(proxy.loggable(exchange.url?.authority ?? "-"))",
-                    "in_flight": "\(inFlight)",
-                ])
-        }
-        exchange.cacheStatus.detail = why.detail
-        proxy.telemetry.stats[.shareWaits].add(1)
-        let id = proxy.upstreamShares.wait(share, now: proxy.loop.now) { [weak self] in
-            exchange.shareWait = nil
-            // Answered meanwhile (its wait timed out), or its client left.
+        let queueBegins = !proxy.upstreamShares.isWaitedFor(target: share.target)
+        // As long as it would have waited for an answer upstream, then a 504, as there.
+        let timeout = exchange.runtime.config.upstream.timeout
+        let now = proxy.loop.now
+        let id = proxy.upstreamShares.wait(share, now: now, until: now &+ UInt64(timeout.totalNanoseconds)) { [weak self] in
+            // Answered meanwhile, or its client left.
             guard exchange.waitsForShare, let self, self.exchange === exchange else { return false }
-            if let deadline = exchange.shareDeadline {
-                exchange.shareDeadline = nil
-                proxy.loop.cancel(deadline)
-            }
             switch exchange.take(.shareGiven) {
             case .forward?:
                 guard let url = exchange.url else { return false }
@@ -149,15 +136,8 @@ extension ClientConnection: RequestBodySource {
                 return false
             }
             return true
-        }
-        // As long as it would have waited for an answer upstream, then a 504, as there.
-        let timeout = exchange.runtime.config.upstream.timeout
-        exchange.shareWait = (share, id)
-        exchange.shareDeadline = proxy.loop.schedule(afterNanos: UInt64(timeout.totalNanoseconds)) { [weak self] in
-            exchange.shareDeadline = nil
-            guard let self else { return }
-            leaveShareWait(exchange)
-            guard exchange.waitsForShare, self.exchange === exchange, exchange.take(.shareTimedOut) == .respond else { return }
+        } timeOut: { [weak self] in
+            guard let self, exchange.waitsForShare, self.exchange === exchange, exchange.take(.shareTimedOut) == .respond else { return }
             let message = why.timeoutMessage(timeout, origin: exchange.url?.authority ?? "the origin")
             exchange.failure = .timeout
             if exchange.headSent {
@@ -168,24 +148,33 @@ extension ClientConnection: RequestBodySource {
             }
             flushSoon()
         }
+        guard exchange.take(.shareAwaited(.init(key: share, id: id))) == .wait else {
+            proxy.upstreamShares.cancelWait(share, id: id)
+            return false
+        }
+        if queueBegins {
+            let inFlight = why == .clientShare ? proxy.upstreamShares.count(share) : proxy.upstreamShares.inFlight(target: share.target)
+            proxy.logger.notice(
+                "\(why.notice)",
+                metadata: [
+                    "client": "\(peer.map(\.description) ?? "-")", "origin": "\(proxy.loggable(exchange.url?.authority ?? "-"))",
+                    "in_flight": "\(inFlight)",
+                ])
+        }
+        exchange.cacheStatus.detail = why.detail
+        proxy.telemetry.stats[.shareWaits].add(1)
         // Transfers that only wait for their clients give their connections up to it, now or
-        // at the loop's look at its queues; so does a client holding more than others.
+        // at the loop's look at its queues (which also times waits out); so does a client
+        // holding more than others.
         proxy.watchWaits()
         if !proxy.heldTransfers.isEmpty { proxy.yieldConnection(to: share.target) }
         return true
     }
 
-    /// Takes `exchange` out of its wait for a connection (timed out, or its client left): off
-    /// the origin's list, its deadline cancelled.
+    /// Takes `exchange` off its origin's list if it waits for a connection (its client left).
     func leaveShareWait(_ exchange: Exchange) {
-        if let wait = exchange.shareWait {
-            exchange.shareWait = nil
-            proxy.upstreamShares.cancelWait(wait.key, id: wait.id)
-        }
-        if let deadline = exchange.shareDeadline {
-            exchange.shareDeadline = nil
-            proxy.loop.cancel(deadline)
-        }
+        guard let wait = exchange.shareWait else { return }
+        proxy.upstreamShares.cancelWait(wait.key, id: wait.id)
     }
 
     /// Attaches `exchange` to the fill in flight for `key` on this loop, or starts the fill

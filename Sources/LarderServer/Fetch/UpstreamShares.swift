@@ -42,14 +42,17 @@ struct UpstreamShares {
     /// Fills counted, all clients and origins: below a limit, no client or origin can be at
     /// it, and a miss asks nothing more.
     private var total = 0
-    /// A request waiting for a connection to its origin: it says whether it went on (false:
-    /// its client left meanwhile).
+    /// A request waiting for a connection to its origin: `resume` says whether it went on
+    /// (false: its client left meanwhile); `timeOut` answers it once it waited until `until`.
     struct Waiter {
-        /// Its place in the order of waits (``wait(_:resume:)``'s answer, for ``cancelWait(_:id:)``).
+        /// Its place in the order of waits (``wait(_:now:until:resume:timeOut:)``'s answer, for
+        /// ``cancelWait(_:id:)``).
         let id: UInt64
-        /// When it began to wait (the loop's clock, nanoseconds).
+        /// When it began to wait, and when it stops (the loop's clock, nanoseconds).
         let since: UInt64
+        let until: UInt64
         let resume: () -> Bool
+        let timeOut: () -> Void
     }
     /// Requests waiting, by origin, then by client, each client's oldest first: a choice walks
     /// the clients waiting, and a request that leaves is taken off at once, so neither grows
@@ -110,12 +113,33 @@ struct UpstreamShares {
     }
 
     /// Parks `resume` until the origin has a connection for it and its client is below its
-    /// share (``nextWaiting(target:share:perHost:)``), from `now`; the wait's id, to cancel it.
+    /// share (``nextWaiting(target:share:perHost:)``), from `now`, or `timeOut` once `until`
+    /// has passed (``expired(now:)``); the wait's id, to cancel it.
     @discardableResult
-    mutating func wait(_ key: Key, now: UInt64, resume: @escaping () -> Bool) -> UInt64 {
+    mutating func wait(
+        _ key: Key, now: UInt64, until: UInt64, resume: @escaping () -> Bool, timeOut: @escaping () -> Void = {}
+    ) -> UInt64 {
         lastID += 1
-        waiting[key.target, default: [:]][key, default: []].append(Waiter(id: lastID, since: now, resume: resume))
+        let waiter = Waiter(id: lastID, since: now, until: until, resume: resume, timeOut: timeOut)
+        waiting[key.target, default: [:]][key, default: []].append(waiter)
         return lastID
+    }
+
+    /// Takes every wait whose `until` has passed by `now` off the lists: their `timeOut`s, for
+    /// the caller to run. A walk of every waiting request, made by the loop's look at its
+    /// queues once a second (``ProxyLoop/watchWaits()``), not a timer per request.
+    mutating func expired(now: UInt64) -> [() -> Void] {
+        var ended: [() -> Void] = []
+        for origin in Array(waiting.keys) {
+            for client in Array(waiting[origin, default: [:]].keys) {
+                guard let queue = waiting[origin]?[client], queue.contains(where: { $0.until <= now }) else { continue }
+                ended += queue.lazy.filter { $0.until <= now }.map(\.timeOut)
+                let left = queue.filter { $0.until > now }
+                waiting[origin]?[client] = left.isEmpty ? nil : left
+            }
+            if waiting[origin]?.isEmpty == true { waiting[origin] = nil }
+        }
+        return ended
     }
 
     /// Takes the wait `id` of `key` off the list (its request timed out, or its client left).

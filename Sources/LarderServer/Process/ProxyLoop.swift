@@ -311,12 +311,14 @@ final class ProxyLoop {
     static var waitsLookInterval: UInt64 { HeldTransfers<Fill>.holdLimit / 5 }
 
     /// Looks at the origins requests wait for every ``waitsLookInterval`` until none is
-    /// waited for (one timer for the loop, not one per paused transfer or waiting request).
+    /// waited for (one timer for the loop, not one per paused transfer or waiting request):
+    /// answers the requests that waited `upstream.timeout`, then frees connections.
     func watchWaits() {
         guard waitsLook == nil else { return }
         waitsLook = loop.schedule(afterNanos: Self.waitsLookInterval) { [weak self] in
             guard let self else { return }
             waitsLook = nil
+            for timeOut in upstreamShares.expired(now: loop.now) { timeOut() }
             let targets = upstreamShares.waitingTargets
             guard !targets.isEmpty else { return }
             lookAtWaits(targets)

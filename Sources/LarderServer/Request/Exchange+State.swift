@@ -39,12 +39,19 @@ extension Exchange {
         indirect case slicing(SliceProgress)
         /// The fill it would start next waits for its client's share of the origin's
         /// connections (``UpstreamShares``): nothing starts one meanwhile. `after`: the state
-        /// the wait began in (looking up, or a slice walk), which it goes back to.
-        indirect case waitingForShare(after: State)
+        /// the wait began in (looking up, or a slice walk), which it goes back to; `wait`: its
+        /// place on the origin's list, taken off if the client leaves first.
+        indirect case waitingForShare(after: State, wait: ShareWait)
         /// A CONNECT being set up (resolving, dialling, waiting for the hand-over).
         case tunnelling
         /// Every byte of the response queued, or the connection closed.
         case finished
+    }
+
+    /// A request's place among those waiting for a connection (``UpstreamShares/wait(_:now:until:resume:timeOut:)``).
+    struct ShareWait: Equatable {
+        let key: UpstreamShares.Key
+        let id: UInt64
     }
 
     /// What a sliced answer has done so far, beside its ``SlicePlan``.
@@ -124,12 +131,13 @@ extension Exchange {
         case released(alone: Bool)
         /// A fill's response head (or a 304/416 in its place) was queued.
         case headQueued
-        /// The fill it would start must wait for its client's share of the origin's connections.
-        case shareAwaited
+        /// The fill it would start must wait for a connection to the origin: its client has
+        /// its share of them, or all are taken; it waits in this place on the origin's list.
+        case shareAwaited(ShareWait)
         /// One of its client's fills to the origin ended: the lookup (``Action/forward``) or the
         /// slice walk (``Action/walkSlices``) goes on.
         case shareGiven
-        /// It waited `upstream.timeout`: answered with an error where it was
+        /// It waited `upstream.timeout` (and is off the list): answered with an error where it was
         /// (``Action/respond``: a 504, or a sliced answer's body ended short).
         case shareTimedOut
         /// The fill read has news for this reader (``FillNews``): a head, body, an end, or
@@ -249,16 +257,16 @@ extension Exchange {
             return (.streamingDisk(stream), .sendBody)
         case (.streamingDisk, .diskBodyEnded):
             return (.answering, .finish)
-        case (.lookingUp, .shareAwaited), (.slicing, .shareAwaited):
+        case (.lookingUp, .shareAwaited(let wait)), (.slicing, .shareAwaited(let wait)):
             // A slice walk waits between slices: not while a slice is checked, read or sent.
             if case .slicing(let progress) = state, progress.fill != nil || progress.diskBody != nil || progress.isChecking {
                 return nil
             }
-            return (.waitingForShare(after: state), .wait)
-        case (.waitingForShare(let after), .shareGiven):
+            return (.waitingForShare(after: state, wait: wait), .wait)
+        case (.waitingForShare(let after, _), .shareGiven):
             guard case .slicing = after else { return (after, .forward) }
             return (after, .walkSlices)
-        case (.waitingForShare(let after), .shareTimedOut):
+        case (.waitingForShare(let after, _), .shareTimedOut):
             return (after, .respond)
         default:
             return nil
@@ -307,7 +315,7 @@ extension Exchange {
     var headSent: Bool {
         switch state {
         case .responding, .streamingDisk: true
-        case .slicing(let progress), .waitingForShare(after: .slicing(let progress)): progress.headQueued
+        case .slicing(let progress), .waitingForShare(after: .slicing(let progress), _): progress.headQueued
         default: false
         }
     }
@@ -315,14 +323,20 @@ extension Exchange {
     /// The request must not attach to a shared fill (nor, looking up, begin a sliced answer).
     var goAlone: Bool {
         switch state {
-        case .lookingUp(_, let alone), .awaitingRequestBody(let alone), .waitingForShare(after: .lookingUp(_, let alone)): alone
-        case .slicing(let progress), .waitingForShare(after: .slicing(let progress)): progress.alone
+        case .lookingUp(_, let alone), .awaitingRequestBody(let alone), .waitingForShare(after: .lookingUp(_, let alone), _): alone
+        case .slicing(let progress), .waitingForShare(after: .slicing(let progress), _): progress.alone
         default: false
         }
     }
 
     /// Its next fill waits for its client's share of the origin's connections.
     var waitsForShare: Bool { stage == .waitingForShare }
+
+    /// Where it waits for a connection to its origin, while it does.
+    var shareWait: ShareWait? {
+        if case .waitingForShare(_, let wait) = state { return wait }
+        return nil
+    }
 
     /// The request body is being read whole before the exchange goes on.
     var bufferingBody: Bool { stage == .awaitingRequestBody }

@@ -28,13 +28,6 @@ final class Exchange {
     var bodyBytesSent = 0
     /// The body did not match the length its head declared: the connection must close.
     var framingBroken = false
-    /// The deadline of a wait for the client's share (``State/waitingForShare(after:)``),
-    /// cancelled when the wait ends sooner (a timer left to every request that waited would
-    /// pile up in the loop's heap for `upstream.timeout`).
-    var shareDeadline: EventLoop.TimerToken?
-    /// That wait in ``UpstreamShares``, taken off its list when the wait ends otherwise than by
-    /// its turn (timed out, or the client left).
-    var shareWait: (key: UpstreamShares.Key, id: UInt64)?
     var attempts = 0
     /// The retries made for this request (`connect:200ms,5xx:400ms`), for the access log.
     var retries: String?

@@ -289,7 +289,7 @@ final class RequestPipeline {
             exchange.failure = .clientGone
         }
         exchange.fill?.detach(connection)
-        if exchange.shareWait != nil || exchange.shareDeadline != nil { connection.leaveShareWait(exchange) }
+        connection.leaveShareWait(exchange)
         connection.connect?.abandon()
         connection.record(exchange)
     }
