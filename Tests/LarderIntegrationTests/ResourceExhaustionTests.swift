@@ -139,13 +139,7 @@ extension IntegrationTests {
             #expect(cuts == 1, "one download cut for the one request that waited (\(cuts))")
             #expect(try larder.stats().upstream.slowClientCuts == 1)
             // The cut client's response ends short of its length: its connection closes.
-            let closed = hogs.filter { hog in
-                var buffer = [UInt8](repeating: 0, count: 1 << 20)
-                for _ in 0..<400 where hog.hasInput(within: 50) {
-                    if recv(hog.fd, &buffer, buffer.count, 0) <= 0 { return true }
-                }
-                return false
-            }
+            let closed = hogs.filter { $0.closesWhileDrained(polls: 400) }
             #expect(closed.count == 1, "\(closed.count) of the slow clients were cut")
         }
 
@@ -220,13 +214,7 @@ extension IntegrationTests {
             #expect(stats.overShareCuts == 1 && stats.slowClientCuts == 0, "\(String(describing: stats.overShareCuts))")
             #expect(larder.child.stderr.contains("held more connections to the origin than another client that waited"))
             // The cut download's response ends short: its connection closes; the others go on.
-            let closed = hogs.filter { hog in
-                var buffer = [UInt8](repeating: 0, count: 1 << 20)
-                for _ in 0..<40 where hog.hasInput(within: 50) {
-                    if recv(hog.fd, &buffer, buffer.count, 0) <= 0 { return true }
-                }
-                return false
-            }
+            let closed = hogs.filter { $0.closesWhileDrained(polls: 40) }
             #expect(closed.count == 1, "\(closed.count) of the downloads were cut")
             withExtendedLifetime(parent) {}
         }

@@ -112,6 +112,16 @@ final class RawConnection {
         return pending
     }
 
+    /// Whether the peer closes the connection while what arrives is read and dropped, over at
+    /// most `polls` waits of 50 ms for input (a response cut short closes; one going on does not).
+    func closesWhileDrained(polls: Int) -> Bool {
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        for _ in 0..<polls where hasInput(within: 50) {
+            if recv(fd, &buffer, buffer.count, 0) <= 0 { return true }
+        }
+        return false
+    }
+
     /// Whether the peer closed the connection (reads return end of stream) within the timeout.
     func peerClosed() -> Bool {
         var buffer = [UInt8](repeating: 0, count: 4096)
