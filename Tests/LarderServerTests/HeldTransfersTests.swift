@@ -93,15 +93,20 @@ import Testing
         let slow = Running(holder: old, share: busy, began: 300, readers: 1, received: atRate - 1)
         #expect(HeldTransfers.overShare([moving], fewest: 0, now: now, held: held) == nil, "its body moves: never cut for a share")
         #expect(HeldTransfers.overShare([moving, slow], fewest: 0, now: now, held: held) === old, "a body that trickles is")
+        #expect(HeldTransfers.overShare([moving], fewest: 0, now: now, held: held, anyRate: true) === new, "past the floor: any")
+        let faster = Running(holder: young, share: busy, began: 300, readers: 1, received: atRate * 4)
+        #expect(HeldTransfers.overShare([faster, moving], fewest: 0, now: now, held: held, anyRate: true) === new, "the slowest first")
+        #expect(HeldTransfers<Transfer>.fairnessFloor(timeout: 60_000_000_000) == 30_000_000_000)
+        #expect(HeldTransfers<Transfer>.fairnessFloor(timeout: 10_000_000_000) == 15_000_000_000)
         counts = [busy: 2, other: 2]
         #expect(HeldTransfers.overShare(running, fewest: 1, now: now, held: held) == nil, "each holds one more than the waiter: even")
         #expect(HeldTransfers.overShare(running, fewest: 0, now: now, held: held) === new, "a tie of clients: the newest transfer")
     }
 
     /// The socket's buffers move a slow reader's position in steps longer than the limit: what
-    /// its client really received is measured over at least a second, and a client taking at
-    /// least the resume amount per limit (~150 KiB/s) is spared; one taking less is cut; one
-    /// not yet measured waits for a second look.
+    /// its client really received is measured over at least two seconds from a mark, and a
+    /// client taking ~100 KiB/s or more is spared; one taking less is cut; one not yet
+    /// measured waits for a later look.
     @Test func aPausedTransferWhoseClientStillReceivesIsSpared() {
         var held = HeldTransfers<Transfer>()
         let reading = Transfer()
@@ -109,7 +114,7 @@ import Testing
         held.paused(reading, share: origin, now: 0)
         held.paused(stalled, share: origin, now: 0)
         let span = HeldTransfers<Transfer>.measureSpan
-        let perSpan = Int((HeldTransfers<Transfer>.minimumRate * Double(span) / 1e9).rounded(.up))
+        let perSpan = Int((HeldTransfers<Transfer>.spareRate * Double(span) / 1e9).rounded(.up))
         var received: [ObjectIdentifier: Int] = [ObjectIdentifier(reading): 1_000, ObjectIdentifier(stalled): 5_000]
         let delivered = { (transfer: Transfer) in received[ObjectIdentifier(transfer)] }
         func cut(_ waiting: Int, at now: UInt64) -> Transfer? {
@@ -118,15 +123,11 @@ import Testing
         let first = limit + 1
         #expect(cut(2, at: first) == nil, "marked, not judged")
         received[ObjectIdentifier(reading)] = 1_000 + perSpan
-        let early = first + span - 1
-        #expect(cut(2, at: early) == nil, "too soon")
-        let later = first + span
-        #expect(cut(2, at: later) === stalled)
+        #expect(cut(2, at: first + span - 1) == nil, "too soon")
+        #expect(cut(2, at: first + span) === stalled)
         held.resumed(stalled, target: origin.target)
-        // The reader's mark moved on: it must keep the rate from there.
-        received[ObjectIdentifier(reading)] = 1_000 + perSpan + perSpan / 2
-        let next = later + span
-        #expect(cut(1, at: next) === reading, "slowed")
-        #expect(held.toCut(target: origin.target, waiting: 1, free: 0, now: next) { _ in 1 } === reading, "unmeasured: the pause decides")
+        // Measured from the same mark: the rate falls once it stops taking.
+        #expect(cut(1, at: first + 3 * span) === reading, "slowed")
+        #expect(held.toCut(target: origin.target, waiting: 1, free: 0, now: first) { _ in 1 } === reading, "unmeasured: the pause decides")
     }
 }

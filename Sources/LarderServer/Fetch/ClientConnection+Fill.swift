@@ -29,6 +29,11 @@ extension ClientConnection: FillReader {
 
     func fillReleased(_ fill: Fill, reason: FillRelease) {
         guard let exchange, exchange.fill === fill, let url = exchange.url else { return }
+        switch reason {
+        case .heldConnection: return connectionCut(exchange, url: url, overShare: false)
+        case .overShare: return connectionCut(exchange, url: url, overShare: true)
+        default: break
+        }
         if exchange.slices != nil {
             // A slice fill that may not serve this client: fetch the slice alone.
             exchange.take(.sliceFillLeft(alone: true))
@@ -56,36 +61,44 @@ extension ClientConnection: FillReader {
             endIncomplete(exchange)
             flushSoon()
         case .heldConnection, .overShare:
-            let overShare = if case .overShare = reason { true } else { false }
-            // A transfer paused for its readers has a head; one cut for a share may not: its
-            // request is answered, never sent again (it may not be idempotent, RFC 9110
-            // §9.2.2, and sent again it would take the connection back).
-            guard exchange.headSent || overShare else { return leaveFill(exchange, url: url, alone: true) }
-            if let left = proxy.cutWarnings.allow(now: proxy.loop.now) {
-                let message: Logger.Message =
-                    overShare
-                    ? "a request is cut: its client held more connections to the origin than another client that waited for one"
-                    : "a download its client read too slowly is cut: other requests waited for a connection to its origin"
-                proxy.logger.warning(
-                    message,
-                    metadata: [
-                        "client": "\(peer.map(\.description) ?? "-")", "url": "\(proxy.loggable(url.description))",
-                        "sent": "\(exchange.bodyBytesSent)", "not_logged_since_last": "\(left)",
-                    ])
-            }
-            exchange.failure = .limit
-            guard exchange.headSent else {
-                exchange.take(.fillLeft)
-                exchange.cacheStatus.detail = "connection-share-cut"
-                respondGenerated(
-                    status: 503, message: "Larder: this client held more connections to \(url.authority) than another that waited for one",
-                    outcome: .error, cause: .limit, extra: [("Retry-After", "5")])
-                flushSoon()
-                return
-            }
-            endIncomplete(exchange)
-            flushSoon()
+            break  // above: a slice walk's too
         }
+    }
+
+    /// The fill this exchange read was cut to free its connection for requests waiting for
+    /// its origin (``HeldTransfers``): after the head, the response ends short (a sliced one
+    /// too); before it, a 504 (the request went upstream and its outcome is unknown, so it is
+    /// never sent again: it may not be idempotent, RFC 9110 §9.2.2, and sent again it would
+    /// take the connection back). A transfer paused for its readers always has a head.
+    private func connectionCut(_ exchange: Exchange, url: AbsoluteURL, overShare: Bool) {
+        if let left = proxy.cutWarnings.allow(now: proxy.loop.now) {
+            let message: Logger.Message =
+                overShare
+                ? "a request is cut: its client held more connections to the origin than another client that waited for one"
+                : "a download its client read too slowly is cut: other requests waited for a connection to its origin"
+            proxy.logger.warning(
+                message,
+                metadata: [
+                    "client": "\(peer.map(\.description) ?? "-")", "url": "\(proxy.loggable(url.description))",
+                    "sent": "\(exchange.bodyBytesSent)", "not_logged_since_last": "\(left)",
+                ])
+        }
+        let reason = "Larder: cut to share the connections to \(url.authority) with a client that waited for one; its outcome is unknown"
+        if exchange.slices != nil {
+            exchange.take(.sliceFillLeft(alone: true))
+            failSlices(exchange, status: 504, reason: "connection-share-cut", cause: .limit)
+            return
+        }
+        exchange.failure = .limit
+        guard exchange.headSent else {
+            exchange.take(.fillLeft)
+            exchange.cacheStatus.detail = "connection-share-cut"
+            respondGenerated(status: 504, message: reason, outcome: .error, cause: .limit)
+            flushSoon()
+            return
+        }
+        endIncomplete(exchange)
+        flushSoon()
     }
 
     /// Leaves a shared fill and forwards again: alone, or keyed by the request's variant.

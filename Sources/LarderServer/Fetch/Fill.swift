@@ -82,8 +82,10 @@ final class Fill: UpstreamTransferDelegate {
     /// The origin of a transfer paused for its readers, listed as holding its connection
     /// (``HeldTransfers``).
     private var heldTarget: Int?
+    /// Request body bytes handed to the transfer (an upload uses its connection too).
+    private(set) var requestBodySent = 0
     /// When the fill began (the loop's clock): a transfer running longer than
-    /// ``HeldTransfers/holdLimit`` may be cut for a client that waits (``HeldTransfers/overShare(_:fewest:now:held:)``).
+    /// ``HeldTransfers/holdLimit`` may be cut for a client that waits (``HeldTransfers/overShare(_:fewest:now:held:anyRate:)``).
     let began: UInt64
     /// The transfer ended (``end()``): the next pass releases the key, after the sink stored the
     /// body. Until then the coalescer offers this fill to no one (``hasEnded``).
@@ -582,7 +584,9 @@ final class Fill: UpstreamTransferDelegate {
 
     func upstreamWantsRequestBody(into buffer: UnsafeMutableRawBufferPointer) -> UpstreamBodyChunk {
         guard let bodySource else { return .abort }
-        return bodySource.readRequestBody(into: buffer)
+        let chunk = bodySource.readRequestBody(into: buffer)
+        if case .bytes(let count) = chunk { requestBodySent += count }
+        return chunk
     }
 
     func upstreamDidFinish(_ result: Result<UpstreamSummary, UpstreamError>) {

@@ -39,6 +39,6 @@ enum FillRelease {
     case heldConnection
     /// The transfer's client held more of its origin's connections than another that waited
     /// ``HeldTransfers/holdLimit`` for one: it was cut to free its connection
-    /// (``HeldTransfers/overShare(_:fewest:now:held:)``).
+    /// (``HeldTransfers/overShare(_:fewest:now:held:anyRate:)``).
     case overShare
 }

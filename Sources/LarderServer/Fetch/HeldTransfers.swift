@@ -13,7 +13,7 @@
 /// its transfer as long as it likes. The socket's buffers move what a client takes in steps
 /// of a megabyte or so, so a pause alone made readers up to ~250 KiB/s look stalled: a
 /// transfer is cut only once its slowest client has also received (by the socket's unsent
-/// bytes) less than ``minimumRate`` over at least ``measureSpan``, measured at the loop's looks.
+/// bytes) less than ``spareRate`` over at least ``measureSpan``, measured at the loop's looks.
 ///
 /// Transfers that wait for their origin, or that store what they fetch, never pause: clients
 /// with several addresses asking an origin of their own for heads that do not come or bodies
@@ -21,7 +21,7 @@
 /// held every connection for as long as the transfers ran. So once a request has waited
 /// ``holdLimit`` with no connection free, a running transfer that barely uses its connection,
 /// of the client holding the most fills to the origin, is cut if that client holds at least
-/// two more than the waiting client holding the fewest (``overShare(_:fewest:now:held:)``):
+/// two more than the waiting client holding the fewest (``overShare(_:fewest:now:held:anyRate:)``):
 /// such connections end up shared evenly among the clients that want them, and an honest
 /// client that holds no more than others, or whose downloads move, loses nothing.
 ///
@@ -42,8 +42,16 @@ struct HeldTransfers<Holder: AnyObject> {
 
     /// How long a transfer may wait for its clients while others wait for its origin.
     static var holdLimit: UInt64 { 5_000_000_000 }
-    /// The shortest time a client's reading is measured over before its transfer is cut.
-    static var measureSpan: UInt64 { 1_000_000_000 }
+    /// The shortest time a client's reading is measured over before its transfer is cut: the
+    /// receiver's window moves what a socket shows in steps (a second at 160 KiB/s read as 128
+    /// or 192), so a second alone is not enough.
+    static var measureSpan: UInt64 { 2_000_000_000 }
+    /// The longest: the measure starts again from there, so that what a client read long ago
+    /// does not spare it now.
+    static var measureWindow: UInt64 { 10_000_000_000 }
+    /// Bytes a second a paused transfer's client must receive to be spared: two thirds of
+    /// ``minimumRate`` (~100 KiB/s), well clear of the steps the socket shows.
+    static var spareRate: Double { minimumRate * 2 / 3 }
     /// Bytes a second a client must receive for its paused transfer to be spared: what
     /// resumes a transfer (``FillBuffer/highWater`` less ``FillBuffer/lowWater``) per
     /// ``holdLimit``, ~150 KiB/s.
@@ -82,9 +90,10 @@ struct HeldTransfers<Holder: AnyObject> {
     /// connections `free`; otherwise the one, paused for at least ``holdLimit``, whose client
     /// holds the most fills to the origin (`held`: ``UpstreamShares/count(_:)``), the longest
     /// paused of those. A transfer whose slowest client received (`delivered`:
-    /// ``Fill/slowestDelivered()``) at least ``minimumRate`` since the last mark, at least
-    /// ``measureSpan`` ago, is spared and marked anew; one not yet measured that long is marked
-    /// and not cut yet; one that cannot be measured (nil) is judged by its pause alone.
+    /// ``Fill/slowestDelivered()``) at least ``spareRate`` since its mark, at least
+    /// ``measureSpan`` ago, is spared (marked anew past ``measureWindow``); one not yet
+    /// measured that long is marked and not cut yet; one that cannot be measured (nil) is
+    /// judged by its pause alone.
     mutating func toCut(
         target: Int, waiting: Int, free: Int, now: UInt64, held: (UpstreamShares.Key) -> Int,
         delivered: (Holder) -> Int? = { _ in nil }
@@ -100,8 +109,8 @@ struct HeldTransfers<Holder: AnyObject> {
                     continue
                 }
                 let seconds = Double(now - mark.at) / 1e9
-                if Double(received - mark.delivered) >= Self.minimumRate * seconds {
-                    entries.values[index][slot].mark = (received, now)
+                if Double(received - mark.delivered) >= Self.spareRate * seconds {
+                    if now >= mark.at &+ Self.measureWindow { entries.values[index][slot].mark = (received, now) }
                     continue
                 }
             }
@@ -113,7 +122,11 @@ struct HeldTransfers<Holder: AnyObject> {
         return chosen?.entry.holder
     }
 
-    /// A transfer running to the origin (``overShare(_:fewest:now:held:)``).
+    /// How long a request waits before a transfer that moves may be cut for it
+    /// (``overShare(_:fewest:now:held:anyRate:)``): half its `timeout`, and 15 s at least.
+    static func fairnessFloor(timeout: UInt64) -> UInt64 { max(15_000_000_000, timeout / 2) }
+
+    /// A transfer running to the origin (``overShare(_:fewest:now:held:anyRate:)``).
     struct Running {
         let holder: Holder
         let share: UpstreamShares.Key
@@ -121,7 +134,7 @@ struct HeldTransfers<Holder: AnyObject> {
         let began: UInt64
         /// Responses reading it: a cut ends each of them.
         let readers: Int
-        /// Body bytes it has received from the origin.
+        /// Bytes it has moved: the response body received, and the request body sent.
         let received: Int
     }
 
@@ -134,11 +147,17 @@ struct HeldTransfers<Holder: AnyObject> {
     /// for a share: what a waiting request would gain is less than what the cut would throw
     /// away. The client holding the most first; then the transfer with the fewest readers (a
     /// client's own request rather than one that others joined); then the newest.
-    static func overShare(_ running: [Running], fewest: Int, now: UInt64, held: (UpstreamShares.Key) -> Int) -> Holder? {
-        var chosen: (transfer: Running, held: Int)?
+    ///
+    /// `anyRate`: a request has waited so long (``fairnessFloor(timeout:)``) that a transfer
+    /// that moves is cut too, the slowest first: a client paying for an origin that sends
+    /// just fast enough must not hold every connection until others time out.
+    static func overShare(
+        _ running: [Running], fewest: Int, now: UInt64, held: (UpstreamShares.Key) -> Int, anyRate: Bool = false
+    ) -> Holder? {
+        var chosen: (transfer: Running, held: Int, rate: Double)?
         for transfer in running where now >= transfer.began &+ holdLimit {
-            let seconds = Double(now - transfer.began) / 1e9
-            guard Double(transfer.received) < minimumRate * seconds else { continue }
+            let rate = Double(transfer.received) / (Double(now - transfer.began) / 1e9)
+            guard anyRate || rate < minimumRate else { continue }
             let count = held(transfer.share)
             guard count >= fewest + 2 else { continue }
             if let best = chosen {
@@ -146,11 +165,13 @@ struct HeldTransfers<Holder: AnyObject> {
                     if best.held > count { continue }
                 } else if best.transfer.readers != transfer.readers {
                     if best.transfer.readers < transfer.readers { continue }
+                } else if anyRate, best.rate != rate {
+                    if best.rate < rate { continue }
                 } else if best.transfer.began >= transfer.began {
                     continue
                 }
             }
-            chosen = (transfer, count)
+            chosen = (transfer, count, rate)
         }
         return chosen?.transfer.holder
     }

@@ -217,7 +217,7 @@ struct UpstreamShares {
 
     /// Of the clients with a request waiting for the origin `target` since `since` or before,
     /// that a connection freed would let go on (below their `share`), the fewest fills one
-    /// holds to it; nil when none has waited that long (``HeldTransfers/overShare(_:fewest:now:held:)``).
+    /// holds to it; nil when none has waited that long (``HeldTransfers/overShare(_:fewest:now:held:anyRate:)``).
     func fewestHeld(waitingSince since: UInt64, target: Int, share: Int) -> Int? {
         var fewest: Int?
         for (client, queue) in waiting[target] ?? [:] {

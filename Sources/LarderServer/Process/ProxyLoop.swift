@@ -330,24 +330,29 @@ final class ProxyLoop {
     /// paused too long (``yieldConnection(to:)``), then, for an origin where a request has
     /// waited ``HeldTransfers/holdLimit`` and still no connection would be free, one running
     /// transfer of a client holding at least two more fills to it than the waiting client
-    /// holding the fewest (``HeldTransfers/overShare(_:fewest:now:held:)``). The loop's
+    /// holding the fewest (``HeldTransfers/overShare(_:fewest:now:held:anyRate:)``). The loop's
     /// transfers are walked once, and only when some origin needs it.
     private func lookAtWaits(_ targets: [Int]) {
-        var short: [Int: Int] = [:]
+        var short: [Int: (fewest: Int, anyRate: Bool)] = [:]
+        let now = loop.now
+        let floor = HeldTransfers<Fill>.fairnessFloor(timeout: UInt64(runtime.config.upstream.timeout.totalNanoseconds))
         for target in targets {
-            if let fewest = yieldConnection(to: target) { short[target] = fewest }
+            guard let fewest = yieldConnection(to: target) else { continue }
+            let waitedLong = now >= floor ? upstreamShares.fewestHeld(waitingSince: now - floor, target: target, share: shareLimit) : nil
+            short[target] = waitedLong.map { ($0, true) } ?? (fewest, false)
         }
         guard !short.isEmpty else { return }
         var running: [Int: [HeldTransfers<Fill>.Running]] = [:]
         for case let fill as Fill in upstream.activeDelegates where !fill.hasEnded {
             guard let share = fill.share, short[share.target] != nil else { continue }
+            let moved = fill.received + fill.requestBodySent
             running[share.target, default: []].append(
-                .init(holder: fill, share: share, began: fill.began, readers: fill.readerCount, received: fill.received))
+                .init(holder: fill, share: share, began: fill.began, readers: fill.readerCount, received: moved))
         }
-        let now = loop.now
-        for (target, fewest) in short {
+        for (target, need) in short {
             guard let transfers = running[target],
-                let fill = HeldTransfers.overShare(transfers, fewest: fewest, now: now, held: { upstreamShares.count($0) })
+                let fill = HeldTransfers.overShare(
+                    transfers, fewest: need.fewest, now: now, held: { upstreamShares.count($0) }, anyRate: need.anyRate)
             else { continue }
             telemetry.stats[.overShareCuts].add(1)
             fill.giveUpConnection(.overShare)
