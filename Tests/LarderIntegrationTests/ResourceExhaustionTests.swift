@@ -6,6 +6,19 @@ extension IntegrationTests {
     /// Clients that try to exhaust the daemon: slow heads, idle floods, readers that stop.
     /// Each test also checks that someone else is still served meanwhile.
     @Suite(.timeLimit(.minutes(3))) struct ResourceExhaustion {
+        /// Opens a connection from each of `addresses` (in order, `pause` microseconds apart)
+        /// and sends each a GET of `url(index)`.
+        static func gets(
+            _ larder: Larder, from addresses: [String], pause: UInt32 = 0, _ url: (Int) -> String
+        ) throws -> [RawConnection] {
+            try addresses.enumerated().map { index, address in
+                let connection = try RawConnection(port: larder.proxyPort, from: address, receiveTimeout: 10)
+                connection.send("GET \(url(index)) HTTP/1.1\r\nHost: x\r\n\r\n")
+                if pause > 0 { usleep(pause) }
+                return connection
+            }
+        }
+
         @Test(arguments: [1, 4]) func idleAdminConnectionsNeverLockOutHealthChecks(workers: Int) throws {
             let larder = try Larder(config: "[proxy]\nworkers = \(workers)\n")
             // More idle admin connections than the admin budget (64), each having asked once.
@@ -121,11 +134,8 @@ extension IntegrationTests {
         @Test(arguments: [true, false]) func slowClientsWithSeveralAddressesGiveConnectionsUpToOthers(pausedLong: Bool) throws {
             let origin = try Origin()
             let larder = try Larder(config: "[proxy]\nworkers = 1\n[upstream]\nmax_connections_per_host = 4\ntimeout = \"30s\"\n")
-            var hogs: [RawConnection] = []
-            for (index, address) in ["127.0.0.1", "127.0.0.1", "127.0.0.3", "127.0.0.3"].enumerated() {
-                let connection = try RawConnection(port: larder.proxyPort, from: address, receiveTimeout: 10)
-                connection.send("GET \(origin.url("/hog?size=\(256 << 20)&cc=no-store&n=\(index)")) HTTP/1.1\r\nHost: x\r\n\r\n")
-                hogs.append(connection)
+            let hogs = try Self.gets(larder, from: ["127.0.0.1", "127.0.0.1", "127.0.0.3", "127.0.0.3"]) { index in
+                origin.url("/hog?size=\(256 << 20)&cc=no-store&n=\(index)")
             }
             #expect(hogs.allSatisfy { $0.hasInput(within: 3000) }, "the four downloads are under way, two per address")
             usleep(pausedLong ? 6_500_000 : 1_000_000)
@@ -151,13 +161,9 @@ extension IntegrationTests {
         @Test func aConnectionFreedGoesToTheClientHoldingTheFewestNotTheQueuesHead() throws {
             let origin = try Origin()
             let larder = try Larder(config: "[proxy]\nworkers = 1\n[upstream]\nmax_connections_per_host = 4\ntimeout = \"30s\"\n")
-            var hogs: [RawConnection] = []
-            for (index, address) in ["127.0.0.1", "127.0.0.3", "127.0.0.4", "127.0.0.5"].flatMap({ [$0, $0] }).enumerated() {
-                let connection = try RawConnection(port: larder.proxyPort, from: address, receiveTimeout: 10)
-                connection.send("GET \(origin.url("/hog?size=\(256 << 20)&cc=no-store&n=\(index)")) HTTP/1.1\r\nHost: x\r\n\r\n")
-                hogs.append(connection)
-                usleep(50_000)
-            }
+            let hogs = try Self.gets(
+                larder, from: ["127.0.0.1", "127.0.0.3", "127.0.0.4", "127.0.0.5"].flatMap({ [$0, $0] }), pause: 50_000
+            ) { index in origin.url("/hog?size=\(256 << 20)&cc=no-store&n=\(index)") }
             usleep(1_000_000)
             #expect(hogs.filter { $0.hasInput(within: 0) }.count == 4, "four downloads under way, four waiting")
             let started = Date()
@@ -193,12 +199,8 @@ extension IntegrationTests {
             // 32 KiB/s: far above upstream.min_rate, and too little in 30 s to fill a buffer
             // and pause; stored (cacheable) when direct, not through the parent.
             let cacheability = throughParent ? "no-store" : "max-age=60"
-            var hogs: [RawConnection] = []
-            for (index, address) in ["127.0.0.1", "127.0.0.1", "127.0.0.3", "127.0.0.3"].enumerated() {
-                let connection = try RawConnection(port: larder.proxyPort, from: address, receiveTimeout: 10)
-                let url = origin.url("/trickle?size=\(4 << 20)&slow=2&cc=\(cacheability)&n=\(index)")
-                connection.send("GET \(url) HTTP/1.1\r\nHost: x\r\n\r\n")
-                hogs.append(connection)
+            let hogs = try Self.gets(larder, from: ["127.0.0.1", "127.0.0.1", "127.0.0.3", "127.0.0.3"]) { index in
+                origin.url("/trickle?size=\(4 << 20)&slow=2&cc=\(cacheability)&n=\(index)")
             }
             #expect(hogs.allSatisfy { $0.hasInput(within: 3000) }, "the four downloads are under way, two per address")
             let started = Date()
@@ -284,12 +286,8 @@ extension IntegrationTests {
         @Test func aClientPayingForAFastEnoughOriginGivesAConnectionUpToALongWait() throws {
             let origin = try Origin()
             let larder = try Larder(config: "[proxy]\nworkers = 1\n[upstream]\nmax_connections_per_host = 4\ntimeout = \"30s\"\n")
-            var hogs: [RawConnection] = []
-            for (index, address) in ["127.0.0.1", "127.0.0.1", "127.0.0.3", "127.0.0.3"].enumerated() {
-                let connection = try RawConnection(port: larder.proxyPort, from: address, receiveTimeout: 10)
-                let url = origin.url("/paid?size=\(40 << 20)&slow=0.3&cc=max-age=600&n=\(index)")
-                connection.send("GET \(url) HTTP/1.1\r\nHost: x\r\n\r\n")
-                hogs.append(connection)
+            let hogs = try Self.gets(larder, from: ["127.0.0.1", "127.0.0.1", "127.0.0.3", "127.0.0.3"]) { index in
+                origin.url("/paid?size=\(40 << 20)&slow=0.3&cc=max-age=600&n=\(index)")
             }
             #expect(hogs.allSatisfy { $0.hasInput(within: 3000) }, "four downloads of ~210 KiB/s under way")
             let started = Date()
@@ -307,11 +305,8 @@ extension IntegrationTests {
         @Test func aSliceCutForAShareIsNotFetchedAgain() throws {
             let origin = try Origin()
             let larder = try Larder(config: "[proxy]\nworkers = 1\n[upstream]\nmax_connections_per_host = 4\ntimeout = \"30s\"\n")
-            var held: [RawConnection] = []
-            for (index, address) in ["127.0.0.6", "127.0.0.8"].enumerated() {
-                let connection = try RawConnection(port: larder.proxyPort, from: address, receiveTimeout: 10)
-                connection.send("GET \(origin.url("/fill?size=\(4 << 20)&slow=2&cc=no-store&n=\(index)")) HTTP/1.1\r\nHost: x\r\n\r\n")
-                held.append(connection)
+            let held = try Self.gets(larder, from: ["127.0.0.6", "127.0.0.8"]) { index in
+                origin.url("/fill?size=\(4 << 20)&slow=2&cc=no-store&n=\(index)")
             }
             usleep(300_000)
             // Two ranges of large cacheable objects of a slow origin that honours Range (128 KiB/s).
@@ -366,11 +361,8 @@ extension IntegrationTests {
             }
             defer { for upload in uploads { _ = upload.stop(grace: 2) } }
             usleep(1_500_000)
-            var held: [RawConnection] = []
-            for (index, address) in ["127.0.0.1", "127.0.0.3"].enumerated() {
-                let connection = try RawConnection(port: larder.proxyPort, from: address, receiveTimeout: 10)
-                connection.send("GET \(origin.url("/trickle?size=\(4 << 20)&slow=2&cc=no-store&n=\(index)")) HTTP/1.1\r\nHost: x\r\n\r\n")
-                held.append(connection)
+            let held = try Self.gets(larder, from: ["127.0.0.1", "127.0.0.3"]) { index in
+                origin.url("/trickle?size=\(4 << 20)&slow=2&cc=no-store&n=\(index)")
             }
             #expect(held.allSatisfy { $0.hasInput(within: 3000) })
             let answer = try Curl.viaProxy(larder.proxy, ["--interface", "127.0.0.2", origin.url("/other?size=100")], timeout: 25)
