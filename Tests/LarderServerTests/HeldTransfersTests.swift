@@ -116,18 +116,68 @@ import Testing
         let span = HeldTransfers<Transfer>.measureSpan
         let perSpan = Int((HeldTransfers<Transfer>.spareRate * Double(span) / 1e9).rounded(.up))
         var received: [ObjectIdentifier: Int] = [ObjectIdentifier(reading): 1_000, ObjectIdentifier(stalled): 5_000]
-        let delivered = { (transfer: Transfer) in received[ObjectIdentifier(transfer)] }
         func cut(_ waiting: Int, at now: UInt64) -> Transfer? {
-            held.toCut(target: origin.target, waiting: waiting, free: 0, now: now, held: { _ in 1 }, delivered: delivered)
+            held.measure(target: origin.target, now: now) { received[ObjectIdentifier($0)] }
+            return held.toCut(target: origin.target, waiting: waiting, free: 0, now: now) { _ in 1 }
         }
         let first = limit + 1
         #expect(cut(2, at: first) == nil, "marked, not judged")
         received[ObjectIdentifier(reading)] = 1_000 + perSpan
-        #expect(cut(2, at: first + span - 1) == nil, "too soon")
+        #expect(cut(2, at: first + span - HeldTransfers<Transfer>.measureInterval) == nil, "too soon")
         #expect(cut(2, at: first + span) === stalled)
         held.resumed(stalled, target: origin.target)
         // Measured from the same mark: the rate falls once it stops taking.
         #expect(cut(1, at: first + 3 * span) === reading, "slowed")
-        #expect(held.toCut(target: origin.target, waiting: 1, free: 0, now: first) { _ in 1 } === reading, "unmeasured: the pause decides")
+        var unmeasured = HeldTransfers<Transfer>()
+        unmeasured.paused(reading, share: origin, now: 0)
+        let never = unmeasured.toCut(target: origin.target, waiting: 1, free: 0, now: first) { _ in 1 }
+        #expect(never === reading, "never measured: the pause decides")
+        unmeasured.measure(target: origin.target, now: first) { _ in nil }
+        let unreadable = unmeasured.toCut(target: origin.target, waiting: 1, free: 0, now: first) { _ in 1 }
+        #expect(unreadable === reading, "unreadable: the pause decides")
+    }
+
+    /// Of the readers too slow to be spared, the slowest is cut first (review 70: one at
+    /// 110 KiB/s was cut while two at 80 KiB/s kept their transfers); the client holding the
+    /// most still comes before.
+    @Test func theSlowestReaderIsCutFirst() {
+        var held = HeldTransfers<Transfer>()
+        let faster = Transfer()
+        let slower = Transfer()
+        let stalled = Transfer()
+        let busy = UpstreamShares.Key(client: (0, 9), host: "example.org", port: 80)
+        held.paused(faster, share: origin, now: 0)
+        held.paused(slower, share: origin, now: 10)
+        held.paused(stalled, share: busy, now: 20)
+        let start = limit
+        let span = HeldTransfers<Transfer>.measureSpan
+        var received: [ObjectIdentifier: Int] = [:]
+        held.measure(target: origin.target, now: start) { received[ObjectIdentifier($0)] ?? 0 }
+        received[ObjectIdentifier(faster)] = 90_000 * 2
+        received[ObjectIdentifier(slower)] = 60_000 * 2
+        received[ObjectIdentifier(stalled)] = 80_000 * 2
+        held.measure(target: origin.target, now: start + span) { received[ObjectIdentifier($0)] ?? 0 }
+        #expect(held.entries[origin.target]?.first?.reading == .rate(90_000))
+        let counts = [origin: 1, busy: 2]
+        #expect(held.toCut(target: origin.target, waiting: 1, free: 0, now: start + span) { counts[$0] ?? 0 } === stalled)
+        held.resumed(stalled, target: origin.target)
+        #expect(held.toCut(target: origin.target, waiting: 1, free: 0, now: start + span) { counts[$0] ?? 0 } === slower)
+    }
+
+    /// However often requests wait, an origin's transfers are measured at most once per
+    /// interval: a wait does not cost a system call per paused transfer each time.
+    @Test func anOriginIsMeasuredAtMostOncePerInterval() {
+        var held = HeldTransfers<Transfer>()
+        held.paused(Transfer(), share: origin, now: 0)
+        var reads = 0
+        func read(_: Transfer) -> Int? {
+            reads += 1
+            return 0
+        }
+        let interval = HeldTransfers<Transfer>.measureInterval
+        for step in 0..<10 { held.measure(target: origin.target, now: limit + UInt64(step) * interval / 4, delivered: read) }
+        #expect(reads == 3, "at 0, 1 and 2 intervals")
+        held.measure(target: origin.target + 1, now: limit, delivered: read)
+        #expect(reads == 3, "no transfer paused for another origin")
     }
 }

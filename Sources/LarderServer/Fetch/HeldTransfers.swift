@@ -13,7 +13,8 @@
 /// its transfer as long as it likes. The socket's buffers move what a client takes in steps
 /// of a megabyte or so, so a pause alone made readers up to ~250 KiB/s look stalled: a
 /// transfer is cut only once its slowest client has also received (by the socket's unsent
-/// bytes) less than ``spareRate`` over at least ``measureSpan``, measured at the loop's looks.
+/// bytes) less than ``spareRate`` over at least ``measureSpan``, measured at most twice a
+/// second while requests wait (``measure(target:now:delivered:)``); the slowest goes first.
 ///
 /// Transfers that wait for their origin, or that store what they fetch, never pause: clients
 /// with several addresses asking an origin of their own for heads that do not come or bodies
@@ -35,9 +36,22 @@ struct HeldTransfers<Holder: AnyObject> {
         /// and the address whose fills to it are counted.
         let share: UpstreamShares.Key
         let since: UInt64
-        /// What its slowest client had received, and when (``toCut(target:waiting:free:now:held:delivered:)``
-        /// measures from it).
+        /// What its slowest client had received, and when: ``measure(target:now:delivered:)``
+        /// measures from it.
         var mark: (delivered: Int, at: UInt64)?
+        /// What the last measure found.
+        var reading = Reading.none
+    }
+
+    /// What is known of how fast a paused transfer's slowest client receives.
+    enum Reading: Equatable {
+        /// Nothing: not measured since it paused, or its client's reception cannot be read.
+        /// Its pause alone decides.
+        case none
+        /// Marked less than ``measureSpan`` ago: not judged yet.
+        case measuring
+        /// Bytes a second received since the mark.
+        case rate(Double)
     }
 
     /// How long a transfer may wait for its clients while others wait for its origin.
@@ -57,9 +71,15 @@ struct HeldTransfers<Holder: AnyObject> {
     /// ``holdLimit``, ~150 KiB/s.
     static var minimumRate: Double { Double(FillBuffer.highWater - FillBuffer.lowWater) / (Double(holdLimit) / 1e9) }
 
+    /// The least time between two measures of one origin's transfers: however often requests
+    /// wait, a measure (a system call per transfer) runs at most this often.
+    static var measureInterval: UInt64 { holdLimit / 10 }
+
     /// One per paused transfer, by origin (``UpstreamShares/Key/target``): a choice reads one
     /// origin's, at most about its connections.
     private(set) var entries: [Int: [Entry]] = [:]
+    /// When each origin's transfers were last measured.
+    private var measured: [Int: UInt64] = [:]
 
     var isEmpty: Bool { entries.isEmpty }
 
@@ -82,42 +102,68 @@ struct HeldTransfers<Holder: AnyObject> {
     mutating func resumed(_ holder: Holder, target: Int) {
         guard let index = entries.index(forKey: target) else { return }
         entries.values[index].removeAll { $0.holder === holder }
-        if entries.values[index].isEmpty { entries.remove(at: index) }
+        if entries.values[index].isEmpty {
+            entries.remove(at: index)
+            measured[target] = nil
+        }
+    }
+
+    /// Measures what the slowest client of each transfer paused for the origin `target` has
+    /// received (`delivered`: ``Fill/slowestDelivered()``, nil when it cannot be read) since
+    /// the transfer's mark, at `now`, unless the origin's were measured less than
+    /// ``measureInterval`` ago. A transfer is marked at its first measure and judged once its
+    /// mark is ``measureSpan`` old; one whose client keeps up is marked anew past
+    /// ``measureWindow``, so that what it read long ago does not spare it later.
+    mutating func measure(target: Int, now: UInt64, delivered: (Holder) -> Int?) {
+        guard let index = entries.index(forKey: target) else { return }
+        if let last = measured[target], now < last &+ Self.measureInterval { return }
+        measured[target] = now
+        for slot in entries.values[index].indices {
+            let entry = entries.values[index][slot]
+            guard let received = delivered(entry.holder) else {
+                entries.values[index][slot].reading = .none
+                continue
+            }
+            guard let mark = entry.mark, now >= mark.at &+ Self.measureSpan else {
+                if entry.mark == nil { entries.values[index][slot].mark = (received, now) }
+                entries.values[index][slot].reading = .measuring
+                continue
+            }
+            let rate = Double(received - mark.delivered) / (Double(now - mark.at) / 1e9)
+            entries.values[index][slot].reading = .rate(rate)
+            if rate >= Self.spareRate, now >= mark.at &+ Self.measureWindow { entries.values[index][slot].mark = (received, now) }
+        }
     }
 
     /// The transfer to cut for the origin `target`, at `now`, or nil: none while the requests
     /// `waiting` for a connection to it (that one would let go on) are no more than the
-    /// connections `free`; otherwise the one, paused for at least ``holdLimit``, whose client
-    /// holds the most fills to the origin (`held`: ``UpstreamShares/count(_:)``), the longest
-    /// paused of those. A transfer whose slowest client received (`delivered`:
-    /// ``Fill/slowestDelivered()``) at least ``spareRate`` since its mark, at least
-    /// ``measureSpan`` ago, is spared (marked anew past ``measureWindow``); one not yet
-    /// measured that long is marked and not cut yet; one that cannot be measured (nil) is
-    /// judged by its pause alone.
-    mutating func toCut(
-        target: Int, waiting: Int, free: Int, now: UInt64, held: (UpstreamShares.Key) -> Int,
-        delivered: (Holder) -> Int? = { _ in nil }
-    ) -> Holder? {
-        guard waiting > free, let index = entries.index(forKey: target) else { return nil }
-        var chosen: (entry: Entry, held: Int)?
-        for slot in entries.values[index].indices {
-            let entry = entries.values[index][slot]
-            let received = delivered(entry.holder)
-            if let received {
-                guard let mark = entry.mark, now >= mark.at &+ Self.measureSpan else {
-                    if entry.mark == nil { entries.values[index][slot].mark = (received, now) }
-                    continue
-                }
-                let seconds = Double(now - mark.at) / 1e9
-                if Double(received - mark.delivered) >= Self.spareRate * seconds {
-                    if now >= mark.at &+ Self.measureWindow { entries.values[index][slot].mark = (received, now) }
+    /// connections `free`; otherwise, of those paused for at least ``holdLimit`` whose last
+    /// reading (``measure(target:now:delivered:)``) is below ``spareRate`` or unknown, the one
+    /// whose client holds the most fills to the origin (`held`: ``UpstreamShares/count(_:)``),
+    /// then the slowest read (unknown counts as nothing), then the longest paused.
+    func toCut(target: Int, waiting: Int, free: Int, now: UInt64, held: (UpstreamShares.Key) -> Int) -> Holder? {
+        guard waiting > free, let listed = entries[target] else { return nil }
+        var chosen: (entry: Entry, held: Int, rate: Double)?
+        for entry in listed where now >= entry.since &+ Self.holdLimit {
+            let rate: Double
+            switch entry.reading {
+            case .none: rate = 0
+            case .measuring: continue
+            case .rate(let measured):
+                guard measured < Self.spareRate else { continue }
+                rate = measured
+            }
+            let count = held(entry.share)
+            if let best = chosen {
+                if best.held != count {
+                    if best.held > count { continue }
+                } else if best.rate != rate {
+                    if best.rate < rate { continue }
+                } else if best.entry.since <= entry.since {
                     continue
                 }
             }
-            guard now >= entry.since &+ Self.holdLimit else { continue }
-            let count = held(entry.share)
-            if let best = chosen, best.held > count || (best.held == count && best.entry.since <= entry.since) { continue }
-            chosen = (entry, count)
+            chosen = (entry, count, rate)
         }
         return chosen?.entry.holder
     }

@@ -371,11 +371,10 @@ final class ProxyLoop {
         var free = perHostLimit - upstreamShares.inFlight(target: target)
         guard waiting > free else { return nil }
         let now = loop.now
+        heldTransfers.measure(target: target, now: now) { $0.slowestDelivered() }
         var listed = heldTransfers.count(target: target)
         while listed > 0,
-            let fill = heldTransfers.toCut(
-                target: target, waiting: waiting, free: free, now: now, held: { upstreamShares.count($0) },
-                delivered: { $0.slowestDelivered() })
+            let fill = heldTransfers.toCut(target: target, waiting: waiting, free: free, now: now, held: { upstreamShares.count($0) })
         {
             listed -= 1
             free += 1
