@@ -256,6 +256,86 @@ extension IntegrationTests {
             #expect(larder.child.stderr.contains("a request is cut: its client held more connections"))
         }
 
+        /// Review 69 F7: a revalidation cut before its head was answered 504 though its stale
+        /// copy allowed an answer on an error (stale-if-error, RFC 5861 §4). The cut is such an
+        /// error: the stale copy answers, and the waiting client is served.
+        @Test func aRevalidationCutForAShareIsAnsweredFromItsStaleCopy() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: "[proxy]\nworkers = 1\n[upstream]\nmax_connections_per_host = 4\ntimeout = \"30s\"\n")
+            let headers = [("Cache-Control", "max-age=1, stale-if-error=600"), ("ETag", "\"old\"")]
+            let paths = (0..<4).map { "/revalidated-\($0)" }
+            for path in paths {
+                try origin.script(
+                    path, [Scripted(headers: headers, body: "stale \(path)"), Scripted(headers: headers, body: "new", delay: 14)],
+                    conditional: false)
+                let warm = try Curl.viaProxy(larder.proxy, [origin.url(path)])
+                #expect(warm.status == 200 && warm.text == "stale \(path)")
+            }
+            sleep(2)
+            var slow: [RawConnection] = []
+            for (path, address) in zip(paths, ["127.0.0.1", "127.0.0.1", "127.0.0.3", "127.0.0.3"]) {
+                let connection = try RawConnection(port: larder.proxyPort, from: address, receiveTimeout: 10)
+                connection.send("GET \(origin.url(path)) HTTP/1.1\r\nHost: x\r\n\r\n")
+                slow.append(connection)
+            }
+            usleep(500_000)
+            let started = Date()
+            let answer = try Curl.viaProxy(larder.proxy, ["--interface", "127.0.0.2", origin.url("/other?size=100")], timeout: 25)
+            let waited = Date().timeIntervalSince(started)
+            #expect(answer.status == 200 && waited < 10, "\(answer.status) after \(waited) s")
+            usleep(1_500_000)
+            let cut = slow.indices.filter { slow[$0].hasInput(within: 0) }
+            #expect(cut.count == 1, "one revalidation cut for the waiting client: \(cut.count)")
+            if let index = cut.first {
+                let response = try slow[index].readResponse()
+                #expect(response.status == 200 && response.text == "stale \(paths[index])", "\(response.status) \(response.text)")
+            }
+            #expect(try larder.stats().upstream.overShareCuts == 1)
+            for path in paths { #expect(try origin.count(path) == 2, "\(path): stored, then revalidated once") }
+        }
+
+        /// Review 69 F7: a cut before the head answered 504 to every reader of the transfer,
+        /// those from other addresses that had joined it too (their own requests never went
+        /// upstream). Such a reader goes on under its own client's share, behind the request
+        /// the connection was cut for.
+        @Test func aReaderThatJoinedAnotherClientsCutTransferGoesOn() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: "[proxy]\nworkers = 1\n[upstream]\nmax_connections_per_host = 4\ntimeout = \"30s\"\n")
+            let headers = [("Cache-Control", "max-age=60")]
+            let paths = (0..<4).map { "/joined-\($0)" }
+            for path in paths {
+                try origin.script(
+                    path, [Scripted(headers: headers, body: "slow", delay: 14), Scripted(headers: headers, body: "again", delay: 3)],
+                    conditional: false)
+            }
+            var holders: [RawConnection] = []
+            for (path, address) in zip(paths, ["127.0.0.1", "127.0.0.1", "127.0.0.3", "127.0.0.3"]) {
+                let connection = try RawConnection(port: larder.proxyPort, from: address, receiveTimeout: 10)
+                connection.send("GET \(origin.url(path)) HTTP/1.1\r\nHost: x\r\n\r\n")
+                holders.append(connection)
+            }
+            usleep(300_000)
+            var joiners: [RawConnection] = []
+            for path in paths {
+                let connection = try RawConnection(port: larder.proxyPort, from: "127.0.0.4", receiveTimeout: 25)
+                connection.send("GET \(origin.url(path)) HTTP/1.1\r\nHost: x\r\n\r\n")
+                joiners.append(connection)
+            }
+            usleep(500_000)
+            let answer = try Curl.viaProxy(larder.proxy, ["--interface", "127.0.0.2", origin.url("/other?size=100")], timeout: 25)
+            #expect(answer.status == 200)
+            // The connection cut for it was its own: the joiner going on waited behind it.
+            #expect(try larder.stats().upstream.overShareCuts == 1)
+            usleep(500_000)
+            let cut = holders.indices.filter { holders[$0].hasInput(within: 0) }
+            #expect(cut.count == 1, "one request cut for the waiting client: \(cut.count)")
+            guard let index = cut.first else { return }
+            #expect(try holders[index].readResponse().status == 504, "the cut client's own request")
+            let joined = try joiners[index].readResponse()
+            #expect(joined.status == 200 && joined.text == "again", "\(joined.status) \(joined.text)")
+            #expect(try origin.count(paths[index]) == 2, "the cut request, then the joiner's own")
+        }
+
         /// Review 68 F3: one address asking for a small URL every few seconds had an honest
         /// client's large downloads cut again and again (each cut threw tens of megabytes
         /// away for a request that needed a connection for a millisecond). A transfer whose

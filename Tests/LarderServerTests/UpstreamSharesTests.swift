@@ -43,6 +43,36 @@ import Testing
     /// A connection freed goes to the waiting request whose client holds the fewest fills to
     /// the origin (the oldest of those), never to one whose client is at its share, and to
     /// none while every connection is taken.
+    /// A connection given back while requests wait is theirs: until the loop's pass lets them
+    /// go on, a request arriving meanwhile (one that joined a cut transfer and goes on, say)
+    /// waits behind them, though the origin has room.
+    @Test func aConnectionGivenBackGoesToTheRequestsThatWaited() {
+        var shares = UpstreamShares()
+        let holder = UpstreamShares.Key(client: (0, 1), host: "example.org", port: 80)
+        let waiter = UpstreamShares.Key(client: (0, 2), host: "example.org", port: 80)
+        let newcomer = UpstreamShares.Key(client: (0, 3), host: "example.org", port: 80)
+        let elsewhere = UpstreamShares.Key(client: (0, 3), host: "example.net", port: 80)
+        for _ in 0..<2 { shares.take(holder) }
+        #expect(shares.mustWait(waiter, share: 1, perHost: 2) == .originFull)
+        var resumed = 0
+        shares.wait(waiter, now: 0, until: 100) {
+            resumed += 1
+            return true
+        }
+        let waited = shares.give(holder)
+        #expect(waited, "a request waits for the origin")
+        #expect(shares.mayBeAtLimit(1))
+        #expect(shares.mustWait(newcomer, share: 1, perHost: 2) == .originFull, "the freed connection is the waiter's")
+        #expect(shares.mustWait(elsewhere, share: 1, perHost: 2) == nil, "another origin's")
+        shares.handedOver(target: waiter.target)
+        #expect(shares.mustWait(newcomer, share: 1, perHost: 2) == nil, "once the waiters were let go on")
+        let next = shares.nextWaiting(target: waiter.target, share: 1, perHost: 2)
+        #expect(next?() == true && resumed == 1)
+        let again = shares.give(holder)
+        #expect(!again, "no one waits: nothing handed over")
+        #expect(shares.mustWait(newcomer, share: 1, perHost: 2) == nil)
+    }
+
     @Test func aFreedConnectionGoesToTheClientHoldingTheFewest() {
         var shares = UpstreamShares()
         let origin = "example.org"

@@ -69,8 +69,20 @@ extension ClientConnection: FillReader {
     /// its origin (``HeldTransfers``): after the head, the response ends short (a sliced one
     /// too); before it, a 504 (the request went upstream and its outcome is unknown, so it is
     /// never sent again: it may not be idempotent, RFC 9110 §9.2.2, and sent again it would
-    /// take the connection back). A transfer paused for its readers always has a head.
+    /// take the connection back), unless the request joined the transfer of a client at
+    /// another address. A transfer paused for its readers always has a head.
     private func connectionCut(_ exchange: Exchange, url: AbsoluteURL, overShare: Bool) {
+        if !exchange.headSent, let fill = exchange.fill, joinedAnother(fill, exchange: exchange) {
+            // Its own request never went upstream, and it is safe (RFC 9110 §9.2.2): it goes
+            // on under its own client's share instead of losing what another client's cut.
+            if exchange.slices != nil {
+                exchange.take(.sliceFillLeft(alone: true))
+                if pumpSlices(exchange) { flush() }
+            } else {
+                leaveFill(exchange, url: url, alone: false)
+            }
+            return
+        }
         if let left = proxy.cutWarnings.allow(now: proxy.loop.now) {
             let message: Logger.Message =
                 overShare
@@ -99,6 +111,14 @@ extension ClientConnection: FillReader {
         }
         endIncomplete(exchange)
         flushSoon()
+    }
+
+    /// Whether the exchange joined `fill`, cut for a share, from another address than the
+    /// client whose request it was: a GET or HEAD (the requests fills are shared by).
+    private func joinedAnother(_ fill: Fill, exchange: Exchange) -> Bool {
+        guard let cut = fill.cutShare, let client = shareClient else { return false }
+        let method = exchange.head.method
+        return (method == .get || method == .head) && (cut.high != client.high || cut.low != client.low)
     }
 
     /// Leaves a shared fill and forwards again: alone, or keyed by the request's variant.

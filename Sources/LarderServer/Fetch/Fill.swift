@@ -79,6 +79,9 @@ final class Fill: UpstreamTransferDelegate {
     /// The client's share of the origin's connections this fill counts against
     /// (``UpstreamShares``), given back when its transfer ends.
     var share: UpstreamShares.Key?
+    /// The share of a transfer cut to free its connection (``giveUpConnection(_:)``): whose
+    /// request it was, once ``share`` is given back.
+    private(set) var cutShare: UpstreamShares.Key?
     /// The origin of a transfer paused for its readers, listed as holding its connection
     /// (``HeldTransfers``).
     private var heldTarget: Int?
@@ -360,14 +363,31 @@ final class Fill: UpstreamTransferDelegate {
     /// Cuts the transfer to free its connection for requests waiting for the origin
     /// (``HeldTransfers``): every reader's response ends incomplete, for `reason`
     /// (``FillRelease/heldConnection`` or ``FillRelease/overShare``).
+    /// A revalidation cut before its head whose stale copy may answer on an error (RFC 5861
+    /// §4, RFC 9111 §4.2.4) answers every reader from it instead: the cut is an error of
+    /// Larder's making, and a stale answer beats a 504.
     func giveUpConnection(_ reason: FillRelease) {
-        while let last = buffer.readers.indices.last { release(at: last, reason: reason) }
         let why =
             if case .overShare = reason {
                 "its client held more of the origin's connections than another client that waited for one"
             } else {
                 "paused for its clients while other requests waited for its origin"
             }
+        cutShare = share
+        if head == nil, let fallback = options.fallback,
+            CacheDecision.canServeStaleOnError(
+                fallback, request: options.requestDirectives, window: settings.staleIfError, negativeTTL: settings.negativeTTL,
+                now: Clocks.wallSeconds())
+        {
+            cancel(reason: why)
+            staleAnswer = fallback
+            staleCause = .limit
+            proxy.telemetry.stats[.staleServedOnError].add(1)
+            outcome = .success(())
+            scheduleNotify()
+            return
+        }
+        while let last = buffer.readers.indices.last { release(at: last, reason: reason) }
         cancel(reason: why)
     }
 

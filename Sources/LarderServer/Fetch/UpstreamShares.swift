@@ -59,6 +59,11 @@ struct UpstreamShares {
     /// with requests that are gone or that their client's share holds back.
     private var waiting: [Int: [Key: [Waiter]]] = [:]
     private var lastID: UInt64 = 0
+    /// Origins given a connection back while requests waited for them, until the loop's next
+    /// pass lets those go on (``handedOver(target:)``): a request arriving meanwhile waits
+    /// behind them, so that a connection freed (or cut) for a waiting request is not taken by
+    /// one that did not wait.
+    private var handingOver: Set<Int> = []
 
     /// The most fills one client may have in flight to one origin on a loop, of `perHost`
     /// connections (`upstream.max_connections_per_host`).
@@ -76,7 +81,11 @@ struct UpstreamShares {
 
     /// Why a request for `key` must wait, or nil: its client has its `share` in flight to the
     /// origin, or all `perHost` connections to the origin are taken.
+    /// A connection given back while others waited is theirs first (``handingOver``).
     func mustWait(_ key: Key, share: Int, perHost: Int) -> Wait? {
+        if !handingOver.isEmpty, handingOver.contains(key.target), waiting[key.target] != nil {
+            return held[key, default: 0] >= share ? .clientShare : .originFull
+        }
         guard total >= min(share, perHost) else { return nil }
         if held[key, default: 0] >= share { return .clientShare }
         return toTarget[key.target, default: 0] >= perHost ? .originFull : nil
@@ -103,7 +112,7 @@ struct UpstreamShares {
     }
 
     /// Whether a probe for some client could find it at `limit` (a check without hashing).
-    func mayBeAtLimit(_ limit: Int) -> Bool { total >= limit }
+    func mayBeAtLimit(_ limit: Int) -> Bool { total >= limit || !handingOver.isEmpty }
 
     /// Counts a fill for `key` (its transfer holds one of the origin's connections).
     mutating func take(_ key: Key) {
@@ -173,7 +182,15 @@ struct UpstreamShares {
             }
             total -= 1
         }
-        return !waiting.isEmpty && waiting[key.target] != nil
+        guard !waiting.isEmpty, waiting[key.target] != nil else { return false }
+        handingOver.insert(key.target)
+        return true
+    }
+
+    /// The loop's pass for the origin `target` after ``give(_:)`` has begun: requests arriving
+    /// from here on no longer wait behind those that waited.
+    mutating func handedOver(target: Int) {
+        if !handingOver.isEmpty { handingOver.remove(target) }
     }
 
     /// The request to let go on next for the origin `target`, taken off the list: none while

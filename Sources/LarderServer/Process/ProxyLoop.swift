@@ -404,6 +404,7 @@ final class ProxyLoop {
     /// the order ``UpstreamShares/nextWaiting(target:share:perHost:)`` gives; each is asked
     /// once (one that waits again is at the back for the next pass).
     private func resumeWaiting(for target: Int) {
+        upstreamShares.handedOver(target: target)
         var asked = upstreamShares.waiters(target: target)
         while asked > 0, let next = upstreamShares.nextWaiting(target: target, share: shareLimit, perHost: perHostLimit) {
             asked -= 1
