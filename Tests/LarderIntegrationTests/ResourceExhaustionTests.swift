@@ -9,14 +9,27 @@ extension IntegrationTests {
         /// Opens a connection from each of `addresses` (in order, `pause` microseconds apart)
         /// and sends each a GET of `url(index)`.
         static func gets(
-            _ larder: Larder, from addresses: [String], pause: UInt32 = 0, _ url: (Int) -> String
+            _ larder: Larder, from addresses: [String], pause: UInt32 = 0, receiveTimeout: Int = 10, _ url: (Int) -> String
         ) throws -> [RawConnection] {
             try addresses.enumerated().map { index, address in
-                let connection = try RawConnection(port: larder.proxyPort, from: address, receiveTimeout: 10)
+                let connection = try RawConnection(port: larder.proxyPort, from: address, receiveTimeout: receiveTimeout)
                 connection.send("GET \(url(index)) HTTP/1.1\r\nHost: x\r\n\r\n")
                 if pause > 0 { usleep(pause) }
                 return connection
             }
+        }
+
+        /// While `holders` hold every connection to `origin`, a client at another address asks
+        /// for a small object, which must be answered within 10 s; returns the indices of the
+        /// holders answered by then (those cut for it).
+        static func cutForAWaiter(_ larder: Larder, _ origin: Origin, holders: [RawConnection]) throws -> [Int] {
+            usleep(500_000)
+            let started = Date()
+            let answer = try Curl.viaProxy(larder.proxy, ["--interface", "127.0.0.2", origin.url("/other?size=100")], timeout: 25)
+            let waited = Date().timeIntervalSince(started)
+            #expect(answer.status == 200 && waited < 10, "\(answer.status) after \(waited) s")
+            usleep(1_500_000)
+            return holders.indices.filter { holders[$0].hasInput(within: 0) }
         }
 
         @Test(arguments: [1, 4]) func idleAdminConnectionsNeverLockOutHealthChecks(workers: Int) throws {
@@ -237,13 +250,7 @@ extension IntegrationTests {
                 connection.send("\(method) \(origin.url(path)) HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello")
                 slow.append((connection, path))
             }
-            usleep(500_000)
-            let started = Date()
-            let answer = try Curl.viaProxy(larder.proxy, ["--interface", "127.0.0.2", origin.url("/other?size=100")], timeout: 25)
-            let waited = Date().timeIntervalSince(started)
-            #expect(answer.status == 200 && waited < 10, "\(answer.status) after \(waited) s")
-            usleep(1_500_000)
-            let cut = slow.filter { $0.connection.hasInput(within: 0) }
+            let cut = try Self.cutForAWaiter(larder, origin, holders: slow.map(\.connection)).map { slow[$0] }
             #expect(cut.count == 1, "one request cut for the waiting client: \(cut.count)")
             if let first = cut.first {
                 let response = try first.connection.readResponse()
@@ -272,19 +279,8 @@ extension IntegrationTests {
                 #expect(warm.status == 200 && warm.text == "stale \(path)")
             }
             sleep(2)
-            var slow: [RawConnection] = []
-            for (path, address) in zip(paths, ["127.0.0.1", "127.0.0.1", "127.0.0.3", "127.0.0.3"]) {
-                let connection = try RawConnection(port: larder.proxyPort, from: address, receiveTimeout: 10)
-                connection.send("GET \(origin.url(path)) HTTP/1.1\r\nHost: x\r\n\r\n")
-                slow.append(connection)
-            }
-            usleep(500_000)
-            let started = Date()
-            let answer = try Curl.viaProxy(larder.proxy, ["--interface", "127.0.0.2", origin.url("/other?size=100")], timeout: 25)
-            let waited = Date().timeIntervalSince(started)
-            #expect(answer.status == 200 && waited < 10, "\(answer.status) after \(waited) s")
-            usleep(1_500_000)
-            let cut = slow.indices.filter { slow[$0].hasInput(within: 0) }
+            let slow = try Self.gets(larder, from: ["127.0.0.1", "127.0.0.1", "127.0.0.3", "127.0.0.3"]) { origin.url(paths[$0]) }
+            let cut = try Self.cutForAWaiter(larder, origin, holders: slow)
             #expect(cut.count == 1, "one revalidation cut for the waiting client: \(cut.count)")
             if let index = cut.first {
                 let response = try slow[index].readResponse()
@@ -308,19 +304,9 @@ extension IntegrationTests {
                     path, [Scripted(headers: headers, body: "slow", delay: 14), Scripted(headers: headers, body: "again", delay: 3)],
                     conditional: false)
             }
-            var holders: [RawConnection] = []
-            for (path, address) in zip(paths, ["127.0.0.1", "127.0.0.1", "127.0.0.3", "127.0.0.3"]) {
-                let connection = try RawConnection(port: larder.proxyPort, from: address, receiveTimeout: 10)
-                connection.send("GET \(origin.url(path)) HTTP/1.1\r\nHost: x\r\n\r\n")
-                holders.append(connection)
-            }
+            let holders = try Self.gets(larder, from: ["127.0.0.1", "127.0.0.1", "127.0.0.3", "127.0.0.3"]) { origin.url(paths[$0]) }
             usleep(300_000)
-            var joiners: [RawConnection] = []
-            for path in paths {
-                let connection = try RawConnection(port: larder.proxyPort, from: "127.0.0.4", receiveTimeout: 25)
-                connection.send("GET \(origin.url(path)) HTTP/1.1\r\nHost: x\r\n\r\n")
-                joiners.append(connection)
-            }
+            let joiners = try Self.gets(larder, from: Array(repeating: "127.0.0.4", count: 4), receiveTimeout: 25) { origin.url(paths[$0]) }
             usleep(500_000)
             let answer = try Curl.viaProxy(larder.proxy, ["--interface", "127.0.0.2", origin.url("/other?size=100")], timeout: 25)
             #expect(answer.status == 200)
