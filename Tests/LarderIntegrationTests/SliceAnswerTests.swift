@@ -606,6 +606,38 @@ extension IntegrationTests {
             #expect(cached.status == 504, "\(config): \(cached.status): an answer to one request's content was stored")
         }
 
+        /// Review 71 F1: a client whose next byte lies past where a whole answer ended (its
+        /// range, or the slice after the stored ones, served from a 200) was never told of the
+        /// end: it hung until it gave up. Its answer ends now: a 502 before the head, cut
+        /// short after it. Sliced (a stored slice, then a Range-ignoring origin that breaks
+        /// off), a one-slice object whose range starts past the break, and without slicing.
+        @Test(arguments: ["walk", "one slice", "no slices"])
+        func anAnswerEndingBeforeTheClientsNextByteEndsTheClientsToo(shape: String) throws {
+            let origin = try Origin()
+            let larder = try Larder(config: shape == "no slices" ? "[cache]\nslice_size = \"0\"\n" : Self.config)
+            var url = origin.url("/broken?ranges=1&size=50000&truncate=30000&cc=max-age=60")
+            var range = ["-r", "40000-"]
+            if shape == "no slices" {
+                url = origin.url("/broken?size=200000&truncate=30000&cc=max-age=60")
+                range = ["-r", "100000-"]
+            } else if shape == "walk" {
+                url = origin.url(Self.target)
+                range = []
+                let body = Self.bytes(0...(Self.length - 1)).base64EncodedString()
+                let headers = [("ETag", Self.etag), ("Cache-Control", "max-age=3600")]
+                // The first answer breaks off past the first slice (stored), the next before it.
+                let answers = [70_000, 30_000].map { Scripted(headers: headers, body: "", truncate: $0, body64: body) }
+                try origin.script(Self.target, answers, conditional: false)
+                _ = try Curl.viaProxy(larder.proxy, [url])
+                try Self.waitUntilCached(larder, url, range: "0-9")
+            }
+            let started = Date()
+            let answer = try Curl.viaProxy(larder.proxy, ["--max-time", "20"] + range + [url], timeout: 25)
+            let took = Date().timeIntervalSince(started)
+            #expect(answer.exitCode != 28 && took < 15, "\(shape): ended after \(took) s, curl \(answer.exitCode)")
+            #expect(answer.exitCode != 0 || answer.status == 502, "\(shape): \(answer.status), curl \(answer.exitCode)")
+        }
+
         /// Waits (bounded) until `range` of `url` is answered from the cache.
         static func waitUntilCached(_ larder: Larder, _ url: String, range: String) throws {
             for _ in 0..<50 {

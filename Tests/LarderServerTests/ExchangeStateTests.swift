@@ -308,6 +308,12 @@ import Testing
                 .answering, .fail(.short(sent: 3, declared: 5))
             ),
             ("the transfer failed", 3, Self.news(readable: 3, ended: .failed, sent: 3), .answering, .fail(.transfer)),
+            // Review 71 F1: a range starting past where the transfer failed hung for good.
+            ("failed before the range's first byte", 8, Self.news(readable: 3, ended: .failed), .answering, .fail(.transfer)),
+            (
+                "ended before the range's first byte", 8, Self.news(readable: 3, ended: .complete, declared: 5), .answering,
+                .fail(.short(sent: 0, declared: 5))
+            ),
             (
                 "failed, bytes still to send first", 1, Self.news(readable: 3, ended: .failed, sent: 1), .responding,
                 .sendBytes(upTo: 3)

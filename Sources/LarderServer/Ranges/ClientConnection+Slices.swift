@@ -249,7 +249,8 @@ extension ClientConnection {
             pumpSlices(exchange)
             return true
         }
-        if position == fill.received, let outcome = fill.outcome {
+        // Its part may start past where the transfer ended (a slice taken from a whole answer).
+        if position >= fill.received, let outcome = fill.outcome {
             let reason: String
             var cause = FailureCause.truncated
             if case .failure(let error) = outcome {

@@ -68,7 +68,9 @@ struct FillNews {
         // Every byte the head declared is queued: the response is complete for this client
         // (RFC 9112 §6.3), whatever the transfer's end still does for the cache.
         if ended == nil, let declared, sent == declared { return .finishBody(lastChunk: false) }
-        if position == readable, let ended {
+        // A reader whose range starts past what the transfer brought (a Range served from
+        // a whole fetch) hears of its end too: it never gets closer.
+        if position >= readable, let ended {
             switch ended {
             case .complete:
                 // Fewer (or more) bytes than the head declared: never end it as if complete.
