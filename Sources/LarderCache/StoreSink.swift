@@ -27,10 +27,14 @@ public struct StoreSink {
         /// When the fetch began (``TieredCache/storeStamp()``): what a purge or ban since
         /// covers is not stored.
         public var stamp: InvalidationLog.Stamp?
+        /// A whole response stored slice by slice (``StoragePlan/Action/slices``) that is the
+        /// object whose slices are stored already (the same validator and length): they
+        /// stay, each replaced as its new copy completes, instead of being dropped first.
+        public var keepsSlices: Bool
 
         public init(
             key: CacheKey, url: String?, requestHeaders: HTTPHeaders, requestTime: Double, responseTime: Double, contentLength: Int?,
-            sliceIndex: Int? = nil, sliceSize: Int = 0, stamp: InvalidationLog.Stamp? = nil
+            sliceIndex: Int? = nil, sliceSize: Int = 0, stamp: InvalidationLog.Stamp? = nil, keepsSlices: Bool = false
         ) {
             self.key = key
             self.url = url
@@ -41,6 +45,7 @@ public struct StoreSink {
             self.sliceIndex = sliceIndex
             self.sliceSize = sliceSize
             self.stamp = stamp
+            self.keepsSlices = keepsSlices
         }
     }
 

@@ -145,8 +145,9 @@ extension TieredCache {
         case .slices:
             // Neither the object's own key (an older whole copy) nor its older slices, on either
             // tier, may answer beside the new slices (nor one whose promotion is in flight: it
-            // finds its disk entry gone, ``promote(_:stamp:)``).
-            invalidateObject(entry.key)
+            // finds its disk entry gone, ``promote(_:stamp:)``). Unless it is the very object
+            // they belong to: a transfer cut before it wrote them again would lose them.
+            if !entry.keepsSlices { invalidateObject(entry.key) }
             var diskHead = diskHead()
             diskHead.status = 206
             diskHead.reason = HTTPStatus.reason(206)

@@ -638,6 +638,38 @@ extension IntegrationTests {
             #expect(answer.exitCode != 0 || answer.status == 502, "\(shape): \(answer.status), curl \(answer.exitCode)")
         }
 
+        /// Review 71 F3: a Range-ignoring origin's 200 to a walk's slice request dropped every
+        /// slice stored before rewriting them from its body, so a transfer that broke off (or
+        /// was cut for a share) before it got there lost what the cache held, and each retry
+        /// fetched more of the object again. A 200 of the same object (validator, length) keeps
+        /// them.
+        @Test func aWholeAnswerOfTheSameObjectKeepsTheStoredSlices() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: Self.config)
+            let url = origin.url(Self.target)
+            try origin.script(Self.target, [Self.partial(0...(Self.slice - 1))], conditional: false)
+            #expect(try Curl.viaProxy(larder.proxy, ["-r", "0-9", url]).status == 206)
+            try Self.waitUntilCached(larder, url, range: "0-9")
+            let headers = [("Cache-Control", "max-age=3600")]
+            func whole(etag: String) -> Scripted {
+                Scripted(
+                    headers: headers + [("ETag", etag)], body: "", truncate: 30_000,
+                    body64: Self.bytes(0...(Self.length - 1)).base64EncodedString())
+            }
+            // The walk takes the first slice from the cache and asks for the second; the 200
+            // breaks off before the first slice's end.
+            try origin.script(Self.target, [whole(etag: Self.etag)], conditional: false)
+            let broken = try Curl.viaProxy(larder.proxy, ["--max-time", "20", url], timeout: 25)
+            #expect(broken.exitCode != 0 && broken.exitCode != 28, "cut short: curl \(broken.exitCode)")
+            let kept = try Curl.viaProxy(larder.proxy, ["-H", "Cache-Control: only-if-cached", "-r", "0-9", url])
+            #expect(kept.status == 206 && kept.body == Self.bytes(0...9), "the stored slice stays: \(kept.status)")
+            // Another object (its ETag) still drops them.
+            try origin.script(Self.target, [whole(etag: "\"s2\"")], conditional: false)
+            _ = try Curl.viaProxy(larder.proxy, ["--max-time", "20", url], timeout: 25)
+            let dropped = try Curl.viaProxy(larder.proxy, ["-H", "Cache-Control: only-if-cached", "-r", "0-9", url])
+            #expect(dropped.status == 504, "\(dropped.status)")
+        }
+
         /// Waits (bounded) until `range` of `url` is answered from the cache.
         static func waitUntilCached(_ larder: Larder, _ url: String, range: String) throws {
             for _ in 0..<50 {

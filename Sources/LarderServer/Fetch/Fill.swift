@@ -552,8 +552,17 @@ final class Fill: UpstreamTransferDelegate {
             entry: StoreSink.Entry(
                 key: key, url: options.storedURL, requestHeaders: requestHeaders, requestTime: requestTime,
                 responseTime: responseTime, contentLength: contentLength, sliceIndex: options.slice?.index, sliceSize: settings.sliceSize,
-                stamp: stamp),
+                stamp: stamp, keepsSlices: keepsSlices(forwarded)),
             replacing: options.validating)
+    }
+
+    /// Whether a slice fill's 200 is the object the walk's slices belong to (the same
+    /// validator and length, RFC 9111 §3.4): stored slice by slice, it keeps those slices
+    /// rather than dropping them first, so a transfer cut before it has written them again
+    /// loses nothing the cache held.
+    private func keepsSlices(_ forwarded: ResponseHead) -> Bool {
+        guard forwarded.status == 200, let object = options.sliceObject else { return false }
+        return object.length == contentLength && object.validator == SlicePlan.validator(of: forwarded.headers)
     }
 
     /// Whether the body may be fetched whole for readers that asked for a range (stored, and

@@ -34,6 +34,10 @@ final class FillOptions {
     var parentBackoff: Duration = .seconds(30)
     /// A slice fill: which slice its request's Range asks for, of slices this large.
     var slice: (index: Int, size: Int)?
+    /// A slice fill of a walk that holds slices already: the object they belong to (its
+    /// validator, ``SlicePlan/validator(of:)``, and length). A 200 of that same object keeps
+    /// them (``StoreSink/Entry/keepsSlices``).
+    var sliceObject: (validator: String, length: Int)?
     /// The route's key is not the URL (`key`, `ignore_query`): only a success is stored.
     var sharedKey = false
     /// The route's objects never change under their URL (and may be keyed across hosts): an

@@ -358,6 +358,7 @@ extension ClientConnection {
             let options = fillOptions(for: exchange, url: url, validating: validating)
             options.fallback = validating
             options.slice = (index, plan.size)
+            if plan.stage == .sending, let validator = plan.validator { options.sliceObject = (validator, plan.length) }
             return Fill(
                 key: key, coalesceKey: registeredKey, request: request, requestHeaders: exchange.head.headers, dedupAlways: false,
                 options: options, settings: runtime.fill, proxy: proxy)
