@@ -28,7 +28,7 @@ public struct StoreSink {
         /// covers is not stored.
         public var stamp: InvalidationLog.Stamp?
         /// A whole response stored slice by slice (``StoragePlan/Action/slices``) that is the
-        /// object whose slices are stored already (the same validator and length): they
+        /// object whose slices are stored already (the same strong ETag and length): they
         /// stay, each replaced as its new copy completes, instead of being dropped first.
         public var keepsSlices: Bool
 

@@ -230,6 +230,32 @@ extension IntegrationTests {
             #expect(try origin.count(path) == 2, "one fill per variant")
         }
 
+        /// Review 72 F1: a revalidation whose origin erred answered every reader from its
+        /// stale copy, a reader that joined it by URL asking for another variant too (Vary:
+        /// Cookie: one user's page to another). Such a reader asks for its own.
+        @Test func aStaleCopyStandingInForAnErrorGoesOnlyToItsVariant() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: "[retry]\nstrategy = \"none\"\n")
+            let path = "/page"
+            let headers = [("Cache-Control", "max-age=1, stale-if-error=600"), ("Vary", "Cookie")]
+            let answers = [
+                Scripted(headers: headers, body: "alice's page"), Scripted(status: 503, headers: headers, body: "busy", delay: 1.5),
+            ]
+            try origin.script(path, answers, conditional: false)
+            let url = origin.url(path)
+            #expect(try Curl.viaProxy(larder.proxy, ["-H", "Cookie: user=alice", url]).text == "alice's page")
+            sleep(2)
+            // Alice's revalidation goes upstream; Bob's request joins it while the origin thinks.
+            let alice = try ChildProcess(
+                "/usr/bin/curl", ["-s", "--max-time", "20", "--proxy", larder.proxy, "-H", "Cookie: user=alice", url])
+            usleep(500_000)
+            let bob = try Curl.viaProxy(larder.proxy, ["-H", "Cookie: user=bob", url])
+            alice.process.waitUntilExit()
+            #expect(alice.stdout == "alice's page", "the stale copy answers its own variant")
+            #expect(bob.text != "alice's page", "another variant's stale copy: \(bob.status) \(bob.text)")
+            #expect(bob.status == 503 && bob.text == "busy", "its own request's answer: \(bob.status) \(bob.text)")
+        }
+
         @Test func dedupAlwaysSharesIdenticalPostsOnly() throws {
             let origin = try Origin()
             let larder = try Larder(

@@ -290,6 +290,43 @@ extension IntegrationTests {
             for path in paths { #expect(try origin.count(path) == 2, "\(path): stored, then revalidated once") }
         }
 
+        /// Review 72 F1: the stale copy answering a cut revalidation went to every reader, one
+        /// that joined it by URL for another variant (Vary) too. That reader asks for its own.
+        @Test func aCutRevalidationsStaleCopyGoesOnlyToItsVariant() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: "[proxy]\nworkers = 1\n[upstream]\nmax_connections_per_host = 4\ntimeout = \"30s\"\n")
+            let headers = [("Cache-Control", "max-age=1, stale-if-error=600"), ("Vary", "Accept-Language"), ("ETag", "\"old\"")]
+            let paths = (0..<4).map { "/variant-\($0)" }
+            for path in paths {
+                let answers = [
+                    Scripted(headers: headers, body: "en \(path)"), Scripted(headers: headers, body: "new", delay: 14),
+                    Scripted(headers: headers, body: "fr \(path)"),
+                ]
+                try origin.script(path, answers, conditional: false)
+                #expect(try Curl.viaProxy(larder.proxy, ["-H", "Accept-Language: en", origin.url(path)]).text == "en \(path)")
+            }
+            sleep(2)
+            var holders: [RawConnection] = []
+            for (path, address) in zip(paths, ["127.0.0.1", "127.0.0.1", "127.0.0.3", "127.0.0.3"]) {
+                let connection = try RawConnection(port: larder.proxyPort, from: address, receiveTimeout: 10)
+                connection.send("GET \(origin.url(path)) HTTP/1.1\r\nHost: x\r\nAccept-Language: en\r\n\r\n")
+                holders.append(connection)
+            }
+            usleep(300_000)
+            var joiners: [RawConnection] = []
+            for path in paths {
+                let connection = try RawConnection(port: larder.proxyPort, from: "127.0.0.4", receiveTimeout: 10)
+                connection.send("GET \(origin.url(path)) HTTP/1.1\r\nHost: x\r\nAccept-Language: fr\r\n\r\n")
+                joiners.append(connection)
+            }
+            let cut = try Self.cutForAWaiter(larder, origin, holders: holders)
+            #expect(cut.count == 1, "one revalidation cut: \(cut.count)")
+            guard let index = cut.first else { return }
+            #expect(try holders[index].readResponse().text == "en \(paths[index])", "its own variant's stale copy")
+            let joined = try joiners[index].readResponse()
+            #expect(joined.status == 200 && joined.text == "fr \(paths[index])", "\(joined.status) \(joined.text)")
+        }
+
         /// Review 69 F7: a cut before the head answered 504 to every reader of the transfer,
         /// those from other addresses that had joined it too (their own requests never went
         /// upstream). Such a reader goes on under its own client's share, behind the request

@@ -663,6 +663,23 @@ extension IntegrationTests {
             #expect(broken.exitCode != 0 && broken.exitCode != 28, "cut short: curl \(broken.exitCode)")
             let kept = try Curl.viaProxy(larder.proxy, ["-H", "Cache-Control: only-if-cached", "-r", "0-9", url])
             #expect(kept.status == 206 && kept.body == Self.bytes(0...9), "the stored slice stays: \(kept.status)")
+            // Under a Last-Modified alone (one-second resolution: two objects may share it),
+            // nothing is kept: what a cut left of each would be combined (review 72 F2).
+            let dated = origin.url("/dated")
+            let modified = ("Last-Modified", "Tue, 01 Sep 2026 10:00:00 GMT")
+            let firstSlice = Scripted(
+                status: 206,
+                headers: [("Content-Range", "bytes 0-\(Self.slice - 1)/\(Self.length)"), modified, ("Cache-Control", "max-age=3600")],
+                body: "", body64: Self.bytes(0...(Self.slice - 1)).base64EncodedString())
+            try origin.script("/dated", [firstSlice], conditional: false)
+            #expect(try Curl.viaProxy(larder.proxy, ["-r", "0-9", dated]).status == 206)
+            try Self.waitUntilCached(larder, dated, range: "0-9")
+            let wholeDated = Scripted(
+                headers: headers + [modified], body: "", truncate: 30_000, body64: Self.bytes(0...(Self.length - 1)).base64EncodedString())
+            try origin.script("/dated", [wholeDated], conditional: false)
+            _ = try Curl.viaProxy(larder.proxy, ["--max-time", "20", dated], timeout: 25)
+            let datedSlice = try Curl.viaProxy(larder.proxy, ["-H", "Cache-Control: only-if-cached", "-r", "0-9", dated])
+            #expect(datedSlice.status == 504, "a Last-Modified alone keeps nothing: \(datedSlice.status)")
             // Another object (its ETag) still drops them.
             try origin.script(Self.target, [whole(etag: "\"s2\"")], conditional: false)
             _ = try Curl.viaProxy(larder.proxy, ["--max-time", "20", url], timeout: 25)

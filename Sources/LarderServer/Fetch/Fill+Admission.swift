@@ -15,16 +15,23 @@ extension Fill {
         proxy.cache.refresh(updated, promoting: true, stamp: stamp)
         refreshed = updated
         proxy.telemetry.stats[.revalidated].add(1)
-        var index = 1
-        while index < buffer.readers.count {
-            if VaryMatcher.matches(updated, request: buffer.readers[index].requestHeaders) {
-                index += 1
-            } else {
-                release(at: index, reason: .otherVariant(notModified.headers.listElements("Vary")))
-            }
-        }
+        releaseOtherVariants(of: updated, from: 1, vary: notModified.headers)
         proxy.coalescer.remove(self)
         scheduleNotify()
+    }
+
+    /// Releases the readers from `first` on whose request selects another variant than
+    /// `stored` (RFC 9111 §4.1: they joined by URL, before any Vary was known), to ask for
+    /// their own; `vary`: the fields whose Vary names them.
+    func releaseOtherVariants(of stored: StoredResponse, from first: Int, vary: HTTPHeaders) {
+        var index = first
+        while index < buffer.readers.count {
+            if VaryMatcher.matches(stored, request: buffer.readers[index].requestHeaders) {
+                index += 1
+            } else {
+                release(at: index, reason: .otherVariant(vary.listElements("Vary")))
+            }
+        }
     }
 
     /// RFC 9111 §4.3.5: a HEAD's 200 that `matches` the stored GET response it was sent for

@@ -379,16 +379,29 @@ final class Fill: UpstreamTransferDelegate {
                 fallback, request: options.requestDirectives, window: settings.staleIfError, negativeTTL: settings.negativeTTL,
                 now: Clocks.wallSeconds())
         {
+            if let left = proxy.cutWarnings.allow(now: proxy.loop.now) {
+                proxy.logger.warning(
+                    "a revalidation is cut to share its origin's connections; its stale copy answers",
+                    metadata: ["url": "\(proxy.loggable("\(key)"))", "why": "\(why)", "not_logged_since_last": "\(left)"])
+            }
             cancel(reason: why)
-            staleAnswer = fallback
-            staleCause = .limit
-            proxy.telemetry.stats[.staleServedOnError].add(1)
+            standIn(fallback, cause: .limit)
             outcome = .success(())
             scheduleNotify()
             return
         }
         while let last = buffer.readers.indices.last { release(at: last, reason: reason) }
         cancel(reason: why)
+    }
+
+    /// The origin failed (or the transfer was cut) and the stale `fallback` answers instead
+    /// (RFC 5861 §4), but not readers whose request selects another variant of it: they joined
+    /// by URL, before any Vary was known (RFC 9111 §4.1), and are released to ask for their own.
+    private func standIn(_ fallback: StoredResponse, cause: FailureCause) {
+        releaseOtherVariants(of: fallback, from: 0, vary: fallback.headers)
+        staleAnswer = fallback
+        staleCause = cause
+        proxy.telemetry.stats[.staleServedOnError].add(1)
     }
 
     /// While paused for the disk thread, look again every few milliseconds: its progress does
@@ -517,10 +530,8 @@ final class Fill: UpstreamTransferDelegate {
         case .serveStale:
             // RFC 5861 §4: the origin erred; a stale copy is a better answer than its error.
             upstreamStatus = forwarded.status
-            staleAnswer = options.fallback
             // An error status from the origin, not a failure to reach it.
-            staleCause = .upstream
-            proxy.telemetry.stats[.staleServedOnError].add(1)
+            if let fallback = options.fallback { standIn(fallback, cause: .upstream) }
             cancel(reason: "answered from a stale copy")
             outcome = .success(())
             scheduleNotify()
@@ -556,12 +567,14 @@ final class Fill: UpstreamTransferDelegate {
             replacing: options.validating)
     }
 
-    /// Whether a slice fill's 200 is the object the walk's slices belong to (the same
-    /// validator and length, RFC 9111 §3.4): stored slice by slice, it keeps those slices
+    /// Whether a slice fill's 200 is the object the walk's slices belong to (the same strong
+    /// ETag and length, RFC 9111 §3.4): stored slice by slice, it keeps those slices
     /// rather than dropping them first, so a transfer cut before it has written them again
     /// loses nothing the cache held.
     private func keepsSlices(_ forwarded: ResponseHead) -> Bool {
-        guard forwarded.status == 200, let object = options.sliceObject else { return false }
+        // Only under a strong ETag: a Last-Modified of one-second resolution may name two
+        // objects of one length, and what a cut left of each would be combined.
+        guard forwarded.status == 200, let object = options.sliceObject, object.validator.hasPrefix("etag ") else { return false }
         return object.length == contentLength && object.validator == SlicePlan.validator(of: forwarded.headers)
     }
 
@@ -645,9 +658,7 @@ final class Fill: UpstreamTransferDelegate {
             outcome = .failure(error)
         case .answerStale(let cause):
             if case .error(let error) = event { countFailure(error) }
-            staleAnswer = options.fallback
-            staleCause = cause
-            proxy.telemetry.stats[.staleServedOnError].add(1)
+            if let fallback = options.fallback { standIn(fallback, cause: cause) }
             outcome = .success(())
         case .failOver, .resendOnFreshConnection, .retry:
             carryOut(step.action)
