@@ -256,6 +256,39 @@ extension IntegrationTests {
             #expect(bob.status == 503 && bob.text == "busy", "its own request's answer: \(bob.status) \(bob.text)")
         }
 
+        /// Review 73 N1 (HIGH): a fill's first reader was taken for the one it was made for and
+        /// never checked against the response. A background refresh (stale-while-revalidate)
+        /// has no reader of its own, so the first request joining it, for another user
+        /// (Vary: Cookie), got the first user's page; likewise a request joining a fill whose
+        /// client left before the head, for a private answer. Every joiner is checked.
+        @Test(arguments: ["background refresh", "background refresh, a 304", "own client left"])
+        func aJoinerIsCheckedThoughTheFillsOwnClientIsNotThere(shape: String) throws {
+            let origin = try Origin()
+            let larder = try Larder()
+            let url = origin.url("/mine")
+            let swr = shape.hasPrefix("background")
+            var headers = [("Cache-Control", swr ? "max-age=1, stale-while-revalidate=60" : "private"), ("Vary", "Cookie")]
+            if shape.hasSuffix("304") { headers.append(("ETag", "\"a\"")) }
+            // In order: Alice's (stored, then refreshed in the background, 2 s late; or the one
+            // she leaves, 2 s late), then Bob's own.
+            let alices = swr ? [Scripted(headers: headers, body: "alice's page")] : []
+            let answers =
+                alices + [Scripted(headers: headers, body: "alice's page again", delay: 2), Scripted(headers: headers, body: "bob's page")]
+            try origin.script("/mine", answers, conditional: shape.hasSuffix("304"))
+            if swr {
+                #expect(try Curl.viaProxy(larder.proxy, ["-H", "Cookie: user=alice", url]).text == "alice's page")
+                sleep(2)
+                // Stale: answered at once, refreshed in the background (RFC 5861 §3).
+                #expect(try Curl.viaProxy(larder.proxy, ["-H", "Cookie: user=alice", url]).text == "alice's page")
+            } else {
+                // Alice gives up before the head.
+                _ = try Curl.viaProxy(larder.proxy, ["--max-time", "0.5", "-H", "Cookie: user=alice", url])
+            }
+            let bob = try Curl.viaProxy(larder.proxy, ["-H", "Cookie: user=bob", url])
+            #expect(!bob.text.contains("alice"), "\(shape): \(bob.text)")
+            #expect(bob.status == 200 && bob.text == "bob's page", "\(shape): \(bob.status) \(bob.text)")
+        }
+
         @Test func dedupAlwaysSharesIdenticalPostsOnly() throws {
             let origin = try Origin()
             let larder = try Larder(

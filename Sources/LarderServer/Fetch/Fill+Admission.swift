@@ -15,18 +15,18 @@ extension Fill {
         proxy.cache.refresh(updated, promoting: true, stamp: stamp)
         refreshed = updated
         proxy.telemetry.stats[.revalidated].add(1)
-        releaseOtherVariants(of: updated, from: 1, vary: notModified.headers)
+        releaseOtherVariants(of: updated, vary: notModified.headers)
         proxy.coalescer.remove(self)
         scheduleNotify()
     }
 
-    /// Releases the readers from `first` on whose request selects another variant than
-    /// `stored` (RFC 9111 §4.1: they joined by URL, before any Vary was known), to ask for
-    /// their own; `vary`: the fields whose Vary names them.
-    func releaseOtherVariants(of stored: StoredResponse, from first: Int, vary: HTTPHeaders) {
-        var index = first
+    /// Releases the readers whose request selects another variant than `stored` (RFC 9111
+    /// §4.1: they joined by URL, before any Vary was known), to ask for their own; `vary`: the
+    /// fields whose Vary names them. The fill's own reader found `stored` by its request.
+    func releaseOtherVariants(of stored: StoredResponse, vary: HTTPHeaders) {
+        var index = 0
         while index < buffer.readers.count {
-            if VaryMatcher.matches(stored, request: buffer.readers[index].requestHeaders) {
+            if buffer.readers[index].isOwn || VaryMatcher.matches(stored, request: buffer.readers[index].requestHeaders) {
                 index += 1
             } else {
                 release(at: index, reason: .otherVariant(vary.listElements("Vary")))

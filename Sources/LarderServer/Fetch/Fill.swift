@@ -147,7 +147,7 @@ final class Fill: UpstreamTransferDelegate {
     /// with nothing received yet, the reader hears of the fill with the head.
     func start(firstReader: (any FillReader)?, requestHeaders: HTTPHeaders) {
         if let firstReader {
-            buffer.readers.append(FillBuffer.Reader(reader: firstReader, position: 0, requestHeaders: requestHeaders))
+            buffer.readers.append(FillBuffer.Reader(reader: firstReader, position: 0, requestHeaders: requestHeaders, isOwn: true))
         }
         proxy.telemetry.stats[.fillsStarted].add(1)
         proxy.forwarding.retryBudget.recordRequest()
@@ -190,7 +190,9 @@ final class Fill: UpstreamTransferDelegate {
 
     func attach(_ reader: any FillReader, requestHeaders: HTTPHeaders) {
         buffer.readers.append(FillBuffer.Reader(reader: reader, position: 0, requestHeaders: requestHeaders))
-        if let head, buffer.readers.count > 1,
+        // Checked whoever else reads: the fill's own reader may have left, or never was (a
+        // background refresh).
+        if let head,
             !Shareability.sameVariant(
                 responseHeaders: head.headers, fillRequest: self.requestHeaders, waiter: requestHeaders)
         {
@@ -256,20 +258,26 @@ final class Fill: UpstreamTransferDelegate {
         }
     }
 
-    /// Releases the readers that may not receive this response: all but the first when it may
-    /// not be shared at all, or those whose request selects another variant.
+    /// Releases the readers that may not receive this response: all but the fill's own reader
+    /// (``FillBuffer/Reader/isOwn``) when it may not be shared at all, or those whose request
+    /// selects another variant. The own reader is found by its mark, never by its place: the
+    /// first reader may be one that joined a background refresh, or joined after the fill's
+    /// own reader left.
     func share(_ forwarded: ResponseHead, shareable: Bool) {
         self.shareable = shareable
+        var index = 0
         if !shareable {
             proxy.coalescer.markNotShareable(self, ttl: settings.notShareableTTL)
             // The reader the fill was made for keeps it; everyone who attached goes on alone.
-            while buffer.readers.count > 1 { release(at: 1, reason: .notShareable) }
+            while index < buffer.readers.count {
+                if buffer.readers[index].isOwn { index += 1 } else { release(at: index, reason: .notShareable) }
+            }
             return
         }
-        var index = 1
         while index < buffer.readers.count {
-            if Shareability.sameVariant(
-                responseHeaders: forwarded.headers, fillRequest: requestHeaders, waiter: buffer.readers[index].requestHeaders)
+            if buffer.readers[index].isOwn
+                || Shareability.sameVariant(
+                    responseHeaders: forwarded.headers, fillRequest: requestHeaders, waiter: buffer.readers[index].requestHeaders)
             {
                 index += 1
             } else {
@@ -398,7 +406,7 @@ final class Fill: UpstreamTransferDelegate {
     /// (RFC 5861 §4), but not readers whose request selects another variant of it: they joined
     /// by URL, before any Vary was known (RFC 9111 §4.1), and are released to ask for their own.
     private func standIn(_ fallback: StoredResponse, cause: FailureCause) {
-        releaseOtherVariants(of: fallback, from: 0, vary: fallback.headers)
+        releaseOtherVariants(of: fallback, vary: fallback.headers)
         staleAnswer = fallback
         staleCause = cause
         proxy.telemetry.stats[.staleServedOnError].add(1)

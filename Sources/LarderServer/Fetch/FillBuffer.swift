@@ -21,6 +21,10 @@ struct FillBuffer {
         let reader: any FillReader
         var position: Int
         let requestHeaders: HTTPHeaders
+        /// The reader the fill was made for (its request is the fill's): every other one joined
+        /// by URL and is checked against the response (variant, `private`). Not necessarily
+        /// the first: that one may have left, and a background refresh has none.
+        var isOwn = false
     }
 
     /// What the buffer needs of the fill's sink: whether the body is kept whole, and the disk
