@@ -122,6 +122,32 @@ extension IntegrationTests {
             #expect(origin.count("/hints") == 1)
         }
 
+        /// Review 74 F1: an interim response went to every reader of the fill, those that had
+        /// joined it for another user too, before the final head could say the answer was not
+        /// theirs (Vary: Cookie here; a 103 may carry Link to a user's resources, or a cookie).
+        /// It goes to the fill's own reader only.
+        @Test func anInterimResponseGoesOnlyToTheRequestItAnswers() throws {
+            let origin = try RawOrigin()
+            let larder = try Larder()
+            let hint = "HTTP/1.1 103 Early Hints\r\nLink: </alice.css>; rel=preload\r\n\r\n"
+            let final = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nCache-Control: max-age=600\r\nVary: Cookie\r\n\r\nok"
+            origin.script("/hinted", .init(pieces: [[], Array(hint.utf8), Array(final.utf8)], pause: 1))
+            func ask(_ user: String) throws -> RawConnection {
+                let connection = try RawConnection(port: larder.proxyPort, receiveTimeout: 10)
+                connection.send("GET \(origin.url("/hinted")) HTTP/1.1\r\nHost: x\r\nCookie: user=\(user)\r\nConnection: close\r\n\r\n")
+                return connection
+            }
+            let alice = try ask("alice")
+            usleep(300_000)
+            let bob = try ask("bob")  // joins Alice's fill before the hint comes
+            let alices = String(decoding: alice.readUntilClose(), as: UTF8.self)
+            let bobs = String(decoding: bob.readUntilClose(), as: UTF8.self)
+            #expect(alices.components(separatedBy: "103 Early Hints").count == 2, "\(alices)")
+            // Bob's own request (another variant) brings its own hint; Alice's must not reach him.
+            #expect(bobs.components(separatedBy: "103 Early Hints").count == 2, "\(bobs)")
+            #expect(bobs.hasSuffix("\r\n\r\nok") && origin.count("/hinted") == 2)
+        }
+
         @Test func conflictingContentLengthsGet502() throws {
             let origin = try RawOrigin()
             let larder = try Larder()

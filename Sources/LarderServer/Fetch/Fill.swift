@@ -464,9 +464,12 @@ final class Fill: UpstreamTransferDelegate {
     /// RFC 9110 §15.2: interim responses go to the clients waiting (never stored). 100 Continue
     /// is Larder's own business with its client (the request's Expect is not forwarded) and 101
     /// would switch protocols: neither is passed on.
+    /// An interim response (103 Early Hints: links, even cookies) comes before the final head
+    /// says whether the answer may be shared, or with whom (Vary, `private`): it goes to the
+    /// fill's own reader only, to none of a background refresh (RFC 8297 §2: optional).
     func upstreamDidReceiveInterim(_ head: ResponseHead) {
         guard head.status != 100, head.status != 101, self.head == nil else { return }
-        for reader in buffer.readers { reader.reader.fillDidReceiveInterim(self, head: head) }
+        for reader in buffer.readers where reader.isOwn { reader.reader.fillDidReceiveInterim(self, head: head) }
     }
 
     func upstreamDidReceiveHead(_ upstreamHead: consuming ResponseHead) {
