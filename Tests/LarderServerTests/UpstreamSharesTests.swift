@@ -71,6 +71,14 @@ import Testing
         let again = shares.give(holder)
         #expect(!again, "no one waits: nothing handed over")
         #expect(shares.mustWait(newcomer, share: 1, perHost: 2) == nil)
+        // A waiter its own share holds back takes nothing freed: a newcomer is not held back.
+        var busy = UpstreamShares()
+        for _ in 0..<2 { busy.take(holder) }
+        busy.take(waiter)
+        busy.wait(waiter, now: 0, until: 100) { true }
+        let freed = busy.give(holder)
+        #expect(freed && busy.mustWait(waiter, share: 1, perHost: 4) == .clientShare)
+        #expect(busy.mustWait(newcomer, share: 1, perHost: 4) == nil, "the waiter cannot take it")
     }
 
     @Test func aFreedConnectionGoesToTheClientHoldingTheFewest() {

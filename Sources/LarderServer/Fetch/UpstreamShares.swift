@@ -81,10 +81,12 @@ struct UpstreamShares {
 
     /// Why a request for `key` must wait, or nil: its client has its `share` in flight to the
     /// origin, or all `perHost` connections to the origin are taken.
-    /// A connection given back while others waited is theirs first (``handingOver``).
+    /// A connection given back while others waited is theirs first (``handingOver``), as long
+    /// as the waiters the pass may let go on would take every free one.
     func mustWait(_ key: Key, share: Int, perHost: Int) -> Wait? {
         if !handingOver.isEmpty, handingOver.contains(key.target), waiting[key.target] != nil {
-            return held[key, default: 0] >= share ? .clientShare : .originFull
+            if held[key, default: 0] >= share { return .clientShare }
+            if eligibleWaiters(target: key.target, share: share) >= perHost - toTarget[key.target, default: 0] { return .originFull }
         }
         guard total >= min(share, perHost) else { return nil }
         if held[key, default: 0] >= share { return .clientShare }
