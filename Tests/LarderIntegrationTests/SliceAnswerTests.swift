@@ -687,6 +687,27 @@ extension IntegrationTests {
             #expect(dropped.status == 504, "\(dropped.status)")
         }
 
+        /// Review 74 F2: a walk released from the slice fill it joined (another variant) fetched
+        /// the slice on its own but still said `collapsed` in Cache-Status and the log.
+        @Test func aWalkReleasedFromAnotherUsersSliceFillIsNotCollapsed() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: Self.config)
+            let url = origin.url(Self.target)
+            var slice = Self.partial(0...(Self.slice - 1), headers: [("Vary", "Cookie")])
+            slice.delay = 1
+            try origin.script(Self.target, [slice], conditional: false)
+            let alice = try ChildProcess(
+                "/usr/bin/curl",
+                ["-s", "-o", "/dev/null", "--max-time", "20", "--proxy", larder.proxy, "-H", "Cookie: u=alice", "-r", "0-9", url])
+            usleep(300_000)
+            let bob = try Curl.viaProxy(larder.proxy, ["-H", "Cookie: u=bob", "-r", "0-9", url])
+            alice.process.waitUntilExit()
+            #expect(bob.status == 206 && bob.body == Self.bytes(0...9))
+            #expect(try Self.ranges(origin).count == 2, "Bob asked for his own")
+            let status = bob.header("cache-status") ?? "-"
+            #expect(!status.contains("collapsed"), "\(status)")
+        }
+
         /// Waits (bounded) until `range` of `url` is answered from the cache.
         static func waitUntilCached(_ larder: Larder, _ url: String, range: String) throws {
             for _ in 0..<50 {

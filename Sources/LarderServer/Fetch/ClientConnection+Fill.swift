@@ -36,8 +36,7 @@ extension ClientConnection: FillReader {
         }
         if exchange.slices != nil {
             // A slice fill that may not serve this client: fetch the slice alone.
-            exchange.take(.sliceFillLeft(alone: true))
-            if pumpSlices(exchange) { flush() }
+            leaveSliceFillAlone(exchange)
             return
         }
         switch reason {
@@ -76,8 +75,7 @@ extension ClientConnection: FillReader {
             // Its own request never went upstream, and it is safe (RFC 9110 §9.2.2): it goes
             // on under its own client's share instead of losing what another client's cut.
             if exchange.slices != nil {
-                exchange.take(.sliceFillLeft(alone: true))
-                if pumpSlices(exchange) { flush() }
+                leaveSliceFillAlone(exchange)
             } else {
                 leaveFill(exchange, url: url, alone: false)
             }
@@ -119,6 +117,15 @@ extension ClientConnection: FillReader {
         guard let cut = fill.cutShare, let client = shareClient else { return false }
         let method = exchange.head.method
         return (method == .get || method == .head) && (cut.high != client.high || cut.low != client.low)
+    }
+
+    /// Leaves a slice fill that may not serve this walk (or that it waited on too long), which
+    /// fetches the slice alone: as ``leaveFill(_:url:alone:)``, it is no longer collapsed into
+    /// another's request.
+    func leaveSliceFillAlone(_ exchange: Exchange) {
+        exchange.take(.sliceFillLeft(alone: true))
+        exchange.cacheStatus.collapsed = false
+        if pumpSlices(exchange) { flush() }
     }
 
     /// Leaves a shared fill and forwards again: alone, or keyed by the request's variant.

@@ -304,10 +304,7 @@ final class RequestPipeline {
         exchange.fill?.detach(connection)
         proxy.telemetry.stats[.waitersTimedOut].add(1)
         if exchange.slices != nil {
-            // The slice is fetched alone.
-            exchange.take(.sliceFillLeft(alone: true))
-            exchange.cacheStatus.collapsed = false
-            if connection.pumpSlices(exchange) { connection.flush() }
+            connection.leaveSliceFillAlone(exchange)
             return true
         }
         connection.leaveFill(exchange, url: url, alone: true)
