@@ -248,9 +248,11 @@ struct UpstreamShares {
         return fewest
     }
 
-    /// Requests waiting for the origin `target` that a connection freed would let go on
-    /// (their client is below its `share`).
+    /// Requests waiting for the origin `target` that connections freed would let go on: of
+    /// each client's, as many as its `share` still has room for. (Each client's whole queue
+    /// counted made a backlog of one client's requests look like many waiters: slow
+    /// transfers were cut, and newcomers held back, for connections no one could take.)
     func eligibleWaiters(target: Int, share: Int) -> Int {
-        waiting[target]?.reduce(0) { $0 + (held[$1.key, default: 0] < share ? $1.value.count : 0) } ?? 0
+        waiting[target]?.reduce(0) { $0 + min($1.value.count, max(0, share - held[$1.key, default: 0])) } ?? 0
     }
 }
