@@ -20,20 +20,6 @@ extension Fill {
         scheduleNotify()
     }
 
-    /// Releases the readers whose request selects another variant than `stored` (RFC 9111
-    /// §4.1: they joined by URL, before any Vary was known), to ask for their own; `vary`: the
-    /// fields whose Vary names them. The fill's own reader found `stored` by its request.
-    func releaseOtherVariants(of stored: StoredResponse, vary: HTTPHeaders) {
-        var index = 0
-        while index < buffer.readers.count {
-            if buffer.readers[index].isOwn || VaryMatcher.matches(stored, request: buffer.readers[index].requestHeaders) {
-                index += 1
-            } else {
-                release(at: index, reason: .otherVariant(vary.listElements("Vary")))
-            }
-        }
-    }
-
     /// RFC 9111 §4.3.5: a HEAD's 200 that `matches` the stored GET response it was sent for
     /// updates its fields as a 304 would (§3.2), without reading its body into memory; one
     /// that does not shows the stored copy is outdated.

@@ -169,14 +169,6 @@ final class Fill: UpstreamTransferDelegate {
 
     // MARK: Readers
 
-    /// Whether a new reader can still start from byte 0: nothing received yet, or every byte
-    /// still in memory, or the bytes dropped from memory readable from the disk file.
-    var acceptsLateReaders: Bool {
-        guard shareable, outcome == nil, !diskCopyDamaged else { return false }
-        let backing = backing
-        return buffer.holdsFromStart(backing)
-    }
-
     /// The disk file behind the bytes dropped from memory failed a block's check (or can no
     /// longer be read): those bytes are gone for good. No new reader may join (it would need
     /// them), and the key is no longer this fill's, so the next request goes its own way (for
@@ -186,21 +178,6 @@ final class Fill: UpstreamTransferDelegate {
         guard !diskCopyDamaged else { return }
         diskCopyDamaged = true
         proxy.coalescer.remove(self)
-    }
-
-    func attach(_ reader: any FillReader, requestHeaders: HTTPHeaders) {
-        buffer.readers.append(FillBuffer.Reader(reader: reader, position: 0, requestHeaders: requestHeaders))
-        // Checked whoever else reads: the fill's own reader may have left, or never was (a
-        // background refresh).
-        if let head,
-            !Shareability.sameVariant(
-                responseHeaders: head.headers, fillRequest: self.requestHeaders, waiter: requestHeaders)
-        {
-            release(at: buffer.readers.count - 1, reason: .otherVariant(head.headers.listElements("Vary")))
-            return
-        }
-        // A reader of a fill that has nothing yet hears of it with the head.
-        if head != nil || outcome != nil { scheduleNotify() }
     }
 
     /// Removes a reader. When the last one leaves an unfinished fill, it is completed anyway if
@@ -258,79 +235,10 @@ final class Fill: UpstreamTransferDelegate {
         }
     }
 
-    /// Releases the readers that may not receive this response: all but the fill's own reader
-    /// (``FillBuffer/Reader/isOwn``) when it may not be shared at all, or those whose request
-    /// selects another variant. The own reader is found by its mark, never by its place: the
-    /// first reader may be one that joined a background refresh, or joined after the fill's
-    /// own reader left.
-    func share(_ forwarded: ResponseHead, shareable: Bool) {
-        self.shareable = shareable
-        var index = 0
-        if !shareable {
-            proxy.coalescer.markNotShareable(self, ttl: settings.notShareableTTL)
-            // The reader the fill was made for keeps it; everyone who attached goes on alone.
-            while index < buffer.readers.count {
-                if buffer.readers[index].isOwn { index += 1 } else { release(at: index, reason: .notShareable) }
-            }
-            return
-        }
-        while index < buffer.readers.count {
-            if buffer.readers[index].isOwn
-                || Shareability.sameVariant(
-                    responseHeaders: forwarded.headers, fillRequest: requestHeaders, waiter: buffer.readers[index].requestHeaders)
-            {
-                index += 1
-            } else {
-                release(at: index, reason: .otherVariant(forwarded.headers.listElements("Vary")))
-            }
-        }
-    }
-
     /// Whether `reader` was released and has not been told yet: until it is, it takes nothing
     /// from this fill (a response it may not have, another variant or another client's own).
     func isReleasing(_ reader: any FillReader) -> Bool {
         !releasing.isEmpty && releasing.contains(ObjectIdentifier(reader))
-    }
-
-    /// Lets go of a reader that wants a range passed upstream as is.
-    func releaseForRange(_ reader: any FillReader) {
-        guard let index = buffer.readers.firstIndex(where: { $0.reader === reader }) else { return }
-        release(at: index, reason: .passRange)
-        if buffer.readers.isEmpty, outcome == nil, !worthFinishingAlone { cancel(reason: "the range goes upstream as is") }
-    }
-
-    /// Body bytes readers may send: all that arrived, but the last one while the digest is
-    /// unchecked, so that a body that turns out wrong never looks complete to a client.
-    var readableBytes: Int {
-        switch digestCheck {
-        case .none, .matched: received
-        case .pending, .mismatched: max(0, received - 1)
-        }
-    }
-
-    /// The head readers may send: none while a digest check holds it back.
-    var headForReaders: ResponseHead? { digestHoldsHead ? nil : head }
-
-    /// What the fill has for a reader with no head yet, read in place (no copy of the head).
-    var answerForReaders: FillNews.Answer {
-        if refreshed != nil { return .refreshed }
-        if staleAnswer != nil { return .stale }
-        guard case .some = head, !digestHoldsHead else { return .pending }
-        return .head
-    }
-
-    /// Where the body byte at `position` is, or nil if it has not arrived (``FillData/lost``
-    /// when it will never be had again: the disk copy behind it failed).
-    func data(at position: Int) -> FillData? {
-        let data = buffer.data(at: position, slicedWrite: sink.slicedWrite)
-        if case .lost? = data { diskCopyFailed() }
-        return data
-    }
-
-    /// Records how far `reader` has taken the body.
-    func reader(_ reader: any FillReader, advancedTo position: Int) {
-        buffer.move(reader, to: position)
-        trimAndResume()
     }
 
     /// Drops what no reader needs from memory, then resumes a paused transfer.
