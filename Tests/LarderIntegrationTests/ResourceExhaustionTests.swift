@@ -285,6 +285,10 @@ extension IntegrationTests {
             if let index = cut.first {
                 let response = try slow[index].readResponse()
                 #expect(response.status == 200 && response.text == "stale \(paths[index])", "\(response.status) \(response.text)")
+                // The warning names the client whose request was cut, as the other cuts' do.
+                let client = index < 2 ? "127.0.0.1" : "127.0.0.3"
+                let warning = larder.child.stderr.split(separator: "\n").first { $0.contains("its stale copy answers") }
+                #expect(warning?.contains("client=\(client)") == true, "\(warning ?? "no warning")")
             }
             #expect(try larder.stats().upstream.overShareCuts == 1)
             for path in paths { #expect(try origin.count(path) == 2, "\(path): stored, then revalidated once") }

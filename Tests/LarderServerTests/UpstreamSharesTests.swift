@@ -20,6 +20,14 @@ import Testing
         #expect(first == again && first != neighbour, "hosts of one /64 are not one client")
         #expect(first != v4)
         #expect(UpstreamShares.client(nil) == nil)
+        // A log names the client as its address, whatever socket it came on.
+        func named(_ client: (high: UInt64, low: UInt64)) -> String {
+            UpstreamShares.Key(client: client, host: "origin", port: 80).clientAddress
+        }
+        #expect(named(v4) == "10.0.0.7" && named(mapped) == "10.0.0.7")
+        #expect(named(first) == "2001:db8:1:2:102:304:506:708")
+        let loopback = try #require(UpstreamShares.client(SocketAddress(ipBytes: Array(repeating: 0, count: 15) + [1], port: 1)))
+        #expect(named(loopback) == "::1")
     }
 
     @Test func aRequestWaitsForItsClientsShareOrForAFreeConnection() {

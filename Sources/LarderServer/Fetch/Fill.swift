@@ -290,15 +290,14 @@ final class Fill: UpstreamTransferDelegate {
                 "paused for its clients while other requests waited for its origin"
             }
         cutShare = share
-        if head == nil, let fallback = options.fallback,
-            CacheDecision.canServeStaleOnError(
-                fallback, request: options.requestDirectives, window: settings.staleIfError, negativeTTL: settings.negativeTTL,
-                now: Clocks.wallSeconds())
-        {
+        if head == nil, let fallback = options.staleAnswerForError(settings: settings, now: Clocks.wallSeconds()) {
             if let left = proxy.cutWarnings.allow(now: proxy.loop.now) {
                 proxy.logger.warning(
                     "a revalidation is cut to share its origin's connections; its stale copy answers",
-                    metadata: ["url": "\(proxy.loggable("\(key)"))", "why": "\(why)", "not_logged_since_last": "\(left)"])
+                    metadata: [
+                        "client": "\(share?.clientAddress ?? "-")", "url": "\(proxy.loggable("\(key)"))", "why": "\(why)",
+                        "not_logged_since_last": "\(left)",
+                    ])
             }
             cancel(reason: why)
             standIn(fallback, cause: .limit)

@@ -58,4 +58,15 @@ final class FillOptions {
     init(retry: RetryPolicy = RetryPolicy(RetryConfig())) {
         self.retry = retry
     }
+
+    /// The stale copy that may answer, at `now`, a failure of the fill's own (a transport
+    /// error, a cut): stale-if-error from either side or `cache.stale_if_error`
+    /// (RFC 5861 §4, RFC 9111 §4.2.4); nil when none may.
+    func staleAnswerForError(settings: FillSettings, now: Double) -> StoredResponse? {
+        guard let fallback,
+            CacheDecision.canServeStaleOnError(
+                fallback, request: requestDirectives, window: settings.staleIfError, negativeTTL: settings.negativeTTL, now: now)
+        else { return nil }
+        return fallback
+    }
 }

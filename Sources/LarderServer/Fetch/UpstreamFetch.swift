@@ -171,11 +171,7 @@ struct UpstreamFetch {
                 return Step(action: next.action, parentDown: parentDown)
             }
             phase = .ended
-            if error.kind != .forbidden, let fallback = options.fallback,
-                CacheDecision.canServeStaleOnError(
-                    fallback, request: options.requestDirectives, window: settings.staleIfError, negativeTTL: settings.negativeTTL,
-                    now: now())
-            {
+            if error.kind != .forbidden, options.staleAnswerForError(settings: settings, now: now()) != nil {
                 return Step(action: .answerStale(FailureCause(error)), parentDown: parentDown)
             }
             return Step(action: .fail(error), parentDown: parentDown)

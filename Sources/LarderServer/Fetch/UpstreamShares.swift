@@ -34,6 +34,14 @@ struct UpstreamShares {
             hasher.combine(port)
             target = hasher.finalize()
         }
+
+        /// The client's address as a log names it (`192.0.2.7`, `2001:db8::7`).
+        var clientAddress: String {
+            func bytes(_ word: UInt64) -> [UInt8] { (0..<8).map { UInt8(truncatingIfNeeded: word >> (56 - 8 * $0)) } }
+            let all = bytes(high) + bytes(low)
+            let mapped = high == 0 && low >> 32 == 0xffff
+            return SocketAddress(ipBytes: mapped ? Array(all[12...]) : all, port: 0).ipString
+        }
     }
 
     private var held: [Key: Int] = [:]
