@@ -7,10 +7,15 @@ import LarderServer
 extension Client {
     /// Which tools to apply without `--tool`: those whose program (or configuration directory)
     /// is on this machine; the shell environment always.
+    /// A program in /usr/local/bin counts as installed: pip there is the rule in `python:*`
+    /// images, as are hand-installed go, git or docker.
     static let installedBy: [String: [String]] = [
-        "apt": ["/usr/bin/apt-get", "/etc/apt"], "pip": ["/usr/bin/pip3", "/usr/bin/pip", "/usr/bin/uv"],
-        "npm": ["/usr/bin/npm", "/usr/local/bin/npm"], "cargo": ["/usr/bin/cargo"], "go": ["/usr/bin/go", "/usr/local/go/bin/go"],
-        "git": ["/usr/bin/git"], "curl": ["/usr/bin/curl"], "docker": ["/usr/bin/dockerd"], "containerd": ["/usr/bin/containerd"],
+        "apt": ["/usr/bin/apt-get", "/etc/apt"],
+        "pip": ["/usr/bin/pip3", "/usr/bin/pip", "/usr/bin/uv", "/usr/local/bin/pip3", "/usr/local/bin/pip", "/usr/local/bin/uv"],
+        "npm": ["/usr/bin/npm", "/usr/local/bin/npm"], "cargo": ["/usr/bin/cargo", "/usr/local/bin/cargo"],
+        "go": ["/usr/bin/go", "/usr/local/go/bin/go", "/usr/local/bin/go"], "git": ["/usr/bin/git", "/usr/local/bin/git"],
+        "curl": ["/usr/bin/curl", "/usr/local/bin/curl"], "docker": ["/usr/bin/dockerd", "/usr/local/bin/dockerd"],
+        "containerd": ["/usr/bin/containerd", "/usr/local/bin/containerd"],
     ]
 
     func runApply(_ setup: ClientSetup, files: ClientFiles) throws {
@@ -19,6 +24,13 @@ extension Client {
             tools.isEmpty
             ? ClientSetup.toolNames.filter { name in Client.installedBy[name].map { $0.contains(where: files.exists) } ?? true }
             : tools
+        if tools.isEmpty {
+            // Said, not silently left out: a tool installed elsewhere is one --tool away.
+            for name in ClientSetup.toolNames where !chosen.contains(name) {
+                let places = Client.installedBy[name, default: []].map(files.real).joined(separator: ", ")
+                print("skipped \(name): not found (looked for \(places)); --tool \(name) writes its setup anyway")
+            }
+        }
         // Each tool with the tools its files refer to (the bundle), in the generator's order.
         var names = Set<String>()
         var pending = chosen
@@ -82,7 +94,49 @@ extension Client {
             print("Now run:")
             for command in commands { print("  " + command) }
         }
+        let environment = Environment.variables
+        let home = files.root == "/" ? environment["HOME"] : nil
+        for line in Client.overrides(of: Set(selected.map(\.name)), setup: setup, environment: environment, home: home, files: files) {
+            print("note: " + line)
+        }
         print("Open a new shell for the /etc/profile.d variables. larder client --undo removes what was written.")
+    }
+
+    /// What would win over the files just written, as this shell and machine have it now: a
+    /// tool's own variables in the environment, and pip configuration files read after the
+    /// site-wide one (pip's order: site-wide, then user, then the virtualenv's and PIP_*).
+    /// A CA variable naming another file makes the tool refuse Larder's certificate, and after
+    /// `tls.splice_after_failures` refusals the host is tunnelled blind for that client.
+    static func overrides(
+        of tools: Set<String>, setup: ClientSetup, environment: [String: String], home: String?, files: ClientFiles
+    ) -> [String] {
+        guard tools.contains("pip") else { return [] }
+        var lines: [String] = []
+        if let value = environment["PIP_PROXY"], !value.isEmpty, value != setup.proxyURL {
+            lines.append("PIP_PROXY=\(value) in this environment wins over the pip.conf just written: unset it")
+        }
+        if setup.authority != nil {
+            for name in ["PIP_CERT", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"] {
+                guard let value = environment[name], !value.isEmpty, value != ClientSetup.bundleFile else { continue }
+                lines.append(
+                    "\(name)=\(value) in this environment wins over pip's cert: pip refuses Larder's certificate, and after a few refusals Larder tunnels the host blind for this client (larder tls lists it; larder tls clear HOST ends it). Unset it, or point it at \(ClientSetup.bundleFile)"
+                )
+            }
+        }
+        var readAfter = ["/etc/pip.conf"].filter(files.exists).map(files.real)
+        if let home, !home.isEmpty {
+            readAfter += ["\(home)/.config/pip/pip.conf", "\(home)/.pip/pip.conf"].filter { access($0, F_OK) == 0 }
+        }
+        for path in readAfter {
+            guard let text = try? FileSystem.readWhole(path, limit: 1 << 20) else { continue }
+            let keys = String(decoding: text, as: UTF8.self).split(separator: "\n").compactMap { line in
+                line.split(separator: "=", maxSplits: 1).first.map { $0.filter { $0 != " " && $0 != "\t" } }
+            }
+            if keys.contains("proxy") || keys.contains("cert") {
+                lines.append("\(path) sets pip's proxy or cert and is read after the pip.conf just written: its values win")
+            }
+        }
+        return lines
     }
 
     /// The parts of a combined bundle, one after the other, each ending in a new line: a part

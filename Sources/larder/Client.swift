@@ -25,8 +25,9 @@ struct Client: ParsableCommand {
         let about =
             "Prints the proxy and, with tls.intercept, the trust setup of each tool. Trust is only added: apt trusts "
             + "Larder's CA per intercepted host, tools that take one CA file get \(ClientSetup.bundleFile) (the system's "
-            + "certificates plus Larder's CA, rebuilt with the system store). --apply writes drop-in files only, never edits "
-            + "a file it did not write, and records them in \(ClientFiles.manifestPath) for --undo."
+            + "certificates plus Larder's CA, rebuilt with the system store). --apply writes drop-in files, or a whole file "
+            + "only where none exists (/etc/gitconfig, pip.conf); it never edits or replaces a file it did not write, and "
+            + "records what it wrote in \(ClientFiles.manifestPath) for --undo."
         let tools = "Tools: \(ClientSetup.toolNames.joined(separator: ", "))."
         return [about, tools].map { ClientTool.wrapped($0, width: 76).joined(separator: "\n") }.joined(separator: "\n\n")
     }

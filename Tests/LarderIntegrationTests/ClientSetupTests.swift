@@ -167,6 +167,36 @@ extension IntegrationTests {
             #expect(snapshot(root) == withGit)
         }
 
+        /// Walk 77 F2, F3: without --tool, pip installed in /usr/local/bin was left out and
+        /// nothing said so; a CA variable in the environment, or a pip.conf read after the one
+        /// written, won over it without a word (pip then refused Larder's certificate, and the
+        /// host was tunnelled blind for that client).
+        @Test func applySaysWhatItSkipsAndWhatWouldWinOverIt() throws {
+            let setup = try InterceptionSetup()
+            defer { setup.remove() }
+            let config = setup.directory + "/larder.toml"
+            try setup.config(ports: [443]).write(toFile: config, atomically: true, encoding: .utf8)
+            let root = try scratchRoot(setup)
+            try FileManager.default.createDirectory(atPath: root + "/usr/local/bin", withIntermediateDirectories: true)
+            #expect(FileManager.default.createFile(atPath: root + "/usr/local/bin/pip", contents: Data()))
+            try "[global]\nproxy = http://elsewhere:8080\n".write(toFile: root + "/etc/pip.conf", atomically: true, encoding: .utf8)
+            let environment = ["REQUESTS_CA_BUNDLE": "/etc/ssl/certs/ca-certificates.crt", "PIP_CERT": "/etc/larder/ca-bundle.pem"]
+            let applied = try run(
+                [Paths.larder, "client", "--config", config, "--proxy", "http://192.0.2.7:3128", "--apply", "--root", root],
+                environment: environment)
+            #expect(applied.status == 0, "\(applied.out) \(applied.err)")
+            #expect(applied.out.contains("wrote \(root)/etc/xdg/pip/pip.conf"), "\(applied.out)")
+            #expect(
+                applied.out.contains("skipped git: not found (looked for \(root)/usr/bin/git, \(root)/usr/local/bin/git)"), "\(applied.out)")
+            #expect(
+                applied.out.contains(
+                    "note: REQUESTS_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt in this environment wins over pip's cert"),
+                "\(applied.out)")
+            #expect(!applied.out.contains("PIP_CERT"), "a variable naming the bundle is what pip.conf says: \(applied.out)")
+            #expect(applied.out.contains("note: \(root)/etc/pip.conf sets pip's proxy or cert"), "\(applied.out)")
+            #expect(try larder(["client", "--undo", "--root", root]).status == 0)
+        }
+
         @Test func aCAFileHoldingMoreThanTheCertificateIsRefusedAndOnlyTheCertificateIsEverWritten() throws {
             let setup = try InterceptionSetup()
             defer { setup.remove() }

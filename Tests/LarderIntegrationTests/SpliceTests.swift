@@ -20,6 +20,7 @@ extension IntegrationTests {
             }
             try larder.child.waitForOutput { $0.contains("tunnelling it blind") }
             #expect(larder.child.stderr.contains("client 127.0.0.2 keeps refusing the certificate for localhost"))
+            #expect(larder.child.stderr.contains("larder tls clear localhost ends this"), "the warning says how to end it")
 
             // The refusing client is tunnelled blind to the real origin...
             let blind = try setup.curl(larder, origin.url("/pinned"), trusting: setup.originCA, pinning)

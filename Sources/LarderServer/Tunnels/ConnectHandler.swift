@@ -440,7 +440,7 @@ final class ConnectHandler {
             spliceFor: tls.spliceFor.totalNanoseconds, now: proxy.loop.now)
         if spliced {
             proxy.logger.warning(
-                "tls: client \(client) keeps refusing the certificate for \(interception.host); tunnelling it blind for \(tls.spliceFor.totalMilliseconds / 1000)s (other clients stay intercepted)",
+                "tls: client \(client) keeps refusing the certificate for \(interception.host); tunnelling it blind for \(tls.spliceFor.totalMilliseconds / 1000)s (other clients stay intercepted; once it trusts the CA, larder tls clear \(interception.host) ends this)",
                 metadata: ["client": "\(client)", "host": "\(interception.host)", "failures_in_a_row": "\(tls.spliceAfterFailures)"])
         }
     }
