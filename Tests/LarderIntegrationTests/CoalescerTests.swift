@@ -196,7 +196,13 @@ extension IntegrationTests {
             #expect(try origin.count(path) == 1)
         }
 
-        @Test(arguments: ["cc=private,max-age=60", "cc=max-age=60&h=Set-Cookie:session=1", "cc=no-store"])
+        /// Review 76 F1: a response no shared cache could reuse (no freshness: no Cache-Control,
+        /// Expires or Last-Modified; `max-age=0`) still went to every request that joined its
+        /// fill, so a page an origin personalised by Cookie, saying nothing of caching, went
+        /// from one user to the others.
+        @Test(arguments: [
+            "cc=private,max-age=60", "cc=max-age=60&h=Set-Cookie:session=1", "cc=no-store", "no-cache-headers=1", "cc=max-age=0",
+        ])
         func responsesThatMayNotBeSharedAreNotShared(_ query: String) throws {
             let origin = try Origin()
             let larder = try Larder()
@@ -208,6 +214,26 @@ extension IntegrationTests {
             // Meanwhile the URL is fetched without coalescing (no queueing behind an unusable fill).
             let again = try ParallelCurl.run(3, proxy: larder.proxy, url: { _ in origin.url(path) })
             #expect(Set(again.compactMap(\.requestNumber)).count == 3)
+        }
+
+        /// Review 76 F1, its recipe: Bob joined Alice's request for a page the origin made for
+        /// her cookie and sent without a word on caching, and got her page (`collapsed`).
+        @Test func aPageNoCacheCouldReuseGoesOnlyToItsOwnClient() throws {
+            let origin = try Origin()
+            let larder = try Larder()
+            let path = "/account"
+            let answers = [Scripted(body: "alice's account", delay: 1.5), Scripted(body: "bob's account")]
+            try origin.script(path, answers, conditional: false)
+            let url = origin.url(path)
+            let alice = try ChildProcess(
+                "/usr/bin/curl", ["-s", "--max-time", "20", "--proxy", larder.proxy, "-H", "Cookie: session=alice", url])
+            usleep(300_000)
+            let bob = try Curl.viaProxy(larder.proxy, ["-H", "Cookie: session=bob", url])
+            alice.process.waitUntilExit()
+            #expect(alice.stdout == "alice's account")
+            #expect(bob.text == "bob's account", "\(bob.text) \(bob.header("cache-status") ?? "-")")
+            #expect(bob.header("cache-status")?.contains("collapsed") == false)
+            #expect(try origin.count(path) == 2)
         }
 
         @Test func requestsWithAuthorizationAreNotShared() throws {
