@@ -187,7 +187,8 @@ extension IntegrationTests {
             #expect(applied.status == 0, "\(applied.out) \(applied.err)")
             #expect(applied.out.contains("wrote \(root)/etc/xdg/pip/pip.conf"), "\(applied.out)")
             #expect(
-                applied.out.contains("skipped git: not found (looked for \(root)/usr/bin/git, \(root)/usr/local/bin/git)"), "\(applied.out)")
+                applied.out.contains("skipped git: not found (looked for \(root)/usr/bin/git, \(root)/usr/local/bin/git)"), "\(applied.out)"
+            )
             #expect(
                 applied.out.contains(
                     "note: REQUESTS_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt in this environment wins over pip's cert"),
