@@ -67,8 +67,10 @@ public struct TransferDeadline: Sendable, Equatable {
 
     /// Decides at `now`; a window that ends with its rate met starts the next one.
     public mutating func check(now: UInt64) -> Verdict {
-        if paused { return .lookAgain(at: now + timeout) }
+        // A transfer paused for its readers waits for them, not the origin; one paused before
+        // any head (nothing legitimate does that) still answers for the head's timeout.
         guard headArrived else { return now >= start + timeout ? .noHead : .lookAgain(at: start + timeout) }
+        if paused { return .lookAgain(at: now + timeout) }
         if now >= lastProgress + timeout { return .stalled }
         var next = lastProgress + timeout
         if minRate > 0 {

@@ -368,6 +368,12 @@ extension UpstreamTransfer {
 
     func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Int {
         guard let delegate else { return 0 }
+        guard receivedHead else {
+            // Body bytes with no final head (libcurl's idea of a response is not Larder's): no
+            // reader can take them, and a transfer paused for them would never end.
+            protocolError = "the origin sent body bytes before a final response head"
+            return 0
+        }
         if delegate.upstreamDidReceiveBody(bytes) {
             bodyBytes += bytes.count
             deadline.receivedBody(bytes.count, now: client.loopNow)

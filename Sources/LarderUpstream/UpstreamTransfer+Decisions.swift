@@ -19,6 +19,13 @@ extension UpstreamTransfer {
             switch try headParser.feed(line) {
             case .none:
                 break
+            case .interim(let interim) where interim.status == 101:
+                // Larder never asks for an upgrade (Upgrade is hop-by-hop and not forwarded), and
+                // a server must not switch to a protocol the request did not name (RFC 9110
+                // §15.2.2). libcurl would take the 101 for the final answer and deliver what
+                // follows as its body, with no head for Larder's readers.
+                protocolError = "the origin switched protocols (101) though the request asked for no upgrade"
+                return 0
             case .interim(let interim):
                 delegate?.upstreamDidReceiveInterim(interim)
             case .final(let parsed):

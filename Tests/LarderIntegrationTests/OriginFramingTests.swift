@@ -89,6 +89,26 @@ extension IntegrationTests {
             #expect(origin.count("/trickle") == 2)
         }
 
+        /// Review 76 F2: an origin's 101 to a request that asked for no upgrade (RFC 9110
+        /// §15.2.2) was taken by libcurl for the final answer; Larder saw an interim response,
+        /// no head ever came, and the transfer paused on its "body" held the upstream connection
+        /// past upstream.timeout and past its clients' leaving. It is a 502 at once.
+        @Test func anUnaskedSwitchOfProtocolsIsA502() throws {
+            let origin = try RawOrigin()
+            let larder = try Larder(config: "[upstream]\ntimeout = \"30s\"\n")
+            var script = RawOrigin.Script(
+                "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n"
+                    + "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nCache-Control: max-age=600\r\n\r\nok")
+            script.keepsConnection = true
+            origin.script("/switch", script)
+            let started = Date()
+            let answer = try Curl.viaProxy(larder.proxy, ["--max-time", "20", origin.url("/switch")], timeout: 25)
+            #expect(answer.status == 502 && answer.text.contains("switched protocols"), "\(answer.status) \(answer.text)")
+            #expect(Date().timeIntervalSince(started) < 10, "answered at once, not at a timeout")
+            #expect(try Curl.viaProxy(larder.proxy, ["--max-time", "20", origin.url("/switch")], timeout: 25).status == 502)
+            #expect(origin.count("/switch") == 2, "nothing stored or shared")
+        }
+
         /// RFC 9110 §15.2: interim responses are forwarded to HTTP/1.1 clients, never to HTTP/1.0
         /// ones, and never stored.
         @Test func interimResponsesAreForwardedAndNeverStored() throws {

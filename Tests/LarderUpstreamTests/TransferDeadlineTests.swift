@@ -11,6 +11,20 @@ import Testing
         #expect(deadline.check(now: 10 * Self.second) == .noHead)
     }
 
+    /// Review 76 F2: a transfer paused with no head (an unasked 101's "body") was never timed
+    /// out. A pause waits for readers, and a transfer without a head has none to wait for.
+    @Test func aTransferPausedBeforeItsHeadStillTimesOut() {
+        var deadline = TransferDeadline(timeout: 10 * Self.second, minRate: 0, now: 0)
+        deadline.pause()
+        #expect(deadline.check(now: 5 * Self.second) == .lookAgain(at: 10 * Self.second))
+        #expect(deadline.check(now: 10 * Self.second) == .noHead)
+        // Paused after its head, it waits for its readers as long as they take.
+        var held = TransferDeadline(timeout: 10 * Self.second, minRate: 0, now: 0)
+        held.receivedHead(now: Self.second)
+        held.pause()
+        #expect(held.check(now: 60 * Self.second) == .lookAgain(at: 70 * Self.second))
+    }
+
     @Test func aBodyThatStopsIsStalled() {
         var deadline = TransferDeadline(timeout: 10 * Self.second, minRate: 0, now: 0)
         deadline.receivedHead(now: Self.second)

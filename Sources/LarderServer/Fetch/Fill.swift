@@ -369,8 +369,8 @@ final class Fill: UpstreamTransferDelegate {
     // MARK: UpstreamTransferDelegate
 
     /// RFC 9110 §15.2: interim responses go to the clients waiting (never stored). 100 Continue
-    /// is Larder's own business with its client (the request's Expect is not forwarded) and 101
-    /// would switch protocols: neither is passed on.
+    /// is Larder's own business with its client (the request's Expect is not forwarded); a 101
+    /// ends the transfer before it gets here (``UpstreamTransfer/receiveHeaderLine(_:)``).
     /// An interim response (103 Early Hints: links, even cookies) comes before the final head
     /// says whether the answer may be shared, or with whom (Vary, `private`): it goes to the
     /// fill's own reader only, to none of a background refresh (RFC 8297 §2: optional).
