@@ -178,10 +178,15 @@ public final class StoredResponse: Sendable {
     /// (RFC 9111 §3.2, §4.3.4): each field of `update` replaces the stored ones of that name,
     /// except framing and hop-by-hop fields; times are those of the validation exchange. Nor
     /// `Set-Cookie`: the validation was one client's, and the stored response answers every
-    /// client (Larder stores no response with one, ``Storability``).
+    /// client (Larder stores no response with one, ``Storability``). Nor `Content-Type` and
+    /// `Content-Encoding`, which describe the stored bytes, not the validation (§3.2 lets a
+    /// cache keep such fields for the integrity of what it stored): a 304 that relabelled a
+    /// plain body as gzip, sent for one client's request, broke it for every client after.
     public func freshened(by update: HTTPHeaders, requestTime: Double, responseTime: Double) -> StoredResponse {
         var merged = headers
-        let excluded = ["content-length", "transfer-encoding", "content-range", "age", "set-cookie"]
+        let excluded = [
+            "content-length", "transfer-encoding", "content-range", "age", "set-cookie", "content-type", "content-encoding",
+        ]
         var replaced = Set<String>()
         for field in update.fields {
             let name = field.name.lowercased()

@@ -138,6 +138,18 @@ private func decide(
         #expect(updated.isFresh(now: 2500))
         #expect(updated.bodyLength == 3)
     }
+
+    /// Review 76 F3: a 304 (or a HEAD's 200) that named another Content-Type or
+    /// Content-Encoding relabelled the stored bytes for every client after.
+    @Test func aValidationDoesNotRelabelTheStoredBytes() {
+        let entry = stored(["Cache-Control": "max-age=60", "ETag": "\"a\"", "Content-Type": "text/plain", "Content-Length": "3"])
+        let updated = entry.freshened(
+            by: ["Content-Type": "text/html", "Content-Encoding": "gzip", "Link": "</s.css>; rel=preload"], requestTime: 2000,
+            responseTime: 2000)
+        #expect(updated.headers["Content-Type"] == "text/plain")
+        #expect(updated.headers["Content-Encoding"] == nil)
+        #expect(updated.headers["Link"] == "</s.css>; rel=preload", "other fields are updated (RFC 9111 §3.2)")
+    }
 }
 
 @Suite(.timeLimit(.minutes(1))) struct PreconditionAndRangeTests {
