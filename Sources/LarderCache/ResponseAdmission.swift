@@ -163,7 +163,7 @@ public struct ResponseAdmission: Sendable, Equatable {
             Shareability.allowsSharing(
                 status: head.status, responseHeaders: head.headers, fillRequest: request.headers, dedupAlways: request.dedupAlways,
                 responseCacheControl: cacheControl)
-            && (request.dedupAlways || reusable(request, head: head, lifetime: admission.lifetime))
+            && (request.dedupAlways || reusable(request, head: head, cacheControl: cacheControl, lifetime: admission.lifetime, now: now))
         if !CacheDecision.isSuccess(head.status), request.sharedKey || request.keepsStoredSuccess {
             // The failure answers the request that met it, never the readers that joined it:
             // they may carry the signature this one lacked, or expect the stored success. Nor
@@ -213,15 +213,25 @@ public struct ResponseAdmission: Sendable, Equatable {
 
     /// Whether a shared cache could hand this response to another request without asking the
     /// origin (RFC 9111 §4.2): fresh for a while (`lifetime`, explicit or heuristic), or a
-    /// success the route's policy keeps on its own terms. A reader that joined the fill is such
-    /// another request: a response no cache could reuse (no freshness, `max-age=0`, an answer to
-    /// a request's `no-store`, a `network_only` route) goes to its own client only, and every
-    /// other reader asks for its own. An origin that personalises a page by Cookie and says
-    /// nothing of caching otherwise handed one user's page to everyone who joined it.
-    private static func reusable(_ request: Request, head: ResponseHead, lifetime: Double) -> Bool {
+    /// success the route's policy keeps on its own terms; never on a `network_only` route. A
+    /// reader that joined the fill is such another request: a response no cache could reuse (no
+    /// freshness, `max-age=0`) goes to its own client only, and every other reader asks for its
+    /// own. An origin that personalises a page by Cookie and says nothing of caching otherwise
+    /// handed one user's page to everyone who joined it. The response decides, not the request
+    /// the fill was made for: a client's `no-store` must not turn coalescing off for everyone.
+    private static func reusable(
+        _ request: Request, head: ResponseHead, cacheControl: CacheControl, lifetime: Double, now: Double
+    ) -> Bool {
+        guard request.policy != .networkOnly else { return false }
+        let success = CacheDecision.isSuccess(head.status)
+        var lifetime = lifetime
+        if request.directives.noStore {
+            // storage(_:) stopped before working it out.
+            lifetime = Freshness.lifetime(status: head.status, headers: head.headers, cacheControl: cacheControl, responseTime: now)
+            if !success { lifetime = min(lifetime, request.negativeTTL) }
+        }
         if lifetime > 0 { return true }
-        guard CacheDecision.isSuccess(head.status), !request.directives.noStore else { return false }
-        return request.policy != .http && request.policy != .revalidate && request.policy != .networkOnly
+        return success && request.policy != .http && request.policy != .revalidate
     }
 
     /// Worth keeping: storable (RFC 9111 §3, or a success forced by `cache_first`) and fresh for

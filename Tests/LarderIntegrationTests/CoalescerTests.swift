@@ -236,6 +236,23 @@ extension IntegrationTests {
             #expect(try origin.count(path) == 2)
         }
 
+        /// The answer decides whether it is shared, not the request the fill was made for: a
+        /// client's `no-store` (its own business, RFC 9111 §5.2.1.5) must not turn coalescing off
+        /// for the others. A `network_only` route shares nothing.
+        @Test(arguments: ["", "[cache]\ndefault_policy = \"network_only\"\n"])
+        func aRequestsNoStoreLeavesTheAnswerShared(config: String) throws {
+            let origin = try Origin()
+            let larder = try Larder(config: config)
+            let path = "/popular?delay=1&cc=max-age=60"
+            let first = try ChildProcess(
+                "/usr/bin/curl", ["-s", "--max-time", "20", "--proxy", larder.proxy, "-H", "Cache-Control: no-store", origin.url(path)])
+            usleep(300_000)
+            let second = try Curl.viaProxy(larder.proxy, [origin.url(path)])
+            first.process.waitUntilExit()
+            #expect(second.status == 200)
+            #expect(try origin.count(path) == (config.isEmpty ? 1 : 2), "\(second.header("cache-status") ?? "-")")
+        }
+
         @Test func requestsWithAuthorizationAreNotShared() throws {
             let origin = try Origin()
             let larder = try Larder()

@@ -92,7 +92,7 @@ import Testing
         let started: Fill? = pipeline.onLoop { pipeline, _ in
             pipeline.join(FillPipeline.Reader(), "/again")
             let transfer = pipeline.standIn.transfers[1]
-            transfer.head(200, [("Content-Length", "5")])
+            transfer.head(200, [("Cache-Control", "max-age=60"), ("Content-Length", "5")])
             transfer.body(FillPipelineTests.hello)
             transfer.finish(bodyBytes: 5)
             return pipeline.join(next, "/again")
@@ -253,7 +253,7 @@ import Testing
         #expect(attached == (0, 0), "nothing to tell yet")
         pipeline.onLoop { pipeline, _ in
             let transfer = pipeline.standIn.transfers[0]
-            transfer.head(200, [("Content-Length", "10")])
+            transfer.head(200, [("Cache-Control", "max-age=60"), ("Content-Length", "10")])
             transfer.body(Array("01234".utf8))
             transfer.body(Array("56789".utf8))
         }
