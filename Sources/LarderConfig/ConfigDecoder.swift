@@ -562,9 +562,9 @@ struct ConfigDecoder {
         guard let text = string(value, key) else { return nil }
         if let parsed = Choice(rawValue: text) { return parsed }
         let names = Choice.allCases.map(\.rawValue)
-        fail(
-            "unknown \(key) \"\(text)\" (one of \(names.joined(separator: ", ")))\(Suggestions.hint(for: text, in: names))",
-            at: value.position)
+        // One parenthesis: the suggestion first, then the choices.
+        let suggestion = Suggestions.closest(to: text, in: names).map { "did you mean '\($0)'? " } ?? ""
+        fail("unknown \(key) \"\(text)\" (\(suggestion)one of \(names.joined(separator: ", ")))", at: value.position)
         return nil
     }
 

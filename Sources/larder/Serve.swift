@@ -95,6 +95,8 @@ struct Serve: ParsableCommand {
                 "proxy": "\(proxies)", "admin": "\(server.adminAddress?.description ?? "off")",
                 "config": "\(selection.origin)", "version": "\(Larder.version)", "state": "\(selection.stateDirectory.path)",
                 "sockets": "\(server.socketActivated ? "from systemd" : "bound")", "workers": "\(server.workerCount)",
+                // Where a new operator finds each client's setup: the page on the proxy port.
+                "setup_page": "\(config.proxy.setupHost.isEmpty ? "off" : "http://\(config.proxy.setupHost)/")",
             ])
 
         warnAboutDangers(server, logger: logger)

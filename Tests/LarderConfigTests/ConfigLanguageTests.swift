@@ -133,7 +133,7 @@ private let errorCases: [ErrorCase] = [
         message: "request_body_buffer"),
     ErrorCase(
         name: "unknown policy", text: "[cache]\ndefault_policy = \"cache-first\"\n", line: 2, column: 18,
-        message: "did you mean 'cache_first'?"),
+        message: "unknown default_policy \"cache-first\" (did you mean 'cache_first'? one of http, "),
     ErrorCase(
         name: "unknown retry condition", text: "[retry]\nretry_on = [\"5xx\", \"timout\"]\n", line: 2, column: 20,
         message: "unknown retry condition \"timout\""),

@@ -178,6 +178,19 @@ extension IntegrationTests {
             #expect(try origin.count("/") == 1, "nothing more reached the origin")
         }
 
+        /// Walk 77 F9: `larder stats` listed the onboarding page among the hosts it caches,
+        /// "0 % from cache". F4: nothing on the admin side led to the page: the start-up line
+        /// and the dashboard name it now.
+        @Test func theOwnPageIsNoHostInTheStatisticsAndTheAdminSideNamesIt() throws {
+            let larder = try Larder(config: pins())
+            #expect(try Curl.viaProxy(larder.proxy, ["http://larder.setup/"]).status == 200)
+            let hosts = try larder.stats().topHosts.map(\.host)
+            #expect(!hosts.contains { $0.hasPrefix("larder.setup") }, "\(hosts)")
+            #expect(larder.child.stderr.contains("setup_page=http://larder.setup/"))
+            let dashboard = try Curl.run(["http://127.0.0.1:\(larder.adminPort)/"]).text
+            #expect(dashboard.contains("http://larder.setup/") && dashboard.contains("larder client"))
+        }
+
         /// The page and the PAC file are kept rendered per loop (one loop here, so the copies
         /// asked for before the reload are the ones a stale page would come from), and a reload
         /// shows its CA, its intercepted hosts and its setup_host at once.

@@ -11,7 +11,10 @@ extension ClientSetup {
         )
         tool.environment = proxyVariables
         tool.files = [profile("larder-proxy", tool.environment)]
-        tool.notes = ["Open a new login shell (or source the file) for the variables to apply; services need them in their own units."]
+        tool.notes = [
+            "Open a new login shell (or source the file) for the variables to apply; services need them in their own units.",
+            "A mirror or package index on the LAN (10.x, 192.168.x...) is then fetched directly, never cached: take its range out of NO_PROXY to cache it.",
+        ]
         return tool
     }
 

@@ -199,7 +199,8 @@ extension ClientConnection {
         if interception != nil { proxy.telemetry.stats.countIntercepted(exchange.outcome) }
         let duration = Clocks.monotonicNanos() &- exchange.startNanos
         proxy.telemetry.metrics.requestDuration.record(nanoseconds: duration, result: .init(exchange.outcome))
-        if let url = exchange.head.url ?? exchange.url {
+        // Larder's own pages (the onboarding page on the proxy port) are no host it caches.
+        if exchange.outcome != .admin, let url = exchange.head.url ?? exchange.url {
             let hit = exchange.outcome.isFromCache
             let slot: HostCounters.Slot
             if let held = hostSlot, held.holds(host: url.host, port: url.port) {
