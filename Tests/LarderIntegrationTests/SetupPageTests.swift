@@ -188,7 +188,7 @@ extension IntegrationTests {
             #expect(!hosts.contains { $0.hasPrefix("larder.setup") }, "\(hosts)")
             #expect(larder.child.stderr.contains("setup_page=http://larder.setup/"))
             let dashboard = try Curl.run(["http://127.0.0.1:\(larder.adminPort)/"]).text
-            #expect(dashboard.contains("http://larder.setup/") && dashboard.contains("larder client"))
+            #expect(dashboard.contains("<code>larder.setup</code>") && dashboard.contains("larder client"))
         }
 
         /// The page and the PAC file are kept rendered per loop (one loop here, so the copies

@@ -81,7 +81,7 @@ enum Dashboard {
             <table><thead><tr><th>Host</th><th class="num">Requests</th><th class="num">From cache</th><th class="num">Bytes</th></tr></thead>
             <tbody id="top-hosts"></tbody></table></section>
         </main>
-        <footer class="sub" style="padding:0 1.5rem 1rem">Setting up clients: open <code>http://larder.setup/</code> (<code>proxy.setup_host</code>) through the proxy, or run <code>larder client</code>; browsers take <a href="/proxy.pac">/proxy.pac</a>.</footer>
+        <footer class="sub" style="padding:0 1.5rem 1rem">Setting up clients: open the page <code>larder.setup</code> (<code>proxy.setup_host</code>) through the proxy, or run <code>larder client</code>; browsers take <a href="/proxy.pac">/proxy.pac</a>.</footer>
         <script>
         "use strict";
         const outcomes = [["hit","#1a9e5f"],["disk_hit","#3bb37a"],["revalidated","#7fc8a0"],["stale","#c7861a"],
