@@ -145,7 +145,14 @@ public struct ResponseAdmission: Sendable, Equatable {
             freshensStoredFromHead: false, storage: .none, shareable: false, lifetime: 0)
         if request.validating != nil, head.status == 304 {
             admission.verdict = .merge
-            admission.shareable = true
+            // A 304 that is one client's (a cookie, `private`, `no-store`, an authorized
+            // request's) answers that client alone and updates nothing stored: its fields would
+            // reach every client the entry answers (RFC 9111 §3.2), as a HEAD's would.
+            admission.shareable =
+                !request.directives.noStore
+                && Shareability.allowsSharing(
+                    status: 304, responseHeaders: head.headers, fillRequest: request.headers, dedupAlways: true,
+                    responseCacheControl: cacheControl)
             return admission
         }
         admission.freshensStoredFromHead = request.method == .head && (request.validating ?? request.fallback) != nil

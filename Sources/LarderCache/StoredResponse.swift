@@ -182,11 +182,12 @@ public final class StoredResponse: Sendable {
     /// `Content-Encoding`, which describe the stored bytes, not the validation (§3.2 lets a
     /// cache keep such fields for the integrity of what it stored): a 304 that relabelled a
     /// plain body as gzip, sent for one client's request, broke it for every client after.
-    public func freshened(by update: HTTPHeaders, requestTime: Double, responseTime: Double) -> StoredResponse {
+    /// `forOneClient`: the result answers the validation's own client only and is never
+    /// stored, so the 304's `Set-Cookie` is that client's to have.
+    public func freshened(by update: HTTPHeaders, requestTime: Double, responseTime: Double, forOneClient: Bool = false) -> StoredResponse {
         var merged = headers
-        let excluded = [
-            "content-length", "transfer-encoding", "content-range", "age", "set-cookie", "content-type", "content-encoding",
-        ]
+        var excluded = ["content-length", "transfer-encoding", "content-range", "age", "content-type", "content-encoding"]
+        if !forOneClient { excluded.append("set-cookie") }
         var replaced = Set<String>()
         for field in update.fields {
             let name = field.name.lowercased()

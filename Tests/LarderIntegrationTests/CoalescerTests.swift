@@ -253,6 +253,37 @@ extension IntegrationTests {
             #expect(try origin.count(path) == (config.isEmpty ? 1 : 2), "\(second.header("cache-status") ?? "-")")
         }
 
+        /// Review 77 F1: a 304 was always shared and always merged into the stored entry: one
+        /// that was one client's (a Set-Cookie, `private`) gave that client's fields to everyone
+        /// who joined the revalidation, and kept them in the entry for the clients after; and
+        /// the client it answered never got its own cookie.
+        @Test func aCookiesRevalidationAnswersItsClientAloneAndLeavesTheEntry() throws {
+            let origin = try Origin()
+            let larder = try Larder()
+            let path = "/session"
+            let fields = [("Cache-Control", "max-age=1"), ("ETag", "\"v1\"")]
+            let answers = [
+                Scripted(headers: fields, body: "page"),
+                Scripted(status: 304, headers: fields + [("Set-Cookie", "s=alice"), ("X-User", "alice")], body: "", delay: 1.5),
+                Scripted(status: 304, headers: fields, body: ""),
+            ]
+            try origin.script(path, answers, conditional: false)
+            let url = origin.url(path)
+            #expect(try Curl.viaProxy(larder.proxy, [url]).text == "page")
+            sleep(2)
+            let alice = try ChildProcess(
+                "/usr/bin/curl", ["-s", "-D", "-", "--max-time", "20", "--proxy", larder.proxy, "-H", "Cookie: s=old", url])
+            usleep(300_000)
+            let bob = try Curl.viaProxy(larder.proxy, [url])
+            alice.process.waitUntilExit()
+            #expect(alice.stdout.contains("Set-Cookie: s=alice") && alice.stdout.hasSuffix("page"), "\(alice.stdout)")
+            #expect(bob.status == 200 && bob.text == "page")
+            #expect(bob.header("x-user") == nil && bob.header("set-cookie") == nil, "\(bob.header("cache-status") ?? "-")")
+            let later = try Curl.viaProxy(larder.proxy, [url])
+            #expect(later.text == "page" && later.header("x-user") == nil, "the entry kept none of Alice's fields")
+            #expect(try origin.count(path) == 3, "stored, Alice's revalidation, Bob's own")
+        }
+
         @Test func requestsWithAuthorizationAreNotShared() throws {
             let origin = try Origin()
             let larder = try Larder()

@@ -9,10 +9,13 @@ import LarderUpstream
 extension Fill {
     /// A 304 to a validation request (RFC 9111 §4.3.3, §4.3.4): the stored response, updated
     /// with the 304's fields and times, goes back into the tiers and answers every reader.
-    func refresh(_ validating: StoredResponse, with notModified: ResponseHead) {
+    func refresh(_ validating: StoredResponse, with notModified: ResponseHead, storing: Bool = true) {
         upstreamStatus = 304
-        let updated = validating.freshened(by: notModified.headers, requestTime: requestTime, responseTime: responseTime)
-        proxy.cache.refresh(updated, promoting: true, stamp: stamp)
+        // One client's 304 (`storing` false: its other readers are already released) answers
+        // that client with its own cookie, and leaves the stored entry as it was.
+        let updated = validating.freshened(
+            by: notModified.headers, requestTime: requestTime, responseTime: responseTime, forOneClient: !storing)
+        if storing { proxy.cache.refresh(updated, promoting: true, stamp: stamp) }
         refreshed = updated
         proxy.telemetry.stats[.revalidated].add(1)
         releaseOtherVariants(of: updated, vary: notModified.headers)
