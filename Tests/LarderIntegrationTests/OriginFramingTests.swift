@@ -109,6 +109,22 @@ extension IntegrationTests {
             #expect(origin.count("/switch") == 2, "nothing stored or shared")
         }
 
+        /// Review 77 F3: a fill every client left goes on to be stored while what is left is
+        /// under finish_abandoned_max; an origin trickling a large body just above min_rate held
+        /// the connection (and a descriptor) for days. Alone, it goes on for twice
+        /// upstream.timeout at most.
+        @Test func aFillLeftAloneStopsAfterTwiceTheUpstreamTimeout() throws {
+            let origin = try RawOrigin()
+            let larder = try Larder(config: "[upstream]\ntimeout = \"2s\"\n")
+            let head = Array("HTTP/1.1 200 OK\r\nCache-Control: max-age=600\r\nContent-Length: 50000000\r\n\r\n".utf8)
+            let piece = [UInt8](repeating: UInt8(ascii: "x"), count: 200)
+            origin.script("/trickle-alone", .init(pieces: [head] + Array(repeating: piece, count: 300), pause: 0.1))
+            let left = try Curl.viaProxy(larder.proxy, ["--max-time", "1", origin.url("/trickle-alone")], timeout: 10)
+            #expect(left.exitCode == 28, "the client gave up")
+            _ = try larder.child.waitForOutput(timeout: 15) { $0.contains("a transfer is given up: every client left") }
+            #expect(larder.child.stderr.contains("twice upstream.timeout"))
+        }
+
         /// RFC 9110 §15.2: interim responses are forwarded to HTTP/1.1 clients, never to HTTP/1.0
         /// ones, and never stored.
         @Test func interimResponsesAreForwardedAndNeverStored() throws {

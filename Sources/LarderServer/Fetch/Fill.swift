@@ -82,6 +82,9 @@ final class Fill: UpstreamTransferDelegate {
     /// The share of a transfer cut to free its connection (``giveUpConnection(_:)``): whose
     /// request it was, once ``share`` is given back.
     private(set) var cutShare: UpstreamShares.Key?
+    /// When the body went on arriving with no reader left (loop clock): a fill finished for the
+    /// cache alone stops after ``FillSettings/aloneLimit``.
+    private var aloneSince: UInt64?
     /// The origin of a transfer paused for its readers, listed as holding its connection
     /// (``HeldTransfers``).
     private var heldTarget: Int?
@@ -506,6 +509,23 @@ final class Fill: UpstreamTransferDelegate {
 
     func upstreamDidReceiveBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
         guard case .take = step(.body).action else { return false }
+        if buffer.readers.isEmpty {
+            let now = proxy.loop.now
+            if let since = aloneSince {
+                if now &- since >= settings.aloneLimit {
+                    let why = "every client left, and finishing it for the cache took longer than twice upstream.timeout"
+                    proxy.logger.warning(
+                        "a transfer is given up: \(why)",
+                        metadata: ["url": "\(proxy.loggable("\(key)"))", "received": "\(buffer.received)"])
+                    cancel(reason: why)
+                    return false
+                }
+            } else {
+                aloneSince = now
+            }
+        } else if aloneSince != nil {
+            aloneSince = nil
+        }
         let backing = backing
         // A body kept whole never pauses: asked only otherwise (the call copies the buffer).
         if !backing.keepsWhole, buffer.mustPause(backing) {
