@@ -148,11 +148,12 @@ public struct ResponseAdmission: Sendable, Equatable {
             // A 304 that is one client's (a cookie, `private`, `no-store`, an authorized
             // request's) answers that client alone and updates nothing stored: its fields would
             // reach every client the entry answers (RFC 9111 §3.2), as a HEAD's would.
-            admission.shareable =
-                !request.directives.noStore
-                && Shareability.allowsSharing(
-                    status: 304, responseHeaders: head.headers, fillRequest: request.headers, dedupAlways: true,
-                    responseCacheControl: cacheControl)
+            // A request's no-store leaves the entry as it is too (RFC 9111 §5.2.1.5), but the
+            // validation still answers the others who joined it.
+            admission.shareable = Shareability.allowsSharing(
+                status: 304, responseHeaders: head.headers, fillRequest: request.headers, dedupAlways: true,
+                responseCacheControl: cacheControl)
+            admission.keepsStored = !admission.shareable || request.directives.noStore
             return admission
         }
         admission.freshensStoredFromHead = request.method == .head && (request.validating ?? request.fallback) != nil

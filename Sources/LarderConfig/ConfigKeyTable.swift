@@ -152,7 +152,7 @@ public enum ConfigKeyTable {
         .live("coalesce.wait_timeout", .duration, #""30s""#, "a client waits this long for a shared fill's head, then goes on its own"),
         .live(
             "coalesce.finish_abandoned_max", .size, #""64MiB""#,
-            "all clients gone: finish a cacheable fill if at most this much remains (within 2 x upstream.timeout)"),
+            "all clients gone: finish a cacheable fill if at most this much remains (and comes fast enough)"),
         .live(
             "coalesce.not_shareable_ttl", .duration, #""10s""#, "after a response that may not be shared, fetch that URL without coalescing"
         ),

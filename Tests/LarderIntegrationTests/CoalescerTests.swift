@@ -284,6 +284,24 @@ extension IntegrationTests {
             #expect(try origin.count(path) == 3, "stored, Alice's revalidation, Bob's own")
         }
 
+        /// Review 78 N1: a revalidation for a request with no-store was taken for one client's,
+        /// and the URL was then fetched without coalescing for not_shareable_ttl: one request
+        /// every 10 s turned the stampede protection off for everyone. Its 304 is shared (and
+        /// the entry, which no-store forbids updating, stays as it was).
+        @Test func aNoStoreRevalidationLeavesTheURLCoalesced() throws {
+            let origin = try Origin()
+            let larder = try Larder()
+            let path = "/page?delay=1&cc=max-age=1&ranges=1"
+            #expect(try Curl.viaProxy(larder.proxy, [origin.url(path)]).status == 200)
+            sleep(2)
+            let first = try Curl.viaProxy(larder.proxy, ["-H", "Cache-Control: no-cache, no-store", origin.url(path)])
+            #expect(first.status == 200)
+            let before = try origin.count(path)
+            let outcomes = try ParallelCurl.run(4, proxy: larder.proxy, url: { _ in origin.url(path) })
+            #expect(outcomes.allSatisfy { $0.exitCode == 0 })
+            #expect(try origin.count(path) - before == 1, "the four share one revalidation")
+        }
+
         @Test func requestsWithAuthorizationAreNotShared() throws {
             let origin = try Origin()
             let larder = try Larder()

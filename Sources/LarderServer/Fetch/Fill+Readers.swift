@@ -39,9 +39,7 @@ extension Fill {
         if !shareable {
             proxy.coalescer.markNotShareable(self, ttl: settings.notShareableTTL)
             // The reader the fill was made for keeps it; everyone who attached goes on alone.
-            while index < buffer.readers.count {
-                if buffer.readers[index].isOwn { index += 1 } else { release(at: index, reason: .notShareable) }
-            }
+            releaseAllButOwn()
             return
         }
         while index < buffer.readers.count {
@@ -53,6 +51,17 @@ extension Fill {
             } else {
                 release(at: index, reason: .otherVariant(forwarded.headers.listElements("Vary")))
             }
+        }
+    }
+
+    /// Releases every reader but the fill's own to ask for their own answer, and leaves the
+    /// key as it is: one client's 304 says nothing of the URL's next answers, and marking it
+    /// (``Coalescer/markNotShareable(_:ttl:)``) would let any client that provokes one turn
+    /// coalescing off for everyone.
+    func releaseAllButOwn() {
+        var index = 0
+        while index < buffer.readers.count {
+            if buffer.readers[index].isOwn { index += 1 } else { release(at: index, reason: .notShareable) }
         }
     }
 

@@ -82,9 +82,10 @@ final class Fill: UpstreamTransferDelegate {
     /// The share of a transfer cut to free its connection (``giveUpConnection(_:)``): whose
     /// request it was, once ``share`` is given back.
     private(set) var cutShare: UpstreamShares.Key?
-    /// When the body went on arriving with no reader left (loop clock): a fill finished for the
-    /// cache alone stops after ``FillSettings/aloneLimit``.
+    /// When the body went on arriving with no reader (every client left, or a background
+    /// refresh; loop clock), and how much had arrived then: see ``finishesSoon(alone:)``.
     private var aloneSince: UInt64?
+    private var aloneFrom = 0
     /// The origin of a transfer paused for its readers, listed as holding its connection
     /// (``HeldTransfers``).
     private var heldTarget: Int?
@@ -446,8 +447,8 @@ final class Fill: UpstreamTransferDelegate {
             // A digest entry may be revalidated through another host than filled it: that
             // host's 304 freshens it, but says nothing else about bytes it never sent.
             if options.digest != nil { ContentAddressedFields.restrictUpdate(&forwarded.headers) }
-            if !admission.shareable { share(forwarded, shareable: false) }
-            refresh(options.validating!, with: forwarded, storing: admission.shareable)
+            if !admission.shareable { releaseAllButOwn() }
+            refresh(options.validating!, with: forwarded, storing: admission.shareable && !admission.keepsStored)
             return
         case .serveStale:
             // RFC 5861 §4: the origin erred; a stale copy is a better answer than its error.
@@ -500,6 +501,20 @@ final class Fill: UpstreamTransferDelegate {
         return object.length == contentLength && object.validator == SlicePlan.validator(of: forwarded.headers)
     }
 
+    /// Whether a body no client reads, going on for the cache alone for `elapsed` nanoseconds
+    /// (at least twice the request's upstream timeout), would have the rest within as long
+    /// again at the rate it came at meanwhile. `finish_abandoned_max` bounds its bytes, this its
+    /// time: an origin that trickles a large body just above `upstream.min_rate` would
+    /// otherwise keep the connection, and its descriptor, for days (12 for 64 MiB at 64 B/s).
+    /// A body of unknown length has no rest to judge: it stops.
+    private func finishesSoon(alone elapsed: UInt64) -> Bool {
+        guard let contentLength else { return false }
+        let arrived = buffer.received - aloneFrom
+        guard arrived > 0 else { return false }
+        let rest = Double(max(0, contentLength - buffer.received))
+        return rest * Double(elapsed) <= Double(2 * fetch.request.timeoutNanos) * Double(arrived)
+    }
+
     /// Whether the body may be fetched whole for readers that asked for a range (stored, and
     /// small enough); otherwise they send their range upstream themselves.
     var servesRangesFromWhole: Bool {
@@ -512,8 +527,8 @@ final class Fill: UpstreamTransferDelegate {
         if buffer.readers.isEmpty {
             let now = proxy.loop.now
             if let since = aloneSince {
-                if now &- since >= settings.aloneLimit {
-                    let why = "every client left, and finishing it for the cache took longer than twice upstream.timeout"
+                if now &- since >= 2 * fetch.request.timeoutNanos, !finishesSoon(alone: now &- since) {
+                    let why = "no client reads it, and at its rate the rest would take longer than twice upstream.timeout"
                     proxy.logger.warning(
                         "a transfer is given up: \(why)",
                         metadata: ["url": "\(proxy.loggable("\(key)"))", "received": "\(buffer.received)"])
@@ -522,6 +537,7 @@ final class Fill: UpstreamTransferDelegate {
                 }
             } else {
                 aloneSince = now
+                aloneFrom = buffer.received
             }
         } else if aloneSince != nil {
             aloneSince = nil

@@ -24,11 +24,6 @@ struct FillSettings: Sendable, Equatable {
     /// `coalesce.not_shareable_ttl`, in nanoseconds: how long a key whose answer was not
     /// shareable sends requests their own way.
     let notShareableTTL: UInt64
-    /// How long a fill every client left goes on to be stored, in nanoseconds: twice
-    /// `upstream.timeout`. `finish_abandoned_max` bounds its bytes, this its time: an origin
-    /// that trickles a large body just above `upstream.min_rate` would otherwise keep the
-    /// connection, and its descriptor, for days after its clients left.
-    let aloneLimit: UInt64
 
     init(_ config: Config) {
         maxMemoryObject = config.memory.maxObjectBytes
@@ -41,6 +36,5 @@ struct FillSettings: Sendable, Equatable {
         staleIfError = config.cache.staleIfError.totalSeconds
         negativeTTL = config.cache.negativeTTL.totalSeconds
         notShareableTTL = config.coalesce.notShareableTTL.totalNanoseconds
-        aloneLimit = 2 * config.upstream.timeout.totalNanoseconds
     }
 }
