@@ -130,6 +130,10 @@ public struct ResponseAdmission: Sendable, Equatable {
     /// stored response stays, neither replaced nor outdated. On a content-addressed route any
     /// answer that is not stored leaves the entry, whose body its digest pins.
     public var keepsStored = false
+    /// A 304 that is one client's only for its `Set-Cookie`: the validation still holds for
+    /// everyone, so the stored entry takes its freshness and validator fields (nothing else of
+    /// it, ``StoredResponse/retimed(by:requestTime:responseTime:)``).
+    public var retimesStored = false
     /// The body must hash to the digest its URL names before it is stored or completes for any
     /// client (``Request/contentAddressed``): a 200 to a GET without a content coding.
     public var checksDigest = false
@@ -154,6 +158,13 @@ public struct ResponseAdmission: Sendable, Equatable {
                 status: 304, responseHeaders: head.headers, fillRequest: request.headers, dedupAlways: true,
                 responseCacheControl: cacheControl)
             admission.keepsStored = !admission.shareable || request.directives.noStore
+            if !admission.shareable, !request.directives.noStore, head.headers.contains(.setCookie) {
+                var withoutCookie = head.headers
+                withoutCookie.remove(.setCookie)
+                admission.retimesStored = Shareability.allowsSharing(
+                    status: 304, responseHeaders: withoutCookie, fillRequest: request.headers, dedupAlways: true,
+                    responseCacheControl: cacheControl)
+            }
             return admission
         }
         admission.freshensStoredFromHead = request.method == .head && (request.validating ?? request.fallback) != nil

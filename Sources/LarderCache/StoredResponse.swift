@@ -207,6 +207,17 @@ public final class StoredResponse: Sendable {
             cacheControl: cacheControl, diskSerial: diskSerial)
     }
 
+    /// The response with only the freshness and validator fields of `update` taken (RFC 9110
+    /// §15.4.5 lists what a 304 carries: `Cache-Control`, `Expires`, `Date`, `ETag`, and the
+    /// validators), for a 304 whose other fields are one client's: the validation holds for
+    /// every client, its cookie and whatever else came with it for none.
+    public func retimed(by update: HTTPHeaders, requestTime: Double, responseTime: Double) -> StoredResponse {
+        let kept: Set<String> = ["cache-control", "expires", "date", "etag", "last-modified", "age"]
+        var timing = HTTPHeaders()
+        for field in update.fields where kept.contains(field.name.lowercased()) { timing.add(field.name, field.value) }
+        return freshened(by: timing, requestTime: requestTime, responseTime: responseTime)
+    }
+
     /// Seconds past its freshness lifetime at `now` (negative while fresh).
     public func staleness(now: Double) -> Double {
         currentAge(now: now) - freshnessLifetime

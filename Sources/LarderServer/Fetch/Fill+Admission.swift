@@ -9,13 +9,19 @@ import LarderUpstream
 extension Fill {
     /// A 304 to a validation request (RFC 9111 §4.3.3, §4.3.4): the stored response, updated
     /// with the 304's fields and times, goes back into the tiers and answers every reader.
-    func refresh(_ validating: StoredResponse, with notModified: ResponseHead, storing: Bool = true) {
+    func refresh(_ validating: StoredResponse, with notModified: ResponseHead, storing: Bool = true, retiming: Bool = false) {
         upstreamStatus = 304
         // One client's 304 (`storing` false: its other readers are already released) answers
-        // that client with its own cookie, and leaves the stored entry as it was.
+        // that client with its own cookie, and leaves the stored entry as it was, or (one
+        // client's only for its cookie) takes its freshness alone.
         let updated = validating.freshened(
             by: notModified.headers, requestTime: requestTime, responseTime: responseTime, forOneClient: !storing)
-        if storing { proxy.cache.refresh(updated, promoting: true, stamp: stamp) }
+        if storing {
+            proxy.cache.refresh(updated, promoting: true, stamp: stamp)
+        } else if retiming {
+            let retimed = validating.retimed(by: notModified.headers, requestTime: requestTime, responseTime: responseTime)
+            proxy.cache.refresh(retimed, promoting: true, stamp: stamp)
+        }
         refreshed = updated
         proxy.telemetry.stats[.revalidated].add(1)
         releaseOtherVariants(of: updated, vary: notModified.headers)

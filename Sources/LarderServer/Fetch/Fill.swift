@@ -447,8 +447,11 @@ final class Fill: UpstreamTransferDelegate {
             // A digest entry may be revalidated through another host than filled it: that
             // host's 304 freshens it, but says nothing else about bytes it never sent.
             if options.digest != nil { ContentAddressedFields.restrictUpdate(&forwarded.headers) }
+            refresh(
+                options.validating!, with: forwarded, storing: admission.shareable && !admission.keepsStored,
+                retiming: admission.retimesStored)
+            // After the entry is refreshed (its freshness, at least): a reader let go looks again.
             if !admission.shareable { releaseAllButOwn() }
-            refresh(options.validating!, with: forwarded, storing: admission.shareable && !admission.keepsStored)
             return
         case .serveStale:
             // RFC 5861 §4: the origin erred; a stale copy is a better answer than its error.
