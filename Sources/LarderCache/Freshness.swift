@@ -54,10 +54,21 @@ public enum Freshness {
 
     /// `corrected_initial_age` (§4.2.3): the age of the response when it was received.
     public static func correctedInitialAge(headers: HTTPHeaders, requestTime: Double, responseTime: Double) -> Double {
-        let apparentAge = max(0, responseTime - (dateValue(headers) ?? responseTime))
+        initialAges(headers: headers, requestTime: requestTime, responseTime: responseTime).corrected
+    }
+
+    /// `corrected_initial_age` (§4.2.3), and the age the response states itself (its Age, or
+    /// its Date's distance in whole seconds, the larger): the second without the time the
+    /// request waited for it, nor the part of a second Date cannot express.
+    public static func initialAges(
+        headers: HTTPHeaders, requestTime: Double, responseTime: Double
+    ) -> (corrected: Double, stated: Double) {
+        let date = dateValue(headers)
+        let apparentAge = max(0, responseTime - (date ?? responseTime))
         let ageValue = Double(age(headers) ?? 0)
         let responseDelay = max(0, responseTime - requestTime)
         let correctedAgeValue = ageValue + responseDelay
-        return max(apparentAge, correctedAgeValue)
+        let statedApparent = max(0, responseTime.rounded(.down) - (date ?? responseTime))
+        return (max(apparentAge, correctedAgeValue), max(statedApparent, ageValue))
     }
 }

@@ -40,13 +40,16 @@ public struct ResponseAdmission: Sendable, Equatable {
         /// The route checks bodies against the digest their URL names (a `digest` route): its
         /// key is shared by every host and trusts the digest, not the host that answered.
         public var contentAddressed: Bool
+        /// When the request went upstream (wall-clock seconds; nil: the decision's `now`), for
+        /// the response's corrected initial age (RFC 9111 §4.2.3).
+        public var requestTime: Double?
 
         @inlinable
         public init(
             method: HTTPMethod, headers: HTTPHeaders, policy: CachePolicy, directives: RequestDirectives,
             validating: StoredResponse?, fallback: StoredResponse?, staleIfErrorWindow: Double, dedupAlways: Bool,
             maxMemoryObject: Int, negativeTTL: Double, sharedKey: Bool, holdsSuccess: Bool, ownSelectors: Bool = false,
-            ownContent: Bool = false, contentAddressed: Bool = false
+            ownContent: Bool = false, contentAddressed: Bool = false, requestTime: Double? = nil
         ) {
             self.method = method
             self.headers = headers
@@ -63,6 +66,7 @@ public struct ResponseAdmission: Sendable, Equatable {
             self.ownSelectors = ownSelectors
             self.ownContent = ownContent
             self.contentAddressed = contentAddressed
+            self.requestTime = requestTime
         }
 
         /// What a failure must not displace: on `cache_first` (immutable objects) a stored
@@ -125,6 +129,9 @@ public struct ResponseAdmission: Sendable, Equatable {
     public var shareable: Bool
     /// The freshness lifetime (seconds) the response is stored with.
     public var lifetime: Double
+    /// The response's corrected initial age (RFC 9111 §4.2.3, seconds), worked out for a
+    /// response that goes to readers as it is; the store takes it from here.
+    public var initialAge = 0.0
     /// A failure answered while a success is kept (``Request/keepsStoredSuccess``) or under a
     /// shared key, or an answer to the client's own selectors (``Request/ownSelectors``): the
     /// stored response stays, neither replaced nor outdated. On a content-addressed route any
@@ -178,11 +185,16 @@ public struct ResponseAdmission: Sendable, Equatable {
         admission.storage = storage(
             request, head: head, contentLength: contentLength, cacheControl: cacheControl,
             disk: disk, now: now, lifetime: &admission.lifetime)
+        let ages = Freshness.initialAges(headers: head.headers, requestTime: request.requestTime ?? now, responseTime: now)
+        admission.initialAge = ages.corrected
         admission.shareable =
             Shareability.allowsSharing(
                 status: head.status, responseHeaders: head.headers, fillRequest: request.headers, dedupAlways: request.dedupAlways,
                 responseCacheControl: cacheControl)
-            && (request.dedupAlways || reusable(request, head: head, cacheControl: cacheControl, lifetime: admission.lifetime, now: now))
+            && (request.dedupAlways
+                || reusable(
+                    request, head: head, cacheControl: cacheControl, lifetime: admission.lifetime, statedAge: ages.stated, now: now
+                ))
         if !CacheDecision.isSuccess(head.status), request.sharedKey || request.keepsStoredSuccess {
             // The failure answers the request that met it, never the readers that joined it:
             // they may carry the signature this one lacked, or expect the stored success. Nor
@@ -231,15 +243,18 @@ public struct ResponseAdmission: Sendable, Equatable {
     }
 
     /// Whether a shared cache could hand this response to another request without asking the
-    /// origin (RFC 9111 §4.2): fresh for a while (`lifetime`, explicit or heuristic), or a
-    /// success the route's policy keeps on its own terms; never on a `network_only` route. A
+    /// origin (RFC 9111 §4.2): fresh for a while (`lifetime`, explicit or heuristic, longer than
+    /// the age it states: a response stale on arrival answers no one else), or a success the
+    /// route's policy keeps on its own terms; never on a `network_only` route. The time the
+    /// fill waited for it does not count: a reader that joined waited as long, and a slow
+    /// origin's short-lived answer is the one a stampede most needs shared. A
     /// reader that joined the fill is such another request: a response no cache could reuse (no
     /// freshness, `max-age=0`) goes to its own client only, and every other reader asks for its
     /// own. An origin that personalises a page by Cookie and says nothing of caching otherwise
     /// handed one user's page to everyone who joined it. The response decides, not the request
     /// the fill was made for: a client's `no-store` must not turn coalescing off for everyone.
     private static func reusable(
-        _ request: Request, head: ResponseHead, cacheControl: CacheControl, lifetime: Double, now: Double
+        _ request: Request, head: ResponseHead, cacheControl: CacheControl, lifetime: Double, statedAge: Double, now: Double
     ) -> Bool {
         guard request.policy != .networkOnly else { return false }
         let success = CacheDecision.isSuccess(head.status)
@@ -249,7 +264,7 @@ public struct ResponseAdmission: Sendable, Equatable {
             lifetime = Freshness.lifetime(status: head.status, headers: head.headers, cacheControl: cacheControl, responseTime: now)
             if !success { lifetime = min(lifetime, request.negativeTTL) }
         }
-        if lifetime > 0 { return true }
+        if lifetime > statedAge { return true }
         return success && request.policy != .http && request.policy != .revalidate
     }
 

@@ -76,8 +76,7 @@ extension TieredCache {
         case .whole:
             let whole = StoreSink.WholeEntry(
                 status: head.status, reason: head.reason, cacheControl: cacheControl, lifetime: plan.admission.lifetime,
-                initialAge: Freshness.correctedInitialAge(
-                    headers: head.headers, requestTime: entry.requestTime, responseTime: entry.responseTime),
+                initialAge: plan.admission.initialAge,
                 vary: vary, headers: stored,
                 head: StoredResponse.serializeHead(status: head.status, reason: head.reason, headers: stored),
                 isClientHead: stored.count == head.headers.count)

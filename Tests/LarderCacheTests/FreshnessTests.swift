@@ -56,6 +56,9 @@ import Testing
         #expect(stored.currentAge(now: 1030) == 40)
         #expect(stored.isFresh(now: 1049))
         #expect(!stored.isFresh(now: 1050))
+        let ages = Freshness.initialAges(headers: headers, requestTime: 998, responseTime: 1000.5)
+        #expect(ages.corrected == 10.5 && ages.stated == 10, "stated: Date in whole seconds, no request delay")
+        #expect(Freshness.initialAges(headers: ["Age": "5"], requestTime: 990, responseTime: 1000) == (15, 5))
     }
 }
 

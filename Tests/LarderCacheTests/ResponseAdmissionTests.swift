@@ -79,6 +79,24 @@ import Testing
         #expect(!mine.shareable)
     }
 
+    /// Review 77 F2: a response stale on arrival (its Age, or its Date's distance, past its
+    /// lifetime) is not one a shared cache could hand to another request (RFC 9111 §4.2), so
+    /// not to a reader that joined its fill either. The time the fill waited for it does not
+    /// count; the store's age does (§4.2.3).
+    @Test func aResponseStaleOnArrivalIsNotShared() {
+        let fresh = decide(request(), 200, ["Cache-Control": "max-age=60", "Age": "59"])
+        #expect(fresh.shareable && fresh.initialAge == 59)
+        #expect(!decide(request(), 200, ["Cache-Control": "max-age=60", "Age": "600"]).shareable)
+        #expect(!decide(request(), 200, ["Cache-Control": "max-age=60", "Date": HTTPDate.format(Int(now) - 3600)]).shareable)
+        #expect(decide(request(), 200, ["Cache-Control": "max-age=1", "Date": HTTPDate.format(Int(now))]).shareable)
+        var slow = request()
+        slow.requestTime = now - 5
+        let waited = decide(slow, 200, ["Cache-Control": "max-age=3", "Date": HTTPDate.format(Int(now))])
+        #expect(waited.shareable, "a slow origin's answer is shared")
+        #expect(waited.initialAge == 5, "and stored with the age the wait gave it")
+        #expect(decide(request(policy: .cacheFirst), 200, ["Cache-Control": "max-age=60", "Age": "600"]).shareable, "own terms")
+    }
+
     @Test func a304ToAValidationMergesAndAnErrorWithAStaleCopyServesIt() {
         let stored = Fixtures.response("/x", headers: ["Cache-Control": "max-age=60", "ETag": "\"a\""], responseTime: now - 600)
         #expect(decide(request(validating: stored), 304, [:]).verdict == .merge)

@@ -199,9 +199,11 @@ extension IntegrationTests {
         /// Review 76 F1: a response no shared cache could reuse (no freshness: no Cache-Control,
         /// Expires or Last-Modified; `max-age=0`) still went to every request that joined its
         /// fill, so a page an origin personalised by Cookie, saying nothing of caching, went
-        /// from one user to the others.
+        /// from one user to the others. Review 77 F2: nor one stale on arrival (its Age past its
+        /// max-age, RFC 9111 §4.2.3).
         @Test(arguments: [
             "cc=private,max-age=60", "cc=max-age=60&h=Set-Cookie:session=1", "cc=no-store", "no-cache-headers=1", "cc=max-age=0",
+            "cc=max-age=60&h=Age:600",
         ])
         func responsesThatMayNotBeSharedAreNotShared(_ query: String) throws {
             let origin = try Origin()

@@ -73,7 +73,8 @@ extension Fill {
             dedupAlways: dedupAlways, maxMemoryObject: settings.maxMemoryObject,
             negativeTTL: settings.negativeTTL, sharedKey: options.sharedKey,
             holdsSuccess: options.policy == .cacheFirst && !CacheDecision.isSuccess(status) && holdsSuccess(),
-            ownSelectors: options.ownSelectors, ownContent: options.ownContent, contentAddressed: options.digest != nil)
+            ownSelectors: options.ownSelectors, ownContent: options.ownContent, contentAddressed: options.digest != nil,
+            requestTime: requestTime)
     }
 
     /// Whether a success is stored for the key: the stored response this fill validates or
