@@ -219,7 +219,7 @@ extension DiskCache {
             do {
                 try FileSystem.rename(directory + "/v1", trash)
                 try FileSystem.makeDirectories(directory + "/v1")
-                let fresh = try FileSystem.openDirectory(directory + "/v1")
+                let fresh = try FileSystem.openDirectory(directory + "/v1", refusingLink: true)
                 defer { Syscall.close(fresh) }
                 try FileSystem.replaceDescriptor(entriesDirectoryFD.load(ordering: .acquiring), with: fresh)
                 // A store that took an appender before this keeps writing to a segment that is

@@ -23,9 +23,11 @@ extension DiskCache {
         }
         var batch: [DiskIndex.Entry] = []
         let root = directory + "/v1"
-        for first in (try? FileSystem.list(root)) ?? [] where first != DiskSegments.directoryName {
-            for second in (try? FileSystem.list(root + "/" + first)) ?? [] {
-                for file in (try? FileSystem.list(root + "/" + first + "/" + second)) ?? [] {
+        // Never into a symbolic link (list(at:) does not follow one): a directory elsewhere
+        // linked into the tree is neither read nor has files removed.
+        for first in (try? FileSystem.list(at: entries)) ?? [] where first != DiskSegments.directoryName {
+            for second in (try? FileSystem.list(at: entries, first)) ?? [] {
+                for file in (try? FileSystem.list(at: entries, first + "/" + second)) ?? [] {
                     // Larder names entry files by their key's hash, in `ab/cd/` of its first
                     // digits; anything else there is not an entry it wrote: left alone.
                     guard let name = EntryName(fileName: file), relativePath(forName: name) == "\(first)/\(second)/\(file)"

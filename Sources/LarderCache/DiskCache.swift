@@ -134,16 +134,28 @@ public final class DiskCache: Sendable {
         try FileSystem.makeDirectories(absolute + "/tmp")
         startSegments = DiskSegments.list(entriesPath: absolute + "/v1")
         segments = DiskSegments(lastID: startSegments.last ?? 0)
-        temporaryDirectoryFD = try FileSystem.openDirectory(absolute + "/tmp")
+        temporaryDirectoryFD = try Self.openOwnDirectory(absolute + "/tmp")
         let entries: Int32
         do {
-            entries = try FileSystem.openDirectory(absolute + "/v1")
+            entries = try Self.openOwnDirectory(absolute + "/v1")
         } catch {
             Syscall.close(temporaryDirectoryFD)
             throw error
         }
         entriesDirectoryFD = Atomic(entries)
         memoryBacked = FileSystem.isMemoryBacked(entries)
+    }
+
+    /// `tmp/` or `v1/`: Larder removes what it finds there, so never through a symbolic link
+    /// (one to a shared directory would have it emptied).
+    private static func openOwnDirectory(_ path: String) throws(SystemError) -> Int32 {
+        do {
+            return try FileSystem.openDirectory(path, refusingLink: true)
+        } catch  where error.errno == ENOTDIR {
+            throw SystemError(
+                call: "open \(path) (a symbolic link or not a directory: Larder empties it, so it must be a directory of the cache's own)",
+                errno: ENOTDIR)
+        }
     }
 
     deinit {
@@ -163,9 +175,11 @@ public final class DiskCache: Sendable {
     /// the background. Lookups work meanwhile (see ``lookup(_:request:)``).
     public func start() {
         writer.submit { [self] in
-            for name in (try? FileSystem.list(directory + "/tmp")) ?? [] {
-                try? FileSystem.remove(directory + "/tmp/" + name)
+            // Through the handle opened at start: never through a link put in `tmp`'s place.
+            for name in (try? FileSystem.list(at: temporaryDirectoryFD)) ?? [] {
+                try? FileSystem.remove(at: temporaryDirectoryFD, name)
             }
+            // removeTree removes a link, never what it names.
             for name in (try? FileSystem.list(directory)) ?? [] where name.hasPrefix("trash-") {
                 FileSystem.removeTree(directory + "/" + name)
             }

@@ -47,9 +47,10 @@ final class DiskSegments: Sendable {
     }
 
     /// The ids of the segment files in `entriesPath/seg/`, ascending (names that are not eight
-    /// hex digits are not Larder's and are left alone).
+    /// hex digits are not Larder's and are left alone). A `seg` that is a symbolic link has none:
+    /// segments are truncated and written in place, never in a directory elsewhere.
     static func list(entriesPath: String) -> [UInt32] {
-        let names = (try? FileSystem.list(entriesPath + "/" + directoryName)) ?? []
+        let names = (try? FileSystem.list(at: AT_FDCWD, entriesPath + "/" + directoryName)) ?? []
         return names.compactMap { name in name.utf8.count == 8 ? UInt32(name, radix: 16) : nil }.sorted()
     }
 
@@ -118,7 +119,7 @@ final class DiskSegments: Sendable {
 
     /// Opens an existing segment (the start-up scan) and registers its descriptor.
     func open(_ id: UInt32, entries: Int32) throws(SystemError) -> OpenFile {
-        let file = OpenFile(fd: try FileSystem.openReadWrite(at: entries, DiskSegments.relativePath(id)))
+        let file = OpenFile(fd: try FileSystem.openOwnFile(at: entries, DiskSegments.relativePath(id), writable: true))
         files.withLock { $0[id] = file }
         return file
     }

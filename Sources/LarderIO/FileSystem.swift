@@ -13,8 +13,35 @@ public enum FileSystem {
     // then walks one to three path components per call instead of the whole cache path.
 
     /// Opens a directory as a handle for the `at:` calls (O_PATH: no read access needed).
-    public static func openDirectory(_ path: String) throws(SystemError) -> Int32 {
-        try Syscall.call("open", path: path) { open($0, larder_o_path | O_DIRECTORY | O_CLOEXEC) }
+    /// `refusingLink`: a symbolic link in the last component fails (ENOTDIR) rather than being
+    /// followed, for a directory Larder owns and empties (its cache's `tmp/` and `v1/`).
+    public static func openDirectory(_ path: String, refusingLink: Bool = false) throws(SystemError) -> Int32 {
+        let flags = larder_o_path | O_DIRECTORY | O_CLOEXEC | (refusingLink ? O_NOFOLLOW : 0)
+        return try Syscall.call("open", path: path) { open($0, flags) }
+    }
+
+    /// Opens a file of the disk cache's own for reading (or reading and writing in place): never
+    /// through a symbolic link in its last component (ELOOP), and only a regular file (a FIFO,
+    /// socket or device fails with EINVAL, opened without blocking). A name planted in the cache
+    /// directory can then neither turn Larder's truncations and writes on a file elsewhere nor
+    /// hold a reader thread in `open` or `read` for good.
+    public static func openOwnFile(at directory: Int32 = AT_FDCWD, _ path: String, writable: Bool = false) throws(SystemError)
+        -> Int32
+    {
+        let flags = (writable ? O_RDWR : O_RDONLY) | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC
+        let fd = try Syscall.call("open", path: path) { openat(directory, $0, flags) }
+        var info = stat()
+        do {
+            _ = try Syscall.call("fstat") { fstat(fd, &info) }
+        } catch {
+            Syscall.close(fd)
+            throw error
+        }
+        guard (info.st_mode & S_IFMT) == S_IFREG else {
+            Syscall.close(fd)
+            throw SystemError(call: "open (not a regular file)", errno: EINVAL)
+        }
+        return fd
     }
 
     /// Makes descriptor `target` refer to what `source` refers to, atomically (dup3, close-on-
@@ -74,11 +101,6 @@ public enum FileSystem {
         _ = try Syscall.call("rename", paths: from, to) { renameat(fromDirectory, $0, toDirectory, $1) }
     }
 
-    /// Opens an existing file for reading and writing in place (`pwrite`, `ftruncate`).
-    public static func openReadWrite(at directory: Int32 = AT_FDCWD, _ path: String) throws(SystemError) -> Int32 {
-        try Syscall.call("open", path: path) { openat(directory, $0, O_RDWR | O_CLOEXEC) }
-    }
-
     /// Opens `path` for appending, creating it (mode 0640) if missing: a log file.
     public static func openForAppending(_ path: String) throws(SystemError) -> Int32 {
         try Syscall.call("open", path: path) { open($0, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o640) }
@@ -120,6 +142,23 @@ public enum FileSystem {
     public static func list(_ path: String) throws(SystemError) -> [String] {
         let directory = try Syscall.pointer("opendir") { opendir(path) }
         defer { closedir(directory) }
+        return names(in: directory)
+    }
+
+    /// Names in the directory `path` relative to `directory` (a handle, O_PATH or not), without
+    /// following a symbolic link in its last component (ENOTDIR).
+    public static func list(at directory: Int32, _ path: String = ".") throws(SystemError) -> [String] {
+        let fd = try Syscall.call("open", path: path) { openat(directory, $0, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
+        guard let stream = fdopendir(fd) else {
+            let code = errno
+            Syscall.close(fd)
+            throw SystemError(call: "fdopendir", errno: code)
+        }
+        defer { closedir(stream) }
+        return names(in: stream)
+    }
+
+    private static func names(in directory: OpaquePointer) -> [String] {
         var names: [String] = []
         while let entry = readdir(directory) {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
@@ -135,17 +174,40 @@ public enum FileSystem {
         return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
     }
 
-    /// Removes a directory tree.
+    /// Removes a directory tree without following a symbolic link anywhere in it: a link is
+    /// removed, never what it names, so a link planted in the tree (or the tree's own name made
+    /// one) cannot empty a directory elsewhere. Trees deeper than `maxDepth` are left in part.
     public static func removeTree(_ path: String) {
-        guard let names = try? list(path) else {
-            _ = unlink(path)
+        removeTree(at: AT_FDCWD, path, depth: 0)
+    }
+
+    private static let maxDepth = 32
+
+    private static func removeTree(at parent: Int32, _ name: String, depth: Int) {
+        // O_NOFOLLOW | O_DIRECTORY: a link, or anything but a directory, fails here and is
+        // unlinked itself.
+        guard depth < maxDepth,
+            let fd = try? Syscall.call("open", path: name, { openat(parent, $0, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) })
+        else {
+            _ = try? Syscall.call("unlink", path: name) { unlinkat(parent, $0, 0) }
             return
         }
-        for name in names {
-            let child = path + "/" + name
-            if isDirectory(child) { removeTree(child) } else { _ = unlink(child) }
+        guard let stream = fdopendir(fd) else {
+            Syscall.close(fd)
+            return
         }
-        _ = rmdir(path)
+        let directory = dirfd(stream)
+        for child in names(in: stream) {
+            do {
+                _ = try Syscall.call("unlink", path: child) { unlinkat(directory, $0, 0) }
+            } catch  where error.errno == EISDIR {
+                removeTree(at: directory, child, depth: depth + 1)
+            } catch {
+                continue
+            }
+        }
+        closedir(stream)
+        _ = try? Syscall.call("rmdir", path: name) { unlinkat(parent, $0, AT_REMOVEDIR) }
     }
 
     /// The permission bits of `path` (following symbolic links).

@@ -42,9 +42,10 @@ public final class OpenFile: Sendable {
     }
 
     /// Opens `path` read-only; a relative path is relative to the directory handle `directory`.
+    /// A disk cache file: never through a symbolic link, only a regular file
+    /// (``FileSystem/openOwnFile(at:_:writable:)``).
     public static func open(at directory: Int32 = AT_FDCWD, _ path: String) throws(SystemError) -> OpenFile {
-        let fd = try Syscall.call("open", path: path) { openat(directory, $0, O_RDONLY | O_CLOEXEC) }
-        return OpenFile(fd: fd)
+        OpenFile(fd: try FileSystem.openOwnFile(at: directory, path))
     }
 
     deinit {
