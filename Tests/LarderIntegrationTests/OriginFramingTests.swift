@@ -125,6 +125,25 @@ extension IntegrationTests {
             #expect(larder.child.stderr.contains("twice upstream.timeout"))
         }
 
+        /// Review 79 A1: judged on its rate since it was left, a fill that got a burst after its
+        /// client left went on trickling for minutes (the burst paid for the trickle); the rate
+        /// judged is the last window's.
+        @Test func aBurstAfterTheClientLeftDoesNotPayForATrickle() throws {
+            let origin = try RawOrigin()
+            let larder = try Larder(config: "[upstream]\ntimeout = \"2s\"\n")
+            let trickle = Array(repeating: [UInt8](repeating: UInt8(ascii: "x"), count: 200), count: 20)
+            let burst = [[UInt8](repeating: UInt8(ascii: "y"), count: 4_000_000)]
+            let rest = Array(repeating: [UInt8](repeating: UInt8(ascii: "z"), count: 200), count: 600)
+            let length = 20 * 200 + 4_000_000 + 600 * 200
+            let head = Array("HTTP/1.1 200 OK\r\nCache-Control: max-age=600\r\nContent-Length: \(length)\r\n\r\n".utf8)
+            origin.script("/burst-then-trickle", .init(pieces: [head] + trickle + burst + rest, pause: 0.1))
+            let left = try Curl.viaProxy(larder.proxy, ["--max-time", "1", origin.url("/burst-then-trickle")], timeout: 10)
+            #expect(left.exitCode == 28, "the client gave up")
+            // Alone from 1 s; the burst at 2 s; judged from 5 s, when the last window is trickle.
+            _ = try larder.child.waitForOutput(timeout: 15) { $0.contains("a transfer is given up: no client reads it") }
+            #expect(larder.child.stderr.contains("twice upstream.timeout"))
+        }
+
         /// Review 78 N3: the bound on a fill no client reads cut background refreshes (which
         /// never have a reader) of any body longer than twice upstream.timeout, however fast it
         /// came. What is judged is whether the rest would come soon at its rate.

@@ -82,10 +82,9 @@ final class Fill: UpstreamTransferDelegate {
     /// The share of a transfer cut to free its connection (``giveUpConnection(_:)``): whose
     /// request it was, once ``share`` is given back.
     private(set) var cutShare: UpstreamShares.Key?
-    /// When the body went on arriving with no reader (every client left, or a background
-    /// refresh; loop clock), and how much had arrived then: see ``finishesSoon(alone:)``.
-    private var aloneSince: UInt64?
-    private var aloneFrom = 0
+    /// How the body comes in while no client reads it (every client left, or a background
+    /// refresh): whether it is worth waiting for.
+    private var unreadPace: UnreadBodyPace?
     /// The origin of a transfer paused for its readers, listed as holding its connection
     /// (``HeldTransfers``).
     private var heldTarget: Int?
@@ -504,20 +503,6 @@ final class Fill: UpstreamTransferDelegate {
         return object.length == contentLength && object.validator == SlicePlan.validator(of: forwarded.headers)
     }
 
-    /// Whether a body no client reads, going on for the cache alone for `elapsed` nanoseconds
-    /// (at least twice the request's upstream timeout), would have the rest within as long
-    /// again at the rate it came at meanwhile. `finish_abandoned_max` bounds its bytes, this its
-    /// time: an origin that trickles a large body just above `upstream.min_rate` would
-    /// otherwise keep the connection, and its descriptor, for days (12 for 64 MiB at 64 B/s).
-    /// A body of unknown length has no rest to judge: it stops.
-    private func finishesSoon(alone elapsed: UInt64) -> Bool {
-        guard let contentLength else { return false }
-        let arrived = buffer.received - aloneFrom
-        guard arrived > 0 else { return false }
-        let rest = Double(max(0, contentLength - buffer.received))
-        return rest * Double(elapsed) <= Double(2 * fetch.request.timeoutNanos) * Double(arrived)
-    }
-
     /// Whether the body may be fetched whole for readers that asked for a range (stored, and
     /// small enough); otherwise they send their range upstream themselves.
     var servesRangesFromWhole: Bool {
@@ -528,22 +513,23 @@ final class Fill: UpstreamTransferDelegate {
     func upstreamDidReceiveBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
         guard case .take = step(.body).action else { return false }
         if buffer.readers.isEmpty {
+            // `finish_abandoned_max` bounds its bytes, this its time (UnreadBodyPace): an origin
+            // trickling just above `upstream.min_rate` would keep the connection for days.
             let now = proxy.loop.now
-            if let since = aloneSince {
-                if now &- since >= 2 * fetch.request.timeoutNanos, !finishesSoon(alone: now &- since) {
-                    let why = "no client reads it, and at its rate the rest would take longer than twice upstream.timeout"
-                    proxy.logger.warning(
-                        "a transfer is given up: \(why)",
-                        metadata: ["url": "\(proxy.loggable("\(key)"))", "received": "\(buffer.received)"])
-                    cancel(reason: why)
-                    return false
-                }
-            } else {
-                aloneSince = now
-                aloneFrom = buffer.received
+            var pace = unreadPace ?? UnreadBodyPace(now: now, received: buffer.received)
+            let rest = contentLength.map { max(0, $0 - buffer.received) }
+            let goesOn = pace.goesOn(
+                now: now, received: buffer.received, rest: rest, cap: settings.finishAbandonedMax, timeout: fetch.request.timeoutNanos)
+            unreadPace = pace
+            if !goesOn {
+                let why = "no client reads it, and at its recent rate the rest would take longer than twice upstream.timeout"
+                proxy.logger.warning(
+                    "a transfer is given up: \(why)", metadata: ["url": "\(proxy.loggable("\(key)"))", "received": "\(buffer.received)"])
+                cancel(reason: why)
+                return false
             }
-        } else if aloneSince != nil {
-            aloneSince = nil
+        } else if unreadPace != nil {
+            unreadPace = nil
         }
         let backing = backing
         // A body kept whole never pauses: asked only otherwise (the call copies the buffer).
