@@ -139,7 +139,8 @@ public struct ResponseAdmission: Sendable, Equatable {
     public var keepsStored = false
     /// A 304 that is one client's only for its `Set-Cookie`: the validation still holds for
     /// everyone, so the stored entry takes its freshness and validator fields (nothing else of
-    /// it, ``StoredResponse/retimed(by:requestTime:responseTime:)``).
+    /// it, ``StoredResponse/retimed(by:requestTime:responseTime:)``), and the entry so retimed
+    /// answers the other readers of the fill.
     public var retimesStored = false
     /// The body must hash to the digest its URL names before it is stored or completes for any
     /// client (``Request/contentAddressed``): a 200 to a GET without a content coding.

@@ -206,9 +206,10 @@ extension ClientConnection: FillReader {
                 guard let head = fill.headForReaders, !startResponse(head, fill: fill, exchange: exchange) else { return false }
                 progressed = true
             case .answerFromStore(let stale):
+                let stored = stale ? fill.staleAnswer : fill.refreshedAnswer(for: self)
                 fill.detach(self)
                 if stale { exchange.staleBecause = fill.staleCause }
-                answerFromFill(exchange, fill: fill, stored: (stale ? fill.staleAnswer : fill.refreshed)!, staleIfError: stale)
+                answerFromFill(exchange, fill: fill, stored: stored!, staleIfError: stale)
                 return false
             case .sendBytes(let end):
                 let start = attachment.position

@@ -21,6 +21,7 @@ extension Fill {
         } else if retiming {
             let retimed = validating.retimed(by: notModified.headers, requestTime: requestTime, responseTime: responseTime)
             proxy.cache.refresh(retimed, promoting: true, stamp: stamp)
+            refreshedForJoiners = retimed
         }
         refreshed = updated
         proxy.telemetry.stats[.revalidated].add(1)

@@ -95,6 +95,15 @@ extension Fill {
         }
     }
 
+    /// The stored response a 304 made the answer of `reader`: the fill's own reader's, or,
+    /// when the 304 was that reader's alone but retimed the entry, the entry as it now stands.
+    func refreshedAnswer(for reader: any FillReader) -> StoredResponse? {
+        guard let joiners = refreshedForJoiners,
+            buffer.readers.contains(where: { $0.reader === reader && !$0.isOwn })
+        else { return refreshed }
+        return joiners
+    }
+
     /// The head readers may send: none while a digest check holds it back.
     var headForReaders: ResponseHead? { digestHoldsHead ? nil : head }
 

@@ -57,6 +57,10 @@ final class Fill: UpstreamTransferDelegate {
     var received: Int { buffer.received }
     /// A 304 answered the validation: the stored response, refreshed, is the answer.
     var refreshed: StoredResponse?
+    /// A 304 that was its own client's only for its cookie (``ResponseAdmission/retimesStored``):
+    /// the entry as it now stands, retimed, is every other reader's answer, as it is the next
+    /// request's (``refreshedAnswer(for:)``).
+    var refreshedForJoiners: StoredResponse?
     /// The origin failed and a stale stored response answers instead (stale-if-error).
     private(set) var staleAnswer: StoredResponse?
     /// How the origin failed when ``staleAnswer`` stands in: the access log's `detail` for it.
@@ -449,8 +453,9 @@ final class Fill: UpstreamTransferDelegate {
             refresh(
                 options.validating!, with: forwarded, storing: admission.shareable && !admission.keepsStored,
                 retiming: admission.retimesStored)
-            // After the entry is refreshed (its freshness, at least): a reader let go looks again.
-            if !admission.shareable { releaseAllButOwn() }
+            // One client's 304 goes to no one else; the readers that joined it ask for their
+            // own, unless it refreshed the entry (then that is their answer).
+            if !admission.shareable, !admission.retimesStored { releaseAllButOwn() }
             return
         case .serveStale:
             // RFC 5861 §4: the origin erred; a stale copy is a better answer than its error.

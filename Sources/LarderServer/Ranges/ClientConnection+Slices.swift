@@ -268,7 +268,7 @@ extension ClientConnection {
     /// A slice fill's first news: a stored response standing in (304-refreshed, or stale on an
     /// error), a failure, or its head.
     private func checkSliceFill(_ fill: Fill, exchange: Exchange) -> Bool {
-        if let stored = fill.refreshed ?? fill.staleAnswer {
+        if let stored = fill.refreshedAnswer(for: self) ?? fill.staleAnswer {
             if fill.refreshed == nil { exchange.staleBecause = fill.staleCause }
             leaveSliceFill(fill, exchange: exchange)
             let headers = stored.headers
