@@ -96,6 +96,18 @@ extension DiskCache {
         var reader: SegmentReader
         do {
             file = try segments.open(id, entries: entries)
+        } catch  where FileSystem.isForeign(error) {
+            // Not a segment of the cache's own (a link, a FIFO, a hard link to a file
+            // elsewhere): its name goes, never what it names.
+            try? FileSystem.remove(at: entries, DiskSegments.relativePath(id))
+            logger.warning(
+                "removed a name in the disk cache that is not its own segment", metadata: ["file": "\(path)", "error": "\(error)"])
+            return (0, 0)
+        } catch {
+            logger.error("cannot read disk cache segment", metadata: ["file": "\(path)", "error": "\(error)"])
+            return (0, 0)
+        }
+        do {
             reader = try SegmentReader(file: file)
         } catch {
             logger.error("cannot read disk cache segment", metadata: ["file": "\(path)", "error": "\(error)"])

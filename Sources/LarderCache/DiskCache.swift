@@ -132,6 +132,11 @@ public final class DiskCache: Sendable {
         self.logger = logger
         try FileSystem.makeDirectories(absolute + "/v1")
         try FileSystem.makeDirectories(absolute + "/tmp")
+        // Segments are written in place: a link in `seg`'s place is not the cache's own, and new
+        // segments made through it would collide with the files of the directory it names.
+        if FileSystem.removeIfLink(absolute + "/v1/" + DiskSegments.directoryName) {
+            logger.warning("removed a symbolic link in place of the disk cache's segment directory", metadata: ["directory": "\(absolute)"])
+        }
         startSegments = DiskSegments.list(entriesPath: absolute + "/v1")
         segments = DiskSegments(lastID: startSegments.last ?? 0)
         temporaryDirectoryFD = try Self.openOwnDirectory(absolute + "/tmp")

@@ -266,6 +266,13 @@ public struct ResponseAdmission: Sendable, Equatable {
             if !success { lifetime = min(lifetime, request.negativeTTL) }
         }
         if lifetime > statedAge { return true }
+        // RFC 5861 §3: stale on arrival but within its stale-while-revalidate window, it is what
+        // the cache serves the next request (refreshing it meanwhile), so the ones that joined.
+        if success, let window = cacheControl.staleWhileRevalidate, statedAge - lifetime <= Double(window),
+            !ResponseDirectives(cacheControl).forbidsStale
+        {
+            return true
+        }
         return success && request.policy != .http && request.policy != .revalidate
     }
 

@@ -22,9 +22,10 @@ public enum FileSystem {
 
     /// Opens a file of the disk cache's own for reading (or reading and writing in place): never
     /// through a symbolic link in its last component (ELOOP), and only a regular file (a FIFO,
-    /// socket or device fails with EINVAL, opened without blocking). A name planted in the cache
-    /// directory can then neither turn Larder's truncations and writes on a file elsewhere nor
-    /// hold a reader thread in `open` or `read` for good.
+    /// socket or device fails with EINVAL, opened without blocking); to write, only a file with
+    /// no other name (EMLINK: a hard link to a file elsewhere, or a snapshot's copy). A name
+    /// planted in the cache directory can then neither turn Larder's truncations and writes on
+    /// a file elsewhere nor hold a reader thread in `open` or `read` for good.
     public static func openOwnFile(at directory: Int32 = AT_FDCWD, _ path: String, writable: Bool = false) throws(SystemError)
         -> Int32
     {
@@ -41,7 +42,28 @@ public enum FileSystem {
             Syscall.close(fd)
             throw SystemError(call: "open (not a regular file)", errno: EINVAL)
         }
+        guard !writable || info.st_nlink == 1 else {
+            Syscall.close(fd)
+            throw SystemError(call: "open (a file with other names)", errno: EMLINK)
+        }
         return fd
+    }
+
+    /// Whether an open of ``openOwnFile(at:_:writable:)`` failed because the name is not a file
+    /// of the cache's own (a link, not a regular file, a file with other names): the name can
+    /// be removed without touching anything else.
+    public static func isForeign(_ error: SystemError) -> Bool {
+        error.errno == ELOOP || error.errno == EINVAL || error.errno == EMLINK
+    }
+
+    /// Removes `path` if it is a symbolic link (the link, not what it names); whether it was one.
+    @discardableResult
+    public static func removeIfLink(_ path: String) -> Bool {
+        var info = stat()
+        guard (try? Syscall.call("lstat", path: path, { lstat($0, &info) })) != nil, (info.st_mode & S_IFMT) == S_IFLNK else {
+            return false
+        }
+        return (try? remove(path)) != nil
     }
 
     /// Makes descriptor `target` refer to what `source` refers to, atomically (dup3, close-on-

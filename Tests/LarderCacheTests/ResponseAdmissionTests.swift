@@ -95,6 +95,13 @@ import Testing
         #expect(waited.shareable, "a slow origin's answer is shared")
         #expect(waited.initialAge == 5, "and stored with the age the wait gave it")
         #expect(decide(request(policy: .cacheFirst), 200, ["Cache-Control": "max-age=60", "Age": "600"]).shareable, "own terms")
+        // Review 80 F4: within stale-while-revalidate the cache serves it to the next request
+        // (RFC 5861 §3), so to the ones that joined; not where staleness is forbidden.
+        #expect(decide(request(), 200, ["Cache-Control": "max-age=60, stale-while-revalidate=600", "Age": "600"]).shareable)
+        #expect(!decide(request(), 200, ["Cache-Control": "max-age=60, stale-while-revalidate=60", "Age": "600"]).shareable)
+        #expect(
+            !decide(request(), 200, ["Cache-Control": "max-age=60, stale-while-revalidate=600, must-revalidate", "Age": "600"])
+                .shareable)
     }
 
     @Test func a304ToAValidationMergesAndAnErrorWithAStaleCopyServesIt() {

@@ -75,6 +75,48 @@ extension IntegrationTests {
             #expect(Self.intact(trashVictim))
         }
 
+        /// Review 80 F1, F5: a hard link at a segment's name (to a file elsewhere, or a
+        /// snapshot's copy) had that file cut to nothing at start-up; a dangling link stayed and
+        /// was complained of at every start; a link in place of `seg/` made new segments collide
+        /// with the files of the directory it named (the disk tier refused writes).
+        @Test func aHardLinkAtASegmentAndALinkedSegmentDirectoryAreNotWrittenThrough() throws {
+            let origin = try Origin()
+            let root = Paths.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: root) }
+            let cache = root + "/cache"
+            do {
+                let first = try Larder(config: IntegrationTests.DiskTier.diskOnly, cacheDirectory: cache)
+                #expect(try Curl.viaProxy(first.proxy, [origin.url("/first?size=3000&cc=max-age=600")]).status == 200)
+                #expect(first.stop() == 0)
+            }
+            let outside = root + "/outside"
+            try "keep outside\n".write(toFile: outside, atomically: true, encoding: .utf8)
+            let segments = cache + "/v1/seg/"
+            #expect(link(outside, segments + "000000f0") == 0)
+            #expect(symlink(root + "/nothing-here", segments + "000000f1") == 0)
+            let restart = try Larder(config: IntegrationTests.DiskTier.diskOnly, cacheDirectory: cache)
+            #expect(try Self.waitForTheIndex(restart))
+            #expect((try? String(contentsOfFile: outside, encoding: .utf8)) == "keep outside\n", "the other name's file is whole")
+            #expect(!FileManager.default.fileExists(atPath: segments + "000000f0"))
+            #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: segments + "000000f1")) == nil, "the dangling link went")
+            #expect(restart.stop() == 0)
+
+            // seg/ itself a link to a directory holding a file of a segment's name.
+            let elsewhere = try Self.victim(root, "segment-directory")
+            try "keep this one\n".write(toFile: elsewhere + "/00000001", atomically: true, encoding: .utf8)
+            try FileManager.default.removeItem(atPath: cache + "/v1/seg")
+            #expect(symlink(elsewhere, cache + "/v1/seg") == 0)
+            let linked = try Larder(config: IntegrationTests.DiskTier.diskOnly, cacheDirectory: cache)
+            #expect(try Self.waitForTheIndex(linked))
+            let url = origin.url("/after?size=3000&cc=max-age=600")
+            #expect(try Curl.viaProxy(linked.proxy, [url]).status == 200)
+            #expect(try Curl.viaProxy(linked.proxy, [url]).cacheStatus?.detail == "disk", "stored in a segment of its own")
+            #expect(try linked.stats().disk?.degraded == false)
+            linked.child.stop()
+            #expect(Self.intact(elsewhere))
+            #expect((try? String(contentsOfFile: elsewhere + "/00000001", encoding: .utf8)) == "keep this one\n")
+        }
+
         /// `tmp/` is emptied at every start: a link in its place (onto a shared directory) is
         /// refused, with its reason, and nothing it names is touched.
         @Test func aLinkInPlaceOfTmpIsRefusedAndWhatItNamesIsLeft() throws {

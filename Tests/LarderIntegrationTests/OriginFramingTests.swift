@@ -144,6 +144,47 @@ extension IntegrationTests {
             #expect(larder.child.stderr.contains("twice upstream.timeout"))
         }
 
+        /// Review 80 F3: a client that joined the fill for a moment every few seconds started its
+        /// count again each time, and kept a trickling fill no one waited for going without end.
+        @Test func aClientJoiningNowAndThenDoesNotKeepATrickleGoing() throws {
+            let origin = try RawOrigin()
+            let larder = try Larder(config: "[upstream]\ntimeout = \"2s\"\n")
+            let head = Array("HTTP/1.1 200 OK\r\nCache-Control: max-age=600\r\nContent-Length: 50000000\r\n\r\n".utf8)
+            let piece = [UInt8](repeating: UInt8(ascii: "x"), count: 200)
+            origin.script("/trickle-visited", .init(pieces: [head] + Array(repeating: piece, count: 300), pause: 0.1))
+            let url = origin.url("/trickle-visited")
+            let first = try Curl.viaProxy(larder.proxy, ["--max-time", "1", url], timeout: 10)
+            #expect(first.exitCode == 28, "the client gave up")
+            var givenUp = false
+            for _ in 0..<8 where !givenUp {
+                usleep(1_000_000)
+                _ = try Curl.viaProxy(larder.proxy, ["--max-time", "1", url], timeout: 10)
+                givenUp = larder.child.stderr.contains("a transfer is given up: no client reads it")
+            }
+            #expect(givenUp, "given up between the visits")
+            #expect(origin.count("/trickle-visited") <= 2, "the visits before the cut joined the one fill (the one after starts another)")
+        }
+
+        /// Review 80 F2: `finish_abandoned_max` (what is left when every client has gone) also
+        /// cut a background refresh, which never had a client: an object larger than it was never
+        /// refreshed in the background. Its time is what bounds it.
+        @Test func aBackgroundRefreshLargerThanFinishAbandonedMaxCompletes() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: "[coalesce]\nfinish_abandoned_max = \"64KiB\"\n")
+            let url = origin.url("/large-refresh?size=400000&cc=max-age=1,stale-while-revalidate=600")
+            let stored = try Curl.viaProxy(larder.proxy, [url])
+            #expect(stored.status == 200 && stored.body.count == 400_000)
+            sleep(2)
+            #expect(try Curl.viaProxy(larder.proxy, [url]).cacheStatus?.hit == true, "served stale, refreshed in the background")
+            var refreshed = false
+            for _ in 0..<20 where !refreshed {
+                usleep(250_000)
+                let again = try Curl.viaProxy(larder.proxy, ["-H", "Cache-Control: only-if-cached", url])
+                refreshed = again.status == 200 && again.header("x-request-number") != stored.header("x-request-number")
+            }
+            #expect(refreshed, "\(larder.child.stderr)")
+        }
+
         /// Review 78 N3: the bound on a fill no client reads cut background refreshes (which
         /// never have a reader) of any body longer than twice upstream.timeout, however fast it
         /// came. What is judged is whether the rest would come soon at its rate.

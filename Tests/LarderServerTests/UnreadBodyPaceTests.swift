@@ -33,6 +33,16 @@ import Testing
         #expect(first && before && !judged)
     }
 
+    /// Review 80 F3: a client that joins for a moment now and then does not start the count
+    /// again; while one reads, the body goes on.
+    @Test func aReaderForAMomentDoesNotStartTheCountAgain() {
+        var pace = UnreadBodyPace(now: 0, received: 0)
+        let early = pace.goesOn(now: Self.second, received: 200, rest: 1 << 20, cap: cap, timeout: timeout)
+        let read = pace.goesOn(now: 5 * Self.second, received: 400, rest: 1 << 20, cap: cap, timeout: timeout, judged: false)
+        let alone = pace.goesOn(now: 5 * Self.second + 1, received: 400, rest: 1 << 20, cap: cap, timeout: timeout)
+        #expect(early && read && !alone)
+    }
+
     /// Review 79 A1: 8 MB at once after the client left, then the last 24 KB at 200 B/s. The
     /// average since it was left says 24 KB is soon; the last window's rate says two minutes.
     @Test func aBurstDoesNotPayForTheTrickleAfterIt() {

@@ -218,6 +218,9 @@ final class Fill: UpstreamTransferDelegate {
         guard method == .get, coalesceKey != nil || options.background, shareable else { return false }
         guard let head else { return true }  // decided again when the head arrives
         guard storing, head.status == 200 || head.status == 203 || (head.status == 206 && options.slice != nil) else { return false }
+        // The cache's own refresh of what it holds had no client to leave: its size is the
+        // stored object's, its time bounded by UnreadBodyPace.
+        if options.background { return true }
         if let contentLength { return contentLength - received <= settings.finishAbandonedMax }
         return received <= settings.finishAbandonedMax
     }
@@ -517,14 +520,17 @@ final class Fill: UpstreamTransferDelegate {
 
     func upstreamDidReceiveBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
         guard case .take = step(.body).action else { return false }
-        if buffer.readers.isEmpty {
-            // `finish_abandoned_max` bounds its bytes, this its time (UnreadBodyPace): an origin
-            // trickling just above `upstream.min_rate` would keep the connection for days.
+        // `finish_abandoned_max` bounds its bytes, this its time (UnreadBodyPace): an origin
+        // trickling just above `upstream.min_rate` would keep the connection for days. Once
+        // left unread, it is judged whenever no one reads it: a client that joins for a moment
+        // now and then does not start the count again.
+        if buffer.readers.isEmpty || unreadPace != nil {
             let now = proxy.loop.now
             var pace = unreadPace ?? UnreadBodyPace(now: now, received: buffer.received)
             let rest = contentLength.map { max(0, $0 - buffer.received) }
             let goesOn = pace.goesOn(
-                now: now, received: buffer.received, rest: rest, cap: settings.finishAbandonedMax, timeout: fetch.request.timeoutNanos)
+                now: now, received: buffer.received, rest: rest, cap: settings.finishAbandonedMax, timeout: fetch.request.timeoutNanos,
+                judged: buffer.readers.isEmpty)
             unreadPace = pace
             if !goesOn {
                 let why = "no client reads it, and at its recent rate the rest would take longer than twice upstream.timeout"
@@ -533,8 +539,6 @@ final class Fill: UpstreamTransferDelegate {
                 cancel(reason: why)
                 return false
             }
-        } else if unreadPace != nil {
-            unreadPace = nil
         }
         let backing = backing
         // A body kept whole never pauses: asked only otherwise (the call copies the buffer).

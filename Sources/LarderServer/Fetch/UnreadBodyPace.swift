@@ -24,16 +24,17 @@ struct UnreadBodyPace: Sendable, Equatable {
         windowFrom = received
     }
 
-    /// Takes the body's progress (`received` bytes in all) at `now`; whether to go on. Always,
-    /// for the first `2 × timeout`; then while `rest` (nil: unknown), at most `cap`, would
-    /// come within `2 × timeout` at the last window's rate.
-    mutating func goesOn(now: UInt64, received: Int, rest: Int?, cap: Int, timeout: UInt64) -> Bool {
+    /// Takes the body's progress (`received` bytes in all) at `now`; whether to go on. Always
+    /// while a client reads it (`judged` false), and for the first `2 × timeout` since it was
+    /// first left unread; then while `rest` (nil: unknown), at most `cap`, would come within
+    /// `2 × timeout` at the last window's rate.
+    mutating func goesOn(now: UInt64, received: Int, rest: Int?, cap: Int, timeout: UInt64, judged: Bool = true) -> Bool {
         if now &- windowStart >= timeout {
             recentRate = Double(received - windowFrom) / Double(now &- windowStart)
             windowStart = now
             windowFrom = received
         }
-        guard now &- since >= 2 * timeout else { return true }
+        guard judged, now &- since >= 2 * timeout else { return true }
         guard let rate = recentRate, rate > 0 else { return false }
         return Double(min(rest ?? cap, cap)) <= rate * Double(2 * timeout)
     }
