@@ -132,13 +132,6 @@ public final class DiskCache: Sendable {
         self.logger = logger
         try FileSystem.makeDirectories(absolute + "/v1")
         try FileSystem.makeDirectories(absolute + "/tmp")
-        // Segments are written in place: a link in `seg`'s place is not the cache's own, and new
-        // segments made through it would collide with the files of the directory it names.
-        if FileSystem.removeIfLink(absolute + "/v1/" + DiskSegments.directoryName) {
-            logger.warning("removed a symbolic link in place of the disk cache's segment directory", metadata: ["directory": "\(absolute)"])
-        }
-        startSegments = DiskSegments.list(entriesPath: absolute + "/v1")
-        segments = DiskSegments(lastID: startSegments.last ?? 0)
         temporaryDirectoryFD = try Self.openOwnDirectory(absolute + "/tmp")
         let entries: Int32
         do {
@@ -147,6 +140,14 @@ public final class DiskCache: Sendable {
             Syscall.close(temporaryDirectoryFD)
             throw error
         }
+        // Segments are written in place: a link in `seg`'s place is not the cache's own, and new
+        // segments made through it would collide with the files of the directory it names.
+        // Through `v1/`'s handle, once it is known to be the cache's own (review 81 N4).
+        if FileSystem.removeIfLink(at: entries, DiskSegments.directoryName) {
+            logger.warning("removed a symbolic link in place of the disk cache's segment directory", metadata: ["directory": "\(absolute)"])
+        }
+        startSegments = DiskSegments.list(entriesPath: absolute + "/v1")
+        segments = DiskSegments(lastID: startSegments.last ?? 0)
         entriesDirectoryFD = Atomic(entries)
         memoryBacked = FileSystem.isMemoryBacked(entries)
     }

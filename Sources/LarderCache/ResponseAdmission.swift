@@ -268,7 +268,9 @@ public struct ResponseAdmission: Sendable, Equatable {
         if lifetime > statedAge { return true }
         // RFC 5861 §3: stale on arrival but within its stale-while-revalidate window, it is what
         // the cache serves the next request (refreshing it meanwhile), so the ones that joined.
-        if success, let window = cacheControl.staleWhileRevalidate, statedAge - lifetime <= Double(window),
+        // Only with a lifetime of its own: a window alone says nothing of sharing, and a page
+        // personalised by Cookie may carry one (review 81 N1).
+        if success, lifetime > 0, let window = cacheControl.staleWhileRevalidate, statedAge - lifetime <= Double(window),
             !ResponseDirectives(cacheControl).forbidsStale
         {
             return true

@@ -237,16 +237,16 @@ public final class TieredCache: Sendable {
     public var maxDiskObjectBytes: Int64? { disk?.currentLimits.maxObjectBytes }
 
     /// Starts streaming a body to the disk tier (nil: no disk, or it refuses the entry); it is
-    /// not indexed if a purge or ban since `stamp` covers `key`. A slice's copy in memory, of
-    /// the version it replaces, goes once it is indexed: a promotion of that version that began
-    /// before lands either before (and goes) or after (and finds its entry replaced).
+    /// not indexed if a purge or ban since `stamp` covers `key`. The key's copy in memory, of
+    /// the version it replaces, goes once it is indexed (a refresh too large for memory left
+    /// the old small copy answering for good, review 81 N2): a promotion of that version that
+    /// began before lands either before (and goes) or after (and finds its entry replaced).
     public func beginDiskWrite(
         key: CacheKey, head: DiskEntryFormat.Head, expectedLength: Int?, stamp: InvalidationLog.Stamp? = nil
     ) -> DiskWrite? {
         let memory = self.memory
-        var whenIndexed: (@Sendable () -> Void)?
-        if key.isSlice { whenIndexed = { memory.remove(key) } }
-        return disk?.beginWrite(key: key, head: head, expectedLength: expectedLength, stamp: stamp, whenIndexed: whenIndexed)
+        return disk?.beginWrite(
+            key: key, head: head, expectedLength: expectedLength, stamp: stamp, whenIndexed: { memory.remove(key) })
     }
 
     /// A complete response waiting to be written to disk (``storeOnDisk(_:budgetNanos:)``);

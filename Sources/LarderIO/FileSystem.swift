@@ -56,14 +56,17 @@ public enum FileSystem {
         error.errno == ELOOP || error.errno == EINVAL || error.errno == EMLINK
     }
 
-    /// Removes `path` if it is a symbolic link (the link, not what it names); whether it was one.
+    /// Removes `path` (relative to `directory`) if it is a symbolic link (the link, not what it
+    /// names); whether it was one.
     @discardableResult
-    public static func removeIfLink(_ path: String) -> Bool {
+    public static func removeIfLink(at directory: Int32 = AT_FDCWD, _ path: String) -> Bool {
         var info = stat()
-        guard (try? Syscall.call("lstat", path: path, { lstat($0, &info) })) != nil, (info.st_mode & S_IFMT) == S_IFLNK else {
+        guard (try? Syscall.call("fstatat", path: path, { fstatat(directory, $0, &info, AT_SYMLINK_NOFOLLOW) })) != nil,
+            (info.st_mode & S_IFMT) == S_IFLNK
+        else {
             return false
         }
-        return (try? remove(path)) != nil
+        return (try? remove(at: directory, path)) != nil
     }
 
     /// Makes descriptor `target` refer to what `source` refers to, atomically (dup3, close-on-

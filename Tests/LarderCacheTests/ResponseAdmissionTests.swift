@@ -99,6 +99,9 @@ import Testing
         // (RFC 5861 §3), so to the ones that joined; not where staleness is forbidden.
         #expect(decide(request(), 200, ["Cache-Control": "max-age=60, stale-while-revalidate=600", "Age": "600"]).shareable)
         #expect(!decide(request(), 200, ["Cache-Control": "max-age=60, stale-while-revalidate=60", "Age": "600"]).shareable)
+        // Review 81 N1: a window with no lifetime of its own shares nothing.
+        #expect(!decide(request(), 200, ["Cache-Control": "stale-while-revalidate=600"]).shareable)
+        #expect(!decide(request(), 200, ["Cache-Control": "max-age=0, stale-while-revalidate=600"]).shareable)
         #expect(
             !decide(request(), 200, ["Cache-Control": "max-age=60, stale-while-revalidate=600, must-revalidate", "Age": "600"])
                 .shareable)

@@ -75,6 +75,24 @@ extension IntegrationTests {
             #expect(Self.intact(trashVictim))
         }
 
+        /// Review 81 N4: a link in place of `v1/` is refused before anything in the directory it
+        /// names is touched (a `seg` link there was removed first).
+        @Test func aLinkInPlaceOfV1IsRefusedBeforeAnythingInItIsTouched() throws {
+            let root = Paths.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: root) }
+            let cache = root + "/cache"
+            try FileManager.default.createDirectory(atPath: cache + "/tmp", withIntermediateDirectories: true)
+            let victim = try Self.victim(root, "v1-target")
+            #expect(symlink(root + "/elsewhere", victim + "/seg") == 0)
+            #expect(symlink(victim, cache + "/v1") == 0)
+            let larder = try Larder(config: "[disk]\nrequired = false\n", cacheDirectory: cache)
+            let health = try Curl.run(["http://127.0.0.1:\(larder.adminPort)/healthz"])
+            #expect(health.status == 503 && health.text.contains(cache + "/v1"), "\(health.text)")
+            larder.child.stop()
+            #expect(Self.intact(victim))
+            #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: victim + "/seg")) == root + "/elsewhere")
+        }
+
         /// Review 80 F1, F5: a hard link at a segment's name (to a file elsewhere, or a
         /// snapshot's copy) had that file cut to nothing at start-up; a dangling link stayed and
         /// was complained of at every start; a link in place of `seg/` made new segments collide

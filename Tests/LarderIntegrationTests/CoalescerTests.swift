@@ -203,7 +203,7 @@ extension IntegrationTests {
         /// max-age, RFC 9111 §4.2.3).
         @Test(arguments: [
             "cc=private,max-age=60", "cc=max-age=60&h=Set-Cookie:session=1", "cc=no-store", "no-cache-headers=1", "cc=max-age=0",
-            "cc=max-age=60&h=Age:600",
+            "cc=max-age=60&h=Age:600", "cc=stale-while-revalidate=600", "cc=max-age=0,stale-while-revalidate=600",
         ])
         func responsesThatMayNotBeSharedAreNotShared(_ query: String) throws {
             let origin = try Origin()

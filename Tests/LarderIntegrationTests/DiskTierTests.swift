@@ -34,6 +34,28 @@ extension IntegrationTests {
             handle.write(Data([byte ^ 0x01]))
         }
 
+        /// Review 81 N2: a refresh whose body is too large for the memory tier was streamed to
+        /// disk while the old small copy in memory went on answering every request.
+        @Test func aRefreshTooLargeForMemoryReplacesTheCopyInMemory() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: "[memory]\nmax_object_bytes = \"32KiB\"\n")
+            let path = "/grows"
+            let large = String(repeating: "b", count: 200_000)
+            let fresh = [("Cache-Control", "max-age=600")]
+            try origin.script(path, [Scripted(headers: fresh, body: "small"), Scripted(headers: fresh, body: large)], conditional: false)
+            let url = origin.url(path)
+            #expect(try Curl.viaProxy(larder.proxy, [url]).text == "small")
+            #expect(try Curl.viaProxy(larder.proxy, [url]).cacheStatus?.isMemoryHit == true)
+            #expect(try Curl.viaProxy(larder.proxy, ["-H", "Cache-Control: no-cache", url]).body.count == 200_000)
+            var after = try Curl.viaProxy(larder.proxy, [url])
+            for _ in 0..<20 where after.body.count != 200_000 {
+                usleep(100_000)  // indexed by the writer thread
+                after = try Curl.viaProxy(larder.proxy, [url])
+            }
+            #expect(after.body.count == 200_000, "\(after.text.prefix(20)) \(after.header("cache-status") ?? "-")")
+            #expect(try origin.count(path) == 2)
+        }
+
         @Test func aSegmentCutShortWhileRunningIsDroppedNotServed() throws {
             let origin = try Origin()
             let larder = try Larder(config: Self.diskOnly)
