@@ -1,5 +1,6 @@
 import Dispatch
 import LarderHTTP
+import LarderIO
 import Synchronization
 import Testing
 
@@ -72,7 +73,7 @@ import Testing
         #expect(write.data(at: 10, limit: 200) == nil, "slice 0's name holds the newer write's file")
         let block = try #require(write.data(at: 150, limit: 200), "slice 1's name still holds this write's file")
         let done = DispatchSemaphore(value: 0)
-        let read = Mutex<[UInt8]?>(nil)
+        let read = Locked<[UInt8]?>(nil)
         block.write.readBlock(block.index, range: block.bytes, from: block.file) { result in
             if case .checked(let bytes) = result { read.withLock { $0 = bytes } }
             done.signal()

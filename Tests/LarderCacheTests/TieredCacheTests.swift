@@ -172,7 +172,7 @@ import Testing
         let tiers = TieredCache(memory: MemoryCache(limits: Fixtures.limits()), disk: cache.disk, memoryFiles: budget)
         let bytes = (0..<(MemoryFileBudget.smallestFileBody * 2)).map { UInt8(truncatingIfNeeded: $0 &* 7) }
         tiers.insertInMemory(Fixtures.response("/shared", body: .memory(bytes)))
-        let bodies = Mutex<[[UInt8]?]>([])
+        let bodies = Locked<[[UInt8]?]>([])
         DispatchQueue.concurrentPerform(iterations: 8) { _ in
             if case .found(let stored, false) = tiers.lookup(Fixtures.key("/shared"), request: [:]) {
                 let body = stored.memoryBody
@@ -318,7 +318,7 @@ import Testing
         tiers.disk?.reader.submit { gate.wait() }
         // The reader runs, in order: the first hit's promotion, this probe (what that put in
         // memory), the second hit's promotion.
-        let first = Mutex<StoredResponse?>(nil)
+        let first = Locked<StoredResponse?>(nil)
         let memory = tiers.memory
         for hit in 0..<2 {
             #expect(diskHitFromFile(tiers, "/twice") != nil, "hit \(hit): not a disk hit from its file")

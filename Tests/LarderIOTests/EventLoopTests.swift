@@ -137,7 +137,7 @@ private final class Owner {
 
 /// Entries appended on the loop thread, read by the test's.
 private final class Log: Sendable {
-    private let lines = Mutex<[String]>([])
+    private let lines = Locked<[String]>([])
     let done = DispatchSemaphore(value: 0)
     var entries: [String] { lines.withLock { $0 } }
     func append(_ line: String) { lines.withLock { $0.append(line) } }

@@ -24,8 +24,8 @@ import Testing
 
         let handle = try EventLoop.start(name: "proxy-loop-weak-test")
         defer { handle.execute { $0.stop() } }
-        let weakReferences = Mutex(0)
-        let stampedWhileAlive = Mutex(false)
+        let weakReferences = Locked(0)
+        let stampedWhileAlive = Locked(false)
         let released = DispatchSemaphore(value: 0)
         handle.execute { loop in
             // Held only here and by the timer below, which drops it: the deinit runs on its loop.
@@ -62,7 +62,7 @@ import Testing
         let shared = SharedState(runtime: first, logger: Logger(label: "proxy-loop-test"))
         let handle = try EventLoop.start(name: "proxy-loop-policy-test")
         defer { handle.execute { $0.stop() } }
-        let wrong = Mutex<[Int]>([])
+        let wrong = Locked<[Int]>([])
         let done = DispatchSemaphore(value: 0)
         handle.execute { loop in
             let proxy = ProxyLoop(loop: loop, shared: shared, runtime: first)
