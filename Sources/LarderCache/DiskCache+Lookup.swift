@@ -402,7 +402,8 @@ extension DiskCache {
         guard name == DiskCache.entryName(key: key, vary: [:]),
             let loaded = try? loadHead(name: name), loaded.head.key == key.url, loaded.head.vary.isEmpty
         else { return nil }
-        let entry = DiskIndex.Entry(key: key, vary: [:], name: name, size: loaded.recordLength)
+        let entry = DiskIndex.Entry(
+            key: key, vary: [:], name: name, size: loaded.recordLength, responseTime: loaded.head.responseTime)
         return index.withLock { index in
             if let indexed = index.entry(named: name) { return (indexed, nil) }
             guard index.insertIfAbsent(entry), let indexed = index.entry(named: name) else { return nil }

@@ -83,9 +83,11 @@ extension DiskCache {
     /// Rewrites the head of the entry `refreshed` replaces (same key and variant) after a
     /// revalidation (RFC 9111 §4.3.4), on the writer thread: the body is copied into a new
     /// record (appended to a segment) or a new file (renamed over the old one), and the old
-    /// record is freed. Nothing happens if the entry is gone, or a purge or ban since `stamp`
-    /// (when the revalidation began) covers it.
-    public func refresh(_ refreshed: StoredResponse, stamp: InvalidationLog.Stamp? = nil) {
+    /// record is freed. Nothing happens if the entry is gone, holds another response than the
+    /// one validated (which arrived at `originalArrival`: one stored since would get the
+    /// validated response's fields over its own body), or a purge or ban since `stamp` (when
+    /// the revalidation began) covers it.
+    public func refresh(_ refreshed: StoredResponse, of originalArrival: Double, stamp: InvalidationLog.Stamp? = nil) {
         let name = DiskCache.entryName(key: refreshed.key, vary: refreshed.varyValues)
         let path = path(forName: name)
         var headers = refreshed.headers
@@ -96,10 +98,11 @@ extension DiskCache {
             headers: headers, url: refreshed.url)
         let temporary = temporaryPath(name, suffix: "refresh")
         writer.submit { [self] in
-            guard invalidations.allows(refreshed.key, since: stamp), let current = index.withLock({ $0.entry(named: name) }) else { return }
+            guard invalidations.allows(refreshed.key, since: stamp), let current = index.withLock({ $0.entry(named: name) })
+            else { return }
             do {
                 let old = try loadHead(current)
-                guard old.head.key == refreshed.key.url else { return }
+                guard old.head.key == refreshed.key.url, StoredResponse.sameArrival(old.head.responseTime, originalArrival) else { return }
                 // The body stays, and so does the format its checksum was computed in.
                 var head = head
                 head.version = old.head.version
@@ -107,7 +110,8 @@ extension DiskCache {
                     head, bodyLength: old.head.bodyLength, bodyChecksum: old.head.bodyChecksum)
                 let entry = DiskIndex.Entry(
                     key: refreshed.key, vary: refreshed.varyValues, name: name,
-                    size: Int64(entryHead.count) + old.head.bodyLength + old.head.tableLength)
+                    size: Int64(entryHead.count) + old.head.bodyLength + old.head.tableLength,
+                    responseTime: refreshed.responseTime)
                 if old.head.bodyLength <= DiskCache.inlineLimit {
                     let body = try FileSystem.read(old.file.fd, at: old.bodyOffset, count: Int(old.head.bodyLength))
                     guard body.count == Int(old.head.bodyLength) else {
@@ -133,7 +137,7 @@ extension DiskCache {
                     return
                 }
                 try FileSystem.rename(temporary, path)
-                didStore(key: entry.key, name: name, vary: entry.vary, size: entry.size, evict: false, stamp: stamp)
+                didStore(entry, evict: false, stamp: stamp)
             } catch {
                 try? FileSystem.remove(temporary)
             }
@@ -207,7 +211,7 @@ extension DiskCache {
 
     /// An index entry standing for the file `name`, which the index does not hold.
     static func unindexedFile(_ name: EntryName) -> DiskIndex.Entry {
-        DiskIndex.Entry(key: CacheKey(normalized: ""), vary: [:], name: name, size: 0)
+        DiskIndex.Entry(key: CacheKey(normalized: ""), vary: [:], name: name, size: 0, responseTime: 0)
     }
 
     /// Removes everything: the entry tree is renamed away at once and deleted in the background.

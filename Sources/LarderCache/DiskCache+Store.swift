@@ -133,7 +133,7 @@ extension DiskCache {
             entry = DiskIndex.Entry(
                 key: store.pointee.response.key, vary: store.pointee.head.vary,
                 name: DiskCache.entryName(key: store.pointee.response.key, vary: store.pointee.head.vary),
-                size: Int64(head.count + store.pointee.body.count))
+                size: Int64(head.count + store.pointee.body.count), responseTime: store.pointee.head.responseTime)
             self.source = source
             stamp = store.pointee.stamp
         }
@@ -208,6 +208,7 @@ extension DiskCache {
         segments.giveBack(appender, sealed: sealed)
         let count = end - records.startIndex
         writesCompleted.add(count)
+        for entry in replaced where entry.serial == 0 { superseded(entry) }
         if !replaced.isEmpty { writer.submit { [self] in dispose(replaced) } }
         return (count, fileNanos)
     }
@@ -249,7 +250,8 @@ extension DiskCache {
         let blocked = head.version >= DiskEntryFormat.firstBlockedVersion && body.count > DiskEntryFormat.blockSize
         let table = blocked ? DiskEntryFormat.blockTable(of: body, version: head.version) : []
         let entry = DiskIndex.Entry(
-            key: key, vary: head.vary, name: name, size: Int64(entryHead.count + body.count + table.count))
+            key: key, vary: head.vary, name: name, size: Int64(entryHead.count + body.count + table.count),
+            responseTime: head.responseTime)
         let elapsed: UInt64?
         if body.count <= DiskCache.inlineLimit {
             elapsed = appendRecord(entry, head: entryHead, body: body, stamp: stamp)
@@ -282,8 +284,17 @@ extension DiskCache {
             return nil
         }
         writesCompleted.add(1)
-        if let replaced { dispose([replaced]) }
+        if let replaced {
+            if replaced.serial == 0 { superseded(replaced) }
+            dispose([replaced])
+        }
         return fileNanos
+    }
+
+    /// A store the index refused: its name holds a response that arrived later
+    /// (``whenSuperseded``).
+    func superseded(_ entry: DiskIndex.Entry) {
+        whenSuperseded.withLock { $0 }?(entry)
     }
 
     /// Appends one record — `head` (preamble and head, or a whole record) then `body` — to a
@@ -343,6 +354,11 @@ extension DiskCache {
                     throw error
                 }
             } else {
+                // Renamed over the name: not over a response that arrived later.
+                if index.withLock({ $0.holdsLater(named: entry.name, than: entry.responseTime) }) {
+                    superseded(entry)
+                    return 0
+                }
                 let temporary = temporaryName(entry.name, suffix: "tmp")
                 do {
                     let fd = try FileSystem.createExclusive(at: temporaryDirectoryFD, temporary)
@@ -360,7 +376,7 @@ extension DiskCache {
             return nil
         }
         let elapsed = Clocks.monotonicNanos() - start
-        didStore(key: entry.key, name: entry.name, vary: entry.vary, size: entry.size, evict: false, stamp: stamp)
+        didStore(entry, evict: false, stamp: stamp)
         return elapsed
     }
 
@@ -400,26 +416,34 @@ extension DiskCache {
     static let processID = getpid()
 
     /// Indexes an entry file once it is in place (writer thread: a finished ``DiskWrite``, or
-    /// ``writeFile(_:head:body:table:stamp:)``), and frees the record it replaces. When a purge or
-    /// ban since `stamp` covers it (recorded after the caller's own check, before this lock),
-    /// the file goes instead, and whatever the index holds under its name: that entry's file
-    /// is the one this file was renamed over.
-    func didStore(
-        key: CacheKey, name: EntryName, vary: [String: String], size: Int64, evict: Bool = true,
-        stamp: InvalidationLog.Stamp? = nil
-    ) {
+    /// ``writeFile(_:head:body:table:stamp:)``), and frees the record it replaces; returns
+    /// whether it was indexed. When a purge or ban since `stamp` covers it (recorded after the
+    /// caller's own check, before this lock), the file goes instead, and whatever the index holds
+    /// under its name: that entry's file is the one this file was renamed over. When the name
+    /// holds a response that arrived later (``DiskIndex/insert(_:capped:)``) the file goes too:
+    /// the caller checked for such a file before renaming over the name
+    /// (``DiskIndex/holdsLater(named:than:)``), so what the index holds is a record a loop
+    /// appended since.
+    @discardableResult
+    func didStore(_ entry: DiskIndex.Entry, evict: Bool = true, stamp: InvalidationLog.Stamp? = nil) -> Bool {
+        let name = entry.name
         let (stored, replaced) = index.withLock { index -> (Bool, DiskIndex.Entry?) in
-            if !invalidations.allows(key, since: stamp) { return (false, index.remove(named: name)) }
-            return (true, index.insert(DiskIndex.Entry(key: key, vary: vary, name: name, size: size)))
+            if !invalidations.allows(entry.key, since: stamp) { return (false, index.remove(named: name)) }
+            let replaced = index.insert(entry)
+            // Not indexed: `entry` came back (its serial is not one the index gave out).
+            if let replaced, replaced.serial == 0 { return (false, nil) }
+            return (true, replaced)
         }
+        if !stored, invalidations.allows(entry.key, since: stamp) { superseded(entry) }
         guard stored else {
             dispose((replaced.map { [$0] } ?? []) + [DiskCache.unindexedFile(name)])
-            return
+            return false
         }
         writesCompleted.add(1)
         if let replaced { dispose([replaced]) }
-        keepOpen(name, size: size)
+        keepOpen(name, size: entry.size)
         if evict { evictIfNeeded() }
+        return true
     }
 
     /// Keeps the entry file `name` (a record of `size` bytes) open (writer thread, once it is

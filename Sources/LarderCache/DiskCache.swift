@@ -42,6 +42,10 @@ public final class DiskCache: Sendable {
     /// they are written).
     let startSegments: [UInt32]
     let limits: Locked<Limits>
+    /// Told of each store the index refused because its name holds a response that arrived
+    /// later (``DiskIndex/insert(_:capped:)``): ``TieredCache`` drops the memory tier's copy of
+    /// that older response, which went in before the disk store was tried. Set once, at start.
+    let whenSuperseded = Locked<(@Sendable (DiskIndex.Entry) -> Void)?>(nil)
     /// Entry files kept open for lookups on the event loops, which never open one themselves.
     let openFiles = OpenEntryFiles(capacity: DiskCache.defaultOpenFiles)
     /// Entry files kept open unless ``openFileLimit`` says otherwise.

@@ -12,6 +12,9 @@ struct DiskIndex {
         var vary: [String: String]
         var name: EntryName
         var size: Int64
+        /// When its response arrived (wall-clock seconds, its head's `responseTime`): of two
+        /// fills of one variant that overlap, the response that came later stays indexed.
+        var responseTime: Double
         /// The segment file holding the entry as a record, 0 for an entry in its own file
         /// (`v1/ab/cd/<name>`).
         var segment: UInt32 = 0
@@ -24,6 +27,13 @@ struct DiskIndex {
         /// whether what a lookup read is still what the index holds under the name (a response
         /// read from disk carries it, ``StoredResponse/diskSerial``).
         var serial: UInt64 = 0
+
+        /// Whether its response arrived after `responseTime`, and not after `now` (asked only
+        /// then): an entry stamped later than now was stored before the wall clock stepped
+        /// back, and gives way rather than keep every newer fill out until the clock catches up.
+        func arrived(after responseTime: Double, now: () -> Double) -> Bool {
+            self.responseTime > responseTime && self.responseTime <= now()
+        }
     }
 
     /// Slice entries ever inserted, shared with ``DiskCache`` and never decremented: while it is
@@ -130,18 +140,27 @@ struct DiskIndex {
         byName[name].flatMap { slots[$0] }
     }
 
+    /// Whether `name` holds a response that arrived after `responseTime`
+    /// (``Entry/arrived(after:now:)``): a file renamed over the name would replace it.
+    func holdsLater(named name: EntryName, than responseTime: Double) -> Bool {
+        entry(named: name)?.arrived(after: responseTime, now: Clocks.wallSeconds) ?? false
+    }
+
     /// Stored variants kept per key (RFC 9111 §4.1): a response that varies on a field its
     /// clients choose freely (`Vary: User-Agent`, or a hostile origin's) would otherwise let one
     /// client store a variant per request, and make every lookup of the key and every store of
     /// a variant cost as many steps as there are variants, under the index lock.
     static let maxVariants = MemoryCache.maxVariants
 
-    /// Adds or replaces (same file name) an entry; returns the entry it replaced, or, when it
-    /// is a new variant past ``maxVariants`` (`capped`: a store's, not the start-up scan's,
-    /// which disposes of nothing), the key's oldest variant, removed for it.
+    /// Adds or replaces (same file name) an entry; returns the entry that goes: the one it
+    /// replaced; or, when it is a new variant past ``maxVariants`` (`capped`: a store's, not
+    /// the start-up scan's, which disposes of nothing), the key's oldest variant, removed for
+    /// it; or `entry` itself, not added (its serial 0, as no indexed entry's is), when the name
+    /// holds a response that arrived later (``Entry/arrived(after:now:)``: a slow fill that
+    /// began first finished last).
     @discardableResult
-    mutating func insert(_ entry: Entry, capped: Bool = true) -> Entry? {
-        var entry = entry
+    mutating func insert(_ new: Entry, capped: Bool = true) -> Entry? {
+        var entry = new
         lastSerial += 1
         entry.serial = lastSerial
         let index: Int
@@ -155,6 +174,14 @@ struct DiskIndex {
         // One probe of the name: the entry it replaces, if any, comes back from the store.
         var replaced: Entry?
         if let existing = byName.updateValue(index, forKey: entry.name) {
+            if let kept = slots[existing], kept.arrived(after: entry.responseTime, now: Clocks.wallSeconds) {
+                byName.updateValue(existing, forKey: entry.name)
+                slots[index] = nil
+                free.append(index)
+                var refused = new
+                refused.serial = 0
+                return refused
+            }
             replaced = slots[existing]
             removeSlot(existing, keepingName: true)
         }

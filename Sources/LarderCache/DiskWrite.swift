@@ -14,6 +14,8 @@ public final class DiskWrite: Sendable {
     let key: CacheKey
     let name: EntryName
     let vary: [String: String]
+    /// When the response arrived: the write gives way to one that arrived later.
+    private let responseTime: Double
     private let maxBytes: Int64
     /// When the fetch began: a purge or ban since that covers `key` keeps it out of the index.
     private let stamp: InvalidationLog.Stamp?
@@ -64,6 +66,7 @@ public final class DiskWrite: Sendable {
         self.key = key
         self.name = name
         vary = head.vary
+        responseTime = head.responseTime
         self.maxBytes = maxBytes
         self.stamp = stamp
         temporaryPath = cache.temporaryPath(name, suffix: "tmp")
@@ -125,11 +128,12 @@ public final class DiskWrite: Sendable {
 
     /// Completes the entry: writes the block table, length and checksum, checks the file size, renames it into
     /// place and indexes it. `completion` (on the writer thread) says whether it was stored. A
-    /// purge or ban of the key since the fetch began (``InvalidationLog``) leaves the file
-    /// unnamed: readers that opened it keep their bytes, nothing is stored.
+    /// purge or ban of the key since the fetch began (``InvalidationLog``), or a response to
+    /// another fill of the same variant that arrived later and is stored by now, leaves the
+    /// file unnamed: readers that opened it keep their bytes, nothing is stored.
     public func finish(expectedLength: Int, completion: (@Sendable (Bool) -> Void)? = nil) {
         cache.writer.submit { [self] in
-            var purged = false
+            var dropped = false
             let stored = run { state throws(SystemError) in
                 guard state.written == Int64(expectedLength) else {
                     throw SystemError(call: "finish (body length mismatch)", errno: EIO)
@@ -151,17 +155,20 @@ public final class DiskWrite: Sendable {
                 Syscall.close(state.fd)
                 state.fd = -1
                 state.done = true
-                if !cache.invalidations.allows(key, since: stamp) {
-                    purged = true
+                let entry = DiskIndex.Entry(key: key, vary: vary, name: name, size: size, responseTime: responseTime)
+                let purged = !cache.invalidations.allows(key, since: stamp)
+                if purged || cache.index.withLock({ $0.holdsLater(named: name, than: responseTime) }) {
+                    if !purged { cache.superseded(entry) }
+                    dropped = true
                     try? FileSystem.remove(temporaryPath)
                     return
                 }
                 renamedFile.withLock { $0 = (UInt64(info.st_dev), UInt64(info.st_ino)) }
                 try FileSystem.renameCreatingDirectory(temporaryPath, cache.path(forName: name))
-                cache.didStore(key: key, name: name, vary: vary, size: size, stamp: stamp)
+                dropped = !cache.didStore(entry, stamp: stamp)
             }
-            if stored && !purged { whenIndexed?() }
-            completion?(stored && !purged)
+            if stored && !dropped { whenIndexed?() }
+            completion?(stored && !dropped)
         }
     }
 

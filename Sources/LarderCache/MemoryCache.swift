@@ -128,8 +128,10 @@ public final class MemoryCache: Sendable {
 
     /// Stores `response`, replacing a variant selected by the same request headers. Returns
     /// false when the object is larger than the per-object limit, when a purge or ban `log`
-    /// recorded since `stamp` covers it, or when `stillStored` (a promotion's: the disk tier
-    /// still holds what it read) says no; both asked under the lock a removal takes.
+    /// recorded since `stamp` covers it, when `stillStored` (a promotion's: the disk tier
+    /// still holds what it read) says no, both asked under the lock a removal takes, or when
+    /// the variant stored is a response that arrived later (of two fills of one variant that
+    /// overlap, the slow one that began first finishes last; ``StoredResponse/arrived(after:)``).
     @discardableResult
     public func insert(
         _ response: StoredResponse, admittedBy log: InvalidationLog? = nil, since stamp: InvalidationLog.Stamp? = nil,
@@ -150,7 +152,10 @@ public final class MemoryCache: Sendable {
             let (slot, isNew) = MemoryCache.takeSlot(&state.index[response.key, default: -1], slots: &state.slots, free: &state.free)
             if !isNew {
                 var variants = state.slots[slot].variants
-                variants.removeAll { $0.varyValues == response.varyValues }
+                if let same = variants.firstIndex(where: { $0.varyValues == response.varyValues }) {
+                    if variants[same].arrived(after: response) { return false }
+                    variants.remove(at: same)
+                }
                 variants.insert(response, at: 0)
                 // The oldest goes past the bound: see ``maxVariants``.
                 if variants.count > MemoryCache.maxVariants { variants.removeLast(variants.count - MemoryCache.maxVariants) }
@@ -200,15 +205,32 @@ public final class MemoryCache: Sendable {
     /// Removes one variant.
     public func remove(_ response: StoredResponse) {
         state.withLock { state in
-            guard let slot = state.index[response.key] else { return }
-            state.slots[slot].variants.removeAll { $0 === response }
-            if state.slots[slot].variants.isEmpty {
-                MemoryCache.removeSlot(&state, slot)
-            } else {
-                let newCost = state.slots[slot].variants.reduce(0) { $0 + $1.memoryCost }
-                state.bytes += newCost - state.slots[slot].cost
-                state.slots[slot].cost = newCost
-            }
+            guard let slot = state.index[response.key],
+                let position = state.slots[slot].variants.firstIndex(where: { $0 === response })
+            else { return }
+            MemoryCache.removeVariant(&state, slot, at: position)
+        }
+    }
+
+    /// Removes the variant at `position` of `slot`, and the slot with its last variant.
+    private static func removeVariant(_ state: inout State, _ slot: Int, at position: Int) {
+        state.slots[slot].variants.remove(at: position)
+        if state.slots[slot].variants.isEmpty { return removeSlot(&state, slot) }
+        let newCost = state.slots[slot].variants.reduce(0) { $0 + $1.memoryCost }
+        state.bytes += newCost - state.slots[slot].cost
+        state.slots[slot].cost = newCost
+    }
+
+    /// Removes the variant of `key` that `varyValues` select unless its response arrived after
+    /// `responseTime` (``StoredResponse/arrived(after:)-(Double)``): the other variants stay. A
+    /// version that arrived then is stored in the disk tier now, too large for this one.
+    public func remove(_ key: CacheKey, variant varyValues: [String: String], unlessArrivedAfter responseTime: Double) {
+        state.withLock { state in
+            guard let slot = state.index[key],
+                let position = state.slots[slot].variants.firstIndex(where: { $0.varyValues == varyValues }),
+                !state.slots[slot].variants[position].arrived(after: responseTime)
+            else { return }
+            MemoryCache.removeVariant(&state, slot, at: position)
         }
     }
 

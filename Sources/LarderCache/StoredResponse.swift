@@ -218,6 +218,28 @@ public final class StoredResponse: Sendable {
         return freshened(by: timing, requestTime: requestTime, responseTime: responseTime)
     }
 
+    /// Whether this response arrived after one that arrived at `responseTime`, and not later
+    /// than now (asked only then): a response stamped after now was stored before the wall
+    /// clock stepped back, and gives way rather than keep newer ones out until the clock
+    /// catches up.
+    public func arrived(after responseTime: Double) -> Bool {
+        self.responseTime > responseTime && self.responseTime <= Clocks.wallSeconds()
+    }
+
+    /// ``arrived(after:)-(Double)`` for `other`'s arrival.
+    public func arrived(after other: StoredResponse) -> Bool { arrived(after: other.responseTime) }
+
+    /// Whether this response arrived at `responseTime`, to the microsecond a disk entry keeps:
+    /// a copy read back from disk, or refreshed from one, is the same response.
+    public func arrived(at responseTime: Double) -> Bool {
+        StoredResponse.sameArrival(self.responseTime, responseTime)
+    }
+
+    /// Whether two arrival times are one, to the microsecond a disk entry keeps.
+    static func sameArrival(_ first: Double, _ second: Double) -> Bool {
+        (first * 1_000_000).rounded() == (second * 1_000_000).rounded()
+    }
+
     /// Seconds past its freshness lifetime at `now` (negative while fresh).
     public func staleness(now: Double) -> Double {
         currentAge(now: now) - freshnessLifetime

@@ -31,6 +31,11 @@ public final class TieredCache: Sendable {
         self.disk = disk
         invalidations = disk?.invalidations ?? InvalidationLog()
         self.memoryFiles = memoryFiles
+        // An older response refused by the disk tier went into memory first: it goes too, so
+        // both tiers answer with the one that arrived later.
+        disk?.whenSuperseded.withLock {
+            $0 = { [memory] refused in memory.remove(refused.key, variant: refused.vary, unlessArrivedAfter: refused.responseTime) }
+        }
     }
 
     /// What a lookup found.
@@ -237,16 +242,20 @@ public final class TieredCache: Sendable {
     public var maxDiskObjectBytes: Int64? { disk?.currentLimits.maxObjectBytes }
 
     /// Starts streaming a body to the disk tier (nil: no disk, or it refuses the entry); it is
-    /// not indexed if a purge or ban since `stamp` covers `key`. The key's copy in memory, of
-    /// the version it replaces, goes once it is indexed (a refresh too large for memory left
-    /// the old small copy answering for good, review 81 N2): a promotion of that version that
-    /// began before lands either before (and goes) or after (and finds its entry replaced).
+    /// not indexed if a purge or ban since `stamp` covers `key`, or a response to another fill
+    /// of the variant that arrived later is stored by then. The variant's copy in memory, of the
+    /// version it replaces, goes once it is indexed (a refresh too large for memory left the old
+    /// small copy answering for good), unless that copy arrived later; the key's other variants
+    /// stay. A promotion of the replaced version that began before lands either before (and
+    /// goes) or after (and finds its entry replaced).
     public func beginDiskWrite(
         key: CacheKey, head: DiskEntryFormat.Head, expectedLength: Int?, stamp: InvalidationLog.Stamp? = nil
     ) -> DiskWrite? {
         let memory = self.memory
+        let (vary, responseTime) = (head.vary, head.responseTime)
         return disk?.beginWrite(
-            key: key, head: head, expectedLength: expectedLength, stamp: stamp, whenIndexed: { memory.remove(key) })
+            key: key, head: head, expectedLength: expectedLength, stamp: stamp,
+            whenIndexed: { memory.remove(key, variant: vary, unlessArrivedAfter: responseTime) })
     }
 
     /// A complete response waiting to be written to disk (``storeOnDisk(_:budgetNanos:)``);
@@ -281,16 +290,24 @@ public final class TieredCache: Sendable {
     }
 
     /// A stored response freshened by a 304 or a matching HEAD (RFC 9111 §4.3.4, §4.3.5): the
-    /// new fields and times replace the old in both tiers. `promoting`: a disk entry small
+    /// new fields and times replace `original`'s, the response validated, in both tiers, in
+    /// each only while it holds that very response (another one of the variant, stored since
+    /// by a fill that did not join the validation, is not the one the validator selected:
+    /// its body under `original`'s fields would be neither). `promoting`: a disk entry small
     /// enough is read into memory too (a 304 answers clients now; a HEAD does not). Nothing
     /// is stored when a purge or ban since `stamp`, when the revalidation began, covers it.
-    public func refresh(_ updated: StoredResponse, promoting: Bool, stamp: InvalidationLog.Stamp? = nil) {
-        if promoting {
-            promote(updated, stamp: stamp)
-        } else if updated.isInMemory {
-            memory.insert(updated, admittedBy: invalidations, since: stamp, stillStored: disk?.stillHolds(updated))
+    public func refresh(
+        _ updated: StoredResponse, of original: StoredResponse, promoting: Bool, stamp: InvalidationLog.Stamp? = nil
+    ) {
+        let inMemory = memory.lookup(updated.key)?.first { $0.varyValues == updated.varyValues }
+        if inMemory.map({ $0.arrived(at: original.responseTime) }) ?? true {
+            if promoting {
+                promote(updated, stamp: stamp)
+            } else if updated.isInMemory {
+                memory.insert(updated, admittedBy: invalidations, since: stamp, stillStored: disk?.stillHolds(updated))
+            }
         }
-        disk?.refresh(updated, stamp: stamp)
+        disk?.refresh(updated, of: original.responseTime, stamp: stamp)
     }
 
     /// Drops one stored variant the origin showed to be outdated.

@@ -191,7 +191,7 @@ func pattern(_ count: Int, seed: UInt8 = 1) -> [UInt8] {
 
 /// A complete in-memory response for `path` with `body`.
 func complete(_ path: String, body: [UInt8]) -> (StoredResponse, DiskEntryFormat.Head) {
-    let stored = Fixtures.response(path).withBody(.memory(body))
+    let stored = Fixtures.response(path, responseTime: 101).withBody(.memory(body))
     let head = DiskEntryFormat.Head(
         key: stored.key.url, status: 200, reason: "OK", requestTime: 100, responseTime: 101, vary: [:],
         headers: ["Cache-Control": "max-age=60"])

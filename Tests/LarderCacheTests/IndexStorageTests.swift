@@ -1,3 +1,4 @@
+import LarderIO
 import Testing
 
 @testable import LarderCache
@@ -51,7 +52,7 @@ import Testing
             let name = DiskCache.entryName(key: key, vary: vary)
             switch step % 6 {
             case 0, 1, 2:
-                let replaced = index.insert(DiskIndex.Entry(key: key, vary: vary, name: name, size: 10))
+                let replaced = index.insert(DiskIndex.Entry(key: key, vary: vary, name: name, size: 10, responseTime: 0))
                 #expect(replaced?.name == (reference[name] != nil ? name : nil), "step \(step)")
                 reference[name] = key
             case 3:
@@ -77,13 +78,37 @@ import Testing
         let first = CacheKey(normalized: "http://origin.test/first")
         let second = CacheKey(normalized: "http://origin.test/second")
         let name = DiskCache.entryName(key: first, vary: [:])
-        index.insert(DiskIndex.Entry(key: first, vary: [:], name: name, size: 10))
+        index.insert(DiskIndex.Entry(key: first, vary: [:], name: name, size: 10, responseTime: 0))
         #expect(index.lookup(first).map(\.key) == [first])
-        index.insert(DiskIndex.Entry(key: second, vary: [:], name: name, size: 10))
+        index.insert(DiskIndex.Entry(key: second, vary: [:], name: name, size: 10, responseTime: 0))
         #expect(index.lookup(first).isEmpty)
         #expect(index.count == 1)
         #expect(index.remove(key: first).isEmpty)
         #expect(index.count == 1)
+    }
+
+    /// Review 82 R82-1: a write that finishes after another of the same name (two fills of one
+    /// variant that overlap) is not indexed over a response that arrived later than its own;
+    /// it comes back, with serial 0, for its record or file to go.
+    @Test func aResponseThatArrivedLaterKeepsItsName() {
+        var index = DiskIndex()
+        let key = CacheKey(normalized: "http://origin.test/race")
+        let name = DiskCache.entryName(key: key, vary: [:])
+        let now = Clocks.wallSeconds()
+        func entry(_ time: Double) -> DiskIndex.Entry { DiskIndex.Entry(key: key, vary: [:], name: name, size: 10, responseTime: time) }
+        #expect(index.insert(entry(now - 10)) == nil)
+        let refused = index.insert(entry(now - 20))
+        #expect(refused?.responseTime == now - 20 && refused?.serial == 0)
+        #expect(index.entry(named: name)?.responseTime == now - 10 && index.entry(named: name)?.serial != 0)
+        #expect(index.count == 1 && index.totalBytes == 10)
+        #expect(index.holdsLater(named: name, than: now - 20) && !index.holdsLater(named: name, than: now - 5))
+        #expect(index.insert(entry(now - 5))?.responseTime == now - 10)
+        // Stamped after now: stored before the wall clock stepped back, it gives way.
+        #expect(index.insert(entry(now + 3600))?.responseTime == now - 5)
+        #expect(!index.holdsLater(named: name, than: now - 1))
+        #expect(index.insert(entry(now - 1))?.responseTime == now + 3600)
+        #expect(index.lookup(key).map(\.responseTime) == [now - 1])
+        #expect(index.count == 1 && index.totalBytes == 10)
     }
 
     @Test func pagedArrayKeepsElementsAcrossPages() {

@@ -259,14 +259,15 @@ import Testing
         // What the writer thread's rename put in place after the purge removed the old entry.
         #expect(FileManager.default.createFile(atPath: file, contents: bytes))
         let cache = fixture.cache
-        cache.writer.submit { cache.didStore(key: key, name: name, vary: [:], size: Int64(bytes.count), stamp: stamp) }
+        let entry = DiskIndex.Entry(key: key, vary: [:], name: name, size: Int64(bytes.count), responseTime: 0)
+        cache.writer.submit { cache.didStore(entry, stamp: stamp) }
         fixture.cache.drain()
         #expect(!fixture.cache.isIndexed(key) && !FileManager.default.fileExists(atPath: file))
 
         // Stored again by a fetch begun after the purge, then renamed over by the late write.
         #expect(fixture.store("/renamed", body: pattern(100_000, seed: 4)))
         #expect(fixture.cache.isIndexed(key))
-        cache.writer.submit { cache.didStore(key: key, name: name, vary: [:], size: Int64(bytes.count), stamp: stamp) }
+        cache.writer.submit { cache.didStore(entry, stamp: stamp) }
         fixture.cache.drain()
         #expect(!fixture.cache.isIndexed(key) && !FileManager.default.fileExists(atPath: file), "the file under its name was the late one")
     }
@@ -323,10 +324,10 @@ import Testing
         #expect(tiers.purgeObject(kept.key, slicesBelow: 0))
         #expect(store(), "stored again by a fetch begun after the purge")
         let updated = kept.freshened(by: ["Cache-Control": "max-age=600"], requestTime: 500, responseTime: 501)
-        tiers.refresh(updated, promoting: false, stamp: stamp)
+        tiers.refresh(updated, of: kept, promoting: false, stamp: stamp)
         fixture.cache.drain()
         #expect(hit(fixture.cache, key: kept.key)?.responseTime == 101, "the refresh begun before the purge is dropped")
-        tiers.refresh(updated, promoting: false, stamp: tiers.storeStamp())
+        tiers.refresh(updated, of: kept, promoting: false, stamp: tiers.storeStamp())
         fixture.cache.drain()
         #expect(hit(fixture.cache, key: kept.key)?.responseTime == 501, "one begun after it applies")
     }

@@ -170,6 +170,37 @@ import Testing
         #expect(!variants.contains { $0 === gzip })
     }
 
+    /// Review 82 R82-1: of two fills of one variant that overlap, the one that began first may
+    /// finish last. The response that arrived later stays; a removal for a version streamed to
+    /// disk takes only its own variant, and only a copy that arrived no later.
+    @Test func aResponseThatArrivedLaterIsNotReplacedByAnOlderOne() {
+        let cache = MemoryCache(limits: Fixtures.limits())
+        let now = Clocks.wallSeconds()
+        let newer = Fixtures.response("/r", responseTime: now - 10)
+        #expect(cache.insert(newer))
+        #expect(!cache.insert(Fixtures.response("/r", responseTime: now - 20)))
+        #expect(cache.lookup(Fixtures.key("/r"))?.first === newer)
+        let newest = Fixtures.response("/r", responseTime: now - 5)
+        #expect(cache.insert(newest))
+        #expect(cache.lookup(Fixtures.key("/r"))?.map(\.responseTime) == [now - 5])
+        // Stamped after now: stored before the wall clock stepped back, it gives way.
+        #expect(cache.insert(Fixtures.response("/f", responseTime: now + 3600)))
+        #expect(cache.insert(Fixtures.response("/f", responseTime: now - 1)))
+        #expect(cache.lookup(Fixtures.key("/f"))?.map(\.responseTime) == [now - 1])
+        let gzip = ["accept-encoding": "gzip"]
+        let plain = ["accept-encoding": ""]
+        cache.insert(Fixtures.response("/v", bodySize: 500, responseTime: now - 10, vary: gzip))
+        cache.insert(Fixtures.response("/v", bodySize: 500, responseTime: now - 10, vary: plain))
+        let bytes = cache.statistics.bytes
+        cache.remove(Fixtures.key("/v"), variant: gzip, unlessArrivedAfter: now - 20)
+        #expect(cache.lookup(Fixtures.key("/v"))?.count == 2, "the copy in memory arrived later")
+        cache.remove(Fixtures.key("/v"), variant: gzip, unlessArrivedAfter: now - 1)
+        #expect(cache.lookup(Fixtures.key("/v"))?.map(\.varyValues) == [plain], "the other variant stays")
+        #expect(cache.statistics.bytes < bytes)
+        cache.remove(Fixtures.key("/v"), variant: plain, unlessArrivedAfter: now)
+        #expect(cache.lookup(Fixtures.key("/v")) == nil)
+    }
+
     /// Review 64 F3: `Vary` on a field clients choose let one client store ~30,000 variants of
     /// a URL, each store and lookup walking them all under the tier's lock. The newest
     /// ``MemoryCache/maxVariants`` stay, on either tier.
@@ -182,7 +213,8 @@ import Testing
         for agent in 0..<total {
             let vary = ["user-agent": "agent \(agent)"]
             cache.insert(Fixtures.response("/many", bodySize: 10, vary: vary))
-            let replaced = index.insert(DiskIndex.Entry(key: key, vary: vary, name: DiskCache.entryName(key: key, vary: vary), size: 10))
+            let replaced = index.insert(
+                DiskIndex.Entry(key: key, vary: vary, name: DiskCache.entryName(key: key, vary: vary), size: 10, responseTime: 0))
             if let replaced { evicted.append(replaced.vary) }
         }
         let kept = (cache.lookup(key) ?? []).map { $0.varyValues["user-agent"] ?? "" }

@@ -426,7 +426,7 @@ import Testing
         cache.storeOnDisk([.init(response: stored, body: [UInt8](repeating: 7, count: 300), head: diskHead("/p"))], budgetNanos: 1_000_000)
         cache.disk?.drain()
         let newer = Fixtures.response("/p", bodySize: 300, headers: ["Cache-Control": "max-age=600", "X-Refreshed": "1"], lifetime: 600)
-        cache.refresh(newer, promoting: false)
+        cache.refresh(newer, of: stored, promoting: false)
         cache.disk?.drain()
         #expect(cache.memory.lookup(Fixtures.key("/p"))?.first?.headers["X-Refreshed"] == "1")
         cache.memory.removeAll()

@@ -56,6 +56,127 @@ extension IntegrationTests {
             #expect(try origin.count(path) == 2)
         }
 
+        /// Review 82 R82-2: a Vary variant too large for memory, streamed to disk, took every
+        /// variant of its URL out of memory with it; only its own older copy goes.
+        @Test func aLargeVariantStreamedToDiskLeavesTheOtherVariantsInMemory() throws {
+            let origin = try RawOrigin()
+            let larder = try Larder(config: "[memory]\nmax_object_bytes = \"32KiB\"\n")
+            let path = "/variants"
+            let head = "HTTP/1.1 200 OK\r\nCache-Control: max-age=600\r\nVary: X-V\r\n"
+            origin.script(path, RawOrigin.Script(head + "Content-Length: 5\r\n\r\nsmall"))
+            #expect(try Curl.viaProxy(larder.proxy, ["-H", "X-V: s", origin.url(path)]).text == "small")
+            #expect(try Curl.viaProxy(larder.proxy, ["-H", "X-V: s", origin.url(path)]).cacheStatus?.isMemoryHit == true)
+            origin.script(path, RawOrigin.Script(head + "Content-Length: 200000\r\n\r\n" + String(repeating: "L", count: 200_000)))
+            #expect(try Curl.viaProxy(larder.proxy, ["-H", "X-V: L", origin.url(path)]).body.count == 200_000)
+            var large = try Curl.viaProxy(larder.proxy, ["-H", "X-V: L", origin.url(path)])
+            for _ in 0..<20 where large.cacheStatus?.hit != true {
+                usleep(100_000)  // indexed by the writer thread
+                large = try Curl.viaProxy(larder.proxy, ["-H", "X-V: L", origin.url(path)])
+            }
+            #expect(large.cacheStatus?.detail == "disk" && large.body.count == 200_000)
+            let small = try Curl.viaProxy(larder.proxy, ["-H", "X-V: s", origin.url(path)])
+            #expect(small.text == "small")
+            #expect(small.cacheStatus?.isMemoryHit == true, "\(small.header("cache-status") ?? "-")")
+            #expect(origin.count(path) == 2)
+        }
+
+        /// A route that never coalesces, so two fills of one variant can overlap.
+        static let racing = """
+            [memory]
+            max_object_bytes = "100KiB"
+            [[route]]
+            match = "http://127.0.0.1:*/race*"
+            dedup = "never"
+            """
+
+        /// Review 82 R82-1, review 83 F1: of two fills of one variant at once, the slow one that
+        /// began first finished last, and its older response replaced the newer one: in both
+        /// tiers (and for good on disk) when the older was streamed to disk, in memory alone when
+        /// it was small and the newer one streamed. `older`: its body's pieces, sent 0.25 s apart
+        /// after its head; `newer`: its body's size.
+        @Test(arguments: [(older: 8, pieceSize: 64 << 10, newer: 5), (older: 5, pieceSize: 10_000, newer: 512 << 10)])
+        func aSlowerOlderFillDoesNotReplaceANewerResponse(older pieces: Int, pieceSize: Int, newer: Int) throws {
+            let origin = try RawOrigin()
+            let directory = Paths.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            var larder: Larder? = try Larder(config: Self.racing, cacheDirectory: directory + "/cache")
+            let proxy = try #require(larder).proxy
+            let path = "/race"
+            let piece = [UInt8](repeating: UInt8(ascii: "o"), count: pieceSize)
+            let olderHead = "HTTP/1.1 200 OK\r\nCache-Control: max-age=600\r\nContent-Length: \(pieces * pieceSize)\r\n\r\n"
+            origin.script(path, RawOrigin.Script(pieces: [Array(olderHead.utf8)] + Array(repeating: piece, count: pieces), pause: 0.25))
+            let olderFill = try ChildProcess(
+                "/usr/bin/curl", ["-s", "--max-time", "30", "--proxy", proxy, "-o", directory + "/older", origin.url(path)])
+            defer { _ = olderFill.stop() }
+            for _ in 0..<50 where origin.count(path) == 0 { usleep(20_000) }
+            #expect(origin.count(path) == 1)
+            usleep(200_000)  // the older head has arrived
+            let newerBody = String(repeating: "n", count: newer)
+            let newerHead = "HTTP/1.1 200 OK\r\nCache-Control: max-age=600\r\nContent-Length: \(newer)\r\n\r\n"
+            origin.script(path, RawOrigin.Script(newerHead + newerBody))
+            #expect(try Curl.viaProxy(proxy, [origin.url(path)]).body.count == newer)
+            olderFill.waitUntilExit()
+            #expect(FileManager.default.contents(atPath: directory + "/older")?.count == pieces * pieceSize)
+            usleep(300_000)  // the writer thread has finished the older write
+            for _ in 0..<3 {
+                let hit = try Curl.viaProxy(proxy, [origin.url(path)])
+                let isNewer = hit.text == newerBody  // not the older body in the report
+                #expect(isNewer, "\(hit.body.count) bytes, \(hit.header("cache-status") ?? "-")")
+                #expect(hit.cacheStatus?.hit == true)
+            }
+            #expect(larder?.stop() == 0)
+            larder = nil
+            let restarted = try Larder(config: Self.racing, cacheDirectory: directory + "/cache")
+            let afterRestart = try Curl.viaProxy(restarted.proxy, [origin.url(path)])
+            let isNewer = afterRestart.text == newerBody
+            #expect(isNewer, "\(afterRestart.body.count) bytes from the disk tier")
+            #expect(origin.count(path) == 2)
+        }
+
+        /// Review 83 F2: a 304 that came late, after a fill that did not join its revalidation
+        /// stored another response of the variant, put the validated response's fields over that
+        /// response's body on disk (for good), and the validated response back in memory. The 304
+        /// updates only the response it validated (RFC 9111 §4.3.4).
+        @Test func aLate304DoesNotUpdateAResponseStoredSince() throws {
+            let origin = try RawOrigin()
+            let directory = Paths.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            var larder: Larder? = try Larder(config: Self.racing, cacheDirectory: directory + "/cache")
+            let proxy = try #require(larder).proxy
+            let path = "/race-304"
+            func response(_ version: String, maxAge: Int, body: String) -> String {
+                "HTTP/1.1 200 OK\r\nCache-Control: max-age=\(maxAge)\r\nETag: \"\(version)\"\r\nContent-Type: text/\(version)\r\n"
+                    + "Content-Length: \(body.utf8.count)\r\n\r\n" + body
+            }
+            origin.script(path, RawOrigin.Script(response("v1", maxAge: 1, body: "V1V1")))
+            #expect(try Curl.viaProxy(proxy, [origin.url(path)]).text == "V1V1")
+            usleep(1_300_000)  // stale
+            let late = ["HTTP/1.1 304 Not Modified\r\n", "ETag: \"v1\"\r\nCache-Control: max-age=600\r\n\r\n"]
+            origin.script(path, RawOrigin.Script(pieces: late.map { Array($0.utf8) }, pause: 1.5))
+            let revalidation = try ChildProcess(
+                "/usr/bin/curl", ["-s", "--max-time", "30", "--proxy", proxy, "-o", directory + "/revalidated", origin.url(path)])
+            defer { _ = revalidation.stop() }
+            for _ in 0..<50 where origin.count(path) == 1 { usleep(20_000) }
+            #expect(origin.count(path) == 2)
+            origin.script(path, RawOrigin.Script(response("v2", maxAge: 600, body: "V2V2V2")))
+            #expect(try Curl.viaProxy(proxy, ["-H", "Cache-Control: no-cache", origin.url(path)]).text == "V2V2V2")
+            revalidation.waitUntilExit()
+            #expect(String(decoding: FileManager.default.contents(atPath: directory + "/revalidated") ?? Data(), as: UTF8.self) == "V1V1")
+            usleep(300_000)  // the writer thread has finished the refresh, if any
+            for _ in 0..<2 {
+                let hit = try Curl.viaProxy(proxy, [origin.url(path)])
+                #expect(hit.text == "V2V2V2" && hit.header("etag") == "\"v2\"" && hit.header("content-type") == "text/v2")
+                #expect(hit.cacheStatus?.hit == true)
+            }
+            #expect(larder?.stop() == 0)
+            larder = nil
+            let restarted = try Larder(config: Self.racing, cacheDirectory: directory + "/cache")
+            let fromDisk = try Curl.viaProxy(restarted.proxy, [origin.url(path)])
+            #expect(fromDisk.text == "V2V2V2" && fromDisk.header("etag") == "\"v2\"" && fromDisk.header("content-type") == "text/v2")
+            #expect(fromDisk.cacheStatus?.isDiskHit == true)
+            #expect(origin.count(path) == 3)
+        }
+
         @Test func aSegmentCutShortWhileRunningIsDroppedNotServed() throws {
             let origin = try Origin()
             let larder = try Larder(config: Self.diskOnly)

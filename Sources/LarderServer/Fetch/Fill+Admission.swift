@@ -17,10 +17,10 @@ extension Fill {
         let updated = validating.freshened(
             by: notModified.headers, requestTime: requestTime, responseTime: responseTime, forOneClient: !storing)
         if storing {
-            proxy.cache.refresh(updated, promoting: true, stamp: stamp)
+            proxy.cache.refresh(updated, of: validating, promoting: true, stamp: stamp)
         } else if retiming {
             let retimed = validating.retimed(by: notModified.headers, requestTime: requestTime, responseTime: responseTime)
-            proxy.cache.refresh(retimed, promoting: true, stamp: stamp)
+            proxy.cache.refresh(retimed, of: validating, promoting: true, stamp: stamp)
             refreshedForJoiners = retimed
         }
         refreshed = updated
@@ -37,7 +37,7 @@ extension Fill {
         guard let stored = options.validating ?? options.fallback else { return }
         if matches {
             let updated = stored.freshened(by: head.headers, requestTime: requestTime, responseTime: responseTime)
-            proxy.cache.refresh(updated, promoting: false, stamp: stamp)
+            proxy.cache.refresh(updated, of: stored, promoting: false, stamp: stamp)
             proxy.telemetry.stats[.revalidated].add(1)
         } else {
             proxy.cache.invalidate(stored)
