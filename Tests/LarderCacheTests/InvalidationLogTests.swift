@@ -52,8 +52,12 @@ import Testing
 
         for index in 0..<(InvalidationLog.exactPurges + 3000) { log.invalidate(.object(Fixtures.key("/more\(index)").url)) {} }
         #expect(!log.allows(Fixtures.key("/purged"), since: old) && !log.allows(Fixtures.key("/purged").slice(3), since: old))
-        let allowed = unrelated.filter { log.allows($0, since: old) }.count
-        #expect(allowed >= 150, "about 1 in 5 shares a bucket with one of 7,000 folded purges: \(allowed) of 200 allowed")
+        // About 1 in 5 shares a bucket with one of 7,000 folded purges (the hash is seeded per
+        // process): 808 of 1,000 allowed on average, 12.5 the deviation; 200 keys and 150 failed
+        // about one run in 50.
+        let sample = (0..<1000).map { Fixtures.key("/sample\($0)") }
+        let allowed = sample.filter { log.allows($0, since: old) }.count
+        #expect(allowed >= 740, "\(allowed) of 1,000 allowed")
         #expect(unrelated.allSatisfy { log.allows($0, since: log.stamp()) })
     }
 
