@@ -422,6 +422,17 @@ extension DiskCache {
         return { [index] in index.withLock { $0.holds(name, serial: serial) } }
     }
 
+    /// A check, for the memory tier to make under its lock as a refresh lands, that the index
+    /// holds an entry of `stored`'s variant whose response arrived at either time (to the
+    /// microsecond an entry keeps).
+    public func holdsArrival(of stored: StoredResponse, atEither arrivals: (Double, Double)) -> @Sendable () -> Bool {
+        let name = DiskCache.entryName(key: stored.key, vary: stored.varyValues)
+        return { [index] in
+            guard let entry = index.withLock({ $0.entry(named: name) }) else { return false }
+            return StoredResponse.sameArrival(entry.responseTime, arrivals.0) || StoredResponse.sameArrival(entry.responseTime, arrivals.1)
+        }
+    }
+
     /// Reads a file-backed response's body into memory on the reader thread, checked against
     /// its checksum, as the array it was read into (the memory tier moves a body of
     /// ``MemoryFileBudget/fileSizes`` into a memory file on its first hit there): nil

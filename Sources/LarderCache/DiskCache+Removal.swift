@@ -83,11 +83,11 @@ extension DiskCache {
     /// Rewrites the head of the entry `refreshed` replaces (same key and variant) after a
     /// revalidation (RFC 9111 §4.3.4), on the writer thread: the body is copied into a new
     /// record (appended to a segment) or a new file (renamed over the old one), and the old
-    /// record is freed. Nothing happens if the entry is gone, holds another response than the
-    /// one validated (which arrived at `originalArrival`: one stored since would get the
-    /// validated response's fields over its own body), or a purge or ban since `stamp` (when
-    /// the revalidation began) covers it.
-    public func refresh(_ refreshed: StoredResponse, of originalArrival: Double, stamp: InvalidationLog.Stamp? = nil) {
+    /// record is freed. Nothing happens if the entry is gone, holds another response than
+    /// `original`, the one validated, or a refresh of it (``StoredResponse/isVersion(of:orRefreshAt:)``:
+    /// one stored since would get the validated response's fields over its own body), or a
+    /// purge or ban since `stamp` (when the revalidation began) covers it.
+    public func refresh(_ refreshed: StoredResponse, of original: StoredResponse, stamp: InvalidationLog.Stamp? = nil) {
         let name = DiskCache.entryName(key: refreshed.key, vary: refreshed.varyValues)
         let path = path(forName: name)
         var headers = refreshed.headers
@@ -102,7 +102,10 @@ extension DiskCache {
             else { return }
             do {
                 let old = try loadHead(current)
-                guard old.head.key == refreshed.key.url, StoredResponse.sameArrival(old.head.responseTime, originalArrival) else { return }
+                guard old.head.key == refreshed.key.url,
+                    StoredResponse.sameArrival(old.head.responseTime, original.responseTime)
+                        || StoredResponse.sameRepresentation(old.head.headers["ETag"], old.head.bodyLength, as: original)
+                else { return }
                 // The body stays, and so does the format its checksum was computed in.
                 var head = head
                 head.version = old.head.version

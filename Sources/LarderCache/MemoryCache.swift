@@ -132,15 +132,22 @@ public final class MemoryCache: Sendable {
     /// still holds what it read) says no, both asked under the lock a removal takes, or when
     /// the variant stored is a response that arrived later (of two fills of one variant that
     /// overlap, the slow one that began first finishes last; ``StoredResponse/arrived(after:)``).
+    /// `replacing` (a refresh's) is asked too, with the variant held (nil when none is).
     @discardableResult
     public func insert(
         _ response: StoredResponse, admittedBy log: InvalidationLog? = nil, since stamp: InvalidationLog.Stamp? = nil,
-        stillStored: (() -> Bool)? = nil
+        stillStored: (() -> Bool)? = nil, replacing: ((StoredResponse?) -> Bool)? = nil
     ) -> Bool {
         let cost = response.memoryCost
         return state.withLock { state in
             if let log, !log.allows(response.key, since: stamp) { return false }
             if let stillStored, !stillStored() { return false }
+            if let replacing {
+                let slot = state.index[response.key]
+                if !replacing(slot.flatMap { slot in state.slots[slot].variants.first { $0.varyValues == response.varyValues } }) {
+                    return false
+                }
+            }
             // `memory.max_object_bytes` bounds the body as received (how the allocator rounds
             // its array is not held against it); the entry's head and bookkeeping get 4 KiB of
             // room on top.

@@ -240,6 +240,21 @@ public final class StoredResponse: Sendable {
         (first * 1_000_000).rounded() == (second * 1_000_000).rounded()
     }
 
+    /// Whether this response is `original`, or `original` freshened: it arrived when `original`
+    /// or `refresh` did, or it carries `original`'s strong ETag over a body as long (another
+    /// validation of the same representation landed first; RFC 9111 §4.3.4 selects the stored
+    /// responses a 304 updates by their strong validator).
+    public func isVersion(of original: StoredResponse, orRefreshAt refresh: Double) -> Bool {
+        arrived(at: original.responseTime) || arrived(at: refresh)
+            || StoredResponse.sameRepresentation(etag, Int64(bodyLength), as: original)
+    }
+
+    /// Whether `etag`, a strong one, and a body of `length` bytes are `original`'s.
+    static func sameRepresentation(_ etag: String?, _ length: Int64, as original: StoredResponse) -> Bool {
+        guard let etag, !etag.hasPrefix("W/"), etag == original.etag else { return false }
+        return length == Int64(original.bodyLength)
+    }
+
     /// Seconds past its freshness lifetime at `now` (negative while fresh).
     public func staleness(now: Double) -> Double {
         currentAge(now: now) - freshnessLifetime

@@ -143,19 +143,23 @@ public final class TieredCache: Sendable {
     /// Puts a disk entry small enough for the memory tier into it: at once when its body is
     /// already in memory, else read (and checked) on the reader thread, unless that version is
     /// in memory by then, or a purge or ban since `stamp` covers it. `stamp` must be taken
-    /// before the index lookup that found `stored` (nil: none is refused).
-    public func promote(_ stored: StoredResponse, stamp: InvalidationLog.Stamp?) {
+    /// before the index lookup that found `stored` (nil: none is refused). `replacing`: a
+    /// refresh's condition (``MemoryCache/insert(_:admittedBy:since:stillStored:replacing:)``),
+    /// asked in place of the check that the disk tier still holds the entry read.
+    public func promote(
+        _ stored: StoredResponse, stamp: InvalidationLog.Stamp?, replacing: (@Sendable (StoredResponse?) -> Bool)? = nil
+    ) {
         guard fitsInMemory(stored) else { return }
         guard let disk else {
-            if stored.isInMemory { memory.insert(stored, admittedBy: invalidations, since: stamp) }
+            if stored.isInMemory { memory.insert(stored, admittedBy: invalidations, since: stamp, replacing: replacing) }
             return
         }
         // Lands only while the disk tier holds the entry it was read from: a removal of it
         // (by any client's invalidation, not only the operator's) or a newer version stored
         // under its name since wins. Removals take the disk copy first, then the memory one.
-        let stillStored = disk.stillHolds(stored)
+        let stillStored = replacing == nil ? disk.stillHolds(stored) : nil
         if stored.isInMemory {
-            memory.insert(stored, admittedBy: invalidations, since: stamp, stillStored: stillStored)
+            memory.insert(stored, admittedBy: invalidations, since: stamp, stillStored: stillStored, replacing: replacing)
             return
         }
         let memory = self.memory
@@ -167,7 +171,9 @@ public final class TieredCache: Sendable {
         }
         let invalidations = self.invalidations
         disk.readIntoMemory(stored, unless: held) { promoted in
-            if let promoted { memory.insert(promoted, admittedBy: invalidations, since: stamp, stillStored: stillStored) }
+            if let promoted {
+                memory.insert(promoted, admittedBy: invalidations, since: stamp, stillStored: stillStored, replacing: replacing)
+            }
         }
     }
 
@@ -292,22 +298,31 @@ public final class TieredCache: Sendable {
     /// A stored response freshened by a 304 or a matching HEAD (RFC 9111 §4.3.4, §4.3.5): the
     /// new fields and times replace `original`'s, the response validated, in both tiers, in
     /// each only while it holds that very response (another one of the variant, stored since
-    /// by a fill that did not join the validation, is not the one the validator selected:
-    /// its body under `original`'s fields would be neither). `promoting`: a disk entry small
-    /// enough is read into memory too (a 304 answers clients now; a HEAD does not). Nothing
-    /// is stored when a purge or ban since `stamp`, when the revalidation began, covers it.
+    /// by a fetch that did not join the validation, is not the one the validator selected:
+    /// its body under `original`'s fields would be neither). Memory takes it in place of its
+    /// copy when that is `original` or a refresh of it (``StoredResponse/isVersion(of:orRefreshAt:)``),
+    /// and with no copy only when the disk tier's entry is `original` or this refresh of it
+    /// (none: the response validated was removed meanwhile, by an unsafe method's invalidation,
+    /// and is not to come back), asked under its lock; by arrival, not by the disk serial a
+    /// promoted copy keeps, which a refresh of the disk entry outdates. `promoting`:
+    /// a disk entry small enough is read into memory too (a 304 answers clients now; a HEAD
+    /// does not). Nothing is stored when a purge or ban since `stamp`, when the revalidation
+    /// began, covers it.
     public func refresh(
         _ updated: StoredResponse, of original: StoredResponse, promoting: Bool, stamp: InvalidationLog.Stamp? = nil
     ) {
-        let inMemory = memory.lookup(updated.key)?.first { $0.varyValues == updated.varyValues }
-        if inMemory.map({ $0.arrived(at: original.responseTime) }) ?? true {
-            if promoting {
-                promote(updated, stamp: stamp)
-            } else if updated.isInMemory {
-                memory.insert(updated, admittedBy: invalidations, since: stamp, stillStored: disk?.stillHolds(updated))
-            }
+        let onDisk = disk?.holdsArrival(of: updated, atEither: (original.responseTime, updated.responseTime))
+        let refresh = updated.responseTime
+        let replacing: @Sendable (StoredResponse?) -> Bool = { held in
+            guard let held else { return onDisk?() ?? false }
+            return held.isVersion(of: original, orRefreshAt: refresh)
         }
-        disk?.refresh(updated, of: original.responseTime, stamp: stamp)
+        if promoting {
+            promote(updated, stamp: stamp, replacing: replacing)
+        } else if updated.isInMemory {
+            memory.insert(updated, admittedBy: invalidations, since: stamp, replacing: replacing)
+        }
+        disk?.refresh(updated, of: original, stamp: stamp)
     }
 
     /// Drops one stored variant the origin showed to be outdated.

@@ -150,7 +150,9 @@ import Testing
         let fixture = try DiskFixture()
         let body = pattern(2 * Self.block + 500, seed: 8)
         fixture.store("/refreshed", body: body)
-        fixture.cache.refresh(Fixtures.response("/refreshed", headers: ["Cache-Control": "max-age=60", "ETag": "\"r\""]), of: 101)
+        fixture.cache.refresh(
+            Fixtures.response("/refreshed", headers: ["Cache-Control": "max-age=60", "ETag": "\"r\""]),
+            of: Fixtures.response("/refreshed", responseTime: 101))
         fixture.cache.drain()
         guard case .hit(let stored) = fixture.cache.lookup(Fixtures.key("/refreshed"), request: [:]) else {
             Issue.record("no hit after the refresh")
@@ -184,7 +186,9 @@ import Testing
             #expect(text.hasPrefix("LARDER-ENTRY 4\n"))
         }
         for (path, size) in sizes { #expect(fixture.read(path) == pattern(size, seed: 4), "\(path)") }
-        fixture.cache.refresh(Fixtures.response("/four-large", headers: ["Cache-Control": "max-age=60", "ETag": "\"f\""]), of: 101)
+        fixture.cache.refresh(
+            Fixtures.response("/four-large", headers: ["Cache-Control": "max-age=60", "ETag": "\"f\""]),
+            of: Fixtures.response("/four-large", responseTime: 101))
         fixture.cache.drain()
         guard case .hit(let refreshed) = fixture.cache.lookup(Fixtures.key("/four-large"), request: [:]) else {
             Issue.record("no hit after the refresh")

@@ -232,7 +232,7 @@ import Testing
         storeInline(fixture, [("/r", 1)], size: 3000)
         let refreshed = Fixtures.response(
             "/r", headers: ["Cache-Control": "max-age=60", "ETag": "\"v2\""], responseTime: 2000)
-        fixture.cache.refresh(refreshed, of: 101)
+        fixture.cache.refresh(refreshed, of: Fixtures.response("/r", responseTime: 101))
         fixture.cache.drain()
         guard case .hit(let stored) = fixture.cache.lookup(Fixtures.key("/r"), request: [:]) else {
             Issue.record("no hit after the refresh")
@@ -280,7 +280,9 @@ import Testing
         #expect(read(reopened, "/new") == pattern(3000, seed: 3))
         #expect(read(reopened, "/damaged") == nil, "checked with format 2's checksum, and dropped")
         #expect(reopened.statistics.corruptions == 1)
-        reopened.refresh(Fixtures.response("/old", headers: ["Cache-Control": "max-age=60", "ETag": "\"r\""], responseTime: 2000), of: 101)
+        reopened.refresh(
+            Fixtures.response("/old", headers: ["Cache-Control": "max-age=60", "ETag": "\"r\""], responseTime: 2000),
+            of: Fixtures.response("/old", responseTime: 101))
         reopened.drain()
         let again = try DiskCache(directory: fixture.directory, limits: reopened.currentLimits, logger: Logger(label: "test"))
         reopened.stop()

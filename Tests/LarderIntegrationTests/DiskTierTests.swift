@@ -133,11 +133,13 @@ extension IntegrationTests {
             #expect(origin.count(path) == 2)
         }
 
-        /// Review 83 F2: a 304 that came late, after a fill that did not join its revalidation
-        /// stored another response of the variant, put the validated response's fields over that
-        /// response's body on disk (for good), and the validated response back in memory. The 304
-        /// updates only the response it validated (RFC 9111 §4.3.4).
-        @Test func aLate304DoesNotUpdateAResponseStoredSince() throws {
+        /// Review 83 F2, review 84 N1: a 304 that came late, after a fetch that did not join its
+        /// revalidation stored another response of the variant, put the validated response's
+        /// fields over that response's body on disk (for good), and the validated response back
+        /// in memory, also when the other response was too large for memory and left it none.
+        /// The 304 updates only the response it validated (RFC 9111 §4.3.4). `newer`: the other
+        /// response's body size (512 KiB: streamed to disk only).
+        @Test(arguments: [6, 512 << 10]) func aLate304DoesNotUpdateAResponseStoredSince(newer: Int) throws {
             let origin = try RawOrigin()
             let directory = Paths.temporaryDirectory()
             defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -158,23 +160,120 @@ extension IntegrationTests {
             defer { _ = revalidation.stop() }
             for _ in 0..<50 where origin.count(path) == 1 { usleep(20_000) }
             #expect(origin.count(path) == 2)
-            origin.script(path, RawOrigin.Script(response("v2", maxAge: 600, body: "V2V2V2")))
-            #expect(try Curl.viaProxy(proxy, ["-H", "Cache-Control: no-cache", origin.url(path)]).text == "V2V2V2")
+            let v2 = String(repeating: "V2", count: newer / 2)
+            origin.script(path, RawOrigin.Script(response("v2", maxAge: 600, body: v2)))
+            #expect(try Curl.viaProxy(proxy, ["-H", "Cache-Control: no-cache", origin.url(path)]).body.count == newer)
             revalidation.waitUntilExit()
             #expect(String(decoding: FileManager.default.contents(atPath: directory + "/revalidated") ?? Data(), as: UTF8.self) == "V1V1")
             usleep(300_000)  // the writer thread has finished the refresh, if any
+            func isV2(_ result: Curl.Result) -> Bool {
+                result.text == v2 && result.header("etag") == "\"v2\"" && result.header("content-type") == "text/v2"
+            }
             for _ in 0..<2 {
                 let hit = try Curl.viaProxy(proxy, [origin.url(path)])
-                #expect(hit.text == "V2V2V2" && hit.header("etag") == "\"v2\"" && hit.header("content-type") == "text/v2")
+                #expect(isV2(hit), "\(hit.body.count) bytes, \(hit.header("etag") ?? "-"), \(hit.header("cache-status") ?? "-")")
                 #expect(hit.cacheStatus?.hit == true)
             }
             #expect(larder?.stop() == 0)
             larder = nil
             let restarted = try Larder(config: Self.racing, cacheDirectory: directory + "/cache")
             let fromDisk = try Curl.viaProxy(restarted.proxy, [origin.url(path)])
-            #expect(fromDisk.text == "V2V2V2" && fromDisk.header("etag") == "\"v2\"" && fromDisk.header("content-type") == "text/v2")
+            #expect(isV2(fromDisk), "\(fromDisk.body.count) bytes, \(fromDisk.header("etag") ?? "-")")
             #expect(fromDisk.cacheStatus?.isDiskHit == true)
             #expect(origin.count(path) == 3)
+        }
+
+        /// Review 84 N2: a copy promoted into memory by a 304 kept the serial of the disk entry it
+        /// was read from; the 304's rewrite of that entry outdated it, so the next 304's
+        /// freshness never reached memory, and every request after it was revalidated again.
+        @Test func eachRevalidationOfAPromotedCopyRefreshesIt() throws {
+            let origin = try RawOrigin()
+            let directory = Paths.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            var larder: Larder? = try Larder(config: "", cacheDirectory: directory + "/cache")
+            let path = "/promoted"
+            let body = String(repeating: "p", count: 4000)
+            let v1 = "HTTP/1.1 200 OK\r\nCache-Control: max-age=1\r\nETag: \"v1\"\r\nContent-Length: 4000\r\n\r\n" + body
+            origin.script(path, RawOrigin.Script(v1))
+            #expect(try Curl.viaProxy(try #require(larder).proxy, [origin.url(path)]).text == body)
+            usleep(300_000)  // on disk
+            #expect(larder?.stop() == 0)
+            larder = nil
+            let restarted = try Larder(config: "", cacheDirectory: directory + "/cache")
+            usleep(1_000_000)  // stale
+            func notModified(maxAge: Int) -> RawOrigin.Script {
+                RawOrigin.Script("HTTP/1.1 304 Not Modified\r\nETag: \"v1\"\r\nCache-Control: max-age=\(maxAge)\r\n\r\n")
+            }
+            origin.script(path, notModified(maxAge: 1))
+            #expect(try Curl.viaProxy(restarted.proxy, [origin.url(path)]).text == body)  // read from disk, promoted
+            usleep(1_300_000)  // stale again
+            origin.script(path, notModified(maxAge: 600))
+            #expect(try Curl.viaProxy(restarted.proxy, [origin.url(path)]).text == body)
+            #expect(origin.count(path) == 3)
+            for _ in 0..<3 {
+                let hit = try Curl.viaProxy(restarted.proxy, [origin.url(path)])
+                #expect(hit.text == body && hit.cacheStatus?.hit == true, "\(hit.header("cache-status") ?? "-")")
+            }
+            #expect(origin.count(path) == 3, "fresh for 600 s after the second 304")
+        }
+
+        /// Review 85 R85-1: a POST's invalidation of a URL (RFC 9111 §4.4) while a 304 for it was
+        /// on its way was undone: the 304 put the validated response back in memory.
+        @Test func anInvalidationIsNotUndoneByA304OnItsWay() throws {
+            let origin = try RawOrigin()
+            let larder = try Larder(config: "")
+            let path = "/invalidated"
+            let body = String(repeating: "1", count: 4000)
+            origin.script(
+                path, RawOrigin.Script("HTTP/1.1 200 OK\r\nCache-Control: max-age=1\r\nETag: \"v1\"\r\nContent-Length: 4000\r\n\r\n" + body)
+            )
+            #expect(try Curl.viaProxy(larder.proxy, [origin.url(path)]).text == body)
+            usleep(1_300_000)  // stale
+            let late = ["HTTP/1.1 304 Not Modified\r\n", "ETag: \"v1\"\r\nCache-Control: max-age=600\r\n\r\n"]
+            origin.script(path, RawOrigin.Script(pieces: late.map { Array($0.utf8) }, pause: 1.5))
+            let revalidation = try ChildProcess(
+                "/usr/bin/curl", ["-s", "--max-time", "30", "--proxy", larder.proxy, "-o", "/dev/null", origin.url(path)])
+            defer { _ = revalidation.stop() }
+            for _ in 0..<50 where origin.count(path) == 1 { usleep(20_000) }
+            origin.script(path, RawOrigin.Script("HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nposted"))
+            #expect(try Curl.viaProxy(larder.proxy, ["-X", "POST", "-d", "x", origin.url(path)]).text == "posted")
+            revalidation.waitUntilExit()
+            origin.script(
+                path, RawOrigin.Script("HTTP/1.1 200 OK\r\nCache-Control: max-age=600\r\nETag: \"v2\"\r\nContent-Length: 2\r\n\r\nv2"))
+            let after = try Curl.viaProxy(larder.proxy, [origin.url(path)])
+            #expect(after.text == "v2", "\(after.body.count) bytes, \(after.header("cache-status") ?? "-")")
+            #expect(origin.count(path) == 4)
+        }
+
+        /// Review 85 R85-2: of two validations of one response that overlap (a client's HEAD
+        /// beside a GET's revalidation), the one that landed second was refused in both tiers,
+        /// and the entry kept the first one's shorter freshness.
+        @Test func aSecondValidationOfTheSameResponseLandsToo() throws {
+            let origin = try RawOrigin()
+            let larder = try Larder(config: "")
+            let path = "/validated-twice"
+            let body = String(repeating: "1", count: 4000)
+            let head = "HTTP/1.1 200 OK\r\nETag: \"v1\"\r\nContent-Length: 4000\r\n"
+            origin.script(path, RawOrigin.Script(head + "Cache-Control: max-age=1\r\n\r\n" + body))
+            #expect(try Curl.viaProxy(larder.proxy, [origin.url(path)]).text == body)
+            usleep(1_300_000)  // stale
+            let late = ["HTTP/1.1 304 Not Modified\r\n", "ETag: \"v1\"\r\nCache-Control: max-age=600\r\n\r\n"]
+            origin.script(path, RawOrigin.Script(pieces: late.map { Array($0.utf8) }, pause: 1.5))
+            let revalidation = try ChildProcess(
+                "/usr/bin/curl", ["-s", "--max-time", "30", "--proxy", larder.proxy, "-o", "/dev/null", origin.url(path)])
+            defer { _ = revalidation.stop() }
+            for _ in 0..<50 where origin.count(path) == 1 { usleep(20_000) }
+            origin.script(path, RawOrigin.Script(head + "Cache-Control: max-age=2\r\n\r\n"))
+            #expect(try Curl.viaProxy(larder.proxy, ["-I", origin.url(path)]).status == 200)
+            #expect(origin.count(path) == 3, "the HEAD went to the origin")
+            revalidation.waitUntilExit()
+            origin.script(path, RawOrigin.Script("HTTP/1.1 304 Not Modified\r\nETag: \"v1\"\r\nCache-Control: max-age=600\r\n\r\n"))
+            usleep(2_500_000)  // past the HEAD's max-age, within the 304's
+            for _ in 0..<2 {
+                let hit = try Curl.viaProxy(larder.proxy, [origin.url(path)])
+                #expect(hit.text == body && hit.cacheStatus?.hit == true, "\(hit.header("cache-status") ?? "-")")
+            }
+            #expect(origin.count(path) == 3, "fresh for the 304's 600 s")
         }
 
         @Test func aSegmentCutShortWhileRunningIsDroppedNotServed() throws {
