@@ -133,6 +133,23 @@ extension IntegrationTests {
             #expect(origin.count(path) == 2)
         }
 
+        /// Waits until `path`'s stored response is stale, then starts a revalidation of it through
+        /// `proxy` (a curl writing the body to `output`) that the origin answers with a 304 of
+        /// max-age=600 only 1.5 s after its status line; returns once the origin has the request.
+        static func startLateRevalidation(_ origin: RawOrigin, proxy: String, path: String, output: String = "/dev/null") throws
+            -> ChildProcess
+        {
+            usleep(1_300_000)  // stale
+            let requests = origin.count(path)
+            let late = ["HTTP/1.1 304 Not Modified\r\n", "ETag: \"v1\"\r\nCache-Control: max-age=600\r\n\r\n"]
+            origin.script(path, RawOrigin.Script(pieces: late.map { Array($0.utf8) }, pause: 1.5))
+            let revalidation = try ChildProcess(
+                "/usr/bin/curl", ["-s", "--max-time", "30", "--proxy", proxy, "-o", output, origin.url(path)])
+            for _ in 0..<50 where origin.count(path) == requests { usleep(20_000) }
+            #expect(origin.count(path) == requests + 1)
+            return revalidation
+        }
+
         /// Review 83 F2, review 84 N1: a 304 that came late, after a fetch that did not join its
         /// revalidation stored another response of the variant, put the validated response's
         /// fields over that response's body on disk (for good), and the validated response back
@@ -152,14 +169,8 @@ extension IntegrationTests {
             }
             origin.script(path, RawOrigin.Script(response("v1", maxAge: 1, body: "V1V1")))
             #expect(try Curl.viaProxy(proxy, [origin.url(path)]).text == "V1V1")
-            usleep(1_300_000)  // stale
-            let late = ["HTTP/1.1 304 Not Modified\r\n", "ETag: \"v1\"\r\nCache-Control: max-age=600\r\n\r\n"]
-            origin.script(path, RawOrigin.Script(pieces: late.map { Array($0.utf8) }, pause: 1.5))
-            let revalidation = try ChildProcess(
-                "/usr/bin/curl", ["-s", "--max-time", "30", "--proxy", proxy, "-o", directory + "/revalidated", origin.url(path)])
+            let revalidation = try Self.startLateRevalidation(origin, proxy: proxy, path: path, output: directory + "/revalidated")
             defer { _ = revalidation.stop() }
-            for _ in 0..<50 where origin.count(path) == 1 { usleep(20_000) }
-            #expect(origin.count(path) == 2)
             let v2 = String(repeating: "V2", count: newer / 2)
             origin.script(path, RawOrigin.Script(response("v2", maxAge: 600, body: v2)))
             #expect(try Curl.viaProxy(proxy, ["-H", "Cache-Control: no-cache", origin.url(path)]).body.count == newer)
@@ -228,13 +239,8 @@ extension IntegrationTests {
                 path, RawOrigin.Script("HTTP/1.1 200 OK\r\nCache-Control: max-age=1\r\nETag: \"v1\"\r\nContent-Length: 4000\r\n\r\n" + body)
             )
             #expect(try Curl.viaProxy(larder.proxy, [origin.url(path)]).text == body)
-            usleep(1_300_000)  // stale
-            let late = ["HTTP/1.1 304 Not Modified\r\n", "ETag: \"v1\"\r\nCache-Control: max-age=600\r\n\r\n"]
-            origin.script(path, RawOrigin.Script(pieces: late.map { Array($0.utf8) }, pause: 1.5))
-            let revalidation = try ChildProcess(
-                "/usr/bin/curl", ["-s", "--max-time", "30", "--proxy", larder.proxy, "-o", "/dev/null", origin.url(path)])
+            let revalidation = try Self.startLateRevalidation(origin, proxy: larder.proxy, path: path)
             defer { _ = revalidation.stop() }
-            for _ in 0..<50 where origin.count(path) == 1 { usleep(20_000) }
             origin.script(path, RawOrigin.Script("HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nposted"))
             #expect(try Curl.viaProxy(larder.proxy, ["-X", "POST", "-d", "x", origin.url(path)]).text == "posted")
             revalidation.waitUntilExit()
@@ -256,13 +262,8 @@ extension IntegrationTests {
             let head = "HTTP/1.1 200 OK\r\nETag: \"v1\"\r\nContent-Length: 4000\r\n"
             origin.script(path, RawOrigin.Script(head + "Cache-Control: max-age=1\r\n\r\n" + body))
             #expect(try Curl.viaProxy(larder.proxy, [origin.url(path)]).text == body)
-            usleep(1_300_000)  // stale
-            let late = ["HTTP/1.1 304 Not Modified\r\n", "ETag: \"v1\"\r\nCache-Control: max-age=600\r\n\r\n"]
-            origin.script(path, RawOrigin.Script(pieces: late.map { Array($0.utf8) }, pause: 1.5))
-            let revalidation = try ChildProcess(
-                "/usr/bin/curl", ["-s", "--max-time", "30", "--proxy", larder.proxy, "-o", "/dev/null", origin.url(path)])
+            let revalidation = try Self.startLateRevalidation(origin, proxy: larder.proxy, path: path)
             defer { _ = revalidation.stop() }
-            for _ in 0..<50 where origin.count(path) == 1 { usleep(20_000) }
             origin.script(path, RawOrigin.Script(head + "Cache-Control: max-age=2\r\n\r\n"))
             #expect(try Curl.viaProxy(larder.proxy, ["-I", origin.url(path)]).status == 200)
             #expect(origin.count(path) == 3, "the HEAD went to the origin")
