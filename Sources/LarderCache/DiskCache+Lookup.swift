@@ -223,7 +223,8 @@ extension DiskCache {
     func storedResponse(key: CacheKey, head: DiskEntryFormat.Head, body: StoredResponse.Body, serial: UInt64 = 0) -> StoredResponse {
         StoredResponse.make(
             key: key, url: head.url, status: head.status, reason: head.reason, headers: head.headers, body: body,
-            requestTime: head.requestTime, responseTime: head.responseTime, varyValues: head.vary, diskSerial: serial)
+            requestTime: head.requestTime, responseTime: head.responseTime, bodyTime: head.bodyTime, varyValues: head.vary,
+            diskSerial: serial)
     }
 
     // MARK: Verification and promotion (reader thread)
@@ -403,7 +404,8 @@ extension DiskCache {
             let loaded = try? loadHead(name: name), loaded.head.key == key.url, loaded.head.vary.isEmpty
         else { return nil }
         let entry = DiskIndex.Entry(
-            key: key, vary: [:], name: name, size: loaded.recordLength, responseTime: loaded.head.responseTime)
+            key: key, vary: [:], name: name, size: loaded.recordLength, responseTime: loaded.head.responseTime,
+            bodyTime: loaded.head.bodyArrival)
         return index.withLock { index in
             if let indexed = index.entry(named: name) { return (indexed, nil) }
             guard index.insertIfAbsent(entry), let indexed = index.entry(named: name) else { return nil }
@@ -422,14 +424,14 @@ extension DiskCache {
         return { [index] in index.withLock { $0.holds(name, serial: serial) } }
     }
 
-    /// A check, for the memory tier to make under its lock as a refresh lands, that the index
-    /// holds an entry of `stored`'s variant whose response arrived at either time (to the
-    /// microsecond an entry keeps).
-    public func holdsArrival(of stored: StoredResponse, atEither arrivals: (Double, Double)) -> @Sendable () -> Bool {
-        let name = DiskCache.entryName(key: stored.key, vary: stored.varyValues)
+    /// A check, for the memory tier to make under its lock as a refresh of `original` lands,
+    /// that the index holds an entry of its variant with its body (``StoredResponse/holdsBody(of:)``).
+    public func holdsBody(of original: StoredResponse) -> @Sendable () -> Bool {
+        let name = DiskCache.entryName(key: original.key, vary: original.varyValues)
+        let bodyTime = original.bodyTime
         return { [index] in
             guard let entry = index.withLock({ $0.entry(named: name) }) else { return false }
-            return StoredResponse.sameArrival(entry.responseTime, arrivals.0) || StoredResponse.sameArrival(entry.responseTime, arrivals.1)
+            return StoredResponse.sameArrival(entry.bodyTime, bodyTime)
         }
     }
 

@@ -83,10 +83,11 @@ extension DiskCache {
     /// Rewrites the head of the entry `refreshed` replaces (same key and variant) after a
     /// revalidation (RFC 9111 §4.3.4), on the writer thread: the body is copied into a new
     /// record (appended to a segment) or a new file (renamed over the old one), and the old
-    /// record is freed. Nothing happens if the entry is gone, holds another response than
-    /// `original`, the one validated, or a refresh of it (``StoredResponse/isVersion(of:orRefreshAt:)``:
-    /// one stored since would get the validated response's fields over its own body), or a
-    /// purge or ban since `stamp` (when the revalidation began) covers it.
+    /// record is freed. Nothing happens if the entry is gone, holds another body than
+    /// `original`'s, the response validated (``StoredResponse/holdsBody(of:)``: one stored since
+    /// would get the validated response's fields over its own body), holds a refresh of it that
+    /// arrived later (``DiskIndex/insert(_:capped:)``), or a purge or ban since `stamp` (when
+    /// the revalidation began) covers it.
     public func refresh(_ refreshed: StoredResponse, of original: StoredResponse, stamp: InvalidationLog.Stamp? = nil) {
         let name = DiskCache.entryName(key: refreshed.key, vary: refreshed.varyValues)
         let path = path(forName: name)
@@ -94,7 +95,8 @@ extension DiskCache {
         headers.remove("Age")
         let head = DiskEntryFormat.Head(
             key: refreshed.key.url, status: refreshed.status, reason: refreshed.reason,
-            requestTime: refreshed.requestTime, responseTime: refreshed.responseTime, vary: refreshed.varyValues,
+            requestTime: refreshed.requestTime, responseTime: refreshed.responseTime, bodyTime: original.bodyTime,
+            vary: refreshed.varyValues,
             headers: headers, url: refreshed.url)
         let temporary = temporaryPath(name, suffix: "refresh")
         writer.submit { [self] in
@@ -102,9 +104,7 @@ extension DiskCache {
             else { return }
             do {
                 let old = try loadHead(current)
-                guard old.head.key == refreshed.key.url,
-                    StoredResponse.sameArrival(old.head.responseTime, original.responseTime)
-                        || StoredResponse.sameRepresentation(old.head.headers["ETag"], old.head.bodyLength, as: original)
+                guard old.head.key == refreshed.key.url, StoredResponse.sameArrival(old.head.bodyArrival, original.bodyTime)
                 else { return }
                 // The body stays, and so does the format its checksum was computed in.
                 var head = head
@@ -114,7 +114,7 @@ extension DiskCache {
                 let entry = DiskIndex.Entry(
                     key: refreshed.key, vary: refreshed.varyValues, name: name,
                     size: Int64(entryHead.count) + old.head.bodyLength + old.head.tableLength,
-                    responseTime: refreshed.responseTime)
+                    responseTime: refreshed.responseTime, bodyTime: original.bodyTime)
                 if old.head.bodyLength <= DiskCache.inlineLimit {
                     let body = try FileSystem.read(old.file.fd, at: old.bodyOffset, count: Int(old.head.bodyLength))
                     guard body.count == Int(old.head.bodyLength) else {
@@ -135,8 +135,12 @@ extension DiskCache {
                     try FileSystem.writeAll(fd, chunk)
                     offset += Int64(chunk.count)
                 }
-                guard invalidations.allows(refreshed.key, since: stamp) else {
-                    try? FileSystem.remove(temporary)  // purged meanwhile: not renamed over a newer entry
+                // Purged meanwhile, or refreshed again by a validation that came back later: not
+                // renamed over what the index holds now.
+                guard invalidations.allows(refreshed.key, since: stamp),
+                    !index.withLock({ $0.holdsLater(named: name, than: refreshed.responseTime) })
+                else {
+                    try? FileSystem.remove(temporary)
                     return
                 }
                 try FileSystem.rename(temporary, path)
@@ -214,7 +218,7 @@ extension DiskCache {
 
     /// An index entry standing for the file `name`, which the index does not hold.
     static func unindexedFile(_ name: EntryName) -> DiskIndex.Entry {
-        DiskIndex.Entry(key: CacheKey(normalized: ""), vary: [:], name: name, size: 0, responseTime: 0)
+        DiskIndex.Entry(key: CacheKey(normalized: ""), vary: [:], name: name, size: 0, responseTime: 0, bodyTime: 0)
     }
 
     /// Removes everything: the entry tree is renamed away at once and deleted in the background.

@@ -45,7 +45,8 @@ extension DiskCache {
                         batch.append(
                             DiskIndex.Entry(
                                 key: CacheKey(normalized: loaded.head.key), vary: loaded.head.vary, name: name,
-                                size: loaded.recordLength, responseTime: loaded.head.responseTime))
+                                size: loaded.recordLength, responseTime: loaded.head.responseTime,
+                                bodyTime: loaded.head.bodyArrival))
                         found += 1
                     } catch {
                         if discard(name, after: error) { dropped += 1 }
@@ -128,7 +129,8 @@ extension DiskCache {
                 records.append(
                     DiskIndex.Entry(
                         key: key, vary: head.vary, name: DiskCache.entryName(key: key, vary: head.vary),
-                        size: record.length, responseTime: head.responseTime, segment: id, offset: record.offset))
+                        size: record.length, responseTime: head.responseTime, bodyTime: head.bodyArrival, segment: id,
+                        offset: record.offset))
             }
         } catch {
             if case .unknownVersion(let version)? = (error as? SegmentReader.Damaged)?.problem,

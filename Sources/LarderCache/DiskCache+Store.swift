@@ -133,7 +133,8 @@ extension DiskCache {
             entry = DiskIndex.Entry(
                 key: store.pointee.response.key, vary: store.pointee.head.vary,
                 name: DiskCache.entryName(key: store.pointee.response.key, vary: store.pointee.head.vary),
-                size: Int64(head.count + store.pointee.body.count), responseTime: store.pointee.head.responseTime)
+                size: Int64(head.count + store.pointee.body.count), responseTime: store.pointee.head.responseTime,
+                bodyTime: store.pointee.head.bodyArrival)
             self.source = source
             stamp = store.pointee.stamp
         }
@@ -251,7 +252,7 @@ extension DiskCache {
         let table = blocked ? DiskEntryFormat.blockTable(of: body, version: head.version) : []
         let entry = DiskIndex.Entry(
             key: key, vary: head.vary, name: name, size: Int64(entryHead.count + body.count + table.count),
-            responseTime: head.responseTime)
+            responseTime: head.responseTime, bodyTime: head.bodyArrival)
         let elapsed: UInt64?
         if body.count <= DiskCache.inlineLimit {
             elapsed = appendRecord(entry, head: entryHead, body: body, stamp: stamp)

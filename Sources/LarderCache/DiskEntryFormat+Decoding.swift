@@ -65,7 +65,8 @@ extension DiskEntryFormat {
         guard headers.wire.count == fields.count else { throw .unreadableHead("malformed header line") }
         return Head(
             key: key, status: status, reason: meta.reason, requestTime: requestTime, responseTime: responseTime,
-            vary: meta.vary, headers: headers, bodyLength: bodyLength, bodyChecksum: bodyChecksum, version: version, url: meta.url)
+            bodyTime: meta.bodyTime, vary: meta.vary, headers: headers, bodyLength: bodyLength, bodyChecksum: bodyChecksum,
+            version: version, url: meta.url)
     }
 
     /// The metadata lines of a head section (before its blank line). Text is one scalar a byte
@@ -78,6 +79,7 @@ extension DiskEntryFormat {
         var reason = ""
         var requestTime: Double?
         var responseTime: Double?
+        var bodyTime: Double?
         var vary: [String: String] = [:]
 
         init(_ text: UnsafeRawBufferPointer) throws(Problem) {
@@ -97,6 +99,9 @@ extension DiskEntryFormat {
                     requestTime = DiskEntryFormat.seconds(value)
                 } else if DiskEntryFormat.equals(name, "response-time") {
                     responseTime = DiskEntryFormat.seconds(value)
+                } else if DiskEntryFormat.equals(name, "body-time") {
+                    guard let seconds = DiskEntryFormat.seconds(value) else { throw .unreadableHead("malformed body-time") }
+                    bodyTime = seconds
                 } else if DiskEntryFormat.equals(name, "vary") {
                     guard let colon = value.firstIndex(of: UInt8(ascii: ":")) else { throw .unreadableHead("malformed vary line") }
                     var start = colon + 1

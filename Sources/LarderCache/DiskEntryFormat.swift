@@ -13,6 +13,7 @@ import LarderHTTP
 /// status 200 OK\n
 /// request-time 1732300000.123\n
 /// response-time 1732300000.456\n
+/// body-time 1732200000.789\n                    when the body arrived before (a refreshed head)
 /// vary accept-encoding: gzip\n                  zero or more
 /// \n
 /// Content-Type: text/plain\r\n                  stored response headers, wire form
@@ -54,6 +55,9 @@ public enum DiskEntryFormat {
         public var reason: String
         public var requestTime: Double
         public var responseTime: Double
+        /// When the body arrived, if before `responseTime`: a head a refresh rewrote over the
+        /// body of an earlier fill (``StoredResponse/bodyTime``; no `body-time` line otherwise).
+        public var bodyTime: Double?
         public var vary: [String: String]
         public var headers: HTTPHeaders
         public var bodyLength: Int64
@@ -63,9 +67,11 @@ public enum DiskEntryFormat {
         public var version: Int
         /// The bytes of the block table after the body.
         public var tableLength: Int64 { DiskEntryFormat.tableLength(bodyLength: bodyLength, version: version) }
+        /// When the body arrived: ``bodyTime``, or with the response.
+        public var bodyArrival: Double { bodyTime ?? responseTime }
 
         public init(
-            key: String, status: Int, reason: String, requestTime: Double, responseTime: Double,
+            key: String, status: Int, reason: String, requestTime: Double, responseTime: Double, bodyTime: Double? = nil,
             vary: [String: String], headers: HTTPHeaders, bodyLength: Int64 = 0, bodyChecksum: UInt64 = 0,
             version: Int = DiskEntryFormat.version, url: String? = nil
         ) {
@@ -75,6 +81,7 @@ public enum DiskEntryFormat {
             self.reason = reason
             self.requestTime = requestTime
             self.responseTime = responseTime
+            self.bodyTime = bodyTime.flatMap { StoredResponse.sameArrival($0, responseTime) ? nil : $0 }
             self.vary = vary
             self.headers = headers
             self.bodyLength = bodyLength
@@ -136,7 +143,8 @@ public enum DiskEntryFormat {
         // Room for every text at its UTF-8 length (a Latin-1 reason or value takes a byte a
         // scalar: no more), 20 digits for the status and 24 characters for each time.
         let capacity =
-            preambleLength + 64 + 20 + 48 + head.key.utf8.count + (head.url.map { $0.utf8.count + 5 } ?? 0) + head.reason.utf8.count
+            preambleLength + 64 + 20 + 48 + (head.bodyTime == nil ? 0 : 35) + head.key.utf8.count
+            + (head.url.map { $0.utf8.count + 5 } ?? 0) + head.reason.utf8.count
             + varyBytes
             + (wireFields?.count ?? head.headers.wire.count)
         return ByteArrays.make(capacity: capacity) { buffer in
@@ -242,6 +250,10 @@ public enum DiskEntryFormat {
         appendSeconds(head.requestTime, to: &writer)
         writer.append("\nresponse-time " as StaticString)
         appendSeconds(head.responseTime, to: &writer)
+        if let bodyTime = head.bodyTime {
+            writer.append("\nbody-time " as StaticString)
+            appendSeconds(bodyTime, to: &writer)
+        }
         writer.append(10)
         for (name, value) in vary {
             writer.append("vary " as StaticString)

@@ -15,6 +15,9 @@ struct DiskIndex {
         /// When its response arrived (wall-clock seconds, its head's `responseTime`): of two
         /// fills of one variant that overlap, the response that came later stays indexed.
         var responseTime: Double
+        /// When its body arrived (``DiskEntryFormat/Head/bodyArrival``): what a refresh
+        /// asks the index for when the memory tier holds no copy (``DiskCache/holdsBody(of:)``).
+        var bodyTime: Double
         /// The segment file holding the entry as a record, 0 for an entry in its own file
         /// (`v1/ab/cd/<name>`).
         var segment: UInt32 = 0

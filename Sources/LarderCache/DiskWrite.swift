@@ -155,7 +155,8 @@ public final class DiskWrite: Sendable {
                 Syscall.close(state.fd)
                 state.fd = -1
                 state.done = true
-                let entry = DiskIndex.Entry(key: key, vary: vary, name: name, size: size, responseTime: responseTime)
+                let entry = DiskIndex.Entry(
+                    key: key, vary: vary, name: name, size: size, responseTime: responseTime, bodyTime: responseTime)
                 let purged = !cache.invalidations.allows(key, since: stamp)
                 if purged || cache.index.withLock({ $0.holdsLater(named: name, than: responseTime) }) {
                     if !purged { cache.superseded(entry) }

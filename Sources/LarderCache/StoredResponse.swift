@@ -49,6 +49,11 @@ public final class StoredResponse: Sendable {
     public let requestTime: Double
     /// When the response was received (wall seconds).
     public let responseTime: Double
+    /// When its body was received: the `responseTime` of the fill that stored it, which a
+    /// refresh (a 304, a matching HEAD) keeps as it moves `responseTime` on. What tells the
+    /// stored body apart from another fill's, whatever their validators say: a refresh lands
+    /// only over the body it validated (``holdsBody(of:)``).
+    public let bodyTime: Double
     /// The request header values this variant was selected by (`Vary`), lower-cased names.
     public let varyValues: [String: String]
     /// Freshness lifetime in seconds (§4.2.1), computed when stored.
@@ -78,7 +83,7 @@ public final class StoredResponse: Sendable {
     /// fill builds it when the head arrives and sends it to its clients too).
     public init(
         key: CacheKey, url: String? = nil, status: Int, reason: String, headers: HTTPHeaders, body: Body,
-        requestTime: Double, responseTime: Double, varyValues: [String: String] = [:],
+        requestTime: Double, responseTime: Double, bodyTime: Double? = nil, varyValues: [String: String] = [:],
         freshnessLifetime: Double, correctedInitialAge: Double, cacheControl: CacheControl? = nil,
         preparedHead: PreparedHead? = nil, diskSerial: UInt64 = 0
     ) {
@@ -90,6 +95,7 @@ public final class StoredResponse: Sendable {
         self.body = body
         self.requestTime = requestTime
         self.responseTime = responseTime
+        self.bodyTime = bodyTime ?? responseTime
         self.varyValues = varyValues
         self.freshnessLifetime = freshnessLifetime
         self.correctedInitialAge = correctedInitialAge
@@ -108,12 +114,12 @@ public final class StoredResponse: Sendable {
     /// (RFC 9111 §4.2.1, §4.2.3), their Cache-Control parsed once for both.
     public static func make(
         key: CacheKey, url: String? = nil, status: Int, reason: String, headers: HTTPHeaders, body: Body,
-        requestTime: Double, responseTime: Double, varyValues: [String: String], diskSerial: UInt64 = 0
+        requestTime: Double, responseTime: Double, bodyTime: Double? = nil, varyValues: [String: String], diskSerial: UInt64 = 0
     ) -> StoredResponse {
         let cacheControl = CacheControl(headers)
         return StoredResponse(
             key: key, url: url, status: status, reason: reason, headers: headers, body: body,
-            requestTime: requestTime, responseTime: responseTime, varyValues: varyValues,
+            requestTime: requestTime, responseTime: responseTime, bodyTime: bodyTime, varyValues: varyValues,
             freshnessLifetime: Freshness.lifetime(
                 status: status, headers: headers, cacheControl: cacheControl, responseTime: responseTime),
             correctedInitialAge: Freshness.correctedInitialAge(headers: headers, requestTime: requestTime, responseTime: responseTime),
@@ -201,7 +207,7 @@ public final class StoredResponse: Sendable {
         let cacheControl = CacheControl(merged)
         return StoredResponse(
             key: key, url: url, status: status, reason: reason, headers: merged, body: body,
-            requestTime: requestTime, responseTime: responseTime, varyValues: varyValues,
+            requestTime: requestTime, responseTime: responseTime, bodyTime: bodyTime, varyValues: varyValues,
             freshnessLifetime: Freshness.lifetime(status: status, headers: merged, cacheControl: cacheControl, responseTime: responseTime),
             correctedInitialAge: Freshness.correctedInitialAge(headers: timing, requestTime: requestTime, responseTime: responseTime),
             cacheControl: cacheControl, diskSerial: diskSerial)
@@ -229,30 +235,18 @@ public final class StoredResponse: Sendable {
     /// ``arrived(after:)-(Double)`` for `other`'s arrival.
     public func arrived(after other: StoredResponse) -> Bool { arrived(after: other.responseTime) }
 
-    /// Whether this response arrived at `responseTime`, to the microsecond a disk entry keeps:
-    /// a copy read back from disk, or refreshed from one, is the same response.
-    public func arrived(at responseTime: Double) -> Bool {
-        StoredResponse.sameArrival(self.responseTime, responseTime)
+    /// Whether this response holds `original`'s body: it is `original`, a copy of it, or a
+    /// refresh of either (its ``bodyTime``, to the microsecond a disk entry keeps). Another
+    /// fill's body is not, even under the same validators: an origin may reuse a weak ETag, a
+    /// Last-Modified, or a strong ETag wrongly, and a 304 validates the response it was asked
+    /// about (RFC 9111 §4.3.4).
+    public func holdsBody(of original: StoredResponse) -> Bool {
+        StoredResponse.sameArrival(bodyTime, original.bodyTime)
     }
 
     /// Whether two arrival times are one, to the microsecond a disk entry keeps.
     static func sameArrival(_ first: Double, _ second: Double) -> Bool {
         (first * 1_000_000).rounded() == (second * 1_000_000).rounded()
-    }
-
-    /// Whether this response is `original`, or `original` freshened: it arrived when `original`
-    /// or `refresh` did, or it carries `original`'s strong ETag over a body as long (another
-    /// validation of the same representation landed first; RFC 9111 §4.3.4 selects the stored
-    /// responses a 304 updates by their strong validator).
-    public func isVersion(of original: StoredResponse, orRefreshAt refresh: Double) -> Bool {
-        arrived(at: original.responseTime) || arrived(at: refresh)
-            || StoredResponse.sameRepresentation(etag, Int64(bodyLength), as: original)
-    }
-
-    /// Whether `etag`, a strong one, and a body of `length` bytes are `original`'s.
-    static func sameRepresentation(_ etag: String?, _ length: Int64, as original: StoredResponse) -> Bool {
-        guard let etag, !etag.hasPrefix("W/"), etag == original.etag else { return false }
-        return length == Int64(original.bodyLength)
     }
 
     /// Seconds past its freshness lifetime at `now` (negative while fresh).
@@ -274,6 +268,7 @@ public final class StoredResponse: Sendable {
         self.body = body
         requestTime = other.requestTime
         responseTime = other.responseTime
+        bodyTime = other.bodyTime
         varyValues = other.varyValues
         freshnessLifetime = other.freshnessLifetime
         correctedInitialAge = other.correctedInitialAge

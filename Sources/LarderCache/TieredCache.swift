@@ -297,13 +297,14 @@ public final class TieredCache: Sendable {
 
     /// A stored response freshened by a 304 or a matching HEAD (RFC 9111 §4.3.4, §4.3.5): the
     /// new fields and times replace `original`'s, the response validated, in both tiers, in
-    /// each only while it holds that very response (another one of the variant, stored since
-    /// by a fetch that did not join the validation, is not the one the validator selected:
-    /// its body under `original`'s fields would be neither). Memory takes it in place of its
-    /// copy when that is `original` or a refresh of it (``StoredResponse/isVersion(of:orRefreshAt:)``),
-    /// and with no copy only when the disk tier's entry is `original` or this refresh of it
+    /// each only while it holds that very body (another one of the variant, stored since by a
+    /// fetch that did not join the validation, is not the one the validator selected: its body
+    /// under `original`'s fields would be neither, whatever validators the two share). Memory
+    /// takes it in place of a copy with `original`'s body (``StoredResponse/holdsBody(of:)``:
+    /// `original`, or a refresh of it by this or an overlapping validation) unless that copy
+    /// was refreshed later, and with no copy only when the disk tier's entry has that body
     /// (none: the response validated was removed meanwhile, by an unsafe method's invalidation,
-    /// and is not to come back), asked under its lock; by arrival, not by the disk serial a
+    /// and is not to come back), asked under its lock; by body, not by the disk serial a
     /// promoted copy keeps, which a refresh of the disk entry outdates. `promoting`:
     /// a disk entry small enough is read into memory too (a 304 answers clients now; a HEAD
     /// does not). Nothing is stored when a purge or ban since `stamp`, when the revalidation
@@ -311,11 +312,10 @@ public final class TieredCache: Sendable {
     public func refresh(
         _ updated: StoredResponse, of original: StoredResponse, promoting: Bool, stamp: InvalidationLog.Stamp? = nil
     ) {
-        let onDisk = disk?.holdsArrival(of: updated, atEither: (original.responseTime, updated.responseTime))
-        let refresh = updated.responseTime
+        let onDisk = disk?.holdsBody(of: original)
         let replacing: @Sendable (StoredResponse?) -> Bool = { held in
             guard let held else { return onDisk?() ?? false }
-            return held.isVersion(of: original, orRefreshAt: refresh)
+            return held.holdsBody(of: original)
         }
         if promoting {
             promote(updated, stamp: stamp, replacing: replacing)

@@ -422,6 +422,61 @@ import Testing
         #expect(reopened.statistics.entries == 0)
         reopened.stop()
     }
+
+    /// A refresh lands over the body it validated and no other (RFC 9111 §4.3.4: a 304 updates
+    /// the response it was asked about). The body's arrival is what tells: a refresh keeps it
+    /// (a `body-time` line, read back after a restart), so a refresh of that refresh lands too,
+    /// while another fill's body, stored since under the same strong ETag and length (an origin
+    /// reusing one wrongly), does not take the fields validated for the first. A record and an
+    /// entry in its own file.
+    @Test(arguments: [3000, DiskCache.inlineLimit + 1000])
+    func aRefreshLandsOverTheBodyItValidatedAndNoOther(size: Int) throws {
+        let fixture = try DiskFixture()
+        let headers: HTTPHeaders = ["Cache-Control": "max-age=60", "ETag": "\"v1\""]
+        func fill(_ cache: DiskCache, seed: UInt8, at responseTime: Double) {
+            let key = Fixtures.key("/r")
+            let head = DiskEntryFormat.Head(
+                key: key.url, status: 200, reason: "OK", requestTime: responseTime - 1, responseTime: responseTime, vary: [:],
+                headers: headers)
+            if size <= DiskCache.inlineLimit {
+                let stored = Fixtures.response("/r", headers: headers, responseTime: responseTime).withBody(
+                    .memory(pattern(size, seed: seed)))
+                #expect(cache.storeInline(stored, head: head))
+            } else {
+                let write = cache.beginWrite(key: key, head: head, expectedLength: size)
+                #expect(write != nil)
+                write?.append(pattern(size, seed: seed))
+                write?.finish(expectedLength: size)
+            }
+            cache.drain()
+        }
+        func refresh(_ cache: DiskCache, _ original: StoredResponse, by field: String, at responseTime: Double) {
+            cache.refresh(
+                original.freshened(by: ["X-Refresh": field], requestTime: responseTime - 1, responseTime: responseTime), of: original)
+            cache.drain()
+        }
+        fill(fixture.cache, seed: 1, at: 1000)
+        let first = try #require(hit(fixture.cache, "/r"))
+        refresh(fixture.cache, first, by: "1", at: 2000)
+        let reopened = try fixture.reopen()
+        defer { reopened.stop() }
+        waitForIndex(reopened)
+        let refreshed = try #require(hit(reopened, "/r"))
+        #expect(refreshed.headers["X-Refresh"] == "1" && refreshed.responseTime == 2000)
+        #expect(refreshed.bodyTime == 1000, "the body's arrival survives the restart")
+
+        refresh(reopened, refreshed, by: "2", at: 3000)
+        let again = try #require(hit(reopened, "/r"))
+        #expect(again.headers["X-Refresh"] == "2" && again.responseTime == 3000 && again.bodyTime == 1000)
+        #expect(read(reopened, "/r") == pattern(size, seed: 1))
+
+        // Another fill's body under the same validator: a late refresh of the first is refused.
+        fill(reopened, seed: 2, at: 4000)
+        refresh(reopened, again, by: "3", at: 5000)
+        let other = try #require(hit(reopened, "/r"))
+        #expect(other.headers["X-Refresh"] == nil && other.responseTime == 4000 && other.bodyTime == 4000)
+        #expect(read(reopened, "/r") == pattern(size, seed: 2))
+    }
 }
 
 /// Times in an entry's head: written to the microsecond, read back by `Double(_:)`.

@@ -28,6 +28,11 @@ import Testing
         .init(
             key: "debian:/debian/pool/main/h/hello.deb", status: 200, reason: "OK", requestTime: 1, responseTime: 2, vary: [:],
             headers: ["A": "1"], url: "http://deb.debian.org/debian/pool/main/h/hello.deb"),
+        // Refreshed over the body of an earlier fill (a `body-time` line, which readers without
+        // it skip).
+        .init(
+            key: "http://example.com/refreshed", status: 200, reason: "OK", requestTime: 1_764_000_300.25,
+            responseTime: 1_764_000_300.5, bodyTime: 1_764_000_000.5, vary: [:], headers: ["ETag": "W/\"e\""]),
     ]
 
     static func record(_ head: DiskEntryFormat.Head, bodyLength: Int64 = 12345, checksum: UInt64 = 0xfedc_ba98_7654_3210)
@@ -68,7 +73,7 @@ import Testing
         case .success(let head):
             let vary = head.vary.sorted { $0.key < $1.key }.map { "\($0.key.debugDescription)=\($0.value.debugDescription)" }
             return "\(head.key.debugDescription) \(head.status) \(head.reason.debugDescription) \(head.requestTime) "
-                + "\(head.responseTime) \(vary) \(head.headers.wire) \(head.bodyLength) \(head.bodyChecksum)"
+                + "\(head.responseTime) \(head.bodyTime.map { "\($0)" } ?? "-") \(vary) \(head.headers.wire) \(head.bodyLength) \(head.bodyChecksum)"
         }
     }
 
@@ -91,6 +96,27 @@ import Testing
         freed.replaceSubrange(0..<DiskEntryFormat.freedMagic.utf8.count, with: DiskEntryFormat.freedMagic.utf8)
         #expect(try DiskEntryFormat.decodePreamble(freed[...], acceptingFreed: true).freed)
         #expect(throws: DiskEntryFormat.Problem.unknownFormat) { try DiskEntryFormat.decodePreamble(freed[...]) }
+    }
+
+    /// A `body-time` line only where the body arrived before the response (a refreshed head);
+    /// without one, the body arrived with the response. A malformed one makes the head unreadable.
+    @Test func aBodyTimeIsWrittenOnlyForABodyThatArrivedBefore() throws {
+        for (head, line) in [(Self.heads[0], false), (Self.heads[5], true)] {
+            let bytes = Self.record(head)
+            #expect(String(decoding: bytes, as: UTF8.self).contains("\nbody-time ") == line)
+            let back = try DiskEntryFormat.decodeHead(bytes[DiskEntryFormat.preambleLength...], bodyLength: 7, bodyChecksum: 9)
+            #expect(back.bodyArrival == (line ? 1_764_000_000.5 : head.responseTime))
+        }
+        let normalized = DiskEntryFormat.Head(
+            key: Self.heads[0].key, status: 200, reason: "OK", requestTime: 1, responseTime: 2.0000001, bodyTime: 2, vary: [:],
+            headers: [:])
+        #expect(normalized.bodyTime == nil, "the same microsecond as the response: no line")
+        let text = String(decoding: Self.record(Self.heads[5]), as: UTF8.self)
+        let damaged = Array(text.replacingOccurrences(of: "body-time 1764000000.500000", with: "body-time 17x4000000.500000").utf8)
+        #expect(text.contains("\nbody-time 1764000000.500000\n"))
+        #expect(throws: DiskEntryFormat.Problem.unreadableHead("malformed body-time")) {
+            try DiskEntryFormat.decodeHead(damaged[DiskEntryFormat.preambleLength...], bodyLength: 7, bodyChecksum: 9)
+        }
     }
 
     /// Hand-made damage at the places that decide: signs and stray bytes in numbers, CR LF

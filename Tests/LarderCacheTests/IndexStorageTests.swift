@@ -52,7 +52,7 @@ import Testing
             let name = DiskCache.entryName(key: key, vary: vary)
             switch step % 6 {
             case 0, 1, 2:
-                let replaced = index.insert(DiskIndex.Entry(key: key, vary: vary, name: name, size: 10, responseTime: 0))
+                let replaced = index.insert(DiskIndex.Entry(key: key, vary: vary, name: name, size: 10, responseTime: 0, bodyTime: 0))
                 #expect(replaced?.name == (reference[name] != nil ? name : nil), "step \(step)")
                 reference[name] = key
             case 3:
@@ -78,9 +78,9 @@ import Testing
         let first = CacheKey(normalized: "http://origin.test/first")
         let second = CacheKey(normalized: "http://origin.test/second")
         let name = DiskCache.entryName(key: first, vary: [:])
-        index.insert(DiskIndex.Entry(key: first, vary: [:], name: name, size: 10, responseTime: 0))
+        index.insert(DiskIndex.Entry(key: first, vary: [:], name: name, size: 10, responseTime: 0, bodyTime: 0))
         #expect(index.lookup(first).map(\.key) == [first])
-        index.insert(DiskIndex.Entry(key: second, vary: [:], name: name, size: 10, responseTime: 0))
+        index.insert(DiskIndex.Entry(key: second, vary: [:], name: name, size: 10, responseTime: 0, bodyTime: 0))
         #expect(index.lookup(first).isEmpty)
         #expect(index.count == 1)
         #expect(index.remove(key: first).isEmpty)
@@ -95,7 +95,9 @@ import Testing
         let key = CacheKey(normalized: "http://origin.test/race")
         let name = DiskCache.entryName(key: key, vary: [:])
         let now = Clocks.wallSeconds()
-        func entry(_ time: Double) -> DiskIndex.Entry { DiskIndex.Entry(key: key, vary: [:], name: name, size: 10, responseTime: time) }
+        func entry(_ time: Double) -> DiskIndex.Entry {
+            DiskIndex.Entry(key: key, vary: [:], name: name, size: 10, responseTime: time, bodyTime: time)
+        }
         #expect(index.insert(entry(now - 10)) == nil)
         let refused = index.insert(entry(now - 20))
         #expect(refused?.responseTime == now - 20 && refused?.serial == 0)

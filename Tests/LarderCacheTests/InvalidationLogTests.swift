@@ -263,7 +263,7 @@ import Testing
         // What the writer thread's rename put in place after the purge removed the old entry.
         #expect(FileManager.default.createFile(atPath: file, contents: bytes))
         let cache = fixture.cache
-        let entry = DiskIndex.Entry(key: key, vary: [:], name: name, size: Int64(bytes.count), responseTime: 0)
+        let entry = DiskIndex.Entry(key: key, vary: [:], name: name, size: Int64(bytes.count), responseTime: 0, bodyTime: 0)
         cache.writer.submit { cache.didStore(entry, stamp: stamp) }
         fixture.cache.drain()
         #expect(!fixture.cache.isIndexed(key) && !FileManager.default.fileExists(atPath: file))

@@ -214,7 +214,8 @@ import Testing
             let vary = ["user-agent": "agent \(agent)"]
             cache.insert(Fixtures.response("/many", bodySize: 10, vary: vary))
             let replaced = index.insert(
-                DiskIndex.Entry(key: key, vary: vary, name: DiskCache.entryName(key: key, vary: vary), size: 10, responseTime: 0))
+                DiskIndex.Entry(
+                    key: key, vary: vary, name: DiskCache.entryName(key: key, vary: vary), size: 10, responseTime: 0, bodyTime: 0))
             if let replaced { evicted.append(replaced.vary) }
         }
         let kept = (cache.lookup(key) ?? []).map { $0.varyValues["user-agent"] ?? "" }

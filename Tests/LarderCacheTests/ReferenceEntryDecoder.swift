@@ -47,6 +47,7 @@ enum ReferenceEntryDecoder {
         var reason = ""
         var requestTime: Double?
         var responseTime: Double?
+        var bodyTime: Double?
         var vary: [String: String] = [:]
         for line in meta.split(separator: "\n") {
             guard let space = line.firstIndex(of: " ") else { throw .unreadableHead("line without value") }
@@ -60,6 +61,9 @@ enum ReferenceEntryDecoder {
                 reason = parts.count > 1 ? String(parts[1]) : ""
             case "request-time": requestTime = Double(value)
             case "response-time": responseTime = Double(value)
+            case "body-time":
+                guard let seconds = Double(value) else { throw .unreadableHead("malformed body-time") }
+                bodyTime = seconds
             case "vary":
                 guard let colon = value.firstIndex(of: ":") else { throw .unreadableHead("malformed vary line") }
                 vary[String(value[..<colon])] = String(ASCII.trimOWS(value[value.index(after: colon)...]))
@@ -76,7 +80,7 @@ enum ReferenceEntryDecoder {
         guard headers.wire.count == fields.count else { throw .unreadableHead("malformed header line") }
         return Head(
             key: key, status: status, reason: reason, requestTime: requestTime, responseTime: responseTime,
-            vary: vary, headers: headers, bodyLength: bodyLength, bodyChecksum: bodyChecksum)
+            bodyTime: bodyTime, vary: vary, headers: headers, bodyLength: bodyLength, bodyChecksum: bodyChecksum)
     }
 
     private static func findBlankLine(_ bytes: [UInt8]) -> Int? {

@@ -458,6 +458,29 @@ import Testing
         #expect(!cache.purge(Fixtures.key("/p")))
     }
 
+    /// A refresh replaces the memory copy only while it holds the body validated: another
+    /// fill's, stored since under the same strong ETag and length (an origin reusing one
+    /// wrongly), keeps its own fields, and a refresh of that copy lands, then one of the refresh.
+    @Test func aRefreshLeavesAnotherFillsBodyUnderTheSameValidatorAlone() throws {
+        let headers: HTTPHeaders = ["Cache-Control": "max-age=60", "ETag": "\"v1\""]
+        let first = Fixtures.response("/same", headers: headers, responseTime: 1000).withBody(.memory(pattern(300, seed: 1)))
+        let other = Fixtures.response("/same", headers: headers, responseTime: 1100).withBody(.memory(pattern(300, seed: 2)))
+        cache.insertInMemory(first)
+        cache.insertInMemory(other)
+        cache.refresh(first.freshened(by: ["X-Refresh": "1"], requestTime: 1199, responseTime: 1200), of: first, promoting: false)
+        let held = try #require(cache.memory.lookup(Fixtures.key("/same"))?.first)
+        #expect(held.headers["X-Refresh"] == nil && held.responseTime == 1100)
+        #expect(held.memoryBody == pattern(300, seed: 2))
+
+        let refreshed = other.freshened(by: ["X-Refresh": "2"], requestTime: 1299, responseTime: 1300)
+        cache.refresh(refreshed, of: other, promoting: false)
+        let again = refreshed.freshened(by: ["X-Refresh": "3"], requestTime: 1399, responseTime: 1400)
+        cache.refresh(again, of: refreshed, promoting: false)
+        let last = try #require(cache.memory.lookup(Fixtures.key("/same"))?.first)
+        #expect(last.headers["X-Refresh"] == "3" && last.responseTime == 1400)
+        #expect(last.memoryBody == pattern(300, seed: 2))
+    }
+
     @Test func listNamesEachVariantOnceWithItsTiersSortedByURL() throws {
         let body = [UInt8](repeating: 7, count: 300)
         cache.insertInMemory(Fixtures.response("/pkg/a", bodySize: 300))

@@ -136,12 +136,12 @@ extension IntegrationTests {
         /// Waits until `path`'s stored response is stale, then starts a revalidation of it through
         /// `proxy` (a curl writing the body to `output`) that the origin answers with a 304 of
         /// max-age=600 only 1.5 s after its status line; returns once the origin has the request.
-        static func startLateRevalidation(_ origin: RawOrigin, proxy: String, path: String, output: String = "/dev/null") throws
-            -> ChildProcess
-        {
+        static func startLateRevalidation(
+            _ origin: RawOrigin, proxy: String, path: String, output: String = "/dev/null", validator: String = "ETag: \"v1\""
+        ) throws -> ChildProcess {
             usleep(1_300_000)  // stale
             let requests = origin.count(path)
-            let late = ["HTTP/1.1 304 Not Modified\r\n", "ETag: \"v1\"\r\nCache-Control: max-age=600\r\n\r\n"]
+            let late = ["HTTP/1.1 304 Not Modified\r\n", validator + "\r\nCache-Control: max-age=600\r\n\r\n"]
             origin.script(path, RawOrigin.Script(pieces: late.map { Array($0.utf8) }, pause: 1.5))
             let revalidation = try ChildProcess(
                 "/usr/bin/curl", ["-s", "--max-time", "30", "--proxy", proxy, "-o", output, origin.url(path)])
@@ -251,24 +251,28 @@ extension IntegrationTests {
             #expect(origin.count(path) == 4)
         }
 
-        /// Review 85 R85-2: of two validations of one response that overlap (a client's HEAD
-        /// beside a GET's revalidation), the one that landed second was refused in both tiers,
-        /// and the entry kept the first one's shorter freshness.
-        @Test func aSecondValidationOfTheSameResponseLandsToo() throws {
+        /// Review 85 R85-2, review 86 F1: of two validations of one response that overlap (a
+        /// client's HEAD beside a GET's revalidation), the one that landed second was refused in
+        /// both tiers, and the entry kept the first one's shorter freshness: for every validator
+        /// until 3bc5600, then for a weak ETag or a Last-Modified alone, which could not tell the
+        /// refreshed response from another. A refresh keeps the time its body arrived, and that
+        /// tells them apart. `validator`: the stored response's, the HEAD's and the 304s'.
+        @Test(arguments: ["ETag: \"v1\"", "ETag: W/\"v1\"", "Last-Modified: Sun, 01 Nov 2026 00:00:00 GMT"])
+        func aSecondValidationOfTheSameResponseLandsToo(validator: String) throws {
             let origin = try RawOrigin()
             let larder = try Larder(config: "")
             let path = "/validated-twice"
             let body = String(repeating: "1", count: 4000)
-            let head = "HTTP/1.1 200 OK\r\nETag: \"v1\"\r\nContent-Length: 4000\r\n"
+            let head = "HTTP/1.1 200 OK\r\n\(validator)\r\nContent-Length: 4000\r\n"
             origin.script(path, RawOrigin.Script(head + "Cache-Control: max-age=1\r\n\r\n" + body))
             #expect(try Curl.viaProxy(larder.proxy, [origin.url(path)]).text == body)
-            let revalidation = try Self.startLateRevalidation(origin, proxy: larder.proxy, path: path)
+            let revalidation = try Self.startLateRevalidation(origin, proxy: larder.proxy, path: path, validator: validator)
             defer { _ = revalidation.stop() }
             origin.script(path, RawOrigin.Script(head + "Cache-Control: max-age=2\r\n\r\n"))
             #expect(try Curl.viaProxy(larder.proxy, ["-I", origin.url(path)]).status == 200)
             #expect(origin.count(path) == 3, "the HEAD went to the origin")
             revalidation.waitUntilExit()
-            origin.script(path, RawOrigin.Script("HTTP/1.1 304 Not Modified\r\nETag: \"v1\"\r\nCache-Control: max-age=600\r\n\r\n"))
+            origin.script(path, RawOrigin.Script("HTTP/1.1 304 Not Modified\r\n\(validator)\r\nCache-Control: max-age=600\r\n\r\n"))
             usleep(2_500_000)  // past the HEAD's max-age, within the 304's
             for _ in 0..<2 {
                 let hit = try Curl.viaProxy(larder.proxy, [origin.url(path)])
