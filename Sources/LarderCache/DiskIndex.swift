@@ -31,11 +31,9 @@ struct DiskIndex {
         /// read from disk carries it, ``StoredResponse/diskSerial``).
         var serial: UInt64 = 0
 
-        /// Whether its response arrived after `responseTime`, and not after `now` (asked only
-        /// then): an entry stamped later than now was stored before the wall clock stepped
-        /// back, and gives way rather than keep every newer fill out until the clock catches up.
+        /// Whether its response arrived after `responseTime` (``StoredResponse/arrival(_:isAfter:now:)``).
         func arrived(after responseTime: Double, now: () -> Double) -> Bool {
-            self.responseTime > responseTime && self.responseTime <= now()
+            StoredResponse.arrival(self.responseTime, isAfter: responseTime, now: now)
         }
     }
 

@@ -224,12 +224,18 @@ public final class StoredResponse: Sendable {
         return freshened(by: timing, requestTime: requestTime, responseTime: responseTime)
     }
 
-    /// Whether this response arrived after one that arrived at `responseTime`, and not later
-    /// than now (asked only then): a response stamped after now was stored before the wall
-    /// clock stepped back, and gives way rather than keep newer ones out until the clock
-    /// catches up.
+    /// Whether this response arrived after one that arrived at `responseTime`
+    /// (``arrival(_:isAfter:now:)`` on the wall clock).
     public func arrived(after responseTime: Double) -> Bool {
-        self.responseTime > responseTime && self.responseTime <= Clocks.wallSeconds()
+        StoredResponse.arrival(self.responseTime, isAfter: responseTime, now: Clocks.wallSeconds)
+    }
+
+    /// Whether a response that arrived at `time` arrived after one at `other`, and not later
+    /// than `now` (asked only then): one stamped after now was stored before the wall clock
+    /// stepped back, and gives way rather than keep newer ones out until the clock catches up.
+    /// The rule both tiers keep the later of two fills of a variant by.
+    static func arrival(_ time: Double, isAfter other: Double, now: () -> Double) -> Bool {
+        time > other && time <= now()
     }
 
     /// ``arrived(after:)-(Double)`` for `other`'s arrival.

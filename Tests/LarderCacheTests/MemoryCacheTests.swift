@@ -170,6 +170,23 @@ import Testing
         #expect(!variants.contains { $0 === gzip })
     }
 
+    /// The arrival rule both tiers keep the later fill by, on a clock given: later wins, a tie
+    /// does not, and one stamped after now gives way; the clock is read only for a later one.
+    @Test func aLaterArrivalWinsUnlessItIsStampedAfterNow() {
+        var reads = 0
+        let now: () -> Double = {
+            reads += 1
+            return 100
+        }
+        #expect(StoredResponse.arrival(50, isAfter: 40, now: now))
+        #expect(StoredResponse.arrival(100, isAfter: 40, now: now))
+        #expect(!StoredResponse.arrival(101, isAfter: 40, now: now), "stamped after now")
+        #expect(reads == 3)
+        #expect(!StoredResponse.arrival(40, isAfter: 40, now: now))
+        #expect(!StoredResponse.arrival(30, isAfter: 40, now: now))
+        #expect(reads == 3)
+    }
+
     /// Review 82 R82-1: of two fills of one variant that overlap, the one that began first may
     /// finish last. The response that arrived later stays; a removal for a version streamed to
     /// disk takes only its own variant, and only a copy that arrived no later.
