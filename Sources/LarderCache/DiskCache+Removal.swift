@@ -86,8 +86,10 @@ extension DiskCache {
     /// record is freed. Nothing happens if the entry is gone, holds another body than
     /// `original`'s, the response validated (``StoredResponse/holdsBody(of:)``: one stored since
     /// would get the validated response's fields over its own body), holds a refresh of it that
-    /// arrived later (``DiskIndex/insert(_:capped:)``), or a purge or ban since `stamp` (when
-    /// the revalidation began) covers it.
+    /// arrived later, when the refresh is indexed (``DiskIndex/insert(refresh:)``: a record a
+    /// loop stored while the body was copied counts), or a purge or ban since `stamp` (when
+    /// the revalidation began) covers it. A refresh the index refuses drops the memory tier's
+    /// copy of it (``superseded(_:)``), so both tiers answer with what the disk holds.
     public func refresh(_ refreshed: StoredResponse, of original: StoredResponse, stamp: InvalidationLog.Stamp? = nil) {
         let name = DiskCache.entryName(key: refreshed.key, vary: refreshed.varyValues)
         let path = path(forName: name)
@@ -120,7 +122,8 @@ extension DiskCache {
                     guard body.count == Int(old.head.bodyLength) else {
                         throw DiskEntryFormat.Problem.truncated(expected: old.head.bodyLength, actual: Int64(body.count))
                     }
-                    appendRecord(entry, head: entryHead, body: body, stamp: stamp)
+                    refreshWillLand.withLock { $0 }?()
+                    appendRecord(entry, head: entryHead, body: body, stamp: stamp, refresh: true)
                     return
                 }
                 let fd = try FileSystem.createExclusive(temporary)
@@ -135,16 +138,21 @@ extension DiskCache {
                     try FileSystem.writeAll(fd, chunk)
                     offset += Int64(chunk.count)
                 }
-                // Purged meanwhile, or refreshed again by a validation that came back later: not
-                // renamed over what the index holds now.
-                guard invalidations.allows(refreshed.key, since: stamp),
-                    !index.withLock({ $0.holdsLater(named: name, than: refreshed.responseTime) })
-                else {
+                // Purged meanwhile, or the name holds another body (a record a loop appended
+                // while the body was copied) or a later refresh: not renamed over what the index
+                // holds now. The same is asked again as the file is indexed, under the lock.
+                refreshWillLand.withLock { $0 }?()
+                guard invalidations.allows(refreshed.key, since: stamp) else {
                     try? FileSystem.remove(temporary)
                     return
                 }
+                guard index.withLock({ $0.accepts(refresh: entry) }) else {
+                    try? FileSystem.remove(temporary)
+                    superseded(entry)
+                    return
+                }
                 try FileSystem.rename(temporary, path)
-                didStore(entry, evict: false, stamp: stamp)
+                didStore(entry, evict: false, stamp: stamp, refresh: true)
             } catch {
                 try? FileSystem.remove(temporary)
             }

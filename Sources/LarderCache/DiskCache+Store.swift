@@ -267,9 +267,12 @@ extension DiskCache {
     /// Appends `entry` as a record (``appendToSegment(head:body:place:)``) and indexes it, on the
     /// writer thread; the record it replaces, if any, is freed. Returns the time the file calls
     /// took, nil when the record could not be stored.
-    /// Not indexed (its record freed) when a purge or ban since `stamp` covers it.
+    /// Not indexed (its record freed) when a purge or ban since `stamp` covers it, or, for a
+    /// `refresh`, when its name no longer holds the body refreshed (``DiskIndex/insert(refresh:)``).
     @discardableResult
-    func appendRecord(_ entry: DiskIndex.Entry, head: [UInt8], body: [UInt8], stamp: InvalidationLog.Stamp? = nil) -> UInt64? {
+    func appendRecord(
+        _ entry: DiskIndex.Entry, head: [UInt8], body: [UInt8], stamp: InvalidationLog.Stamp? = nil, refresh: Bool = false
+    ) -> UInt64? {
         let replaced: DiskIndex.Entry?
         let fileNanos: UInt64
         do throws(SystemError) {
@@ -278,7 +281,7 @@ extension DiskCache {
                 record.segment = segment
                 record.offset = offset
                 if !invalidations.allows(entry.key, since: stamp) { return record }
-                return index.insert(record)
+                return refresh ? index.insert(refresh: record) : index.insert(record)
             }
         } catch {
             writeFailed(error)
@@ -424,13 +427,14 @@ extension DiskCache {
     /// holds a response that arrived later (``DiskIndex/insert(_:capped:)``) the file goes too:
     /// the caller checked for such a file before renaming over the name
     /// (``DiskIndex/holdsLater(named:than:)``), so what the index holds is a record a loop
-    /// appended since.
+    /// appended since; and so for a `refresh` whose name holds another body by now
+    /// (``DiskIndex/insert(refresh:)``; its caller checked that before renaming, too).
     @discardableResult
-    func didStore(_ entry: DiskIndex.Entry, evict: Bool = true, stamp: InvalidationLog.Stamp? = nil) -> Bool {
+    func didStore(_ entry: DiskIndex.Entry, evict: Bool = true, stamp: InvalidationLog.Stamp? = nil, refresh: Bool = false) -> Bool {
         let name = entry.name
         let (stored, replaced) = index.withLock { index -> (Bool, DiskIndex.Entry?) in
             if !invalidations.allows(entry.key, since: stamp) { return (false, index.remove(named: name)) }
-            let replaced = index.insert(entry)
+            let replaced = refresh ? index.insert(refresh: entry) : index.insert(entry)
             // Not indexed: `entry` came back (its serial is not one the index gave out).
             if let replaced, replaced.serial == 0 { return (false, nil) }
             return (true, replaced)

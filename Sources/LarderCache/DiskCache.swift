@@ -46,6 +46,9 @@ public final class DiskCache: Sendable {
     /// later (``DiskIndex/insert(_:capped:)``): ``TieredCache`` drops the memory tier's copy of
     /// that older response, which went in before the disk store was tried. Set once, at start.
     let whenSuperseded = Locked<(@Sendable (DiskIndex.Entry) -> Void)?>(nil)
+    /// Called on the writer thread as a refresh, its new record or file written, is about to
+    /// be indexed: tests store another fill at that moment (nil otherwise).
+    let refreshWillLand = Locked<(@Sendable () -> Void)?>(nil)
     /// Entry files kept open for lookups on the event loops, which never open one themselves.
     let openFiles = OpenEntryFiles(capacity: DiskCache.defaultOpenFiles)
     /// Entry files kept open unless ``openFileLimit`` says otherwise.

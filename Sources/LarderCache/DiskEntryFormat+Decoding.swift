@@ -190,7 +190,8 @@ extension DiskEntryFormat {
     /// `Double(String)` reads it. Digits, a point and digits, 16 of them at most and together
     /// at most 2^53, over a power of ten up to 10^16: both exact as doubles, so one division
     /// rounds it as the decimal itself would be (Clinger's fast path); anything else goes to
-    /// that initializer.
+    /// that initializer, and is no time unless finite: the writer never spells `nan` or `inf`,
+    /// and a damaged head's would make an entry fresh forever or never equal to itself.
     fileprivate static func seconds(_ bytes: UnsafeRawBufferPointer) -> Double? {
         var digits: Int64 = 0
         var count = 0
@@ -200,13 +201,17 @@ extension DiskEntryFormat {
                 fraction = 0
                 continue
             }
-            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9"), count < 16 else { return Double(ASCII.string(bytes)) }
+            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9"), count < 16 else { return finite(bytes) }
             digits = digits * 10 + Int64(byte - UInt8(ascii: "0"))
             count += 1
             if fraction >= 0 { fraction += 1 }
         }
-        guard count > 0, fraction != 0, digits <= 1 << 53 else { return Double(ASCII.string(bytes)) }
+        guard count > 0, fraction != 0, digits <= 1 << 53 else { return finite(bytes) }
         return Double(digits) / powersOfTen[max(fraction, 0)]
+    }
+
+    private static func finite(_ bytes: UnsafeRawBufferPointer) -> Double? {
+        Double(ASCII.string(bytes)).flatMap { $0.isFinite ? $0 : nil }
     }
 
     private static let powersOfTen: [Double] = (0...16).map { power in (0..<power).reduce(1.0) { value, _ in value * 10 } }

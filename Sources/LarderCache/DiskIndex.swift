@@ -147,6 +147,27 @@ struct DiskIndex {
         entry(named: name)?.arrived(after: responseTime, now: Clocks.wallSeconds) ?? false
     }
 
+    /// Whether `refreshed`, a refresh of the body that arrived at its ``Entry/bodyTime``, may
+    /// take its name's place: the name holds that body still (not another fill's, stored while
+    /// the refresh was being written; not nothing, after an invalidation), and nothing that
+    /// arrived later.
+    func accepts(refresh refreshed: Entry) -> Bool {
+        guard let current = entry(named: refreshed.name) else { return false }
+        return StoredResponse.sameArrival(current.bodyTime, refreshed.bodyTime)
+            && !current.arrived(after: refreshed.responseTime, now: Clocks.wallSeconds)
+    }
+
+    /// ``insert(_:capped:)`` for a refresh, decided under the same lock as the insertion
+    /// (``accepts(refresh:)``): one the name no longer accepts comes back refused (serial 0).
+    mutating func insert(refresh refreshed: Entry) -> Entry? {
+        guard accepts(refresh: refreshed) else {
+            var refused = refreshed
+            refused.serial = 0
+            return refused
+        }
+        return insert(refreshed)
+    }
+
     /// Stored variants kept per key (RFC 9111 §4.1): a response that varies on a field its
     /// clients choose freely (`Vary: User-Agent`, or a hostile origin's) would otherwise let one
     /// client store a variant per request, and make every lookup of the key and every store of

@@ -477,6 +477,64 @@ import Testing
         #expect(other.headers["X-Refresh"] == nil && other.responseTime == 4000 && other.bodyTime == 4000)
         #expect(read(reopened, "/r") == pattern(size, seed: 2))
     }
+
+    /// Review 87 F1: another fill of the variant, stored by a loop as a record while the writer
+    /// copies a refresh's body (an honest origin whose content changed, a request that did not
+    /// join the validation), stays: the refresh is not indexed over it, its own copy is freed,
+    /// and the memory tier is told to drop its copy of the refresh. A record and a file.
+    @Test(arguments: [3000, DiskCache.inlineLimit + 1000])
+    func aFillStoredWhileARefreshIsWrittenStays(size: Int) throws {
+        let fixture = try DiskFixture()
+        let key = Fixtures.key("/r")
+        func head(at responseTime: Double, etag: String) -> DiskEntryFormat.Head {
+            DiskEntryFormat.Head(
+                key: key.url, status: 200, reason: "OK", requestTime: responseTime - 1, responseTime: responseTime, vary: [:],
+                headers: ["Cache-Control": "max-age=60", "ETag": etag])
+        }
+        if size <= DiskCache.inlineLimit {
+            let first = head(at: 1000, etag: "\"v1\"")
+            let stored = Fixtures.response("/r", headers: first.headers, responseTime: 1000).withBody(.memory(pattern(size, seed: 1)))
+            #expect(fixture.cache.storeInline(stored, head: first))
+        } else {
+            let write = fixture.cache.beginWrite(key: key, head: head(at: 1000, etag: "\"v1\""), expectedLength: size)
+            #expect(write != nil)
+            write?.append(pattern(size, seed: 1))
+            write?.finish(expectedLength: size)
+            fixture.cache.drain()
+        }
+        let first = try #require(hit(fixture.cache, "/r"))
+        let refused = Mutex<[Double]>([])
+        fixture.cache.whenSuperseded.withLock { $0 = { entry in refused.withLock { $0.append(entry.responseTime) } } }
+        let reached = DispatchSemaphore(value: 0)
+        let proceed = DispatchSemaphore(value: 0)
+        fixture.cache.refreshWillLand.withLock {
+            $0 = {
+                reached.signal()
+                proceed.wait()
+            }
+        }
+        fixture.cache.refresh(
+            first.freshened(by: ["X-Refresh": "1"], requestTime: 2999, responseTime: 3000), of: first)
+        reached.wait()
+        // Its head arrived before the 304 did, its body while the refresh was being written.
+        let otherHead = head(at: 2000, etag: "\"v2\"")
+        let other = Fixtures.response("/r", headers: otherHead.headers, responseTime: 2000).withBody(.memory(pattern(100, seed: 2)))
+        #expect(fixture.cache.storeInline(other, head: otherHead))
+        proceed.signal()
+        fixture.cache.drain()
+
+        let held = try #require(hit(fixture.cache, "/r"))
+        #expect(held.headers["X-Refresh"] == nil && held.headers["ETag"] == "\"v2\"" && held.responseTime == 2000)
+        #expect(fixture.read("/r") == pattern(100, seed: 2))
+        #expect(refused.withLock { $0 } == [3000], "the memory tier is told")
+        #expect(fixture.entryFiles().count == fixture.segmentFiles().count, "no entry file is left")
+        let reopened = try fixture.reopen()
+        defer { reopened.stop() }
+        waitForIndex(reopened)
+        #expect(read(reopened, "/r") == pattern(100, seed: 2))
+        #expect(hit(reopened, "/r")?.headers["X-Refresh"] == nil)
+        #expect(reopened.statistics.entries == 1)
+    }
 }
 
 /// Times in an entry's head: written to the microsecond, read back by `Double(_:)`.

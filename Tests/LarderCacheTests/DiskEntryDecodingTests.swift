@@ -119,6 +119,27 @@ import Testing
         }
     }
 
+    /// Review 87 F2: a time that is no number of seconds (`nan`, `inf`, past a double's range),
+    /// which the writer never spells, makes the head unreadable (the entry is dropped as
+    /// damaged), rather than an entry fresh forever or one no refresh can match.
+    @Test(arguments: ["nan", "-nan", "inf", "-infinity", "1e400"])
+    func aTimeThatIsNotFiniteMakesTheHeadUnreadable(_ spelling: String) {
+        let text = String(decoding: Self.record(Self.heads[5]), as: UTF8.self)
+        for (line, problem) in [
+            ("request-time 1764000300.250000", "missing field"), ("response-time 1764000300.500000", "missing field"),
+            ("body-time 1764000000.500000", "malformed body-time"),
+        ] {
+            #expect(text.contains(line))
+            let name = line.prefix { $0 != " " }
+            let bytes = Array(text.replacingOccurrences(of: line, with: name + " " + spelling).utf8)
+            #expect(throws: DiskEntryFormat.Problem.unreadableHead(problem), "\(name) \(spelling)") {
+                try DiskEntryFormat.decodeHead(bytes[DiskEntryFormat.preambleLength...], bodyLength: 7, bodyChecksum: 9)
+            }
+            let answers = Self.answers(bytes, acceptingFreed: false)
+            #expect(answers.new == answers.reference)
+        }
+    }
+
     /// Hand-made damage at the places that decide: signs and stray bytes in numbers, CR LF
     /// where a line ends, a version from another format, fields out of order.
     @Test func damageAtTheDecidingPlacesIsReadAsBefore() {

@@ -59,11 +59,11 @@ enum ReferenceEntryDecoder {
                 let parts = value.split(separator: " ", maxSplits: 1)
                 status = parts.first.flatMap { Int($0) }
                 reason = parts.count > 1 ? String(parts[1]) : ""
-            case "request-time": requestTime = Double(value)
-            case "response-time": responseTime = Double(value)
+            case "request-time": requestTime = seconds(value)
+            case "response-time": responseTime = seconds(value)
             case "body-time":
-                guard let seconds = Double(value) else { throw .unreadableHead("malformed body-time") }
-                bodyTime = seconds
+                guard let time = seconds(value) else { throw .unreadableHead("malformed body-time") }
+                bodyTime = time
             case "vary":
                 guard let colon = value.firstIndex(of: ":") else { throw .unreadableHead("malformed vary line") }
                 vary[String(value[..<colon])] = String(ASCII.trimOWS(value[value.index(after: colon)...]))
@@ -81,6 +81,11 @@ enum ReferenceEntryDecoder {
         return Head(
             key: key, status: status, reason: reason, requestTime: requestTime, responseTime: responseTime,
             bodyTime: bodyTime, vary: vary, headers: headers, bodyLength: bodyLength, bodyChecksum: bodyChecksum)
+    }
+
+    /// A time, finite (a damaged head's `nan` or `inf` is none).
+    private static func seconds(_ text: Substring) -> Double? {
+        Double(text).flatMap { $0.isFinite ? $0 : nil }
     }
 
     private static func findBlankLine(_ bytes: [UInt8]) -> Int? {
