@@ -169,6 +169,26 @@ extension DiskCache {
         writer.submit { [self] in dispose(doomed) }
     }
 
+    /// Removes the entry of `newer`'s variant (`vary`) when it arrived no later than `newer`,
+    /// a response the memory tier took and this tier cannot (over `max_object_bytes`): kept, it
+    /// would answer again, older than what memory holds, after a restart or once memory lets the
+    /// newer one go.
+    func removeOlder(than newer: StoredResponse, vary: [String: String]) {
+        let name = DiskCache.entryName(key: newer.key, vary: vary)
+        let (indexed, entry) = index.withLock { index -> (Bool, DiskIndex.Entry?) in
+            guard let held = index.entry(named: name) else { return (false, nil) }
+            if held.arrived(after: newer.responseTime, now: Clocks.wallSeconds) { return (true, nil) }
+            return (true, index.remove(named: name))
+        }
+        var removed = entry.map { [$0] } ?? []
+        // While the start-up scan runs, the entry may be a file it has not indexed yet: one
+        // stored before this process began, so before `newer` arrived.
+        if !indexed && !isIndexComplete { removed = [DiskCache.unindexedFile(name)] }
+        guard !removed.isEmpty else { return }
+        let doomed = removed
+        writer.submit { [self] in dispose(doomed) }
+    }
+
     /// Whether the index holds an entry for `key` (any variant); no file is touched.
     public func isIndexed(_ key: CacheKey) -> Bool {
         !index.withLock { $0.lookup(key) }.isEmpty

@@ -29,15 +29,18 @@ extension DiskCache {
     /// `body` is the body's bytes when the caller has them at hand (the stored response may keep
     /// them in an anonymous memory file); by default they are taken from `stored`. `head`
     /// describes `stored`: the entry's header fields are `stored`'s, copied in wire form. Not
-    /// indexed when a purge or ban since `stamp` covers it.
+    /// indexed when a purge or ban since `stamp` covers it. A body over `max_object_bytes` is
+    /// not stored, and the variant's older entry goes (``removeOlder(than:vary:)``).
     public func store(
         _ stored: StoredResponse, body: [UInt8]? = nil, head: DiskEntryFormat.Head, wakeWriter: Bool = true,
         stamp: InvalidationLog.Stamp? = nil
     ) {
         assert(head.headers == stored.headers, "the entry's fields are taken from stored")
-        guard let body = body ?? stored.memoryBody, !isDegraded,
-            Int64(body.count) <= limits.withLock({ $0.maxObjectBytes })
-        else { return }
+        guard let body = body ?? stored.memoryBody, !isDegraded else { return }
+        guard Int64(body.count) <= limits.withLock({ $0.maxObjectBytes }) else {
+            removeOlder(than: stored, vary: head.vary)
+            return
+        }
         let name = DiskCache.entryName(key: stored.key, vary: head.vary)
         let key = stored.key
         let wireFields = stored.wireFields

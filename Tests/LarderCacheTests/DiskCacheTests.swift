@@ -170,6 +170,42 @@ import Testing
         #expect(fixture.cache.statistics.writeErrors == 0, "a size limit is not a disk fault")
     }
 
+    /// Review 88 F1: a response the memory tier took but this tier cannot (over
+    /// `max_object_bytes`) takes the variant's older entry with it, so it cannot answer again
+    /// after a restart; an entry that arrived later stays, and so does another variant.
+    @Test func aNewerResponseTooLargeForTheTierTakesTheOlderEntryWithIt() throws {
+        let fixture = try DiskFixture(maxObjectBytes: 10_000)
+        func stored(_ path: String, size: Int, at responseTime: Double, vary: [String: String] = [:])
+            -> (StoredResponse, DiskEntryFormat.Head)
+        {
+            let response = Fixtures.response(path, responseTime: responseTime, vary: vary).withBody(.memory(pattern(size)))
+            let head = DiskEntryFormat.Head(
+                key: response.key.url, status: 200, reason: "OK", requestTime: responseTime, responseTime: responseTime,
+                vary: vary, headers: response.headers)
+            return (response, head)
+        }
+        for (path, at) in [("/older", 1000.0), ("/later", 3000)] {
+            let (small, head) = stored(path, size: 100, at: at)
+            #expect(fixture.cache.storeInline(small, head: head))
+        }
+        let gzip = ["accept-encoding": "gzip"]
+        let (variant, variantHead) = stored("/older", size: 100, at: 1000, vary: gzip)
+        #expect(fixture.cache.storeInline(variant, head: variantHead))
+        for path in ["/older", "/later"] {
+            let (large, head) = stored(path, size: 20_000, at: 2000)
+            fixture.cache.store(large, head: head)
+        }
+        fixture.cache.drain()
+        #expect(hit(fixture.cache, "/older") == nil, "the older entry went")
+        #expect(read(fixture.cache, "/older", request: ["Accept-Encoding": "gzip"]) == pattern(100), "another variant stays")
+        #expect(read(fixture.cache, "/later") == pattern(100), "an entry that arrived later stays")
+        let reopened = try fixture.reopen()
+        defer { reopened.stop() }
+        waitForIndex(reopened)
+        #expect(hit(reopened, "/older") == nil)
+        #expect(reopened.statistics.entries == 2)
+    }
+
     @Test func evictionKeepsTotalSizeUnderTheLimit() throws {
         let fixture = try DiskFixture(maxBytes: 500_000)
         var generator = SystemRandomNumberGenerator()
