@@ -65,9 +65,12 @@ extension DiskCache {
     /// reader thread to open and check (``verify(_:key:completion:)``), as `.unverified`;
     /// without (the reader thread already looked for this request), it is a miss.
     public func lookup(_ key: CacheKey, request: HTTPHeaders, byName: Bool = true) -> Lookup {
+        // Read before the index: the scan may index the entry and end between the two reads,
+        // and an index read after the scan ended is the whole truth only then.
+        let scanned = isIndexComplete
         let candidates = index.withLock { $0.lookup(key) }
         if candidates.isEmpty {
-            guard byName, !isIndexComplete else { return .miss }
+            guard byName, !scanned else { return .miss }
             return .unverified(DiskCache.entryName(key: key, vary: [:]))
         }
         guard let entry = candidates.first(where: { VaryMatcher.matches(vary: $0.vary, request: request) }) else {
