@@ -49,15 +49,10 @@ public enum DiskEntryFormat {
     /// What the head of an entry file says.
     public struct Head: Sendable, Equatable {
         public var key: String
-        /// The URL the entry was fetched from, when its key is not the URL (a `url` line).
-        public var url: String?
         public var status: Int
         public var reason: String
         public var requestTime: Double
         public var responseTime: Double
-        /// When the body arrived, if before `responseTime`: a head a refresh rewrote over the
-        /// body of an earlier fill (``StoredResponse/bodyTime``; no `body-time` line otherwise).
-        public var bodyTime: Double?
         public var vary: [String: String]
         public var headers: HTTPHeaders
         public var bodyLength: Int64
@@ -69,6 +64,29 @@ public enum DiskEntryFormat {
         public var tableLength: Int64 { DiskEntryFormat.tableLength(bodyLength: bodyLength, version: version) }
         /// When the body arrived: ``bodyTime``, or with the response.
         public var bodyArrival: Double { bodyTime ?? responseTime }
+        /// The URL the entry was fetched from, when its key is not the URL (a `url` line).
+        public var url: String? { rare?.url }
+        /// When the body arrived, if before `responseTime`: a head a refresh rewrote over the
+        /// body of an earlier fill (``StoredResponse/bodyTime``; no `body-time` line otherwise).
+        public var bodyTime: Double? { rare?.bodyTime }
+        /// The fields few heads have, boxed: a head stays within the 128 bytes a copy of it is
+        /// made inline in (a fill moves its head several times; past that, each is a call).
+        private let rare: Rare?
+
+        /// ``url`` and ``bodyTime``, when either is there.
+        private final class Rare: Sendable, Equatable {
+            let url: String?
+            let bodyTime: Double?
+
+            init(url: String?, bodyTime: Double?) {
+                self.url = url
+                self.bodyTime = bodyTime
+            }
+
+            static func == (first: Rare, second: Rare) -> Bool {
+                first.url == second.url && first.bodyTime == second.bodyTime
+            }
+        }
 
         public init(
             key: String, status: Int, reason: String, requestTime: Double, responseTime: Double, bodyTime: Double? = nil,
@@ -76,12 +94,12 @@ public enum DiskEntryFormat {
             version: Int = DiskEntryFormat.version, url: String? = nil
         ) {
             self.key = key
-            self.url = url
             self.status = status
             self.reason = reason
             self.requestTime = requestTime
             self.responseTime = responseTime
-            self.bodyTime = bodyTime.flatMap { StoredResponse.sameArrival($0, responseTime) ? nil : $0 }
+            let bodyTime = bodyTime.flatMap { StoredResponse.sameArrival($0, responseTime) ? nil : $0 }
+            rare = url == nil && bodyTime == nil ? nil : Rare(url: url, bodyTime: bodyTime)
             self.vary = vary
             self.headers = headers
             self.bodyLength = bodyLength

@@ -119,6 +119,16 @@ import Testing
         }
     }
 
+    /// A head is moved several times a miss (the fill's sink, the store queue): within 128
+    /// bytes each move is made inline, past that each is a call to memcpy. The rare fields
+    /// (`url`, `body-time`) are boxed to stay within.
+    @Test func aHeadStaysWithinTheSizeCopiedInline() {
+        #expect(MemoryLayout<DiskEntryFormat.Head>.size <= 128)
+        #expect(Self.heads[4].url == "http://deb.debian.org/debian/pool/main/h/hello.deb" && Self.heads[4].bodyTime == nil)
+        #expect(Self.heads[5].url == nil && Self.heads[5].bodyTime == 1_764_000_000.5)
+        #expect(Self.heads[0].url == nil && Self.heads[0].bodyTime == nil)
+    }
+
     /// Review 87 F2: a time that is no number of seconds (`nan`, `inf`, past a double's range),
     /// which the writer never spells, makes the head unreadable (the entry is dropped as
     /// damaged), rather than an entry fresh forever or one no refresh can match.
