@@ -432,10 +432,7 @@ extension DiskCache {
     public func holdsBody(of original: StoredResponse) -> @Sendable () -> Bool {
         let name = DiskCache.entryName(key: original.key, vary: original.varyValues)
         let bodyTime = original.bodyTime
-        return { [index] in
-            guard let entry = index.withLock({ $0.entry(named: name) }) else { return false }
-            return StoredResponse.sameArrival(entry.bodyTime, bodyTime)
-        }
+        return { [index] in index.withLock { $0.holdsBody(named: name, arrivedAt: bodyTime) } }
     }
 
     /// Reads a file-backed response's body into memory on the reader thread, checked against

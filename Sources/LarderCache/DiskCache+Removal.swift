@@ -161,12 +161,7 @@ extension DiskCache {
 
     /// Removes one stored variant.
     public func remove(_ stored: StoredResponse) {
-        let name = DiskCache.entryName(key: stored.key, vary: stored.varyValues)
-        var removed = index.withLock { $0.remove(named: name) }.map { [$0] } ?? []
-        // While the start-up scan runs, the entry may be a file it has not indexed yet.
-        if removed.isEmpty && !isIndexComplete { removed = [DiskCache.unindexedFile(name)] }
-        let doomed = removed
-        writer.submit { [self] in dispose(doomed) }
+        remove(named: DiskCache.entryName(key: stored.key, vary: stored.varyValues)) { _ in false }
     }
 
     /// Removes the entry of `newer`'s variant (`vary`) when it arrived no later than `newer`,
@@ -174,18 +169,21 @@ extension DiskCache {
     /// would answer again, older than what memory holds, after a restart or once memory lets the
     /// newer one go.
     func removeOlder(than newer: StoredResponse, vary: [String: String]) {
-        let name = DiskCache.entryName(key: newer.key, vary: vary)
+        remove(named: DiskCache.entryName(key: newer.key, vary: vary)) { held in
+            held.arrived(after: newer.responseTime, now: Clocks.wallSeconds)
+        }
+    }
+
+    /// Removes the entry `name` unless `keeping` it, on the writer thread. While the start-up
+    /// scan runs, an entry the index does not hold yet may be a file it has not reached: one
+    /// stored before this process began, which goes too.
+    private func remove(named name: EntryName, keeping: (DiskIndex.Entry) -> Bool) {
         let (indexed, entry) = index.withLock { index -> (Bool, DiskIndex.Entry?) in
             guard let held = index.entry(named: name) else { return (false, nil) }
-            if held.arrived(after: newer.responseTime, now: Clocks.wallSeconds) { return (true, nil) }
-            return (true, index.remove(named: name))
+            return (true, keeping(held) ? nil : index.remove(named: name))
         }
-        var removed = entry.map { [$0] } ?? []
-        // While the start-up scan runs, the entry may be a file it has not indexed yet: one
-        // stored before this process began, so before `newer` arrived.
-        if !indexed && !isIndexComplete { removed = [DiskCache.unindexedFile(name)] }
-        guard !removed.isEmpty else { return }
-        let doomed = removed
+        let doomed = entry.map { [$0] } ?? (!indexed && !isIndexComplete ? [DiskCache.unindexedFile(name)] : [])
+        guard !doomed.isEmpty else { return }
         writer.submit { [self] in dispose(doomed) }
     }
 

@@ -31,6 +31,12 @@ struct DiskIndex {
         /// read from disk carries it, ``StoredResponse/diskSerial``).
         var serial: UInt64 = 0
 
+        /// Whether it holds the body that arrived at `bodyTime`, to the microsecond an entry
+        /// keeps: the response that stored it, or a refresh of it.
+        func holdsBody(arrivedAt bodyTime: Double) -> Bool {
+            StoredResponse.sameArrival(self.bodyTime, bodyTime)
+        }
+
         /// Whether its response arrived after `responseTime` (``StoredResponse/arrival(_:isAfter:now:)``).
         func arrived(after responseTime: Double, now: () -> Double) -> Bool {
             StoredResponse.arrival(self.responseTime, isAfter: responseTime, now: now)
@@ -153,8 +159,13 @@ struct DiskIndex {
     /// arrived later.
     func accepts(refresh refreshed: Entry) -> Bool {
         guard let current = entry(named: refreshed.name) else { return false }
-        return StoredResponse.sameArrival(current.bodyTime, refreshed.bodyTime)
+        return current.holdsBody(arrivedAt: refreshed.bodyTime)
             && !current.arrived(after: refreshed.responseTime, now: Clocks.wallSeconds)
+    }
+
+    /// Whether `name` holds the body that arrived at `bodyTime` (``Entry/holdsBody(arrivedAt:)``).
+    func holdsBody(named name: EntryName, arrivedAt bodyTime: Double) -> Bool {
+        entry(named: name)?.holdsBody(arrivedAt: bodyTime) ?? false
     }
 
     /// ``insert(_:capped:)`` for a refresh, decided under the same lock as the insertion
