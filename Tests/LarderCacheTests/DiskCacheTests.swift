@@ -206,6 +206,29 @@ import Testing
         #expect(reopened.statistics.entries == 2)
     }
 
+    /// The same before the start-up scan has reached the older entry (a file stored before
+    /// this process began): it goes too, and the scan finds nothing to index.
+    @Test func aNewerResponseTooLargeForTheTierTakesAnUnscannedOlderFileWithIt() throws {
+        let fixture = try DiskFixture(maxObjectBytes: 100_000)
+        #expect(fixture.store("/older", body: pattern(70_000)))
+        #expect(fixture.entryFiles().count == 1, "an entry in its own file")
+        let reopened = try fixture.reopen(scanning: false)
+        defer { reopened.stop() }
+        #expect(!reopened.isIndexComplete)
+        let large = Fixtures.response("/older", responseTime: 2000).withBody(.memory(pattern(200_000)))
+        reopened.store(
+            large,
+            head: DiskEntryFormat.Head(
+                key: large.key.url, status: 200, reason: "OK", requestTime: 2000, responseTime: 2000, vary: [:],
+                headers: large.headers))
+        reopened.drain()
+        #expect(fixture.entryFiles().isEmpty)
+        reopened.start()
+        waitForIndex(reopened)
+        #expect(hit(reopened, "/older") == nil)
+        #expect(reopened.statistics.entries == 0)
+    }
+
     @Test func evictionKeepsTotalSizeUnderTheLimit() throws {
         let fixture = try DiskFixture(maxBytes: 500_000)
         var generator = SystemRandomNumberGenerator()
