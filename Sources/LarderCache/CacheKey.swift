@@ -64,3 +64,9 @@ public struct CacheKey: Hashable, Sendable, CustomStringConvertible {
         return String(decoding: bytes, as: UTF8.self)
     }
 }
+
+extension CacheKey: ShardedKey {
+    /// The URL's hash, seeded per process, already computed: the shard's table hashes that
+    /// word again, so its buckets do not follow these bits.
+    var shardBits: UInt { UInt(bitPattern: urlHashValue) }
+}

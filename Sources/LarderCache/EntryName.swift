@@ -53,3 +53,13 @@ public struct EntryName: Hashable, Sendable, CustomStringConvertible {
         StableHash.writeHex(low, into: UnsafeMutableBufferPointer(rebasing: buffer[16..<32]))
     }
 }
+
+extension EntryName: ShardedKey {
+    /// Both words mixed with a key drawn when the process starts: a client can choose URLs,
+    /// and so names, but not which shard of the index they land in.
+    var shardBits: UInt {
+        UInt(truncatingIfNeeded: StableHash.mix(high ^ StableHash.mix(low ^ EntryName.shardKey)))
+    }
+
+    private static let shardKey = UInt64.random(in: .min ... .max)
+}

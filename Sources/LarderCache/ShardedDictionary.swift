@@ -1,18 +1,18 @@
-/// A dictionary split into 64 independent dictionaries by the top bits of the key's hash.
+/// A dictionary split into 64 independent dictionaries by the top bits of the key's
+/// ``ShardedKey/shardBits``.
 ///
 /// Why: a Swift `Dictionary` grows by rehashing every element at once. Inside the disk index's
 /// lock at 10^5 entries that was a stall of tens of milliseconds for every client of a loop;
 /// split 64 ways, each growth moves 1/64 of the entries, and the shards grow at different
-/// moments. The top bits choose the shard because `Dictionary` buckets by the low bits of the
-/// same hash: shards picked by low bits would crowd each shard's keys into 1/64 of its buckets.
-struct ShardedDictionary<Key: Hashable, Value> {
+/// moments.
+struct ShardedDictionary<Key: ShardedKey, Value> {
     private static var shardCount: Int { 64 }
     private var shards = [[Key: Value]](repeating: [:], count: ShardedDictionary.shardCount)
     private(set) var count = 0
 
     @inline(__always)
     private static func shard(_ key: Key) -> Int {
-        Int(truncatingIfNeeded: UInt(bitPattern: key.hashValue) >> (UInt.bitWidth - 6))
+        Int(truncatingIfNeeded: key.shardBits >> (UInt.bitWidth - 6))
     }
 
     subscript(key: Key) -> Value? {
@@ -57,4 +57,19 @@ struct ShardedDictionary<Key: Hashable, Value> {
 
     /// Every key, in no particular order.
     var keys: [Key] { shards.flatMap(\.keys) }
+}
+
+/// A key that names its shard in a ``ShardedDictionary``.
+protocol ShardedKey: Hashable {
+    /// A word whose top six bits choose the key's shard. Not predictable by a client from the
+    /// key (a client that could put every key in one shard would bring back the stall sharding
+    /// avoids), and not the top bits of the hash the shard's `Dictionary` buckets by, which
+    /// would crowd each shard's keys into 1/64 of its buckets. By default the key's `hashValue`
+    /// (its top bits, where `Dictionary` buckets by the low ones); a key that carries a hash
+    /// says so instead, for a probe that hashes the key once rather than twice.
+    var shardBits: UInt { get }
+}
+
+extension ShardedKey {
+    var shardBits: UInt { UInt(bitPattern: hashValue) }
 }

@@ -34,6 +34,19 @@ import Testing
         #expect(sharded.count == reference.count)
     }
 
+    /// Names spread over the index's 64 shards from their own bits, without a second hash:
+    /// URLs that differ in one character, as a client's requests do, fill every shard evenly.
+    @Test func entryNamesSpreadOverEveryShard() {
+        var perShard = [Int](repeating: 0, count: 64)
+        for index in 0..<6_400 {
+            let name = DiskCache.entryName(key: CacheKey(normalized: "http://example.test/file?\(index)"), vary: [:])
+            perShard[Int(name.shardBits >> (UInt.bitWidth - 6))] += 1
+        }
+        // 100 a shard expected, ±10 one standard deviation: beyond ±50 no fair spread goes.
+        #expect(perShard.min()! > 50, "\(perShard)")
+        #expect(perShard.max()! < 150, "\(perShard)")
+    }
+
     /// The index against a plain table of entries: names replace, keys gather their variants
     /// (one, then several, then one again; with and without Vary values), and removals by name
     /// and by key.
@@ -125,3 +138,5 @@ import Testing
         }
     }
 }
+
+extension String: ShardedKey {}
