@@ -192,51 +192,58 @@ struct DiskIndex {
     /// holds a response that arrived later (``Entry/arrived(after:now:)``: a slow fill that
     /// began first finished last).
     @discardableResult
-    mutating func insert(_ new: Entry, capped: Bool = true) -> Entry? {
+    mutating func insert(_ new: consuming Entry, capped: Bool = true) -> Entry? {
+        // Moved into its slot, not copied (a copy retains every reference the entry holds);
+        // what is read of it afterwards is kept in locals first.
         var entry = new
         lastSerial += 1
         entry.serial = lastSerial
+        let name = entry.name
+        let responseTime = entry.responseTime
+        let key = entry.key
+        let vary = entry.vary
+        let size = entry.size
+        let segment = entry.segment
         let index: Int
         if let reused = free.popLast() {
             index = reused
-            slots[index] = entry
+            slots[index] = consume entry
         } else {
             index = slots.count
-            slots.append(entry)
+            slots.append(consume entry)
         }
         // One probe of the name: the entry it replaces, if any, comes back from the store.
         var replaced: Entry?
-        if let existing = byName.updateValue(index, forKey: entry.name) {
-            if let kept = slots[existing], kept.arrived(after: entry.responseTime, now: Clocks.wallSeconds) {
-                byName.updateValue(existing, forKey: entry.name)
-                slots[index] = nil
+        if let existing = byName.updateValue(index, forKey: name) {
+            if let kept = slots[existing], kept.arrived(after: responseTime, now: Clocks.wallSeconds) {
+                byName.updateValue(existing, forKey: name)
+                var refused = slots[index].take()
                 free.append(index)
-                var refused = new
-                refused.serial = 0
+                refused?.serial = 0
                 return refused
             }
             replaced = slots[existing]
             removeSlot(existing, keepingName: true)
         }
         // Not looked up while no key has entries with Vary values (the usual case).
-        if varied.count > 0, let others = varied[entry.key] {
+        if varied.count > 0, let others = varied[key] {
             let variants = others.adding(index)
-            varied[entry.key] = variants
+            varied[key] = variants
             if capped, replaced == nil, variants.count > DiskIndex.maxVariants, let oldest = variants.indices.first, oldest != index {
                 replaced = slots[oldest]
                 removeSlot(oldest)
             }
-        } else if !entry.vary.isEmpty {
+        } else if !vary.isEmpty {
             // The key's first entry with Vary values: it joins its entry without them, if any.
-            let plain = byName[DiskCache.entryName(key: entry.key, vary: [:])].flatMap { slots[$0]?.key == entry.key ? $0 : nil }
-            varied[entry.key] = plain.map { .many([$0, index]) } ?? .one(index)
+            let plain = byName[DiskCache.entryName(key: key, vary: [:])].flatMap { slots[$0]?.key == key ? $0 : nil }
+            varied[key] = plain.map { .many([$0, index]) } ?? .one(index)
         }
-        if sliceSlots.add(entry.key, slot: index) { slicesInserted.add(1) }
+        if sliceSlots.add(key, slot: index) { slicesInserted.add(1) }
         recency.linkNewest(index, in: &slots)
-        totalBytes += entry.size
-        if entry.segment != 0 {
-            segments[entry.segment, default: SegmentUsage()].live += entry.size
-            segmentLiveBytes += entry.size
+        totalBytes += size
+        if segment != 0 {
+            segments[segment, default: SegmentUsage()].live += size
+            segmentLiveBytes += size
         }
         return replaced
     }

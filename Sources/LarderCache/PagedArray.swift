@@ -14,7 +14,8 @@ struct PagedArray<Element> {
         _modify { yield &pages[index >> Self.pageShift][index & Self.pageMask] }
     }
 
-    mutating func append(_ element: Element) {
+    /// Consumed: a disk index entry handed over is moved into its page, not copied.
+    mutating func append(_ element: consuming Element) {
         if count & Self.pageMask == 0 {
             var page: [Element] = []
             page.reserveCapacity(1 << Self.pageShift)

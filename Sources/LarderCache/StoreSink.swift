@@ -210,8 +210,8 @@ public struct StoreSink {
                 freshnessLifetime: whole.lifetime, correctedInitialAge: whole.initialAge, cacheControl: whole.cacheControl,
                 preparedHead: whole.head)
             cache.memory.insert(stored, admittedBy: cache.invalidations, since: parts.entry.stamp)
-            // Moved to the queue, not copied: the head is large.
-            if let pendingDiskHead { queue.add(stored, body: body, head: pendingDiskHead, stamp: parts.entry.stamp) }
+            // Moved to the queue, not copied: the head is large (`if let` without `consume` binds a copy).
+            if let head = consume pendingDiskHead { queue.add(stored, body: body, head: head, stamp: parts.entry.stamp) }
         }
     }
 

@@ -15,7 +15,7 @@ extension ClientConnection: FillReader {
     func fillDidProgress(_ fill: Fill) -> Int? {
         guard let exchange, exchange.fill === fill else { return nil }
         return holdingRequests {
-            let progressed = exchange.slices != nil ? pumpSlices(exchange) : readFill(exchange, fill: fill, inPass: true)
+            let progressed = exchange.isSliced ? pumpSlices(exchange) : readFill(exchange, fill: fill, inPass: true)
             if progressed { flush() }
             guard let attachment = self.exchange?.attachment, attachment.fill === fill else { return nil }
             return attachment.position
@@ -34,7 +34,7 @@ extension ClientConnection: FillReader {
         case .overShare: return connectionCut(exchange, url: url, overShare: true)
         default: break
         }
-        if exchange.slices != nil {
+        if exchange.isSliced {
             // A slice fill that may not serve this client: fetch the slice alone.
             leaveSliceFillAlone(exchange)
             return
@@ -74,7 +74,7 @@ extension ClientConnection: FillReader {
         if !exchange.headSent, let fill = exchange.fill, joinedAnother(fill, exchange: exchange) {
             // Its own request never went upstream, and it is safe (RFC 9110 §9.2.2): it goes
             // on under its own client's share instead of losing what another client's cut.
-            if exchange.slices != nil {
+            if exchange.isSliced {
                 leaveSliceFillAlone(exchange)
             } else {
                 leaveFill(exchange, url: url, alone: false)
@@ -94,7 +94,7 @@ extension ClientConnection: FillReader {
                 ])
         }
         let reason = "Larder: cut to share the connections to \(url.authority) with a client that waited for one; its outcome is unknown"
-        if exchange.slices != nil {
+        if exchange.isSliced {
             exchange.take(.sliceFillLeft(alone: true))
             failSlices(exchange, status: 504, reason: "connection-share-cut", cause: .limit)
             return
@@ -157,7 +157,7 @@ extension ClientConnection: FillReader {
         guard let exchange else { return false }
         // Released, told on the loop's next turn: a flush meanwhile takes nothing from it.
         if let fill = exchange.fill, fill.isReleasing(self) { return false }
-        if exchange.slices != nil { return pumpSlices(exchange) }
+        if exchange.isSliced { return pumpSlices(exchange) }
         guard let fill = exchange.fill else { return false }
         let before = exchange.attachment?.position
         let progressed = readFill(exchange, fill: fill)
@@ -331,7 +331,7 @@ extension ClientConnection: FillReader {
     /// Ends a response whose head is out in the middle of its body (``endIncomplete(_:)``);
     /// the fill goes on for the others.
     private func abandonFillBody(_ exchange: Exchange, fill: Fill) {
-        if exchange.slices != nil {
+        if exchange.isSliced {
             failSlices(exchange, status: 502, reason: "a disk cache file being written failed its check", cause: .disk)
             return
         }

@@ -193,7 +193,7 @@ extension ClientConnection: RequestBodySource {
             registeredKey = key
         case .attached(let fill):
             // A slice's answer stays a miss in the log; its head may be out already.
-            if exchange.slices == nil {
+            if !exchange.isSliced {
                 exchange.take(.attached(fill), now: proxy.loop.now)
                 exchange.outcome = .coalesced
             } else {
@@ -215,7 +215,7 @@ extension ClientConnection: RequestBodySource {
             fill.share = share
         }
         // The exchange reads the fill it starts from here on: taken before the fill starts.
-        exchange.take(exchange.slices == nil ? .attached(fill) : .sliceFillAttached(fill), now: proxy.loop.now)
+        exchange.take(exchange.isSliced ? .sliceFillAttached(fill) : .attached(fill), now: proxy.loop.now)
         proxy.coalescer.start(fill, firstReader: self, requestHeaders: exchange.head.headers)
     }
 
@@ -232,8 +232,8 @@ extension ClientConnection: RequestBodySource {
             body = exchange.bufferedBody != nil && exchange.requestBodyComplete ? .known(exchange.bufferedBody!.count) : .unknown
         }
         let request = upstreamRequest(
-            url: url, head: head, runtime: runtime, route: exchange.route, body: body, validating: validating,
-            stripRange: exchange.range == .stripped)
+            url: url, head: head, runtime: runtime, route: exchange.hasRoute ? exchange.route : nil, body: body,
+            validating: validating, stripRange: exchange.range == .stripped)
 
         // RFC 9110 §10.1.1: the body will be read, so tell a waiting client to send it.
         if body != nil, head.expectsContinue, head.version == .http1_1, !exchange.requestBodyComplete, !exchange.continueSent {
@@ -249,7 +249,7 @@ extension ClientConnection: RequestBodySource {
         options.ownContent = sendsOwnContent(exchange)
         let fill = Fill(
             key: key, coalesceKey: coalesceKey, request: request, requestHeaders: head.headers,
-            dedupAlways: exchange.route?.dedup == .always, options: options, settings: runtime.fill, proxy: proxy)
+            dedupAlways: exchange.hasRoute && exchange.route?.dedup == .always, options: options, settings: runtime.fill, proxy: proxy)
         if let buffered = exchange.bufferedBody, exchange.requestBodyComplete {
             fill.ownedBodySource = BufferedBody(buffered)
         } else if body != nil {
@@ -335,7 +335,7 @@ extension ClientConnection: RequestBodySource {
     func fillOptions(for exchange: Exchange, url: AbsoluteURL, validating: StoredResponse?) -> FillOptions {
         let runtime = exchange.runtime
         // Read once: a route is a large value, and most requests have none.
-        let route = exchange.route
+        let route = exchange.hasRoute ? exchange.route : nil
         let options = FillOptions(retry: RetryPolicy(route?.retry ?? runtime.config.retry))
         options.validating = validating
         options.requestDirectives = exchange.directives

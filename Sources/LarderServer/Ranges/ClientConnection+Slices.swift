@@ -305,7 +305,7 @@ extension ClientConnection {
         }
         guard let needed = useSlice(reply, headers: head.headers, age: nil, exchange: exchange) else {
             // Unless the answer went another way (an ordinary fill's, or upstream again).
-            if self.exchange === exchange, exchange.slices != nil, exchange.fill === fill {
+            if self.exchange === exchange, exchange.isSliced, exchange.fill === fill {
                 leaveSliceFill(fill, exchange: exchange)
                 pumpSlices(exchange)
             }

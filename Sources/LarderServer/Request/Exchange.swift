@@ -14,6 +14,15 @@ final class Exchange {
     let runtime: RuntimeConfig
     var keepAlive: Bool
     var route: Route?
+    /// Whether a route matched. Most requests have none, and a copy of `route` costs even
+    /// then: the runtime's generic Optional copy of a large value. Read this first, copy
+    /// `route` only when it is there.
+    var hasRoute: Bool {
+        switch route {
+        case .none: false
+        case .some: true
+        }
+    }
     /// The absolute target, once checked.
     var url: AbsoluteURL?
     /// The cache key `url` is stored under (the route may build it otherwise than from the URL).
@@ -74,6 +83,15 @@ final class Exchange {
     var customKey: String?
     /// An answer assembled from slices, and where it is.
     var slices: SlicePlan?
+    /// Whether an answer is assembled from slices. Asked on every miss at each step of its
+    /// fill: `slices != nil` from outside copied the plan (a String in it) through the
+    /// runtime's generic Optional copy to compare it.
+    var isSliced: Bool {
+        switch slices {
+        case .none: false
+        case .some: true
+        }
+    }
 
     init(head: consuming RequestHead, startNanos: UInt64, runtime: RuntimeConfig, moved: Bool = false) {
         keepAlive = head.keepAlive

@@ -117,13 +117,17 @@ final class RequestPipeline {
         }
         if connection.refusesDestination(host: url.bareHost, port: url.port, exchange: exchange) { return }
 
-        exchange.route = runtime.routes.match(
+        let route = runtime.routes.match(
             method: exchange.head.method.rawValue, scheme: url.scheme, host: url.host, port: url.port, pathAndQuery: url.pathAndQuery)
         exchange.url = url
-        let key = CacheKey(url, route: exchange.route)
+        // Most requests match no route. An initializer's argument is copied to it (through the
+        // runtime's generic Optional copy of a large value, nil too): none is passed then.
+        let key = route.map { CacheKey(url, route: $0) } ?? CacheKey(url)
         exchange.key = key
-        if exchange.route?.hasCustomKey == true { exchange.customKey = key.url }
-        exchange.policy = exchange.route?.policy ?? runtime.config.cache.defaultPolicy
+        if route?.hasCustomKey == true { exchange.customKey = key.url }
+        exchange.policy = route?.policy ?? runtime.config.cache.defaultPolicy
+        // Moved, not copied (``Exchange/hasRoute``).
+        exchange.route = consume route
         if exchange.head.headers.contains(.cacheControl) || exchange.head.headers.contains(.pragma) {
             exchange.directives = RequestDirectives(exchange.head.headers)
         }
@@ -267,7 +271,7 @@ final class RequestPipeline {
     /// arrived. Returns whether anything changed.
     @inline(__always)
     func outputWritten(_ exchange: Exchange, on connection: ClientConnection) -> Bool {
-        guard exchange.fill != nil || exchange.slices != nil else { return false }
+        guard exchange.fill != nil || exchange.isSliced else { return false }
         return connection.pumpFill()
     }
 
@@ -303,7 +307,7 @@ final class RequestPipeline {
         let proxy = connection.proxy
         exchange.fill?.detach(connection)
         proxy.telemetry.stats[.waitersTimedOut].add(1)
-        if exchange.slices != nil {
+        if exchange.isSliced {
             connection.leaveSliceFillAlone(exchange)
             return true
         }
