@@ -361,9 +361,7 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
 
     public mutating func add(_ name: String, _ value: String) {
         let start = wire.count
-        ASCII.withUTF8(of: name) { wire.append(contentsOf: $0) }
-        let nameCount = wire.count - start
-        let valueCount = appendValue(value, start: start, nameCount: nameCount)
+        let (nameCount, valueCount) = ASCII.withUTF8(of: name) { appendLine(name: $0, value: value) }
         let known = wire.withUnsafeBytes { HTTPHeaders.tag(UnsafeRawBufferPointer(rebasing: $0[start..<(start + nameCount)])) }
         present |= 1 << UInt64(known)
         spans.append(Span(start: start, nameCount: nameCount, valueCount: valueCount, known: known))
@@ -373,45 +371,61 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     /// name: its tag is known, so the name is not read again to find it.
     public mutating func add(_ field: KnownField, _ value: String) {
         let start = wire.count
-        let nameCount = field.name.withUTF8Buffer { name in
-            wire.append(contentsOf: name)
-            return name.count
-        }
-        let valueCount = appendValue(value, start: start, nameCount: nameCount)
+        let (nameCount, valueCount) = field.name.withUTF8Buffer { appendLine(name: $0, value: value) }
         present |= field.bit
         spans.append(Span(start: start, nameCount: nameCount, valueCount: valueCount, known: field.rawValue))
     }
 
-    /// Writes `: value CRLF` behind the name written from `start` (`nameCount` bytes); the
-    /// value's byte count.
+    /// Writes `name: value CRLF` behind the fields; the name's and the value's byte counts.
+    /// An ASCII value (the usual case) goes in one append of the line built in a temporary
+    /// buffer: each append to `wire` checks its uniqueness and capacity again. Other values go
+    /// a byte per scalar, as `ASCII.appendBytes(of:to:)` writes them.
     @inline(__always)
-    private mutating func appendValue(_ value: String, start: Int, nameCount: Int) -> Int {
+    private mutating func appendLine(name: UnsafeBufferPointer<UInt8>, value: String) -> (name: Int, value: Int) {
+        let valueCount: Int? = ASCII.withUTF8(of: value) { utf8 in
+            for byte in utf8 where byte >= 0x80 { return nil }
+            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: name.count + utf8.count + 4) { buffer in
+                var writer = ByteWriter(buffer)
+                writer.append(contentsOf: name)
+                writer.append(58)
+                writer.append(32)
+                writer.append(contentsOf: utf8)
+                writer.append(13)
+                writer.append(10)
+                wire.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[0..<writer.count]))
+            }
+            return utf8.count
+        }
+        if let valueCount { return (name.count, valueCount) }
+        wire.append(contentsOf: name)
         wire.append(58)
         wire.append(32)
+        let valueStart = wire.count
         ASCII.appendBytes(of: value, to: &wire)
-        let valueCount = wire.count - start - nameCount - 2
+        let count = wire.count - valueStart
         wire.append(13)
         wire.append(10)
-        return valueCount
+        return (name.count, count)
     }
 
     /// Appends `Host` with `url`'s ``AbsoluteURL/authority``, the same bytes as adding that
     /// string, written in place: every request forwarded upstream gets one.
     public mutating func addHost(of url: AbsoluteURL) {
         let written: Bool = ASCII.withUTF8(of: url.host) { host in
-            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: host.count + 21) { buffer in
+            // `Host: `, the authority, CRLF: the whole line in one append.
+            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 6 + host.count + 21 + 2) { buffer in
                 var writer = ByteWriter(buffer)
+                ("Host: " as StaticString).withUTF8Buffer { writer.append(contentsOf: $0) }
                 url.appendAuthority(to: &writer)
-                let authority = UnsafeBufferPointer(rebasing: buffer[0..<writer.count])
+                let authorityCount = writer.count - 6
                 // Other bytes go through the string as `add` writes them.
-                guard !authority.contains(where: { $0 >= 0x80 }) else { return false }
+                for byte in buffer[6..<writer.count] where byte >= 0x80 { return false }
+                writer.append(13)
+                writer.append(10)
                 let start = wire.count
-                ("Host: " as StaticString).withUTF8Buffer { wire.append(contentsOf: $0) }
-                wire.append(contentsOf: authority)
-                wire.append(13)
-                wire.append(10)
+                wire.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[0..<writer.count]))
                 present |= KnownField.host.bit
-                spans.append(Span(start: start, nameCount: 4, valueCount: authority.count, known: KnownField.host.rawValue))
+                spans.append(Span(start: start, nameCount: 4, valueCount: authorityCount, known: KnownField.host.rawValue))
                 return true
             }
         }

@@ -136,6 +136,7 @@ import Testing
             byName.add("Via", "1.1 larder")
             #expect(byTag == byName, "\(text)")
             #expect(byTag.wire == byName.wire)
+            #expect(String(decoding: byTag.wire, as: UTF8.self) == "X-A: 1\r\nHost: \(url.authority)\r\nVia: 1.1 larder\r\n")
             #expect(byTag["host"] == url.authority)
             #expect(byTag.contains(.host) && byTag.contains(.via))
         }
@@ -145,6 +146,10 @@ import Testing
         var byName = HTTPHeaders()
         byName.add("Host", unicode.authority)
         #expect(byTag == byName)
+        // A scalar under 256 goes out as its byte, in a host as in a known field's value.
+        byTag.add(.via, "1.1 é")
+        #expect(byTag.wire == Array("Host: ".utf8) + [0xE9] + Array(".example:81\r\nVia: 1.1 ".utf8) + [0xE9, 13, 10])
+        #expect(byTag["via"] == "1.1 é" && byTag["host"] == unicode.authority)
         #expect(!unicode.isPlainOnTheWire)
     }
 
