@@ -192,10 +192,9 @@ struct DiskIndex {
     /// holds a response that arrived later (``Entry/arrived(after:now:)``: a slow fill that
     /// began first finished last).
     @discardableResult
-    mutating func insert(_ new: consuming Entry, capped: Bool = true) -> Entry? {
+    mutating func insert(_ entry: consuming Entry, capped: Bool = true) -> Entry? {
         // Moved into its slot, not copied (a copy retains every reference the entry holds);
         // what is read of it afterwards is kept in locals first.
-        var entry = new
         lastSerial += 1
         entry.serial = lastSerial
         let name = entry.name
