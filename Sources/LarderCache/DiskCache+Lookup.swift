@@ -73,9 +73,15 @@ extension DiskCache {
             guard byName, !scanned else { return .miss }
             return .unverified(DiskCache.entryName(key: key, vary: [:]))
         }
-        guard let entry = candidates.first(where: { VaryMatcher.matches(vary: $0.vary, request: request) }) else {
-            return .miss
+        // RFC 9111 §4.1: of several stored responses that match (one without Vary and one
+        // with, or two that vary on different fields), the most recent. The index keeps a key's
+        // entries in the order they were stored, and the start-up scan in the reverse.
+        var chosen = -1
+        for index in candidates.indices where VaryMatcher.matches(vary: candidates[index].vary, request: request) {
+            if chosen < 0 || candidates[index].responseTime >= candidates[chosen].responseTime { chosen = index }
         }
+        guard chosen >= 0 else { return .miss }
+        let entry = candidates[chosen]
         if entry.size <= DiskCache.verifyEveryReadMax {
             let small = entry.size <= DiskCache.verifyOnLoopMax
             guard small || entry.size <= DiskCache.verifyCachedOnLoopMax else { return .unverified(entry.name) }

@@ -279,6 +279,28 @@ import Testing
         #expect(fixture.read("/v", request: ["Accept-Encoding": "br"]) == nil)
     }
 
+    /// RFC 9111 §4.1: of two stored responses that both match a request (one without Vary,
+    /// one that varies), the most recent is served, whichever was stored first, before and
+    /// after a restart (the start-up scan indexes entries in another order).
+    @Test func theMostRecentMatchingResponseIsServed() throws {
+        let fixture = try DiskFixture()
+        let gzip = ["accept-encoding": "gzip"]
+        fixture.store("/plain-first", body: pattern(100, seed: 1), responseTime: 200)
+        fixture.store("/plain-first", body: pattern(100, seed: 2), vary: gzip, responseTime: 300)
+        fixture.store("/varied-first", body: pattern(100, seed: 3), vary: gzip, responseTime: 200)
+        fixture.store("/varied-first", body: pattern(100, seed: 4), responseTime: 300)
+        func check(_ cache: DiskCache) {
+            #expect(read(cache, "/plain-first", request: ["Accept-Encoding": "gzip"]) == pattern(100, seed: 2))
+            #expect(read(cache, "/plain-first", request: [:]) == pattern(100, seed: 1), "the varied one does not match")
+            #expect(read(cache, "/varied-first", request: ["Accept-Encoding": "gzip"]) == pattern(100, seed: 4))
+        }
+        check(fixture.cache)
+        let reopened = try fixture.reopen()
+        waitForIndex(reopened)
+        check(reopened)
+        reopened.stop()
+    }
+
     @Test func purgeAndRemoveAllEmptyTheTier() throws {
         let fixture = try DiskFixture()
         fixture.store("/a", body: pattern(100))

@@ -35,13 +35,13 @@ final class DiskFixture {
 
     /// Stores `body` under `path` and waits until it is on disk.
     @discardableResult
-    func store(_ path: String, body: [UInt8], vary: [String: String] = [:], chunk: Int = 7000) -> Bool {
+    func store(_ path: String, body: [UInt8], vary: [String: String] = [:], responseTime: Double = 101, chunk: Int = 7000) -> Bool {
         let key = Fixtures.key(path)
         guard
             let write = cache.beginWrite(
                 key: key,
                 head: DiskEntryFormat.Head(
-                    key: key.url, status: 200, reason: "OK", requestTime: 100, responseTime: 101, vary: vary,
+                    key: key.url, status: 200, reason: "OK", requestTime: responseTime - 1, responseTime: responseTime, vary: vary,
                     headers: ["Cache-Control": "max-age=60", "Content-Type": "application/octet-stream"]),
                 expectedLength: body.count)
         else { return false }
