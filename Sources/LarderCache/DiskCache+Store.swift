@@ -203,7 +203,7 @@ extension DiskCache {
                 offset += entry.size
                 if !invalidations.allows(entry.key, since: records[position].stamp) {
                     replaced.append(entry)  // purged since its fetch began: its record is freed
-                } else if let old = index.insert(entry) {
+                } else if let old = index.insert(consume entry) {
                     replaced.append(old)
                 }
             }

@@ -48,7 +48,7 @@ public final class UpstreamTransfer {
     /// Why the destination check refused the address curl was about to use.
     var refusal: String?
 
-    init(client: UpstreamClient, handle: EasyHandle, request: UpstreamRequest, delegate: any UpstreamTransferDelegate) {
+    init(client: UpstreamClient, handle: EasyHandle, request: borrowing UpstreamRequest, delegate: any UpstreamTransferDelegate) {
         self.client = client
         self.handle = handle
         // A parent's address is the operator's choice: only a direct transfer is checked.

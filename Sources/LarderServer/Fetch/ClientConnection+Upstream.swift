@@ -248,7 +248,7 @@ extension ClientConnection: RequestBodySource {
         options.rangePassed = options.ownSelectors && head.method == .get && exchange.range != .stripped && head.headers.contains(.range)
         options.ownContent = sendsOwnContent(exchange)
         let fill = Fill(
-            key: key, coalesceKey: coalesceKey, request: request, requestHeaders: head.headers,
+            key: key, coalesceKey: coalesceKey, request: consume request, requestHeaders: head.headers,
             dedupAlways: exchange.hasRoute && exchange.route?.dedup == .always, options: options, settings: runtime.fill, proxy: proxy)
         if let buffered = exchange.bufferedBody, exchange.requestBodyComplete {
             fill.ownedBodySource = BufferedBody(buffered)

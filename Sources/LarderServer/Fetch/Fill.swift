@@ -131,7 +131,7 @@ final class Fill: UpstreamTransferDelegate {
     var digestHoldsHead = false
 
     init(
-        key: CacheKey, coalesceKey: FillKey?, request: UpstreamRequest, requestHeaders: HTTPHeaders,
+        key: CacheKey, coalesceKey: FillKey?, request: consuming UpstreamRequest, requestHeaders: HTTPHeaders,
         dedupAlways: Bool, options: FillOptions, settings: FillSettings, proxy: ProxyLoop,
         starter: (any UpstreamStarting)? = nil
     ) {
@@ -143,7 +143,7 @@ final class Fill: UpstreamTransferDelegate {
         self.dedupAlways = dedupAlways
         self.options = options
         self.proxy = proxy
-        fetch = UpstreamFetch(request: request, parents: options.parents, starter: starter ?? proxy.upstream)
+        fetch = UpstreamFetch(request: consume request, parents: options.parents, starter: starter ?? proxy.upstream)
         requestTime = Clocks.wallSeconds()
         began = proxy.loop.now
         stamp = proxy.cache.storeStamp()

@@ -92,8 +92,8 @@ struct UpstreamFetch {
         var parentDown: ParentPlan.Parent? = nil
     }
 
-    init(request: UpstreamRequest, parents: [ParentPlan.Parent], starter: any UpstreamStarting) {
-        self.request = request
+    init(request: consuming UpstreamRequest, parents: [ParentPlan.Parent], starter: any UpstreamStarting) {
+        self.request = consume request
         self.parents = parents
         self.starter = starter
     }
