@@ -23,7 +23,7 @@ public struct UpstreamRequest: Sendable {
         }
     }
 
-    private let message: Message
+    private var message: Message
     public var method: HTTPMethod { _read { yield message.method } }
     public var url: AbsoluteURL { _read { yield message.url } }
     public var headers: HTTPHeaders { _read { yield message.headers } }
@@ -64,5 +64,17 @@ public struct UpstreamRequest: Sendable {
         self.connectTimeoutNanos = connectTimeoutNanos
         self.timeoutNanos = timeoutNanos
         self.parentProxy = parentProxy
+    }
+
+    /// The same request without `If-None-Match` and `If-Modified-Since`: sent again when the
+    /// origin's 304 to the validation named another representation (RFC 9111 §4.3.4).
+    public func withoutValidators() -> UpstreamRequest {
+        var headers = message.headers
+        headers.remove(.ifNoneMatch)
+        headers.remove(.ifModifiedSince)
+        var request = self
+        request.message = Message(
+            method: message.method, url: message.url, headers: headers, body: message.body, destinationCheck: message.destinationCheck)
+        return request
     }
 }

@@ -131,6 +131,20 @@ import Testing
         Row(
             name: "a parent's name that does not resolve is marked down, and fails", parents: 1, inputs: [.send, fail(.dns)],
             action: .fail(error(.dns)), parentDown: 0, phase: .ended),
+        Row(
+            name: "a 304 that updates nothing is sent again without validators",
+            inputs: [.send, head(304), .event(.validatorContradicted)],
+            action: .resendUnconditionally, phase: .waitingToResend),
+        Row(
+            name: "a second 304 that updates nothing is the answer",
+            inputs: [.send, head(304), .event(.validatorContradicted), .send, head(304), .event(.validatorContradicted)],
+            action: .ignore, phase: .receivingBody),
+        Row(
+            name: "a 304 that updates nothing, of a request that cannot be sent again, is the answer", canResend: false,
+            inputs: [.send, head(304), .event(.validatorContradicted)], action: .ignore, phase: .receivingBody),
+        Row(
+            name: "a contradicted validator before the head is nothing", inputs: [.send, .event(.validatorContradicted)],
+            action: .ignore, phase: .awaitingHead),
     ]
 
     static let stale: StoredResponse = StoredResponse(
@@ -164,6 +178,32 @@ import Testing
         #expect(last?.action == row.action, "\(row.name)")
         #expect(last?.parentDown == row.parentDown.map { parents[$0] }, "\(row.name)")
         #expect(fetch.phase == row.phase, "\(row.name)")
+    }
+
+    /// The resend after a 304 that updates nothing carries neither of Larder's validators, and
+    /// every other field as it was; it is not counted against the retry policy.
+    @Test func theResendWithoutValidatorsKeepsTheOtherFields() {
+        var headers = HTTPHeaders()
+        headers.add("If-None-Match", "\"v1\"")
+        headers.add("If-Modified-Since", "Sun, 06 Nov 1994 08:49:37 GMT")
+        headers.add("X-Kept", "yes")
+        var fetch = UpstreamFetch(
+            request: UpstreamRequest(method: .get, url: Self.url, headers: headers), parents: [], starter: FetchStandIn())
+        let options = FillOptions()
+        options.retry = Self.policy
+        let settings = FillSettings(Config())
+        func step(_ event: Event) -> Action {
+            fetch.step(
+                on: event, options: options, canResend: true, settings: settings, now: Self.now, random: 0, spendRetry: { _ in true }
+            ).action
+        }
+        fetch.send(delegate: Silent())
+        #expect(step(.head(status: 304, retryAfter: nil)) == .accept(failure: nil))
+        #expect(step(.validatorContradicted) == .resendUnconditionally)
+        #expect(fetch.request.headers["If-None-Match"] == nil)
+        #expect(fetch.request.headers["If-Modified-Since"] == nil)
+        #expect(fetch.request.headers["X-Kept"] == "yes")
+        #expect(fetch.freeAttempts == 1)
     }
 
     /// Failing over moves to the next parent and logs it; a retry logs its reason and delay.

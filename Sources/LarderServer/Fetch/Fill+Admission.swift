@@ -30,6 +30,16 @@ extension Fill {
         scheduleNotify()
     }
 
+    /// Whether a 304's strong ETag names another representation than `stored`, the response
+    /// it validated (RFC 9111 §4.3.4): no stored response has that strong validator, so none
+    /// may be updated. A weak ETag or none leaves the stored response validated as the one
+    /// selected.
+    static func namesAnotherRepresentation(_ notModified: HTTPHeaders, than stored: StoredResponse) -> Bool {
+        guard let etag = notModified[.etag], !etag.hasPrefix("W/") else { return false }
+        guard let storedTag = stored.etag else { return true }
+        return !EntityTag.strongMatch(etag, storedTag)
+    }
+
     /// RFC 9111 §4.3.5: a HEAD's 200 that `matches` the stored GET response it was sent for
     /// updates its fields as a 304 would (§3.2), without reading its body into memory; one
     /// that does not shows the stored copy is outdated.

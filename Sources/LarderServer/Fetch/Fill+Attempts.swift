@@ -23,6 +23,8 @@ extension Fill {
         case .resendOnFreshConnection:
             proxy.telemetry.stats[.deadConnectionRetries].add(1)
             resendNextTurn()
+        case .resendUnconditionally:
+            resendNextTurn()
         case .retry(let reason, let delay):
             proxy.telemetry.stats.retries[reason.rawValue]?.add(1)
             discardAttempt()

@@ -26,8 +26,11 @@ struct UpstreamFetch {
     /// Attempts made so far (1 once started).
     private(set) var attempts = 0
     /// Attempts that do not count against the retry policy: the one immediate resend after a
-    /// pooled connection turned out dead (``AttemptPlanner/Action/resendOnFreshConnection``).
+    /// pooled connection turned out dead (``AttemptPlanner/Action/resendOnFreshConnection``),
+    /// and the one without validators after a 304 that updates nothing.
     private(set) var freeAttempts = 0
+    /// The request went again without Larder's validators (``Event/validatorContradicted``).
+    private(set) var sentUnconditionally = false
     /// Each retry: why, and the delay before it (for the access log).
     private(set) var retryLog: [(reason: String, delayMillis: Int)] = []
     var retryTimer: EventLoop.TimerToken?
@@ -58,6 +61,9 @@ struct UpstreamFetch {
         case end
         /// The transfer failed.
         case error(UpstreamError)
+        /// The head was a 304 to Larder's validation whose strong ETag is not the stored
+        /// response's: it selects no stored response to update (RFC 9111 §4.3.4).
+        case validatorContradicted
     }
 
     /// What the fill does.
@@ -73,6 +79,9 @@ struct UpstreamFetch {
         case failOver
         /// Drop the attempt and send again on a fresh connection on the loop's next turn.
         case resendOnFreshConnection
+        /// Drop the attempt (a 304 that updates nothing) and send again without Larder's
+        /// validators on the loop's next turn, for the object itself.
+        case resendUnconditionally
         /// Drop the attempt (a retried head too) and send again after `after`, at the best
         /// parent that is up then.
         case retry(RetryPolicy.Reason, after: Duration)
@@ -175,6 +184,16 @@ struct UpstreamFetch {
                 return Step(action: .answerStale(FailureCause(error)), parentDown: parentDown)
             }
             return Step(action: .fail(error), parentDown: parentDown)
+        case (.receivingBody, .validatorContradicted):
+            // Once: an origin that answers 304 to the unconditional request too is answered
+            // as it is (its 304 then validates nothing stored). A request whose body cannot be
+            // sent again takes the 304 as before.
+            guard !sentUnconditionally, canResend() else { return Step(action: .ignore) }
+            sentUnconditionally = true
+            request = request.withoutValidators()
+            freeAttempts += 1
+            phase = .waitingToResend
+            return Step(action: .resendUnconditionally)
         case (.receivingBody, .error(let error)):
             // Bytes have gone to readers: the attempt cannot be made again.
             phase = .ended

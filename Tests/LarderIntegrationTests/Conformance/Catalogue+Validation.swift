@@ -36,6 +36,26 @@ enum ValidationCases {
                     get(origin: 2, hit: true, body: "v1", expectHeaders: [("X-Version", "2")]),
                 ]),
             ConformanceCase(
+                // A 304 whose strong ETag is not the stored response's selects nothing to update:
+                // the stored v1 must not take v2's validator, and the client gets v2 itself.
+                section: "4.3.4", name: "a 304 with another strong ETag updates nothing; the object is fetched whole",
+                script: [
+                    staleOnArrival(etagV1, header("X-Version", "1")),
+                    ok(maxAgeHour, header("ETag", "\"v2\""), header("X-Version", "2"), status: 304),
+                    ok(maxAgeHour, header("ETag", "\"v2\""), header("X-Version", "2"), body: "v2"),
+                ],
+                steps: [
+                    get(origin: 1, body: "v1"),
+                    get(
+                        origin: 3, body: "v2", expectHeaders: [("ETag", "\"v2\""), ("X-Version", "2")],
+                        sent: [("If-None-Match", nil)]),
+                    get(origin: 3, hit: true, body: "v2", expectHeaders: [("ETag", "\"v2\"")]),
+                ]),
+            ConformanceCase(
+                section: "4.3.4", name: "a 304 with a weak ETag of the same tag still freshens the entry",
+                script: [staleOnArrival(etagV1), ok(maxAgeHour, header("ETag", "W/\"v1\""), status: 304)],
+                steps: [get(origin: 1), get(origin: 2, body: "v1", fwdStatus: 304), get(origin: 2, hit: true, body: "v1")]),
+            ConformanceCase(
                 section: "4.3.4", name: "a 304 with a new lifetime freshens the entry",
                 script: [staleOnArrival(etagV1), ok(etagV1, maxAgeHour)], conditional: true,
                 steps: [get(origin: 1), get(origin: 2, fwdStatus: 304), get(origin: 2, hit: true), get(origin: 2, hit: true)]),
