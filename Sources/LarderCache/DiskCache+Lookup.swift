@@ -58,6 +58,11 @@ extension DiskCache {
         case dropped
     }
 
+    /// Whether the index holds a response for `stored`'s key more recent than it.
+    func holdsMoreRecentResponse(than stored: StoredResponse) -> Bool {
+        index.withLock { $0.hasEntry(of: stored.key, moreRecentThan: stored.responseTime) }
+    }
+
     /// Finds a stored response for `key` whose Vary values match `request`. Cheap: an index
     /// probe, then a small pread of the head through a kept descriptor (page cache); the loop
     /// opens no file. While the start-up scan has not reached an entry, it may still be on disk
@@ -74,11 +79,15 @@ extension DiskCache {
             return .unverified(DiskCache.entryName(key: key, vary: [:]))
         }
         // RFC 9111 §4.1: of several stored responses that match (one without Vary and one
-        // with, or two that vary on different fields), the most recent. The index keeps a key's
-        // entries in the order they were stored, and the start-up scan in the reverse.
+        // with, or two that vary on different fields), the most recent
+        // (``StoredResponse/isMoreRecent(_:than:now:)``), not the first in the index's order
+        // (the start-up scan lists a key's entries newest first).
         var chosen = -1
         for index in candidates.indices where VaryMatcher.matches(vary: candidates[index].vary, request: request) {
-            if chosen < 0 || candidates[index].responseTime >= candidates[chosen].responseTime { chosen = index }
+            let time = candidates[index].responseTime
+            if chosen < 0 || StoredResponse.isMoreRecent(time, than: candidates[chosen].responseTime, now: Clocks.wallSeconds) {
+                chosen = index
+            }
         }
         guard chosen >= 0 else { return .miss }
         let entry = candidates[chosen]

@@ -114,6 +114,32 @@ struct DiskIndex {
         return [index]
     }
 
+    /// Whether `key` has an entry more recent than a response that arrived at `responseTime`
+    /// (``StoredResponse/isMoreRecent(_:than:now:)``). Only keys with Vary values have more
+    /// than one.
+    func hasEntry(of key: CacheKey, moreRecentThan responseTime: Double) -> Bool {
+        guard varied.count > 0, let variants = varied[key] else { return false }
+        return variants.indices.contains { index in
+            slots[index].map { StoredResponse.isMoreRecent($0.responseTime, than: responseTime, now: Clocks.wallSeconds) } ?? false
+        }
+    }
+
+    /// The slot among `variants` other than `excluded` whose response is the least recent (of
+    /// equal times, the first stored): the one the cap on variants removes. By arrival, not by
+    /// the order of the list, which the start-up scan builds newest first.
+    private func earliestArrival(of variants: Variants, besides excluded: Int) -> Int? {
+        var earliest: Int?
+        var earliestTime = 0.0
+        for index in variants.indices where index != excluded {
+            guard let time = slots[index]?.responseTime else { continue }
+            if earliest == nil || StoredResponse.isMoreRecent(earliestTime, than: time, now: Clocks.wallSeconds) {
+                earliest = index
+                earliestTime = time
+            }
+        }
+        return earliest
+    }
+
     /// Entries whose URL starts with `prefix` (with `exactly`, is it) among the slots from `start` on, at most `limit`
     /// and at most `span` slots looked at; the slot to go on from, nil at the end. Slots, not the
     /// use order, so a walk can let go of the lock between calls and lose its place to nothing.
@@ -228,7 +254,7 @@ struct DiskIndex {
         if varied.count > 0, let others = varied[key] {
             let variants = others.adding(index)
             varied[key] = variants
-            if capped, replaced == nil, variants.count > DiskIndex.maxVariants, let oldest = variants.indices.first, oldest != index {
+            if capped, replaced == nil, variants.count > DiskIndex.maxVariants, let oldest = earliestArrival(of: variants, besides: index) {
                 replaced = slots[oldest]
                 removeSlot(oldest)
             }

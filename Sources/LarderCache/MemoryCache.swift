@@ -63,7 +63,7 @@ public final class MemoryCache: Sendable {
         state.slots.reserveCapacity(capacity)
     }
 
-    /// The stored variants for `key`, most recently stored first; marks the entry used.
+    /// The stored variants for `key`, the most recent response first; marks the entry used.
     public func lookup(_ key: CacheKey) -> [StoredResponse]? {
         state.withLock { state in
             guard let slot = state.index[key] else { return nil }
@@ -163,7 +163,15 @@ public final class MemoryCache: Sendable {
                     if variants[same].arrived(after: response) { return false }
                     variants.remove(at: same)
                 }
-                variants.insert(response, at: 0)
+                // Kept in the order the responses arrived, newest first, not the order they were
+                // stored: a lookup serves the first that matches (RFC 9111 §4.1: the most
+                // recent), and a copy promoted from disk may be older than a variant held here.
+                let position =
+                    variants.firstIndex {
+                        !StoredResponse.isMoreRecent($0.responseTime, than: response.responseTime, now: Clocks.wallSeconds)
+                    } ?? variants.count
+                guard position < MemoryCache.maxVariants else { return false }
+                variants.insert(response, at: position)
                 // The oldest goes past the bound: see ``maxVariants``.
                 if variants.count > MemoryCache.maxVariants { variants.removeLast(variants.count - MemoryCache.maxVariants) }
                 let newCost = variants.reduce(0) { $0 + $1.memoryCost }

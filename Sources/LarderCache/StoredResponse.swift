@@ -238,6 +238,16 @@ public final class StoredResponse: Sendable {
         time > other && time <= now()
     }
 
+    /// Whether a response that arrived at `time` is more recent than one at `other`, of several
+    /// that match a request (RFC 9111 §4.1): the later, unless stamped after `now` (asked only
+    /// when the two differ): one stored before the wall clock stepped back is the least recent.
+    static func isMoreRecent(_ time: Double, than other: Double, now: () -> Double) -> Bool {
+        guard time != other else { return false }
+        let clock = now()
+        if (time <= clock) != (other <= clock) { return time <= clock }
+        return time > other
+    }
+
     /// ``arrived(after:)-(Double)`` for `other`'s arrival.
     public func arrived(after other: StoredResponse) -> Bool { arrived(after: other.responseTime) }
 

@@ -154,6 +154,10 @@ public final class TieredCache: Sendable {
             if stored.isInMemory { memory.insert(stored, admittedBy: invalidations, since: stamp, replacing: replacing) }
             return
         }
+        // A hit's copy stays on disk when the key has a more recent response there (a variant
+        // on other fields): in memory, the older one would be found first by every request
+        // both match, and the newer one never looked for (RFC 9111 §4.1).
+        if replacing == nil, disk.holdsMoreRecentResponse(than: stored) { return }
         // Lands only while the disk tier holds the entry it was read from: a removal of it
         // (by any client's invalidation, not only the operator's) or a newer version stored
         // under its name since wins. Removals take the disk copy first, then the memory one.

@@ -301,6 +301,16 @@ import Testing
         reopened.stop()
     }
 
+    /// A response stamped after now (stored before the wall clock stepped back) is the least
+    /// recent of those that match, not the most recent until the clock catches up.
+    @Test func aResponseFromTheFutureIsTheLeastRecent() throws {
+        let fixture = try DiskFixture()
+        let now = Clocks.wallSeconds()
+        fixture.store("/clock", body: pattern(100, seed: 1), responseTime: now + 3600)
+        fixture.store("/clock", body: pattern(100, seed: 2), vary: ["accept-encoding": "gzip"], responseTime: now - 10)
+        #expect(read(fixture.cache, "/clock", request: ["Accept-Encoding": "gzip"]) == pattern(100, seed: 2))
+    }
+
     @Test func purgeAndRemoveAllEmptyTheTier() throws {
         let fixture = try DiskFixture()
         fixture.store("/a", body: pattern(100))

@@ -187,6 +187,25 @@ import Testing
         #expect(reads == 3)
     }
 
+    /// Which of two responses that match is the more recent (RFC 9111 §4.1), on a clock given:
+    /// the later, a tie neither, and one stamped after now is less recent than any other; the
+    /// clock is read only when the two differ.
+    @Test func theMoreRecentOfTwoIsTheLaterUnlessStampedAfterNow() {
+        var reads = 0
+        let now: () -> Double = {
+            reads += 1
+            return 100
+        }
+        #expect(StoredResponse.isMoreRecent(50, than: 40, now: now))
+        #expect(!StoredResponse.isMoreRecent(40, than: 50, now: now))
+        #expect(StoredResponse.isMoreRecent(40, than: 101, now: now), "the other is stamped after now")
+        #expect(!StoredResponse.isMoreRecent(101, than: 40, now: now), "stamped after now")
+        #expect(StoredResponse.isMoreRecent(102, than: 101, now: now), "both after now: the later")
+        #expect(reads == 5)
+        #expect(!StoredResponse.isMoreRecent(40, than: 40, now: now))
+        #expect(reads == 5)
+    }
+
     /// Review 82 R82-1: of two fills of one variant that overlap, the one that began first may
     /// finish last. The response that arrived later stays; a removal for a version streamed to
     /// disk takes only its own variant, and only a copy that arrived no later.
@@ -239,6 +258,34 @@ import Testing
         #expect(kept.count == MemoryCache.maxVariants && kept.first == "agent \(total - 1)" && !kept.contains("agent 35"))
         #expect(index.lookup(key).count == DiskIndex.maxVariants && index.count == DiskIndex.maxVariants)
         #expect(evicted == (0..<36).map { ["user-agent": "agent \($0)"] }, "the oldest went, each returned for its file to go")
+    }
+
+    /// Review 112: after a restart the disk index lists a key's variants newest first; the cap
+    /// still removes the least recent, not the first listed. Memory keeps the variants in the
+    /// order their responses arrived, however they were stored.
+    @Test func theCapRemovesTheLeastRecentVariantWhateverTheOrderOfTheList() {
+        var index = DiskIndex()
+        let key = Fixtures.key("/scanned")
+        func entry(_ agent: Int) -> DiskIndex.Entry {
+            let vary = ["user-agent": "agent \(agent)"]
+            return DiskIndex.Entry(
+                key: key, vary: vary, name: DiskCache.entryName(key: key, vary: vary), size: 10, responseTime: 1000 + Double(agent),
+                bodyTime: 1000 + Double(agent))
+        }
+        // As the start-up scan indexes them: newest first, uncapped.
+        for agent in (0..<DiskIndex.maxVariants).reversed() {
+            let added = index.insertIfAbsent(entry(agent))
+            #expect(added)
+        }
+        let replaced = index.insert(entry(DiskIndex.maxVariants))
+        #expect(replaced?.vary == ["user-agent": "agent 0"], "the least recent went")
+        let kept = index.lookup(key)
+        #expect(kept.count == DiskIndex.maxVariants && kept.contains { $0.vary == ["user-agent": "agent \(DiskIndex.maxVariants - 1)"] })
+
+        let cache = MemoryCache(limits: Fixtures.limits(bytes: 10 << 20, entries: 1000))
+        cache.insert(Fixtures.response("/order", bodySize: 10, responseTime: 2000, vary: ["x-v": "b"]))
+        cache.insert(Fixtures.response("/order", bodySize: 10, responseTime: 1000))
+        #expect(cache.lookup(Fixtures.key("/order"))?.map(\.responseTime) == [2000, 1000], "the older one, stored last, comes second")
     }
 
     @Test func shrinkingTheLimitEvictsDownToIt() {

@@ -33,8 +33,8 @@ import Testing
     }
 
     /// Looks `path` up until it is not pending (a disk entry checked on the reader thread).
-    private func lookUp(_ path: String) -> TieredCache.Lookup {
-        var result = cache.lookup(Fixtures.key(path), request: [:])
+    private func lookUp(_ path: String, request: HTTPHeaders = [:]) -> TieredCache.Lookup {
+        var result = cache.lookup(Fixtures.key(path), request: request)
         if case .pending(let name) = result {
             let done = DispatchSemaphore(value: 0)
             nonisolated(unsafe) var checked: DiskCache.Verification?
@@ -43,9 +43,38 @@ import Testing
                 done.signal()
             }
             done.wait()
-            result = cache.lookup(Fixtures.key(path), request: [:], checked: checked)
+            result = cache.lookup(Fixtures.key(path), request: request, checked: checked)
         }
         return result
+    }
+
+    /// RFC 9111 §4.1 (review 112's first finding): a disk hit's copy does not go to memory
+    /// while the disk holds a more recent response for its key, which in memory it would
+    /// shadow for every request both match (after a restart, memory holds neither).
+    @Test func aDiskHitDoesNotShadowAMoreRecentVariantInMemory() {
+        let path = "/shadow"
+        let now = Clocks.wallSeconds()
+        func store(_ vary: [String: String], at time: Double, seed: UInt8) -> TieredCache.PendingStore {
+            .init(
+                response: Fixtures.response(path, bodySize: 10, headers: ["Cache-Control": "max-age=600"], responseTime: time, vary: vary),
+                body: pattern(10, seed: seed),
+                head: DiskEntryFormat.Head(
+                    key: Fixtures.key(path).url, status: 200, reason: "OK", requestTime: time, responseTime: time, vary: vary,
+                    headers: ["Cache-Control": "max-age=600"]))
+        }
+        cache.storeOnDisk([store([:], at: now - 20, seed: 1), store(["x-v": "b"], at: now - 10, seed: 2)], budgetNanos: 1_000_000)
+        cache.disk?.drain()
+        guard case .found(let plain, true) = lookUp(path, request: ["X-V": "a"]) else {
+            Issue.record("no disk hit for the response without Vary")
+            return
+        }
+        #expect(plain.varyValues.isEmpty)
+        guard case .found(let varied, _) = lookUp(path, request: ["X-V": "b"]) else {
+            Issue.record("no hit for the variant")
+            return
+        }
+        #expect(varied.varyValues == ["x-v": "b"], "the more recent variant, not the older response promoted to memory")
+        #expect(cache.memory.lookup(Fixtures.key(path))?.contains { $0.varyValues.isEmpty } != true)
     }
 
     private func waitForMemory(_ path: String) -> Bool {
