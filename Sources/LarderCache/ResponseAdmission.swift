@@ -213,6 +213,12 @@ public struct ResponseAdmission: Sendable, Equatable {
             admission.shareable = false
             admission.keepsStored = true
         }
+        if head.status == 304 {
+            // A 304 to no validation of Larder's (an origin that answers one to an unconditional
+            // request) selects nothing stored: it answers its own request alone, never a reader
+            // that joined without the client's preconditions or with others.
+            admission.shareable = false
+        }
         if request.ownContent {
             // Stored or shared, it would let one client choose what every other gets for the URL.
             admission.storage = .none

@@ -111,6 +111,9 @@ import Testing
         let stored = Fixtures.response("/x", headers: ["Cache-Control": "max-age=60", "ETag": "\"a\""], responseTime: now - 600)
         #expect(decide(request(validating: stored), 304, [:]).verdict == .merge)
         #expect(decide(request(), 304, [:]).verdict == .forward, "a 304 the fill did not ask for goes through")
+        // Review 113: to its own request only, even fresh (an origin's 304 to a request
+        // without preconditions would reach readers that asked for the object).
+        #expect(!decide(request(), 304, ["Cache-Control": "max-age=60", "ETag": "\"b\""]).shareable)
         #expect(decide(request(fallback: stored), 503, [:]).verdict == .serveStale)
         #expect(decide(request(fallback: stored), 404, [:]).verdict == .forward)
         let gone = Fixtures.response("/x", responseTime: now - 100_000)

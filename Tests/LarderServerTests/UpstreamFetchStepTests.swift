@@ -204,6 +204,7 @@ import Testing
         #expect(fetch.request.headers["If-Modified-Since"] == nil)
         #expect(fetch.request.headers["X-Kept"] == "yes")
         #expect(fetch.freeAttempts == 1)
+        #expect(fetch.validationRefused)
     }
 
     /// Failing over moves to the next parent and logs it; a retry logs its reason and delay.

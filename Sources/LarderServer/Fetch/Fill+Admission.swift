@@ -30,14 +30,15 @@ extension Fill {
         scheduleNotify()
     }
 
-    /// Whether a 304's strong ETag names another representation than `stored`, the response
-    /// it validated (RFC 9111 §4.3.4): no stored response has that strong validator, so none
-    /// may be updated. A weak ETag or none leaves the stored response validated as the one
-    /// selected.
+    /// Whether a 304's ETag names another representation than `stored`, the response it
+    /// validated (RFC 9111 §4.3.4): no stored response has that validator, so none may be
+    /// updated. Compared weakly: a server that weakens the tag of what it compresses (nginx's
+    /// gzip) sends its 304 with the strong one, for the same representation. A 304 without
+    /// an ETag leaves the stored response validated as the one selected.
     static func namesAnotherRepresentation(_ notModified: HTTPHeaders, than stored: StoredResponse) -> Bool {
-        guard let etag = notModified[.etag], !etag.hasPrefix("W/") else { return false }
+        guard let etag = notModified[.etag] else { return false }
         guard let storedTag = stored.etag else { return true }
-        return !EntityTag.strongMatch(etag, storedTag)
+        return !EntityTag.weakMatch(etag, storedTag)
     }
 
     /// RFC 9111 §4.3.5: a HEAD's 200 that `matches` the stored GET response it was sent for
@@ -77,10 +78,12 @@ extension Fill {
     }
 
     /// What the admission needs to know about the request this fill sent, answered `status`.
+    /// After a 304 that updated nothing, the fill validates nothing: its answers are the object's.
     func admissionRequest(for status: Int) -> ResponseAdmission.Request {
         ResponseAdmission.Request(
             method: method, headers: requestHeaders, policy: options.policy, directives: options.requestDirectives,
-            validating: options.validating, fallback: options.fallback, staleIfErrorWindow: settings.staleIfError,
+            validating: fetch.validationRefused ? nil : options.validating, fallback: options.fallback,
+            staleIfErrorWindow: settings.staleIfError,
             dedupAlways: dedupAlways, maxMemoryObject: settings.maxMemoryObject,
             negativeTTL: settings.negativeTTL, sharedKey: options.sharedKey,
             holdsSuccess: options.policy == .cacheFirst && !CacheDecision.isSuccess(status) && holdsSuccess(),

@@ -405,24 +405,25 @@ final class Fill: UpstreamTransferDelegate {
             fetch.cancelTransfer()
             return
         }
-        if status == 304, let validating = options.validating, options.digest == nil,
-            Self.namesAnotherRepresentation(upstreamHead.headers, than: validating),
-            case .resendUnconditionally = step(.validatorContradicted).action
+        if status == 304, !fetch.validationRefused, let validating = options.validating, options.digest == nil,
+            Self.namesAnotherRepresentation(upstreamHead.headers, than: validating)
         {
-            // RFC 9111 §4.3.4: a 304 whose strong validator is not the stored response's
-            // updates nothing (applied, it would put that ETag on the stored bytes, and every
-            // later validation would confirm them as the other representation). The stored
-            // response is not the current one: it goes, and the object is fetched whole.
-            // (A digest route's bytes are checked against their URL's digest, whatever the
-            // host that validates them calls them: its 304s freshen as before.)
+            // RFC 9111 §4.3.4: a 304 whose validator is not the stored response's updates
+            // nothing (applied, it would put that ETag on the stored bytes, and every later
+            // validation would confirm them as the other representation). The object is fetched
+            // again without validators; its answer replaces the stored response as any fill's
+            // would (a failure leaves it, for stale-if-error). Not sent again (no one waits, or
+            // a body that cannot be replayed), the 304 is an ordinary answer: it updates nothing
+            // and outdates the stored response. (A digest route's bytes are checked against
+            // their URL's digest, whatever a host calls them: its 304s freshen as before.)
             proxy.logger.info(
-                "a 304 named another representation than the one validated: fetching it whole",
+                "a 304 named another representation than the one validated: fetching it again without validators",
                 metadata: ["url": "\(proxy.loggable(key.url))"])
-            proxy.cache.invalidate(validating)
-            options.validating = nil
-            carryOut(.resendUnconditionally)
-            fetch.cancelTransfer()
-            return
+            if case .resendUnconditionally = step(.validatorContradicted).action {
+                carryOut(.resendUnconditionally)
+                fetch.cancelTransfer()
+                return
+            }
         }
         // The origin's framing, read before the hop-by-hop strip (a `Connection` naming it).
         // Checked by the parser: a head whose Content-Length is ambiguous never gets here.

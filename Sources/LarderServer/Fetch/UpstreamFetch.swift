@@ -29,8 +29,9 @@ struct UpstreamFetch {
     /// pooled connection turned out dead (``AttemptPlanner/Action/resendOnFreshConnection``),
     /// and the one without validators after a 304 that updates nothing.
     private(set) var freeAttempts = 0
-    /// The request went again without Larder's validators (``Event/validatorContradicted``).
-    private(set) var sentUnconditionally = false
+    /// Larder's validation was answered by a 304 that updates nothing
+    /// (``Event/validatorContradicted``): the fill's answer is no longer a validation's.
+    private(set) var validationRefused = false
     /// Each retry: why, and the delay before it (for the access log).
     private(set) var retryLog: [(reason: String, delayMillis: Int)] = []
     var retryTimer: EventLoop.TimerToken?
@@ -186,10 +187,11 @@ struct UpstreamFetch {
             return Step(action: .fail(error), parentDown: parentDown)
         case (.receivingBody, .validatorContradicted):
             // Once: an origin that answers 304 to the unconditional request too is answered
-            // as it is (its 304 then validates nothing stored). A request whose body cannot be
-            // sent again takes the 304 as before.
-            guard !sentUnconditionally, canResend() else { return Step(action: .ignore) }
-            sentUnconditionally = true
+            // as it is. So is a request that cannot be sent again (no one waits any more, or
+            // its body cannot be replayed): its 304 is then no validation's either.
+            guard !validationRefused else { return Step(action: .ignore) }
+            validationRefused = true
+            guard canResend() else { return Step(action: .ignore) }
             request = request.withoutValidators()
             freeAttempts += 1
             phase = .waitingToResend

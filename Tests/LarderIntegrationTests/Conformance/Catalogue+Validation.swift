@@ -56,6 +56,31 @@ enum ValidationCases {
                 script: [staleOnArrival(etagV1), ok(maxAgeHour, header("ETag", "W/\"v1\""), status: 304)],
                 steps: [get(origin: 1), get(origin: 2, body: "v1", fwdStatus: 304), get(origin: 2, hit: true, body: "v1")]),
             ConformanceCase(
+                // nginx weakens the tag of what it gzips, and answers the validation with the
+                // strong one: the same representation, compared weakly.
+                section: "4.3.4", name: "a 304 with the strong form of the stored weak ETag freshens the entry",
+                script: [staleOnArrival(header("ETag", "W/\"x\"")), ok(maxAgeHour, header("ETag", "\"x\""), status: 304)],
+                steps: [get(origin: 1), get(origin: 2, body: "v1", fwdStatus: 304), get(origin: 2, hit: true, body: "v1")]),
+            ConformanceCase(
+                section: "4.3.4", name: "a 304 with another weak ETag updates nothing; the object is fetched whole",
+                script: [
+                    staleOnArrival(etagV1), ok(maxAgeHour, header("ETag", "W/\"other\""), status: 304),
+                    ok(maxAgeHour, header("ETag", "W/\"other\""), body: "v2"),
+                ],
+                steps: [
+                    get(origin: 1, body: "v1"), get(origin: 3, body: "v2", expectHeaders: [("ETag", "W/\"other\"")]),
+                    get(origin: 3, hit: true, body: "v2"),
+                ]),
+            ConformanceCase(
+                // The entry stays until the refetch's answer replaces it: an error then leaves it
+                // for stale-if-error (RFC 5861 §4), for this request and the next.
+                section: "4.3.4", name: "after a 304 that updates nothing, an error leaves the entry for stale-if-error",
+                script: [
+                    staleOnArrival(etagV1, cc("stale-if-error=600")), ok(header("ETag", "\"v2\""), status: 304),
+                    ok(body: "down", status: 503),
+                ],
+                steps: [get(origin: 1, body: "v1"), get(body: "v1", originAtLeast: 3), get(body: "v1", originAtLeast: 4)]),
+            ConformanceCase(
                 section: "4.3.4", name: "a 304 with a new lifetime freshens the entry",
                 script: [staleOnArrival(etagV1), ok(etagV1, maxAgeHour)], conditional: true,
                 steps: [get(origin: 1), get(origin: 2, fwdStatus: 304), get(origin: 2, hit: true), get(origin: 2, hit: true)]),

@@ -1,0 +1,45 @@
+import Foundation
+import Testing
+
+extension IntegrationTests {
+    /// Larder's own validation of a stale entry, where the conformance catalogue's one client
+    /// at a time cannot reach: a client that leaves while the origin's answer is on its way.
+    @Suite(.timeLimit(.minutes(2))) struct Revalidation {
+        /// Review 113's first finding: a 304 naming another representation than the one
+        /// validated, arriving after the only client left (the request is then not sent again),
+        /// still updates nothing (RFC 9111 §4.3.4). Before, it was merged: the stored v1 took
+        /// v2's ETag, and every later validation confirmed it as v2 for good.
+        @Test func aContradicting304AfterTheClientLeftUpdatesNothing() throws {
+            let origin = try Origin()
+            let larder = try Larder()
+            let path = "/left"
+            try origin.script(
+                path,
+                [
+                    staleOnArrival(etagV1, body: "v1"),
+                    Scripted(status: 304, headers: [maxAgeHour, ("ETag", "\"v2\"")], delay: 1.0),
+                    ok(maxAgeHour, ("ETag", "\"v2\""), body: "v2"),
+                ], conditional: false)
+            let request = "GET \(origin.url(path)) HTTP/1.1\r\nHost: 127.0.0.1:\(origin.port)\r\n\r\n"
+            let first = try RawConnection(port: larder.proxyPort)
+            first.send(request)
+            #expect(try first.readResponse().text == "v1")
+            do {
+                // Revalidates the stale entry, and leaves before the 304 (delayed 1 s) comes.
+                let leaving = try RawConnection(port: larder.proxyPort)
+                leaving.send(request)
+                usleep(200_000)
+            }
+            // The 304 has come and gone: the origin counted the validation.
+            for _ in 0..<50 where try origin.count(path) < 2 { usleep(100_000) }
+            usleep(1_500_000)
+            #expect(try origin.count(path) == 2)
+            let last = try RawConnection(port: larder.proxyPort)
+            last.send(request)
+            let response = try last.readResponse()
+            #expect(response.text == "v2", "v1's body must not be served, under v2's ETag or any")
+            #expect(response.header("etag") == "\"v2\"")
+            #expect(try origin.count(path) == 3, "the entry the 304 did not select went: fetched again")
+        }
+    }
+}
