@@ -58,9 +58,10 @@ extension DiskCache {
         case dropped
     }
 
-    /// Whether the index holds a response for `stored`'s key more recent than it.
+    /// Whether the index holds a response for `stored`'s key more recent than it, that a
+    /// request `stored` matches may match too.
     func holdsMoreRecentResponse(than stored: StoredResponse) -> Bool {
-        index.withLock { $0.hasEntry(of: stored.key, moreRecentThan: stored.responseTime) }
+        index.withLock { $0.hasEntry(of: stored.key, overlapping: stored.varyValues, moreRecentThan: stored.responseTime) }
     }
 
     /// Finds a stored response for `key` whose Vary values match `request`. Cheap: an index

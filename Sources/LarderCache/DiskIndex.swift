@@ -115,12 +115,14 @@ struct DiskIndex {
     }
 
     /// Whether `key` has an entry more recent than a response that arrived at `responseTime`
-    /// (``StoredResponse/isMoreRecent(_:than:now:)``). Only keys with Vary values have more
-    /// than one.
-    func hasEntry(of key: CacheKey, moreRecentThan responseTime: Double) -> Bool {
+    /// (``StoredResponse/isMoreRecent(_:than:now:)``) that a request matching `vary` may match
+    /// too (``VaryMatcher/overlap(_:_:)``). Only keys with Vary values have more than one.
+    func hasEntry(of key: CacheKey, overlapping vary: [String: String], moreRecentThan responseTime: Double) -> Bool {
         guard varied.count > 0, let variants = varied[key] else { return false }
         return variants.indices.contains { index in
-            slots[index].map { StoredResponse.isMoreRecent($0.responseTime, than: responseTime, now: Clocks.wallSeconds) } ?? false
+            guard let entry = slots[index] else { return false }
+            return StoredResponse.isMoreRecent(entry.responseTime, than: responseTime, now: Clocks.wallSeconds)
+                && VaryMatcher.overlap(entry.vary, vary)
         }
     }
 

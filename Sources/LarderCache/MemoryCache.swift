@@ -249,6 +249,27 @@ public final class MemoryCache: Sendable {
         }
     }
 
+    /// Removes the variants of `key` that a request matching `varyValues` may match too
+    /// (``VaryMatcher/overlap(_:_:)``), unless their response arrived after `responseTime`: a
+    /// version that arrived then is stored in the disk tier now, too large for this one, and
+    /// held here they would answer first the requests it answers (RFC 9111 §4.1).
+    public func remove(_ key: CacheKey, overlapping varyValues: [String: String], unlessArrivedAfter responseTime: Double) {
+        state.withLock { state in
+            guard let slot = state.index[key] else { return }
+            let doomed = state.slots[slot].variants.indices.filter { position in
+                let variant = state.slots[slot].variants[position]
+                return VaryMatcher.overlap(variant.varyValues, varyValues) && !variant.arrived(after: responseTime)
+            }
+            // From the last: a removal leaves the positions before it. The last variant's
+            // removal frees the slot.
+            for position in doomed.reversed() {
+                let wasLast = state.slots[slot].variants.count == 1
+                MemoryCache.removeVariant(&state, slot, at: position)
+                if wasLast { return }
+            }
+        }
+    }
+
     /// Removes every variant of `key`. Returns whether anything was stored.
     @discardableResult
     public func remove(_ key: CacheKey) -> Bool {

@@ -154,9 +154,10 @@ public final class TieredCache: Sendable {
             if stored.isInMemory { memory.insert(stored, admittedBy: invalidations, since: stamp, replacing: replacing) }
             return
         }
-        // A hit's copy stays on disk when the key has a more recent response there (a variant
-        // on other fields): in memory, the older one would be found first by every request
-        // both match, and the newer one never looked for (RFC 9111 §4.1).
+        // A hit's copy stays on disk when the key has a more recent response there that a
+        // request may match as well (a variant on other fields, or none): in memory, the older
+        // one would be found first by every request both match, and the newer one never looked
+        // for (RFC 9111 §4.1). Variants of one field (Accept-Encoding) never overlap.
         if replacing == nil, disk.holdsMoreRecentResponse(than: stored) { return }
         // Lands only while the disk tier holds the entry it was read from: a removal of it
         // (by any client's invalidation, not only the operator's) or a newer version stored
@@ -265,7 +266,7 @@ public final class TieredCache: Sendable {
         let (vary, responseTime) = (head.vary, head.responseTime)
         return disk?.beginWrite(
             key: key, head: head, expectedLength: expectedLength, stamp: stamp,
-            whenIndexed: { memory.remove(key, variant: vary, unlessArrivedAfter: responseTime) })
+            whenIndexed: { memory.remove(key, overlapping: vary, unlessArrivedAfter: responseTime) })
     }
 
     /// A complete response waiting to be written to disk (``storeOnDisk(_:budgetNanos:)``);

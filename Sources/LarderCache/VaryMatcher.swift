@@ -15,6 +15,14 @@ public enum VaryMatcher {
         return result
     }
 
+    /// Whether one request may be answered by variants stored for both `first` and `second`:
+    /// they agree on every field both name (a field one names only, the request can have as
+    /// that one wants).
+    public static func overlap(_ first: [String: String], _ second: [String: String]) -> Bool {
+        let (fewer, more) = first.count <= second.count ? (first, second) : (second, first)
+        return fewer.allSatisfy { name, value in more[name].map { $0 == value } ?? true }
+    }
+
     /// Whether `stored` may answer a request with `request` headers.
     @inline(__always)
     public static func matches(_ stored: StoredResponse, request: HTTPHeaders) -> Bool {

@@ -114,6 +114,16 @@ import Testing
         #expect(!VaryMatcher.matches(stored, request: [:]))
     }
 
+    /// Two variants one request may both match: they agree on every field both name.
+    @Test func variantsOverlapWhenTheyAgreeOnTheFieldsTheyShare() {
+        #expect(VaryMatcher.overlap([:], ["accept-encoding": "gzip"]), "none named: any request either matches")
+        #expect(VaryMatcher.overlap(["x-a": "1"], ["x-b": "2"]))
+        #expect(VaryMatcher.overlap(["accept-encoding": "gzip", "x-a": "1"], ["accept-encoding": "gzip"]))
+        #expect(!VaryMatcher.overlap(["accept-encoding": "gzip"], ["accept-encoding": "br"]))
+        #expect(VaryMatcher.overlap(["accept-encoding": "br"], ["accept-encoding": "br", "x-a": ""]))
+        #expect(!VaryMatcher.overlap(["x-a": ""], ["x-a": "1", "x-b": "2"]), "absent is a value of its own")
+    }
+
     @Test func absentHeaderMatchesOnlyAbsence() {
         let stored = Fixtures.response("/v", vary: VaryMatcher.values(for: ["Vary": "X-Mode"], request: [:]))
         #expect(VaryMatcher.matches(stored, request: [:]))

@@ -77,6 +77,50 @@ import Testing
         #expect(cache.memory.lookup(Fixtures.key(path))?.contains { $0.varyValues.isEmpty } != true)
     }
 
+    /// Review 113's seventh finding: variants of one field (Accept-Encoding) never answer the
+    /// same request, so a less recent one is still promoted into memory.
+    @Test func aVariantOnOneFieldIsPromotedBesideMoreRecentOnes() {
+        let path = "/encodings"
+        let now = Clocks.wallSeconds()
+        let stores = ["gzip", "br", "identity"].enumerated().map { index, coding in
+            let vary = ["accept-encoding": coding]
+            let time = now - 30 + Double(index)
+            return TieredCache.PendingStore(
+                response: Fixtures.response(path, bodySize: 10, headers: ["Cache-Control": "max-age=600"], responseTime: time, vary: vary),
+                body: pattern(10, seed: UInt8(index)),
+                head: DiskEntryFormat.Head(
+                    key: Fixtures.key(path).url, status: 200, reason: "OK", requestTime: time, responseTime: time, vary: vary,
+                    headers: ["Cache-Control": "max-age=600"]))
+        }
+        cache.storeOnDisk(stores, budgetNanos: 1_000_000)
+        cache.disk?.drain()
+        guard case .found(let gzip, true) = lookUp(path, request: ["Accept-Encoding": "gzip"]) else {
+            Issue.record("no disk hit for the gzip variant")
+            return
+        }
+        #expect(gzip.varyValues == ["accept-encoding": "gzip"])
+        #expect(cache.memory.lookup(Fixtures.key(path))?.contains { $0.varyValues == ["accept-encoding": "gzip"] } == true)
+    }
+
+    /// Review 113's eighth finding: a more recent response stored on disk only (too large for
+    /// memory) takes out of memory the older variants that would answer its requests first.
+    @Test func aMoreRecentResponseStoredOnDiskOnlyTakesOverlappingVariantsOutOfMemory() throws {
+        let path = "/disk-only"
+        let key = Fixtures.key(path)
+        let now = Clocks.wallSeconds()
+        cache.memory.insert(Fixtures.response(path, bodySize: 10, responseTime: now - 20, vary: ["x-other": "a"]))
+        cache.memory.insert(Fixtures.response(path, bodySize: 10, responseTime: now - 20, vary: ["x-var": "c"]))
+        let head = DiskEntryFormat.Head(
+            key: key.url, status: 200, reason: "OK", requestTime: now - 10, responseTime: now - 10, vary: ["x-var": "b"],
+            headers: ["Cache-Control": "max-age=600"])
+        let write = try #require(cache.beginDiskWrite(key: key, head: head, expectedLength: 5000))
+        write.append(pattern(5000, seed: 9))
+        write.finish(expectedLength: 5000)
+        cache.disk?.drain()
+        let kept = cache.memory.lookup(key)?.map(\.varyValues) ?? []
+        #expect(kept == [["x-var": "c"]], "the variant a request for b may also match went; c's stays")
+    }
+
     private func waitForMemory(_ path: String) -> Bool {
         for _ in 0..<2000 {
             if cache.memory.lookup(Fixtures.key(path)) != nil { return true }
