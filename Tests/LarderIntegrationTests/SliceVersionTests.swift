@@ -55,6 +55,30 @@ extension IntegrationTests {
             #expect(bodyMismatch(tail.body, direct.body) == nil, "the origin's new version")
         }
 
+        /// Review 113's fourth finding: stale slices validated by an origin that answers 304
+        /// with the new version's ETag (RFC 9111 §4.3.4: it updates nothing) are fetched again,
+        /// and the walk, seeing another object, replaces them all: the client gets the new
+        /// version whole (the walk used to cut it short after the first slice).
+        @Test func staleSlicesAnswered304WithTheNewVersionsTagAreReplacedWhole() throws {
+            let origin = try Origin()
+            let size = 3 << 20
+            let target = "/lie/object.bin?size=\(size)&ranges=1&cc=max-age=3&lie304=1"
+            let (larder, url) = try Slices.objectInThreeSlices(origin, target)
+            usleep(3_200_000)  // every slice stale
+            // Slices 1 and 2 validated (the same version yet: a true 304), fresh again; 0 stays stale.
+            for slice in 1...2 {
+                let first = slice << 20
+                let part = try Curl.viaProxy(larder.proxy, ["-r", "\(first)-\(first + 99)", url])
+                #expect(part.status == 206 && part.cacheStatus?.fwd == "stale", "\(part.headers)")
+            }
+            try origin.bump("/lie/object.bin")
+            let whole = try Curl.viaProxy(larder.proxy, [url], timeout: 60)
+            let direct = try Curl.run([url])
+            #expect(whole.status == 200 && whole.body.count == size, "\(whole.headers)")
+            #expect(bodyMismatch(whole.body, direct.body) == nil, "the new version, whole")
+            #expect(whole.header("etag") == direct.header("etag"))
+        }
+
         /// A ban's glob is matched against an object's URL for its slices too (their keys end
         /// in `#slice=N`): a glob ending in the URL's own text bans the slices with the object.
         @Test func aGlobBanEndingInTheURLsTextCoversItsSlices() throws {

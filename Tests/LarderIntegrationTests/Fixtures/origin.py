@@ -25,6 +25,8 @@ Every path answers according to its query string:
                       If-None-Match of that ETag is answered 304
   cap=N               with ranges=1: a range's answer holds at most N bytes from its first (a
                       server that caps ranges)
+  lie304=1            with ranges=1: any If-None-Match is answered 304 with the current ETag
+                      (a server that answers validations wrongly)
   idle=S              keep the connection open after answering, but close it when no next
                       request arrives within S seconds (an origin's keep-alive timeout)
   late=S              S seconds after answering, send a second response nobody asked for
@@ -213,7 +215,8 @@ class Handler(BaseHTTPRequestHandler):
         etag = '"v%d-%s"' % (VERSIONS.get(url.path, 0), hashlib.sha256(url.path.encode()).hexdigest()[:12])
         if one("ranges"):
             wanted = byte_range(self.headers.get("Range"), len(body))
-            if self.headers.get("If-None-Match") == etag and status == 200:
+            inm = self.headers.get("If-None-Match")
+            if (inm == etag or (inm and one("lie304"))) and status == 200:
                 status, body = 304, b""
             elif wanted == "unsatisfiable":
                 status, content_range, body = 416, "bytes */%d" % len(body), b""
