@@ -209,9 +209,15 @@ public struct StoreSink {
                 varyValues: whole.vary,
                 freshnessLifetime: whole.lifetime, correctedInitialAge: whole.initialAge, cacheControl: whole.cacheControl,
                 preparedHead: whole.head)
-            cache.memory.insert(stored, admittedBy: cache.invalidations, since: parts.entry.stamp)
+            let inMemory = cache.memory.insert(stored, admittedBy: cache.invalidations, since: parts.entry.stamp)
             // Moved to the queue, not copied: the head is large (`if let` without `consume` binds a copy).
-            if let head = consume pendingDiskHead { queue.add(stored, body: body, head: head, stamp: parts.entry.stamp) }
+            if let head = consume pendingDiskHead {
+                // On disk only (too large for memory): the older variants in memory that its
+                // requests may match would answer them first (RFC 9111 §4.1), as after a
+                // streamed write (``TieredCache/beginDiskWrite(key:head:expectedLength:stamp:)``).
+                if !inMemory { cache.memory.remove(stored.key, overlapping: stored.varyValues, unlessArrivedAfter: stored.responseTime) }
+                queue.add(stored, body: body, head: head, stamp: parts.entry.stamp)
+            }
         }
     }
 

@@ -188,12 +188,16 @@ public final class StoredResponse: Sendable {
     /// `Content-Encoding`, which describe the stored bytes, not the validation (§3.2 lets a
     /// cache keep such fields for the integrity of what it stored): a 304 that relabelled a
     /// plain body as gzip, sent for one client's request, broke it for every client after.
+    /// Nor the `ETag` of a response that has one: the update was selected by it, compared
+    /// weakly (§4.3.4), and the stored tag names the stored bytes (nginx answers for the gzip
+    /// it tagged `W/"x"` with `"x"`, its plain body's tag, which `If-Range` would then match).
     /// `forOneClient`: the result answers the validation's own client only and is never
     /// stored, so the 304's `Set-Cookie` is that client's to have.
     public func freshened(by update: HTTPHeaders, requestTime: Double, responseTime: Double, forOneClient: Bool = false) -> StoredResponse {
         var merged = headers
         var excluded = ["content-length", "transfer-encoding", "content-range", "age", "content-type", "content-encoding"]
         if !forOneClient { excluded.append("set-cookie") }
+        if etag != nil { excluded.append("etag") }
         var replaced = Set<String>()
         for field in update.fields {
             let name = field.name.lowercased()

@@ -39,7 +39,38 @@ extension IntegrationTests {
             let response = try last.readResponse()
             #expect(response.text == "v2", "v1's body must not be served, under v2's ETag or any")
             #expect(response.header("etag") == "\"v2\"")
-            #expect(try origin.count(path) == 3, "the entry the 304 did not select went: fetched again")
+            #expect(try origin.count(path) == 3, "the 304 updated nothing: the stale entry was validated again")
+        }
+
+        /// Review 114: the same 304 after the client left leaves the stale entry as it is, for
+        /// stale-if-error when the origin then fails (it was dropped, and every later client got
+        /// the origin's 503).
+        @Test func aContradicting304AfterTheClientLeftLeavesTheEntryForStaleIfError() throws {
+            let origin = try Origin()
+            let larder = try Larder()
+            let path = "/left-then-down"
+            try origin.script(
+                path,
+                [
+                    staleOnArrival(etagV1, cc("stale-if-error=600"), body: "v1"),
+                    Scripted(status: 304, headers: [maxAgeHour, ("ETag", "\"v2\"")], delay: 1.0),
+                    Scripted(status: 503, body: "down"),
+                ], conditional: false)
+            let request = "GET \(origin.url(path)) HTTP/1.1\r\nHost: 127.0.0.1:\(origin.port)\r\n\r\n"
+            let first = try RawConnection(port: larder.proxyPort)
+            first.send(request)
+            #expect(try first.readResponse().text == "v1")
+            do {
+                let leaving = try RawConnection(port: larder.proxyPort)
+                leaving.send(request)
+                usleep(200_000)
+            }
+            for _ in 0..<50 where try origin.count(path) < 2 { usleep(100_000) }
+            usleep(1_500_000)
+            let last = try RawConnection(port: larder.proxyPort, receiveTimeout: 30)
+            last.send(request)
+            let response = try last.readResponse()
+            #expect(response.status == 200 && response.text == "v1", "stale-if-error: \(response.status) \(response.text)")
         }
     }
 }

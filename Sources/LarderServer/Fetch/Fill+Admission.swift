@@ -35,10 +35,11 @@ extension Fill {
     /// updated. Compared weakly: a server that weakens the tag of what it compresses (nginx's
     /// gzip) sends its 304 with the strong one, for the same representation. A 304 without
     /// an ETag leaves the stored response validated as the one selected.
+    /// More than one ETag field must each name it.
     static func namesAnotherRepresentation(_ notModified: HTTPHeaders, than stored: StoredResponse) -> Bool {
-        guard let etag = notModified[.etag] else { return false }
+        guard notModified.contains(.etag) else { return false }
         guard let storedTag = stored.etag else { return true }
-        return !EntityTag.weakMatch(etag, storedTag)
+        return notModified.values("ETag").contains { !EntityTag.weakMatch($0, storedTag) }
     }
 
     /// RFC 9111 §4.3.5: a HEAD's 200 that `matches` the stored GET response it was sent for

@@ -499,8 +499,12 @@ final class Fill: UpstreamTransferDelegate {
         if case .pending = digestCheck { digestHoldsHead = plan.action == .whole }
         share(forwarded, shareable: admission.shareable)
         // A new response that will not be stored outdates the validated one (a sink the disk
-        // refuses does the same in `open`).
-        if let validating = options.validating, plan.outdatesValidated(stored: plan.stores) {
+        // refuses does the same in `open`); a 304 that updated nothing
+        // (``UpstreamFetch/validationRefused``) is no new response: the entry stays, for
+        // stale-if-error and the next validation.
+        if let validating = options.validating, plan.outdatesValidated(stored: plan.stores),
+            !(forwarded.status == 304 && fetch.validationRefused)
+        {
             proxy.cache.invalidate(validating)
         }
         if buffer.readers.isEmpty && !worthFinishingAlone(storing: plan.stores) {

@@ -60,7 +60,19 @@ enum ValidationCases {
                 // strong one: the same representation, compared weakly.
                 section: "4.3.4", name: "a 304 with the strong form of the stored weak ETag freshens the entry",
                 script: [staleOnArrival(header("ETag", "W/\"x\"")), ok(maxAgeHour, header("ETag", "\"x\""), status: 304)],
-                steps: [get(origin: 1), get(origin: 2, body: "v1", fwdStatus: 304), get(origin: 2, hit: true, body: "v1")]),
+                steps: [
+                    get(origin: 1), get(origin: 2, body: "v1", fwdStatus: 304),
+                    // The stored tag stays weak: it names the stored bytes (If-Range must not match).
+                    get(origin: 2, hit: true, body: "v1", expectHeaders: [("ETag", "W/\"x\"")]),
+                ]),
+            ConformanceCase(
+                // Two ETag fields, one the stored response's: each must name it (review 114).
+                section: "4.3.4", name: "a 304 with two ETags, one of them another, updates nothing",
+                script: [
+                    staleOnArrival(etagV1), ok(maxAgeHour, etagV1, header("ETag", "\"v2\""), status: 304),
+                    ok(maxAgeHour, header("ETag", "\"v2\""), body: "v2"),
+                ],
+                steps: [get(origin: 1, body: "v1"), get(origin: 3, body: "v2"), get(origin: 3, hit: true, body: "v2")]),
             ConformanceCase(
                 section: "4.3.4", name: "a 304 with another weak ETag updates nothing; the object is fetched whole",
                 script: [

@@ -2,7 +2,20 @@
 enum VaryCases {
     static var all: [ConformanceCase] {
         let varyAE = [ok(maxAgeHour, header("Vary", "Accept-Encoding"))]
+        let large = String(repeating: "b", count: 5000)
         return [
+            ConformanceCase(
+                // Review 114 (finding 8 of review 113): B, too large for memory, is kept on disk
+                // only; A, older, in memory too, must not answer the requests both match.
+                section: "4.1", name: "of two variants a request matches, the more recent answers, though only on disk",
+                script: [
+                    ok(maxAgeHour, header("Vary", "X-Other"), body: "small-A"), ok(maxAgeHour, header("Vary", "X-Var"), body: large),
+                ],
+                steps: [
+                    get(header("X-Other", "a"), origin: 1, body: "small-A"),
+                    get(header("X-Var", "b"), origin: 2, body: large),
+                    get(header("X-Other", "a"), header("X-Var", "b"), origin: 2, hit: true, body: large),
+                ], config: "[memory]\nmax_object_bytes = \"1000B\"\n"),
             ConformanceCase(
                 section: "4.1", name: "the same Vary value is a hit", script: varyAE,
                 steps: storedAndHit(header("Accept-Encoding", "gzip"))),
