@@ -414,8 +414,8 @@ final class Fill: UpstreamTransferDelegate {
             // again without validators; its answer replaces the stored response as any fill's
             // would (a failure leaves it, for stale-if-error). Not sent again (no one waits, or
             // a body that cannot be replayed), the 304 is an ordinary answer: it updates nothing
-            // and outdates the stored response. (A digest route's bytes are checked against
-            // their URL's digest, whatever a host calls them: its 304s freshen as before.)
+            // and leaves the stored response as it was. (A digest route's bytes are checked
+            // against their URL's digest, whatever a host calls them: its 304s freshen as before.)
             proxy.logger.info(
                 "a 304 named another representation than the one validated: fetching it again without validators",
                 metadata: ["url": "\(proxy.loggable(key.url))"])
