@@ -114,13 +114,15 @@ struct DiskIndex {
         return [index]
     }
 
-    /// Whether `key` has an entry more recent than a response that arrived at `responseTime`
-    /// (``StoredResponse/isMoreRecent(_:than:now:)``) that a request matching `vary` may match
-    /// too (``VaryMatcher/overlap(_:_:)``). Only keys with Vary values have more than one.
+    /// Whether `key` has an entry of another variant than `vary`'s, more recent than a response
+    /// that arrived at `responseTime` (``StoredResponse/isMoreRecent(_:than:now:)``), that a
+    /// request matching `vary` may match too (``VaryMatcher/overlap(_:_:)``). Only keys with
+    /// Vary values have more than one. (`vary`'s own entry is not compared: its time, kept to the
+    /// microsecond in the entry's head, may read later than the response read back from it.)
     func hasEntry(of key: CacheKey, overlapping vary: [String: String], moreRecentThan responseTime: Double) -> Bool {
         guard varied.count > 0, let variants = varied[key] else { return false }
         return variants.indices.contains { index in
-            guard let entry = slots[index] else { return false }
+            guard let entry = slots[index], entry.vary != vary else { return false }
             return StoredResponse.isMoreRecent(entry.responseTime, than: responseTime, now: Clocks.wallSeconds)
                 && VaryMatcher.overlap(entry.vary, vary)
         }
