@@ -416,10 +416,11 @@ final class Fill: UpstreamTransferDelegate {
             // a body that cannot be replayed), the 304 is an ordinary answer: it updates nothing
             // and leaves the stored response as it was. (A digest route's bytes are checked
             // against their URL's digest, whatever a host calls them: its 304s freshen as before.)
+            let resend = step(.validatorContradicted).action == .resendUnconditionally
             proxy.logger.info(
-                "a 304 named another representation than the one validated: fetching it again without validators",
-                metadata: ["url": "\(proxy.loggable(key.url))"])
-            if case .resendUnconditionally = step(.validatorContradicted).action {
+                "a 304 named another representation than the one validated: it updates nothing",
+                metadata: ["url": "\(proxy.loggable(key.url))", "then": "\(resend ? "sent again without validators" : "not sent again")"])
+            if resend {
                 carryOut(.resendUnconditionally)
                 fetch.cancelTransfer()
                 return

@@ -62,8 +62,8 @@ struct UpstreamFetch {
         case end
         /// The transfer failed.
         case error(UpstreamError)
-        /// The head was a 304 to Larder's validation whose strong ETag is not the stored
-        /// response's: it selects no stored response to update (RFC 9111 §4.3.4).
+        /// The head was a 304 to Larder's validation whose ETag does not name the stored
+        /// response: it selects no stored response to update (RFC 9111 §4.3.4).
         case validatorContradicted
     }
 
