@@ -28,7 +28,9 @@ struct Warm: ParsableCommand {
     @Option(name: .customLong("file"), help: "A file with one URL per line (# starts a comment).")
     var file: String?
 
-    @Option(name: .customLong("proxy"), help: "Proxy address (default: the first proxy.listen of the configuration).")
+    @Option(
+        name: .customLong("proxy"),
+        help: "Proxy address, as 127.0.0.1:3128 or http://127.0.0.1:3128 (default: the first proxy.listen of the configuration).")
     var proxy: String?
 
     @Option(name: .customLong("parallel"), help: "Fetches at a time.")
@@ -41,6 +43,15 @@ struct Warm: ParsableCommand {
         case cached(Int)
         case notCacheable(Int)
         case failed(String)
+    }
+
+    /// `--proxy`'s address: `HOST:PORT` of a numeric host, or the same as `http://HOST:PORT/`,
+    /// the form `larder client --proxy` and clients' `http_proxy` take.
+    static func proxyAddress(_ text: String) -> SocketAddress? {
+        var address = Substring(text)
+        if address.lowercased().hasPrefix("http://") { address = address.dropFirst(7) }
+        if address.hasSuffix("/") { address = address.dropLast() }
+        return SocketAddress(parsing: String(address))
     }
 
     /// The URLs of a list file, with every line that is not one named by number (it is skipped;
@@ -80,7 +91,9 @@ struct Warm: ParsableCommand {
         }
         let address: SocketAddress
         if let proxy {
-            guard let parsed = SocketAddress(parsing: proxy) else { throw ValidationError("--proxy: '\(proxy)' is not an address") }
+            guard let parsed = Warm.proxyAddress(proxy) else {
+                throw ValidationError("--proxy: '\(proxy)' is not an address like 127.0.0.1:3128 (or http://127.0.0.1:3128)")
+            }
             address = parsed
         } else {
             guard let first = try options.loadConfig().proxy.listen.first else { throw ValidationError("no proxy address") }

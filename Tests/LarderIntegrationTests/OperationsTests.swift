@@ -388,6 +388,20 @@ extension IntegrationTests {
 
         // MARK: CLI and logs
 
+        /// `warm --proxy` takes the proxy as `larder client --proxy` and `http_proxy` give it.
+        @Test func warmTakesTheProxyAsAURLToo() throws {
+            let origin = try Origin()
+            let larder = try Larder()
+            let url = origin.url("/w-url?cc=max-age=60&size=100")
+            let warm = try ChildProcess(Paths.larder, ["warm", "--proxy", "http://127.0.0.1:\(larder.proxyPort)/", url])
+            warm.process.waitUntilExit()
+            #expect(warm.process.terminationStatus == 0, "\(warm.stderr)")
+            #expect(try Curl.viaProxy(larder.proxy, [url]).cacheStatus?.hit == true)
+            let bad = try ChildProcess(Paths.larder, ["warm", "--proxy", "http://proxy.example:3128", url])
+            bad.process.waitUntilExit()
+            #expect(bad.process.terminationStatus == 64 && bad.stderr.contains("is not an address like"), "\(bad.stderr)")
+        }
+
         @Test func cliStatsPurgeAndWarm() throws {
             let origin = try Origin()
             let larder = try Larder()
