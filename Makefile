@@ -48,8 +48,9 @@ deb: release
 run: release
 	.build/release/larder serve $(if $(CONFIG),--config $(CONFIG)) $(RUN_ARGS)
 
-## test: unit and integration tests (builds the binary the integration tests start), then a
-## short libFuzzer run of every target (FUZZ_SECONDS each, 30 by default)
+## test: lint, unit and integration tests (builds the binary the integration tests start), a
+## short libFuzzer run of every target (FUZZ_SECONDS each, 30 by default), the ThreadSanitizer
+## run, then the release test (scripts/release-test.sh)
 test: deps test-deps lint
 	$(SWIFT) build $(PINNED)
 	$(SWIFT) test $(PINNED)

@@ -17,7 +17,8 @@ struct Serve: ParsableCommand {
               larder serve --listen 127.0.0.1:3128 --listen [::1]:3128 \\
                 --admin-listen 127.0.0.1:3129
             SIGHUP reloads the configuration; SIGTERM drains in-flight requests and
-            exits 0; SIGUSR1 and SIGUSR2 are logged and otherwise ignored.
+            exits 0; SIGUSR1 reopens log.access_file (log rotation); SIGUSR2 is logged
+            and otherwise ignored.
             """)
 
     @Option(
