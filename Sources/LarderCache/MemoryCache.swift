@@ -230,6 +230,12 @@ public final class MemoryCache: Sendable {
     /// Removes the variant at `position` of `slot`, and the slot with its last variant.
     private static func removeVariant(_ state: inout State, _ slot: Int, at position: Int) {
         state.slots[slot].variants.remove(at: position)
+        settle(&state, slot)
+    }
+
+    /// After variants of `slot` went: the slot goes with its last one, else its cost is
+    /// counted again.
+    private static func settle(_ state: inout State, _ slot: Int) {
         if state.slots[slot].variants.isEmpty { return removeSlot(&state, slot) }
         let newCost = state.slots[slot].variants.reduce(0) { $0 + $1.memoryCost }
         state.bytes += newCost - state.slots[slot].cost
@@ -240,13 +246,7 @@ public final class MemoryCache: Sendable {
     /// `responseTime` (``StoredResponse/arrived(after:)-(Double)``): the other variants stay. A
     /// version that arrived then is stored in the disk tier now, too large for this one.
     public func remove(_ key: CacheKey, variant varyValues: [String: String], unlessArrivedAfter responseTime: Double) {
-        state.withLock { state in
-            guard let slot = state.index[key],
-                let position = state.slots[slot].variants.firstIndex(where: { $0.varyValues == varyValues }),
-                !state.slots[slot].variants[position].arrived(after: responseTime)
-            else { return }
-            MemoryCache.removeVariant(&state, slot, at: position)
-        }
+        removeVariants(of: key, unlessArrivedAfter: responseTime) { $0 == varyValues }
     }
 
     /// Removes the variants of `key` that a request matching `varyValues` may match too
@@ -254,19 +254,20 @@ public final class MemoryCache: Sendable {
     /// version that arrived then is stored in the disk tier now, too large for this one, and
     /// held here they would answer first the requests it answers (RFC 9111 §4.1).
     public func remove(_ key: CacheKey, overlapping varyValues: [String: String], unlessArrivedAfter responseTime: Double) {
+        removeVariants(of: key, unlessArrivedAfter: responseTime) { VaryMatcher.overlap($0, varyValues) }
+    }
+
+    /// Removes the variants of `key` whose Vary values are `selected`, unless their response
+    /// arrived after `responseTime`.
+    private func removeVariants(
+        of key: CacheKey, unlessArrivedAfter responseTime: Double, selected: ([String: String]) -> Bool
+    ) {
         state.withLock { state in
             guard let slot = state.index[key] else { return }
-            let doomed = state.slots[slot].variants.indices.filter { position in
-                let variant = state.slots[slot].variants[position]
-                return VaryMatcher.overlap(variant.varyValues, varyValues) && !variant.arrived(after: responseTime)
-            }
-            // From the last: a removal leaves the positions before it. The last variant's
-            // removal frees the slot.
-            for position in doomed.reversed() {
-                let wasLast = state.slots[slot].variants.count == 1
-                MemoryCache.removeVariant(&state, slot, at: position)
-                if wasLast { return }
-            }
+            let count = state.slots[slot].variants.count
+            state.slots[slot].variants.removeAll { selected($0.varyValues) && !$0.arrived(after: responseTime) }
+            guard state.slots[slot].variants.count < count else { return }
+            MemoryCache.settle(&state, slot)
         }
     }
 

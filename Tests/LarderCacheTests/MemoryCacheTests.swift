@@ -286,6 +286,14 @@ import Testing
         cache.insert(Fixtures.response("/order", bodySize: 10, responseTime: 2000, vary: ["x-v": "b"]))
         cache.insert(Fixtures.response("/order", bodySize: 10, responseTime: 1000))
         #expect(cache.lookup(Fixtures.key("/order"))?.map(\.responseTime) == [2000, 1000], "the older one, stored last, comes second")
+        // A full key refuses a variant older than all it keeps (it would be the one to go).
+        for agent in 0..<MemoryCache.maxVariants {
+            cache.insert(Fixtures.response("/full", bodySize: 10, responseTime: 3000 + Double(agent), vary: ["user-agent": "\(agent)"]))
+        }
+        #expect(!cache.insert(Fixtures.response("/full", bodySize: 10, responseTime: 2500, vary: ["user-agent": "old"])))
+        #expect(cache.lookup(Fixtures.key("/full"))?.count == MemoryCache.maxVariants)
+        #expect(cache.insert(Fixtures.response("/full", bodySize: 10, responseTime: 3500, vary: ["user-agent": "new"])))
+        #expect(cache.lookup(Fixtures.key("/full"))?.contains { $0.varyValues["user-agent"] == "0" } == false, "the least recent went")
     }
 
     @Test func shrinkingTheLimitEvictsDownToIt() {

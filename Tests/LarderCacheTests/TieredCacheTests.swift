@@ -48,21 +48,25 @@ import Testing
         return result
     }
 
+    /// A 10-byte response of `path`'s variant `vary`, arrived at `time`, to store on disk.
+    private static func variantStore(_ path: String, _ vary: [String: String], at time: Double, seed: UInt8) -> TieredCache.PendingStore {
+        .init(
+            response: Fixtures.response(path, bodySize: 10, headers: ["Cache-Control": "max-age=600"], responseTime: time, vary: vary),
+            body: pattern(10, seed: seed),
+            head: DiskEntryFormat.Head(
+                key: Fixtures.key(path).url, status: 200, reason: "OK", requestTime: time, responseTime: time, vary: vary,
+                headers: ["Cache-Control": "max-age=600"]))
+    }
+
     /// RFC 9111 §4.1 (review 112's first finding): a disk hit's copy does not go to memory
     /// while the disk holds a more recent response for its key, which in memory it would
     /// shadow for every request both match (after a restart, memory holds neither).
     @Test func aDiskHitDoesNotShadowAMoreRecentVariantInMemory() {
         let path = "/shadow"
         let now = Clocks.wallSeconds()
-        func store(_ vary: [String: String], at time: Double, seed: UInt8) -> TieredCache.PendingStore {
-            .init(
-                response: Fixtures.response(path, bodySize: 10, headers: ["Cache-Control": "max-age=600"], responseTime: time, vary: vary),
-                body: pattern(10, seed: seed),
-                head: DiskEntryFormat.Head(
-                    key: Fixtures.key(path).url, status: 200, reason: "OK", requestTime: time, responseTime: time, vary: vary,
-                    headers: ["Cache-Control": "max-age=600"]))
-        }
-        cache.storeOnDisk([store([:], at: now - 20, seed: 1), store(["x-v": "b"], at: now - 10, seed: 2)], budgetNanos: 1_000_000)
+        cache.storeOnDisk(
+            [Self.variantStore(path, [:], at: now - 20, seed: 1), Self.variantStore(path, ["x-v": "b"], at: now - 10, seed: 2)],
+            budgetNanos: 1_000_000)
         cache.disk?.drain()
         guard case .found(let plain, true) = lookUp(path, request: ["X-V": "a"]) else {
             Issue.record("no disk hit for the response without Vary")
@@ -83,14 +87,7 @@ import Testing
         let path = "/encodings"
         let now = Clocks.wallSeconds()
         let stores = ["gzip", "br", "identity"].enumerated().map { index, coding in
-            let vary = ["accept-encoding": coding]
-            let time = now - 30 + Double(index)
-            return TieredCache.PendingStore(
-                response: Fixtures.response(path, bodySize: 10, headers: ["Cache-Control": "max-age=600"], responseTime: time, vary: vary),
-                body: pattern(10, seed: UInt8(index)),
-                head: DiskEntryFormat.Head(
-                    key: Fixtures.key(path).url, status: 200, reason: "OK", requestTime: time, responseTime: time, vary: vary,
-                    headers: ["Cache-Control": "max-age=600"]))
+            Self.variantStore(path, ["accept-encoding": coding], at: now - 30 + Double(index), seed: UInt8(index))
         }
         cache.storeOnDisk(stores, budgetNanos: 1_000_000)
         cache.disk?.drain()
