@@ -59,10 +59,16 @@ extension DiskCache {
             }
         }
         indexScannedFiles(batch)
-        index.withLock { $0.endScan() }
+        let overCap = index.withLock { $0.endScan() }
+        if !overCap.isEmpty {
+            logger.notice(
+                "removed disk cache variants over the cap of a URL",
+                metadata: ["entries": "\(overCap.count)", "cap": "\(DiskIndex.maxVariants)"])
+        }
         // Queued before the scan is declared complete, so that waiting for completion and then
         // draining the writer (tests, `drain()`) sees the eviction done.
         writer.submit { [self] in
+            if !overCap.isEmpty { dispose(overCap) }
             reclaimEmptySegments()
             evictIfNeeded()
         }

@@ -86,9 +86,28 @@ struct DiskIndex {
     /// While the start-up scan runs: names removed since it started, which it must not add
     /// back from a head it read before the removal.
     private var tombstones: Set<EntryName>?
+    /// Keys the start-up scan gave more than ``maxVariants`` entries (a disk written by hand,
+    /// or by a build without the cap), trimmed when it ends.
+    private var overCap: Set<CacheKey> = []
 
     mutating func beginScan() { tombstones = [] }
-    mutating func endScan() { tombstones = nil }
+
+    /// Ends the scan; returns the entries it takes out for their keys to keep ``maxVariants``
+    /// (the least recent go, as a store's cap removes them), for the caller to dispose of.
+    mutating func endScan() -> [Entry] {
+        tombstones = nil
+        var removed: [Entry] = []
+        for key in overCap {
+            while let variants = varied[key], variants.count > DiskIndex.maxVariants,
+                let oldest = earliestArrival(of: variants, besides: -1), let entry = slots[oldest]
+            {
+                removed.append(entry)
+                removeSlot(oldest)
+            }
+        }
+        overCap = []
+        return removed
+    }
 
     var count: Int { byName.count }
 
@@ -217,7 +236,7 @@ struct DiskIndex {
 
     /// Adds or replaces (same file name) an entry; returns the entry that goes: the one it
     /// replaced; or, when it is a new variant past ``maxVariants`` (`capped`: a store's, not
-    /// the start-up scan's, which disposes of nothing), the key's oldest variant, removed for
+    /// the start-up scan's, which trims at its end: ``endScan()``), the key's oldest variant, removed for
     /// it; or `entry` itself, not added (its serial 0, as no indexed entry's is), when the name
     /// holds a response that arrived later (``Entry/arrived(after:now:)``: a slow fill that
     /// began first finished last).
@@ -258,9 +277,13 @@ struct DiskIndex {
         if varied.count > 0, let others = varied[key] {
             let variants = others.adding(index)
             varied[key] = variants
-            if capped, replaced == nil, variants.count > DiskIndex.maxVariants, let oldest = earliestArrival(of: variants, besides: index) {
-                replaced = slots[oldest]
-                removeSlot(oldest)
+            if variants.count > DiskIndex.maxVariants {
+                if !capped {
+                    overCap.insert(key)
+                } else if replaced == nil, let oldest = earliestArrival(of: variants, besides: index) {
+                    replaced = slots[oldest]
+                    removeSlot(oldest)
+                }
             }
         } else if !vary.isEmpty {
             // The key's first entry with Vary values: it joins its entry without them, if any.

@@ -150,6 +150,45 @@ import Testing
         #expect(ended.statistics.entries == 1)
     }
 
+    /// Review 113: a disk holding more than ``DiskIndex/maxVariants`` entries of one URL (files
+    /// put there by hand, or by another cache) kept them all after the scan, every lookup of
+    /// the URL walking them; each later store removed one. The scan's end takes out the least
+    /// recent down to the cap, files and all, however the scan met them.
+    @Test func theScanKeepsAURLsMostRecentVariantsUpToTheCap() throws {
+        let fixture = try DiskFixture()
+        let extra = 6
+        let total = DiskIndex.maxVariants + extra
+        // Older responses from another cache, whose files are copied in: the ones to go.
+        let other = try DiskFixture()
+        for agent in 0..<extra {
+            #expect(
+                other.store(
+                    "/many", body: pattern(70_000, seed: 1), vary: ["user-agent": "old \(agent)"], responseTime: 500 + Double(agent)))
+        }
+        for agent in 0..<DiskIndex.maxVariants {
+            #expect(
+                fixture.store(
+                    "/many", body: pattern(70_000, seed: 2), vary: ["user-agent": "new \(agent)"], responseTime: 1000 + Double(agent)))
+        }
+        #expect(other.entryFiles().count == extra && fixture.entryFiles().count == DiskIndex.maxVariants)
+        for file in other.entryFiles() {
+            let target = fixture.directory + file.dropFirst(other.directory.count)
+            try FileManager.default.createDirectory(
+                atPath: (target as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try FileManager.default.copyItem(atPath: file, toPath: target)
+        }
+        #expect(fixture.entryFiles().count == total)
+        let reopened = try fixture.reopen()
+        defer { reopened.stop() }
+        waitForIndex(reopened)
+        reopened.drain()
+        let kept = reopened.index.withLock { $0.lookup(Fixtures.key("/many")) }.map { $0.vary["user-agent"] ?? "" }
+        #expect(kept.count == DiskIndex.maxVariants, "the cap holds after a restart")
+        #expect(!kept.contains { $0.hasPrefix("old") }, "the least recent went")
+        #expect(fixture.entryFiles().count == DiskIndex.maxVariants, "their files went too")
+        #expect(reopened.statistics.entries == DiskIndex.maxVariants)
+    }
+
     private static func check(_ cache: DiskCache, _ name: EntryName, _ key: CacheKey) -> DiskCache.Verification? {
         verified(cache, name, key: key)
     }
