@@ -37,7 +37,13 @@ struct FillBuffer {
 
     var readers: [Reader] = []
     private(set) var chunks: [[UInt8]] = []
-    private(set) var chunkStarts: [Int] = []
+    /// Where `chunks[0]` starts in the body (the chunks are contiguous).
+    private var firstStart = 0
+    /// Where `chunks[1...]` start: apart from the first's, so that a body of one chunk (most
+    /// responses) allocates no array for it.
+    private var laterStarts: [Int] = []
+    /// Where the chunks kept start in the body; nil when none is kept.
+    private var keptFrom: Int? { chunks.isEmpty ? nil : firstStart }
     /// Body bytes received so far.
     private(set) var received = 0
     /// The transfer was told to stop delivering until readers or the disk thread catch up.
@@ -63,8 +69,8 @@ struct FillBuffer {
     /// Keeps `bytes` at the end of the body; returns the chunk, for the sink.
     mutating func append(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
         let chunk = Array(bytes)
+        if chunks.isEmpty { firstStart = received } else { laterStarts.append(received) }
         chunks.append(chunk)
-        chunkStarts.append(received)
         received += bytes.count
         return chunk
     }
@@ -72,28 +78,28 @@ struct FillBuffer {
     /// Whether a new reader could still start from byte 0: nothing received yet, or every byte
     /// still in memory, or the bytes dropped from memory readable from the disk file.
     mutating func holdsFromStart(_ backing: Backing) -> Bool {
-        if received == 0 || chunkStarts.first == 0 { return true }
+        if received == 0 || keptFrom == 0 { return true }
         guard let durable = spillableBytes(backing) else { return false }
-        return durable >= (chunkStarts.first ?? received)
+        return durable >= (keptFrom ?? received)
     }
 
     /// Where the body byte at `position` is, or nil if it has not arrived (``FillData/lost``
     /// when it will never be had again).
     func data(at position: Int, slicedWrite: @autoclosure () -> SlicedDiskWrite?) -> FillData? {
         guard position < received else { return nil }
-        if let first = chunkStarts.first, position >= first {
+        if let first = keptFrom, position >= first {
             var low = 0
             var high = chunks.count - 1
             while low < high {
                 let middle = (low + high + 1) / 2
-                if chunkStarts[middle] <= position { low = middle } else { high = middle - 1 }
+                if laterStarts[middle - 1] <= position { low = middle } else { high = middle - 1 }
             }
-            return .memory(chunks[low], offset: position - chunkStarts[low])
+            return .memory(chunks[low], offset: position - (low == 0 ? first : laterStarts[low - 1]))
         }
         // Dropped from memory: only ever after its block's checksum was published, so a block
         // that cannot be had now never will be (the reader would otherwise wait forever).
         if let slicedWrite = slicedWrite() {
-            guard let block = slicedWrite.data(at: position, limit: chunkStarts.first ?? received) else { return .lost }
+            guard let block = slicedWrite.data(at: position, limit: keptFrom ?? received) else { return .lost }
             return .block(block)
         }
         guard let spill, let spillWrite, let block = spillWrite.checkableBlock(containing: position) else { return .lost }
@@ -126,10 +132,16 @@ struct FillBuffer {
             slicedWrite.release(before: slowest)
         }
         var drop = 0
-        while drop < chunks.count, chunkStarts[drop] + chunks[drop].count <= floor { drop += 1 }
+        var end = firstStart
+        while drop < chunks.count, end + chunks[drop].count <= floor {
+            end += chunks[drop].count
+            drop += 1
+        }
         if drop > 0 {
             chunks.removeFirst(drop)
-            chunkStarts.removeFirst(drop)
+            // The first chunk kept starts where the last dropped ended.
+            firstStart = end
+            laterStarts.removeFirst(min(drop, laterStarts.count))
         }
     }
 
