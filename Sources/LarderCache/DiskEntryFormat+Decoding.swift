@@ -127,7 +127,15 @@ extension DiskEntryFormat {
             var end = start
             while end < value.count, value[end] != 32 { end += 1 }
             status = DiskEntryFormat.integer(UnsafeRawBufferPointer(rebasing: value[start..<end]), as: Int.self)
-            reason = end + 1 < value.count ? ASCII.string(UnsafeRawBufferPointer(rebasing: value[(end + 1)...])) : ""
+            guard end + 1 < value.count else { return }
+            let text = UnsafeRawBufferPointer(rebasing: value[(end + 1)...])
+            // A reason no parser keeps (a control byte, a bare CR: an older version stored
+            // them, review 117) makes the head unreadable, as a field with one does.
+            guard ASCII.allFieldValueChars(text.assumingMemoryBound(to: UInt8.self)) else {
+                status = nil
+                return
+            }
+            reason = ASCII.string(text)
         }
     }
 

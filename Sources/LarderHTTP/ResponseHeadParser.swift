@@ -14,6 +14,8 @@ public struct ResponseHeadParser: Sendable {
     /// The request was a HEAD: the final head has no body whatever it says.
     private let answersHEAD: Bool
     private var headBytes = 0
+    /// The last field line was dropped: an obs-fold line after it continues nothing kept.
+    private var droppedLast = false
     /// libcurl refuses a single field line over 100 KiB itself; this bounds the whole.
     public static let maxHeadBytes = 256 * 1024
 
@@ -54,16 +56,26 @@ public struct ResponseHeadParser: Sendable {
         {
             head = try ResponseHeadParser.parseStatusLine(content)
             started = true
+            droppedLast = false
             return .none
         }
         guard started else { throw .bad("header line before status line") }
         let first = content[0]
         if first == 32 || first == 9 {
-            // obs-fold: join to the previous value with one space.
+            // obs-fold: joined to the previous value with one space (RFC 9112 §5.2), under
+            // the check every value has: a bare CR or a NUL in it drops the whole field, which
+            // would otherwise reach clients (and the cache) with the CR in it.
+            guard !droppedLast, head.headers.count > 0 else { return .none }
+            guard ASCII.allFieldValueChars(content.assumingMemoryBound(to: UInt8.self)) else {
+                head.headers.removeLastField()
+                droppedLast = true
+                return .none
+            }
             let folded = ASCII.trimOWS(ASCII.string(content)[...])
             head.headers.extendLastValue(with: " " + folded)
             return .none
         }
+        droppedLast = true
         // One pass over the bytes through a typed pointer: every field of every response
         // comes through here.
         let bytes = content.assumingMemoryBound(to: UInt8.self)
@@ -79,6 +91,7 @@ public struct ResponseHeadParser: Sendable {
         // A NUL or bare CR inside a value could split the header downstream: drop the field.
         guard ASCII.allFieldValueChars(UnsafeBufferPointer(rebasing: bytes[valueStart..<valueEnd])) else { return .none }
         head.headers.append(line: line, nameCount: colon, value: UnsafeRawBufferPointer(rebasing: content[valueStart..<valueEnd]))
+        droppedLast = false
         return .none
     }
 
@@ -110,7 +123,10 @@ public struct ResponseHeadParser: Sendable {
         }
         let status = Int(line[9] - 48) * 100 + Int(line[10] - 48) * 10 + Int(line[11] - 48)
         var reason = ""
-        if line.count > 13 {
+        // RFC 9112 §4: HTAB, SP, VCHAR and obs-text only, the bytes a field value may hold. A
+        // reason with a bare CR or another control byte is not forwarded (it could end the
+        // status line early for a client): the status's own reason goes instead.
+        if line.count > 13, ASCII.allFieldValueChars(UnsafeRawBufferPointer(rebasing: line[13...]).assumingMemoryBound(to: UInt8.self)) {
             reason = ASCII.string(UnsafeRawBufferPointer(rebasing: line[13...]))
         }
         let version: HTTPVersion = line[7] == 48 ? .http1_0 : .http1_1

@@ -54,6 +54,40 @@ import Testing
         reopened.stop()
     }
 
+    /// Review 117 F3: an earlier version stored a reason or a folded field with a bare CR (or
+    /// another control byte) as the origin sent it. Read back, such a head is unreadable: the
+    /// entry is dropped, not replayed to clients. A sound entry beside them is served.
+    @Test func aStoredHeadWithAControlByteIsNotServed() throws {
+        let fixture = try DiskFixture()
+        let spoiled: [(path: String, reason: String, field: String)] = [
+            ("/reason", "OK\rContent-Length: 0\r\rEVIL", "x"), ("/field", "OK", "a\rContent-Length: 0"), ("/escape", "OK", "a\u{1b}]0;x"),
+            ("/sound", "OK", "a b"),
+        ]
+        for entry in spoiled {
+            let key = Fixtures.key(entry.path)
+            let body = pattern(2000)
+            let write = try #require(
+                fixture.cache.beginWrite(
+                    key: key,
+                    head: DiskEntryFormat.Head(
+                        key: key.url, status: 200, reason: entry.reason, requestTime: 100, responseTime: 101, vary: [:],
+                        headers: ["Cache-Control": "max-age=60", "X-A": entry.field]),
+                    expectedLength: body.count))
+            write.append(body)
+            write.finish(expectedLength: body.count)
+            fixture.cache.drain()
+        }
+        let reopened = try fixture.reopen()
+        defer { reopened.stop() }
+        waitForIndex(reopened)
+        reopened.drain()
+        for entry in spoiled.dropLast() {
+            #expect(read(reopened, entry.path) == nil, "\(entry.path)")
+        }
+        #expect(read(reopened, "/sound") == pattern(2000))
+        #expect(reopened.statistics.corruptions == 3)
+    }
+
     @Test func flippedByteIsDetectedAndTheEntryDeleted() throws {
         let fixture = try DiskFixture()
         fixture.store("/large", body: pattern(3 << 20))

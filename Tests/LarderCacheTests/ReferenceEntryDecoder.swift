@@ -59,6 +59,8 @@ enum ReferenceEntryDecoder {
                 let parts = value.split(separator: " ", maxSplits: 1)
                 status = parts.first.flatMap { Int($0) }
                 reason = parts.count > 1 ? String(parts[1]) : ""
+                // Since review 117: a reason with a control byte makes the head unreadable.
+                if !reason.unicodeScalars.allSatisfy({ $0 == "\t" || ($0.value >= 0x20 && $0.value != 0x7F) }) { status = nil }
             case "request-time": requestTime = seconds(value)
             case "response-time": responseTime = seconds(value)
             case "body-time":

@@ -78,6 +78,7 @@ import Testing
         private var started = false
         private let answersHEAD: Bool
         private var headBytes = 0
+        private var droppedLast = false
 
         init(answersHEAD: Bool) { self.answersHEAD = answersHEAD }
 
@@ -102,15 +103,25 @@ import Testing
             if content[0] == UInt8(ascii: "H"), content.starts(with: "HTTP/".utf8) {
                 head = try ResponseHeadParser.parseStatusLine(content)
                 started = true
+                droppedLast = false
                 return .none
             }
             guard started else { throw .bad("header line before status line") }
             let first = content[0]
             if first == 32 || first == 9 {
+                // A continuation of a dropped field, or with a control byte in it, is dropped
+                // with its field (review 117).
+                guard !droppedLast, head.headers.count > 0 else { return .none }
+                guard ASCII.allFieldValueChars(content.assumingMemoryBound(to: UInt8.self)) else {
+                    head.headers.removeLastField()
+                    droppedLast = true
+                    return .none
+                }
                 let folded = ASCII.trimOWS(ASCII.string(content)[...])
                 head.headers.extendLastValue(with: " " + folded)
                 return .none
             }
+            droppedLast = true
             let bytes = content.assumingMemoryBound(to: UInt8.self)
             var colon = 0
             while colon < bytes.count, bytes[colon] != UInt8(ascii: ":") {
@@ -124,6 +135,7 @@ import Testing
             while valueEnd > valueStart, bytes[valueEnd - 1] == 32 || bytes[valueEnd - 1] == 9 { valueEnd -= 1 }
             guard ASCII.allFieldValueChars(UnsafeBufferPointer(rebasing: bytes[valueStart..<valueEnd])) else { return .none }
             head.headers.append(line: line, nameCount: colon, value: UnsafeRawBufferPointer(rebasing: content[valueStart..<valueEnd]))
+            droppedLast = false
             return .none
         }
     }

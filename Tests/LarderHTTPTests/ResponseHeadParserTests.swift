@@ -37,6 +37,21 @@ import Testing
         #expect(head.headers.count == 2)
     }
 
+    /// Review 117 F3: a folded line is checked as a value is (a bare CR or a control byte drops
+    /// the field it continues), and the continuation of a dropped field continues nothing
+    /// (before, it was joined to the field kept before it). A reason with a control byte is not
+    /// kept (the status's own goes out).
+    @Test func foldedLinesAreCheckedAsValuesAre() throws {
+        let head = try #require(
+            try parse([
+                "HTTP/1.1 200 OK\u{1b}]0;x\u{07}", "X-A: one", " two\rContent-Length: 0", "X-Nul: a\u{0}b", " more", "X-B: b",
+                "\tc", "X-C: c", " \u{7f}", "",
+            ]))
+        #expect(String(decoding: head.headers.wire, as: UTF8.self) == "X-B: b c\r\n")
+        #expect(head.reason == "OK" && head.status == 200)
+        #expect(try parse(["HTTP/1.1 404 Not\tFound", ""])?.reason == "Not\tFound", "HTAB is a reason's")
+    }
+
     /// A coding other than chunked is refused on a response with a body; on one without (a
     /// 304, a 204, an answer to HEAD) it only says what a body would have had (RFC 9112 §6.1).
     @Test func aCodingIsRefusedOnlyWhereABodyFollows() throws {

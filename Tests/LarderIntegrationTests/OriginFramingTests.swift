@@ -244,6 +244,51 @@ extension IntegrationTests {
             #expect(origin.count("/hints") == 1)
         }
 
+        /// Review 117 F3: a bare CR (or another control byte) in an origin's reason phrase, or in
+        /// an obs-fold line, reached clients and the cache as it came, where a client that ends
+        /// lines at a CR reads a second response (RFC 9112 §2.2, §4, §5.2). The reason goes as
+        /// the status's own; a folded line with a CR drops its field, as any value with one.
+        @Test func controlBytesInAReasonOrAFoldedLineNeverReachAClient() throws {
+            let origin = try RawOrigin()
+            let larder = try Larder()
+            let smuggled = "HTTP/1.1 200 OK\rContent-Length: 4\r\rEVIL"
+            origin.script(
+                "/reason",
+                .init("HTTP/1.1 200 OK\rContent-Length: 0\r\r\(smuggled)\r\nContent-Length: 2\r\nCache-Control: max-age=600\r\n\r\nok"))
+            origin.script(
+                "/escape", .init("HTTP/1.1 200 OK\u{1b}]0;pwn\u{07}\u{7f}\r\nContent-Length: 2\r\nCache-Control: max-age=600\r\n\r\nok"))
+            origin.script(
+                "/folded",
+                .init(
+                    "HTTP/1.1 200 OK\r\nX-A: a\r\n b\rContent-Length: 0\r\r\(smuggled)\r\nX-B: kept\r\n c\r\n"
+                        + "Content-Length: 2\r\nCache-Control: max-age=600\r\n\r\nok"))
+            func fetch(_ path: String) throws -> String {
+                let connection = try RawConnection(port: larder.proxyPort)
+                connection.send("GET \(origin.url(path)) HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                return String(decoding: connection.readUntilClose(), as: UTF8.self)
+            }
+            for path in ["/reason", "/escape", "/folded"] {
+                for round in ["miss", "hit"] {
+                    let answer = try fetch(path)
+                    let head = answer.components(separatedBy: "\r\n\r\n").first ?? ""
+                    #expect(
+                        answer.hasPrefix("HTTP/1.1 200 OK\r\n"), "\(path) \(round): the status's own reason: \(answer.debugDescription)")
+                    #expect(
+                        !head.utf8.contains { $0 < 0x20 && $0 != 13 && $0 != 10 && $0 != 9 || $0 == 0x7F },
+                        "\(path) \(round): \(head.debugDescription)")
+                    #expect(
+                        !answer.contains("EVIL") && !head.contains("\r\r"),
+                        "\(path) \(round): no CR but in CRLF: \(answer.debugDescription)")
+                    #expect(answer.hasSuffix("\r\n\r\nok"), "\(path) \(round)")
+                    if path == "/folded" {
+                        #expect(!head.contains("X-A") && head.contains("X-B: kept c"), "\(path) \(round): \(head.debugDescription)")
+                    }
+                    if round == "hit" { #expect(head.contains("Cache-Status: larder; hit"), "\(path): stored, clean") }
+                }
+                #expect(origin.count(path) == 1)
+            }
+        }
+
         /// Review 74 F1: an interim response went to every reader of the fill, those that had
         /// joined it for another user too, before the final head could say the answer was not
         /// theirs (Vary: Cookie here; a 103 may carry Link to a user's resources, or a cookie).
