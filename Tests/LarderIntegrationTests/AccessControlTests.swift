@@ -51,6 +51,43 @@ extension IntegrationTests {
             #expect(larder.child.stderr.contains("proxy authentication failed"))
         }
 
+        /// Review 117 F1: a client sending wrong passwords (no account needed) filled the one
+        /// queue of checks every client shares, and a user whose verdict was not remembered got
+        /// 503. The flood holds its own address's share; the user's check goes in turn.
+        @Test func aFloodOfWrongPasswordsFromOneClientLocksNoUserOut() throws {
+            let origin = try Origin()
+            let bob = try hashPassword(user: "bob", password: "battery staple")
+            let larder = try Larder(config: "[proxy]\nauth_users = [\"\(bob)\"]\nmax_connections = 2000\n")
+            let url = origin.url("/after-flood")
+            var flood: [RawConnection] = []
+            for index in 0..<300 {
+                let connection = try RawConnection(port: larder.proxyPort, from: "127.0.0.2", receiveTimeout: 60)
+                let credentials = Data("bob:wrong \(index)".utf8).base64EncodedString()
+                connection.send("GET \(url) HTTP/1.1\r\nHost: x\r\nProxy-Authorization: Basic \(credentials)\r\n\r\n")
+                flood.append(connection)
+            }
+            usleep(300_000)  // the flood parsed and queued, or refused
+            let answer = try Curl.viaProxy(larder.proxy, ["--proxy-user", "bob:battery staple", "--max-time", "60", url])
+            #expect(answer.status == 200, "a user is not refused for another client's flood: \(answer.status)")
+            // The user's check went in turn: of the flood's, only those its client's turns took
+            // were hashed before it, its share at most (first come, first served, all 300 were).
+            var answered = [Int?](repeating: nil, count: flood.count)
+            var checkedBefore = 0
+            for (index, connection) in flood.enumerated() where connection.hasInput(within: 0) {
+                let status = try connection.readResponse().status
+                answered[index] = status
+                if status == 407 { checkedBefore += 1 }
+            }
+            #expect(checkedBefore <= 2 * 16, "\(checkedBefore) of the flood's checks went before the user's")
+            for index in flood.indices where answered[index] == nil { answered[index] = try flood[index].readResponse().status }
+            let statuses = answered.compactMap { $0 }
+            #expect(statuses.filter { $0 == 503 }.count >= 300 - 2 * 16, "past its share, the flood is refused")
+            #expect(statuses.allSatisfy { $0 == 503 || $0 == 407 })
+            // One line a second at most about it, not one a request.
+            let lines = larder.child.stderr.components(separatedBy: "\n")
+            #expect(lines.filter { $0.contains("proxy authentication") }.count < 20, "\(lines.count) lines")
+        }
+
         @Test func reloadChangesPasswordsAtOnce() throws {
             let origin = try Origin()
             let old = try hashPassword(user: "dana", password: "old secret")

@@ -8,10 +8,13 @@ extension ClientConnection {
     func refuseAuthentication(_ reason: String, exchange: Exchange) {
         proxy.telemetry.stats[.authFailures].add(1)
         let hadCredentials = exchange.head.headers.contains(.proxyAuthorization)
-        if hadCredentials {
-            // Missing credentials are the normal first step of every client; wrong ones are worth a line.
+        // Missing credentials are the normal first step of every client; wrong ones are worth a
+        // line, one a second at most per loop (a client sending wrong ones must not flood the log;
+        // larder_auth_failures_total counts them all).
+        if hadCredentials, let left = proxy.authWarnings.allow(now: proxy.loop.now) {
             proxy.logger.notice(
-                "proxy authentication failed", metadata: ["client": "\(peer?.description ?? "-")", "reason": "\(reason)"])
+                "proxy authentication failed",
+                metadata: ["client": "\(peer?.description ?? "-")", "reason": "\(reason)", "left_out": "\(left)"])
         }
         let realm = exchange.runtime.config.proxy.authRealm
         respondGenerated(
@@ -25,30 +28,38 @@ extension ClientConnection {
     }
 
     /// Hashes on the authenticator's thread, then carries on with the request (or refuses it).
+    /// A client with its share of checks queued (``ProxyAuthenticator/perClientBacklog``) is
+    /// answered 503, as a check another client's took the place of.
     func waitForAuthentication(_ job: ProxyAuthenticator.Job, exchange: Exchange) {
-        let authenticator = proxy.process.authenticator
-        guard authenticator.hasRoom else {
-            proxy.logger.warning("proxy authentication backlog full; refusing", metadata: ["client": "\(peer?.description ?? "-")"])
-            exchange.keepAlive = false
-            return respondGenerated(
-                status: 503, message: "Larder: too many authentications in progress; retry shortly", outcome: .error, cause: .limit)
-        }
         let token = proxy.park(self)
         let handle = proxy.loop.handle
         let id = ObjectIdentifier(exchange)
-        authenticator.verify(job) { valid in
+        let queued = proxy.process.authenticator.verify(job, client: ProxyAuthenticator.Client(peer)) { outcome in
             handle.execute { loop in
-                (loop.context as? ProxyLoop)?.unpark(token)?.authenticated(valid, exchangeID: id)
+                (loop.context as? ProxyLoop)?.unpark(token)?.authenticated(outcome, exchangeID: id)
             }
+        }
+        if !queued, let connection = proxy.unpark(token) {
+            connection.authenticated(.busy, exchangeID: id)
         }
     }
 
-    private func authenticated(_ valid: Bool, exchangeID: ObjectIdentifier) {
+    private func authenticated(_ outcome: ProxyAuthenticator.Outcome, exchangeID: ObjectIdentifier) {
         guard isExchanging, let exchange, ObjectIdentifier(exchange) == exchangeID else { return }
-        if valid {
+        switch outcome {
+        case .valid:
             proxy.pipeline.route(exchange, on: self)
-        } else {
+        case .invalid:
             refuseAuthentication("wrong user name or password", exchange: exchange)
+        case .busy:
+            if let left = proxy.authWarnings.allow(now: proxy.loop.now) {
+                proxy.logger.warning(
+                    "proxy authentication backlog full for this client; refusing",
+                    metadata: ["client": "\(peer?.description ?? "-")", "left_out": "\(left)"])
+            }
+            exchange.keepAlive = false
+            respondGenerated(
+                status: 503, message: "Larder: too many authentications in progress; retry shortly", outcome: .error, cause: .limit)
         }
         flushSoon()
     }

@@ -5,26 +5,33 @@ import LarderIO
 /// Checks `Proxy-Authorization: Basic` (RFC 9110 §11.7.1, RFC 7617) against `proxy.auth_users`.
 ///
 /// Password hashes are slow on purpose, so a verification runs on the authenticator's own
-/// thread and its verdict is remembered for a few minutes, keyed by the exact header value:
-/// a client that keeps its connection or sends the same credentials again is answered from
-/// the table without hashing. A remembered verdict counts only while the user's hash in the
-/// current configuration is the one it was made against, so a reload that changes or removes
-/// a user takes effect at once. Wrong passwords are remembered too, so repeating one costs
-/// no hashing either.
+/// thread and its verdict is remembered for a few minutes, keyed by the credentials (user and
+/// password as decoded, so spellings of one header are one entry): a client that keeps its
+/// connection or sends the same credentials again is answered from the table without hashing.
+/// A remembered verdict counts only while the user's hash in the current configuration is the
+/// one it was made against, so a reload that changes or removes a user takes effect at once.
 ///
-/// State: `verdicts` behind its mutex (every loop reads it, the worker writes it); `worker`
-/// owns the hashing.
+/// One client must not lock the others out (review 117): wrong passwords are remembered apart
+/// from right ones, so a flood of them never evicts a user's verdict; the checks waiting for
+/// the thread are taken one client address at a time (``FairQueue``), each address holding
+/// ``perClientBacklog`` at most, so a user's check waits behind one of each other client's,
+/// not behind a flood; and requests with the same credentials arriving while their check
+/// waits share it.
+///
+/// State: `verdicts` and `waiting` behind their mutexes (every loop reads and adds, the worker
+/// takes and writes); `worker` owns the hashing.
 final class ProxyAuthenticator: Sendable {
     enum Check {
         case allowed(user: String)
         case denied(reason: String)
-        /// A hash must be computed: pass the job to ``verify(_:completion:)``.
+        /// A hash must be computed: pass the job to ``verify(_:client:completion:)``.
         case verify(Job)
     }
 
     /// One verification to run off the loop.
     struct Job: Sendable {
-        let header: String
+        /// The credentials, as the verdict tables and the waiting checks key them.
+        let key: String
         let user: String
         let password: String
         let hash: String
@@ -33,18 +40,65 @@ final class ProxyAuthenticator: Sendable {
         let userExists: Bool
     }
 
+    /// What a verification found; `busy`: it never ran (another client's check took its place
+    /// in a full queue).
+    enum Outcome: Sendable {
+        case valid, invalid, busy
+    }
+
+    /// A client by its address (IPv6 whole; IPv4 as ::ffff:a.b.c.d, as ``UpstreamShares``).
+    struct Client: Hashable, Sendable {
+        let high: UInt64
+        let low: UInt64
+
+        init(_ peer: SocketAddress?) {
+            let words = UpstreamShares.client(peer) ?? (0, 0)
+            high = words.high
+            low = words.low
+        }
+    }
+
     private struct Verdict {
         let hash: String
-        let valid: Bool
         let expires: UInt64
     }
 
-    private let verdicts = Locked<[String: Verdict]>([:])
+    /// Right and wrong credentials apart: filling one table never empties the other.
+    private struct Verdicts {
+        var granted: [String: Verdict] = [:]
+        var refused: [String: Verdict] = [:]
+    }
+
+    /// A check queued or being hashed, with every request that waits for it.
+    private struct Pending {
+        let job: Job
+        var completions: [@Sendable (Outcome) -> Void]
+    }
+
+    private struct Waiting {
+        var queue: FairQueue<Client, String>
+        /// By ``Job/key``, from the time it is queued until its verdict is out.
+        var checks: [String: Pending] = [:]
+    }
+
+    private let verdicts = Locked(Verdicts())
+    private let waiting: Locked<Waiting>
     private let worker = BlockingWorker(name: "larder-auth")
+    private let tableLimit: Int
     static let rememberFor: UInt64 = 300_000_000_000
-    static let tableLimit = 4096
-    /// Verifications queued beyond this are refused with 503 instead of piling up.
+    /// Checks queued in all beyond which a client holding fewer is let in by taking the newest
+    /// of the client holding the most; one client queues ``perClientBacklog`` at most (more
+    /// are refused with 503).
     static let backlogLimit = 256
+    static let perClientBacklog = 16
+
+    /// `tableLimit`: verdicts remembered of each kind (right, wrong) before the expired, then
+    /// all of that kind, are forgotten.
+    init(tableLimit: Int = 4096) {
+        self.tableLimit = tableLimit
+        waiting = Locked(
+            Waiting(queue: FairQueue(perClient: ProxyAuthenticator.perClientBacklog, total: ProxyAuthenticator.backlogLimit)))
+    }
 
     /// What to do with a request carrying `values` (every Proxy-Authorization field line).
     func check(_ values: [String], users: [ProxyUser], now: UInt64) -> Check {
@@ -55,32 +109,78 @@ final class ProxyAuthenticator: Sendable {
         }
         let user = users.first(where: { $0.name == credentials.user })
         let hash = user?.passwordHash ?? users[0].passwordHash
-        if let verdict = verdicts.withLock({ $0[header] }), verdict.hash == hash, now < verdict.expires, user != nil {
-            return verdict.valid ? .allowed(user: credentials.user) : .denied(reason: "wrong password for '\(credentials.user)'")
+        // The user name has no colon (RFC 7617 §2: the first one ends it).
+        let key = credentials.user + ":" + credentials.password
+        if user != nil {
+            let (granted, refused) = verdicts.withLock { ($0.granted[key], $0.refused[key]) }
+            if let granted, granted.hash == hash, now < granted.expires { return .allowed(user: credentials.user) }
+            if let refused, refused.hash == hash, now < refused.expires {
+                return .denied(reason: "wrong password for '\(credentials.user)'")
+            }
         }
         return .verify(
-            Job(header: header, user: credentials.user, password: credentials.password, hash: hash, userExists: user != nil))
+            Job(key: key, user: credentials.user, password: credentials.password, hash: hash, userExists: user != nil))
     }
 
-    /// Whether the verification thread has room for another job.
-    var hasRoom: Bool { worker.pendingCount < ProxyAuthenticator.backlogLimit }
+    /// Queues `job` for `client`'s request; `completion` is called (on the authenticator's
+    /// thread, or on the caller's for a check another client's took the place of) with the
+    /// outcome. Returns false, calling nothing, when the client has its share queued, or
+    /// every client as few as it would.
+    func verify(_ job: Job, client: Client, completion: @escaping @Sendable (Outcome) -> Void) -> Bool {
+        let admitted: (Bool, Pending?) = waiting.withLock { state in
+            if state.checks[job.key] != nil {
+                state.checks[job.key]?.completions.append(completion)
+                return (true, nil)
+            }
+            var pushedOut: Pending?
+            switch state.queue.add(job.key, for: client) {
+            case .refused: return (false, nil)
+            case .queued: break
+            case .queuedPushingOut(let key): pushedOut = state.checks.removeValue(forKey: key)
+            }
+            state.checks[job.key] = Pending(job: job, completions: [completion])
+            return (true, pushedOut)
+        }
+        guard admitted.0 else { return false }
+        for completion in admitted.1?.completions ?? [] { completion(.busy) }
+        worker.submit { [self] in verifyNext() }
+        return true
+    }
 
-    /// Hashes on the authenticator's thread, remembers the verdict, then calls `completion`
-    /// (on that thread) with it.
-    func verify(_ job: Job, completion: @escaping @Sendable (Bool) -> Void) {
-        worker.submit { [self] in
-            let matches = PasswordHash.verify(password: job.password, hash: job.hash)
-            let valid = matches && job.userExists
-            if job.userExists {
-                verdicts.withLock { table in
-                    if table.count >= ProxyAuthenticator.tableLimit { table.removeAll(keepingCapacity: true) }
-                    table[job.header] = Verdict(
-                        hash: job.hash, valid: valid, expires: Clocks.monotonicNanos() &+ ProxyAuthenticator.rememberFor)
+    /// Hashes the next check in turn (worker thread), remembers its verdict, and answers every
+    /// request waiting for it.
+    private func verifyNext() {
+        guard let pending = waiting.withLock({ state in state.queue.take().flatMap { state.checks[$0] } }) else { return }
+        let job = pending.job
+        let valid = PasswordHash.verify(password: job.password, hash: job.hash) && job.userExists
+        if job.userExists {
+            let verdict = Verdict(hash: job.hash, expires: Clocks.monotonicNanos() &+ ProxyAuthenticator.rememberFor)
+            let limit = tableLimit
+            verdicts.withLock { tables in
+                if valid {
+                    Self.remember(verdict, for: job.key, in: &tables.granted, limit: limit)
+                    tables.refused.removeValue(forKey: job.key)
+                } else {
+                    Self.remember(verdict, for: job.key, in: &tables.refused, limit: limit)
+                    tables.granted.removeValue(forKey: job.key)
                 }
             }
-            completion(valid)
         }
+        let completions = waiting.withLock { $0.checks.removeValue(forKey: job.key)?.completions } ?? []
+        for completion in completions { completion(valid ? .valid : .invalid) }
     }
+
+    private static func remember(_ verdict: Verdict, for key: String, in table: inout [String: Verdict], limit: Int) {
+        if table.count >= limit, table[key] == nil {
+            let now = Clocks.monotonicNanos()
+            table = table.filter { now < $0.value.expires }
+            if table.count >= limit { table.removeAll(keepingCapacity: true) }
+        }
+        table[key] = verdict
+    }
+
+    /// Whether credentials `key` have a verdict remembered (tests).
+    func remembers(_ key: String) -> Bool { verdicts.withLock { $0.granted[key] != nil || $0.refused[key] != nil } }
 
     func stop() { worker.stop() }
 }

@@ -36,6 +36,8 @@ final class ProxyLoop {
     var heldTransfers = HeldTransfers<Fill>()
     /// The warning for a client's download cut for others, once a second at most.
     var cutWarnings = LogThrottle()
+    /// Lines about refused proxy authentication, once a second at most.
+    var authWarnings = LogThrottle()
     /// The look, every ``waitsLookInterval`` while requests wait for a connection, at which
     /// transfers give theirs up (``yieldConnection(to:)``).
     private var waitsLook: EventLoop.TimerToken?

@@ -1,0 +1,126 @@
+import Foundation
+import LarderConfig
+import LarderHTTP
+import LarderIO
+import Synchronization
+import Testing
+
+@testable import LarderServer
+
+/// Review 117 F1: one client sending wrong passwords locked every user out (a queue of checks
+/// shared first come, first served, and a table of verdicts emptied by the flood). Hashes
+/// here are sha512crypt at its fewest rounds, so that hundreds of checks take a second.
+@Suite(.timeLimit(.minutes(1))) struct ProxyAuthenticatorTests {
+    static func user(_ name: String, _ password: String) throws -> ProxyUser {
+        ProxyUser(name: name, passwordHash: try PasswordHash.make(password: password, prefix: "$6$", cost: 1000))
+    }
+
+    static func header(_ user: String, _ password: String) -> String {
+        "Basic " + Data("\(user):\(password)".utf8).base64EncodedString()
+    }
+
+    /// Runs `job` for `client` and waits (10 s at most) for its outcome.
+    static func verify(_ authenticator: ProxyAuthenticator, _ check: ProxyAuthenticator.Check, client: UInt8 = 1) -> ProxyAuthenticator
+        .Outcome?
+    {
+        guard case .verify(let job) = check else { return nil }
+        let done = DispatchSemaphore(value: 0)
+        let outcome = Mutex<ProxyAuthenticator.Outcome?>(nil)
+        let queued = authenticator.verify(job, client: Self.client(client)) { result in
+            outcome.withLock { $0 = result }
+            done.signal()
+        }
+        guard queued, done.wait(timeout: .now() + 10) == .success else { return nil }
+        return outcome.withLock { $0 }
+    }
+
+    static func client(_ last: UInt8) -> ProxyAuthenticator.Client {
+        ProxyAuthenticator.Client(SocketAddress(ipBytes: [127, 0, 0, last], port: 1000))
+    }
+
+    /// A user's remembered verdict outlives any number of wrong passwords, which fill a table
+    /// of their own.
+    @Test func wrongPasswordsNeverEvictAUsersVerdict() throws {
+        let users = [try Self.user("alice", "right")]
+        let authenticator = ProxyAuthenticator(tableLimit: 8)
+        defer { authenticator.stop() }
+        let alice = [Self.header("alice", "right")]
+        #expect(Self.verify(authenticator, authenticator.check(alice, users: users, now: Clocks.monotonicNanos())) == .valid)
+        guard case .allowed = authenticator.check(alice, users: users, now: Clocks.monotonicNanos()) else {
+            Issue.record("a verdict is remembered")
+            return
+        }
+        for index in 0..<40 {
+            let wrong = [Self.header("alice", "wrong \(index)")]
+            #expect(
+                Self.verify(authenticator, authenticator.check(wrong, users: users, now: Clocks.monotonicNanos()), client: 2) == .invalid)
+        }
+        guard case .allowed = authenticator.check(alice, users: users, now: Clocks.monotonicNanos()) else {
+            Issue.record("40 wrong passwords (five times the table) emptied the user's verdict")
+            return
+        }
+        // Spellings of one header are one entry.
+        guard
+            case .allowed = authenticator.check(
+                ["bAsIc   " + Self.header("alice", "right").dropFirst(6)], users: users, now: Clocks.monotonicNanos())
+        else {
+            Issue.record("the verdict is the credentials', not the header's")
+            return
+        }
+    }
+
+    /// A client holds its share of the queue at most: a flood of checks is refused past it,
+    /// and another client's check is taken next in turn, not after the flood. Requests with the
+    /// same credentials share one check.
+    @Test func aFloodOfChecksHoldsOnlyItsClientsShare() throws {
+        let users = [try Self.user("alice", "right"), try Self.user("bob", "right")]
+        let authenticator = ProxyAuthenticator()
+        defer { authenticator.stop() }
+        let order = Mutex<[String]>([])
+        let done = DispatchSemaphore(value: 0)
+        var queued = 0
+        var refused = 0
+        for index in 0..<(3 * ProxyAuthenticator.perClientBacklog) {
+            guard case .verify(let job) = authenticator.check([Self.header("alice", "flood \(index)")], users: users, now: 0) else {
+                Issue.record("a new password is checked")
+                return
+            }
+            if authenticator.verify(
+                job, client: Self.client(2),
+                completion: { _ in
+                    order.withLock { $0.append("flood") }
+                    done.signal()
+                })
+            {
+                queued += 1
+            } else {
+                refused += 1
+            }
+        }
+        #expect(queued <= ProxyAuthenticator.perClientBacklog + 2, "its share, and the one or two the thread took meanwhile")
+        #expect(refused >= 2 * ProxyAuthenticator.perClientBacklog - 2)
+        guard case .verify(let bob) = authenticator.check([Self.header("bob", "right")], users: users, now: 0) else {
+            Issue.record("bob's credentials are checked")
+            return
+        }
+        // Twenty requests of bob's, more than a client's share, all wait for one check.
+        var bobs = 0
+        for _ in 0..<20 {
+            if authenticator.verify(
+                bob, client: Self.client(1),
+                completion: { outcome in
+                    order.withLock { $0.append(outcome == .valid ? "bob" : "bob refused") }
+                    done.signal()
+                })
+            {
+                bobs += 1
+            }
+        }
+        #expect(bobs == 20, "the same credentials share one check")
+        for _ in 0..<(queued + bobs) { #expect(done.wait(timeout: .now() + 10) == .success) }
+        let finished = order.withLock { $0 }
+        let firstBob = finished.firstIndex(of: "bob") ?? finished.count
+        #expect(firstBob <= 3, "bob's check went in turn, not behind the flood: \(finished)")
+        #expect(finished.filter { $0 == "bob" }.count == 20)
+    }
+}
