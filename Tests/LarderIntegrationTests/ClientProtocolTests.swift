@@ -140,6 +140,47 @@ extension IntegrationTests {
             #expect(larder.child.stderr.contains("max_connections"))
         }
 
+        /// Review 117 F2: at max_connections only idle connections made room, so one client
+        /// holding every slot with slow heads or tunnels (none of them idle) kept every other
+        /// client out with 503. The client holding the most gives one up, a slow head first,
+        /// then a tunnel.
+        @Test func oneClientHoldingEverySlotGivesOneUpToAnother() throws {
+            let origin = try Origin()
+            let target = try TunnelTarget(.raw)
+            // One loop: a loop makes room among its own connections, so the counts are exact.
+            let larder = try Larder(config: "[proxy]\nmax_connections = 20\nworkers = 1\nconnect_ports = [\(target.port)]\n")
+            var tunnels: [RawConnection] = []
+            for _ in 0..<17 {
+                let tunnel = try RawConnection(port: larder.proxyPort, from: "127.0.0.2", receiveTimeout: 10)
+                tunnel.send("CONNECT 127.0.0.1:\(target.port) HTTP/1.1\r\nHost: 127.0.0.1:\(target.port)\r\n\r\n")
+                #expect(try tunnel.readResponse(headRequest: true).status == 200)
+                tunnel.send("HOLD\n")
+                tunnels.append(tunnel)
+            }
+            var heads: [RawConnection] = []
+            for _ in 0..<3 {
+                let slow = try RawConnection(port: larder.proxyPort, from: "127.0.0.2", receiveTimeout: 10)
+                slow.send("GET \(origin.url("/never")) HTTP/1.1\r\n")  // a head it never ends
+                heads.append(slow)
+            }
+            #expect(try waitUntil { try larder.stats().connections.active == 20 })
+            // Four clients' requests, each still answering (the origin waits) when the next comes.
+            var others: [RawConnection] = []
+            for round in 0..<4 {
+                let other = try RawConnection(port: larder.proxyPort, receiveTimeout: 10)
+                other.send("GET \(origin.url("/in-\(round)?delay=1")) HTTP/1.1\r\nHost: x\r\n\r\n")
+                #expect(try waitUntil { try origin.count("/in-\(round)?delay=1") == 1 }, "round \(round): another client gets in")
+                others.append(other)
+            }
+            for other in others { #expect(try other.readResponse().status == 200) }
+            #expect(try larder.stats().connections.takenForOthers == 4)
+            // Closed ones have their end of stream waiting; the others nothing to read.
+            #expect(heads.allSatisfy { $0.hasInput(within: 0) && $0.peerClosed() }, "slow heads went first")
+            #expect(tunnels.map { $0.hasInput(within: 0) } == [true] + Array(repeating: false, count: 16), "then the oldest tunnel")
+            #expect(larder.child.stderr.contains("closed a connection of the client holding the most"))
+            #expect(try origin.count("/never") == 0)
+        }
+
         @Test func idleConnectionsMakeRoomForNewClientsAtTheLimit() throws {
             let origin = try Origin()
             let larder = try Larder(config: "[proxy]\nmax_connections = 2\n")

@@ -33,7 +33,7 @@ import Testing
                 idleConnectionsClosed: Dictionary(uniqueKeysWithValues: IdleConnectionClose.allCases.map { ($0.rawValue, n()) }),
                 errors: n(), shareWaits: n(), slowClientCuts: n(), overShareCuts: n()),
             invalidations: n(),
-            connections: .init(active: n(), accepted: n(), rejected: n(), evictedIdle: n(), admin: n()),
+            connections: .init(active: n(), accepted: n(), rejected: n(), evictedIdle: n(), admin: n(), takenForOthers: n()),
             refused: .init(badRequests: n(), destinations: n(), proxyAuth: n()),
             busyPoll: .init(caught: n(), expired: n()),
             tunnels: .init(opened: n(), bytesUp: n(), bytesDown: n()),

@@ -34,8 +34,8 @@ import Testing
         return outcome.withLock { $0 }
     }
 
-    static func client(_ last: UInt8) -> ProxyAuthenticator.Client {
-        ProxyAuthenticator.Client(SocketAddress(ipBytes: [127, 0, 0, last], port: 1000))
+    static func client(_ last: UInt8) -> ClientAddress {
+        ClientAddress(words: (0, 0xffff_7f00_0000 | UInt64(last)))
     }
 
     /// A user's remembered verdict outlives any number of wrong passwords, which fill a table

@@ -34,7 +34,7 @@ extension ClientConnection {
         let token = proxy.park(self)
         let handle = proxy.loop.handle
         let id = ObjectIdentifier(exchange)
-        let queued = proxy.process.authenticator.verify(job, client: ProxyAuthenticator.Client(peer)) { outcome in
+        let queued = proxy.process.authenticator.verify(job, client: ClientAddress(peer) ?? ClientAddress(words: (0, 0))) { outcome in
             handle.execute { loop in
                 (loop.context as? ProxyLoop)?.unpark(token)?.authenticated(outcome, exchangeID: id)
             }

@@ -57,15 +57,18 @@ final class Listener: IOHandler {
                 refuse(client, status: 403, body: "Larder: client \(peer.ipString) is not in proxy.allow\n")
                 continue
             }
-            // At the limit, the longest-idle connection on this loop gives up its place; only
-            // when every connection is busy is the new one refused.
+            // At the limit, the longest-idle connection on this loop gives up its place, else
+            // one of the client holding the most (``ProxyLoop/makeRoom(for:)``); only then is
+            // the new one refused.
             if kind == .admin {
                 if proxy.telemetry.stats[.adminConnections].load() >= Listener.maxAdminConnections && !proxy.evictIdleAdminConnection() {
                     logLimit("\(Listener.maxAdminConnections) admin connections open and none idle; refusing more")
                     refuse(client, status: 503, body: "Larder: too many admin connections\n")
                     continue
                 }
-            } else if proxy.telemetry.stats[.activeConnections].load() >= config.maxConnections && !proxy.evictIdleConnection() {
+            } else if proxy.telemetry.stats[.activeConnections].load() >= config.maxConnections && !proxy.evictIdleConnection()
+                && !proxy.makeRoom(for: peer)
+            {
                 logLimit("max_connections (\(config.maxConnections)) reached and none idle; refusing connections")
                 refuse(client, status: 503, body: "Larder: too many connections\n")
                 continue

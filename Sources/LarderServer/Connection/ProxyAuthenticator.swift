@@ -46,18 +46,6 @@ final class ProxyAuthenticator: Sendable {
         case valid, invalid, busy
     }
 
-    /// A client by its address (IPv6 whole; IPv4 as ::ffff:a.b.c.d, as ``UpstreamShares``).
-    struct Client: Hashable, Sendable {
-        let high: UInt64
-        let low: UInt64
-
-        init(_ peer: SocketAddress?) {
-            let words = UpstreamShares.client(peer) ?? (0, 0)
-            high = words.high
-            low = words.low
-        }
-    }
-
     private struct Verdict {
         let hash: String
         let expires: UInt64
@@ -76,7 +64,7 @@ final class ProxyAuthenticator: Sendable {
     }
 
     private struct Waiting {
-        var queue: FairQueue<Client, String>
+        var queue: FairQueue<ClientAddress, String>
         /// By ``Job/key``, from the time it is queued until its verdict is out.
         var checks: [String: Pending] = [:]
     }
@@ -126,7 +114,7 @@ final class ProxyAuthenticator: Sendable {
     /// thread, or on the caller's for a check another client's took the place of) with the
     /// outcome. Returns false, calling nothing, when the client has its share queued, or
     /// every client as few as it would.
-    func verify(_ job: Job, client: Client, completion: @escaping @Sendable (Outcome) -> Void) -> Bool {
+    func verify(_ job: Job, client: ClientAddress, completion: @escaping @Sendable (Outcome) -> Void) -> Bool {
         let admitted: (Bool, Pending?) = waiting.withLock { state in
             if state.checks[job.key] != nil {
                 state.checks[job.key]?.completions.append(completion)

@@ -38,10 +38,15 @@ final class ProxyLoop {
     var cutWarnings = LogThrottle()
     /// Lines about refused proxy authentication, once a second at most.
     var authWarnings = LogThrottle()
+    /// The warning for a connection closed to admit another client's, once a second at most.
+    var fairnessWarnings = LogThrottle()
     /// The look, every ``waitsLookInterval`` while requests wait for a connection, at which
     /// transfers give theirs up (``yieldConnection(to:)``).
     private var waitsLook: EventLoop.TimerToken?
     private var connections: [ObjectIdentifier: ClientConnection] = [:]
+    /// Each client address's proxy connections and tunnels on this loop, oldest first
+    /// (``makeRoom(for:)``).
+    private var byClient: [ClientAddress: [ObjectIdentifier]] = [:]
     /// CONNECT tunnels; each still counts as an active connection.
     private var tunnels: [ObjectIdentifier: Tunnel] = [:]
     private var listeners: [Listener] = []
@@ -226,7 +231,62 @@ final class ProxyLoop {
         }
         connections[ObjectIdentifier(connection)] = connection
         counter(for: kind).add(1)
+        if kind == .proxy { countIn(ObjectIdentifier(connection), connection.shareClient.map(ClientAddress.init(words:))) }
         return connection
+    }
+
+    private func countIn(_ id: ObjectIdentifier, _ client: ClientAddress?) {
+        guard let client else { return }
+        byClient[client, default: []].append(id)
+    }
+
+    private func countOut(_ id: ObjectIdentifier, _ client: ClientAddress?) {
+        guard let client, var ids = byClient.removeValue(forKey: client) else { return }
+        ids.removeAll { $0 == id }
+        if !ids.isEmpty { byClient[client] = ids }
+    }
+
+    /// At `max_connections` with no connection idle: closes one of the client address holding
+    /// the most connections and tunnels on this loop, when it holds two more than `peer`'s, so
+    /// that one client reconnecting (slow heads, tunnels, requests left waiting) cannot keep
+    /// every other client out (review 117). Of its connections, the oldest not answering a
+    /// request goes first (one reading a head, or waiting for one), then its oldest tunnel,
+    /// then its oldest connection. Returns false (the newcomer is refused) when no client
+    /// holds that many: clients with many addresses, each holding a few, are not told apart.
+    func makeRoom(for peer: SocketAddress?) -> Bool {
+        let own = ClientAddress(peer).flatMap { byClient[$0]?.count } ?? 0
+        guard let busiest = byClient.max(by: { $0.value.count < $1.value.count }), busiest.value.count >= own + 2 else {
+            return false
+        }
+        var oldestTunnel: Tunnel?
+        var oldestBusy: ClientConnection?
+        for id in busiest.value {
+            if let connection = connections[id] {
+                if !connection.isExchanging {
+                    return takeRoom(closing: { connection.close() }, from: busiest.key)
+                }
+                if oldestBusy == nil { oldestBusy = connection }
+            } else if oldestTunnel == nil, let tunnel = tunnels[id] {
+                oldestTunnel = tunnel
+            }
+        }
+        if let oldestTunnel { return takeRoom(closing: { oldestTunnel.close(reason: .evicted) }, from: busiest.key) }
+        if let oldestBusy { return takeRoom(closing: { oldestBusy.close() }, from: busiest.key) }
+        return false
+    }
+
+    private func takeRoom(closing close: () -> Void, from client: ClientAddress) -> Bool {
+        close()
+        telemetry.stats[.connectionsTakenForOthers].add(1)
+        if let left = fairnessWarnings.allow(now: loop.now) {
+            logger.warning(
+                "max_connections reached: closed a connection of the client holding the most to admit another",
+                metadata: [
+                    "client": "\(UpstreamShares.Key(client: (client.high, client.low), host: "", port: 0).clientAddress)",
+                    "left_out": "\(left)",
+                ])
+        }
+        return true
     }
 
     /// Records that `connection` turned idle; returns the stamp of this idle spell.
@@ -417,6 +477,9 @@ final class ProxyLoop {
     func connectionClosed(_ connection: ClientConnection) {
         if connections.removeValue(forKey: ObjectIdentifier(connection)) != nil {
             counter(for: connection.kind).subtract(1)
+            if connection.kind == .proxy {
+                countOut(ObjectIdentifier(connection), connection.shareClient.map(ClientAddress.init(words:)))
+            }
         }
     }
 
@@ -429,13 +492,17 @@ final class ProxyLoop {
     /// A connection whose socket became a tunnel's (counted until the tunnel closes) or moved
     /// to another loop (counted there).
     func connectionLeft(_ connection: ClientConnection, stillCounted: Bool) {
-        if connections.removeValue(forKey: ObjectIdentifier(connection)) != nil, !stillCounted {
-            counter(for: connection.kind).subtract(1)
+        if connections.removeValue(forKey: ObjectIdentifier(connection)) != nil {
+            if !stillCounted { counter(for: connection.kind).subtract(1) }
+            if connection.kind == .proxy {
+                countOut(ObjectIdentifier(connection), connection.shareClient.map(ClientAddress.init(words:)))
+            }
         }
     }
 
     func adoptTunnel(_ tunnel: Tunnel) {
         tunnels[ObjectIdentifier(tunnel)] = tunnel
+        countIn(ObjectIdentifier(tunnel), ClientAddress(tunnel.peer))
         do {
             try tunnel.start()
         } catch {
@@ -447,6 +514,7 @@ final class ProxyLoop {
     func tunnelClosed(_ tunnel: Tunnel) {
         if tunnels.removeValue(forKey: ObjectIdentifier(tunnel)) != nil {
             telemetry.stats[.activeConnections].subtract(1)
+            countOut(ObjectIdentifier(tunnel), ClientAddress(tunnel.peer))
         }
     }
 

@@ -22,6 +22,9 @@ public enum Counter: Int, CaseIterable, Sendable {
     case rejectedConnections
     /// Idle connections closed to make room for a new one at max_connections.
     case evictedIdleConnections
+    /// Connections (or tunnels) of the client holding the most, closed at max_connections to
+    /// admit a client holding fewer when none was idle.
+    case connectionsTakenForOthers
     case badRequests
     /// Requests and tunnels refused by the destination policy (403).
     case destinationsRefused
@@ -134,6 +137,11 @@ public enum Counter: Int, CaseIterable, Sendable {
             .init(
                 .counter, "larder_connections_evicted_total", "Idle client connections closed to admit new ones at max_connections.",
                 .value(\.connections.evictedIdle))
+        case .connectionsTakenForOthers:
+            .init(
+                .counter, "larder_connections_taken_total",
+                "Connections of the client holding the most, closed at max_connections to admit a client holding fewer.",
+                .optional(\.connections.takenForOthers))
         case .badRequests:
             .init(.counter, "larder_bad_requests_total", "Requests rejected as malformed.", .value(\.refused.badRequests))
         case .destinationsRefused:

@@ -178,6 +178,9 @@ public struct StatsDocument: Codable, Sendable, Equatable {
         public var evictedIdle: Int
         /// Open admin connections, apart from `active` (nil from a daemon older than the field).
         public var admin: Int? = nil
+        /// Connections of the client holding the most, closed to admit another at
+        /// max_connections (nil from a daemon older than the field).
+        public var takenForOthers: Int? = nil
     }
 
     /// Requests refused before any cache or upstream work.

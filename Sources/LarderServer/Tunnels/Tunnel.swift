@@ -188,6 +188,9 @@ final class Tunnel {
         case idle
         /// The server is stopping.
         case shutdown
+        /// Closed at `max_connections` to admit a client holding fewer connections
+        /// (``ProxyLoop/makeRoom(for:)``).
+        case evicted
     }
 
     /// Closes both sockets and logs the tunnel.
