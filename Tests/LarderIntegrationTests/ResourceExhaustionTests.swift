@@ -69,6 +69,38 @@ extension IntegrationTests {
             #expect(try origin.count("/slow-head") == 0)
         }
 
+        /// Review 117 F2 (memory): downloads a client starts and never reads, each of its own
+        /// URL, streamed to disk while the disk thread fell behind, each held the 8 MiB a fill may
+        /// keep for it and more (~9-18 MiB of memory a connection). What all such fills hold for
+        /// the disk thread now shares one budget (64 MiB; 1 MiB a fill at least).
+        @Test func unreadDownloadsOfManyURLsShareOneBudgetOfMemory() throws {
+            let origin = try Origin()
+            let larder = try Larder()
+            #expect(try Curl.viaProxy(larder.proxy, [origin.url("/warm-up")]).status == 200)
+            let baseline = larder.child.residentKiB()
+            var unread: [RawConnection] = []
+            for index in 0..<40 {
+                let connection = try RawConnection(port: larder.proxyPort, receiveTimeout: 10)
+                var size: Int32 = 4096
+                setsockopt(connection.fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+                connection.send("GET \(origin.url("/unread-\(index)?size=67108864&cc=max-age=600")) HTTP/1.1\r\nHost: x\r\n\r\n")
+                unread.append(connection)
+            }
+            #expect(try waitUntil { try (0..<40).allSatisfy { try origin.count("/unread-\($0)?size=67108864&cc=max-age=600") == 1 } })
+            // The fills run until each holds what it may, or the disk thread catches up.
+            var peak = 0
+            for _ in 0..<8 {
+                usleep(500_000)
+                peak = max(peak, larder.child.residentKiB())
+            }
+            let grown = (peak - baseline) / 1024
+            print("unread downloads: RSS \(baseline / 1024) MiB -> \(peak / 1024) MiB")
+            #expect(grown < 40 * 6, "40 unread downloads grew memory by \(grown) MiB")
+            // Others are still served meanwhile.
+            #expect(try Curl.viaProxy(larder.proxy, [origin.url("/meanwhile")]).status == 200)
+            _ = unread
+        }
+
         @Test func idleFloodOfTwentyThousandConnectionsLocksNobodyOutAndStaysWithinMemory() throws {
             let origin = try Origin()
             let larder = try Larder()  // max_connections = 10000, header_timeout = 10s

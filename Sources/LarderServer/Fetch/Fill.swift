@@ -113,8 +113,13 @@ final class Fill: UpstreamTransferDelegate {
     var admissionDeferred = false
     /// What the buffer needs of the sink.
     var backing: FillBuffer.Backing {
-        FillBuffer.Backing(keepsWhole: sink.keepsWhole, diskWrite: sink.diskWrite, slicedWrite: sink.slicedWrite)
+        var backing = FillBuffer.Backing(keepsWhole: sink.keepsWhole, diskWrite: sink.diskWrite, slicedWrite: sink.slicedWrite)
+        if countsAsDiskStream { backing.writeBacklog = FillBuffer.writeBacklog(streams: proxy.process.diskStreams.load()) }
+        return backing
     }
+    /// Counted in ``ProcessState/diskStreams`` (from its first chunk streamed to disk until
+    /// it goes).
+    private var countsAsDiskStream = false
     /// The stored head, when clients of this fill are sent it too.
     var preparedClientHead: StoredResponse.PreparedHead? { sink.preparedClientHead }
     var backlogTimer: EventLoop.TimerToken?
@@ -565,6 +570,10 @@ final class Fill: UpstreamTransferDelegate {
                 return false
             }
         }
+        if !countsAsDiskStream, !sink.keepsWhole, sink.diskWrite != nil || sink.slicedWrite != nil {
+            countsAsDiskStream = true
+            proxy.process.diskStreams.add(1)
+        }
         let backing = backing
         // A body kept whole never pauses: asked only otherwise (the call copies the buffer).
         if !backing.keepsWhole, buffer.mustPause(backing) {
@@ -666,7 +675,10 @@ final class Fill: UpstreamTransferDelegate {
 
     // A fill dropped without its transfer's end (the loop stopping) must not leave its
     // client's share taken. Fills live and die on their loop.
-    deinit { giveShareBack() }
+    deinit {
+        giveShareBack()
+        if countsAsDiskStream { proxy.process.diskStreams.subtract(1) }
+    }
 
     /// Gives the client's share back (once): the transfer no longer holds a connection.
     private func giveShareBack() {

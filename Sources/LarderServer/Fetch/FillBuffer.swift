@@ -33,6 +33,9 @@ struct FillBuffer {
         let keepsWhole: Bool
         let diskWrite: DiskWrite?
         let slicedWrite: SlicedDiskWrite?
+        /// Bytes received but not yet written by the disk thread before the transfer pauses
+        /// (``writeBacklog(streams:)``; unused when the body is kept whole).
+        var writeBacklog = FillBuffer.maxWriteBacklog
     }
 
     var readers: [Reader] = []
@@ -65,6 +68,17 @@ struct FillBuffer {
     static let memoryWindow = 1 << 20
     /// Bytes received but not yet written by the disk thread before the transfer pauses.
     static let maxWriteBacklog = 8 << 20
+    /// What every fill streaming to disk may hold for the disk thread together, before each
+    /// holds less (down to ``minWriteBacklog``): a client starting many downloads it never
+    /// reads (of distinct URLs, or hosts) made each hold ``maxWriteBacklog`` and more when the
+    /// disk fell behind, ~18 MiB of memory a connection (review 117).
+    static let writeBacklogBudget = 64 << 20
+    static let minWriteBacklog = 1 << 20
+
+    /// A fill's backlog when `streams` fills stream to disk at once (itself included).
+    static func writeBacklog(streams: Int) -> Int {
+        min(maxWriteBacklog, max(minWriteBacklog, writeBacklogBudget / max(1, streams)))
+    }
 
     /// Keeps `bytes` at the end of the body; returns the chunk, for the sink.
     mutating func append(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
@@ -179,10 +193,10 @@ struct FillBuffer {
     func mustPause(_ backing: Backing) -> Bool {
         if backing.keepsWhole { return false }
         if let diskWrite = backing.diskWrite, !diskWrite.hasFailed {
-            return received - diskWrite.durableBytes.load(ordering: .acquiring) >= FillBuffer.maxWriteBacklog
+            return received - diskWrite.durableBytes.load(ordering: .acquiring) >= backing.writeBacklog
         }
         if let slicedWrite = backing.slicedWrite, !slicedWrite.hasFailed {
-            return received - slicedWrite.durableBytes >= FillBuffer.maxWriteBacklog
+            return received - slicedWrite.durableBytes >= backing.writeBacklog
         }
         guard !readers.isEmpty else { return false }
         return received - slowestPosition >= (paused ? FillBuffer.lowWater : FillBuffer.highWater)

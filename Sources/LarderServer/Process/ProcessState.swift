@@ -22,6 +22,8 @@ final class ProcessState: Sendable {
     let heartbeats = Locked<[UInt64]>([])
     /// Proxy authentication: the verdict table and the hashing thread.
     let authenticator = ProxyAuthenticator()
+    /// Fills streaming a body to disk now, every loop's (``FillBuffer/writeBacklog(streams:)``).
+    let diskStreams = AtomicCounter()
 
     init(runtime: RuntimeConfig, logger: Logger) {
         self.runtime = Locked(runtime)
