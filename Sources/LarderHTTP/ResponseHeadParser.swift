@@ -14,8 +14,10 @@ public struct ResponseHeadParser: Sendable {
     /// The request was a HEAD: the final head has no body whatever it says.
     private let answersHEAD: Bool
     private var headBytes = 0
-    /// The last field line was dropped: an obs-fold line after it continues nothing kept.
-    private var droppedLast = false
+    /// How many fields were kept when a field line was last dropped (-1: none since the status
+    /// line): while no field is kept after it, an obs-fold line continues nothing kept. Set
+    /// only where a line is dropped, so a kept line costs nothing more.
+    private var droppedAt = -1
     /// libcurl refuses a single field line over 100 KiB itself; this bounds the whole.
     public static let maxHeadBytes = 256 * 1024
 
@@ -56,7 +58,7 @@ public struct ResponseHeadParser: Sendable {
         {
             head = try ResponseHeadParser.parseStatusLine(content)
             started = true
-            droppedLast = false
+            droppedAt = -1
             return .none
         }
         guard started else { throw .bad("header line before status line") }
@@ -65,17 +67,16 @@ public struct ResponseHeadParser: Sendable {
             // obs-fold: joined to the previous value with one space (RFC 9112 §5.2), under
             // the check every value has: a bare CR or a NUL in it drops the whole field, which
             // would otherwise reach clients (and the cache) with the CR in it.
-            guard !droppedLast, head.headers.count > 0 else { return .none }
+            guard droppedAt != head.headers.count, head.headers.count > 0 else { return .none }
             guard ASCII.allFieldValueChars(content.assumingMemoryBound(to: UInt8.self)) else {
                 head.headers.removeLastField()
-                droppedLast = true
+                droppedAt = head.headers.count
                 return .none
             }
             let folded = ASCII.trimOWS(ASCII.string(content)[...])
             head.headers.extendLastValue(with: " " + folded)
             return .none
         }
-        droppedLast = true
         // One pass over the bytes through a typed pointer: every field of every response
         // comes through here.
         let bytes = content.assumingMemoryBound(to: UInt8.self)
@@ -83,15 +84,20 @@ public struct ResponseHeadParser: Sendable {
         // byte finds both the colon and a name that is not a token (the line is dropped).
         var colon = 0
         while colon < bytes.count, ASCII.isTokenChar(bytes[colon]) { colon += 1 }
-        guard colon > 0, colon < bytes.count, bytes[colon] == UInt8(ascii: ":") else { return .none }
+        guard colon > 0, colon < bytes.count, bytes[colon] == UInt8(ascii: ":") else {
+            droppedAt = head.headers.count
+            return .none
+        }
         var valueStart = colon + 1
         var valueEnd = bytes.count
         while valueStart < valueEnd, bytes[valueStart] == 32 || bytes[valueStart] == 9 { valueStart += 1 }
         while valueEnd > valueStart, bytes[valueEnd - 1] == 32 || bytes[valueEnd - 1] == 9 { valueEnd -= 1 }
         // A NUL or bare CR inside a value could split the header downstream: drop the field.
-        guard ASCII.allFieldValueChars(UnsafeBufferPointer(rebasing: bytes[valueStart..<valueEnd])) else { return .none }
+        guard ASCII.allFieldValueChars(UnsafeBufferPointer(rebasing: bytes[valueStart..<valueEnd])) else {
+            droppedAt = head.headers.count
+            return .none
+        }
         head.headers.append(line: line, nameCount: colon, value: UnsafeRawBufferPointer(rebasing: content[valueStart..<valueEnd]))
-        droppedLast = false
         return .none
     }
 
@@ -106,6 +112,14 @@ public struct ResponseHeadParser: Sendable {
 
     /// Room reserved for a response's fields (an origin's 1 KiB response carries 6-12).
     static let expectedFields = 16
+
+    /// Whether `bytes` may be a reason phrase: HTAB, SP, VCHAR, obs-text. A loop of its own: a
+    /// reason is a few bytes, for which ``ASCII/allFieldValueChars(_:)``'s words cost more.
+    @inline(__always)
+    static func isReason(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        for byte in bytes where byte < 0x20 && byte != 9 || byte == 0x7F { return false }
+        return true
+    }
 
     /// `HTTP/1.1 200 OK` (the reason may be empty or missing).
     static func parseStatusLine(_ line: UnsafeRawBufferPointer) throws(HTTPParseError) -> ResponseHead {
@@ -126,7 +140,7 @@ public struct ResponseHeadParser: Sendable {
         // RFC 9112 §4: HTAB, SP, VCHAR and obs-text only, the bytes a field value may hold. A
         // reason with a bare CR or another control byte is not forwarded (it could end the
         // status line early for a client): the status's own reason goes instead.
-        if line.count > 13, ASCII.allFieldValueChars(UnsafeRawBufferPointer(rebasing: line[13...]).assumingMemoryBound(to: UInt8.self)) {
+        if line.count > 13, isReason(UnsafeRawBufferPointer(rebasing: line[13...])) {
             reason = ASCII.string(UnsafeRawBufferPointer(rebasing: line[13...]))
         }
         let version: HTTPVersion = line[7] == 48 ? .http1_0 : .http1_1

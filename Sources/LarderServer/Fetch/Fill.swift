@@ -113,9 +113,11 @@ final class Fill: UpstreamTransferDelegate {
     var admissionDeferred = false
     /// What the buffer needs of the sink.
     var backing: FillBuffer.Backing {
-        var backing = FillBuffer.Backing(keepsWhole: sink.keepsWhole, diskWrite: sink.diskWrite, slicedWrite: sink.slicedWrite)
-        if countsAsDiskStream { backing.writeBacklog = FillBuffer.writeBacklog(streams: proxy.process.diskStreams.load()) }
-        return backing
+        FillBuffer.Backing(keepsWhole: sink.keepsWhole, diskWrite: sink.diskWrite, slicedWrite: sink.slicedWrite)
+    }
+    /// What this fill may hold for the disk thread now (``FillBuffer/writeBacklog(streams:)``).
+    private var writeBacklog: Int {
+        FillBuffer.writeBacklog(streams: countsAsDiskStream ? proxy.process.diskStreams.load() : 1)
     }
     /// Counted in ``ProcessState/diskStreams`` (from its first chunk streamed to disk until
     /// it goes).
@@ -262,7 +264,7 @@ final class Fill: UpstreamTransferDelegate {
         // accessed makes the compiler copy the whole buffer first.
         let backing = backing
         buffer.trim(backing)
-        if buffer.paused, !buffer.mustPause(backing) {
+        if buffer.paused, !buffer.mustPause(backing, writeBacklog: writeBacklog) {
             buffer.paused = false
             if heldTarget != nil { stopHolding() }
             transfer?.resumeReceiving()
@@ -576,12 +578,12 @@ final class Fill: UpstreamTransferDelegate {
         }
         let backing = backing
         // A body kept whole never pauses: asked only otherwise (the call copies the buffer).
-        if !backing.keepsWhole, buffer.mustPause(backing) {
+        if !backing.keepsWhole, buffer.mustPause(backing, writeBacklog: writeBacklog) {
             // Without a disk copy (the body outgrew what is stored, or the disk failed) the
             // transfer would wait for its slowest reader, and every other reader with it: one
             // client that stops reading must not hold up the others it shares the fill with.
             for index in buffer.laggards(backing).reversed() { release(at: index, reason: .fellBehind) }
-            if buffer.mustPause(backing) {
+            if buffer.mustPause(backing, writeBacklog: writeBacklog) {
                 buffer.paused = true
                 watchWriteBacklog()
                 if let share, buffer.waitsForReaders(backing) { holdConnection(share) }

@@ -33,9 +33,6 @@ struct FillBuffer {
         let keepsWhole: Bool
         let diskWrite: DiskWrite?
         let slicedWrite: SlicedDiskWrite?
-        /// Bytes received but not yet written by the disk thread before the transfer pauses
-        /// (``writeBacklog(streams:)``; unused when the body is kept whole).
-        var writeBacklog = FillBuffer.maxWriteBacklog
     }
 
     var readers: [Reader] = []
@@ -190,13 +187,15 @@ struct FillBuffer {
 
     /// Whether the transfer must wait: the slowest reader is far behind and there is no file
     /// to fall back on, or the disk thread is far behind the network.
-    func mustPause(_ backing: Backing) -> Bool {
+    /// `writeBacklog`: the bytes received but not yet written by the disk thread past which
+    /// it waits for the disk (``writeBacklog(streams:)``).
+    func mustPause(_ backing: Backing, writeBacklog: @autoclosure () -> Int) -> Bool {
         if backing.keepsWhole { return false }
         if let diskWrite = backing.diskWrite, !diskWrite.hasFailed {
-            return received - diskWrite.durableBytes.load(ordering: .acquiring) >= backing.writeBacklog
+            return received - diskWrite.durableBytes.load(ordering: .acquiring) >= writeBacklog()
         }
         if let slicedWrite = backing.slicedWrite, !slicedWrite.hasFailed {
-            return received - slicedWrite.durableBytes >= backing.writeBacklog
+            return received - slicedWrite.durableBytes >= writeBacklog()
         }
         guard !readers.isEmpty else { return false }
         return received - slowestPosition >= (paused ? FillBuffer.lowWater : FillBuffer.highWater)
