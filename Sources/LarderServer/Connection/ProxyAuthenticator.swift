@@ -16,7 +16,7 @@ import LarderIO
 /// the thread are taken one client address at a time (``FairQueue``), each address holding
 /// ``perClientBacklog`` at most, so a user's check waits behind one of each other client's,
 /// not behind a flood; and requests with the same credentials arriving while their check
-/// waits share it.
+/// waits share it, as long as the user's hash is still the one it checks against.
 ///
 /// State: `verdicts` and `waiting` behind their mutexes (every loop reads and adds, the worker
 /// takes and writes); `worker` owns the hashing.
@@ -37,6 +37,17 @@ final class ProxyAuthenticator: Sendable {
         let hash: String
         /// False when the user does not exist: the hash is still computed (against another
         /// user's hash) so that a wrong user name takes as long as a wrong password.
+        let userExists: Bool
+
+        /// What a waiting check is shared by: the credentials and the hash they are checked
+        /// against, so a request made after a reload changed or removed the user never takes
+        /// the verdict of a check made with the old hash.
+        var identity: Identity { Identity(key: key, hash: hash, userExists: userExists) }
+    }
+
+    struct Identity: Hashable, Sendable {
+        let key: String
+        let hash: String
         let userExists: Bool
     }
 
@@ -64,9 +75,9 @@ final class ProxyAuthenticator: Sendable {
     }
 
     private struct Waiting {
-        var queue: FairQueue<ClientAddress, String>
-        /// By ``Job/key``, from the time it is queued until its verdict is out.
-        var checks: [String: Pending] = [:]
+        var queue: FairQueue<ClientAddress, Identity>
+        /// By ``Job/identity``, from the time it is queued until its verdict is out.
+        var checks: [Identity: Pending] = [:]
     }
 
     private let verdicts = Locked(Verdicts())
@@ -115,18 +126,19 @@ final class ProxyAuthenticator: Sendable {
     /// outcome. Returns false, calling nothing, when the client has its share queued, or
     /// every client as few as it would.
     func verify(_ job: Job, client: ClientAddress, completion: @escaping @Sendable (Outcome) -> Void) -> Bool {
+        let identity = job.identity
         let admitted: (Bool, Pending?) = waiting.withLock { state in
-            if state.checks[job.key] != nil {
-                state.checks[job.key]?.completions.append(completion)
+            if state.checks[identity] != nil {
+                state.checks[identity]?.completions.append(completion)
                 return (true, nil)
             }
             var pushedOut: Pending?
-            switch state.queue.add(job.key, for: client) {
+            switch state.queue.add(identity, for: client) {
             case .refused: return (false, nil)
             case .queued: break
             case .queuedPushingOut(let key): pushedOut = state.checks.removeValue(forKey: key)
             }
-            state.checks[job.key] = Pending(job: job, completions: [completion])
+            state.checks[identity] = Pending(job: job, completions: [completion])
             return (true, pushedOut)
         }
         guard admitted.0 else { return false }
@@ -154,7 +166,7 @@ final class ProxyAuthenticator: Sendable {
                 }
             }
         }
-        let completions = waiting.withLock { $0.checks.removeValue(forKey: job.key)?.completions } ?? []
+        let completions = waiting.withLock { $0.checks.removeValue(forKey: job.identity)?.completions } ?? []
         for completion in completions { completion(valid ? .valid : .invalid) }
     }
 
@@ -166,6 +178,10 @@ final class ProxyAuthenticator: Sendable {
         }
         table[key] = verdict
     }
+
+    /// Runs `job` on the hashing thread after the checks submitted before it (tests hold the
+    /// thread with it to queue checks deterministically).
+    func runOnWorker(_ job: @escaping @Sendable () -> Void) { worker.submit(job) }
 
     /// Whether credentials `key` have a verdict remembered (tests).
     func remembers(_ key: String) -> Bool { verdicts.withLock { $0.granted[key] != nil || $0.refused[key] != nil } }
