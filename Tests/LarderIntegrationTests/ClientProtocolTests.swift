@@ -181,6 +181,62 @@ extension IntegrationTests {
             #expect(try origin.count("/never") == 0)
         }
 
+        /// Review 119 F1: newcomers from many addresses, each holding nothing, took a busy
+        /// client's connections one by one, downloads in flight included. Only what has been
+        /// quiet for five seconds (here, a tunnel) is taken from a client holding no more than
+        /// half the slots; its downloads, which move, run to their end and the next newcomer
+        /// is refused.
+        @Test func newcomersFromManyAddressesNeverCutDownloadsThatMove() throws {
+            let origin = try Origin()
+            let target = try TunnelTarget(.raw)
+            let larder = try Larder(config: "[proxy]\nmax_connections = 8\nworkers = 1\nconnect_ports = [\(target.port)]\n")
+            let tunnel = try RawConnection(port: larder.proxyPort, receiveTimeout: 10)
+            tunnel.send("CONNECT 127.0.0.1:\(target.port) HTTP/1.1\r\nHost: 127.0.0.1:\(target.port)\r\n\r\n")
+            #expect(try tunnel.readResponse(headRequest: true).status == 200)
+            tunnel.send("HOLD\n")
+            let quietSince = Date()
+            // Ten pieces of 64 KiB a second apart: bytes move until the end.
+            let size = 10 * 65536
+            let url = origin.url("/moving?size=\(size)&slow=1")
+            let downloads = try (0..<3).map { index in
+                try ChildProcess(
+                    "/usr/bin/curl",
+                    [
+                        "-s", "--max-time", "30", "--proxy", larder.proxy, "-o", "/dev/null", "-w", "%{http_code} %{size_download}",
+                        url + "&id=\(index)",
+                    ],
+                    environment: ["PATH": "/usr/bin:/bin"])
+            }
+            defer { for download in downloads where download.isRunning { kill(download.pid, SIGKILL) } }
+            // Four other addresses fill the slots with heads they never end.
+            #expect(try waitUntil { try larder.stats().connections.active == 4 })
+            var held: [RawConnection] = []
+            for last in 2...5 {
+                let slow = try RawConnection(port: larder.proxyPort, from: "127.0.0.\(last)", receiveTimeout: 10)
+                slow.send("GET \(url) HTTP/1.1\r\n")
+                held.append(slow)
+            }
+            #expect(try waitUntil { try larder.stats().connections.active == 8 })
+            // Past five seconds of quiet the tunnel goes to the first newcomer; the next finds
+            // only downloads that move.
+            let wait = 5.5 - Date().timeIntervalSince(quietSince)
+            if wait > 0 { usleep(UInt32(wait * 1_000_000)) }
+            var newcomers: [Int] = []
+            for last in 6...7 {
+                let newcomer = try RawConnection(port: larder.proxyPort, from: "127.0.0.\(last)", receiveTimeout: 3)
+                newcomer.send("GET \(url) HTTP/1.1\r\n")
+                newcomers.append(newcomer.hasInput(within: 1000) ? try newcomer.readResponse().status : 0)
+                held.append(newcomer)
+            }
+            #expect(newcomers == [0, 503], "the first newcomer got the quiet tunnel's slot, the second a 503")
+            for (index, download) in downloads.enumerated() {
+                download.waitUntilExit()
+                #expect(download.terminationStatus == 0 && download.stdout == "200 \(size)", "download \(index) ran to its end")
+            }
+            #expect(tunnel.peerClosed(), "the tunnel quiet for five seconds was taken")
+            #expect(try larder.stats().connections.takenForOthers == 1)
+        }
+
         @Test func idleConnectionsMakeRoomForNewClientsAtTheLimit() throws {
             let origin = try Origin()
             let larder = try Larder(config: "[proxy]\nmax_connections = 2\n")

@@ -44,9 +44,15 @@ final class ClientConnection: IOHandler {
     private var phase: Phase = .waitingForRequest
     /// Whether a request is being answered (not waiting for one, not lingering or closed).
     var isExchanging: Bool { phase == .exchanging }
+
+    /// How long the request being answered has moved nothing: no byte written to the client
+    /// or read from it since then, or since it began.
+    func quietFor(now: UInt64) -> UInt64 { now &- max(exchangeBegan, lastWriteProgress, lastReadProgress) }
     private var deadline: UInt64 = .max
     private var lastWriteProgress: UInt64 = 0
     private var lastReadProgress: UInt64 = 0
+    /// When the request being answered began (``quietFor(now:)``).
+    private var exchangeBegan: UInt64 = 0
     private(set) var peerClosed = false
     private var draining = false
     private var closeWhenFlushed = false
@@ -214,6 +220,7 @@ final class ClientConnection: IOHandler {
                 parser.reset()
                 phase = .exchanging
                 deadline = .max
+                exchangeBegan = proxy.loop.now
                 proxy.pipeline.begin(head, on: self)
             }
         }
@@ -586,6 +593,7 @@ final class ClientConnection: IOHandler {
         }
         phase = .exchanging
         deadline = .max
+        exchangeBegan = proxy.loop.now
         processing { proxy.pipeline.begin(moved.head, on: self, moved: (moved.startNanos, moved.body)) }
         // Records the session decrypted before the move raise no event here.
         if phase != .closed, transport.hasBufferedInput {

@@ -47,6 +47,8 @@ final class ProxyLoop {
     /// Each client address's proxy connections and tunnels on this loop, oldest first
     /// (``makeRoom(for:)``).
     private var byClient: [ClientAddress: [ObjectIdentifier]] = [:]
+    /// The connections and tunnels in ``byClient``, all clients together.
+    private var byClientTotal = 0
     /// CONNECT tunnels; each still counts as an active connection.
     private var tunnels: [ObjectIdentifier: Tunnel] = [:]
     private var listeners: [Listener] = []
@@ -238,42 +240,61 @@ final class ProxyLoop {
     private func countIn(_ id: ObjectIdentifier, _ client: ClientAddress?) {
         guard let client else { return }
         byClient[client, default: []].append(id)
+        byClientTotal += 1
     }
 
     private func countOut(_ id: ObjectIdentifier, _ client: ClientAddress?) {
         guard let client, var ids = byClient.removeValue(forKey: client) else { return }
+        let before = ids.count
         ids.removeAll { $0 == id }
+        byClientTotal -= before - ids.count
         if !ids.isEmpty { byClient[client] = ids }
     }
 
     /// At `max_connections` with no connection idle: closes one of the client address holding
     /// the most connections and tunnels on this loop, when it holds two more than `peer`'s, so
     /// that one client reconnecting (slow heads, tunnels, requests left waiting) cannot keep
-    /// every other client out (review 117). Of its connections, the oldest not answering a
-    /// request goes first (one reading a head, or waiting for one), then its oldest tunnel,
-    /// then its oldest connection. Returns false (the newcomer is refused) when no client
-    /// holds that many: clients with many addresses, each holding a few, are not told apart.
+    /// every other client out (review 117). What is taken is what costs its client least: the
+    /// oldest connection not answering a request (one reading a head, or waiting for one), then
+    /// the oldest tunnel, then the oldest request, that moved nothing for ``quietBeforeTaken``.
+    /// Work that moves is taken only from a client holding more than half the loop's
+    /// connections (its oldest tunnel, then its oldest request): many addresses, each holding
+    /// none, could otherwise cut a busy client's downloads one by one (review 119), while one
+    /// client trickling a byte now and then through every tunnel would keep the rest out.
+    /// Returns false (the newcomer is refused) when nothing may be taken.
     func makeRoom(for peer: SocketAddress?) -> Bool {
         let own = ClientAddress(peer).flatMap { byClient[$0]?.count } ?? 0
         guard let busiest = byClient.max(by: { $0.value.count < $1.value.count }), busiest.value.count >= own + 2 else {
             return false
         }
+        let now = loop.now
+        var quietTunnel: Tunnel?
+        var quietRequest: ClientConnection?
         var oldestTunnel: Tunnel?
-        var oldestBusy: ClientConnection?
+        var oldestRequest: ClientConnection?
         for id in busiest.value {
             if let connection = connections[id] {
                 if !connection.isExchanging {
                     return takeRoom(closing: { connection.close() }, from: busiest.key)
                 }
-                if oldestBusy == nil { oldestBusy = connection }
-            } else if oldestTunnel == nil, let tunnel = tunnels[id] {
-                oldestTunnel = tunnel
+                if quietRequest == nil, connection.quietFor(now: now) >= Self.quietBeforeTaken { quietRequest = connection }
+                if oldestRequest == nil { oldestRequest = connection }
+            } else if let tunnel = tunnels[id] {
+                if quietTunnel == nil, now &- tunnel.lastActivity >= Self.quietBeforeTaken { quietTunnel = tunnel }
+                if oldestTunnel == nil { oldestTunnel = tunnel }
             }
         }
+        if let quietTunnel { return takeRoom(closing: { quietTunnel.close(reason: .evicted) }, from: busiest.key) }
+        if let quietRequest { return takeRoom(closing: { quietRequest.close() }, from: busiest.key) }
+        guard 2 * busiest.value.count > byClientTotal else { return false }
         if let oldestTunnel { return takeRoom(closing: { oldestTunnel.close(reason: .evicted) }, from: busiest.key) }
-        if let oldestBusy { return takeRoom(closing: { oldestBusy.close() }, from: busiest.key) }
+        if let oldestRequest { return takeRoom(closing: { oldestRequest.close() }, from: busiest.key) }
         return false
     }
+
+    /// How long a tunnel or a request must have moved nothing to be taken from a client
+    /// holding no more than half the loop's connections (``makeRoom(for:)``).
+    static let quietBeforeTaken: UInt64 = 5_000_000_000
 
     private func takeRoom(closing close: () -> Void, from client: ClientAddress) -> Bool {
         close()
