@@ -182,23 +182,28 @@ extension IntegrationTests {
         }
 
         /// Review 119 F1: newcomers from many addresses, each holding nothing, took a busy
-        /// client's connections one by one, downloads in flight included. Only what has been
-        /// quiet for five seconds (here, a tunnel) is taken from a client holding no more than
-        /// half the slots; its downloads, which move, run to their end and the next newcomer
-        /// is refused.
+        /// client's connections one by one, downloads in flight included. A client holding
+        /// half the slots keeps its downloads, which move, to their end; what has been quiet
+        /// for five seconds is taken instead, from the next client holding two more than the
+        /// newcomer (review 120 F7: only the busiest was looked at), and the next newcomer is
+        /// refused.
         @Test func newcomersFromManyAddressesNeverCutDownloadsThatMove() throws {
             let origin = try Origin()
             let target = try TunnelTarget(.raw)
             let larder = try Larder(config: "[proxy]\nmax_connections = 8\nworkers = 1\nconnect_ports = [\(target.port)]\n")
-            let tunnel = try RawConnection(port: larder.proxyPort, receiveTimeout: 10)
-            tunnel.send("CONNECT 127.0.0.1:\(target.port) HTTP/1.1\r\nHost: 127.0.0.1:\(target.port)\r\n\r\n")
-            #expect(try tunnel.readResponse(headRequest: true).status == 200)
-            tunnel.send("HOLD\n")
+            var tunnels: [RawConnection] = []
+            for _ in 0..<2 {
+                let tunnel = try RawConnection(port: larder.proxyPort, from: "127.0.0.2", receiveTimeout: 10)
+                tunnel.send("CONNECT 127.0.0.1:\(target.port) HTTP/1.1\r\nHost: 127.0.0.1:\(target.port)\r\n\r\n")
+                #expect(try tunnel.readResponse(headRequest: true).status == 200)
+                tunnel.send("HOLD\n")
+                tunnels.append(tunnel)
+            }
             let quietSince = Date()
             // Ten pieces of 64 KiB a second apart: bytes move until the end.
             let size = 10 * 65536
             let url = origin.url("/moving?size=\(size)&slow=1")
-            let downloads = try (0..<3).map { index in
+            let downloads = try (0..<4).map { index in
                 try ChildProcess(
                     "/usr/bin/curl",
                     [
@@ -208,17 +213,17 @@ extension IntegrationTests {
                     environment: ["PATH": "/usr/bin:/bin"])
             }
             defer { for download in downloads where download.isRunning { kill(download.pid, SIGKILL) } }
-            // Four other addresses fill the slots with heads they never end.
-            #expect(try waitUntil { try larder.stats().connections.active == 4 })
+            // Two other addresses fill the slots with heads they never end.
+            #expect(try waitUntil { try larder.stats().connections.active == 6 })
             var held: [RawConnection] = []
-            for last in 2...5 {
+            for last in 3...4 {
                 let slow = try RawConnection(port: larder.proxyPort, from: "127.0.0.\(last)", receiveTimeout: 10)
                 slow.send("GET \(url) HTTP/1.1\r\n")
                 held.append(slow)
             }
             #expect(try waitUntil { try larder.stats().connections.active == 8 })
-            // Past five seconds of quiet the tunnel goes to the first newcomer; the next finds
-            // only downloads that move.
+            // Past five seconds of quiet a tunnel goes to the first newcomer; the next finds
+            // only downloads that move, and a client holding one tunnel.
             let wait = 5.5 - Date().timeIntervalSince(quietSince)
             if wait > 0 { usleep(UInt32(wait * 1_000_000)) }
             var newcomers: [Int] = []
@@ -228,13 +233,57 @@ extension IntegrationTests {
                 newcomers.append(newcomer.hasInput(within: 1000) ? try newcomer.readResponse().status : 0)
                 held.append(newcomer)
             }
-            #expect(newcomers == [0, 503], "the first newcomer got the quiet tunnel's slot, the second a 503")
+            #expect(newcomers == [0, 503], "the first newcomer got a quiet tunnel's slot, the second a 503")
             for (index, download) in downloads.enumerated() {
                 download.waitUntilExit()
                 #expect(download.terminationStatus == 0 && download.stdout == "200 \(size)", "download \(index) ran to its end")
             }
-            #expect(tunnel.peerClosed(), "the tunnel quiet for five seconds was taken")
+            #expect(tunnels.map { $0.hasInput(within: 0) } == [true, false], "the oldest quiet tunnel was taken")
             #expect(try larder.stats().connections.takenForOthers == 1)
+        }
+
+        /// Review 120 F1, F2: a hit is queued whole and its exchange ends while megabytes are
+        /// still on their way, and a slow reader's response makes no progress Larder sees for
+        /// seconds while its socket's buffer drains; both were taken as quiet. A connection is
+        /// taken only once everything written has reached its client.
+        @Test func newcomersNeverCutAResponseStillOnItsWayToTheClient() throws {
+            let origin = try Origin()
+            let larder = try Larder(config: "[proxy]\nmax_connections = 8\nworkers = 1\n")
+            let size = 8 << 20
+            let hit = origin.url("/big?size=\(size)&cc=max-age=600")
+            #expect(try Curl.viaProxy(larder.proxy, [hit]).body.count == size)
+            // Three responses of 8 MiB the client does not read yet: a hit and two misses.
+            var victims: [RawConnection] = []
+            for path in [hit, origin.url("/miss?size=\(size)&cc=no-store&id=1"), origin.url("/miss?size=\(size)&cc=no-store&id=2")] {
+                let victim = try RawConnection(port: larder.proxyPort, receiveTimeout: 10)
+                victim.send("GET \(path) HTTP/1.1\r\nHost: x\r\n\r\n")
+                victims.append(victim)
+            }
+            let sent = Date()
+            #expect(try waitUntil { try origin.count("/miss?size=\(size)&cc=no-store&id=2") == 1 })
+            var held: [RawConnection] = []
+            for last in 2...6 {
+                let slow = try RawConnection(port: larder.proxyPort, from: "127.0.0.\(last)", receiveTimeout: 10)
+                slow.send("GET \(hit) HTTP/1.1\r\n")
+                held.append(slow)
+            }
+            #expect(try waitUntil { try larder.stats().connections.active == 8 })
+            // The misses have written nothing for five seconds by now.
+            let wait = 5.5 - Date().timeIntervalSince(sent)
+            if wait > 0 { usleep(UInt32(wait * 1_000_000)) }
+            var newcomers: [Int] = []
+            for last in 7...9 {
+                let newcomer = try RawConnection(port: larder.proxyPort, from: "127.0.0.\(last)", receiveTimeout: 3)
+                newcomer.send("GET \(hit) HTTP/1.1\r\n")
+                newcomers.append(newcomer.hasInput(within: 1000) ? try newcomer.readResponse().status : 0)
+                held.append(newcomer)
+            }
+            #expect(newcomers == [503, 503, 503])
+            for (index, victim) in victims.enumerated() {
+                let response = try victim.readResponse()
+                #expect(response.status == 200 && response.body.count == size, "response \(index) reached its client whole")
+            }
+            #expect(try larder.stats().connections.takenForOthers == 0)
         }
 
         @Test func idleConnectionsMakeRoomForNewClientsAtTheLimit() throws {

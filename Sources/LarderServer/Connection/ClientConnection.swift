@@ -48,6 +48,20 @@ final class ClientConnection: IOHandler {
     /// How long the request being answered has moved nothing: no byte written to the client
     /// or read from it since then, or since it began.
     func quietFor(now: UInt64) -> UInt64 { now &- max(exchangeBegan, lastWriteProgress, lastReadProgress) }
+
+    /// Whether closing it now cuts nothing its client is receiving: every byte written has
+    /// reached the client (nothing queued here, nothing unacknowledged in the socket: a hit
+    /// queued whole, or a slow reader's response, drains from there for seconds after the
+    /// exchange ended or last made progress), and a request being answered has moved nothing
+    /// for `quiet` nanoseconds.
+    func isQuiet(now: UInt64, for quiet: UInt64) -> Bool {
+        switch phase {
+        case .closed: return false
+        case .exchanging: guard quietFor(now: now) >= quiet else { return false }
+        case .waitingForRequest, .readingHead, .lingering: break
+        }
+        return output.isEmpty && socket.unsentBytes() == 0
+    }
     private var deadline: UInt64 = .max
     private var lastWriteProgress: UInt64 = 0
     private var lastReadProgress: UInt64 = 0

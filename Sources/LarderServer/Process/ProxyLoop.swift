@@ -251,50 +251,67 @@ final class ProxyLoop {
         if !ids.isEmpty { byClient[client] = ids }
     }
 
-    /// At `max_connections` with no connection idle: closes one of the client address holding
-    /// the most connections and tunnels on this loop, when it holds two more than `peer`'s, so
-    /// that one client reconnecting (slow heads, tunnels, requests left waiting) cannot keep
-    /// every other client out (review 117). What is taken is what costs its client least: the
-    /// oldest connection not answering a request (one reading a head, or waiting for one), then
-    /// the oldest tunnel, then the oldest request, that moved nothing for ``quietBeforeTaken``.
-    /// Work that moves is taken only from a client holding more than half the loop's
-    /// connections (its oldest tunnel, then its oldest request): many addresses, each holding
-    /// none, could otherwise cut a busy client's downloads one by one (review 119), while one
-    /// client trickling a byte now and then through every tunnel would keep the rest out.
-    /// Returns false (the newcomer is refused) when nothing may be taken.
+    /// At `max_connections` with no connection idle: closes one of a client address holding
+    /// at least two more connections and tunnels on this loop than `peer`'s, so that one
+    /// client reconnecting (slow heads, tunnels, requests left waiting) cannot keep every other
+    /// client out (review 117). Only what cuts nothing its client is receiving is taken, from
+    /// the client holding the most first: a connection not answering a request (one reading a
+    /// head, or waiting for one) whose last response has reached the client, then a tunnel,
+    /// then a request, that moved nothing for ``quietBeforeTaken`` (``ClientConnection/isQuiet(now:for:)``,
+    /// ``Tunnel/isQuiet(now:for:)``). Work that moves is taken only from a client holding more
+    /// than half the loop's connections (its oldest tunnel, then its oldest connection): many
+    /// addresses, each holding none, could otherwise cut a busy client's downloads one by one
+    /// (review 119), while one client trickling a byte now and then through every tunnel would
+    /// keep the rest out. Returns false (the newcomer is refused) when nothing may be taken
+    /// among the first ``looksPerNewcomer`` looked at.
     func makeRoom(for peer: SocketAddress?) -> Bool {
         let own = ClientAddress(peer).flatMap { byClient[$0]?.count } ?? 0
-        guard let busiest = byClient.max(by: { $0.value.count < $1.value.count }), busiest.value.count >= own + 2 else {
-            return false
-        }
+        let holders = byClient.filter { $0.value.count >= own + 2 }.sorted { $0.value.count > $1.value.count }
+        guard let busiest = holders.first else { return false }
         let now = loop.now
-        var quietTunnel: Tunnel?
-        var quietRequest: ClientConnection?
-        var oldestTunnel: Tunnel?
-        var oldestRequest: ClientConnection?
-        for id in busiest.value {
-            if let connection = connections[id] {
-                if !connection.isExchanging {
-                    return takeRoom(closing: { connection.close() }, from: busiest.key)
+        let quiet = Self.quietBeforeTaken
+        // Each look may ask a socket what it has not delivered: a few hundred at most per
+        // newcomer, however many connections the holders have.
+        var looks = Self.looksPerNewcomer
+        func mayTake(_ isQuiet: () -> Bool) -> Bool {
+            guard looks > 0 else { return false }
+            looks -= 1
+            return isQuiet()
+        }
+        for holder in holders {
+            for id in holder.value {
+                if let connection = connections[id], !connection.isExchanging,
+                    mayTake({ connection.isQuiet(now: now, for: quiet) })
+                {
+                    return takeRoom(closing: { connection.close() }, from: holder.key)
                 }
-                if quietRequest == nil, connection.quietFor(now: now) >= Self.quietBeforeTaken { quietRequest = connection }
-                if oldestRequest == nil { oldestRequest = connection }
-            } else if let tunnel = tunnels[id] {
-                if quietTunnel == nil, now &- tunnel.lastActivity >= Self.quietBeforeTaken { quietTunnel = tunnel }
-                if oldestTunnel == nil { oldestTunnel = tunnel }
+            }
+            for id in holder.value {
+                if let tunnel = tunnels[id], mayTake({ tunnel.isQuiet(now: now, for: quiet) }) {
+                    return takeRoom(closing: { tunnel.close(reason: .evicted) }, from: holder.key)
+                }
+            }
+            for id in holder.value {
+                if let connection = connections[id], connection.isExchanging, mayTake({ connection.isQuiet(now: now, for: quiet) }) {
+                    return takeRoom(closing: { connection.close() }, from: holder.key)
+                }
             }
         }
-        if let quietTunnel { return takeRoom(closing: { quietTunnel.close(reason: .evicted) }, from: busiest.key) }
-        if let quietRequest { return takeRoom(closing: { quietRequest.close() }, from: busiest.key) }
         guard 2 * busiest.value.count > byClientTotal else { return false }
-        if let oldestTunnel { return takeRoom(closing: { oldestTunnel.close(reason: .evicted) }, from: busiest.key) }
-        if let oldestRequest { return takeRoom(closing: { oldestRequest.close() }, from: busiest.key) }
+        if let tunnel = busiest.value.lazy.compactMap({ self.tunnels[$0] }).first {
+            return takeRoom(closing: { tunnel.close(reason: .evicted) }, from: busiest.key)
+        }
+        if let connection = busiest.value.lazy.compactMap({ self.connections[$0] }).first {
+            return takeRoom(closing: { connection.close() }, from: busiest.key)
+        }
         return false
     }
 
     /// How long a tunnel or a request must have moved nothing to be taken from a client
     /// holding no more than half the loop's connections (``makeRoom(for:)``).
     static let quietBeforeTaken: UInt64 = 5_000_000_000
+    /// Connections and tunnels looked at for one newcomer before it is refused.
+    static let looksPerNewcomer = 256
 
     private func takeRoom(closing close: () -> Void, from client: ClientAddress) -> Bool {
         close()

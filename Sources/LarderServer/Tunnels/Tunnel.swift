@@ -170,6 +170,14 @@ final class Tunnel {
         return moved
     }
 
+    /// Whether nothing moved either way for `quiet` nanoseconds and everything relayed has
+    /// reached its side: nothing buffered here, nothing unacknowledged in either socket (a
+    /// slow reader drains a large socket buffer for seconds between writable events).
+    func isQuiet(now: UInt64, for quiet: UInt64) -> Bool {
+        guard !closed, now &- lastActivity >= quiet, toClient.isEmpty, toServer.isEmpty else { return false }
+        return client.socket.unsentBytes() == 0 && server.socket.unsentBytes() == 0
+    }
+
     /// Closes an idle tunnel (called from the loop's sweep).
     func checkIdle(now: UInt64, timeout: UInt64) {
         if !closed && now &- lastActivity >= timeout { close(reason: .idle) }
