@@ -72,6 +72,8 @@ public struct ProxyUser: Sendable, Equatable {
 
     /// The crypt(3) hash prefixes accepted: slow, salted schemes only (no DES, no MD5).
     public static let hashPrefixes = ["$y$", "$gy$", "$7$", "$2b$", "$2y$", "$6$", "$5$"]
+    /// The longest user name accepted (credentials naming a longer one are refused at once).
+    public static let maxNameBytes = 256
 }
 
 /// `[admin]`: stats, metrics, purge.

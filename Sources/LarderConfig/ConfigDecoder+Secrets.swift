@@ -113,6 +113,10 @@ extension ConfigDecoder {
             fail("auth_users: the user name before ':' must be non-empty printable text", at: position)
             return nil
         }
+        guard name.utf8.count <= ProxyUser.maxNameBytes else {
+            fail("auth_users: a user name is \(ProxyUser.maxNameBytes) bytes at most, got \(name.utf8.count)", at: position)
+            return nil
+        }
         guard ProxyUser.hashPrefixes.contains(where: { hash.hasPrefix($0) }),
             !hash.utf8.contains(where: { $0 <= 0x20 || $0 >= 0x7F })
         else {

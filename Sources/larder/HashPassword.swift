@@ -1,5 +1,6 @@
 import ArgumentParser
 import Glibc
+import LarderConfig
 import LarderServer
 
 /// `larder hash-password NAME`: makes a `proxy.auth_users` entry.
@@ -33,6 +34,9 @@ struct HashPassword: ParsableCommand {
         guard !name.isEmpty, !name.contains(":"), !name.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) else {
             throw ValidationError("the user name must be non-empty, without ':' or control characters")
         }
+        guard name.utf8.count <= ProxyUser.maxNameBytes else {
+            throw ValidationError("the user name is \(ProxyUser.maxNameBytes) bytes at most")
+        }
         guard PasswordHash.schemes.contains(where: { $0.name == scheme }) else {
             throw ValidationError("unknown scheme '\(scheme)'; one of \(PasswordHash.schemes.map(\.name).joined(separator: ", "))")
         }
@@ -57,6 +61,10 @@ struct HashPassword: ParsableCommand {
         }
         guard !password.isEmpty else {
             printError("the password is empty")
+            throw ExitCode(1)
+        }
+        guard password.utf8.count <= PasswordHash.maxPasswordBytes else {
+            printError("the password is \(PasswordHash.maxPasswordBytes) bytes at most (crypt(3) takes no longer)")
             throw ExitCode(1)
         }
         let prefix = PasswordHash.schemes.first(where: { $0.name == scheme })!.prefix

@@ -168,6 +168,9 @@ private let errorCases: [ErrorCase] = [
     ErrorCase(
         name: "auth user without colon", text: "[proxy]\nauth_users = [\"erin\"]\n", line: 2, column: 15, message: "larder hash-password"),
     ErrorCase(
+        name: "auth user name too long", text: "[proxy]\nauth_users = [\"\(String(repeating: "a", count: 257)):$6$s$h\"]\n", line: 2,
+        column: 15, message: "a user name is 256 bytes at most, got 257"),
+    ErrorCase(
         name: "auth user listed twice", text: "[proxy]\nauth_users = [\"a:$6$s$h\", \"a:$6$t$i\"]\n", line: 2, column: 27,
         message: "listed twice"),
     ErrorCase(name: "auth realm with a quote", text: "[proxy]\nauth_realm = \"a\\\"b\"\n", line: 2, column: 14, message: "without quotes"),

@@ -103,6 +103,40 @@ extension IntegrationTests {
             #expect(try Curl.viaProxy(larder.proxy, ["--proxy-user", "dana:new secret", url]).status == 200)
         }
 
+        /// sha512crypt of "slow" at 8,000,000 rounds: a check of this user holds the hashing
+        /// thread for a few seconds.
+        static let slowUser =
+            "slow:$6$rounds=8000000$larderslow$v.0KRgl5hTMdtUWI/58vmC/ja6ID3Do3psTC7ruKBA5mBR4Wu.CnslY6imVCPdDh.MXz0uVadBAuIcLFLDftq1"
+
+        /// Review 120 F3: a check waiting while a reload changed its user's password was decided
+        /// against the old hash, and the request went through with the old password. It is
+        /// checked again under the users the reload set.
+        @Test func aReloadWhileACheckWaitsDecidesItUnderTheNewPassword() throws {
+            let origin = try Origin()
+            let old = try hashPassword(user: "erin", password: "old secret")
+            let new = try hashPassword(user: "erin", password: "new secret")
+            let larder = try Larder(config: "[proxy]\nauth_users = [\"\(old)\", \"\(Self.slowUser)\"]\n")
+            let url = origin.url("/while-waiting")
+            func request(_ credentials: String) -> String {
+                "GET \(url) HTTP/1.1\r\nHost: x\r\nProxy-Authorization: Basic \(Data(credentials.utf8).base64EncodedString())\r\n\r\n"
+            }
+            // Another client's check of the slow user holds the thread; erin's waits behind it.
+            let busy = try RawConnection(port: larder.proxyPort, from: "127.0.0.2", receiveTimeout: 60)
+            busy.send(request("slow:wrong"))
+            usleep(300_000)
+            let erin = try RawConnection(port: larder.proxyPort, receiveTimeout: 60)
+            erin.send(request("erin:old secret"))
+            usleep(100_000)
+            try larder.rewriteConfig("[proxy]\nauth_users = [\"\(new)\", \"\(Self.slowUser)\"]\n")
+            larder.child.signal(SIGHUP)
+            _ = try larder.child.waitForOutput { $0.contains("reloaded") }
+            #expect(!busy.hasInput(within: 0), "the reload came while the checks waited")
+            #expect(try erin.readResponse().status == 407, "the password the reload replaced is refused")
+            #expect(try busy.readResponse().status == 407)
+            #expect(try origin.count("/while-waiting") == 0)
+            #expect(try Curl.viaProxy(larder.proxy, ["--proxy-user", "erin:new secret", url]).status == 200)
+        }
+
         @Test func plainPasswordsInTheConfigAreRefusedWithTheirPosition() throws {
             let directory = Paths.temporaryDirectory()
             defer { try? FileManager.default.removeItem(atPath: directory) }

@@ -169,4 +169,45 @@ import Testing
             return
         }
     }
+
+    /// Review 120 F4: a wrong password of a user was remembered, a wrong user name hashed again
+    /// every time, so the time of a second try told which names exist. Both are remembered.
+    @Test func wrongUserNamesAreRememberedAsWrongPasswordsAre() throws {
+        let users = [try Self.user("alice", "right")]
+        let authenticator = ProxyAuthenticator()
+        defer { authenticator.stop() }
+        for name in ["alice", "nobody"] {
+            let header = [Self.header(name, "wrong")]
+            #expect(Self.verify(authenticator, authenticator.check(header, users: users, now: 0)) == .invalid)
+            guard case .denied = authenticator.check(header, users: users, now: 0) else {
+                Issue.record("the second try of '\(name)' is answered from the table")
+                return
+            }
+        }
+        // Once the name exists, its verdict is made anew against its own hash.
+        let later = users + [try Self.user("nobody", "wrong")]
+        #expect(Self.verify(authenticator, authenticator.check([Self.header("nobody", "wrong")], users: later, now: 0)) == .valid)
+    }
+
+    /// Review 120 F5: credentials of 12 KiB were kept whole in the tables, 4096 of them.
+    /// Longer than any user name or password can be, they are refused at once and not kept.
+    @Test func credentialsLongerThanAnyUsersAreRefusedAtOnce() throws {
+        let users = [try Self.user("alice", "right")]
+        let authenticator = ProxyAuthenticator()
+        defer { authenticator.stop() }
+        let long = String(repeating: "x", count: PasswordHash.maxPasswordBytes + 1)
+        for (name, password) in [("alice", long), (String(repeating: "a", count: ProxyUser.maxNameBytes + 1), "right")] {
+            guard case .denied = authenticator.check([Self.header(name, password)], users: users, now: 0) else {
+                Issue.record("credentials of \(name.count + password.count) bytes are refused at once")
+                return
+            }
+            #expect(!authenticator.remembers(name + ":" + password))
+        }
+        // The longest password crypt(3) takes is still checked.
+        let longest = String(repeating: "y", count: PasswordHash.maxPasswordBytes)
+        guard case .verify = authenticator.check([Self.header("alice", longest)], users: users, now: 0) else {
+            Issue.record("a password of \(PasswordHash.maxPasswordBytes) bytes is checked")
+            return
+        }
+    }
 }

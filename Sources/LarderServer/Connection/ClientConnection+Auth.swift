@@ -1,3 +1,4 @@
+import LarderConfig
 import LarderHTTP
 import LarderIO
 
@@ -27,6 +28,21 @@ extension ClientConnection {
             extra: [("Proxy-Authenticate", "Basic realm=\"\(realm)\", charset=\"UTF-8\"")])
     }
 
+    /// Checks `exchange`'s credentials against `users`, then routes it, refuses it, or waits
+    /// for its hash.
+    func authenticate(_ exchange: Exchange, users: [ProxyUser]) {
+        switch proxy.process.authenticator.check(
+            exchange.head.headers.values("Proxy-Authorization"), users: users, now: proxy.loop.now)
+        {
+        case .allowed:
+            proxy.pipeline.route(exchange, on: self)
+        case .denied(let reason):
+            refuseAuthentication(reason, exchange: exchange)
+        case .verify(let job):
+            waitForAuthentication(job, exchange: exchange)
+        }
+    }
+
     /// Hashes on the authenticator's thread, then carries on with the request (or refuses it).
     /// A client with its share of checks queued (``ProxyAuthenticator/perClientBacklog``) is
     /// answered 503, as a check another client's took the place of.
@@ -36,16 +52,24 @@ extension ClientConnection {
         let id = ObjectIdentifier(exchange)
         let queued = proxy.process.authenticator.verify(job, client: ClientAddress(peer) ?? ClientAddress(words: (0, 0))) { outcome in
             handle.execute { loop in
-                (loop.context as? ProxyLoop)?.unpark(token)?.authenticated(outcome, exchangeID: id)
+                (loop.context as? ProxyLoop)?.unpark(token)?.authenticated(outcome, job: job, exchangeID: id)
             }
         }
         if !queued, let connection = proxy.unpark(token) {
-            connection.authenticated(.busy, exchangeID: id)
+            connection.authenticated(.busy, job: job, exchangeID: id)
         }
     }
 
-    private func authenticated(_ outcome: ProxyAuthenticator.Outcome, exchangeID: ObjectIdentifier) {
+    private func authenticated(_ outcome: ProxyAuthenticator.Outcome, job: ProxyAuthenticator.Job, exchangeID: ObjectIdentifier) {
         guard isExchanging, let exchange, ObjectIdentifier(exchange) == exchangeID else { return }
+        // A reload while the check waited changed or removed its user (review 120 F3): the
+        // verdict is the old hash's, so the request is checked again under the users now.
+        let users = proxy.runtime.config.proxy.authUsers
+        if outcome != .busy, !ProxyAuthenticator.isCurrent(job, users: users) {
+            if users.isEmpty { proxy.pipeline.route(exchange, on: self) } else { authenticate(exchange, users: users) }
+            flushSoon()
+            return
+        }
         switch outcome {
         case .valid:
             proxy.pipeline.route(exchange, on: self)

@@ -14,6 +14,9 @@ public enum PasswordHash {
     }
 
     /// The schemes `larder hash-password` offers, by name, with their crypt(3) prefix.
+    /// The longest password crypt(3) hashes, in bytes (libxcrypt's `CRYPT_MAX_PASSPHRASE_SIZE`).
+    public static let maxPasswordBytes = 512
+
     public static let schemes: [(name: String, prefix: String)] = [
         ("yescrypt", "$y$"), ("bcrypt", "$2b$"), ("sha512crypt", "$6$"),
     ]

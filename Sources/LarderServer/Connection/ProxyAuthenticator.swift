@@ -106,19 +106,31 @@ final class ProxyAuthenticator: Sendable {
         guard let credentials = BasicCredentials(header: header) else {
             return .denied(reason: "Proxy-Authorization is not valid Basic credentials")
         }
+        // No user name is longer (the configuration refuses one), and crypt(3) refuses longer
+        // passwords: answered at once for every user alike, and never kept in the tables.
+        guard credentials.user.utf8.count <= ProxyUser.maxNameBytes, credentials.password.utf8.count <= PasswordHash.maxPasswordBytes
+        else { return .denied(reason: "credentials longer than any user name or password") }
         let user = users.first(where: { $0.name == credentials.user })
         let hash = user?.passwordHash ?? users[0].passwordHash
         // The user name has no colon (RFC 7617 §2: the first one ends it).
         let key = credentials.user + ":" + credentials.password
-        if user != nil {
-            let (granted, refused) = verdicts.withLock { ($0.granted[key], $0.refused[key]) }
-            if let granted, granted.hash == hash, now < granted.expires { return .allowed(user: credentials.user) }
-            if let refused, refused.hash == hash, now < refused.expires {
-                return .denied(reason: "wrong password for '\(credentials.user)'")
-            }
+        let (granted, refused) = verdicts.withLock { ($0.granted[key], $0.refused[key]) }
+        if user != nil, let granted, granted.hash == hash, now < granted.expires { return .allowed(user: credentials.user) }
+        // Wrong names are remembered as wrong passwords are, against the hash they were checked
+        // with: answered as fast, they do not tell which names exist (review 120 F4).
+        if let refused, refused.hash == hash, now < refused.expires {
+            return .denied(reason: "wrong user name or password for '\(credentials.user)'")
         }
         return .verify(
             Job(key: key, user: credentials.user, password: credentials.password, hash: hash, userExists: user != nil))
+    }
+
+    /// Whether `job` was checked against what `users` (the configuration now) would check it
+    /// against: false after a reload changed or removed its user, or turned authentication off.
+    static func isCurrent(_ job: Job, users: [ProxyUser]) -> Bool {
+        guard let first = users.first else { return false }
+        let user = users.first(where: { $0.name == job.user })
+        return job.userExists == (user != nil) && job.hash == (user ?? first).passwordHash
     }
 
     /// Queues `job` for `client`'s request; `completion` is called (on the authenticator's
@@ -153,17 +165,15 @@ final class ProxyAuthenticator: Sendable {
         guard let pending = waiting.withLock({ state in state.queue.take().flatMap { state.checks[$0] } }) else { return }
         let job = pending.job
         let valid = PasswordHash.verify(password: job.password, hash: job.hash) && job.userExists
-        if job.userExists {
-            let verdict = Verdict(hash: job.hash, expires: Clocks.monotonicNanos() &+ ProxyAuthenticator.rememberFor)
-            let limit = tableLimit
-            verdicts.withLock { tables in
-                if valid {
-                    Self.remember(verdict, for: job.key, in: &tables.granted, limit: limit)
-                    tables.refused.removeValue(forKey: job.key)
-                } else {
-                    Self.remember(verdict, for: job.key, in: &tables.refused, limit: limit)
-                    tables.granted.removeValue(forKey: job.key)
-                }
+        let verdict = Verdict(hash: job.hash, expires: Clocks.monotonicNanos() &+ ProxyAuthenticator.rememberFor)
+        let limit = tableLimit
+        verdicts.withLock { tables in
+            if valid {
+                Self.remember(verdict, for: job.key, in: &tables.granted, limit: limit)
+                tables.refused.removeValue(forKey: job.key)
+            } else {
+                Self.remember(verdict, for: job.key, in: &tables.refused, limit: limit)
+                tables.granted.removeValue(forKey: job.key)
             }
         }
         let completions = waiting.withLock { $0.checks.removeValue(forKey: job.identity)?.completions } ?? []

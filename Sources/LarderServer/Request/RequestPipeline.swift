@@ -70,18 +70,7 @@ final class RequestPipeline {
         // Inside an intercepted session the client already authenticated its CONNECT, and
         // sends the origin no Proxy-Authorization.
         let users = runtime.config.proxy.authUsers
-        if !users.isEmpty, connection.interception == nil {
-            switch proxy.process.authenticator.check(
-                exchange.head.headers.values("Proxy-Authorization"), users: users, now: proxy.loop.now)
-            {
-            case .allowed:
-                break
-            case .denied(let reason):
-                return connection.refuseAuthentication(reason, exchange: exchange)
-            case .verify(let job):
-                return connection.waitForAuthentication(job, exchange: exchange)
-            }
-        }
+        if !users.isEmpty, connection.interception == nil { return connection.authenticate(exchange, users: users) }
         route(exchange, on: connection)
     }
 
