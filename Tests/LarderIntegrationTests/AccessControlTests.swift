@@ -137,6 +137,79 @@ extension IntegrationTests {
             #expect(try Curl.viaProxy(larder.proxy, ["--proxy-user", "erin:new secret", url]).status == 200)
         }
 
+        /// Review 120 F6: a tunnel's bytes carry no credentials, so a reload that changed its
+        /// user's password left it open for as long as its client liked. The reload closes the
+        /// tunnels of users it changed or removed (`tunnel-revoked`); others stay.
+        @Test func aReloadClosesTheTunnelsOfAUserItChanged() throws {
+            let target = try TunnelTarget(.raw)
+            let erin = try hashPassword(user: "erin", password: "old secret")
+            let frank = try hashPassword(user: "frank", password: "kept")
+            let larder = try Larder(config: "[proxy]\nconnect_ports = [\(target.port)]\nauth_users = [\"\(erin)\", \"\(frank)\"]\n")
+            var tunnels: [RawConnection] = []
+            for credentials in ["erin:old secret", "frank:kept"] {
+                let tunnel = try RawConnection(port: larder.proxyPort, receiveTimeout: 10)
+                tunnel.send(
+                    "CONNECT 127.0.0.1:\(target.port) HTTP/1.1\r\nHost: 127.0.0.1:\(target.port)\r\n"
+                        + "Proxy-Authorization: Basic \(Data(credentials.utf8).base64EncodedString())\r\n\r\n")
+                #expect(try tunnel.readResponse(headRequest: true).status == 200)
+                tunnel.send("HOLD\n")
+                tunnels.append(tunnel)
+            }
+            let renewed = try hashPassword(user: "erin", password: "new secret")
+            try larder.rewriteConfig("[proxy]\nconnect_ports = [\(target.port)]\nauth_users = [\"\(renewed)\", \"\(frank)\"]\n")
+            larder.child.signal(SIGHUP)
+            _ = try larder.child.waitForOutput { $0.contains("reloaded") }
+            #expect(tunnels[0].peerClosed(), "erin's tunnel closed with her old password")
+            _ = try larder.child.waitForOutput(stream: \.stdout) { $0.contains("tunnel-revoked") }
+            #expect(!tunnels[1].hasInput(within: 300), "frank's tunnel stays open")
+            #expect(try larder.stats().connections.active == 1)
+        }
+
+        /// The requests of an intercepted session carry no credentials either: a reload that
+        /// removes the user closes the session, and the client's next request finds it gone.
+        @Test func aReloadClosesTheInterceptedSessionsOfAUserItRemoved() throws {
+            let setup = try InterceptionSetup()
+            defer { setup.remove() }
+            let origin = try setup.origin()
+            let erin = try hashPassword(user: "erin", password: "old secret")
+            let frank = try hashPassword(user: "frank", password: "kept")
+            let larder = try Larder(config: setup.config(ports: [origin.port], proxy: "auth_users = [\"\(erin)\", \"\(frank)\"]"))
+            let go = Paths.temporaryDirectory() + "-go"
+            defer { try? FileManager.default.removeItem(atPath: go) }
+            // One keep-alive session: a request, then a wait for `go`, then another.
+            let script = """
+                import base64, http.client, os, ssl, sys, time
+                context = ssl.create_default_context(cafile=sys.argv[1])
+                session = http.client.HTTPSConnection("127.0.0.1", int(sys.argv[2]), context=context, timeout=10)
+                session.set_tunnel("localhost", int(sys.argv[3]),
+                    headers={"Proxy-Authorization": "Basic " + base64.b64encode(b"erin:old secret").decode()})
+                session.request("GET", "/first")
+                answer = session.getresponse(); answer.read()
+                print("first", answer.status, flush=True)
+                for _ in range(200):
+                    if os.path.exists(sys.argv[4]): break
+                    time.sleep(0.05)
+                try:
+                    session.request("GET", "/second")
+                    answer = session.getresponse(); answer.read()
+                    print("second", answer.status, flush=True)
+                except (OSError, http.client.HTTPException) as error:
+                    print("second closed", type(error).__name__, flush=True)
+                """
+            let client = try ChildProcess(
+                "/usr/bin/env", ["python3", "-c", script, setup.larderCA, "\(larder.proxyPort)", "\(origin.port)", go])
+            defer { if client.isRunning { kill(client.pid, SIGKILL) } }
+            _ = try client.waitForOutput(stream: \.stdout) { $0.contains("first") }
+            #expect(client.stdout.contains("first 200"), "\(client.stdout) \(client.stderr)")
+            try larder.rewriteConfig(setup.config(ports: [origin.port], proxy: "auth_users = [\"\(frank)\"]"))
+            larder.child.signal(SIGHUP)
+            _ = try larder.child.waitForOutput { $0.contains("reloaded") }
+            _ = FileManager.default.createFile(atPath: go, contents: Data())
+            client.waitUntilExit()
+            #expect(client.stdout.contains("second closed"), "\(client.stdout) \(client.stderr)")
+            #expect(try origin.count("/second") == 0)
+        }
+
         @Test func plainPasswordsInTheConfigAreRefusedWithTheirPosition() throws {
             let directory = Paths.temporaryDirectory()
             defer { try? FileManager.default.removeItem(atPath: directory) }

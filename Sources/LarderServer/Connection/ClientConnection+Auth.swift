@@ -34,7 +34,8 @@ extension ClientConnection {
         switch proxy.process.authenticator.check(
             exchange.head.headers.values("Proxy-Authorization"), users: users, now: proxy.loop.now)
         {
-        case .allowed:
+        case .allowed(let user):
+            authenticatedUser = user
             proxy.pipeline.route(exchange, on: self)
         case .denied(let reason):
             refuseAuthentication(reason, exchange: exchange)
@@ -72,6 +73,7 @@ extension ClientConnection {
         }
         switch outcome {
         case .valid:
+            authenticatedUser = ProxyAuthenticator.User(name: job.user, hash: job.hash)
             proxy.pipeline.route(exchange, on: self)
         case .invalid:
             refuseAuthentication("wrong user name or password", exchange: exchange)

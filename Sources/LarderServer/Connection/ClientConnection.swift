@@ -41,6 +41,10 @@ final class ClientConnection: IOHandler {
     private var output = OutputQueue()
     private var parser: RequestHeadParser
     var exchange: Exchange?
+    /// The user its last request was let in as (proxy authentication on): an intercepted
+    /// session's requests carry no credentials, and a tunnel's bytes none, so a reload that
+    /// changes or removes this user closes them (``ProxyLoop/apply(_:)``).
+    var authenticatedUser: ProxyAuthenticator.User?
     private var phase: Phase = .waitingForRequest
     /// Whether a request is being answered (not waiting for one, not lingering or closed).
     var isExchanging: Bool { phase == .exchanging }
@@ -595,6 +599,7 @@ final class ClientConnection: IOHandler {
     /// request starts again on this loop, which fetches what it needs.
     func resume(_ moved: MovedConnection) {
         start(now: proxy.loop.now)
+        authenticatedUser = moved.user
         if let moving = moved.interception {
             let handler = ConnectHandler(connection: self)
             handler.resume(moving.session, host: moving.host, port: moving.port)

@@ -22,7 +22,7 @@ import LarderIO
 /// takes and writes); `worker` owns the hashing.
 final class ProxyAuthenticator: Sendable {
     enum Check {
-        case allowed(user: String)
+        case allowed(User)
         case denied(reason: String)
         /// A hash must be computed: pass the job to ``verify(_:client:completion:)``.
         case verify(Job)
@@ -43,6 +43,13 @@ final class ProxyAuthenticator: Sendable {
         /// against, so a request made after a reload changed or removed the user never takes
         /// the verdict of a check made with the old hash.
         var identity: Identity { Identity(key: key, hash: hash, userExists: userExists) }
+    }
+
+    /// A user a request was let in as, with the hash its password matched: what a reload
+    /// that changes or removes the user no longer lets in (``isCurrent(_:users:)-(User,_)``).
+    struct User: Sendable, Equatable {
+        let name: String
+        let hash: String
     }
 
     struct Identity: Hashable, Sendable {
@@ -115,7 +122,9 @@ final class ProxyAuthenticator: Sendable {
         // The user name has no colon (RFC 7617 §2: the first one ends it).
         let key = credentials.user + ":" + credentials.password
         let (granted, refused) = verdicts.withLock { ($0.granted[key], $0.refused[key]) }
-        if user != nil, let granted, granted.hash == hash, now < granted.expires { return .allowed(user: credentials.user) }
+        if user != nil, let granted, granted.hash == hash, now < granted.expires {
+            return .allowed(User(name: credentials.user, hash: hash))
+        }
         // Wrong names are remembered as wrong passwords are, against the hash they were checked
         // with: answered as fast, they do not tell which names exist (review 120 F4).
         if let refused, refused.hash == hash, now < refused.expires {
@@ -123,6 +132,14 @@ final class ProxyAuthenticator: Sendable {
         }
         return .verify(
             Job(key: key, user: credentials.user, password: credentials.password, hash: hash, userExists: user != nil))
+    }
+
+    /// Whether `user` is still let in under `users` (the configuration now): its hash
+    /// unchanged, or authentication off.
+    static func isCurrent(_ user: User?, users: [ProxyUser]) -> Bool {
+        guard !users.isEmpty else { return true }
+        guard let user else { return false }
+        return users.contains { $0.name == user.name && $0.passwordHash == user.hash }
     }
 
     /// Whether `job` was checked against what `users` (the configuration now) would check it

@@ -17,6 +17,8 @@ struct MovedConnection: Sendable {
     let startNanos: UInt64
     /// An intercepted connection's TLS session and the CONNECT target it answers for.
     let interception: (session: TLSTransport.Handoff, host: String, port: Int)?
+    /// ``ClientConnection/authenticatedUser``.
+    let user: ProxyAuthenticator.User?
 }
 
 extension ClientConnection {
@@ -40,7 +42,8 @@ extension ClientConnection {
             socket: socket, peer: peer, kind: kind, head: exchange.head,
             body: exchange.requestFraming == .none ? nil : exchange.bufferedBody, pending: takeUnreadInput(),
             startNanos: exchange.startNanos,
-            interception: interception.flatMap { interception in session.map { ($0, interception.host, interception.port) } })
+            interception: interception.flatMap { interception in session.map { ($0, interception.host, interception.port) } },
+            user: authenticatedUser)
         self.exchange = nil
         leaveLoop(stillCounted: false)
         proxy.telemetry.stats[.connectionsMoved].add(1)

@@ -181,7 +181,9 @@ final class ProxyLoop {
 
     /// Applies a new configuration to requests that start from now on.
     func apply(_ newRuntime: RuntimeConfig) {
+        let usersChanged = newRuntime.config.proxy.authUsers != runtime.config.proxy.authUsers
         runtime = newRuntime
+        if usersChanged { closeRevoked(users: newRuntime.config.proxy.authUsers) }
         setupPages.removeAll()
         upstream.setMaxConnectionsPerHost(newRuntime.config.upstream.maxConnectionsPerHost)
         upstream.setResolve(newRuntime.config.upstream.resolve.map(\.curlForm))
@@ -192,6 +194,26 @@ final class ProxyLoop {
         // A larger share lets requests already waiting for theirs go on, on the next pass.
         let waiting = upstreamShares.waitingTargets
         if !waiting.isEmpty { loop.enqueueDeferred { [self] in for target in waiting { resumeWaiting(for: target) } } }
+    }
+
+    /// Closes the tunnels and intercepted sessions let in as a user `users` no longer lets in
+    /// (changed or removed by a reload, or none while authentication is now on): their bytes
+    /// and requests carry no credentials of their own to check again.
+    private func closeRevoked(users: [ProxyUser]) {
+        var closed = 0
+        for tunnel in Array(tunnels.values) where !ProxyAuthenticator.isCurrent(tunnel.user, users: users) {
+            tunnel.close(reason: .revoked)
+            closed += 1
+        }
+        for connection in Array(connections.values)
+        where connection.interception != nil && !ProxyAuthenticator.isCurrent(connection.authenticatedUser, users: users) {
+            connection.close()
+            closed += 1
+        }
+        if closed > 0 {
+            logger.notice(
+                "closed tunnels and intercepted sessions whose user the reload changed or removed", metadata: ["closed": "\(closed)"])
+        }
     }
 
     /// Stops accepting; open connections finish their current exchange and close.
@@ -541,6 +563,10 @@ final class ProxyLoop {
     func adoptTunnel(_ tunnel: Tunnel) {
         tunnels[ObjectIdentifier(tunnel)] = tunnel
         countIn(ObjectIdentifier(tunnel), ClientAddress(tunnel.peer))
+        // A reload between its CONNECT's check and now.
+        if !ProxyAuthenticator.isCurrent(tunnel.user, users: runtime.config.proxy.authUsers) {
+            return tunnel.close(reason: .revoked)
+        }
         do {
             try tunnel.start()
         } catch {

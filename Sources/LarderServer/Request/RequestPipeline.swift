@@ -70,7 +70,11 @@ final class RequestPipeline {
         // Inside an intercepted session the client already authenticated its CONNECT, and
         // sends the origin no Proxy-Authorization.
         let users = runtime.config.proxy.authUsers
-        if !users.isEmpty, connection.interception == nil { return connection.authenticate(exchange, users: users) }
+        if !users.isEmpty {
+            guard connection.interception != nil else { return connection.authenticate(exchange, users: users) }
+            // An intercepted session moved here from a loop that had not applied the reload yet.
+            guard ProxyAuthenticator.isCurrent(connection.authenticatedUser, users: users) else { return connection.close() }
+        }
         route(exchange, on: connection)
     }
 

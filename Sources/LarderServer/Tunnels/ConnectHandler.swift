@@ -317,7 +317,7 @@ final class ConnectHandler {
         let tunnel = Tunnel(
             proxy: proxy, client: connection.socket, peer: connection.peer, server: server, target: exchange.head.targetText,
             leftover: leftover, greeting: ConnectHandler.tunnelGreeting + serverLeftover,
-            startNanos: exchange.startNanos, agent: exchange.head.headers["User-Agent"])
+            startNanos: exchange.startNanos, agent: exchange.head.headers["User-Agent"], user: connection.authenticatedUser)
         connection.leaveLoop(stillCounted: true)
         proxy.adoptTunnel(tunnel)
     }

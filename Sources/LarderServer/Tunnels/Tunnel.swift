@@ -36,6 +36,8 @@ final class Tunnel {
     let peer: SocketAddress?
     /// The CONNECT request's User-Agent, for the access line.
     let agent: String?
+    /// The user the CONNECT was let in as (``ClientConnection/authenticatedUser``).
+    let user: ProxyAuthenticator.User?
     let client: Side
     let server: Side
     /// Bytes from the client on their way to the server, and the other way.
@@ -52,12 +54,13 @@ final class Tunnel {
     /// the `200 Connection established` still to be written to it.
     init(
         proxy: ProxyLoop, client: Socket, peer: SocketAddress?, server: Socket, target: String, leftover: [UInt8],
-        greeting: [UInt8], startNanos: UInt64, agent: String? = nil
+        greeting: [UInt8], startNanos: UInt64, agent: String? = nil, user: ProxyAuthenticator.User? = nil
     ) {
         self.proxy = proxy
         self.target = target
         self.peer = peer
         self.agent = agent
+        self.user = user
         self.client = Side(socket: client, isClient: true)
         self.server = Side(socket: server, isClient: false)
         lastActivity = proxy.loop.now
@@ -199,6 +202,8 @@ final class Tunnel {
         /// Closed at `max_connections` to admit a client holding fewer connections
         /// (``ProxyLoop/makeRoom(for:)``).
         case evicted
+        /// A reload changed or removed the user the CONNECT was let in as.
+        case revoked
     }
 
     /// Closes both sockets and logs the tunnel.
