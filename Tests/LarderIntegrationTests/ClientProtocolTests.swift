@@ -181,6 +181,34 @@ extension IntegrationTests {
             #expect(try origin.count("/never") == 0)
         }
 
+        /// Connections from 127.0.0.`addresses`, each sending a head it never ends.
+        static func slowHeads(_ larder: Larder, from addresses: ClosedRange<Int>, url: String) throws -> [RawConnection] {
+            try addresses.map { last in
+                let slow = try RawConnection(port: larder.proxyPort, from: "127.0.0.\(last)", receiveTimeout: 10)
+                slow.send("GET \(url) HTTP/1.1\r\n")
+                return slow
+            }
+        }
+
+        /// Five and a half seconds after `start`, a slow head from each of 127.0.0.`addresses`
+        /// in turn: the status each got within a second (0: none, it was let in), and the
+        /// connections (kept open by the caller).
+        static func newcomers(_ larder: Larder, from addresses: ClosedRange<Int>, url: String, after start: Date) throws -> (
+            [Int], [RawConnection]
+        ) {
+            let wait = 5.5 - Date().timeIntervalSince(start)
+            if wait > 0 { usleep(UInt32(wait * 1_000_000)) }
+            var statuses: [Int] = []
+            var connections: [RawConnection] = []
+            for last in addresses {
+                let newcomer = try RawConnection(port: larder.proxyPort, from: "127.0.0.\(last)", receiveTimeout: 3)
+                newcomer.send("GET \(url) HTTP/1.1\r\n")
+                statuses.append(newcomer.hasInput(within: 1000) ? try newcomer.readResponse().status : 0)
+                connections.append(newcomer)
+            }
+            return (statuses, connections)
+        }
+
         /// Review 119 F1: newcomers from many addresses, each holding nothing, took a busy
         /// client's connections one by one, downloads in flight included. A client holding
         /// half the slots keeps its downloads, which move, to their end; what has been quiet
@@ -215,24 +243,11 @@ extension IntegrationTests {
             defer { for download in downloads where download.isRunning { kill(download.pid, SIGKILL) } }
             // Two other addresses fill the slots with heads they never end.
             #expect(try waitUntil { try larder.stats().connections.active == 6 })
-            var held: [RawConnection] = []
-            for last in 3...4 {
-                let slow = try RawConnection(port: larder.proxyPort, from: "127.0.0.\(last)", receiveTimeout: 10)
-                slow.send("GET \(url) HTTP/1.1\r\n")
-                held.append(slow)
-            }
+            let held = try Self.slowHeads(larder, from: 3...4, url: url)
             #expect(try waitUntil { try larder.stats().connections.active == 8 })
             // Past five seconds of quiet a tunnel goes to the first newcomer; the next finds
             // only downloads that move, and a client holding one tunnel.
-            let wait = 5.5 - Date().timeIntervalSince(quietSince)
-            if wait > 0 { usleep(UInt32(wait * 1_000_000)) }
-            var newcomers: [Int] = []
-            for last in 6...7 {
-                let newcomer = try RawConnection(port: larder.proxyPort, from: "127.0.0.\(last)", receiveTimeout: 3)
-                newcomer.send("GET \(url) HTTP/1.1\r\n")
-                newcomers.append(newcomer.hasInput(within: 1000) ? try newcomer.readResponse().status : 0)
-                held.append(newcomer)
-            }
+            let (newcomers, late) = try Self.newcomers(larder, from: 6...7, url: url, after: quietSince)
             #expect(newcomers == [0, 503], "the first newcomer got a quiet tunnel's slot, the second a 503")
             for (index, download) in downloads.enumerated() {
                 download.waitUntilExit()
@@ -240,6 +255,7 @@ extension IntegrationTests {
             }
             #expect(tunnels.map { $0.hasInput(within: 0) } == [true, false], "the oldest quiet tunnel was taken")
             #expect(try larder.stats().connections.takenForOthers == 1)
+            withExtendedLifetime((held, late)) {}
         }
 
         /// Review 120 F1, F2: a hit is queued whole and its exchange ends while megabytes are
@@ -261,29 +277,17 @@ extension IntegrationTests {
             }
             let sent = Date()
             #expect(try waitUntil { try origin.count("/miss?size=\(size)&cc=no-store&id=2") == 1 })
-            var held: [RawConnection] = []
-            for last in 2...6 {
-                let slow = try RawConnection(port: larder.proxyPort, from: "127.0.0.\(last)", receiveTimeout: 10)
-                slow.send("GET \(hit) HTTP/1.1\r\n")
-                held.append(slow)
-            }
+            let held = try Self.slowHeads(larder, from: 2...6, url: hit)
             #expect(try waitUntil { try larder.stats().connections.active == 8 })
             // The misses have written nothing for five seconds by now.
-            let wait = 5.5 - Date().timeIntervalSince(sent)
-            if wait > 0 { usleep(UInt32(wait * 1_000_000)) }
-            var newcomers: [Int] = []
-            for last in 7...9 {
-                let newcomer = try RawConnection(port: larder.proxyPort, from: "127.0.0.\(last)", receiveTimeout: 3)
-                newcomer.send("GET \(hit) HTTP/1.1\r\n")
-                newcomers.append(newcomer.hasInput(within: 1000) ? try newcomer.readResponse().status : 0)
-                held.append(newcomer)
-            }
+            let (newcomers, late) = try Self.newcomers(larder, from: 7...9, url: hit, after: sent)
             #expect(newcomers == [503, 503, 503])
             for (index, victim) in victims.enumerated() {
                 let response = try victim.readResponse()
                 #expect(response.status == 200 && response.body.count == size, "response \(index) reached its client whole")
             }
             #expect(try larder.stats().connections.takenForOthers == 0)
+            withExtendedLifetime((held, late)) {}
         }
 
         @Test func idleConnectionsMakeRoomForNewClientsAtTheLimit() throws {
