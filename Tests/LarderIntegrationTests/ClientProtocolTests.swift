@@ -258,6 +258,53 @@ extension IntegrationTests {
             withExtendedLifetime((held, late)) {}
         }
 
+        /// Review 121 F1: holdings were counted per loop against a limit that is the process's,
+        /// so with two loops a client holding well under half the slots held more than half of
+        /// one loop's, and a newcomer landing there cut its downloads. A client's connections
+        /// are counted over every loop: one holding 4 of 10 keeps its downloads, which move,
+        /// whatever loops they and the newcomers land on.
+        @Test func withTwoLoopsNewcomersNeverCutDownloadsOfAClientUnderHalf() throws {
+            let origin = try Origin()
+            let target = try TunnelTarget(.raw)
+            let larder = try Larder(config: "[proxy]\nmax_connections = 10\nworkers = 2\nconnect_ports = [\(target.port)]\n")
+            let size = 12 * 65536
+            let url = origin.url("/two-loops?size=\(size)&slow=0.5")
+            let downloads = try (0..<4).map { index in
+                try ChildProcess(
+                    "/usr/bin/curl",
+                    [
+                        "-s", "--max-time", "30", "--proxy", larder.proxy, "-o", "/dev/null", "-w", "%{http_code} %{size_download}",
+                        url + "&id=\(index)",
+                    ],
+                    environment: ["PATH": "/usr/bin:/bin"])
+            }
+            defer { for download in downloads where download.isRunning { kill(download.pid, SIGKILL) } }
+            #expect(try waitUntil { try larder.stats().connections.active == 4 })
+            // Another client holds the other six slots with tunnels, and keeps them moving.
+            var tunnels: [RawConnection] = []
+            for _ in 0..<6 {
+                let tunnel = try RawConnection(port: larder.proxyPort, from: "127.0.0.2", receiveTimeout: 10)
+                tunnel.send("CONNECT 127.0.0.1:\(target.port) HTTP/1.1\r\nHost: 127.0.0.1:\(target.port)\r\n\r\n")
+                #expect(try tunnel.readResponse(headRequest: true).status == 200)
+                tunnels.append(tunnel)
+            }
+            // Newcomers from twelve addresses, one every half second, each sending a head it
+            // never ends; the tunnels move before each.
+            var newcomers: [RawConnection] = []
+            for last in 3...14 {
+                for tunnel in tunnels { tunnel.send("HOLD\n") }
+                let newcomer = try RawConnection(port: larder.proxyPort, from: "127.0.0.\(last)", receiveTimeout: 3)
+                newcomer.send("GET \(url) HTTP/1.1\r\n")
+                newcomers.append(newcomer)
+                usleep(500_000)
+            }
+            for (index, download) in downloads.enumerated() {
+                download.waitUntilExit()
+                #expect(download.terminationStatus == 0 && download.stdout == "200 \(size)", "download \(index) ran to its end")
+            }
+            withExtendedLifetime((tunnels, newcomers)) {}
+        }
+
         /// Review 120 F1, F2: a hit is queued whole and its exchange ends while megabytes are
         /// still on their way, and a slow reader's response makes no progress Larder sees for
         /// seconds while its socket's buffer drains; both were taken as quiet. A connection is

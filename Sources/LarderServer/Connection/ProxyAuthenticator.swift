@@ -210,6 +210,12 @@ final class ProxyAuthenticator: Sendable {
     /// thread with it to queue checks deterministically).
     func runOnWorker(_ job: @escaping @Sendable () -> Void) { worker.submit(job) }
 
+    /// Forgets every wrong verdict (a reload changed the users). Wrong user names are
+    /// remembered against the first user's hash, wrong passwords against their user's: a
+    /// reload that changes one of those would make some second tries slow again and others
+    /// not, telling which names exist (review 121 F2). After it, every first try is hashed.
+    func forgetRefused() { verdicts.withLock { $0.refused.removeAll() } }
+
     /// Whether credentials `key` have a verdict remembered (tests).
     func remembers(_ key: String) -> Bool { verdicts.withLock { $0.granted[key] != nil || $0.refused[key] != nil } }
 

@@ -24,6 +24,10 @@ final class ProcessState: Sendable {
     let authenticator = ProxyAuthenticator()
     /// Fills streaming a body to disk now, every loop's (``FillBuffer/writeBacklog(streams:)``).
     let diskStreams = AtomicCounter()
+    /// Each client address's proxy connections and tunnels on every loop: `max_connections`
+    /// is the process's, and a client's connections spread over the loops
+    /// (``ProxyLoop/makeRoom(for:)``). Changed on accept and close, read at the limit.
+    let clientConnections = Locked<[ClientAddress: Int]>([:])
 
     init(runtime: RuntimeConfig, logger: Logger) {
         self.runtime = Locked(runtime)

@@ -47,8 +47,6 @@ final class ProxyLoop {
     /// Each client address's proxy connections and tunnels on this loop, oldest first
     /// (``makeRoom(for:)``).
     private var byClient: [ClientAddress: [ObjectIdentifier]] = [:]
-    /// The connections and tunnels in ``byClient``, all clients together.
-    private var byClientTotal = 0
     /// CONNECT tunnels; each still counts as an active connection.
     private var tunnels: [ObjectIdentifier: Tunnel] = [:]
     private var listeners: [Listener] = []
@@ -262,78 +260,85 @@ final class ProxyLoop {
     private func countIn(_ id: ObjectIdentifier, _ client: ClientAddress?) {
         guard let client else { return }
         byClient[client, default: []].append(id)
-        byClientTotal += 1
+        process.clientConnections.withLock { $0[client, default: 0] += 1 }
     }
 
     private func countOut(_ id: ObjectIdentifier, _ client: ClientAddress?) {
         guard let client, var ids = byClient.removeValue(forKey: client) else { return }
         let before = ids.count
         ids.removeAll { $0 == id }
-        byClientTotal -= before - ids.count
         if !ids.isEmpty { byClient[client] = ids }
+        guard ids.count < before else { return }
+        process.clientConnections.withLock { counts in
+            let left = (counts[client] ?? 1) - 1
+            counts[client] = left > 0 ? left : nil
+        }
     }
 
     /// At `max_connections` with no connection idle: closes one of a client address holding
-    /// at least two more connections and tunnels on this loop than `peer`'s, so that one
-    /// client reconnecting (slow heads, tunnels, requests left waiting) cannot keep every other
-    /// client out (review 117). Only what cuts nothing its client is receiving is taken, from
-    /// the client holding the most first: a connection not answering a request (one reading a
-    /// head, or waiting for one) whose last response has reached the client, then a tunnel,
-    /// then a request, that moved nothing for ``quietBeforeTaken`` (``ClientConnection/isQuiet(now:for:)``,
+    /// at least two more connections and tunnels than `peer`'s, counted over every loop
+    /// (`ProcessState.clientConnections`), so that one client reconnecting (slow heads,
+    /// tunnels, requests left waiting) cannot keep every other client out (review 117). Only
+    /// what cuts nothing its client is receiving is taken, of this loop's, from the client
+    /// holding the most first: a connection not answering a request (one reading a head, or
+    /// waiting for one) whose last response has reached the client, then a tunnel, then a
+    /// request, that moved nothing for ``quietBeforeTaken`` (``ClientConnection/isQuiet(now:for:)``,
     /// ``Tunnel/isQuiet(now:for:)``). Work that moves is taken only from a client holding more
-    /// than half the loop's connections (its oldest tunnel, then its oldest connection): many
+    /// than half of all connections (its oldest tunnel here, then its oldest connection): many
     /// addresses, each holding none, could otherwise cut a busy client's downloads one by one
-    /// (review 119), while one client trickling a byte now and then through every tunnel would
-    /// keep the rest out. Returns false (the newcomer is refused) when nothing may be taken
-    /// among the first ``looksPerNewcomer`` looked at.
+    /// (reviews 119, 121), while one client trickling a byte now and then through every tunnel
+    /// would keep the rest out. Returns false (the newcomer is refused) when nothing may be
+    /// taken among the first ``looksPerNewcomer`` looked at.
     func makeRoom(for peer: SocketAddress?) -> Bool {
-        let own = ClientAddress(peer).flatMap { byClient[$0]?.count } ?? 0
-        let holders = byClient.filter { $0.value.count >= own + 2 }.sorted { $0.value.count > $1.value.count }
+        let (own, held) = process.clientConnections.withLock { counts in
+            (ClientAddress(peer).flatMap { counts[$0] } ?? 0, byClient.keys.map { ($0, counts[$0] ?? 0) })
+        }
+        let holders = held.filter { $0.1 >= own + 2 }.sorted { $0.1 > $1.1 }
         guard let busiest = holders.first else { return false }
         let now = loop.now
         let quiet = Self.quietBeforeTaken
-        // Each look may ask a socket what it has not delivered: a few hundred at most per
-        // newcomer, however many connections the holders have.
+        // Each look may ask a socket what it has not delivered: a bounded number per newcomer,
+        // however many connections the holders have.
         var looks = Self.looksPerNewcomer
-        func mayTake(_ isQuiet: () -> Bool) -> Bool {
-            guard looks > 0 else { return false }
-            looks -= 1
-            return isQuiet()
-        }
-        for holder in holders {
-            for id in holder.value {
-                if let connection = connections[id], !connection.isExchanging,
-                    mayTake({ connection.isQuiet(now: now, for: quiet) })
-                {
-                    return takeRoom(closing: { connection.close() }, from: holder.key)
+        search: for (client, _) in holders {
+            guard let ids = byClient[client] else { continue }
+            for pass in 0..<3 {
+                for id in ids {
+                    guard looks > 0 else { break search }
+                    looks -= 1
+                    switch pass {
+                    case 0:
+                        if let connection = connections[id], !connection.isExchanging, connection.isQuiet(now: now, for: quiet) {
+                            return takeRoom(closing: { connection.close() }, from: client)
+                        }
+                    case 1:
+                        if let tunnel = tunnels[id], tunnel.isQuiet(now: now, for: quiet) {
+                            return takeRoom(closing: { tunnel.close(reason: .evicted) }, from: client)
+                        }
+                    default:
+                        if let connection = connections[id], connection.isExchanging, connection.isQuiet(now: now, for: quiet) {
+                            return takeRoom(closing: { connection.close() }, from: client)
+                        }
+                    }
                 }
             }
-            for id in holder.value {
-                if let tunnel = tunnels[id], mayTake({ tunnel.isQuiet(now: now, for: quiet) }) {
-                    return takeRoom(closing: { tunnel.close(reason: .evicted) }, from: holder.key)
-                }
-            }
-            for id in holder.value {
-                if let connection = connections[id], connection.isExchanging, mayTake({ connection.isQuiet(now: now, for: quiet) }) {
-                    return takeRoom(closing: { connection.close() }, from: holder.key)
-                }
-            }
         }
-        guard 2 * busiest.value.count > byClientTotal else { return false }
-        if let tunnel = busiest.value.lazy.compactMap({ self.tunnels[$0] }).first {
-            return takeRoom(closing: { tunnel.close(reason: .evicted) }, from: busiest.key)
+        guard 2 * busiest.1 > telemetry.stats[.activeConnections].load(), let ids = byClient[busiest.0] else { return false }
+        if let tunnel = ids.lazy.compactMap({ self.tunnels[$0] }).first {
+            return takeRoom(closing: { tunnel.close(reason: .evicted) }, from: busiest.0)
         }
-        if let connection = busiest.value.lazy.compactMap({ self.connections[$0] }).first {
-            return takeRoom(closing: { connection.close() }, from: busiest.key)
+        if let connection = ids.lazy.compactMap({ self.connections[$0] }).first {
+            return takeRoom(closing: { connection.close() }, from: busiest.0)
         }
         return false
     }
 
     /// How long a tunnel or a request must have moved nothing to be taken from a client
-    /// holding no more than half the loop's connections (``makeRoom(for:)``).
+    /// holding no more than half of all connections (``makeRoom(for:)``).
     static let quietBeforeTaken: UInt64 = 5_000_000_000
-    /// Connections and tunnels looked at for one newcomer before it is refused.
-    static let looksPerNewcomer = 256
+    /// Connections and tunnels looked at (three passes over each holder's) for one newcomer
+    /// before it is refused.
+    static let looksPerNewcomer = 1024
 
     private func takeRoom(closing close: () -> Void, from client: ClientAddress) -> Bool {
         close()

@@ -205,11 +205,13 @@ public final class Server: Sendable {
     public func apply(_ config: Config, interceptor: TLSInterceptor?) -> Bool {
         guard life.acceptsReload else { return false }
         Systemd.notifyReloading()
-        let (runtime, replaced) = shared.process.runtime.withLock { current in
+        let (runtime, replaced, usersBefore) = shared.process.runtime.withLock { current in
             let replaced = current.interceptor
+            let users = current.config.proxy.authUsers
             current = RuntimeConfig(config: config, generation: current.generation + 1, interceptor: interceptor)
-            return (current, replaced)
+            return (current, replaced, users)
         }
+        if config.proxy.authUsers != usersBefore { shared.process.authenticator.forgetRefused() }
         if let replaced, replaced !== interceptor {
             let counted = replaced.mint.statistics
             shared.tunnelling.retiredMints.withLock { retired in
