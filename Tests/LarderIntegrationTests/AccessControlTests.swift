@@ -206,6 +206,33 @@ extension IntegrationTests {
             #expect(try larder.stats().connections.active == 1)
         }
 
+        /// Review 122 F1: the user a connection's earlier request was let in as stayed on it, so
+        /// a CONNECT sent on it while authentication was off took that name, and the reload
+        /// turning authentication on again (the user unchanged) left the tunnel open.
+        @Test func aTunnelLetInWithoutAuthenticationClosesWhenItTurnsOn() throws {
+            let origin = try Origin()
+            let target = try TunnelTarget(.raw)
+            let alice = try hashPassword(user: "alice", password: "a")
+            let on = "[proxy]\nconnect_ports = [\(target.port)]\nauth_users = [\"\(alice)\"]\n"
+            let larder = try Larder(config: on)
+            let connection = try RawConnection(port: larder.proxyPort, receiveTimeout: 10)
+            let credentials = Data("alice:a".utf8).base64EncodedString()
+            connection.send("GET \(origin.url("/before")) HTTP/1.1\r\nHost: x\r\nProxy-Authorization: Basic \(credentials)\r\n\r\n")
+            #expect(try connection.readResponse().status == 200)
+            func reload(_ config: String) throws {
+                let before = larder.child.stderr.components(separatedBy: "reloaded").count
+                try larder.rewriteConfig(config)
+                larder.child.signal(SIGHUP)
+                _ = try larder.child.waitForOutput { $0.components(separatedBy: "reloaded").count > before }
+            }
+            try reload("[proxy]\nconnect_ports = [\(target.port)]\n")
+            connection.send("CONNECT 127.0.0.1:\(target.port) HTTP/1.1\r\nHost: 127.0.0.1:\(target.port)\r\n\r\n")
+            #expect(try connection.readResponse(headRequest: true).status == 200)
+            connection.send("HOLD\n")
+            try reload(on)
+            #expect(connection.peerClosed(), "the tunnel let in without credentials closed")
+        }
+
         /// The requests of an intercepted session carry no credentials either: a reload that
         /// removes the user closes the session, and the client's next request finds it gone.
         @Test func aReloadClosesTheInterceptedSessionsOfAUserItRemoved() throws {

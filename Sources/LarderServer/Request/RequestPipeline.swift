@@ -70,6 +70,9 @@ final class RequestPipeline {
         // Inside an intercepted session the client already authenticated its CONNECT, and
         // sends the origin no Proxy-Authorization.
         let users = runtime.config.proxy.authUsers
+        // Who this request is let in as, not an earlier one on the connection (review 122: a
+        // CONNECT let in while authentication was off must not carry an earlier user's name).
+        if connection.interception == nil { connection.authenticatedUser = nil }
         if !users.isEmpty {
             guard connection.interception != nil else { return connection.authenticate(exchange, users: users) }
             // An intercepted session moved here from a loop that had not applied the reload yet.
