@@ -58,8 +58,8 @@ final class Listener: IOHandler {
                 continue
             }
             // At the limit, the longest-idle connection on this loop gives up its place, else
-            // one of the client holding the most (``ProxyLoop/makeRoom(for:)``); only then is
-            // the new one refused.
+            // one of a client holding two more than the newcomer (``ProxyLoop/makeRoom(for:)``);
+            // only then is the new one refused.
             if kind == .admin {
                 if proxy.telemetry.stats[.adminConnections].load() >= Listener.maxAdminConnections && !proxy.evictIdleAdminConnection() {
                     logLimit("\(Listener.maxAdminConnections) admin connections open and none idle; refusing more")

@@ -345,7 +345,7 @@ final class ProxyLoop {
         telemetry.stats[.connectionsTakenForOthers].add(1)
         if let left = fairnessWarnings.allow(now: loop.now) {
             logger.warning(
-                "max_connections reached: closed a connection of the client holding the most to admit another",
+                "max_connections reached: closed a connection of a client holding two more to admit another",
                 metadata: [
                     "client": "\(UpstreamShares.Key(client: (client.high, client.low), host: "", port: 0).clientAddress)",
                     "left_out": "\(left)",

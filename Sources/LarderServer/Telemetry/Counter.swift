@@ -22,8 +22,8 @@ public enum Counter: Int, CaseIterable, Sendable {
     case rejectedConnections
     /// Idle connections closed to make room for a new one at max_connections.
     case evictedIdleConnections
-    /// Connections (or tunnels) of the client holding the most, closed at max_connections to
-    /// admit a client holding fewer when none was idle.
+    /// Connections (or tunnels) of a client holding two more than a newcomer, closed at
+    /// max_connections to admit it when none was idle.
     case connectionsTakenForOthers
     case badRequests
     /// Requests and tunnels refused by the destination policy (403).
@@ -140,7 +140,7 @@ public enum Counter: Int, CaseIterable, Sendable {
         case .connectionsTakenForOthers:
             .init(
                 .counter, "larder_connections_taken_total",
-                "Connections of the client holding the most, closed at max_connections to admit a client holding fewer.",
+                "Connections of a client holding two more than a newcomer, closed at max_connections to admit it.",
                 .optional(\.connections.takenForOthers))
         case .badRequests:
             .init(.counter, "larder_bad_requests_total", "Requests rejected as malformed.", .value(\.refused.badRequests))

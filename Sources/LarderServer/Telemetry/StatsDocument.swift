@@ -178,7 +178,7 @@ public struct StatsDocument: Codable, Sendable, Equatable {
         public var evictedIdle: Int
         /// Open admin connections, apart from `active` (nil from a daemon older than the field).
         public var admin: Int? = nil
-        /// Connections of the client holding the most, closed to admit another at
+        /// Connections of a client holding two more than a newcomer, closed to admit it at
         /// max_connections (nil from a daemon older than the field).
         public var takenForOthers: Int? = nil
     }
