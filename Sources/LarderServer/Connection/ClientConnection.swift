@@ -49,27 +49,10 @@ final class ClientConnection: IOHandler {
     /// Whether a request is being answered (not waiting for one, not lingering or closed).
     var isExchanging: Bool { phase == .exchanging }
 
-    /// How long the request being answered has moved nothing: no byte written to the client
-    /// or read from it since then, or since it began.
-    func quietFor(now: UInt64) -> UInt64 { now &- max(exchangeBegan, lastWriteProgress, lastReadProgress) }
-
-    /// Whether closing it now cuts nothing its client is receiving: every byte written has
-    /// reached the client (nothing queued here, nothing unacknowledged in the socket: a hit
-    /// queued whole, or a slow reader's response, drains from there for seconds after the
-    /// exchange ended or last made progress), and a request being answered has moved nothing
-    /// for `quiet` nanoseconds.
-    func isQuiet(now: UInt64, for quiet: UInt64) -> Bool {
-        switch phase {
-        case .closed: return false
-        case .exchanging: guard quietFor(now: now) >= quiet else { return false }
-        case .waitingForRequest, .readingHead, .lingering: break
-        }
-        return output.isEmpty && socket.unsentBytes() == 0
-    }
     private var deadline: UInt64 = .max
     private var lastWriteProgress: UInt64 = 0
     private var lastReadProgress: UInt64 = 0
-    /// When the request being answered began (``quietFor(now:)``).
+    /// When the request being answered began (``isQuiet(now:for:)``).
     private var exchangeBegan: UInt64 = 0
     private(set) var peerClosed = false
     private var draining = false
@@ -586,6 +569,19 @@ final class ClientConnection: IOHandler {
     /// Whether it is idle but still writing its last response.
     var isFlushingWhileIdle: Bool { phase == .waitingForRequest && !output.isEmpty }
 
+    /// Whether closing it cuts nothing its client is receiving (``ProxyLoop/makeRoom(for:)``):
+    /// every byte written has reached the client, here and in the socket (a hit queued whole,
+    /// or a slow reader's response, drains for seconds after the exchange ends or last moves),
+    /// and a request being answered has moved nothing either way for `quiet` nanoseconds.
+    func isQuiet(now: UInt64, for quiet: UInt64) -> Bool {
+        switch phase {
+        case .closed: return false
+        case .exchanging: guard now &- max(exchangeBegan, lastWriteProgress, lastReadProgress) >= quiet else { return false }
+        case .waitingForRequest, .readingHead, .lingering: break
+        }
+        return output.isEmpty && socket.unsentBytes() == 0
+    }
+
     /// Leaves the loop's connection table without closing the socket: a tunnel owns it now
     /// (and the connection stays counted until the tunnel closes), or another loop does.
     func leaveLoop(stillCounted: Bool) {
@@ -623,7 +619,7 @@ final class ClientConnection: IOHandler {
         }
     }
 
-    // MARK: CONNECT and destinations
+    // MARK: CONNECT
 
     /// Set while this connection is an intercepted TLS session.
     var interception: ConnectHandler.Interception? { connect?.interception }
@@ -633,47 +629,6 @@ final class ClientConnection: IOHandler {
         let handler = connect ?? ConnectHandler(connection: self)
         connect = handler
         handler.begin(host: host, port: port, exchange: exchange)
-    }
-
-    /// Refuses (403/508) a target the destination policy refuses by its spelling (an address in
-    /// any form, a denied name) or a request that already came through this proxy. Returns
-    /// whether it answered. Names are checked again on the address they resolve to.
-    func refusesDestination(host: String, port: Int, exchange: Exchange) -> Bool {
-        let runtime = exchange.runtime
-        let verdict = destinations.check(
-            host: host, port: port, headers: exchange.head.headers, identity: proxy.forwarding.viaIdentity, client: peer,
-            generation: proxy.refreshDestinations(runtime), policy: { proxy.destinationPolicy(runtime) })
-        switch verdict {
-        case .allowed:
-            return false
-        case .refused(let refusal):
-            refuseDestination(refusal, target: "\(host):\(port)", exchange: exchange)
-        case .loop:
-            exchange.keepAlive = false
-            proxy.logger.warning(
-                "forwarding loop detected",
-                metadata: ["target": "\(host):\(port)", "via": "\(exchange.head.headers.combined("Via") ?? "")"])
-            respondGenerated(
-                status: 508, message: "Larder: forwarding loop (this request already passed through this proxy)", outcome: .error,
-                cause: .loop)
-        }
-        return true
-    }
-
-    /// The check a fill's transfer runs on each address it connects to or reuses.
-    func destinationCheck(host: String, runtime: RuntimeConfig) -> DestinationCheck {
-        let policy = proxy.destinationPolicy(runtime)
-        return destinations.connectCheck(host: host, client: peer, generation: proxy.destinationGeneration, policy: policy)
-    }
-
-    /// Answers 403 for a refused destination, with a log line naming the client and the target.
-    func refuseDestination(_ refusal: DestinationPolicy.Refusal, target: String, exchange: Exchange) {
-        exchange.keepAlive = false
-        proxy.telemetry.stats[.destinationsRefused].add(1)
-        proxy.logger.notice(
-            "refused a destination",
-            metadata: ["client": "\(peer?.description ?? "-")", "target": "\(target)", "reason": "\(refusal)"])
-        respondGenerated(status: 403, message: "Larder: destination refused: \(refusal)", outcome: .error, cause: .refused)
     }
 
     /// Enforces the timeouts; called by the loop's periodic sweep.
