@@ -95,12 +95,15 @@ extension IntegrationTests {
             let larder = try Larder(config: "[proxy]\nauth_users = [\"\(old)\"]\n")
             let url = origin.url("/r")
             #expect(try Curl.viaProxy(larder.proxy, ["--proxy-user", "dana:old secret", url]).status == 200)
-            try larder.rewriteConfig("[proxy]\nauth_users = [\"\(new)\"]\n")
-            larder.child.signal(SIGHUP)
-            _ = try larder.child.waitForOutput { $0.contains("reloaded") }
+            try larder.reload("[proxy]\nauth_users = [\"\(new)\"]\n")
             // The remembered verdict for the old password no longer counts.
             #expect(try Curl.viaProxy(larder.proxy, ["--proxy-user", "dana:old secret", url]).status == 407)
             #expect(try Curl.viaProxy(larder.proxy, ["--proxy-user", "dana:new secret", url]).status == 200)
+        }
+
+        /// A GET of `url` with `credentials` ("user:password") in Basic Proxy-Authorization.
+        static func get(_ url: String, as credentials: String) -> String {
+            "GET \(url) HTTP/1.1\r\nHost: x\r\nProxy-Authorization: Basic \(Data(credentials.utf8).base64EncodedString())\r\n\r\n"
         }
 
         /// sha512crypt of "slow" at 16,000,000 rounds: a check of this user holds the hashing
@@ -117,9 +120,7 @@ extension IntegrationTests {
             let new = try hashPassword(user: "erin", password: "new secret")
             let larder = try Larder(config: "[proxy]\nauth_users = [\"\(old)\", \"\(Self.slowUser)\"]\n")
             let url = origin.url("/while-waiting")
-            func request(_ credentials: String) -> String {
-                "GET \(url) HTTP/1.1\r\nHost: x\r\nProxy-Authorization: Basic \(Data(credentials.utf8).base64EncodedString())\r\n\r\n"
-            }
+            func request(_ credentials: String) -> String { Self.get(url, as: credentials) }
             // Another client's check of the slow user holds the thread; erin's waits behind it.
             let busy = try RawConnection(port: larder.proxyPort, from: "127.0.0.2", receiveTimeout: 60)
             busy.send(request("slow:wrong"))
@@ -127,9 +128,7 @@ extension IntegrationTests {
             let erin = try RawConnection(port: larder.proxyPort, receiveTimeout: 60)
             erin.send(request("erin:old secret"))
             usleep(100_000)
-            try larder.rewriteConfig("[proxy]\nauth_users = [\"\(new)\", \"\(Self.slowUser)\"]\n")
-            larder.child.signal(SIGHUP)
-            _ = try larder.child.waitForOutput { $0.contains("reloaded") }
+            try larder.reload("[proxy]\nauth_users = [\"\(new)\", \"\(Self.slowUser)\"]\n")
             #expect(!busy.hasInput(within: 0), "the reload came while the checks waited")
             #expect(try erin.readResponse().status == 407, "the password the reload replaced is refused")
             #expect(try busy.readResponse().status == 407)
@@ -151,8 +150,7 @@ extension IntegrationTests {
             let url = origin.url("/names")
             func send(_ credentials: String, from address: String = "127.0.0.1") throws -> RawConnection {
                 let connection = try RawConnection(port: larder.proxyPort, from: address, receiveTimeout: 60)
-                connection.send(
-                    "GET \(url) HTTP/1.1\r\nHost: x\r\nProxy-Authorization: Basic \(Data(credentials.utf8).base64EncodedString())\r\n\r\n")
+                connection.send(Self.get(url, as: credentials))
                 return connection
             }
             /// Whether each of `probes` is answered within 0.4 s while the thread is held.
@@ -171,9 +169,7 @@ extension IntegrationTests {
             for credentials in ["bob:wrong", "frank:wrong"] { #expect(try send(credentials).readResponse().status == 407) }
             #expect(try answeredAtOnce(["bob:wrong", "frank:wrong"], holding: "slow:first") == [true, true], "both remembered")
             let renewed = try hashPassword(user: "erin", password: "e2")
-            try larder.rewriteConfig("[proxy]\nauth_users = [\"\(renewed)\", \"\(frank)\", \"\(Self.slowUser)\"]\n")
-            larder.child.signal(SIGHUP)
-            _ = try larder.child.waitForOutput { $0.contains("reloaded") }
+            try larder.reload("[proxy]\nauth_users = [\"\(renewed)\", \"\(frank)\", \"\(Self.slowUser)\"]\n")
             #expect(try answeredAtOnce(["bob:wrong", "frank:wrong"], holding: "slow:second") == [false, false], "both hashed again")
             #expect(try origin.count("/names") == 0)
         }
@@ -197,9 +193,7 @@ extension IntegrationTests {
                 tunnels.append(tunnel)
             }
             let renewed = try hashPassword(user: "erin", password: "new secret")
-            try larder.rewriteConfig("[proxy]\nconnect_ports = [\(target.port)]\nauth_users = [\"\(renewed)\", \"\(frank)\"]\n")
-            larder.child.signal(SIGHUP)
-            _ = try larder.child.waitForOutput { $0.contains("reloaded") }
+            try larder.reload("[proxy]\nconnect_ports = [\(target.port)]\nauth_users = [\"\(renewed)\", \"\(frank)\"]\n")
             #expect(tunnels[0].peerClosed(), "erin's tunnel closed with her old password")
             _ = try larder.child.waitForOutput(stream: \.stdout) { $0.contains("tunnel-revoked") }
             #expect(!tunnels[1].hasInput(within: 300), "frank's tunnel stays open")
@@ -216,20 +210,13 @@ extension IntegrationTests {
             let on = "[proxy]\nconnect_ports = [\(target.port)]\nauth_users = [\"\(alice)\"]\n"
             let larder = try Larder(config: on)
             let connection = try RawConnection(port: larder.proxyPort, receiveTimeout: 10)
-            let credentials = Data("alice:a".utf8).base64EncodedString()
-            connection.send("GET \(origin.url("/before")) HTTP/1.1\r\nHost: x\r\nProxy-Authorization: Basic \(credentials)\r\n\r\n")
+            connection.send(Self.get(origin.url("/before"), as: "alice:a"))
             #expect(try connection.readResponse().status == 200)
-            func reload(_ config: String) throws {
-                let before = larder.child.stderr.components(separatedBy: "reloaded").count
-                try larder.rewriteConfig(config)
-                larder.child.signal(SIGHUP)
-                _ = try larder.child.waitForOutput { $0.components(separatedBy: "reloaded").count > before }
-            }
-            try reload("[proxy]\nconnect_ports = [\(target.port)]\n")
+            try larder.reload("[proxy]\nconnect_ports = [\(target.port)]\n")
             connection.send("CONNECT 127.0.0.1:\(target.port) HTTP/1.1\r\nHost: 127.0.0.1:\(target.port)\r\n\r\n")
             #expect(try connection.readResponse(headRequest: true).status == 200)
             connection.send("HOLD\n")
-            try reload(on)
+            try larder.reload(on)
             #expect(connection.peerClosed(), "the tunnel let in without credentials closed")
         }
 
@@ -269,9 +256,7 @@ extension IntegrationTests {
             defer { if client.isRunning { kill(client.pid, SIGKILL) } }
             _ = try client.waitForOutput(stream: \.stdout) { $0.contains("first") }
             #expect(client.stdout.contains("first 200"), "\(client.stdout) \(client.stderr)")
-            try larder.rewriteConfig(setup.config(ports: [origin.port], proxy: "auth_users = [\"\(frank)\"]"))
-            larder.child.signal(SIGHUP)
-            _ = try larder.child.waitForOutput { $0.contains("reloaded") }
+            try larder.reload(setup.config(ports: [origin.port], proxy: "auth_users = [\"\(frank)\"]"))
             _ = FileManager.default.createFile(atPath: go, contents: Data())
             client.waitUntilExit()
             #expect(client.stdout.contains("second closed"), "\(client.stdout) \(client.stderr)")

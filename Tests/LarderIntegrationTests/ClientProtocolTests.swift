@@ -181,6 +181,28 @@ extension IntegrationTests {
             #expect(try origin.count("/never") == 0)
         }
 
+        /// `count` curl downloads of `url` (each with its own `id`) through `larder`, started
+        /// and left running; each prints its status and the bytes it received.
+        static func downloads(_ count: Int, of url: String, through larder: Larder) throws -> [ChildProcess] {
+            try (0..<count).map { index in
+                try ChildProcess(
+                    "/usr/bin/curl",
+                    [
+                        "-s", "--max-time", "30", "--proxy", larder.proxy, "-o", "/dev/null", "-w", "%{http_code} %{size_download}",
+                        url + "&id=\(index)",
+                    ],
+                    environment: ["PATH": "/usr/bin:/bin"])
+            }
+        }
+
+        /// Waits for `downloads` and expects each to have received all `size` bytes.
+        static func expectWhole(_ downloads: [ChildProcess], size: Int) {
+            for (index, download) in downloads.enumerated() {
+                download.waitUntilExit()
+                #expect(download.terminationStatus == 0 && download.stdout == "200 \(size)", "download \(index) ran to its end")
+            }
+        }
+
         /// Connections from 127.0.0.`addresses`, each sending a head it never ends.
         static func slowHeads(_ larder: Larder, from addresses: ClosedRange<Int>, url: String) throws -> [RawConnection] {
             try addresses.map { last in
@@ -231,15 +253,7 @@ extension IntegrationTests {
             // Ten pieces of 64 KiB a second apart: bytes move until the end.
             let size = 10 * 65536
             let url = origin.url("/moving?size=\(size)&slow=1")
-            let downloads = try (0..<4).map { index in
-                try ChildProcess(
-                    "/usr/bin/curl",
-                    [
-                        "-s", "--max-time", "30", "--proxy", larder.proxy, "-o", "/dev/null", "-w", "%{http_code} %{size_download}",
-                        url + "&id=\(index)",
-                    ],
-                    environment: ["PATH": "/usr/bin:/bin"])
-            }
+            let downloads = try Self.downloads(4, of: url, through: larder)
             defer { for download in downloads where download.isRunning { kill(download.pid, SIGKILL) } }
             // Two other addresses fill the slots with heads they never end.
             #expect(try waitUntil { try larder.stats().connections.active == 6 })
@@ -249,10 +263,7 @@ extension IntegrationTests {
             // only downloads that move, and a client holding one tunnel.
             let (newcomers, late) = try Self.newcomers(larder, from: 6...7, url: url, after: quietSince)
             #expect(newcomers == [0, 503], "the first newcomer got a quiet tunnel's slot, the second a 503")
-            for (index, download) in downloads.enumerated() {
-                download.waitUntilExit()
-                #expect(download.terminationStatus == 0 && download.stdout == "200 \(size)", "download \(index) ran to its end")
-            }
+            Self.expectWhole(downloads, size: size)
             #expect(tunnels.map { $0.hasInput(within: 0) } == [true, false], "the oldest quiet tunnel was taken")
             #expect(try larder.stats().connections.takenForOthers == 1)
             withExtendedLifetime((held, late)) {}
@@ -269,15 +280,7 @@ extension IntegrationTests {
             let larder = try Larder(config: "[proxy]\nmax_connections = 10\nworkers = 2\nconnect_ports = [\(target.port)]\n")
             let size = 12 * 65536
             let url = origin.url("/two-loops?size=\(size)&slow=0.5")
-            let downloads = try (0..<4).map { index in
-                try ChildProcess(
-                    "/usr/bin/curl",
-                    [
-                        "-s", "--max-time", "30", "--proxy", larder.proxy, "-o", "/dev/null", "-w", "%{http_code} %{size_download}",
-                        url + "&id=\(index)",
-                    ],
-                    environment: ["PATH": "/usr/bin:/bin"])
-            }
+            let downloads = try Self.downloads(4, of: url, through: larder)
             defer { for download in downloads where download.isRunning { kill(download.pid, SIGKILL) } }
             #expect(try waitUntil { try larder.stats().connections.active == 4 })
             // Another client holds the other six slots with tunnels, and keeps them moving.
@@ -298,10 +301,7 @@ extension IntegrationTests {
                 newcomers.append(newcomer)
                 usleep(500_000)
             }
-            for (index, download) in downloads.enumerated() {
-                download.waitUntilExit()
-                #expect(download.terminationStatus == 0 && download.stdout == "200 \(size)", "download \(index) ran to its end")
-            }
+            Self.expectWhole(downloads, size: size)
             withExtendedLifetime((tunnels, newcomers)) {}
         }
 

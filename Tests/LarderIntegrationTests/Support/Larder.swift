@@ -69,6 +69,14 @@ final class Larder {
         try text.write(toFile: configPath, atomically: true, encoding: .utf8)
     }
 
+    /// Replaces the config file, sends SIGHUP and waits for the daemon to log the reload.
+    func reload(_ text: String) throws {
+        let before = child.stderr.components(separatedBy: "reloaded").count
+        try rewriteConfig(text)
+        child.signal(SIGHUP)
+        _ = try child.waitForOutput { $0.components(separatedBy: "reloaded").count > before }
+    }
+
     @discardableResult
     func stop() -> Int32 { child.stop() }
 
