@@ -35,8 +35,12 @@ final class Origin {
 
     /// How many requests reached the origin for this exact path and query.
     func count(_ pathAndQuery: String) throws -> Int {
-        let counts = try control("/_count")
-        return ((counts["paths"] as? [String: Int]) ?? [:])[pathAndQuery] ?? 0
+        try counts()[pathAndQuery] ?? 0
+    }
+
+    /// How many requests reached the origin for each path and query, in one ask.
+    func counts() throws -> [String: Int] {
+        (try control("/_count")["paths"] as? [String: Int]) ?? [:]
     }
 
     /// How many body bytes the origin sent for this exact path and query.
