@@ -36,9 +36,7 @@ extension IntegrationTests {
         @Test func tunnelsToTheAdminListenerAreRefusedWhateverTheSpelling() throws {
             let larder = try Larder()
             // The admin port is known once it is bound: allow CONNECT to it by a reload.
-            try larder.rewriteConfig(Tunnels.config(ports: [larder.adminPort, larder.proxyPort]))
-            larder.child.signal(SIGHUP)
-            _ = try larder.child.waitForOutput { $0.contains("reloaded") }
+            try larder.reload(Tunnels.config(ports: [larder.adminPort, larder.proxyPort]))
             for port in [larder.adminPort, larder.proxyPort] {
                 for host in ["0.0.0.0", "0", "127.1", "localhost", "[::]", "[::ffff:127.0.0.1]", "2130706433"] {
                     let connection = try RawConnection(port: larder.proxyPort, receiveTimeout: 10)
@@ -90,9 +88,7 @@ extension IntegrationTests {
             // localhost resolves to 127.0.0.1 (the origin listens there); curl keeps the
             // connection in its pool.
             #expect(try Curl.viaProxy(larder.proxy, ["http://localhost:\(origin.port)/first?idle=30"]).status == 200)
-            try larder.rewriteConfig("[proxy]\ndeny_destinations = [\"127.0.0.0/8\", \"::1/128\"]\n")
-            larder.child.signal(SIGHUP)
-            _ = try larder.child.waitForOutput { $0.contains("reloaded") }
+            try larder.reload("[proxy]\ndeny_destinations = [\"127.0.0.0/8\", \"::1/128\"]\n")
             // The name matches no rule; only the address of the reused connection can refuse it.
             let second = try Curl.viaProxy(larder.proxy, ["http://localhost:\(origin.port)/second?idle=30"])
             #expect(second.status == 403, "\(second.text)")

@@ -162,9 +162,7 @@ extension IntegrationTests {
             #expect(off.caught == 0 && off.expired == 0 && off.metric == 0, "\(off)")
             let defaults = try pollsAfterTraffic(try Larder())
             #expect(defaults.caught == 0 && defaults.expired == 0, "busy polling is off by default: \(defaults)")
-            try sleeping.rewriteConfig("[proxy]\nbusy_poll = \"10ms\"\n")
-            sleeping.child.signal(SIGHUP)
-            try sleeping.child.waitForOutput { $0.contains("reloaded") }
+            try sleeping.reload("[proxy]\nbusy_poll = \"10ms\"\n")
             let reloaded = try pollsAfterTraffic(sleeping)
             #expect(reloaded.caught >= 1, "after the reload: \(reloaded)")
         }

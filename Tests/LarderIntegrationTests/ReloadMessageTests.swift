@@ -48,9 +48,7 @@ extension IntegrationTests {
             #expect(try closedIdle("/before", until: 1) == 1)
             #expect(!larder.child.stderr.contains(message), "at info, the debug line is not written")
 
-            try larder.rewriteConfig("[proxy]\nworkers = 1\n[log]\nlevel = \"debug\"\n")
-            larder.child.signal(SIGHUP)
-            try larder.child.waitForOutput { $0.contains("reloaded") }
+            try larder.reload("[proxy]\nworkers = 1\n[log]\nlevel = \"debug\"\n")
             #expect(try closedIdle("/after", until: 2) == 2)
             let log = try larder.child.waitForOutput { $0.contains(message) }
             #expect(occurrences(of: message, in: log) == 1, "written once the reload made the level debug")

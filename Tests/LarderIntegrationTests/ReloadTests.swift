@@ -10,14 +10,12 @@ extension IntegrationTests {
             let path = "/r?cc=max-age=60"
             _ = try Curl.viaProxy(larder.proxy, [origin.url(path)])
             #expect(try Curl.viaProxy(larder.proxy, [origin.url(path)]).cacheStatus?.isMemoryHit == true)
-            try larder.rewriteConfig(
+            try larder.reload(
                 """
                 [[route]]
                 match = "http://127.0.0.1:*/r*"
                 policy = "network_only"
                 """)
-            larder.child.signal(SIGHUP)
-            try larder.child.waitForOutput { $0.contains("reloaded") }
             let after = try Curl.viaProxy(larder.proxy, [origin.url(path)])
             #expect(after.cacheStatus?.hit != true)
             #expect(try origin.count(path) == 2)
@@ -48,9 +46,7 @@ extension IntegrationTests {
             let connection = try RawConnection(port: larder.proxyPort)
             connection.send("GET \(origin.url("/slow?delay=1.5")) HTTP/1.1\r\nHost: x\r\n\r\n")
             usleep(300_000)
-            try larder.rewriteConfig("[upstream]\ntimeout = \"1s\"\n")
-            larder.child.signal(SIGHUP)
-            try larder.child.waitForOutput { $0.contains("reloaded") }
+            try larder.reload("[upstream]\ntimeout = \"1s\"\n")
             #expect(try connection.readResponse().status == 200, "the old 10s timeout still applies")
             // A new request gets the new 1s timeout.
             #expect(try Curl.viaProxy(larder.proxy, [origin.url("/slow2?delay=1.5")]).status == 504)

@@ -613,9 +613,7 @@ extension IntegrationTests {
                 waiting.append(connection)
             }
             #expect(!waiting[0].hasInput(within: 1000) && !waiting[1].hasInput(within: 0), "both wait: a share of one")
-            try larder.rewriteConfig(config + "4\n")
-            larder.child.signal(SIGHUP)
-            try larder.child.waitForOutput { $0.contains("reloaded") }
+            try larder.reload(config + "4\n")
             #expect(waiting[0].hasInput(within: 3000) && waiting[0].readLine()?.hasPrefix("HTTP/1.1 200") == true, "a share of two now")
             #expect(!waiting[1].hasInput(within: 500), "the third still waits: two in flight")
             // The first ends: the third goes on (requests begun before the reload count against

@@ -207,10 +207,8 @@ extension IntegrationTests {
                 #expect(pac.text.contains("if (host === \"larder.setup\") return proxy;"), "\(pac.text)")
             }
 
-            try larder.rewriteConfig(
+            try larder.reload(
                 setup.config(ports: [443], extra: pin, proxy: "workers = 1\nsetup_host = \"cache.lan.test\""))
-            larder.child.signal(SIGHUP)
-            try larder.child.waitForOutput { $0.contains("reloaded") }
             let page = try Curl.viaProxy(larder.proxy, ["http://cache.lan.test/"])
             #expect(page.status == 200 && !page.text.contains("HTTPS is tunnelled, not cached"), "\(page.text)")
             #expect(page.text.contains("<dt>Intercepted hosts (tls.intercept)</dt><dd>localhost</dd>"), "\(page.text)")

@@ -323,9 +323,7 @@ extension IntegrationTests {
             let first = try Curl.viaProxy(larder.proxy, ["-r", "0-299999", url])
             #expect(first.status == 206 && first.body == expected, "\(first.status) \(first.body.count)")
             try Self.waitUntilCached(larder, url, range: "290000-290009")
-            try larder.rewriteConfig("[cache]\nslice_size = \"96KiB\"\n")
-            larder.child.signal(SIGHUP)
-            try larder.child.waitForOutput { $0.contains("reloaded") }
+            try larder.reload("[cache]\nslice_size = \"96KiB\"\n")
             for (range, bytes) in [("0-299999", 0...299_999), ("100000-199999", 100_000...199_999)] {
                 let answer = try Curl.viaProxy(larder.proxy, ["-r", range, url])
                 #expect(answer.exitCode == 0 && answer.status == 206, "\(range): \(answer.status) \(answer.stderr)")

@@ -157,9 +157,7 @@ extension IntegrationTests {
         @Test func tunnelToTheProxyItselfIsRefused() throws {
             let larder = try Larder()
             // Allow the proxy's own port, then aim at it by address and by name.
-            try larder.rewriteConfig(Self.config(ports: [443, larder.proxyPort, larder.adminPort]))
-            larder.child.signal(SIGHUP)
-            _ = try larder.child.waitForOutput { $0.contains("reloaded") }
+            try larder.reload(Self.config(ports: [443, larder.proxyPort, larder.adminPort]))
             for host in ["127.0.0.1", "localhost"] {
                 for port in [larder.proxyPort, larder.adminPort] {
                     let connection = try RawConnection(port: larder.proxyPort)
