@@ -79,7 +79,7 @@ extension Client {
                     printError("larder client: cannot write \(files.real(file.path)): \(error)")
                     throw ExitCode(1)
                 }
-                if file.undo != "rm \(file.path)" { files.noteForUndo(file.path + ": " + file.undo) }
+                if let command = file.afterRemoval { files.runAfterUndo(command) }
                 print("wrote \(files.real(file.path))")
             }
             commands += tool.commands.filter { !commands.contains($0) }
@@ -91,7 +91,7 @@ extension Client {
             throw ExitCode(1)
         }
         if !commands.isEmpty {
-            print("Now run:")
+            print(Client.nowRun(root: files.root))
             for command in commands { print("  " + command) }
         }
         let environment = Environment.variables
@@ -158,6 +158,12 @@ extension Client {
         return bytes
     }
 
+    /// The heading of the commands left to run: under `--root`, they belong to the system
+    /// there (an image being built), not to this machine.
+    static func nowRun(root: String) -> String {
+        root == "/" ? "Now run:" : "Now run, in the system under \(root) (chroot \(root), or the image's build):"
+    }
+
     /// The files under `root` with the manifest read, or exit 1 saying why it could not be.
     static func openFiles(root: String) throws -> ClientFiles {
         do {
@@ -174,7 +180,7 @@ extension Client {
             print("Nothing to undo: \(files.real(ClientFiles.manifestPath)) does not exist.")
             return
         }
-        let notes = files.afterUndo
+        let (commands, notes) = (files.afterUndo, files.earlierNotes)
         let (removed, changed): ([String], [String])
         do {
             (removed, changed) = try files.removeAll()
@@ -184,8 +190,12 @@ extension Client {
         }
         for path in removed { print("removed \(files.real(path))") }
         for path in changed { print("kept \(files.real(path)): changed since larder client wrote it") }
+        if !commands.isEmpty {
+            print(Client.nowRun(root: files.root))
+            for command in commands { print("  " + command) }
+        }
         if !notes.isEmpty {
-            print("Also:")
+            print("Also, as recorded by an earlier larder client (the files named are removed above unless kept):")
             for note in notes { print("  " + note) }
         }
     }

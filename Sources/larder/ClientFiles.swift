@@ -14,7 +14,10 @@ struct ClientFiles {
     private(set) var files: [String: UInt64] = [:]
     private(set) var fileOrder: [String] = []
     private(set) var directories: [String] = []
+    /// The commands to run once `--undo` has removed the files (`update-ca-certificates --fresh`).
     private(set) var afterUndo: [String] = []
+    /// An earlier version's notes (`PATH: rm PATH && command`), shown as they were recorded.
+    private(set) var earlierNotes: [String] = []
 
     /// A manifest line naming a path `--undo` must not touch.
     struct UnsafePath: Error, CustomStringConvertible {
@@ -40,7 +43,8 @@ struct ClientFiles {
                 let directory = String(line.dropFirst(4))
                 guard ClientFiles.isUnderRoot(directory) else { throw UnsafePath(path: directory) }
                 directories.append(directory)
-            case ("undo", 2...): afterUndo.append(String(line.dropFirst(5)))
+            case ("run", 2...): afterUndo.append(String(line.dropFirst(4)))
+            case ("undo", 2...): earlierNotes.append(String(line.dropFirst(5)))
             default: break
             }
         }
@@ -111,9 +115,9 @@ struct ClientFiles {
         return (removed, changed)
     }
 
-    /// Records what undoing needs besides removing files (`update-ca-certificates --fresh`).
-    mutating func noteForUndo(_ text: String) {
-        if !afterUndo.contains(text) { afterUndo.append(text) }
+    /// Records a command to run once the files are removed (`update-ca-certificates --fresh`).
+    mutating func runAfterUndo(_ command: String) {
+        if !afterUndo.contains(command) { afterUndo.append(command) }
     }
 
     /// Writes the manifest (itself not listed: `--undo` removes it last).
@@ -125,7 +129,8 @@ struct ClientFiles {
         var lines = ["# Written by larder client --apply: the files it wrote, for larder client --undo."]
         lines += directories.map { "dir " + $0 }
         lines += fileOrder.map { "file \(String(files[$0]!, radix: 16)) \($0)" }
-        lines += afterUndo.map { "undo " + $0 }
+        lines += afterUndo.map { "run " + $0 }
+        lines += earlierNotes.map { "undo " + $0 }
         let temporary = real(path) + ".larder-new"
         _ = try? Syscall.call("unlink", path: temporary) { unlink($0) }
         let fd = try FileSystem.createExclusive(temporary)

@@ -133,7 +133,12 @@ extension IntegrationTests {
             let undone = try larder(["client", "--undo", "--root", root])
             #expect(undone.status == 0, "\(undone.err)")
             #expect(undone.out.contains("removed \(root)/etc/apt/apt.conf.d/80larder-proxy"), "\(undone.out)")
-            #expect(undone.out.contains("update-ca-certificates --fresh"), "\(undone.out)")
+            // What is left to run, never a removal --undo has just done, nor a path outside the root.
+            let commands = undone.out.components(separatedBy: "(chroot \(root), or the image's build):\n").dropFirst().first ?? ""
+            #expect(commands.contains("  update-ca-certificates --fresh\n"), "\(undone.out)")
+            #expect(commands.contains("  systemctl daemon-reload && systemctl restart docker\n"), "\(undone.out)")
+            #expect(!undone.out.contains("rm "), "\(undone.out)")
+            #expect(!undone.out.contains(" /etc/") && !undone.out.contains(" /usr/"), "\(undone.out)")
             #expect(snapshot(root) == before, "\(Set(snapshot(root).keys).symmetricDifference(before.keys))")
         }
 
@@ -283,6 +288,22 @@ extension IntegrationTests {
             }
             #expect(try larder(["client", "--undo", "--root", root]).status == 0)
             #expect(!FileManager.default.fileExists(atPath: root + "/etc"))
+        }
+
+        @Test func anEarlierVersionsUndoNotesAreShownAsRecorded() throws {
+            let directory = Paths.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let root = directory + "/root"
+            try FileManager.default.createDirectory(atPath: root + "/etc/larder", withIntermediateDirectories: true)
+            let note =
+                "/usr/local/share/ca-certificates/larder.crt: rm /usr/local/share/ca-certificates/larder.crt && update-ca-certificates --fresh"
+            try "# Written by larder client --apply\nundo \(note)\n".write(
+                toFile: root + "/etc/larder/client.manifest", atomically: true, encoding: .utf8)
+            let undone = try larder(["client", "--undo", "--root", root])
+            #expect(undone.status == 0, "\(undone.err)")
+            #expect(undone.out.contains("as recorded by an earlier larder client") && undone.out.contains("  \(note)\n"), "\(undone.out)")
+            #expect(!undone.out.contains("Now run"), "\(undone.out)")
+            #expect(!FileManager.default.fileExists(atPath: root + "/etc/larder/client.manifest"))
         }
 
         @Test func theDirectoriesItMakesAreReadableByEveryoneWhateverTheUmask() throws {

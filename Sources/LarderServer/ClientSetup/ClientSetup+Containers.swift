@@ -65,7 +65,7 @@ extension ClientSetup {
             """
         return SetupFile(
             path: "/etc/systemd/system/\(unit).service.d/larder-proxy.conf", content: .text(text),
-            undo: "rm it, then systemctl daemon-reload && systemctl restart \(unit)")
+            afterRemoval: "systemctl daemon-reload && systemctl restart \(unit)")
     }
 
     func domainNote(_ authority: Authority, _ what: String) -> [String] {

@@ -76,7 +76,9 @@ extension ClientSetup {
             tool.files.append(
                 SetupFile(
                     path: "/etc/systemd/system/larder-ca-bundle.path", content: .text(path),
-                    undo: "systemctl disable --now larder-ca-bundle.path, then rm the unit"))
+                    undo: "systemctl disable --now larder-ca-bundle.path, then rm the unit",
+                    // systemctl disable takes the unit's symbolic links away even once its file is gone.
+                    afterRemoval: "systemctl disable --now larder-ca-bundle.path && systemctl daemon-reload"))
             tool.files.append(SetupFile(path: "/etc/systemd/system/larder-ca-bundle.service", content: .text(service)))
             tool.commands = ["systemctl daemon-reload", "systemctl enable --now larder-ca-bundle.path"]
         }
@@ -95,7 +97,7 @@ extension ClientSetup {
                 "Adds Larder's CA to the machine's trust store, which apt, curl, wget, git, Go and OpenSSL-based tools read by default. It adds a CA; it replaces nothing. Python's pip (certifi), Node and uv carry their own roots: set them up as shown for each."
         )
         let refresh = platform.family == .debian ? "update-ca-certificates --fresh" : platform.updateCommand
-        tool.files = [SetupFile(path: anchor, content: .text(authority.pem), undo: "rm \(anchor) && \(refresh)")]
+        tool.files = [SetupFile(path: anchor, content: .text(authority.pem), afterRemoval: refresh)]
         tool.commands = [platform.updateCommand]
         return tool
     }

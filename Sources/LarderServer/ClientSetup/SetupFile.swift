@@ -28,15 +28,23 @@ public struct SetupFile: Sendable, Equatable {
     /// The file's permission bits: 0o644, or 0o755 for a hook that is run.
     public var mode: UInt32
     public var placement: Placement
-    /// What takes the file back, for a person ("remove it, then run update-ca-certificates").
+    /// What takes the file back, for a person ("rm PATH, then update-ca-certificates --fresh").
     public var undo: String
+    /// What to run once the file is gone (`update-ca-certificates --fresh`), if anything: what
+    /// `larder client --undo` lists after removing it, since removing is all it does itself.
+    public var afterRemoval: String?
 
-    public init(path: String, content: Content, mode: UInt32 = 0o644, placement: Placement = .dropIn, undo: String? = nil) {
+    /// `undo` defaults to removing the file, then `afterRemoval`.
+    public init(
+        path: String, content: Content, mode: UInt32 = 0o644, placement: Placement = .dropIn, undo: String? = nil,
+        afterRemoval: String? = nil
+    ) {
         self.path = path
         self.content = content
         self.mode = mode
         self.placement = placement
-        self.undo = undo ?? "rm \(path)"
+        self.afterRemoval = afterRemoval
+        self.undo = undo ?? "rm \(path)" + (afterRemoval.map { ", then " + $0 } ?? "")
     }
 
     /// Whether `larder client --apply` writes this file.
