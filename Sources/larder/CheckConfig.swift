@@ -24,16 +24,29 @@ struct CheckConfig: ParsableCommand {
     @Option(name: .customLong("state-dir"), help: StateDirectoryOption.help)
     var stateDir: String?
 
+    @Option(
+        name: .customLong("cache-dir"),
+        help: ArgumentHelp(
+            "The disk cache directory serve is given, which wins over disk.path (default: $CACHE_DIRECTORY, else "
+                + "\(ServedCacheDirectory.system) with the packaged unit's state directory, else disk.path)."))
+    var cacheDir: String?
+
     @Argument(help: "The configuration file.")
     var file: String
 
     func run() throws {
         let stateDirectory = StateDirectory.current(flag: stateDir, configPath: file)
         switch ConfigLoader.load(path: file, stateDirectory: stateDirectory) {
-        case .success(let config):
+        case .success(var config):
+            let variable = getenv("CACHE_DIRECTORY").map { String(cString: $0) }
+            let served = ServedCacheDirectory.choose(
+                flag: cacheDir, environment: variable.map { ["CACHE_DIRECTORY": $0] } ?? [:], stateDirectory: stateDirectory,
+                workingDirectory: FileSystem.workingDirectory() ?? "/")
+            let fromFile = config.disk.path
+            if let served { config.disk.path = served.path }
             let problems = LocalCA.problems(with: config.tls)
             guard problems.isEmpty else {
-                print(Self.pathLines(config, stateDirectory: stateDirectory, file: file))
+                print(Self.pathLines(config, stateDirectory: stateDirectory, served: served, file: file))
                 for problem in problems { printError("\(file): \(problem)") }
                 if !config.tls.intercept.isEmpty {
                     printError("\(file): \(Self.caHint(config, stateDirectory: stateDirectory, flag: stateDir, file: file))")
@@ -42,7 +55,12 @@ struct CheckConfig: ParsableCommand {
                 throw ExitCode(1)
             }
             print("\(file): OK: \(ConfigSummary.line(config))")
-            print(Self.pathLines(config, stateDirectory: stateDirectory, file: file))
+            print(Self.pathLines(config, stateDirectory: stateDirectory, served: served, file: file))
+            if let served, fromFile != stateDirectory.resolve(Config().disk.path), fromFile != served.path {
+                printError(
+                    "\(file): warning: disk.path = \(fromFile) is not used: serve is given --cache-dir \(served.path) "
+                        + "(\(served.reason)), which wins over disk.path")
+            }
             let restartOnly = ConfigKeyTable.restartChanges(from: ConfigLoader.embeddedDefaults(stateDirectory: stateDirectory), to: config)
             if !restartOnly.isEmpty {
                 print(
@@ -63,10 +81,14 @@ struct CheckConfig: ParsableCommand {
 
     /// The state directory and the absolute path of each file or directory the configuration
     /// names: what `serve` reads with it (docs/OPERATIONS.md, "Paths").
-    static func pathLines(_ config: Config, stateDirectory: StateDirectory, file: String) -> String {
+    /// `served`: the `--cache-dir` serve is given, already in `config.disk.path`.
+    static func pathLines(_ config: Config, stateDirectory: StateDirectory, served: (path: String, reason: String)?, file: String)
+        -> String
+    {
         var lines = ["\(file): relative paths resolve against \(stateDirectory.path) (\(stateDirectory.reason))"]
         for (key, path) in config.paths where !path.isEmpty {
-            lines.append("\(file): \(key) = \(path)\(access(path, F_OK) == 0 ? "" : " (not there yet)")")
+            let why = key == "disk.path" ? served.map { " (\($0.reason), which wins over the file)" } ?? "" : ""
+            lines.append("\(file): \(key) = \(path)\(why)\(access(path, F_OK) == 0 ? "" : " (not there yet)")")
         }
         return lines.joined(separator: "\n")
     }

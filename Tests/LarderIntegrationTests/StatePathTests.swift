@@ -98,5 +98,36 @@ extension IntegrationTests {
             #expect(checked.out.contains("tls.ca_dir = \(root)/state/ca\n"), "\(checked.out)")
             #expect(checked.out.contains("log.access_file = \(root)/state/access.log\n"), "\(checked.out)")
         }
+        @Test func checkConfigNamesTheCacheDirectoryServeIsGivenWhichWinsOverDiskPath() throws {
+            let root = Paths.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: root) }
+            try makeDirectories(root, ["conf", "b"])
+            let config = root + "/conf/larder.toml"
+            try "[disk]\npath = \"mine\"\n".write(toFile: config, atomically: true, encoding: .utf8)
+
+            let plain = try larder(["check-config", config], in: root + "/b")
+            #expect(plain.status == 0 && plain.out.contains("disk.path = \(root)/conf/mine (not there yet)\n"), "\(plain.out)")
+            #expect(!plain.err.contains("warning"), "\(plain.err)")
+
+            // As the packaged unit has it: serve --cache-dir ${CACHE_DIRECTORY}, whatever the file says.
+            let unit = Self.environment.merging(["CACHE_DIRECTORY": root + "/cache"]) { $1 }
+            let served = try larder(["check-config", config], in: root + "/b", environment: unit)
+            #expect(served.status == 0, "\(served.err)")
+            #expect(served.out.contains("at \(root)/cache;"), "the summary names it: \(served.out)")
+            #expect(
+                served.out.contains("disk.path = \(root)/cache ($CACHE_DIRECTORY, the packaged unit's serve --cache-dir, which wins"),
+                "\(served.out)")
+            #expect(
+                served.err.contains("warning: disk.path = \(root)/conf/mine is not used: serve is given --cache-dir \(root)/cache"),
+                "\(served.err)")
+
+            let flag = try larder(["check-config", "--cache-dir", "here", config], in: root + "/b", environment: unit)
+            #expect(flag.out.contains("disk.path = \(root)/b/here (--cache-dir, which wins"), "the shell's path: \(flag.out)")
+
+            // The default disk.path is no mistake to warn about.
+            try "[proxy]\nworkers = 1\n".write(toFile: config, atomically: true, encoding: .utf8)
+            let quiet = try larder(["check-config", config], in: root + "/b", environment: unit)
+            #expect(quiet.status == 0 && !quiet.err.contains("warning"), "\(quiet.err)")
+        }
     }
 }
