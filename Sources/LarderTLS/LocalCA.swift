@@ -18,6 +18,13 @@ public enum LocalCA {
         init(_ description: String) { self.description = description }
     }
 
+    /// How a CA is replaced, for messages that cannot tell how Larder runs: `ca init --rotate`
+    /// from a shell, or, under the packaged unit, by the service itself (a key made by root
+    /// would be unreadable to the service's own user).
+    public static let replaceAdvice =
+        "larder ca init --rotate; under the packaged systemd unit, move tls.ca_dir away and reload the service, which makes "
+        + "a new one (docs/OPERATIONS.md, \"Rotating the CA\")"
+
     /// What to do about a CA that ``CertificateFacts/lacksServerOnlyLimits``.
     public static let rotateForLimits =
         "the CA lacks extended key usage serverAuth and the e-mail and URI name constraints: its key could sign client, "
@@ -70,9 +77,9 @@ public enum LocalCA {
         let outside = uncovered(tls.intercept, by: facts)
         guard outside.isEmpty else {
             let names = outside.map(\.description).joined(separator: ", ")
-            return ["tls.intercept lists \(names), which the CA in \(tls.caDirectory) may not sign for: run larder ca init --rotate"]
+            return ["tls.intercept lists \(names), which the CA in \(tls.caDirectory) may not sign for: replace it (\(replaceAdvice))"]
         }
-        if facts.secondsLeft <= 0 { return ["the CA in \(tls.caDirectory) expired \(facts.notAfter): run larder ca init --rotate"] }
+        if facts.secondsLeft <= 0 { return ["the CA in \(tls.caDirectory) expired \(facts.notAfter): replace it (\(replaceAdvice))"] }
         return []
     }
 

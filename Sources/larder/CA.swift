@@ -64,7 +64,7 @@ struct CA: ParsableCommand {
         var unconstrained = false
         @Flag(
             name: .customLong("if-missing"),
-            help: "Do nothing when the CA exists or tls.intercept is empty (the systemd unit runs this before serve).")
+            help: "Do nothing when the CA exists or tls.intercept is empty (for scripts and image builds; serve makes a missing one itself).")
         var ifMissing = false
 
         func run() throws {
@@ -91,7 +91,8 @@ struct CA: ParsableCommand {
                     // controls invites symlink races, so this is left to the operator.
                     printError(
                         "warning: made as root in a directory owned by uid \(owner); a service running as that user cannot read the key: "
-                            + "chown -R \(owner): \(directory), or let the systemd unit make it (systemctl restart larder)")
+                            + "chown -R \(owner): \(directory), or let the service make its own (mv \(directory) \(directory).old && "
+                            + "systemctl reload larder)")
                 }
                 print(Show.describe(facts))
                 print("Next: make clients trust it (larder ca show prints how), then run larder with this configuration.")
@@ -133,7 +134,7 @@ struct CA: ParsableCommand {
             if !outside.isEmpty {
                 print(
                     "warning: tls.intercept lists \(outside.map(\.description).joined(separator: ", ")), "
-                        + "which this CA may not sign for: run larder ca init --rotate")
+                        + "which this CA may not sign for: replace it (\(LocalCA.replaceAdvice))")
             }
             do {
                 _ = try LocalCA.trusted(from: directory)

@@ -70,7 +70,7 @@ struct CheckConfig: ParsableCommand {
             for warning in Self.secretWarnings(config, file: file) { printError("\(file): warning: \(warning)") }
             let dangers = DangerousSettings.warnings(config, proxyListeners: config.proxy.listen, adminListener: config.admin.listen)
             for warning in dangers { printError("\(file): warning: \(warning)") }
-            for note in Self.caNotes(config) + Self.interceptionNotes(config) { print("\(file): note: \(note)") }
+            for note in Self.caNotes(config, stateDirectory: stateDirectory) + Self.interceptionNotes(config) { print("\(file): note: \(note)") }
             if explain { print(Self.routeTable(config)) }
         case .failure(let errors):
             printError(errors.description)
@@ -93,17 +93,21 @@ struct CheckConfig: ParsableCommand {
         return lines.joined(separator: "\n")
     }
 
-    /// How to make the CA that `tls.intercept` needs where the service looks for it.
+    /// How to replace the CA in `tls.ca_dir` that `tls.intercept` cannot use (one that is missing
+    /// is no problem: serve makes it), where and as whom the service reads it.
     static func caHint(_ config: Config, stateDirectory: StateDirectory, flag: String?, file: String) -> String {
         let command =
             "larder ca init --config \(StateDirectory.absolute(file, against: FileSystem.workingDirectory() ?? "/"))"
-            + (flag == nil ? "" : " --state-dir \(stateDirectory.path)")
+            + (flag == nil ? "" : " --state-dir \(stateDirectory.path)") + " --rotate"
+        let trust = "then make clients trust the new certificate (larder ca show prints how)"
         guard stateDirectory.path == StateDirectory.system else {
-            return "serve reads the CA from \(config.tls.caDirectory); make it there with: \(command)"
+            return "serve reads the CA from \(config.tls.caDirectory); replace it with: \(command), \(trust)"
         }
         // Made by root, the key would be root's and the service's own user could not read it.
-        return "serve reads the CA from \(config.tls.caDirectory); systemctl restart larder makes a missing one there as the "
-            + "service's user, and never replaces one that is there (\(command) --rotate does)"
+        let directory = config.tls.caDirectory
+        return "serve reads the CA from \(directory) as the service's own user; replace it with: sudo mv \(directory) "
+            + "\(directory).old && sudo systemctl reload larder (the reload makes a new one as that user; \(command) run as root "
+            + "would make a key the service cannot read), \(trust)"
     }
 
     /// Secrets others may read: a token or password-hash file readable by every user, or the
@@ -133,9 +137,11 @@ struct CheckConfig: ParsableCommand {
 
     /// A CA that `serve` will make (``LocalCA/provision(for:)``): where, so nobody makes one
     /// elsewhere by hand.
-    static func caNotes(_ config: Config) -> [String] {
+    static func caNotes(_ config: Config, stateDirectory: StateDirectory) -> [String] {
         guard LocalCA.provision(for: config.tls) != .nothing else { return [] }
-        return ["\(config.tls.caDirectory) holds no CA: serve makes it at start for tls.intercept (or larder ca init now)"]
+        // Under the packaged unit only the service should make it: root's key would be root's.
+        let byHand = stateDirectory.path == StateDirectory.system ? "" : " (or larder ca init now)"
+        return ["\(config.tls.caDirectory) holds no CA: serve makes it at start or on a reload for tls.intercept, as its own user\(byHand)"]
     }
 
     /// For each preset, the HTTPS hosts it needs intercepted that `tls.intercept` does not list.
@@ -143,8 +149,11 @@ struct CheckConfig: ParsableCommand {
         config.cache.presets.compactMap { preset in
             let missing = preset.tlsHosts.filter { !config.tls.intercepts(host: $0) }
             guard !missing.isEmpty else { return nil }
+            // A CA already made permits only the hosts it was made for; none yet is made by serve.
+            let hasCA = access(config.tls.caDirectory + "/" + LocalCA.certificateFile, F_OK) == 0
             return "preset \(preset.rawValue) caches HTTPS from \(missing.joined(separator: ", ")) only once tls.intercept lists "
-                + (missing.count == 1 ? "it" : "them") + " (then larder ca init --rotate)"
+                + (missing.count == 1 ? "it" : "them")
+                + (hasCA ? " and the CA is replaced to permit \(missing.count == 1 ? "it" : "them") (\(LocalCA.replaceAdvice))" : "")
         }
     }
 

@@ -87,7 +87,7 @@ extension IntegrationTests {
             try "[tls]\nintercept = [\"a.example\", \"b.example\"]\n".write(toFile: config, atomically: true, encoding: .utf8)
             let shown = try larder(["ca", "show", "--config", config, "--dir", ca])
             #expect(shown.status == 0)
-            #expect(shown.out.contains("b.example, which this CA may not sign for: run larder ca init --rotate"), "\(shown.out)")
+            #expect(shown.out.contains("b.example, which this CA may not sign for: replace it (larder ca init --rotate;"), "\(shown.out)")
 
             let rotated = try larder(["ca", "init", "--config", config, "--dir", ca, "--rotate"])
             #expect(rotated.status == 0, "\(rotated.err)")
@@ -142,6 +142,10 @@ extension IntegrationTests {
             // No CA at all is no error: serve makes it (ContainerTests).
             let missing = try larder(["check-config", config])
             #expect(missing.status == 0 && missing.out.contains("\(ca) holds no CA: serve makes it at start"), "\(missing.out)")
+            #expect(missing.out.contains("(or larder ca init now)"), "\(missing.out)")
+            let unitMissing = try larder(["check-config", "--state-dir", "/var/lib/larder", config])
+            #expect(
+                unitMissing.status == 0 && !unitMissing.out.contains("larder ca init"), "root's key is no use there: \(unitMissing.out)")
 
             #expect(try larder(["ca", "init", "--config", config]).status == 0)
             #expect(try larder(["check-config", config]).status == 0)
@@ -151,13 +155,68 @@ extension IntegrationTests {
             let narrow = try larder(["check-config", config])
             #expect(narrow.status == 1, "\(narrow.err)")
             #expect(
-                narrow.err.contains("tls.intercept lists *.b.example, which the CA in \(ca) may not sign for: run larder ca init --rotate"))
+                narrow.err.contains(
+                    "tls.intercept lists *.b.example, which the CA in \(ca) may not sign for: replace it (larder ca init --rotate;"),
+                "\(narrow.err)")
+            // The one command that replaces it: ca init without --rotate refuses a CA that is there.
+            #expect(
+                narrow.err.contains("replace it with: larder ca init --config \(config) --rotate, then make clients trust"), "\(narrow.err)"
+            )
+            #expect(!narrow.err.contains("make it there"), "\(narrow.err)")
+            // For the packaged unit's state directory: the service makes it, so its key is the service's.
+            let unit = try larder(["check-config", "--state-dir", "/var/lib/larder", config])
+            #expect(unit.status == 1, "\(unit.err)")
+            #expect(unit.err.contains("replace it with: sudo mv \(ca) \(ca).old && sudo systemctl reload larder"), "\(unit.err)")
             #expect(try larder(["ca", "init", "--config", config, "--rotate"]).status == 0)
             #expect(try larder(["check-config", config]).status == 0)
 
             #expect(chmod(ca + "/ca.key", 0o604) == 0)
             let exposed = try larder(serve)
             #expect(exposed.status == 1 && exposed.err.contains("readable by others (mode 604)"), "\(exposed.err)")
+        }
+
+        /// A preset's HTTPS hosts missing from tls.intercept: a rotation only when a CA is there.
+        @Test func aPresetsMissingHostsCallForANewCAOnlyWhenOneIsThere() throws {
+            let directory = Paths.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let config = directory + "/larder.toml"
+            try "[cache]\npresets = [\"pypi\"]\n[tls]\nintercept = [\"pypi.org\"]\n".write(
+                toFile: config, atomically: true, encoding: .utf8)
+            let none = try larder(["check-config", config])
+            #expect(
+                none.status == 0 && none.out.contains("caches HTTPS from files.pythonhosted.org only once tls.intercept lists it\n"),
+                "\(none.out)")
+            #expect(!none.out.contains("rotate"), "there is no CA to rotate: serve makes it for the list: \(none.out)")
+            #expect(try larder(["ca", "init", "--config", config]).status == 0)
+            let made = try larder(["check-config", config])
+            #expect(
+                made.out.contains("only once tls.intercept lists it and the CA is replaced to permit it (larder ca init --rotate;"),
+                "\(made.out)")
+        }
+
+        /// docs/OPERATIONS.md, "Rotating the CA": under the unit, the CA moved away and a reload
+        /// makes the new one, for the grown list, and serves with it at once.
+        @Test func aCAMovedAwayIsMadeAgainForTheGrownListOnAReload() throws {
+            let directory = Paths.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let ca = directory + "/ca"
+            let config = "[tls]\nintercept = [\"a.example\"]\nca_dir = \"\(ca)\"\n"
+            let running = try Larder(config: config)
+            _ = try running.child.waitForOutput { $0.contains("tls: intercepting CONNECT for a.example") }
+            let first = try larder(["ca", "show", "--dir", ca])
+            #expect(first.status == 0 && !first.out.contains("b.example"), "\(first.out)")
+
+            let grown = "[tls]\nintercept = [\"a.example\", \"b.example\"]\nca_dir = \"\(ca)\"\n"
+            try running.rewriteConfig(grown)
+            #expect(try larder(["check-config", running.configPath]).status == 1, "the old CA cannot serve the grown list")
+            #expect(rename(ca, ca + ".old") == 0)
+            try running.reload(grown)
+            let log = try running.child.waitForOutput { $0.contains("tls: created the CA in \(ca)") }
+            #expect(log.contains("permits=a.example,b.example"), "\(log)")
+            let second = try larder(["ca", "show", "--dir", ca])
+            #expect(second.status == 0 && second.out.contains("b.example"), "\(second.out)")
+            #expect(try larder(["check-config", running.configPath]).status == 0)
+            #expect(FileManager.default.fileExists(atPath: ca + ".old/ca.key"), "the old one is kept until the operator removes it")
         }
 
         @Test func aReloadThatBreaksTheCAIsRejectedAndTheProxyKeepsServing() throws {
