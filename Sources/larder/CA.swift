@@ -64,7 +64,8 @@ struct CA: ParsableCommand {
         var unconstrained = false
         @Flag(
             name: .customLong("if-missing"),
-            help: "Do nothing when the CA exists or tls.intercept is empty (for scripts and image builds; serve makes a missing one itself).")
+            help:
+                "Do nothing when the CA exists or tls.intercept is empty (for scripts and image builds; serve makes a missing one itself).")
         var ifMissing = false
 
         func run() throws {

@@ -42,7 +42,7 @@ struct CheckConfig: ParsableCommand {
             let served = ServedCacheDirectory.choose(
                 flag: cacheDir, environment: variable.map { ["CACHE_DIRECTORY": $0] } ?? [:], stateDirectory: stateDirectory,
                 workingDirectory: FileSystem.workingDirectory() ?? "/")
-            let fromFile = config.disk.path
+            let fromFile = config
             if let served { config.disk.path = served.path }
             let problems = LocalCA.problems(with: config.tls)
             guard problems.isEmpty else {
@@ -56,12 +56,13 @@ struct CheckConfig: ParsableCommand {
             }
             print("\(file): OK: \(ConfigSummary.line(config))")
             print(Self.pathLines(config, stateDirectory: stateDirectory, served: served, file: file))
-            if let served, fromFile != stateDirectory.resolve(Config().disk.path), fromFile != served.path {
+            if let served, fromFile.disk.path != stateDirectory.resolve(Config().disk.path), fromFile.disk.path != served.path {
                 printError(
-                    "\(file): warning: disk.path = \(fromFile) is not used: serve is given --cache-dir \(served.path) "
+                    "\(file): warning: disk.path = \(fromFile.disk.path) is not used: serve is given --cache-dir \(served.path) "
                         + "(\(served.reason)), which wins over disk.path")
             }
-            let restartOnly = ConfigKeyTable.restartChanges(from: ConfigLoader.embeddedDefaults(stateDirectory: stateDirectory), to: config)
+            let restartOnly = ConfigKeyTable.restartChanges(
+                from: ConfigLoader.embeddedDefaults(stateDirectory: stateDirectory), to: fromFile)
             if !restartOnly.isEmpty {
                 print(
                     "\(file): note: a reload does not apply \(restartOnly.map(\.name).joined(separator: ", ")) (set here): "
@@ -70,7 +71,9 @@ struct CheckConfig: ParsableCommand {
             for warning in Self.secretWarnings(config, file: file) { printError("\(file): warning: \(warning)") }
             let dangers = DangerousSettings.warnings(config, proxyListeners: config.proxy.listen, adminListener: config.admin.listen)
             for warning in dangers { printError("\(file): warning: \(warning)") }
-            for note in Self.caNotes(config, stateDirectory: stateDirectory) + Self.interceptionNotes(config) { print("\(file): note: \(note)") }
+            for note in Self.caNotes(config, stateDirectory: stateDirectory) + Self.interceptionNotes(config) {
+                print("\(file): note: \(note)")
+            }
             if explain { print(Self.routeTable(config)) }
         case .failure(let errors):
             printError(errors.description)

@@ -128,6 +128,7 @@ extension IntegrationTests {
             try "[proxy]\nworkers = 1\n".write(toFile: config, atomically: true, encoding: .utf8)
             let quiet = try larder(["check-config", config], in: root + "/b", environment: unit)
             #expect(quiet.status == 0 && !quiet.err.contains("warning"), "\(quiet.err)")
+            #expect(!quiet.out.contains("a reload does not apply disk.path"), "the file does not set it: \(quiet.out)")
         }
     }
 }
