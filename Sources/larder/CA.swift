@@ -22,10 +22,13 @@ struct CA: ParsableCommand {
         @Option(name: .customLong("state-dir"), help: StateDirectoryOption.help)
         var stateDir: String?
 
+        /// The file read: `--config`, else as `serve` finds it; nil for the embedded defaults.
+        var configPath: String? { config ?? ConfigLoader.defaultPath(environment: Environment.variables) }
+
         /// The configuration and the CA's absolute directory: `--dir` against the working
         /// directory, else `tls.ca_dir` as `serve` resolves it.
         func load() throws -> (Config, String) {
-            let path = config ?? ConfigLoader.defaultPath(environment: Environment.variables)
+            let path = configPath
             let stateDirectory = StateDirectory.current(flag: stateDir, configPath: path)
             var loaded = ConfigLoader.embeddedDefaults(stateDirectory: stateDirectory)
             if let path {

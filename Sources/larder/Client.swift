@@ -74,6 +74,13 @@ struct Client: ParsableCommand {
                 throw ExitCode(1)
             }
         }
+        if config.tls.intercept.isEmpty, location.dir != nil {
+            // A CA named but no host to intercept: most likely the wrong --config.
+            print(
+                "Note: tls.intercept in \(location.configPath ?? "the embedded defaults") lists no host: HTTPS is tunnelled, "
+                    + "not cached, so no tool is set up to trust Larder's CA and --dir is not used (is --config the "
+                    + "service's file?)")
+        }
         let files = try Self.openFiles(root: rootDirectory)
         let platform =
             os.flatMap(ClientPlatform.Family.init(rawValue:)).map(ClientPlatform.of)

@@ -290,6 +290,27 @@ extension IntegrationTests {
             #expect(!FileManager.default.fileExists(atPath: root + "/etc"))
         }
 
+        /// A CA named with --dir beside a configuration that intercepts nothing (most likely not
+        /// the service's file) is said, not silently set aside for a proxy-only setup.
+        @Test func aCANamedForAConfigurationThatInterceptsNothingIsSaid() throws {
+            let setup = try InterceptionSetup()
+            defer { setup.remove() }
+            let config = setup.directory + "/plain.toml"
+            try "[proxy]\nlisten = [\"127.0.0.1:3128\"]\n".write(toFile: config, atomically: true, encoding: .utf8)
+            let root = try scratchRoot(setup)
+            let applied = try larder([
+                "client", "--config", config, "--dir", setup.directory + "/ca", "--apply", "--tool", "pip", "--root", root,
+            ])
+            #expect(applied.status == 0, "\(applied.err)")
+            #expect(
+                applied.out.contains("Note: tls.intercept in \(config) lists no host: HTTPS is tunnelled, not cached"), "\(applied.out)")
+            #expect(applied.out.contains("wrote \(root)/etc/xdg/pip/pip.conf"), "\(applied.out)")
+            let shown = try larder(["client", "--config", config, "--dir", setup.directory + "/ca", "--tool", "pip"])
+            #expect(shown.out.contains("--dir is not used"), "\(shown.out)")
+            let quiet = try larder(["client", "--config", config, "--tool", "pip"])
+            #expect(!quiet.out.contains("lists no host"), "no CA named, nothing to say: \(quiet.out)")
+        }
+
         @Test func anEarlierVersionsUndoNotesAreShownAsRecorded() throws {
             let directory = Paths.temporaryDirectory()
             defer { try? FileManager.default.removeItem(atPath: directory) }
