@@ -28,10 +28,23 @@ public struct ConfigError: Error, Sendable, Equatable, CustomStringConvertible {
         self.init(file: file, position: SourcePosition(line: bytePosition.line, column: column), message: message, lineText: text)
     }
 
-    /// `FILE:LINE:COLUMN: message`.
-    public var headline: String { "\(file):\(position.line):\(position.column): \(message)" }
+    /// A problem with the file as a whole (it cannot be read): no line to point at.
+    public static func wholeFile(_ file: String, message: String) -> ConfigError {
+        ConfigError(file: file, position: SourcePosition(line: 0, column: 0), message: message, lineText: "")
+    }
 
+    /// Whether the error is about the whole file, not a place in it.
+    public var isWholeFile: Bool { position.line == 0 }
+
+    /// `FILE:LINE:COLUMN: message`, or `FILE: message` for the whole file.
+    public var headline: String {
+        isWholeFile ? "\(file): \(message)" : "\(file):\(position.line):\(position.column): \(message)"
+    }
+
+    /// The headline, then the line and a caret under the column (the headline alone for the
+    /// whole file).
     public var description: String {
+        guard !isWholeFile else { return headline }
         let caretPadding = String(repeating: " ", count: max(0, position.column - 1))
         let excerpt = lineText.replacingTabs()
         return "\(headline)\n  \(excerpt)\n  \(caretPadding)^"

@@ -54,11 +54,7 @@ public enum ConfigLoader {
         do {
             text = String(decoding: try FileSystem.readWhole(path, limit: 16 << 20), as: UTF8.self)
         } catch {
-            return .failure(
-                ConfigErrors([
-                    ConfigError(
-                        file: path, position: SourcePosition(line: 1, column: 1), message: "cannot read: \(error.message)", lineText: "")
-                ]))
+            return .failure(ConfigErrors([.wholeFile(path, message: "cannot read: \(error.message)")]))
         }
         return parse(text, file: path, stateDirectory: stateDirectory ?? StateDirectory.current(configPath: path))
     }

@@ -9,6 +9,7 @@ struct CheckConfig: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "check-config",
         abstract: "Check a configuration file and print every error with its position.",
+        usage: "larder check-config [<options>] <file>",
         discussion: """
             Exit status 0 and a one-line summary when the file is valid; 1 and every
             error (FILE:LINE:COLUMN: message, the line, a caret) when it is not. With

@@ -55,6 +55,20 @@ extension IntegrationTests {
             }
         }
 
+        /// A file that cannot be read has no line to point at: its path and why, nothing else.
+        @Test func aFileThatCannotBeReadIsNamedWithoutAnExcerpt() throws {
+            let directory = Paths.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            for (path, reason) in [(directory + "/missing.toml", "No such file or directory"), (directory, "Is a directory")] {
+                let check = try Self.larder(["check-config", path])
+                #expect(check.terminationStatus == 1)
+                #expect(check.stderr == "\(path): cannot read: \(reason)\n\(path): 1 error\n", "\(check.stderr)")
+                let serve = try Self.larder(["serve", "--config", path, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"])
+                #expect(serve.terminationStatus == 1)
+                #expect(serve.stderr.contains("\(path): cannot read: \(reason)") && !serve.stderr.contains("^"), "\(serve.stderr)")
+            }
+        }
+
         @Test func aByteOrderMarkIsAcceptedAndNotShownUnderTheCaret() throws {
             let bom: [UInt8] = [0xEF, 0xBB, 0xBF]
             let good = try Self.checkConfig(bom + Array("[proxy]\nmax_connections = 5\n".utf8))
