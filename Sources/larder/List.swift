@@ -1,5 +1,6 @@
 import ArgumentParser
 import FoundationEssentials
+import LarderConfig
 import LarderIO
 import LarderServer
 
@@ -15,9 +16,11 @@ struct List: ParsableCommand {
             token when one is configured: URLs can carry credentials). Sizes are body
             bytes in memory, else bytes on disk; age and ttl (freshness left as a hit
             is served now, under the route's policy) in seconds, a negative ttl is
-            stale; hits since the daemon started. A URL prefix also lists what routes
-            keep under keys of their own (debian:/…): the key, then the URL fetched
-            when it is not the key. A key prefix (debian:, sha256:) lists keys.
+            stale, "reval" is revalidated with the origin before every use (policy
+            revalidate: package indexes); hits since the daemon started. A URL
+            prefix also lists what routes keep under keys of their own (debian:/…):
+            the key, then the URL fetched when it is not the key. A key prefix
+            (debian:, sha256:) lists keys.
             Examples:
               larder ls https://files.pythonhosted.org/packages/
               larder ls debian:/debian/pool/
@@ -74,6 +77,13 @@ struct List: ParsableCommand {
         if failed > 0 { throw ExitCode(1) }
     }
 
+    /// The ttl column: seconds of freshness left (negative: stale), or "reval" under the
+    /// revalidate policy, where the origin is asked before every use whatever the freshness.
+    static func ttl(_ entry: CacheListing.Entry) -> String {
+        if entry.policy == CachePolicy.revalidate.rawValue { return "reval" }
+        return entry.ttlSeconds.map(String.init) ?? "-"
+    }
+
     static func table(_ listing: CacheListing) -> String {
         var lines = ["      size  tier           age       ttl    hits  key  (vary)  url (when not the key)"]
         for entry in listing.entries {
@@ -82,7 +92,7 @@ struct List: ParsableCommand {
                 ? "" : "  (" + entry.vary.sorted(by: <).map { Text.printable("\($0.key)=\($0.value)") }.joined(separator: ", ") + ")"
             lines.append(
                 Format.bytes(Double(entry.bytes)).leftPadded(10) + "  " + Text.padded(entry.tier, to: 11)
-                    + (entry.ageSeconds.map(String.init) ?? "-").leftPadded(7) + (entry.ttlSeconds.map(String.init) ?? "-").leftPadded(10)
+                    + (entry.ageSeconds.map(String.init) ?? "-").leftPadded(7) + Self.ttl(entry).leftPadded(10)
                     + String(entry.hits).leftPadded(8) + "  " + Text.printable(entry.key) + vary
                     + (entry.url.map { $0 == entry.key ? "" : "  \(Text.printable($0))" } ?? ""))
         }

@@ -69,6 +69,9 @@ extension IntegrationTests {
                 #expect(ls.status == 0, "\(ls.err)")
                 #expect(ls.out.contains("debian:\(Self.demo)  http://deb.debian.org:\(origin.port)\(Self.demo)"), "\(ls.out)")
                 #expect(ls.out.contains("3 entries") && !ls.out.contains(" -"), "\(ls.out)")
+                // The index is asked for before every use: no ttl to read as stale or fresh.
+                let releaseLine = ls.out.split(separator: "\n").first { $0.hasSuffix(Self.release) }
+                #expect(releaseLine?.contains("  reval  ") == true, "\(ls.out)")
                 let byKey = try CacheAdmin.larderCLI(["ls"] + admin + ["debian:/debian/pool/"])
                 #expect(byKey.status == 0 && byKey.out.contains("2 entries") && byKey.out.contains("debian:\(Self.hello)"), "\(byKey)")
                 // Let the disk writes land before the restart.
