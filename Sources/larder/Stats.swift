@@ -50,9 +50,13 @@ struct Stats: ParsableCommand {
         lines.append(
             "Larder \(stats.version) at \(address), up \(Format.duration(stats.uptimeSeconds)), \(stats.workers) event loop\(stats.workers == 1 ? "" : "s")"
         )
+        // The admin listener's own calls (this command's among them) are counted apart from the
+        // proxy's requests, which are what an operator reads the line for.
+        let admin = requests["admin"] ?? 0
         lines.append(
-            pad("Requests") + "\(Format.count(requests["total"] ?? 0))   hit ratio \(Text.oneDecimal(stats.hitRatio * 100)) %")
-        let outcomes = ["hit", "disk_hit", "revalidated", "stale", "coalesced", "miss", "error", "tunnel", "intercept", "admin"]
+            pad("Requests") + "\(Format.count((requests["total"] ?? 0) - admin)) through the proxy   hit ratio "
+                + "\(Text.oneDecimal(stats.hitRatio * 100)) %   (and \(Format.count(admin)) admin call\(admin == 1 ? "" : "s"))")
+        let outcomes = ["hit", "disk_hit", "revalidated", "stale", "coalesced", "miss", "error", "tunnel", "intercept"]
         lines.append(pad("") + outcomes.map { "\($0) \(Format.count(requests[$0] ?? 0))" }.joined(separator: "  "))
         lines.append(pad("Bytes") + "from cache \(bytes(stats.bytes.fromCache))   from upstream \(bytes(stats.bytes.fromUpstream))")
         let memory = stats.memory

@@ -427,6 +427,11 @@ extension IntegrationTests {
             stats.process.waitUntilExit()
             #expect(stats.process.terminationStatus == 0)
             #expect(stats.stdout.contains("hit ratio"))
+            // The proxy's requests apart from the admin calls (this command's among them).
+            let proxied = try larder.stats().requests
+            let through = (proxied["total"] ?? 0) - (proxied["admin"] ?? 0)
+            #expect(through > 0 && stats.stdout.contains("Requests      \(through) through the proxy"), "\(stats.stdout)")
+            #expect(stats.stdout.contains(" admin call"), "\(stats.stdout)")
             // Numbers as the table writes them: one decimal, sizes with a binary unit.
             #expect(stats.stdout.range(of: #"hit ratio [0-9]+\.[0-9] %"#, options: .regularExpression) != nil, "\(stats.stdout)")
             #expect(
