@@ -17,6 +17,14 @@ public enum PasswordHash {
     /// The longest password crypt(3) hashes, in bytes (libxcrypt's `CRYPT_MAX_PASSPHRASE_SIZE`).
     public static let maxPasswordBytes = 512
 
+    /// The longest password bcrypt reads: it ignores every byte after the 72nd, so a longer
+    /// one would also match every password that begins the same. Such a password is refused
+    /// when hashed, and never matches a bcrypt hash when checked.
+    public static let bcryptMaxPasswordBytes = 72
+
+    /// Whether `hash` (or a setting) is bcrypt's: `$2a$`, `$2b$`, `$2x$` or `$2y$`.
+    static func isBcrypt(_ hash: some StringProtocol) -> Bool { hash.hasPrefix("$2") }
+
     public static let schemes: [(name: String, prefix: String)] = [
         ("yescrypt", "$y$"), ("bcrypt", "$2b$"), ("sha512crypt", "$6$"),
     ]
@@ -24,6 +32,11 @@ public enum PasswordHash {
     /// Hashes `password` with a fresh random salt. `cost` 0 picks the scheme's default.
     public static func make(password: String, prefix: String = "$y$", cost: UInt = 0) throws(Failure) -> String {
         guard !password.utf8.contains(0) else { throw Failure(description: "the password contains a NUL byte") }
+        if isBcrypt(prefix) && password.utf8.count > bcryptMaxPasswordBytes {
+            throw Failure(
+                description: "bcrypt reads only the first \(bcryptMaxPasswordBytes) bytes of a password: use yescrypt, or a "
+                    + "password of at most \(bcryptMaxPasswordBytes) bytes")
+        }
         var setting = [CChar](repeating: 0, count: Int(CRYPT_GENSALT_OUTPUT_SIZE))
         // A nil random-bytes argument makes libxcrypt read the salt from the OS's CSPRNG.
         guard crypt_gensalt_rn(prefix, cost, nil, 0, &setting, Int32(setting.count)) != nil else {
@@ -35,8 +48,10 @@ public enum PasswordHash {
         return hash
     }
 
-    /// Whether `password` matches `hash`, compared in constant time.
+    /// Whether `password` matches `hash`, compared in constant time. A password longer than
+    /// bcrypt reads never matches a bcrypt hash (``bcryptMaxPasswordBytes``).
     public static func verify(password: String, hash: String) -> Bool {
+        if isBcrypt(hash) && password.utf8.count > bcryptMaxPasswordBytes { return false }
         guard !password.utf8.contains(0), let computed = self.hash(password, setting: hash.utf8CString) else { return false }
         let expected = Array(hash.utf8)
         let actual = Array(computed.utf8)
