@@ -169,7 +169,9 @@ extension Client {
         do {
             return try ClientFiles(root: root)
         } catch {
-            printError("larder client: cannot read \(root == "/" ? "" : root)\(ClientFiles.manifestPath): \(error)")
+            printError(
+                "larder client: cannot read \(root == "/" ? "" : root)\(ClientFiles.manifestPath): "
+                    + Text.printable(String(describing: error)))
             throw ExitCode(1)
         }
     }
@@ -185,18 +187,20 @@ extension Client {
         do {
             (removed, changed) = try files.removeAll()
         } catch {
-            printError("larder client --undo: \(error)")
+            printError("larder client --undo: \(Text.printable(String(describing: error)))")
             throw ExitCode(1)
         }
-        for path in removed { print("removed \(files.real(path))") }
-        for path in changed { print("kept \(files.real(path)): changed since larder client wrote it") }
+        // The manifest is text anyone with root over the tree may have edited (an image's
+        // author, for --root): none of it reaches the terminal as control characters.
+        for path in removed { print("removed \(Text.printable(files.real(path)))") }
+        for path in changed { print("kept \(Text.printable(files.real(path))): changed since larder client wrote it") }
         if !commands.isEmpty {
             print(Client.nowRun(root: files.root))
-            for command in commands { print("  " + command) }
+            for command in commands { print("  " + Text.printable(command)) }
         }
         if !notes.isEmpty {
             print("Also, as recorded by an earlier larder client (the files named are removed above unless kept):")
-            for note in notes { print("  " + note) }
+            for note in notes { print("  " + Text.printable(note)) }
         }
     }
 }

@@ -123,12 +123,8 @@ struct Client: ParsableCommand {
 
     private func resolvedRoot() throws -> String {
         guard let root, root != "/" else { return "/" }
-        var path = root
-        while path.count > 1 && path.hasSuffix("/") { path.removeLast() }
-        if !path.hasPrefix("/"), let cwd = getcwd(nil, 0) {
-            path = String(cString: cwd) + "/" + path
-            free(cwd)
-        }
+        // Absolute and without "." or "..": every path shown and written is the root's then.
+        let path = StateDirectory.absolute(root, against: FileSystem.workingDirectory() ?? "/")
         guard FileSystem.isDirectory(path) else { throw ValidationError("--root \(root) is not a directory") }
         return path
     }

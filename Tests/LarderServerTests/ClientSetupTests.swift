@@ -52,7 +52,10 @@ import Testing
         #expect(debian.files[2].path == "/etc/ca-certificates/update.d/larder-bundle" && debian.files[2].mode == 0o755)
         let rhel = try #require(ClientSetup(proxyURL: "http://h:1", authority: authority, platform: .rhel).tool(named: "ca-bundle"))
         #expect(rhel.files[1].content == .concatenation(["/etc/pki/tls/certs/ca-bundle.crt", ClientSetup.caFile]))
-        #expect(rhel.files.contains { $0.path.hasSuffix("larder-ca-bundle.path") })
+        let unit = try #require(rhel.files.first { $0.path.hasSuffix("larder-ca-bundle.path") })
+        // Run once --undo has removed the unit: `systemctl disable` would then say it failed.
+        let after = try #require(unit.afterRemoval)
+        #expect(after.contains("rm -f /etc/systemd/system/paths.target.wants/larder-ca-bundle.path") && !after.contains("disable"))
     }
 
     @Test func withoutInterceptionOnlyTheProxyIsSetUp() {

@@ -77,8 +77,11 @@ extension ClientSetup {
                 SetupFile(
                     path: "/etc/systemd/system/larder-ca-bundle.path", content: .text(path),
                     undo: "systemctl disable --now larder-ca-bundle.path, then rm the unit",
-                    // systemctl disable takes the unit's symbolic links away even once its file is gone.
-                    afterRemoval: "systemctl disable --now larder-ca-bundle.path && systemctl daemon-reload"))
+                    // Once its file is gone, systemctl disable still removes the link but says it
+                    // failed: the link is removed by hand instead.
+                    afterRemoval:
+                        "systemctl stop larder-ca-bundle.path; rm -f /etc/systemd/system/paths.target.wants/larder-ca-bundle.path; "
+                        + "systemctl daemon-reload"))
             tool.files.append(SetupFile(path: "/etc/systemd/system/larder-ca-bundle.service", content: .text(service)))
             tool.commands = ["systemctl daemon-reload", "systemctl enable --now larder-ca-bundle.path"]
         }
