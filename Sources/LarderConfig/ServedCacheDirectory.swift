@@ -15,9 +15,10 @@ public enum ServedCacheDirectory {
         if let flag, !flag.isEmpty {
             return (StateDirectory.absolute(flag, against: workingDirectory), "--cache-dir")
         }
-        // systemd may list several directories, separated by colons; the first is the unit's own.
-        if let variable = environment["CACHE_DIRECTORY"], let first = variable.split(separator: ":").first, first.hasPrefix("/") {
-            return (StateDirectory.absolute(String(first), against: "/"), "$CACHE_DIRECTORY, the packaged unit's serve --cache-dir")
+        // Whole: the unit hands serve ${CACHE_DIRECTORY} as it is (one directory for the packaged
+        // unit's CacheDirectory=larder).
+        if let variable = environment["CACHE_DIRECTORY"], variable.hasPrefix("/") {
+            return (StateDirectory.absolute(variable, against: "/"), "$CACHE_DIRECTORY, the packaged unit's serve --cache-dir")
         }
         if stateDirectory.path == StateDirectory.system {
             return (system, "the packaged unit's serve --cache-dir ${CACHE_DIRECTORY}")

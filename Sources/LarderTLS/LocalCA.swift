@@ -22,13 +22,13 @@ public enum LocalCA {
     /// from a shell, or, under the packaged unit, by the service itself (a key made by root
     /// would be unreadable to the service's own user).
     public static let replaceAdvice =
-        "larder ca init --rotate; under the packaged systemd unit, move tls.ca_dir away and reload the service, which makes "
-        + "a new one (docs/OPERATIONS.md, \"Rotating the CA\")"
+        "larder ca init --config FILE --rotate; under the packaged systemd unit, move tls.ca_dir away and systemctl "
+        + "reload-or-restart larder, which makes a new one (docs/OPERATIONS.md, \"Rotating the CA\")"
 
     /// What to do about a CA that ``CertificateFacts/lacksServerOnlyLimits``.
     public static let rotateForLimits =
         "the CA lacks extended key usage serverAuth and the e-mail and URI name constraints: its key could sign client, "
-        + "e-mail or code-signing certificates; run larder ca init --rotate (clients must then trust the new one)"
+        + "e-mail or code-signing certificates; replace it (\(replaceAdvice)), then make clients trust the new one"
 
     /// The DNS subtrees that permit exactly what `rules` match: a host itself, and for a `*.`
     /// domain the domain (a subtree also permits the names under it).
@@ -169,7 +169,14 @@ public enum LocalCA {
         } catch let failure as Failure {
             throw failure
         } catch {
-            throw Failure("cannot read the CA in \(directory): \(error) (create one with larder ca init)")
+            // Missing: serve makes it. There but unreadable: most often made by another user
+            // (root) than the one serve runs as, which a new CA does not mend by itself.
+            let missing = (error as? SystemError)?.errno == ENOENT
+            throw Failure(
+                "cannot read the CA in \(directory): \(error) "
+                    + (missing
+                        ? "(serve makes one at start for tls.intercept, or larder ca init)"
+                        : "(it must be readable by the user serve runs as: chown it to that user, or replace it: \(replaceAdvice))"))
         }
         let facts = try facts(ofCertificate: certificate, at: certificatePath)
         guard facts.isCA else { throw Failure("\(certificatePath) is not a CA certificate") }

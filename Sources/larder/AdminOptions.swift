@@ -41,7 +41,11 @@ struct AdminOptions: ParsableArguments {
                 "\(errors)".contains("CREDENTIALS_DIRECTORY")
                 ? "\n(the service's credentials are in \(Self.serviceCredentials) while it runs, for root; or pass --token or --token-file)"
                 : ""
-            throw ValidationError("cannot read \(path):\n\(errors)\(hint)")
+            // The file's own errors (FILE:LINE:COLUMN, or FILE: cannot read), then exit 1 as
+            // serve and check-config do: not a usage error, whose banner would follow.
+            printError("\(errors)\(hint)")
+            printError("\(path): \(errors.errors.count) error\(errors.errors.count == 1 ? "" : "s")")
+            throw ExitCode(1)
         }
     }
 

@@ -95,8 +95,8 @@ struct CA: ParsableCommand {
                     // controls invites symlink races, so this is left to the operator.
                     printError(
                         "warning: made as root in a directory owned by uid \(owner); a service running as that user cannot read the key: "
-                            + "chown -R \(owner): \(directory), or let the service make its own (mv \(directory) \(directory).old && "
-                            + "systemctl reload larder)")
+                            + "chown -R \(owner): \(directory), or let the service make its own (mv \(directory) "
+                            + "\(directory).old-$(date +%Y%m%d%H%M%S) && systemctl reload-or-restart larder)")
                 }
                 print(Show.describe(facts))
                 print("Next: make clients trust it (larder ca show prints how), then run larder with this configuration.")
@@ -134,6 +134,9 @@ struct CA: ParsableCommand {
             }
             print(Show.describe(facts))
             if facts.lacksServerOnlyLimits { print("warning: " + LocalCA.rotateForLimits) }
+            if facts.secondsLeft <= 0 {
+                print("warning: the CA expired \(facts.notAfter): serve refuses it; replace it (\(LocalCA.replaceAdvice))")
+            }
             let outside = LocalCA.uncovered(config.tls.intercept, by: facts)
             if !outside.isEmpty {
                 print(

@@ -35,6 +35,10 @@ struct CheckConfig: ParsableCommand {
     @Argument(help: "The configuration file.")
     var file: String
 
+    func validate() throws {
+        if cacheDir?.isEmpty == true { throw ValidationError("--cache-dir is empty: name the disk cache's directory") }
+    }
+
     func run() throws {
         let stateDirectory = StateDirectory.current(flag: stateDir, configPath: file)
         switch ConfigLoader.load(path: file, stateDirectory: stateDirectory) {
@@ -57,7 +61,9 @@ struct CheckConfig: ParsableCommand {
             }
             print("\(file): OK: \(ConfigSummary.line(config))")
             print(Self.pathLines(config, stateDirectory: stateDirectory, served: served, file: file))
-            if let served, fromFile.disk.path != stateDirectory.resolve(Config().disk.path), fromFile.disk.path != served.path {
+            if let served, fromFile.disk.path != stateDirectory.resolve(Config().disk.path),
+                !Self.sameDirectory(fromFile.disk.path, served.path)
+            {
                 printError(
                     "\(file): warning: disk.path = \(fromFile.disk.path) is not used: serve is given --cache-dir \(served.path) "
                         + "(\(served.reason)), which wins over disk.path")
@@ -71,7 +77,7 @@ struct CheckConfig: ParsableCommand {
             }
             for warning in Self.secretWarnings(config, file: file) { printError("\(file): warning: \(warning)") }
             let dangers = DangerousSettings.warnings(config, proxyListeners: config.proxy.listen, adminListener: config.admin.listen)
-            for warning in dangers { printError("\(file): warning: \(warning)") }
+            for warning in dangers + Self.caWarnings(config) { printError("\(file): warning: \(warning)") }
             for note in Self.caNotes(config, stateDirectory: stateDirectory) + Self.interceptionNotes(config) {
                 print("\(file): note: \(note)")
             }
@@ -110,8 +116,8 @@ struct CheckConfig: ParsableCommand {
         // Made by root, the key would be root's and the service's own user could not read it.
         let directory = config.tls.caDirectory
         return "serve reads the CA from \(directory) as the service's own user; replace it with: sudo mv \(directory) "
-            + "\(directory).old && sudo systemctl reload larder (the reload makes a new one as that user; \(command) run as root "
-            + "would make a key the service cannot read), \(trust)"
+            + "\(directory).old-$(date +%Y%m%d%H%M%S) && sudo systemctl reload-or-restart larder (serve makes a new one as "
+            + "that user; \(command) run as root would make a key the service cannot read), \(trust)"
     }
 
     /// Secrets others may read: a token or password-hash file readable by every user, or the
@@ -137,6 +143,23 @@ struct CheckConfig: ParsableCommand {
                     + "move them to admin.token_file / proxy.auth_users_file (systemd: LoadCredential=) or chmod 0640 it")
         }
         return warnings
+    }
+
+    /// Whether two paths name one directory: the same text, or (through a symbolic link) the
+    /// same inode.
+    static func sameDirectory(_ first: String, _ second: String) -> Bool {
+        guard first != second else { return true }
+        var one = stat()
+        var other = stat()
+        return stat(first, &one) == 0 && stat(second, &other) == 0 && one.st_dev == other.st_dev && one.st_ino == other.st_ino
+    }
+
+    /// A CA that serve takes but warns about: one made before the serverAuth limits.
+    static func caWarnings(_ config: Config) -> [String] {
+        guard !config.tls.intercept.isEmpty, let facts = try? LocalCA.load(from: config.tls.caDirectory),
+            facts.lacksServerOnlyLimits
+        else { return [] }
+        return [LocalCA.rotateForLimits]
     }
 
     /// A CA that `serve` will make (``LocalCA/provision(for:)``): where, so nobody makes one

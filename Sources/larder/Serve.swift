@@ -38,6 +38,11 @@ struct Serve: ParsableCommand {
     @Option(name: .customLong("state-dir"), help: StateDirectoryOption.help)
     var stateDir: String?
 
+    func validate() throws {
+        // An empty one (an unset variable in a unit's ExecStart) would be the working directory.
+        if cacheDir?.isEmpty == true { throw ValidationError("--cache-dir is empty: name the disk cache's directory") }
+    }
+
     func run() throws {
         let path = configPath ?? ConfigLoader.defaultPath(environment: Environment.variables)
         let selection = ConfigSelection(

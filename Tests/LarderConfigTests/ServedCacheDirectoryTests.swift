@@ -12,9 +12,10 @@ import Testing
         #expect(choose(flag: "cache/", environment: ["CACHE_DIRECTORY": "/x"], config: "/etc/larder/larder.toml") == "/home/op/cache")
     }
 
-    @Test func systemdsCacheDirectoryComesNextAndItsFirstEntryOnly() {
+    @Test func systemdsCacheDirectoryComesNextWholeAsTheUnitHandsItToServe() {
         #expect(
-            choose(environment: ["CACHE_DIRECTORY": "/var/cache/larder:/var/cache/other"], config: "/srv/l.toml") == "/var/cache/larder")
+            choose(environment: ["CACHE_DIRECTORY": "/var/cache/larder:/var/cache/other"], config: "/srv/l.toml")
+                == "/var/cache/larder:/var/cache/other")
         #expect(choose(environment: ["CACHE_DIRECTORY": "relative"], config: "/srv/l.toml") == nil)
     }
 

@@ -87,7 +87,9 @@ extension IntegrationTests {
             try "[tls]\nintercept = [\"a.example\", \"b.example\"]\n".write(toFile: config, atomically: true, encoding: .utf8)
             let shown = try larder(["ca", "show", "--config", config, "--dir", ca])
             #expect(shown.status == 0)
-            #expect(shown.out.contains("b.example, which this CA may not sign for: replace it (larder ca init --rotate;"), "\(shown.out)")
+            #expect(
+                shown.out.contains("b.example, which this CA may not sign for: replace it (larder ca init --config FILE --rotate;"),
+                "\(shown.out)")
 
             let rotated = try larder(["ca", "init", "--config", config, "--dir", ca, "--rotate"])
             #expect(rotated.status == 0, "\(rotated.err)")
@@ -156,7 +158,8 @@ extension IntegrationTests {
             #expect(narrow.status == 1, "\(narrow.err)")
             #expect(
                 narrow.err.contains(
-                    "tls.intercept lists *.b.example, which the CA in \(ca) may not sign for: replace it (larder ca init --rotate;"),
+                    "tls.intercept lists *.b.example, which the CA in \(ca) may not sign for: replace it (larder ca init --config FILE --rotate;"
+                ),
                 "\(narrow.err)")
             // The one command that replaces it: ca init without --rotate refuses a CA that is there.
             #expect(
@@ -166,13 +169,31 @@ extension IntegrationTests {
             // For the packaged unit's state directory: the service makes it, so its key is the service's.
             let unit = try larder(["check-config", "--state-dir", "/var/lib/larder", config])
             #expect(unit.status == 1, "\(unit.err)")
-            #expect(unit.err.contains("replace it with: sudo mv \(ca) \(ca).old && sudo systemctl reload larder"), "\(unit.err)")
+            #expect(
+                unit.err.contains(
+                    "replace it with: sudo mv \(ca) \(ca).old-$(date +%Y%m%d%H%M%S) && sudo systemctl reload-or-restart larder"),
+                "\(unit.err)")
             #expect(try larder(["ca", "init", "--config", config, "--rotate"]).status == 0)
             #expect(try larder(["check-config", config]).status == 0)
 
             #expect(chmod(ca + "/ca.key", 0o604) == 0)
             let exposed = try larder(serve)
             #expect(exposed.status == 1 && exposed.err.contains("readable by others (mode 604)"), "\(exposed.err)")
+        }
+
+        /// Why a CA cannot be read decides the advice: a missing one is made by serve, one that
+        /// is there but unreadable needs its owner changed or a new one (review 124).
+        @Test func aCAThatCannotBeReadIsAdvisedOnByWhy() throws {
+            let directory = Paths.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let missing = try larder(["ca", "show", "--dir", directory + "/none"])
+            #expect(
+                missing.status == 1 && missing.err.contains("(serve makes one at start for tls.intercept, or larder ca init)"),
+                "\(missing.err)")
+            try FileManager.default.createDirectory(atPath: directory + "/odd/ca.pem", withIntermediateDirectories: true)
+            let unreadable = try larder(["ca", "show", "--dir", directory + "/odd"])
+            #expect(unreadable.status == 1 && unreadable.err.contains("it must be readable by the user serve runs as"), "\(unreadable.err)")
+            #expect(!unreadable.err.contains("larder ca init)"), "ca init refuses a CA that is there: \(unreadable.err)")
         }
 
         /// A preset's HTTPS hosts missing from tls.intercept: a rotation only when a CA is there.
@@ -190,7 +211,8 @@ extension IntegrationTests {
             #expect(try larder(["ca", "init", "--config", config]).status == 0)
             let made = try larder(["check-config", config])
             #expect(
-                made.out.contains("only once tls.intercept lists it and the CA is replaced to permit it (larder ca init --rotate;"),
+                made.out.contains(
+                    "only once tls.intercept lists it and the CA is replaced to permit it (larder ca init --config FILE --rotate;"),
                 "\(made.out)")
         }
 

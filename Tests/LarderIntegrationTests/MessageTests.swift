@@ -66,6 +66,11 @@ extension IntegrationTests {
                 let serve = try Self.larder(["serve", "--config", path, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"])
                 #expect(serve.terminationStatus == 1)
                 #expect(serve.stderr.contains("\(path): cannot read: \(reason)") && !serve.stderr.contains("^"), "\(serve.stderr)")
+                // The admin commands read it for the admin address and token: the same words, exit 1
+                // and no usage banner (review 124).
+                let stats = try Self.larder(["stats", "--config", path])
+                #expect(stats.terminationStatus == 1, "\(stats.stderr)")
+                #expect(stats.stderr == "\(path): cannot read: \(reason)\n\(path): 1 error\n", "\(stats.stderr)")
             }
         }
 

@@ -145,6 +145,47 @@ extension IntegrationTests {
             #expect(shown.out.contains("key usage:    serverAuth") && !shown.out.contains("lacks"), "\(shown.out)")
         }
 
+        /// An expired CA: serve and check-config refuse it, and ca show, which prints how to
+        /// trust it, says first that it has to be replaced (review 124).
+        @Test func anExpiredCAIsToldToBeReplacedBeforeHowToTrustIt() throws {
+            let directory = Paths.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let config = try makeCA(in: directory)
+            let ca = directory + "/ca"
+            // Dates in the past: only `openssl ca` sets them.
+            let authority = """
+                [ca]
+                default_ca = old
+                [old]
+                database = index.txt
+                serial = serial
+                new_certs_dir = .
+                default_md = sha256
+                policy = any
+                [any]
+                commonName = supplied
+                [limits]
+                basicConstraints=critical,CA:TRUE,pathlen:0
+                keyUsage=critical,keyCertSign,cRLSign
+                extendedKeyUsage=serverAuth
+                nameConstraints=critical,permitted;DNS:localhost,excluded;IP:0.0.0.0/0.0.0.0,excluded;IP:::/::
+
+                """
+            try authority.write(toFile: ca + "/authority.cnf", atomically: true, encoding: .utf8)
+            let old = try run(
+                ": > index.txt && echo 01 > serial && openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes"
+                    + " -keyout ca.key -subj '/CN=Larder local CA' -out ca.csr && openssl ca -batch -selfsign -config authority.cnf"
+                    + " -keyfile ca.key -in ca.csr -out ca.pem -startdate 20200101000000Z -enddate 20200102000000Z"
+                    + " -extensions limits -notext && chmod 600 ca.key", in: ca)
+            #expect(old.status == 0, "\(old.out)")
+            let shown = try larder(["ca", "show", "--config", config])
+            #expect(
+                shown.out.contains("warning: the CA expired") && shown.out.contains("replace it (larder ca init --config FILE --rotate"),
+                "\(shown.out)")
+            let checked = try larder(["check-config", config])
+            #expect(checked.status == 1 && checked.err.contains("expired"), "\(checked.err)")
+        }
+
         @Test func aCAWithoutTheLimitsIsReportedByShowAndServeAndRotateUpgradesIt() throws {
             let directory = Paths.temporaryDirectory()
             defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -160,7 +201,12 @@ extension IntegrationTests {
 
             let shown = try larder(["ca", "show", "--config", config])
             #expect(shown.out.contains("key usage:    any") && shown.out.contains("e-mail names: any"), "\(shown.out)")
-            #expect(shown.out.contains("lacks extended key usage serverAuth") && shown.out.contains("larder ca init --rotate"))
+            #expect(
+                shown.out.contains("lacks extended key usage serverAuth") && shown.out.contains("larder ca init --config FILE --rotate"),
+                "\(shown.out)")
+            // check-config, which takes it as serve does, says so too (review 124).
+            let checked = try larder(["check-config", config])
+            #expect(checked.status == 0 && checked.err.contains("warning: the CA lacks extended key usage serverAuth"), "\(checked.err)")
             let serve = try Larder(config: try String(contentsOfFile: config, encoding: .utf8))
             try serve.child.waitForOutput { $0.contains("the CA lacks extended key usage serverAuth") }
             serve.stop()

@@ -129,6 +129,19 @@ extension IntegrationTests {
             let quiet = try larder(["check-config", config], in: root + "/b", environment: unit)
             #expect(quiet.status == 0 && !quiet.err.contains("warning"), "\(quiet.err)")
             #expect(!quiet.out.contains("a reload does not apply disk.path"), "the file does not set it: \(quiet.out)")
+
+            // One directory through a symbolic link is the same directory (review 124).
+            try makeDirectories(root, ["real"])
+            try FileManager.default.createSymbolicLink(atPath: root + "/conf/link", withDestinationPath: root + "/real")
+            try "[disk]\npath = \"link\"\n".write(toFile: config, atomically: true, encoding: .utf8)
+            let linked = try larder(["check-config", "--cache-dir", root + "/real", config], in: root + "/b")
+            #expect(linked.status == 0 && !linked.err.contains("warning"), "\(linked.err)")
+            // An empty --cache-dir would be serve's working directory: both refuse it.
+            let empty = try larder(["check-config", "--cache-dir", "", config], in: root + "/b")
+            #expect(empty.status == 64 && empty.err.contains("--cache-dir is empty"), "\(empty.err)")
+            let serve = try larder(["serve", "--config", config, "--cache-dir", "", "--listen", "127.0.0.1:0"], in: root + "/b")
+            #expect(serve.status == 64 && serve.err.contains("--cache-dir is empty"), "\(serve.err)")
+            #expect(!FileManager.default.fileExists(atPath: root + "/b/v1"), "nothing made in the working directory")
         }
     }
 }
