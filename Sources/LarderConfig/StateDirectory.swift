@@ -64,6 +64,11 @@ public struct StateDirectory: Sendable, Equatable, CustomStringConvertible {
         Self.absolute(path, against: self.path)
     }
 
+    /// `path` against this process's working directory, as a path given on its command line.
+    public static func absolute(_ path: String) -> String {
+        absolute(path, against: FileSystem.workingDirectory() ?? "/")
+    }
+
     /// `path` against `base`, with `.`, `..` and repeated slashes removed (lexically: a
     /// symbolic link is not followed, as the kernel would not for a path it is handed).
     public static func absolute(_ path: String, against base: String) -> String {

@@ -15,20 +15,29 @@ public enum LocalCA {
     /// A CA that cannot be created, read or used, with what to do about it.
     public struct Failure: Error, CustomStringConvertible {
         public let description: String
-        init(_ description: String) { self.description = description }
+        /// Whether what fails is the CA itself (too narrow, expired), which only a new one
+        /// mends: the caller adds how to make it where it runs (``replaceAdvice(config:)``).
+        public let needsNewCA: Bool
+        init(_ description: String, needsNewCA: Bool = false) {
+            self.description = description
+            self.needsNewCA = needsNewCA
+        }
     }
 
     /// How a CA is replaced, for messages that cannot tell how Larder runs: `ca init --rotate`
     /// from a shell, or, under the packaged unit, by the service itself (a key made by root
     /// would be unreadable to the service's own user).
-    public static let replaceAdvice =
-        "larder ca init --config FILE --rotate; under the packaged systemd unit, move tls.ca_dir away and systemctl "
-        + "reload-or-restart larder, which makes a new one (docs/OPERATIONS.md, \"Rotating the CA\")"
+    /// `config`: the configuration file the command read (nil: the embedded defaults).
+    public static func replaceAdvice(config: String?) -> String {
+        "larder ca init\(config.map { " --config \($0)" } ?? "") --rotate; under the packaged systemd unit, move tls.ca_dir "
+            + "away and systemctl reload-or-restart larder, which makes a new one (docs/OPERATIONS.md, \"Rotating the CA\"), "
+            + "then make clients trust the new one"
+    }
 
     /// What to do about a CA that ``CertificateFacts/lacksServerOnlyLimits``.
     public static let rotateForLimits =
         "the CA lacks extended key usage serverAuth and the e-mail and URI name constraints: its key could sign client, "
-        + "e-mail or code-signing certificates; replace it (\(replaceAdvice)), then make clients trust the new one"
+        + "e-mail or code-signing certificates: replace it"
 
     /// The DNS subtrees that permit exactly what `rules` match: a host itself, and for a `*.`
     /// domain the domain (a subtree also permits the names under it).
@@ -77,9 +86,9 @@ public enum LocalCA {
         let outside = uncovered(tls.intercept, by: facts)
         guard outside.isEmpty else {
             let names = outside.map(\.description).joined(separator: ", ")
-            return ["tls.intercept lists \(names), which the CA in \(tls.caDirectory) may not sign for: replace it (\(replaceAdvice))"]
+            return ["tls.intercept lists \(names), which the CA in \(tls.caDirectory) may not sign for: replace it"]
         }
-        if facts.secondsLeft <= 0 { return ["the CA in \(tls.caDirectory) expired \(facts.notAfter): replace it (\(replaceAdvice))"] }
+        if facts.secondsLeft <= 0 { return ["the CA in \(tls.caDirectory) expired \(facts.notAfter): replace it"] }
         return []
     }
 
@@ -175,8 +184,9 @@ public enum LocalCA {
             throw Failure(
                 "cannot read the CA in \(directory): \(error) "
                     + (missing
-                        ? "(serve makes one at start for tls.intercept, or larder ca init)"
-                        : "(it must be readable by the user serve runs as: chown it to that user, or replace it: \(replaceAdvice))"))
+                        ? "(serve makes one at start for tls.intercept, or larder ca init --config FILE)"
+                        : "(this user cannot read it: look as root or as the user serve runs as, which must be able to; "
+                            + "chown it to that user, or replace it)"))
         }
         let facts = try facts(ofCertificate: certificate, at: certificatePath)
         guard facts.isCA else { throw Failure("\(certificatePath) is not a CA certificate") }

@@ -36,7 +36,7 @@ public final class TLSInterceptor: Sendable {
             throw LocalCA.Failure("tls.intercept is set, but the CA cannot be used: \(error)")
         }
         let problems = LocalCA.problems(with: tls, facts: mint.facts)
-        guard problems.isEmpty else { throw LocalCA.Failure(problems.joined(separator: "\n")) }
+        guard problems.isEmpty else { throw LocalCA.Failure(problems.joined(separator: "\n"), needsNewCA: true) }
         if let running, running.mint.facts.sha256Fingerprint == mint.facts.sha256Fingerprint, running.leafValidity == tls.leafValidity {
             return running
         }

@@ -133,15 +133,16 @@ struct CA: ParsableCommand {
                 throw ExitCode(1)
             }
             print(Show.describe(facts))
-            if facts.lacksServerOnlyLimits { print("warning: " + LocalCA.rotateForLimits) }
+            let advice = LocalCA.replaceAdvice(config: location.configPath.map(StateDirectory.absolute))
+            if facts.lacksServerOnlyLimits { print("warning: \(LocalCA.rotateForLimits) (\(advice))") }
             if facts.secondsLeft <= 0 {
-                print("warning: the CA expired \(facts.notAfter): serve refuses it; replace it (\(LocalCA.replaceAdvice))")
+                print("warning: the CA expired \(facts.notAfter): serve refuses it; replace it (\(advice))")
             }
             let outside = LocalCA.uncovered(config.tls.intercept, by: facts)
             if !outside.isEmpty {
                 print(
                     "warning: tls.intercept lists \(outside.map(\.description).joined(separator: ", ")), "
-                        + "which this CA may not sign for: replace it (\(LocalCA.replaceAdvice))")
+                        + "which this CA may not sign for: replace it (\(advice))")
             }
             do {
                 _ = try LocalCA.trusted(from: directory)

@@ -77,8 +77,12 @@ struct CheckConfig: ParsableCommand {
             }
             for warning in Self.secretWarnings(config, file: file) { printError("\(file): warning: \(warning)") }
             let dangers = DangerousSettings.warnings(config, proxyListeners: config.proxy.listen, adminListener: config.admin.listen)
-            for warning in dangers + Self.caWarnings(config) { printError("\(file): warning: \(warning)") }
-            for note in Self.caNotes(config, stateDirectory: stateDirectory) + Self.interceptionNotes(config) {
+            let advice = Self.caHint(config, stateDirectory: stateDirectory, flag: stateDir, file: file)
+            for warning in dangers + Self.caWarnings(config, advice: advice) { printError("\(file): warning: \(warning)") }
+            let notes =
+                Self.caNotes(config, stateDirectory: stateDirectory, flag: stateDir, file: file)
+                + Self.interceptionNotes(config, advice: advice)
+            for note in notes {
                 print("\(file): note: \(note)")
             }
             if explain { print(Self.routeTable(config)) }
@@ -107,8 +111,8 @@ struct CheckConfig: ParsableCommand {
     /// is no problem: serve makes it), where and as whom the service reads it.
     static func caHint(_ config: Config, stateDirectory: StateDirectory, flag: String?, file: String) -> String {
         let command =
-            "larder ca init --config \(StateDirectory.absolute(file, against: FileSystem.workingDirectory() ?? "/"))"
-            + (flag == nil ? "" : " --state-dir \(stateDirectory.path)") + " --rotate"
+            "larder ca init --config \(StateDirectory.absolute(file))" + (flag == nil ? "" : " --state-dir \(stateDirectory.path)")
+            + " --rotate"
         let trust = "then make clients trust the new certificate (larder ca show prints how)"
         guard stateDirectory.path == StateDirectory.system else {
             return "serve reads the CA from \(config.tls.caDirectory); replace it with: \(command), \(trust)"
@@ -155,24 +159,28 @@ struct CheckConfig: ParsableCommand {
     }
 
     /// A CA that serve takes but warns about: one made before the serverAuth limits.
-    static func caWarnings(_ config: Config) -> [String] {
+    /// `advice`: ``caHint(_:stateDirectory:flag:file:)``'s.
+    static func caWarnings(_ config: Config, advice: String) -> [String] {
         guard !config.tls.intercept.isEmpty, let facts = try? LocalCA.load(from: config.tls.caDirectory),
             facts.lacksServerOnlyLimits
         else { return [] }
-        return [LocalCA.rotateForLimits]
+        return ["\(LocalCA.rotateForLimits): \(advice)"]
     }
 
     /// A CA that `serve` will make (``LocalCA/provision(for:)``): where, so nobody makes one
     /// elsewhere by hand.
-    static func caNotes(_ config: Config, stateDirectory: StateDirectory) -> [String] {
+    static func caNotes(_ config: Config, stateDirectory: StateDirectory, flag: String?, file: String) -> [String] {
         guard LocalCA.provision(for: config.tls) != .nothing else { return [] }
         // Under the packaged unit only the service should make it: root's key would be root's.
-        let byHand = stateDirectory.path == StateDirectory.system ? "" : " (or larder ca init now)"
+        let command =
+            "larder ca init --config \(StateDirectory.absolute(file))" + (flag == nil ? "" : " --state-dir \(stateDirectory.path)")
+        let byHand = stateDirectory.path == StateDirectory.system ? "" : " (or \(command) now)"
         return ["\(config.tls.caDirectory) holds no CA: serve makes it at start or on a reload for tls.intercept, as its own user\(byHand)"]
     }
 
     /// For each preset, the HTTPS hosts it needs intercepted that `tls.intercept` does not list.
-    static func interceptionNotes(_ config: Config) -> [String] {
+    /// `advice`: how to replace the CA (``caHint(_:stateDirectory:flag:file:)``).
+    static func interceptionNotes(_ config: Config, advice: String) -> [String] {
         config.cache.presets.compactMap { preset in
             let missing = preset.tlsHosts.filter { !config.tls.intercepts(host: $0) }
             guard !missing.isEmpty else { return nil }
@@ -180,7 +188,7 @@ struct CheckConfig: ParsableCommand {
             let hasCA = access(config.tls.caDirectory + "/" + LocalCA.certificateFile, F_OK) == 0
             return "preset \(preset.rawValue) caches HTTPS from \(missing.joined(separator: ", ")) only once tls.intercept lists "
                 + (missing.count == 1 ? "it" : "them")
-                + (hasCA ? " and the CA is replaced to permit \(missing.count == 1 ? "it" : "them") (\(LocalCA.replaceAdvice))" : "")
+                + (hasCA ? " and the CA is replaced to permit \(missing.count == 1 ? "it" : "them") (\(advice))" : "")
         }
     }
 

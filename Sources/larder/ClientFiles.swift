@@ -19,6 +19,12 @@ struct ClientFiles {
     /// An earlier version's notes (`PATH: rm PATH && command`), shown as they were recorded.
     private(set) var earlierNotes: [String] = []
 
+    /// A manifest that is a symbolic link, a FIFO or anything else but a regular file.
+    struct NotARegularFile: Error, CustomStringConvertible {
+        let path: String
+        var description: String { "\(path) is not a regular file (a symbolic link, a FIFO...): nothing was read or removed" }
+    }
+
     /// A manifest line naming a path `--undo` must not touch.
     struct UnsafePath: Error, CustomStringConvertible {
         let path: String
@@ -31,9 +37,12 @@ struct ClientFiles {
     /// let out of the root.
     init(root: String) throws {
         self.root = root
-        // A manifest reached through a symbolic link under the root is another tree's.
+        // A manifest reached through a symbolic link under the root is another tree's; one
+        // that is not a regular file (a link, a FIFO whose read would block) is no manifest.
         try refuseSymbolicLinks(above: ClientFiles.manifestPath)
-        guard exists(ClientFiles.manifestPath) else { return }
+        var info = stat()
+        guard lstat(real(ClientFiles.manifestPath), &info) == 0 else { return }
+        guard info.st_mode & S_IFMT == S_IFREG else { throw NotARegularFile(path: real(ClientFiles.manifestPath)) }
         let text = String(decoding: try FileSystem.readWhole(real(ClientFiles.manifestPath), limit: 1 << 20), as: UTF8.self)
         for line in text.split(separator: "\n") {
             let parts = line.split(separator: " ", maxSplits: 2).map(String.init)

@@ -10,10 +10,17 @@ enum Text {
 
     /// `text` with every control character (C0, DEL; C1, which holds CSI and OSC) written as
     /// `\u{1B}`, so text from a server, a damaged disk head or another client's header cannot
-    /// move a terminal's cursor, retitle it or ring it. `keepingLines`: line feed and tab stay.
+    /// move a terminal's cursor, retitle it or ring it; so are the bidirectional controls. `keepingLines`: line feed and tab stay.
     static func printable(_ text: String, keepingLines: Bool = false) -> String {
         func written(_ scalar: Unicode.Scalar) -> Bool {
             let value = scalar.value
+            // Bidirectional controls too: they reorder what follows them on the line (U+202E
+            // shows a command backwards).
+            if value == 0x061C || value == 0x200E || value == 0x200F || (0x202A...0x202E).contains(value)
+                || (0x2066...0x2069).contains(value)
+            {
+                return true
+            }
             guard value < 0x20 || (0x7F...0x9F).contains(value) else { return false }
             return !(keepingLines && (scalar == "\n" || scalar == "\t"))
         }

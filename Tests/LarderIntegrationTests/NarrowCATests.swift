@@ -180,7 +180,8 @@ extension IntegrationTests {
             #expect(old.status == 0, "\(old.out)")
             let shown = try larder(["ca", "show", "--config", config])
             #expect(
-                shown.out.contains("warning: the CA expired") && shown.out.contains("replace it (larder ca init --config FILE --rotate"),
+                shown.out.contains("warning: the CA expired")
+                    && shown.out.contains("replace it (larder ca init --config \(config) --rotate"),
                 "\(shown.out)")
             let checked = try larder(["check-config", config])
             #expect(checked.status == 1 && checked.err.contains("expired"), "\(checked.err)")
@@ -202,7 +203,8 @@ extension IntegrationTests {
             let shown = try larder(["ca", "show", "--config", config])
             #expect(shown.out.contains("key usage:    any") && shown.out.contains("e-mail names: any"), "\(shown.out)")
             #expect(
-                shown.out.contains("lacks extended key usage serverAuth") && shown.out.contains("larder ca init --config FILE --rotate"),
+                shown.out.contains("lacks extended key usage serverAuth")
+                    && shown.out.contains("larder ca init --config \(config) --rotate"),
                 "\(shown.out)")
             // check-config, which takes it as serve does, says so too (review 124).
             let checked = try larder(["check-config", config])

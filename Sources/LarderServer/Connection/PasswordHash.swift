@@ -13,9 +13,9 @@ public enum PasswordHash {
         public let description: String
     }
 
-    /// The schemes `larder hash-password` offers, by name, with their crypt(3) prefix.
-    /// The longest password crypt(3) hashes, in bytes (libxcrypt's `CRYPT_MAX_PASSPHRASE_SIZE`).
-    public static let maxPasswordBytes = 512
+    /// The longest password crypt(3) hashes, in bytes: libxcrypt's `CRYPT_MAX_PASSPHRASE_SIZE`
+    /// (512) counts the terminating NUL.
+    public static let maxPasswordBytes = 511
 
     /// The longest password bcrypt reads: it ignores every byte after the 72nd, so a longer
     /// one would also match every password that begins the same. Such a password is refused
@@ -25,6 +25,7 @@ public enum PasswordHash {
     /// Whether `hash` (or a setting) is bcrypt's: `$2a$`, `$2b$`, `$2x$` or `$2y$`.
     static func isBcrypt(_ hash: some StringProtocol) -> Bool { hash.hasPrefix("$2") }
 
+    /// The schemes `larder hash-password` offers, by name, with their crypt(3) prefix.
     public static let schemes: [(name: String, prefix: String)] = [
         ("yescrypt", "$y$"), ("bcrypt", "$2b$"), ("sha512crypt", "$6$"),
     ]
