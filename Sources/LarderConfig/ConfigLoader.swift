@@ -50,6 +50,8 @@ public enum ConfigLoader {
     /// Reads and parses the file at `path`, resolving its relative paths against
     /// `stateDirectory` (by default ``StateDirectory/current(flag:configPath:)`` for it).
     public static func load(path: String, stateDirectory: StateDirectory? = nil) -> Result<Config, ConfigErrors> {
+        // An empty name (`--config ""`, an unset variable) would read as ": cannot read".
+        guard !path.isEmpty else { return .failure(ConfigErrors([.wholeFile("\"\"", message: "the configuration file's name is empty")])) }
         let text: String
         do {
             text = String(decoding: try FileSystem.readWhole(path, limit: 16 << 20), as: UTF8.self)

@@ -72,6 +72,13 @@ extension IntegrationTests {
                 #expect(stats.terminationStatus == 1, "\(stats.stderr)")
                 #expect(stats.stderr == "\(path): cannot read: \(reason)\n\(path): 1 error\n", "\(stats.stderr)")
             }
+            // An empty name, as an unset variable gives it (review 125).
+            for command in [["check-config", ""], ["stats", "--config", ""], ["serve", "--config", ""]] {
+                let empty = try Self.larder(command)
+                #expect(
+                    empty.terminationStatus == 1 && empty.stderr.hasPrefix("\"\": the configuration file's name is empty\n"),
+                    "\(command): \(empty.stderr)")
+            }
         }
 
         @Test func aByteOrderMarkIsAcceptedAndNotShownUnderTheCaret() throws {
