@@ -14,6 +14,9 @@ enum larder_crc64_implementation {
     larder_crc64_pclmul = 1,
     /// Folding 4 x 256 bits at a time with VPCLMULQDQ (x86-64 with VPCLMULQDQ and AVX2).
     larder_crc64_vpclmul = 2,
+    /// Folding 4 x 512 bits at a time with VPCLMULQDQ on 512-bit registers (x86-64 with
+    /// AVX-512F and VPCLMULQDQ, and a kernel that saves those registers).
+    larder_crc64_avx512 = 3,
 };
 
 /// CRC-64/XZ (ECMA-182 polynomial, reflected, initial value and final XOR all ones) of the
