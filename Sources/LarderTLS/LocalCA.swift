@@ -27,9 +27,10 @@ public enum LocalCA {
     /// How a CA is replaced, for messages that cannot tell how Larder runs: `ca init --rotate`
     /// from a shell, or, under the packaged unit, by the service itself (a key made by root
     /// would be unreadable to the service's own user).
-    /// `config`: the configuration file the command read (nil: the embedded defaults).
+    /// `config`: the configuration file the command read (nil: the embedded defaults), named
+    /// absolute so that the command works from any directory.
     public static func replaceAdvice(config: String?) -> String {
-        "larder ca init\(config.map { " --config \($0)" } ?? "") --rotate; under the packaged systemd unit, move tls.ca_dir "
+        "larder ca init\(config.map { " --config \(StateDirectory.absolute($0))" } ?? "") --rotate; under the packaged systemd unit, move tls.ca_dir "
             + "away and systemctl reload-or-restart larder, which makes a new one (docs/OPERATIONS.md, \"Rotating the CA\"), "
             + "then make clients trust the new one"
     }

@@ -39,7 +39,7 @@ struct CA: ParsableCommand {
                     throw ExitCode(1)
                 }
             }
-            let directory = dir.map { StateDirectory.absolute($0, against: FileSystem.workingDirectory() ?? "/") }
+            let directory = dir.map { StateDirectory.absolute($0) }
             return (loaded, directory ?? loaded.tls.caDirectory)
         }
     }
@@ -133,7 +133,7 @@ struct CA: ParsableCommand {
                 throw ExitCode(1)
             }
             print(Show.describe(facts))
-            let advice = LocalCA.replaceAdvice(config: location.configPath.map(StateDirectory.absolute))
+            let advice = LocalCA.replaceAdvice(config: location.configPath)
             if facts.lacksServerOnlyLimits { print("warning: \(LocalCA.rotateForLimits) (\(advice))") }
             if facts.secondsLeft <= 0 {
                 print("warning: the CA expired \(facts.notAfter): serve refuses it; replace it (\(advice))")

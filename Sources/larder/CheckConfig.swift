@@ -107,12 +107,15 @@ struct CheckConfig: ParsableCommand {
         return lines.joined(separator: "\n")
     }
 
+    /// `ca init` for this file, from any directory, with the `--state-dir` this check was given.
+    static func caInit(stateDirectory: StateDirectory, flag: String?, file: String) -> String {
+        "larder ca init --config \(StateDirectory.absolute(file))" + (flag == nil ? "" : " --state-dir \(stateDirectory.path)")
+    }
+
     /// How to replace the CA in `tls.ca_dir` that `tls.intercept` cannot use (one that is missing
     /// is no problem: serve makes it), where and as whom the service reads it.
     static func caHint(_ config: Config, stateDirectory: StateDirectory, flag: String?, file: String) -> String {
-        let command =
-            "larder ca init --config \(StateDirectory.absolute(file))" + (flag == nil ? "" : " --state-dir \(stateDirectory.path)")
-            + " --rotate"
+        let command = caInit(stateDirectory: stateDirectory, flag: flag, file: file) + " --rotate"
         let trust = "then make clients trust the new certificate (larder ca show prints how)"
         guard stateDirectory.path == StateDirectory.system else {
             return "serve reads the CA from \(config.tls.caDirectory); replace it with: \(command), \(trust)"
@@ -172,9 +175,9 @@ struct CheckConfig: ParsableCommand {
     static func caNotes(_ config: Config, stateDirectory: StateDirectory, flag: String?, file: String) -> [String] {
         guard LocalCA.provision(for: config.tls) != .nothing else { return [] }
         // Under the packaged unit only the service should make it: root's key would be root's.
-        let command =
-            "larder ca init --config \(StateDirectory.absolute(file))" + (flag == nil ? "" : " --state-dir \(stateDirectory.path)")
-        let byHand = stateDirectory.path == StateDirectory.system ? "" : " (or \(command) now)"
+        let byHand =
+            stateDirectory.path == StateDirectory.system
+            ? "" : " (or \(caInit(stateDirectory: stateDirectory, flag: flag, file: file)) now)"
         return ["\(config.tls.caDirectory) holds no CA: serve makes it at start or on a reload for tls.intercept, as its own user\(byHand)"]
     }
 

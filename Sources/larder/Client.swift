@@ -124,7 +124,7 @@ struct Client: ParsableCommand {
     private func resolvedRoot() throws -> String {
         guard let root, root != "/" else { return "/" }
         // Absolute and without "." or "..": every path shown and written is the root's then.
-        let path = StateDirectory.absolute(root, against: FileSystem.workingDirectory() ?? "/")
+        let path = StateDirectory.absolute(root)
         guard FileSystem.isDirectory(path) else { throw ValidationError("--root \(root) is not a directory") }
         return path
     }

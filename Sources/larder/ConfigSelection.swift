@@ -25,7 +25,7 @@ struct ConfigSelection {
         if !listen.isEmpty { config.proxy.listen = listen }
         if let adminListen { config.admin.listen = adminListen }
         // A path on the command line means what it means to the shell: the working directory's.
-        if let cacheDir { config.disk.path = StateDirectory.absolute(cacheDir, against: FileSystem.workingDirectory() ?? "/") }
+        if let cacheDir { config.disk.path = StateDirectory.absolute(cacheDir) }
         return config
     }
 }

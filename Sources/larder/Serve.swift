@@ -68,7 +68,7 @@ struct Serve: ParsableCommand {
             interceptor = try TLSInterceptor.make(for: config.tls, replacing: nil)
         } catch {
             for problem in error.description.split(separator: "\n") { printError("larder: \(problem)") }
-            if error.needsNewCA { printError("larder: \(LocalCA.replaceAdvice(config: path.map(StateDirectory.absolute)))") }
+            if error.needsNewCA { printError("larder: \(LocalCA.replaceAdvice(config: path))") }
             printError("larder: not started")
             throw ExitCode(1)
         }
@@ -115,7 +115,7 @@ struct Serve: ParsableCommand {
                 "tls: intercepting CONNECT for \(config.tls.intercept.map(\.description).joined(separator: ", "))",
                 metadata: ["ca": "\(facts.sha256Fingerprint)", "expires": "\(facts.notAfter)"])
             if facts.lacksServerOnlyLimits {
-                logger.warning("tls: \(LocalCA.rotateForLimits) (\(LocalCA.replaceAdvice(config: path.map(StateDirectory.absolute))))")
+                logger.warning("tls: \(LocalCA.rotateForLimits) (\(LocalCA.replaceAdvice(config: path)))")
             }
         }
 
@@ -172,7 +172,7 @@ struct Serve: ParsableCommand {
             } catch {
                 for problem in error.description.split(separator: "\n") { logger.error("reload rejected: \(problem)") }
                 if error.needsNewCA {
-                    logger.error("reload rejected: \(LocalCA.replaceAdvice(config: selection.path.map(StateDirectory.absolute)))")
+                    logger.error("reload rejected: \(LocalCA.replaceAdvice(config: selection.path))")
                 }
                 logger.error("reload rejected: keeping the running configuration")
                 server.reloadRejected()
