@@ -135,6 +135,8 @@ extension DiskCache {
         let bodyOffset: Int64
         /// Preamble, head and body: the whole file for an entry file.
         let recordLength: Int64
+        /// The body's bytes, unchecked, when the head's read took in the whole record.
+        var readBody: ArraySlice<UInt8>? = nil
     }
 
     /// Whether lookups on the loops read records of `recordSize` bytes themselves (a record
@@ -214,7 +216,10 @@ extension DiskCache {
         guard preamble.recordLength == length else {
             throw DiskEntryFormat.Problem.truncated(expected: preamble.recordLength, actual: length)
         }
-        if inSegment {
+        // A read that reached the record's end shows it whole, with no question of the file's
+        // size, and holds its body: a small record is then one read (``readChecked(_:onlyIfCached:)``).
+        let whole = Int64(prefix.count) == length
+        if inSegment, !whole {
             // A segment cut short (by hand, by a full disk, by a crash of another writer) must
             // not be served: the record has to be whole before its head goes out.
             let fileSize = try FileSystem.size(of: file.fd)
@@ -228,7 +233,10 @@ extension DiskCache {
             prefix = whole
         }
         let head = try DiskEntryFormat.decodeHead(prefix[DiskEntryFormat.preambleLength..<headEnd], preamble: preamble)
-        return LoadedHead(head: head, file: file, bodyOffset: offset + Int64(headEnd), recordLength: length)
+        let bodyEnd = headEnd + Int(preamble.bodyLength)
+        return LoadedHead(
+            head: head, file: file, bodyOffset: offset + Int64(headEnd), recordLength: length,
+            readBody: whole && bodyEnd <= prefix.count ? prefix[headEnd..<bodyEnd] : nil)
     }
 
     /// `serial`: the index entry's it was read from (``StoredResponse/diskSerial``; 0 for a listing).
@@ -264,9 +272,14 @@ extension DiskCache {
     func readChecked(_ loaded: LoadedHead, onlyIfCached: Bool) throws -> (head: DiskEntryFormat.Head, body: [UInt8])? {
         let fd = loaded.file.fd
         let count = Int(loaded.head.bodyLength)
-        let read = onlyIfCached ? try FileSystem.readIfCached(fd, at: loaded.bodyOffset, count: count) : nil
-        if onlyIfCached && read == nil { return nil }
-        let body = try read ?? FileSystem.read(fd, at: loaded.bodyOffset, count: count)
+        let body: [UInt8]
+        if let readBody = loaded.readBody {
+            body = Array(readBody)
+        } else {
+            let read = onlyIfCached ? try FileSystem.readIfCached(fd, at: loaded.bodyOffset, count: count) : nil
+            if onlyIfCached && read == nil { return nil }
+            body = try read ?? FileSystem.read(fd, at: loaded.bodyOffset, count: count)
+        }
         guard body.count == Int(loaded.head.bodyLength) else {
             throw DiskEntryFormat.Problem.truncated(expected: loaded.head.bodyLength, actual: Int64(body.count))
         }

@@ -227,6 +227,36 @@ import Testing
         again.stop()
     }
 
+    /// A record of up to a page is read once: the read of its head takes in its body, and the
+    /// read's length shows the record whole without asking the segment's size. The body is
+    /// still checked: one flipped byte drops the record, and the record cut short is not read
+    /// whole, so not served.
+    @Test func aSmallRecordIsOneReadAndStillCheckedWhole() throws {
+        let fixture = try DiskFixture()
+        storeInline(fixture, [("/a", 1), ("/b", 2), ("/c", 3)], size: 500)
+        func loaded(_ path: String) throws -> DiskCache.LoadedHead {
+            let entry = try #require(fixture.cache.index.withLock { $0.lookup(Fixtures.key(path)) }.first)
+            #expect(entry.size <= 4096, "a record of one page: \(entry.size) bytes")
+            return try fixture.cache.loadHead(entry)
+        }
+        let first = try loaded("/a")
+        #expect(first.readBody.map(Array.init) == pattern(500, seed: 1), "the body came with the head")
+        #expect(try fixture.cache.readChecked(first).body == pattern(500, seed: 1))
+
+        let segment = try editFirstSegment(fixture) { bytes in
+            let record = bytes.count / 3
+            bytes[record + record - 10] ^= 0x01  // inside /b's body, the last bytes of its record
+        }
+        #expect(throws: DiskEntryFormat.Problem.checksumMismatch) { try fixture.cache.readChecked(try loaded("/b")) }
+        #expect(fixture.read("/b") == nil, "a body that fails its checksum is never served")
+        #expect(fixture.read("/a") == pattern(500, seed: 1))
+
+        truncate(segment, off_t(fileSize(segment) - 100))  // into /c's record
+        #expect(fixture.read("/c") == nil, "a record cut short is never served")
+        #expect(fixture.read("/a") == pattern(500, seed: 1))
+        #expect(fixture.cache.statistics.corruptions == 2)
+    }
+
     @Test func refreshRewritesARecordAndKeepsItsBody() throws {
         let fixture = try DiskFixture()
         storeInline(fixture, [("/r", 1)], size: 3000)
