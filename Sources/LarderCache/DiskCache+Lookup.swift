@@ -230,6 +230,11 @@ extension DiskCache {
         let headEnd = DiskEntryFormat.preambleLength + preamble.headLength
         if prefix.count < headEnd {
             guard let whole = try read(headEnd) else { return nil }
+            // The file may have been cut short since its size was taken: a short read, not a
+            // slice past its end.
+            guard whole.count == headEnd else {
+                throw DiskEntryFormat.Problem.truncated(expected: offset + Int64(headEnd), actual: offset + Int64(whole.count))
+            }
             prefix = whole
         }
         let head = try DiskEntryFormat.decodeHead(prefix[DiskEntryFormat.preambleLength..<headEnd], preamble: preamble)

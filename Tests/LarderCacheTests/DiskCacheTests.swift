@@ -153,6 +153,31 @@ import Testing
         #expect(fixture.cache.statistics.corruptions == 1)
     }
 
+    /// A file cut short after its size was taken, inside a head longer than the first read
+    /// (4 KiB), is found truncated by the head's second read: no slice past what was read.
+    @Test func aHeadCutShortAfterItsFileWasMeasuredIsTruncatedNotATrap() throws {
+        let fixture = try DiskFixture()
+        let key = Fixtures.key("/long-head")
+        let write = try #require(
+            fixture.cache.beginWrite(
+                key: key,
+                head: DiskEntryFormat.Head(
+                    key: key.url, status: 200, reason: "OK", requestTime: 100, responseTime: 101, vary: [:],
+                    headers: ["Cache-Control": "max-age=60", "X-Long": String(repeating: "a", count: 6000)]),
+                expectedLength: 100))
+        write.append(pattern(100))
+        write.finish(expectedLength: 100)
+        fixture.cache.drain()
+        let path = try #require(fixture.entryFiles().first)
+        let measured = Int64(fileSize(path))
+        #expect(measured > 6000)
+        let file = try OpenFile.open(path)
+        truncate(path, 5000)  // past the first read, inside the head
+        #expect(throws: DiskEntryFormat.Problem.truncated(expected: measured - 100, actual: 5000)) {
+            try fixture.cache.loadRecord(file, at: 0, length: measured, inSegment: false)
+        }
+    }
+
     @Test func unknownFormatVersionIsDropped() throws {
         let fixture = try DiskFixture()
         fixture.store("/a", body: pattern(100))
