@@ -118,7 +118,10 @@ extension DiskCache {
                     size: Int64(entryHead.count) + old.head.bodyLength + old.head.tableLength,
                     responseTime: refreshed.responseTime, bodyTime: original.bodyTime)
                 if old.head.bodyLength <= DiskCache.inlineLimit {
-                    let body = try FileSystem.read(old.file.fd, at: old.bodyOffset, count: Int(old.head.bodyLength))
+                    // A record of up to 4 KiB came whole with its head.
+                    let body =
+                        try old.readBody.map(Array.init)
+                        ?? FileSystem.read(old.file.fd, at: old.bodyOffset, count: Int(old.head.bodyLength))
                     guard body.count == Int(old.head.bodyLength) else {
                         throw DiskEntryFormat.Problem.truncated(expected: old.head.bodyLength, actual: Int64(body.count))
                     }
