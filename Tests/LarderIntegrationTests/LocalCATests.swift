@@ -239,6 +239,10 @@ extension IntegrationTests {
             let grown = "[tls]\nintercept = [\"a.example\", \"b.example\"]\nca_dir = \"\(ca)\"\n"
             try running.rewriteConfig(grown)
             #expect(try larder(["check-config", running.configPath]).status == 1, "the old CA cannot serve the grown list")
+            // A reload on the old CA is rejected with the one command that replaces it for this file.
+            running.child.signal(SIGHUP)
+            let rejected = try running.child.waitForOutput { $0.contains("keeping the running configuration") }
+            #expect(rejected.contains("reload rejected: larder ca init --config \(running.configPath) --rotate;"), "\(rejected)")
             #expect(rename(ca, ca + ".old") == 0)
             try running.reload(grown)
             let log = try running.child.waitForOutput { $0.contains("tls: created the CA in \(ca)") }
