@@ -18,8 +18,8 @@ import Testing
         let length: Int
     }
 
-    /// What is done to the segment, given the three records.
-    typealias Damage = (_ segment: String, _ records: [Record], _ bodySize: Int) throws -> Void
+    /// What is done to the segment (its fixture's only one), given the three records.
+    typealias Damage = (_ fixture: DiskFixture, _ segment: String, _ records: [Record], _ bodySize: Int) throws -> Void
 
     /// The length of the record of a body of `bodySize` bytes stored under `/a`.
     private static func recordLength(bodySize: Int) throws -> Int {
@@ -42,7 +42,7 @@ import Testing
             return Record(path: path, seed: seed, offset: Int(entry.offset), length: Int(entry.size))
         }
         for record in records { #expect(fixture.read(record.path) == pattern(bodySize, seed: record.seed)) }
-        try damage(segment, records, bodySize)
+        try damage(fixture, segment, records, bodySize)
         var middleServed = false
         for _ in 0..<2 {
             for record in records {
@@ -56,21 +56,9 @@ import Testing
         return middleServed
     }
 
-    private static func write(_ bytes: [UInt8], to path: String, at offset: Int) throws {
-        let handle = try #require(FileHandle(forUpdatingAtPath: path))
-        defer { try? handle.close() }
-        try handle.seek(toOffset: UInt64(offset))
-        try handle.write(contentsOf: Data(bytes))
-    }
-
-    private static func bytes(of path: String, at offset: Int, count: Int) throws -> [UInt8] {
-        let data = try Data(contentsOf: URL(fileURLWithPath: path))
-        return Array(data[offset..<min(data.count, offset + count)])
-    }
-
     /// Sets preamble field `name` (a number in fixed-width digits) of the record at `offset`.
-    private static func setField(_ name: String, of path: String, at offset: Int, to value: (Int) -> Int) throws {
-        let preamble = try bytes(of: path, at: offset, count: DiskEntryFormat.preambleLength)
+    private static func setField(_ name: String, in bytes: inout Data, at offset: Int, to value: (Int) -> Int) throws {
+        let preamble = Array(bytes[offset..<(offset + DiskEntryFormat.preambleLength)])
         let text = String(decoding: preamble, as: UTF8.self)
         let label = try #require(text.range(of: name + " "))
         let start = text.utf8.distance(from: text.startIndex, to: label.upperBound)
@@ -79,7 +67,8 @@ import Testing
         let digits = String(value(old))
         let width = end - start
         try #require(digits.count <= width)
-        try write(Array((String(repeating: "0", count: width - digits.count) + digits).utf8), to: path, at: offset + start)
+        let field = Data((String(repeating: "0", count: width - digits.count) + digits).utf8)
+        bytes.replaceSubrange((offset + start)..<(offset + end), with: field)
     }
 
     @Test(arguments: [500, -4096, -4097])
@@ -93,9 +82,8 @@ import Testing
             ("a byte of the head", { $0.offset + DiskEntryFormat.preambleLength + 5 }),
         ]
         for (what, at) in flips {
-            let served = try check("\(bodySize): \(what) flipped", bodySize: bodySize) { segment, records, _ in
-                let offset = at(records[1])
-                try Self.write([try Self.bytes(of: segment, at: offset, count: 1)[0] ^ 0x01], to: segment, at: offset)
+            let served = try check("\(bodySize): \(what) flipped", bodySize: bodySize) { fixture, _, records, _ in
+                try editFirstSegment(fixture) { $0[at(records[1])] ^= 0x01 }
             }
             #expect(!served, "\(bodySize): a record with \(what) flipped is dropped")
         }
@@ -104,31 +92,37 @@ import Testing
         ]
         for (shrunk, grown, change) in lies {
             // The record's length stays, the line between head and body moves.
-            let served = try check("\(bodySize): \(shrunk) - 1, \(grown) + 1", bodySize: bodySize) { segment, records, _ in
-                try Self.setField(shrunk, of: segment, at: records[1].offset, to: change)
-                try Self.setField(grown, of: segment, at: records[1].offset) { $0 + 1 }
+            let served = try check("\(bodySize): \(shrunk) - 1, \(grown) + 1", bodySize: bodySize) { fixture, _, records, _ in
+                try editFirstSegment(fixture) { bytes in
+                    try Self.setField(shrunk, in: &bytes, at: records[1].offset, to: change)
+                    try Self.setField(grown, in: &bytes, at: records[1].offset) { $0 + 1 }
+                }
             }
             #expect(!served)
         }
         let replaced: [(String, Damage)] = [
             (
                 "head-length 5000",
-                { segment, records, _ in
-                    try Self.setField("head-length", of: segment, at: records[1].offset) { _ in 5000 }
+                { fixture, _, records, _ in
+                    try editFirstSegment(fixture) { try Self.setField("head-length", in: &$0, at: records[1].offset) { _ in 5000 } }
                 }
             ),
             (
                 "the page of its end zeroed",
-                { segment, records, _ in
-                    let page = (records[1].offset + records[1].length - 1) / 4096 * 4096
-                    try Self.write([UInt8](repeating: 0, count: 4096), to: segment, at: page)
+                { fixture, _, records, _ in
+                    try editFirstSegment(fixture) { bytes in
+                        let page = (records[1].offset + records[1].length - 1) / 4096 * 4096
+                        bytes.replaceSubrange(page..<min(bytes.count, page + 4096), with: Data(count: 4096))
+                    }
                 }
             ),
             (
                 "another record's bytes in its place",
-                { segment, records, _ in
-                    let other = try Self.bytes(of: segment, at: records[0].offset, count: records[0].length)
-                    try Self.write(other, to: segment, at: records[1].offset)
+                { fixture, _, records, _ in
+                    try editFirstSegment(fixture) { bytes in
+                        let other = bytes[records[0].offset..<(records[0].offset + records[0].length)]
+                        bytes.replaceSubrange(records[1].offset..<(records[1].offset + records[1].length), with: other)
+                    }
                 }
             ),
         ]
@@ -144,7 +138,7 @@ import Testing
         for (what, at) in cuts {
             for refilled in [false, true] {
                 let served = try check("\(bodySize): cut \(what)\(refilled ? ", zeros after" : "")", bodySize: bodySize) {
-                    segment, records, bodySize in
+                    _, segment, records, bodySize in
                     let whole = fileSize(segment)
                     truncate(segment, off_t(at(records[1], bodySize)))
                     if refilled { truncate(segment, off_t(whole)) }
