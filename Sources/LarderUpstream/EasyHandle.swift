@@ -21,8 +21,17 @@ final class EasyHandle {
     /// Set when a transfer changed an option the next one would inherit (method, upload).
     var needsReset = false
     /// The transfer curl is running on the handle: from its setup until it is taken out of
-    /// curl, which calls back only in between. Unowned: the transfer holds its handle.
-    unowned(unsafe) var running: UpstreamTransfer?
+    /// curl, which calls back only in between. Unretained: the transfer holds its handle, and a
+    /// callback (eleven a miss) then borrows it without a retain and release of its own.
+    private var running: Unmanaged<UpstreamTransfer>?
+
+    /// Makes `transfer` the one curl runs on the handle.
+    func run(_ transfer: UpstreamTransfer) { running = .passUnretained(transfer) }
+
+    /// Forgets `transfer` if it is the one running (a handle may have gone to another since).
+    func stopRunning(_ transfer: UpstreamTransfer) {
+        if running?.toOpaque() == Unmanaged.passUnretained(transfer).toOpaque() { running = nil }
+    }
     /// The extra trust anchors the handle verifies origins with (nil: the system store only).
     private(set) var trustAnchors: String?
     /// The owning client, unretained (it outlives its handles), for the socket callbacks.
@@ -112,9 +121,12 @@ final class EasyHandle {
         proxy = value
     }
 
-    /// The transfer running on the handle `data` points at, in a callback of curl's.
-    private static func running(_ data: UnsafeMutableRawPointer?) -> UpstreamTransfer {
-        Unmanaged<EasyHandle>.fromOpaque(data!).takeUnretainedValue().running!
+    /// Runs `body` on the transfer running on the handle `data` points at, in a callback of
+    /// curl's, borrowed: curl calls back only inside `curl_multi_socket_action`, while the
+    /// client's table of transfers in flight holds it (a release asked for meanwhile waits,
+    /// ``UpstreamClient/inCallback``), or inside `curl_easy_pause`, called on it by a holder.
+    private static func withRunning<Result>(_ data: UnsafeMutableRawPointer?, _ body: (UpstreamTransfer) -> Result) -> Result {
+        Unmanaged<EasyHandle>.fromOpaque(data!)._withUnsafeGuaranteedRef { $0.running! }._withUnsafeGuaranteedRef(body)
     }
 
     /// Brings the handle back to its constant options if the last transfer changed others.
@@ -171,21 +183,21 @@ final class EasyHandle {
             larder_easy_set_pointer(pointer, option, me)
         }
         larder_easy_set_opensocket_callback(pointer) { handlep, _, address in
-            let transfer = EasyHandle.running(handlep)
             guard let address else { return CURL_SOCKET_BAD }
             let target = withUnsafePointer(to: &address.pointee.addr) { raw in
                 SocketAddress(raw, length: Int(address.pointee.addrlen))
             }
-            return transfer.client.openSocket(
-                for: transfer, address: target, family: address.pointee.family, type: address.pointee.socktype,
-                protocol: address.pointee.`protocol`)
+            return EasyHandle.withRunning(handlep) { transfer in
+                transfer.client.openSocket(
+                    for: transfer, address: target, family: address.pointee.family, type: address.pointee.socktype,
+                    protocol: address.pointee.`protocol`)
+            }
         }
         // Runs once the connection is up, new or pooled, before the request is sent: a pooled
         // connection was checked for whoever opened it, not for this transfer.
         larder_easy_set_prereq_callback(pointer) { handlep, primaryIP, _, primaryPort, _ in
-            let transfer = EasyHandle.running(handlep)
             let address = primaryIP.flatMap { SocketAddress(literal: $0, port: UInt16(clamping: primaryPort)) }
-            return transfer.mayConnect(to: address) ? CURL_PREREQFUNC_OK : CURL_PREREQFUNC_ABORT
+            return EasyHandle.withRunning(handlep) { $0.mayConnect(to: address) } ? CURL_PREREQFUNC_OK : CURL_PREREQFUNC_ABORT
         }
         larder_easy_set_closesocket_callback(pointer) { clientp, fd in
             let client = Unmanaged<UpstreamClient>.fromOpaque(clientp!).takeUnretainedValue()
@@ -194,22 +206,23 @@ final class EasyHandle {
         }
         larder_easy_set_pointer(pointer, CURLOPT_CLOSESOCKETDATA, client)
         larder_easy_set_data_callback(pointer, CURLOPT_HEADERFUNCTION) { buffer, size, count, userdata in
-            let transfer = EasyHandle.running(userdata)
-            let hadHead = transfer.receivedHead
-            let taken = transfer.receiveHeaderLine(UnsafeRawBufferPointer(start: buffer, count: size * count))
-            // Once a transfer, while its connection is surely attached.
-            if !hadHead, transfer.receivedHead { transfer.tlsSession = larder_easy_tls_session(transfer.easy) }
-            return taken
+            EasyHandle.withRunning(userdata) { transfer in
+                let hadHead = transfer.receivedHead
+                let taken = transfer.receiveHeaderLine(UnsafeRawBufferPointer(start: buffer, count: size * count))
+                // Once a transfer, while its connection is surely attached.
+                if !hadHead, transfer.receivedHead { transfer.tlsSession = larder_easy_tls_session(transfer.easy) }
+                return taken
+            }
         }
         larder_easy_set_data_callback(pointer, CURLOPT_WRITEFUNCTION) { buffer, size, count, userdata in
-            let transfer = EasyHandle.running(userdata)
-            let taken = transfer.receiveBody(UnsafeRawBufferPointer(start: buffer, count: size * count))
-            if taken == size * count, transfer.bodyBytes == transfer.declaredLength { transfer.bodyComplete() }
-            return taken
+            EasyHandle.withRunning(userdata) { transfer in
+                let taken = transfer.receiveBody(UnsafeRawBufferPointer(start: buffer, count: size * count))
+                if taken == size * count, transfer.bodyBytes == transfer.declaredLength { transfer.bodyComplete() }
+                return taken
+            }
         }
         larder_easy_set_data_callback(pointer, CURLOPT_READFUNCTION) { buffer, size, count, userdata in
-            let transfer = EasyHandle.running(userdata)
-            return transfer.readBody(into: UnsafeMutableRawBufferPointer(start: buffer, count: size * count))
+            EasyHandle.withRunning(userdata) { $0.readBody(into: UnsafeMutableRawBufferPointer(start: buffer, count: size * count)) }
         }
     }
 }

@@ -304,7 +304,7 @@ extension UpstreamTransfer {
     }
 
     func detachFromCurl() {
-        if handle.running === self { handle.running = nil }
+        handle.stopRunning(self)
         if let headerList {
             // curl keeps the list pointer in the recycled handle; clear it before freeing.
             larder_easy_set_slist(easy, CURLOPT_HTTPHEADER, nil)
@@ -318,7 +318,7 @@ extension UpstreamTransfer {
     /// Sets the handle up for `request`; false when its URL cannot be handed to curl.
     func configure(slot: Int, request: UpstreamRequest) -> Bool {
         handle.prepareForTransfer()
-        handle.running = self
+        handle.run(self)
         guard handle.target(request.url, viaParent: request.parentProxy != nil) else { return false }
         // curl copies string options (CURLOPT_PROXY, _CUSTOMREQUEST) when they are set.
         handle.setSlot(slot)
