@@ -29,11 +29,12 @@ extension CacheKey {
 
     /// Where the first `#` is in the URL.
     private var markerOffset: Int? {
-        var url = url
-        return url.withUTF8 { bytes in
+        // Read in place: `withUTF8` on a copy of the URL retained its storage for each look.
+        let offset: Int?? = url.utf8.withContiguousStorageIfAvailable { bytes in
             guard let base = bytes.baseAddress, let found = memchr(base, Int32(UInt8(ascii: "#")), bytes.count) else { return nil }
             return UnsafeRawPointer(found) - UnsafeRawPointer(base)
         }
+        return offset ?? url.utf8.firstIndex(of: UInt8(ascii: "#")).map { url.utf8.distance(from: url.utf8.startIndex, to: $0) }
     }
 }
 

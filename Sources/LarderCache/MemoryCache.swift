@@ -346,7 +346,9 @@ public final class MemoryCache: Sendable {
 
     private static func removeSlot(_ state: inout State, _ slot: Int) {
         state.recency.unlink(slot, in: &state.slots)
-        if let key = state.slots[slot].key {
+        // Moved out, not copied: the slot is emptied below anyway, and an evicted key's
+        // storage is cold (a copy's retain and release would each reach for it).
+        if let key = state.slots[slot].key.take() {
             state.index.removeValue(forKey: key)
             if !state.sliceSlots.isEmpty { state.sliceSlots.remove(key, slot: slot) }
         }
