@@ -122,9 +122,9 @@ final class EasyHandle {
     }
 
     /// Runs `body` on the transfer running on the handle `data` points at, in a callback of
-    /// curl's, borrowed: curl calls back only inside `curl_multi_socket_action`, while the
-    /// client's table of transfers in flight holds it (a release asked for meanwhile waits,
-    /// ``UpstreamClient/inCallback``), or inside `curl_easy_pause`, called on it by a holder.
+    /// curl's, borrowed: curl calls back only inside `curl_multi_socket_action` or
+    /// `curl_easy_pause`, while the client's table of transfers in flight holds it (a release
+    /// asked for meanwhile waits for the call to return, ``UpstreamClient/inCallback``).
     private static func withRunning<Result>(_ data: UnsafeMutableRawPointer?, _ body: (UpstreamTransfer) -> Result) -> Result {
         Unmanaged<EasyHandle>.fromOpaque(data!)._withUnsafeGuaranteedRef { $0.running! }._withUnsafeGuaranteedRef(body)
     }
