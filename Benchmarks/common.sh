@@ -67,6 +67,24 @@ bench_wait_proxy() {
     return 1
 }
 
+# bench_start_larder BIN PORT INDEX: Larder on PORT, pinned as a proxy, with CONFIG (default
+# Benchmarks/shared-bench.toml, as the shared harness runs it) and a cache directory of its own
+# ($dir/cacheINDEX, its stderr beside it); sets `proxy` to its PID.
+bench_start_larder() {
+    mkdir -p "$dir/cache$3"
+    "${pin_proxy[@]}" "$1" serve --config "${CONFIG:-Benchmarks/shared-bench.toml}" --listen "127.0.0.1:$2" \
+        --admin-listen 127.0.0.1:0 --cache-dir "$dir/cache$3" >/dev/null 2>"$dir/larder$3.err" & pids+=($!)
+    proxy=$!
+}
+
+# bench_start_haproxy PORT: HAProxy as a peer (bench_start_peer), waited for: its 2 GB cache is
+# set up before it listens, so up to 20 s. Its start.sh execs haproxy -db: `peer_pid` is
+# HAProxy's own PID.
+bench_start_haproxy() {
+    bench_start_peer haproxy "$1" || return 2
+    for attempt in 1 2 3 4; do bench_wait_proxy "$1" "$url" 2>/dev/null && return 0; [[ $attempt -lt 4 ]] || return 1; done
+}
+
 # bench_start_peer NAME PORT: starts a peer configured as in ../shared/bench (its
 # peers/NAME/start.sh: nginx, haproxy) on PORT, pinned as a proxy, in front of the origin;
 # sets `peer_pid`. Fails with a message if the harness is not there.

@@ -52,18 +52,12 @@ measure() {
 }
 
 for index in $(seq 0 $(($# - 1))); do
-    binaries=("$@"); binary=${binaries[$index]}; port=$((FIRST_PORT + index))
-    mkdir -p "$dir/cache$index"
-    "${pin_proxy[@]}" "$binary" serve --config "${CONFIG:-Benchmarks/shared-bench.toml}" --listen "127.0.0.1:$port" \
-        --admin-listen 127.0.0.1:0 --cache-dir "$dir/cache$index" >/dev/null 2>"$dir/larder$index.err" & pids+=($!)
-    proxy=$!
+    binaries=("$@"); port=$((FIRST_PORT + index))
+    bench_start_larder "${binaries[$index]}" "$port" "$index"
     bench_wait_proxy "$port" "$url"
     measure "larder$index" "$proxy" "$port"
     kill "$proxy"
 done
 port=$((FIRST_PORT + 50))
-bench_start_peer haproxy "$port" || exit 2
-# Its 2 GB cache is set up before it listens: give it up to 20 s.
-for attempt in 1 2 3 4; do bench_wait_proxy "$port" "$url" 2>/dev/null && break; [[ $attempt -lt 4 ]] || exit 1; done
-# start.sh execs haproxy -db: the peer's PID is HAProxy's own.
+bench_start_haproxy "$port" || exit 2
 measure haproxy "$peer_pid" "$port"
