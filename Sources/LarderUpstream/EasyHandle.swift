@@ -24,14 +24,6 @@ final class EasyHandle {
     /// curl, which calls back only in between. Unretained: the transfer holds its handle, and a
     /// callback (eleven a miss) then borrows it without a retain and release of its own.
     private var running: Unmanaged<UpstreamTransfer>?
-
-    /// Makes `transfer` the one curl runs on the handle.
-    func run(_ transfer: UpstreamTransfer) { running = .passUnretained(transfer) }
-
-    /// Forgets `transfer` if it is the one running (a handle may have gone to another since).
-    func stopRunning(_ transfer: UpstreamTransfer) {
-        if running?.toOpaque() == Unmanaged.passUnretained(transfer).toOpaque() { running = nil }
-    }
     /// The extra trust anchors the handle verifies origins with (nil: the system store only).
     private(set) var trustAnchors: String?
     /// The owning client, unretained (it outlives its handles), for the socket callbacks.
@@ -119,6 +111,14 @@ final class EasyHandle {
         guard proxy != value else { return }
         larder_easy_set_string(pointer, CURLOPT_PROXY, value)
         proxy = value
+    }
+
+    /// Makes `transfer` the one curl runs on the handle.
+    func run(_ transfer: UpstreamTransfer) { running = .passUnretained(transfer) }
+
+    /// Forgets `transfer` if it is the one running (a handle may have gone to another since).
+    func stopRunning(_ transfer: UpstreamTransfer) {
+        if running?.toOpaque() == Unmanaged.passUnretained(transfer).toOpaque() { running = nil }
     }
 
     /// Runs `body` on the transfer running on the handle `data` points at, in a callback of

@@ -287,6 +287,7 @@ public final class UpstreamClient: UpstreamSockets.Owner {
 
     /// Tells curl which directions of `transfer` are paused now (its body callbacks pause
     /// them; ``UpstreamTransfer/resumeReceiving()`` and `resumeSending()` lift them).
+    ///
     /// curl hands over the bytes it held back from inside `curl_easy_pause`: a callback there
     /// is one like any other, and a release it asks for waits for the call to return (curl
     /// refuses to remove a handle from inside it, and the handle would go back to the spares
